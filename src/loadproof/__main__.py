@@ -1,0 +1,3 @@
+from loadproof.cli import main
+
+main()

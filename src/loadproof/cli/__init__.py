@@ -1,0 +1,58 @@
+"""The command line. Thin: parses options, calls the packages, maps errors to exit codes in one place.
+
+Exit codes: 0 success / PASS, 1 acceptance FAIL or verification mismatch, 2 usage or input error,
+3 engine or environment failure, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+
+import typer
+
+from loadproof.cli import ui
+from loadproof.errors import EngineStartError, LoadproofError
+
+app = typer.Typer(
+    name="loadproof",
+    help="Verified capacity, honest comparison and checkable publication for self-hosted LLMs.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+run_app = typer.Typer(help="Run a scenario against an OpenAI-compatible server.", no_args_is_help=True)
+app.add_typer(run_app, name="run")
+
+from loadproof.cli import commands  # noqa: E402,F401  (registers the commands)
+
+
+def main() -> None:
+    # SIGTERM takes the same path as Ctrl-C, so every `finally` (engine stop, file flush) runs. SIGINT
+    # is set explicitly too: a shell starts background jobs with it ignored, and Python keeps that.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        code = app(standalone_mode=False)
+    except LoadproofError as exc:
+        ui.err.print(f"[bold red]error:[/] {exc}", highlight=False, markup=True, soft_wrap=True)
+        if isinstance(exc, EngineStartError) and exc.log_tail:
+            ui.err.print(exc.log_tail, markup=False, highlight=False)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        ui.err.print("interrupted; what finished is in the run directory")
+        sys.exit(130)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        sys.exit(130)
+    except typer.TyperException as exc:  # usage errors (missing option, bad value) from the parser
+        show = getattr(exc, "show", None)
+        if show is not None:
+            show()
+        else:
+            ui.err.print(f"error: {exc}", markup=False)
+        sys.exit(2)
+    if code == 130:  # typer turns KeyboardInterrupt into this return value outside standalone mode
+        ui.err.print("interrupted; what finished is in the run directory")
+    sys.exit(code if isinstance(code, int) else 0)

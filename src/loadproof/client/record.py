@@ -1,0 +1,59 @@
+"""RequestRecord: the flat result of one request, as stored in `requests.jsonl`.
+
+Times are `perf_counter_ns()` readings from the run's clock (the manifest holds one wall-clock
+anchor to place them in real time). `first_token_ns` is the arrival of the first chunk with
+non-empty content or reasoning; `last_token_ns` the arrival of the last chunk that carried tokens
+or content; `end_ns` the end of the response (after `[DONE]`, or the failure). Token counts come
+from the server's usage; `chunk_ns`/`chunk_tokens` hold, per token-bearing chunk, its arrival time
+and the tokens it added (from `continuous_usage_stats`; 0 when the server gives no per-chunk usage,
+`chunk_usage` is then False). The chunk lists go to `chunks.jsonl`, the rest to `requests.jsonl`.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+
+class RequestRecord(msgspec.Struct, kw_only=True):
+    request_id: str
+    endpoint: str
+    scenario: str = ""
+    family: str = ""
+    prompt_id: str = ""
+    concurrency: int = 1
+    batch: int = 0
+    repeat: int = 0
+    ok: bool = False
+    error_kind: str | None = None
+    error_message: str | None = None
+    http_status: int | None = None
+    finish_reason: str | None = None
+    send_ns: int = 0
+    first_token_ns: int | None = None
+    last_token_ns: int | None = None
+    end_ns: int = 0
+    prompt_tokens: int | None = None
+    output_tokens: int | None = None
+    client_output_tokens: int | None = None
+    num_chunks: int = 0
+    num_heartbeats: int = 0
+    chunk_usage: bool = True
+    output_text: str = ""
+    chunk_ns: list[int] = []
+    chunk_tokens: list[int] = []
+
+    @property
+    def ttft_ns(self) -> int | None:
+        return None if self.first_token_ns is None else self.first_token_ns - self.send_ns
+
+    @property
+    def latency_ns(self) -> int | None:
+        """Send to last token: `latency_ns - ttft_ns == sum(itl_ns())` holds by construction."""
+        return None if self.last_token_ns is None else self.last_token_ns - self.send_ns
+
+    def itl_ns(self) -> list[int]:
+        """Gaps between successive token-bearing chunks, from the first token on."""
+        if self.first_token_ns is None:
+            return []
+        times = [t for t in self.chunk_ns if t >= self.first_token_ns]
+        return [b - a for a, b in zip(times, times[1:])]

@@ -1,0 +1,43 @@
+"""The Engine protocol: what loadproof must know about an inference engine to drive and verify it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from loadproof.config.profile import Profile
+
+
+@dataclass(frozen=True)
+class StartupReport:
+    """The capacity the engine itself reported at start-up (never computed by loadproof)."""
+
+    kv_cache_tokens: int | None = None
+    max_concurrency: float | None = None
+    max_concurrency_tokens: int | None = None
+    line: str = ""
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "kv_cache_tokens": self.kv_cache_tokens,
+            "max_concurrency": self.max_concurrency,
+            "max_concurrency_tokens_per_request": self.max_concurrency_tokens,
+            "line": self.line,
+        }
+
+
+@dataclass(frozen=True)
+class LaunchCommand:
+    argv: list[str]
+    env: dict[str, str]
+
+
+class Engine(Protocol):
+    name: str
+    health_path: str
+    tokenize_path: str
+    metric_names: dict[str, str]
+
+    def launch_command(self, profile: Profile, python: str, model_path: str, port: int) -> LaunchCommand: ...
+
+    def parse_startup_report(self, log_text: str) -> StartupReport | None: ...

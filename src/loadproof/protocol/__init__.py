@@ -1,0 +1,1 @@
+"""Wire formats shared by the client, the relay and the simulator: SSE framing and OpenAI bodies."""

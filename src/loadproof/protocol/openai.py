@@ -1,0 +1,94 @@
+"""OpenAI-compatible request bodies and the streamed-chunk fields loadproof reads.
+
+Decoding goes through msgspec structs that name only the fields loadproof needs, so every other
+field of a chunk is skipped without building Python objects for it. Both `/v1/completions`
+(`choices[].text`) and `/v1/chat/completions` (`choices[].delta.content`, plus reasoning under
+either `reasoning_content` or `reasoning`) are understood. An error arrives in-band either as
+`{"error": {...}}` or, in older vLLM, as `{"object": "error", "message": ...}`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+
+Endpoint = Literal["completions", "chat"]
+
+PATHS: dict[str, str] = {"completions": "/v1/completions", "chat": "/v1/chat/completions"}
+
+
+class Delta(msgspec.Struct):
+    content: str | None = None
+    reasoning_content: str | None = None
+    reasoning: str | None = None
+
+
+class Choice(msgspec.Struct):
+    text: str | None = None
+    delta: Delta | None = None
+    finish_reason: str | None = None
+
+
+class Usage(msgspec.Struct):
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+
+class Chunk(msgspec.Struct):
+    choices: list[Choice] = []
+    usage: Usage | None = None
+    error: Any = None
+    object: str | None = None
+    message: str | None = None
+
+
+chunk_decoder = msgspec.json.Decoder(Chunk)
+_encoder = msgspec.json.Encoder()
+
+
+def error_message(chunk: Chunk) -> str | None:
+    """The in-band error a chunk carries, or None when it carries none."""
+    if chunk.error is not None:
+        err = chunk.error
+        if isinstance(err, dict):
+            return str(err.get("message") or err.get("type") or err)
+        return str(err)
+    if chunk.object == "error":
+        return chunk.message or "error"
+    return None
+
+
+def request_body(
+    endpoint: Endpoint,
+    model: str,
+    prompt: str,
+    *,
+    max_tokens: int,
+    temperature: float = 0.0,
+    seed: int | None = None,
+    stream: bool = True,
+    ignore_eos: bool = False,
+    extra: dict[str, Any] | None = None,
+) -> bytes:
+    """The encoded JSON body for one request. Streams ask for usage on every chunk."""
+    body: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "temperature": temperature}
+    if endpoint == "chat":
+        body["messages"] = [{"role": "user", "content": prompt}]
+    else:
+        body["prompt"] = prompt
+    if seed is not None:
+        body["seed"] = seed
+    if ignore_eos:
+        body["ignore_eos"] = True
+    if stream:
+        body["stream"] = True
+        body["stream_options"] = {"include_usage": True, "continuous_usage_stats": True}
+    if extra:
+        body.update(extra)
+    return _encoder.encode(body)
+
+
+def error_body(message: str, kind: str = "server_error", code: int = 500) -> bytes:
+    """An OpenAI-style error object, for in-band stream errors and HTTP error answers."""
+    return _encoder.encode({"error": {"message": message, "type": kind, "code": code}})

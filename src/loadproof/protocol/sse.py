@@ -1,0 +1,86 @@
+"""The one server-sent-events codec of loadproof, used by the client, the relay and the simulator.
+
+Decoding is incremental over arbitrary byte splits. Events are cut only at blank lines, which are
+ASCII, so a multi-byte UTF-8 character split across reads is reassembled before anyone decodes it.
+`:` comment lines (heartbeats) are counted, not returned. `data: [DONE]` is returned as the payload
+`b"[DONE]"`; the caller decides what it means. Line endings may be LF, CRLF or CR (the SSE spec
+allows all three); the fast path handles the LF-only framing every OpenAI-compatible server sends.
+"""
+
+from __future__ import annotations
+
+DONE = b"[DONE]"
+DONE_EVENT = b"data: [DONE]\n\n"
+
+
+class SSEDecoder:
+    """Feed bytes as they arrive; get back the data payload of every event completed so far."""
+
+    __slots__ = ("_buf", "_skip_lf", "num_comments")
+
+    def __init__(self) -> None:
+        self._buf = b""
+        self._skip_lf = False
+        self.num_comments = 0
+
+    def feed(self, data: bytes) -> list[bytes]:
+        if self._skip_lf:
+            # the previous read ended in CR, already taken as a line end: its LF is not another one
+            self._skip_lf = False
+            if data[:1] == b"\n":
+                data = data[1:]
+        if b"\r" in data:
+            self._skip_lf = data.endswith(b"\r")
+            data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        buf = self._buf + data if self._buf else data
+        if b"\n\n" not in buf:
+            self._buf = buf
+            return []
+        blocks = buf.split(b"\n\n")
+        self._buf = blocks.pop()
+        out: list[bytes] = []
+        for block in blocks:
+            if block[:6] == b"data: " and b"\n" not in block:
+                out.append(block[6:])
+            elif block:
+                payload = self._parse_block(block)
+                if payload is not None:
+                    out.append(payload)
+        return out
+
+    def _parse_block(self, block: bytes) -> bytes | None:
+        data_lines: list[bytes] = []
+        for line in block.split(b"\n"):
+            if not line:
+                continue
+            if line[:1] == b":":
+                self.num_comments += 1
+                continue
+            name, _, value = line.partition(b":")
+            if value[:1] == b" ":
+                value = value[1:]
+            if name == b"data":
+                data_lines.append(value)
+            # `event:`, `id:` and `retry:` carry nothing an OpenAI-compatible stream needs
+        if not data_lines:
+            return None
+        return b"\n".join(data_lines)
+
+    @property
+    def pending(self) -> bytes:
+        """Bytes received after the last complete event (non-empty means a truncated stream)."""
+        return self._buf
+
+
+def encode_data(payload: bytes) -> bytes:
+    """One event carrying `payload`; a payload with newlines becomes several `data:` lines."""
+    if b"\n" in payload or b"\r" in payload:
+        lines = payload.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")
+        return b"".join(b"data: " + line + b"\n" for line in lines) + b"\n"
+    return b"data: " + payload + b"\n\n"
+
+
+def encode_comment(text: str = "") -> bytes:
+    """A comment event: ignored by every SSE client, so it keeps idle connections alive."""
+    body = text.replace("\r", " ").replace("\n", " ")
+    return b": " + body.encode() + b"\n\n" if body else b":\n\n"

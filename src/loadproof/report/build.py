@@ -1,0 +1,103 @@
+"""`loadproof report RUN`: recompute claims from the stored records, write claims.json and report.md."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from loadproof.metrics.claims import Claim, claims_payload
+from loadproof.metrics.throughput import throughput_claims
+from loadproof.store.run_dir import Run, load_run, write_claims
+
+REPORT = "report.md"
+
+
+@dataclass
+class Report:
+    run: Run
+    claims: list[Claim]
+    markdown: str
+
+
+def compute_claims(run: Run) -> list[Claim]:
+    return throughput_claims(run.records)
+
+
+def build_report(path: Path) -> Report:
+    run = load_run(path)
+    claims = compute_claims(run)
+    write_claims(path, claims_payload(run.run_id, claims))
+    markdown = render_markdown(run, claims)
+    (path / REPORT).write_text(markdown, encoding="utf-8")
+    return Report(run=run, claims=claims, markdown=markdown)
+
+
+def throughput_table(claims: list[Claim]) -> tuple[list[str], list[list[str]]]:
+    """Rows family x columns concurrency: c1 shows the single-request decode rate, N>1 the aggregate."""
+    by_name = {c.name: c for c in claims}
+    families: list[str] = []
+    levels: list[int] = []
+    for c in claims:
+        parts = c.name.split(".")
+        if parts[0] == "throughput" and len(parts) == 4:
+            if parts[1] not in families:
+                families.append(parts[1])
+            level = int(parts[2][1:])
+            if level not in levels:
+                levels.append(level)
+    levels.sort()
+    header = ["family"] + [
+        "c1 decode tok/s (one user)" if n == 1 else f"c{n} aggregate tok/s (all streams)" for n in levels
+    ]
+    rows = []
+    for fam in families:
+        row = [fam]
+        for n in levels:
+            key = "decode_tokens_per_s" if n == 1 else "aggregate_tokens_per_s"
+            claim = by_name.get(f"throughput.{fam}.c{n}.{key}")
+            row.append(claim.printed if claim else "n/a")
+        rows.append(row)
+    return header, rows
+
+
+def render_markdown(run: Run, claims: list[Claim]) -> str:
+    m = run.manifest
+    target: dict[str, Any] = m.get("target", {})
+    lines = [f"# loadproof run {run.run_id}", ""]
+    lines.append(f"- scenario: {m.get('scenario')}; model: {target.get('model')} via /{target.get('endpoint')}")
+    if m.get("engine_version"):
+        lines.append(f"- engine version: {m['engine_version']}")
+    startup = (m.get("engine") or {}).get("startup_report") or {}
+    if startup.get("line"):
+        lines.append(f"- engine startup report: `{startup['line']}` (the engine's own figure, not measured capacity)")
+    lines.append(f"- started {m.get('start_wall_time')}, ended {m.get('end_wall_time', 'unfinished')}; "
+                 f"{len(run.records)} requests recorded, {sum(not r.ok for r in run.records)} failed")
+    if run.num_torn_lines:
+        lines.append(f"- {run.num_torn_lines} torn line(s) skipped (interrupted write)")
+    header, rows = throughput_table(claims)
+    if rows:
+        lines += ["", "## Throughput", "",
+                  "c1 is the median single-request decode rate over the family's prompts. Columns c4, c8 are",
+                  "batch aggregate throughput: all streams together, not any one user's rate.", ""]
+        lines.append("| " + " | ".join(header) + " |")
+        lines.append("|" + "---|" * len(header))
+        lines += ["| " + " | ".join(r) + " |" for r in rows]
+    lines += ["", "## Claims", "", "| name | value | unit | formula |", "|---|---|---|---|"]
+    lines += [f"| `{c.name}` | {c.printed} | {c.unit} | {c.formula} |" for c in claims]
+    mismatch = _token_count_note(run)
+    if mismatch:
+        lines += ["", mismatch]
+    return "\n".join(lines) + "\n"
+
+
+def _token_count_note(run: Run) -> str:
+    pairs = [(r.output_tokens, r.client_output_tokens) for r in run.records
+             if r.ok and r.output_tokens is not None and r.client_output_tokens is not None]
+    if not pairs:
+        return ""
+    server = sum(p[0] for p in pairs)
+    client = sum(p[1] for p in pairs)
+    diff = (client - server) / server * 100 if server else 0.0
+    return (f"Output tokens: server usage {server}, client tokenizer re-count {client} ({diff:+.1f}%); "
+            "rates use the server's count. Re-tokenizing decoded text can merge or split tokens.")

@@ -1,0 +1,127 @@
+"""What every scenario shares: the target it talks to, and the run it records into."""
+
+from __future__ import annotations
+
+import json
+import platform
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from loadproof.client.record import RequestRecord
+from loadproof.errors import EnvironmentFailure, UsageError
+from loadproof.protocol.openai import Endpoint
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class Target:
+    """An OpenAI-compatible server and how to talk to it."""
+
+    url: str
+    model: str
+    endpoint: Endpoint
+    api_key: str | None = field(default=None, repr=False)
+    extra_body: dict[str, Any] = field(default_factory=dict)
+    tokenizer_path: Path | None = None
+
+    def describe(self) -> dict[str, Any]:
+        """For the manifest. The key is never written, only whether one was used."""
+        return {
+            "url": self.url,
+            "model": self.model,
+            "endpoint": self.endpoint,
+            "api_key_used": bool(self.api_key),
+            "extra_body": self.extra_body,
+            "tokenizer": str(self.tokenizer_path) if self.tokenizer_path else None,
+        }
+
+
+def resolve_model(url: str, model: str | None, api_key: str | None = None) -> str:
+    """Check the server answers and serves `model`; without one, take the first it lists."""
+    data = _get_json(url.rstrip("/") + "/v1/models", api_key)
+    models = [str(m.get("id")) for m in data.get("data", []) if isinstance(m, dict)]
+    if model is not None:
+        if model not in models:
+            raise UsageError(f"{url} does not serve model {model!r}; it serves: {', '.join(models) or 'nothing'}")
+        return model
+    if not models:
+        raise UsageError(f"{url} lists no models at /v1/models; pass --model")
+    return models[0]
+
+
+def engine_version(url: str, api_key: str | None = None) -> str | None:
+    try:
+        return str(_get_json(url.rstrip("/") + "/version", api_key).get("version"))
+    except (UsageError, EnvironmentFailure):
+        return None
+
+
+def _get_json(url: str, api_key: str | None) -> dict[str, Any]:
+    request = urllib.request.Request(url)
+    if api_key:
+        request.add_header("Authorization", f"Bearer {api_key}")
+    try:
+        with urllib.request.urlopen(request, timeout=10) as resp:
+            return json.loads(resp.read())
+    except urllib.error.HTTPError as exc:
+        raise UsageError(f"{url} answered HTTP {exc.code}") from None
+    except (urllib.error.URLError, OSError) as exc:
+        raise EnvironmentFailure(f"cannot reach {url}: {getattr(exc, 'reason', exc)}") from None
+    except json.JSONDecodeError:
+        raise UsageError(f"{url} did not answer JSON") from None
+
+
+def versions() -> dict[str, str | None]:
+    out: dict[str, str | None] = {"python": platform.python_version()}
+    for dist in ("loadproof", "aiohttp", "msgspec", "pydantic", "tokenizers"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[dist] = None
+    return out
+
+
+def git_hash() -> str | None:
+    """The commit of the loadproof source tree, when it runs from a checkout."""
+    here = Path(__file__).resolve().parent
+    try:
+        result = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if result.returncode != 0:
+        return None
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here,
+                           capture_output=True, text=True, timeout=5).stdout.strip()
+    return result.stdout.strip() + ("-dirty" if dirty else "")
+
+
+def clock_anchor() -> dict[str, int]:
+    """One wall-clock reading paired with the monotonic clock, to place record times in real time."""
+    return {"wall_time_ns": time.time_ns(), "perf_counter_ns": time.perf_counter_ns()}
+
+
+class TokenCounter:
+    """Counts output tokens with the client-side tokenizer, to set beside the server's usage."""
+
+    def __init__(self, path: Path) -> None:
+        from tokenizers import Tokenizer
+
+        file = path / "tokenizer.json" if path.is_dir() else path
+        if not file.is_file():
+            raise UsageError(f"no tokenizer.json at {path}")
+        self._tok = Tokenizer.from_file(str(file))
+
+    def count(self, text: str) -> int:
+        return len(self._tok.encode(text, add_special_tokens=False).ids)
+
+    def __call__(self, record: RequestRecord) -> None:
+        if record.output_text:
+            record.client_output_tokens = self.count(record.output_text)

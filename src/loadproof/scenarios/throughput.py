@@ -1,0 +1,138 @@
+"""`loadproof run throughput`: single-request decode rate and batch aggregate throughput per task family.
+
+For each family and concurrency level N, each repeat:
+- N == 1: every prompt of the family is sent alone, one after another (single-request decode rate);
+- N > 1: one batch of N requests sent together, prompts taken in turn from the family (aggregate).
+Requests ask for temperature 0 and a fixed seed; each record carries family, concurrency, repeat and
+batch so the claims (`metrics.throughput`) are pure functions of `requests.jsonl`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from pydantic import Field, field_validator
+
+from loadproof.client import RequestRecord, RequestSpec, StreamingClient
+from loadproof.config.base import StrictModel
+from loadproof.protocol.openai import request_body
+from loadproof.scenarios.base import Progress, Target, TokenCounter, clock_anchor, engine_version, git_hash, versions
+from loadproof.store.run_dir import RunWriter
+from loadproof.workloads.prompts import FAMILIES, Prompt, load_family
+
+
+class ThroughputOptions(StrictModel):
+    families: list[str] = Field(default_factory=lambda: list(FAMILIES))
+    concurrency: list[int] = Field(default_factory=lambda: [1, 4, 8])
+    max_tokens: int = Field(default=1024, ge=2, description="output tokens asked per request")
+    temperature: float = Field(default=0.0, ge=0.0)
+    seed: int = 731
+    repeats: int = Field(default=1, ge=1)
+    num_prompts: int | None = Field(default=None, ge=1, description="prompts per family at concurrency 1")
+    ignore_eos: bool = Field(default=False, description="ask the engine to generate exactly max_tokens")
+    deadline_s: float | None = Field(default=None, gt=0, description="per-request deadline")
+    warmup: bool = Field(default=True, description="one unrecorded request first, so start-up costs are not measured")
+
+    @field_validator("families")
+    @classmethod
+    def _known_families(cls, value: list[str]) -> list[str]:
+        unknown = [f for f in value if f not in FAMILIES]
+        if unknown or not value:
+            raise ValueError(f"families must be among {', '.join(FAMILIES)} (got {', '.join(value) or 'none'})")
+        return value
+
+    @field_validator("concurrency")
+    @classmethod
+    def _positive(cls, value: list[int]) -> list[int]:
+        if not value or any(c < 1 for c in value):
+            raise ValueError("concurrency levels must be whole numbers >= 1")
+        return value
+
+
+def plan(options: ThroughputOptions) -> list[list[tuple[Prompt, dict[str, Any]]]]:
+    """The waves of requests in order: each wave is sent together and awaited before the next."""
+    waves = []
+    for family in options.families:
+        prompts = load_family(family)
+        singles = prompts[: options.num_prompts] if options.num_prompts else prompts
+        for conc in options.concurrency:
+            for repeat in range(options.repeats):
+                if conc == 1:
+                    for i, prompt in enumerate(singles):
+                        waves.append([(prompt, _labels(family, conc, repeat, i))])
+                else:
+                    wave = [(prompts[(repeat * conc + j) % len(prompts)], _labels(family, conc, repeat, 0))
+                            for j in range(conc)]
+                    waves.append(wave)
+    return waves
+
+
+def _labels(family: str, conc: int, repeat: int, batch: int) -> dict[str, Any]:
+    return {"scenario": "throughput", "family": family, "concurrency": conc, "repeat": repeat, "batch": batch}
+
+
+class ThroughputScenario:
+    name = "throughput"
+    Options = ThroughputOptions
+
+    def __init__(self, target: Target, options: ThroughputOptions) -> None:
+        self.target = target
+        self.options = options
+
+    def manifest(self, writer: RunWriter, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+        return {
+            "run_id": writer.run_id,
+            "scenario": self.name,
+            "options": self.options.model_dump(),
+            "target": self.target.describe(),
+            "engine_version": engine_version(self.target.url, self.target.api_key),
+            "versions": versions(),
+            "git": git_hash(),
+            "start_wall_time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "clock_anchor": clock_anchor(),
+            **(extra or {}),
+        }
+
+    async def run(self, writer: RunWriter, progress: Progress | None = None) -> int:
+        """Send every wave; append each record as it ends. Returns the number of failed requests."""
+        opts = self.options
+        counter = TokenCounter(self.target.tokenizer_path) if self.target.tokenizer_path else None
+        waves = plan(opts)
+        total = sum(len(w) for w in waves)
+        done = 0
+        failed = 0
+
+        def sink(record: RequestRecord) -> None:
+            nonlocal done, failed
+            if record.scenario != self.name:
+                return  # the warm-up request is not measured
+            if counter is not None:
+                counter(record)
+            writer.append(record)
+            done += 1
+            failed += not record.ok
+            if progress is not None:
+                progress(done, total)
+
+        max_conc = max(opts.concurrency)
+        async with StreamingClient(self.target.url, api_key=self.target.api_key, max_connections=max_conc + 4,
+                                   on_record=sink) as client:
+            if opts.warmup:
+                await client.stream(self._spec("warmup", load_family(opts.families[0])[0], {}))
+            for wave_index, wave in enumerate(waves):
+                specs = [self._spec(f"tp-{wave_index:04d}-{j}", prompt, labels)
+                         for j, (prompt, labels) in enumerate(wave)]
+                await asyncio.gather(*(client.stream(spec) for spec in specs))
+        return failed
+
+    def _spec(self, request_id: str, prompt: Prompt, labels: dict[str, Any]) -> RequestSpec:
+        opts = self.options
+        body = request_body(
+            self.target.endpoint, self.target.model, prompt.text,
+            max_tokens=opts.max_tokens, temperature=opts.temperature, seed=opts.seed,
+            ignore_eos=opts.ignore_eos, extra=self.target.extra_body,
+        )
+        return RequestSpec(request_id=request_id, endpoint=self.target.endpoint, body=body,
+                           deadline_s=opts.deadline_s, labels={**labels, "prompt_id": prompt.id} if labels else None)

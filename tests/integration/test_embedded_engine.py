@@ -1,0 +1,136 @@
+"""The client, the throughput scenario and the run directory against the real embedded engine."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from tokenizers import Tokenizer
+
+from loadproof.client import RequestRecord, RequestSpec, StreamingClient
+from loadproof.engines.vllm import VLLM_METRICS
+from loadproof.metrics.throughput import batch_aggregate_per_s, decode_rate_per_s
+from loadproof.protocol.openai import request_body
+from loadproof.workloads.prompts import load_family
+
+pytestmark = [pytest.mark.engine, pytest.mark.timeout(600)]
+
+
+def spec(engine, prompt: str, i: int = 0, max_tokens: int = 32, endpoint: str = "completions") -> RequestSpec:
+    body = request_body(endpoint, engine.model, prompt, max_tokens=max_tokens, seed=731, ignore_eos=True)
+    return RequestSpec(request_id=f"it-{i}", endpoint=endpoint, body=body, deadline_s=300)
+
+
+def test_engine_exposes_the_metric_names_loadproof_maps(engine):
+    for name in VLLM_METRICS.values():
+        engine.metric(name)  # KeyError if this vLLM does not expose it
+
+
+@pytest.mark.asyncio
+async def test_batch_of_four_usage_matches_the_client_tokenizer(engine):
+    tokenizer = Tokenizer.from_file(str(engine.tokenizer))
+    prompts = [p.text for p in load_family("english")[:4]]
+    async with StreamingClient(engine.url) as client:
+        records = await asyncio.gather(*(client.stream(spec(engine, p, i)) for i, p in enumerate(prompts)))
+    for prompt, rec in zip(prompts, records):
+        assert rec.ok, rec.error_message
+        assert rec.output_tokens == 32 and sum(rec.chunk_tokens) == 32  # ignore_eos: exactly max_tokens
+        assert rec.prompt_tokens == len(tokenizer.encode(prompt).ids)  # BOS included, as the engine counts
+        recount = len(tokenizer.encode(rec.output_text, add_special_tokens=False).ids)
+        assert abs(recount - rec.output_tokens) <= 3, (recount, rec.output_text)
+        assert rec.latency_ns - rec.ttft_ns == sum(rec.itl_ns())
+        assert decode_rate_per_s(rec) > 1.0
+    # the four overlapped: each started before any other finished
+    assert max(r.send_ns for r in records) < min(r.end_ns for r in records)
+    assert batch_aggregate_per_s(records) > decode_rate_per_s(records[0]) * 0.5
+
+
+@pytest.mark.asyncio
+async def test_chat_endpoint_streams_with_the_added_template(engine):
+    async with StreamingClient(engine.url) as client:
+        rec = await client.stream(spec(engine, "Name three colours.", endpoint="chat", max_tokens=8))
+    assert rec.ok, rec.error_message
+    assert rec.output_tokens == 8 and rec.first_token_ns is not None
+
+
+@pytest.mark.asyncio
+async def test_cancelled_stream_keeps_its_record_and_the_engine_frees_the_request(engine):
+    seen: list[RequestRecord] = []
+    async with StreamingClient(engine.url, on_record=seen.append) as client:
+        task = asyncio.create_task(client.stream(spec(engine, "Tell a very long story.", max_tokens=4000)))
+        while not seen and engine.metric("vllm:generation_tokens_total") == 0:
+            await asyncio.sleep(0.1)
+        await asyncio.sleep(2.0)
+        assert engine.metric("vllm:num_requests_running") == 1
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    assert len(seen) == 1 and seen[0].error_kind == "cancelled"
+    assert 0 < sum(seen[0].chunk_tokens) < 4000
+    deadline = time.monotonic() + 15
+    while engine.metric("vllm:num_requests_running") != 0:
+        assert time.monotonic() < deadline, "the engine kept decoding for a client that left"
+        await asyncio.sleep(0.2)
+
+
+@pytest.mark.asyncio
+async def test_over_long_prompt_is_a_clear_http_error(engine):
+    async with StreamingClient(engine.url) as client:
+        rec = await client.stream(spec(engine, "word " * 40_000))
+    assert not rec.ok and rec.error_kind == "http_status" and rec.http_status == 400
+    assert "32768" in rec.error_message and "context" in rec.error_message.lower()
+
+
+def loadproof(*args: str, **kw) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "loadproof", *args], capture_output=True, text=True,
+                          timeout=500, **kw)
+
+
+def test_run_throughput_writes_claims_under_contract_names(engine, tmp_path):
+    result = loadproof("run", "throughput", "--url", engine.url, "--endpoint", "completions",
+                       "--families", "code", "--concurrency", "1,2", "--num-prompts", "2", "--max-tokens", "16",
+                       "--tokenizer", str(engine.tokenizer), "--out", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    (run_dir,) = tmp_path.iterdir()
+    claims = {c["name"]: c for c in json.loads((run_dir / "claims.json").read_text())["claims"]}
+    c1 = claims["throughput.code.c1.decode_tokens_per_s"]
+    assert c1["value"] > 1.0 and c1["unit"] == "tokens/s" and c1["formula"]
+    assert claims["throughput.code.c2.aggregate_tokens_per_s"]["value"] > 1.0
+    rows = [json.loads(line) for line in (run_dir / "requests.jsonl").read_text().splitlines()]
+    assert len(rows) == 2 + 2 and all(r["ok"] for r in rows)
+    assert all(r["client_output_tokens"] is not None for r in rows)
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["engine_version"] == "0.32.0" and manifest["end_wall_time"]
+    # the report recomputes the same claims from the stored records alone
+    first = (run_dir / "claims.json").read_text()
+    (run_dir / "claims.json").unlink()
+    assert loadproof("report", str(run_dir)).returncode == 0
+    assert (run_dir / "claims.json").read_text() == first
+
+
+def test_interrupted_run_keeps_every_finished_request(engine, tmp_path):
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "loadproof", "run", "throughput", "--url", engine.url, "--endpoint", "completions",
+         "--families", "english", "--concurrency", "1", "--max-tokens", "48", "--out", str(tmp_path)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    requests: list[Path] = []
+    while time.monotonic() < deadline:
+        requests = list(tmp_path.glob("*/requests.jsonl"))
+        if requests and len(requests[0].read_text().splitlines()) >= 2:
+            break
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    lines = requests[0].read_text().splitlines()
+    assert len(lines) >= 2
+    finished = [json.loads(line) for line in lines]
+    assert sum(r["ok"] for r in finished) >= 2
+    assert loadproof("report", str(requests[0].parent)).returncode == 0

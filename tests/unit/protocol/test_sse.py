@@ -1,0 +1,65 @@
+"""The SSE codec under arbitrary byte splits, line endings, comments and multi-byte characters."""
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from loadproof.protocol.sse import DONE_EVENT, SSEDecoder, encode_comment, encode_data
+
+payloads = st.lists(
+    st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\r\n"), max_size=40)
+    .map(lambda s: s.encode("utf-8")),
+    max_size=12,
+)
+
+
+def feed_in_pieces(stream: bytes, cuts: list[int]) -> tuple[list[bytes], SSEDecoder]:
+    decoder = SSEDecoder()
+    out: list[bytes] = []
+    bounds = sorted({c % (len(stream) + 1) for c in cuts}) if stream else []
+    last = 0
+    for b in bounds + [len(stream)]:
+        out += decoder.feed(stream[last:b])
+        last = b
+    return out, decoder
+
+
+@settings(max_examples=300)
+@given(payloads, st.lists(st.integers(min_value=0, max_value=10_000), max_size=20),
+       st.sampled_from([b"\n", b"\r\n", b"\r"]), st.booleans())
+def test_any_split_and_line_ending_yields_the_same_events(items, cuts, eol, heartbeats):
+    stream = b""
+    for item in items:
+        if heartbeats:
+            stream += encode_comment("keep-alive")
+        stream += encode_data(item)
+    stream += DONE_EVENT
+    stream = stream.replace(b"\n", eol)
+    events, decoder = feed_in_pieces(stream, cuts)
+    assert events == items + [b"[DONE]"]
+    assert decoder.num_comments == (len(items) if heartbeats else 0)
+    assert decoder.pending == b""
+
+
+def test_multibyte_character_split_inside_is_reassembled():
+    stream = encode_data("秘密の数字は 7".encode())
+    for cut in range(1, len(stream)):
+        events, _ = feed_in_pieces(stream, [cut])
+        assert events == ["秘密の数字は 7".encode()]
+
+
+def test_multi_line_data_is_joined_with_newlines():
+    decoder = SSEDecoder()
+    assert decoder.feed(b"event: message\ndata: {\"a\":\ndata: 1}\nid: 3\n\n") == [b'{"a":\n1}']
+    assert encode_data(b"x\ny") == b"data: x\ndata: y\n\n"
+
+
+def test_data_without_space_and_comment_only_events():
+    decoder = SSEDecoder()
+    assert decoder.feed(b":\n\n: ping\n\ndata:{}\n\n") == [b"{}"]
+    assert decoder.num_comments == 2
+
+
+def test_truncated_event_stays_pending():
+    decoder = SSEDecoder()
+    assert decoder.feed(b"data: {\"choices\"") == []
+    assert decoder.pending == b'data: {"choices"'
