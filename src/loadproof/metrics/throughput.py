@@ -52,7 +52,8 @@ def throughput_claims(records: Iterable[RequestRecord]) -> list[Claim]:
         if record.scenario == "throughput":
             groups[(record.family, record.concurrency)].append(record)
     claims: list[Claim] = []
-    for (family, conc), group in sorted(groups.items()):
+    family_order = {family: i for i, (family, _) in reversed(list(enumerate(groups)))}
+    for (family, conc), group in sorted(groups.items(), key=lambda kv: (family_order[kv[0][0]], kv[0][1])):
         prefix = f"throughput.{family}.c{conc}"
         rates = [r for r in (decode_rate_per_s(rec) for rec in group) if r is not None]
         ttfts = [rec.ttft_ns / NS_PER_S for rec in group if rec.ok and rec.ttft_ns is not None]
