@@ -72,11 +72,18 @@ def _group_members(pgids: set[int]) -> list[int]:
     return members
 
 
-@pytest.fixture(scope="session")
-def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
-    log = tmp_path_factory.mktemp("engine") / "serve.stderr"
+@dataclass
+class ServeHandle:
+    proc: subprocess.Popen[str]
+    engine: Engine
+    groups: set[int]
+    log: Path
+
+
+def start_serve(args: list[str], log: Path) -> ServeHandle:
+    """`loadproof serve ARGS` as a user runs it; returns once it prints the URL it serves on."""
     with open(log, "wb") as err:
-        proc = subprocess.Popen([sys.executable, "-m", "loadproof", "serve", "--embedded", "--eager"],
+        proc = subprocess.Popen([sys.executable, "-m", "loadproof", "serve", *args],
                                 stdout=subprocess.PIPE, stderr=err, text=True)
     url = None
     deadline = time.monotonic() + START_TIMEOUT_S
@@ -91,18 +98,32 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
             break
     if url is None:
         proc.kill()
-        pytest.fail(f"`loadproof serve --embedded` did not come up:\n{log.read_text()[-3000:]}")
+        proc.wait()
+        proc.stdout.close()
+        pytest.fail(f"`loadproof serve {' '.join(args)}` did not come up:\n{log.read_text()[-3000:]}")
     port = int(url.rsplit(":", 1)[1])
-    engine_groups = {os.getpgid(pid) for pid in _processes_with(f"--port {port}")}
-    assert engine_groups, "no engine process found for the port it serves on"
-    assert os.getpgid(proc.pid) not in engine_groups  # the engine runs in a group of its own
+    groups = {os.getpgid(pid) for pid in _processes_with(f"--port {port}")}
+    assert groups, "no engine process found for the port it serves on"
+    assert os.getpgid(proc.pid) not in groups  # the engine runs in a process group of its own
     from loadproof.engines.embedded import paths
 
-    yield Engine(url=url, port=port, tokenizer=paths().model_dir / "tokenizer.json")
+    engine = Engine(url=url, port=port, tokenizer=paths().model_dir / "tokenizer.json")
+    return ServeHandle(proc=proc, engine=engine, groups=groups, log=log)
 
-    proc.send_signal(signal.SIGTERM)
-    code = proc.wait(timeout=90)
-    proc.stdout.close()
-    assert code in (0, 130), log.read_text()[-2000:]
-    leftovers = _group_members(engine_groups)
+
+def stop_serve(handle: ServeHandle) -> None:
+    """SIGTERM, as a user's Ctrl-C or a service manager would; nothing of the engine may remain."""
+    handle.proc.send_signal(signal.SIGTERM)
+    code = handle.proc.wait(timeout=90)
+    assert handle.proc.stdout is not None
+    handle.proc.stdout.close()
+    assert code in (0, 130), handle.log.read_text()[-2000:]
+    leftovers = _group_members(handle.groups)
     assert not leftovers, f"engine processes left after SIGTERM: {leftovers}"
+
+
+@pytest.fixture(scope="session")
+def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
+    handle = start_serve(["--embedded", "--eager"], tmp_path_factory.mktemp("engine") / "serve.stderr")
+    yield handle.engine
+    stop_serve(handle)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shlex
 import sys
@@ -16,12 +17,26 @@ from pydantic import ValidationError
 from loadproof.cli import app, run_app, ui
 from loadproof.config.base import one_line
 from loadproof.config.profile import Profile, load_profile, packaged_profile
-from loadproof.errors import EngineStartError, UsageError
-from loadproof.report.build import build_report, throughput_table
-from loadproof.scenarios.base import Target, resolve_model
+from loadproof.errors import AcceptanceFailed, EngineStartError, UsageError
+from loadproof.report.build import build_report, criteria_rows, throughput_table
+from loadproof.scenarios.base import Target, common_manifest, resolve_model
+from loadproof.scenarios.capacity import CapacityOptions, CapacityScenario
+from loadproof.scenarios.interference import InterferenceOptions, InterferenceScenario
+from loadproof.scenarios.prefill import PrefillOptions, PrefillScenario
 from loadproof.scenarios.throughput import ThroughputOptions, ThroughputScenario
 from loadproof.store.run_dir import RunWriter
 
+
+
+# options every `run` command shares, spelled once
+UrlOption = Annotated[str, typer.Option(help="base URL of the OpenAI-compatible server")]
+ModelOption = Annotated[Optional[str], typer.Option(help="model name; default: the first at /v1/models")]
+EndpointOption = Annotated[str, typer.Option(help="completions or chat")]
+ProfileOption = Annotated[Optional[Path], typer.Option(help="profile TOML: endpoint, model name, thinking")]
+ApiKeyEnvOption = Annotated[Optional[str], typer.Option(help="name of the environment variable holding the API key")]
+OutOption = Annotated[Path, typer.Option(help="where run directories go")]
+TokenizerOption = Annotated[Path, typer.Option(help="the model's tokenizer.json (or its folder): exact-length prompts")]
+NoCacheSaltOption = Annotated[bool, typer.Option(help="do not send vLLM's cache_salt")]
 
 def _int_list(text: str, what: str) -> list[int]:
     try:
@@ -44,43 +59,60 @@ def _extra_body(profile: Profile | None, endpoint: str, disable_thinking: bool) 
     return {}
 
 
-def _run_throughput(target: Target, options: ThroughputOptions, out: Path,
-                    manifest_extra: dict[str, Any] | None = None) -> Path:
-    scenario = ThroughputScenario(target, options)
-    writer = RunWriter.create(out, "throughput")
-    manifest = scenario.manifest(writer, manifest_extra)
+def _run_scenario(scenario: Any, out: Path, manifest_extra: dict[str, Any] | None = None,
+                  label: str = "requests") -> Path:
+    """Create the run directory, write the manifest, run, and close the manifest even when interrupted."""
+    writer = RunWriter.create(out, scenario.name)
+    manifest = common_manifest(writer.run_id, scenario.name, scenario.options, scenario.target, manifest_extra)
     writer.write_manifest(manifest)
     ui.err.print(f"run directory: {writer.path}")
     try:
-        with ui.request_progress("throughput requests") as progress:
-            failed = asyncio.run(scenario.run(writer, progress))
+        with ui.request_progress(f"{scenario.name}: {label}") as progress:
+            asyncio.run(scenario.run(writer, manifest, progress))
     finally:
         manifest["end_wall_time"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         manifest["num_records"] = writer.num_records
         writer.write_manifest(manifest)
         writer.close()
-    if failed:
-        ui.err.print(f"[yellow]{failed} request(s) failed; see error_kind in requests.jsonl[/]")
     return writer.path
 
 
-def _show_report(run_path: Path) -> None:
+def _show_report(run_path: Path) -> str | None:
+    """Print the run's tables; return its acceptance verdict, if the scenario has one."""
     report = build_report(run_path)
     header, rows = throughput_table(report.claims)
     if rows:
         ui.table("Throughput (tokens/s): c1 = one user's decode rate; c4, c8 = aggregate of all streams",
                  header, rows)
+    criteria = criteria_rows(report.claims)
+    verdict = next((c.printed for c in report.claims if c.name.endswith(".verdict")), None)
+    if criteria:
+        ui.table(f"{report.run.manifest.get('scenario')} acceptance: {verdict}", ["criterion", "status", "evidence"],
+                 [list(row) for row in criteria])
+    figures = [c for c in report.claims if not c.name.startswith("throughput.") and ".criteria." not in c.name
+               and not c.name.endswith(".verdict")]
+    if figures:
+        ui.table("Figures", ["claim", "value", "unit"], [[c.name, c.printed, c.unit] for c in figures])
+    failed = sum(not r.ok and r.error_kind != "cancelled" for r in report.run.records)
+    if failed:
+        ui.err.print(f"[yellow]{failed} request(s) failed; see error_kind in requests.jsonl[/]")
     ui.out.print(f"claims: {run_path / 'claims.json'}\nreport: {run_path / 'report.md'}")
+    return verdict
 
 
 @app.command()
 def demo(
-    out: Annotated[Path, typer.Option(help="where run directories go")] = Path("runs"),
+    out: OutOption = Path("runs"),
     max_tokens: Annotated[int, typer.Option(help="output tokens per request (scaled down)")] = 128,
     prompts: Annotated[int, typer.Option(help="prompts per family at concurrency 1")] = 4,
     eager: Annotated[bool, typer.Option(help="skip torch.compile: faster start, about 20% slower decode")] = False,
 ) -> None:
-    """Install and start the embedded engine, run every scenario scaled down, report, stop."""
+    """Install and start the embedded engine, run every scenario scaled down, report, stop.
+
+    Scaled for a 2-core CPU: throughput (3 families x concurrency 1/4/8), capacity (4 sessions of 1,536
+    tokens, 6 s window), prefill (3 cold repeats of 4,096 tokens), interference (3 sessions of 1,024
+    tokens, a 6,144-token newcomer, 4 s windows).
+    """
     from loadproof.engines import embedded
 
     profile = _with_serving(packaged_profile("embedded"), eager, None)
@@ -93,23 +125,39 @@ def demo(
     with ui.status("starting the engine") as status:
         engine = embedded.start(profile, status=status)
     timings["engine_start_s"] = watch.lap()
+    verdicts: dict[str, str | None] = {}
     try:
         ui.err.print(f"engine ready at {engine.url} after {timings['engine_start_s']:.0f} s")
         startup = engine.startup_report()
         target = Target(url=engine.url, model=profile.model.served_name, endpoint=profile.serving.endpoint,
                         tokenizer_path=embedded.tokenizer_path_for(profile))
-        options = ThroughputOptions(max_tokens=max_tokens, num_prompts=prompts)
         extra = {"profile": profile.model_dump(), "engine": {
             "kind": profile.engine, "launch": engine.command.argv[1:], "env": engine.command.env,
             "startup_report": startup.as_dict() if startup else None, "ready_after_s": engine.ready_after_s}}
-        run_path = _run_throughput(target, options, out, extra)
+        kv_tokens = startup.kv_cache_tokens if startup else None
+        plan = [
+            ("throughput", ThroughputScenario(target, ThroughputOptions(max_tokens=max_tokens, num_prompts=prompts)),
+             "requests"),
+            ("capacity", CapacityScenario(target, CapacityOptions(sessions=4, input_tokens=1536, window_s=6.0),
+                                          startup_kv_tokens=kv_tokens), "sessions with a first token"),
+            ("prefill", PrefillScenario(target, PrefillOptions(input_tokens=4096, repeats=3, decode_tokens=32)),
+             "cold repeats"),
+            ("interference", InterferenceScenario(target, InterferenceOptions(
+                sessions=3, session_tokens=1024, newcomer_tokens=6144, window_s=4.0)), "sessions with a first token"),
+        ]
+        for name, scenario, label in plan:
+            ui.err.rule(name)
+            run_path = _run_scenario(scenario, out, extra, label=label)
+            verdicts[name] = _show_report(run_path)
         timings["measurement_s"] = watch.lap()
     finally:
         with ui.status("stopping the engine"):
             engine.stop()
-    _show_report(run_path)
+    ui.table("Demo summary", ["scenario", "verdict"], [[k, v or "measured"] for k, v in verdicts.items()])
     ui.out.print("wall time: " + ", ".join(f"{k.removesuffix('_s').replace('_', ' ')} {v:.0f} s"
                                             for k, v in timings.items()))
+    if any(v == "FAIL" for v in verdicts.values()):
+        raise AcceptanceFailed("a demo acceptance failed: " + ", ".join(k for k, v in verdicts.items() if v == "FAIL"))
 
 
 @app.command()
@@ -170,26 +218,8 @@ def _print_command(argv: list[str], env: dict[str, str]) -> None:
     ui.out.print((prefix + " " if prefix else "") + shlex.join(argv), markup=False, highlight=False, soft_wrap=True)
 
 
-@run_app.command("throughput")
-def run_throughput(
-    url: Annotated[str, typer.Option(help="base URL of the OpenAI-compatible server")],
-    model: Annotated[Optional[str], typer.Option(help="model name; default: the first at /v1/models")] = None,
-    endpoint: Annotated[str, typer.Option(help="completions or chat")] = "chat",
-    out: Annotated[Path, typer.Option(help="where run directories go")] = Path("runs"),
-    families: Annotated[str, typer.Option(help="task families, comma-separated")] = "english,chinese,code",
-    concurrency: Annotated[str, typer.Option(help="concurrency levels, comma-separated")] = "1,4,8",
-    max_tokens: Annotated[int, typer.Option(help="output tokens asked per request")] = 1024,
-    repeats: Annotated[int, typer.Option(help="repeats of every level")] = 1,
-    num_prompts: Annotated[Optional[int], typer.Option(help="prompts per family at concurrency 1")] = None,
-    seed: Annotated[int, typer.Option(help="sampling seed sent with every request")] = 731,
-    ignore_eos: Annotated[bool, typer.Option(help="generate exactly max_tokens")] = False,
-    deadline_s: Annotated[Optional[float], typer.Option(help="per-request deadline in seconds")] = None,
-    disable_thinking: Annotated[bool, typer.Option(help="send enable_thinking=false (chat)")] = False,
-    tokenizer: Annotated[Optional[Path], typer.Option(help="tokenizer.json (or its folder) to re-count output")] = None,
-    api_key_env: Annotated[Optional[str], typer.Option(help="name of the environment variable holding the API key")] = None,
-    profile: Annotated[Optional[Path], typer.Option(help="profile TOML: endpoint, model name, thinking")] = None,
-) -> None:
-    """Single-request decode rate and batch aggregate throughput per task family."""
+def _target(url: str, model: str | None, endpoint: str, profile: Path | None, api_key_env: str | None,
+            tokenizer: Path | None, disable_thinking: bool = False) -> tuple[Target, Profile | None]:
     prof = load_profile(profile) if profile else None
     if prof is not None:
         endpoint = prof.serving.endpoint
@@ -203,6 +233,48 @@ def run_throughput(
             raise UsageError(f"environment variable {api_key_env} is not set")
     if tokenizer is not None and not tokenizer.exists():
         raise UsageError(f"no tokenizer at {tokenizer}")
+    model = resolve_model(url, model, api_key)
+    target = Target(url=url, model=model, endpoint=endpoint,  # type: ignore[arg-type]
+                    api_key=api_key, extra_body=_extra_body(prof, endpoint, disable_thinking),
+                    tokenizer_path=tokenizer)
+    return target, prof
+
+
+def _startup_kv_tokens(startup_log: Path | None, engine: str = "vllm") -> tuple[int | None, dict[str, Any] | None]:
+    if startup_log is None:
+        return None, None
+    from loadproof.engines import engines
+
+    try:
+        text = startup_log.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        raise UsageError(f"no startup log at {startup_log}") from None
+    report = engines.get(engine).parse_startup_report(text)
+    if report is None:
+        raise UsageError(f"{startup_log} holds no KV cache size line")
+    return report.kv_cache_tokens, report.as_dict()
+
+
+@run_app.command("throughput")
+def run_throughput(
+    url: UrlOption,
+    model: ModelOption = None,
+    endpoint: EndpointOption = "chat",
+    out: OutOption = Path("runs"),
+    families: Annotated[str, typer.Option(help="task families, comma-separated")] = "english,chinese,code",
+    concurrency: Annotated[str, typer.Option(help="concurrency levels, comma-separated")] = "1,4,8",
+    max_tokens: Annotated[int, typer.Option(help="output tokens asked per request")] = 1024,
+    repeats: Annotated[int, typer.Option(help="repeats of every level")] = 1,
+    num_prompts: Annotated[Optional[int], typer.Option(help="prompts per family at concurrency 1")] = None,
+    seed: Annotated[int, typer.Option(help="sampling seed sent with every request")] = 731,
+    ignore_eos: Annotated[bool, typer.Option(help="generate exactly max_tokens")] = False,
+    deadline_s: Annotated[Optional[float], typer.Option(help="per-request deadline in seconds")] = None,
+    disable_thinking: Annotated[bool, typer.Option(help="send enable_thinking=false (chat)")] = False,
+    tokenizer: Annotated[Optional[Path], typer.Option(help="tokenizer.json (or its folder) to re-count output")] = None,
+    api_key_env: ApiKeyEnvOption = None,
+    profile: ProfileOption = None,
+) -> None:
+    """Single-request decode rate and batch aggregate throughput per task family."""
     options = _options(
         ThroughputOptions, "throughput options",
         families=[f.strip() for f in families.split(",") if f.strip()],
@@ -210,11 +282,8 @@ def run_throughput(
         max_tokens=max_tokens, repeats=repeats, num_prompts=num_prompts, seed=seed,
         ignore_eos=ignore_eos, deadline_s=deadline_s,
     )
-    model = resolve_model(url, model, api_key)
-    target = Target(url=url, model=model, endpoint=endpoint,  # type: ignore[arg-type]
-                    api_key=api_key, extra_body=_extra_body(prof, endpoint, disable_thinking),
-                    tokenizer_path=tokenizer)
-    run_path = _run_throughput(target, options, out, {"profile": prof.model_dump() if prof else None})
+    target, prof = _target(url, model, endpoint, profile, api_key_env, tokenizer, disable_thinking)
+    run_path = _run_scenario(ThroughputScenario(target, options), out, {"profile": prof.model_dump() if prof else None})
     _show_report(run_path)
 
 
@@ -222,3 +291,148 @@ def run_throughput(
 def report(run_dir: Annotated[Path, typer.Argument(metavar="RUN_DIR")]) -> None:
     """Recompute the claims of a run directory and write claims.json and report.md."""
     _show_report(run_dir)
+
+
+@run_app.command("capacity")
+def run_capacity(
+    url: UrlOption,
+    tokenizer: TokenizerOption,
+    sessions: Annotated[int, typer.Option("--sessions", "-n", help="N, sessions started together")] = 4,
+    input_tokens: Annotated[int, typer.Option("--input-tokens", "-l", help="L, input tokens per session")] = 2048,
+    window_s: Annotated[float, typer.Option(help="W, seconds of shared generation")] = 10.0,
+    max_tokens: Annotated[Optional[int], typer.Option(help="output tokens per session (default: what fits)")] = None,
+    stagger_s: Annotated[float, typer.Option(help="pause between session starts")] = 0.0,
+    num_probes: Annotated[int, typer.Option(help="facts planted per session")] = 1,
+    skip_probe_check: Annotated[bool, typer.Option(help="do not score retrieval (random weights); said in the verdict")] = False,
+    negative_control: Annotated[bool, typer.Option(help="ask about facts never planted: retrieval must FAIL")] = False,
+    max_gap_s: Annotated[float, typer.Option(help="longest silence allowed inside the window")] = 5.0,
+    drain_timeout_s: Annotated[float, typer.Option(help="bound on the engine letting go after cancel")] = 30.0,
+    no_cache_salt: NoCacheSaltOption = False,
+    startup_log: Annotated[Optional[Path], typer.Option(help="engine startup log: KV tokens for the theoretical count")] = None,
+    search: Annotated[Optional[str], typer.Option(help="find the largest passing 'sessions' or 'input-tokens'")] = None,
+    search_max: Annotated[Optional[int], typer.Option(help="upper bound of the search")] = None,
+    model: ModelOption = None,
+    endpoint: EndpointOption = "chat",
+    profile: ProfileOption = None,
+    api_key_env: ApiKeyEnvOption = None,
+    out: OutOption = Path("runs"),
+) -> None:
+    """N sessions of L tokens generating together for W seconds, verified on the engine's own metrics."""
+    target, prof = _target(url, model, endpoint, profile, api_key_env, tokenizer)
+    kv_tokens, startup = _startup_kv_tokens(startup_log)
+    base = dict(sessions=sessions, input_tokens=input_tokens, window_s=window_s, max_tokens=max_tokens,
+                stagger_s=stagger_s, num_probes=num_probes, check_probes=not skip_probe_check,
+                plant_probes=not negative_control, max_gap_s=max_gap_s, drain_timeout_s=drain_timeout_s,
+                use_cache_salt=not no_cache_salt)
+    extra = {"profile": prof.model_dump() if prof else None, "engine": {"startup_report": startup}}
+    if search is None:
+        options = _options(CapacityOptions, "capacity options", **base)
+        verdict = _capacity_once(target, options, out, extra, kv_tokens)
+        if verdict != "PASS":
+            raise AcceptanceFailed("capacity acceptance FAILED (criteria above)")
+        return
+    _capacity_search(target, base, search, search_max, out, extra, kv_tokens)
+
+
+def _capacity_once(target: Target, options: Any, out: Path, extra: dict[str, Any], kv_tokens: int | None) -> str | None:
+    scenario = CapacityScenario(target, options, startup_kv_tokens=kv_tokens)
+    run_path = _run_scenario(scenario, out, extra, label="sessions with a first token")
+    return _show_report(run_path)
+
+
+def _capacity_search(target: Target, base: dict[str, Any], parameter: str, maximum: int | None, out: Path,
+                     extra: dict[str, Any], kv_tokens: int | None) -> None:
+    from loadproof.metrics.capacity import claims_of_run
+    from loadproof.scenarios.search import Trial, search as run_search
+    from loadproof.store.run_dir import load_run, new_run_id
+
+    key = {"sessions": "sessions", "input-tokens": "input_tokens"}.get(parameter)
+    if key is None:
+        raise UsageError(f"--search takes 'sessions' or 'input-tokens' (got {parameter!r})")
+    if maximum is None:
+        maximum = 256 if key == "sessions" else 1_048_576
+    folder = out / new_run_id("capacity-search")
+    folder.mkdir(parents=True)
+    log = folder / "search.jsonl"
+    ui.err.print(f"search directory: {folder}")
+
+    def trial(value: int) -> Trial:
+        options = _options(CapacityOptions, "capacity options", **{**base, key: value})
+        scenario = CapacityScenario(target, options, startup_kv_tokens=kv_tokens)
+        ui.err.print(f"trial {key} = {value}")
+        run_path = _run_scenario(scenario, folder, extra, label="sessions with a first token")
+        claims = {c.name: c for c in claims_of_run(load_run(run_path))}
+        failed = [c for c in claims.values() if ".criteria." in c.name and c.printed == "FAIL"]
+        verdict = claims["capacity.verdict"].printed
+        reason = f"{failed[0].name.split('.')[-1]}: {failed[0].formula}" if failed else "every criterion passed"
+        ui.err.print(f"  {verdict}: {reason}")
+        return Trial(value, verdict, reason, run_path.name)
+
+    def record(t: Trial) -> None:
+        with open(log, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(t.__dict__) + "\n")
+
+    start = base[key] if key == "sessions" else base[key]
+    resolution = 1 if key == "sessions" else max(64, start // 16)
+    result = run_search(key, min(start, maximum), maximum, trial, resolution=resolution, on_trial=record)
+    (folder / "search.json").write_text(json.dumps({
+        "parameter": key, "fixed": {k: v for k, v in base.items() if k != key}, "maximum": maximum,
+        "largest_pass": result.largest_pass, "smallest_fail": result.smallest_fail,
+        "trials": [t.__dict__ for t in result.trials]}, indent=2) + "\n")
+    ui.table(f"Capacity search over {key}", [key, "verdict", "reason", "run"],
+             [[str(t.value), t.verdict, t.reason, t.run_dir] for t in result.trials])
+    ui.out.print(result.summary)
+    if result.largest_pass is None:
+        raise AcceptanceFailed(result.summary)
+
+
+@run_app.command("prefill")
+def run_prefill(
+    url: UrlOption,
+    tokenizer: TokenizerOption,
+    input_tokens: Annotated[int, typer.Option("--input-tokens", "-l", help="L, input tokens")] = 4096,
+    repeats: Annotated[int, typer.Option("--repeats", "-r", help="R, cold repeats")] = 3,
+    decode_tokens: Annotated[int, typer.Option(help="tokens generated after the first")] = 64,
+    deadline_s: Annotated[Optional[float], typer.Option(help="per-repeat deadline in seconds")] = None,
+    no_cache_salt: NoCacheSaltOption = False,
+    model: ModelOption = None,
+    endpoint: EndpointOption = "chat",
+    profile: ProfileOption = None,
+    api_key_env: ApiKeyEnvOption = None,
+    out: OutOption = Path("runs"),
+) -> None:
+    """Cold time to first token of one long input, R freshly salted repeats."""
+    target, prof = _target(url, model, endpoint, profile, api_key_env, tokenizer)
+    options = _options(PrefillOptions, "prefill options", input_tokens=input_tokens, repeats=repeats,
+                       decode_tokens=decode_tokens, deadline_s=deadline_s, use_cache_salt=not no_cache_salt)
+    run_path = _run_scenario(PrefillScenario(target, options), out, {"profile": prof.model_dump() if prof else None},
+                             label="cold repeats")
+    if _show_report(run_path) != "PASS":
+        raise AcceptanceFailed("prefill: a repeat was not cold, not the planned length, or failed (criteria above)")
+
+
+@run_app.command("interference")
+def run_interference(
+    url: UrlOption,
+    tokenizer: TokenizerOption,
+    sessions: Annotated[int, typer.Option("--sessions", "-m", help="M, streams already generating")] = 3,
+    session_tokens: Annotated[int, typer.Option(help="L_m, input tokens per session")] = 2048,
+    newcomer_tokens: Annotated[int, typer.Option(help="L_big, input tokens of the newcomer")] = 8192,
+    window_s: Annotated[float, typer.Option(help="W, the before and after windows")] = 5.0,
+    skip_probe_check: Annotated[bool, typer.Option(help="do not score retrieval (random weights)")] = False,
+    no_cache_salt: NoCacheSaltOption = False,
+    model: ModelOption = None,
+    endpoint: EndpointOption = "chat",
+    profile: ProfileOption = None,
+    api_key_env: ApiKeyEnvOption = None,
+    out: OutOption = Path("runs"),
+) -> None:
+    """M streams' rate before, during and after a new long prefill; then warm follow-ups on each session."""
+    target, prof = _target(url, model, endpoint, profile, api_key_env, tokenizer)
+    options = _options(InterferenceOptions, "interference options", sessions=sessions, session_tokens=session_tokens,
+                       newcomer_tokens=newcomer_tokens, window_s=window_s, check_probes=not skip_probe_check,
+                       use_cache_salt=not no_cache_salt)
+    run_path = _run_scenario(InterferenceScenario(target, options), out,
+                             {"profile": prof.model_dump() if prof else None}, label="sessions with a first token")
+    if _show_report(run_path) != "PASS":
+        raise AcceptanceFailed("interference: see the criteria above")

@@ -16,7 +16,23 @@ err = Console(stderr=True, soft_wrap=True)
 
 @contextmanager
 def status(initial: str) -> Iterator[callable]:
-    """A spinner line on stderr; the yielded function updates its text."""
+    """A spinner line on stderr; the yielded function updates its text.
+
+    Without a terminal (CI, a log file) a spinner shows nothing, so each new step is printed as a
+    line instead (the running seconds after a ':' do not count as a new step).
+    """
+    if not err.is_terminal:
+        last = [""]
+
+        def say(text: str) -> None:
+            step = text.split(":", 1)[0]
+            if step != last[0]:
+                last[0] = step
+                err.print(step, markup=False, highlight=False)
+
+        say(initial)
+        yield say
+        return
     with err.status(initial) as spinner:
         yield lambda text: spinner.update(text)
 
@@ -37,7 +53,7 @@ def request_progress(label: str) -> Iterator[callable]:
 def table(title: str, header: list[str], rows: list[list[str]]) -> None:
     t = Table(title=title)
     for i, name in enumerate(header):
-        t.add_column(name, justify="left" if i == 0 else "right")
+        t.add_column(name, justify="left" if i == 0 else "right", overflow="fold")
     for row in rows:
         t.add_row(*row)
     out.print(t)

@@ -78,9 +78,13 @@ class StreamingClient:
             await self._session.close()
             self._session = None
 
-    async def stream(self, spec: RequestSpec) -> RequestRecord:
-        """Send one streaming request; return its record (never raises for a failed request)."""
-        record = RequestRecord(request_id=spec.request_id, endpoint=spec.endpoint)
+    async def stream(self, spec: RequestSpec, record: RequestRecord | None = None) -> RequestRecord:
+        """Send one streaming request; return its record (never raises for a failed request).
+
+        Pass `record` to watch it fill while the stream runs (chunk times and tokens are appended live).
+        """
+        if record is None:
+            record = RequestRecord(request_id=spec.request_id, endpoint=spec.endpoint)
         if spec.labels:
             for key, value in spec.labels.items():
                 setattr(record, key, value)

@@ -9,6 +9,7 @@ sized to model load and warm-up; a process that exits first is reported with the
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -28,6 +29,18 @@ def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
         return int(sock.getsockname()[1])
+
+
+_ERROR_LINE = re.compile(r"\b([A-Z]\w*(?:Error|Exception)): (.+)$")
+
+
+def root_cause(log_text: str) -> str | None:
+    """The first `SomethingError: message` line of an engine log: the cause, not the cascade after it."""
+    for line in log_text.splitlines():
+        match = _ERROR_LINE.search(line)
+        if match and "Engine core initialization failed" not in match.group(2):
+            return f"{match.group(1)}: {match.group(2).strip()}"[:500]
+    return None
 
 
 def log_tail(path: Path, max_lines: int = 30) -> str:
@@ -76,9 +89,12 @@ class EngineProcess:
         while True:
             code = self._proc.poll()
             if code is not None:
+                text = self.log_path.read_text(encoding="utf-8", errors="replace") if self.log_path.exists() else ""
+                cause = root_cause(text)
                 raise EngineStartError(
-                    f"engine exited with code {code} before it was ready (log: {self.log_path})",
-                    log_tail(self.log_path),
+                    f"engine exited with code {code} before it was ready: {cause or 'no error line in its log'} "
+                    f"(log: {self.log_path})",
+                    "" if cause else log_tail(self.log_path),
                 )
             if self._serves(served_name):
                 self.ready_after_s = time.monotonic() - start

@@ -22,7 +22,13 @@ VLLM_METRICS: dict[str, str] = {
     "kv_cache_usage_perc": "vllm:kv_cache_usage_perc",
     "prompt_tokens_total": "vllm:prompt_tokens_total",
     "generation_tokens_total": "vllm:generation_tokens_total",
+    # present only when speculative decoding is on
+    "spec_decode_num_draft_tokens_total": "vllm:spec_decode_num_draft_tokens_total",
+    "spec_decode_num_accepted_tokens_total": "vllm:spec_decode_num_accepted_tokens_total",
+    "spec_decode_num_drafts_total": "vllm:spec_decode_num_drafts_total",
 }
+# the names every vLLM serving loadproof must expose (spec-decode counters are optional)
+REQUIRED_METRICS = tuple(k for k in VLLM_METRICS if not k.startswith("spec_decode"))
 
 
 @dataclass(frozen=True)

@@ -85,3 +85,7 @@ def throughput_claims(records: Iterable[RequestRecord]) -> list[Claim]:
                        "mean of usage.completion_tokens over successful requests")
             )
     return claims
+
+
+def claims_of_run(run) -> list[Claim]:
+    return throughput_claims(run.records)

@@ -6,8 +6,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from loadproof.errors import RunDirError
+from loadproof.metrics import claim_functions
 from loadproof.metrics.claims import Claim, claims_payload
-from loadproof.metrics.throughput import throughput_claims
 from loadproof.store.run_dir import Run, load_run, write_claims
 
 REPORT = "report.md"
@@ -21,7 +22,12 @@ class Report:
 
 
 def compute_claims(run: Run) -> list[Claim]:
-    return throughput_claims(run.records)
+    scenario = run.manifest.get("scenario")
+    if scenario is None:
+        raise RunDirError(f"{run.path}/manifest.json names no scenario")
+    if scenario != "throughput" and "plan" not in run.manifest:
+        raise RunDirError(f"{run.path} was interrupted before its plan was written; nothing to report")
+    return claim_functions.get(scenario)(run)
 
 
 def build_report(path: Path) -> Report:
@@ -61,6 +67,11 @@ def throughput_table(claims: list[Claim]) -> tuple[list[str], list[list[str]]]:
     return header, rows
 
 
+def criteria_rows(claims: list[Claim]) -> list[tuple[str, str, str]]:
+    """(criterion, status, evidence) of every acceptance criterion among the claims."""
+    return [(c.name.split(".criteria.", 1)[1], c.printed, c.formula) for c in claims if ".criteria." in c.name]
+
+
 def render_markdown(run: Run, claims: list[Claim]) -> str:
     m = run.manifest
     target: dict[str, Any] = m.get("target", {})
@@ -75,6 +86,11 @@ def render_markdown(run: Run, claims: list[Claim]) -> str:
                  f"{len(run.records)} requests recorded, {sum(not r.ok for r in run.records)} failed")
     if run.num_torn_lines:
         lines.append(f"- {run.num_torn_lines} torn line(s) skipped (interrupted write)")
+    criteria = criteria_rows(claims)
+    if criteria:
+        verdict = next((c.printed for c in claims if c.name.endswith(".verdict")), "?")
+        lines += ["", f"## Acceptance: {verdict}", "", "| criterion | status | evidence |", "|---|---|---|"]
+        lines += [f"| {name} | {status} | {evidence} |" for name, status, evidence in criteria]
     header, rows = throughput_table(claims)
     if rows:
         lines += ["", "## Throughput", "",
@@ -84,7 +100,7 @@ def render_markdown(run: Run, claims: list[Claim]) -> str:
         lines.append("|" + "---|" * len(header))
         lines += ["| " + " | ".join(r) + " |" for r in rows]
     lines += ["", "## Claims", "", "| name | value | unit | formula |", "|---|---|---|---|"]
-    lines += [f"| `{c.name}` | {c.printed} | {c.unit} | {c.formula} |" for c in claims]
+    lines += [f"| `{c.name}` | {c.printed} | {c.unit} | {c.formula} |" for c in claims if ".criteria." not in c.name]
     mismatch = _token_count_note(run)
     if mismatch:
         lines += ["", mismatch]

@@ -4,5 +4,8 @@ from loadproof.registry import Registry
 
 scenarios: Registry[object] = Registry("scenario")
 scenarios.register("throughput", "loadproof.scenarios.throughput:ThroughputScenario")
+scenarios.register("capacity", "loadproof.scenarios.capacity:CapacityScenario")
+scenarios.register("prefill", "loadproof.scenarios.prefill:PrefillScenario")
+scenarios.register("interference", "loadproof.scenarios.interference:InterferenceScenario")
 
 __all__ = ["scenarios"]

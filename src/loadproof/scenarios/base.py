@@ -57,6 +57,15 @@ def resolve_model(url: str, model: str | None, api_key: str | None = None) -> st
     return models[0]
 
 
+def model_info(url: str, model: str, api_key: str | None = None) -> dict[str, Any]:
+    """The server's /v1/models entry for `model` (vLLM includes `max_model_len`)."""
+    data = _get_json(url.rstrip("/") + "/v1/models", api_key)
+    for entry in data.get("data", []):
+        if isinstance(entry, dict) and entry.get("id") == model:
+            return entry
+    raise UsageError(f"{url} does not serve model {model!r}")
+
+
 def engine_version(url: str, api_key: str | None = None) -> str | None:
     try:
         return str(_get_json(url.rstrip("/") + "/version", api_key).get("version"))
@@ -101,6 +110,23 @@ def git_hash() -> str | None:
     dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here,
                            capture_output=True, text=True, timeout=5).stdout.strip()
     return result.stdout.strip() + ("-dirty" if dirty else "")
+
+
+def common_manifest(run_id: str, scenario: str, options: Any, target: Target,
+                    extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The manifest fields every scenario writes before its first request."""
+    return {
+        "run_id": run_id,
+        "scenario": scenario,
+        "options": options.model_dump(),
+        "target": target.describe(),
+        "engine_version": engine_version(target.url, target.api_key),
+        "versions": versions(),
+        "git": git_hash(),
+        "start_wall_time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "clock_anchor": clock_anchor(),
+        **(extra or {}),
+    }
 
 
 def clock_anchor() -> dict[str, int]:

@@ -10,7 +10,6 @@ batch so the claims (`metrics.throughput`) are pure functions of `requests.jsonl
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any
 
 from pydantic import Field, field_validator
@@ -18,7 +17,7 @@ from pydantic import Field, field_validator
 from loadproof.client import RequestRecord, RequestSpec, StreamingClient
 from loadproof.config.base import StrictModel
 from loadproof.protocol.openai import request_body
-from loadproof.scenarios.base import Progress, Target, TokenCounter, clock_anchor, engine_version, git_hash, versions
+from loadproof.scenarios.base import Progress, Target, TokenCounter
 from loadproof.store.run_dir import RunWriter
 from loadproof.workloads.prompts import FAMILIES, Prompt, load_family
 
@@ -81,21 +80,7 @@ class ThroughputScenario:
         self.target = target
         self.options = options
 
-    def manifest(self, writer: RunWriter, extra: dict[str, Any] | None = None) -> dict[str, Any]:
-        return {
-            "run_id": writer.run_id,
-            "scenario": self.name,
-            "options": self.options.model_dump(),
-            "target": self.target.describe(),
-            "engine_version": engine_version(self.target.url, self.target.api_key),
-            "versions": versions(),
-            "git": git_hash(),
-            "start_wall_time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "clock_anchor": clock_anchor(),
-            **(extra or {}),
-        }
-
-    async def run(self, writer: RunWriter, progress: Progress | None = None) -> int:
+    async def run(self, writer: RunWriter, manifest: dict[str, Any], progress: Progress | None = None) -> int:
         """Send every wave; append each record as it ends. Returns the number of failed requests."""
         opts = self.options
         counter = TokenCounter(self.target.tokenizer_path) if self.target.tokenizer_path else None

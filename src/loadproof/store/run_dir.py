@@ -26,6 +26,7 @@ REQUESTS = "requests.jsonl"
 CHUNKS = "chunks.jsonl"
 CLAIMS = "claims.json"
 EVENTS = "events.jsonl"
+METRICS = "metrics.jsonl"
 
 _encode = msgspec.json.Encoder().encode
 _record_fields = tuple(f for f in RequestRecord.__struct_fields__ if f not in ("chunk_ns", "chunk_tokens"))
@@ -46,6 +47,7 @@ class RunWriter:
         self._requests: IO[bytes] = open(path / REQUESTS, "ab")
         self._chunks: IO[bytes] = open(path / CHUNKS, "ab")
         self._events: IO[bytes] | None = None
+        self._metrics: IO[bytes] | None = None
         self.num_records = 0
 
     @classmethod
@@ -65,14 +67,22 @@ class RunWriter:
         self.num_records += 1
 
     def event(self, kind: str, **fields: Any) -> None:
+        """A scenario or supervisor event (`t_ns` on the run's monotonic clock where it matters)."""
         if self._events is None:
             self._events = open(self.path / EVENTS, "ab")
         row = {"wall_time_s": time.time(), "kind": kind, **fields}
         self._events.write(_encode(row) + b"\n")
         self._events.flush()
 
+    def metric_sample(self, sample: dict[str, Any]) -> None:
+        """One engine /metrics sample (see telemetry.server_metrics)."""
+        if self._metrics is None:
+            self._metrics = open(self.path / METRICS, "ab")
+        self._metrics.write(_encode(sample) + b"\n")
+        self._metrics.flush()
+
     def close(self) -> None:
-        for handle in (self._requests, self._chunks, self._events):
+        for handle in (self._requests, self._chunks, self._events, self._metrics):
             if handle is not None:
                 handle.close()
 
@@ -90,8 +100,9 @@ class Run:
     path: Path
     manifest: dict[str, Any]
     records: list[RequestRecord]
+    samples: list[dict[str, Any]] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
     num_torn_lines: int = 0
-    extras: dict[str, Any] = field(default_factory=dict)
 
     @property
     def run_id(self) -> str:
@@ -117,7 +128,10 @@ def load_run(path: Path) -> Run:
         if extra is not None:
             row["chunk_ns"], row["chunk_tokens"] = extra["t_ns"], extra["tokens"]
         records.append(msgspec.convert(row, RequestRecord))
-    return Run(path=path, manifest=manifest, records=records, num_torn_lines=torn + torn_chunks)
+    samples, torn_samples = _read_jsonl(path / METRICS)
+    events, torn_events = _read_jsonl(path / EVENTS)
+    return Run(path=path, manifest=manifest, records=records, samples=samples, events=events,
+               num_torn_lines=torn + torn_chunks + torn_samples + torn_events)
 
 
 def _read_jsonl(path: Path) -> tuple[list[dict[str, Any]], int]:

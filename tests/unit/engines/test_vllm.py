@@ -36,3 +36,14 @@ def test_embedded_launch_command():
     assert "--max-model-len 32768" in joined and "--dtype bfloat16" in joined
     assert "--host 127.0.0.1" in joined and "--port 8123" in joined
     assert cmd.env["VLLM_CPU_KVCACHE_SPACE"] == "4"
+
+
+def test_root_cause_of_a_failed_start_is_the_first_error_line():
+    from loadproof.engines.process import root_cause
+
+    log = """(EngineCore pid=7535) ERROR 11-30 07:04:17 [core.py:1510] ValueError: To serve at least one request with the model's max seq len (4096), (0.05 GiB KV cache is needed
+Traceback (most recent call last):
+RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}
+"""
+    assert root_cause(log).startswith("ValueError: To serve at least one request")
+    assert root_cause("all fine\n") is None

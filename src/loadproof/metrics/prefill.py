@@ -1,0 +1,66 @@
+"""Cold prefill latency: median TTFT over R cold repeats of one long input (DESIGN.md)."""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+from loadproof.client.record import RequestRecord
+from loadproof.metrics.capacity import Criterion, acceptance_claims
+from loadproof.metrics.claims import Claim, number
+from loadproof.metrics.throughput import NS_PER_S, decode_rate_per_s
+
+
+def counter_delta(samples: list[dict[str, Any]], key: str, start_ns: int, end_ns: int) -> float | None:
+    """Growth of a counter between the last sample at or before `start_ns` and the first at or after `end_ns`."""
+    before = [s for s in samples if s["t_ns"] <= start_ns and key in s["values"]]
+    after = [s for s in samples if s["t_ns"] >= end_ns and key in s["values"]]
+    if not before or not after:
+        return None
+    return after[0]["values"][key] - before[-1]["values"][key]
+
+
+def prefill_claims(plan: dict[str, Any], records: list[RequestRecord], samples: list[dict[str, Any]]) -> list[Claim]:
+    samples = sorted(samples, key=lambda s: s["t_ns"])
+    by_id = {r.request_id: r for r in records}
+    recs = [by_id.get(rep["request_id"]) for rep in plan["repeats"]]
+    planned = plan["input_tokens"]
+    claims = [number("prefill.input_tokens", planned, "tokens", "planned input tokens (L)")]
+    ttfts: list[float] = []
+    hits_total = 0.0
+    criteria: list[Criterion] = []
+    wrong_tokens, warm, failed = [], [], []
+    for i, rec in enumerate(recs):
+        if rec is None or not rec.ok or rec.ttft_ns is None:
+            failed.append(f"r{i}: {rec.error_kind if rec else 'missing'}")
+            continue
+        ttft = rec.ttft_ns / NS_PER_S
+        ttfts.append(ttft)
+        claims.append(number(f"prefill.r{i}.ttft_s", ttft, "s", "t_first_token - t_send of repeat i", 2))
+        if rec.prompt_tokens != planned:
+            wrong_tokens.append(f"r{i} had {rec.prompt_tokens}")
+        hits = counter_delta(samples, "prefix_cache_hits_total", rec.send_ns, rec.end_ns)
+        if hits is None or hits != 0:
+            warm.append(f"r{i}: {hits if hits is not None else 'no counter'}")
+        hits_total += hits or 0.0
+    if ttfts:
+        claims.append(number("prefill.cold_ttft_median_s", statistics.median(ttfts), "s",
+                             "median over R cold repeats of t_first_token - t_send", 2))
+    rates = [r for r in (decode_rate_per_s(rec) for rec in recs if rec) if r is not None]
+    if rates:
+        claims.append(number("prefill.decode_tokens_per_s", statistics.median(rates), "tokens/s",
+                             "median over repeats of (output_tokens - 1) / (t_last_token - t_first_token), at L tokens of context"))
+    claims.append(number("prefill.prefix_cache_hits", int(hits_total), "tokens",
+                         "sum over repeats of prefix_cache_hits_total growth across the repeat"))
+    criteria.append(Criterion("completed", "FAIL" if failed else "PASS",
+                              f"{len(ttfts)}/{len(recs)} repeats completed" + (f"; {', '.join(failed)}" if failed else "")))
+    criteria.append(Criterion("prompt_tokens", "FAIL" if wrong_tokens else "PASS",
+                              f"usage.prompt_tokens == {planned} for {len(ttfts) - len(wrong_tokens)}/{len(ttfts)} repeats"
+                              + (f"; {', '.join(wrong_tokens)}" if wrong_tokens else "")))
+    criteria.append(Criterion("cold_prefix_cache", "FAIL" if warm else "PASS",
+                              "0 prefix-cache hits in every repeat" if not warm else f"hits: {', '.join(warm)}"))
+    return claims + acceptance_claims("prefill", criteria)
+
+
+def claims_of_run(run) -> list[Claim]:
+    return prefill_claims(run.manifest["plan"], run.records, run.samples)

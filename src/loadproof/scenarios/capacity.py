@@ -1,0 +1,144 @@
+"""`loadproof run capacity`: can the deployment hold N sessions of L tokens, all generating together?
+
+N haystack sessions of exactly L input tokens are started together (or staggered), each salted so the
+cold phase cannot hit the prefix cache. When the last stream has its first token, the shared window of
+W seconds starts; the engine's /metrics are sampled throughout. After the window every stream is
+cancelled and the engine is watched until it lets go. The verdict is computed afterwards from the
+stored run alone (`metrics.capacity.evaluate_capacity`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from pydantic import Field
+
+from loadproof.client import RequestRecord, StreamingClient
+from loadproof.config.base import StrictModel
+from loadproof.scenarios.base import Progress, Target, model_info
+from loadproof.scenarios.long_context import MetricsScenario, AdmissionStall, LiveSessions, haystack_target, new_record, session_spec
+from loadproof.store.run_dir import RunWriter
+from loadproof.telemetry.server_metrics import MetricsScraper
+
+NS = 1_000_000_000
+
+
+class CapacityOptions(StrictModel):
+    sessions: int = Field(default=4, ge=1, description="N, sessions started together")
+    input_tokens: int = Field(default=2048, ge=64, description="L, input tokens per session, exactly")
+    window_s: float = Field(default=10.0, gt=0, description="W, the shared generation window")
+    max_tokens: int | None = Field(default=None, ge=16, description="output tokens asked per session; "
+                                   "default: what the context window leaves, so streams outlast the window")
+    stagger_s: float = Field(default=0.0, ge=0, description="pause between session starts")
+    num_probes: int = Field(default=1, ge=1, description="facts planted per session (the first is asked)")
+    check_probes: bool = Field(default=True, description="False skips retrieval (random weights); said in the verdict")
+    plant_probes: bool = Field(default=True, description="False asks about a fact never planted: a negative control")
+    max_gap_s: float = Field(default=5.0, gt=0, description="longest silence a stream may have inside the window")
+    drain_timeout_s: float = Field(default=30.0, gt=0, description="bound on the engine letting go after cancel")
+    kv_idle_bound: float = Field(default=0.02, ge=0, le=1, description="KV usage after drain <= idle + this")
+    first_token_timeout_s: float = Field(default=7200.0, gt=0, description="bound on the cold phase")
+    admission_stall_s: float = Field(default=10.0, gt=0, description="end the cold phase once requests have "
+                                     "waited this long while every running session was decoding")
+    sample_interval_s: float = Field(default=0.5, gt=0, description="/metrics sampling interval")
+    use_cache_salt: bool = Field(default=True, description="send vLLM's cache_salt with each session")
+    seed: int = 731
+
+
+class CapacityScenario(MetricsScenario):
+    name = "capacity"
+    Options = CapacityOptions
+    options: CapacityOptions
+
+    def __init__(self, target: Target, options: CapacityOptions, engine: str = "vllm",
+                 startup_kv_tokens: int | None = None) -> None:
+        super().__init__(target, options, engine)
+        self.startup_kv_tokens = startup_kv_tokens
+
+    def plan(self) -> tuple[dict[str, Any], list[Any], Any]:
+        opts = self.options
+        hs = haystack_target(self.target, opts.seed)
+        info = model_info(self.target.url, self.target.model, self.target.api_key)
+        max_model_len = info.get("max_model_len")
+        if max_model_len is not None and opts.input_tokens >= max_model_len:
+            from loadproof.errors import UsageError
+
+            raise UsageError(f"--input-tokens {opts.input_tokens} does not fit the served context of {max_model_len}")
+        max_tokens = opts.max_tokens or (min(max_model_len - opts.input_tokens, 100_000) if max_model_len else 4096)
+        prompts = [hs.builder.build(f"s{i:03d}", opts.input_tokens, num_probes=opts.num_probes,
+                                    plant=opts.plant_probes) for i in range(opts.sessions)]
+        theory = None
+        if self.startup_kv_tokens and max_model_len:
+            theory = round(self.startup_kv_tokens / max_model_len, 4)
+        plan = {
+            "sessions": [{"request_id": f"cap-{p.session_id}", "session_id": p.session_id, "salt": p.salt,
+                          "key": p.asked.key, "expected": p.asked.value, "planted": p.asked.planted,
+                          "probe_depths": [pr.depth for pr in p.probes]} for p in prompts],
+            "input_tokens": opts.input_tokens,
+            "max_tokens": max_tokens,
+            "window_s": opts.window_s,
+            "max_gap_s": opts.max_gap_s,
+            "drain_timeout_s": opts.drain_timeout_s,
+            "kv_idle_bound": opts.kv_idle_bound,
+            "check_probes": opts.check_probes,
+            "max_model_len": max_model_len,
+            "engine_kv_cache_tokens": self.startup_kv_tokens,
+            "theoretical_full_windows": theory,
+            "overhead_tokens": hs.builder.overhead_tokens,
+            "overhead_source": hs.overhead_source,
+            "haystack_additive": hs.builder.additive,
+        }
+        return plan, prompts, hs
+
+    async def run(self, writer: RunWriter, manifest: dict[str, Any], progress: Progress | None = None) -> None:
+        opts = self.options
+        plan, prompts, _ = self.plan()
+        manifest["plan"] = plan
+        writer.write_manifest(manifest)
+        records = [new_record(self.target, s["request_id"], self.name, p, opts.sessions)
+                   for s, p in zip(plan["sessions"], prompts)]
+        async with MetricsScraper(self.target.url, self.metric_names, interval_s=opts.sample_interval_s,
+                                  sink=writer.metric_sample, api_key=self.target.api_key) as scraper:
+            async with StreamingClient(self.target.url, api_key=self.target.api_key,
+                                       max_connections=opts.sessions + 4, on_record=writer.append) as client:
+                async with LiveSessions(client) as live:
+                    writer.event("sessions_start", t_ns=time.perf_counter_ns(), sessions=opts.sessions)
+                    for i, (prompt, record) in enumerate(zip(prompts, records)):
+                        if i and opts.stagger_s:
+                            await asyncio.sleep(opts.stagger_s)
+                        live.start(session_spec(self.target, record.request_id, prompt.text, prompt.salt,
+                                                plan["max_tokens"], seed=opts.seed, use_cache_salt=opts.use_cache_salt),
+                                   record)
+                    stall = AdmissionStall(scraper.latest, records, opts.admission_stall_s)
+                    started = await live.wait_first_tokens(records, opts.first_token_timeout_s, progress, stall)
+                    if stall.evidence:
+                        writer.event("admission_stalled", t_ns=time.perf_counter_ns(), evidence=stall.evidence)
+                    if started:
+                        window_start = max(r.first_token_ns for r in records)  # type: ignore[type-var]
+                        writer.event("window_start", t_ns=window_start)
+                        await scraper.sample()
+                        await self._hold_window(live, records, window_start + int(opts.window_s * NS))
+                        await scraper.sample()
+                    cancel_ns = time.perf_counter_ns()
+                    writer.event("cancel", t_ns=cancel_ns)
+                    await live.cancel()
+            await self._watch_drain(scraper, cancel_ns, opts.drain_timeout_s)
+
+    async def _hold_window(self, live: LiveSessions, records: list[RequestRecord], end_ns: int) -> None:
+        while time.perf_counter_ns() < end_ns:
+            if live.ended(records):
+                return  # a stream ended inside the window: the verdict will show which and why
+            await asyncio.sleep(min(0.1, max(0.0, (end_ns - time.perf_counter_ns()) / NS)))
+
+    async def _watch_drain(self, scraper: MetricsScraper, cancel_ns: int, timeout_s: float) -> None:
+        deadline = cancel_ns + int(timeout_s * NS)
+        while time.perf_counter_ns() < deadline:
+            sample = await scraper.sample()
+            if sample is not None:
+                v = sample["values"]
+                if v.get("num_requests_running") == 0 and v.get("num_requests_waiting") == 0:
+                    baseline = scraper.samples[0]["values"].get("kv_cache_usage_perc", 0.0)
+                    if v.get("kv_cache_usage_perc", 0.0) <= baseline + self.options.kv_idle_bound:
+                        return
+            await asyncio.sleep(0.25)

@@ -1,0 +1,103 @@
+"""`loadproof run interference`: what does a huge new prefill do to the streams already running?
+
+M haystack sessions generate together; their aggregate rate is measured over a window W ("before").
+Then one newcomer of L_big tokens is sent; the M streams' rate is measured from its send to its first
+token ("during" its prefill) and over W after that first token ("after"). Everything is cancelled, and
+each of the M sessions is asked a follow-up on the same context, one at a time: now prefix-cache hits
+are expected (checked per follow-up on the engine's counters) and the planted fact must come back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from pydantic import Field
+
+from loadproof.client import StreamingClient
+from loadproof.config.base import StrictModel
+from loadproof.errors import UsageError
+from loadproof.scenarios.base import Progress, Target, model_info
+from loadproof.scenarios.long_context import MetricsScenario, LiveSessions, haystack_target, new_record, session_spec
+from loadproof.store.run_dir import RunWriter
+from loadproof.telemetry.server_metrics import MetricsScraper
+
+NS = 1_000_000_000
+
+
+class InterferenceOptions(StrictModel):
+    sessions: int = Field(default=3, ge=1, description="M, streams already generating")
+    session_tokens: int = Field(default=2048, ge=64, description="L_m, input tokens per session")
+    newcomer_tokens: int = Field(default=8192, ge=64, description="L_big, input tokens of the newcomer")
+    window_s: float = Field(default=5.0, gt=0, description="W, the before and after windows")
+    followup_tokens: int = Field(default=32, ge=4, description="tokens asked per follow-up answer")
+    check_probes: bool = Field(default=True, description="False skips retrieval scoring (random weights)")
+    first_token_timeout_s: float = Field(default=7200.0, gt=0)
+    sample_interval_s: float = Field(default=0.5, gt=0)
+    use_cache_salt: bool = True
+    seed: int = 731
+
+
+class InterferenceScenario(MetricsScenario):
+    name = "interference"
+    Options = InterferenceOptions
+    options: InterferenceOptions
+
+    async def run(self, writer: RunWriter, manifest: dict[str, Any], progress: Progress | None = None) -> None:
+        opts = self.options
+        hs = haystack_target(self.target, opts.seed)
+        max_model_len = model_info(self.target.url, self.target.model, self.target.api_key).get("max_model_len")
+        longest = max(opts.session_tokens, opts.newcomer_tokens)
+        if max_model_len is not None and longest >= max_model_len:
+            raise UsageError(f"{longest} input tokens do not fit the served context of {max_model_len}")
+        room = (max_model_len - longest) if max_model_len else 4096
+        max_tokens = min(room, 100_000)
+        sessions = [hs.builder.build(f"m{i:02d}", opts.session_tokens) for i in range(opts.sessions)]
+        newcomer = hs.builder.build("newcomer", opts.newcomer_tokens)
+        manifest["plan"] = {
+            "window_s": opts.window_s, "session_tokens": opts.session_tokens, "newcomer_tokens": opts.newcomer_tokens,
+            "check_probes": opts.check_probes, "max_tokens": max_tokens,
+            "sessions": [{"request_id": f"int-{p.session_id}", "followup_request_id": f"int-{p.session_id}-followup",
+                          "session_id": p.session_id, "salt": p.salt, "expected": p.asked.value} for p in sessions],
+            "newcomer": {"request_id": "int-newcomer", "salt": newcomer.salt},
+            "overhead_tokens": hs.builder.overhead_tokens, "overhead_source": hs.overhead_source,
+        }
+        writer.write_manifest(manifest)
+        records = [new_record(self.target, s["request_id"], self.name, p, opts.sessions, batch=0)
+                   for s, p in zip(manifest["plan"]["sessions"], sessions)]
+        new_rec = new_record(self.target, "int-newcomer", self.name, newcomer, 1, batch=1)
+        new_rec.family = "newcomer"
+        async with MetricsScraper(self.target.url, self.metric_names, interval_s=opts.sample_interval_s,
+                                  sink=writer.metric_sample, api_key=self.target.api_key) as scraper:
+            async with StreamingClient(self.target.url, api_key=self.target.api_key,
+                                       max_connections=opts.sessions + 4, on_record=writer.append) as client:
+                async with LiveSessions(client) as live:
+                    for prompt, record in zip(sessions, records):
+                        live.start(session_spec(self.target, record.request_id, prompt.text, prompt.salt, max_tokens,
+                                                seed=opts.seed, use_cache_salt=opts.use_cache_salt), record)
+                    if await live.wait_first_tokens(records, opts.first_token_timeout_s, progress):
+                        before_start = max(r.first_token_ns for r in records)  # type: ignore[type-var]
+                        writer.event("before_window", t_ns=before_start)
+                        await _sleep_until(before_start + int(opts.window_s * NS))
+                        live.start(session_spec(self.target, new_rec.request_id, newcomer.text, newcomer.salt, max_tokens,
+                                                seed=opts.seed, use_cache_salt=opts.use_cache_salt), new_rec)
+                        if await live.wait_first_tokens([new_rec], opts.first_token_timeout_s):
+                            await _sleep_until(new_rec.first_token_ns + int(opts.window_s * NS))  # type: ignore[operator]
+                    writer.event("cancel", t_ns=time.perf_counter_ns())
+                    await live.cancel()
+                await asyncio.sleep(1.0)  # let the engine free the cancelled requests before the follow-ups
+                for spec_info, prompt in zip(manifest["plan"]["sessions"], sessions):
+                    rec = new_record(self.target, spec_info["followup_request_id"], self.name, prompt, 1, batch=2)
+                    rec.family = "followup"
+                    spec = session_spec(self.target, rec.request_id, prompt.followup(), prompt.salt, opts.followup_tokens,
+                                        seed=opts.seed, use_cache_salt=opts.use_cache_salt, ignore_eos=False)
+                    await scraper.sample()
+                    await client.stream(spec, rec)
+                    await scraper.sample()
+
+
+async def _sleep_until(t_ns: int) -> None:
+    delay = (t_ns - time.perf_counter_ns()) / NS
+    if delay > 0:
+        await asyncio.sleep(delay)

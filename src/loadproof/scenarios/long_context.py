@@ -1,0 +1,190 @@
+"""What the long-context scenarios (capacity, prefill, interference) share.
+
+- the haystack builder for a target: the model's tokenizer, and the tokens the engine adds around a
+  text (BOS, chat template) measured on the engine's own `/tokenize`, so a planned length is the
+  length the engine counts;
+- request bodies that keep a stream going (`ignore_eos`) and carry vLLM's `cache_salt`;
+- live sessions: streams started together, watched until every one has its first token.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from typing import Any
+
+from loadproof.client import RequestRecord, RequestSpec, StreamingClient
+from loadproof.errors import UsageError
+from loadproof.protocol.openai import request_body
+from loadproof.scenarios.base import Target
+from loadproof.workloads.haystack import HaystackBuilder, HaystackPrompt
+
+_PROBE_TEXT = "Archive calibration line.\n"
+
+
+def load_tokenizer(target: Target):
+    from tokenizers import Tokenizer
+
+    if target.tokenizer_path is None:
+        raise UsageError("long-context scenarios build exact-length prompts: give the model's tokenizer "
+                         "with --tokenizer PATH (tokenizer.json or its folder)")
+    path = target.tokenizer_path
+    file = path / "tokenizer.json" if path.is_dir() else path
+    if not file.is_file():
+        raise UsageError(f"no tokenizer.json at {path}")
+    return Tokenizer.from_file(str(file))
+
+
+def engine_overhead_tokens(target: Target, tokenizer) -> tuple[int, str]:
+    """Tokens the engine adds around a prompt text, and how that was measured."""
+    local = len(tokenizer.encode(_PROBE_TEXT, add_special_tokens=False).ids)
+    body: dict[str, Any] = {"model": target.model}
+    if target.endpoint == "chat":
+        body["messages"] = [{"role": "user", "content": _PROBE_TEXT}]
+        body.update({k: v for k, v in target.extra_body.items() if k == "chat_template_kwargs"})
+    else:
+        body["prompt"] = _PROBE_TEXT
+    request = urllib.request.Request(target.url.rstrip("/") + "/tokenize", data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"})
+    if target.api_key:
+        request.add_header("Authorization", f"Bearer {target.api_key}")
+    try:
+        with urllib.request.urlopen(request, timeout=30) as resp:
+            count = int(json.loads(resp.read())["count"])
+        return count - local, "engine /tokenize"
+    except (urllib.error.URLError, OSError, KeyError, ValueError):
+        if target.endpoint == "chat":
+            raise UsageError(f"{target.url}/tokenize is not available: cannot measure the chat template's "
+                             "tokens, so exact-length chat prompts cannot be planned") from None
+        with_special = len(tokenizer.encode(_PROBE_TEXT, add_special_tokens=True).ids)
+        return with_special - local, "local tokenizer special tokens (/tokenize unavailable)"
+
+
+@dataclass
+class HaystackTarget:
+    target: Target
+    builder: HaystackBuilder
+    overhead_source: str
+
+
+def haystack_target(target: Target, seed: int) -> HaystackTarget:
+    tokenizer = load_tokenizer(target)
+    overhead, source = engine_overhead_tokens(target, tokenizer)
+    style = "chat" if target.endpoint == "chat" else "completion"
+    return HaystackTarget(target, HaystackBuilder(tokenizer, overhead_tokens=overhead, seed=seed, style=style), source)
+
+
+def session_spec(target: Target, request_id: str, text: str, salt: str, max_tokens: int, *, seed: int,
+                 use_cache_salt: bool, deadline_s: float | None = None, ignore_eos: bool = True) -> RequestSpec:
+    extra = dict(target.extra_body)
+    if use_cache_salt:
+        extra["cache_salt"] = salt
+    body = request_body(target.endpoint, target.model, text, max_tokens=max_tokens, temperature=0.0, seed=seed,
+                        ignore_eos=ignore_eos, extra=extra)
+    return RequestSpec(request_id=request_id, endpoint=target.endpoint, body=body, deadline_s=deadline_s)
+
+
+def new_record(target: Target, request_id: str, scenario: str, prompt: HaystackPrompt, concurrency: int,
+               **labels: Any) -> RequestRecord:
+    return RequestRecord(request_id=request_id, endpoint=target.endpoint, scenario=scenario, family=scenario,
+                         prompt_id=prompt.session_id, concurrency=concurrency, **labels)
+
+
+class MetricsScenario:
+    """A scenario that checks itself against the engine's /metrics, named through the engine adapter."""
+
+    name = ""
+
+    def __init__(self, target: Target, options: Any, engine: str = "vllm") -> None:
+        from loadproof.engines import engines
+
+        self.target = target
+        self.options = options
+        self.metric_names = engines.get(engine).metric_names
+
+
+class LiveSessions:
+    """Streams running together; each record fills live while its stream runs."""
+
+    def __init__(self, client: StreamingClient) -> None:
+        self.client = client
+        self.records: list[RequestRecord] = []
+        self.tasks: list[asyncio.Task[RequestRecord]] = []
+
+    async def __aenter__(self) -> LiveSessions:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        """Whatever happened, no stream outlives the block (their records are kept as cancelled)."""
+        await self.cancel()
+
+    def start(self, spec: RequestSpec, record: RequestRecord) -> None:
+        self.records.append(record)
+        self.tasks.append(asyncio.create_task(self.client.stream(spec, record)))
+
+    async def wait_first_tokens(self, records: list[RequestRecord], timeout_s: float,
+                                progress=None, stalled=None) -> bool:
+        """True once every record has its first token; False if a stream ended first, time ran out,
+        or `stalled()` says the engine will not admit the rest."""
+        deadline = time.monotonic() + timeout_s
+        tasks = self._tasks_of(records)
+        while True:
+            done = sum(r.first_token_ns is not None for r in records)
+            if progress is not None:
+                progress(done, len(records))
+            if done == len(records):
+                return True
+            if any(t.done() and r.first_token_ns is None for t, r in zip(tasks, records)):
+                return False
+            if time.monotonic() > deadline or (stalled is not None and stalled()):
+                return False
+            await asyncio.sleep(0.05)
+
+
+    def _tasks_of(self, records: list[RequestRecord]) -> list[asyncio.Task[RequestRecord]]:
+        by_record = {id(r): t for t, r in zip(self.tasks, self.records)}
+        return [by_record[id(r)] for r in records]
+
+    def ended(self, records: list[RequestRecord]) -> list[RequestRecord]:
+        """Those of `records` whose stream is over (finished or failed)."""
+        return [r for t, r in zip(self._tasks_of(records), records) if t.done()]
+
+    async def cancel(self, records: list[RequestRecord] | None = None) -> None:
+        chosen = self.tasks if records is None else self._tasks_of(records)
+        for task in chosen:
+            task.cancel()
+        await asyncio.gather(*chosen, return_exceptions=True)
+
+
+class AdmissionStall:
+    """True once the engine has kept requests waiting for `stall_s` while every running request of
+    ours was already decoding: no prefill is in progress, so the rest are blocked by a sequence or KV
+    limit and would wait until a session ends (with `ignore_eos`, never). A long chunked prefill keeps
+    requests waiting legitimately, but then a running request has no first token yet."""
+
+    def __init__(self, latest, records: list[RequestRecord], stall_s: float) -> None:
+        self._latest = latest
+        self._records = records
+        self.stall_s = stall_s
+        self._since: float | None = None
+        self.evidence = ""
+
+    def __call__(self) -> bool:
+        values = self._latest()
+        started = sum(r.first_token_ns is not None for r in self._records)
+        waiting = values.get("num_requests_waiting", 0)
+        if waiting > 0 and values.get("num_requests_running") == started < len(self._records):
+            now = time.monotonic()
+            self._since = self._since or now
+            if now - self._since >= self.stall_s:
+                kv = values.get("kv_cache_usage_perc")
+                self.evidence = (f"the engine kept {waiting:g} waiting for {now - self._since:.0f} s while all "
+                                 f"{started} running were decoding" + (f" (KV cache {kv * 100:.0f}% used)" if kv is not None else ""))
+                return True
+        else:
+            self._since = None
+        return False

@@ -1,0 +1,58 @@
+"""`loadproof run prefill`: how long does a cold prompt of L tokens wait for its first token?
+
+R repeats, one at a time, each freshly salted so none can reuse another's prefix cache. /metrics is
+sampled right before and right after each repeat, so coldness is checked per repeat on the engine's
+own prefix-cache counters. After the first token the stream runs for `decode_tokens` more tokens to
+give the decode rate at that context length.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from loadproof.client import StreamingClient
+from loadproof.config.base import StrictModel
+from loadproof.scenarios.base import Progress, Target
+from loadproof.scenarios.long_context import MetricsScenario, haystack_target, new_record, session_spec
+from loadproof.store.run_dir import RunWriter
+from loadproof.telemetry.server_metrics import MetricsScraper
+
+
+class PrefillOptions(StrictModel):
+    input_tokens: int = Field(default=4096, ge=64, description="L, input tokens, exactly")
+    repeats: int = Field(default=3, ge=1, description="R, cold repeats")
+    decode_tokens: int = Field(default=64, ge=2, description="tokens generated after the first")
+    deadline_s: float | None = Field(default=None, gt=0, description="per-repeat deadline")
+    use_cache_salt: bool = True
+    seed: int = 731
+
+
+class PrefillScenario(MetricsScenario):
+    name = "prefill"
+    Options = PrefillOptions
+    options: PrefillOptions
+
+    async def run(self, writer: RunWriter, manifest: dict[str, Any], progress: Progress | None = None) -> None:
+        opts = self.options
+        hs = haystack_target(self.target, opts.seed)
+        prompts = [hs.builder.build(f"p{r:02d}", opts.input_tokens) for r in range(opts.repeats)]
+        manifest["plan"] = {
+            "input_tokens": opts.input_tokens,
+            "repeats": [{"request_id": f"prefill-{p.session_id}", "salt": p.salt} for p in prompts],
+            "overhead_tokens": hs.builder.overhead_tokens, "overhead_source": hs.overhead_source,
+        }
+        writer.write_manifest(manifest)
+        async with MetricsScraper(self.target.url, self.metric_names, interval_s=None,
+                                  sink=writer.metric_sample, api_key=self.target.api_key) as scraper:
+            async with StreamingClient(self.target.url, api_key=self.target.api_key, on_record=writer.append) as client:
+                for r, prompt in enumerate(prompts):
+                    record = new_record(self.target, f"prefill-{prompt.session_id}", self.name, prompt, 1, repeat=r)
+                    spec = session_spec(self.target, record.request_id, prompt.text, prompt.salt, opts.decode_tokens + 1,
+                                        seed=opts.seed, use_cache_salt=opts.use_cache_salt, deadline_s=opts.deadline_s)
+                    await scraper.sample()
+                    await client.stream(spec, record)
+                    await scraper.sample()
+                    if progress is not None:
+                        progress(r + 1, opts.repeats)

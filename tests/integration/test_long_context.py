@@ -1,0 +1,136 @@
+"""Capacity, prefill and interference on the real embedded engine, passing and failing for real reasons.
+
+The failure cases are produced by configuring the real engine (a second instance with max_num_seqs 2
+and a KV budget of a few thousand tokens) or the workload (a negative-control probe), never by faking
+its answers.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.integration.conftest import start_serve, stop_serve
+
+pytestmark = [pytest.mark.engine, pytest.mark.timeout(900)]
+
+
+def loadproof(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "loadproof", *args], capture_output=True, text=True, timeout=800)
+
+
+def run(kind: str, engine, tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], dict, Path]:
+    result = loadproof("run", kind, "--url", engine.url, "--endpoint", "completions",
+                       "--tokenizer", str(engine.tokenizer), "--out", str(tmp_path), *args)
+    dirs = [d for d in tmp_path.iterdir() if d.name.startswith(kind)]
+    assert len(dirs) == 1, result.stderr
+    claims = {c["name"]: c for c in json.loads((dirs[0] / "claims.json").read_text())["claims"]}
+    return result, claims, dirs[0]
+
+
+def criteria(claims: dict, prefix: str) -> dict[str, str]:
+    return {k.split(".criteria.")[1]: v["value"] for k, v in claims.items() if k.startswith(f"{prefix}.criteria.")}
+
+
+def test_capacity_passes_with_every_criterion_evidenced(engine, tmp_path):
+    result, claims, run_dir = run("capacity", engine, tmp_path, "--sessions", "4", "--input-tokens", "1024",
+                                  "--window-s", "4", "--num-probes", "2")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert claims["capacity.verdict"]["value"] == "PASS"
+    assert set(criteria(claims, "capacity")) == {"all_streams_started", "prompt_tokens", "running", "waiting",
+                                                 "preemptions", "streams_progress", "cold_prefix_cache", "probes", "drain"}
+    assert set(criteria(claims, "capacity").values()) == {"PASS"}
+    assert claims["capacity.probes_retrieved"]["value"] == 4
+    assert claims["capacity.prefix_cache_hits"]["value"] == 0
+    assert claims["capacity.window_per_stream_min_tokens_per_s"]["value"] > 1
+    assert claims["capacity.window_aggregate_tokens_per_s"]["value"] >= 4 * claims[
+        "capacity.window_per_stream_min_tokens_per_s"]["value"] - 1e-9
+    rows = [json.loads(line) for line in (run_dir / "requests.jsonl").read_text().splitlines()]
+    assert [r["prompt_tokens"] for r in rows] == [1024] * 4
+    assert "longest silence" in result.stdout and "running 0, waiting 0" in result.stdout
+    assert (run_dir / "metrics.jsonl").stat().st_size > 0
+
+
+def test_a_fact_never_planted_fails_retrieval(engine, tmp_path):
+    result, claims, _ = run("capacity", engine, tmp_path, "--sessions", "2", "--input-tokens", "800",
+                            "--window-s", "2", "--negative-control")
+    assert result.returncode == 1
+    assert criteria(claims, "capacity")["probes"] == "FAIL"
+    assert claims["capacity.criteria.probes"]["formula"].startswith("0/2 planted facts retrieved")
+    others = {k: v for k, v in criteria(claims, "capacity").items() if k != "probes"}
+    assert set(others.values()) == {"PASS"}  # it fails for that reason alone
+
+
+def test_prefill_is_cold_and_exact(engine, tmp_path):
+    result, claims, _ = run("prefill", engine, tmp_path, "--input-tokens", "2048", "--repeats", "2",
+                            "--decode-tokens", "16")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert claims["prefill.verdict"]["value"] == "PASS"
+    assert claims["prefill.prefix_cache_hits"]["value"] == 0
+    ttfts = [claims[f"prefill.r{i}.ttft_s"]["value"] for i in range(2)]
+    assert claims["prefill.cold_ttft_median_s"]["value"] == pytest.approx(sum(ttfts) / 2)
+
+
+def test_interference_measures_before_during_after_and_warm_followups(engine, tmp_path):
+    result, claims, _ = run("interference", engine, tmp_path, "--sessions", "2", "--session-tokens", "1024",
+                            "--newcomer-tokens", "4096", "--window-s", "2")
+    for name in ("before", "during", "after"):
+        assert claims[f"interference.{name}_tokens_per_s"]["value"] >= 0
+    assert claims["interference.newcomer_ttft_s"]["value"] > 0
+    assert criteria(claims, "interference")["followup_warm"] == "PASS"
+    assert claims["interference.followup_prefix_cache_hits"]["value"] > 0
+    assert result.returncode in (0, 1)
+    assert (result.returncode == 0) == (claims["interference.verdict"]["value"] == "PASS")
+
+
+@pytest.fixture(scope="module")
+def constrained_engine(tmp_path_factory):
+    """A second real engine: at most 2 running sequences and about 5,000 tokens of KV cache."""
+    profile = tmp_path_factory.mktemp("profile") / "small.toml"
+    profile.write_text(
+        'name = "small"\nengine = "embedded"\n'
+        '[model]\npath = "embedded:gemma3-270m"\nserved_name = "gemma-3-270m"\ndtype = "bfloat16"\nmax_model_len = 4096\n'
+        '[serving]\nendpoint = "completions"\nenforce_eager = true\n'
+        'extra_args = ["--max-num-seqs", "2", "--num-gpu-blocks-override", "40"]\n'
+        'env = { VLLM_CPU_KVCACHE_SPACE = "1", VLLM_CPU_OMP_THREADS_BIND = "0-1", VLLM_CPU_NUM_OF_RESERVED_CPU = "0" }\n')
+    handle = start_serve([str(profile)], tmp_path_factory.mktemp("small-engine") / "serve.stderr")
+    yield handle.engine
+    stop_serve(handle)
+
+
+def test_more_sessions_than_max_num_seqs_fail_on_waiting(constrained_engine, tmp_path):
+    result, claims, _ = run("capacity", constrained_engine, tmp_path, "--sessions", "3", "--input-tokens", "600",
+                            "--window-s", "3", "--max-tokens", "400")
+    assert result.returncode == 1
+    c = criteria(claims, "capacity")
+    assert c["all_streams_started"] == "FAIL" or c["waiting"] == "FAIL"
+    assert "waiting" in result.stdout
+
+
+def test_kv_budget_too_small_fails_on_waiting_or_preemption(constrained_engine, tmp_path):
+    # 2 sessions fit max_num_seqs, but 2 x 3,000 tokens exceed the 40 blocks x 128 = 5,120-token KV budget
+    result, claims, _ = run("capacity", constrained_engine, tmp_path, "--sessions", "2", "--input-tokens", "3000",
+                            "--window-s", "3", "--max-tokens", "512")
+    assert result.returncode == 1
+    c = criteria(claims, "capacity")
+    assert "FAIL" in (c.get("waiting"), c.get("preemptions"), c.get("all_streams_started"), c.get("running"))
+    assert c["prompt_tokens"] == "PASS"
+
+
+def test_search_finds_max_num_seqs(constrained_engine, tmp_path):
+    result = loadproof("run", "capacity", "--url", constrained_engine.url, "--endpoint", "completions",
+                       "--tokenizer", str(constrained_engine.tokenizer), "--out", str(tmp_path),
+                       "--input-tokens", "300", "--window-s", "2", "--max-tokens", "300",
+                       "--search", "sessions", "--sessions", "1", "--search-max", "4")
+    assert result.returncode == 0, result.stdout + result.stderr
+    (folder,) = tmp_path.iterdir()
+    summary = json.loads((folder / "search.json").read_text())
+    assert summary["largest_pass"] == 2 and summary["smallest_fail"] == 3
+    assert [t["value"] for t in summary["trials"]] == [1, 2, 4, 3]
+    assert len(list(folder.glob("capacity-*/claims.json"))) == 4
+    assert "largest passing sessions: 2, 3 fails" in result.stdout

@@ -1,0 +1,128 @@
+"""Capacity acceptance from hand-built runs: every criterion can fail, each for its own reason."""
+
+import copy
+
+import pytest
+
+from loadproof.client.record import RequestRecord
+from loadproof.metrics.capacity import evaluate_capacity, max_gap_ns, window_tokens
+
+S = 1_000_000_000
+N, L, W = 2, 1000, 4.0
+
+
+def make_run():
+    plan = {"sessions": [{"request_id": f"cap-s{i}", "session_id": f"s{i}", "expected": f"{1234560 + i}"}
+                         for i in range(N)],
+            "input_tokens": L, "window_s": W, "max_gap_s": 1.5, "drain_timeout_s": 5.0, "kv_idle_bound": 0.02,
+            "check_probes": True, "theoretical_full_windows": 30.25}
+    records = []
+    for i in range(N):
+        first = 10 * S + i * S  # s0 first token at 10 s, s1 at 11 s -> window [11, 15]
+        times = [first + k * S // 2 for k in range(0, 14)]  # a chunk every 0.5 s until 16.5 s
+        records.append(RequestRecord(
+            request_id=f"cap-s{i}", endpoint="completions", scenario="capacity", ok=False, error_kind="cancelled",
+            send_ns=0, first_token_ns=first, last_token_ns=times[-1], end_ns=17 * S, prompt_tokens=L,
+            output_tokens=len(times) * 2, chunk_ns=times, chunk_tokens=[2] * len(times),
+            output_text=f" {1234560 + i}. And then the story went on"))
+    idle = {"num_requests_running": 0, "num_requests_waiting": 0, "num_preemptions_total": 3,
+            "prefix_cache_hits_total": 50, "prefix_cache_queries_total": 900, "kv_cache_usage_perc": 0.01}
+    busy = dict(idle, num_requests_running=N, prefix_cache_queries_total=2900, kv_cache_usage_perc=0.4)
+    samples = [{"t_ns": -1 * S, "values": idle}]
+    samples += [{"t_ns": t * S, "values": dict(busy)} for t in (11, 12, 13, 14, 15)]
+    samples += [{"t_ns": 18 * S, "values": dict(idle, prefix_cache_queries_total=2900)}]
+    events = [{"kind": "cancel", "t_ns": 17 * S}]
+    return plan, records, samples, events
+
+
+def verdict(plan, records, samples, events):
+    result = evaluate_capacity(plan, records, samples, events)
+    return result, {c.name: c for c in result.criteria}, {c.name: c for c in result.claims}
+
+
+def test_a_good_run_passes_with_hand_computed_figures():
+    result, criteria, claims = verdict(*make_run())
+    assert result.verdict == "PASS", result.reason
+    assert all(c.status == "PASS" for c in criteria.values())
+    # window [11 s, 15 s]: s0 has chunks at 11.0, 11.5, ... 15.0 (9 chunks), s1 at 11.0 ... 15.0 (9)
+    assert claims["capacity.window_per_stream_min_tokens_per_s"].value == 9 * 2 / W
+    assert claims["capacity.window_aggregate_tokens_per_s"].value == 2 * 9 * 2 / W
+    assert claims["capacity.cold_ttft_median_s"].value == 10.5
+    assert claims["capacity.cold_ttft_max_s"].value == 11.0
+    assert claims["capacity.prefix_cache_hits"].value == 0
+    assert claims["capacity.probes_retrieved"].value == 2
+    assert claims["capacity.theoretical_full_windows"].value == 30.25
+    assert claims["capacity.verdict"].value == "PASS"
+    assert "2000 queried tokens" in criteria["cold_prefix_cache"].evidence
+
+
+def mutate(fn):
+    run = copy.deepcopy(make_run())
+    fn(*run)
+    return verdict(*run)
+
+
+@pytest.mark.parametrize(("name", "change"), [
+    ("waiting", lambda p, r, s, e: s[2]["values"].__setitem__("num_requests_waiting", 1)),
+    ("running", lambda p, r, s, e: s[3]["values"].__setitem__("num_requests_running", 1)),
+    ("preemptions", lambda p, r, s, e: s[4]["values"].__setitem__("num_preemptions_total", 4)),
+    ("prompt_tokens", lambda p, r, s, e: setattr(r[1], "prompt_tokens", L - 1)),
+    ("cold_prefix_cache", lambda p, r, s, e: s[1]["values"].__setitem__("prefix_cache_hits_total", 178)),
+    ("probes", lambda p, r, s, e: setattr(r[0], "output_text", " 7654321. and so on")),
+    ("drain", lambda p, r, s, e: s[-1]["values"].__setitem__("num_requests_running", 1)),
+    ("drain", lambda p, r, s, e: s[-1]["values"].__setitem__("kv_cache_usage_perc", 0.2)),
+    ("streams_progress", lambda p, r, s, e: (setattr(r[0], "chunk_ns", r[0].chunk_ns[:4] + r[0].chunk_ns[8:]),
+                                             setattr(r[0], "chunk_tokens", r[0].chunk_tokens[:4] + r[0].chunk_tokens[8:]))),
+])
+def test_each_criterion_fails_for_its_own_reason(name, change):
+    run = copy.deepcopy(make_run())
+    change(*run)
+    result, criteria, _ = verdict(*run)
+    assert result.verdict == "FAIL"
+    assert criteria[name].status == "FAIL", criteria[name]
+    assert result.reason.startswith(name)
+
+
+def test_a_stream_that_never_started_fails_the_run():
+    run = copy.deepcopy(make_run())
+    run[1][1].first_token_ns = None
+    run[1][1].error_kind, run[1][1].error_message = "http_status", "HTTP 400: too long"
+    result, criteria, claims = verdict(*run)
+    assert criteria["all_streams_started"].status == "FAIL" and "too long" in criteria["all_streams_started"].evidence
+    assert "capacity.window_aggregate_tokens_per_s" not in claims
+
+
+def test_skipped_probe_check_is_said_not_passed():
+    run = copy.deepcopy(make_run())
+    run[0]["check_probes"] = False
+    run[1][0].output_text = "noise"
+    result, criteria, _ = verdict(*run)
+    assert result.verdict == "PASS" and criteria["probes"].status == "SKIPPED"
+    assert "skipped" in criteria["probes"].evidence
+
+
+def test_window_helpers():
+    rec = RequestRecord(request_id="x", endpoint="chat", chunk_ns=[1 * S, 2 * S, 6 * S], chunk_tokens=[1, 3, 2])
+    assert window_tokens(rec, 2 * S, 6 * S) == 5
+    assert max_gap_ns(rec, 0, 7 * S) == 4 * S
+
+
+def test_a_stream_that_finished_inside_the_window_fails_progress_even_under_the_gap_bound():
+    run = copy.deepcopy(make_run())
+    plan, records, samples, events = run
+    plan["max_gap_s"] = 100.0
+    records[0].error_kind, records[0].finish_reason, records[0].end_ns = None, "length", 13 * S
+    result, criteria, _ = verdict(*run)
+    assert criteria["streams_progress"].status == "FAIL"
+    assert "ended before the window closed, e.g. s0 (length, 2.0 s early)" in criteria["streams_progress"].evidence
+
+
+def test_admission_stall_is_evidence_and_cold_phase_waiting_fails():
+    run = copy.deepcopy(make_run())
+    plan, records, samples, events = run
+    records[1].first_token_ns = None
+    samples[2]["values"]["num_requests_waiting"] = 1
+    events.append({"kind": "admission_stalled", "t_ns": 14 * S, "evidence": "the engine kept 1 waiting for 10 s"})
+    result, criteria, _ = verdict(*run)
+    assert "the engine kept 1 waiting for 10 s" in criteria["all_streams_started"].evidence
+    assert criteria["waiting"].status == "FAIL" and "cold phase" in criteria["waiting"].evidence
