@@ -342,9 +342,8 @@ def _capacity_once(target: Target, options: Any, out: Path, extra: dict[str, Any
 
 def _capacity_search(target: Target, base: dict[str, Any], parameter: str, maximum: int | None, out: Path,
                      extra: dict[str, Any], kv_tokens: int | None) -> None:
-    from loadproof.metrics.capacity import claims_of_run
     from loadproof.scenarios.search import Trial, search as run_search
-    from loadproof.store.run_dir import load_run, new_run_id
+    from loadproof.store.run_dir import new_run_id
 
     key = {"sessions": "sessions", "input-tokens": "input_tokens"}.get(parameter)
     if key is None:
@@ -361,7 +360,7 @@ def _capacity_search(target: Target, base: dict[str, Any], parameter: str, maxim
         scenario = CapacityScenario(target, options, startup_kv_tokens=kv_tokens)
         ui.err.print(f"trial {key} = {value}")
         run_path = _run_scenario(scenario, folder, extra, label="sessions with a first token")
-        claims = {c.name: c for c in claims_of_run(load_run(run_path))}
+        claims = {c.name: c for c in build_report(run_path).claims}  # each trial is a full run: claims, report
         failed = [c for c in claims.values() if ".criteria." in c.name and c.printed == "FAIL"]
         verdict = claims["capacity.verdict"].printed
         reason = f"{failed[0].name.split('.')[-1]}: {failed[0].formula}" if failed else "every criterion passed"
