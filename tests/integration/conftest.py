@@ -28,6 +28,7 @@ class Engine:
     url: str
     port: int
     tokenizer: Path
+    log: Path | None = None
     model: str = "gemma-3-270m"
 
     def metric(self, name: str) -> float:
@@ -86,6 +87,7 @@ def start_serve(args: list[str], log: Path) -> ServeHandle:
         proc = subprocess.Popen([sys.executable, "-m", "loadproof", "serve", *args],
                                 stdout=subprocess.PIPE, stderr=err, text=True)
     url = None
+    engine_log = None
     deadline = time.monotonic() + START_TIMEOUT_S
     assert proc.stdout is not None
     while time.monotonic() < deadline:
@@ -95,6 +97,8 @@ def start_serve(args: list[str], log: Path) -> ServeHandle:
         match = re.search(r"at (http://127\.0\.0\.1:(\d+))", line)
         if match:
             url = match.group(1)
+            logged = re.search(r"log: (\S+)\)", line)
+            engine_log = Path(logged.group(1)) if logged else None
             break
     if url is None:
         proc.kill()
@@ -107,7 +111,7 @@ def start_serve(args: list[str], log: Path) -> ServeHandle:
     assert os.getpgid(proc.pid) not in groups  # the engine runs in a process group of its own
     from loadproof.engines.embedded import paths
 
-    engine = Engine(url=url, port=port, tokenizer=paths().model_dir / "tokenizer.json")
+    engine = Engine(url=url, port=port, tokenizer=paths().model_dir / "tokenizer.json", log=engine_log)
     return ServeHandle(proc=proc, engine=engine, groups=groups, log=log)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -134,3 +135,18 @@ def test_interrupted_run_keeps_every_finished_request(engine, tmp_path):
     finished = [json.loads(line) for line in lines]
     assert sum(r["ok"] for r in finished) >= 2
     assert loadproof("report", str(requests[0].parent)).returncode == 0
+
+
+def test_planner_predicts_the_engines_own_kv_report_within_two_percent(engine):
+    from importlib import resources
+
+    assert engine.log is not None and engine.log.is_file()
+    profile = resources.files("loadproof") / "profiles" / "embedded.toml"
+    result = loadproof("plan", str(profile), "--startup-log", str(engine.log))
+    assert result.returncode == 0, result.stderr
+    reported = int(re.search(r"engine reported\s*│\s*([\d,]+) tokens", result.stdout).group(1).replace(",", ""))
+    predicted = int(re.search(r"predicted KV cache tokens\s*│\s*([\d,]+)", result.stdout).group(1).replace(",", ""))
+    assert abs(predicted - reported) / reported <= 0.02, result.stdout
+    # and without the log, from the profile's own budget (VLLM_CPU_KVCACHE_SPACE), the same figure
+    alone = loadproof("plan", str(profile))
+    assert f"{predicted:,}" in alone.stdout

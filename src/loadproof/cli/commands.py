@@ -62,12 +62,16 @@ def _extra_body(profile: Profile | None, endpoint: str, disable_thinking: bool) 
 def _run_scenario(scenario: Any, out: Path, manifest_extra: dict[str, Any] | None = None,
                   label: str = "requests") -> Path:
     """Create the run directory, write the manifest, run, and close the manifest even when interrupted."""
+    from loadproof.telemetry.sampler import TelemetrySampler
+
     writer = RunWriter.create(out, scenario.name)
     manifest = common_manifest(writer.run_id, scenario.name, scenario.options, scenario.target, manifest_extra)
+    sampler = TelemetrySampler(writer.path / "telemetry.jsonl", say=_say_once)
+    manifest["telemetry"] = sampler.describe()
     writer.write_manifest(manifest)
     ui.err.print(f"run directory: {writer.path}")
     try:
-        with ui.request_progress(f"{scenario.name}: {label}") as progress:
+        with sampler, ui.request_progress(f"{scenario.name}: {label}") as progress:
             asyncio.run(scenario.run(writer, manifest, progress))
     finally:
         manifest["end_wall_time"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
@@ -75,6 +79,15 @@ def _run_scenario(scenario: Any, out: Path, manifest_extra: dict[str, Any] | Non
         writer.write_manifest(manifest)
         writer.close()
     return writer.path
+
+
+_said: set[str] = set()
+
+
+def _say_once(text: str) -> None:
+    if text not in _said:
+        _said.add(text)
+        ui.err.print(text, markup=False, highlight=False)
 
 
 def _show_report(run_path: Path) -> str | None:
@@ -177,8 +190,21 @@ def serve(
     profile = _with_serving(profile, eager, port)
     if profile.engine != "embedded":
         engine = engines.get(profile.engine)
-        command = engine.launch_command(profile, sys.executable, profile.model.path, profile.serving.port or 8000)
-        _print_command(command.argv, command.env)
+        python = "python3"
+        serve_port = profile.serving.port or 8000
+        model_path = embedded.model_path_for(profile)
+        command = engine.launch_command(profile, python, model_path, serve_port)
+        if profile.parallel.nodes > 1:
+            for step in engine.cluster_commands(profile, python, model_path, serve_port):
+                ui.out.print(f"# on {step.node}:", markup=False, highlight=False)
+                _print_command(step.argv, step.env)
+        else:
+            _print_command(command.argv, command.env)
+        for note in command.notes:
+            ui.err.print(f"note: {note}", markup=False, highlight=False)
+        unsupported = [n for n in command.notes if n.startswith("unsupported")]
+        if unsupported and not dry_run:
+            raise UsageError(f"refusing to launch what {profile.engine} cannot run as written: {unsupported[0]}")
         if not dry_run:
             raise UsageError("launching GPU engines arrives with the supervisor; use --dry-run to see the command")
         return
@@ -435,3 +461,43 @@ def run_interference(
                              {"profile": prof.model_dump() if prof else None}, label="sessions with a first token")
     if _show_report(run_path) != "PASS":
         raise AcceptanceFailed("interference: see the criteria above")
+
+
+@app.command()
+def plan(
+    profile_path: Annotated[Path, typer.Argument(metavar="PROFILE", help="profile TOML")],
+    startup_log: Annotated[Optional[Path], typer.Option(help="the engine's startup log: plan from the memory it "
+                                                          "found, and compare with the tokens it reported")] = None,
+    input_tokens: Annotated[Optional[int], typer.Option("--input-tokens", "-l", help="L: how many sessions of L fit")] = None,
+    model_config: Annotated[Optional[Path], typer.Option(help="the model's config.json (default: the profile's model folder)")] = None,
+) -> None:
+    """KV cache capacity of a profile, in theory, beside what the engine reported."""
+    from loadproof.planner.profile_plan import model_config_path, plan_profile
+
+    profile = load_profile(profile_path)
+    log_text = None
+    if startup_log is not None:
+        try:
+            log_text = startup_log.read_text(encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            raise UsageError(f"no startup log at {startup_log}") from None
+    result = plan_profile(profile, model_config_path(profile, model_config), log_text)
+    dep, kv = result.deployment, result.plan
+    ui.table(f"KV cache plan for {profile.name} (theory; a capacity run measures)",
+             ["stage", "layers", "groups", "block bytes", "blocks", "blocks per request"],
+             [[str(s.stage), str(s.layers), str(len(s.groups)), f"{s.block_bytes:,}", f"{s.num_blocks:,}",
+               f"{s.blocks_per_request:,}"] for s in kv.stages])
+    rows = [
+        ["KV budget per GPU", result.budget_source],
+        ["parallelism", f"TP {dep.tensor_parallel} x PP {dep.pipeline_parallel}"],
+        ["KV bytes per token per GPU", f"{kv.bytes_per_token_per_gpu:,.0f}"],
+        ["predicted KV cache tokens", f"{kv.kv_cache_tokens:,}"],
+        [f"max concurrency at {dep.max_model_len:,} tokens", f"{kv.max_concurrency:.2f}x"],
+        ["theoretical full windows", f"{kv.theoretical_full_windows:.2f} (theory, not capacity)"],
+    ]
+    if input_tokens:
+        rows.append([f"sessions of {input_tokens:,} tokens that fit", f"{kv.sessions_fitting(input_tokens, dep.block_size):,} (theory)"])
+    if result.reported is not None and result.reported.kv_cache_tokens:
+        rows.append(["engine reported", f"{result.reported.kv_cache_tokens:,} tokens"])
+        rows.append(["prediction error", f"{result.error_pct:+.2f}%"])
+    ui.table("Plan", ["", "value"], rows)

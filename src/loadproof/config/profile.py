@@ -11,7 +11,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, model_validator
 
 from loadproof.config.base import StrictModel, one_line
 from loadproof.errors import ConfigError
@@ -21,6 +21,9 @@ class ModelSpec(StrictModel):
     path: str = Field(description="model folder or hub id; `embedded:<name>` for a model loadproof prepares")
     served_name: str = Field(description="the name clients send in `model`")
     dtype: str = "auto"
+    quantization: str | None = Field(default=None, description="e.g. fp8, awq, compressed-tensors")
+    revision: str | None = Field(default=None, description="hub revision (commit) to pin")
+    load_format: str | None = Field(default=None, description="e.g. dummy: random weights of the right shape")
     max_model_len: int = Field(ge=16, description="context window in tokens")
     tokenizer: str | None = Field(default=None, description="tokenizer folder or tokenizer.json, if not the model's")
 
@@ -40,11 +43,65 @@ class ServingSpec(StrictModel):
     env: dict[str, str] = Field(default_factory=dict, description="environment for the engine process")
 
 
+class ParallelSpec(StrictModel):
+    tensor: int = Field(default=1, ge=1, description="tensor-parallel ranks per pipeline stage")
+    pipeline: int = Field(default=1, ge=1, description="pipeline stages")
+    layer_split: list[int] | None = Field(default=None, description="layers per pipeline stage, e.g. [20, 20]")
+    nodes: int = Field(default=1, ge=1, description="hosts; more than one runs vLLM on a Ray cluster")
+    head_address: str = Field(default="HEAD_NODE_IP", description="the Ray head's address, for multi-node")
+
+    @model_validator(mode="after")
+    def _split_matches(self) -> ParallelSpec:
+        if self.layer_split is not None and len(self.layer_split) != self.pipeline:
+            raise ValueError(f"layer_split has {len(self.layer_split)} stages, pipeline is {self.pipeline}")
+        if (self.tensor * self.pipeline) % self.nodes:
+            raise ValueError(f"{self.tensor * self.pipeline} GPUs do not divide evenly over {self.nodes} nodes")
+        return self
+
+    @property
+    def gpus(self) -> int:
+        return self.tensor * self.pipeline
+
+
+class KVCacheSpec(StrictModel):
+    dtype: str = Field(default="auto", description="auto (the model's dtype), fp8, fp8_e4m3, ...")
+    block_size: int | None = Field(default=None, ge=1, description="tokens per block; default: the engine's")
+    budget_gib_per_gpu: float | None = Field(default=None, gt=0, description="KV memory per GPU (vLLM "
+                                             "--kv-cache-memory-bytes; VLLM_CPU_KVCACHE_SPACE on CPU)")
+    memory_utilization: float | None = Field(default=None, gt=0, le=1, description="vLLM --gpu-memory-utilization")
+    num_blocks_override: int | None = Field(default=None, ge=1, description="vLLM --num-gpu-blocks-override")
+
+
+class SchedulerSpec(StrictModel):
+    max_num_seqs: int | None = Field(default=None, ge=1)
+    max_num_batched_tokens: int | None = Field(default=None, ge=1, description="chunked-prefill token budget")
+
+
+class SpeculativeSpec(StrictModel):
+    method: str = Field(description="e.g. eagle, eagle3, mtp, ngram, draft_model")
+    model: str | None = Field(default=None, description="draft model, where the method needs one")
+    draft_tokens: int = Field(ge=1, description="tokens drafted per step")
+    draft_schedule: dict[str, int] | None = Field(
+        default=None, description='draft length by batch size, e.g. {"1-4": 5, "5-32": 3}; not every engine has it')
+
+
+class CudaGraphSpec(StrictModel):
+    capture_sizes: list[int] | None = Field(default=None, description="decode batch sizes to capture")
+    max_capture_size: int | None = Field(default=None, ge=1)
+
+
 class Profile(StrictModel):
     name: str
-    engine: Literal["vllm", "embedded"]
+    engine: Literal["vllm", "embedded", "sglang"]
+    description: str = ""
     model: ModelSpec
     serving: ServingSpec = Field(default_factory=ServingSpec)
+    parallel: ParallelSpec = Field(default_factory=ParallelSpec)
+    kv_cache: KVCacheSpec = Field(default_factory=KVCacheSpec)
+    scheduler: SchedulerSpec = Field(default_factory=SchedulerSpec)
+    speculative: SpeculativeSpec | None = None
+    cuda_graphs: CudaGraphSpec = Field(default_factory=CudaGraphSpec)
+    cpu_offload_gib: float | None = Field(default=None, gt=0, description="weights offloaded to host memory per GPU")
 
 
 def load_profile(path: Path) -> Profile:

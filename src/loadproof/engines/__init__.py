@@ -6,5 +6,6 @@ from loadproof.registry import Registry
 engines: Registry[Engine] = Registry("engine")
 engines.register("vllm", "loadproof.engines.vllm:VLLM")
 engines.register("embedded", "loadproof.engines.vllm:VLLM_CPU")
+engines.register("sglang", "loadproof.engines.sglang:SGLANG")
 
 __all__ = ["Engine", "StartupReport", "engines"]

@@ -13,6 +13,7 @@ class StartupReport:
     """The capacity the engine itself reported at start-up (never computed by loadproof)."""
 
     kv_cache_tokens: int | None = None
+    kv_memory_gib: float | None = None
     max_concurrency: float | None = None
     max_concurrency_tokens: int | None = None
     line: str = ""
@@ -20,6 +21,7 @@ class StartupReport:
     def as_dict(self) -> dict[str, object]:
         return {
             "kv_cache_tokens": self.kv_cache_tokens,
+            "kv_memory_gib": self.kv_memory_gib,
             "max_concurrency": self.max_concurrency,
             "max_concurrency_tokens_per_request": self.max_concurrency_tokens,
             "line": self.line,
@@ -28,16 +30,32 @@ class StartupReport:
 
 @dataclass(frozen=True)
 class LaunchCommand:
+    """The engine's command line and environment; `notes` say what the engine cannot express."""
+
+    argv: list[str]
+    env: dict[str, str]
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class NodeCommand:
+    """One step of a multi-node launch, to run on the named host."""
+
+    node: str
     argv: list[str]
     env: dict[str, str]
 
 
 class Engine(Protocol):
     name: str
+    default_block_size: int
+    default_max_num_batched_tokens: int
     health_path: str
     tokenize_path: str
     metric_names: dict[str, str]
 
     def launch_command(self, profile: Profile, python: str, model_path: str, port: int) -> LaunchCommand: ...
+
+    def cluster_commands(self, profile: Profile, python: str, model_path: str, port: int) -> list[NodeCommand]: ...
 
     def parse_startup_report(self, log_text: str) -> StartupReport | None: ...

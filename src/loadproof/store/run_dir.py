@@ -27,6 +27,7 @@ CHUNKS = "chunks.jsonl"
 CLAIMS = "claims.json"
 EVENTS = "events.jsonl"
 METRICS = "metrics.jsonl"
+TELEMETRY = "telemetry.jsonl"
 
 _encode = msgspec.json.Encoder().encode
 _record_fields = tuple(f for f in RequestRecord.__struct_fields__ if f not in ("chunk_ns", "chunk_tokens"))
@@ -102,6 +103,7 @@ class Run:
     records: list[RequestRecord]
     samples: list[dict[str, Any]] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
+    telemetry: list[dict[str, Any]] = field(default_factory=list)
     num_torn_lines: int = 0
 
     @property
@@ -130,8 +132,9 @@ def load_run(path: Path) -> Run:
         records.append(msgspec.convert(row, RequestRecord))
     samples, torn_samples = _read_jsonl(path / METRICS)
     events, torn_events = _read_jsonl(path / EVENTS)
-    return Run(path=path, manifest=manifest, records=records, samples=samples, events=events,
-               num_torn_lines=torn + torn_chunks + torn_samples + torn_events)
+    telemetry, torn_telemetry = _read_jsonl(path / TELEMETRY)
+    return Run(path=path, manifest=manifest, records=records, samples=samples, events=events, telemetry=telemetry,
+               num_torn_lines=torn + torn_chunks + torn_samples + torn_events + torn_telemetry)
 
 
 def _read_jsonl(path: Path) -> tuple[list[dict[str, Any]], int]:

@@ -129,13 +129,25 @@ def ensure_model(status: Status | None = None) -> float:
 
 
 def model_path_for(profile: Profile) -> str:
-    """The folder to serve: the prepared one for `embedded:` models, else the profile's path."""
-    if profile.model.path.startswith("embedded:"):
-        name = profile.model.path.removeprefix("embedded:")
+    """The folder to serve: the prepared one for `embedded:` models, the package's shape folder for
+    `packaged:` ones (config only, for `--load-format dummy`), else the profile's path as written."""
+    path = profile.model.path
+    if path.startswith("embedded:"):
+        name = path.removeprefix("embedded:")
         if name != MODEL_NAME:
             raise EngineInstallError(f"unknown embedded model {name!r}; loadproof embeds {MODEL_NAME!r}")
         return str(paths().model_dir)
-    return profile.model.path
+    if path.startswith("packaged:"):
+        from importlib import resources
+
+        name = path.removeprefix("packaged:")
+        folder = resources.files("loadproof") / "data" / "models" / name
+        if not (folder / "config.json").is_file():
+            from loadproof.errors import ConfigError
+
+            raise ConfigError(f"no packaged model shape {name!r} (see loadproof/data/models)")
+        return str(folder)
+    return path
 
 
 def tokenizer_path_for(profile: Profile) -> Path | None:

@@ -1,0 +1,46 @@
+"""Telemetry summary claims, as pure functions of `telemetry.jsonl` rows (see telemetry.sampler)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from loadproof.metrics.claims import Claim, number
+
+LOADED_UTIL_PCT = 50  # a GPU counts as under load at or above this utilization
+
+
+def telemetry_claims(rows: list[dict[str, Any]]) -> list[Claim]:
+    if not rows:
+        return []
+    rows = sorted(rows, key=lambda r: r["t_ns"])
+    claims = [
+        number("telemetry.samples", len(rows), "samples", "rows in telemetry.jsonl"),
+        number("telemetry.duration_s", (rows[-1]["t_ns"] - rows[0]["t_ns"]) / 1e9, "s", "last sample - first sample", 1),
+    ]
+    mem = [r["host"]["mem_used_bytes"] for r in rows if r.get("host", {}).get("mem_used_bytes") is not None]
+    if mem:
+        claims.append(number("telemetry.host_max_mem_used_gib", max(mem) / 1024**3, "GiB",
+                             "max over samples of MemTotal - MemAvailable", 2))
+    ooms = [r["host"]["oom_kills"] for r in rows if r.get("host", {}).get("oom_kills") is not None]
+    if ooms:
+        claims.append(number("telemetry.oom_kills", max(ooms) - min(ooms), "kills", "growth of /proc/vmstat oom_kill"))
+    gpu_rows = [r["gpus"] for r in rows if r.get("gpus")]
+    if not gpu_rows:
+        return claims
+    temps = [g["temp_c"] for gs in gpu_rows for g in gs if g.get("temp_c") is not None]
+    if temps:
+        claims.append(number("telemetry.max_gpu_temp_c", max(temps), "C", "max over samples and GPUs of the GPU temperature"))
+    sums = [sum(g["power_w"] for g in gs) for gs in gpu_rows if all(g.get("power_w") is not None for g in gs)]
+    if sums:
+        claims.append(number("telemetry.max_gpu_power_sum_w", max(sums), "W",
+                             "max over samples of the power drawn by all GPUs together", 0))
+    loaded = [g for gs in gpu_rows for g in gs if (g.get("util_pct") or 0) >= LOADED_UTIL_PCT]
+    if loaded:
+        held = all(g.get("pcie_gen") == g.get("pcie_gen_max") and g.get("pcie_width") == g.get("pcie_width_max")
+                   for g in loaded)
+        claims.append(Claim("telemetry.pcie_max_link_under_load", held, "", "yes" if held else "no",
+                            f"every sample with utilization >= {LOADED_UTIL_PCT}% ran at its maximum PCIe "
+                            "generation and width"))
+    xids = sum(len(r.get("xid_events", [])) for r in rows)
+    claims.append(number("telemetry.xid_events", xids, "events", "NVML Xid critical error events recorded"))
+    return claims

@@ -1,0 +1,93 @@
+"""GPU samples through NVML (`nvidia-ml-py`, the `gpu` extra). Standard library and pynvml only, so the
+recorder also runs on a GPU host that has nothing else of loadproof's dependencies.
+
+Every field NVML does not offer on a device is None, never guessed. Xid (critical error) events are
+collected through an NVML event set where the driver allows it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class NoGPU(Exception):
+    """No NVIDIA GPU or no NVML on this machine."""
+
+
+class GPUSampler:
+    def __init__(self) -> None:
+        try:
+            import pynvml
+        except ImportError:
+            raise NoGPU("nvidia-ml-py is not installed (pip install 'loadproof[gpu]')") from None
+        try:
+            pynvml.nvmlInit()
+        except pynvml.NVMLError as exc:
+            raise NoGPU(f"NVML not available: {exc}") from None
+        self.nvml = pynvml
+        count = pynvml.nvmlDeviceGetCount()
+        if count == 0:
+            raise NoGPU("NVML sees no GPU")
+        self.handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(count)]
+        self.names = [self._call(pynvml.nvmlDeviceGetName, h) for h in self.handles]
+        self.driver = self._call(pynvml.nvmlSystemGetDriverVersion)
+        self._events = None
+        try:
+            events = pynvml.nvmlEventSetCreate()
+            for h in self.handles:
+                pynvml.nvmlDeviceRegisterEvents(h, pynvml.nvmlEventTypeXidCriticalError, events)
+            self._events = events
+        except pynvml.NVMLError:
+            self._events = None  # not every driver or container allows event registration
+
+    def _call(self, fn, *args) -> Any:
+        try:
+            value = fn(*args)
+        except self.nvml.NVMLError:
+            return None
+        return value.decode() if isinstance(value, bytes) else value
+
+    def sample(self) -> list[dict[str, Any]]:
+        n = self.nvml
+        out = []
+        for index, h in enumerate(self.handles):
+            util = self._call(n.nvmlDeviceGetUtilizationRates, h)
+            mem = self._call(n.nvmlDeviceGetMemoryInfo, h)
+            power_mw = self._call(n.nvmlDeviceGetPowerUsage, h)
+            reasons_fn = getattr(n, "nvmlDeviceGetCurrentClocksEventReasons", None) or n.nvmlDeviceGetCurrentClocksThrottleReasons
+            out.append({
+                "index": index,
+                "temp_c": self._call(n.nvmlDeviceGetTemperature, h, n.NVML_TEMPERATURE_GPU),
+                "power_w": None if power_mw is None else power_mw / 1000.0,
+                "util_pct": None if util is None else util.gpu,
+                "mem_used_bytes": None if mem is None else mem.used,
+                "mem_total_bytes": None if mem is None else mem.total,
+                "sm_clock_mhz": self._call(n.nvmlDeviceGetClockInfo, h, n.NVML_CLOCK_SM),
+                "pcie_gen": self._call(n.nvmlDeviceGetCurrPcieLinkGeneration, h),
+                "pcie_width": self._call(n.nvmlDeviceGetCurrPcieLinkWidth, h),
+                "pcie_gen_max": self._call(n.nvmlDeviceGetMaxPcieLinkGeneration, h),
+                "pcie_width_max": self._call(n.nvmlDeviceGetMaxPcieLinkWidth, h),
+                "throttle_reasons": self._call(reasons_fn, h),
+            })
+        return out
+
+    def xid_events(self) -> list[dict[str, Any]]:
+        """Xid events that arrived since the last call (non-blocking)."""
+        if self._events is None:
+            return []
+        found = []
+        while True:
+            try:
+                data = self.nvml.nvmlEventSetWait(self._events, 0)
+            except self.nvml.NVMLError:
+                return found
+            found.append({"xid": int(data.eventData), "device": self.handles.index(data.device)
+                          if data.device in self.handles else None})
+
+    def close(self) -> None:
+        try:
+            if self._events is not None:
+                self.nvml.nvmlEventSetFree(self._events)
+            self.nvml.nvmlShutdown()
+        except self.nvml.NVMLError:
+            pass

@@ -1,0 +1,71 @@
+"""Profiles rendered into engine commands: every field lands on its flag, or is named as unsupported."""
+
+import subprocess
+import sys
+
+import pytest
+
+from loadproof.config.profile import packaged_profile, packaged_profiles
+from loadproof.engines import engines
+
+
+def argv_of(name: str, engine: str | None = None):
+    profile = packaged_profile(name)
+    return engines.get(engine or profile.engine).launch_command(profile, "python3", "/m", 8000)
+
+
+def flag(argv: list[str], name: str) -> str:
+    return argv[argv.index(name) + 1]
+
+
+def test_reference_topology_on_vllm():
+    cmd = argv_of("reference-tp4pp2")
+    a = cmd.argv
+    assert flag(a, "--tensor-parallel-size") == "4" and flag(a, "--pipeline-parallel-size") == "2"
+    assert cmd.env["VLLM_PP_LAYER_PARTITION"] == "14,13"
+    assert flag(a, "--kv-cache-dtype") == "fp8"
+    assert flag(a, "--kv-cache-memory-bytes") == str(36 * 1024**3)
+    assert flag(a, "--max-model-len") == "1048576" and flag(a, "--max-num-seqs") == "24"
+    assert flag(a, "--speculative-config") == '{"method":"mtp","num_speculative_tokens":5}'
+    assert flag(a, "--max-cudagraph-capture-size") == "128" and flag(a, "--cpu-offload-gb") == "23.6"
+    assert flag(a, "--load-format") == "dummy"
+    assert any("schedule by batch size" in n and n.startswith("unsupported") for n in cmd.notes)
+
+
+def test_multi_node_renders_a_ray_cluster():
+    profile = packaged_profile("reference-2node")
+    steps = engines.get("vllm").cluster_commands(profile, "python3", "/m", 8000)
+    assert [s.node for s in steps] == ["head", "worker-1", "head"]
+    assert steps[0].argv[:3] == ["ray", "start", "--head"] and "--num-gpus=4" in steps[0].argv
+    assert steps[1].argv[2] == "--address=HEAD_NODE_IP:6379"
+    assert flag(steps[2].argv, "--distributed-executor-backend") == "ray"
+
+
+def test_sglang_names_what_it_cannot_express():
+    cmd = argv_of("reference-sglang")
+    assert flag(cmd.argv, "--tp-size") == "4" and flag(cmd.argv, "--max-running-requests") == "24"
+    assert flag(cmd.argv, "--kv-cache-dtype") == "fp8_e4m3"
+    assert cmd.notes == ()  # this profile only uses what SGLang has
+    cmd = argv_of("reference-tp4pp2", engine="sglang")
+    assert any("layer split" in n for n in cmd.notes) and any("GiB" in n for n in cmd.notes)
+
+
+@pytest.mark.parametrize("name", sorted(packaged_profiles()))
+def test_every_packaged_profile_dry_runs(name):
+    from importlib import resources
+
+    path = resources.files("loadproof") / "profiles" / f"{name}.toml"
+    result = subprocess.run([sys.executable, "-m", "loadproof", "serve", str(path), "--dry-run"],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "--max-model-len" in result.stdout or "--context-length" in result.stdout
+
+
+def test_a_launch_with_unsupported_fields_is_refused_not_degraded(tmp_path):
+    from importlib import resources
+
+    path = resources.files("loadproof") / "profiles" / "reference-tp4pp2.toml"
+    result = subprocess.run([sys.executable, "-m", "loadproof", "serve", str(path)], capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
