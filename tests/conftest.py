@@ -20,6 +20,7 @@ class Script:
     pause_s: float = 0.0
     drop_after: int | None = None  # close the connection after this many pieces, mid-stream
     hang_after: int | None = None  # stop sending (but keep the connection) after this many pieces
+    silence_first_s: float = 0.0  # headers at once, then nothing for this long (queueing, prefill)
 
 
 @dataclass
@@ -47,6 +48,8 @@ async def sse_server() -> AsyncIterator[Callable[[list[Script]], SSEServer]]:
             resp = web.StreamResponse(status=200, headers={"Content-Type": "text/event-stream"})
             await resp.prepare(request)
             try:
+                if script.silence_first_s:
+                    await asyncio.sleep(script.silence_first_s)
                 for i, piece in enumerate(script.pieces):
                     if script.drop_after is not None and i == script.drop_after:
                         request.transport.close()

@@ -501,3 +501,28 @@ def plan(
         rows.append(["engine reported", f"{result.reported.kv_cache_tokens:,} tokens"])
         rows.append(["prediction error", f"{result.error_pct:+.2f}%"])
     ui.table("Plan", ["", "value"], rows)
+
+
+@app.command()
+def relay(
+    upstream: Annotated[str, typer.Option(help="the engine's base URL (from config only, never from requests)")],
+    port: Annotated[int, typer.Option(help="port to listen on")] = 8080,
+    host: Annotated[str, typer.Option(help="address to listen on")] = "127.0.0.1",
+    max_in_flight: Annotated[int, typer.Option(help="requests relayed at once; more get 429")] = 64,
+    deadline_s: Annotated[float, typer.Option(help="total deadline per request")] = 3600.0,
+    heartbeat_s: Annotated[float, typer.Option(help="SSE heartbeat interval while the engine is silent")] = 5.0,
+    max_body_mib: Annotated[float, typer.Option(help="request body limit")] = 64.0,
+    keys_file: Annotated[Optional[Path], typer.Option(help="API keys, one a line (also LOADPROOF_RELAY_KEYS)")] = None,
+) -> None:
+    """The streaming relay alone, in front of an OpenAI-compatible engine."""
+    from loadproof.relay import RelayConfig
+    from loadproof.relay.serve import UPSTREAM_KEY_ENV, load_keys, run
+
+    if not upstream.startswith(("http://", "https://")):
+        raise UsageError(f"--upstream must be an http(s) URL (got {upstream!r})")
+    if max_in_flight < 1 or deadline_s <= 0 or heartbeat_s <= 0 or max_body_mib <= 0:
+        raise UsageError("--max-in-flight, --deadline-s, --heartbeat-s and --max-body-mib must be positive")
+    config = RelayConfig(upstream=upstream, max_in_flight=max_in_flight, deadline_s=deadline_s,
+                         heartbeat_s=heartbeat_s, max_body_bytes=int(max_body_mib * 1024 * 1024),
+                         api_keys=load_keys(keys_file), upstream_api_key=os.environ.get(UPSTREAM_KEY_ENV))
+    run(config, host, port)
