@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from loadproof.cli import app, run_app, ui
 from loadproof.config.base import one_line
 from loadproof.config.profile import Profile, load_profile, packaged_profile
-from loadproof.errors import AcceptanceFailed, EngineStartError, UsageError
+from loadproof.errors import AcceptanceFailed, EnvironmentFailure, UsageError
 from loadproof.report.build import build_report, criteria_rows, throughput_table
 from loadproof.scenarios.base import Target, common_manifest, resolve_model
 from loadproof.scenarios.capacity import CapacityOptions, CapacityScenario
@@ -179,20 +179,30 @@ def serve(
     embedded_engine: Annotated[bool, typer.Option("--embedded", help="the embedded default engine")] = False,
     dry_run: Annotated[bool, typer.Option(help="print the engine command and exit")] = False,
     eager: Annotated[bool, typer.Option(help="skip graph compilation: faster start, slower decode")] = False,
-    port: Annotated[Optional[int], typer.Option(help="port on 127.0.0.1; default: a free one")] = None,
+    port: Annotated[Optional[int], typer.Option(help="engine port on 127.0.0.1; default: a free one")] = None,
+    with_relay: Annotated[bool, typer.Option("--relay", help="also run the relay in front of the engine")] = False,
+    relay_port: Annotated[int, typer.Option(help="the relay's port")] = 8080,
+    max_restarts: Annotated[int, typer.Option(help="restarts allowed within the restart window, then FAILED")] = 3,
+    probe_interval_s: Annotated[float, typer.Option(help="seconds between liveness probes (a real completion)")] = 10.0,
+    probe_timeout_s: Annotated[float, typer.Option(help="a probe unanswered this long counts as a hang")] = 60.0,
+    backoff_s: Annotated[float, typer.Option(help="first restart delay; doubles, capped at 120 s")] = 5.0,
+    out: OutOption = Path("runs"),
 ) -> None:
-    """Launch the engine of a profile (or the embedded default) and keep it running until Ctrl-C."""
+    """Launch and supervise the engine of a profile (or the embedded default) until Ctrl-C."""
     from loadproof.engines import embedded, engines
+    from loadproof.engines.process import free_port
+    from loadproof.store.run_dir import new_run_id
+    from loadproof.supervisor import FAILED, READY, Supervisor, SupervisorPolicy
 
     if embedded_engine == (profile_path is not None):
         raise UsageError("give either a PROFILE or --embedded")
     profile = packaged_profile("embedded") if embedded_engine else load_profile(profile_path)  # type: ignore[arg-type]
     profile = _with_serving(profile, eager, port)
-    if profile.engine != "embedded":
-        engine = engines.get(profile.engine)
-        python = "python3"
-        serve_port = profile.serving.port or 8000
+    engine = engines.get(profile.engine)
+    if dry_run:
+        python = str(embedded.paths().python) if profile.engine == "embedded" else profile.serving.python
         model_path = embedded.model_path_for(profile)
+        serve_port = profile.serving.port or 8000
         command = engine.launch_command(profile, python, model_path, serve_port)
         if profile.parallel.nodes > 1:
             for step in engine.cluster_commands(profile, python, model_path, serve_port):
@@ -202,30 +212,80 @@ def serve(
             _print_command(command.argv, command.env)
         for note in command.notes:
             ui.err.print(f"note: {note}", markup=False, highlight=False)
-        unsupported = [n for n in command.notes if n.startswith("unsupported")]
-        if unsupported and not dry_run:
-            raise UsageError(f"refusing to launch what {profile.engine} cannot run as written: {unsupported[0]}")
-        if not dry_run:
-            raise UsageError("launching GPU engines arrives with the supervisor; use --dry-run to see the command")
         return
-    if dry_run:
-        p = embedded.paths()
-        command = engines.get("embedded").launch_command(
-            profile, str(p.python), embedded.model_path_for(profile), profile.serving.port or 8000)
-        _print_command(command.argv, command.env)
-        return
-    with ui.status("preparing the embedded engine") as status:
-        embedded.ensure_engine(status)
-        embedded.ensure_model(status)
-    with ui.status("starting the engine") as status:
-        engine = embedded.start(profile, status=status)
+    if profile.parallel.nodes > 1:
+        raise UsageError("multi-node profiles are launched host by host: run --dry-run and start each step on its host")
+    notes = engine.launch_command(profile, profile.serving.python, profile.model.path, 0).notes
+    unsupported = [n for n in notes if n.startswith("unsupported")]
+    if unsupported:
+        raise UsageError(f"refusing to launch what {profile.engine} cannot run as written: {unsupported[0]}")
+    if profile.engine == "embedded":
+        with ui.status("preparing the embedded engine") as status:
+            embedded.ensure_engine(status)
+            embedded.ensure_model(status)
+    engine_port = profile.serving.port or free_port(profile.serving.host)
+    folder = out / new_run_id("serve")
+    relay_state: dict[str, Any] = {}
+
+    def on_event(row: dict[str, Any]) -> None:
+        kind = row["kind"]
+        detail = {k: v for k, v in row.items() if k not in ("wall_time_s", "kind", "state", "log")}
+        ui.err.print(f"[{kind}] " + ", ".join(f"{k}={v}" for k, v in detail.items()), markup=False, highlight=False)
+        relay = relay_state.get("relay")
+        if relay is not None:
+            relay.paused_reason = None if row["state"] == READY else f"engine {row['state']}"
+        if kind == "ready":
+            ui.out.print(f"serving {profile.model.served_name} at http://{profile.serving.host}:{engine_port} "
+                         f"(Ctrl-C stops it; log: {row.get('log') or supervisor.engine.log_path})", markup=False,
+                         highlight=False)
+
+    supervisor = Supervisor(
+        launch=lambda: embedded.launch(profile, engine_port),
+        served_name=profile.model.served_name,
+        gpus_needed=0 if profile.engine == "embedded" else profile.parallel.gpus,
+        ready_timeout_s=profile.serving.ready_timeout_s,
+        events_path=folder / "events.jsonl",
+        policy=SupervisorPolicy(probe_interval_s=probe_interval_s, probe_timeout_s=probe_timeout_s,
+                                max_restarts=max_restarts, backoff_initial_s=backoff_s),
+        on_event=on_event,
+    )
+    ui.err.print(f"supervisor events: {folder / 'events.jsonl'}")
+    if with_relay:
+        state = _serve_with_relay(supervisor, relay_state, f"http://{profile.serving.host}:{engine_port}", relay_port)
+    else:
+        state = supervisor.run()
+    if state == FAILED:
+        raise EnvironmentFailure(f"FAILED: {supervisor.failure}")
+
+
+def _serve_with_relay(supervisor: Any, relay_state: dict[str, Any], upstream: str, relay_port: int) -> str:
+    """The supervisor in a thread, the relay in front (503 while the engine is not ready)."""
+    import threading
+
+    from loadproof.relay import Relay, RelayConfig
+    from loadproof.relay.serve import UPSTREAM_KEY_ENV, configure_logging, load_keys, server
+
+    configure_logging()
+    relay = Relay(RelayConfig(upstream=upstream, api_keys=load_keys(None),
+                              upstream_api_key=os.environ.get(UPSTREAM_KEY_ENV)))
+    relay.paused_reason = "engine starting"
+    relay_state["relay"] = relay
+    http = server(relay, "127.0.0.1", relay_port)
+    result: dict[str, str] = {}
+
+    def supervise() -> None:
+        result["state"] = supervisor.run()
+        http.should_exit = True
+
+    thread = threading.Thread(target=supervise, name="loadproof-supervisor", daemon=True)
+    thread.start()
+    ui.out.print(f"relay listening on http://127.0.0.1:{relay_port}", markup=False, highlight=False)
     try:
-        ui.out.print(f"serving {profile.model.served_name} at {engine.url} (Ctrl-C stops it; log: {engine.log_path})")
-        while engine.alive():
-            time.sleep(1.0)
-        raise EngineStartError(f"the engine exited on its own (log: {engine.log_path})")
+        http.run()
     finally:
-        engine.stop()
+        supervisor.stop()
+        thread.join(timeout=60)
+    return result.get("state", "stopped")
 
 
 def _with_serving(profile: Profile, eager: bool, port: int | None) -> Profile:

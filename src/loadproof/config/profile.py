@@ -39,6 +39,7 @@ class ServingSpec(StrictModel):
         default="unsupported", description="`disable` sends chat_template_kwargs.enable_thinking=false"
     )
     ready_timeout_s: float = Field(default=900.0, gt=0, description="bound on model load and warm-up")
+    python: str = Field(default="python3", description="the interpreter that has the engine installed")
     extra_args: list[str] = Field(default_factory=list, description="passed to the engine as they are")
     env: dict[str, str] = Field(default_factory=dict, description="environment for the engine process")
 

@@ -125,6 +125,10 @@ class EngineProcess:
             return None
         return self.engine.parse_startup_report(text)
 
+    @property
+    def returncode(self) -> int | None:
+        return None if self._proc is None else self._proc.poll()
+
     def alive(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
 

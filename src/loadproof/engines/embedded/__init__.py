@@ -157,16 +157,28 @@ def tokenizer_path_for(profile: Profile) -> Path | None:
     return candidate if candidate.is_file() else None
 
 
-def start(profile: Profile, log_path: Path | None = None, status: Status | None = None) -> EngineProcess:
-    """Start the embedded engine for `profile` and wait until it serves; the caller must stop() it."""
-    p = paths()
+def launch(profile: Profile, port: int, log_path: Path | None = None) -> EngineProcess:
+    """Start the engine of `profile` (embedded: from its own environment) without waiting for it."""
     engine = engines.get(profile.engine)
-    port = profile.serving.port or free_port(profile.serving.host)
-    command = engine.launch_command(profile, str(p.python), model_path_for(profile), port)
+    python = str(paths().python) if profile.engine == "embedded" else profile.serving.python
+    command = engine.launch_command(profile, python, model_path_for(profile), port)
+    unsupported = [n for n in command.notes if n.startswith("unsupported")]
+    if unsupported:
+        from loadproof.errors import ConfigError
+
+        raise ConfigError(f"refusing to launch what {profile.engine} cannot run as written: {unsupported[0]}")
     if log_path is None:
-        log_path = p.logs / f"engine-{time.strftime('%Y%m%d-%H%M%S')}-{port}.log"
+        paths().logs.mkdir(parents=True, exist_ok=True)
+        log_path = paths().logs / f"engine-{time.strftime('%Y%m%d-%H%M%S')}-{port}.log"
     proc = EngineProcess(engine, command, profile.serving.host, port, log_path)
     proc.start()
+    return proc
+
+
+def start(profile: Profile, log_path: Path | None = None, status: Status | None = None) -> EngineProcess:
+    """Start the embedded engine for `profile` and wait until it serves; the caller must stop() it."""
+    port = profile.serving.port or free_port(profile.serving.host)
+    proc = launch(profile, port, log_path)
     try:
         proc.wait_ready(profile.model.served_name, profile.serving.ready_timeout_s, status)
     except BaseException:
