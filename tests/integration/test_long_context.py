@@ -8,6 +8,7 @@ its answers.
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -111,7 +112,8 @@ def test_more_sessions_than_max_num_seqs_fail_on_waiting(constrained_engine, tmp
     c = criteria(claims, "capacity")
     assert c["all_streams_started"] == "FAIL" and c["waiting"] == "FAIL"
     evidence = claims["capacity.criteria.all_streams_started"]["formula"]
-    assert "3/4 sessions produced a first token" in evidence and "kept 1 waiting" in evidence
+    assert "3/4 sessions produced a first token" in evidence
+    assert re.search(r"kept [1-9]\d* waiting for \d+ s while all 3 running were decoding", evidence), evidence
     assert c["prompt_tokens"] == "FAIL"  # the session never admitted has no usage to show
     assert c["drain"] == "PASS"
 

@@ -586,3 +586,37 @@ def relay(
                          heartbeat_s=heartbeat_s, max_body_bytes=int(max_body_mib * 1024 * 1024),
                          api_keys=load_keys(keys_file), upstream_api_key=os.environ.get(UPSTREAM_KEY_ENV))
     run(config, host, port)
+
+
+@run_app.command("soak")
+def run_soak(
+    url: UrlOption,
+    duration_s: Annotated[float, typer.Option(help="no request starts after this many seconds")] = 300.0,
+    clients: Annotated[int, typer.Option("--clients", "-k", help="K concurrent client loops")] = 4,
+    long_every: Annotated[int, typer.Option(help="every Nth request of a client is long (needs --tokenizer)")] = 5,
+    long_tokens: Annotated[int, typer.Option(help="input tokens of a long request")] = 4096,
+    deadline_s: Annotated[float, typer.Option(help="per-request deadline")] = 600.0,
+    tokenizer: Annotated[Optional[Path], typer.Option(help="the model's tokenizer.json, for long requests")] = None,
+    engine_metrics: Annotated[Optional[str], typer.Option(help="engine base URL for memory samples (default: --url)")] = None,
+    relay_metrics: Annotated[Optional[str], typer.Option(help="relay base URL for memory samples")] = None,
+    max_latency_drift: Annotated[float, typer.Option(help="allowed second-half vs first-half latency growth")] = 0.25,
+    max_rss_growth_mib: Annotated[float, typer.Option(help="allowed resident memory growth")] = 512.0,
+    model: ModelOption = None,
+    endpoint: EndpointOption = "chat",
+    profile: ProfileOption = None,
+    api_key_env: ApiKeyEnvOption = None,
+    out: OutOption = Path("runs"),
+) -> None:
+    """K clients for a duration, short and long requests mixed: errors, latency drift, memory over time."""
+    from loadproof.scenarios.soak import SoakOptions, SoakScenario
+
+    target, prof = _target(url, model, endpoint, profile, api_key_env, tokenizer)
+    options = _options(SoakOptions, "soak options", duration_s=duration_s, clients=clients,
+                       long_every=long_every if tokenizer else 0, long_tokens=long_tokens, deadline_s=deadline_s,
+                       max_latency_drift=max_latency_drift, max_rss_growth_mib=max_rss_growth_mib)
+    if long_every and tokenizer is None:
+        ui.err.print("no --tokenizer: short requests only", markup=False)
+    scenario = SoakScenario(target, options, engine_metrics_url=engine_metrics or url, relay_metrics_url=relay_metrics)
+    run_path = _run_scenario(scenario, out, {"profile": prof.model_dump() if prof else None}, label="requests")
+    if _show_report(run_path) != "PASS":
+        raise AcceptanceFailed("soak: see the criteria above")

@@ -45,7 +45,7 @@ def request_progress(label: str) -> Iterator[callable]:
         task = progress.add_task(label, total=None)
 
         def update(done: int, total: int) -> None:
-            progress.update(task, completed=done, total=total)
+            progress.update(task, completed=done, total=total or None)
 
         yield update
 

@@ -27,7 +27,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 import aiohttp
-from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, ProcessCollector, generate_latest
 from starlette.applications import Starlette
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -54,6 +54,7 @@ class RelayConfig:
 class RelayMetrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
+        ProcessCollector(registry=self.registry)  # process_resident_memory_bytes, for soak runs
         self.in_flight = Gauge("loadproof_relay_in_flight", "requests being relayed", registry=self.registry)
         self.requests = Counter("loadproof_relay_requests", "requests received", ["outcome"], registry=self.registry)
         self.rejected = Counter("loadproof_relay_rejected", "requests refused: pool full", registry=self.registry)
@@ -168,7 +169,6 @@ class Relay:
                 self._slots.release()
 
         try:
-            stream = _wants_stream(body)
             deadline = started + self.config.deadline_s
             upstream = await self._open_upstream(request, body, deadline)
         except BaseException as exc:
@@ -178,7 +178,9 @@ class Relay:
                 self._access_log(request, exc.status, exc.outcome, started, False)
                 return _error(exc.status, exc.message, "upstream_error")
             raise
-        if upstream.status != 200 or not stream:
+        # stream whatever the engine streams (decided by its answer, not by guessing from the request)
+        stream = upstream.status == 200 and upstream.headers.get("content-type", "").startswith("text/event-stream")
+        if not stream:
             try:
                 data = await asyncio.wait_for(upstream.read(), max(0.0, deadline - time.monotonic()))
                 self._access_log(request, upstream.status, "ok" if upstream.status == 200 else "upstream_status",
@@ -280,15 +282,6 @@ async def _read_limited(request: Request, limit: int) -> bytes:
             raise _TooLarge
         chunks.append(chunk)
     return b"".join(chunks)
-
-
-def _wants_stream(body: bytes) -> bool:
-    if not body:
-        return False
-    try:
-        return bool(json.loads(body).get("stream"))
-    except (ValueError, AttributeError):
-        return False
 
 
 def _error(status: int, message: str, kind: str) -> Response:

@@ -7,5 +7,6 @@ scenarios.register("throughput", "loadproof.scenarios.throughput:ThroughputScena
 scenarios.register("capacity", "loadproof.scenarios.capacity:CapacityScenario")
 scenarios.register("prefill", "loadproof.scenarios.prefill:PrefillScenario")
 scenarios.register("interference", "loadproof.scenarios.interference:InterferenceScenario")
+scenarios.register("soak", "loadproof.scenarios.soak:SoakScenario")
 
 __all__ = ["scenarios"]

@@ -1,0 +1,110 @@
+"""`loadproof run soak`: K clients for a duration, mixed short and long requests; errors, latency drift
+and the engine's (and relay's) memory over time. Bounded: no request starts after the duration, each
+has a deadline, and whatever is still running a grace period later is cancelled (and recorded).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from typing import Any
+
+from pydantic import Field
+
+from loadproof.client import RequestRecord, StreamingClient
+from loadproof.config.base import StrictModel
+from loadproof.protocol.openai import request_body
+from loadproof.client.stream import RequestSpec
+from loadproof.scenarios.base import Progress, Target
+from loadproof.scenarios.long_context import MetricsScenario, haystack_target
+from loadproof.store.run_dir import RunWriter
+from loadproof.telemetry.server_metrics import MetricsScraper
+from loadproof.workloads.prompts import FAMILIES, load_family
+
+PROCESS_METRICS = {"process_rss_bytes": "process_resident_memory_bytes"}
+
+
+class SoakOptions(StrictModel):
+    duration_s: float = Field(default=300.0, gt=0, description="no request starts after this")
+    clients: int = Field(default=4, ge=1, description="K concurrent client loops")
+    long_every: int = Field(default=5, ge=0, description="every Nth request of a client is long (0: none)")
+    long_tokens: int = Field(default=4096, ge=64, description="input tokens of a long request (needs the tokenizer)")
+    short_max_tokens: int = Field(default=64, ge=1)
+    long_max_tokens: int = Field(default=32, ge=1)
+    deadline_s: float = Field(default=600.0, gt=0, description="per-request deadline")
+    grace_s: float = Field(default=60.0, ge=0, description="after the duration, wait this long for requests in flight")
+    sample_interval_s: float = Field(default=2.0, gt=0)
+    max_error_rate: float = Field(default=0.0, ge=0, le=1)
+    max_latency_drift: float = Field(default=0.25, ge=0, description="second-half vs first-half median latency")
+    max_rss_growth_mib: float = Field(default=512.0, ge=0)
+    seed: int = 731
+
+
+class SoakScenario(MetricsScenario):
+    name = "soak"
+    Options = SoakOptions
+    options: SoakOptions
+
+    def __init__(self, target: Target, options: SoakOptions, engine: str = "vllm",
+                 engine_metrics_url: str | None = None, relay_metrics_url: str | None = None) -> None:
+        super().__init__(target, options, engine)
+        self.engine_metrics_url = engine_metrics_url
+        self.relay_metrics_url = relay_metrics_url
+
+    async def run(self, writer: RunWriter, manifest: dict[str, Any], progress: Progress | None = None) -> None:
+        opts = self.options
+        rng = random.Random(opts.seed)
+        shorts = [p for family in FAMILIES for p in load_family(family)]
+        builder = haystack_target(self.target, opts.seed).builder if opts.long_every and self.target.tokenizer_path else None
+        manifest["plan"] = {"duration_s": opts.duration_s, "clients": opts.clients, "long_every": opts.long_every,
+                            "long_requests": builder is not None, "max_error_rate": opts.max_error_rate,
+                            "max_latency_drift": opts.max_latency_drift, "max_rss_growth_mib": opts.max_rss_growth_mib}
+        writer.write_manifest(manifest)
+        scrapers = []
+        for role, url in (("engine", self.engine_metrics_url), ("relay", self.relay_metrics_url)):
+            if url:
+                scrapers.append(MetricsScraper(url, PROCESS_METRICS, interval_s=opts.sample_interval_s,
+                                               sink=lambda s, role=role: writer.metric_sample({**s, "source": role})))
+        start = time.monotonic()
+        end = start + opts.duration_s
+        done = 0
+
+        def sink(record: RequestRecord) -> None:
+            nonlocal done
+            writer.append(record)
+            done += 1
+            if progress is not None:
+                progress(done, 0)
+
+        async def client_loop(client: StreamingClient, k: int) -> None:
+            n = 0
+            while time.monotonic() < end:
+                n += 1
+                long = builder is not None and opts.long_every and n % opts.long_every == 0
+                if long:
+                    prompt = builder.build(f"c{k}-{n}", opts.long_tokens)
+                    text, max_tokens, family, pid = prompt.text, opts.long_max_tokens, "long", prompt.session_id
+                else:
+                    chosen = rng.choice(shorts)
+                    text, max_tokens, family, pid = chosen.text, opts.short_max_tokens, "short", chosen.id
+                body = request_body(self.target.endpoint, self.target.model, text, max_tokens=max_tokens,
+                                    seed=opts.seed, extra=self.target.extra_body)
+                labels = {"scenario": self.name, "family": family, "prompt_id": pid, "batch": k, "repeat": n,
+                          "concurrency": opts.clients}
+                await client.stream(RequestSpec(request_id=f"soak-c{k}-{n:05d}", endpoint=self.target.endpoint,
+                                                body=body, deadline_s=opts.deadline_s, labels=labels))
+
+        async with StreamingClient(self.target.url, api_key=self.target.api_key,
+                                   max_connections=opts.clients + 4, on_record=sink) as client:
+            for scraper in scrapers:
+                await scraper.__aenter__()
+            try:
+                loops = [asyncio.create_task(client_loop(client, k)) for k in range(opts.clients)]
+                _, pending = await asyncio.wait(loops, timeout=opts.duration_s + opts.grace_s)
+                for task in pending:
+                    task.cancel()
+                await asyncio.gather(*loops, return_exceptions=True)
+            finally:
+                for scraper in scrapers:
+                    await scraper.__aexit__(None, None, None)

@@ -1,0 +1,35 @@
+"""Soak figures from hand-built records and samples."""
+
+from loadproof.client.record import RequestRecord
+from loadproof.metrics.soak import soak_claims
+
+S = 1_000_000_000
+PLAN = {"max_error_rate": 0.0, "max_latency_drift": 0.25, "max_rss_growth_mib": 100.0}
+
+
+def rec(i: int, send: float, latency: float, ok: bool = True, family: str = "short") -> RequestRecord:
+    return RequestRecord(request_id=f"r{i}", endpoint="chat", scenario="soak", family=family, ok=ok,
+                         error_kind=None if ok else "timeout", send_ns=int(send * S),
+                         first_token_ns=int((send + 0.1) * S), last_token_ns=int((send + latency) * S),
+                         end_ns=int((send + latency) * S))
+
+
+def rss(t: float, mib: float, source: str = "engine") -> dict:
+    return {"t_ns": int(t * S), "source": source, "values": {"process_rss_bytes": mib * 1024**2}}
+
+
+def test_steady_run_passes_and_drift_is_second_half_over_first():
+    records = [rec(i, i, 1.0 if i < 5 else 1.2) for i in range(10)]
+    claims = {c.name: c for c in soak_claims(PLAN, records, [rss(0, 1000), rss(9, 1050)])}
+    assert claims["soak.short.latency_drift"].value == 0.2 / 1.0 or abs(claims["soak.short.latency_drift"].value - 0.2) < 1e-9
+    assert claims["soak.engine_rss_growth_mib"].value == 50.0
+    assert claims["soak.verdict"].value == "PASS"
+
+
+def test_errors_drift_and_growth_each_fail():
+    records = [rec(i, i, 1.0 if i < 5 else 2.0, ok=i != 3) for i in range(10)]
+    claims = {c.name: c for c in soak_claims(PLAN, records, [rss(0, 1000), rss(9, 1500)])}
+    assert claims["soak.errors"].value == 1 and "timeout" in claims["soak.criteria.errors"].formula
+    assert claims["soak.criteria.short_latency_drift"].value == "FAIL"
+    assert claims["soak.criteria.engine_memory"].value == "FAIL"
+    assert claims["soak.verdict"].value == "FAIL"
