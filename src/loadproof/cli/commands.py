@@ -23,6 +23,7 @@ from loadproof.scenarios.base import Target, common_manifest, resolve_model
 from loadproof.scenarios.capacity import CapacityOptions, CapacityScenario
 from loadproof.scenarios.interference import InterferenceOptions, InterferenceScenario
 from loadproof.scenarios.prefill import PrefillOptions, PrefillScenario
+from loadproof.scenarios.soak import SoakOptions, SoakScenario
 from loadproof.scenarios.throughput import ThroughputOptions, ThroughputScenario
 from loadproof.store.run_dir import RunWriter
 
@@ -124,7 +125,7 @@ def demo(
 
     Scaled for a 2-core CPU: throughput (3 families x concurrency 1/4/8), capacity (4 sessions of 1,536
     tokens, 6 s window), prefill (3 cold repeats of 4,096 tokens), interference (3 sessions of 1,024
-    tokens, a 6,144-token newcomer, 4 s windows).
+    tokens, a 6,144-token newcomer, 4 s windows), soak (2 clients for 20 s, every third request long).
     """
     from loadproof.engines import embedded
 
@@ -157,6 +158,9 @@ def demo(
              "cold repeats"),
             ("interference", InterferenceScenario(target, InterferenceOptions(
                 sessions=3, session_tokens=1024, newcomer_tokens=6144, window_s=4.0)), "sessions with a first token"),
+            ("soak", SoakScenario(target, SoakOptions(duration_s=20.0, clients=2, long_every=3, long_tokens=1024,
+                                                      max_latency_drift=1.0), engine_metrics_url=engine.url),
+             "requests"),
         ]
         for name, scenario, label in plan:
             ui.err.rule(name)
