@@ -1,6 +1,6 @@
 """Benchmark: how many streamed responses per second loadproof's client consumes, against a plain loop.
 
-    scripts/in-venv python benchmarks/client_ceiling.py --url http://127.0.0.1:8088/sse [--concurrency 64]
+    scripts/in-venv python benchmarks/client_ceiling.py --url http://127.0.0.1:8088 [--concurrency 64]
         [--requests 2000]
 
 The server must never be the bottleneck: serve a pre-built SSE body of 256 vLLM-shaped chunks with
@@ -24,11 +24,9 @@ import aiohttp
 from loadproof.client import RequestSpec, StreamingClient
 
 
-async def run_loadproof(url: str, concurrency: int, total: int) -> tuple[float, int]:
-    base, path = url.rsplit("/", 1)
-    from loadproof.protocol import openai
-
-    openai.PATHS["bench"] = "/" + path  # the static body sits at a path of its own
+async def consume(base: str, concurrency: int, total: int) -> tuple[float, int]:
+    """`total` streamed responses from `base`/v1/chat/completions through StreamingClient, `concurrency`
+    at a time; returns (seconds, chunks). Shared with relay_overhead.py."""
     chunks = 0
     queue = iter(range(total))
     async with StreamingClient(base, max_connections=concurrency) as client:
@@ -36,13 +34,17 @@ async def run_loadproof(url: str, concurrency: int, total: int) -> tuple[float, 
         async def worker() -> None:
             nonlocal chunks
             for i in queue:
-                rec = await client.stream(RequestSpec(request_id=str(i), endpoint="bench", body=b"{}"))
+                rec = await client.stream(RequestSpec(request_id=str(i), endpoint="chat", body=b"{}"))
                 assert rec.ok, rec.error_message
                 chunks += rec.num_chunks
 
         t0 = time.perf_counter()
         await asyncio.gather(*(worker() for _ in range(concurrency)))
         return time.perf_counter() - t0, chunks
+
+
+async def run_loadproof(url: str, concurrency: int, total: int) -> tuple[float, int]:
+    return await consume(url, concurrency, total)
 
 
 async def run_plain(url: str, concurrency: int, total: int) -> tuple[float, int]:
@@ -54,7 +56,7 @@ async def run_plain(url: str, concurrency: int, total: int) -> tuple[float, int]
         async def worker() -> None:
             nonlocal chunks
             for _ in queue:
-                async with session.post(url, data=b"{}") as resp:
+                async with session.post(url + "/v1/chat/completions", data=b"{}") as resp:
                     buf = b""
                     async for data in resp.content.iter_any():
                         buf += data
@@ -72,7 +74,7 @@ async def run_plain(url: str, concurrency: int, total: int) -> tuple[float, int]
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--url", required=True)
+    parser.add_argument("--url", required=True, help="base URL; the body is served at /v1/chat/completions")
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--requests", type=int, default=2000)
     args = parser.parse_args()

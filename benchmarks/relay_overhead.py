@@ -30,6 +30,8 @@ from pathlib import Path
 
 import aiohttp
 
+from client_ceiling import consume  # benchmarks/ is on sys.path when run as a script
+
 from loadproof.engines.process import free_port
 
 UPSTREAM = r'''
@@ -120,21 +122,8 @@ async def latency(base: str, streams: int) -> list[float]:
 
 
 async def ceiling(base: str, streams: int, requests: int) -> float:
-    from loadproof.client import RequestSpec, StreamingClient
-
-    chunks = 0
-    queue = iter(range(requests))
-    async with StreamingClient(base, max_connections=streams) as client:
-
-        async def worker() -> None:
-            nonlocal chunks
-            for i in queue:
-                rec = await client.stream(RequestSpec(request_id=str(i), endpoint="chat", body=b"{}"))
-                chunks += rec.num_chunks
-
-        t0 = time.perf_counter()
-        await asyncio.gather(*(worker() for _ in range(streams)))
-        return chunks / (time.perf_counter() - t0)
+    seconds, chunks = await consume(base, streams, requests)
+    return chunks / seconds
 
 
 def main() -> None:

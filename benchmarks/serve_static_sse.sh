@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Serves a pre-built SSE body (256 vLLM-shaped completion chunks with per-chunk usage, then [DONE]) with
-# nginx on 127.0.0.1:8088/sse, for benchmarks/client_ceiling.py. Installs nginx from Debian's packages
+# nginx on http://127.0.0.1:8088/v1/chat/completions, for benchmarks/client_ceiling.py. Installs nginx from Debian's packages
 # if it is missing. Stop it with: nginx -p "$dir" -c nginx.conf -s stop   (dir is printed)
 set -euo pipefail
 command -v nginx >/dev/null || { apt-get update -qq && apt-get install -y -qq nginx >/dev/null; }
@@ -26,7 +26,7 @@ http {
   access_log off;
   server {
     listen 127.0.0.1:8088;
-    location = /sse {
+    location = /v1/chat/completions {
       default_type text/event-stream;
       error_page 405 =200 \$uri;
       alias $dir/sse;
@@ -35,4 +35,4 @@ http {
 }
 CONF
 nginx -p "$dir" -c "$dir/nginx.conf"
-echo "serving http://127.0.0.1:8088/sse from $dir"
+echo "serving http://127.0.0.1:8088 (/v1/chat/completions) from $dir"

@@ -24,7 +24,7 @@ from loadproof.engines.process import free_port
 from loadproof.protocol.openai import request_body
 from loadproof.protocol.sse import DONE_EVENT, SSEDecoder
 from tests.conftest import Script
-from tests.unit.client.test_stream import completion_chunk
+from tests.sse_chunks import completion_chunk
 
 KEY = "sk-relay-test-7f3c9a"
 

@@ -1,12 +1,5 @@
-"""Scenarios: a planned set of requests against a target, recorded into a run directory."""
+"""Scenarios: a planned set of requests against a target, recorded into a run directory.
 
-from loadproof.registry import Registry
-
-scenarios: Registry[object] = Registry("scenario")
-scenarios.register("throughput", "loadproof.scenarios.throughput:ThroughputScenario")
-scenarios.register("capacity", "loadproof.scenarios.capacity:CapacityScenario")
-scenarios.register("prefill", "loadproof.scenarios.prefill:PrefillScenario")
-scenarios.register("interference", "loadproof.scenarios.interference:InterferenceScenario")
-scenarios.register("soak", "loadproof.scenarios.soak:SoakScenario")
-
-__all__ = ["scenarios"]
+Each scenario class has `name`, `Options` (a strict model) and `async run(writer, manifest, progress)`;
+the claims of its runs are found by that name in `loadproof.metrics.claim_functions`.
+"""

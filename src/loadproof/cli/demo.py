@@ -1,0 +1,82 @@
+"""`loadproof demo`: the embedded engine, every scenario scaled down, the reports."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from loadproof.cli import app, ui
+from loadproof.config.profile import packaged_profile
+from loadproof.errors import AcceptanceFailed
+from loadproof.scenarios.base import Target
+from loadproof.scenarios.capacity import CapacityOptions, CapacityScenario
+from loadproof.scenarios.interference import InterferenceOptions, InterferenceScenario
+from loadproof.scenarios.prefill import PrefillOptions, PrefillScenario
+from loadproof.scenarios.soak import SoakOptions, SoakScenario
+from loadproof.scenarios.throughput import ThroughputOptions, ThroughputScenario
+from loadproof.cli.common import OutOption, run_scenario, show_report, with_serving
+
+
+@app.command()
+def demo(
+    out: OutOption = Path("runs"),
+    max_tokens: Annotated[int, typer.Option(help="output tokens per request (scaled down)")] = 128,
+    prompts: Annotated[int, typer.Option(help="prompts per family at concurrency 1")] = 4,
+    eager: Annotated[bool, typer.Option(help="skip torch.compile: faster start, about 20% slower decode")] = False,
+) -> None:
+    """Install and start the embedded engine, run every scenario scaled down, report, stop.
+
+    Scaled for a 2-core CPU: throughput (3 families x concurrency 1/4/8), capacity (4 sessions of 1,536
+    tokens, 6 s window), prefill (3 cold repeats of 4,096 tokens), interference (3 sessions of 1,024
+    tokens, a 6,144-token newcomer, 4 s windows), soak (2 clients for 20 s, every third request long).
+    """
+    from loadproof.engines import embedded
+
+    profile = with_serving(packaged_profile("embedded"), eager, None)
+    timings: dict[str, float] = {}
+    watch = ui.Stopwatch()
+    with ui.status("preparing the embedded engine") as status:
+        timings["install_s"] = embedded.ensure_engine(status)
+        timings["model_prepare_s"] = embedded.ensure_model(status)
+    watch.lap()
+    with ui.status("starting the engine") as status:
+        engine = embedded.start(profile, status=status)
+    timings["engine_start_s"] = watch.lap()
+    verdicts: dict[str, str | None] = {}
+    try:
+        ui.err.print(f"engine ready at {engine.url} after {timings['engine_start_s']:.0f} s")
+        startup = engine.startup_report()
+        target = Target(url=engine.url, model=profile.model.served_name, endpoint=profile.serving.endpoint,
+                        tokenizer_path=embedded.tokenizer_path_for(profile))
+        extra = {"profile": profile.model_dump(), "engine": {
+            "kind": profile.engine, "launch": engine.command.argv[1:], "env": engine.command.env,
+            "startup_report": startup.as_dict() if startup else None, "ready_after_s": engine.ready_after_s}}
+        kv_tokens = startup.kv_cache_tokens if startup else None
+        plan = [
+            ("throughput", ThroughputScenario(target, ThroughputOptions(max_tokens=max_tokens, num_prompts=prompts)),
+             "requests"),
+            ("capacity", CapacityScenario(target, CapacityOptions(sessions=4, input_tokens=1536, window_s=6.0),
+                                          startup_kv_tokens=kv_tokens), "sessions with a first token"),
+            ("prefill", PrefillScenario(target, PrefillOptions(input_tokens=4096, repeats=3, decode_tokens=32)),
+             "cold repeats"),
+            ("interference", InterferenceScenario(target, InterferenceOptions(
+                sessions=3, session_tokens=1024, newcomer_tokens=6144, window_s=4.0)), "sessions with a first token"),
+            ("soak", SoakScenario(target, SoakOptions(duration_s=20.0, clients=2, long_every=3, long_tokens=1024,
+                                                      max_latency_drift=1.0), engine_metrics_url=engine.url),
+             "requests"),
+        ]
+        for name, scenario, label in plan:
+            ui.err.rule(name)
+            run_path = run_scenario(scenario, out, extra, label=label)
+            verdicts[name] = show_report(run_path)
+        timings["measurement_s"] = watch.lap()
+    finally:
+        with ui.status("stopping the engine"):
+            engine.stop()
+    ui.table("Demo summary", ["scenario", "verdict"], [[k, v or "measured"] for k, v in verdicts.items()])
+    ui.out.print("wall time: " + ", ".join(f"{k.removesuffix('_s').replace('_', ' ')} {v:.0f} s"
+                                            for k, v in timings.items()))
+    if any(v == "FAIL" for v in verdicts.values()):
+        raise AcceptanceFailed("a demo acceptance failed: " + ", ".join(k for k, v in verdicts.items() if v == "FAIL"))

@@ -1,0 +1,59 @@
+"""`loadproof report` and `loadproof plan`: what a run measured, and what a profile should hold in theory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from loadproof.cli import app, ui
+from loadproof.config.profile import load_profile
+from loadproof.errors import UsageError
+from loadproof.cli.common import show_report
+
+
+@app.command()
+def report(run_dir: Annotated[Path, typer.Argument(metavar="RUN_DIR")]) -> None:
+    """Recompute the claims of a run directory and write claims.json and report.md."""
+    show_report(run_dir)
+
+
+@app.command()
+def plan(
+    profile_path: Annotated[Path, typer.Argument(metavar="PROFILE", help="profile TOML")],
+    startup_log: Annotated[Optional[Path], typer.Option(help="the engine's startup log: plan from the memory it "
+                                                          "found, and compare with the tokens it reported")] = None,
+    input_tokens: Annotated[Optional[int], typer.Option("--input-tokens", "-l", help="L: how many sessions of L fit")] = None,
+    model_config: Annotated[Optional[Path], typer.Option(help="the model's config.json (default: the profile's model folder)")] = None,
+) -> None:
+    """KV cache capacity of a profile, in theory, beside what the engine reported."""
+    from loadproof.planner.profile_plan import model_config_path, plan_profile
+
+    profile = load_profile(profile_path)
+    log_text = None
+    if startup_log is not None:
+        try:
+            log_text = startup_log.read_text(encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            raise UsageError(f"no startup log at {startup_log}") from None
+    result = plan_profile(profile, model_config_path(profile, model_config), log_text)
+    dep, kv = result.deployment, result.plan
+    ui.table(f"KV cache plan for {profile.name} (theory; a capacity run measures)",
+             ["stage", "layers", "groups", "block bytes", "blocks", "blocks per request"],
+             [[str(s.stage), str(s.layers), str(len(s.groups)), f"{s.block_bytes:,}", f"{s.num_blocks:,}",
+               f"{s.blocks_per_request:,}"] for s in kv.stages])
+    rows = [
+        ["KV budget per GPU", result.budget_source],
+        ["parallelism", f"TP {dep.tensor_parallel} x PP {dep.pipeline_parallel}"],
+        ["KV bytes per token per GPU", f"{kv.bytes_per_token_per_gpu:,.0f}"],
+        ["predicted KV cache tokens", f"{kv.kv_cache_tokens:,}"],
+        [f"max concurrency at {dep.max_model_len:,} tokens", f"{kv.max_concurrency:.2f}x"],
+        ["theoretical full windows", f"{kv.theoretical_full_windows:.2f} (theory, not capacity)"],
+    ]
+    if input_tokens:
+        rows.append([f"sessions of {input_tokens:,} tokens that fit", f"{kv.sessions_fitting(input_tokens, dep.block_size):,} (theory)"])
+    if result.reported is not None and result.reported.kv_cache_tokens:
+        rows.append(["engine reported", f"{result.reported.kv_cache_tokens:,} tokens"])
+        rows.append(["prediction error", f"{result.error_pct:+.2f}%"])
+    ui.table("Plan", ["", "value"], rows)

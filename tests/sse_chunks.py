@@ -1,0 +1,30 @@
+"""Builders of OpenAI-style streamed chunks, as vLLM sends them, for scripted servers in tests."""
+
+import json
+
+from loadproof.protocol.sse import encode_data
+
+
+def completion_chunk(text: str, completion_tokens: int | None, prompt_tokens: int = 7, finish=None) -> bytes:
+    chunk = {"object": "text_completion", "choices": [{"index": 0, "text": text, "finish_reason": finish}]}
+    if completion_tokens is not None:
+        chunk["usage"] = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                          "total_tokens": prompt_tokens + completion_tokens}
+    return encode_data(json.dumps(chunk).encode())
+
+
+def chat_chunk(content=None, reasoning=None, completion_tokens=None) -> bytes:
+    delta = {}
+    if content is not None:
+        delta["content"] = content
+    if reasoning is not None:
+        delta["reasoning_content"] = reasoning
+    chunk = {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
+    if completion_tokens is not None:
+        chunk["usage"] = {"prompt_tokens": 5, "completion_tokens": completion_tokens}
+    return encode_data(json.dumps(chunk).encode())
+
+
+def usage_only(completion_tokens: int, prompt_tokens: int = 7) -> bytes:
+    return encode_data(json.dumps({"choices": [], "usage": {
+        "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}}).encode())
