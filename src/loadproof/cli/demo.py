@@ -14,6 +14,7 @@ from loadproof.scenarios.base import Target
 from loadproof.scenarios.capacity import CapacityOptions, CapacityScenario
 from loadproof.scenarios.interference import InterferenceOptions, InterferenceScenario
 from loadproof.scenarios.prefill import PrefillOptions, PrefillScenario
+from loadproof.scenarios.quality import QualityOptions, QualityScenario
 from loadproof.scenarios.soak import SoakOptions, SoakScenario
 from loadproof.scenarios.throughput import ThroughputOptions, ThroughputScenario
 from loadproof.cli.common import OutOption, run_scenario, show_report, with_serving
@@ -30,7 +31,8 @@ def demo(
 
     Scaled for a 2-core CPU: throughput (3 families x concurrency 1/4/8), capacity (4 sessions of 1,536
     tokens, 6 s window), prefill (3 cold repeats of 4,096 tokens), interference (3 sessions of 1,024
-    tokens, a 6,144-token newcomer, 4 s windows), soak (2 clients for 20 s, every third request long).
+    tokens, a 6,144-token newcomer, 4 s windows), soak (2 clients for 20 s, every third request long),
+    quality (5 GSM8K problems, the authored tasks in plain mode, retrieval at 1,024 and 2,048 tokens).
     """
     from loadproof.engines import embedded
 
@@ -66,6 +68,8 @@ def demo(
             ("soak", SoakScenario(target, SoakOptions(duration_s=20.0, clients=2, long_every=3, long_tokens=1024,
                                                       max_latency_drift=1.0), engine_metrics_url=engine.url),
              "requests"),
+            ("quality", QualityScenario(target, QualityOptions(gsm8k_items=5, authored_modes=["plain"],
+                                                               retrieval_lengths=[1024, 2048])), "items"),
         ]
         for name, scenario, label in plan:
             ui.err.rule(name)

@@ -242,3 +242,37 @@ def run_soak(
     run_path = run_scenario(scenario, out, {"profile": prof.model_dump() if prof else None}, label="requests")
     if show_report(run_path) != "PASS":
         raise AcceptanceFailed("soak: see the criteria above")
+
+
+@run_app.command("quality")
+def run_quality(
+    url: UrlOption,
+    gsm8k_items: Annotated[int, typer.Option(help="first N problems of the packaged 200-problem GSM8K subset")] = 200,
+    suites: Annotated[str, typer.Option(help="suites, comma-separated")] = "gsm8k,authored,retrieval,image",
+    concurrency: Annotated[int, typer.Option(help="requests in flight at once")] = 4,
+    retrieval_lengths: Annotated[str, typer.Option(help="retrieval prompt lengths in tokens, comma-separated "
+                                                        "(those over max_model_len are skipped)")] = "1024,4096,16384",
+    modes: Annotated[str, typer.Option(help="authored-task modes: plain, low-thinking")] = "plain,low-thinking",
+    thinking_model: Annotated[bool, typer.Option(help="the model has a thinking mode (default: from the profile)")] = False,
+    deadline_s: Annotated[float, typer.Option(help="per-request deadline in seconds")] = 900.0,
+    tokenizer: Annotated[Optional[Path], typer.Option(help="tokenizer.json (or its folder): needed for retrieval")] = None,
+    model: ModelOption = None,
+    endpoint: EndpointOption = "chat",
+    profile: ProfileOption = None,
+    api_key_env: ApiKeyEnvOption = None,
+    out: OutOption = Path("runs"),
+) -> None:
+    """GSM8K subset, authored tasks, long-context retrieval and image checks, scored item by item."""
+    from loadproof.scenarios.quality import QualityOptions, QualityScenario
+
+    options = validated(QualityOptions, "quality options",
+                        suites=[s.strip() for s in suites.split(",") if s.strip()], gsm8k_items=gsm8k_items,
+                        authored_modes=[m.strip() for m in modes.split(",") if m.strip()], thinking_mode=thinking_model,
+                        retrieval_lengths=int_list(retrieval_lengths, "--retrieval-lengths"),
+                        concurrency=concurrency, deadline_s=deadline_s)
+    target, prof = resolve_target(url, model, endpoint, profile, api_key_env, tokenizer)
+    if prof is not None and prof.serving.thinking == "disable":  # the profile knows the model can think
+        options = options.model_copy(update={"thinking_mode": True})
+    run_path = run_scenario(QualityScenario(target, options), out, {"profile": prof.model_dump() if prof else None},
+                            label="items")
+    show_report(run_path)

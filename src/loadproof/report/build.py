@@ -74,6 +74,31 @@ def throughput_table(claims: list[Claim]) -> tuple[list[str], list[list[str]]]:
     return header, rows
 
 
+def quality_rows(claims: list[Claim]) -> list[list[str]]:
+    """(check, correct, items, share) per quality suite, mode, language and length; skipped ones say why."""
+    by_name = {c.name: c for c in claims}
+    rows = []
+    for c in claims:
+        if not c.name.startswith("quality."):
+            continue
+        stem, _, leaf = c.name.rpartition(".")
+        label = stem.removeprefix("quality.").replace(".", " ")
+        if leaf == "skipped":
+            rows.append([label, "skipped", "", str(c.value)])
+            continue
+        if leaf != "items":
+            continue
+        items = int(c.value)
+        pairs = [("", by_name.get(f"{stem}.correct") or by_name.get(f"{stem}.retrieved"))]
+        if f"{stem}.correct_strict" in by_name:
+            pairs = [(" (flexible)", pairs[0][1]), (" (strict)", by_name[f"{stem}.correct_strict"])]
+        for suffix, good in pairs:
+            if good is not None:
+                share = f"{int(good.value) / items:.3f}" if items else "n/a"
+                rows.append([label + suffix, good.printed, c.printed, share])
+    return rows
+
+
 def criteria_rows(claims: list[Claim]) -> list[tuple[str, str, str]]:
     """(criterion, status, evidence) of every acceptance criterion among the claims."""
     return [(c.name.split(".criteria.", 1)[1], c.printed, c.formula) for c in claims if ".criteria." in c.name]
@@ -106,6 +131,11 @@ def render_markdown(run: Run, claims: list[Claim], with_plot: bool = False) -> s
         lines.append("| " + " | ".join(header) + " |")
         lines.append("|" + "---|" * len(header))
         lines += ["| " + " | ".join(r) + " |" for r in rows]
+    quality = quality_rows(claims)
+    if quality:
+        lines += ["", "## Quality", "", "Scored item by item (answers.jsonl); GSM8K by lm-eval's strict and flexible "
+                  "extraction.", "", "| check | correct | items | share |", "|---|---|---|---|"]
+        lines += ["| " + " | ".join(r) + " |" for r in quality]
     lines += ["", "## Claims", "", "| name | value | unit | formula |", "|---|---|---|---|"]
     lines += [f"| `{c.name}` | {c.printed} | {c.unit} | {c.formula} |" for c in claims if ".criteria." not in c.name]
     if with_plot:

@@ -3,7 +3,8 @@
 `manifest.json` is written at the start (resolved config, versions, git hash, engine startup report,
 start wall time and the clock anchor) and rewritten at the end with the end wall time. Records are
 appended to `requests.jsonl` (and their chunk times to `chunks.jsonl`) and flushed as each request
-ends, so an interrupted run keeps every request that finished. Reading tolerates a torn last line.
+ends, so an interrupted run keeps every request that finished. Quality runs also append one scored row
+per item to `answers.jsonl` (ids and answers, never prompt text). Reading tolerates a torn last line.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ CLAIMS = "claims.json"
 EVENTS = "events.jsonl"
 METRICS = "metrics.jsonl"
 TELEMETRY = "telemetry.jsonl"
+ANSWERS = "answers.jsonl"
 
 _encode = msgspec.json.Encoder().encode
 _record_fields = tuple(f for f in RequestRecord.__struct_fields__ if f not in ("chunk_ns", "chunk_tokens"))
@@ -49,6 +51,7 @@ class RunWriter:
         self._chunks: IO[bytes] = open(path / CHUNKS, "ab")
         self._events: IO[bytes] | None = None
         self._metrics: IO[bytes] | None = None
+        self._answers: IO[bytes] | None = None
         self.num_records = 0
 
     @classmethod
@@ -82,8 +85,15 @@ class RunWriter:
         self._metrics.write(_encode(sample) + b"\n")
         self._metrics.flush()
 
+    def answer(self, row: dict[str, Any]) -> None:
+        """One scored quality item (ids, extracted and expected answers, verdicts; never prompt text)."""
+        if self._answers is None:
+            self._answers = open(self.path / ANSWERS, "ab")
+        self._answers.write(_encode(row) + b"\n")
+        self._answers.flush()
+
     def close(self) -> None:
-        for handle in (self._requests, self._chunks, self._events, self._metrics):
+        for handle in (self._requests, self._chunks, self._events, self._metrics, self._answers):
             if handle is not None:
                 handle.close()
 
@@ -104,6 +114,7 @@ class Run:
     samples: list[dict[str, Any]] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
     telemetry: list[dict[str, Any]] = field(default_factory=list)
+    answers: list[dict[str, Any]] = field(default_factory=list)
     num_torn_lines: int = 0
 
     @property
@@ -121,8 +132,8 @@ def load_run(path: Path) -> Run:
         manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise RunDirError(f"{manifest_path} is not valid JSON: {exc}") from None
-    rows, torn = _read_jsonl(path / REQUESTS)
-    chunk_rows, torn_chunks = _read_jsonl(path / CHUNKS)
+    rows, torn = read_jsonl(path / REQUESTS)
+    chunk_rows, torn_chunks = read_jsonl(path / CHUNKS)
     chunks = {row["request_id"]: row for row in chunk_rows}
     records = []
     for row in rows:
@@ -130,14 +141,17 @@ def load_run(path: Path) -> Run:
         if extra is not None:
             row["chunk_ns"], row["chunk_tokens"] = extra["t_ns"], extra["tokens"]
         records.append(msgspec.convert(row, RequestRecord))
-    samples, torn_samples = _read_jsonl(path / METRICS)
-    events, torn_events = _read_jsonl(path / EVENTS)
-    telemetry, torn_telemetry = _read_jsonl(path / TELEMETRY)
+    samples, torn_samples = read_jsonl(path / METRICS)
+    events, torn_events = read_jsonl(path / EVENTS)
+    telemetry, torn_telemetry = read_jsonl(path / TELEMETRY)
+    answers, torn_answers = read_jsonl(path / ANSWERS)
     return Run(path=path, manifest=manifest, records=records, samples=samples, events=events, telemetry=telemetry,
-               num_torn_lines=torn + torn_chunks + torn_samples + torn_events + torn_telemetry)
+               answers=answers,
+               num_torn_lines=torn + torn_chunks + torn_samples + torn_events + torn_telemetry + torn_answers)
 
 
-def _read_jsonl(path: Path) -> tuple[list[dict[str, Any]], int]:
+def read_jsonl(path: Path) -> tuple[list[dict[str, Any]], int]:
+    """Rows of a JSONL file and how many torn lines were skipped (a missing file has none)."""
     if not path.is_file():
         return [], 0
     rows, torn = [], 0

@@ -1,0 +1,169 @@
+"""Quality figures (DESIGN.md, 'Quality'), as pure functions of a run's `answers.jsonl` rows alone.
+
+A row is one item asked once in one mode: `suite`, `item_id`, `mode`, the extracted and expected
+answers and the verdict, or `skipped` with a reason, plus `error` when its request failed (it then
+counts as a wrong answer). GSM8K verdicts are recomputed here from the extracted and expected answers
+(lm-eval's normalization) and retrieval verdicts as `extracted == expected`, so a verifier needs nothing
+but the rows; authored and image verdicts are the checker's, as recorded (some checkers run code or
+accept several words).
+
+`answer_changes` matches two runs item by item for `loadproof compare`.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from loadproof.metrics.claims import Claim, number
+from loadproof.workloads.quality import MODES
+from loadproof.workloads.quality.gsm8k import is_correct
+
+Row = dict[str, Any]
+Key = tuple[str, str, str]
+
+
+def key(row: Row) -> Key:
+    return (str(row.get("suite")), str(row.get("item_id")), str(row.get("mode", "plain")))
+
+
+def latest(rows: list[Row]) -> dict[Key, Row]:
+    """One row per (suite, item_id, mode), the last written winning, in first-seen order."""
+    out: dict[Key, Row] = {}
+    for row in rows:
+        out[key(row)] = row
+    return out
+
+
+def verdict(row: Row, strict: bool = False) -> tuple[str | None, bool] | None:
+    """(extracted answer, correct) of a row; None when the item was skipped."""
+    if row.get("skipped"):
+        return None
+    suite = row.get("suite")
+    if suite == "gsm8k":
+        extracted = row.get("extracted_strict" if strict else "extracted_flexible")
+        return extracted, is_correct(extracted, str(row.get("expected", "")))
+    if suite == "retrieval":
+        extracted = row.get("extracted")
+        return extracted, extracted is not None and extracted == row.get("expected")
+    return row.get("extracted"), bool(row.get("correct"))
+
+
+def _skipped(name: str, reasons: list[str]) -> Claim:
+    reason = reasons[0] if reasons else "skipped"
+    return Claim(name=name, value=reason, unit="", printed=reason,
+                 formula="every item was skipped; the reason recorded in answers.jsonl")
+
+
+def _count(prefix: str, rows: list[Row], correct_word: str = "correct") -> list[Claim]:
+    asked = [r for r in rows if not r.get("skipped")]
+    if not asked:
+        return [_skipped(f"{prefix}.skipped", [str(r["skipped"]) for r in rows])]
+    good = sum(bool(verdict(r)[1]) for r in asked)  # type: ignore[index]
+    return [number(f"{prefix}.{correct_word}", good, "items", f"count of items judged {correct_word}"),
+            number(f"{prefix}.items", len(asked), "items", "count of items asked (not skipped)")]
+
+
+def quality_claims(all_rows: list[Row]) -> list[Claim]:
+    rows = list(latest(all_rows).values())
+    by_suite: dict[str, list[Row]] = defaultdict(list)
+    for row in rows:
+        by_suite[str(row.get("suite"))].append(row)
+    claims: list[Claim] = []
+    gsm8k = by_suite.get("gsm8k", [])
+    asked = [r for r in gsm8k if not r.get("skipped")]
+    if asked:
+        flexible = sum(verdict(r)[1] for r in asked)  # type: ignore[index]
+        strict = sum(verdict(r, strict=True)[1] for r in asked)  # type: ignore[index]
+        claims += [
+            number("quality.gsm8k.correct", flexible, "items",
+                   "count of items whose flexible extraction (last number) equals the reference after "
+                   "removing commas, '$' and a trailing period"),
+            number("quality.gsm8k.correct_strict", strict, "items",
+                   "count of items whose '#### <number>' equals the reference after the same normalization"),
+            number("quality.gsm8k.items", len(asked), "items", "count of GSM8K items asked"),
+            number("quality.gsm8k.accuracy", flexible / len(asked), "fraction",
+                   "quality.gsm8k.correct / quality.gsm8k.items (flexible extraction)", 3),
+            number("quality.gsm8k.accuracy_strict", strict / len(asked), "fraction",
+                   "quality.gsm8k.correct_strict / quality.gsm8k.items", 3),
+        ]
+    elif gsm8k:
+        claims.append(_skipped("quality.gsm8k.skipped", [str(r["skipped"]) for r in gsm8k]))
+    by_mode: dict[str, list[Row]] = defaultdict(list)
+    for row in by_suite.get("authored", []):
+        by_mode[str(row.get("mode", "plain"))].append(row)
+    order = {m: i for i, m in enumerate(MODES)}
+    for mode, mode_rows in sorted(by_mode.items(), key=lambda kv: order.get(kv[0], len(order))):
+        claims += _count(f"quality.authored.{mode}", mode_rows)
+        if any(not r.get("skipped") for r in mode_rows):
+            by_lang: dict[str, list[Row]] = defaultdict(list)
+            for row in mode_rows:
+                by_lang[str(row.get("lang"))].append(row)
+            for lang, lang_rows in by_lang.items():
+                claims += _count(f"quality.authored.{mode}.{lang}", lang_rows)
+    by_length: dict[int, list[Row]] = defaultdict(list)
+    for row in by_suite.get("retrieval", []):
+        by_length[int(row.get("length_tokens", 0))].append(row)
+    for length in sorted(by_length):
+        claims += _count(f"quality.retrieval.{length}", by_length[length], correct_word="retrieved")
+    if "image" in by_suite:
+        claims += _count("quality.image", by_suite["image"])
+    errors = sum(1 for r in rows if r.get("error"))
+    claims.append(number("quality.request_errors", errors, "items",
+                         "count of items whose request failed (scored as wrong)"))
+    return claims
+
+
+def claims_of_run(run) -> list[Claim]:
+    return quality_claims(run.answers)
+
+
+CHANGE_KINDS = ("same_answer", "changed_answer_both_correct", "same_errors", "new_errors", "fixed_errors",
+                "only_in_base", "only_in_candidate", "skipped")
+
+
+def answer_changes(base, cand) -> dict[str, list[dict[str, Any]]]:
+    """Item-by-item change between two runs' answers, matched on (suite, item_id, mode).
+
+    - same_answer: same extracted answer, both correct;
+    - changed_answer_both_correct: both correct, extracted answers differ (e.g. `18` and `18.`);
+    - same_errors: wrong in both (the two wrong answers may differ; both are listed);
+    - new_errors: correct in base, wrong in candidate;
+    - fixed_errors: wrong in base, correct in candidate;
+    - only_in_base / only_in_candidate: asked in one run only;
+    - skipped: skipped in either run.
+    Each entry: suite, item_id, mode, expected, base and candidate extracted answers (GSM8K: flexible).
+    """
+    return compare_answers(base.answers, cand.answers)
+
+
+def compare_answers(base_rows: list[Row], cand_rows: list[Row]) -> dict[str, list[dict[str, Any]]]:
+    base, cand = latest(base_rows), latest(cand_rows)
+    out: dict[str, list[dict[str, Any]]] = {kind: [] for kind in CHANGE_KINDS}
+    for k in list(base) + [k for k in cand if k not in base]:
+        b, c = base.get(k), cand.get(k)
+        entry: dict[str, Any] = {"suite": k[0], "item_id": k[1], "mode": k[2],
+                                 "expected": (b or c or {}).get("expected")}
+        if b is None or c is None:
+            row = b if c is None else c
+            assert row is not None
+            seen = verdict(row)
+            entry["base" if c is None else "candidate"] = f"skipped: {row['skipped']}" if seen is None else seen[0]
+            out["only_in_base" if c is None else "only_in_candidate"].append(entry)
+            continue
+        vb, vc = verdict(b), verdict(c)
+        if vb is None or vc is None:
+            entry.update(base=f"skipped: {b['skipped']}" if vb is None else vb[0],
+                         candidate=f"skipped: {c['skipped']}" if vc is None else vc[0])
+            out["skipped"].append(entry)
+            continue
+        entry.update(base=vb[0], candidate=vc[0])
+        if vb[1] and vc[1]:
+            out["same_answer" if vb[0] == vc[0] else "changed_answer_both_correct"].append(entry)
+        elif vb[1]:
+            out["new_errors"].append(entry)
+        elif vc[1]:
+            out["fixed_errors"].append(entry)
+        else:
+            out["same_errors"].append(entry)
+    return out

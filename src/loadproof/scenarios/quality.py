@@ -1,0 +1,311 @@
+"""`loadproof run quality`: did the deployment still answer correctly?
+
+Suites (DESIGN.md, 'Quality'; docs/quality.md):
+- gsm8k: the first N problems of the packaged 200-problem subset; a few-shot completion prompt on the
+  completions endpoint (base models), one instruction message on chat; lm-eval's strict and flexible
+  extraction;
+- authored: short English, Chinese and code tasks with programmatic checkers, in `plain` mode and, for
+  a model with a thinking mode, in `low-thinking` mode (`enable_thinking=false`); otherwise that mode is
+  recorded as skipped with the reason;
+- retrieval: haystack prompts with one planted 7-digit code, at several lengths (those that fit the
+  model's max_model_len) and depths;
+- image: synthetic pictures as data URLs in chat content parts, when the server accepts images (one
+  tiny probe request decides; a 400 means it does not).
+
+All requests are greedy (temperature 0, fixed seed), `concurrency` at a time. As each ends its record
+goes to requests.jsonl (with `output_text` emptied: a model can repeat the question) and its scored row
+to answers.jsonl; items that cannot run are written as rows with `skipped` and the reason. Claims come
+from the answer rows alone (`metrics.quality`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any
+
+from pydantic import Field, field_validator
+
+from loadproof.client import RequestRecord, RequestSpec, StreamingClient
+from loadproof.config.base import StrictModel
+from loadproof.errors import EnvironmentFailure, UsageError
+from loadproof.protocol.openai import request_body
+from loadproof.scenarios.base import Progress, Target, model_info
+from loadproof.store.run_dir import RunWriter
+from loadproof.workloads.quality import MODES, SUITES, authored, gsm8k, images, retrieval
+
+
+class QualityOptions(StrictModel):
+    suites: list[str] = Field(default_factory=lambda: list(SUITES))
+    gsm8k_items: int = Field(default=200, ge=0, le=200, description="first N problems of the packaged subset")
+    gsm8k_max_tokens: int = Field(default=256, ge=16)
+    authored_modes: list[str] = Field(default_factory=lambda: list(MODES))
+    authored_max_tokens: int = Field(default=64, ge=8)
+    thinking_mode: bool = Field(default=False, description="the model has a thinking mode (enable_thinking)")
+    thinking_max_tokens: int = Field(default=2048, ge=64, description="output budget of plain mode when the model thinks")
+    retrieval_lengths: list[int] = Field(default_factory=lambda: [1024, 4096, 16384])
+    retrieval_depths: list[float] = Field(default_factory=lambda: [0.25, 0.75])
+    image_max_tokens: int = Field(default=16, ge=4)
+    concurrency: int = Field(default=4, ge=1)
+    seed: int = 731
+    deadline_s: float | None = Field(default=900.0, gt=0, description="per-request deadline")
+
+    @field_validator("suites")
+    @classmethod
+    def _known_suites(cls, value: list[str]) -> list[str]:
+        unknown = [s for s in value if s not in SUITES]
+        if unknown or not value:
+            raise ValueError(f"suites must be among {', '.join(SUITES)} (got {', '.join(value) or 'none'})")
+        return value
+
+    @field_validator("authored_modes")
+    @classmethod
+    def _known_modes(cls, value: list[str]) -> list[str]:
+        if not value or any(m not in MODES for m in value):
+            raise ValueError(f"authored modes must be among {', '.join(MODES)}")
+        return value
+
+    @field_validator("retrieval_lengths")
+    @classmethod
+    def _lengths(cls, value: list[int]) -> list[int]:
+        if any(v < 256 for v in value):
+            raise ValueError("retrieval lengths must be at least 256 tokens")
+        return value
+
+    @field_validator("retrieval_depths")
+    @classmethod
+    def _depths(cls, value: list[float]) -> list[float]:
+        if not value or any(not 0.0 <= d <= 1.0 for d in value):
+            raise ValueError("retrieval depths must be numbers between 0 and 1")
+        return value
+
+
+@dataclass
+class Job:
+    """One request to send and how to score its answer into an answers row."""
+
+    row: dict[str, Any]
+    prompt: str
+    max_tokens: int
+    stop: list[str] | None = None
+    messages: list[dict[str, Any]] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    score: Callable[[str], dict[str, Any]] = lambda text: {}
+
+    @property
+    def request_id(self) -> str:
+        return f"{self.row['item_id']}.{self.row['mode']}"
+
+
+def data_sha256(name: str) -> str:
+    return hashlib.sha256((resources.files("loadproof") / "data" / "quality" / name).read_bytes()).hexdigest()
+
+
+class QualityScenario:
+    name = "quality"
+    Options = QualityOptions
+
+    def __init__(self, target: Target, options: QualityOptions) -> None:
+        self.target = target
+        self.options = options
+
+    async def run(self, writer: RunWriter, manifest: dict[str, Any], progress: Progress | None = None) -> None:
+        opts = self.options
+        max_model_len = await asyncio.to_thread(self._max_model_len)
+        jobs: list[Job] = []
+        skipped: list[dict[str, Any]] = []
+        plan: dict[str, Any] = {"suites": opts.suites, "endpoint": self.target.endpoint,
+                                "max_model_len": max_model_len}
+        if "gsm8k" in opts.suites:
+            plan["gsm8k"] = self._gsm8k(jobs)
+        if "authored" in opts.suites:
+            plan["authored"] = self._authored(jobs, skipped)
+        if "retrieval" in opts.suites:
+            plan["retrieval"] = await asyncio.to_thread(self._retrieval, jobs, skipped, max_model_len)
+        texts: dict[str, str] = {}
+
+        def sink(record: RequestRecord) -> None:
+            texts[record.request_id] = record.output_text
+            record.output_text = ""  # answers are scored from memory; a model can echo the question
+            writer.append(record)
+
+        async with StreamingClient(self.target.url, api_key=self.target.api_key,
+                                   max_connections=opts.concurrency + 4, on_record=sink) as client:
+            if "image" in opts.suites:
+                plan["image"] = await self._image(client, jobs, skipped)
+            plan["num_items"] = len(jobs) + len(skipped)
+            plan["num_skipped"] = len(skipped)
+            manifest["plan"] = plan
+            writer.write_manifest(manifest)
+            for row in skipped:
+                writer.answer(row)
+            done = 0
+            total = len(jobs)
+            if progress is not None:
+                progress(0, total)
+            gate = asyncio.Semaphore(opts.concurrency)
+
+            async def one(job: Job) -> None:
+                nonlocal done
+                async with gate:
+                    record = await client.stream(self._spec(job))
+                text = texts.pop(record.request_id, "")
+                row = {**job.row, **await asyncio.to_thread(job.score, text if record.ok else "")}
+                row["request_id"] = record.request_id
+                if not record.ok:
+                    row["error"] = record.error_kind
+                writer.answer(row)
+                done += 1
+                if progress is not None:
+                    progress(done, total)
+
+            await asyncio.gather(*(one(job) for job in jobs))
+
+    # ----- planning -----
+
+    def _max_model_len(self) -> int | None:
+        try:
+            value = model_info(self.target.url, self.target.model, self.target.api_key).get("max_model_len")
+        except (UsageError, EnvironmentFailure):
+            return None
+        return int(value) if isinstance(value, int) else None
+
+    def _extra(self, mode: str) -> dict[str, Any]:
+        """The target's extra body for a mode: plain leaves thinking at the model's default, low-thinking
+        switches it off."""
+        extra = dict(self.target.extra_body)
+        kwargs = dict(extra.pop("chat_template_kwargs", None) or {})
+        kwargs.pop("enable_thinking", None)
+        if mode == "low-thinking":
+            kwargs["enable_thinking"] = False
+        if kwargs:
+            extra["chat_template_kwargs"] = kwargs
+        return extra
+
+    def _budget(self, mode: str, max_tokens: int) -> int:
+        """A model that thinks by default needs room to think before it answers, in plain mode."""
+        if self.options.thinking_mode and mode == "plain" and self.target.endpoint == "chat":
+            return max(max_tokens, self.options.thinking_max_tokens)
+        return max_tokens
+
+    @property
+    def _chat(self) -> bool:
+        return self.target.endpoint == "chat"
+
+    def _gsm8k(self, jobs: list[Job]) -> dict[str, Any]:
+        opts = self.options
+        problems = gsm8k.load_subset(opts.gsm8k_items)
+        for problem in problems:
+            expected = problem.expected
+            prompt = gsm8k.chat_prompt(problem.question) if self._chat else gsm8k.fewshot_prompt(problem.question)
+            jobs.append(Job(row={"suite": "gsm8k", "item_id": problem.id, "mode": "plain"}, prompt=prompt,
+                            max_tokens=self._budget("plain", opts.gsm8k_max_tokens),
+                            stop=None if self._chat else list(gsm8k.STOP), extra=self._extra("plain"),
+                            score=lambda text, e=expected: gsm8k.score(text, e)))
+        return {"file": gsm8k.SUBSET_FILE, "sha256": data_sha256(gsm8k.SUBSET_FILE), "items": len(problems),
+                "prompt": "chat instruction" if self._chat else f"{len(gsm8k.EXEMPLARS)}-shot completion",
+                "max_tokens": opts.gsm8k_max_tokens}
+
+    def _low_thinking_skip_reason(self) -> str | None:
+        if not self._chat:
+            return "completions endpoint (base model): no chat template to switch thinking off"
+        if not self.options.thinking_mode:
+            return "the model has no thinking mode (profile serving.thinking = unsupported; --thinking-model if it has)"
+        return None
+
+    def _authored(self, jobs: list[Job], skipped: list[dict[str, Any]]) -> dict[str, Any]:
+        opts = self.options
+        tasks = authored.load_tasks()
+        modes: dict[str, str] = {}
+        for mode in opts.authored_modes:
+            reason = self._low_thinking_skip_reason() if mode == "low-thinking" else None
+            modes[mode] = f"skipped: {reason}" if reason else "asked"
+            for task in tasks:
+                row = {"suite": "authored", "item_id": task.id, "lang": task.lang, "mode": mode}
+                if reason:
+                    skipped.append({**row, "skipped": reason})
+                    continue
+                if self._chat:
+                    prompt, stop = task.prompt, None
+                else:
+                    prompt = authored.completion_prompt(task)
+                    stop = ["\n\n", "Question:"] if task.multiline else ["\n", "Question:"]
+                jobs.append(Job(row=row, prompt=prompt, max_tokens=self._budget(mode, opts.authored_max_tokens),
+                                stop=stop, extra=self._extra(mode), score=lambda text, t=task: authored.check(t, text)))
+        return {"file": authored.AUTHORED_FILE, "sha256": data_sha256(authored.AUTHORED_FILE), "tasks": len(tasks),
+                "modes": modes, "max_tokens": opts.authored_max_tokens}
+
+    def _retrieval(self, jobs: list[Job], skipped: list[dict[str, Any]], max_model_len: int | None) -> dict[str, Any]:
+        opts = self.options
+        plan: dict[str, Any] = {"lengths": opts.retrieval_lengths, "depths": opts.retrieval_depths}
+        room = self._budget("plain", retrieval.MAX_TOKENS)
+        fits = [L for L in opts.retrieval_lengths if max_model_len is None or L + room <= max_model_len]
+        self._skip_retrieval(skipped, [L for L in opts.retrieval_lengths if L not in fits],
+                             f"longer than the model's max_model_len {max_model_len} with the answer")
+        plan["asked_lengths"] = []
+        if not fits:
+            return plan
+        if self.target.tokenizer_path is None:
+            self._skip_retrieval(skipped, fits, "no --tokenizer: retrieval prompts are built to an exact token "
+                                                "length with the model's tokenizer")
+            return plan
+        from loadproof.scenarios.long_context import haystack_target
+
+        try:
+            hs = haystack_target(self.target, opts.seed)
+        except UsageError as exc:  # e.g. a chat server without /tokenize: the template's length is unknown
+            self._skip_retrieval(skipped, fits, str(exc))
+            return plan
+        items = retrieval.build_items(hs.builder, fits, opts.retrieval_depths)
+        for item in items:
+            jobs.append(Job(row={"suite": "retrieval", "item_id": item.item_id, "mode": "plain"},
+                            prompt=item.prompt.text, max_tokens=room, extra=self._extra("plain"),
+                            score=lambda text, i=item: retrieval.score(i, text)))
+        plan.update(asked_lengths=fits, overhead_tokens=hs.builder.overhead_tokens, overhead_source=hs.overhead_source,
+                    salts={item.item_id: item.prompt.salt for item in items})
+        return plan
+
+    def _skip_retrieval(self, skipped: list[dict[str, Any]], lengths: list[int], reason: str) -> None:
+        for length in lengths:
+            for depth in self.options.retrieval_depths:
+                skipped.append({"suite": "retrieval", "item_id": retrieval.item_id(length, depth), "mode": "plain",
+                                "length_tokens": length, "depth": depth, "skipped": reason})
+
+    async def _image(self, client: StreamingClient, jobs: list[Job], skipped: list[dict[str, Any]]) -> dict[str, Any]:
+        tasks = images.image_tasks()
+        reason = None
+        if not self._chat:
+            reason = "completions endpoint: images are sent as chat content parts"
+        else:
+            probe = Job(row={"item_id": "image-probe", "mode": "plain"}, prompt="", max_tokens=1,
+                        messages=images.probe_messages(), extra=self._extra("plain"))
+            record = await client.stream(self._spec(probe, family="image-probe"))
+            if record.http_status == 400:
+                reason = f"the server does not accept images (HTTP 400: {(record.error_message or '')[:120]})"
+            elif not record.ok:
+                reason = f"the image probe failed ({record.error_kind}: {(record.error_message or '')[:120]})"
+        for task in tasks:
+            row = {"suite": "image", "item_id": task.id, "mode": "plain"}
+            if reason:
+                skipped.append({**row, "skipped": reason})
+                continue
+            jobs.append(Job(row=row, prompt=task.question, messages=images.chat_messages(task.question, task.data_url()),
+                            max_tokens=self._budget("plain", self.options.image_max_tokens), extra=self._extra("plain"),
+                            score=lambda text, t=task.task(): authored.check(t, text)))
+        return {"items": len(tasks), "status": f"skipped: {reason}" if reason else "asked"}
+
+    def _spec(self, job: Job, family: str | None = None) -> RequestSpec:
+        extra = dict(job.extra)
+        if job.stop:
+            extra["stop"] = job.stop
+        if job.messages is not None:
+            extra["messages"] = job.messages  # replaces the plain-text message request_body builds
+        body = request_body(self.target.endpoint, self.target.model, job.prompt, max_tokens=job.max_tokens,
+                            temperature=0.0, seed=self.options.seed, extra=extra)
+        labels = {"scenario": self.name, "family": family or job.row["suite"], "prompt_id": job.row["item_id"],
+                  "concurrency": self.options.concurrency}
+        return RequestSpec(request_id=job.request_id, endpoint=self.target.endpoint, body=body,
+                           deadline_s=self.options.deadline_s, labels=labels)
