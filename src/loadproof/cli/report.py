@@ -15,8 +15,9 @@ from loadproof.cli.common import show_report
 
 @app.command()
 def report(run_dir: Annotated[Path, typer.Argument(metavar="RUN_DIR")]) -> None:
-    """Recompute the claims of a run directory and write claims.json and report.md."""
+    """Recompute the claims of a run directory and write claims.json, report.md and report.html."""
     show_report(run_dir)
+    ui.out.print(f"html: {run_dir / 'report.html'}", markup=False, highlight=False)
 
 
 @app.command()

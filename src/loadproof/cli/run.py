@@ -276,3 +276,62 @@ def run_quality(
     run_path = run_scenario(QualityScenario(target, options), out, {"profile": prof.model_dump() if prof else None},
                             label="items")
     show_report(run_path)
+
+
+def _settings(items: list[str] | None, option: str) -> dict[str, Any]:
+    """`KEY=VALUE` pairs of an arm; values are numbers or true/false."""
+    settings: dict[str, Any] = {}
+    for item in items or []:
+        key, sep, text = item.partition("=")
+        try:
+            value = json.loads(text) if sep else None
+        except json.JSONDecodeError:
+            value = None
+        if not key.strip() or not isinstance(value, (int, float, bool)):
+            raise UsageError(f"{option} takes KEY=VALUE with a number or true/false, e.g. temperature=0.7 (got {item!r})")
+        settings[key.strip()] = value
+    return settings
+
+
+@run_app.command("ab")
+def run_ab(
+    url: UrlOption,
+    a: Annotated[Optional[list[str]], typer.Option("--a", "--a-setting", help="arm a: sampling setting KEY=VALUE (repeatable)")] = None,
+    b: Annotated[Optional[list[str]], typer.Option("--b", "--b-setting", help="arm b: sampling setting KEY=VALUE (repeatable)")] = None,
+    a_url: Annotated[Optional[str], typer.Option(help="arm a's server (default: --url)")] = None,
+    b_url: Annotated[Optional[str], typer.Option(help="arm b's server (default: --url)")] = None,
+    a_profile: Annotated[Optional[Path], typer.Option(help="arm a's profile TOML (default: --profile)")] = None,
+    b_profile: Annotated[Optional[Path], typer.Option(help="arm b's profile TOML (default: --profile)")] = None,
+    a_model: Annotated[Optional[str], typer.Option(help="arm a's model (default: --model)")] = None,
+    b_model: Annotated[Optional[str], typer.Option(help="arm b's model (default: --model)")] = None,
+    family: Annotated[str, typer.Option(help="task family of the fixed batch")] = "english",
+    num_prompts: Annotated[int, typer.Option(help="prompts in the batch")] = 4,
+    concurrency: Annotated[int, typer.Option(help="requests of the batch in flight at once")] = 1,
+    max_tokens: Annotated[int, typer.Option(help="output tokens asked per request")] = 128,
+    repeats: Annotated[int, typer.Option("--repeats", "-r", help="rounds; each sends the batch once per arm")] = 5,
+    seed: Annotated[int, typer.Option(help="sampling seed sent with every request, unless an arm sets one")] = 731,
+    order_seed: Annotated[int, typer.Option(help="seed of the arms' random order")] = 20_240_607,
+    bootstrap_seed: Annotated[int, typer.Option(help="seed of the confidence interval (stored in the manifest)")] = 20_240_607,
+    deadline_s: Annotated[Optional[float], typer.Option(help="per-request deadline in seconds")] = None,
+    model: ModelOption = None,
+    endpoint: EndpointOption = "chat",
+    profile: ProfileOption = None,
+    api_key_env: ApiKeyEnvOption = None,
+    out: OutOption = Path("runs"),
+) -> None:
+    """Two arms (settings or servers) in a randomized interleaved design: change and 95% interval per metric."""
+    from loadproof.scenarios.ab import AbOptions, AbScenario
+
+    options = validated(AbOptions, "ab options", family=family, num_prompts=num_prompts, concurrency=concurrency,
+                        max_tokens=max_tokens, repeats=repeats, seed=seed, order_seed=order_seed,
+                        bootstrap_seed=bootstrap_seed, a=_settings(a, "--a"), b=_settings(b, "--b"),
+                        deadline_s=deadline_s)
+    targets, profiles = {}, {}
+    for arm, arm_url, arm_profile, arm_model in (("a", a_url, a_profile, a_model), ("b", b_url, b_profile, b_model)):
+        targets[arm], prof = resolve_target(arm_url or url, arm_model or model, endpoint, arm_profile or profile,
+                                            api_key_env, None)
+        profiles[arm] = prof.model_dump() if prof else None
+    if targets["a"] == targets["b"] and options.a == options.b:
+        ui.err.print("note: the two arms are identical (an A/A run): the interval should include 0", markup=False)
+    run_path = run_scenario(AbScenario(targets, options), out, {"profiles": profiles}, label="requests")
+    show_report(run_path)

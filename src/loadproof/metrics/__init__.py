@@ -13,5 +13,6 @@ claim_functions.register("prefill", "loadproof.metrics.prefill:claims_of_run")
 claim_functions.register("interference", "loadproof.metrics.interference:claims_of_run")
 claim_functions.register("soak", "loadproof.metrics.soak:claims_of_run")
 claim_functions.register("quality", "loadproof.metrics.quality:claims_of_run")
+claim_functions.register("ab", "loadproof.metrics.ab:claims_of_run")
 
 __all__ = ["Claim", "claim_functions", "claims_payload"]

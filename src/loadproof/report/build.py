@@ -12,6 +12,7 @@ from loadproof.metrics.claims import Claim, claims_payload
 from loadproof.store.run_dir import Run, load_run, write_claims
 
 REPORT = "report.md"
+REPORT_HTML = "report.html"  # the same content, self-contained, with figures
 
 
 @dataclass
@@ -43,6 +44,9 @@ def build_report(path: Path) -> Report:
         (path / "telemetry.svg").write_text(svg, encoding="utf-8")
     markdown = render_markdown(run, claims, with_plot=bool(svg))
     (path / REPORT).write_text(markdown, encoding="utf-8")
+    from loadproof.report.html import render_html
+
+    (path / REPORT_HTML).write_text(render_html(run, markdown), encoding="utf-8")
     return Report(run=run, claims=claims, markdown=markdown)
 
 

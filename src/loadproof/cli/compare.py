@@ -1,0 +1,76 @@
+"""`loadproof compare BASE CAND`: change tables against every baseline, and an ACCEPT/REJECT decision.
+
+Exit 0 ACCEPT, 1 REJECT, 2 bad input (a missing run, runs with no shared claim).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from loadproof.cli import app, ui
+from loadproof.errors import UsageError
+from loadproof.report.build import compute_claims
+from loadproof.report.compare import (
+    DEFAULT_SEED,
+    Side,
+    build_side,
+    compare,
+    legend,
+    parse_percent,
+    quality_answer_changes,
+    render_markdown,
+    table,
+)
+from loadproof.store.run_dir import load_run
+
+RunsArgument = "run directory; several, comma-separated, are repeats of one side"
+
+
+def load_side(text: str) -> Side:
+    paths = [Path(p.strip()) for p in text.split(",") if p.strip()]
+    if not paths:
+        raise UsageError(f"no run directory in {text!r}")
+    return build_side(text, [load_run(p) for p in paths], compute_claims)
+
+
+@app.command("compare")
+def compare_command(
+    base: Annotated[str, typer.Argument(metavar="BASE", help=f"the baseline {RunsArgument}")],
+    cand: Annotated[str, typer.Argument(metavar="CAND", help=f"the candidate {RunsArgument}")],
+    baseline: Annotated[Optional[list[str]], typer.Option(help="another baseline (repeatable)")] = None,
+    max_slowdown: Annotated[Optional[str], typer.Option(
+        metavar="PCT", help="REJECT when a throughput or latency claim is worse than this, against any baseline")] = None,
+    require: Annotated[Optional[list[str]], typer.Option(
+        metavar="SCENARIO", help="the candidate must hold SCENARIO.verdict == PASS (repeatable)")] = None,
+    out: Annotated[Optional[Path], typer.Option(help="also write the comparison as Markdown to this file")] = None,
+    seed: Annotated[int, typer.Option(help="seed of the bootstrap intervals (with repeats)")] = DEFAULT_SEED,
+) -> None:
+    """Change of every shared claim against every baseline, side by side; ACCEPT or REJECT against budgets."""
+    budget = parse_percent(max_slowdown) if max_slowdown is not None else None
+    bases = [load_side(text) for text in [base, *(baseline or [])]]
+    candidate = load_side(cand)
+    result = compare(candidate, bases, max_slowdown=budget, required=require or [], seed=seed)
+    quality_answer_changes(result)
+    header, rows = table(result)
+    for line in legend(result):
+        ui.out.print(line, markup=False, highlight=False)
+    ui.table("Change = (candidate - baseline) / baseline", header, rows)
+    for label, changes in result.answers:
+        ui.table(f"Answers against {label}", ["category", "count"], [[k, str(len(v))] for k, v in changes.items()])
+    for note in result.notes:
+        ui.out.print(f"note: {note}", markup=False, highlight=False)
+    markdown = render_markdown(result)
+    if out is not None:
+        try:
+            out.write_text(markdown, encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"cannot write {out}: {exc.strerror}") from None
+        ui.out.print(f"comparison: {out}", markup=False, highlight=False)
+    ui.out.print(f"{result.verdict}", markup=False, highlight=False)
+    for reason in result.reasons:
+        ui.out.print(f"  {reason}", markup=False, highlight=False)
+    if result.reasons:
+        raise typer.Exit(code=1)

@@ -1,0 +1,135 @@
+"""A/B claims of a randomized interleaved run (scenarios/ab.py), as pure functions of the stored run.
+
+The run sends one fixed batch of prompts once per arm in every round, the two arms in a seeded random
+order within each round. Records carry the arm in `family` ("a" or "b") and the round in `repeat`;
+the manifest's plan holds the order, each arm's settings, the bootstrap seed and the resample count.
+
+For each metric m (`decode_tokens_per_s`: (output_tokens - 1) / (t_last_token - t_first_token);
+`ttft_s`: t_first_token - t_send; `output_tokens`: usage.completion_tokens), over successful requests:
+- per round and arm: the median of m over the arm's requests of that round;
+- `ab.m.a`, `ab.m.b`: the mean over rounds of those per-round figures (rounds where both arms have one);
+- `ab.m.change`: (b - a) / a, arm a being the baseline;
+- `ab.m.ci_low`, `ab.m.ci_high`: percentile bootstrap 95% interval of the change, resampling rounds
+  with replacement and keeping each round's pair together (the round is the block the order was
+  randomized in), `resamples` draws from `random.Random(seed)`: recomputable offline;
+- `ab.m.significant`: the interval excludes 0.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from loadproof.client.record import RequestRecord
+from loadproof.metrics.claims import Claim, number
+from loadproof.metrics.throughput import NS_PER_S, decode_rate_per_s
+
+ARMS = ("a", "b")
+LEVEL = 0.95
+DEFAULT_RESAMPLES = 2000
+
+
+def ttft_s(record: RequestRecord) -> float | None:
+    return record.ttft_ns / NS_PER_S if record.ok and record.ttft_ns is not None else None
+
+
+def output_tokens(record: RequestRecord) -> float | None:
+    return float(record.output_tokens) if record.ok and record.output_tokens is not None else None
+
+
+# metric name -> (per-request function, unit, decimals); output length is there because a sampling
+# setting can change what is generated, not only how fast: read a rate change beside it
+METRICS: dict[str, tuple[Callable[[RequestRecord], float | None], str, int]] = {
+    "decode_tokens_per_s": (decode_rate_per_s, "tokens/s", 1),
+    "ttft_s": (ttft_s, "s", 3),
+    "output_tokens": (output_tokens, "tokens", 1),
+}
+
+
+def relative_change(base: float, cand: float) -> float | None:
+    """(cand - base) / base; None when the base is 0."""
+    return None if base == 0 else (cand - base) / base
+
+
+def quantile(sorted_values: Sequence[float], q: float) -> float:
+    """Linear interpolation between closest ranks (numpy's default), of values already sorted."""
+    pos = (len(sorted_values) - 1) * q
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
+
+
+def percentile_interval(stats: list[float], level: float = LEVEL) -> tuple[float, float]:
+    ordered = sorted(stats)
+    tail = (1 - level) / 2
+    return quantile(ordered, tail), quantile(ordered, 1 - tail)
+
+
+def paired_bootstrap_change(pairs: Sequence[tuple[float, float]], rng: random.Random,
+                            resamples: int = DEFAULT_RESAMPLES, level: float = LEVEL) -> tuple[float, float] | None:
+    """Percentile interval of (mean b - mean a) / mean a, resampling (a, b) pairs; None below 2 pairs."""
+    if len(pairs) < 2:
+        return None
+    n = len(pairs)
+    stats = []
+    for _ in range(resamples):
+        draw = [pairs[rng.randrange(n)] for _ in range(n)]
+        change = relative_change(sum(p[0] for p in draw) / n, sum(p[1] for p in draw) / n)
+        if change is not None:
+            stats.append(change)
+    return percentile_interval(stats, level) if stats else None
+
+
+def round_figures(records: list[RequestRecord], metric: Callable[[RequestRecord], float | None]
+                  ) -> list[tuple[int, float, float]]:
+    """(round, a, b) for every round where both arms have a figure: the median of the metric per arm."""
+    values: dict[tuple[int, str], list[float]] = defaultdict(list)
+    for rec in records:
+        if rec.scenario == "ab" and rec.family in ARMS:
+            value = metric(rec)
+            if value is not None:
+                values[(rec.repeat, rec.family)].append(value)
+    rounds = sorted({r for r, _ in values})
+    return [(r, statistics.median(values[(r, "a")]), statistics.median(values[(r, "b")]))
+            for r in rounds if values.get((r, "a")) and values.get((r, "b"))]
+
+
+def ab_claims(plan: dict[str, Any], records: list[RequestRecord]) -> list[Claim]:
+    seed = plan["bootstrap_seed"]
+    resamples = plan.get("resamples", DEFAULT_RESAMPLES)
+    ab = [r for r in records if r.scenario == "ab" and r.family in ARMS]
+    claims = [number("ab.rounds", len(plan["order"]), "rounds", "rounds planned; each sends the batch once per arm")]
+    for arm in ARMS:
+        claims.append(number(f"ab.failed_requests.{arm}", sum(1 for r in ab if r.family == arm and not r.ok),
+                             "requests", f"records of arm {arm} with ok == false"))
+    for name, (metric, unit, decimals) in METRICS.items():
+        rows = round_figures(ab, metric)
+        if not rows:
+            continue
+        a = statistics.fmean(row[1] for row in rows)
+        b = statistics.fmean(row[2] for row in rows)
+        per_round = f"median over the arm's requests in a round, mean over {len(rows)} rounds with both arms"
+        claims += [number(f"ab.{name}.a", a, unit, f"{name} of arm a: {per_round}", decimals),
+                   number(f"ab.{name}.b", b, unit, f"{name} of arm b: {per_round}", decimals)]
+        change = relative_change(a, b)
+        if change is None:
+            continue
+        claims.append(number(f"ab.{name}.change", change, "", "(b - a) / a", 4))
+        ci = paired_bootstrap_change([(row[1], row[2]) for row in rows], random.Random(seed), resamples)
+        if ci is None:
+            continue
+        how = (f"percentile bootstrap {LEVEL:.0%} interval of (b - a) / a, rounds resampled in pairs, "
+               f"{resamples} draws, random.Random({seed})")
+        significant = ci[0] > 0 or ci[1] < 0
+        claims += [number(f"ab.{name}.ci_low", ci[0], "", how, 4),
+                   number(f"ab.{name}.ci_high", ci[1], "", how, 4),
+                   Claim(f"ab.{name}.significant", significant, "", "yes" if significant else "no",
+                         "the interval [ci_low, ci_high] excludes 0")]
+    return claims
+
+
+def claims_of_run(run) -> list[Claim]:
+    return ab_claims(run.manifest["plan"], run.records)

@@ -1,0 +1,401 @@
+"""`loadproof compare`: change tables between runs, every baseline kept side by side, and a decision.
+
+Pure functions over loaded runs and their claims; `cli/compare.py` loads the runs and prints.
+
+- Change = (candidate - baseline) / baseline for every numeric claim the candidate shares with a
+  baseline, one column per baseline: never the most favourable baseline alone.
+- Direction comes from a small table keyed by the last part of the claim's name (`DIRECTIONS`);
+  a claim not in it is neutral: shown, never judged.
+- A side (BASE, CAND, each --baseline) is one run or several runs of one scenario (repeats). A
+  throughput run whose records carry several `repeat` values counts as that many repeats. With at
+  least 2 repeats on both sides, a value is the mean over repeats and the change gets a percentile
+  bootstrap 95% interval (each side resampled with replacement, `random.Random(seed)` per row);
+  otherwise the table is descriptive: sequential single runs, no confidence interval.
+- Decision: REJECT when any acceptance verdict of the candidate is FAIL (named with its failed
+  criteria), when a required acceptance is missing or failed, or when a throughput or latency claim
+  is worse than `max_slowdown` against ANY baseline; otherwise ACCEPT.
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from fnmatch import fnmatchcase
+from typing import Any
+
+from loadproof.errors import UsageError
+from loadproof.metrics import claim_functions
+from loadproof.metrics.ab import DEFAULT_RESAMPLES, LEVEL, percentile_interval, relative_change
+from loadproof.metrics.claims import Claim
+from loadproof.store.run_dir import Run
+
+HIGHER, LOWER, NEUTRAL = "higher", "lower", "neutral"
+DESCRIPTIVE = "descriptive: sequential single runs, no confidence interval"
+DESCRIPTIVE_ONE_SIDE = "descriptive: a single run on one side, no confidence interval"
+DEFAULT_SEED = 20_240_607
+
+# (pattern on the last part of the name, better direction, kind); first match wins; unknown: neutral.
+# Budgets (--max-slowdown) apply to the kinds "throughput" and "latency" only.
+DIRECTIONS: tuple[tuple[str, str, str], ...] = (
+    ("*tokens_per_s", HIGHER, "throughput"),
+    ("*ttft*_s", LOWER, "latency"),
+    ("latency*_s", LOWER, "latency"),
+    ("*_latency_s", LOWER, "latency"),
+    ("failed_requests", LOWER, "errors"),
+    ("failed_batches", LOWER, "errors"),
+    ("errors", LOWER, "errors"),
+    ("error_rate", LOWER, "errors"),
+)
+# scenarios whose claims are pure functions of the records alone, so a run can be split by `repeat`
+SPLITTABLE = ("throughput",)
+
+
+def claim_direction(name: str) -> tuple[str, str]:
+    """(direction, kind) of a claim. `ab.<metric>.a|b` is judged by its metric."""
+    parts = name.split(".")
+    last = parts[-2] if parts[0] == "ab" and parts[-1] in ("a", "b") and len(parts) > 2 else parts[-1]
+    for pattern, direction, kind in DIRECTIONS:
+        if fnmatchcase(last, pattern):
+            return direction, kind
+    return NEUTRAL, ""
+
+
+def is_numeric(claim: Claim) -> bool:
+    return isinstance(claim.value, (int, float)) and not isinstance(claim.value, bool)
+
+
+def parse_percent(text: str) -> float:
+    """'10%' or '10' -> 0.10 (a percentage, never a fraction)."""
+    try:
+        value = float(text.strip().rstrip("%"))
+    except ValueError:
+        raise UsageError(f"--max-slowdown takes a percentage such as 10% (got {text!r})") from None
+    if value < 0:
+        raise UsageError(f"--max-slowdown must be >= 0 (got {text!r})")
+    return value / 100
+
+
+@dataclass
+class Side:
+    """One side of a comparison: one or more runs of one scenario, their claims and per-repeat samples."""
+
+    label: str
+    runs: list[Run]
+    claims: list[list[Claim]]  # full-run claims, one list per run
+    samples: dict[str, list[float]]  # numeric claim -> one value per repeat
+    printed: dict[str, str]  # numeric claim -> its printed form in the first run (for decimals)
+
+    @property
+    def scenario(self) -> str:
+        return str(self.runs[0].manifest.get("scenario"))
+
+    @property
+    def run_ids(self) -> str:
+        return ", ".join(r.run_id for r in self.runs)
+
+    def value(self, name: str) -> float | None:
+        values = self.samples.get(name)
+        return statistics.fmean(values) if values else None
+
+    def repeats(self, name: str) -> int:
+        return len(self.samples.get(name, []))
+
+    def verdicts(self) -> list[tuple[str, Claim, list[Claim]]]:
+        """(run id, verdict claim, its failed criteria) of every acceptance verdict in the side's runs."""
+        out = []
+        for run, claims in zip(self.runs, self.claims):
+            for c in claims:
+                if c.name.endswith(".verdict"):
+                    prefix = c.name[: -len("verdict")] + "criteria."
+                    failed = [k for k in claims if k.name.startswith(prefix) and k.value == "FAIL"]
+                    out.append((run.run_id, c, failed))
+        return out
+
+
+def split_repeats(run: Run) -> list[Run]:
+    """A run whose records hold several `repeat` values, as one Run per repeat (splittable scenarios only)."""
+    if run.manifest.get("scenario") not in SPLITTABLE:
+        return [run]
+    repeats = sorted({r.repeat for r in run.records})
+    if len(repeats) < 2:
+        return [run]
+    return [replace(run, records=[r for r in run.records if r.repeat == k]) for k in repeats]
+
+
+def build_side(label: str, runs: Sequence[Run], claims_of: Callable[[Run], list[Claim]]) -> Side:
+    """Claims of every run (`claims_of`, e.g. report.build.compute_claims) and one sample per repeat."""
+    scenarios = sorted({str(r.manifest.get("scenario")) for r in runs})
+    if len(scenarios) > 1:
+        raise UsageError(f"{label}: repeats must be runs of one scenario (got {', '.join(scenarios)})")
+    all_claims, samples, printed = [], {}, {}
+    for run in runs:
+        claims = claims_of(run)
+        all_claims.append(claims)
+        parts = split_repeats(run)
+        per_repeat: list[dict[str, Claim]] = []
+        if len(parts) > 1:
+            scenario_claims = claim_functions.get(str(run.manifest["scenario"]))
+            per_repeat = [{c.name: c for c in scenario_claims(part)} for part in parts]
+        for c in claims:
+            if not is_numeric(c):
+                continue
+            printed.setdefault(c.name, c.printed)
+            split = [p[c.name].value for p in per_repeat if c.name in p and is_numeric(p[c.name])]
+            samples.setdefault(c.name, []).extend(split or [c.value])
+    return Side(label=label, runs=list(runs), claims=all_claims, samples=samples, printed=printed)
+
+
+def bootstrap_change_ci(base: Sequence[float], cand: Sequence[float], rng: random.Random,
+                        resamples: int = DEFAULT_RESAMPLES, level: float = LEVEL) -> tuple[float, float] | None:
+    """Percentile interval of (mean cand - mean base) / mean base, each side resampled with replacement.
+
+    None unless both sides hold at least 2 values (one value says nothing about its own spread).
+    """
+    if len(base) < 2 or len(cand) < 2:
+        return None
+    stats = []
+    for _ in range(resamples):
+        b = [base[rng.randrange(len(base))] for _ in base]
+        c = [cand[rng.randrange(len(cand))] for _ in cand]
+        change = relative_change(sum(b) / len(b), sum(c) / len(c))
+        if change is not None:
+            stats.append(change)
+    return percentile_interval(stats, level) if stats else None
+
+
+@dataclass(frozen=True)
+class Change:
+    name: str
+    direction: str
+    kind: str
+    base: float
+    cand: float
+    change: float | None  # (cand - base) / base; None when base == 0
+    ci: tuple[float, float] | None
+    n_base: int
+    n_cand: int
+
+    @property
+    def significant(self) -> bool | None:
+        return None if self.ci is None else (self.ci[0] > 0 or self.ci[1] < 0)
+
+    @property
+    def judgement(self) -> str:
+        diff = self.cand - self.base
+        if self.direction == NEUTRAL or diff == 0:
+            return ""
+        return "better" if (diff > 0) == (self.direction == HIGHER) else "worse"
+
+
+@dataclass
+class BaselineComparison:
+    baseline: Side
+    changes: dict[str, Change]
+
+    @property
+    def descriptive(self) -> bool:
+        return all(c.ci is None for c in self.changes.values())
+
+
+@dataclass
+class Comparison:
+    candidate: Side
+    baselines: list[BaselineComparison]
+    names: list[str]  # the rows: numeric claims the candidate shares with at least one baseline
+    verdict: str  # ACCEPT | REJECT
+    reasons: list[str]
+    seed: int
+    resamples: int
+    max_slowdown: float | None
+    required: list[str]
+    notes: list[str] = field(default_factory=list)
+    answers: list[tuple[str, dict[str, list[Any]]]] = field(default_factory=list)
+
+
+def compare_sides(base: Side, cand: Side, seed: int = DEFAULT_SEED, resamples: int = DEFAULT_RESAMPLES) -> BaselineComparison:
+    changes = {}
+    for name, values in cand.samples.items():
+        if not base.samples.get(name):
+            continue
+        b, c = base.value(name), cand.value(name)
+        assert b is not None and c is not None
+        direction, kind = claim_direction(name)
+        ci = bootstrap_change_ci(base.samples[name], values, random.Random(seed), resamples)
+        changes[name] = Change(name, direction, kind, b, c, relative_change(b, c), ci,
+                               base.repeats(name), cand.repeats(name))
+    return BaselineComparison(baseline=base, changes=changes)
+
+
+def decide(cand: Side, baselines: list[BaselineComparison], max_slowdown: float | None,
+           required: Sequence[str]) -> list[str]:
+    """The reasons to REJECT the candidate; none means ACCEPT."""
+    reasons = []
+    verdicts = cand.verdicts()
+    for run_id, verdict, failed in verdicts:
+        if verdict.value == "FAIL":
+            why = "; ".join(f"{c.name.rsplit('.', 1)[-1]}: {c.formula}" for c in failed) or verdict.formula
+            reasons.append(f"{verdict.name} FAIL in candidate run {run_id}: {why}")
+    for scenario in required:
+        name = f"{scenario}.verdict"
+        if not any(v.name == name for _, v, _ in verdicts):
+            reasons.append(f"--require {scenario}: the candidate has no {name} claim")
+    if max_slowdown is not None:
+        for bc in baselines:
+            for ch in bc.changes.values():
+                if ch.change is None or ch.kind not in ("throughput", "latency"):
+                    continue
+                worse = -ch.change if ch.direction == HIGHER else ch.change
+                if worse > max_slowdown + 1e-12:
+                    like = cand.printed.get(ch.name)
+                    reasons.append(f"{ch.name}: {ch.change:+.1%} vs {bc.baseline.label} ({ch.kind} worse than "
+                                   f"the {max_slowdown * 100:g}% budget; {_fmt(ch.base, like)} -> {_fmt(ch.cand, like)})")
+    return reasons
+
+
+def compare(cand: Side, baselines: Sequence[Side], *, max_slowdown: float | None = None,
+            required: Sequence[str] = (), seed: int = DEFAULT_SEED, resamples: int = DEFAULT_RESAMPLES) -> Comparison:
+    comparisons = [compare_sides(base, cand, seed, resamples) for base in baselines]
+    for bc in comparisons:
+        if not any(not n.startswith("telemetry.") for n in bc.changes):
+            raise UsageError(f"no shared claim between {bc.baseline.label} ({bc.baseline.scenario} run) and "
+                             f"{cand.label} ({cand.scenario} run): compare runs of the same scenario and workload")
+    names = [n for n in cand.samples if any(n in bc.changes for bc in comparisons)]
+    reasons = decide(cand, comparisons, max_slowdown, required)
+    notes = []
+    for bc in comparisons:
+        for run_id, verdict, failed in bc.baseline.verdicts():
+            if verdict.value == "FAIL":
+                notes.append(f"baseline run {run_id} failed its acceptance ({verdict.name}: "
+                             f"{', '.join(c.name.rsplit('.', 1)[-1] for c in failed)}); its figures are shown as measured")
+    if any(not bc.descriptive for bc in comparisons):
+        notes.append("Repeats of one side ran one after another, not interleaved with the other side: the interval "
+                     "covers repeat-to-repeat noise, not drift of the machine between the sides "
+                     "(`loadproof run ab` interleaves).")
+    return Comparison(candidate=cand, baselines=comparisons, names=names, verdict="REJECT" if reasons else "ACCEPT",
+                      reasons=reasons, seed=seed, resamples=resamples, max_slowdown=max_slowdown,
+                      required=list(required), notes=notes)
+
+
+def quality_answer_changes(comparison: Comparison) -> None:
+    """Answer-by-answer changes against each baseline when both sides are quality runs (lazy import)."""
+    cand = comparison.candidate
+    bases = [bc.baseline for bc in comparison.baselines if bc.baseline.scenario == "quality"]
+    if cand.scenario != "quality" or not bases:
+        return
+    try:
+        from loadproof.metrics.quality import answer_changes  # written by the quality scenario
+    except ImportError:
+        comparison.notes.append("answer-by-answer comparison skipped: loadproof.metrics.quality.answer_changes "
+                                "is not available in this installation")
+        return
+    for base in bases:
+        comparison.answers.append((base.label, answer_changes(base.runs[0], cand.runs[0])))
+    if len(cand.runs) > 1 or any(len(b.runs) > 1 for b in bases):
+        comparison.notes.append("answer-by-answer lists compare the first run of each side")
+
+
+def item_label(item: Any, with_answers: bool = True) -> str:
+    """An answer-change entry as `suite/item_id [mode]: base -> candidate` (a bare id as itself)."""
+    if not isinstance(item, dict):
+        return str(item)
+    label = "/".join(str(item[k]) for k in ("suite", "item_id") if item.get(k) is not None)
+    label += f" [{item['mode']}]" if item.get("mode") else ""
+    if with_answers and ("base" in item or "candidate" in item):
+        label += f": {item.get('base', '-')} -> {item.get('candidate', '-')}"
+    return label.replace("|", "\\|").replace("\n", " ")
+
+
+def _fmt(value: float, like: str | None = None) -> str:
+    if like is not None and "." in like:
+        return f"{value:.{len(like.split('.', 1)[1])}f}"
+    if like is not None and float(value).is_integer():
+        return str(int(value))
+    return f"{value:.4g}"
+
+
+def change_text(ch: Change) -> str:
+    if ch.change is None:
+        return "no change (0)" if ch.cand == ch.base else "from 0" + (f" ({ch.judgement})" if ch.judgement else "")
+    return f"{ch.change:+.1%}" + (f" ({ch.judgement})" if ch.judgement else "")
+
+
+def ci_text(ch: Change) -> str:
+    if ch.ci is None:
+        return "n/a (one value on a side)" if min(ch.n_base, ch.n_cand) < 2 else "n/a (baseline 0)"
+    return f"[{ch.ci[0]:+.1%}, {ch.ci[1]:+.1%}]" + (" significant" if ch.significant else " not significant")
+
+
+def table(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
+    """The change table: candidate, then for each baseline its value, the change and (with repeats) the CI."""
+    with_ci = [not bc.descriptive for bc in comparison.baselines]
+    header = ["claim", "better", "candidate"]
+    for i, (bc, ci) in enumerate(zip(comparison.baselines, with_ci), start=1):
+        header += [f"B{i}", f"change vs B{i}"] + ([f"95% CI vs B{i}"] if ci else [])
+    rows = []
+    cand = comparison.candidate
+    for name in comparison.names:
+        direction, _ = claim_direction(name)
+        value = cand.value(name)
+        row = [name, direction, _fmt(value, cand.printed.get(name)) if value is not None else "n/a"]
+        for bc, ci in zip(comparison.baselines, with_ci):
+            ch = bc.changes.get(name)
+            if ch is None:
+                row += ["n/a", "n/a"] + (["n/a"] if ci else [])
+            else:
+                row += [_fmt(ch.base, bc.baseline.printed.get(name)), change_text(ch)] + ([ci_text(ch)] if ci else [])
+        rows.append(row)
+    return header, rows
+
+
+def legend(comparison: Comparison) -> list[str]:
+    cand = comparison.candidate
+    lines = [f"- candidate: {cand.label} ({cand.scenario}; run {cand.run_ids}; {_repeats(cand)})"]
+    for i, bc in enumerate(comparison.baselines, start=1):
+        side = bc.baseline
+        single = _repeats(side) == "1 repeat" and _repeats(cand) == "1 repeat"
+        how = (DESCRIPTIVE if single else DESCRIPTIVE_ONE_SIDE) if bc.descriptive else (
+            f"{LEVEL:.0%} percentile bootstrap interval, {comparison.resamples} resamples, seed {comparison.seed}")
+        lines.append(f"- B{i}: {side.label} ({side.scenario}; run {side.run_ids}; {_repeats(side)}): {how}")
+    return lines
+
+
+def _repeats(side: Side) -> str:
+    n = max((len(v) for v in side.samples.values()), default=1)
+    return "1 repeat" if n == 1 else f"{n} repeats, values are means over repeats"
+
+
+def render_markdown(comparison: Comparison) -> str:
+    lines = [f"# loadproof compare: {comparison.verdict}", ""]
+    lines += legend(comparison)
+    lines += ["", "Change = (candidate - baseline) / baseline, against every baseline. `better` says which way is "
+              "good for the claim (neutral: not judged).", ""]
+    if all(bc.descriptive for bc in comparison.baselines):
+        single = all(len(v) == 1 for side in [comparison.candidate] + [bc.baseline for bc in comparison.baselines]
+                     for v in side.samples.values())
+        lines += [f"_{DESCRIPTIVE if single else DESCRIPTIVE_ONE_SIDE}_", ""]
+    header, rows = table(comparison)
+    lines.append("| " + " | ".join(header) + " |")
+    lines.append("|" + "---|" * len(header))
+    lines += ["| " + " | ".join([f"`{row[0]}`"] + row[1:]) + " |" for row in rows]
+    lines += ["", f"## Decision: {comparison.verdict}", ""]
+    budgets = []
+    if comparison.max_slowdown is not None:
+        budgets.append(f"max slowdown {comparison.max_slowdown * 100:g}% (throughput and latency, against every baseline)")
+    budgets += [f"require {s}.verdict == PASS" for s in comparison.required]
+    lines.append("Budgets: " + ("; ".join(budgets) if budgets else "none given (only failed acceptances reject)"))
+    lines.append("")
+    lines += [f"- REJECT: {r}" for r in comparison.reasons] or ["- every budget held and no acceptance failed"]
+    if comparison.answers:
+        lines += ["", "## Answers, one by one", ""]
+        for label, changes in comparison.answers:
+            lines += [f"Against {label}:", "", "| category | count | items |", "|---|---|---|"]
+            for category, items in changes.items():
+                shown = ", ".join(item_label(i, category != "same_answer") for i in items[:50])
+                shown += f" (+{len(items) - 50} more)" if len(items) > 50 else ""
+                lines.append(f"| {category} | {len(items)} | {shown} |")
+            lines.append("")
+    if comparison.notes:
+        lines += ["", "## Notes", ""] + [f"- {n}" for n in comparison.notes]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,147 @@
+"""`loadproof run ab`: two arms compared in a randomized interleaved design, with repeats.
+
+An arm is a target (URL, model) plus sampling settings (e.g. a: temperature=0, b: temperature=0.7; or
+the same settings against two served profiles). Every round sends the same small fixed batch (the
+first `num_prompts` prompts of one task family, `concurrency` at a time) once to each arm, the two
+arms in a seeded random order, balanced over rounds (as many rounds start with a as with b, one more
+either way when the count is odd). Interleaving spreads the machine's drift over both arms; the
+rounds are the repeats the confidence interval is drawn from (`metrics.ab`).
+
+Records: `scenario` "ab", `family` the arm ("a"/"b"), `repeat` the round, `batch` the arm's position
+in its round (0 first, 1 second), `prompt_id` the prompt. The manifest's `plan` holds the arms, the
+order actually used, the prompt ids, the bootstrap seed and resample count.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from contextlib import AsyncExitStack
+from typing import Any
+
+from pydantic import Field, field_validator
+
+from loadproof.client import RequestRecord, RequestSpec, StreamingClient
+from loadproof.config.base import StrictModel
+from loadproof.metrics.ab import ARMS, DEFAULT_RESAMPLES
+from loadproof.protocol.openai import request_body
+from loadproof.scenarios.base import Progress, Target
+from loadproof.store.run_dir import RunWriter
+from loadproof.workloads.prompts import FAMILIES, Prompt, load_family
+
+# request-body keys an arm may set; anything else is a typo until proven otherwise
+SAMPLING_KEYS = ("temperature", "top_p", "top_k", "min_p", "seed", "max_tokens", "presence_penalty",
+                 "frequency_penalty", "repetition_penalty", "ignore_eos")
+
+
+class AbOptions(StrictModel):
+    family: str = Field(default="english", description="task family of the fixed batch")
+    num_prompts: int = Field(default=4, ge=1, description="prompts in the batch")
+    concurrency: int = Field(default=1, ge=1, description="requests of the batch in flight at once")
+    max_tokens: int = Field(default=128, ge=2, description="output tokens asked per request")
+    repeats: int = Field(default=5, ge=2, description="rounds; each sends the batch once per arm")
+    seed: int = Field(default=731, description="sampling seed sent with every request, unless an arm sets one")
+    order_seed: int = Field(default=20_240_607, description="seed of the random order of the arms")
+    bootstrap_seed: int = Field(default=20_240_607, description="seed of the confidence interval's resampling")
+    resamples: int = Field(default=DEFAULT_RESAMPLES, ge=100)
+    a: dict[str, float | int | bool] = Field(default_factory=dict, description="sampling settings of arm a")
+    b: dict[str, float | int | bool] = Field(default_factory=dict, description="sampling settings of arm b")
+    deadline_s: float | None = Field(default=None, gt=0)
+    warmup: bool = Field(default=True, description="one unrecorded request per arm first")
+
+    @field_validator("family")
+    @classmethod
+    def _known_family(cls, value: str) -> str:
+        if value not in FAMILIES:
+            raise ValueError(f"family must be one of {', '.join(FAMILIES)} (got {value!r})")
+        return value
+
+    @field_validator("a", "b")
+    @classmethod
+    def _sampling_keys(cls, value: dict[str, Any]) -> dict[str, Any]:
+        unknown = sorted(set(value) - set(SAMPLING_KEYS))
+        if unknown:
+            raise ValueError(f"unknown setting {', '.join(unknown)}; settings: {', '.join(SAMPLING_KEYS)}")
+        return value
+
+
+def plan_order(rounds: int, rng: random.Random) -> list[list[str]]:
+    """The arms' order in every round: balanced (half a-first, half b-first; a coin for the odd one), shuffled."""
+    orders = [["a", "b"], ["b", "a"]] * (rounds // 2)
+    if rounds % 2:
+        orders.append(list(rng.choice([("a", "b"), ("b", "a")])))
+    rng.shuffle(orders)
+    return orders
+
+
+class AbScenario:
+    name = "ab"
+    Options = AbOptions
+
+    def __init__(self, targets: dict[str, Target], options: AbOptions) -> None:
+        self.targets = targets
+        self.target = targets["a"]  # the manifest's `target`; both arms are in the plan
+        self.options = options
+
+    def settings(self, arm: str) -> dict[str, Any]:
+        return dict(getattr(self.options, arm))
+
+    def manifest_plan(self, order: list[list[str]], prompts: list[Prompt]) -> dict[str, Any]:
+        opts = self.options
+        return {
+            "arms": {arm: {"target": self.targets[arm].describe(), "settings": self.settings(arm)} for arm in ARMS},
+            "order": order,
+            "order_seed": opts.order_seed,
+            "prompts": [p.id for p in prompts],
+            "family": opts.family,
+            "bootstrap_seed": opts.bootstrap_seed,
+            "resamples": opts.resamples,
+            "labels": {"family": "arm", "repeat": "round", "batch": "position of the arm in its round"},
+        }
+
+    async def run(self, writer: RunWriter, manifest: dict[str, Any], progress: Progress | None = None) -> int:
+        opts = self.options
+        order = plan_order(opts.repeats, random.Random(opts.order_seed))
+        prompts = load_family(opts.family)[: opts.num_prompts]
+        manifest["plan"] = self.manifest_plan(order, prompts)
+        writer.write_manifest(manifest)
+        total = opts.repeats * len(ARMS) * len(prompts)
+        done = failed = 0
+
+        def sink(record: RequestRecord) -> None:
+            nonlocal done, failed
+            if record.scenario != self.name:
+                return  # warm-up requests are not measured
+            writer.append(record)
+            done += 1
+            failed += not record.ok
+            if progress is not None:
+                progress(done, total)
+
+        async with AsyncExitStack() as stack:
+            clients = {}
+            for arm in ARMS:
+                target = self.targets[arm]
+                clients[arm] = await stack.enter_async_context(StreamingClient(
+                    target.url, api_key=target.api_key, max_connections=opts.concurrency + 4, on_record=sink))
+            if opts.warmup:
+                for arm in ARMS:
+                    await clients[arm].stream(self._spec(arm, f"warmup-{arm}", prompts[0], None))
+            for round_index, arms in enumerate(order):
+                for position, arm in enumerate(arms):
+                    labels = {"scenario": self.name, "family": arm, "concurrency": opts.concurrency,
+                              "repeat": round_index, "batch": position}
+                    for start in range(0, len(prompts), opts.concurrency):
+                        wave = prompts[start:start + opts.concurrency]
+                        specs = [self._spec(arm, f"ab-r{round_index:02d}-{arm}-{start + j:03d}", p, labels)
+                                 for j, p in enumerate(wave)]
+                        await asyncio.gather(*(clients[arm].stream(spec) for spec in specs))
+        return failed
+
+    def _spec(self, arm: str, request_id: str, prompt: Prompt, labels: dict[str, Any] | None) -> RequestSpec:
+        opts = self.options
+        target = self.targets[arm]
+        body = request_body(target.endpoint, target.model, prompt.text, max_tokens=opts.max_tokens,
+                            temperature=0.0, seed=opts.seed, extra={**target.extra_body, **self.settings(arm)})
+        return RequestSpec(request_id=request_id, endpoint=target.endpoint, body=body, deadline_s=opts.deadline_s,
+                           labels={**labels, "prompt_id": prompt.id} if labels else None)

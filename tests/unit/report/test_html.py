@@ -1,0 +1,108 @@
+"""report.html: one self-contained page, a figure per available plot, every text from the run escaped."""
+
+import re
+
+from loadproof.report.build import build_report
+from loadproof.report.html import figures, markdown_to_html, render_html
+from loadproof.store.run_dir import load_run
+from tests.unit.report.synthetic import stream, write_run
+
+PLANTED = "<script>alert('x')</script>"
+
+
+def telemetry(n=5):
+    return [{"t_ns": i * 1_000_000_000, "host": {"cpu_busy_pct": 10.0 * i, "mem_used_bytes": 2**30}} for i in range(n)]
+
+
+def throughput_records():
+    out = []
+    for f, fam in enumerate(("english", "code")):
+        out.append(stream(f"{fam}-c1", send=f * 10.0, first=f * 10.0 + 0.1, rate=20.0, family=fam))
+        out += [stream(f"{fam}-c4-{j}", send=50.0 + f * 10, first=50.2 + f * 10 + j * 0.01, rate=15.0, family=fam,
+                       concurrency=4) for j in range(4)]
+    return out
+
+
+def svg_titles(html):
+    return re.findall(r"<svg[^>]*>\s*<title>([^<]*)</title>", html)
+
+
+def assert_self_contained(html):
+    assert not re.search(r"""(src|href)\s*=\s*["']?\s*(https?:)?//""", html, re.I)
+    assert "<script" not in html.lower()
+    assert "<link" not in html.lower() and "@import" not in html and "url(" not in html
+
+
+def test_throughput_report_writes_a_self_contained_page(tmp_path):
+    path = write_run(tmp_path, "tp", "throughput", throughput_records(),
+                     {"target": {"model": PLANTED, "endpoint": "completions"}, "engine_version": PLANTED},
+                     telemetry=telemetry())
+    build_report(path)
+    html = (path / "report.html").read_text(encoding="utf-8")
+    assert html.startswith("<!DOCTYPE html>")
+    assert_self_contained(html)
+    assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in html or "&lt;script&gt;alert('x')&lt;/script&gt;" in html
+    assert svg_titles(html) == ["Aggregate throughput by concurrency and task family",
+                                "One stream&#x27;s decode rate by concurrency and task family",
+                                "TTFT distribution (10 requests)"]
+    assert html.count("<svg") == 4  # the three above and the telemetry panels
+    assert "<h2>Claims</h2>" in html and "<code>throughput.english.c1.decode_tokens_per_s</code>" in html
+    assert html.index("<h2>Figures</h2>") < html.index("<h2>Claims</h2>")
+
+
+def test_planted_markup_in_a_family_name_is_escaped_inside_svg(tmp_path):
+    records = [stream("x1", send=0, first=0.1, rate=10, family=PLANTED), stream("x2", send=1, first=1.3, rate=10, family=PLANTED)]
+    html = render_html(load_run(write_run(tmp_path, "tp", "throughput", records)), "# report\n")
+    assert_self_contained(html)
+    assert "&lt;script&gt;" in html
+
+
+def capacity_run(tmp_path):
+    sessions = [{"request_id": f"cap-s{i}", "session_id": f"s{i}"} for i in range(3)]
+    records = [stream(f"cap-s{i}", send=0.0, first=1.0 + i, rate=10.0, tokens=80, scenario="capacity",
+                      family="capacity", prompt_id=f"s{i}", ok=False) for i in range(3)]  # cancelled after the window
+    return load_run(write_run(tmp_path, "cap", "capacity", records, {"plan": {"sessions": sessions, "window_s": 4.0}}))
+
+
+def test_capacity_stream_timelines_with_the_window_shaded(tmp_path):
+    figs = figures(capacity_run(tmp_path))
+    titles = [svg_titles(svg)[0] for svg, _ in figs]
+    assert titles == ["Tokens per stream over time (3 streams)", "TTFT distribution (3 requests)"]
+    timeline = figs[0][0]
+    assert timeline.count("<polyline") == 3
+    assert "shared window, W = 4 s" in timeline and 'fill-opacity="0.18"' in timeline
+
+
+def test_interference_rate_with_the_newcomer_prefill_marked(tmp_path):
+    sessions = [{"request_id": f"int-s{i}", "session_id": f"s{i}"} for i in range(2)]
+    records = [stream(f"int-s{i}", send=0.0, first=0.5, rate=20.0, tokens=200, scenario="interference",
+                      family="interference") for i in range(2)]
+    records.append(stream("int-new", send=3.0, first=6.0, rate=20.0, tokens=5, scenario="interference",
+                          family="interference"))
+    plan = {"sessions": sessions, "newcomer": {"request_id": "int-new"}, "window_s": 2.0}
+    figs = figures(load_run(write_run(tmp_path, "int", "interference", records, {"plan": plan})))
+    rate = next(svg for svg, _ in figs if "Aggregate token rate" in svg)
+    for label in ("before", "during: newcomer prefill", "after", "newcomer sent"):
+        assert f">{label}<" in rate
+
+
+def test_ab_rounds_by_arm(tmp_path):
+    records = [stream(f"ab-{r}-{arm}", send=r * 10.0 + (5 if arm == "b" else 0), first=r * 10.0 + 0.2, rate=rate,
+                      scenario="ab", family=arm, repeat=r) for r in range(3) for arm, rate in (("a", 10.0), ("b", 12.0))]
+    figs = figures(load_run(write_run(tmp_path, "ab", "ab", records, {"plan": {"order": [["a", "b"]] * 3}})))
+    titles = [svg_titles(svg)[0] for svg, _ in figs]
+    assert "decode_tokens_per_s per round, by arm" in titles and "ttft_s per round, by arm" in titles
+
+
+def test_no_figure_without_data(tmp_path):
+    assert figures(load_run(write_run(tmp_path, "empty", "throughput", []))) == []
+
+
+def test_markdown_subset():
+    html = markdown_to_html("# T <b>\n\n- a `x<y`\n- b\n\n| h1 | h2 |\n|---|---|\n| 1 | <i> |\n\ntext & more\n"
+                            "![telemetry](telemetry.svg)\n", {"telemetry.svg": "<svg></svg>"})
+    assert "<h1>T &lt;b&gt;</h1>" in html
+    assert "<li>a <code>x&lt;y</code></li>" in html
+    assert "<tr><th>h1</th><th>h2</th></tr>" in html and "<td>&lt;i&gt;</td>" in html
+    assert "<p>text &amp; more</p>" in html
+    assert "<figure>\n<svg></svg><figcaption>telemetry</figcaption>" in html
