@@ -1,0 +1,39 @@
+"""`loadproof publish` and `loadproof verify`: a sanitized bundle of runs, and its offline check."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from loadproof.cli import app, ui
+
+
+@app.command()
+def publish(
+    run_dirs: Annotated[list[Path], typer.Argument(metavar="RUN_DIR...", help="run directories to publish")],
+    out: Annotated[Path, typer.Option(help="the bundle folder to write (must not exist, or be empty)")],
+    engine_image: Annotated[Optional[str], typer.Option(help="the engine's container image id, for provenance")] = None,
+) -> None:
+    """Write a sanitized bundle: data without addresses, hosts, keys or paths, claims, config, SHA256SUMS."""
+    from loadproof.publish import publish as write_bundle
+
+    publication = write_bundle(run_dirs, out, engine_image=engine_image)
+    for run in publication.runs:
+        ui.out.print(f"{run.run_id}: {run.num_claims} claims", markup=False, highlight=False)
+    ui.out.print(f"bundle: {publication.path}\ncheck it with: loadproof verify {publication.path}",
+                 markup=False, highlight=False)
+
+
+@app.command()
+def verify(bundle: Annotated[Path, typer.Argument(metavar="BUNDLE")]) -> None:
+    """Recompute every claim of a bundle from its data, offline; exit 1 on any mismatch or changed file."""
+    from loadproof.verify import verify as check_bundle
+
+    result = check_bundle(bundle)
+    for line in result.lines():
+        ui.out.print(line, markup=False, highlight=False)
+    ui.out.print(result.summary(), markup=False, highlight=False)
+    if not result.ok:
+        raise typer.Exit(1)

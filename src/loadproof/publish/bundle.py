@@ -1,0 +1,249 @@
+"""`publish(run_dirs, out)`: a sanitized, checksummed bundle whose every claim `verify` can recompute offline.
+
+Per run the bundle holds the run's data with every string sanitized (numbers untouched), the manifest
+with a `publication` block of provenance, claims.json recomputed from the sanitized data, and
+report.md rendered from it; bundle.json lists the runs and SHA256SUMS covers every file.
+
+Model output is not published. `output_text` is cut down to the planted values (the plan's `expected`
+strings, public already) that the answer stated in its first 200 characters: exactly what the
+capacity and interference probe checks read, so those claims still recompute, and nothing else.
+
+Before the bundle appears at `out` it must pass two checks, or publish fails and leaves nothing:
+the claims recomputed from the sanitized data equal the claims of the original run (sanitizing must
+never move a number), and `verify` passes on the finished bundle.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shutil
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from loadproof import __version__
+from loadproof.errors import LoadproofError, UsageError
+from loadproof.metrics.claims import Claim, claims_payload
+from loadproof.publish.sanitize import PLACEHOLDERS, Sanitizer
+from loadproof.report.build import REPORT, compute_claims, render_markdown
+from loadproof.store.run_dir import (ANSWERS, CHUNKS, EVENTS, MANIFEST, METRICS, REQUESTS, TELEMETRY, Run, load_run,
+                                    read_jsonl, write_claims)
+from loadproof.verify import verify
+from loadproof.verify.checksums import write_sums
+from loadproof.verify.layout import BUNDLE_JSON, FORMAT, FORMAT_VERSION, RUNS_DIR
+
+DATA_FILES = (REQUESTS, CHUNKS, METRICS, EVENTS, TELEMETRY, ANSWERS)  # answers: quality runs' scored items
+ANSWER_WINDOW_CHARS = 200  # the probe checks read this much of an answer (workloads.haystack.retrieved)
+RAW_DATA_NOTE = ("raw data is not rounded: times are integer ns on each run's monotonic clock, token counts "
+                 "integers, samples as recorded; only the printed figures in claims.json are rounded")
+
+
+@dataclass
+class PublishedRun:
+    run_id: str
+    folder: str
+    source: Path
+    num_claims: int
+    num_torn_lines: int
+
+
+@dataclass
+class Publication:
+    path: Path
+    runs: list[PublishedRun] = field(default_factory=list)
+
+
+def publish(run_dirs: Sequence[Path], out: Path, engine_image: str | None = None,
+            sanitizer: Sanitizer | None = None) -> Publication:
+    if not run_dirs:
+        raise UsageError("publish needs at least one RUN_DIR")
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"{out} is a file; --out names a new bundle folder")
+    if out.exists() and any(out.iterdir()):
+        raise UsageError(f"{out} already exists and is not empty; publish writes a new bundle folder")
+    sources = [(path, *_load(path)) for path in run_dirs]
+    sanitizer = sanitizer or Sanitizer()
+    for path, run, _ in sources:
+        sanitizer.learn(run.manifest)
+        for name in DATA_FILES:
+            for row in read_jsonl(path / name)[0]:
+                sanitizer.learn(row)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
+    try:
+        publication = Publication(path=out)
+        entries = []
+        for path, run, claims in sources:
+            published, entry = _publish_run(staging, path, run, claims, sanitizer, engine_image, publication)
+            publication.runs.append(published)
+            entries.append(entry)
+        bundle_meta = {
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
+            "loadproof_version": __version__,
+            "published_wall_time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "engine_image": sanitizer.text(engine_image) if engine_image else None,
+            "raw_data": RAW_DATA_NOTE,
+            "runs": entries,
+        }
+        (staging / BUNDLE_JSON).write_text(json.dumps(bundle_meta, indent=2, ensure_ascii=False) + "\n",
+                                           encoding="utf-8")
+        write_sums(staging)
+        check = verify(staging)
+        if not check.ok:
+            first = next(iter([p.line() for p in check.problems] + [c.line() for c in check.checks if not c.ok]))
+            raise UsageError(f"publish self-check failed, no bundle written: {first}")
+        if out.exists():
+            out.rmdir()  # empty, checked above
+        staging.rename(out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return publication
+
+
+def _load(path: Path) -> tuple[Run, list[Claim]]:
+    try:
+        run = load_run(path)
+    except LoadproofError:
+        raise
+    except Exception as exc:  # noqa: BLE001  a malformed row fails in msgspec or a KeyError; one line for the user
+        raise UsageError(f"{path} does not load as a run: {type(exc).__name__}: {exc}") from None
+    try:
+        claims = compute_claims(run)
+    except LoadproofError as exc:
+        raise UsageError(f"{path}: claims cannot be computed: {exc}") from None
+    except Exception as exc:  # noqa: BLE001
+        raise UsageError(f"{path}: claims cannot be computed: {type(exc).__name__}: {exc}") from None
+    if not claims:
+        raise UsageError(f"{path} produces no claims; nothing to publish")
+    return run, claims
+
+
+def _publish_run(staging: Path, source: Path, run: Run, original: list[Claim], sanitizer: Sanitizer,
+                 engine_image: str | None, publication: Publication) -> tuple[PublishedRun, dict[str, Any]]:
+    manifest = sanitizer.value(run.manifest)
+    run_id = str(manifest.get("run_id") or sanitizer.text(source.name))
+    manifest["run_id"] = run_id
+    folder = re.sub(r"[^A-Za-z0-9._-]", "_", run_id).strip("._") or "run"
+    if any(p.folder == folder for p in publication.runs):
+        raise UsageError(f"two runs would publish as {RUNS_DIR}/{folder} (the same run given twice?): {source}")
+    target = staging / RUNS_DIR / folder
+    target.mkdir(parents=True)
+    expected = _expected_values(run.manifest.get("plan"))
+    torn = 0
+    for name in DATA_FILES:
+        rows, num_torn = read_jsonl(source / name)
+        torn += num_torn
+        if not rows and not (source / name).is_file():
+            continue
+        if name == REQUESTS:
+            rows = [_without_output(row, expected) for row in rows]
+        _write_jsonl(target / name, [sanitizer.value(row) for row in rows])
+    manifest["publication"] = {**provenance(manifest, sanitizer.text(engine_image) if engine_image else None),
+                               "num_torn_lines_dropped": torn, "raw_data": RAW_DATA_NOTE}
+    (target / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+    published_run = load_run(target)
+    try:
+        claims = compute_claims(published_run)
+    except Exception as exc:  # noqa: BLE001
+        raise UsageError(f"{source}: sanitizing broke the claims ({type(exc).__name__}: {exc}); "
+                         "no bundle written") from None
+    difference = claims_difference(original, claims, sanitizer)
+    if difference:
+        raise UsageError(f"{source}: sanitizing changed a claim, no bundle written: {difference}")
+    write_claims(target, claims_payload(run_id, claims))
+    (target / REPORT).write_text(render_markdown(published_run, claims), encoding="utf-8")
+    entry = {"run_id": run_id, "path": f"{RUNS_DIR}/{folder}", "scenario": manifest.get("scenario"),
+             "num_records": len(published_run.records), "num_claims": len(claims),
+             "provenance": manifest["publication"]}
+    return PublishedRun(run_id, folder, source, len(claims), torn), entry
+
+
+def provenance(manifest: dict[str, Any], engine_image: str | None) -> dict[str, Any]:
+    """What produced the run, from the (sanitized) manifest: versions, engine, driver, GPU model."""
+    versions = manifest.get("versions") or {}
+    telemetry = manifest.get("telemetry") or {}
+    engine = manifest.get("engine") or {}
+    profile = manifest.get("profile") or {}
+    return {
+        "published_by": f"loadproof {__version__}",
+        "loadproof": versions.get("loadproof"),
+        "git": manifest.get("git"),
+        "python": versions.get("python"),
+        "engine": engine.get("kind") or profile.get("engine"),
+        "engine_version": manifest.get("engine_version"),
+        "engine_image": engine_image,
+        "torch": versions.get("torch"),
+        "driver": telemetry.get("driver"),
+        "gpu_models": sorted(set(telemetry.get("names") or [])),
+        "num_gpus": telemetry.get("gpus"),
+        "model": (manifest.get("target") or {}).get("model"),
+    }
+
+
+def claims_difference(before: list[Claim], after: list[Claim], sanitizer: Sanitizer) -> str | None:
+    """The first way the sanitized run's claims differ from the original's; None when they agree.
+
+    Numbers, units and the printed figures of numbers must be identical. A name or a string value built
+    from a private string (a family called after a host, a skip reason naming a path) may differ only by
+    the sanitizer's placeholders.
+    """
+    if len(before) != len(after):
+        return f"{len(before)} claims before sanitizing, {len(after)} after"
+    for b, a in zip(before, after):
+        if a.name != b.name and not any(p in a.name for p in PLACEHOLDERS):
+            return f"claim {b.name} became {a.name}"
+        if isinstance(b.value, str) and isinstance(a.value, str):
+            same = a.value == sanitizer.text(b.value) and a.printed == sanitizer.text(b.printed)
+        else:
+            same = _same_value(b.value, a.value) and a.printed == b.printed
+        if b.unit != a.unit or not same:
+            return f"{b.name} was {b.value!r} ({b.printed}), is {a.value!r} ({a.printed}) after sanitizing"
+    return None
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, float) and math.isnan(a) and math.isnan(b):
+        return True
+    return a == b
+
+
+def _expected_values(plan: Any) -> list[str]:
+    """Every `expected` string in the plan: the planted values an answer is checked for."""
+    found: list[str] = []
+    if isinstance(plan, dict):
+        for key, value in plan.items():
+            if key == "expected" and isinstance(value, str) and value:
+                found.append(value)
+            else:
+                found += _expected_values(value)
+    elif isinstance(plan, list):
+        for item in plan:
+            found += _expected_values(item)
+    return found
+
+
+def _without_output(row: dict[str, Any], expected: list[str]) -> dict[str, Any]:
+    row = dict(row)
+    text = row.pop("output_text", None)
+    if isinstance(text, str) and expected:
+        head = text[:ANSWER_WINDOW_CHARS]
+        stated = list(dict.fromkeys(e for e in expected if e in head))
+        if stated:
+            row["output_text"] = "\n".join(stated)
+    return row
+
+
+def _write_jsonl(path: Path, rows: list[Any]) -> None:
+    with open(path, "w", encoding="utf-8") as handle:
+        for row in rows:
+            handle.write(json.dumps(row, ensure_ascii=False, separators=(",", ":")) + "\n")
