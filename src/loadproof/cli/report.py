@@ -27,10 +27,25 @@ def plan(
                                                           "found, and compare with the tokens it reported")] = None,
     input_tokens: Annotated[Optional[int], typer.Option("--input-tokens", "-l", help="L: how many sessions of L fit")] = None,
     model_config: Annotated[Optional[Path], typer.Option(help="the model's config.json (default: the profile's model folder)")] = None,
+    simulate: Annotated[Optional[str], typer.Option(help="predict a scenario on the simulator: capacity or prefill")] = None,
+    sim: Annotated[Optional[Path], typer.Option("--sim", help="calibrated sim profile giving the step costs "
+                                                "(`loadproof sim calibrate`)")] = None,
+    sessions: Annotated[int, typer.Option(help="N for --simulate capacity")] = 4,
+    window_s: Annotated[float, typer.Option(help="W for --simulate capacity")] = 60.0,
 ) -> None:
-    """KV cache capacity of a profile, in theory, beside what the engine reported."""
+    """KV cache capacity of a profile, in theory, beside what the engine reported; with --simulate, the
+    simulator's prediction of a scenario on it. PROFILE may also be a sim profile."""
+    from loadproof.cli.sim import simulate_and_print
     from loadproof.planner.profile_plan import model_config_path, plan_profile
+    from loadproof.sim.config import is_sim_profile, load_sim_config
 
+    if is_sim_profile(profile_path):
+        if simulate is None:
+            raise UsageError(f"{profile_path} is a sim profile: give --simulate capacity|prefill")
+        raise typer.Exit(simulate_and_print(load_sim_config(profile_path), simulate, sessions,
+                                            input_tokens or 1024, window_s))
+    if simulate is not None and sim is None:
+        raise UsageError("--simulate needs the step costs: give --sim SIM_PROFILE (from `loadproof sim calibrate`)")
     profile = load_profile(profile_path)
     log_text = None
     if startup_log is not None:
@@ -58,3 +73,14 @@ def plan(
         rows.append(["engine reported", f"{result.reported.kv_cache_tokens:,} tokens"])
         rows.append(["prediction error", f"{result.error_pct:+.2f}%"])
     ui.table("Plan", ["", "value"], rows)
+    if simulate is not None and sim is not None:
+        kv_tokens = (result.reported.kv_cache_tokens if result.reported is not None and result.reported.kv_cache_tokens
+                     else kv.kv_cache_tokens)
+        sched = profile.scheduler
+        base = load_sim_config(sim)
+        cfg = base.model_copy(update={
+            "max_model_len": dep.max_model_len, "block_size": dep.block_size,
+            "num_gpu_blocks": max(1, kv_tokens // dep.block_size),
+            "max_num_seqs": sched.max_num_seqs or base.max_num_seqs,
+            "max_num_batched_tokens": sched.max_num_batched_tokens or base.max_num_batched_tokens})
+        raise typer.Exit(simulate_and_print(cfg, simulate, sessions, input_tokens or 1024, window_s))

@@ -81,6 +81,8 @@ def run_capacity(
     negative_control: Annotated[bool, typer.Option(help="ask about facts never planted: retrieval must FAIL")] = False,
     max_gap_s: Annotated[float, typer.Option(help="longest silence allowed inside the window")] = 5.0,
     drain_timeout_s: Annotated[float, typer.Option(help="bound on the engine letting go after cancel")] = 30.0,
+    admission_stall_s: Annotated[float, typer.Option(help="end the cold phase once sessions have waited this long "
+                                                     "while every running one was decoding")] = 10.0,
     no_cache_salt: NoCacheSaltOption = False,
     startup_log: Annotated[Optional[Path], typer.Option(help="engine startup log: KV tokens for the theoretical count")] = None,
     search: Annotated[Optional[str], typer.Option(help="find the largest passing 'sessions' or 'input-tokens'")] = None,
@@ -97,6 +99,7 @@ def run_capacity(
     base = dict(sessions=sessions, input_tokens=input_tokens, window_s=window_s, max_tokens=max_tokens,
                 stagger_s=stagger_s, num_probes=num_probes, check_probes=not skip_probe_check,
                 plant_probes=not negative_control, max_gap_s=max_gap_s, drain_timeout_s=drain_timeout_s,
+                admission_stall_s=admission_stall_s,
                 use_cache_salt=not no_cache_salt)
     extra = {"profile": prof.model_dump() if prof else None, "engine": {"startup_report": startup}}
     if search is None:

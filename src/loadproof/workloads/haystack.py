@@ -187,21 +187,35 @@ class HaystackBuilder:
         return HaystackPrompt(session_id=session_id, salt=salt, text=text, num_tokens=num_tokens, probes=probes,
                               asked=asked, context=context_body + pad, style=self.style)
 
-    def _tail(self, probe: Probe, pad_words: int) -> str:
+    def _tail(self, probe: Probe, pad_words: int, extra: str = "") -> str:
         words = " ".join(_PAD_WORDS[i % len(_PAD_WORDS)] for i in range(pad_words))
-        pad = f"Notes: {words}.\n" if pad_words else "Notes.\n"
+        pad = f"Notes: {words}{extra}.\n" if pad_words else f"Notes{extra}.\n"
         return pad + _question(probe, self.style)
 
     def _fit_tail(self, probe: Probe, target: int) -> str:
-        """The tail whose token count is exactly `target`, found by adjusting the pad word count."""
-        words = max(0, target - self.count(self._tail(probe, 0)))
-        for _ in range(64):
-            got = self.count(self._tail(probe, words))
-            if got == target:
-                return self._tail(probe, words)
-            words += 1 if got < target else -1
-            if words < 0:
-                break
+        """The tail whose token count is exactly `target`: the most pad words that do not overshoot
+        (bisected: the count grows with the words), then, where a word is several tokens (a byte-level
+        tokenizer), a few single characters."""
+        lo, hi = 0, max(0, target)
+        if self.count(self._tail(probe, 0)) > target:
+            lo = hi = -1
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if self.count(self._tail(probe, mid)) <= target:
+                lo = mid
+            else:
+                hi = mid - 1
+        if lo >= 0:
+            if self.count(self._tail(probe, lo)) == target:
+                return self._tail(probe, lo)
+            for unit in (" a", "a", ".", " "):
+                for k in range(1, 17):
+                    tail = self._tail(probe, lo, unit * k)
+                    got = self.count(tail)
+                    if got == target:
+                        return tail
+                    if got > target:
+                        break
         raise UsageError(f"cannot pad the haystack tail to exactly {target} tokens with this tokenizer")
 
     def _fit_whole(self, body: str, probe: Probe, target: int) -> str:

@@ -1,0 +1,91 @@
+"""Paged KV blocks with prefix caching by block hash, as vLLM's v1 block pool keeps them.
+
+A request's prompt is a chain of full-block hashes (each hash covers its block and every block before
+it, and the salt is folded into the first, so a different salt changes every hash). Freed blocks go
+to the tail of the free queue still holding their hash: they count as free (KV usage excludes them)
+and a later prompt with the same prefix can reuse them until they are evicted by an allocation.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Block:
+    block_id: int
+    ref_count: int = 0
+    block_hash: int | None = None
+
+
+@dataclass
+class BlockPool:
+    num_blocks: int
+    block_size: int
+    enable_prefix_caching: bool = True
+    blocks: list[Block] = field(init=False)
+    _free: OrderedDict[int, None] = field(init=False)  # insertion order = eviction order
+    _cached: dict[int, int] = field(init=False)  # block hash -> block id
+
+    def __post_init__(self) -> None:
+        self.blocks = [Block(i) for i in range(self.num_blocks)]
+        self._free = OrderedDict((i, None) for i in range(self.num_blocks))
+        self._cached = {}
+
+    @property
+    def num_free(self) -> int:
+        return len(self._free)
+
+    @property
+    def usage(self) -> float:
+        """vLLM's kv_cache_usage_perc: the fraction of blocks held by requests (cached free blocks are free)."""
+        return 1.0 - self.num_free / self.num_blocks
+
+    def cached_prefix(self, hashes: list[int]) -> list[int]:
+        """Block ids of the longest cached prefix of `hashes`."""
+        if not self.enable_prefix_caching:
+            return []
+        out = []
+        for h in hashes:
+            block_id = self._cached.get(h)
+            if block_id is None:
+                break
+            out.append(block_id)
+        return out
+
+    def touch(self, block_ids: list[int]) -> None:
+        """Take a reference on cached blocks (a prefix-cache hit); free ones leave the free queue."""
+        for block_id in block_ids:
+            block = self.blocks[block_id]
+            if block.ref_count == 0:
+                del self._free[block_id]
+            block.ref_count += 1
+
+    def allocate(self, count: int) -> list[int] | None:
+        if count > len(self._free):
+            return None
+        out = []
+        for _ in range(count):
+            block_id, _ = self._free.popitem(last=False)
+            block = self.blocks[block_id]
+            if block.block_hash is not None:  # evict: its cached content is overwritten
+                if self._cached.get(block.block_hash) == block_id:
+                    del self._cached[block.block_hash]
+                block.block_hash = None
+            block.ref_count = 1
+            out.append(block_id)
+        return out
+
+    def cache(self, block_id: int, block_hash: int) -> None:
+        if self.enable_prefix_caching and block_hash not in self._cached:
+            self.blocks[block_id].block_hash = block_hash
+            self._cached[block_hash] = block_id
+
+    def free(self, block_ids: list[int]) -> None:
+        # Reverse order, as vLLM does, so a request's tail blocks are evicted before its head.
+        for block_id in reversed(block_ids):
+            block = self.blocks[block_id]
+            block.ref_count -= 1
+            if block.ref_count == 0:
+                self._free[block_id] = None

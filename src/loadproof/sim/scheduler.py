@@ -1,0 +1,284 @@
+"""The continuous-batching core: FIFO admission, chunked prefill under a per-step token budget,
+preemption by recompute, prefix caching, abort. No clock and no I/O: a driver calls `schedule()`,
+charges the step's modeled duration, then `complete(step, now_s)`.
+
+The policy is vLLM v1's `Scheduler.schedule()` (read from vLLM 0.32's source):
+1. Running requests first, in admission order. Each gets what it still lacks (its whole remaining
+   prompt while prefilling, one token while decoding), capped by `long_prefill_token_threshold` (when
+   more than one request is present) and by the remaining budget. So many long prompts sent together
+   prefill one at a time, in arrival order: the head takes the whole budget step after step, and the
+   next one only gets what the head's last chunk leaves.
+2. When a running request cannot get KV blocks, the most recently admitted running request is preempted
+   (its blocks freed, its progress reset to 0, put back at the head of the waiting queue); a step that
+   preempted admits nobody.
+3. Then waiting requests, strictly FIFO: the head is admitted only while fewer than `max_num_seqs` run,
+   budget is left, and its blocks fit (its whole prompt with `reserve_full_sequence`, else only its first
+   chunk); when the head does not fit, nobody behind it is tried.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import deque
+from dataclasses import dataclass, field
+
+from loadproof.sim.blocks import BlockPool
+from loadproof.sim.config import SimConfig
+
+# vLLM's time_to_first_token_seconds buckets
+TTFT_BUCKETS_S = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
+                  20.0, 40.0, 80.0, 160.0, 640.0, 2560.0)
+
+
+@dataclass(eq=False)
+class SimRequest:
+    request_id: str
+    prompt_tokens: int
+    max_tokens: int
+    block_hashes: list[int] = field(default_factory=list)  # one per full prompt block
+    arrival_s: float = 0.0
+    status: str = "waiting"  # waiting | running | finished
+    num_computed: int = 0
+    num_output: int = 0
+    block_ids: list[int] = field(default_factory=list)
+    num_hashed: int = 0  # prompt blocks registered in the prefix cache
+    first_token_s: float | None = None
+    finish_reason: str | None = None
+    num_preemptions: int = 0
+    prefix_hit_tokens: int = 0
+
+    @property
+    def num_tokens(self) -> int:
+        return self.prompt_tokens + self.num_output
+
+
+@dataclass
+class Step:
+    scheduled: list[tuple[SimRequest, int]]  # (request, new tokens)
+    prefill_chunks: list[tuple[int, int]]  # (context before the chunk, chunk tokens)
+    decode_contexts: list[int]
+
+
+@dataclass
+class Emitted:
+    request: SimRequest
+    first: bool
+    finished: bool
+
+
+@dataclass
+class Counters:
+    num_preemptions: int = 0
+    prefix_cache_queries: int = 0
+    prefix_cache_hits: int = 0
+    prompt_tokens: int = 0
+    generation_tokens: int = 0
+    finished: dict[str, int] = field(default_factory=lambda: {"stop": 0, "length": 0, "abort": 0})
+    ttft_bucket_counts: list[int] = field(default_factory=lambda: [0] * (len(TTFT_BUCKETS_S) + 1))
+    ttft_sum_s: float = 0.0
+    ttft_count: int = 0
+
+    def observe_ttft(self, seconds: float) -> None:
+        self.ttft_bucket_counts[bisect.bisect_left(TTFT_BUCKETS_S, seconds)] += 1
+        self.ttft_sum_s += seconds
+        self.ttft_count += 1
+
+
+class Scheduler:
+    def __init__(self, config: SimConfig) -> None:
+        self.config = config
+        self.pool = BlockPool(config.num_gpu_blocks, config.block_size, config.enable_prefix_caching)
+        self.waiting: deque[SimRequest] = deque()
+        self.running: list[SimRequest] = []
+        self.requests: dict[str, SimRequest] = {}
+        self.counters = Counters()
+
+    # -- requests in and out ------------------------------------------------------------------------
+    def add(self, request: SimRequest) -> None:
+        if request.request_id in self.requests:
+            raise ValueError(f"request {request.request_id!r} is already in the engine")
+        self.requests[request.request_id] = request
+        self.waiting.append(request)
+
+    def abort(self, request_id: str) -> bool:
+        """Client gone: the request leaves at once and its blocks are free for the next step."""
+        request = self.requests.get(request_id)
+        if request is None or request.status == "finished":
+            return False
+        if request.status == "waiting":
+            self.waiting.remove(request)
+        self._finish(request, "abort")
+        return True
+
+    @property
+    def has_work(self) -> bool:
+        return bool(self.running or self.waiting)
+
+    def resident_tokens(self) -> int:
+        """Token slots held by running requests (a block shared through the prefix cache counts once)."""
+        return len({b for r in self.running for b in r.block_ids}) * self.config.block_size
+
+    # -- one step -------------------------------------------------------------------------------------
+    def schedule(self) -> Step | None:
+        cfg = self.config
+        budget = cfg.max_num_batched_tokens
+        threshold = cfg.long_prefill_token_threshold if len(self.running) + len(self.waiting) > 1 else 0
+        scheduled: list[tuple[SimRequest, int]] = []
+        preempted = False
+        i = 0
+        while i < len(self.running) and budget > 0:
+            request = self.running[i]
+            n = request.num_tokens - request.num_computed
+            if 0 < threshold < n:
+                n = threshold
+            n = min(n, budget, cfg.max_model_len - 1 - request.num_computed)
+            if n <= 0:
+                i += 1
+                continue
+            while not self._allocate(request, n):
+                victim = self.running[-1]
+                for k, (req, tokens) in enumerate(scheduled):
+                    if req is victim:  # refund what the victim was given this step
+                        budget += tokens
+                        del scheduled[k]
+                        break
+                self._preempt(victim)
+                preempted = True
+                if victim is request:
+                    break
+            if request.status != "running":
+                break
+            scheduled.append((request, n))
+            budget -= n
+            i += 1
+
+        if not preempted:
+            while self.waiting and budget > 0 and len(self.running) < cfg.max_num_seqs:
+                request = self.waiting[0]
+                hit = self._prefix_hit(request) if request.num_computed == 0 else []
+                computed = len(hit) * cfg.block_size
+                n = request.num_tokens - computed
+                if 0 < threshold < n:
+                    n = threshold
+                n = min(n, budget)
+                if cfg.reserve_full_sequence:
+                    whole = -(-min(request.num_tokens, cfg.max_model_len) // cfg.block_size)
+                    evictable_hits = sum(1 for b in hit if self.pool.blocks[b].ref_count == 0)
+                    if whole - len(hit) > self.pool.num_free - evictable_hits:
+                        break
+                self.pool.touch(hit)
+                request.block_ids = list(hit)
+                request.num_computed = computed
+                if not self._allocate(request, n):
+                    self.pool.free(request.block_ids)
+                    request.block_ids, request.num_computed = [], 0
+                    break
+                self.waiting.popleft()
+                self.counters.prefix_cache_queries += request.num_tokens
+                self.counters.prefix_cache_hits += computed
+                request.prefix_hit_tokens += computed
+                request.num_hashed = len(hit)
+                request.status = "running"
+                self.running.append(request)
+                scheduled.append((request, n))
+                budget -= n
+
+        if not scheduled:
+            # A step that only preempted schedules again at once (the victims wait at the head);
+            # otherwise there is nothing to run: idle, or the waiting head can never be admitted.
+            return self.schedule() if preempted and (self.running or self.waiting) else None
+        prefill: list[tuple[int, int]] = []
+        decode: list[int] = []
+        for request, n in scheduled:
+            if n == 1 and request.num_computed == request.num_tokens - 1 and request.num_output > 0:
+                decode.append(request.num_computed + 1)
+            else:
+                prefill.append((request.num_computed, n))
+        return Step(scheduled, prefill, decode)
+
+    def step_duration_s(self, step: Step) -> float:
+        return self.config.cost.step_s(step.prefill_chunks, step.decode_contexts)
+
+    def complete(self, step: Step, now_s: float) -> list[Emitted]:
+        """The step's forward pass is done at `now_s`: advance progress, sample tokens, finish requests."""
+        out: list[Emitted] = []
+        bs = self.config.block_size
+        for request, n in step.scheduled:
+            if request.status != "running":  # aborted while the step ran
+                continue
+            request.num_computed += n
+            while (request.num_hashed < len(request.block_hashes)
+                   and (request.num_hashed + 1) * bs <= request.num_computed):
+                self.pool.cache(request.block_ids[request.num_hashed], request.block_hashes[request.num_hashed])
+                request.num_hashed += 1
+            if request.num_computed < request.num_tokens:
+                continue  # a prefill chunk that did not reach the end of the prompt
+            request.num_output += 1
+            self.counters.generation_tokens += 1
+            first = request.first_token_s is None
+            if first:
+                request.first_token_s = now_s
+                self.counters.prompt_tokens += request.prompt_tokens
+                self.counters.observe_ttft(now_s - request.arrival_s)
+            finished = request.num_output >= request.max_tokens or request.num_tokens >= self.config.max_model_len
+            if finished:
+                self._finish(request, "length")
+            out.append(Emitted(request, first, finished))
+        return out
+
+    def finish_stop(self, request: SimRequest) -> None:
+        """The answer ended by itself (an EOS) before max_tokens."""
+        if request.status != "finished":
+            self._finish(request, "stop")
+
+    # -- internals ------------------------------------------------------------------------------------
+    def _prefix_hit(self, request: SimRequest) -> list[int]:
+        hit = self.pool.cached_prefix(request.block_hashes)
+        # At least one token must be computed to produce logits (vLLM recomputes the last one).
+        max_blocks = (request.num_tokens - 1) // self.config.block_size
+        return hit[:max_blocks]
+
+    def _allocate(self, request: SimRequest, num_new_tokens: int) -> bool:
+        need = -(-(request.num_computed + num_new_tokens) // self.config.block_size) - len(request.block_ids)
+        if need <= 0:
+            return True
+        got = self.pool.allocate(need)
+        if got is None:
+            return False
+        request.block_ids.extend(got)
+        return True
+
+    def _preempt(self, request: SimRequest) -> None:
+        self.running.remove(request)
+        self.pool.free(request.block_ids)
+        request.block_ids = []
+        request.num_computed = 0
+        request.num_hashed = 0
+        request.status = "waiting"
+        request.num_preemptions += 1
+        self.counters.num_preemptions += 1
+        self.waiting.appendleft(request)
+
+    def _finish(self, request: SimRequest, reason: str) -> None:
+        if request.status == "running":
+            self.running.remove(request)
+        self.pool.free(request.block_ids)
+        request.block_ids = []
+        request.status = "finished"
+        request.finish_reason = reason
+        self.counters.finished[reason] = self.counters.finished.get(reason, 0) + 1
+        self.requests.pop(request.request_id, None)
+
+    def gauges(self) -> dict[str, float]:
+        """The engine-state part of /metrics, in loadproof's metric vocabulary."""
+        c = self.counters
+        return {
+            "num_requests_running": float(len(self.running)),
+            "num_requests_waiting": float(len(self.waiting)),
+            "kv_cache_usage_perc": self.pool.usage,
+            "num_preemptions_total": float(c.num_preemptions),
+            "prefix_cache_queries_total": float(c.prefix_cache_queries),
+            "prefix_cache_hits_total": float(c.prefix_cache_hits),
+            "prompt_tokens_total": float(c.prompt_tokens),
+            "generation_tokens_total": float(c.generation_tokens),
+        }

@@ -1,0 +1,147 @@
+"""The simulator on a virtual clock: whole scenarios in modeled time, without sleeping.
+
+`predict_capacity` replays the capacity scenario's shape (N sessions of L tokens sent together, a W-second
+window from the last first token, then cancellation) through the scheduler and returns what a run
+directory would hold (plan, records, /metrics samples, events), so the prediction is judged by the same
+`evaluate_capacity` that judges a measured run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from loadproof.client.record import RequestRecord
+from loadproof.sim.config import SimConfig
+from loadproof.sim.scheduler import Scheduler, SimRequest
+
+NS = 1_000_000_000
+
+
+def salted_hashes(salt: str, num_tokens: int, block_size: int) -> list[int]:
+    """Block hashes of a prompt whose content is unique to `salt` (a cold, unshared prompt)."""
+    return [hash((salt, i)) for i in range(num_tokens // block_size)]
+
+
+@dataclass
+class VirtualRun:
+    config: SimConfig
+    scheduler: Scheduler = field(init=False)
+    now_s: float = 0.0
+    num_steps: int = 0
+    token_times: dict[str, list[float]] = field(default_factory=dict)
+    samples: list[dict[str, Any]] = field(default_factory=list)
+    sample_interval_s: float = 0.5
+    _next_sample_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        self.scheduler = Scheduler(self.config)
+
+    def add(self, request_id: str, prompt_tokens: int, max_tokens: int, salt: str) -> SimRequest:
+        request = SimRequest(request_id, prompt_tokens, max_tokens,
+                             salted_hashes(salt, prompt_tokens, self.config.block_size),
+                             arrival_s=self.now_s)
+        self.scheduler.add(request)
+        self.token_times[request_id] = []
+        return request
+
+    def sample(self) -> None:
+        self.samples.append({"t_ns": int(self.now_s * NS), "values": self.scheduler.gauges()})
+        self._next_sample_s = self.now_s + self.sample_interval_s
+
+    def advance(self, until: Callable[[], bool], max_s: float) -> bool:
+        """Step until `until()` holds (True) or nothing can run / `max_s` of modeled time passes (False)."""
+        while not until():
+            if self.now_s >= max_s:
+                return False
+            step = self.scheduler.schedule()
+            if step is None:
+                return False  # idle, or the waiting head can never be admitted
+            self.now_s += self.scheduler.step_duration_s(step)
+            self.num_steps += 1
+            for emitted in self.scheduler.complete(step, self.now_s):
+                self.token_times[emitted.request.request_id].append(self.now_s)
+            while self.now_s >= self._next_sample_s:
+                self.sample()
+        return True
+
+
+@dataclass
+class CapacityPrediction:
+    plan: dict[str, Any]
+    records: list[RequestRecord]
+    samples: list[dict[str, Any]]
+    events: list[dict[str, Any]]
+    num_steps: int
+    modeled_s: float
+
+
+def predict_capacity(config: SimConfig, sessions: int, input_tokens: int, window_s: float, *,
+                     max_tokens: int | None = None, max_gap_s: float = 5.0, sample_interval_s: float = 0.5,
+                     first_token_timeout_s: float = 7200.0, admission_stall_s: float = 10.0) -> CapacityPrediction:
+    """The capacity scenario of `sessions` x `input_tokens` on the modeled engine (see the module doc)."""
+    if max_tokens is None:  # as the scenario does: what the context window leaves, at most 100,000
+        max_tokens = min(config.max_model_len - input_tokens, 100_000)
+    run = VirtualRun(config, sample_interval_s=sample_interval_s)
+    run.sample()
+    run.now_s = config.cost.request_overhead_s  # sent at 0; the engine has them once HTTP and tokenizing are done
+    ids = [f"cap-s{i:03d}" for i in range(sessions)]
+    requests = [run.add(rid, input_tokens, max_tokens, salt=f"salt-{rid}") for rid in ids]
+
+    stall = {"since": None}
+
+    def all_started() -> bool:
+        # The scenario's admission-stall rule: requests wait while every running session is decoding
+        # for `admission_stall_s`, so they will only get in when someone leaves: stop the cold phase.
+        s = run.scheduler
+        if s.waiting and s.running and all(r.num_computed >= r.prompt_tokens for r in s.running):
+            stall["since"] = run.now_s if stall["since"] is None else stall["since"]
+            if run.now_s - stall["since"] >= admission_stall_s:
+                return True
+        else:
+            stall["since"] = None
+        return all(r.first_token_s is not None or r.status == "finished" for r in requests)
+
+    run.advance(all_started, first_token_timeout_s)
+    events: list[dict[str, Any]] = []
+    if stall["since"] is not None:
+        events.append({"kind": "admission_stalled", "t_ns": int(run.now_s * NS),
+                       "evidence": f"{len(run.scheduler.waiting)} request(s) waited {admission_stall_s:g} s while "
+                                   f"all {len(run.scheduler.running)} running sessions were decoding"})
+    started = [r for r in requests if r.first_token_s is not None]
+    if len(started) == sessions:
+        window_start = max(r.first_token_s for r in started)  # type: ignore[type-var]
+        events.append({"kind": "window_start", "t_ns": int(window_start * NS)})
+        end = window_start + window_s
+        run.advance(lambda: run.now_s >= end or not run.scheduler.running, end)
+    cancel_s = run.now_s + 1e-6  # the client cancels just after the window's last step
+    events.append({"kind": "cancel", "t_ns": int(cancel_s * NS)})
+    for rid in ids:
+        run.scheduler.abort(rid)
+    run.now_s = cancel_s + 1e-3
+    run.sample()
+
+    records = []
+    for rid, request in zip(ids, requests):
+        times = run.token_times[rid]
+        record = RequestRecord(request_id=rid, endpoint="completions", scenario="capacity", family="capacity",
+                               prompt_id=rid, concurrency=sessions, send_ns=0,
+                               prompt_tokens=input_tokens, output_tokens=len(times),
+                               chunk_ns=[int(t * NS) for t in times], chunk_tokens=[1] * len(times),
+                               num_chunks=len(times))
+        if times:
+            record.first_token_ns, record.last_token_ns = int(times[0] * NS), int(times[-1] * NS)
+            record.output_text = "predicted"  # the simulator answers every probe right
+        if request.finish_reason == "length":
+            record.ok, record.finish_reason, record.end_ns = True, "length", int(times[-1] * NS)
+        else:
+            record.error_kind, record.error_message, record.end_ns = "cancelled", "cancelled by the client", int(cancel_s * NS)
+        records.append(record)
+    plan = {
+        "sessions": [{"request_id": rid, "session_id": rid, "expected": "predicted"} for rid in ids],
+        "input_tokens": input_tokens, "max_tokens": max_tokens, "window_s": window_s, "max_gap_s": max_gap_s,
+        "drain_timeout_s": 30.0, "kv_idle_bound": 0.02, "check_probes": True,
+        "max_model_len": config.max_model_len, "engine_kv_cache_tokens": config.kv_cache_tokens,
+        "theoretical_full_windows": round(config.kv_cache_tokens / config.max_model_len, 4),
+    }
+    return CapacityPrediction(plan, records, run.samples, events, run.num_steps, run.now_s)

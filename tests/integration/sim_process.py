@@ -1,0 +1,110 @@
+"""`loadproof sim` as a real process for integration tests, and small client helpers around it.
+
+Shared by the fault, scenario, relay and supervisor tests that put the simulator in front of them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from loadproof.client import RequestSpec
+from loadproof.client.record import RequestRecord
+from loadproof.engines.process import free_port
+from loadproof.protocol.openai import request_body
+
+START_TIMEOUT_S = 30.0  # a cold Python start on a loaded 2-core machine
+
+class SimProcess:
+    """`loadproof sim` as a user starts it; ready once /health answers 200."""
+
+    def __init__(self, log: Path, *args: str, config: dict[str, Any] | None = None) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = log
+        argv = [sys.executable, "-m", "loadproof", "sim", "--port", str(self.port), *args]
+        if config is not None:
+            path = log.with_suffix(".json")
+            path.write_text(json.dumps(config), encoding="utf-8")
+            argv += ["--config", str(path)]
+        with open(log, "wb") as out:
+            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                         start_new_session=True)
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not self.healthy():
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                pytest.fail(f"`loadproof sim {' '.join(args)}` did not come up:\n{log.read_text()[-3000:]}")
+            time.sleep(0.05)
+
+    def healthy(self) -> bool:
+        try:
+            with urllib.request.urlopen(self.url + "/health", timeout=2) as resp:
+                return resp.status == 200
+        except (urllib.error.URLError, OSError):
+            return False
+
+    def _call(self, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(self.url + path, data=data, headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=10) as resp:
+            return json.loads(resp.read())
+
+    def set_faults(self, *active: str, **settings: Any) -> dict[str, Any]:
+        """Replace the active faults (slowdown, after_tokens, after_requests as keywords)."""
+        return self._call("/sim/faults", {"active": list(active), **settings})
+
+    def state(self) -> dict[str, Any]:
+        return self._call("/sim/state")
+
+    def wait_idle(self, within_s: float) -> float:
+        """Seconds until nothing runs or waits and every KV block is free; fails past `within_s`."""
+        started = time.monotonic()
+        while True:
+            state = self.state()
+            if not state["running"] and not state["waiting"] and state["num_free_blocks"] == state["num_gpu_blocks"]:
+                return time.monotonic() - started
+            assert time.monotonic() - started < within_s, f"the simulator still holds the request: {state}"
+            time.sleep(0.02)
+
+    def wait_exit(self, timeout_s: float = 10.0) -> int:
+        return self.proc.wait(timeout=timeout_s)
+
+    def __enter__(self) -> "SimProcess":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        """SIGKILL the whole process group (a hung simulator ignores nothing it is not sent)."""
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.proc.wait(timeout=10)
+
+
+def spec(i: int = 0, *, prompt: str = "Tell me a story.", max_tokens: int = 16, ignore_eos: bool = False,
+         endpoint: str = "completions", deadline_s: float | None = 30) -> RequestSpec:
+    body = request_body(endpoint, "sim", prompt, max_tokens=max_tokens, ignore_eos=ignore_eos)  # type: ignore[arg-type]
+    return RequestSpec(request_id=f"r{i}", endpoint=endpoint, body=body, deadline_s=deadline_s)
+
+
+async def until_tokens(record: RequestRecord, n: int, within_s: float = 10.0) -> None:
+    """Wait until a live record has received `n` chunks with tokens."""
+    deadline = time.monotonic() + within_s
+    while len(record.chunk_ns or ()) < n:
+        assert time.monotonic() < deadline, "no tokens arrived"
+        await asyncio.sleep(0.01)

@@ -1,0 +1,163 @@
+"""The supervisor around `loadproof sim` as its engine: crash, hang and a crash loop, in seconds.
+
+The same policy code as around the real engine (test_supervisor.py), with faults the simulator makes on
+demand: a crash (exit code 13) and a hang (/health 200, no token) set through POST /sim/faults, and an
+engine that dies on its first completion (`--fault crash`): the first liveness probe, every start.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from loadproof.engines.base import LaunchCommand, StartupReport
+from loadproof.engines.process import EngineProcess, free_port
+from loadproof.supervisor import FAILED, READY, STOPPED, Supervisor, SupervisorPolicy
+
+pytestmark = pytest.mark.timeout(90)
+
+# small but not tight: a probe of one token takes ~25 ms on the simulator, a start about a second
+POLICY = SupervisorPolicy(probe_interval_s=0.5, probe_timeout_s=2.0, max_probe_failures=2, max_restarts=1,
+                          restart_window_s=600, stable_after_s=600, backoff_initial_s=0.2, backoff_max_s=1.0,
+                          jitter=0.0)
+
+
+@dataclass(frozen=True)
+class SimAdapter:
+    """What EngineProcess asks of an engine adapter, for the simulator."""
+
+    name: str = "sim"
+    health_path: str = "/health"
+
+    def parse_startup_report(self, log_text: str) -> StartupReport | None:
+        return None
+
+
+@dataclass
+class Supervised:
+    supervisor: Supervisor
+    thread: threading.Thread
+    port: int
+    outcome: list[str]
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def events(self) -> list[dict[str, Any]]:
+        path = self.supervisor.events_path
+        return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+    def kinds(self) -> list[str]:
+        return [e["kind"] for e in self.events()]
+
+    def wait_for(self, done: Callable[[list[str]], bool], within_s: float) -> list[str]:
+        deadline = time.monotonic() + within_s
+        while not done(kinds := self.kinds()):
+            assert time.monotonic() < deadline, f"supervisor events so far: {kinds}"
+            time.sleep(0.05)
+        return kinds
+
+    def set_faults(self, *active: str) -> None:
+        request = urllib.request.Request(self.url + "/sim/faults", data=json.dumps({"active": list(active)}).encode(),
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=10) as resp:
+            assert resp.status == 200
+
+    def finish(self, within_s: float = 30.0) -> str:
+        self.thread.join(timeout=within_s)
+        assert not self.thread.is_alive(), f"the supervisor did not end: {self.kinds()}"
+        return self.outcome[0]
+
+
+@pytest.fixture
+def supervise(tmp_path: Path) -> Iterator[Callable[..., Supervised]]:
+    started: list[Supervised] = []
+
+    def start(*sim_args: str) -> Supervised:
+        port = free_port()  # one port for every restart, as `loadproof serve` keeps it
+        launches = 0
+
+        def launch() -> EngineProcess:
+            nonlocal launches
+            launches += 1
+            argv = [sys.executable, "-m", "loadproof", "sim", "--port", str(port), *sim_args]
+            engine = EngineProcess(SimAdapter(), LaunchCommand(argv=argv, env={}),  # type: ignore[arg-type]
+                                   "127.0.0.1", port, tmp_path / f"sim-{launches}.log")
+            engine.start()
+            return engine
+
+        supervisor = Supervisor(launch, served_name="sim", gpus_needed=0, ready_timeout_s=30,
+                                events_path=tmp_path / "events.jsonl", policy=POLICY)
+        outcome: list[str] = []
+        thread = threading.Thread(target=lambda: outcome.append(supervisor.run()), daemon=True)
+        handle = Supervised(supervisor, thread, port, outcome)
+        started.append(handle)
+        thread.start()
+        return handle
+
+    yield start
+    for handle in started:
+        handle.supervisor.stop()
+        handle.thread.join(timeout=30)
+        assert handle.supervisor.engine is None or not handle.supervisor.engine.alive()
+
+
+def test_a_crash_is_seen_as_an_exit_with_its_code_and_the_engine_restarted(supervise):
+    run = supervise()
+    run.wait_for(lambda k: "ready" in k, within_s=40)
+    first_pid = run.events()[0]["pid"]
+    run.set_faults("crash")
+    kinds = run.wait_for(lambda k: k.count("ready") == 2, within_s=40)
+    run.supervisor.stop()
+    assert run.finish() == STOPPED
+    events = run.events()
+    assert [k for k in kinds if k != "probe_failed"] == ["start", "ready", "exit", "restart", "start", "ready"]
+    (exit_event,) = [e for e in events if e["kind"] == "exit"]
+    assert exit_event["code"] == 13
+    second_start = [e for e in events if e["kind"] == "start"][1]
+    assert second_start["pid"] != first_pid
+    assert events[-1]["kind"] == "stopped"
+
+
+def test_a_hang_behind_a_healthy_health_check_is_caught_by_the_probe_and_restarted(supervise):
+    run = supervise()
+    run.wait_for(lambda k: "ready" in k, within_s=40)
+    hung_pid = run.events()[0]["pid"]
+    run.set_faults("hang")
+    with urllib.request.urlopen(run.url + "/health", timeout=5) as resp:
+        assert resp.status == 200  # /health says fine while nothing can be generated
+    kinds = run.wait_for(lambda k: k.count("ready") == 2, within_s=60)
+    assert run.supervisor.state == READY
+    time.sleep(2 * POLICY.probe_interval_s + 0.5)  # the restarted engine answers its probes
+    run.supervisor.stop()
+    assert run.finish() == STOPPED
+    assert kinds == ["start", "ready", "probe_failed", "probe_failed", "restart", "start", "ready"]
+    events = run.events()
+    failed = [e for e in events if e["kind"] == "probe_failed"]
+    assert all("hung?" in e["reason"] for e in failed) and [e["consecutive"] for e in failed] == [1, 2]
+    assert not Path(f"/proc/{hung_pid}").exists()  # the hung engine was stopped, not left behind
+    (restart,) = [e for e in events if e["kind"] == "restart"]
+    assert restart["reason"].startswith("liveness probe failed 2 times in a row")
+    assert run.kinds() == kinds + ["stopped"]  # no probe failed after the restart
+
+
+def test_an_engine_that_crashes_on_every_first_request_ends_failed(supervise):
+    run = supervise("--fault", "crash")  # after_requests 0: the first liveness probe kills it
+    assert run.finish(within_s=60) == FAILED
+    cycle = ["start", "ready", "probe_failed", "exit"]
+    assert run.kinds() == cycle + ["restart"] + cycle + ["give_up"]
+    events = run.events()
+    assert [e["code"] for e in events if e["kind"] == "exit"] == [13, 13]
+    assert run.supervisor.state == FAILED
+    assert "engine exited with code 13" in run.supervisor.failure and "giving up" in run.supervisor.failure
+    assert run.supervisor.engine is None
