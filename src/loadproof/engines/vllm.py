@@ -25,13 +25,17 @@ VLLM_METRICS: dict[str, str] = {
     "kv_cache_usage_perc": "vllm:kv_cache_usage_perc",
     "prompt_tokens_total": "vllm:prompt_tokens_total",
     "generation_tokens_total": "vllm:generation_tokens_total",
+    # histogram and counter series for cross-checking the client's figures (metrics/engine_agreement.py)
+    "ttft_seconds_sum": "vllm:time_to_first_token_seconds_sum",
+    "ttft_seconds_count": "vllm:time_to_first_token_seconds_count",
+    "request_success_total": "vllm:request_success_total",
     # present only when speculative decoding is on
     "spec_decode_num_draft_tokens_total": "vllm:spec_decode_num_draft_tokens_total",
     "spec_decode_num_accepted_tokens_total": "vllm:spec_decode_num_accepted_tokens_total",
     "spec_decode_num_drafts_total": "vllm:spec_decode_num_drafts_total",
 }
 # the names every vLLM serving loadproof must expose (spec-decode counters are optional)
-REQUIRED_METRICS = tuple(k for k in VLLM_METRICS if not k.startswith("spec_decode"))
+REQUIRED_METRICS = tuple(k for k in VLLM_METRICS if not k.startswith(("spec_decode", "ttft_", "request_success")))
 
 
 @dataclass(frozen=True)

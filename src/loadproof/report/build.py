@@ -28,9 +28,10 @@ def compute_claims(run: Run) -> list[Claim]:
         raise RunDirError(f"{run.path}/manifest.json names no scenario")
     if scenario != "throughput" and "plan" not in run.manifest:
         raise RunDirError(f"{run.path} was interrupted before its plan was written; nothing to report")
+    from loadproof.metrics.engine_agreement import agreement_claims
     from loadproof.metrics.telemetry import telemetry_claims
 
-    return claim_functions.get(scenario)(run) + telemetry_claims(run.telemetry)
+    return claim_functions.get(scenario)(run) + agreement_claims(run.records, run.samples) + telemetry_claims(run.telemetry)
 
 
 def build_report(path: Path) -> Report:

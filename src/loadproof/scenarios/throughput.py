@@ -16,9 +16,11 @@ from pydantic import Field, field_validator
 
 from loadproof.client import RequestRecord, RequestSpec, StreamingClient
 from loadproof.config.base import StrictModel
+from loadproof.engines.vllm import VLLM_METRICS
 from loadproof.protocol.openai import request_body
 from loadproof.scenarios.base import Progress, Target, TokenCounter
 from loadproof.store.run_dir import RunWriter
+from loadproof.telemetry.server_metrics import MetricsScraper
 from loadproof.workloads.prompts import FAMILIES, Prompt, load_family
 
 
@@ -106,10 +108,14 @@ class ThroughputScenario:
                                    on_record=sink) as client:
             if opts.warmup:
                 await client.stream(self._spec("warmup", load_family(opts.families[0])[0], {}))
-            for wave_index, wave in enumerate(waves):
-                specs = [self._spec(f"tp-{wave_index:04d}-{j}", prompt, labels)
-                         for j, (prompt, labels) in enumerate(wave)]
-                await asyncio.gather(*(client.stream(spec) for spec in specs))
+            # /metrics before and after the measured waves (not the warm-up), so the engine's own token
+            # counters and TTFT histogram can be set beside the client's (metrics/engine_agreement.py)
+            async with MetricsScraper(self.target.url, VLLM_METRICS, interval_s=None, sink=writer.metric_sample,
+                                      api_key=self.target.api_key):
+                for wave_index, wave in enumerate(waves):
+                    specs = [self._spec(f"tp-{wave_index:04d}-{j}", prompt, labels)
+                             for j, (prompt, labels) in enumerate(wave)]
+                    await asyncio.gather(*(client.stream(spec) for spec in specs))
         return failed
 
     def _spec(self, request_id: str, prompt: Prompt, labels: dict[str, Any]) -> RequestSpec:

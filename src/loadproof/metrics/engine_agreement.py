@@ -1,0 +1,74 @@
+"""The client's figures beside the engine's own counters for the same run (issue: verified against vLLM).
+
+Needs /metrics samples that bracket the run: one at or before the first send and one at or after the
+last response ends (every scenario takes them). Over that interval:
+- prompt tokens: the sum of `usage.prompt_tokens` of the requests that got a first token, beside the
+  growth of `vllm:prompt_tokens_total` (vLLM counts a prompt when its prefill completes);
+- generation tokens: the sum of `usage.completion_tokens` of every request, cancelled ones included,
+  beside the growth of `vllm:generation_tokens_total` (tokens the engine made after a client left
+  never reach the client);
+- mean TTFT: the client's send -> first token, beside the growth of the engine's TTFT histogram sum over
+  its count (the engine's clock starts when the request reaches it, after HTTP and tokenization).
+Differences are (client - engine) / engine.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from loadproof.client.record import RequestRecord
+from loadproof.metrics.claims import Claim, number
+
+NS = 1_000_000_000
+
+
+def _bracket(samples: list[dict[str, Any]], records: list[RequestRecord]) -> tuple[dict[str, float], dict[str, float]] | None:
+    if not samples or not records:
+        return None
+    ordered = sorted(samples, key=lambda s: s["t_ns"])
+    start = min(r.send_ns for r in records)
+    end = max(r.end_ns for r in records)
+    before = [s for s in ordered if s["t_ns"] <= start]
+    after = [s for s in ordered if s["t_ns"] >= end]
+    if not before or not after:
+        return None
+    return before[-1]["values"], after[-1]["values"]
+
+
+def agreement_claims(records: list[RequestRecord], samples: list[dict[str, Any]]) -> list[Claim]:
+    bracket = _bracket(samples, records)
+    if bracket is None:
+        return []
+    first, last = bracket
+    claims: list[Claim] = []
+
+    def pair(name: str, client: float, engine: float, unit: str, what: str, decimals: int) -> None:
+        claims.append(number(f"crosscheck.{name}.client", client, unit, f"client: {what}", decimals))
+        claims.append(number(f"crosscheck.{name}.engine", engine, unit, "engine: growth of its own counter "
+                             "between the /metrics samples bracketing the run", decimals))
+        if engine:
+            claims.append(number(f"crosscheck.{name}.diff_pct", (client - engine) / engine * 100, "%",
+                                 "(client - engine) / engine x 100", 2))
+
+    if "prompt_tokens_total" in first and "prompt_tokens_total" in last:
+        client = sum(r.prompt_tokens or 0 for r in records if r.first_token_ns is not None)
+        pair("prompt_tokens", client, last["prompt_tokens_total"] - first["prompt_tokens_total"], "tokens",
+             "sum of usage.prompt_tokens of requests that got a first token", 0)
+    if "generation_tokens_total" in first and "generation_tokens_total" in last:
+        client = sum(r.output_tokens or 0 for r in records)
+        pair("generation_tokens", client, last["generation_tokens_total"] - first["generation_tokens_total"],
+             "tokens", "sum of usage.completion_tokens of every request, cancelled ones included", 0)
+    keys = ("ttft_seconds_sum", "ttft_seconds_count")
+    if all(k in first and k in last for k in keys):
+        count = last["ttft_seconds_count"] - first["ttft_seconds_count"]
+        ttfts = [r.ttft_ns / NS for r in records if r.ttft_ns is not None]
+        if count > 0 and ttfts:
+            engine = (last["ttft_seconds_sum"] - first["ttft_seconds_sum"]) / count
+            pair("ttft_mean_s", sum(ttfts) / len(ttfts), engine, "s",
+                 "mean over requests of t_first_token - t_send", 3)
+            claims.append(number("crosscheck.ttft_count.client", len(ttfts), "requests",
+                                 "requests of the run that got a first token"))
+            claims.append(number("crosscheck.ttft_count.engine", int(count), "requests",
+                                 "growth of the TTFT histogram's count; more than the client's means other "
+                                 "requests ran meanwhile (a supervisor's probe, a warm-up) and the means differ"))
+    return claims
