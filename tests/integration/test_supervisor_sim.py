@@ -161,3 +161,26 @@ def test_an_engine_that_crashes_on_every_first_request_ends_failed(supervise):
     assert run.supervisor.state == FAILED
     assert "engine exited with code 13" in run.supervisor.failure and "giving up" in run.supervisor.failure
     assert run.supervisor.engine is None
+
+
+def test_a_probe_queued_behind_long_prefills_is_slow_not_hung(supervise, tmp_path: Path):
+    # FIFO admission: a one-token probe waits until a 16,000-token prefill (31 steps of 512 tokens,
+    # ~0.5 s each) is done, far past the 2 s probe timeout; the engine is busy, not hung
+    config = tmp_path / "slow-prefill.json"
+    config.write_text(json.dumps({"max_num_batched_tokens": 512, "max_model_len": 32768,
+                                  "cost": {"prefill_s_per_token": 1e-3, "step_overhead_s": 0.01}}))
+    run = supervise("--config", str(config))
+    run.wait_for(lambda k: "ready" in k, within_s=40)
+    body = json.dumps({"model": "sim", "prompt": "x" * 16_000, "max_tokens": 1}).encode()
+    request = urllib.request.Request(run.url + "/v1/completions", data=body, headers={"Content-Type": "application/json"})
+    long_one = threading.Thread(target=lambda: urllib.request.urlopen(request, timeout=60).read(), daemon=True)
+    long_one.start()
+    kinds = run.wait_for(lambda k: k.count("probe_slow") >= 2, within_s=40)
+    long_one.join(timeout=40)
+    time.sleep(2 * POLICY.probe_interval_s + 0.5)  # probes answer again once the prefill is done
+    run.supervisor.stop()
+    assert run.finish() == STOPPED
+    kinds = run.kinds()
+    assert "probe_failed" not in kinds and "restart" not in kinds, kinds
+    slow = [e for e in run.events() if e["kind"] == "probe_slow"]
+    assert all("hung?" in e["reason"] for e in slow)

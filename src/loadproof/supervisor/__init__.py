@@ -93,6 +93,21 @@ def probe(url: str, model: str, timeout_s: float, api_key: str | None = None) ->
         return f"{exc.__class__.__name__}: {reason}"
 
 
+def engine_work(url: str) -> tuple[float, ...] | None:
+    """What the engine has done so far: its prompt and generation token counters and KV usage (these
+    move while it prefills or decodes anything), or None when /metrics does not answer."""
+    from loadproof.engines.vllm import VLLM_METRICS
+    from loadproof.telemetry.server_metrics import parse_metrics
+
+    try:
+        with urllib.request.urlopen(url.rstrip("/") + "/metrics", timeout=5) as resp:
+            values = parse_metrics(resp.read().decode("utf-8", "replace"), VLLM_METRICS)
+    except (OSError, ValueError):
+        return None
+    keys = ("prompt_tokens_total", "generation_tokens_total", "kv_cache_usage_perc")
+    return tuple(values.get(k, -1.0) for k in keys) if any(k in values for k in keys) else None
+
+
 class Supervisor:
     def __init__(self, launch: Callable[[], EngineProcess], served_name: str, gpus_needed: int,
                  ready_timeout_s: float, events_path: Path, policy: SupervisorPolicy = SupervisorPolicy(),
@@ -182,6 +197,7 @@ class Supervisor:
                    startup_report=report.line if report else None)
         ready_at = time.monotonic()
         failures = 0
+        work = engine_work(engine.url)
         while not self._stop.wait(self.policy.probe_interval_s):
             self.healthy_for_s = time.monotonic() - ready_at
             if not engine.alive():
@@ -191,8 +207,14 @@ class Supervisor:
                 self.event("exit", code=code)
                 return f"engine exited with code {code}"
             why = probe(engine.url, self.served_name, self.policy.probe_timeout_s)
+            previous, work = work, engine_work(engine.url)
             if why is None:
                 failures = 0
+                continue
+            if "hung?" in why and previous is not None and work is not None and work != previous:
+                # Unanswered, but the engine is working: the probe waits in a FIFO queue behind long
+                # prefills (a capacity test's cold phase). A hung engine's counters stand still.
+                self.event("probe_slow", reason=why, evidence="prompt/generation counters or KV usage moved")
                 continue
             failures += 1
             self.event("probe_failed", reason=why, consecutive=failures)
