@@ -26,6 +26,7 @@ def plan(
     startup_log: Annotated[Optional[Path], typer.Option(help="the engine's startup log: plan from the memory it "
                                                           "found, and compare with the tokens it reported")] = None,
     input_tokens: Annotated[Optional[int], typer.Option("--input-tokens", "-l", help="L: how many sessions of L fit")] = None,
+    growth_tokens: Annotated[int, typer.Option(help="tokens each session generates while held (with -l)")] = 0,
     model_config: Annotated[Optional[Path], typer.Option(help="the model's config.json (default: the profile's model folder)")] = None,
     simulate: Annotated[Optional[str], typer.Option(help="predict a scenario on the simulator: capacity or prefill")] = None,
     sim: Annotated[Optional[Path], typer.Option("--sim", help="calibrated sim profile giving the step costs "
@@ -68,7 +69,9 @@ def plan(
         ["theoretical full windows", f"{kv.theoretical_full_windows:.2f} (theory, not capacity)"],
     ]
     if input_tokens:
-        rows.append([f"sessions of {input_tokens:,} tokens that fit", f"{kv.sessions_fitting(input_tokens, dep.block_size):,} (theory)"])
+        grown = f" + {growth_tokens:,} generated" if growth_tokens else ""
+        rows.append([f"sessions of {input_tokens:,}{grown} tokens that fit",
+                     f"{kv.sessions_fitting(input_tokens, dep.block_size, growth_tokens):,} (theory)"])
     if result.reported is not None and result.reported.kv_cache_tokens:
         rows.append(["engine reported", f"{result.reported.kv_cache_tokens:,} tokens"])
         rows.append(["prediction error", f"{result.error_pct:+.2f}%"])

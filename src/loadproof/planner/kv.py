@@ -10,7 +10,11 @@ ids, so a block costs page x layers. With several types (e.g. Gemma 3's 5 slidin
 groups layers of a type into groups of `group_size` layers (the smallest type count, or the largest
 when they are within 1.5x), and a block costs page x group_size; a request then needs, per group,
 cdiv(max_model_len, block) blocks for full attention, and cdiv(min(window - 1 + in-flight tokens,
-max_model_len), block) + 1 for a sliding window. The engine reports
+max_model_len), block) + 1 for a sliding window (`SlidingWindowSpec.max_memory_usage_bytes`). The
+in-flight tokens are vLLM's `max_in_flight_tokens` = max_num_batched_tokens x the batches in flight
+at once (`max_concurrent_batches`): the pipeline stages, plus one with asynchronous scheduling on the
+V2 model runner (2 for one stage on either runner). vLLM-CPU turns async scheduling off (1 batch);
+vLLM 0.26 on a GPU has it on by default (2 batches of 8,192 tokens for one stage). The engine reports
 `KV cache size = num_blocks / blocks_per_request(max_model_len) x max_model_len` tokens. With
 pipeline parallelism each stage holds its own layers and budget; the smallest stage decides.
 """
@@ -94,6 +98,13 @@ class Deployment:
     max_num_batched_tokens: int = 2048
     kv_bytes_per_gpu: int = 0
     num_blocks_override: int | None = None
+    # batches the engine keeps in flight at once (vLLM's `max_concurrent_batches`); None: one per
+    # pipeline stage (synchronous scheduling). vLLM on a GPU with async scheduling: stages + 1.
+    concurrent_batches: int | None = None
+
+    @property
+    def batches_in_flight(self) -> int:
+        return self.concurrent_batches or self.pipeline_parallel
 
 
 @dataclass
@@ -114,30 +125,83 @@ class KVPlan:
     kv_cache_tokens: int
     max_concurrency: float
     max_model_len: int
+    block_size: int = 16
+    in_flight_tokens: int = 2048  # vLLM's max_in_flight_tokens: batch budget x batches in flight
+    concurrent_batches: int = 1
 
     @property
     def theoretical_full_windows(self) -> float:
         return self.kv_cache_tokens / self.max_model_len
 
-    def sessions_fitting(self, input_tokens: int, block_size: int) -> int:
-        """Sessions of `input_tokens` whose full-attention blocks fit every stage at once (theory)."""
+    def sessions_fitting(self, input_tokens: int, block_size: int | None = None, growth_tokens: int = 0) -> int:
+        """Sessions of `input_tokens` prompt tokens, started together and each grown by `growth_tokens`
+        generated tokens, that every stage holds at once (theory). Both of vLLM's conditions:
+
+        - held: a decoding session holds, per full-attention group, cdiv(L + growth, block) blocks, and
+          per sliding-window group only the blocks spanning its last window - 1 tokens and one new token
+          per batch in flight (out-of-window blocks are freed as it advances), at most cdiv(span - 1,
+          block) + 1 and never more than the full count: N x held(L + growth) <= blocks;
+        - admission: vLLM admits a waiting request only when its whole prompt fits the free blocks in
+          every group (`scheduler_reserve_full_isl`, on by default), min(cdiv(L, block), the group's
+          per-request cap) blocks a group, so a sliding group needs the whole prompt too; the last of N
+          sessions is admitted beside N - 1 that hold held(L): (N - 1) x held(L) + admit(L) <= blocks.
+        """
+        block = block_size or self.block_size
+        prompt = min(input_tokens, self.max_model_len)
+        length = min(input_tokens + growth_tokens, self.max_model_len)
         fits = []
         for stage in self.stages:
-            per = _blocks_per_request(stage.groups, input_tokens, block_size, self._batched)
-            fits.append(stage.num_blocks // per if per else 0)
+            held_now = _blocks_held(stage.groups, prompt, block, self.concurrent_batches)
+            held_later = _blocks_held(stage.groups, length, block, self.concurrent_batches)
+            admit = _blocks_to_admit(stage.groups, prompt, block, self.in_flight_tokens, self.max_model_len)
+            if not held_later or stage.num_blocks < admit:
+                fits.append(0)
+                continue
+            fits.append(min(stage.num_blocks // held_later, 1 + (stage.num_blocks - admit) // held_now))
         return min(fits)
 
-    _batched: int = 2048
+
+def _window(group: str) -> int | None:
+    return int(group.split(":", 1)[1]) if group.startswith("sliding:") else None
 
 
 def _blocks_per_request(groups: list[str], length: int, block_size: int, in_flight: int) -> int:
+    """vLLM's startup sizing of one request (`max_memory_usage_bytes`), in blocks over all groups."""
     total = 0
     for group in groups:
-        if group.startswith("sliding:"):
-            window = int(group.split(":", 1)[1])
+        window = _window(group)
+        if window is not None:
             total += math.ceil(min(window - 1 + in_flight, length) / block_size) + 1
         else:
             total += math.ceil(length / block_size)
+    return total
+
+
+def _blocks_held(groups: list[str], length: int, block_size: int, batches: int) -> int:
+    """Blocks a decoding session of `length` tokens holds over all groups."""
+    full = math.ceil(length / block_size)
+    total = 0
+    for group in groups:
+        window = _window(group)
+        if window is None:
+            total += full
+        else:
+            span = window - 1 + batches  # visible window, plus one new token per batch in flight
+            total += min(full, math.ceil((span - 1) / block_size) + 1)
+    return total
+
+
+def _blocks_to_admit(groups: list[str], prompt: int, block_size: int, in_flight: int, max_model_len: int) -> int:
+    """Free blocks vLLM's admission gate asks of a new request of `prompt` tokens, over all groups."""
+    full = math.ceil(prompt / block_size)
+    total = 0
+    for group in groups:
+        window = _window(group)
+        if window is None:
+            total += full
+        else:
+            cap = math.ceil(min(window - 1 + in_flight, max_model_len) / block_size) + 1
+            total += min(full, cap)
     return total
 
 
@@ -149,7 +213,7 @@ def plan_kv(shape: ModelShape, dep: Deployment) -> KVPlan:
     if sum(split) != len(shape.layers) or len(split) != dep.pipeline_parallel:
         raise ConfigError(f"layer split {split} does not cover {len(shape.layers)} layers in "
                           f"{dep.pipeline_parallel} stages")
-    in_flight = dep.max_num_batched_tokens * dep.pipeline_parallel  # one batch per concurrent PP step
+    in_flight = dep.max_num_batched_tokens * dep.batches_in_flight  # vLLM's max_in_flight_tokens
     stages: list[StagePlan] = []
     start = 0
     for index, count in enumerate(split):
@@ -179,9 +243,8 @@ def plan_kv(shape: ModelShape, dep: Deployment) -> KVPlan:
         stages.append(StagePlan(index, count, page, block_bytes, num_blocks, per_request, groups))
     concurrency = min(s.num_blocks / s.blocks_per_request for s in stages)
     bytes_per_token = sum(s.page_bytes_per_layer * s.layers for s in stages) / dep.block_size / len(stages)
-    plan = KVPlan(bytes_per_token, stages, int(concurrency * dep.max_model_len), concurrency, dep.max_model_len)
-    plan._batched = in_flight
-    return plan
+    return KVPlan(bytes_per_token, stages, int(concurrency * dep.max_model_len), concurrency, dep.max_model_len,
+                  block_size=dep.block_size, in_flight_tokens=in_flight, concurrent_batches=dep.batches_in_flight)
 
 
 def _even_split(num_layers: int, stages: int) -> list[int]:

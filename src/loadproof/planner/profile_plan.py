@@ -16,12 +16,20 @@ from loadproof.errors import ConfigError, UsageError
 from loadproof.planner.kv import GIB, Deployment, KVPlan, ModelShape, plan_kv
 
 
+# speculative methods vLLM 0.26 keeps asynchronous scheduling on with (EAGLE/MTP/draft model/NGram GPU/...)
+_ASYNC_SPECULATIVE = ("eagle", "eagle3", "extract_hidden_states", "draft_model", "ngram_gpu", "dflash", "dspark")
+# MoE architectures vLLM 0.26 still runs on the V2 model runner (other MoE models fall back to V1)
+_V2_MOE_ARCHITECTURES = {"DeepseekV2ForCausalLM", "GraniteMoeForCausalLM", "InklingForCausalLM",
+                         "InklingForConditionalGeneration", "LongcatFlashNgramForCausalLM", "Qwen2MoeForCausalLM"}
+
+
 @dataclass
 class ProfilePlan:
     plan: KVPlan
     deployment: Deployment
     budget_source: str
     reported: StartupReport | None
+    scheduling: str = ""
 
     @property
     def error_pct(self) -> float | None:
@@ -43,6 +51,47 @@ def model_config_path(profile: Profile, override: Path | None = None) -> Path:
     if not path.is_file():
         raise UsageError(f"no model config at {path}; pass --model-config PATH (a config.json or its folder)")
     return path
+
+
+def _is_moe(config: dict) -> bool:
+    cfg = config.get("text_config") or config
+    return any(int(cfg.get(key) or 0) > 0 for key in
+               ("num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts"))
+
+
+def concurrent_batches(profile: Profile, config: dict) -> tuple[int, str]:
+    """Batches the engine keeps in flight at once (vLLM's `max_concurrent_batches`), and why.
+
+    It sets how many tokens a sliding-window layer reserves per request (window - 1 + batches x
+    max_num_batched_tokens), so it is where CPU and GPU vLLM differ for hybrid models: vLLM-CPU turns
+    asynchronous scheduling off (one batch per pipeline stage); vLLM 0.26 on a GPU turns it on by
+    default, and then keeps stages + 1 batches in flight on the V2 model runner (its default for dense
+    models) and 2 on the V1 runner with one stage (it turns async off for V1 with pipeline stages).
+    """
+    pp = profile.parallel.pipeline
+    if profile.engine == "embedded":
+        return pp, "vLLM-CPU: synchronous scheduling (the CPU platform turns async scheduling off)"
+    if profile.engine != "vllm":
+        return pp, "synchronous scheduling assumed"
+    args = profile.serving.extra_args
+    if "--no-async-scheduling" in args:
+        return pp, "vLLM GPU: --no-async-scheduling"
+    if "--async-scheduling" not in args:
+        if profile.parallel.nodes > 1:
+            return pp, "vLLM GPU on Ray: the Ray executor has no async scheduling"
+        spec = profile.speculative
+        if spec is not None and not (spec.method in _ASYNC_SPECULATIVE or spec.method.endswith("mtp")):
+            return pp, f"vLLM GPU: async scheduling off with {spec.method} speculative decoding"
+    forced = profile.serving.env.get("VLLM_USE_V2_MODEL_RUNNER")
+    if forced is not None:
+        v2 = forced.strip().lower() in ("1", "true")
+    else:
+        v2 = not _is_moe(config) or bool(set(config.get("architectures") or ()) & _V2_MOE_ARCHITECTURES)
+    if v2:
+        return pp + 1, f"vLLM GPU: async scheduling on the V2 model runner, {pp} stage(s) + 1 batches in flight"
+    if pp == 1:
+        return 2, "vLLM GPU: async scheduling on the V1 model runner, 2 batches in flight"
+    return pp, "vLLM GPU: V1 model runner with pipeline stages, async scheduling off"
 
 
 def plan_profile(profile: Profile, config_path: Path, startup_log: str | None = None) -> ProfilePlan:
@@ -70,6 +119,7 @@ def plan_profile(profile: Profile, config_path: Path, startup_log: str | None = 
         budget, source = 0, "num_blocks_override"
     if kv.num_blocks_override is not None:
         source = f"num_blocks_override={kv.num_blocks_override}"
+    batches, scheduling = concurrent_batches(profile, config)
     dep = Deployment(
         tensor_parallel=profile.parallel.tensor,
         pipeline_parallel=profile.parallel.pipeline,
@@ -80,5 +130,6 @@ def plan_profile(profile: Profile, config_path: Path, startup_log: str | None = 
         max_num_batched_tokens=profile.scheduler.max_num_batched_tokens or engine.default_max_num_batched_tokens,
         kv_bytes_per_gpu=int(budget),
         num_blocks_override=kv.num_blocks_override,
+        concurrent_batches=batches,
     )
-    return ProfilePlan(plan_kv(shape, dep), dep, source, reported)
+    return ProfilePlan(plan_kv(shape, dep), dep, source, reported, scheduling)
