@@ -53,8 +53,14 @@ def load_tasks() -> list[Task]:
             for row in map(json.loads, path.read_text(encoding="utf-8").splitlines()) if row]
 
 
+# A base model needs to see the answer format once: two worked exemplars, none of them a task below.
+_SHOTS = ("Question: What is 11 + 8? Reply with the number only.\nAnswer: 19\n\n"
+          "Question: Write the word 'bird' in capital letters. Reply with the word only.\nAnswer: BIRD\n\n")
+
+
 def completion_prompt(task: Task) -> str:
-    return f"Question: {task.prompt}\nAnswer:"
+    """Few-shot completion prompt for base models; chat models get `task.prompt` alone."""
+    return f"{_SHOTS}Question: {task.prompt}\nAnswer:"
 
 
 def check(task: Task, answer: str) -> dict[str, Any]:
