@@ -47,6 +47,10 @@ DIRECTIONS: tuple[tuple[str, str, str], ...] = (
     ("failed_batches", LOWER, "errors"),
     ("errors", LOWER, "errors"),
     ("error_rate", LOWER, "errors"),
+    ("accuracy*", HIGHER, "quality"),  # quality.gsm8k.accuracy, .accuracy_strict
+    ("correct*", HIGHER, "quality"),  # quality.<suite>...correct, .correct_strict
+    ("retrieved", HIGHER, "quality"),  # quality.retrieval.<L>.retrieved
+    ("probes_retrieved", HIGHER, "quality"),
 )
 # scenarios whose claims are pure functions of the records alone, so a run can be split by `repeat`
 SPLITTABLE = ("throughput",)
