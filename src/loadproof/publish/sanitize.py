@@ -66,8 +66,13 @@ _BEARER_RE = re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]+|\bBasic\s+(?=[A-Za-
 # `api_key=...`, `"password": "..."`, `--hf-token X` inside free text
 _SECRET_NAME = (r"[A-Za-z0-9_-]*?(?:api[_-]?key|access[_-]?key|secret[_-]?key|private[_-]?key|token|secret|password"
                 r"|passwd|pwd|authorization)(?![A-Za-z0-9])(?:[_-][A-Za-z0-9]+)*")
-_ASSIGN_RE = re.compile(r"(?i)(?<![A-Za-z0-9_-])(" + _SECRET_NAME + r"[\"']?)(\s*[=:]\s*[\"']?)([^\s\"',;}\]]+)")
-_FLAG_RE = re.compile(r"(?i)(?<![A-Za-z0-9_-])(--?" + _SECRET_NAME + r")(\s+)([^\s\"',;}\]-][^\s\"',;}\]]*)")
+# a value ends where another secret flag or assignment begins (`--api-key (--api-key KEY`,
+# `--api-key=token: KEY`): else that one's value, swallowed into this one's, would never be seen
+_NO_FLAG = r"(?!--" + _SECRET_NAME + r"[\s=]|" + _SECRET_NAME + r"[\"']?\s*[=:])"
+_ASSIGN_RE = re.compile(r"(?i)(?<![A-Za-z0-9_-])(" + _SECRET_NAME + r"[\"']?)(\s*[=:]\s*[\"']?)((?:" + _NO_FLAG
+                        + r"[^\s\"',;}\]])+)")
+_FLAG_RE = re.compile(r"(?i)(?<![A-Za-z0-9_-])(--?" + _SECRET_NAME + r")(\s+)(" + _NO_FLAG + r"[^\s\"',;}\]-](?:"
+                      + _NO_FLAG + r"[^\s\"',;}\]])*)")
 _URL_RE = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s\"'<>]*")
 _EMAIL_RE = re.compile(r"(?<![\w.%+-])[\w.%+-]+@(?!(?:sha\d+|md5):)[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?")
 _WIN_PATH_RE = re.compile(r"(?<![A-Za-z0-9])[A-Za-z]:[\\/][^\s\"'<>|]*|\\\\[^\s\"'<>|\\]+\\[^\s\"'<>|]*")
