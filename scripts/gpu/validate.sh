@@ -1,0 +1,107 @@
+#!/bin/bash
+# loadproof against a real vLLM 0.26 on one H200 (docs/gpu-validation.md). Run on the GPU machine from the
+# repository root, one phase per device call, in order; results go to $OUT (run directories, engine logs).
+#   setup          reassemble the staged parts, install vLLM into /tmp/site and loadproof's libraries into
+#                  /tmp/lpvenv (what the system lacks); loadproof itself runs from this checkout's src/
+#   dummy-start    start `loadproof serve` for the dummy-weight Llama (a new session: it outlives the call)
+#   dummy-short    throughput and prefill on it
+#   dummy-long     capacity (K sessions, then K+1), interference, capacity --search
+#   gemma          stop the dummy engine; serve Gemma 3 270M (real weights); capacity with many sessions,
+#                  quality
+#   gemma-search   the same model with 1 GiB of KV cache; capacity --search finds where sessions stop fitting
+set -uo pipefail
+phase=$1
+OUT=${OUT:-/tmp/out}
+RUNS=/tmp/gpu-runs  # kept on the machine across calls ($OUT is emptied before each); packed into $OUT at the end
+mkdir -p $RUNS "$OUT"
+pack() { cp /tmp/serve-*.log ~/.cache/loadproof/logs/engine-*.log $RUNS/ 2>/dev/null; tar -czf "$OUT/gpu-runs.tar.gz" -C /tmp gpu-runs; }
+trap pack EXIT
+LP="env PYTHONPATH=$PWD/src /tmp/lpvenv/bin/python -m loadproof"  # this checkout's code, the venv's libraries
+URL=http://127.0.0.1:8000
+say() { echo "[$(date +%T)] $*"; }
+
+wait_ready() {  # the supervisor prints "ready" once the engine answers; /health alone is not enough
+  for _ in $(seq 1 600); do
+    curl -sf "$URL/v1/models" >/dev/null && return 0
+    sleep 1
+  done
+  return 1
+}
+
+case $phase in
+setup)
+  say "install vLLM"
+  bash .stage/p*/install-on-gpu.sh 2>&1 | tail -3
+  say "install loadproof"
+  python3 -m venv --system-site-packages /tmp/lpvenv
+  /tmp/lpvenv/bin/pip install -q --no-index --find-links /tmp/staged/lpwheels aiohttp msgspec pydantic typer rich \
+    tokenizers prometheus-client starlette uvicorn pillow nvidia-ml-py 2>&1 | tail -3
+  $LP --help >/dev/null && say "loadproof ready"
+  nvidia-smi --query-gpu=name,driver_version,memory.total,pcie.link.gen.max,pcie.link.width.max --format=csv | tee $RUNS/gpu.csv
+  PYTHONPATH=/tmp/site python3 -c 'import torch, vllm; print("torch", torch.__version__, "vllm", vllm.__version__)' | tee $RUNS/versions.txt
+  ;;
+dummy-start)
+  say "serve the dummy Llama"
+  setsid $LP serve scripts/gpu/llama-dummy.toml --port 8000 >/tmp/serve-llama.log 2>&1 < /dev/null &
+  if wait_ready; then say "ready"; else say "not ready"; fi
+  cp /tmp/serve-llama.log "$OUT/"; cp ~/.cache/loadproof/logs/engine-*.log "$OUT/" 2>/dev/null
+  ;;
+dummy-short)
+  TOK=/tmp/staged/llama-dummy/tokenizer.json
+  common=(--url $URL --profile scripts/gpu/llama-dummy.toml --out $RUNS)
+  say "throughput"
+  $LP run throughput "${common[@]}" --families english --concurrency 1,4,8 --max-tokens 256 --num-prompts 4 --ignore-eos --tokenizer $TOK
+  for L in 100000 130000; do
+    say "prefill $L"
+    $LP run prefill "${common[@]}" --tokenizer $TOK -l $L -r 2 --decode-tokens 128
+  done
+  ;;
+dummy-long)
+  TOK=/tmp/staged/llama-dummy/tokenizer.json
+  common=(--url $URL --profile scripts/gpu/llama-dummy.toml --out $RUNS --tokenizer $TOK)
+  K=${K:-7}
+  say "capacity $K x 120000"
+  $LP run capacity "${common[@]}" -n $K -l 120000 --window-s 20 --skip-probe-check
+  say "capacity $((K+1)) x 120000 (one more than fits)"
+  $LP run capacity "${common[@]}" -n $((K+1)) -l 120000 --window-s 10 --skip-probe-check
+  say "interference"
+  $LP run interference "${common[@]}" -m 4 --session-tokens 32000 --newcomer-tokens 120000 --window-s 5 --skip-probe-check
+  cp /tmp/serve-llama.log "$OUT/"
+  ;;
+dummy-quiet)
+  # the supervisor's liveness probe is a real one-token request: it shows in num_requests_running.
+  # Pause the supervisor (not the engine) for one capacity run, so only the sessions run.
+  TOK=/tmp/staged/llama-dummy/tokenizer.json
+  sup=$(pgrep -f "loadproof serve scripts/gpu/llama-dummy.toml" | head -1)
+  kill -STOP $sup
+  say "capacity ${K:-7} x 120000, supervisor paused"
+  $LP run capacity --url $URL --profile scripts/gpu/llama-dummy.toml --out $RUNS --tokenizer $TOK -n ${K:-7} -l 120000 \
+    --window-s 20 --skip-probe-check
+  kill -CONT $sup
+  ;;
+gemma)
+  pkill -TERM -f "loadproof serve scripts/gpu/llama-dummy.toml"; sleep 5
+  say "serve Gemma 3 270M"
+  setsid $LP serve scripts/gpu/gemma-270m.toml --port 8000 --probe-interval-s 3600 >/tmp/serve-gemma.log 2>&1 < /dev/null &
+  if wait_ready; then say "ready"; else say "not ready"; cp /tmp/serve-gemma.log "$OUT/"; exit 1; fi
+  TOK=/tmp/staged/gemma3-270m-bf16/tokenizer.json
+  common=(--url $URL --profile scripts/gpu/gemma-270m.toml --out $RUNS --tokenizer $TOK)
+  say "capacity 64 x 16000"
+  $LP run capacity "${common[@]}" -n 64 -l 16000 --window-s 20
+  say "quality"
+  $LP run quality "${common[@]}" --gsm8k-items 200 --concurrency 32 --retrieval-lengths 1024,4096,16384,30000
+  cp /tmp/serve-gemma.log "$OUT/"; cp ~/.cache/loadproof/logs/engine-*.log "$OUT/" 2>/dev/null
+  ;;
+gemma-search)
+  pkill -TERM -f "loadproof serve scripts/gpu/gemma-270m.toml"; sleep 5
+  say "serve Gemma 3 270M with 1 GiB of KV cache"
+  setsid $LP serve scripts/gpu/gemma-270m-small-kv.toml --port 8000 --probe-interval-s 3600 >/tmp/serve-gemma-small.log 2>&1 < /dev/null &
+  if wait_ready; then say "ready"; else say "not ready"; cp /tmp/serve-gemma-small.log "$OUT/"; exit 1; fi
+  TOK=/tmp/staged/gemma3-270m-bf16/tokenizer.json
+  say "capacity search"
+  timeout 420 $LP run capacity --url $URL --profile scripts/gpu/gemma-270m-small-kv.toml --out $RUNS \
+    --tokenizer $TOK --search sessions --search-max 64 -l 8000 --window-s 5
+  cp /tmp/serve-gemma-small.log "$OUT/"; cp ~/.cache/loadproof/logs/engine-*.log "$OUT/" 2>/dev/null
+  ;;
+esac
+say "done $phase"
