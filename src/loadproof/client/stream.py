@@ -135,13 +135,18 @@ class StreamingClient:
             raise Disconnected(f"stream broken: {exc}") from None
 
     async def _read_stream(self, record: RequestRecord, content: aiohttp.StreamReader) -> None:
+        # The hot loop of a run (one pass per event): locals and bound methods, no per-event record writes.
         clock = self._clock
         decoder = SSEDecoder()
         decode = chunk_decoder.decode
+        keep_text = self._keep_text
         texts: list[str] = []
         chunk_ns = record.chunk_ns = []
         chunk_tokens = record.chunk_tokens = []
+        add_ns, add_tokens, add_text = chunk_ns.append, chunk_tokens.append, texts.append
         prev_tokens = 0
+        num_chunks = 0
+        first_ns = last_ns = None
         per_chunk_usage = True
         done = False
         try:
@@ -158,40 +163,50 @@ class StreamingClient:
                         chunk = decode(payload)
                     except msgspec.DecodeError as exc:
                         raise StreamError(f"undecodable event: {exc}") from None
-                    record.num_chunks += 1
+                    num_chunks += 1
                     usage = chunk.usage
+                    tokens = 0
                     if usage is not None and usage.completion_tokens is not None:
                         tokens = usage.completion_tokens - prev_tokens
                         prev_tokens = usage.completion_tokens
                         if usage.prompt_tokens is not None:
                             record.prompt_tokens = usage.prompt_tokens
-                    else:
-                        tokens = 0
-                    if not chunk.choices:
+                    choices = chunk.choices
+                    if not choices:
                         message = error_message(chunk)
                         if message is not None:
                             raise StreamError(message)
                         continue
                     if usage is None:
                         per_chunk_usage = False
-                    choice = chunk.choices[0]
+                    choice = choices[0]
                     delta = choice.delta
                     if delta is None:
-                        piece = choice.text or ""
+                        piece = choice.text
                     else:
-                        piece = (delta.content or "") + (delta.reasoning_content or delta.reasoning or "")
+                        piece = delta.content
+                        reasoning = delta.reasoning_content or delta.reasoning
+                        if reasoning:
+                            piece = (piece or "") + reasoning
                     if choice.finish_reason is not None:
                         record.finish_reason = choice.finish_reason
-                    if piece or tokens > 0:
-                        if piece and record.first_token_ns is None:
-                            record.first_token_ns = now
-                        record.last_token_ns = now
-                        chunk_ns.append(now)
-                        chunk_tokens.append(tokens)
-                        if piece and self._keep_text:
-                            texts.append(piece)
+                    if piece:
+                        if first_ns is None:
+                            first_ns = record.first_token_ns = now
+                        last_ns = now
+                        add_ns(now)
+                        add_tokens(tokens)
+                        if keep_text:
+                            add_text(piece)
+                    elif tokens > 0:
+                        last_ns = now
+                        add_ns(now)
+                        add_tokens(tokens)
+                record.last_token_ns, record.num_chunks = last_ns, num_chunks  # live, once per read
         finally:
             record.end_ns = clock()
+            record.num_chunks = num_chunks
+            record.last_token_ns = last_ns
             record.num_heartbeats = decoder.num_comments
             record.chunk_usage = per_chunk_usage
             record.output_text = "".join(texts)

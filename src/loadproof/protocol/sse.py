@@ -33,9 +33,19 @@ class SSEDecoder:
             self._skip_lf = data.endswith(b"\r")
             data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         buf = self._buf + data if self._buf else data
-        if b"\n\n" not in buf:
+        end = buf.rfind(b"\n\n")
+        if end < 0:
             self._buf = buf
             return []
+        # Fast path, in C: every complete event is one `data: ` line, as OpenAI-compatible servers send.
+        # Split on the blank line + `data: ` between events; if that accounts for every LF (two per
+        # separator), no event holds another line (a comment, a field, multi-line data), and the parts are
+        # the payloads. Otherwise the loop below parses every block.
+        if buf[:6] == b"data: ":
+            parts = buf[6:end].split(b"\n\ndata: ")
+            if buf.count(b"\n", 0, end) == 2 * (len(parts) - 1):
+                self._buf = buf[end + 2:]
+                return parts
         blocks = buf.split(b"\n\n")
         self._buf = blocks.pop()
         out: list[bytes] = []

@@ -63,3 +63,33 @@ def test_truncated_event_stays_pending():
     decoder = SSEDecoder()
     assert decoder.feed(b"data: {\"choices\"") == []
     assert decoder.pending == b'data: {"choices"'
+
+
+def reference_events(stream: bytes) -> list[bytes]:
+    """The SSE spec's line-by-line reading (LF endings only), written apart from the decoder."""
+    events, data = [], []
+    for line in stream.split(b"\n"):
+        if not line:
+            if data:
+                events.append(b"\n".join(data))
+            data = []
+        elif not line.startswith(b":"):
+            name, _, value = line.partition(b":")
+            if name == b"data":
+                data.append(value[1:] if value[:1] == b" " else value)
+    return events
+
+
+blocks = st.lists(st.one_of(
+    payloads.map(lambda items: b"".join(encode_data(p) for p in items)),  # the common data-only events
+    st.just(b": ping\n\n"), st.just(b"\n"), st.just(b"\n\n"),  # comments, stray blank lines
+    st.just(b"event: message\ndata: {\"a\":\ndata: 1}\nid: 3\n\n"), st.just(b"data:{}\n\n"),
+), max_size=8)
+
+
+@settings(max_examples=300)
+@given(blocks, st.lists(st.integers(min_value=0, max_value=10_000), max_size=20))
+def test_fast_path_and_full_parser_agree_on_any_mix_of_blocks(parts, cuts):
+    stream = b"".join(parts) + DONE_EVENT
+    events, _ = feed_in_pieces(stream, cuts)
+    assert events == reference_events(stream)
