@@ -126,14 +126,12 @@ async def ceiling(base: str, streams: int, requests: int) -> float:
     return chunks / seconds
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--streams", default="64,256")
-    args = parser.parse_args()
-    levels = [int(x) for x in args.streams.split(",")]
+def measure(levels: list[int]) -> list[dict[str, float | int | str]]:
+    """Every path at every stream count: one row each (latency p50/p99 in ms, ceiling in chunks/s)."""
     up_port, relay_port = free_port(), free_port()
     upstream = subprocess.Popen([sys.executable, "-c", UPSTREAM, str(up_port)])
     relay = nginx_folder = None
+    rows: list[dict[str, float | int | str]] = []
     try:
         wait_port(up_port)
         relay = subprocess.Popen([sys.executable, "-m", "loadproof", "relay", "--upstream",
@@ -152,11 +150,12 @@ def main() -> None:
                 q = statistics.quantiles(gaps, n=100)
                 rate = asyncio.run(ceiling(base, streams, streams * 8))
                 results[name] = (q[49], q[98], rate)
+                rows.append({"path": name, "streams": streams, "p50_ms": q[49], "p99_ms": q[98], "chunks_per_s": rate})
                 print(f"{name:8s} {streams:7d}  {q[49]:8.2f} / {q[98]:8.2f}                      {rate:12,.0f}")
             d, r, n = results["direct"], results["relay"], results["nginx"]
             print(f"  ratios at {streams}: relay/direct ceiling {r[2] / d[2]:.2f}, nginx/direct {n[2] / d[2]:.2f}, "
                   f"relay/nginx {r[2] / n[2]:.2f}; p50 added over direct: relay {r[0] - d[0]:+.2f} ms, "
-                  f"nginx {n[0] - d[0]:+.2f} ms")
+                  f"nginx {n[0] - d[0]:+.2f} ms", flush=True)
     finally:
         if nginx_folder is not None:
             subprocess.run(["nginx", "-p", str(nginx_folder), "-c", str(nginx_folder / "nginx.conf"), "-s", "stop"],
@@ -165,6 +164,14 @@ def main() -> None:
             if proc is not None:
                 proc.terminate()
                 proc.wait()
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--streams", default="64,256")
+    args = parser.parse_args()
+    measure([int(x) for x in args.streams.split(",")])
 
 
 if __name__ == "__main__":

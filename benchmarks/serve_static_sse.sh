@@ -1,19 +1,26 @@
 #!/usr/bin/env bash
-# Serves a pre-built SSE body (256 vLLM-shaped completion chunks with per-chunk usage, then [DONE]) with
-# nginx on http://127.0.0.1:8088/v1/chat/completions, for benchmarks/client_ceiling.py. Installs nginx from Debian's packages
-# if it is missing. Stop it with: nginx -p "$dir" -c nginx.conf -s stop   (dir is printed)
+# Serves a pre-built SSE body with nginx on http://127.0.0.1:PORT/v1/chat/completions (PORT: the first
+# argument, default 8088), for benchmarks/client_ceiling.py and benchmarks/run_all.py. The body is what
+# vLLM streams for a chat completion with continuous usage stats: 256 chunks of one token each (" token"),
+# each with its usage, the last with finish_reason "length", then the usage-only chunk ("choices": [],
+# usage.completion_tokens 256) and [DONE], so every client counts 256 tokens per response the same way.
+# Installs nginx from Debian's packages if it is missing.
+# Stop it with: nginx -p "$dir" -c "$dir/nginx.conf" -s stop   (dir is printed)
 set -euo pipefail
+port=${1:-8088}
 command -v nginx >/dev/null || { apt-get update -qq && apt-get install -y -qq nginx >/dev/null; }
 dir=$(mktemp -d /tmp/loadproof-sse.XXXX)
 chmod 755 "$dir"  # nginx workers run as an unprivileged user
 python3 - "$dir/sse" <<'PY'
 import json, sys
 with open(sys.argv[1], "w") as f:
+    head = {"id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": 0, "model": "static"}
     for i in range(1, 257):
-        chunk = {"id": "cmpl-bench", "object": "text_completion", "created": 0, "model": "bench",
-                 "choices": [{"index": 0, "text": " token", "logprobs": None, "finish_reason": None}],
-                 "usage": {"prompt_tokens": 16, "total_tokens": 16 + i, "completion_tokens": i}}
-        f.write("data: " + json.dumps(chunk) + "\n\n")
+        choice = {"index": 0, "delta": {"content": " token"}, "logprobs": None,
+                  "finish_reason": "length" if i == 256 else None}
+        usage = {"prompt_tokens": 128, "total_tokens": 128 + i, "completion_tokens": i}
+        f.write("data: " + json.dumps({**head, "choices": [choice], "usage": usage}) + "\n\n")
+    f.write("data: " + json.dumps({**head, "choices": [], "usage": usage}) + "\n\n")
     f.write("data: [DONE]\n\n")
 PY
 mkdir -p "$dir/logs"
@@ -25,7 +32,7 @@ events { worker_connections 4096; }
 http {
   access_log off;
   server {
-    listen 127.0.0.1:8088;
+    listen 127.0.0.1:$port;
     location = /v1/chat/completions {
       default_type text/event-stream;
       error_page 405 =200 \$uri;
@@ -35,4 +42,4 @@ http {
 }
 CONF
 nginx -p "$dir" -c "$dir/nginx.conf"
-echo "serving http://127.0.0.1:8088 (/v1/chat/completions) from $dir"
+echo "serving http://127.0.0.1:$port (/v1/chat/completions) from $dir"
