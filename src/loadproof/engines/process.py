@@ -150,7 +150,29 @@ class EngineProcess:
         except ProcessLookupError:
             pass
         proc.wait()
+        # SIGKILL is delivered, not done: a worker freeing gigabytes can take a moment to go. Return only
+        # once nothing of the group is left, so a caller's next start never meets the old engine.
+        deadline = time.monotonic() + 10.0
+        while _group_alive(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
         self._proc = None
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether any live (non-zombie) process is in this process group (Linux /proc; False elsewhere)."""
+    proc_root = Path("/proc")
+    if not proc_root.is_dir():
+        return False
+    for entry in proc_root.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[0] != "Z" and int(fields[2]) == pgid:
+            return True
+    return False
 
 
 def _last_line(path: Path) -> str:
