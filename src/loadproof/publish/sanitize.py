@@ -62,7 +62,7 @@ _KEY_PATTERNS = [
     r"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",  # JWT
 ]
 _KEY_RE = re.compile(r"(?<![A-Za-z0-9])(?:" + "|".join(_KEY_PATTERNS) + r")")
-_BEARER_RE = re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]+|\bBasic\s+(?=[A-Za-z0-9+/]*[0-9+/=])[A-Za-z0-9+/]{8,}={0,2}")
+_BEARER_RE = re.compile(r"(?i)\bbearer\s+(?:(?!bearer\s)[A-Za-z0-9._~+/=-])+|\bBasic\s+(?=[A-Za-z0-9+/]*[0-9+/=])[A-Za-z0-9+/]{8,}={0,2}")
 # `api_key=...`, `"password": "..."`, `--hf-token X` inside free text
 _SECRET_NAME = (r"[A-Za-z0-9_-]*?(?:api[_-]?key|access[_-]?key|secret[_-]?key|private[_-]?key|token|secret|password"
                 r"|passwd|pwd|authorization)(?![A-Za-z0-9])(?:[_-][A-Za-z0-9]+)*")

@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import example, HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from loadproof.client.record import RequestRecord
@@ -140,6 +140,9 @@ LEGIT = {"model": "meta-llama/Llama-3.1-8B", "embedded": "embedded:gemma3-270m",
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(items=st.lists(planted_item, min_size=1, max_size=3), seps=st.lists(separator, min_size=3, max_size=3))
+# found by Hypothesis: a secret's value swallowed the next secret's marker, which then went unseen
+@example(items=[("--api-key 00000000000000000000", ["00000000000000000000"])], seps=[" (", " ", " "])
+@example(items=[("Bearer 00000000000000000000", ["00000000000000000000"])] * 2, seps=[" ", "=", " "])
 def test_nothing_planted_survives_and_claims_still_verify(items, seps):
     dirt = "".join(sep + planted for sep, (planted, _) in zip(seps, items))
     needles = [n for planted, ns in items for n in [planted, *ns]]
