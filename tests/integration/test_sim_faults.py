@@ -222,3 +222,13 @@ async def test_a_non_streaming_client_leaving_frees_its_blocks_too(sim_factory):
         await task
     assert during["num_free_blocks"] <= during["num_gpu_blocks"] - 500 // 16
     assert sim.wait_idle(within_s=0.5) < 0.5
+
+
+@pytest.mark.asyncio
+async def test_chat_streams_carry_usage_on_every_chunk_as_vllm_does(sim_factory):
+    sim = sim_factory()
+    async with StreamingClient(sim.url) as client:
+        rec = await client.stream(spec(endpoint="chat", max_tokens=8, ignore_eos=True))
+    assert rec.ok and rec.output_tokens == 8
+    assert rec.chunk_usage  # the role-only first chunk has usage too
+    assert sum(rec.chunk_tokens) == 8

@@ -283,17 +283,12 @@ def compare(cand: Side, baselines: Sequence[Side], *, max_slowdown: float | None
 
 
 def quality_answer_changes(comparison: Comparison) -> None:
-    """Answer-by-answer changes against each baseline when both sides are quality runs (lazy import)."""
+    """Answer-by-answer changes against each baseline when both sides are quality runs."""
     cand = comparison.candidate
     bases = [bc.baseline for bc in comparison.baselines if bc.baseline.scenario == "quality"]
     if cand.scenario != "quality" or not bases:
         return
-    try:
-        from loadproof.metrics.quality import answer_changes  # written by the quality scenario
-    except ImportError:
-        comparison.notes.append("answer-by-answer comparison skipped: loadproof.metrics.quality.answer_changes "
-                                "is not available in this installation")
-        return
+    from loadproof.metrics.quality import answer_changes
     for base in bases:
         comparison.answers.append((base.label, answer_changes(base.runs[0], cand.runs[0])))
     if len(cand.runs) > 1 or any(len(b.runs) > 1 for b in bases):

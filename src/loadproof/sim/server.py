@@ -277,8 +277,11 @@ class SimServer:
         finished = False
         try:
             if chat:
-                yield encode_data(_json.encode({**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
-                                                                       "finish_reason": None}]}))
+                role: dict[str, Any] = {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
+                                                              "finish_reason": None}]}
+                if per_chunk_usage:  # vLLM's continuous usage stats ride on the role chunk too
+                    role["usage"] = _usage(request)
+                yield encode_data(_json.encode(role))
             while (index := await stream.tokens.get()) is not None:
                 if index >= self.faults.after_tokens and "error_event" in self.faults.active:
                     yield encode_data(_json.encode({"error": {"message": "simulated engine error mid-stream",
