@@ -41,6 +41,29 @@ def telemetry_claims(rows: list[dict[str, Any]]) -> list[Claim]:
         claims.append(Claim("telemetry.pcie_max_link_under_load", held, "", "yes" if held else "no",
                             f"every sample with utilization >= {LOADED_UTIL_PCT}% ran at its maximum PCIe "
                             "generation and width"))
+    pcie = [((g.get("pcie_tx_kbps") or 0) + (g.get("pcie_rx_kbps") or 0), g["index"]) for gs in gpu_rows for g in gs
+            if g.get("pcie_tx_kbps") is not None or g.get("pcie_rx_kbps") is not None]
+    if pcie:
+        peak, index = max(pcie)
+        claims.append(number("telemetry.max_pcie_mb_s", peak / 1000, "MB/s",
+                             f"max over samples and GPUs of PCIe TX + RX as NVML samples it (GPU {index})", 1))
+    moved = _counter_growth(gpu_rows, ("nvlink_tx_kib", "nvlink_rx_kib"))
+    if moved is not None:
+        claims.append(number("telemetry.nvlink_gib", moved / 1024**2, "GiB",
+                             "growth of the NVLink TX + RX data counters, summed over GPUs, first sample to last", 2))
     xids = sum(len(r.get("xid_events", [])) for r in rows)
     claims.append(number("telemetry.xid_events", xids, "events", "NVML Xid critical error events recorded"))
     return claims
+
+
+def _counter_growth(gpu_rows: list[list[dict[str, Any]]], keys: tuple[str, ...]) -> int | None:
+    """Last - first of cumulative per-GPU counters, summed; None when no GPU has them at both ends."""
+    total, seen = 0, False
+    first, last = {g["index"]: g for g in gpu_rows[0]}, {g["index"]: g for g in gpu_rows[-1]}
+    for index, end in last.items():
+        start = first.get(index)
+        for key in keys:
+            if start is not None and start.get(key) is not None and end.get(key) is not None:
+                total += end[key] - start[key]
+                seen = True
+    return total if seen else None

@@ -10,6 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 
+# NVML field ids (nvml.h): NVLink data throughput counters, KiB, per link (scopeId = link)
+NVLINK_DATA_TX = 138
+NVLINK_DATA_RX = 139
+MAX_NVLINKS = 18  # NVML_NVLINK_MAX_LINKS for Hopper
+
+
 class NoGPU(Exception):
     """No NVIDIA GPU or no NVML on this machine."""
 
@@ -68,8 +74,23 @@ class GPUSampler:
                 "pcie_gen_max": self._call(n.nvmlDeviceGetMaxPcieLinkGeneration, h),
                 "pcie_width_max": self._call(n.nvmlDeviceGetMaxPcieLinkWidth, h),
                 "throttle_reasons": self._call(reasons_fn, h),
+                # KB/s over NVML's last 20 ms window, each direction
+                "pcie_tx_kbps": self._call(n.nvmlDeviceGetPcieThroughput, h, n.NVML_PCIE_UTIL_TX_BYTES),
+                "pcie_rx_kbps": self._call(n.nvmlDeviceGetPcieThroughput, h, n.NVML_PCIE_UTIL_RX_BYTES),
+                # cumulative KiB of data over all NVLinks (None where the GPU has none)
+                "nvlink_tx_kib": self._nvlink_total(h, NVLINK_DATA_TX),
+                "nvlink_rx_kib": self._nvlink_total(h, NVLINK_DATA_RX),
             })
         return out
+
+    def _nvlink_total(self, handle, field_id: int) -> int | None:
+        """The counter summed over every link NVML answers for; None if it answers for none."""
+        try:
+            values = self.nvml.nvmlDeviceGetFieldValues(handle, [(field_id, link) for link in range(MAX_NVLINKS)])
+        except (self.nvml.NVMLError, AttributeError):
+            return None
+        answered = [v.value.ullVal for v in values if v.nvmlReturn == 0]
+        return sum(answered) if answered else None
 
     def xid_events(self) -> list[dict[str, Any]]:
         """Xid events that arrived since the last call (non-blocking)."""
