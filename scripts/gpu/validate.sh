@@ -9,6 +9,14 @@
 #   gemma          stop the dummy engine; serve Gemma 3 270M (real weights); capacity with many sessions,
 #                  quality
 #   gemma-search   the same model with 1 GiB of KV cache; capacity --search finds where sessions stop fitting
+# On the two-GPU machine (issue 10: the reference topology's pipeline half, scripts/gpu/deepseek-pp2.toml):
+#   setup, then
+#   mla-start      serve the DeepSeek-V2-Lite shape, PP2, FP8 KV 36 GiB per GPU, 1M window
+#   mla-short      throughput at 1 and 8 streams, cold prefill at 32K and 128K (the simulator's calibration)
+#   mla-capacity   N x L sessions (N=24, L=180000 unless set) in the background, with the timing benchmark
+#                  pinned to two spare cores beside it; waits up to WAIT_S for the capacity run
+#   mla-1m         one cold prompt of 1,000,004 tokens, in the background; waits up to WAIT_S
+#   wait           waits up to WAIT_S more for whatever runs in the background
 set -uo pipefail
 phase=$1
 OUT=${OUT:-/tmp/out}
@@ -19,6 +27,17 @@ trap pack EXIT
 LP="env PYTHONPATH=$PWD/src /tmp/lpvenv/bin/python -m loadproof"  # this checkout's code, the venv's libraries
 URL=http://127.0.0.1:8000
 say() { echo "[$(date +%T)] $*"; }
+WAIT_S=${WAIT_S:-540}
+bg() {  # bg NAME CMD...: run in its own session (it outlives this call), output to $RUNS/NAME.log
+  local name=$1; shift
+  setsid "$@" >"$RUNS/$name.log" 2>&1 < /dev/null &
+  echo $! > /tmp/bg.pid; say "started $name (pid $!)"
+}
+wait_bg() {  # until the background job ends or WAIT_S passes; a job still running is said, not killed
+  local pid; pid=$(cat /tmp/bg.pid 2>/dev/null) || return 0
+  for _ in $(seq 1 "$WAIT_S"); do kill -0 "$pid" 2>/dev/null || { say "background job done"; return 0; }; sleep 1; done
+  say "background job still running after ${WAIT_S} s"
+}
 
 wait_ready() {  # the supervisor prints "ready" once the engine answers; /health alone is not enough
   for _ in $(seq 1 600); do
@@ -102,6 +121,50 @@ gemma-search)
   timeout 420 $LP run capacity --url $URL --profile scripts/gpu/gemma-270m-small-kv.toml --out $RUNS \
     --tokenizer $TOK --search sessions --search-max 64 -l 8000 --window-s 5
   cp /tmp/serve-gemma-small.log "$OUT/"; cp ~/.cache/loadproof/logs/engine-*.log "$OUT/" 2>/dev/null
+  ;;
+mla-start)
+  nvidia-smi topo -m > $RUNS/topo.txt
+  say "serve the DeepSeek-V2-Lite shape, PP2"
+  setsid $LP serve scripts/gpu/deepseek-pp2.toml --port 8000 --probe-interval-s 3600 >/tmp/serve-mla.log 2>&1 < /dev/null &
+  for _ in $(seq 1 "$WAIT_S"); do curl -sf "$URL/v1/models" >/dev/null && break; sleep 1; done
+  if curl -sf "$URL/v1/models" >/dev/null; then say "ready"; else say "not ready yet"; fi
+  tail -5 /tmp/serve-mla.log
+  ;;
+mla-ready)
+  for _ in $(seq 1 "$WAIT_S"); do curl -sf "$URL/v1/models" >/dev/null && break; sleep 1; done
+  if curl -sf "$URL/v1/models" >/dev/null; then say "ready"; else say "not ready yet"; fi
+  tail -5 /tmp/serve-mla.log
+  ;;
+mla-short)
+  TOK=/tmp/staged/ds-dummy/tokenizer.json
+  common=(--url $URL --profile scripts/gpu/deepseek-pp2.toml --out $RUNS --tokenizer $TOK)
+  say "throughput"
+  $LP run throughput "${common[@]}" --families english --concurrency 1,8 --max-tokens 256 --num-prompts 8 --ignore-eos
+  for L in 32768 131072; do
+    say "prefill $L"
+    $LP run prefill "${common[@]}" -l $L -r 1 --decode-tokens 128
+  done
+  ;;
+mla-capacity)
+  TOK=/tmp/staged/ds-dummy/tokenizer.json
+  N=${N:-24}; L=${L:-180000}
+  say "timing benchmark on cores 30 (client) and 31 (simulator), beside the engine"
+  setsid env PYTHONPATH=$PWD/src /tmp/lpvenv/bin/python benchmarks/timing_accuracy.py --client-cpus 30 --sim-cpus 31 \
+    --json $RUNS/timing-accuracy.json >$RUNS/timing-accuracy.log 2>&1 < /dev/null &
+  bg capacity $LP run capacity --url $URL --profile scripts/gpu/deepseek-pp2.toml --out $RUNS --tokenizer $TOK \
+    -n $N -l $L --window-s 20 --skip-probe-check
+  wait_bg
+  tail -20 $RUNS/capacity.log
+  ;;
+mla-1m)
+  TOK=/tmp/staged/ds-dummy/tokenizer.json
+  bg prefill-1m $LP run prefill --url $URL --profile scripts/gpu/deepseek-pp2.toml --out $RUNS --tokenizer $TOK \
+    -l 1000004 -r 1 --decode-tokens 64 --deadline-s 3000
+  wait_bg
+  tail -20 $RUNS/prefill-1m.log
+  ;;
+wait)
+  wait_bg
   ;;
 esac
 say "done $phase"

