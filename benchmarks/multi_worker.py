@@ -6,10 +6,14 @@ Each worker is a process with its own event loop and StreamingClient, driving it
 and of the requests against the static nginx body (see serve_static_sse.sh); the workers start together
 at an agreed wall-clock time. The aggregate rate is all responses over first start to last end.
 - multiprocessing: 1 worker, then 2 workers, on this host;
-- Ray: the same 1 and 2 workers as Ray tasks on a local Ray instance (`ray.init(num_cpus=2)`), the way a
-  run would spread its clients over several hosts (Ray places tasks on any node of its cluster; here
-  the cluster is this one host). Ray is installed into /tmp/peers/ray the first time, and the tasks
-  run with that environment's Python, importing loadproof from this checkout.
+- Ray: the same 1 and 2 workers as Ray tasks on a local Ray instance (`ray.init(num_cpus=2)`);
+- Ray cluster: a cluster of two Ray nodes, each its own raylet, object store and worker pool, joined
+  through the head's GCS over TCP, as hosts join (`ray.cluster_utils.Cluster`, Ray's own way to run a
+  multi-node cluster on one machine). Each worker task is pinned to its own node by a custom resource,
+  and reports the node id it ran on, so "2 workers" is one on each node. Across real hosts the code is
+  the same; only the `ray start --address=...` on each host differs.
+Ray is installed into /tmp/peers/ray the first time, and the tasks run with that environment's Python,
+importing loadproof from this checkout.
 It prints what it measured; it asserts nothing.
 """
 
@@ -30,7 +34,7 @@ HERE = Path(__file__).resolve().parent
 
 
 def worker(url: str, streams: int, requests: int, start_at: float) -> tuple[float, float, int, int]:
-    """One worker's share: (wall start, wall end, responses, chunks)."""
+    """One worker's share: (wall start, wall end, responses, chunks). (A Ray task adds its node id.)"""
     from client_ceiling import consume  # imported here: a Ray task imports it on the worker's side
 
     time.sleep(max(0.0, start_at - time.time()))
@@ -75,8 +79,9 @@ def ensure_ray() -> Path | None:
     return python
 
 
-def run_ray(url: str, streams: int, requests: int, counts: list[int]) -> dict[int, dict[str, float]] | str:
-    """Run the Ray side in Ray's own environment; {workers: aggregate} or why it could not run."""
+def run_ray(url: str, streams: int, requests: int, counts: list[int]) -> dict[str, object] | str:
+    """Run the Ray side in Ray's own environment: {"local"|"cluster": {workers: aggregate}, "cluster_nodes"},
+    or why it could not run."""
     python = ensure_ray()
     if python is None:
         return "pip could not install ray into /tmp/peers/ray"
@@ -89,22 +94,51 @@ def run_ray(url: str, streams: int, requests: int, counts: list[int]) -> dict[in
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
     if proc.returncode or not lines:
         return f"Ray run failed (exit {proc.returncode}): {(proc.stderr.strip().splitlines() or [''])[-1][:200]}"
-    return {int(k): v for k, v in json.loads(lines[-1]).items()}
+    return json.loads(lines[-1])
+
+
+def _ray_worker(url: str, streams: int, requests: int, start_at: float) -> tuple[float, float, int, int, str]:
+    import ray
+
+    return (*worker(url, streams, requests, start_at), ray.get_runtime_context().get_node_id())
+
+
+def _ray_rounds(url: str, streams: int, requests: int, counts: list[int], pinned: bool) -> dict[str, dict]:
+    import ray
+
+    def task(i: int):
+        options = {"num_cpus": 1, "resources": {f"lp-node-{i}": 1}} if pinned else {"num_cpus": 1}
+        return ray.remote(_ray_worker).options(**options)
+
+    # start every worker process first: warm-up tasks that wait for a common start run side by side
+    ray.get([task(i).remote(url, 1, 1, time.time() + 3.0) for i in range(max(counts))])
+    out = {}
+    for n in counts:
+        start_at = time.time() + 1.0
+        results = ray.get([task(i).remote(url, streams // n, requests // n, start_at) for i in range(n)])
+        out[str(n)] = {**aggregate([r[:4] for r in results]), "nodes": len({r[4] for r in results})}
+    return out
 
 
 def ray_side(url: str, streams: int, requests: int, counts: list[int]) -> None:
     import ray
+    from ray.cluster_utils import Cluster
 
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    remote = ray.remote(num_cpus=1)(worker)
-    # start every worker process first: warm-up tasks that wait for a common start run side by side
-    ray.get([remote.remote(url, 1, 1, time.time() + 3.0) for _ in range(max(counts))])
-    out = {}
-    for n in counts:
-        start_at = time.time() + 1.0
-        out[n] = aggregate(ray.get([remote.remote(url, streams // n, requests // n, start_at) for _ in range(n)]))
+    local = _ray_rounds(url, streams, requests, counts, pinned=False)
     ray.shutdown()
-    print(json.dumps(out))
+    # a cluster of separate Ray nodes: a head and one more node, each with one CPU and a resource naming it
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "resources": {"lp-node-0": 1},
+                                                            "include_dashboard": False})
+    for i in range(1, max(counts)):
+        cluster.add_node(num_cpus=1, resources={f"lp-node-{i}": 1})
+    cluster.wait_for_nodes()
+    ray.init(address=cluster.address, log_to_driver=False)
+    nodes = sum(1 for n in ray.nodes() if n["Alive"])
+    clustered = _ray_rounds(url, streams, requests, counts, pinned=True)
+    ray.shutdown()
+    cluster.shutdown()
+    print(json.dumps({"local": local, "cluster": clustered, "cluster_nodes": nodes}))
 
 
 def measure(url: str, streams: int, requests: int, counts: list[int]) -> dict[str, object]:
@@ -118,10 +152,13 @@ def measure(url: str, streams: int, requests: int, counts: list[int]) -> dict[st
         rows["ray"] = ray_rows
         print(ray_rows, flush=True)
     else:
-        for n, r in ray_rows.items():
-            rows[f"ray-{n}"] = r
-            print(f"Ray tasks, {n} worker(s) x {streams // n} streams: {r['responses_per_s']:,.0f} responses/s "
-                  f"({r['chunks_per_s']:,.0f} chunks/s; starts within {r['start_skew_s'] * 1e3:.0f} ms)", flush=True)
+        rows["ray_cluster_nodes"] = ray_rows["cluster_nodes"]
+        for how, label in (("local", "Ray tasks, local instance"), ("cluster", "Ray tasks, 2-node cluster")):
+            for n, r in ray_rows[how].items():
+                rows[f"ray-{how}-{n}"] = r
+                print(f"{label}, {n} worker(s) x {streams // int(n)} streams on {r['nodes']} node(s): "
+                      f"{r['responses_per_s']:,.0f} responses/s ({r['chunks_per_s']:,.0f} chunks/s; starts within "
+                      f"{r['start_skew_s'] * 1e3:.0f} ms)", flush=True)
     return rows
 
 

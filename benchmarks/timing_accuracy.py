@@ -180,11 +180,12 @@ def compare(records: list[RequestRecord], sim: dict[str, dict]) -> dict[str, flo
     }
 
 
-def measure_one(streams: int) -> dict[str, float]:
+def measure_one(streams: int, sim_cpus: set[int] | None = None) -> dict[str, float]:
     port = free_port()
     log = Path(tempfile.mkdtemp(prefix="timing-accuracy-")) / "sim-log.json"
+    pin = (lambda: os.sched_setaffinity(0, sim_cpus)) if sim_cpus else None
     sim = subprocess.Popen([sys.executable, "-c", SIM, json.dumps(PROFILE), str(port), str(log)],
-                           env={**os.environ, "PYTHONUNBUFFERED": "1"}, stderr=subprocess.DEVNULL)
+                           env={**os.environ, "PYTHONUNBUFFERED": "1"}, stderr=subprocess.DEVNULL, preexec_fn=pin)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 30
@@ -228,15 +229,29 @@ def measure_one(streams: int) -> dict[str, float]:
     return row
 
 
-def measure(levels: list[int]) -> list[dict[str, float]]:
-    return [measure_one(streams) for streams in levels]
+def measure(levels: list[int], sim_cpus: set[int] | None = None) -> list[dict[str, float]]:
+    return [measure_one(streams, sim_cpus) for streams in levels]
+
+
+def _cpus(text: str | None) -> set[int] | None:
+    return {int(c) for c in text.split(",")} if text else None
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--streams", default="1,64,256")
+    parser.add_argument("--sim-cpus", help="pin the simulator to these cores (e.g. 2): on a host with spare cores, "
+                        "keeps the reference clock off the client's core")
+    parser.add_argument("--client-cpus", help="pin this process (the client) to these cores (e.g. 3)")
+    parser.add_argument("--json", type=Path, help="also write the rows here")
     args = parser.parse_args()
-    measure([int(x) for x in args.streams.split(",")])
+    if args.client_cpus:
+        os.sched_setaffinity(0, _cpus(args.client_cpus))
+    rows = measure([int(x) for x in args.streams.split(",")], _cpus(args.sim_cpus))
+    if args.json:
+        meta = {"cpus": os.cpu_count(), "sim_cpus": args.sim_cpus, "client_cpus": args.client_cpus,
+                "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        args.json.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
 
 
 if __name__ == "__main__":
