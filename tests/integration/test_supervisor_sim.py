@@ -7,6 +7,7 @@ engine that dies on its first completion (`--fault crash`): the first liveness p
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 import threading
@@ -83,7 +84,7 @@ class Supervised:
 def supervise(tmp_path: Path) -> Iterator[Callable[..., Supervised]]:
     started: list[Supervised] = []
 
-    def start(*sim_args: str) -> Supervised:
+    def start(*sim_args: str, policy: SupervisorPolicy = POLICY) -> Supervised:
         port = free_port()  # one port for every restart, as `loadproof serve` keeps it
         launches = 0
 
@@ -97,7 +98,7 @@ def supervise(tmp_path: Path) -> Iterator[Callable[..., Supervised]]:
             return engine
 
         supervisor = Supervisor(launch, served_name="sim", gpus_needed=0, ready_timeout_s=30,
-                                events_path=tmp_path / "events.jsonl", policy=POLICY)
+                                events_path=tmp_path / "events.jsonl", policy=policy)
         outcome: list[str] = []
         thread = threading.Thread(target=lambda: outcome.append(supervisor.run()), daemon=True)
         handle = Supervised(supervisor, thread, port, outcome)
@@ -127,6 +128,23 @@ def test_a_crash_is_seen_as_an_exit_with_its_code_and_the_engine_restarted(super
     second_start = [e for e in events if e["kind"] == "start"][1]
     assert second_start["pid"] != first_pid
     assert events[-1]["kind"] == "stopped"
+
+
+def test_an_exit_is_seen_within_seconds_when_probes_are_an_hour_apart(supervise):
+    """A capacity run sets the probe to once an hour (it is a real request); on two H200s an engine died
+    mid-run then and the supervisor, which looked at the process only when it probed, did not see it."""
+    run = supervise(policy=dataclasses.replace(POLICY, probe_interval_s=3600.0))
+    run.wait_for(lambda k: "ready" in k, within_s=40)
+    run.set_faults("crash")  # the next completion kills the engine; the probe will not send one for an hour
+    body = json.dumps({"model": "sim", "prompt": "hello", "max_tokens": 1}).encode()
+    request = urllib.request.Request(run.url + "/v1/completions", data=body, headers={"Content-Type": "application/json"})
+    with pytest.raises(OSError):
+        urllib.request.urlopen(request, timeout=10).read()
+    died = time.monotonic()
+    kinds = run.wait_for(lambda k: "exit" in k, within_s=10)
+    assert time.monotonic() - died < 5
+    assert kinds[:3] == ["start", "ready", "exit"]
+    assert [e["code"] for e in run.events() if e["kind"] == "exit"] == [13]
 
 
 def test_a_hang_behind_a_healthy_health_check_is_caught_by_the_probe_and_restarted(supervise):

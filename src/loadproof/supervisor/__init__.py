@@ -4,8 +4,8 @@
   the profile needs: a deployment never comes back silently degraded.
 - Readiness is bounded by the profile's `ready_timeout_s` (sized for model load).
 - Liveness is a real one-token completion on an interval, with a timeout: vLLM's /health can answer
-  200 while the engine is hung (vLLM #36451, #17972). An exit, a hang (probe timeouts) or repeated
-  probe errors lead to a restart.
+  200 while the engine is hung (vLLM #36451, #17972). An exit (checked every second, whatever the
+  probe interval), a hang (probe timeouts) or repeated probe errors lead to a restart.
 - Restarts back off exponentially with jitter, capped; at most `max_restarts` within
   `restart_window_s` (the count resets after `stable_after_s` of health); past that the supervisor
   stops in the FAILED state.
@@ -33,6 +33,7 @@ from loadproof.engines.process import EngineProcess
 from loadproof.errors import EngineStartError
 
 STARTING, READY, RESTARTING, FAILED, STOPPED = "starting", "ready", "restarting", "failed", "stopped"
+EXIT_CHECK_S = 1.0  # how often the engine process is checked for an exit, whatever the probe interval
 
 
 @dataclass(frozen=True)
@@ -198,7 +199,11 @@ class Supervisor:
         ready_at = time.monotonic()
         failures = 0
         work = engine_work(engine.url)
-        while not self._stop.wait(self.policy.probe_interval_s):
+        # the process is watched every second whatever the probe interval: a capacity run sets the probe
+        # to once an hour (it is a real request), and an engine that died must not go unseen that long
+        tick = min(EXIT_CHECK_S, self.policy.probe_interval_s)
+        next_probe = ready_at + self.policy.probe_interval_s
+        while not self._stop.wait(tick):
             self.healthy_for_s = time.monotonic() - ready_at
             if not engine.alive():
                 code = engine.returncode
@@ -206,6 +211,9 @@ class Supervisor:
                 self.engine = None
                 self.event("exit", code=code)
                 return f"engine exited with code {code}"
+            if time.monotonic() < next_probe:
+                continue
+            next_probe = time.monotonic() + self.policy.probe_interval_s
             why = probe(engine.url, self.served_name, self.policy.probe_timeout_s)
             previous, work = work, engine_work(engine.url)
             if why is None:
