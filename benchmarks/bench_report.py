@@ -212,6 +212,7 @@ def _long_prompts(rows: list[dict[str, Any]]) -> str:
                           f"{r['completed']} ({r['server_requests']}) | {pair(r['ttft_p50_s'], r['ttft_max_s'])} | "
                           f"{pair(r['body_in_p50_s'], r['body_in_max_s'])} | {mb} | {counted} | {r['note']} |")
     peer_table = chr(10).join(peer_lines) if len(peer_lines) > 2 else "(no peer was run)"
+    peer_table += _long_prompt_comparison(rows)
     return f"""
 ## 3. Long prompts (`long_prompts.py`)
 
@@ -256,6 +257,28 @@ it is ended with its workers, and its row says where it was).
 
 {peer_table}
 """
+
+
+def _long_prompt_comparison(rows: list[dict[str, Any]]) -> str:
+    """loadproof against each peer at the largest size every one of them finished, from the rows."""
+    ours = {r["tokens"]: r for r in rows if r.get("client") == "loadproof"}
+    peers_done = [r for r in rows if r.get("kind") == "peer" and r.get("ttft_p50_s") is not None]
+    if not ours or not peers_done:
+        return ""
+    size = max(ours)
+    mine = ours[size]
+    lines = []
+    for r in (r for r in peers_done if r["tokens"] == size):
+        spread = r.get("sending_s") or 0.0
+        lines.append(f"- {r['client']}: its TTFT p50 {r['ttft_p50_s']:.3f} s against loadproof's "
+                     f"{mine['ttft_p50_s']:.3f} s ({r['ttft_p50_s'] / mine['ttft_p50_s']:.2f}x); its {r['sessions']} "
+                     f"requests went out over {spread:.2f} s, loadproof's in {mine['all_sent_s']:.2f} s; its command "
+                     f"took {r['wall_s']:.0f} s, {r.get('before_first_s') or 0:.0f} s of it before its first request.")
+    if not lines:
+        return ""
+    return (f"\n\nAt {size:,} tokens, loadproof against each peer (where a peer's TTFT is lower than loadproof's, "
+            "it is because its requests did not go out together: each then has the loopback and the server to "
+            "itself, and the run takes as long as its spread):\n\n" + "\n".join(lines))
 
 
 def _timing_table(rows: list[dict[str, Any]]) -> tuple[str, list[str]]:
