@@ -13,9 +13,8 @@
 #   setup, then
 #   mla-start      serve the DeepSeek-V2-Lite shape, PP2, FP8 KV 36 GiB per GPU, 1M window
 #   mla-short      throughput at 1 and 8 streams, cold prefill at 32K and 128K (the simulator's calibration)
-#   mla-capacity   N x L sessions (N=24, L=180000 unless set) in the background, with the timing benchmark
-#                  pinned to two spare cores beside it; waits up to WAIT_S for the capacity run
-#   mla-1m         one cold prompt of 1,000,004 tokens, in the background; waits up to WAIT_S
+#   mla-capacity   N x L sessions (N=24, L=180000 unless set) in the background; waits up to WAIT_S for it.
+#                  TIMING=1 also runs benchmarks/timing_accuracy.py pinned to two spare cores beside it
 #   wait           waits up to WAIT_S more for whatever runs in the background
 set -uo pipefail
 phase=$1
@@ -148,20 +147,15 @@ mla-short)
 mla-capacity)
   TOK=/tmp/staged/ds-dummy/tokenizer.json
   N=${N:-24}; L=${L:-180000}
-  say "timing benchmark on cores 30 (client) and 31 (simulator), beside the engine"
-  setsid env PYTHONPATH=$PWD/src /tmp/lpvenv/bin/python benchmarks/timing_accuracy.py --client-cpus 30 --sim-cpus 31 \
-    --json $RUNS/timing-accuracy.json >$RUNS/timing-accuracy.log 2>&1 < /dev/null &
+  if [[ ${TIMING:-0} == 1 ]]; then
+    say "timing benchmark on cores 30 (client) and 31 (simulator), beside the engine"
+    setsid env PYTHONPATH=$PWD/src /tmp/lpvenv/bin/python benchmarks/timing_accuracy.py --client-cpus 30 --sim-cpus 31 \
+      --json $RUNS/timing-accuracy.json >$RUNS/timing-accuracy.log 2>&1 < /dev/null &
+  fi
   bg capacity $LP run capacity --url $URL --profile scripts/gpu/deepseek-pp2.toml --out $RUNS --tokenizer $TOK \
     -n $N -l $L --window-s 20 --skip-probe-check
   wait_bg
   tail -20 $RUNS/capacity.log
-  ;;
-mla-1m)
-  TOK=/tmp/staged/ds-dummy/tokenizer.json
-  bg prefill-1m $LP run prefill --url $URL --profile scripts/gpu/deepseek-pp2.toml --out $RUNS --tokenizer $TOK \
-    -l 1000004 -r 1 --decode-tokens 64 --deadline-s 3000
-  wait_bg
-  tail -20 $RUNS/prefill-1m.log
   ;;
 wait)
   wait_bg

@@ -22,6 +22,7 @@ pipeline parallelism each stage holds its own layers and budget; the smallest st
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -165,44 +166,30 @@ def _window(group: str) -> int | None:
     return int(group.split(":", 1)[1]) if group.startswith("sliding:") else None
 
 
+def _over_groups(groups: list[str], full: int, sliding: Callable[[int], int]) -> int:
+    """Blocks summed over a rank's groups: `full` for each full-attention group, `sliding(window)` for
+    each sliding one. The three counts below differ only in what a sliding group takes."""
+    return sum(full if (window := _window(group)) is None else sliding(window) for group in groups)
+
+
 def _blocks_per_request(groups: list[str], length: int, block_size: int, in_flight: int) -> int:
     """vLLM's startup sizing of one request (`max_memory_usage_bytes`), in blocks over all groups."""
-    total = 0
-    for group in groups:
-        window = _window(group)
-        if window is not None:
-            total += math.ceil(min(window - 1 + in_flight, length) / block_size) + 1
-        else:
-            total += math.ceil(length / block_size)
-    return total
+    return _over_groups(groups, math.ceil(length / block_size),
+                        lambda window: math.ceil(min(window - 1 + in_flight, length) / block_size) + 1)
 
 
 def _blocks_held(groups: list[str], length: int, block_size: int, batches: int) -> int:
-    """Blocks a decoding session of `length` tokens holds over all groups."""
+    """Blocks a decoding session of `length` tokens holds over all groups: in a sliding group the visible
+    window plus one new token per batch in flight, at most the full count."""
     full = math.ceil(length / block_size)
-    total = 0
-    for group in groups:
-        window = _window(group)
-        if window is None:
-            total += full
-        else:
-            span = window - 1 + batches  # visible window, plus one new token per batch in flight
-            total += min(full, math.ceil((span - 1) / block_size) + 1)
-    return total
+    return _over_groups(groups, full, lambda window: min(full, math.ceil((window - 2 + batches) / block_size) + 1))
 
 
 def _blocks_to_admit(groups: list[str], prompt: int, block_size: int, in_flight: int, max_model_len: int) -> int:
     """Free blocks vLLM's admission gate asks of a new request of `prompt` tokens, over all groups."""
     full = math.ceil(prompt / block_size)
-    total = 0
-    for group in groups:
-        window = _window(group)
-        if window is None:
-            total += full
-        else:
-            cap = math.ceil(min(window - 1 + in_flight, max_model_len) / block_size) + 1
-            total += min(full, cap)
-    return total
+    return _over_groups(groups, full, lambda window: min(
+        full, math.ceil(min(window - 1 + in_flight, max_model_len) / block_size) + 1))
 
 
 def plan_kv(shape: ModelShape, dep: Deployment) -> KVPlan:
