@@ -43,9 +43,10 @@ from pathlib import Path
 
 import aiohttp
 
-from loadproof.client import RequestRecord, RequestSpec, StreamingClient
+from loadproof.client import RequestSpec, StreamingClient
 from loadproof.engines.process import free_port
 from loadproof.protocol.openai import request_body
+from loadproof.records import RequestRecord
 
 STEP_S = 0.020
 MAX_TOKENS = 100

@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 
 from loadproof.client import RequestSpec
-from loadproof.client.record import RequestRecord
 from loadproof.engines.process import free_port
 from loadproof.protocol.openai import request_body
+from loadproof.records import RequestRecord
 
 START_TIMEOUT_S = 30.0  # a cold Python start on a loaded 2-core machine
 

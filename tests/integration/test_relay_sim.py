@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from loadproof.client import StreamingClient
-from loadproof.client.record import RequestRecord
+from loadproof.records import RequestRecord
 from tests.integration.test_relay import KEY, RelayProcess, metric
 from tests.integration.sim_process import SimProcess, spec, until_tokens
 

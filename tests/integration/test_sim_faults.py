@@ -21,8 +21,8 @@ import pytest
 from tokenizers import Tokenizer
 
 from loadproof.client import StreamingClient
-from loadproof.client.record import RequestRecord
 from loadproof.protocol.openai import request_body
+from loadproof.records import RequestRecord
 from loadproof.sim.text import tokenizer_path
 from loadproof.workloads.haystack import HaystackBuilder, retrieved
 from tests.integration.sim_process import SimProcess, spec, until_tokens

@@ -12,7 +12,7 @@ import typer
 
 from loadproof.cli import app, ui
 from loadproof.errors import UsageError
-from loadproof.report.build import compute_claims
+from loadproof.metrics import compute_claims
 from loadproof.report.compare import (
     DEFAULT_SEED,
     Side,

@@ -28,10 +28,21 @@ def publish(
 
 @app.command()
 def verify(bundle: Annotated[Path, typer.Argument(metavar="BUNDLE")]) -> None:
-    """Recompute every claim of a bundle from its data, offline; exit 1 on any mismatch or changed file."""
-    from loadproof.verify import verify as check_bundle
+    """Recompute every claim of a bundle from its data, offline; exit 1 on any mismatch or changed file.
 
-    result = check_bundle(bundle)
+    VERIFIED means consistent with itself, not authentic: see docs/publish-and-verify.md."""
+    from loadproof.errors import UsageError
+    from loadproof.verify import verify as check_bundle
+    from loadproof.verify.display import shown
+
+    try:
+        result = check_bundle(bundle)
+    except UsageError:
+        raise
+    except Exception as exc:  # noqa: BLE001  last resort: a crafted bundle must never print a traceback
+        ui.out.print(f"FAILED: verify stopped on {shown(type(exc).__name__)}: {shown(str(exc))}",
+                     markup=False, highlight=False)
+        raise typer.Exit(1) from None
     for line in result.lines():
         ui.out.print(line, markup=False, highlight=False)
     ui.out.print(result.summary(), markup=False, highlight=False)

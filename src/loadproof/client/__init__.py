@@ -1,6 +1,6 @@
-"""The streaming load client: one shared HTTP session, one SSE codec, one flat record per request."""
+"""The streaming load client: one shared HTTP session, one SSE codec, one flat record per request
+(`loadproof.records.RequestRecord`)."""
 
-from loadproof.client.record import RequestRecord
 from loadproof.client.stream import RequestSpec, StreamingClient
 
-__all__ = ["RequestRecord", "RequestSpec", "StreamingClient"]
+__all__ = ["RequestSpec", "StreamingClient"]

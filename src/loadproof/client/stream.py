@@ -18,10 +18,10 @@ from typing import Any
 import aiohttp
 import msgspec
 
-from loadproof.client.record import RequestRecord
 from loadproof.errors import Disconnected, HTTPStatusError, RequestError, RequestTimeout, StreamError
 from loadproof.protocol.openai import PATHS, chunk_decoder, error_message
 from loadproof.protocol.sse import DONE, SSEDecoder
+from loadproof.records import RequestRecord
 
 Clock = Callable[[], int]
 READ_BUFSIZE_BYTES = 4 * 1024 * 1024

@@ -24,9 +24,9 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from loadproof.client.record import RequestRecord
 from loadproof.metrics.claims import Claim, number
 from loadproof.metrics.throughput import NS_PER_S, decode_rate_per_s
+from loadproof.records import RequestRecord
 
 ARMS = ("a", "b")
 LEVEL = 0.95

@@ -16,8 +16,9 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from loadproof.client.record import RequestRecord
 from loadproof.metrics.claims import Claim, number
+from loadproof.records import RequestRecord
+from loadproof.workloads.answer_window import states
 
 NS = 1_000_000_000
 
@@ -188,10 +189,7 @@ def evaluate_capacity(plan: dict[str, Any], records: list[RequestRecord], sample
 
     # 8. every planted fact retrieved
     if plan.get("check_probes", True):
-        from loadproof.workloads.haystack import Probe, retrieved
-
-        got = [bool(r) and retrieved(Probe(key="", value=s["expected"], depth=0.0), r.output_text)
-               for s, r in zip(sessions, recs)]
+        got = [bool(r) and states(r.output_text, s["expected"]) for s, r in zip(sessions, recs)]
         missed = [s["session_id"] for s, ok in zip(sessions, got) if not ok]
         criteria.append(Criterion("probes", "FAIL" if missed else "PASS",
                                   f"{sum(got)}/{n} planted facts retrieved" + (f"; missed {', '.join(missed[:5])}" if missed else "")))

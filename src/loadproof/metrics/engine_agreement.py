@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from loadproof.client.record import RequestRecord
 from loadproof.metrics.claims import Claim, number
+from loadproof.records import RequestRecord
 
 NS = 1_000_000_000
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from loadproof.client.record import RequestRecord
 from loadproof.metrics.capacity import Criterion, acceptance_claims, window_tokens
 from loadproof.metrics.claims import Claim, number
 from loadproof.metrics.prefill import counter_delta
+from loadproof.records import RequestRecord
+from loadproof.workloads.answer_window import states
 
 NS = 1_000_000_000
 
@@ -59,7 +60,7 @@ def interference_claims(plan: dict[str, Any], records: list[RequestRecord], samp
     for s, rec in zip(plan["sessions"], followups):
         if rec is None or not rec.ok:
             continue
-        if s["expected"] in rec.output_text[:200]:
+        if states(rec.output_text, s["expected"]):
             retrieved += 1
         delta = counter_delta(samples, "prefix_cache_hits_total", rec.send_ns, rec.end_ns)
         hits += delta or 0.0

@@ -5,10 +5,10 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from loadproof.client.record import RequestRecord
 from loadproof.metrics.capacity import Criterion, acceptance_claims
 from loadproof.metrics.claims import Claim, number
 from loadproof.metrics.throughput import NS_PER_S, decode_rate_per_s
+from loadproof.records import RequestRecord
 
 
 def counter_delta(samples: list[dict[str, Any]], key: str, start_ns: int, end_ns: int) -> float | None:

@@ -6,9 +6,9 @@ import statistics
 from collections import Counter
 from typing import Any
 
-from loadproof.client.record import RequestRecord
 from loadproof.metrics.capacity import Criterion, acceptance_claims
 from loadproof.metrics.claims import Claim, number
+from loadproof.records import RequestRecord
 
 NS = 1_000_000_000
 

@@ -10,8 +10,8 @@ import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
-from loadproof.client.record import RequestRecord
 from loadproof.metrics.claims import Claim, number
+from loadproof.records import RequestRecord
 
 NS_PER_S = 1_000_000_000
 

@@ -8,9 +8,10 @@ Model output is not published. `output_text` is cut down to the planted values (
 strings, public already) that the answer stated in its first 200 characters: exactly what the
 capacity and interference probe checks read, so those claims still recompute, and nothing else.
 
-Before the bundle appears at `out` it must pass two checks, or publish fails and leaves nothing:
+Before the bundle appears at `out` it must pass three checks, or publish fails and leaves nothing:
 the claims recomputed from the sanitized data equal the claims of the original run (sanitizing must
-never move a number), and `verify` passes on the finished bundle.
+never move a number), no secret or host name publish knows of is left in any file in any encoding
+(publish.leaks), and `verify` passes on the finished bundle.
 """
 
 from __future__ import annotations
@@ -28,17 +29,19 @@ from typing import Any
 
 from loadproof import __version__
 from loadproof.errors import LoadproofError, UsageError
+from loadproof.metrics import compute_claims
 from loadproof.metrics.claims import Claim, claims_payload
+from loadproof.publish.leaks import find_leak, known_secrets
 from loadproof.publish.sanitize import PLACEHOLDERS, Sanitizer
-from loadproof.report.build import REPORT, compute_claims, render_markdown
+from loadproof.report.build import REPORT, render_markdown
 from loadproof.store.run_dir import (ANSWERS, CHUNKS, EVENTS, MANIFEST, METRICS, REQUESTS, TELEMETRY, Run, load_run,
                                     read_jsonl, write_claims)
 from loadproof.verify import verify
 from loadproof.verify.checksums import write_sums
 from loadproof.verify.layout import BUNDLE_JSON, FORMAT, FORMAT_VERSION, RUNS_DIR
+from loadproof.workloads.answer_window import ANSWER_WINDOW_CHARS  # what the probe claims read of an answer
 
 DATA_FILES = (REQUESTS, CHUNKS, METRICS, EVENTS, TELEMETRY, ANSWERS)  # answers: quality runs' scored items
-ANSWER_WINDOW_CHARS = 200  # the probe checks read this much of an answer (workloads.haystack.retrieved)
 RAW_DATA_NOTE = ("raw data is not rounded: times are integer ns on each run's monotonic clock, token counts "
                  "integers, samples as recorded; only the printed figures in claims.json are rounded")
 
@@ -73,6 +76,8 @@ def publish(run_dirs: Sequence[Path], out: Path, engine_image: str | None = None
         for name in DATA_FILES:
             for row in read_jsonl(path / name)[0]:
                 sanitizer.learn(row)
+    if engine_image:
+        sanitizer.learn(engine_image)
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
     try:
@@ -94,6 +99,10 @@ def publish(run_dirs: Sequence[Path], out: Path, engine_image: str | None = None
         (staging / BUNDLE_JSON).write_text(json.dumps(bundle_meta, indent=2, ensure_ascii=False) + "\n",
                                            encoding="utf-8")
         write_sums(staging)
+        leak = find_leak(staging, known_secrets(sanitizer), sanitizer.known_hosts,
+                         tool_text=f"{RAW_DATA_NOTE} loadproof {__version__}")
+        if leak:
+            raise UsageError(f"publish refused, no bundle written: {leak}, which the sanitizer should have removed")
         check = verify(staging)
         if not check.ok:
             first = next(iter([p.line() for p in check.problems] + [c.line() for c in check.checks if not c.ok]))
@@ -199,13 +208,14 @@ def claims_difference(before: list[Claim], after: list[Claim], sanitizer: Saniti
         return f"{len(before)} claims before sanitizing, {len(after)} after"
     for b, a in zip(before, after):
         if a.name != b.name and not any(p in a.name for p in PLACEHOLDERS):
-            return f"claim {b.name} became {a.name}"
+            return f"claim {sanitizer.text(b.name)} became {a.name}"  # the message is sanitized too
         if isinstance(b.value, str) and isinstance(a.value, str):
             same = a.value == sanitizer.text(b.value) and a.printed == sanitizer.text(b.printed)
         else:
             same = _same_value(b.value, a.value) and a.printed == b.printed
         if b.unit != a.unit or not same:
-            return f"{b.name} was {b.value!r} ({b.printed}), is {a.value!r} ({a.printed}) after sanitizing"
+            return (f"{sanitizer.text(b.name)} was {sanitizer.text(repr(b.value))} ({sanitizer.text(b.printed)}), "
+                    f"is {a.value!r} ({a.printed}) after sanitizing")
     return None
 
 

@@ -6,8 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from loadproof.errors import RunDirError
-from loadproof.metrics import claim_functions
+from loadproof.metrics import compute_claims
 from loadproof.metrics.claims import Claim, claims_payload
 from loadproof.store.run_dir import Run, load_run, write_claims
 
@@ -20,18 +19,6 @@ class Report:
     run: Run
     claims: list[Claim]
     markdown: str
-
-
-def compute_claims(run: Run) -> list[Claim]:
-    scenario = run.manifest.get("scenario")
-    if scenario is None:
-        raise RunDirError(f"{run.path}/manifest.json names no scenario")
-    if scenario != "throughput" and "plan" not in run.manifest:
-        raise RunDirError(f"{run.path} was interrupted before its plan was written; nothing to report")
-    from loadproof.metrics.engine_agreement import agreement_claims
-    from loadproof.metrics.telemetry import telemetry_claims
-
-    return claim_functions.get(scenario)(run) + agreement_claims(run.records, run.samples) + telemetry_claims(run.telemetry)
 
 
 def build_report(path: Path) -> Report:

@@ -129,7 +129,7 @@ def split_repeats(run: Run) -> list[Run]:
 
 
 def build_side(label: str, runs: Sequence[Run], claims_of: Callable[[Run], list[Claim]]) -> Side:
-    """Claims of every run (`claims_of`, e.g. report.build.compute_claims) and one sample per repeat."""
+    """Claims of every run (`claims_of`, e.g. metrics.compute_claims) and one sample per repeat."""
     scenarios = sorted({str(r.manifest.get("scenario")) for r in runs})
     if len(scenarios) > 1:
         raise UsageError(f"{label}: repeats must be runs of one scenario (got {', '.join(scenarios)})")

@@ -14,8 +14,8 @@ from collections import defaultdict
 from html import escape
 from itertools import accumulate
 
-from loadproof.client.record import RequestRecord
 from loadproof.metrics.throughput import batch_aggregate_per_s, decode_rate_per_s
+from loadproof.records import RequestRecord
 from loadproof.report.plots import bar_chart, line_chart, telemetry_svg
 from loadproof.store.run_dir import Run
 

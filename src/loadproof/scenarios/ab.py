@@ -21,10 +21,11 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
-from loadproof.client import RequestRecord, RequestSpec, StreamingClient
+from loadproof.client import RequestSpec, StreamingClient
 from loadproof.config.base import StrictModel
 from loadproof.metrics.ab import ARMS, DEFAULT_RESAMPLES
 from loadproof.protocol.openai import request_body
+from loadproof.records import RequestRecord
 from loadproof.scenarios.base import Progress, Target
 from loadproof.store.run_dir import RunWriter
 from loadproof.workloads.prompts import FAMILIES, Prompt, load_family

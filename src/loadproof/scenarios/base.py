@@ -14,9 +14,9 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from loadproof.client.record import RequestRecord
 from loadproof.errors import EnvironmentFailure, UsageError
 from loadproof.protocol.openai import Endpoint
+from loadproof.records import RequestRecord
 
 Progress = Callable[[int, int], None]
 

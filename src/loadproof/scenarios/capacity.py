@@ -15,8 +15,9 @@ from typing import Any
 
 from pydantic import Field
 
-from loadproof.client import RequestRecord, StreamingClient
+from loadproof.client import StreamingClient
 from loadproof.config.base import StrictModel
+from loadproof.records import RequestRecord
 from loadproof.scenarios.base import Progress, Target, model_info
 from loadproof.scenarios.long_context import MetricsScenario, AdmissionStall, LiveSessions, haystack_target, new_record, session_spec
 from loadproof.store.run_dir import RunWriter

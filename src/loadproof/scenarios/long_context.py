@@ -17,9 +17,10 @@ import urllib.request
 from dataclasses import dataclass
 from typing import Any
 
-from loadproof.client import RequestRecord, RequestSpec, StreamingClient
+from loadproof.client import RequestSpec, StreamingClient
 from loadproof.errors import UsageError
 from loadproof.protocol.openai import request_body
+from loadproof.records import RequestRecord
 from loadproof.scenarios.base import Target
 from loadproof.workloads.haystack import HaystackBuilder, HaystackPrompt
 

@@ -29,10 +29,11 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
-from loadproof.client import RequestRecord, RequestSpec, StreamingClient
+from loadproof.client import RequestSpec, StreamingClient
 from loadproof.config.base import StrictModel
 from loadproof.errors import EnvironmentFailure, UsageError
 from loadproof.protocol.openai import request_body
+from loadproof.records import RequestRecord
 from loadproof.scenarios.base import Progress, Target, model_info
 from loadproof.store.run_dir import RunWriter
 from loadproof.workloads.quality import MODES, SUITES, authored, gsm8k, images, retrieval

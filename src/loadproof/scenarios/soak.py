@@ -12,10 +12,11 @@ from typing import Any
 
 from pydantic import Field
 
-from loadproof.client import RequestRecord, StreamingClient
+from loadproof.client import StreamingClient
 from loadproof.config.base import StrictModel
 from loadproof.protocol.openai import request_body
 from loadproof.client.stream import RequestSpec
+from loadproof.records import RequestRecord
 from loadproof.scenarios.base import Progress, Target
 from loadproof.scenarios.long_context import MetricsScenario, haystack_target
 from loadproof.store.run_dir import RunWriter

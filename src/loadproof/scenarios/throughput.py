@@ -14,10 +14,11 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
-from loadproof.client import RequestRecord, RequestSpec, StreamingClient
+from loadproof.client import RequestSpec, StreamingClient
 from loadproof.config.base import StrictModel
 from loadproof.engines.vllm import VLLM_METRICS
 from loadproof.protocol.openai import request_body
+from loadproof.records import RequestRecord
 from loadproof.scenarios.base import Progress, Target, TokenCounter
 from loadproof.store.run_dir import RunWriter
 from loadproof.telemetry.server_metrics import MetricsScraper

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from loadproof.client.record import RequestRecord
+from loadproof.records import RequestRecord
 from loadproof.sim.config import SimConfig
 from loadproof.sim.scheduler import Scheduler, SimRequest
 

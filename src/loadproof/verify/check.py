@@ -1,27 +1,40 @@
 """`verify(bundle)`: check the checksums, recompute every claim from the bundle's data, compare with claims.json.
 
-Reads only the bundle and uses only the claim definitions (metrics, through report.compute_claims):
-no client, no engine, no model, no network. A claim is `ok` when the published and recomputed claims
-have the same name and unit, equal string or boolean values, and, for numbers, when both the
-recomputed value and the published `value` round to the published `printed` figure (intervals.py).
+Reads only the bundle and uses only the claim definitions (metrics.compute_claims) and the run
+reader (store): no client, no engine, no model, no network. A claim is `ok` when the published and
+recomputed claims have the same name and unit, equal string or boolean values, and, for numbers,
+when both the recomputed value and the published `value` round to the published `printed` figure
+(intervals.py).
+
+A bundle is a stranger's: nothing in it is followed (links), opened unless it is a regular file,
+read past its cap, or trusted to parse; every such problem, and any error a crafted value provokes
+while claims are recomputed, is one FAILED line, never an exception. VERIFIED means the bundle is
+consistent with itself (its claims follow from its data and its files from SHA256SUMS), not that it
+is authentic: anyone can recompute claims and checksums over data they made up.
 """
 
 from __future__ import annotations
 
-import json
+import os
+import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from loadproof.errors import LoadproofError, UsageError
+from loadproof.metrics import compute_claims
 from loadproof.metrics.claims import Claim
-from loadproof.report.build import compute_claims
-from loadproof.store.run_dir import CLAIMS, load_run
-from loadproof.verify.checksums import FileProblem, check_sums
+from loadproof.store.files import read_json_file
+from loadproof.store.run_dir import CLAIMS, ReadLimits, load_run
+from loadproof.verify.checksums import FileProblem, Scan, check_sums, covered, scan
+from loadproof.verify.display import shown
 from loadproof.verify.intervals import matches_printed, printed_interval
-from loadproof.verify.layout import BUNDLE_JSON, RUNS_DIR, SUMS
+from loadproof.verify.layout import BUNDLE_JSON, MAX_DOCUMENT_BYTES, MAX_ENTRIES, MAX_FILE_BYTES, RUNS_DIR, SUMS
 
+BUNDLE_LIMITS = ReadLimits(max_file_bytes=MAX_FILE_BYTES, max_document_bytes=MAX_DOCUMENT_BYTES)
 _ABSENT = "(none)"
+_RUN_FOLDER = re.compile(r"[A-Za-z0-9._-]+")  # what publish names a run folder
 
 
 @dataclass(frozen=True)
@@ -35,9 +48,9 @@ class ClaimCheck:
 
     def line(self) -> str:
         if self.ok:
-            return f"ok  {self.name}  {self.published}"
-        return f"MISMATCH  {self.name}  published {self.published} recomputed {self.recomputed}" + (
-            f"  ({self.reason})" if self.reason else "")
+            return f"ok  {shown(self.name)}  {shown(self.published)}"
+        return (f"MISMATCH  {shown(self.name)}  published {shown(self.published)} recomputed {shown(self.recomputed)}"
+                + (f"  ({shown(self.reason)})" if self.reason else ""))
 
 
 @dataclass
@@ -71,9 +84,10 @@ class VerifyResult:
         return not self.problems and self.num_mismatches == 0
 
     def lines(self) -> list[str]:
+        """Every line to print, each safe for a terminal (bundle text escaped, see display.py)."""
         out = [p.line() for p in self.files]
         for run in self.runs:
-            out.append(f"run {run.run_id} ({run.path})")
+            out.append(f"run {shown(run.run_id)} ({shown(run.path)})")
             out += [p.line() for p in run.problems]
             out += [c.line() for c in run.checks]
         return out
@@ -88,76 +102,134 @@ class VerifyResult:
 def verify(bundle: Path) -> VerifyResult:
     if not bundle.is_dir():
         raise UsageError(f"no bundle directory at {bundle}")
-    if not (bundle / BUNDLE_JSON).is_file() and not (bundle / SUMS).is_file():
+    if not os.path.lexists(bundle / BUNDLE_JSON) and not os.path.lexists(bundle / SUMS):
         raise UsageError(f"{bundle} is not a loadproof bundle (no {BUNDLE_JSON}, no {SUMS})")
-    result = VerifyResult(bundle=bundle, files=check_sums(bundle))
-    for run_id, rel in _runs(bundle, result.files):
+    found = scan(bundle)
+    result = VerifyResult(bundle=bundle, files=check_sums(bundle, found))
+    for run_id, rel in _runs(bundle, found, result.files):
         result.runs.append(verify_run(bundle, run_id, rel))
     if not result.runs:
         result.files.append(FileProblem("MISSING", RUNS_DIR, "the bundle holds no run"))
     return result
 
 
-def _runs(bundle: Path, problems: list[FileProblem]) -> list[tuple[str, str]]:
+def run_folder_problem(rel: str) -> str | None:
+    """Why `rel` is not a run folder's place in a bundle (`runs/<name>`); None when it is."""
+    head, _, name = rel.partition("/")
+    if head != RUNS_DIR or name in ("", ".", "..") or not _RUN_FOLDER.fullmatch(name):
+        return f"not a folder {RUNS_DIR}/<name> of letters, digits, '.', '_' and '-'"
+    return None
+
+
+def _runs(bundle: Path, found: Scan, problems: list[FileProblem]) -> list[tuple[str, str]]:
     """(run_id, relative folder) of each run: from bundle.json, plus any run folder it does not list."""
     listed: list[tuple[str, str]] = []
-    try:
-        meta = json.loads((bundle / BUNDLE_JSON).read_text(encoding="utf-8"))
-        listed = [(str(r["run_id"]), str(r["path"])) for r in meta["runs"]]
-    except FileNotFoundError:
-        pass  # check_sums reports it missing when it was listed
-    except (json.JSONDecodeError, KeyError, TypeError) as exc:
-        problems.append(FileProblem("UNREADABLE", BUNDLE_JSON, f"not a bundle description ({type(exc).__name__})"))
+    refused = found.refused()
+    if BUNDLE_JSON in found.files:
+        listed = _listed_runs(bundle, problems)
     seen = {rel for _, rel in listed}
-    runs_root = bundle / RUNS_DIR
-    if runs_root.is_dir():
-        for folder in sorted(p for p in runs_root.iterdir() if p.is_dir()):
-            rel = f"{RUNS_DIR}/{folder.name}"
-            if rel not in seen:
-                if listed:
-                    problems.append(FileProblem("UNLISTED", rel, f"a run folder {BUNDLE_JSON} does not list"))
-                listed.append((folder.name, rel))
+    described = bool(listed)
+    folders = sorted({"/".join(rel.split("/")[:2]) for rel in found.files
+                      if rel.startswith(f"{RUNS_DIR}/") and rel.count("/") >= 2})
+    for rel in folders:
+        if rel in seen or covered(rel, refused):
+            continue
+        why = run_folder_problem(rel)
+        if why is not None:
+            problems.append(FileProblem("BAD_PATH", rel, why))
+            continue
+        if described:
+            problems.append(FileProblem("UNLISTED", rel, f"a run folder {BUNDLE_JSON} does not list"))
+        listed.append((rel.split("/", 1)[1], rel))
+    return listed
+
+
+def _listed_runs(bundle: Path, problems: list[FileProblem]) -> list[tuple[str, str]]:
+    try:
+        meta = read_json_file(bundle / BUNDLE_JSON, MAX_DOCUMENT_BYTES)
+    except LoadproofError as exc:
+        problems.append(FileProblem("UNREADABLE", BUNDLE_JSON, _relative(str(exc), bundle)))
+        return []
+    except OSError as exc:
+        problems.append(FileProblem("UNREADABLE", BUNDLE_JSON, str(exc.strerror or exc)))
+        return []
+    entries = meta.get("runs") if isinstance(meta, dict) else None
+    if not isinstance(entries, list):
+        problems.append(FileProblem("UNREADABLE", BUNDLE_JSON, "not a bundle description (no list of runs)"))
+        return []
+    if len(entries) > MAX_ENTRIES:
+        problems.append(FileProblem("TOO_LARGE", BUNDLE_JSON, f"lists {len(entries):,} runs, over the "
+                                                              f"{MAX_ENTRIES:,}-entry cap"))
+        return []
+    listed: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    for number, entry in enumerate(entries, 1):
+        run_id = entry.get("run_id") if isinstance(entry, dict) else None
+        rel = entry.get("path") if isinstance(entry, dict) else None
+        if not isinstance(run_id, str) or not isinstance(rel, str):
+            problems.append(FileProblem("UNREADABLE", BUNDLE_JSON, f"run {number} has no string run_id and path"))
+            continue
+        why = run_folder_problem(rel)
+        if why is not None:
+            problems.append(FileProblem("BAD_PATH", rel, f"{BUNDLE_JSON} run {number} names {why}"))
+        elif rel in seen:
+            problems.append(FileProblem("BAD_LINE", rel, f"{BUNDLE_JSON} lists this run folder twice"))
+        else:
+            seen.add(rel)
+            listed.append((run_id, rel))
     return listed
 
 
 def verify_run(bundle: Path, run_id: str, rel: str) -> RunResult:
     result = RunResult(run_id=run_id, path=rel)
-    path = (bundle / rel).resolve()
-    if bundle.resolve() not in path.parents:
-        result.problems.append(FileProblem("BAD_LINE", rel, f"{BUNDLE_JSON} names a folder outside the bundle"))
+    why = run_folder_problem(rel)
+    if why is not None:  # verify() checked; a caller of verify_run may not have
+        result.problems.append(FileProblem("BAD_PATH", rel, why))
         return result
+    path = bundle / rel
+    for folder in (RUNS_DIR, rel):  # each step a real folder: a linked `runs` would lead outside
+        try:
+            mode = os.lstat(bundle / folder).st_mode
+        except OSError:
+            result.problems.append(FileProblem("MISSING", folder, f"{BUNDLE_JSON} lists a run folder the bundle lacks"))
+            return result
+        if not stat.S_ISDIR(mode):
+            result.problems.append(FileProblem("UNSAFE", folder, "not a folder (a link is never followed)"))
+            return result
     published = _published_claims(path, rel, run_id, result.problems)
     try:
-        recomputed = compute_claims(load_run(path))
+        recomputed = compute_claims(load_run(path, BUNDLE_LIMITS))
     except LoadproofError as exc:
-        result.problems.append(FileProblem("UNREADABLE", rel, f"claims cannot be recomputed: {exc}"))
+        result.problems.append(FileProblem("UNREADABLE", rel, f"claims cannot be recomputed: {_relative(str(exc), path)}"))
         return result
-    except Exception as exc:  # noqa: BLE001  tampered data may break a claim function in any way; report, go on
-        result.problems.append(FileProblem("UNREADABLE", rel,
-                                           f"claims cannot be recomputed: {type(exc).__name__}: {exc}"))
+    except Exception as exc:  # noqa: BLE001  crafted data may break a claim function in any way; report, go on
+        result.problems.append(FileProblem("UNREADABLE", rel, f"claims cannot be recomputed: {_describe(exc)}"))
         return result
     if published is None:
         return result
-    result.checks = compare_claims(run_id, published, recomputed)
+    try:
+        result.checks = compare_claims(run_id, published, recomputed)
+    except Exception as exc:  # noqa: BLE001  a crafted published value that breaks a comparison: a failure
+        result.problems.append(FileProblem("UNREADABLE", f"{rel}/{CLAIMS}", f"cannot be compared: {_describe(exc)}"))
     return result
 
 
 def _published_claims(path: Path, rel: str, run_id: str, problems: list[FileProblem]) -> list[dict[str, Any]] | None:
     try:
-        payload = json.loads((path / CLAIMS).read_text(encoding="utf-8"))
-        claims = payload["claims"]
-        if not isinstance(claims, list) or not all(isinstance(c, dict) and isinstance(c.get("name"), str)
-                                                   for c in claims):
-            raise TypeError("claims is not a list of named claims")
+        payload = read_json_file(path / CLAIMS, MAX_DOCUMENT_BYTES)
     except FileNotFoundError:
         problems.append(FileProblem("MISSING", f"{rel}/{CLAIMS}", "no published claims"))
         return None
-    except (json.JSONDecodeError, KeyError, TypeError) as exc:
-        problems.append(FileProblem("UNREADABLE", f"{rel}/{CLAIMS}", f"not a claims file ({exc})"))
+    except (LoadproofError, OSError) as exc:
+        problems.append(FileProblem("UNREADABLE", f"{rel}/{CLAIMS}", _relative(str(exc), path)))
+        return None
+    claims = payload.get("claims") if isinstance(payload, dict) else None
+    if not isinstance(claims, list) or not all(isinstance(c, dict) and isinstance(c.get("name"), str) for c in claims):
+        problems.append(FileProblem("UNREADABLE", f"{rel}/{CLAIMS}", "not a claims file (no list of named claims)"))
         return None
     if payload.get("run_id") != run_id:
         problems.append(FileProblem("CHANGED", f"{rel}/{CLAIMS}",
-                                    f"run_id {payload.get('run_id')!r} is not the run's {run_id!r}"))
+                                    f"run_id {_brief(payload.get('run_id'))} is not the run's {run_id!r}"))
     return claims
 
 
@@ -191,7 +263,7 @@ def compare_claim(pub: dict[str, Any], claim: Claim) -> str | None:
     if not isinstance(printed, str):
         return "published claim has no printed figure"
     if pub.get("unit") != claim.unit:
-        return f"unit {pub.get('unit')!r}, recomputed {claim.unit!r}"
+        return f"unit {_brief(pub.get('unit'))}, recomputed {claim.unit!r}"
     if isinstance(claim.value, (bool, str)) or isinstance(value, (bool, str)):
         if type(value) is not type(claim.value) or value != claim.value:
             return "value differs"
@@ -216,3 +288,22 @@ def _printed(claim: dict[str, Any]) -> str:
 
 def _exact(value: Any) -> str:
     return repr(value) if isinstance(value, float) else str(value)
+
+
+def _brief(value: Any) -> str:
+    """A published value in a message: strings quoted, anything else by its type (never its repr)."""
+    if value is None:
+        return "none"
+    return repr(value) if isinstance(value, str) else f"a {type(value).__name__}"
+
+
+def _relative(message: str, folder: Path) -> str:
+    """An error message with the bundle's own location cut from its paths."""
+    return message.replace(f"{folder}{os.sep}", "")
+
+
+def _describe(exc: BaseException) -> str:
+    try:
+        return f"{type(exc).__name__}: {exc}"
+    except Exception:  # noqa: BLE001  str() of a crafted exception argument can fail too
+        return type(exc).__name__

@@ -25,6 +25,7 @@ from typing import Literal
 from tokenizers import Tokenizer
 
 from loadproof.errors import UsageError
+from loadproof.workloads.answer_window import states
 
 Style = Literal["completion", "chat"]
 
@@ -97,9 +98,9 @@ def _question(probe: Probe, style: Style, followup: bool = False) -> str:
     return f"\nQuestion: What is the secret code of {probe.key}?\nAnswer: {lead} secret code of {probe.key} is"
 
 
-def retrieved(probe: Probe, output_text: str, window_chars: int = 200) -> bool:
-    """The fact counts as retrieved when its value appears near the start of the answer."""
-    return probe.value in output_text[:window_chars]
+def retrieved(probe: Probe, output_text: str) -> bool:
+    """The fact counts as retrieved when its value appears near the start of the answer (answer_window)."""
+    return states(output_text, probe.value)
 
 
 class HaystackBuilder:

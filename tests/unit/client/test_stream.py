@@ -8,9 +8,10 @@ import json
 
 import pytest
 
-from loadproof.client import RequestRecord, RequestSpec, StreamingClient
+from loadproof.client import RequestSpec, StreamingClient
 from loadproof.protocol.openai import request_body
 from loadproof.protocol.sse import DONE_EVENT, encode_comment, encode_data
+from loadproof.records import RequestRecord
 from tests.conftest import Script
 from tests.sse_chunks import chat_chunk, completion_chunk, usage_only
 

@@ -11,10 +11,10 @@ import msgspec
 import pytest
 from pydantic import ValidationError
 
-from loadproof.client.record import RequestRecord
+from loadproof.metrics import compute_claims
 from loadproof.metrics.ab import ab_claims, paired_bootstrap_change, round_figures, ttft_s
 from loadproof.metrics.throughput import decode_rate_per_s
-from loadproof.report.build import compute_claims
+from loadproof.records import RequestRecord
 from loadproof.scenarios.ab import AbOptions, AbScenario, plan_order
 from loadproof.scenarios.base import Target
 from loadproof.store.run_dir import RunWriter, load_run

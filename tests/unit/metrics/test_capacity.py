@@ -4,8 +4,8 @@ import copy
 
 import pytest
 
-from loadproof.client.record import RequestRecord
 from loadproof.metrics.capacity import evaluate_capacity, max_gap_ns, window_tokens
+from loadproof.records import RequestRecord
 
 S = 1_000_000_000
 N, L, W = 2, 1000, 4.0

@@ -1,5 +1,5 @@
-from loadproof.client.record import RequestRecord
 from loadproof.metrics.engine_agreement import agreement_claims
+from loadproof.records import RequestRecord
 
 S = 1_000_000_000
 

@@ -1,8 +1,8 @@
 """Prefill and interference figures from hand-built runs, expected values worked out by hand."""
 
-from loadproof.client.record import RequestRecord
 from loadproof.metrics.interference import interference_claims
 from loadproof.metrics.prefill import counter_delta, prefill_claims
+from loadproof.records import RequestRecord
 
 S = 1_000_000_000
 

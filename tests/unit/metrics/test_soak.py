@@ -2,8 +2,8 @@
 
 import pytest
 
-from loadproof.client.record import RequestRecord
 from loadproof.metrics.soak import soak_claims
+from loadproof.records import RequestRecord
 
 S = 1_000_000_000
 PLAN = {"max_error_rate": 0.0, "max_latency_drift": 0.25, "max_rss_growth_mib": 100.0}

@@ -1,7 +1,7 @@
 """Throughput claims from hand-built records; expected values worked out by hand, not by the code."""
 
-from loadproof.client.record import RequestRecord
 from loadproof.metrics.throughput import batch_aggregate_per_s, decode_rate_per_s, throughput_claims
+from loadproof.records import RequestRecord
 
 S = 1_000_000_000
 

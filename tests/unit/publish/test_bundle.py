@@ -156,3 +156,11 @@ def test_claims_difference_allows_only_placeholder_renames():
     reason = Claim("quality.skipped", "no tokenizer at /home/a/t.json", "", "no tokenizer at /home/a/t.json", "f")
     clean = Claim("quality.skipped", "no tokenizer at <path>", "", "no tokenizer at <path>", "f")
     assert claims_difference([reason], [clean], sanitizer) is None
+
+
+def test_claims_difference_never_prints_a_private_string():
+    sanitizer = Sanitizer(include_this_machine=False)
+    before = Claim("throughput.en Authorization: Token 9f8e7d6c5b4a", "at /home/alice/x", "", "at /home/alice/x", "f")
+    assert "9f8e7d6c5b4a" not in claims_difference([before], [Claim("throughput.y", 1, "", "1", "f")], sanitizer)
+    changed = claims_difference([before], [Claim(before.name, "other", "", "other", "f")], sanitizer)
+    assert "after sanitizing" in changed and "9f8e7d6c5b4a" not in changed and "alice" not in changed

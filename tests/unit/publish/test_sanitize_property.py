@@ -18,8 +18,8 @@ from typing import Any
 from hypothesis import example, HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from loadproof.client.record import RequestRecord
 from loadproof.publish import publish
+from loadproof.records import RequestRecord
 from loadproof.store.run_dir import RunWriter
 from loadproof.verify import verify
 from tests.unit.publish.synthetic import (HAND_THROUGHPUT, telemetry_rows, throughput_manifest, throughput_records,

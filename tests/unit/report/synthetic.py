@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from loadproof.client.record import RequestRecord
+from loadproof.records import RequestRecord
 from loadproof.store.run_dir import RunWriter
 
 S = 1_000_000_000

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from loadproof.errors import UsageError
+from loadproof.metrics import compute_claims
 from loadproof.metrics.claims import Claim, number
-from loadproof.report.build import compute_claims
 from loadproof.report.compare import (
     DESCRIPTIVE,
     bootstrap_change_ci,

@@ -18,6 +18,7 @@ from loadproof.sim.metrics import render_metrics
 from loadproof.sim.scheduler import Scheduler, SimRequest
 from loadproof.sim.virtual import predict_capacity
 from loadproof.telemetry.server_metrics import parse_metrics
+from loadproof.workloads.answer_window import states
 
 
 def test_profile_round_trips_through_toml(tmp_path: Path):
@@ -89,7 +90,7 @@ def test_answers_state_the_planted_code_and_a_wrong_one_under_the_fault():
               "Question: What is the secret code of session 7?\nAnswer: The secret code of session 7 is")
     right, _ = text.answer(prompt)
     wrong, _ = text.answer(prompt, wrong=True)
-    assert right.startswith(" 0012345.") and "0012345" not in wrong[:200]
+    assert right.startswith(" 0012345.") and not states(wrong, "0012345")
     followup, _ = text.answer("The secret code of s1 is 7654321.\nQuestion: One more time: what is the secret code "
                               "of s1? State the code first, then keep writing.")
     assert "7654321" in followup[:20]

@@ -1,8 +1,8 @@
 """Long-context retrieval checks: one planted fact per haystack prompt, asked at several lengths and depths.
 
 The prompts come from the haystack workload (exact length, unique salt, a 7-digit code planted at a
-chosen depth); an answer counts as retrieved when the code appears in its first 200 characters, as in
-the capacity scenario.
+chosen depth); an answer counts as retrieved when the code appears in its first 200 characters
+(workloads.answer_window, the rule the capacity and interference claims use).
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from loadproof.workloads.answer_window import answer_head
 from loadproof.workloads.haystack import HaystackBuilder, HaystackPrompt, retrieved
 
 MAX_TOKENS = 24  # the code and a few words; the question asks for it first
@@ -47,7 +48,7 @@ def score(item: RetrievalItem, answer: str) -> dict[str, object]:
     if retrieved(probe, answer):
         extracted: str | None = probe.value
     else:
-        match = _DIGITS.search(answer[:200])
+        match = _DIGITS.search(answer_head(answer))
         extracted = match.group(0)[:16] if match else None
     return {"length_tokens": item.length_tokens, "depth": item.depth, "extracted": extracted,
             "expected": probe.value, "correct": extracted == probe.value}

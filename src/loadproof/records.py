@@ -1,4 +1,8 @@
-"""RequestRecord: the flat result of one request, as stored in `requests.jsonl`.
+"""Record types shared by the client (which fills them), the run directory (which stores them) and the
+metrics (which compute claims from them). Standard library and msgspec only: `verify` reaches this
+module, and it must need no HTTP client, tokenizer or model.
+
+RequestRecord: the flat result of one request, as stored in `requests.jsonl`.
 
 Times are `perf_counter_ns()` readings from the run's clock (the manifest holds one wall-clock
 anchor to place them in real time). `first_token_ns` is the arrival of the first chunk with
