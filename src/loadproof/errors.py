@@ -6,7 +6,9 @@
     │   └── RunDirError           a run directory that is missing or unreadable
     ├── EnvironmentFailure        exit 3: the engine or the machine failed, not the user
     │   ├── EngineInstallError    the embedded engine could not be installed or prepared
-    │   └── EngineStartError      the engine exited or never became ready
+    │   ├── EngineStartError      the engine exited or never became ready
+    │   │   └── EngineStartCancelled  stopped (a supervisor's stop, Ctrl-C) while it was starting
+    │   └── EngineBusy            the engine still holds requests when a run that needs it idle begins
     ├── AcceptanceFailed          exit 1: a scenario ran and its verdict is FAIL
     └── RequestError              one request failed; stored in its RequestRecord, never fatal
         ├── HTTPStatusError       a non-2xx answer before the stream started (carries `status`)
@@ -48,6 +50,14 @@ class EngineStartError(EnvironmentFailure):
     def __init__(self, message: str, log_tail: str = "") -> None:
         super().__init__(message)
         self.log_tail = log_tail
+
+
+class EngineStartCancelled(EngineStartError):
+    pass
+
+
+class EngineBusy(EnvironmentFailure):
+    """A run that measures the engine alone found it holding requests it did not send."""
 
 
 class AcceptanceFailed(LoadproofError):

@@ -43,9 +43,11 @@ def test_capacity_passes_with_every_criterion_evidenced(engine, tmp_path):
                                   "--window-s", "4", "--num-probes", "2")
     assert result.returncode == 0, result.stdout + result.stderr
     assert claims["capacity.verdict"]["value"] == "PASS"
-    assert set(criteria(claims, "capacity")) == {"all_streams_started", "prompt_tokens", "running", "waiting",
+    assert set(criteria(claims, "capacity")) == {"engine_idle_before", "all_streams_started", "prompt_tokens",
+                                                 "running", "waiting",
                                                  "preemptions", "streams_progress", "cold_prefix_cache", "probes", "drain"}
     assert set(criteria(claims, "capacity").values()) == {"PASS"}
+    assert "engine idle: 0 running, 0 waiting" in result.stderr
     assert claims["capacity.probes_retrieved"]["value"] == 4
     assert claims["capacity.prefix_cache_hits"]["value"] == 0
     assert claims["capacity.window_per_stream_min_tokens_per_s"]["value"] > 1
@@ -130,7 +132,17 @@ def test_kv_budget_too_small_fails_on_waiting_with_the_cache_full(constrained_en
     assert "while all 2 running were decoding (KV cache" in evidence, evidence
 
 
-def test_search_finds_max_num_seqs(constrained_engine, tmp_path):
+@pytest.fixture
+def cpu_hog():
+    """Both cores of a 2-core machine kept busy by other processes, as a shared CI machine may be."""
+    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+    yield
+    for proc in procs:
+        proc.kill()
+        proc.wait()
+
+
+def test_search_finds_max_num_seqs(constrained_engine, tmp_path, cpu_hog):
     result = loadproof("run", "capacity", "--url", constrained_engine.url, "--endpoint", "completions",
                        "--tokenizer", str(constrained_engine.tokenizer), "--out", str(tmp_path),
                        "--input-tokens", "300", "--window-s", "2",
@@ -143,3 +155,45 @@ def test_search_finds_max_num_seqs(constrained_engine, tmp_path):
     assert len(list(folder.glob("capacity-*/claims.json"))) == 4
     assert len((folder / "search.jsonl").read_text().splitlines()) == 4
     assert "largest passing sessions: 3, 4 fails" in result.stdout
+
+
+def test_a_run_on_a_busy_engine_fails_before_sending_anything(constrained_engine, tmp_path):
+    """Someone else's stream holds a slot: the run waits for the engine to be idle, then gives up."""
+    import http.client
+    import threading
+    import time
+
+    host, port = constrained_engine.url.removeprefix("http://").split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=60)
+    body = json.dumps({"model": constrained_engine.model, "prompt": "Count on and on:", "max_tokens": 3000,
+                       "ignore_eos": True, "stream": True})
+    conn.request("POST", "/v1/completions", body=body, headers={"Content-Type": "application/json"})
+    response = conn.getresponse()
+    stop = threading.Event()
+
+    def drain() -> None:
+        try:
+            while not stop.is_set() and response.read1(4096):
+                pass
+        except (OSError, AttributeError, ValueError):
+            pass  # the test closed the connection under it
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    try:
+        result = loadproof("run", "capacity", "--url", constrained_engine.url, "--endpoint", "completions",
+                           "--tokenizer", str(constrained_engine.tokenizer), "--out", str(tmp_path),
+                           "--sessions", "1", "--input-tokens", "300", "--window-s", "1", "--idle-timeout-s", "3")
+    finally:
+        stop.set()
+        conn.close()  # the engine aborts it; the next test starts on an idle engine
+        reader.join(timeout=10)
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert "engine busy: 1 running, 0 waiting before the run" in result.stderr
+    assert "waiting for the engine to be idle: 1 running, 0 waiting" in result.stderr
+    (run_dir,) = tmp_path.iterdir()
+    assert (run_dir / "requests.jsonl").read_text() == ""  # nothing was sent
+    deadline = time.monotonic() + 60
+    while constrained_engine.metric("vllm:num_requests_running") and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert constrained_engine.metric("vllm:num_requests_running") == 0

@@ -30,6 +30,8 @@ ApiKeyEnvOption = Annotated[Optional[str], typer.Option(help="name of the enviro
 OutOption = Annotated[Path, typer.Option(help="where run directories go")]
 TokenizerOption = Annotated[Path, typer.Option(help="the model's tokenizer.json (or its folder): exact-length prompts")]
 NoCacheSaltOption = Annotated[bool, typer.Option(help="do not send vLLM's cache_salt")]
+IdleTimeoutOption = Annotated[float, typer.Option(help="wait up to this long, before the run, for the engine to report "
+                                                  "0 running and 0 waiting; else fail with 'engine busy'")]
 
 def int_list(text: str, what: str) -> list[int]:
     try:
@@ -63,6 +65,8 @@ def run_scenario(scenario: Any, out: Path, manifest_extra: dict[str, Any] | None
     manifest["telemetry"] = sampler.describe()
     writer.write_manifest(manifest)
     ui.err.print(f"run directory: {writer.path}")
+    if hasattr(scenario, "status"):
+        scenario.status = lambda text: ui.err.print(text, markup=False, highlight=False)
     try:
         with sampler, ui.request_progress(f"{scenario.name}: {label}") as progress:
             asyncio.run(scenario.run(writer, manifest, progress))

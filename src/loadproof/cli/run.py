@@ -20,6 +20,7 @@ from loadproof.scenarios.throughput import ThroughputOptions, ThroughputScenario
 from loadproof.cli.common import (
     ApiKeyEnvOption,
     EndpointOption,
+    IdleTimeoutOption,
     ModelOption,
     NoCacheSaltOption,
     OutOption,
@@ -84,6 +85,7 @@ def run_capacity(
     admission_stall_s: Annotated[float, typer.Option(help="end the cold phase once sessions have waited this long "
                                                      "while every running one was decoding")] = 10.0,
     no_cache_salt: NoCacheSaltOption = False,
+    idle_timeout_s: IdleTimeoutOption = 120.0,
     startup_log: Annotated[Optional[Path], typer.Option(help="engine startup log: KV tokens for the theoretical count")] = None,
     search: Annotated[Optional[str], typer.Option(help="find the largest passing 'sessions' or 'input-tokens'")] = None,
     search_max: Annotated[Optional[int], typer.Option(help="upper bound of the search")] = None,
@@ -100,7 +102,7 @@ def run_capacity(
                 stagger_s=stagger_s, num_probes=num_probes, check_probes=not skip_probe_check,
                 plant_probes=not negative_control, max_gap_s=max_gap_s, drain_timeout_s=drain_timeout_s,
                 admission_stall_s=admission_stall_s,
-                use_cache_salt=not no_cache_salt)
+                use_cache_salt=not no_cache_salt, idle_timeout_s=idle_timeout_s)
     extra = {"profile": prof.model_dump() if prof else None, "engine": {"startup_report": startup}}
     if search is None:
         options = validated(CapacityOptions, "capacity options", **base)
@@ -171,6 +173,7 @@ def run_prefill(
     decode_tokens: Annotated[int, typer.Option(help="tokens generated after the first")] = 64,
     deadline_s: Annotated[Optional[float], typer.Option(help="per-repeat deadline in seconds")] = None,
     no_cache_salt: NoCacheSaltOption = False,
+    idle_timeout_s: IdleTimeoutOption = 120.0,
     model: ModelOption = None,
     endpoint: EndpointOption = "chat",
     profile: ProfileOption = None,
@@ -180,7 +183,8 @@ def run_prefill(
     """Cold time to first token of one long input, R freshly salted repeats."""
     target, prof = resolve_target(url, model, endpoint, profile, api_key_env, tokenizer)
     options = validated(PrefillOptions, "prefill options", input_tokens=input_tokens, repeats=repeats,
-                       decode_tokens=decode_tokens, deadline_s=deadline_s, use_cache_salt=not no_cache_salt)
+                       decode_tokens=decode_tokens, deadline_s=deadline_s, use_cache_salt=not no_cache_salt,
+                       idle_timeout_s=idle_timeout_s)
     run_path = run_scenario(PrefillScenario(target, options), out, {"profile": prof.model_dump() if prof else None},
                              label="cold repeats")
     if show_report(run_path) != "PASS":
@@ -197,6 +201,7 @@ def run_interference(
     window_s: Annotated[float, typer.Option(help="W, the before and after windows")] = 5.0,
     skip_probe_check: Annotated[bool, typer.Option(help="do not score retrieval (random weights)")] = False,
     no_cache_salt: NoCacheSaltOption = False,
+    idle_timeout_s: IdleTimeoutOption = 120.0,
     model: ModelOption = None,
     endpoint: EndpointOption = "chat",
     profile: ProfileOption = None,
@@ -207,7 +212,7 @@ def run_interference(
     target, prof = resolve_target(url, model, endpoint, profile, api_key_env, tokenizer)
     options = validated(InterferenceOptions, "interference options", sessions=sessions, session_tokens=session_tokens,
                        newcomer_tokens=newcomer_tokens, window_s=window_s, check_probes=not skip_probe_check,
-                       use_cache_salt=not no_cache_salt)
+                       use_cache_salt=not no_cache_salt, idle_timeout_s=idle_timeout_s)
     run_path = run_scenario(InterferenceScenario(target, options), out,
                              {"profile": prof.model_dump() if prof else None}, label="sessions with a first token")
     if show_report(run_path) != "PASS":

@@ -82,6 +82,10 @@ def evaluate_capacity(plan: dict[str, Any], records: list[RequestRecord], sample
     baseline = samples[0]["values"] if samples else {}
     sent_ns = min((r.send_ns for r in recs if r is not None), default=0)
 
+    # 0. the engine was idle when the run began (runs made since the idle guard; older plans lack it)
+    if "idle_timeout_s" in plan:
+        criteria.append(_idle_before(baseline))
+
     # 1. every session started streaming
     started = [r for r in recs if r is not None and r.first_token_ns is not None]
     if len(started) < n:
@@ -197,29 +201,8 @@ def evaluate_capacity(plan: dict[str, Any], records: list[RequestRecord], sample
     else:
         criteria.append(Criterion("probes", "SKIPPED", "probe check skipped by option (e.g. random weights)"))
 
-    # 9. after cancellation the engine lets go: running, waiting back to 0, KV near idle
-    cancel = next((e for e in events if e.get("kind") == "cancel"), None)
-    if cancel is not None:
-        bound = plan["drain_timeout_s"]
-        kv_bound = plan["kv_idle_bound"]
-        idle_kv = baseline.get("kv_cache_usage_perc", 0.0)
-        after = [s for s in samples if s["t_ns"] >= cancel["t_ns"]]
-        drained = next((s for s in after if s["values"].get("num_requests_running", 1) == 0
-                        and s["values"].get("num_requests_waiting", 1) == 0
-                        and s["values"].get("kv_cache_usage_perc", 1.0) <= idle_kv + kv_bound), None)
-        if drained is not None and (drained["t_ns"] - cancel["t_ns"]) / NS <= bound:
-            v = drained["values"]
-            criteria.append(Criterion("drain", "PASS",
-                                      f"running 0, waiting 0, KV {v.get('kv_cache_usage_perc', 0) * 100:.1f}% "
-                                      f"(idle {idle_kv * 100:.1f}% + {kv_bound * 100:.0f}%) "
-                                      f"{(drained['t_ns'] - cancel['t_ns']) / NS:.1f} s after cancel (bound {bound:g} s)"))
-        else:
-            last = after[-1]["values"] if after else {}
-            criteria.append(Criterion("drain", "FAIL",
-                                      f"not drained within {bound:g} s of cancel: running {last.get('num_requests_running')}, "
-                                      f"waiting {last.get('num_requests_waiting')}, KV {last.get('kv_cache_usage_perc')}"))
-    else:
-        criteria.append(Criterion("drain", "FAIL", "the run has no cancel event (interrupted before the window ended?)"))
+    # 9. after cancellation the engine lets go of every request the run sent, queued ones included
+    criteria.append(_drain(plan, records, samples, events, baseline))
 
     result = CapacityResult(criteria=criteria)
     theory = plan.get("theoretical_full_windows")
@@ -228,6 +211,48 @@ def evaluate_capacity(plan: dict[str, Any], records: list[RequestRecord], sample
                              "engine-reported KV cache tokens / max_model_len: theory, not capacity", 2))
     result.claims = claims + acceptance_claims(prefix, criteria)
     return result
+
+
+def _idle_before(baseline: dict[str, float]) -> Criterion:
+    """The first sample of the run, taken after the idle guard and before any session was sent."""
+    running, waiting = baseline.get("num_requests_running"), baseline.get("num_requests_waiting")
+    if running is None or waiting is None:
+        return Criterion("engine_idle_before", "FAIL", "no running/waiting gauges before the run")
+    ok = running == 0 and waiting == 0
+    return Criterion("engine_idle_before", "PASS" if ok else "FAIL",
+                     f"before the first session: running {running:g}, waiting {waiting:g} (want 0 and 0)")
+
+
+def _drain(plan: dict[str, Any], records: list[RequestRecord], samples: list[dict[str, Any]],
+           events: list[dict[str, Any]], baseline: dict[str, float]) -> Criterion:
+    """Every request the run sent has left the engine: the first sample taken after cancel and after the
+    last of the run's connections closed shows 0 running, 0 waiting and KV back near idle, within the
+    bound. Those are the engine's only two places for a request, so a queued session whose client left
+    but which the engine kept would show as waiting (or, admitted late, as running) there."""
+    cancel = next((e for e in events if e.get("kind") == "cancel"), None)
+    if cancel is None:
+        return Criterion("drain", "FAIL", "the run has no cancel event (interrupted before the window ended?)")
+    bound = plan["drain_timeout_s"]
+    kv_bound = plan["kv_idle_bound"]
+    idle_kv = baseline.get("kv_cache_usage_perc", 0.0)
+    closed_ns = max([cancel["t_ns"]] + [r.end_ns for r in records])
+    queued = sum(r.first_token_ns is None and r.send_ns <= cancel["t_ns"] for r in records)
+    sent = f"all {len(records)} requests sent ({queued} without a first token at cancel)"
+    after = [s for s in samples if s["t_ns"] >= closed_ns]
+    drained = next((s for s in after if s["values"].get("num_requests_running", 1) == 0
+                    and s["values"].get("num_requests_waiting", 1) == 0
+                    and s["values"].get("kv_cache_usage_perc", 1.0) <= idle_kv + kv_bound), None)
+    if drained is not None and (drained["t_ns"] - cancel["t_ns"]) / NS <= bound:
+        v = drained["values"]
+        return Criterion("drain", "PASS",
+                         f"{sent} closed {(closed_ns - cancel['t_ns']) / NS:.2f} s after cancel; then running 0, "
+                         f"waiting 0, KV {v.get('kv_cache_usage_perc', 0) * 100:.1f}% (idle {idle_kv * 100:.1f}% + "
+                         f"{kv_bound * 100:.0f}%) {(drained['t_ns'] - cancel['t_ns']) / NS:.1f} s after cancel "
+                         f"(bound {bound:g} s)")
+    last = after[-1]["values"] if after else {}
+    return Criterion("drain", "FAIL",
+                     f"not drained within {bound:g} s of cancel ({sent}): running {last.get('num_requests_running')}, "
+                     f"waiting {last.get('num_requests_waiting')}, KV {last.get('kv_cache_usage_perc')}")
 
 
 def acceptance_claims(prefix: str, criteria: list[Criterion]) -> list[Claim]:

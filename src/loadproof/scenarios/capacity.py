@@ -43,6 +43,8 @@ class CapacityOptions(StrictModel):
     admission_stall_s: float = Field(default=10.0, gt=0, description="end the cold phase once requests have "
                                      "waited this long while every running session was decoding")
     sample_interval_s: float = Field(default=0.5, gt=0, description="/metrics sampling interval")
+    idle_timeout_s: float = Field(default=120.0, gt=0, description="bound on waiting, before the run, for the engine "
+                                  "to report 0 running and 0 waiting")
     use_cache_salt: bool = Field(default=True, description="send vLLM's cache_salt with each session")
     seed: int = 731
 
@@ -81,6 +83,7 @@ class CapacityScenario(MetricsScenario):
             "window_s": opts.window_s,
             "max_gap_s": opts.max_gap_s,
             "drain_timeout_s": opts.drain_timeout_s,
+            "idle_timeout_s": opts.idle_timeout_s,
             "kv_idle_bound": opts.kv_idle_bound,
             "check_probes": opts.check_probes,
             "max_model_len": max_model_len,
@@ -97,6 +100,7 @@ class CapacityScenario(MetricsScenario):
         plan, prompts, _ = self.plan()
         manifest["plan"] = plan
         writer.write_manifest(manifest)
+        await self.wait_until_idle(writer, opts.idle_timeout_s)
         records = [new_record(self.target, s["request_id"], self.name, p, opts.sessions)
                    for s, p in zip(plan["sessions"], prompts)]
         async with MetricsScraper(self.target.url, self.metric_names, interval_s=opts.sample_interval_s,

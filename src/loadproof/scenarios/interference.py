@@ -35,6 +35,8 @@ class InterferenceOptions(StrictModel):
     check_probes: bool = Field(default=True, description="False skips retrieval scoring (random weights)")
     first_token_timeout_s: float = Field(default=7200.0, gt=0)
     sample_interval_s: float = Field(default=0.5, gt=0)
+    idle_timeout_s: float = Field(default=120.0, gt=0, description="bound on waiting, before the run, for the engine "
+                                  "to report 0 running and 0 waiting")
     use_cache_salt: bool = True
     seed: int = 731
 
@@ -64,6 +66,7 @@ class InterferenceScenario(MetricsScenario):
             "overhead_tokens": hs.builder.overhead_tokens, "overhead_source": hs.overhead_source,
         }
         writer.write_manifest(manifest)
+        await self.wait_until_idle(writer, opts.idle_timeout_s)
         records = [new_record(self.target, s["request_id"], self.name, p, opts.sessions, batch=0)
                    for s, p in zip(manifest["plan"]["sessions"], sessions)]
         new_rec = new_record(self.target, "int-newcomer", self.name, newcomer, 1, batch=1)

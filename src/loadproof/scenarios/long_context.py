@@ -4,7 +4,11 @@
   text (BOS, chat template) measured on the engine's own `/tokenize`, so a planned length is the
   length the engine counts;
 - request bodies that keep a stream going (`ignore_eos`) and carry vLLM's `cache_salt`;
-- live sessions: streams started together, watched until every one has its first token.
+- live sessions: streams started together, watched until every one has its first token;
+- the idle guard: a run that measures the engine alone first waits, within a bound, until the engine's
+  own /metrics show nothing running and nothing waiting (a request left from an earlier run, or anyone
+  else's traffic, would take a slot or a place in the queue and change the verdict), and fails with
+  `engine busy: N running, M waiting before the run` when it does not get there.
 """
 
 from __future__ import annotations
@@ -14,11 +18,12 @@ import json
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from loadproof.client import RequestSpec, StreamingClient
-from loadproof.errors import UsageError
+from loadproof.errors import EngineBusy, UsageError
 from loadproof.protocol.openai import request_body
 from loadproof.records import RequestRecord
 from loadproof.scenarios.base import Target
@@ -95,6 +100,9 @@ def new_record(target: Target, request_id: str, scenario: str, prompt: HaystackP
                          prompt_id=prompt.session_id, concurrency=concurrency, **labels)
 
 
+IDLE_POLL_S = 0.25
+
+
 class MetricsScenario:
     """A scenario that checks itself against the engine's /metrics, named through the engine adapter."""
 
@@ -106,6 +114,43 @@ class MetricsScenario:
         self.target = target
         self.options = options
         self.metric_names = engines.get(engine).metric_names
+        self.status: Callable[[str], None] = lambda text: None  # the CLI prints these lines
+
+    async def wait_until_idle(self, writer: Any, timeout_s: float) -> None:
+        """Return once the engine reports 0 running and 0 waiting (an `engine_idle` event says when);
+        raise EngineBusy after `timeout_s` of anything else. An engine that exposes neither gauge cannot
+        be checked: the event says so and the run's own criteria will show what that costs."""
+        from loadproof.telemetry.server_metrics import MetricsScraper
+
+        start = time.monotonic()
+        said_waiting = False
+        async with MetricsScraper(self.target.url, self.metric_names, interval_s=None,
+                                  api_key=self.target.api_key) as probe:
+            while True:
+                sample = probe.samples[-1] if probe.samples else None
+                values = sample["values"] if sample else {}
+                running, waiting = values.get("num_requests_running"), values.get("num_requests_waiting")
+                waited = time.monotonic() - start
+                if sample is not None and running is None and waiting is None:
+                    writer.event("engine_idle", t_ns=time.perf_counter_ns(), checked=False, waited_s=round(waited, 3))
+                    self.status("engine idle: not checked (its /metrics show no running or waiting gauge)")
+                    return
+                if running == 0 and waiting == 0:
+                    writer.event("engine_idle", t_ns=time.perf_counter_ns(), checked=True, waited_s=round(waited, 3))
+                    self.status("engine idle: 0 running, 0 waiting" + (f" after {waited:.1f} s" if said_waiting else ""))
+                    return
+                if waited >= timeout_s:
+                    if sample is None:
+                        raise EngineBusy(f"engine /metrics at {self.target.url} did not answer for {timeout_s:g} s "
+                                         "before the run")
+                    raise EngineBusy(f"engine busy: {running or 0:g} running, {waiting or 0:g} waiting before the run "
+                                     f"(waited {waited:.0f} s for it to be idle)")
+                if sample is not None and not said_waiting:
+                    said_waiting = True
+                    self.status(f"waiting for the engine to be idle: {running or 0:g} running, "
+                                f"{waiting or 0:g} waiting (up to {timeout_s:g} s)")
+                await asyncio.sleep(IDLE_POLL_S)
+                await probe.sample()
 
 
 class LiveSessions:

@@ -25,6 +25,8 @@ class PrefillOptions(StrictModel):
     repeats: int = Field(default=3, ge=1, description="R, cold repeats")
     decode_tokens: int = Field(default=64, ge=2, description="tokens generated after the first")
     deadline_s: float | None = Field(default=None, gt=0, description="per-repeat deadline")
+    idle_timeout_s: float = Field(default=120.0, gt=0, description="bound on waiting, before the run, for the engine "
+                                  "to report 0 running and 0 waiting")
     use_cache_salt: bool = True
     seed: int = 731
 
@@ -44,6 +46,7 @@ class PrefillScenario(MetricsScenario):
             "overhead_tokens": hs.builder.overhead_tokens, "overhead_source": hs.overhead_source,
         }
         writer.write_manifest(manifest)
+        await self.wait_until_idle(writer, opts.idle_timeout_s)
         async with MetricsScraper(self.target.url, self.metric_names, interval_s=None,
                                   sink=writer.metric_sample, api_key=self.target.api_key) as scraper:
             async with StreamingClient(self.target.url, api_key=self.target.api_key, on_record=writer.append) as client:

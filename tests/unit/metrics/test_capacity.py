@@ -126,3 +126,33 @@ def test_admission_stall_is_evidence_and_cold_phase_waiting_fails():
     result, criteria, _ = verdict(*run)
     assert "the engine kept 1 waiting for 10 s" in criteria["all_streams_started"].evidence
     assert criteria["waiting"].status == "FAIL" and "cold phase" in criteria["waiting"].evidence
+
+
+def test_idle_before_is_checked_only_for_runs_made_with_the_idle_guard():
+    run = copy.deepcopy(make_run())
+    _, criteria, _ = verdict(*run)
+    assert "engine_idle_before" not in criteria  # an older plan: no such criterion, its claims unchanged
+    run[0]["idle_timeout_s"] = 120.0
+    result, criteria, _ = verdict(*run)
+    assert result.verdict == "PASS" and criteria["engine_idle_before"].status == "PASS"
+    run[2][0]["values"]["num_requests_waiting"] = 1  # someone else's request queued before ours
+    result, criteria, _ = verdict(*run)
+    assert criteria["engine_idle_before"].status == "FAIL"
+    assert "running 0, waiting 1" in criteria["engine_idle_before"].evidence
+    assert result.reason.startswith("engine_idle_before")
+
+
+def test_drain_counts_only_samples_after_every_connection_closed():
+    run = copy.deepcopy(make_run())
+    plan, records, samples, events = run
+    # a third request, queued when cancelled, whose connection closed only at 19 s; the idle-looking
+    # sample at 18 s came before that and proves nothing about it
+    records.append(RequestRecord(request_id="cap-q", endpoint="completions", ok=False, error_kind="cancelled",
+                                 send_ns=0, end_ns=19 * S))
+    result, criteria, _ = verdict(*run)
+    assert criteria["drain"].status == "FAIL"
+    assert "all 3 requests sent (1 without a first token at cancel)" in criteria["drain"].evidence
+    samples.append({"t_ns": 19 * S + 1, "values": dict(samples[-1]["values"])})
+    result, criteria, _ = verdict(*run)
+    assert criteria["drain"].status == "PASS", criteria["drain"].evidence
+    assert "closed 2.00 s after cancel" in criteria["drain"].evidence
