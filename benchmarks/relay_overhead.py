@@ -154,8 +154,8 @@ def measure(levels: list[int]) -> list[dict[str, float | int | str]]:
                 print(f"{name:8s} {streams:7d}  {q[49]:8.2f} / {q[98]:8.2f}                      {rate:12,.0f}")
             d, r, n = results["direct"], results["relay"], results["nginx"]
             print(f"  ratios at {streams}: relay/direct ceiling {r[2] / d[2]:.2f}, nginx/direct {n[2] / d[2]:.2f}, "
-                  f"relay/nginx {r[2] / n[2]:.2f}; p50 added over direct: relay {r[0] - d[0]:+.2f} ms, "
-                  f"nginx {n[0] - d[0]:+.2f} ms", flush=True)
+                  f"relay/nginx {r[2] / n[2]:.2f}; added over direct p50 / p99: relay {r[0] - d[0]:+.2f} / "
+                  f"{r[1] - d[1]:+.2f} ms, nginx {n[0] - d[0]:+.2f} / {n[1] - d[1]:+.2f} ms", flush=True)
     finally:
         if nginx_folder is not None:
             subprocess.run(["nginx", "-p", str(nginx_folder), "-c", str(nginx_folder / "nginx.conf"), "-s", "stop"],

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import aiohttp
 import pytest
+from aiohttp import web
 
 from loadproof.client import RequestSpec, StreamingClient
 from loadproof.engines.process import free_port
@@ -45,7 +46,7 @@ class RelayProcess:
         assert f"listening on http://127.0.0.1:{port}" in line, line + log.read_text()
         self.url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 20
-        while True:  # uvicorn binds just after the banner
+        while True:  # the banner comes once it listens: this only makes sure
             try:
                 with socket.create_connection(("127.0.0.1", port), timeout=1):
                     break
@@ -86,8 +87,10 @@ def chunks(n: int) -> list[bytes]:
     return [completion_chunk("x", i + 1) for i in range(n)] + [DONE_EVENT]
 
 
-async def metric(url: str, name: str) -> float:
-    async with aiohttp.ClientSession() as s, s.get(url + "/metrics") as r:
+async def metric(url: str, name: str, key: str | None = KEY) -> float:
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    async with aiohttp.ClientSession() as s, s.get(url + "/metrics", headers=headers) as r:
+        assert r.status == 200, r.status
         text = await r.text()
     total = 0.0
     for line in text.splitlines():
@@ -106,7 +109,7 @@ async def test_stream_passes_through_with_usage_and_auth(sse_server, relay_facto
     async with StreamingClient(relay.url, api_key=KEY) as client:
         rec = await client.stream(spec())
     assert rec.ok, rec.error_message
-    assert rec.output_tokens == 5 and rec.num_heartbeats >= 1  # the relay's first byte is a comment
+    assert rec.output_tokens == 5 and rec.num_heartbeats == 0  # never silent for 5 s: nothing added
     async with StreamingClient(relay.url, api_key="sk-wrong") as client:
         bad = await client.stream(spec())
     async with StreamingClient(relay.url) as client:
@@ -132,7 +135,7 @@ async def test_a_silent_upstream_keeps_an_idle_timeout_client_connected(sse_serv
             async for data in resp.content.iter_any():
                 events += decoder.feed(data)
     assert events[-1] == b"[DONE]" and len(events) == 4
-    assert decoder.num_comments >= 9  # a heartbeat every 3 s through 30 s
+    assert decoder.num_heartbeats >= 9 and decoder.num_comments == 0  # a blank line every 3 s through 30 s
 
 
 @pytest.mark.asyncio
@@ -206,6 +209,207 @@ async def test_body_size_limit(sse_server, relay_factory):
     async with StreamingClient(relay.url, api_key=KEY) as client:
         rec = await client.stream(RequestSpec(request_id="big", endpoint="completions", body=big))
     assert rec.http_status == 413 and not upstream.bodies
+
+
+def auth(key: str = KEY) -> bytes:
+    return f"Authorization: Bearer {key}\r\n".encode()
+
+
+def post(path: str, body: bytes, extra: bytes = b"", length: int | None = None) -> bytes:
+    """A raw HTTP/1.1 POST, for what a client library would not send (a stall, a lie about the length)."""
+    size = len(body) if length is None else length
+    return (f"POST {path} HTTP/1.1\r\nHost: relay\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {size}\r\n").encode() + extra + b"\r\n" + body
+
+
+async def exchange(url: str, data: bytes, *, then: bytes = b"", wait_s: float = 0.0,
+                   timeout_s: float = 10.0) -> tuple[bytes, float]:
+    """Send `data` (then, after `wait_s`, `then`) on one connection; read until the relay closes it.
+    Returns what came back and the seconds from the first send to the close."""
+    host, port = url.rsplit("/", 1)[1].split(":")
+    reader, writer = await asyncio.open_connection(host, int(port))
+    t0 = time.monotonic()
+    writer.write(data)
+    if then:
+        await asyncio.sleep(wait_s)
+        writer.write(then)
+    try:
+        out = await asyncio.wait_for(reader.read(-1), timeout_s)
+    finally:
+        writer.close()
+    return out, time.monotonic() - t0
+
+
+def statuses(raw: bytes) -> list[int]:
+    """The status of every response in `raw`, in order (heads only: bodies here never hold `HTTP/1.`)."""
+    return [int(line.split(b" ")[1]) for line in raw.split(b"\r\n") if line.startswith(b"HTTP/1.")]
+
+
+async def serve_app(app: web.Application) -> tuple[str, web.AppRunner]:
+    runner = web.AppRunner(app, handle_signals=False)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    return f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}", runner  # type: ignore[union-attr]
+
+
+@pytest.mark.asyncio
+async def test_metrics_need_the_key_when_keys_are_set(sse_server, relay_factory):
+    upstream = await sse_server([Script(pieces=chunks(1))])
+    keyed = relay_factory(upstream.url)
+    async with aiohttp.ClientSession() as s:
+        for headers, expected in (({}, 401), ({"Authorization": "Bearer sk-wrong"}, 401),
+                                  ({"Authorization": f"Bearer {KEY}"}, 200)):
+            async with s.get(keyed.url + "/metrics", headers=headers) as r:
+                text = await r.text()
+                assert r.status == expected, (headers, r.status)
+                assert ("loadproof_relay_in_flight" in text) == (expected == 200)
+            async with s.get(keyed.url + "/health", headers=headers) as r:
+                assert r.status == 200  # a load balancer's check needs no key: it shows no figure but in_flight
+        open_relay = relay_factory(upstream.url, keys=None)
+        async with s.get(open_relay.url + "/metrics") as r:
+            assert r.status == 200 and "loadproof_relay_requests_total" in await r.text()
+
+
+@pytest.mark.asyncio
+async def test_an_engine_error_event_split_across_reads_is_logged_as_an_upstream_error(sse_server, relay_factory):
+    error = b'data: {"error": {"message": "engine fell over", "type": "InternalServerError", "code": 500}}\n\n'
+    pieces = [completion_chunk("x", 1), error[:10], error[10:], DONE_EVENT]  # `data: {"er` | `ror": ...`
+    upstream = await sse_server([Script(pieces=pieces, pause_s=0.1)])
+    relay = relay_factory(upstream.url)
+    async with StreamingClient(relay.url, api_key=KEY) as client:
+        rec = await client.stream(spec())
+    assert not rec.ok and rec.error_kind == "stream_error" and "engine fell over" in rec.error_message
+    assert await metric(relay.url, 'loadproof_relay_requests_total{outcome="upstream_error_event"}') == 1
+    assert await metric(relay.url, "loadproof_relay_upstream_errors_total") == 1
+    rows = [json.loads(line) for line in relay.stop().splitlines() if line.startswith("{")]
+    assert [(r["status"], r["outcome"]) for r in rows] == [(200, "upstream_error_event")]
+
+
+@pytest.mark.asyncio
+async def test_a_client_leaving_a_non_streamed_request_closes_the_upstream_and_frees_the_slot(relay_factory):
+    left_at: list[float] = []
+
+    async def slow_answer(request: web.Request) -> web.Response:  # a long non-streamed generation
+        await request.read()
+        until = time.monotonic() + 30
+        while time.monotonic() < until:
+            if request.transport is None or request.transport.is_closing():
+                left_at.append(time.monotonic())
+                return web.Response(status=499)
+            await asyncio.sleep(0.02)
+        return web.json_response({"choices": [{"index": 0, "text": "late"}]})
+
+    app = web.Application()
+    app.router.add_post("/v1/completions", slow_answer)
+    url, runner = await serve_app(app)
+    try:
+        relay = relay_factory(url)
+        body = request_body("completions", "m", "hi", max_tokens=8, stream=False)
+        host, port = relay.url.rsplit("/", 1)[1].split(":")
+        reader, writer = await asyncio.open_connection(host, int(port))
+        writer.write(post("/v1/completions", body, auth()))
+        await asyncio.sleep(0.5)
+        assert await metric(relay.url, "loadproof_relay_in_flight") == 1  # waiting for the answer
+        writer.close()  # the client gives up
+        left = time.monotonic()
+        while not left_at:
+            assert time.monotonic() - left < 1.0, "the upstream kept generating for a client that left"
+            await asyncio.sleep(0.02)
+        await asyncio.sleep(0.1)
+        assert await metric(relay.url, "loadproof_relay_in_flight") == 0
+        assert await metric(relay.url, "loadproof_relay_client_disconnects_total") == 1
+        rows = [json.loads(line) for line in relay.stop().splitlines() if line.startswith("{")]
+        assert [(r["status"], r["outcome"], r["stream"]) for r in rows] == [(499, "client_disconnect", False)]
+    finally:
+        await runner.cleanup()
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("stall, args", [
+    ("body", ("--body-timeout-s", "1")),  # 10 of 100 declared bytes, then nothing
+    ("body", ("--body-timeout-s", "60", "--deadline-s", "1")),  # the body's time never outlasts the deadline
+    ("head", ("--body-timeout-s", "1")),  # half a request head, then nothing
+])
+async def test_a_stalled_upload_is_answered_408_within_the_bound_and_frees_its_slot(sse_server, relay_factory,
+                                                                                    stall, args):
+    upstream = await sse_server([Script(pieces=chunks(1))])
+    relay = relay_factory(upstream.url, *args)
+    request = post("/v1/completions", b'{"model": "m", "p', auth(), length=100)
+    if stall == "head":
+        request = request[:40]
+    task = asyncio.create_task(exchange(relay.url, request))
+    await asyncio.sleep(0.5)
+    held = await metric(relay.url, "loadproof_relay_in_flight")
+    answer, seconds = await task
+    assert statuses(answer) == [408] and 0.9 < seconds < 2.0, (answer[:200], seconds)
+    assert held == (1 if stall == "body" else 0)  # a body holds a slot while it arrives; a head does not
+    assert await metric(relay.url, "loadproof_relay_in_flight") == 0
+    assert not upstream.bodies  # nothing half-read went upstream
+    rows = [json.loads(line) for line in relay.stop().splitlines() if line.startswith("{")]
+    assert [r["outcome"] for r in rows] == (["body_timeout"] if stall == "body" else [])
+
+
+@pytest.mark.asyncio
+async def test_slow_uploads_hold_pool_slots_so_the_one_too_many_gets_429_at_once(sse_server, relay_factory):
+    upstream = await sse_server([Script(pieces=chunks(2))])
+    relay = relay_factory(upstream.url, "--max-in-flight", "2", "--body-timeout-s", "2")
+    big = post("/v1/completions", b'{"model": "m", "prompt": "', auth(), length=64 * 1024 * 1024)
+    uploads = [asyncio.create_task(exchange(relay.url, big)) for _ in range(2)]  # 64 MiB declared, 27 B sent
+    await asyncio.sleep(0.5)
+    assert await metric(relay.url, "loadproof_relay_in_flight") == 2
+    t0 = time.monotonic()
+    async with StreamingClient(relay.url, api_key=KEY) as client:
+        third = await client.stream(spec(3))
+    assert third.http_status == 429 and time.monotonic() - t0 < 0.5
+    answers = await asyncio.gather(*uploads)
+    assert [statuses(a) for a, _ in answers] == [[408], [408]]
+    async with StreamingClient(relay.url, api_key=KEY) as client:
+        after = await client.stream(spec(4))
+    assert after.ok and await metric(relay.url, "loadproof_relay_in_flight") == 0
+    assert await metric(relay.url, "loadproof_relay_rejected_total") == 1
+
+
+@pytest.mark.asyncio
+async def test_http_framing_chunked_upload_expect_continue_pipelining_http10_and_bad_requests(sse_server,
+                                                                                               relay_factory):
+    upstream = await sse_server([Script(pieces=chunks(2))])
+    relay = relay_factory(upstream.url)
+    body = request_body("completions", "m", "hi", max_tokens=8)
+    # a chunked upload, in pieces with a pause between: the upstream gets exactly the body
+    head = (b"POST /v1/completions HTTP/1.1\r\nHost: r\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n"
+            + auth() + b"\r\n")
+    framed = b"".join(b"%x;ext=1\r\n%b\r\n" % (len(body[i:i + 7]), body[i:i + 7]) for i in range(0, len(body), 7))
+    answer, _ = await exchange(relay.url, head + framed[:30], then=framed[30:] + b"0\r\nTrailer: x\r\n\r\n",
+                               wait_s=0.2)
+    assert statuses(answer) == [200] and b"transfer-encoding: chunked" in answer and answer.endswith(b"0\r\n\r\n")
+    assert upstream.bodies[-1] == body
+    # Expect: 100-continue: the relay says go on only to a request it will take
+    answer, _ = await exchange(relay.url, post("/v1/completions", b"", auth() + b"Expect: 100-continue\r\n"
+                                               b"Connection: close\r\n", length=len(body)), then=body, wait_s=0.3)
+    assert statuses(answer) == [100, 200]
+    answer, _ = await exchange(relay.url, post("/v1/completions", b"", auth("sk-wrong") + b"Expect: 100-continue\r\n",
+                                               length=len(body)))
+    assert statuses(answer) == [401]
+    # two requests in one write, on one kept-alive connection: two answers, in order
+    answer, _ = await exchange(relay.url, post("/v1/completions", body, auth()) +
+                               b"GET /health HTTP/1.1\r\nHost: r\r\nConnection: close\r\n\r\n")
+    assert statuses(answer) == [200, 200] and answer.rstrip().endswith(b"}") and b"data: [DONE]" in answer
+    # HTTP/1.0: the stream is not chunked and ends with the connection
+    answer, _ = await exchange(relay.url, post("/v1/completions", body, auth()).replace(b"HTTP/1.1", b"HTTP/1.0"))
+    assert statuses(answer) == [200] and b"transfer-encoding" not in answer and answer.endswith(DONE_EVENT)
+    # what no client should send
+    for bad, status in ((b"GARBAGE\r\n\r\n", 400),
+                        (post("/v1/completions", body, auth() + b"Transfer-Encoding: chunked\r\n"), 400),
+                        (b"POST /v1/completions HTTP/1.1\r\nHost: r\r\nTransfer-Encoding: gzip\r\n\r\n", 501),
+                        (b"GET /v1/completions HTTP/1.1\r\nHost: r\r\nConnection: close\r\n\r\n", 405),
+                        (b"GET /v2/anything?key=x HTTP/1.1\r\nHost: r\r\nConnection: close\r\n\r\n", 404),
+                        (b"GET /health HTTP/2.0\r\n\r\n", 505),
+                        (b"GET /health HTTP/1.1\r\nX: " + b"y" * 70_000 + b"\r\n\r\n", 431)):
+        answer, _ = await exchange(relay.url, bad)
+        assert statuses(answer) == [status], (bad[:60], answer[:200])
+    log = relay.stop()
+    assert "/v2/anything" not in log and "key=x" not in log  # an unknown path is not logged as sent
 
 
 @pytest.mark.engine

@@ -27,6 +27,10 @@ def sim(
     time_scale: Annotated[Optional[float], typer.Option(help="modeled seconds per wall second")] = None,
     fault: Annotated[Optional[list[str]], typer.Option(help="fault active from start (repeatable): crash, hang, slow, "
                                                        "error_event, http_500, http_503, refuse, wrong_answer, drop")] = None,
+    served_model_name: Annotated[Optional[str], typer.Option(help="model name it serves (default: the sim "
+                                                             "profile's)")] = None,
+    max_model_len: Annotated[Optional[int], typer.Option(help="context window (default: the sim profile's)")] = None,
+    api_key: Annotated[Optional[str], typer.Option(help="require this key on /v1, as vLLM's --api-key")] = None,
 ) -> None:
     """Serve the simulator (OpenAI-compatible, vLLM's /metrics, fault control at /sim/faults)."""
     if ctx.invoked_subcommand is not None:
@@ -40,13 +44,19 @@ def sim(
         if time_scale <= 0:
             raise UsageError("--time-scale must be > 0")
         updates["time_scale"] = time_scale
+    if served_model_name is not None:
+        updates["model"] = served_model_name
+    if max_model_len is not None:
+        if max_model_len < 16:
+            raise UsageError("--max-model-len must be >= 16")
+        updates["max_model_len"] = max_model_len
     if fault:
         try:
             updates["faults"] = FaultConfig.model_validate({**cfg.faults.model_dump(), "active": list(fault)})
         except Exception:
             raise UsageError(f"unknown fault in {', '.join(fault)}; known: crash, hang, slow, error_event, http_500, "
                              "http_503, refuse, wrong_answer, drop") from None
-    serve(cfg.model_copy(update=updates), host, port)
+    serve(cfg.model_copy(update=updates), host, port, api_key=api_key)
 
 
 @sim_app.command("calibrate")

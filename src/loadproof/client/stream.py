@@ -207,7 +207,7 @@ class StreamingClient:
             record.end_ns = clock()
             record.num_chunks = num_chunks
             record.last_token_ns = last_ns
-            record.num_heartbeats = decoder.num_comments
+            record.num_heartbeats = decoder.num_heartbeats
             record.chunk_usage = per_chunk_usage
             record.output_text = "".join(texts)
             record.output_tokens = prev_tokens if prev_tokens or record.prompt_tokens is not None else None

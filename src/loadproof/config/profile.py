@@ -93,7 +93,7 @@ class CudaGraphSpec(StrictModel):
 
 class Profile(StrictModel):
     name: str
-    engine: Literal["vllm", "embedded", "sglang"]
+    engine: Literal["vllm", "embedded", "sglang", "sim"]  # the engine registry's kinds (engines/__init__.py)
     description: str = ""
     model: ModelSpec
     serving: ServingSpec = Field(default_factory=ServingSpec)

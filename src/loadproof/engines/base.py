@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -53,9 +54,25 @@ class Engine(Protocol):
     health_path: str
     tokenize_path: str
     metric_names: dict[str, str]
+    needs_gpus: bool  # False: the supervisor does not count GPUs before a start (CPU build, simulator)
+
+    def api_key(self, argv: Sequence[str], env: Mapping[str, str]) -> str | None:
+        """The key the engine started with this command line and environment demands on /v1, if any."""
+        ...
 
     def launch_command(self, profile: Profile, python: str, model_path: str, port: int) -> LaunchCommand: ...
 
     def cluster_commands(self, profile: Profile, python: str, model_path: str, port: int) -> list[NodeCommand]: ...
 
     def parse_startup_report(self, log_text: str) -> StartupReport | None: ...
+
+
+def flag_value(argv: Sequence[str], flag: str) -> str | None:
+    """The value of `--flag VALUE` or `--flag=VALUE` (the last one given, as argparse takes it)."""
+    value = None
+    for i, arg in enumerate(argv):
+        if arg == flag and i + 1 < len(argv):
+            value = argv[i + 1]
+        elif arg.startswith(flag + "="):
+            value = arg[len(flag) + 1:]
+    return value

@@ -3,16 +3,21 @@
 The engine runs in its own process group (vLLM forks an engine core and workers), so stopping sends
 SIGTERM to the whole group, waits, then SIGKILLs whatever is left: no orphan holds the port or the
 memory. Readiness is `/health` answering 200 and `/v1/models` listing the served name, within a bound
-sized to model load and warm-up; a process that exits first is reported with the tail of its log.
+sized to model load and warm-up, asked with the engine's API key where the profile gives one; a process
+that exits first is reported with the tail of its log. Every way out of the wait that is not "ready"
+(an early exit, the timeout, a cancellation, an exception, Ctrl-C) stops the whole group first: an
+engine core or worker left behind would keep the port and the GPU memory while a restart begins.
 """
 
 from __future__ import annotations
 
+import http.client
 import os
 import re
 import signal
 import socket
 import subprocess
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -20,9 +25,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from loadproof.engines.base import Engine, LaunchCommand, StartupReport
-from loadproof.errors import EngineStartError
+from loadproof.errors import EngineStartCancelled, EngineStartError
 
 Status = Callable[[str], None]
+STOP_GRACE_S = 20.0  # SIGTERM to SIGKILL
+KILL_WAIT_S = 10.0  # after SIGKILL, until nothing of the group is left
+READY_POLL_S = 0.5
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -59,7 +67,11 @@ class EngineProcess:
         self.port = port
         self.log_path = log_path
         self._proc: subprocess.Popen[bytes] | None = None
+        self._pgid: int | None = None
         self.ready_after_s: float | None = None
+        # the key the engine will demand on /v1 (its flag, else its environment, as the child inherits it);
+        # sent by loadproof's own readiness and liveness requests, never logged
+        self.api_key: str | None = engine.api_key(command.argv, {**os.environ, **command.env})
 
     @property
     def url(self) -> str:
@@ -81,12 +93,29 @@ class EngineProcess:
                 env=env,
                 start_new_session=True,
             )
+        self._pgid = self._proc.pid  # the leader of a new session leads its process group
 
-    def wait_ready(self, served_name: str, timeout_s: float, status: Status | None = None) -> None:
+    def wait_ready(self, served_name: str, timeout_s: float, status: Status | None = None,
+                   cancel: threading.Event | None = None) -> None:
+        """Return once the engine serves `served_name`; else stop the whole group and raise.
+
+        `cancel` (a supervisor's stop) ends the wait within about a second with EngineStartCancelled.
+        """
         assert self._proc is not None, "start() first"
+        try:
+            self._wait_ready(served_name, timeout_s, status, cancel)
+        except BaseException:  # exited, timed out, cancelled, Ctrl-C: nothing of the group may stay
+            self.stop()
+            raise
+
+    def _wait_ready(self, served_name: str, timeout_s: float, status: Status | None,
+                    cancel: threading.Event | None) -> None:
+        assert self._proc is not None
         start = time.monotonic()
         deadline = start + timeout_s
         while True:
+            if cancel is not None and cancel.is_set():
+                raise EngineStartCancelled(f"stopped while the engine was starting (log: {self.log_path})")
             code = self._proc.poll()
             if code is not None:
                 text = self.log_path.read_text(encoding="utf-8", errors="replace") if self.log_path.exists() else ""
@@ -100,22 +129,26 @@ class EngineProcess:
                 self.ready_after_s = time.monotonic() - start
                 return
             if time.monotonic() > deadline:
-                self.stop()
                 raise EngineStartError(
                     f"engine not ready after {timeout_s:.0f} s (log: {self.log_path})", log_tail(self.log_path)
                 )
             if status is not None:
                 status(f"engine starting: {time.monotonic() - start:.0f} s, {_last_line(self.log_path)}")
-            time.sleep(1.0)
+            if cancel is not None:
+                cancel.wait(READY_POLL_S)
+            else:
+                time.sleep(READY_POLL_S)
 
     def _serves(self, served_name: str) -> bool:
+        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
         try:
             with urllib.request.urlopen(self.url + self.engine.health_path, timeout=2) as resp:
                 if resp.status != 200:
                     return False
-            with urllib.request.urlopen(self.url + "/v1/models", timeout=2) as resp:
+            request = urllib.request.Request(self.url + "/v1/models", headers=headers)
+            with urllib.request.urlopen(request, timeout=2) as resp:
                 return served_name.encode() in resp.read()
-        except (urllib.error.URLError, OSError):
+        except (urllib.error.URLError, OSError, http.client.HTTPException):  # not up yet, or half up
             return False
 
     def startup_report(self) -> StartupReport | None:
@@ -132,30 +165,41 @@ class EngineProcess:
     def alive(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
 
-    def stop(self, grace_s: float = 20.0) -> None:
-        """SIGTERM the process group, wait `grace_s`, then SIGKILL it. Safe to call twice."""
-        proc = self._proc
-        if proc is None:
+    def stop(self, grace_s: float = STOP_GRACE_S) -> None:
+        """SIGTERM the process group, give the whole group `grace_s` to go, then SIGKILL what is left, and
+        return only once nothing of the group is left. Safe to call twice, and after the leader exited
+        (its children are still in the group and still stopped)."""
+        proc, pgid = self._proc, self._pgid
+        if proc is None or pgid is None:
             return
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
+        _signal_group(pgid, signal.SIGTERM)
+        deadline = time.monotonic() + grace_s
         try:
             proc.wait(timeout=grace_s)
         except subprocess.TimeoutExpired:
             pass
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)  # the group may outlive its leader
-        except ProcessLookupError:
-            pass
+        while _group_alive(pgid) and time.monotonic() < deadline:  # the leader went, its children may not have
+            time.sleep(0.05)
+        _signal_group(pgid, signal.SIGKILL)
         proc.wait()
         # SIGKILL is delivered, not done: a worker freeing gigabytes can take a moment to go. Return only
         # once nothing of the group is left, so a caller's next start never meets the old engine.
-        deadline = time.monotonic() + 10.0
-        while _group_alive(proc.pid) and time.monotonic() < deadline:
+        deadline = time.monotonic() + KILL_WAIT_S
+        while _group_alive(pgid) and time.monotonic() < deadline:
             time.sleep(0.05)
-        self._proc = None
+        self._proc = self._pgid = None
+
+    def kill(self) -> None:
+        """SIGKILL the whole group at once, without waiting: the last resort of a caller out of time."""
+        if self._pgid is not None:
+            _signal_group(self._pgid, signal.SIGKILL)
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        pass
 
 
 def _group_alive(pgid: int) -> bool:

@@ -9,10 +9,11 @@ prefix-cache counters are not available on SGLang.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from loadproof.config.profile import Profile
-from loadproof.engines.base import LaunchCommand, NodeCommand, StartupReport
+from loadproof.engines.base import LaunchCommand, NodeCommand, StartupReport, flag_value
 
 SGLANG_METRICS: dict[str, str] = {
     "num_requests_running": "sglang:num_running_reqs",
@@ -33,6 +34,10 @@ class SGLangEngine:
     health_path: str = "/health"
     tokenize_path: str = "/tokenize"
     metric_names: dict[str, str] = field(default_factory=lambda: dict(SGLANG_METRICS))
+    needs_gpus: bool = True
+
+    def api_key(self, argv: Sequence[str], env: Mapping[str, str]) -> str | None:
+        return flag_value(argv, "--api-key")
 
     def launch_command(self, profile: Profile, python: str, model_path: str, port: int,
                        node_rank: int = 0) -> LaunchCommand:

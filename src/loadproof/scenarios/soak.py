@@ -65,8 +65,10 @@ class SoakScenario(MetricsScenario):
         scrapers = []
         for role, url in (("engine", self.engine_metrics_url), ("relay", self.relay_metrics_url)):
             if url:
+                # the relay's /metrics takes the key its API takes (the one this run sends through it)
                 scrapers.append(MetricsScraper(url, PROCESS_METRICS, interval_s=opts.sample_interval_s,
-                                               sink=lambda s, role=role: writer.metric_sample({**s, "source": role})))
+                                               sink=lambda s, role=role: writer.metric_sample({**s, "source": role}),
+                                               api_key=self.target.api_key if role == "relay" else None))
         start = time.monotonic()
         end = start + opts.duration_s
         done = 0

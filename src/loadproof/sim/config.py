@@ -76,6 +76,8 @@ class SimConfig(StrictModel):
     enable_prefix_caching: bool = True
     cost: CostModel = Field(default_factory=CostModel)
     time_scale: float = Field(default=1.0, gt=0, description="modeled seconds per wall second when serving")
+    load_s: float = Field(default=0.0, ge=0, description="seconds before the server listens, as an engine "
+                          "loading its weights (wall seconds: load_s / time_scale)")
     seed: int = 0
     faults: FaultConfig = Field(default_factory=FaultConfig)
     source: str = Field(default="defaults", description="where these figures came from (calibration inputs)")

@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 import uvicorn
 
 from loadproof.sim.config import SimConfig
-from loadproof.sim.server import SimServer
+from loadproof.sim.server import RequireKey, SimServer
 from loadproof.sim.text import tokenizer_path
 
 
-def serve(config: SimConfig, host: str, port: int) -> None:
+def serve(config: SimConfig, host: str, port: int, api_key: str | None = None) -> None:
     sim = SimServer(config)
-    server = uvicorn.Server(uvicorn.Config(sim.app, host=host, port=port, log_level="critical",
-                                           access_log=False, lifespan="on", timeout_keep_alive=75))
+    app = RequireKey(sim.app, api_key) if api_key else sim.app
+    # on SIGTERM or Ctrl-C, streams in flight are cut at once, as vLLM's server task is cancelled on a signal
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="critical",
+                                           access_log=False, lifespan="on", timeout_keep_alive=75,
+                                           timeout_graceful_shutdown=0))
 
     def refuse() -> None:  # stop accepting: new connections are refused, open ones carry on
         for listener in getattr(server, "servers", []):
@@ -26,4 +30,9 @@ def serve(config: SimConfig, host: str, port: int) -> None:
           f"budget {config.max_num_batched_tokens} tokens/step, time x{config.time_scale:g}"
           + (f", faults {', '.join(config.faults.active)}" if config.faults.active else ""), flush=True)
     print(f"tokenizer for exact-length prompts: {tokenizer_path()}", flush=True)
+    if api_key:
+        print("API key required on /v1", flush=True)
+    if config.load_s:
+        print(f"loading for {config.load_s / config.time_scale:g} s before listening", flush=True)
+        time.sleep(config.load_s / config.time_scale)
     asyncio.run(server.serve())

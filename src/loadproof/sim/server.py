@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
 import json
 import os
 import time
@@ -42,6 +43,23 @@ class Stream:
     natural_end: int
     ignore_eos: bool
     tokens: asyncio.Queue[int | None] = field(default_factory=asyncio.Queue)
+
+
+class RequireKey:
+    """As vLLM with `--api-key`: every /v1 path needs `Authorization: Bearer KEY`, else 401 (pure ASGI, so
+    streams pass through untouched); /health, /metrics and the rest stay open."""
+
+    def __init__(self, app: Any, key: str) -> None:
+        self.app = app
+        self._expected = f"Bearer {key}".encode()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["path"].startswith("/v1/"):
+            given = dict(scope["headers"]).get(b"authorization", b"")
+            if not hmac.compare_digest(given, self._expected):
+                await JSONResponse({"error": "Unauthorized"}, status_code=401)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
 
 class DroppedConnection(Exception):

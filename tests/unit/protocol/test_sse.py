@@ -3,7 +3,7 @@
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loadproof.protocol.sse import DONE_EVENT, SSEDecoder, encode_comment, encode_data
+from loadproof.protocol.sse import DONE_EVENT, HEARTBEAT, SSEDecoder, encode_comment, encode_data
 
 payloads = st.lists(
     st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\r\n"), max_size=40)
@@ -25,19 +25,30 @@ def feed_in_pieces(stream: bytes, cuts: list[int]) -> tuple[list[bytes], SSEDeco
 
 @settings(max_examples=300)
 @given(payloads, st.lists(st.integers(min_value=0, max_value=10_000), max_size=20),
-       st.sampled_from([b"\n", b"\r\n", b"\r"]), st.booleans())
-def test_any_split_and_line_ending_yields_the_same_events(items, cuts, eol, heartbeats):
+       st.sampled_from([b"\n", b"\r\n", b"\r"]), st.sampled_from([None, HEARTBEAT, encode_comment("keep-alive")]))
+def test_any_split_and_line_ending_yields_the_same_events(items, cuts, eol, heartbeat):
     stream = b""
     for item in items:
-        if heartbeats:
-            stream += encode_comment("keep-alive")
+        if heartbeat:
+            stream += heartbeat
         stream += encode_data(item)
     stream += DONE_EVENT
     stream = stream.replace(b"\n", eol)
     events, decoder = feed_in_pieces(stream, cuts)
     assert events == items + [b"[DONE]"]
-    assert decoder.num_comments == (len(items) if heartbeats else 0)
+    assert decoder.num_heartbeats == (len(items) if heartbeat else 0)
+    assert decoder.num_comments == (len(items) if heartbeat and heartbeat != HEARTBEAT else 0)
     assert decoder.pending == b""
+
+
+def test_blank_line_heartbeats_before_and_between_events_are_counted_and_dispatch_nothing():
+    # what the relay sends while the engine is silent: before the first token and between two tokens
+    decoder = SSEDecoder()
+    assert decoder.feed(HEARTBEAT) == [] and decoder.feed(HEARTBEAT) == []
+    assert decoder.feed(b'data: {"a":1}\n\n') == [b'{"a":1}']
+    assert decoder.feed(HEARTBEAT) == [] and decoder.pending == b""
+    assert decoder.feed(b'data: {"b":2}\n\n' + HEARTBEAT + DONE_EVENT) == [b'{"b":2}', b"[DONE]"]
+    assert decoder.num_heartbeats == decoder.num_blank_lines == 4 and decoder.num_comments == 0
 
 
 def test_multibyte_character_split_inside_is_reassembled():
@@ -65,19 +76,26 @@ def test_truncated_event_stays_pending():
     assert decoder.pending == b'data: {"choices"'
 
 
-def reference_events(stream: bytes) -> list[bytes]:
-    """The SSE spec's line-by-line reading (LF endings only), written apart from the decoder."""
-    events, data = [], []
-    for line in stream.split(b"\n"):
+def reference_events(stream: bytes) -> tuple[list[bytes], int]:
+    """The SSE spec's line-by-line reading (LF endings only), written apart from the decoder; and the
+    heartbeats: comment lines, and blank lines that end no block (no line at all since the last one)."""
+    events, data, heartbeats, in_block = [], [], 0, False
+    for line in stream.split(b"\n")[:-1]:
         if not line:
             if data:
                 events.append(b"\n".join(data))
-            data = []
-        elif not line.startswith(b":"):
+            elif not in_block:
+                heartbeats += 1
+            data, in_block = [], False
+            continue
+        in_block = True
+        if line.startswith(b":"):
+            heartbeats += 1
+        else:
             name, _, value = line.partition(b":")
             if name == b"data":
                 data.append(value[1:] if value[:1] == b" " else value)
-    return events
+    return events, heartbeats
 
 
 blocks = st.lists(st.one_of(
@@ -91,5 +109,5 @@ blocks = st.lists(st.one_of(
 @given(blocks, st.lists(st.integers(min_value=0, max_value=10_000), max_size=20))
 def test_fast_path_and_full_parser_agree_on_any_mix_of_blocks(parts, cuts):
     stream = b"".join(parts) + DONE_EVENT
-    events, _ = feed_in_pieces(stream, cuts)
-    assert events == reference_events(stream)
+    events, decoder = feed_in_pieces(stream, cuts)
+    assert (events, decoder.num_heartbeats) == reference_events(stream)

@@ -179,11 +179,7 @@ def start(profile: Profile, log_path: Path | None = None, status: Status | None 
     """Start the embedded engine for `profile` and wait until it serves; the caller must stop() it."""
     port = profile.serving.port or free_port(profile.serving.host)
     proc = launch(profile, port, log_path)
-    try:
-        proc.wait_ready(profile.model.served_name, profile.serving.ready_timeout_s, status)
-    except BaseException:
-        proc.stop()
-        raise
+    proc.wait_ready(profile.model.served_name, profile.serving.ready_timeout_s, status)  # stops the group if it raises
     return proc
 
 

