@@ -10,6 +10,7 @@ import signal
 import sys
 
 import typer
+from rich.markup import escape
 
 from loadproof.cli import ui
 from loadproof.errors import EngineStartError, LoadproofError
@@ -24,7 +25,7 @@ app = typer.Typer(
 run_app = typer.Typer(help="Run a scenario against an OpenAI-compatible server.", no_args_is_help=True)
 app.add_typer(run_app, name="run")
 
-from loadproof.cli import demo, serve, run, report, compare, sim, publish  # noqa: E402,F401,I001  (each module registers its commands, in this order)
+from loadproof.cli import demo, serve, run, report, compare, sim, publish, export  # noqa: E402,F401,I001  (each module registers its commands, in this order)
 
 
 def main() -> None:
@@ -35,7 +36,7 @@ def main() -> None:
     try:
         code = app(standalone_mode=False)
     except LoadproofError as exc:
-        ui.err.print(f"[bold red]error:[/] {exc}", highlight=False, markup=True, soft_wrap=True)
+        ui.err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, markup=True, soft_wrap=True)
         if isinstance(exc, EngineStartError) and exc.log_tail:
             ui.err.print(exc.log_tail, markup=False, highlight=False)
         sys.exit(exc.exit_code)

@@ -1,0 +1,479 @@
+"""`loadproof export`: a run directory as tables, CSV or Parquet, for pandas, DuckDB and the like.
+
+One file per kind of data, plus `export.json` (written last, so its presence means the export is
+complete) listing every table, its file, its row count and its columns with type and unit:
+
+- `requests`: one row per request, every RequestRecord field but the chunk lists, then two derived
+  columns, `ttft_ns` and `latency_ns` (exactly `RequestRecord.ttft_ns` and `.latency_ns`);
+- `chunks`: one row per token-bearing chunk (request_id, chunk_index, t_ns, tokens);
+- `metrics`: the engine's /metrics samples, long: one row per sample and metric (t_ns, wall_time_s,
+  metric, value);
+- `events`: t_ns, wall_time_s, kind, and every other field as one JSON object (`fields`);
+- `telemetry_host`: one row per telemetry sample, the host's fields as columns (and the sample's NVML
+  Xid events, if any, as JSON);
+- `telemetry_gpu`: one row per telemetry sample and GPU, with the GPU's index in `gpu`; a run
+  without GPU telemetry has none;
+- `answers`: one row per scored quality item, only when the run has answers.jsonl rows.
+
+Times stay as the run stored them: `t_ns` and every `*_ns` time point are integer nanoseconds on the
+run's monotonic clock (perf_counter_ns; comparable within one run only, placed in real time by the
+manifest's `clock_anchor`, copied into export.json); `wall_time_s` is Unix time in seconds.
+
+Types: int64, float64, bool, string, and json (a string column holding JSON text: nested values, or
+a field whose values mix types). Columns of the fixed tables have fixed types; those read from open
+JSON rows (telemetry fields, answers) take the type their values share, so an integer stays an
+integer. In CSV a null is an empty cell and a bool is `true`/`false`; Parquet keeps nulls apart from
+empty strings. Rows are streamed: CSV row by row, Parquet in batches of `BATCH_ROWS` through
+pyarrow's ParquetWriter (the optional extra `loadproof[parquet]`), so only the run itself, as
+`load_run` reads it, is held in memory.
+"""
+
+from __future__ import annotations
+
+import csv
+import itertools
+import json
+import os
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from loadproof.errors import UsageError
+from loadproof.records import RequestRecord
+from loadproof.store.run_dir import Run, load_run
+
+FORMATS = ("csv", "parquet")
+EXPORT_MANIFEST = "export.json"
+PARQUET_INSTALL = "pip install 'loadproof[parquet]'"
+BATCH_ROWS = 65_536
+
+INT, FLOAT, BOOL, STR, JSON = "int64", "float64", "bool", "string", "json"
+T_NS = "ns, run clock"  # a time point on the run's monotonic clock (perf_counter_ns)
+DURATION_NS = "ns"
+WALL_S = "s, Unix time"
+TIME_NOTE = ("t_ns and the *_ns time points of requests are integer nanoseconds on the run's monotonic clock "
+             "(perf_counter_ns), comparable within this run only; in wall-clock nanoseconds a time point is "
+             "clock_anchor.wall_time_ns + (t_ns - clock_anchor.perf_counter_ns). wall_time_s is Unix time in "
+             "seconds, read when the row was written. ttft_ns and latency_ns are durations in nanoseconds.")
+TYPES_NOTE = ("int64, float64, bool, string; json is a string column holding JSON text. In CSV a null is an "
+              "empty cell and a bool is true or false.")
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: str
+    unit: str | None = None
+    description: str = ""
+    derived: str | None = None  # how a derived column is computed from the others
+
+    def describe(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "type": self.type}
+        if self.unit is not None:
+            out["unit"] = self.unit
+        if self.description:
+            out["description"] = self.description
+        if self.derived is not None:
+            out["derived"] = self.derived
+        return out
+
+
+@dataclass
+class TableFile:
+    """One table as written."""
+
+    name: str
+    file: str
+    description: str
+    columns: list[Column]
+    rows: int
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "file": self.file, "rows": self.rows, "description": self.description,
+                "columns": [c.describe() for c in self.columns]}
+
+
+@dataclass
+class Export:
+    path: Path
+    format: str
+    tables: list[TableFile] = field(default_factory=list)
+    num_torn_lines: int = 0
+
+
+@dataclass
+class _Table:
+    name: str
+    description: str
+    columns: list[Column]
+    rows: Callable[[], Iterator[list[Any]]]  # values already of their column's type (json as text)
+    # the same rows as columns, about BATCH_ROWS at a time, where that is much cheaper (chunks)
+    column_batches: Callable[[], Iterator[list[list[Any]]]] | None = None
+
+
+def check_format(fmt: str) -> None:
+    """UsageError unless `fmt` is a format this machine can write (Parquet needs pyarrow)."""
+    if fmt not in FORMATS:
+        raise UsageError(f"--format must be csv or parquet (got {fmt!r})")
+    if fmt == "parquet":
+        try:
+            import pyarrow  # noqa: F401
+            import pyarrow.parquet  # noqa: F401
+        except ImportError:
+            raise UsageError(f"--format parquet needs pyarrow: {PARQUET_INSTALL}") from None
+
+
+def export_run(run_dir: Path, out: Path, fmt: str = "csv") -> Export:
+    """Write the tables of the run at `run_dir` into `out` (created; if it exists it must be empty)."""
+    check_format(fmt)
+    run = load_run(run_dir)
+    created = _prepare_out(out)
+    result = Export(path=out, format=fmt, num_torn_lines=run.num_torn_lines)
+    written: list[Path] = []
+    try:
+        for table in tables(run):
+            path = out / f"{table.name}.{fmt}"
+            written.append(path)
+            count = (_write_csv if fmt == "csv" else _write_parquet)(path, table)
+            result.tables.append(TableFile(table.name, path.name, table.description, table.columns, count))
+        written.append(out / EXPORT_MANIFEST)
+        with open(out / EXPORT_MANIFEST, "x", encoding="utf-8") as handle:
+            json.dump(_manifest(run, result), handle, indent=2, ensure_ascii=False)
+            handle.write("\n")
+    except BaseException:
+        for path in written:  # leave no half export behind: the folder was empty
+            path.unlink(missing_ok=True)
+        if created:
+            out.rmdir()
+        raise
+    return result
+
+
+def _prepare_out(out: Path) -> bool:
+    """Create `out`, or accept it when it is an empty folder; True when it was created here."""
+    if out.is_symlink() or (out.exists() and not out.is_dir()):
+        raise UsageError(f"--out {out} exists and is not a folder")
+    if out.is_dir():
+        if any(out.iterdir()):
+            raise UsageError(f"--out {out} is not empty; give a new or empty folder")
+        return False
+    try:
+        out.mkdir(parents=True)
+    except OSError as exc:
+        raise UsageError(f"cannot create --out {out}: {exc.strerror or exc}") from None
+    return True
+
+
+def _manifest(run: Run, result: Export) -> dict[str, Any]:
+    return {
+        "run_id": run.run_id,
+        "scenario": run.manifest.get("scenario"),
+        "format": result.format,
+        "clock_anchor": run.manifest.get("clock_anchor"),
+        "times": TIME_NOTE,
+        "types": TYPES_NOTE,
+        "num_torn_lines_skipped": run.num_torn_lines,
+        "tables": [t.describe() for t in result.tables],
+    }
+
+
+# ---------------------------------------------------------------------------------------------- tables
+
+def tables(run: Run) -> list[_Table]:
+    """The tables of a run, in the order they are written."""
+    out = [_requests(run), _chunks(run), _metrics(run), _events(run), *_telemetry(run)]
+    if run.answers:
+        out.append(_open_table("answers", "one row per scored quality item (answers.jsonl)", run.answers))
+    return out
+
+
+def _requests(run: Run) -> _Table:
+    info = msgspec.inspect.type_info(RequestRecord)
+    assert isinstance(info, msgspec.inspect.StructType)
+    names = [f.name for f in info.fields if f.name not in ("chunk_ns", "chunk_tokens")]
+    columns = [Column(f.name, _struct_type(f.name, f.type), _request_unit(f.name))
+               for f in info.fields if f.name in names]
+    columns += [
+        Column("ttft_ns", INT, DURATION_NS, "time to first token; null without a first token",
+               derived="first_token_ns - send_ns"),
+        Column("latency_ns", INT, DURATION_NS, "send to last token; null without a last token",
+               derived="last_token_ns - send_ns"),
+    ]
+
+    def rows() -> Iterator[list[Any]]:  # load_run validated every field against RequestRecord
+        for record in run.records:
+            yield [*(getattr(record, name) for name in names), record.ttft_ns, record.latency_ns]
+
+    return _Table("requests", "one row per request (requests.jsonl); times are ns on the run clock", columns, rows)
+
+
+def _struct_type(name: str, t: Any) -> str:
+    """The column type of a RequestRecord field (`X | None` is a nullable X)."""
+    mi = msgspec.inspect
+    if isinstance(t, mi.UnionType):
+        inner = [x for x in t.types if not isinstance(x, mi.NoneType)]
+        if len(inner) == 1:
+            t = inner[0]
+    for kind, column_type in ((mi.BoolType, BOOL), (mi.IntType, INT), (mi.FloatType, FLOAT), (mi.StrType, STR)):
+        if isinstance(t, kind):
+            return column_type
+    raise TypeError(f"RequestRecord.{name} has a type export does not map to a column: {t!r}")
+
+
+def _request_unit(name: str) -> str | None:
+    if name.endswith("_ns"):
+        return T_NS
+    if name.endswith("_tokens"):
+        return "tokens"
+    if name in ("num_chunks", "num_heartbeats"):
+        return "count"
+    return None
+
+
+def _chunks(run: Run) -> _Table:
+    columns = [Column("request_id", STR), Column("chunk_index", INT, None, "0-based position in the request"),
+               Column("t_ns", INT, T_NS, "arrival of the chunk"),
+               Column("tokens", INT, "tokens", "tokens the chunk added (0 without per-chunk usage)")]
+
+    def rows() -> Iterator[list[Any]]:
+        for record in run.records:
+            rid = record.request_id
+            for index, (t_ns, tokens) in enumerate(itertools.zip_longest(record.chunk_ns, record.chunk_tokens)):
+                yield [rid, index, t_ns, tokens]
+
+    def column_batches() -> Iterator[list[list[Any]]]:
+        ids: list[str] = []
+        indexes: list[int] = []
+        times: list[int | None] = []
+        tokens: list[int | None] = []
+        for record in run.records:
+            times_, tokens_ = record.chunk_ns, record.chunk_tokens
+            n = max(len(times_), len(tokens_))
+            ids.extend(itertools.repeat(record.request_id, n))
+            indexes.extend(range(n))
+            times.extend(times_ if len(times_) == n else [*times_, *[None] * (n - len(times_))])
+            tokens.extend(tokens_ if len(tokens_) == n else [*tokens_, *[None] * (n - len(tokens_))])
+            if len(ids) >= BATCH_ROWS:
+                yield [ids, indexes, times, tokens]
+                ids, indexes, times, tokens = [], [], [], []
+        if ids:
+            yield [ids, indexes, times, tokens]
+
+    return _Table("chunks", "one row per token-bearing chunk (chunks.jsonl), long format", columns, rows,
+                  column_batches)
+
+
+def _metrics(run: Run) -> _Table:
+    t_ns = _infer(INT, (s.get("t_ns") for s in run.samples))
+    wall = _infer(FLOAT, (s.get("wall_time_s") for s in run.samples))
+    value = _infer(FLOAT, (v for s in run.samples if isinstance(s.get("values"), dict) for v in s["values"].values()))
+    columns = [Column("t_ns", t_ns, T_NS, "when the scrape started"), Column("wall_time_s", wall, WALL_S),
+               Column("metric", STR, None, "loadproof's name for the engine metric"),
+               Column("value", value, None, "the metric's value in that sample (counters are cumulative)")]
+
+    def rows() -> Iterator[list[Any]]:
+        for sample in run.samples:
+            head = [_cell(t_ns, sample.get("t_ns")), _cell(wall, sample.get("wall_time_s"))]
+            values = sample.get("values")
+            for name, v in (values.items() if isinstance(values, dict) else ()):
+                yield [*head, name, _cell(value, v)]
+
+    return _Table("metrics", "the engine's /metrics samples (metrics.jsonl), long: one row per sample and metric",
+                  columns, rows)
+
+
+def _events(run: Run) -> _Table:
+    known = ("t_ns", "wall_time_s", "kind")
+    types = [_infer(default, (e.get(name) for e in run.events)) for name, default in zip(known, (INT, FLOAT, STR))]
+    columns = [Column("t_ns", types[0], T_NS, "null for events stored without one"),
+               Column("wall_time_s", types[1], WALL_S), Column("kind", types[2]),
+               Column("fields", JSON, None, "every other field of the event, as one JSON object")]
+
+    def rows() -> Iterator[list[Any]]:
+        for event in run.events:
+            rest = {k: v for k, v in event.items() if k not in known}
+            yield [*(_cell(t, event.get(name)) for name, t in zip(known, types)), _cell(JSON, rest)]
+
+    return _Table("events", "scenario and supervisor events (events.jsonl)", columns, rows)
+
+
+# the fields the telemetry sampler writes today (telemetry/host.py, telemetry/gpu.py), with their
+# types, so that every run's tables have them; fields a later version adds follow, typed by their values
+_HOST_FIELDS = (("cpu_busy_pct", FLOAT), ("mem_used_bytes", INT), ("mem_total_bytes", INT),
+                ("swap_used_bytes", INT), ("oom_kills", INT))
+_GPU_FIELDS = (("temp_c", INT), ("power_w", FLOAT), ("util_pct", INT), ("mem_used_bytes", INT),
+               ("mem_total_bytes", INT), ("sm_clock_mhz", INT), ("pcie_gen", INT), ("pcie_width", INT),
+               ("pcie_gen_max", INT), ("pcie_width_max", INT), ("throttle_reasons", INT), ("pcie_tx_kbps", INT),
+               ("pcie_rx_kbps", INT), ("nvlink_tx_kib", INT), ("nvlink_rx_kib", INT))
+_UNIT_SUFFIXES = (("_bytes", "bytes"), ("_pct", "%"), ("_w", "W"), ("_c", "degrees C"), ("_mhz", "MHz"),
+                  ("_kbps", "KB/s"), ("_kib", "KiB, cumulative counter"), ("_width", "lanes"),
+                  ("_width_max", "lanes"), ("_ns", T_NS), ("_s", "s"), ("_tokens", "tokens"))
+_DESCRIPTIONS = {"throttle_reasons": "NVML clock throttle reasons bitmask", "oom_kills": "kernel OOM kills so far",
+                 "pcie_gen": "current PCIe generation", "pcie_gen_max": "maximum PCIe generation"}
+
+
+def _unit(name: str) -> str | None:
+    return next((unit for suffix, unit in _UNIT_SUFFIXES if name.endswith(suffix)), None)
+
+
+def _telemetry(run: Run) -> list[_Table]:
+    rows_ = run.telemetry
+    hosts = [r["host"] if isinstance(r.get("host"), dict) else {} for r in rows_]
+    gpus = [(r, g) for r in rows_ if isinstance(r.get("gpus"), list) for g in r["gpus"] if isinstance(g, dict)]
+    t_type = _infer(INT, (r.get("t_ns") for r in rows_))
+    wall_type = _infer(FLOAT, (r.get("wall_time_s") for r in rows_))
+    head = [Column("t_ns", t_type, T_NS), Column("wall_time_s", wall_type, WALL_S)]
+
+    host_names = _names(_HOST_FIELDS, hosts)
+    host_types = [_infer(dict(_HOST_FIELDS).get(n, STR), (h.get(n) for h in hosts)) for n in host_names]
+    others = [k for k in _names((), rows_) if k not in ("t_ns", "wall_time_s", "host", "gpus", "xid_events")]
+    other_types = [_infer(STR, (r.get(k) for r in rows_)) for k in others]
+    host_columns = [*head, *(Column(n, t, _unit(n), _DESCRIPTIONS.get(n, "")) for n, t in zip(host_names, host_types)),
+                    Column("num_gpus", INT, None, "GPUs in the sample (null: no GPU telemetry)"),
+                    Column("xid_events", JSON, None, "NVML Xid critical-error events since the last sample "
+                           "(device is the GPU index); null when none"),
+                    *(Column(k, t, _unit(k)) for k, t in zip(others, other_types))]
+
+    def host_rows() -> Iterator[list[Any]]:
+        for row, host in zip(rows_, hosts):
+            gpu_list = row.get("gpus")
+            yield [_cell(t_type, row.get("t_ns")), _cell(wall_type, row.get("wall_time_s")),
+                   *(_cell(t, host.get(n)) for n, t in zip(host_names, host_types)),
+                   len(gpu_list) if isinstance(gpu_list, list) else None,
+                   _cell(JSON, row.get("xid_events") or None),
+                   *(_cell(t, row.get(k)) for k, t in zip(others, other_types))]
+
+    gpu_dicts = [g for _, g in gpus]
+    gpu_names = [n for n in _names(_GPU_FIELDS, gpu_dicts) if n != "index"]
+    gpu_types = [_infer(dict(_GPU_FIELDS).get(n, STR), (g.get(n) for g in gpu_dicts)) for n in gpu_names]
+    gpu_columns = [*head, Column("gpu", INT, None, "the GPU's NVML index"),
+                   *(Column(n, t, _unit(n), _DESCRIPTIONS.get(n, "")) for n, t in zip(gpu_names, gpu_types))]
+
+    def gpu_rows() -> Iterator[list[Any]]:
+        for row in rows_:
+            gpu_list = row.get("gpus")
+            if not isinstance(gpu_list, list):
+                continue
+            head_cells = [_cell(t_type, row.get("t_ns")), _cell(wall_type, row.get("wall_time_s"))]
+            for position, gpu in enumerate(g for g in gpu_list if isinstance(g, dict)):
+                index = gpu.get("index", position)
+                yield [*head_cells, index if isinstance(index, int) and not isinstance(index, bool) else position,
+                       *(_cell(t, gpu.get(n)) for n, t in zip(gpu_names, gpu_types))]
+
+    return [
+        _Table("telemetry_host", "one row per telemetry sample (telemetry.jsonl): the host", host_columns, host_rows),
+        _Table("telemetry_gpu", "one row per telemetry sample and GPU (telemetry.jsonl); none without GPU telemetry",
+               gpu_columns, gpu_rows),
+    ]
+
+
+def _open_table(name: str, description: str, rows_: list[dict[str, Any]]) -> _Table:
+    """A table of JSON objects whose fields vary from row to row: the union of their fields, in the
+    order first seen, each typed by its values (null where a row lacks the field)."""
+    names = _names((), rows_)
+    types = [_infer(STR, (r.get(n) for r in rows_)) for n in names]
+    columns = [Column(n, t, _unit(n)) for n, t in zip(names, types)]
+
+    def rows() -> Iterator[list[Any]]:
+        for row in rows_:
+            yield [_cell(t, row.get(n)) for n, t in zip(names, types)]
+
+    return _Table(name, description, columns, rows)
+
+
+def _names(known: Iterable[tuple[str, str]], rows: Iterable[dict[str, Any]]) -> list[str]:
+    """The known fields, then every other field of `rows` in the order first seen."""
+    names = dict.fromkeys(n for n, _ in known)
+    for row in rows:
+        for key in row:
+            if key not in names:
+                names[key] = None
+    return list(names)
+
+
+def _infer(default: str, values: Iterable[Any]) -> str:
+    """The column type that holds every value exactly: `default` when they fit it (or there are none),
+    else the values' own common type (integers with floats: float64), else json."""
+    seen: set[str] = set()
+    for value in values:
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            seen.add(BOOL)
+        elif isinstance(value, int):
+            seen.add(INT if -(2**63) <= value < 2**63 else JSON)
+        elif isinstance(value, float):
+            seen.add(FLOAT)
+        elif isinstance(value, str):
+            seen.add(STR)
+        else:
+            seen.add(JSON)
+        if JSON in seen:
+            return JSON
+    if not seen or default == JSON or seen == {default}:
+        return default
+    if seen <= {INT, FLOAT}:
+        return FLOAT if default == FLOAT or FLOAT in seen else INT
+    return seen.pop() if len(seen) == 1 else JSON
+
+
+def _cell(column_type: str, value: Any) -> Any:
+    """`value` as stored in a column of `column_type` (chosen by _infer, so it fits)."""
+    if value is None:
+        return None
+    if column_type == JSON:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    if column_type == FLOAT:
+        return float(value)
+    return value
+
+
+# ---------------------------------------------------------------------------------------------- writers
+
+def _write_csv(path: Path, table: _Table) -> int:
+    """Header, then one line per row; a null is an empty cell, a bool `true`/`false`, a float its repr."""
+    bools = [i for i, c in enumerate(table.columns) if c.type == BOOL]
+    count = 0
+    with open(path, "x", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow([c.name for c in table.columns])
+        for row in table.rows():
+            for i in bools:
+                if row[i] is not None:
+                    row[i] = "true" if row[i] else "false"
+            writer.writerow(row)
+            count += 1
+    return count
+
+
+def _write_parquet(path: Path, table: _Table) -> int:
+    """Batches of BATCH_ROWS rows through one ParquetWriter; each column's unit and description are
+    kept in its field metadata."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    arrow_types = {INT: pa.int64(), FLOAT: pa.float64(), BOOL: pa.bool_(), STR: pa.string(), JSON: pa.string()}
+    schema = pa.schema([
+        pa.field(c.name, arrow_types[c.type], metadata={k: str(v) for k, v in c.describe().items() if k != "name"})
+        for c in table.columns])
+    count = 0
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)  # like open(path, "x")
+    with os.fdopen(fd, "wb") as handle, pq.ParquetWriter(handle, schema) as writer:
+        for columns in _column_batches(table):
+            writer.write_batch(pa.RecordBatch.from_arrays(
+                [pa.array(col, type=f.type) for col, f in zip(columns, schema)], schema=schema))
+            count += len(columns[0])
+    return count
+
+
+def _column_batches(table: _Table) -> Iterator[list[Any]]:
+    """The table's rows as columns (non-empty ones), at most about BATCH_ROWS rows at a time."""
+    if table.column_batches is not None:
+        yield from (batch for batch in table.column_batches() if batch[0])
+        return
+    rows = table.rows()
+    while batch := list(itertools.islice(rows, BATCH_ROWS)):
+        yield list(zip(*batch))
