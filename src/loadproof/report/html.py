@@ -28,12 +28,23 @@ CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; max-width: 980px; margin: 2em auto;
        padding: 0 1em; color: #222; line-height: 1.45; }
 h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 1.6em; border-bottom: 1px solid #ddd; }
-table { border-collapse: collapse; margin: 0.8em 0; font-size: 0.9em; }
-th, td { border: 1px solid #ccc; padding: 3px 8px; vertical-align: top; }
-th { background: #f3f3f3; text-align: left; } td { text-align: right; } td:first-child { text-align: left; }
+.table { overflow-x: auto; margin: 0.8em 0; }
+table { border-collapse: collapse; font-size: 0.9em; }
+th, td { border: 1px solid #ccc; padding: 3px 8px; vertical-align: top; text-align: left; }
+th { background: #f3f3f3; } td.num { text-align: right; white-space: nowrap; } td.text { min-width: 14em; }
 code { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 0.92em; }
+td code, .name { white-space: nowrap; }
 figure { margin: 1.2em 0; } figcaption { font-size: 0.88em; color: #555; max-width: 720px; }
 svg { max-width: 100%; height: auto; background: #fff; }
+@media (max-width: 720px) {  /* a narrow window: each row a block, figures named by their column */
+  .table table, .table tbody, .table tr { display: block; }
+  .table tr:first-child { display: none; }
+  .table tr { border: 1px solid #ccc; margin-bottom: 0.4em; padding: 3px 8px; }
+  .table td { display: inline-block; border: none; padding: 1px 0.7em 1px 0; text-align: left; min-width: 0; }
+  .table td:first-child, .table td.text { display: block; }
+  .table td:empty { display: none; }
+  .table td.num::before { content: attr(data-label) ": "; color: #666; }
+}
 """
 
 
@@ -41,7 +52,9 @@ def render_html(run: Run, markdown: str) -> str:
     """The page: the Markdown report's content, with a Figures section before its claims table."""
     images = {"telemetry.svg": telemetry_svg(run.telemetry)}
     head, sep, tail = markdown.partition("\n## Claims\n")
-    body = [markdown_to_html(head, images)]
+    title = f"<h1>loadproof run {escape(run.run_id, quote=False)}</h1>"
+    body = [markdown_to_html(head, images).replace(
+        title, f'<h1>loadproof run <span class="name">{escape(run.run_id, quote=False)}</span></h1>', 1)]
     figs = figures(run)
     if figs:
         body.append("<h2>Figures</h2>")
@@ -56,6 +69,7 @@ def render_html(run: Run, markdown: str) -> str:
 # --- the Markdown subset report.md uses: headings, lists, tables, paragraphs, `code`, images ---------
 
 _IMAGE = re.compile(r"^!\[([^\]]*)\]\(([^)]+)\)$")
+_NUMBER = re.compile(r"^[-+]?(\d[\d,]*(\.\d*)?|\.\d+)([eE][-+]?\d+)?\s?%?$")
 
 
 def _inline(text: str) -> str:
@@ -65,6 +79,16 @@ def _inline(text: str) -> str:
 
 def _cells(line: str) -> list[str]:
     return [c.strip() for c in line.strip().strip("|").split("|")]
+
+
+def _td(cell: str, label: str) -> str:
+    """A cell: figures right-aligned and named by `label` (their column's header) where a narrow window
+    stacks the row; prose (evidence, formulas) in a column wide enough to read; other words as they are."""
+    if _NUMBER.match(cell):
+        return f'<td class="num" data-label="{escape(label)}">{_inline(cell)}</td>'
+    if len(cell) > 16 and " " in cell:
+        return f'<td class="text">{_inline(cell)}</td>'
+    return f"<td>{_inline(cell)}</td>"
 
 
 def markdown_to_html(text: str, images: dict[str, str]) -> str:
@@ -91,9 +115,12 @@ def markdown_to_html(text: str, images: dict[str, str]) -> str:
                 rows.append(lines[i])
                 i += 1
             body = [r for r in rows[1:] if not set(r) <= set("|-: ")]
-            html = ["<table>", "<tr>" + "".join(f"<th>{_inline(c)}</th>" for c in _cells(rows[0])) + "</tr>"]
-            html += ["<tr>" + "".join(f"<td>{_inline(c)}</td>" for c in _cells(r)) + "</tr>" for r in body]
-            out.append("\n".join(html + ["</table>"]))
+            html = ['<div class="table"><table>',
+                    "<tr>" + "".join(f"<th>{_inline(c)}</th>" for c in _cells(rows[0])) + "</tr>"]
+            labels = [c.strip("`") for c in _cells(rows[0])]
+            html += ["<tr>" + "".join(_td(c, labels[k] if k < len(labels) else "") for k, c in enumerate(_cells(r)))
+                     + "</tr>" for r in body]
+            out.append("\n".join(html + ["</table></div>"]))
         elif _IMAGE.match(line.strip()):
             alt, src = _IMAGE.match(line.strip()).groups()  # type: ignore[union-attr]
             svg = images.get(src)
@@ -247,7 +274,7 @@ def ttft_figure(run: Run) -> list[Figure]:
         series.append((f"{name} (n={len(values)})",
                        [(values[0], 0.0)] + [(v, (i + 1) / len(values)) for i, v in enumerate(values)]))
     svg = line_chart(f"TTFT distribution ({total} requests)", series, "time to first token, s",
-                     "fraction of requests at or below", step=True)
+                     "fraction of requests at or below", step=True, x_from_zero=True)
     return [(svg, "Empirical CDF of t_first_token - t_send over every request that produced a first token "
                   "(streams cancelled after it included).")] if svg else []
 
@@ -264,7 +291,7 @@ def ab_round_figures(run: Run) -> list[Figure]:
         if not rows:
             continue
         series = [("a", [(float(r), a) for r, a, _ in rows]), ("b", [(float(r), b) for r, _, b in rows])]
-        svg = line_chart(f"{name} per round, by arm", series, "round", unit, y_from_zero=True)
+        svg = line_chart(f"{name} per round, by arm", series, "round", unit, y_from_zero=True, dots=True)
         if svg:
             out.append((svg, f"Each point: the median {name} over the arm's requests in that round. The arms ran "
                              "in a seeded random order within each round (order in the manifest)."))

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from html import escape
 from typing import Any
 
-WIDTH, HEIGHT, PAD = 640, 140, 36
+PANEL_HEIGHT = 150  # one telemetry panel: title, plot, time axis
 
 
 def _series(rows: list[dict[str, Any]]) -> list[tuple[str, str, list[tuple[float, float]]]]:
@@ -27,37 +27,35 @@ def _series(rows: list[dict[str, Any]]) -> list[tuple[str, str, list[tuple[float
         power = [((r["t_ns"] - t0) / 1e9, sum(g["power_w"] for g in r["gpus"])) for r in rows
                  if r.get("gpus") and all(g.get("power_w") is not None for g in r["gpus"])]
         if temp:
-            out.append(("hottest GPU", "C", temp))
+            out.append(("hottest GPU", "°C", temp))
         if power:
             out.append(("GPU power, all GPUs", "W", power))
     return out
 
 
 def telemetry_svg(rows: list[dict[str, Any]]) -> str:
+    """One panel per series (host CPU, hottest GPU, GPU power), each with its scale, unit and time axis."""
     if len(rows) < 2:
         return ""
     rows = sorted(rows, key=lambda r: r["t_ns"])
     panels = _series(rows)
     if not panels:
         return ""
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT * len(panels)}" '
-             'font-family="sans-serif" font-size="11">']
+    height = PANEL_HEIGHT * len(panels)
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{CHART_WIDTH}" height="{height}" '
+             f'viewBox="0 0 {CHART_WIDTH} {height}" font-family="sans-serif" font-size="11">']
     for i, (title, unit, points) in enumerate(panels):
-        top = i * HEIGHT
+        top = i * PANEL_HEIGHT
         xs = [p[0] for p in points]
         ys = [p[1] for p in points]
-        x_max = max(xs) or 1.0
-        y_min, y_max = min(0.0, min(ys)), max(ys) or 1.0
-        def px(x: float) -> float:
-            return PAD + (WIDTH - 2 * PAD) * x / x_max
-        def py(y: float) -> float:
-            return top + HEIGHT - PAD + (-(HEIGHT - 2 * PAD) * (y - y_min) / ((y_max - y_min) or 1.0))
-        path = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in points)
-        parts += [
-            f'<text x="{PAD}" y="{top + 16}">{title} ({unit}); max {y_max:.1f}, over {x_max:.0f} s</text>',
-            f'<line x1="{PAD}" y1="{py(y_min):.1f}" x2="{WIDTH - PAD}" y2="{py(y_min):.1f}" stroke="#999"/>',
-            f'<polyline fill="none" stroke="#1f77b4" stroke-width="1.5" points="{path}"/>',
-        ]
+        x_max, y_max = max(xs), max(ys)
+        y_min = min(0.0, min(ys))
+        frame = Frame((0.0, x_max), (y_min, y_max + 0.05 * (y_max - y_min)), top + 26, height=top + PANEL_HEIGHT)
+        path = " ".join(f"{frame.x(x):.1f},{frame.y(y):.1f}" for x, y in points)
+        parts.append(f'<text x="8" y="{top + 16}" font-weight="bold">{escape(title)} ({escape(unit)}); '
+                     f"max {y_max:.1f}, over {x_max:.0f} s</text>")
+        parts += frame.axes("seconds since the first sample", unit)
+        parts.append(f'<polyline fill="none" stroke="#1f77b4" stroke-width="1.5" points="{path}"/>')
     parts.append("</svg>")
     return "\n".join(parts) + "\n"
 
@@ -144,12 +142,43 @@ def _open(title: str, names: list[str], width: int = CHART_WIDTH, height: int = 
 
 
 Points = list[tuple[float, float]]
+CHAR_WIDTH = 6.5  # a generous estimate of one character's width at font-size 11, to keep labels apart
+LABEL_ROW = 13
+
+
+def place_labels(labels: Sequence[tuple[float, float, str]], left: float, right: float) -> list[tuple[float, int, str]]:
+    """(x, row, text-anchor) of each (x_start, x_end, text) label in a band of rows above the plot.
+
+    A label starts at x_start, or ends at x_end where it would leave the plot at the right; it goes one
+    row down where it would overlap a label already placed in its row.
+    """
+    placed: list[tuple[int, float, float]] = []
+    out = []
+    for start, end, text in labels:
+        width = CHAR_WIDTH * len(text)
+        if start + width <= right:
+            lo, x, anchor = start, start, "start"
+        else:
+            lo, x, anchor = max(left, end - width), end, "end"
+        hi = lo + width
+        row = 0
+        while any(r == row and lo < h + 4 and l < hi + 4 for r, l, h in placed):
+            row += 1
+        placed.append((row, lo, hi))
+        out.append((x, row, anchor))
+    return out
 
 
 def line_chart(title: str, series: list[tuple[str, Points]], x_label: str, y_label: str, *,
                spans: Sequence[tuple[float, float, str, str]] = (), marks: Sequence[tuple[float, str]] = (),
-               step: bool = False, y_from_zero: bool = True, height: int = CHART_HEIGHT) -> str:
-    """Lines (or steps) of (x, y) points; `spans` shade (x0, x1, label, colour), `marks` draw labelled vertical lines."""
+               step: bool = False, y_from_zero: bool = True, x_from_zero: bool = False, dots: bool = False,
+               height: int = CHART_HEIGHT) -> str:
+    """Lines (or steps) of (x, y) points; `spans` shade (x0, x1, label, colour), `marks` draw labelled vertical lines.
+
+    The labels of spans and marks sit in a band above the data (the y range grows to make room), kept
+    inside the plot and apart. `dots` marks each point, the first series' dots larger, so that arms
+    with equal figures stay visible one behind the other.
+    """
     series = [(name, pts) for name, pts in series if pts]
     if not series:
         return ""
@@ -157,16 +186,29 @@ def line_chart(title: str, series: list[tuple[str, Points]], x_label: str, y_lab
     ys = [y for _, pts in series for _, y in pts]
     parts, top = _open(title, [name for name, _ in series], height=height)
     y_low = min(0.0, min(ys)) if y_from_zero else min(ys)
-    frame = Frame((min(xs), max(xs)), (y_low, max(ys) + 0.05 * (max(ys) - y_low)), top, height=height)
-    for x0, x1, label, fill in spans:
+    y_high = max(ys) + 0.05 * (max(ys) - y_low)
+    x_range = (min(0.0, min(xs)) if x_from_zero else min(xs), max(xs))
+    if step:  # a step's last rise would sit on the plot's right edge, unseen
+        x_range = (x_range[0], x_range[1] + 0.03 * (x_range[1] - x_range[0]))
+    frame = Frame(x_range, (y_low, y_high), top, height=height)
+    texts = [(frame.x(x0) + 3, frame.x(x1) - 3, label) for x0, x1, label, _ in spans]
+    texts += [(frame.x(x) + 3, frame.x(x) - 3, label) for x, label in marks]
+    placed = place_labels(texts, frame.left, frame.right)
+    if placed:  # room above the data for the label rows
+        band = LABEL_ROW * (1 + max(row for _, row, _ in placed)) + 4
+        share = min(band / (frame.bottom - frame.top), 0.5)
+        frame = Frame(x_range, (y_low, frame.y0 + (frame.y1 - frame.y0) / (1 - share)), top, height=height)
+    for x0, x1, _, fill in spans:
         parts.append(f'<rect x="{frame.x(x0):.1f}" y="{frame.top}" width="{max(frame.x(x1) - frame.x(x0), 1.0):.1f}" '
                      f'height="{frame.bottom - frame.top}" fill="{fill}" fill-opacity="0.18"/>')
-        parts.append(f'<text x="{frame.x(x0) + 3:.1f}" y="{frame.top + 11}" fill="#333">{escape(label)}</text>')
     parts += frame.axes(x_label, y_label)
-    for x, label in marks:
+    for x, _ in marks:
         parts.append(f'<line x1="{frame.x(x):.1f}" y1="{frame.top}" x2="{frame.x(x):.1f}" y2="{frame.bottom}" '
                      'stroke="#d62728" stroke-dasharray="4 3"/>')
-        parts.append(f'<text x="{frame.x(x) + 3:.1f}" y="{frame.bottom - 4}" fill="#d62728">{escape(label)}</text>')
+    labels = [(label, "#333") for _, _, label, _ in spans] + [(label, "#d62728") for _, label in marks]
+    for (x, row, anchor), (label, fill) in zip(placed, labels):
+        parts.append(f'<text x="{x:.1f}" y="{frame.top + 11 + LABEL_ROW * row}" text-anchor="{anchor}" '
+                     f'fill="{fill}">{escape(label)}</text>')
     for i, (_, pts) in enumerate(series):
         coords = []
         for j, (x, y) in enumerate(pts):
@@ -174,6 +216,10 @@ def line_chart(title: str, series: list[tuple[str, Points]], x_label: str, y_lab
                 coords.append(f"{frame.x(x):.1f},{frame.y(pts[j - 1][1]):.1f}")
             coords.append(f"{frame.x(x):.1f},{frame.y(y):.1f}")
         parts.append(f'<polyline fill="none" stroke="{color(i)}" stroke-width="1.5" points="{" ".join(coords)}"/>')
+        if dots:
+            radius = 4.5 if i == 0 else 2.5
+            parts += [f'<circle cx="{frame.x(x):.1f}" cy="{frame.y(y):.1f}" r="{radius}" fill="{color(i)}"/>'
+                      for x, y in pts]
     parts.append("</svg>")
     return "\n".join(parts) + "\n"
 
@@ -201,6 +247,6 @@ def bar_chart(title: str, groups: list[str], series: list[tuple[str, list[float 
             parts.append(f'<rect x="{x:.1f}" y="{frame.y(v):.1f}" width="{bar * 0.9:.1f}" '
                          f'height="{frame.bottom - frame.y(v):.1f}" fill="{color(i)}"/>')
             parts.append(f'<text x="{x + bar * 0.45:.1f}" y="{frame.y(v) - 3:.1f}" text-anchor="middle" '
-                         f'font-size="9">{v:.1f}</text>')
+                         f'font-size="10">{v:.1f}</text>')
     parts.append("</svg>")
     return "\n".join(parts) + "\n"

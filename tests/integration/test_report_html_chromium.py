@@ -1,0 +1,416 @@
+"""report.html opened in a real headless Chromium: what a person sees, checked and kept as screenshots.
+
+For one run of every scenario kind (the real runs under docs/runs, their reports regenerated from the
+stored records; soak and ab built synthetically, as no published run has them), the page is loaded
+from its file:// URL through Chromium's DevTools protocol (a small websocket client on aiohttp) at a
+desktop width and at a narrow one. The test fails on any console error or warning, uncaught
+exception, failed load or request leaving the file; on missing headings, tables or figures, or an
+acceptance heading that is not the claims' verdict; on a page, table or figure wider than its room
+(cut off, or hidden in a box to scroll sideways); on a claim name broken across lines; and on SVG text
+that leaves its figure or overlaps other text. A report with errors planted in it shows the net
+catches each. Full-page screenshots (and the page itself) are kept in test-artifacts/report-screenshots/
+at the repository root (git-ignored), for a person or CI to look at; chromium.txt there says which
+Chromium ran and how long installing it took.
+
+Chromium is Debian's `chromium`; when it is missing the test installs it once with apt-get (root
+only) and skips, with one line saying why, only where that is impossible.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import fcntl
+import itertools
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from loadproof.records import RequestRecord
+from loadproof.report.build import build_report
+from loadproof.store.run_dir import RunWriter
+from tests.unit.publish.synthetic import telemetry_rows
+from tests.unit.report.synthetic import stream
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTEFACTS = ROOT / "test-artifacts" / "report-screenshots"
+DOCS_RUNS = ROOT / "docs" / "runs"
+WIDE, NARROW = 1280, 600
+LOAD_TIMEOUT_S = 20.0
+S = 1_000_000_000
+
+pytestmark = pytest.mark.timeout(300)  # a fresh machine installs chromium first (about 20 s here)
+
+# case -> the published run it regenerates (docs/runs/<host>/<name>/runs/<the one run>)
+REAL = {
+    "throughput": "h200-2026-11-30/llama-throughput",
+    "throughput-2gpu": "h200x2-2026-11-30/mla-pp2-throughput",
+    "capacity-pass": "h200-2026-11-30/llama-capacity-7x120k",
+    "capacity-fail": "h200-2026-11-30/llama-capacity-8x120k",
+    "capacity-64-streams": "h200-2026-11-30/gemma-capacity-64x16k",
+    "capacity-search-trial": "h200-2026-11-30/gemma-1gib-capacity-search-29x8k",
+    "capacity-engine-crash": "h200x2-2026-11-30/mla-pp2-capacity-24x190k-rope-crash",
+    "capacity-1m-tokens": "h200x2-2026-11-30/mla-pp2-capacity-3x1m",
+    "prefill": "h200-2026-11-30/llama-prefill-130k",
+    "interference": "h200-2026-11-30/llama-interference",
+    "quality": "h200-2026-11-30/gemma-quality",
+}
+CASES = [*REAL, "soak", "ab"]
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                  "--disable-dev-shm-usage", "--hide-scrollbars", "--force-device-scale-factor=1",
+                  "--remote-debugging-port=0"]
+
+
+def headings(case: str) -> list[str]:
+    """The h2 headings the case's page must have ("Acceptance" stands for "Acceptance: PASS" or FAIL)."""
+    if case.startswith("throughput"):
+        return ["Throughput", "Figures", "Claims", "Telemetry"]
+    if case == "quality":
+        return ["Quality", "Figures", "Claims", "Telemetry"]
+    if case == "ab":  # no acceptance criteria: a comparison
+        return ["Figures", "Claims", "Telemetry"]
+    if case == "capacity-engine-crash":  # no stream produced a token: nothing to draw but telemetry
+        return ["Acceptance", "Claims", "Telemetry"]
+    return ["Acceptance", "Figures", "Claims", "Telemetry"]
+
+
+# --- Chromium: found, or installed once -------------------------------------------------------------
+
+
+def _chromium_binary() -> str | None:
+    return shutil.which("chromium")
+
+
+def _install_chromium() -> str:
+    """apt-get install chromium, non-interactive and quiet, once per machine (a lock for parallel runs)."""
+    if os.geteuid() != 0 or shutil.which("apt-get") is None:
+        pytest.skip("Chromium is not installed and cannot be installed here (needs root and apt-get): "
+                    "report.html not opened in a browser")
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    with open(Path(tempfile.gettempdir()) / "loadproof-chromium-install.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if _chromium_binary():
+            return "installed meanwhile by another test process"
+        start = time.monotonic()
+        install = ["apt-get", "install", "-y", "-qq", "--no-install-recommends", "chromium"]
+        done = subprocess.run(install, env=env, capture_output=True, text=True)
+        if done.returncode != 0:  # a fresh machine may have no package lists yet
+            subprocess.run(["apt-get", "update", "-qq"], env=env, capture_output=True, text=True)
+            done = subprocess.run(install, env=env, capture_output=True, text=True)
+        if done.returncode != 0 or not _chromium_binary():
+            pytest.fail("apt-get install chromium failed:\n" + (done.stdout + done.stderr)[-3000:])
+        return f"installed with apt-get in {time.monotonic() - start:.1f} s"
+
+
+@pytest.fixture(scope="module")
+def chromium(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A headless Chromium for this module; yields its browser websocket URL."""
+    how = "already installed" if _chromium_binary() else _install_chromium()
+    version = subprocess.run([_chromium_binary() or "chromium", "--version"], capture_output=True, text=True).stdout
+    ARTEFACTS.mkdir(parents=True, exist_ok=True)
+    (ARTEFACTS / "chromium.txt").write_text(f"{version.strip()}: {how}\n")
+    print(f"\nchromium: {version.strip()}, {how}", file=sys.stderr)
+    profile = tmp_path_factory.mktemp("chromium-profile")
+    log = open(profile.parent / "chromium.log", "w")
+    proc = subprocess.Popen([_chromium_binary() or "chromium", *CHROMIUM_FLAGS, f"--user-data-dir={profile}",
+                             "about:blank"], stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        port_file = profile / "DevToolsActivePort"
+        deadline = time.monotonic() + 30
+        while not (port_file.exists() and len(port_file.read_text().splitlines()) >= 2):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                log.flush()
+                pytest.fail("chromium did not start:\n" + (profile.parent / "chromium.log").read_text()[-3000:])
+            time.sleep(0.05)
+        port, path = port_file.read_text().splitlines()[:2]
+        yield f"ws://127.0.0.1:{port}{path}"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, 9)
+            proc.wait()
+        log.close()
+
+
+# --- a small DevTools protocol client ---------------------------------------------------------------
+
+
+@dataclass
+class Page:
+    """What a person would see of one page, and everything the browser complained about."""
+
+    problems: list[str] = field(default_factory=list)
+    facts: dict[str, Any] = field(default_factory=dict)
+    png: bytes = b""
+
+
+class DevTools:
+    def __init__(self, ws: aiohttp.ClientWebSocketResponse) -> None:
+        self.ws = ws
+        self.ids = itertools.count(1)
+        self.events: list[dict[str, Any]] = []
+
+    async def call(self, method: str, session: str | None = None, **params: Any) -> dict[str, Any]:
+        msg_id = next(self.ids)
+        await self.ws.send_str(json.dumps({"id": msg_id, "method": method, "params": params,
+                                           **({"sessionId": session} if session else {})}))
+        while True:
+            msg = await self.receive()
+            if msg.get("id") == msg_id:
+                if "error" in msg:
+                    raise RuntimeError(f"{method}: {msg['error']}")
+                return msg.get("result", {})
+
+    async def receive(self) -> dict[str, Any]:
+        msg = await self.ws.receive()
+        if msg.type != aiohttp.WSMsgType.TEXT:
+            raise RuntimeError(f"DevTools connection ended: {msg.type}")
+        data = json.loads(msg.data)
+        if "method" in data:
+            self.events.append(data)
+        return data
+
+    async def until(self, method: str) -> None:
+        seen = len(self.events)
+        while not any(e["method"] == method for e in self.events[seen:]):
+            await self.receive()
+
+
+# JS run in the loaded page: headings, tables, figures, and layout faults a person would notice
+INSPECT = r"""
+(() => {
+  const box = (e) => e.getBoundingClientRect();
+  const text = (e) => e.textContent.trim().replace(/\s+/g, " ").slice(0, 80);
+  const all = (selector, root = document) => [...root.querySelectorAll(selector)];
+  const out = {h1: all("h1").map(text), h2: all("h2").map(text), tables: all("table").length, svgs: [], faults: [],
+               pageWidth: document.documentElement.scrollWidth, viewWidth: window.innerWidth};
+  // a claim name (or any code in a table) split over two lines
+  for (const c of all("table code"))
+    if (c.getClientRects().length > 1) out.faults.push("name broken across lines: " + text(c));
+  // a table wider than its column: cut off, or hidden in a box to scroll sideways
+  for (const t of all("table")) {
+    const holder = t.parentElement;
+    if (box(t).right > box(holder).right + 1 || holder.scrollWidth > holder.clientWidth + 1)
+      out.faults.push("table wider than its column: " + text(t.rows[0]));
+  }
+  for (const svg of all("svg")) {
+    const frame = box(svg), title = svg.querySelector("title");
+    const name = title ? text(title) : text(svg).slice(0, 40);
+    out.svgs.push({name, width: frame.width, height: frame.height});
+    if (frame.width < 100 || frame.height < 50)
+      out.faults.push(`figure too small (${frame.width}x${frame.height}): ${name}`);
+    if (frame.right > document.documentElement.clientWidth + 1) out.faults.push("figure cut off at the right: " + name);
+    const drawn = svg.viewBox.baseVal, declared = svg.width.baseVal.value;
+    if ((!drawn || drawn.width === 0) && frame.width + 1 < declared)
+      out.faults.push(`figure shrunk without a viewBox, cut off (${frame.width} of ${declared} px): ${name}`);
+    const labels = all("text", svg).map((t) => ({t: text(t), r: box(t)}));
+    const outside = (r) => r.left < frame.left - 1 || r.right > frame.right + 1 || r.top < frame.top - 1
+                           || r.bottom > frame.bottom + 1;
+    for (const {t, r} of labels) if (outside(r)) out.faults.push(`text leaves figure "${name}": "${t}"`);
+    for (let i = 0; i < labels.length; i++)
+      for (let j = i + 1; j < labels.length; j++) {
+        const a = labels[i].r, b = labels[j].r;
+        const w = Math.min(a.right, b.right) - Math.max(a.left, b.left);
+        const h = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top);
+        if (w > 2 && h > 2) out.faults.push(`overlapping text in "${name}": "${labels[i].t}" / "${labels[j].t}"`);
+      }
+  }
+  return out;
+})"""
+
+
+async def open_page(browser_ws: str, url: str, width: int) -> Page:
+    """Load `url` in a fresh tab `width` CSS pixels wide; collect complaints, facts and a full-page PNG."""
+    page = Page()
+    async with aiohttp.ClientSession() as http, http.ws_connect(browser_ws, max_msg_size=0) as ws:
+        dt = DevTools(ws)
+        target = (await dt.call("Target.createTarget", url="about:blank"))["targetId"]
+        try:
+            sid = (await dt.call("Target.attachToTarget", targetId=target, flatten=True))["sessionId"]
+            for domain in ("Page", "Runtime", "Log", "Network"):
+                await dt.call(f"{domain}.enable", sid)
+            await dt.call("Emulation.setDeviceMetricsOverride", sid, width=width, height=900, deviceScaleFactor=1,
+                          mobile=False)
+            seen = len(dt.events)
+            nav = await dt.call("Page.navigate", sid, url=url)
+            if nav.get("errorText"):
+                page.problems.append(f"navigation failed: {nav['errorText']}")
+            else:
+                await asyncio.wait_for(dt.until("Page.loadEventFired"), LOAD_TIMEOUT_S)
+            result = await dt.call("Runtime.evaluate", sid, expression=f"({INSPECT})()", returnByValue=True)
+            if "exceptionDetails" in result:
+                raise RuntimeError(f"inspection script failed: {result['exceptionDetails']}")
+            page.facts = result["result"]["value"]
+            size = (await dt.call("Page.getLayoutMetrics", sid))["cssContentSize"]
+            shot = await dt.call("Page.captureScreenshot", sid, format="png", captureBeyondViewport=True,
+                                 clip={"x": 0, "y": 0, "width": max(size["width"], width), "height": size["height"],
+                                       "scale": 1})
+            page.png = base64.b64decode(shot["data"])
+            page.problems += complaints(dt.events[seen:])
+        finally:
+            await dt.call("Target.closeTarget", targetId=target)
+    return page
+
+
+def complaints(events: list[dict[str, Any]]) -> list[str]:
+    """Console errors and warnings, uncaught exceptions, failed loads, and any request leaving file://."""
+    out = []
+    for e in events:
+        method, p = e["method"], e.get("params", {})
+        if method == "Runtime.exceptionThrown":
+            d = p["exceptionDetails"]
+            out.append(f"uncaught exception: {d.get('exception', {}).get('description') or d.get('text')}")
+        elif method == "Runtime.consoleAPICalled" and p["type"] in ("error", "warning", "assert"):
+            out.append(f"console.{p['type']}: " + " ".join(str(a.get("value", a.get("description")))
+                                                          for a in p.get("args", [])))
+        elif method == "Log.entryAdded" and p["entry"]["level"] in ("error", "warning"):
+            entry = p["entry"]
+            out.append(f"browser log {entry['level']} ({entry['source']}): {entry['text']} {entry.get('url', '')}")
+        elif method == "Network.loadingFailed":
+            out.append(f"failed load: {p.get('errorText')} ({p.get('type')})")
+        elif method == "Network.requestWillBeSent" and not p["request"]["url"].startswith(("file:", "data:")):
+            out.append(f"request leaves the file: {p['request']['url'][:120]}")
+        elif method == "Network.responseReceived" and p["response"].get("status", 0) >= 400:
+            out.append(f"HTTP {p['response']['status']}: {p['response']['url'][:120]}")
+    return out
+
+
+# --- the runs ---------------------------------------------------------------------------------------
+
+
+def _write(root: Path, name: str, manifest: dict[str, Any], records: list[RequestRecord],
+           samples: list[dict[str, Any]] = ()) -> Path:  # type: ignore[assignment]
+    with RunWriter(root / name) as writer:
+        writer.write_manifest({"run_id": name, "target": {"model": "gemma-3-270m", "endpoint": "completions"},
+                               "start_wall_time": "2026-11-30T10:00:00Z", "end_wall_time": "2026-11-30T10:05:00Z",
+                               **manifest})
+        for record in records:
+            writer.append(record)
+        for sample in samples:
+            writer.metric_sample(sample)
+    (root / name / "telemetry.jsonl").write_text("".join(json.dumps(r) + "\n" for r in telemetry_rows()))
+    return root / name
+
+
+def soak_run(root: Path) -> Path:
+    """Two families over 40 s, one request timed out, the engine's memory sampled: a FAIL on errors."""
+    records = [stream(f"soak-{i}", send=i * 2.0, first=i * 2.0 + 0.12 + 0.03 * (i % 5) + (0.4 if i % 3 == 0 else 0),
+                      rate=40.0 if i < 10 else 36.0, tokens=60 if i % 3 else 20,
+                      family="long" if i % 3 == 0 else "short", scenario="soak", ok=i != 7) for i in range(20)]
+    samples = [{"t_ns": i * 10 * S, "source": "engine", "values": {"process_rss_bytes": (2048 + 3 * i) * 1024**2}}
+               for i in range(5)]
+    plan = {"clients": 2, "duration_s": 40, "max_error_rate": 0.0, "max_latency_drift": 0.25,
+            "max_rss_growth_mib": 100.0}
+    return _write(root, "soak-synthetic", {"scenario": "soak", "plan": plan}, records, samples)
+
+
+def ab_run(root: Path) -> Path:
+    """Six rounds of two arms, arm b about 20% faster; both arms generate the same lengths."""
+    order = [["a", "b"], ["b", "a"], ["b", "a"], ["a", "b"], ["a", "b"], ["b", "a"]]
+    records = [stream(f"ab-{r}-{arm}-{k}", send=r * 20.0 + pos * 10 + k,
+                      first=r * 20.0 + pos * 10 + k + (0.2 if arm == "a" else 0.17) + 0.01 * ((r * 3 + k) % 4),
+                      rate=(10.0 if arm == "a" else 12.0) + k * 0.3 + 0.4 * ((r * 7) % 3), tokens=40, scenario="ab",
+                      family=arm, repeat=r, batch=pos, prompt_id=f"english-{k:02d}")
+               for r, arms in enumerate(order) for pos, arm in enumerate(arms) for k in range(3)]
+    plan = {"arms": {"a": {"settings": {"temperature": 0.0}}, "b": {"settings": {"temperature": 0.7}}},
+            "order": order, "order_seed": 7, "family": "english", "bootstrap_seed": 20240607, "resamples": 2000}
+    return _write(root, "ab-synthetic", {"scenario": "ab", "plan": plan}, records)
+
+
+def run_dir(case: str, root: Path) -> Path:
+    """A copy of the case's run directory with report.md and report.html regenerated by `loadproof report`."""
+    if case == "soak":
+        path = soak_run(root)
+    elif case == "ab":
+        path = ab_run(root)
+    else:
+        (published,) = (DOCS_RUNS / REAL[case] / "runs").iterdir()
+        path = root / case
+        shutil.copytree(published, path)
+    build_report(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def artefacts() -> Path:
+    ARTEFACTS.mkdir(parents=True, exist_ok=True)
+    for old in ARTEFACTS.glob("*"):
+        if old.suffix in (".png", ".html"):
+            old.unlink()
+    return ARTEFACTS
+
+
+# --- the tests --------------------------------------------------------------------------------------
+
+
+def look(chromium: str, report: Path, width: int, shot: Path) -> Page:
+    page = asyncio.run(open_page(chromium, report.as_uri(), width))
+    shot.write_bytes(page.png)
+    return page
+
+
+PLANTED = "planted-errors"  # a report with errors planted in it: the net must catch each one
+
+
+@pytest.mark.parametrize("case", [*CASES, PLANTED])
+def test_report_html_in_chromium(case: str, chromium: str, artefacts: Path, tmp_path: Path) -> None:
+    if case == PLANTED:
+        catches_planted_errors(chromium, tmp_path, artefacts)
+        return
+    path = run_dir(case, tmp_path)
+    report = path / "report.html"
+    shutil.copyfile(report, artefacts / f"{case}.html")
+    has_telemetry = (path / "telemetry.jsonl").exists()
+    for width in (WIDE, NARROW):
+        shot = artefacts / f"{case}-{width}.png"
+        page = look(chromium, report, width, shot)
+        where = f"{case} at {width} px (screenshot {shot.relative_to(ROOT)})"
+        assert page.problems == [], f"{where}: the browser complained"
+        facts = page.facts
+        assert facts["h1"] and facts["h1"][0].startswith("loadproof run "), where
+        expected = headings(case)
+        missing = [h for h in expected if not any(h2 == h or h2.startswith(h + ":") for h2 in facts["h2"])]
+        assert missing == [], f"{where}: headings {facts['h2']} lack {missing}"
+        if "Acceptance" in expected:  # the verdict the claims hold, in the heading
+            claims = json.loads((path / "claims.json").read_text())["claims"]
+            verdict = next(c["printed"] for c in claims if c["name"].endswith(".verdict"))
+            assert f"Acceptance: {verdict}" in facts["h2"], where
+        assert facts["tables"] >= 1, f"{where}: no table"
+        if has_telemetry:
+            assert facts["svgs"], f"{where}: telemetry but no figure"
+        assert facts["faults"] == [], f"{where}: layout faults"
+        assert facts["pageWidth"] <= facts["viewWidth"], f"{where}: the page is wider than the window"
+        assert len(page.png) > 10_000 and page.png.startswith(b"\x89PNG"), where
+    print(f"screenshots: {artefacts.relative_to(ROOT)}/{case}-{{{WIDE},{NARROW}}}.png")
+
+
+def catches_planted_errors(chromium: str, tmp_path: Path, artefacts: Path) -> None:
+    """An uncaught exception, a console error, a missing image and a request off the machine are each reported."""
+    path = run_dir("prefill", tmp_path)
+    html = (path / "report.html").read_text(encoding="utf-8")
+    broken = path / "broken.html"
+    broken.write_text(html.replace("</body>", "<script>throw new Error('planted')</script>\n"
+                                   "<script>console.error('planted console error')</script>\n"
+                                   '<img src="missing.png" alt="">\n'
+                                   '<link rel="stylesheet" href="http://127.0.0.1:9/planted.css">\n</body>'),
+                      encoding="utf-8")
+    page = look(chromium, broken, WIDE, artefacts / f"{PLANTED}.png")
+    text = "\n".join(page.problems)
+    assert "uncaught exception: Error: planted" in text
+    assert "console.error: planted console error" in text
+    assert "failed load: net::ERR_FILE_NOT_FOUND" in text
+    assert "request leaves the file: http://127.0.0.1:9/planted.css" in text
