@@ -666,9 +666,11 @@ class Sanitizer:
                 last = span.end
             s = "".join(parts) + s[last:]
         s = _KEY_RE.sub(self._shaped_key, s)
+        # a Windows path before URLs: a URL stops at a backslash, and would take `C:` with it and
+        # leave `:\Users\name\...` no longer shaped like a path (found by Hypothesis)
+        s = _WIN_PATH_RE.sub("<path>", s)
         s = _URL_RE.sub(_url, s)
         s = _EMAIL_RE.sub("<email>", s)
-        s = _WIN_PATH_RE.sub("<path>", s)
         s = _HOME_PATH_RE.sub("<path>", s)
         s = _POSIX_PATH_RE.sub(_posix_path, s)
         if ":" in s:

@@ -143,6 +143,8 @@ LEGIT = {"model": "meta-llama/Llama-3.1-8B", "embedded": "embedded:gemma3-270m",
 # found by Hypothesis: a secret's value swallowed the next secret's marker, which then went unseen
 @example(items=[("--api-key 00000000000000000000", ["00000000000000000000"])], seps=[" (", " ", " "])
 @example(items=[("Bearer 00000000000000000000", ["00000000000000000000"])] * 2, seps=[" ", "=", " "])
+# a URL ending in `=C:\...`: the URL took the drive letter and the rest was no longer a path
+@example(items=[("11.0.0.0", ["11.0.0.0"]), ("C:\\Users\\a0000000\\models", ["a0000000"])], seps=["=", "=", " "])
 def test_nothing_planted_survives_and_claims_still_verify(items, seps):
     dirt = "".join(sep + planted for sep, (planted, _) in zip(seps, items))
     needles = [n for planted, ns in items for n in [planted, *ns]]
