@@ -45,6 +45,7 @@ from loadproof.client import RequestSpec, StreamingClient
 from loadproof.engines.embedded import paths
 from loadproof.engines.process import free_port
 from loadproof.protocol.openai import request_body
+from loadproof.units import NS_PER_S
 from loadproof.workloads.haystack import HaystackBuilder
 
 SERVER = r'''
@@ -120,10 +121,10 @@ async def send_plain(url: str, bodies: dict[str, bytes]) -> dict[str, tuple[int,
 
 def summarize(sent: dict[str, tuple[int, int]], records: list[list], tokens: int) -> dict[str, float]:
     log = {r[0]: r[1:] for r in records}  # {model name: [head_ns, body_done_ns, bytes]}
-    uploads = [(log[k][1] - s) / 1e9 for k, (s, _) in sent.items()]
-    ttfts = [(f - s) / 1e9 for s, f in sent.values()]
+    uploads = [(log[k][1] - s) / NS_PER_S for k, (s, _) in sent.items()]
+    ttfts = [(f - s) / NS_PER_S for s, f in sent.values()]
     total_bytes = sum(v[2] for v in log.values())
-    span_s = (max(v[1] for v in log.values()) - min(s for s, _ in sent.values())) / 1e9
+    span_s = (max(v[1] for v in log.values()) - min(s for s, _ in sent.values())) / NS_PER_S
     return {"tokens": tokens, "mb_per_body": total_bytes / len(log) / 1e6, "upload_p50_s": statistics.median(uploads),
             "upload_max_s": max(uploads), "ttft_p50_s": statistics.median(ttfts), "ttft_max_s": max(ttfts),
             "all_sent_s": span_s, "mb_per_s": total_bytes / 1e6 / span_s}
@@ -153,7 +154,7 @@ def peer_row(run: peers.LongPromptRun, records: list[list], sample_tokens: int |
     # a tool that sends a test request alone first (vllm bench serve with --ready-check-timeout-sec > 0, not
     # its default here) has the run as the last `sessions` bodies to arrive
     burst = sorted(complete, key=lambda r: r[1])[-sessions:]
-    body_in = [(r[2] - r[1]) / 1e9 for r in burst]
+    body_in = [(r[2] - r[1]) / NS_PER_S for r in burst]
     sizes = [r[3] for r in burst]
     note = run.note
     if run.timed_out:
@@ -178,9 +179,9 @@ def peer_row(run: peers.LongPromptRun, records: list[list], sample_tokens: int |
         "body_tokens": sample_tokens,
         "body_in_p50_s": statistics.median(body_in) if body_in else None,
         "body_in_max_s": max(body_in) if body_in else None,
-        "before_first_s": (min(r[1] for r in records) - run.start_ns) / 1e9 if records else None,
-        "sending_s": (max(r[2] for r in burst) - min(r[1] for r in burst)) / 1e9 if burst else None,
-        "after_last_s": (run.end_ns - max(r[2] for r in complete)) / 1e9 if complete else None,
+        "before_first_s": (min(r[1] for r in records) - run.start_ns) / NS_PER_S if records else None,
+        "sending_s": (max(r[2] for r in burst) - min(r[1] for r in burst)) / NS_PER_S if burst else None,
+        "after_last_s": (run.end_ns - max(r[2] for r in complete)) / NS_PER_S if complete else None,
         "note": note,
     }
 

@@ -27,6 +27,7 @@ from pathlib import Path
 from loadproof.engines.embedded import ensure_engine, paths
 from loadproof.engines.embedded import peers as installed
 from loadproof.engines.embedded.peers import OFFLINE, VLLM_CLI
+from loadproof.units import NS_PER_S
 
 PEERS_DIR = installed.peers_dir()  # GuideLLM's and AIPerf's environments (run_all.py reads their versions)
 TIMEOUT_S = 420
@@ -182,7 +183,7 @@ class LongPromptRun:
 
     @property
     def wall_s(self) -> float:
-        return (self.end_ns - self.start_ns) / 1e9
+        return (self.end_ns - self.start_ns) / NS_PER_S
 
 
 def long_prompt_command(tool: str, url: str, tokens: int, concurrency: int, requests: int,
@@ -328,7 +329,7 @@ def _read_long_prompt(run: LongPromptRun, workdir: Path) -> None:
         run.own_prompt_tokens = stat("input_sequence_length")
         sending = data.get("http_req_sending")
         if isinstance(sending, dict) and sending.get("p50") is not None:
-            scale = 1e3 if sending.get("unit") == "ms" else 1e9 if sending.get("unit") == "ns" else 1.0
+            scale = 1e3 if sending.get("unit") == "ms" else NS_PER_S if sending.get("unit") == "ns" else 1.0
             notes.append(f"AIPerf's own http_req_sending p50 {float(sending['p50']) / scale:.3f} s")
         if data.get("error_summary"):
             notes.append(f"errors {data['error_summary']}"[:160])

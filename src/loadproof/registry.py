@@ -22,6 +22,14 @@ class Registry(Generic[T]):
         self._targets: dict[str, str] = {}
         self._loaded: dict[str, T] = {}
 
+    @classmethod
+    def of(cls, what: str, targets: dict[str, str]) -> Registry[T]:
+        """A registry of `targets` (name -> module:attr), registered in their order."""
+        registry: Registry[T] = cls(what)
+        for name, target in targets.items():
+            registry.register(name, target)
+        return registry
+
     def register(self, name: str, target: str) -> None:
         if name in self._targets:
             raise ValueError(f"{self.what} {name!r} is already registered ({self._targets[name]})")
@@ -31,6 +39,10 @@ class Registry(Generic[T]):
 
     def names(self) -> list[str]:
         return sorted(self._targets)
+
+    def in_order(self) -> list[str]:
+        """The names in the order they were registered (the order a listing should show them)."""
+        return list(self._targets)
 
     def get(self, name: str) -> T:
         if name in self._loaded:

@@ -313,8 +313,8 @@ def soak_run(root: Path) -> Path:
                       family="long" if i % 3 == 0 else "short", scenario="soak", ok=i != 7) for i in range(20)]
     samples = [{"t_ns": i * 10 * S, "source": "engine", "values": {"process_rss_bytes": (2048 + 3 * i) * 1024**2}}
                for i in range(5)]
-    plan = {"clients": 2, "duration_s": 40, "max_error_rate": 0.0, "max_latency_drift": 0.25,
-            "max_rss_growth_mib": 100.0}
+    plan = {"clients": 2, "duration_s": 40, "long_every": 3, "long_requests": True, "max_error_rate": 0.0,
+            "max_latency_drift": 0.25, "max_rss_growth_mib": 100.0}
     return _write(root, "soak-synthetic", {"scenario": "soak", "plan": plan}, records, samples)
 
 
@@ -326,8 +326,11 @@ def ab_run(root: Path) -> Path:
                       rate=(10.0 if arm == "a" else 12.0) + k * 0.3 + 0.4 * ((r * 7) % 3), tokens=40, scenario="ab",
                       family=arm, repeat=r, batch=pos, prompt_id=f"english-{k:02d}")
                for r, arms in enumerate(order) for pos, arm in enumerate(arms) for k in range(3)]
-    plan = {"arms": {"a": {"settings": {"temperature": 0.0}}, "b": {"settings": {"temperature": 0.7}}},
-            "order": order, "order_seed": 7, "family": "english", "bootstrap_seed": 20240607, "resamples": 2000}
+    target = {"url": "http://127.0.0.1:8000", "model": "m", "endpoint": "completions"}
+    plan = {"arms": {"a": {"target": target, "settings": {"temperature": 0.0}},
+                     "b": {"target": target, "settings": {"temperature": 0.7}}},
+            "order": order, "order_seed": 7, "prompts": [f"english-{k:02d}" for k in range(3)], "family": "english",
+            "bootstrap_seed": 20240607, "resamples": 2000}
     return _write(root, "ab-synthetic", {"scenario": "ab", "plan": plan}, records)
 
 

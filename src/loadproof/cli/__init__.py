@@ -25,7 +25,7 @@ app = typer.Typer(
 run_app = typer.Typer(help="Run a scenario against an OpenAI-compatible server.", no_args_is_help=True)
 app.add_typer(run_app, name="run")
 
-from loadproof.cli import demo, serve, run, report, compare, sim, publish, export  # noqa: E402,F401,I001  (each module registers its commands, in this order)
+from loadproof.cli import demo, serve, run, report, plan, compare, sim, publish, export  # noqa: E402,F401,I001  (each module registers its commands, in this order)
 
 
 def main() -> None:

@@ -1,113 +1,69 @@
-"""What the commands share: option types, the target, running a scenario into a run directory, showing its report."""
+"""What the commands share: the console a run prints through, a report's tables, profile tweaks."""
 
 from __future__ import annotations
 
-import asyncio
-import os
 import shlex
-import time
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
-from pydantic import ValidationError
 
 from loadproof.cli import ui
-from loadproof.config.base import one_line
-from loadproof.config.profile import Profile, load_profile
-from loadproof.errors import UsageError
-from loadproof.report.build import build_report, criteria_rows, throughput_table
-from loadproof.scenarios.base import Target, common_manifest, resolve_model
-from loadproof.store.run_dir import RunWriter
+from loadproof.config.profile import Profile
+from loadproof.metrics.claims import ACCEPTANCE
+from loadproof.report.build import Report, build_report, criteria_rows, request_counts, requests_line, throughput_table
+from loadproof.scenarios.base import Progress
+from loadproof.scenarios.lifecycle import verdict_of
 
-
-# options every `run` command shares, spelled once
-UrlOption = Annotated[str, typer.Option(help="base URL of the OpenAI-compatible server")]
-ModelOption = Annotated[Optional[str], typer.Option(help="model name; default: the first at /v1/models")]
-EndpointOption = Annotated[str, typer.Option(help="completions or chat")]
-ProfileOption = Annotated[Optional[Path], typer.Option(help="profile TOML: endpoint, model name, thinking")]
-ApiKeyEnvOption = Annotated[Optional[str], typer.Option(help="name of the environment variable holding the API key")]
 OutOption = Annotated[Path, typer.Option(help="where run directories go")]
-TokenizerOption = Annotated[Path, typer.Option(help="the model's tokenizer.json (or its folder): exact-length prompts")]
-NoCacheSaltOption = Annotated[bool, typer.Option(help="do not send vLLM's cache_salt")]
-IdleTimeoutOption = Annotated[float, typer.Option(help="wait up to this long, before the run, for the engine to report "
-                                                  "0 running and 0 waiting; else fail with 'engine busy'")]
-
-def int_list(text: str, what: str) -> list[int]:
-    try:
-        return [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise UsageError(f"{what} takes whole numbers separated by commas (got {text!r})") from None
 
 
-def validated(model: type, source: str, **values: Any) -> Any:
-    try:
-        return model(**{k: v for k, v in values.items() if v is not None})
-    except ValidationError as exc:
-        raise one_line(exc, source) from None
+class CliConsole:
+    """The run lifecycle's console (`scenarios.lifecycle.Console`): rich, stderr for status, stdout for results."""
 
-
-def extra_body(profile: Profile | None, endpoint: str, disable_thinking: bool) -> dict[str, Any]:
-    thinking_off = disable_thinking or (profile is not None and profile.serving.thinking == "disable")
-    if thinking_off and endpoint == "chat":
-        return {"chat_template_kwargs": {"enable_thinking": False}}
-    return {}
-
-
-def run_scenario(scenario: Any, out: Path, manifest_extra: dict[str, Any] | None = None,
-                  label: str = "requests") -> Path:
-    """Create the run directory, write the manifest, run, and close the manifest even when interrupted."""
-    from loadproof.telemetry.sampler import TelemetrySampler
-
-    writer = RunWriter.create(out, scenario.name)
-    manifest = common_manifest(writer.run_id, scenario.name, scenario.options, scenario.target, manifest_extra)
-    sampler = TelemetrySampler(writer.path / "telemetry.jsonl", say=say_once)
-    manifest["telemetry"] = sampler.describe()
-    writer.write_manifest(manifest)
-    ui.err.print(f"run directory: {writer.path}")
-    if hasattr(scenario, "status"):
-        scenario.status = lambda text: ui.err.print(text, markup=False, highlight=False)
-    try:
-        with sampler, ui.request_progress(f"{scenario.name}: {label}") as progress:
-            asyncio.run(scenario.run(writer, manifest, progress))
-    finally:
-        manifest["end_wall_time"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        manifest["num_records"] = writer.num_records
-        writer.write_manifest(manifest)
-        writer.close()
-    return writer.path
-
-
-said: set[str] = set()
-
-
-def say_once(text: str) -> None:
-    if text not in said:
-        said.add(text)
+    def say(self, text: str) -> None:
         ui.err.print(text, markup=False, highlight=False)
 
+    def progress(self, label: str) -> AbstractContextManager[Progress]:
+        return ui.request_progress(label)
 
-def show_report(run_path: Path) -> str | None:
-    """Print the run's tables; return its acceptance verdict, if the scenario has one."""
-    report = build_report(run_path)
-    header, rows = throughput_table(report.claims)
+    def show(self, report: Report) -> None:
+        show(report)
+
+    def table(self, title: str, header: list[str], rows: list[list[str]]) -> None:
+        ui.table(title, header, rows)
+
+    def result(self, text: str) -> None:
+        ui.out.print(text, markup=False, highlight=False)
+
+
+console = CliConsole()
+
+
+def show(report: Report) -> None:
+    """A run's tables: throughput, the acceptance criteria with their evidence, every other figure."""
+    claims = report.claims
+    header, rows = throughput_table(claims)
     if rows:
         ui.table("Throughput (tokens/s): c1 = one user's decode rate; c4, c8 = aggregate of all streams",
                  header, rows)
-    criteria = criteria_rows(report.claims)
-    verdict = next((c.printed for c in report.claims if c.name.endswith(".verdict")), None)
+    criteria = criteria_rows(claims)
     if criteria:
-        ui.table(f"{report.run.manifest.get('scenario')} acceptance: {verdict}", ["criterion", "status", "evidence"],
-                 [list(row) for row in criteria])
-    figures = [c for c in report.claims if not c.name.startswith("throughput.") and ".criteria." not in c.name
-               and not c.name.endswith(".verdict")]
+        ui.table(f"{report.run.manifest.get('scenario')} acceptance: {verdict_of(claims)}",
+                 ["criterion", "status", "evidence"], [list(row) for row in criteria])
+    figures = [c for c in claims if c.kind not in ACCEPTANCE and not c.name.startswith("throughput.")]
     if figures:
         ui.table("Figures", ["claim", "value", "unit"], [[c.name, c.printed, c.unit] for c in figures])
-    failed = sum(not r.ok and r.error_kind != "cancelled" for r in report.run.records)
-    if failed:
-        ui.err.print(f"[yellow]{failed} request(s) failed; see error_kind in requests.jsonl[/]")
-    ui.out.print(f"claims: {run_path / 'claims.json'}\nreport: {run_path / 'report.md'}")
-    return verdict
+    failed = request_counts(report.run)[1]
+    ui.err.print(requests_line(report.run) + ("; see error_kind in requests.jsonl" if failed else ""),
+                 style="yellow" if failed else None, markup=False, highlight=False)
+    ui.out.print(f"claims: {report.run.path / 'claims.json'}\nreport: {report.run.path / 'report.md'}",
+                 markup=False, highlight=False)
+
+
+def show_report(run_path: Path) -> None:
+    show(build_report(run_path))
 
 
 def with_serving(profile: Profile, eager: bool, port: int | None) -> Profile:
@@ -124,40 +80,3 @@ def with_serving(profile: Profile, eager: bool, port: int | None) -> Profile:
 def print_command(argv: list[str], env: dict[str, str]) -> None:
     prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
     ui.out.print((prefix + " " if prefix else "") + shlex.join(argv), markup=False, highlight=False, soft_wrap=True)
-
-
-def resolve_target(url: str, model: str | None, endpoint: str, profile: Path | None, api_key_env: str | None,
-            tokenizer: Path | None, disable_thinking: bool = False) -> tuple[Target, Profile | None]:
-    prof = load_profile(profile) if profile else None
-    if prof is not None:
-        endpoint = prof.serving.endpoint
-        model = model or prof.model.served_name
-    if endpoint not in ("completions", "chat"):
-        raise UsageError(f"--endpoint must be completions or chat (got {endpoint!r})")
-    api_key = None
-    if api_key_env:
-        api_key = os.environ.get(api_key_env)
-        if not api_key:
-            raise UsageError(f"environment variable {api_key_env} is not set")
-    if tokenizer is not None and not tokenizer.exists():
-        raise UsageError(f"no tokenizer at {tokenizer}")
-    model = resolve_model(url, model, api_key)
-    target = Target(url=url, model=model, endpoint=endpoint,  # type: ignore[arg-type]
-                    api_key=api_key, extra_body=extra_body(prof, endpoint, disable_thinking),
-                    tokenizer_path=tokenizer)
-    return target, prof
-
-
-def startup_kv_tokens(startup_log: Path | None, engine: str = "vllm") -> tuple[int | None, dict[str, Any] | None]:
-    if startup_log is None:
-        return None, None
-    from loadproof.engines import engines
-
-    try:
-        text = startup_log.read_text(encoding="utf-8", errors="replace")
-    except FileNotFoundError:
-        raise UsageError(f"no startup log at {startup_log}") from None
-    report = engines.get(engine).parse_startup_report(text)
-    if report is None:
-        raise UsageError(f"{startup_log} holds no KV cache size line")
-    return report.kv_cache_tokens, report.as_dict()

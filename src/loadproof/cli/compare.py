@@ -1,6 +1,7 @@
 """`loadproof compare BASE CAND`: change tables against every baseline, and an ACCEPT/REJECT decision.
 
-Exit 0 ACCEPT, 1 REJECT, 2 bad input (a missing run, runs with no shared claim).
+Exit 0 ACCEPT, 1 REJECT, 2 bad input (a missing run, runs of different scenarios or workloads without
+--anyway, runs with no shared claim) or no verdict (no shared figure a budget applies to).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from loadproof.errors import UsageError
 from loadproof.metrics import compute_claims
 from loadproof.report.compare import (
     DEFAULT_SEED,
+    NO_VERDICT,
     Side,
     build_side,
     compare,
@@ -47,16 +49,19 @@ def compare_command(
         metavar="SCENARIO", help="the candidate must hold SCENARIO.verdict == PASS (repeatable)")] = None,
     out: Annotated[Optional[Path], typer.Option(help="also write the comparison as Markdown to this file")] = None,
     seed: Annotated[int, typer.Option(help="seed of the bootstrap intervals (with repeats)")] = DEFAULT_SEED,
+    anyway: Annotated[bool, typer.Option(help="compare runs whose scenario or workload differs (said on screen)")] = False,
 ) -> None:
     """Change of every shared claim against every baseline, side by side; ACCEPT or REJECT against budgets."""
     budget = parse_percent(max_slowdown) if max_slowdown is not None else None
     bases = [load_side(text) for text in [base, *(baseline or [])]]
     candidate = load_side(cand)
-    result = compare(candidate, bases, max_slowdown=budget, required=require or [], seed=seed)
+    result = compare(candidate, bases, max_slowdown=budget, required=require or [], seed=seed, anyway=anyway)
     quality_answer_changes(result)
     header, rows = table(result)
     for line in legend(result):
         ui.out.print(line, markup=False, highlight=False)
+    for difference in result.differences:
+        ui.err.print(f"runs differ, compared anyway: {difference}", style="yellow", markup=False, highlight=False)
     ui.table("Change = (candidate - baseline) / baseline", header, rows)
     for label, changes in result.answers:
         ui.table(f"Answers against {label}", ["category", "count"], [[k, str(len(v))] for k, v in changes.items()])
@@ -70,6 +75,8 @@ def compare_command(
             raise UsageError(f"cannot write {out}: {exc.strerror}") from None
         ui.out.print(f"comparison: {out}", markup=False, highlight=False)
     ui.out.print(f"{result.verdict}", markup=False, highlight=False)
+    if result.verdict == NO_VERDICT:
+        raise UsageError(f"no verdict: {'; '.join(result.reasons)}")
     for reason in result.reasons:
         ui.out.print(f"  {reason}", markup=False, highlight=False)
     if result.reasons:

@@ -17,7 +17,8 @@ from loadproof.scenarios.prefill import PrefillOptions, PrefillScenario
 from loadproof.scenarios.quality import QualityOptions, QualityScenario
 from loadproof.scenarios.soak import SoakOptions, SoakScenario
 from loadproof.scenarios.throughput import ThroughputOptions, ThroughputScenario
-from loadproof.cli.common import OutOption, run_scenario, show_report, with_serving
+from loadproof.cli.common import OutOption, console, with_serving
+from loadproof.scenarios.lifecycle import run_once
 
 
 @app.command()
@@ -51,30 +52,26 @@ def demo(
         ui.err.print(f"engine ready at {engine.url} after {timings['engine_start_s']:.0f} s")
         startup = engine.startup_report()
         target = Target(url=engine.url, model=profile.model.served_name, endpoint=profile.serving.endpoint,
-                        tokenizer_path=embedded.tokenizer_path_for(profile))
+                        tokenizer_path=embedded.tokenizer_path_for(profile), engine=profile.engine)
         extra = {"profile": profile.model_dump(), "engine": {
             "kind": profile.engine, "launch": engine.command.argv[1:], "env": engine.command.env,
             "startup_report": startup.as_dict() if startup else None, "ready_after_s": engine.ready_after_s}}
         kv_tokens = startup.kv_cache_tokens if startup else None
         plan = [
-            ("throughput", ThroughputScenario(target, ThroughputOptions(max_tokens=max_tokens, num_prompts=prompts)),
-             "requests"),
-            ("capacity", CapacityScenario(target, CapacityOptions(sessions=4, input_tokens=1536, window_s=6.0),
-                                          startup_kv_tokens=kv_tokens), "sessions with a first token"),
-            ("prefill", PrefillScenario(target, PrefillOptions(input_tokens=4096, repeats=3, decode_tokens=32)),
-             "cold repeats"),
-            ("interference", InterferenceScenario(target, InterferenceOptions(
-                sessions=3, session_tokens=1024, newcomer_tokens=6144, window_s=4.0)), "sessions with a first token"),
-            ("soak", SoakScenario(target, SoakOptions(duration_s=20.0, clients=2, long_every=3, long_tokens=1024,
-                                                      max_latency_drift=1.0), engine_metrics_url=engine.url),
-             "requests"),
-            ("quality", QualityScenario(target, QualityOptions(gsm8k_items=5, authored_modes=["plain"],
-                                                               retrieval_lengths=[1024, 2048])), "items"),
+            ThroughputScenario(target, ThroughputOptions(max_tokens=max_tokens, num_prompts=prompts)),
+            CapacityScenario(target, CapacityOptions(sessions=4, input_tokens=1536, window_s=6.0),
+                             startup_kv_tokens=kv_tokens),
+            PrefillScenario(target, PrefillOptions(input_tokens=4096, repeats=3, decode_tokens=32)),
+            InterferenceScenario(target, InterferenceOptions(sessions=3, session_tokens=1024, newcomer_tokens=6144,
+                                                             window_s=4.0)),
+            SoakScenario(target, SoakOptions(duration_s=20.0, clients=2, long_every=3, long_tokens=1024,
+                                             max_latency_drift=1.0), engine_metrics_url=engine.url),
+            QualityScenario(target, QualityOptions(gsm8k_items=5, authored_modes=["plain"],
+                                                   retrieval_lengths=[1024, 2048])),
         ]
-        for name, scenario, label in plan:
-            ui.err.rule(name)
-            run_path = run_scenario(scenario, out, extra, label=label)
-            verdicts[name] = show_report(run_path)
+        for scenario in plan:
+            ui.err.rule(scenario.name)
+            verdicts[scenario.name] = run_once(scenario, out, console, extra).verdict
         timings["measurement_s"] = watch.lap()
     finally:
         with ui.status("stopping the engine"):

@@ -46,7 +46,7 @@ def serve(
     profile = with_serving(profile, eager, port)
     engine = engines.get(profile.engine)
     if dry_run:
-        python = str(embedded.paths().python) if profile.engine == "embedded" else profile.serving.python
+        python = engine.interpreter(profile)
         model_path = embedded.model_path_for(profile)
         serve_port = profile.serving.port or 8000
         command = engine.launch_command(profile, python, model_path, serve_port)
@@ -65,10 +65,8 @@ def serve(
     unsupported = [n for n in rendered.notes if n.startswith("unsupported")]
     if unsupported:
         raise UsageError(f"refusing to launch what {profile.engine} cannot run as written: {unsupported[0]}")
-    if profile.engine == "embedded":
-        with ui.status("preparing the embedded engine") as status:
-            embedded.ensure_engine(status)
-            embedded.ensure_model(status)
+    with ui.status(None) as status:  # says something only where loadproof installs the engine itself
+        engine.prepare(status)
     engine_port = profile.serving.port or free_port(profile.serving.host)
     folder = out / new_run_id("serve")
     relay_state: dict[str, Any] = {}

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from rich.console import Console
+from rich.status import Status
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -15,8 +16,9 @@ err = Console(stderr=True, soft_wrap=True)
 
 
 @contextmanager
-def status(initial: str) -> Iterator[callable]:
-    """A spinner line on stderr; the yielded function updates its text.
+def status(initial: str | None) -> Iterator[Callable[[str], None]]:
+    """A spinner line on stderr; the yielded function updates its text. With `initial` None nothing
+    shows until the first update (work that may have nothing to do says nothing).
 
     Without a terminal (CI, a log file) a spinner shows nothing, so each new step is printed as a
     line instead (the running seconds after a ':' do not count as a new step).
@@ -30,15 +32,29 @@ def status(initial: str) -> Iterator[callable]:
                 last[0] = step
                 err.print(step, markup=False, highlight=False)
 
-        say(initial)
+        if initial is not None:
+            say(initial)
         yield say
         return
-    with err.status(initial) as spinner:
-        yield lambda text: spinner.update(text)
+    spinner: list[Status] = []
+
+    def update(text: str) -> None:
+        if not spinner:
+            spinner.append(err.status(text))
+            spinner[0].start()
+        spinner[0].update(text)
+
+    if initial is not None:
+        update(initial)
+    try:
+        yield update
+    finally:
+        if spinner:
+            spinner[0].stop()
 
 
 @contextmanager
-def request_progress(label: str) -> Iterator[callable]:
+def request_progress(label: str) -> Iterator[Callable[[int, int], None]]:
     """A progress bar of finished requests; the yielded function takes (done, total)."""
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=err, transient=False) as progress:
@@ -50,13 +66,40 @@ def request_progress(label: str) -> Iterator[callable]:
         yield update
 
 
-def table(title: str, header: list[str], rows: list[list[str]]) -> None:
+def table(title: str, header: list[str], rows: list[list[str]], console: Console | None = None) -> None:
+    """A table on stdout. Names and numbers are never broken: only a column of prose (a formula, evidence,
+    a reason: cells with spaces) wraps, at its spaces. Where even that cannot fit the terminal, each row
+    is printed as a block instead: its first cell on a line, then `header: cell` lines."""
+    console = console or out
+    prose = [any(" " in row[i] for row in rows) for i in range(len(header))]
+    needed = [max([_longest_word(header[i])] + [len(row[i]) if not prose[i] else _longest_word(row[i]) for row in rows])
+              for i in range(len(header))]
+    if sum(needed) + 3 * len(header) + 1 > console.width:  # cells, padding and borders
+        _blocks(title, header, rows, console)
+        return
     t = Table(title=title)
     for i, name in enumerate(header):
-        t.add_column(name, justify="left" if i == 0 else "right", overflow="fold")
+        if prose[i]:
+            t.add_column(name, justify="left", overflow="fold", min_width=needed[i])
+        else:
+            t.add_column(name, justify="left" if i == 0 else "right", no_wrap=True, min_width=needed[i])
     for row in rows:
         t.add_row(*row)
-    out.print(t)
+    console.print(t)
+
+
+def _longest_word(text: str) -> int:
+    return max((len(word) for word in text.split()), default=0)
+
+
+def _blocks(title: str, header: list[str], rows: list[list[str]], console: Console) -> None:
+    console.print(title, style="italic", markup=False, highlight=False, soft_wrap=False)
+    for row in rows:
+        console.print(row[0], style="bold", markup=False, highlight=False, soft_wrap=False, overflow="fold")
+        for name, cell in zip(header[1:], row[1:]):
+            if cell:
+                console.print(f"  {name}: {cell}" if name else f"  {cell}", markup=False, highlight=False,
+                              soft_wrap=False, overflow="fold")
 
 
 class Stopwatch:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from loadproof.config.profile import Profile
 
@@ -48,6 +48,9 @@ class NodeCommand:
 
 
 class Engine(Protocol):
+    """An engine kind. Whatever differs between kinds is asked of the adapter, never decided by its name
+    (registry.py: nothing outside a registry branches on a plug-in's kind)."""
+
     name: str
     default_block_size: int
     default_max_num_batched_tokens: int
@@ -65,6 +68,50 @@ class Engine(Protocol):
     def cluster_commands(self, profile: Profile, python: str, model_path: str, port: int) -> list[NodeCommand]: ...
 
     def parse_startup_report(self, log_text: str) -> StartupReport | None: ...
+
+    def interpreter(self, profile: Profile) -> str:
+        """The Python the engine runs on (the profile's, or the one loadproof installed it into)."""
+        ...
+
+    def prepare(self, status: Callable[[str], None] | None = None) -> None:
+        """Install or prepare, on this machine, what a launch needs and loadproof provides (the embedded
+        engine's environment and model); nothing where the user installed the engine."""
+        ...
+
+    def concurrent_batches(self, profile: Profile, config: Mapping[str, Any]) -> tuple[int, str]:
+        """Batches the engine keeps in flight at once for this profile and model config, and why."""
+        ...
+
+    def attention_block_size(self, mla: bool) -> tuple[int, str]:
+        """The KV block size the engine picks when the profile sets none, and why."""
+        ...
+
+    def kv_budget_gib(self, profile: Profile) -> tuple[float, str] | None:
+        """A KV budget per GPU the profile gives the engine outside `kv_cache` (its environment), and where."""
+        ...
+
+
+class EngineDefaults:
+    """What most engines answer: no installation, the profile's Python, one batch per pipeline stage,
+    the default block size, no budget outside `kv_cache`."""
+
+    name: str
+    default_block_size: int
+
+    def interpreter(self, profile: Profile) -> str:
+        return profile.serving.python
+
+    def prepare(self, status: Callable[[str], None] | None = None) -> None:
+        return None
+
+    def concurrent_batches(self, profile: Profile, config: Mapping[str, Any]) -> tuple[int, str]:
+        return profile.parallel.pipeline, "synchronous scheduling assumed"
+
+    def attention_block_size(self, mla: bool) -> tuple[int, str]:
+        return self.default_block_size, f"{self.name} default"
+
+    def kv_budget_gib(self, profile: Profile) -> tuple[float, str] | None:
+        return None
 
 
 def flag_value(argv: Sequence[str], flag: str) -> str | None:

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from loadproof.config.profile import Profile
-from loadproof.engines.base import LaunchCommand, NodeCommand, StartupReport, flag_value
+from loadproof.engines.base import EngineDefaults, LaunchCommand, NodeCommand, StartupReport, flag_value
 
 SGLANG_METRICS: dict[str, str] = {
     "num_requests_running": "sglang:num_running_reqs",
@@ -27,7 +27,7 @@ _SPEC_METHODS = {"eagle": "EAGLE", "eagle3": "EAGLE3", "mtp": "NEXTN", "ngram": 
 
 
 @dataclass(frozen=True)
-class SGLangEngine:
+class SGLangEngine(EngineDefaults):
     name: str = "sglang"
     default_block_size: int = 1
     default_max_num_batched_tokens: int = 8192

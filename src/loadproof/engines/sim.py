@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from loadproof.config.profile import Profile
-from loadproof.engines.base import LaunchCommand, NodeCommand, StartupReport, flag_value
+from loadproof.engines.base import EngineDefaults, LaunchCommand, NodeCommand, StartupReport, flag_value
 from loadproof.engines.vllm import VLLM_METRICS
 
 DEFAULTS = "sim"  # model.path for the simulator's built-in figures
@@ -24,7 +24,7 @@ _KV = re.compile(r"KV ([\d,]+) tokens")
 
 
 @dataclass(frozen=True)
-class SimEngine:
+class SimEngine(EngineDefaults):
     name: str = "sim"
     default_block_size: int = 16
     default_max_num_batched_tokens: int = 2048
@@ -52,6 +52,9 @@ class SimEngine:
     def cluster_commands(self, profile: Profile, python: str, model_path: str, port: int) -> list[NodeCommand]:
         command = self.launch_command(profile, python, model_path, port)
         return [NodeCommand("head", command.argv, command.env)]
+
+    def interpreter(self, profile: Profile) -> str:
+        return sys.executable  # the simulator is part of loadproof
 
     def parse_startup_report(self, log_text: str) -> StartupReport | None:
         """The KV budget from the simulator's first line (`... KV 131,072 tokens (...)`)."""

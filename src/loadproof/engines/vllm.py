@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from loadproof.config.profile import Profile
-from loadproof.engines.base import LaunchCommand, NodeCommand, StartupReport, flag_value
+from loadproof.engines.base import EngineDefaults, LaunchCommand, NodeCommand, StartupReport, flag_value
 
 # GPU: "GPU KV cache size: 919,824 tokens"; CPU: "CPU KV cache size: N tokens, Maximum concurrency ..."
 _KV_TOKENS = re.compile(r"(?:GPU|CPU) KV cache size: ([\d,]+) tokens")
@@ -39,8 +40,23 @@ VLLM_METRICS: dict[str, str] = {
 REQUIRED_METRICS = tuple(k for k in VLLM_METRICS if not k.startswith(("spec_decode", "ttft_", "request_success")))
 
 
+# speculative methods vLLM 0.26 keeps asynchronous scheduling on with (EAGLE/MTP/draft model/NGram GPU/...)
+_ASYNC_SPECULATIVE = ("eagle", "eagle3", "extract_hidden_states", "draft_model", "ngram_gpu", "dflash", "dspark")
+# MoE architectures vLLM 0.26 still runs on the V2 model runner (other MoE models fall back to V1)
+_V2_MOE_ARCHITECTURES = {"DeepseekV2ForCausalLM", "GraniteMoeForCausalLM", "InklingForCausalLM",
+                         "InklingForConditionalGeneration", "LongcatFlashNgramForCausalLM", "Qwen2MoeForCausalLM"}
+
+
+def _is_moe(config: Mapping[str, Any]) -> bool:
+    cfg = config.get("text_config") or config
+    return any(int(cfg.get(key) or 0) > 0 for key in
+               ("num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts"))
+
+
 @dataclass(frozen=True)
-class VLLMEngine:
+class VLLMEngine(EngineDefaults):
+    """vLLM on GPUs, installed by the user (`serving.python`)."""
+
     name: str
     default_block_size: int = 16
     default_max_num_batched_tokens: int = 8192
@@ -48,6 +64,7 @@ class VLLMEngine:
     tokenize_path: str = "/tokenize"
     metric_names: dict[str, str] = field(default_factory=lambda: dict(VLLM_METRICS))
     needs_gpus: bool = True
+    kv_budget_env: str | None = None  # where the KV budget goes instead of --kv-cache-memory-bytes (the CPU build)
 
     def api_key(self, argv: Sequence[str], env: Mapping[str, str]) -> str | None:
         """`--api-key`, else `VLLM_API_KEY` (vLLM takes either; the engine process inherits the environment)."""
@@ -87,8 +104,8 @@ class VLLMEngine:
         if kv.block_size:
             argv += ["--block-size", str(kv.block_size)]
         if kv.budget_gib_per_gpu is not None:
-            if self.name == "embedded":
-                env["VLLM_CPU_KVCACHE_SPACE"] = f"{kv.budget_gib_per_gpu:g}"
+            if self.kv_budget_env:
+                env[self.kv_budget_env] = f"{kv.budget_gib_per_gpu:g}"
             else:
                 argv += ["--kv-cache-memory-bytes", str(int(kv.budget_gib_per_gpu * 1024**3))]
         if kv.memory_utilization is not None:
@@ -151,8 +168,73 @@ class VLLMEngine:
         )
 
 
+    def concurrent_batches(self, profile: Profile, config: Mapping[str, Any]) -> tuple[int, str]:
+        """Batches in flight at once (vLLM's `max_concurrent_batches`), and why.
+
+        It sets how many tokens a sliding-window layer reserves per request (window - 1 + batches x
+        max_num_batched_tokens). vLLM 0.26 on a GPU turns asynchronous scheduling on by default, and then
+        keeps stages + 1 batches in flight on the V2 model runner (its default for dense models) and 2 on
+        the V1 runner with one stage (it turns async off for V1 with pipeline stages).
+        """
+        pp = profile.parallel.pipeline
+        args = profile.serving.extra_args
+        if "--no-async-scheduling" in args:
+            return pp, "vLLM GPU: --no-async-scheduling"
+        if "--async-scheduling" not in args:
+            if profile.parallel.nodes > 1:
+                return pp, "vLLM GPU on Ray: the Ray executor has no async scheduling"
+            spec = profile.speculative
+            if spec is not None and not (spec.method in _ASYNC_SPECULATIVE or spec.method.endswith("mtp")):
+                return pp, f"vLLM GPU: async scheduling off with {spec.method} speculative decoding"
+        forced = profile.serving.env.get("VLLM_USE_V2_MODEL_RUNNER")
+        if forced is not None:
+            v2 = forced.strip().lower() in ("1", "true")
+        else:
+            v2 = not _is_moe(config) or bool(set(config.get("architectures") or ()) & _V2_MOE_ARCHITECTURES)
+        if v2:
+            return pp + 1, f"vLLM GPU: async scheduling on the V2 model runner, {pp} stage(s) + 1 batches in flight"
+        if pp == 1:
+            return 2, "vLLM GPU: async scheduling on the V1 model runner, 2 batches in flight"
+        return pp, "vLLM GPU: V1 model runner with pipeline stages, async scheduling off"
+
+    def attention_block_size(self, mla: bool) -> tuple[int, str]:
+        """vLLM on a GPU lets the attention backend choose: for MLA on Hopper it picks FlashMLA, which sets
+        64 ("Setting kv cache block size to 64 for FLASHMLA backend", vLLM 0.26 on an H200)."""
+        if mla:
+            return 64, "vLLM GPU, MLA: FlashMLA sets 64 (Hopper)"
+        return super().attention_block_size(mla)
+
+
+@dataclass(frozen=True)
+class VLLMCPUEngine(VLLMEngine):
+    """vLLM's CPU build, which loadproof installs into its own environment: the embedded engine."""
+
+    def interpreter(self, profile: Profile) -> str:
+        from loadproof.engines import embedded
+
+        return str(embedded.paths().python)
+
+    def prepare(self, status: Callable[[str], None] | None = None) -> None:
+        from loadproof.engines import embedded
+
+        embedded.ensure_engine(status)
+        embedded.ensure_model(status)
+
+    def concurrent_batches(self, profile: Profile, config: Mapping[str, Any]) -> tuple[int, str]:
+        return profile.parallel.pipeline, "vLLM-CPU: synchronous scheduling (the CPU platform turns async scheduling off)"
+
+    def attention_block_size(self, mla: bool) -> tuple[int, str]:
+        return EngineDefaults.attention_block_size(self, mla)
+
+    def kv_budget_gib(self, profile: Profile) -> tuple[float, str] | None:
+        text = profile.serving.env.get(self.kv_budget_env or "")
+        if text is None:
+            return None
+        return float(text), f"{self.kv_budget_env}={float(text):g} GiB"
+
+
 VLLM = VLLMEngine(name="vllm")
 # vLLM's CPU backend: 128-token blocks, and a 2,048-token batch budget (measured: it is what makes the
-# reported 991,390 tokens of the embedded default come out exactly)
-VLLM_CPU = VLLMEngine(name="embedded", default_block_size=128, default_max_num_batched_tokens=2048,
-                      needs_gpus=False)
+# reported 991,390 tokens of the embedded default come out exactly); its KV budget is an environment variable
+VLLM_CPU = VLLMCPUEngine(name="embedded", default_block_size=128, default_max_num_batched_tokens=2048,
+                         needs_gpus=False, kv_budget_env="VLLM_CPU_KVCACHE_SPACE")

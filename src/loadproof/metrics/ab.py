@@ -22,15 +22,13 @@ import random
 import statistics
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from typing import Any
-
-from loadproof.metrics.claims import Claim, number
-from loadproof.metrics.throughput import NS_PER_S, decode_rate_per_s
+from loadproof.metrics.claims import Claim, Direction, count, fact, number
+from loadproof.metrics.throughput import decode_rate_per_s
+from loadproof.plans.ab import ARMS, DEFAULT_RESAMPLES, AbPlan
 from loadproof.records import RequestRecord
+from loadproof.units import NS_PER_S
 
-ARMS = ("a", "b")
 LEVEL = 0.95
-DEFAULT_RESAMPLES = 2000
 
 
 def ttft_s(record: RequestRecord) -> float | None:
@@ -48,6 +46,7 @@ METRICS: dict[str, tuple[Callable[[RequestRecord], float | None], str, int]] = {
     "ttft_s": (ttft_s, "s", 3),
     "output_tokens": (output_tokens, "tokens", 1),
 }
+BETTER: dict[str, Direction] = {"decode_tokens_per_s": "higher", "ttft_s": "lower", "output_tokens": "neither"}
 
 
 def relative_change(base: float, cand: float) -> float | None:
@@ -97,39 +96,40 @@ def round_figures(records: list[RequestRecord], metric: Callable[[RequestRecord]
             for r in rounds if values.get((r, "a")) and values.get((r, "b"))]
 
 
-def ab_claims(plan: dict[str, Any], records: list[RequestRecord]) -> list[Claim]:
-    seed = plan["bootstrap_seed"]
-    resamples = plan.get("resamples", DEFAULT_RESAMPLES)
+def ab_claims(plan: AbPlan, records: list[RequestRecord]) -> list[Claim]:
+    seed = plan.bootstrap_seed
+    resamples = plan.resamples
     ab = [r for r in records if r.scenario == "ab" and r.family in ARMS]
-    claims = [number("ab.rounds", len(plan["order"]), "rounds", "rounds planned; each sends the batch once per arm")]
+    claims = [count("ab.rounds", len(plan.order), "rounds", "rounds planned; each sends the batch once per arm",
+                    direction="neither")]
     for arm in ARMS:
-        claims.append(number(f"ab.failed_requests.{arm}", sum(1 for r in ab if r.family == arm and not r.ok),
-                             "requests", f"records of arm {arm} with ok == false"))
+        claims.append(count(f"ab.failed_requests.{arm}", sum(1 for r in ab if r.family == arm and not r.ok),
+                            "requests", f"records of arm {arm} with ok == false", direction="lower"))
     for name, (metric, unit, decimals) in METRICS.items():
+        better = BETTER[name]
         rows = round_figures(ab, metric)
         if not rows:
             continue
         a = statistics.fmean(row[1] for row in rows)
         b = statistics.fmean(row[2] for row in rows)
         per_round = f"median over the arm's requests in a round, mean over {len(rows)} rounds with both arms"
-        claims += [number(f"ab.{name}.a", a, unit, f"{name} of arm a: {per_round}", decimals),
-                   number(f"ab.{name}.b", b, unit, f"{name} of arm b: {per_round}", decimals)]
+        claims += [number(f"ab.{name}.a", a, unit, f"{name} of arm a: {per_round}", decimals, direction=better),
+                   number(f"ab.{name}.b", b, unit, f"{name} of arm b: {per_round}", decimals, direction=better)]
         change = relative_change(a, b)
         if change is None:
             continue
-        claims.append(number(f"ab.{name}.change", change, "", "(b - a) / a", 4))
+        claims.append(number(f"ab.{name}.change", change, "", "(b - a) / a", 4, direction="neither"))
         ci = paired_bootstrap_change([(row[1], row[2]) for row in rows], random.Random(seed), resamples)
         if ci is None:
             continue
         how = (f"percentile bootstrap {LEVEL:.0%} interval of (b - a) / a, rounds resampled in pairs, "
                f"{resamples} draws, random.Random({seed})")
         significant = ci[0] > 0 or ci[1] < 0
-        claims += [number(f"ab.{name}.ci_low", ci[0], "", how, 4),
-                   number(f"ab.{name}.ci_high", ci[1], "", how, 4),
-                   Claim(f"ab.{name}.significant", significant, "", "yes" if significant else "no",
-                         "the interval [ci_low, ci_high] excludes 0")]
+        claims += [number(f"ab.{name}.ci_low", ci[0], "", how, 4, direction="neither"),
+                   number(f"ab.{name}.ci_high", ci[1], "", how, 4, direction="neither"),
+                   fact(f"ab.{name}.significant", significant, "the interval [ci_low, ci_high] excludes 0")]
     return claims
 
 
-def claims_of_run(run) -> list[Claim]:
-    return ab_claims(run.manifest["plan"], run.records)
+def claims_of_run(run, plan: AbPlan) -> list[Claim]:
+    return ab_claims(plan, run.records)

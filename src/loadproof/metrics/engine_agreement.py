@@ -16,10 +16,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from loadproof.metrics.claims import Claim, number
+from loadproof.metrics.claims import Claim, count, number
 from loadproof.records import RequestRecord
-
-NS = 1_000_000_000
+from loadproof.units import NS_PER_S
 
 
 def _bracket(samples: list[dict[str, Any]], records: list[RequestRecord]) -> tuple[dict[str, float], dict[str, float]] | None:
@@ -43,12 +42,14 @@ def agreement_claims(records: list[RequestRecord], samples: list[dict[str, Any]]
     claims: list[Claim] = []
 
     def pair(name: str, client: float, engine: float, unit: str, what: str, decimals: int) -> None:
-        claims.append(number(f"crosscheck.{name}.client", client, unit, f"client: {what}", decimals))
+        # an agreement check, not a performance figure: no side is better
+        claims.append(number(f"crosscheck.{name}.client", client, unit, f"client: {what}", decimals,
+                             direction="neither"))
         claims.append(number(f"crosscheck.{name}.engine", engine, unit, "engine: growth of its own counter "
-                             "between the /metrics samples bracketing the run", decimals))
+                             "between the /metrics samples bracketing the run", decimals, direction="neither"))
         if engine:
             claims.append(number(f"crosscheck.{name}.diff_pct", (client - engine) / engine * 100, "%",
-                                 "(client - engine) / engine x 100", 2))
+                                 "(client - engine) / engine x 100", 2, direction="neither"))
 
     if "prompt_tokens_total" in first and "prompt_tokens_total" in last:
         client = sum(r.prompt_tokens or 0 for r in records if r.first_token_ns is not None)
@@ -60,15 +61,16 @@ def agreement_claims(records: list[RequestRecord], samples: list[dict[str, Any]]
              "tokens", "sum of usage.completion_tokens of every request, cancelled ones included", 0)
     keys = ("ttft_seconds_sum", "ttft_seconds_count")
     if all(k in first and k in last for k in keys):
-        count = last["ttft_seconds_count"] - first["ttft_seconds_count"]
-        ttfts = [r.ttft_ns / NS for r in records if r.ttft_ns is not None]
-        if count > 0 and ttfts:
-            engine = (last["ttft_seconds_sum"] - first["ttft_seconds_sum"]) / count
+        engine_count = last["ttft_seconds_count"] - first["ttft_seconds_count"]
+        ttfts = [r.ttft_ns / NS_PER_S for r in records if r.ttft_ns is not None]
+        if engine_count > 0 and ttfts:
+            engine = (last["ttft_seconds_sum"] - first["ttft_seconds_sum"]) / engine_count
             pair("ttft_mean_s", sum(ttfts) / len(ttfts), engine, "s",
                  "mean over requests of t_first_token - t_send", 3)
-            claims.append(number("crosscheck.ttft_count.client", len(ttfts), "requests",
-                                 "requests of the run that got a first token"))
-            claims.append(number("crosscheck.ttft_count.engine", int(count), "requests",
-                                 "growth of the TTFT histogram's count; more than the client's means other "
-                                 "requests ran meanwhile (a supervisor's probe, a warm-up) and the means differ"))
+            claims.append(count("crosscheck.ttft_count.client", len(ttfts), "requests",
+                                "requests of the run that got a first token", direction="neither"))
+            claims.append(count("crosscheck.ttft_count.engine", int(engine_count), "requests",
+                                "growth of the TTFT histogram's count; more than the client's means other "
+                                "requests ran meanwhile (a supervisor's probe, a warm-up) and the means differ",
+                                direction="neither"))
     return claims

@@ -5,10 +5,11 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from loadproof.metrics.capacity import Criterion, acceptance_claims
-from loadproof.metrics.claims import Claim, number
-from loadproof.metrics.throughput import NS_PER_S, decode_rate_per_s
+from loadproof.metrics.claims import Claim, Criterion, acceptance_claims, count, number
+from loadproof.metrics.throughput import decode_rate_per_s
+from loadproof.plans.prefill import PrefillPlan
 from loadproof.records import RequestRecord
+from loadproof.units import NS_PER_S
 
 
 def counter_delta(samples: list[dict[str, Any]], key: str, start_ns: int, end_ns: int) -> float | None:
@@ -20,12 +21,12 @@ def counter_delta(samples: list[dict[str, Any]], key: str, start_ns: int, end_ns
     return after[0]["values"][key] - before[-1]["values"][key]
 
 
-def prefill_claims(plan: dict[str, Any], records: list[RequestRecord], samples: list[dict[str, Any]]) -> list[Claim]:
+def prefill_claims(plan: PrefillPlan, records: list[RequestRecord], samples: list[dict[str, Any]]) -> list[Claim]:
     samples = sorted(samples, key=lambda s: s["t_ns"])
     by_id = {r.request_id: r for r in records}
-    recs = [by_id.get(rep["request_id"]) for rep in plan["repeats"]]
-    planned = plan["input_tokens"]
-    claims = [number("prefill.input_tokens", planned, "tokens", "planned input tokens (L)")]
+    recs = [by_id.get(rep.request_id) for rep in plan.repeats]
+    planned = plan.input_tokens
+    claims = [count("prefill.input_tokens", planned, "tokens", "planned input tokens (L)", direction="neither")]
     ttfts: list[float] = []
     hits_total = 0.0
     criteria: list[Criterion] = []
@@ -36,7 +37,8 @@ def prefill_claims(plan: dict[str, Any], records: list[RequestRecord], samples: 
             continue
         ttft = rec.ttft_ns / NS_PER_S
         ttfts.append(ttft)
-        claims.append(number(f"prefill.r{i}.ttft_s", ttft, "s", "t_first_token - t_send of repeat i", 2))
+        claims.append(number("prefill.r<i>.ttft_s", ttft, "s", "t_first_token - t_send of repeat i", 2,
+                             direction="lower", parts={"i": i}))
         if rec.prompt_tokens != planned:
             wrong_tokens.append(f"r{i} had {rec.prompt_tokens}")
         hits = counter_delta(samples, "prefix_cache_hits_total", rec.send_ns, rec.end_ns)
@@ -45,13 +47,14 @@ def prefill_claims(plan: dict[str, Any], records: list[RequestRecord], samples: 
         hits_total += hits or 0.0
     if ttfts:
         claims.append(number("prefill.cold_ttft_median_s", statistics.median(ttfts), "s",
-                             "median over R cold repeats of t_first_token - t_send", 2))
+                             "median over R cold repeats of t_first_token - t_send", 2, direction="lower"))
     rates = [r for r in (decode_rate_per_s(rec) for rec in recs if rec) if r is not None]
     if rates:
         claims.append(number("prefill.decode_tokens_per_s", statistics.median(rates), "tokens/s",
-                             "median over repeats of (output_tokens - 1) / (t_last_token - t_first_token), at L tokens of context"))
-    claims.append(number("prefill.prefix_cache_hits", int(hits_total), "tokens",
-                         "sum over repeats of prefix_cache_hits_total growth across the repeat"))
+                             "median over repeats of (output_tokens - 1) / (t_last_token - t_first_token), at L tokens "
+                             "of context", direction="higher"))
+    claims.append(count("prefill.prefix_cache_hits", int(hits_total), "tokens",
+                        "sum over repeats of prefix_cache_hits_total growth across the repeat", direction="lower"))
     criteria.append(Criterion("completed", "FAIL" if failed else "PASS",
                               f"{len(ttfts)}/{len(recs)} repeats completed" + (f"; {', '.join(failed)}" if failed else "")))
     criteria.append(Criterion("prompt_tokens", "FAIL" if wrong_tokens else "PASS",
@@ -62,5 +65,5 @@ def prefill_claims(plan: dict[str, Any], records: list[RequestRecord], samples: 
     return claims + acceptance_claims("prefill", criteria)
 
 
-def claims_of_run(run) -> list[Claim]:
-    return prefill_claims(run.manifest["plan"], run.records, run.samples)
+def claims_of_run(run, plan: PrefillPlan) -> list[Claim]:
+    return prefill_claims(plan, run.records, run.samples)

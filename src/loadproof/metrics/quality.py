@@ -13,9 +13,10 @@ accept several words).
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from typing import Any
 
-from loadproof.metrics.claims import Claim, number
+from loadproof.metrics.claims import Claim, count, fact, number
 from loadproof.workloads.quality import MODES
 from loadproof.workloads.quality.gsm8k import is_correct
 
@@ -49,19 +50,23 @@ def verdict(row: Row, strict: bool = False) -> tuple[str | None, bool] | None:
     return row.get("extracted"), bool(row.get("correct"))
 
 
-def _skipped(name: str, reasons: list[str]) -> Claim:
-    reason = reasons[0] if reasons else "skipped"
-    return Claim(name=name, value=reason, unit="", printed=reason,
-                 formula="every item was skipped; the reason recorded in answers.jsonl")
+def _skipped(name: str, reasons: list[str], parts: Mapping[str, object] | None = None) -> Claim:
+    return fact(name, reasons[0] if reasons else "skipped",
+                "every item was skipped; the reason recorded in answers.jsonl", parts)
 
 
-def _count(prefix: str, rows: list[Row], correct_word: str = "correct") -> list[Claim]:
+def _count(prefix: str, rows: list[Row], correct_word: str = "correct",
+           parts: Mapping[str, object] | None = None) -> list[Claim]:
+    """`<prefix>.<correct_word>` and `<prefix>.items`, or `<prefix>.skipped` with the reason; `prefix` may
+    hold placeholders filled from `parts`."""
     asked = [r for r in rows if not r.get("skipped")]
     if not asked:
-        return [_skipped(f"{prefix}.skipped", [str(r["skipped"]) for r in rows])]
+        return [_skipped(f"{prefix}.skipped", [str(r["skipped"]) for r in rows], parts)]
     good = sum(bool(verdict(r)[1]) for r in asked)  # type: ignore[index]
-    return [number(f"{prefix}.{correct_word}", good, "items", f"count of items judged {correct_word}"),
-            number(f"{prefix}.items", len(asked), "items", "count of items asked (not skipped)")]
+    return [count(f"{prefix}.{correct_word}", good, "items", f"count of items judged {correct_word}",
+                  direction="higher", parts=parts),
+            count(f"{prefix}.items", len(asked), "items", "count of items asked (not skipped)", direction="neither",
+                  parts=parts)]
 
 
 def quality_claims(all_rows: list[Row]) -> list[Claim]:
@@ -76,16 +81,17 @@ def quality_claims(all_rows: list[Row]) -> list[Claim]:
         flexible = sum(verdict(r)[1] for r in asked)  # type: ignore[index]
         strict = sum(verdict(r, strict=True)[1] for r in asked)  # type: ignore[index]
         claims += [
-            number("quality.gsm8k.correct", flexible, "items",
-                   "count of items whose flexible extraction (last number) equals the reference after "
-                   "removing commas, '$' and a trailing period"),
-            number("quality.gsm8k.correct_strict", strict, "items",
-                   "count of items whose '#### <number>' equals the reference after the same normalization"),
-            number("quality.gsm8k.items", len(asked), "items", "count of GSM8K items asked"),
+            count("quality.gsm8k.correct", flexible, "items",
+                  "count of items whose flexible extraction (last number) equals the reference after "
+                  "removing commas, '$' and a trailing period", direction="higher"),
+            count("quality.gsm8k.correct_strict", strict, "items",
+                  "count of items whose '#### <number>' equals the reference after the same normalization",
+                  direction="higher"),
+            count("quality.gsm8k.items", len(asked), "items", "count of GSM8K items asked", direction="neither"),
             number("quality.gsm8k.accuracy", flexible / len(asked), "fraction",
-                   "quality.gsm8k.correct / quality.gsm8k.items (flexible extraction)", 3),
+                   "quality.gsm8k.correct / quality.gsm8k.items (flexible extraction)", 3, direction="higher"),
             number("quality.gsm8k.accuracy_strict", strict / len(asked), "fraction",
-                   "quality.gsm8k.correct_strict / quality.gsm8k.items", 3),
+                   "quality.gsm8k.correct_strict / quality.gsm8k.items", 3, direction="higher"),
         ]
     elif gsm8k:
         claims.append(_skipped("quality.gsm8k.skipped", [str(r["skipped"]) for r in gsm8k]))
@@ -94,27 +100,28 @@ def quality_claims(all_rows: list[Row]) -> list[Claim]:
         by_mode[str(row.get("mode", "plain"))].append(row)
     order = {m: i for i, m in enumerate(MODES)}
     for mode, mode_rows in sorted(by_mode.items(), key=lambda kv: order.get(kv[0], len(order))):
-        claims += _count(f"quality.authored.{mode}", mode_rows)
+        claims += _count("quality.authored.<mode>", mode_rows, parts={"mode": mode})
         if any(not r.get("skipped") for r in mode_rows):
             by_lang: dict[str, list[Row]] = defaultdict(list)
             for row in mode_rows:
                 by_lang[str(row.get("lang"))].append(row)
             for lang, lang_rows in by_lang.items():
-                claims += _count(f"quality.authored.{mode}.{lang}", lang_rows)
+                claims += _count("quality.authored.<mode>.<lang>", lang_rows, parts={"mode": mode, "lang": lang})
     by_length: dict[int, list[Row]] = defaultdict(list)
     for row in by_suite.get("retrieval", []):
         by_length[int(row.get("length_tokens", 0))].append(row)
     for length in sorted(by_length):
-        claims += _count(f"quality.retrieval.{length}", by_length[length], correct_word="retrieved")
+        claims += _count("quality.retrieval.<L>", by_length[length], correct_word="retrieved", parts={"L": length})
     if "image" in by_suite:
         claims += _count("quality.image", by_suite["image"])
     errors = sum(1 for r in rows if r.get("error"))
-    claims.append(number("quality.request_errors", errors, "items",
-                         "count of items whose request failed (scored as wrong)"))
+    claims.append(count("quality.request_errors", errors, "items",
+                        "count of items whose request failed (scored as wrong)", direction="lower"))
     return claims
 
 
-def claims_of_run(run) -> list[Claim]:
+def claims_of_run(run, plan) -> list[Claim]:
+    """From answers.jsonl alone; the plan names the data files and budgets, which no figure reads."""
     return quality_claims(run.answers)
 
 

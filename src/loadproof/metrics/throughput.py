@@ -10,10 +10,9 @@ import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
-from loadproof.metrics.claims import Claim, number
+from loadproof.metrics.claims import Claim, count, number
 from loadproof.records import RequestRecord
-
-NS_PER_S = 1_000_000_000
+from loadproof.units import NS_PER_S
 
 DECODE_FORMULA = "median over requests of (output_tokens - 1) / (t_last_token - t_first_token)"
 AGGREGATE_FORMULA = (
@@ -54,15 +53,21 @@ def throughput_claims(records: Iterable[RequestRecord]) -> list[Claim]:
     claims: list[Claim] = []
     family_order = {family: i for i, (family, _) in reversed(list(enumerate(groups)))}
     for (family, conc), group in sorted(groups.items(), key=lambda kv: (family_order[kv[0][0]], kv[0][1])):
-        prefix = f"throughput.{family}.c{conc}"
+        level, parts = "throughput.<family>.c<N>", {"family": family, "N": conc}
         rates = [r for r in (decode_rate_per_s(rec) for rec in group) if r is not None]
         ttfts = [rec.ttft_ns / NS_PER_S for rec in group if rec.ok and rec.ttft_ns is not None]
         failed = sum(1 for rec in group if not rec.ok)
         if rates:
-            formula = DECODE_FORMULA if conc == 1 else DECODE_FORMULA + f", each stream among {conc}"
-            claims.append(number(f"{prefix}.decode_tokens_per_s", statistics.median(rates), "tokens/s", formula))
+            # c1: one user's rate; cN: each stream's among N (documented apart)
+            name, name_parts, formula = (("throughput.<family>.c1.decode_tokens_per_s", {"family": family},
+                                          DECODE_FORMULA) if conc == 1 else
+                                         (f"{level}.decode_tokens_per_s", parts,
+                                          DECODE_FORMULA + f", each stream among {conc}"))
+            claims.append(number(name, statistics.median(rates), "tokens/s", formula, direction="higher",
+                                 parts=name_parts))
         if ttfts:
-            claims.append(number(f"{prefix}.ttft_median_s", statistics.median(ttfts), "s", TTFT_FORMULA, 3))
+            claims.append(number(f"{level}.ttft_median_s", statistics.median(ttfts), "s", TTFT_FORMULA, 3,
+                                 direction="lower", parts=parts))
         if conc > 1:
             batches: dict[tuple[int, int], list[RequestRecord]] = defaultdict(list)
             for rec in group:
@@ -70,22 +75,21 @@ def throughput_claims(records: Iterable[RequestRecord]) -> list[Claim]:
             aggregates = [batch_aggregate_per_s(b) for _, b in sorted(batches.items())]
             valid = [a for a in aggregates if a is not None]
             if valid:
-                claims.append(
-                    number(f"{prefix}.aggregate_tokens_per_s", statistics.median(valid), "tokens/s", AGGREGATE_FORMULA)
-                )
-            claims.append(
-                number(f"{prefix}.failed_batches", len(aggregates) - len(valid), "batches",
-                       "count of batches with a failed request")
-            )
-        claims.append(number(f"{prefix}.failed_requests", failed, "requests", "count of records with ok == false"))
+                claims.append(number(f"{level}.aggregate_tokens_per_s", statistics.median(valid), "tokens/s",
+                                     AGGREGATE_FORMULA, direction="higher", parts=parts))
+            claims.append(count(f"{level}.failed_batches", len(aggregates) - len(valid), "batches",
+                                "count of batches with a failed request", direction="lower", parts=parts))
+        claims.append(count(f"{level}.failed_requests", failed, "requests", "count of records with ok == false",
+                            direction="lower", parts=parts))
         out_tokens = [rec.output_tokens for rec in group if rec.ok and rec.output_tokens is not None]
         if out_tokens:
-            claims.append(
-                number(f"{prefix}.mean_output_tokens", statistics.fmean(out_tokens), "tokens",
-                       "mean of usage.completion_tokens over successful requests")
-            )
+            claims.append(number(f"{level}.mean_output_tokens", statistics.fmean(out_tokens), "tokens",
+                                 "mean of usage.completion_tokens over successful requests", direction="neither",
+                                 parts=parts))
     return claims
 
 
-def claims_of_run(run) -> list[Claim]:
+def claims_of_run(run, plan) -> list[Claim]:
+    """The claims are pure functions of the records (a run splits by `repeat` for compare); the plan
+    (families, concurrency, settings) only says what was asked."""
     return throughput_claims(run.records)

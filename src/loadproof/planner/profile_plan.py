@@ -16,13 +16,6 @@ from loadproof.errors import ConfigError, UsageError
 from loadproof.planner.kv import GIB, Deployment, KVPlan, ModelShape, plan_kv
 
 
-# speculative methods vLLM 0.26 keeps asynchronous scheduling on with (EAGLE/MTP/draft model/NGram GPU/...)
-_ASYNC_SPECULATIVE = ("eagle", "eagle3", "extract_hidden_states", "draft_model", "ngram_gpu", "dflash", "dspark")
-# MoE architectures vLLM 0.26 still runs on the V2 model runner (other MoE models fall back to V1)
-_V2_MOE_ARCHITECTURES = {"DeepseekV2ForCausalLM", "GraniteMoeForCausalLM", "InklingForCausalLM",
-                         "InklingForConditionalGeneration", "LongcatFlashNgramForCausalLM", "Qwen2MoeForCausalLM"}
-
-
 @dataclass
 class ProfilePlan:
     plan: KVPlan
@@ -55,45 +48,14 @@ def model_config_path(profile: Profile, override: Path | None = None) -> Path:
     return path
 
 
-def _is_moe(config: dict) -> bool:
-    cfg = config.get("text_config") or config
-    return any(int(cfg.get(key) or 0) > 0 for key in
-               ("num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts"))
-
-
 def concurrent_batches(profile: Profile, config: dict) -> tuple[int, str]:
-    """Batches the engine keeps in flight at once (vLLM's `max_concurrent_batches`), and why.
+    """Batches the engine keeps in flight at once (vLLM's `max_concurrent_batches`), and why: the engine
+    adapter's answer for this profile and model config.
 
     It sets how many tokens a sliding-window layer reserves per request (window - 1 + batches x
-    max_num_batched_tokens), so it is where CPU and GPU vLLM differ for hybrid models: vLLM-CPU turns
-    asynchronous scheduling off (one batch per pipeline stage); vLLM 0.26 on a GPU turns it on by
-    default, and then keeps stages + 1 batches in flight on the V2 model runner (its default for dense
-    models) and 2 on the V1 runner with one stage (it turns async off for V1 with pipeline stages).
+    max_num_batched_tokens), so it is where CPU and GPU vLLM differ for hybrid models.
     """
-    pp = profile.parallel.pipeline
-    if profile.engine == "embedded":
-        return pp, "vLLM-CPU: synchronous scheduling (the CPU platform turns async scheduling off)"
-    if profile.engine != "vllm":
-        return pp, "synchronous scheduling assumed"
-    args = profile.serving.extra_args
-    if "--no-async-scheduling" in args:
-        return pp, "vLLM GPU: --no-async-scheduling"
-    if "--async-scheduling" not in args:
-        if profile.parallel.nodes > 1:
-            return pp, "vLLM GPU on Ray: the Ray executor has no async scheduling"
-        spec = profile.speculative
-        if spec is not None and not (spec.method in _ASYNC_SPECULATIVE or spec.method.endswith("mtp")):
-            return pp, f"vLLM GPU: async scheduling off with {spec.method} speculative decoding"
-    forced = profile.serving.env.get("VLLM_USE_V2_MODEL_RUNNER")
-    if forced is not None:
-        v2 = forced.strip().lower() in ("1", "true")
-    else:
-        v2 = not _is_moe(config) or bool(set(config.get("architectures") or ()) & _V2_MOE_ARCHITECTURES)
-    if v2:
-        return pp + 1, f"vLLM GPU: async scheduling on the V2 model runner, {pp} stage(s) + 1 batches in flight"
-    if pp == 1:
-        return 2, "vLLM GPU: async scheduling on the V1 model runner, 2 batches in flight"
-    return pp, "vLLM GPU: V1 model runner with pipeline stages, async scheduling off"
+    return engines.get(profile.engine).concurrent_batches(profile, config)
 
 
 def position_limit(config: dict) -> int | None:
@@ -111,15 +73,11 @@ def position_limit(config: dict) -> int | None:
 
 
 def block_size(profile: Profile, shape: ModelShape) -> tuple[int, str]:
-    """The KV block size the engine will use, and why. vLLM on a GPU lets the attention backend choose:
-    for MLA on Hopper it picks FlashMLA, which sets 64 ("Setting kv cache block size to 64 for FLASHMLA
-    backend", vLLM 0.26 on an H200); the CPU build and other attention types keep the engine default."""
-    engine = engines.get(profile.engine)
+    """The KV block size the engine will use, and why: the profile's, else what the engine picks for the
+    model's attention (vLLM on a GPU: 64 for MLA, where FlashMLA sets it)."""
     if profile.kv_cache.block_size:
         return profile.kv_cache.block_size, "profile"
-    if profile.engine == "vllm" and shape.mla_dim is not None:
-        return 64, "vLLM GPU, MLA: FlashMLA sets 64 (Hopper)"
-    return engine.default_block_size, f"{profile.engine} default"
+    return engines.get(profile.engine).attention_block_size(shape.mla_dim is not None)
 
 
 def plan_profile(profile: Profile, config_path: Path, startup_log: str | None = None) -> ProfilePlan:
@@ -133,13 +91,13 @@ def plan_profile(profile: Profile, config_path: Path, startup_log: str | None = 
     if startup_log is not None and reported is None:
         raise UsageError("the startup log holds no KV cache report")
     kv = profile.kv_cache
+    env_budget = engine.kv_budget_gib(profile)
     if reported is not None and reported.kv_memory_gib is not None:
         budget, source = reported.kv_memory_gib * GIB, f"engine startup log: {reported.kv_memory_gib:g} GiB available"
     elif kv.budget_gib_per_gpu is not None:
         budget, source = kv.budget_gib_per_gpu * GIB, f"profile: {kv.budget_gib_per_gpu:g} GiB per GPU"
-    elif profile.engine == "embedded" and "VLLM_CPU_KVCACHE_SPACE" in profile.serving.env:
-        gib = float(profile.serving.env["VLLM_CPU_KVCACHE_SPACE"])
-        budget, source = gib * GIB, f"VLLM_CPU_KVCACHE_SPACE={gib:g} GiB"
+    elif env_budget is not None:
+        budget, source = env_budget[0] * GIB, env_budget[1]
     elif kv.num_blocks_override is None:
         raise UsageError("the profile names no KV budget (kv_cache.budget_gib_per_gpu): give the engine's "
                          "startup log with --startup-log to plan from the memory it found")

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from loadproof.metrics import compute_claims
-from loadproof.metrics.claims import Claim, claims_payload
+from loadproof.metrics.claims import Claim, claims_payload, criteria_of, criterion_name, verdict_of
 from loadproof.store.run_dir import Run, load_run, write_claims
 
 REPORT = "report.md"
@@ -93,7 +93,7 @@ def quality_rows(claims: list[Claim]) -> list[list[str]]:
 
 def criteria_rows(claims: list[Claim]) -> list[tuple[str, str, str]]:
     """(criterion, status, evidence) of every acceptance criterion among the claims."""
-    return [(c.name.split(".criteria.", 1)[1], c.printed, c.formula) for c in claims if ".criteria." in c.name]
+    return [(criterion_name(c), c.printed, c.formula) for c in criteria_of(claims)]
 
 
 def render_markdown(run: Run, claims: list[Claim], with_plot: bool = False) -> str:
@@ -107,13 +107,14 @@ def render_markdown(run: Run, claims: list[Claim], with_plot: bool = False) -> s
     if startup.get("line"):
         lines.append(f"- engine startup report: `{startup['line']}` (the engine's own figure, not measured capacity)")
     lines.append(f"- started {m.get('start_wall_time')}, ended {m.get('end_wall_time', 'unfinished')}; "
-                 f"{len(run.records)} requests recorded, {sum(not r.ok for r in run.records)} failed")
+                 f"{requests_line(run)}")
     if run.num_torn_lines:
         lines.append(f"- {run.num_torn_lines} torn line(s) skipped (interrupted write)")
     criteria = criteria_rows(claims)
     if criteria:
-        verdict = next((c.printed for c in claims if c.name.endswith(".verdict")), "?")
-        lines += ["", f"## Acceptance: {verdict}", "", "| criterion | status | evidence |", "|---|---|---|"]
+        verdict = verdict_of(claims)
+        lines += ["", f"## Acceptance: {verdict.printed if verdict else '?'}", "", "| criterion | status | evidence |",
+                  "|---|---|---|"]
         lines += [f"| {name} | {status} | {evidence} |" for name, status, evidence in criteria]
     header, rows = throughput_table(claims)
     if rows:
@@ -129,7 +130,7 @@ def render_markdown(run: Run, claims: list[Claim], with_plot: bool = False) -> s
                   "extraction.", "", "| check | correct | items | share |", "|---|---|---|---|"]
         lines += ["| " + " | ".join(r) + " |" for r in quality]
     lines += ["", "## Claims", "", "| name | value | unit | formula |", "|---|---|---|---|"]
-    lines += [f"| `{c.name}` | {c.printed} | {c.unit} | {c.formula} |" for c in claims if ".criteria." not in c.name]
+    lines += [f"| `{c.name}` | {c.printed} | {c.unit} | {c.formula} |" for c in claims if c.kind != "criterion"]
     if with_plot:
         note = (run.manifest.get("telemetry") or {}).get("note")
         lines += ["", "## Telemetry", "", "![telemetry over the run](telemetry.svg)"] + ([f"", note] if note else [])
@@ -137,6 +138,21 @@ def render_markdown(run: Run, claims: list[Claim], with_plot: bool = False) -> s
     if mismatch:
         lines += ["", mismatch]
     return "\n".join(lines) + "\n"
+
+
+def request_counts(run: Run) -> tuple[int, int, int]:
+    """(recorded, failed, cancelled as planned): the streams the scenario itself cancelled when its
+    window ended (capacity, interference: at or after its `cancel` event) did not fail."""
+    cancel_ns = min((e["t_ns"] for e in run.events if e.get("kind") == "cancel" and "t_ns" in e), default=None)
+    planned = sum(r.error_kind == "cancelled" and cancel_ns is not None and r.end_ns >= cancel_ns for r in run.records)
+    return len(run.records), sum(not r.ok for r in run.records) - planned, planned
+
+
+def requests_line(run: Run) -> str:
+    """`4 requests recorded, 0 failed (4 cancelled after the window, as planned)`."""
+    recorded, failed, planned = request_counts(run)
+    line = f"{recorded} requests recorded, {failed} failed"
+    return line + (f" ({planned} cancelled after the window, as planned)" if planned else "")
 
 
 def _token_count_note(run: Run) -> str:

@@ -2,18 +2,23 @@
 
 Pure functions over loaded runs and their claims; `cli/compare.py` loads the runs and prints.
 
+- Only like is compared with like: every run of every side must be of the candidate's scenario, with
+  the same workload in its plan (`Plan.workload()`: sessions, lengths, window, families,
+  concurrency...); otherwise `compare` refuses with one line naming what differs, unless asked to
+  compare them anyway (`anyway=True`, `--anyway`), and then says how they differ.
 - Change = (candidate - baseline) / baseline for every numeric claim the candidate shares with a
   baseline, one column per baseline: never the most favourable baseline alone.
-- Direction comes from a small table keyed by the last part of the claim's name (`DIRECTIONS`);
-  a claim not in it is neutral: shown, never judged.
+- Which way is better is the claim's own `direction`, set where it is computed; a budget
+  (`--max-slowdown`) applies to a figure with a direction in tokens/s (throughput) or s (latency).
 - A side (BASE, CAND, each --baseline) is one run or several runs of one scenario (repeats). A
   throughput run whose records carry several `repeat` values counts as that many repeats. With at
   least 2 repeats on both sides, a value is the mean over repeats and the change gets a percentile
   bootstrap 95% interval (each side resampled with replacement, `random.Random(seed)` per row);
   otherwise the table is descriptive: sequential single runs, no confidence interval.
 - Decision: REJECT when any acceptance verdict of the candidate is FAIL (named with its failed
-  criteria), when a required acceptance is missing or failed, or when a throughput or latency claim
-  is worse than `max_slowdown` against ANY baseline; otherwise ACCEPT.
+  criteria), when a required acceptance is missing or failed, or when a throughput or latency figure
+  is worse than `max_slowdown` against ANY baseline. Otherwise ACCEPT, but only when the sides share
+  at least one figure a budget applies to; without one there is no verdict (NO VERDICT).
 """
 
 from __future__ import annotations
@@ -22,52 +27,37 @@ import random
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from fnmatch import fnmatchcase
 from typing import Any
 
 from loadproof.errors import UsageError
-from loadproof.metrics import claim_functions
+from loadproof.metrics import scenario_claims
 from loadproof.metrics.ab import DEFAULT_RESAMPLES, LEVEL, percentile_interval, relative_change
-from loadproof.metrics.claims import Claim
+from loadproof.metrics.claims import Claim, criteria_of, criterion_name, verdict_of
+from loadproof.plans import Plan, load_plan, workload_difference, workload_text
 from loadproof.store.run_dir import Run
 
-HIGHER, LOWER, NEUTRAL = "higher", "lower", "neutral"
+HIGHER, LOWER, NEITHER = "higher", "lower", "neither"
+ACCEPT, REJECT, NO_VERDICT = "ACCEPT", "REJECT", "NO VERDICT"
+NOTHING_BUDGETED = "no shared figure a budget applies to (a figure in tokens/s or s with a direction)"
 DESCRIPTIVE = "descriptive: sequential single runs, no confidence interval"
 DESCRIPTIVE_ONE_SIDE = "descriptive: a single run on one side, no confidence interval"
 DEFAULT_SEED = 20_240_607
 
-# (pattern on the last part of the name, better direction, kind); first match wins; unknown: neutral.
-# Budgets (--max-slowdown) apply to the kinds "throughput" and "latency" only.
-DIRECTIONS: tuple[tuple[str, str, str], ...] = (
-    ("*tokens_per_s", HIGHER, "throughput"),
-    ("*ttft*_s", LOWER, "latency"),
-    ("latency*_s", LOWER, "latency"),
-    ("*_latency_s", LOWER, "latency"),
-    ("failed_requests", LOWER, "errors"),
-    ("failed_batches", LOWER, "errors"),
-    ("errors", LOWER, "errors"),
-    ("error_rate", LOWER, "errors"),
-    ("accuracy*", HIGHER, "quality"),  # quality.gsm8k.accuracy, .accuracy_strict
-    ("correct*", HIGHER, "quality"),  # quality.<suite>...correct, .correct_strict
-    ("retrieved", HIGHER, "quality"),  # quality.retrieval.<L>.retrieved
-    ("probes_retrieved", HIGHER, "quality"),
-)
+# What a budget (--max-slowdown) applies to: a figure in one of these units whose direction is the
+# given one. Rates and times are what "slower" means; counts, fractions and settings are not budgeted.
+BUDGETS: dict[str, tuple[str, str]] = {"tokens/s": (HIGHER, "throughput"), "s": (LOWER, "latency")}
 # scenarios whose claims are pure functions of the records alone, so a run can be split by `repeat`
 SPLITTABLE = ("throughput",)
 
 
-def claim_direction(name: str) -> tuple[str, str]:
-    """(direction, kind) of a claim. `ab.<metric>.a|b` is judged by its metric."""
-    parts = name.split(".")
-    last = parts[-2] if parts[0] == "ab" and parts[-1] in ("a", "b") and len(parts) > 2 else parts[-1]
-    for pattern, direction, kind in DIRECTIONS:
-        if fnmatchcase(last, pattern):
-            return direction, kind
-    return NEUTRAL, ""
+def budget_of(claim: Claim) -> str | None:
+    """`throughput` or `latency` when a budget applies to the claim; None otherwise."""
+    direction, budget = BUDGETS.get(claim.unit, (None, None))
+    return budget if claim.kind == "figure" and claim.direction == direction else None
 
 
 def is_numeric(claim: Claim) -> bool:
-    return isinstance(claim.value, (int, float)) and not isinstance(claim.value, bool)
+    return claim.is_number and isinstance(claim.value, (int, float)) and not isinstance(claim.value, bool)
 
 
 def parse_percent(text: str) -> float:
@@ -90,6 +80,8 @@ class Side:
     claims: list[list[Claim]]  # full-run claims, one list per run
     samples: dict[str, list[float]]  # numeric claim -> one value per repeat
     printed: dict[str, str]  # numeric claim -> its printed form in the first run (for decimals)
+    plans: list[Plan]  # one per run
+    meaning: dict[str, Claim] = field(default_factory=dict)  # numeric claim -> its first instance (direction, unit)
 
     @property
     def scenario(self) -> str:
@@ -107,14 +99,12 @@ class Side:
         return len(self.samples.get(name, []))
 
     def verdicts(self) -> list[tuple[str, Claim, list[Claim]]]:
-        """(run id, verdict claim, its failed criteria) of every acceptance verdict in the side's runs."""
+        """(run id, verdict claim, its failed criteria) of every run of the side that has a verdict."""
         out = []
         for run, claims in zip(self.runs, self.claims):
-            for c in claims:
-                if c.name.endswith(".verdict"):
-                    prefix = c.name[: -len("verdict")] + "criteria."
-                    failed = [k for k in claims if k.name.startswith(prefix) and k.value == "FAIL"]
-                    out.append((run.run_id, c, failed))
+            verdict = verdict_of(claims)
+            if verdict is not None:
+                out.append((run.run_id, verdict, [c for c in criteria_of(claims) if c.value == "FAIL"]))
         return out
 
 
@@ -128,27 +118,27 @@ def split_repeats(run: Run) -> list[Run]:
     return [replace(run, records=[r for r in run.records if r.repeat == k]) for k in repeats]
 
 
-def build_side(label: str, runs: Sequence[Run], claims_of: Callable[[Run], list[Claim]]) -> Side:
-    """Claims of every run (`claims_of`, e.g. metrics.compute_claims) and one sample per repeat."""
+def build_side(label: str, runs: Sequence[Run], claims_of: Callable[[Run], list[Claim]],
+               plan_of: Callable[[Run], Plan] = load_plan) -> Side:
+    """Claims of every run (`claims_of`, e.g. metrics.compute_claims), its plan, one sample per repeat."""
     scenarios = sorted({str(r.manifest.get("scenario")) for r in runs})
     if len(scenarios) > 1:
         raise UsageError(f"{label}: repeats must be runs of one scenario (got {', '.join(scenarios)})")
-    all_claims, samples, printed = [], {}, {}
+    all_claims, samples, printed, meaning = [], {}, {}, {}
     for run in runs:
         claims = claims_of(run)
         all_claims.append(claims)
         parts = split_repeats(run)
-        per_repeat: list[dict[str, Claim]] = []
-        if len(parts) > 1:
-            scenario_claims = claim_functions.get(str(run.manifest["scenario"]))
-            per_repeat = [{c.name: c for c in scenario_claims(part)} for part in parts]
+        per_repeat = [{c.name: c for c in scenario_claims(part)} for part in parts] if len(parts) > 1 else []
         for c in claims:
             if not is_numeric(c):
                 continue
             printed.setdefault(c.name, c.printed)
+            meaning.setdefault(c.name, c)
             split = [p[c.name].value for p in per_repeat if c.name in p and is_numeric(p[c.name])]
             samples.setdefault(c.name, []).extend(split or [c.value])
-    return Side(label=label, runs=list(runs), claims=all_claims, samples=samples, printed=printed)
+    return Side(label=label, runs=list(runs), claims=all_claims, samples=samples, printed=printed,
+                plans=[plan_of(run) for run in runs], meaning=meaning)
 
 
 def bootstrap_change_ci(base: Sequence[float], cand: Sequence[float], rng: random.Random,
@@ -172,8 +162,8 @@ def bootstrap_change_ci(base: Sequence[float], cand: Sequence[float], rng: rando
 @dataclass(frozen=True)
 class Change:
     name: str
-    direction: str
-    kind: str
+    direction: str  # higher | lower | neither: the claim's own
+    budget: str | None  # throughput | latency when a budget applies to it
     base: float
     cand: float
     change: float | None  # (cand - base) / base; None when base == 0
@@ -188,7 +178,7 @@ class Change:
     @property
     def judgement(self) -> str:
         diff = self.cand - self.base
-        if self.direction == NEUTRAL or diff == 0:
+        if self.direction == NEITHER or diff == 0:
             return ""
         return "better" if (diff > 0) == (self.direction == HIGHER) else "worse"
 
@@ -208,14 +198,15 @@ class Comparison:
     candidate: Side
     baselines: list[BaselineComparison]
     names: list[str]  # the rows: numeric claims the candidate shares with at least one baseline
-    verdict: str  # ACCEPT | REJECT
-    reasons: list[str]
+    verdict: str  # ACCEPT | REJECT | NO VERDICT
+    reasons: list[str]  # why REJECT; or, for NO VERDICT, why there is none
     seed: int
     resamples: int
     max_slowdown: float | None
     required: list[str]
     notes: list[str] = field(default_factory=list)
     answers: list[tuple[str, dict[str, list[Any]]]] = field(default_factory=list)
+    differences: list[str] = field(default_factory=list)  # how the runs differ, when compared anyway
 
 
 def compare_sides(base: Side, cand: Side, seed: int = DEFAULT_SEED, resamples: int = DEFAULT_RESAMPLES) -> BaselineComparison:
@@ -225,9 +216,9 @@ def compare_sides(base: Side, cand: Side, seed: int = DEFAULT_SEED, resamples: i
             continue
         b, c = base.value(name), cand.value(name)
         assert b is not None and c is not None
-        direction, kind = claim_direction(name)
+        claim = cand.meaning[name]
         ci = bootstrap_change_ci(base.samples[name], values, random.Random(seed), resamples)
-        changes[name] = Change(name, direction, kind, b, c, relative_change(b, c), ci,
+        changes[name] = Change(name, claim.direction, budget_of(claim), b, c, relative_change(b, c), ci,
                                base.repeats(name), cand.repeats(name))
     return BaselineComparison(baseline=base, changes=changes)
 
@@ -239,7 +230,7 @@ def decide(cand: Side, baselines: list[BaselineComparison], max_slowdown: float 
     verdicts = cand.verdicts()
     for run_id, verdict, failed in verdicts:
         if verdict.value == "FAIL":
-            why = "; ".join(f"{c.name.rsplit('.', 1)[-1]}: {c.formula}" for c in failed) or verdict.formula
+            why = "; ".join(f"{criterion_name(c)}: {c.formula}" for c in failed) or verdict.formula
             reasons.append(f"{verdict.name} FAIL in candidate run {run_id}: {why}")
     for scenario in required:
         name = f"{scenario}.verdict"
@@ -248,38 +239,65 @@ def decide(cand: Side, baselines: list[BaselineComparison], max_slowdown: float 
     if max_slowdown is not None:
         for bc in baselines:
             for ch in bc.changes.values():
-                if ch.change is None or ch.kind not in ("throughput", "latency"):
+                if ch.change is None or ch.budget is None:
                     continue
                 worse = -ch.change if ch.direction == HIGHER else ch.change
                 if worse > max_slowdown + 1e-12:
                     like = cand.printed.get(ch.name)
-                    reasons.append(f"{ch.name}: {ch.change:+.1%} vs {bc.baseline.label} ({ch.kind} worse than "
+                    reasons.append(f"{ch.name}: {ch.change:+.1%} vs {bc.baseline.label} ({ch.budget} worse than "
                                    f"the {max_slowdown * 100:g}% budget; {_fmt(ch.base, like)} -> {_fmt(ch.cand, like)})")
     return reasons
 
 
+def unlike(cand: Side, baselines: Sequence[Side]) -> list[str]:
+    """How the runs differ from the candidate's first run: scenario, then workload; empty when alike."""
+    ref, ref_plan = cand.runs[0], cand.plans[0]
+    out = []
+    for side in [cand, *baselines]:
+        for run, plan in zip(side.runs, side.plans):
+            if run is ref:
+                continue
+            scenario = str(run.manifest.get("scenario"))
+            who = f"{side.label} ({run.run_id})" if len(side.runs) > 1 else side.label
+            if scenario != cand.scenario:
+                out.append(f"{who} is a {scenario} run, {cand.label} a {cand.scenario} run")
+                continue
+            diff = workload_difference(plan, ref_plan)
+            if diff:
+                out.append(f"{who} vs {cand.label}: " + ", ".join(diff))
+    return out
+
+
 def compare(cand: Side, baselines: Sequence[Side], *, max_slowdown: float | None = None,
-            required: Sequence[str] = (), seed: int = DEFAULT_SEED, resamples: int = DEFAULT_RESAMPLES) -> Comparison:
+            required: Sequence[str] = (), seed: int = DEFAULT_SEED, resamples: int = DEFAULT_RESAMPLES,
+            anyway: bool = False) -> Comparison:
+    differences = unlike(cand, baselines)
+    if differences and not anyway:
+        raise UsageError(f"not compared, the runs differ: {'; '.join(differences)}; "
+                         "pass --anyway to compare them anyway")
     comparisons = [compare_sides(base, cand, seed, resamples) for base in baselines]
-    for bc in comparisons:
-        if not any(not n.startswith("telemetry.") for n in bc.changes):
+    for bc in comparisons:  # a scenario's own claims are named after it; engine agreement and telemetry are not
+        if not any(n.split(".", 1)[0] == cand.scenario for n in bc.changes):
             raise UsageError(f"no shared claim between {bc.baseline.label} ({bc.baseline.scenario} run) and "
                              f"{cand.label} ({cand.scenario} run): compare runs of the same scenario and workload")
     names = [n for n in cand.samples if any(n in bc.changes for bc in comparisons)]
     reasons = decide(cand, comparisons, max_slowdown, required)
+    verdict = REJECT if reasons else ACCEPT
+    if not reasons and not any(ch.budget for bc in comparisons for ch in bc.changes.values()):
+        verdict, reasons = NO_VERDICT, [NOTHING_BUDGETED]
     notes = []
     for bc in comparisons:
-        for run_id, verdict, failed in bc.baseline.verdicts():
-            if verdict.value == "FAIL":
-                notes.append(f"baseline run {run_id} failed its acceptance ({verdict.name}: "
-                             f"{', '.join(c.name.rsplit('.', 1)[-1] for c in failed)}); its figures are shown as measured")
+        for run_id, failed_verdict, failed in bc.baseline.verdicts():
+            if failed_verdict.value == "FAIL":
+                notes.append(f"baseline run {run_id} failed its acceptance ({failed_verdict.name}: "
+                             f"{', '.join(criterion_name(c) for c in failed)}); its figures are shown as measured")
     if any(not bc.descriptive for bc in comparisons):
         notes.append("Repeats of one side ran one after another, not interleaved with the other side: the interval "
                      "covers repeat-to-repeat noise, not drift of the machine between the sides "
                      "(`loadproof run ab` interleaves).")
-    return Comparison(candidate=cand, baselines=comparisons, names=names, verdict="REJECT" if reasons else "ACCEPT",
-                      reasons=reasons, seed=seed, resamples=resamples, max_slowdown=max_slowdown,
-                      required=list(required), notes=notes)
+    return Comparison(candidate=cand, baselines=comparisons, names=names, verdict=verdict, reasons=reasons, seed=seed,
+                      resamples=resamples, max_slowdown=max_slowdown, required=list(required), notes=notes,
+                      differences=differences)
 
 
 def quality_answer_changes(comparison: Comparison) -> None:
@@ -335,9 +353,8 @@ def table(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
     rows = []
     cand = comparison.candidate
     for name in comparison.names:
-        direction, _ = claim_direction(name)
         value = cand.value(name)
-        row = [name, direction, _fmt(value, cand.printed.get(name)) if value is not None else "n/a"]
+        row = [name, cand.meaning[name].direction, _fmt(value, cand.printed.get(name)) if value is not None else "n/a"]
         for bc, ci in zip(comparison.baselines, with_ci):
             ch = bc.changes.get(name)
             if ch is None:
@@ -351,6 +368,9 @@ def table(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
 def legend(comparison: Comparison) -> list[str]:
     cand = comparison.candidate
     lines = [f"- candidate: {cand.label} ({cand.scenario}; run {cand.run_ids}; {_repeats(cand)})"]
+    workload = workload_text(cand.plans[0])
+    if workload:
+        lines.append(f"- workload: {workload}")
     for i, bc in enumerate(comparison.baselines, start=1):
         side = bc.baseline
         single = _repeats(side) == "1 repeat" and _repeats(cand) == "1 repeat"
@@ -368,8 +388,9 @@ def _repeats(side: Side) -> str:
 def render_markdown(comparison: Comparison) -> str:
     lines = [f"# loadproof compare: {comparison.verdict}", ""]
     lines += legend(comparison)
+    lines += [f"- runs differ, compared anyway: {d}" for d in comparison.differences]
     lines += ["", "Change = (candidate - baseline) / baseline, against every baseline. `better` says which way is "
-              "good for the claim (neutral: not judged).", ""]
+              "good for the claim, as the claim states it (neither: not judged).", ""]
     if all(bc.descriptive for bc in comparison.baselines):
         single = all(len(v) == 1 for side in [comparison.candidate] + [bc.baseline for bc in comparison.baselines]
                      for v in side.samples.values())
@@ -385,7 +406,10 @@ def render_markdown(comparison: Comparison) -> str:
     budgets += [f"require {s}.verdict == PASS" for s in comparison.required]
     lines.append("Budgets: " + ("; ".join(budgets) if budgets else "none given (only failed acceptances reject)"))
     lines.append("")
-    lines += [f"- REJECT: {r}" for r in comparison.reasons] or ["- every budget held and no acceptance failed"]
+    if comparison.verdict == NO_VERDICT:
+        lines += [f"- no verdict: {r}" for r in comparison.reasons]
+    else:
+        lines += [f"- REJECT: {r}" for r in comparison.reasons] or ["- every budget held and no acceptance failed"]
     if comparison.answers:
         lines += ["", "## Answers, one by one", ""]
         for label, changes in comparison.answers:

@@ -17,18 +17,23 @@ from __future__ import annotations
 import asyncio
 import random
 from contextlib import AsyncExitStack
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field, field_validator
 
 from loadproof.client import RequestSpec, StreamingClient
 from loadproof.config.base import StrictModel
-from loadproof.metrics.ab import ARMS, DEFAULT_RESAMPLES
+from loadproof.plans import attach_plan
+from loadproof.plans.ab import ARMS, DEFAULT_RESAMPLES, AbArm, AbPlan
 from loadproof.protocol.openai import request_body
 from loadproof.records import RequestRecord
-from loadproof.scenarios.base import Progress, Target
+from loadproof.scenarios.base import Progress, Scenario, Target
+from loadproof.scenarios.options import ExistingPath, HttpUrl, cli
 from loadproof.store.run_dir import RunWriter
 from loadproof.workloads.prompts import FAMILIES, Prompt, load_family
+
+if TYPE_CHECKING:
+    from loadproof.scenarios.lifecycle import Console, Setup
 
 # request-body keys an arm may set; anything else is a typo until proven otherwise
 SAMPLING_KEYS = ("temperature", "top_p", "top_k", "min_p", "seed", "max_tokens", "presence_penalty",
@@ -40,15 +45,20 @@ class AbOptions(StrictModel):
     num_prompts: int = Field(default=4, ge=1, description="prompts in the batch")
     concurrency: int = Field(default=1, ge=1, description="requests of the batch in flight at once")
     max_tokens: int = Field(default=128, ge=2, description="output tokens asked per request")
-    repeats: int = Field(default=5, ge=2, description="rounds; each sends the batch once per arm")
+    repeats: int = Field(default=5, ge=2, description="rounds; each sends the batch once per arm",
+                         json_schema_extra=cli(aliases=["-r"]))
     seed: int = Field(default=731, description="sampling seed sent with every request, unless an arm sets one")
     order_seed: int = Field(default=20_240_607, description="seed of the random order of the arms")
-    bootstrap_seed: int = Field(default=20_240_607, description="seed of the confidence interval's resampling")
-    resamples: int = Field(default=DEFAULT_RESAMPLES, ge=100)
-    a: dict[str, float | int | bool] = Field(default_factory=dict, description="sampling settings of arm a")
-    b: dict[str, float | int | bool] = Field(default_factory=dict, description="sampling settings of arm b")
-    deadline_s: float | None = Field(default=None, gt=0)
-    warmup: bool = Field(default=True, description="one unrecorded request per arm first")
+    bootstrap_seed: int = Field(default=20_240_607, description="seed of the confidence interval's resampling "
+                                "(stored in the manifest)")
+    resamples: int = Field(default=DEFAULT_RESAMPLES, ge=100, json_schema_extra=cli(hidden=True))
+    a: dict[str, float | int | bool] = Field(default_factory=dict, description="arm a: a sampling setting",
+                                             json_schema_extra=cli(aliases=["--a-setting"]))
+    b: dict[str, float | int | bool] = Field(default_factory=dict, description="arm b: a sampling setting",
+                                             json_schema_extra=cli(aliases=["--b-setting"]))
+    deadline_s: float | None = Field(default=None, gt=0, description="per-request deadline in seconds")
+    warmup: bool = Field(default=True, description="one unrecorded request per arm first",
+                         json_schema_extra=cli(hidden=True))
 
     @field_validator("family")
     @classmethod
@@ -75,36 +85,68 @@ def plan_order(rounds: int, rng: random.Random) -> list[list[str]]:
     return orders
 
 
-class AbScenario:
+class AbCommand(StrictModel):
+    """Each arm's own server, profile or model, where the two differ (default: --url, --profile, --model)."""
+
+    a_url: HttpUrl | None = Field(default=None, description="arm a's server (default: --url)")
+    b_url: HttpUrl | None = Field(default=None, description="arm b's server (default: --url)")
+    a_profile: ExistingPath | None = Field(default=None, description="arm a's profile TOML (default: --profile)")
+    b_profile: ExistingPath | None = Field(default=None, description="arm b's profile TOML (default: --profile)")
+    a_model: str | None = Field(default=None, description="arm a's model (default: --model)")
+    b_model: str | None = Field(default=None, description="arm b's model (default: --model)")
+
+
+class AbScenario(Scenario):
     name = "ab"
     Options = AbOptions
+    CommandOptions = AbCommand
+    summary = "Two arms (settings or servers) in a randomized interleaved design: change and 95% interval per metric."
+    options: AbOptions
 
     def __init__(self, targets: dict[str, Target], options: AbOptions) -> None:
+        super().__init__(targets["a"], options)  # the manifest's `target` is arm a's; both arms are in the plan
         self.targets = targets
-        self.target = targets["a"]  # the manifest's `target`; both arms are in the plan
-        self.options = options
+
+    @classmethod
+    def prepare(cls, setup: Setup, console: Console) -> AbScenario:
+        from loadproof.config.profile import load_profile
+        from loadproof.scenarios.lifecycle import resolve_target
+
+        targets, profiles = {}, {}
+        for arm in ARMS:
+            command = setup.command
+            arm_profile = getattr(command, f"{arm}_profile")
+            profile = load_profile(arm_profile) if arm_profile is not None else setup.profile
+            targets[arm] = resolve_target(setup.target_options, profile, url=getattr(command, f"{arm}_url"),
+                                          model=getattr(command, f"{arm}_model"))
+            profiles[arm] = profile.model_dump() if profile else None
+        if targets["a"] == targets["b"] and setup.options.a == setup.options.b:
+            console.say("note: the two arms are identical (an A/A run): the interval should include 0")
+        setup.manifest_extra.clear()
+        setup.manifest_extra["profiles"] = profiles
+        return cls(targets, setup.options)
 
     def settings(self, arm: str) -> dict[str, Any]:
         return dict(getattr(self.options, arm))
 
-    def manifest_plan(self, order: list[list[str]], prompts: list[Prompt]) -> dict[str, Any]:
+    def manifest_plan(self, order: list[list[str]], prompts: list[Prompt]) -> AbPlan:
         opts = self.options
-        return {
-            "arms": {arm: {"target": self.targets[arm].describe(), "settings": self.settings(arm)} for arm in ARMS},
-            "order": order,
-            "order_seed": opts.order_seed,
-            "prompts": [p.id for p in prompts],
-            "family": opts.family,
-            "bootstrap_seed": opts.bootstrap_seed,
-            "resamples": opts.resamples,
-            "labels": {"family": "arm", "repeat": "round", "batch": "position of the arm in its round"},
-        }
+        return AbPlan(
+            arms={arm: AbArm(target=self.targets[arm].describe(), settings=self.settings(arm)) for arm in ARMS},
+            order=order,
+            order_seed=opts.order_seed,
+            prompts=[p.id for p in prompts],
+            family=opts.family,
+            bootstrap_seed=opts.bootstrap_seed,
+            resamples=opts.resamples,
+            labels={"family": "arm", "repeat": "round", "batch": "position of the arm in its round"},
+        )
 
     async def run(self, writer: RunWriter, manifest: dict[str, Any], progress: Progress | None = None) -> int:
         opts = self.options
         order = plan_order(opts.repeats, random.Random(opts.order_seed))
         prompts = load_family(opts.family)[: opts.num_prompts]
-        manifest["plan"] = self.manifest_plan(order, prompts)
+        attach_plan(manifest, self.manifest_plan(order, prompts))
         writer.write_manifest(manifest)
         total = opts.repeats * len(ARMS) * len(prompts)
         done = failed = 0

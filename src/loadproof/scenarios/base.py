@@ -12,11 +12,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
+from loadproof.config.base import StrictModel
 from loadproof.errors import EnvironmentFailure, UsageError
 from loadproof.protocol.openai import Endpoint
 from loadproof.records import RequestRecord
+
+if TYPE_CHECKING:
+    from loadproof.scenarios.lifecycle import Console, Setup
 
 Progress = Callable[[int, int], None]
 
@@ -31,6 +35,7 @@ class Target:
     api_key: str | None = field(default=None, repr=False)
     extra_body: dict[str, Any] = field(default_factory=dict)
     tokenizer_path: Path | None = None
+    engine: str = "vllm"  # the engine registry's kind: whose /metrics names to read (the profile's, when given)
 
     def describe(self) -> dict[str, Any]:
         """For the manifest. The key is never written, only whether one was used."""
@@ -42,6 +47,56 @@ class Target:
             "extra_body": self.extra_body,
             "tokenizer": str(self.tokenizer_path) if self.tokenizer_path else None,
         }
+
+
+@dataclass(frozen=True)
+class TokenizerUse:
+    """Whether a scenario needs the model's tokenizer (`--tokenizer`), and what for."""
+
+    required: bool
+    purpose: str
+
+
+class NoCommandOptions(StrictModel):
+    """A scenario whose command has no options beyond its Options and the target's."""
+
+
+class Scenario:
+    """What every scenario declares, and how a run command builds it (`scenarios.lifecycle`).
+
+    - `name`, `Options` (a StrictModel: every field is an option of `loadproof run NAME`, see
+      `scenarios.options`), `summary` (the command's help);
+    - `CommandOptions`: options of the command that are not options of a run (a search, a log to read);
+    - `tokenizer`: whether `--tokenizer` is required, optional or not offered;
+    - `progress_label`: what the progress bar counts; `failure`: the line a FAIL verdict ends with;
+    - `prepare(setup)`: the scenario for a resolved command; `perform(setup, console)`: the command.
+    """
+
+    name: ClassVar[str] = ""
+    Options: ClassVar[type[StrictModel]]
+    CommandOptions: ClassVar[type[StrictModel]] = NoCommandOptions
+    summary: ClassVar[str] = ""
+    tokenizer: ClassVar[TokenizerUse | None] = None
+    progress_label: ClassVar[str] = "requests"
+    failure: ClassVar[str] = "see the criteria above"
+
+    def __init__(self, target: Target, options: Any) -> None:
+        self.target = target
+        self.options = options
+        self.status: Callable[[str], None] = lambda text: None  # the lifecycle prints these lines
+
+    @classmethod
+    def prepare(cls, setup: Setup, console: Console) -> Scenario:
+        """The scenario a resolved command runs (a subclass adds what its command options give)."""
+        return cls(setup.target, setup.options)
+
+    @classmethod
+    def perform(cls, setup: Setup, console: Console) -> None:
+        """The command: one run, reported, its verdict turned into the exit code."""
+        from loadproof.scenarios.lifecycle import conclude, run_once
+
+        scenario = cls.prepare(setup, console)
+        conclude(run_once(scenario, setup.out, console, setup.manifest_extra), cls.failure)
 
 
 def resolve_model(url: str, model: str | None, api_key: str | None = None) -> str:
@@ -74,10 +129,10 @@ def engine_version(url: str, api_key: str | None = None) -> str | None:
 
 
 def _get_json(url: str, api_key: str | None) -> dict[str, Any]:
-    request = urllib.request.Request(url)
-    if api_key:
-        request.add_header("Authorization", f"Bearer {api_key}")
     try:
+        request = urllib.request.Request(url)
+        if api_key:
+            request.add_header("Authorization", f"Bearer {api_key}")
         with urllib.request.urlopen(request, timeout=10) as resp:
             return json.loads(resp.read())
     except urllib.error.HTTPError as exc:
@@ -86,6 +141,8 @@ def _get_json(url: str, api_key: str | None) -> dict[str, Any]:
         raise EnvironmentFailure(f"cannot reach {url}: {getattr(exc, 'reason', exc)}") from None
     except json.JSONDecodeError:
         raise UsageError(f"{url} did not answer JSON") from None
+    except ValueError:  # urllib's "unknown url type": a URL that did not come through the options' check
+        raise UsageError(f"{url}: not an http(s) URL") from None
 
 
 def versions() -> dict[str, str | None]:

@@ -11,55 +11,111 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
 from loadproof.client import StreamingClient
+from loadproof.engines import startup_report
+from loadproof.plans import attach_plan
+from loadproof.plans.capacity import CapacityPlan, CapacitySession
 from loadproof.config.base import StrictModel
 from loadproof.records import RequestRecord
 from loadproof.scenarios.base import Progress, Target, model_info
-from loadproof.scenarios.long_context import MetricsScenario, AdmissionStall, LiveSessions, haystack_target, new_record, session_spec
+from loadproof.scenarios.long_context import (
+    EXACT_LENGTH,
+    AdmissionStall,
+    LiveSessions,
+    MetricsScenario,
+    cache_salt_field,
+    haystack_target,
+    idle_timeout_field,
+    new_record,
+    session_spec,
+)
+from loadproof.scenarios.options import ExistingPath, cli
+from loadproof.scenarios.search import SEARCH_MAXIMUM
 from loadproof.store.run_dir import RunWriter
 from loadproof.telemetry.server_metrics import MetricsScraper
 
-NS = 1_000_000_000
+if TYPE_CHECKING:
+    from loadproof.scenarios.lifecycle import Console, Setup
+
+from loadproof.units import NS_PER_S as NS
 
 
 class CapacityOptions(StrictModel):
-    sessions: int = Field(default=4, ge=1, description="N, sessions started together")
-    input_tokens: int = Field(default=2048, ge=64, description="L, input tokens per session, exactly")
-    window_s: float = Field(default=10.0, gt=0, description="W, the shared generation window")
+    sessions: int = Field(default=4, ge=1, description="N, sessions started together", json_schema_extra=cli(aliases=["-n"]))
+    input_tokens: int = Field(default=2048, ge=64, description="L, input tokens per session, exactly",
+                              json_schema_extra=cli(aliases=["-l"]))
+    window_s: float = Field(default=10.0, gt=0, description="W, seconds of shared generation")
     max_tokens: int | None = Field(default=None, ge=16, description="output tokens asked per session; "
                                    "default: what the context window leaves, so streams outlast the window")
     stagger_s: float = Field(default=0.0, ge=0, description="pause between session starts")
     num_probes: int = Field(default=1, ge=1, description="facts planted per session (the first is asked)")
-    check_probes: bool = Field(default=True, description="False skips retrieval (random weights); said in the verdict")
-    plant_probes: bool = Field(default=True, description="False asks about a fact never planted: a negative control")
+    check_probes: bool = Field(default=True, description="score retrieval: every session's answer states its planted "
+                               "fact", json_schema_extra=cli("--skip-probe-check", invert=True, help=(
+                                   "do not score retrieval (random weights); said in the verdict")))
+    plant_probes: bool = Field(default=True, description="plant the fact each session is asked about",
+                               json_schema_extra=cli("--negative-control", invert=True, help=(
+                                   "ask about facts never planted: retrieval must FAIL")))
     max_gap_s: float = Field(default=5.0, gt=0, description="longest silence a stream may have inside the window")
     drain_timeout_s: float = Field(default=30.0, gt=0, description="bound on the engine letting go after cancel")
-    kv_idle_bound: float = Field(default=0.02, ge=0, le=1, description="KV usage after drain <= idle + this")
-    first_token_timeout_s: float = Field(default=7200.0, gt=0, description="bound on the cold phase")
-    admission_stall_s: float = Field(default=10.0, gt=0, description="end the cold phase once requests have "
-                                     "waited this long while every running session was decoding")
-    sample_interval_s: float = Field(default=0.5, gt=0, description="/metrics sampling interval")
-    idle_timeout_s: float = Field(default=120.0, gt=0, description="bound on waiting, before the run, for the engine "
-                                  "to report 0 running and 0 waiting")
-    use_cache_salt: bool = Field(default=True, description="send vLLM's cache_salt with each session")
-    seed: int = 731
+    kv_idle_bound: float = Field(default=0.02, ge=0, le=1, description="KV usage after drain <= idle + this",
+                                 json_schema_extra=cli(hidden=True))
+    first_token_timeout_s: float = Field(default=7200.0, gt=0, description="bound on the cold phase",
+                                         json_schema_extra=cli(hidden=True))
+    admission_stall_s: float = Field(default=10.0, gt=0, description="end the cold phase once sessions have "
+                                     "waited this long while every running one was decoding")
+    sample_interval_s: float = Field(default=0.5, gt=0, description="/metrics sampling interval",
+                                     json_schema_extra=cli(hidden=True))
+    idle_timeout_s: float = idle_timeout_field()
+    use_cache_salt: bool = cache_salt_field()
+    seed: int = Field(default=731, json_schema_extra=cli(hidden=True))
+
+
+class CapacityCommand(StrictModel):
+    """What `loadproof run capacity` takes beyond a run's options: the engine's log, and a search."""
+
+    startup_log: ExistingPath | None = Field(default=None, description="engine startup log: KV tokens for the "
+                                             "theoretical count")
+    search: Literal["sessions", "input-tokens"] | None = Field(
+        default=None, description="find the largest passing 'sessions' or 'input-tokens'")
+    search_max: int | None = Field(default=None, ge=1, description="upper bound of the search (default: "
+                                   f"{SEARCH_MAXIMUM['sessions']} sessions, {SEARCH_MAXIMUM['input_tokens']:,} tokens)")
 
 
 class CapacityScenario(MetricsScenario):
     name = "capacity"
     Options = CapacityOptions
+    CommandOptions = CapacityCommand
+    summary = "N sessions of L tokens generating together for W seconds, verified on the engine's own metrics."
+    tokenizer = EXACT_LENGTH
+    progress_label = "sessions with a first token"
+    failure = "acceptance FAILED (criteria above)"
     options: CapacityOptions
 
-    def __init__(self, target: Target, options: CapacityOptions, engine: str = "vllm",
-                 startup_kv_tokens: int | None = None) -> None:
-        super().__init__(target, options, engine)
+    def __init__(self, target: Target, options: CapacityOptions, startup_kv_tokens: int | None = None) -> None:
+        super().__init__(target, options)
         self.startup_kv_tokens = startup_kv_tokens
 
-    def plan(self) -> tuple[dict[str, Any], list[Any], Any]:
+    @classmethod
+    def prepare(cls, setup: Setup, console: Console) -> CapacityScenario:
+        log = setup.command.startup_log
+        report = startup_report(log, setup.target.engine) if log is not None else None
+        setup.manifest_extra["engine"] = {"startup_report": report.as_dict() if report else None}
+        return cls(setup.target, setup.options, startup_kv_tokens=report.kv_cache_tokens if report else None)
+
+    @classmethod
+    def perform(cls, setup: Setup, console: Console) -> None:
+        if setup.command.search is None:
+            super().perform(setup, console)
+            return
+        from loadproof.scenarios.search import capacity_search
+
+        capacity_search(cls, setup, console)
+
+    def plan(self) -> tuple[CapacityPlan, list[Any], Any]:
         opts = self.options
         hs = haystack_target(self.target, opts.seed)
         info = model_info(self.target.url, self.target.model, self.target.api_key)
@@ -74,35 +130,35 @@ class CapacityScenario(MetricsScenario):
         theory = None
         if self.startup_kv_tokens and max_model_len:
             theory = round(self.startup_kv_tokens / max_model_len, 4)
-        plan = {
-            "sessions": [{"request_id": f"cap-{p.session_id}", "session_id": p.session_id, "salt": p.salt,
-                          "key": p.asked.key, "expected": p.asked.value, "planted": p.asked.planted,
-                          "probe_depths": [pr.depth for pr in p.probes]} for p in prompts],
-            "input_tokens": opts.input_tokens,
-            "max_tokens": max_tokens,
-            "window_s": opts.window_s,
-            "max_gap_s": opts.max_gap_s,
-            "drain_timeout_s": opts.drain_timeout_s,
-            "idle_timeout_s": opts.idle_timeout_s,
-            "kv_idle_bound": opts.kv_idle_bound,
-            "check_probes": opts.check_probes,
-            "max_model_len": max_model_len,
-            "engine_kv_cache_tokens": self.startup_kv_tokens,
-            "theoretical_full_windows": theory,
-            "overhead_tokens": hs.builder.overhead_tokens,
-            "overhead_source": hs.overhead_source,
-            "haystack_additive": hs.builder.additive,
-        }
+        plan = CapacityPlan(
+            sessions=[CapacitySession(request_id=f"cap-{p.session_id}", session_id=p.session_id, salt=p.salt,
+                                      key=p.asked.key, expected=p.asked.value, planted=p.asked.planted,
+                                      probe_depths=[pr.depth for pr in p.probes]) for p in prompts],
+            input_tokens=opts.input_tokens,
+            max_tokens=max_tokens,
+            window_s=opts.window_s,
+            max_gap_s=opts.max_gap_s,
+            drain_timeout_s=opts.drain_timeout_s,
+            idle_timeout_s=opts.idle_timeout_s,
+            kv_idle_bound=opts.kv_idle_bound,
+            check_probes=opts.check_probes,
+            max_model_len=max_model_len,
+            engine_kv_cache_tokens=self.startup_kv_tokens,
+            theoretical_full_windows=theory,
+            overhead_tokens=hs.builder.overhead_tokens,
+            overhead_source=hs.overhead_source,
+            haystack_additive=hs.builder.additive,
+        )
         return plan, prompts, hs
 
     async def run(self, writer: RunWriter, manifest: dict[str, Any], progress: Progress | None = None) -> None:
         opts = self.options
         plan, prompts, _ = self.plan()
-        manifest["plan"] = plan
+        attach_plan(manifest, plan)
         writer.write_manifest(manifest)
         await self.wait_until_idle(writer, opts.idle_timeout_s)
-        records = [new_record(self.target, s["request_id"], self.name, p, opts.sessions)
-                   for s, p in zip(plan["sessions"], prompts)]
+        records = [new_record(self.target, s.request_id, self.name, p, opts.sessions)
+                   for s, p in zip(plan.sessions, prompts)]
         async with MetricsScraper(self.target.url, self.metric_names, interval_s=opts.sample_interval_s,
                                   sink=writer.metric_sample, api_key=self.target.api_key) as scraper:
             async with StreamingClient(self.target.url, api_key=self.target.api_key,
@@ -113,7 +169,7 @@ class CapacityScenario(MetricsScenario):
                         if i and opts.stagger_s:
                             await asyncio.sleep(opts.stagger_s)
                         live.start(session_spec(self.target, record.request_id, prompt.text, prompt.salt,
-                                                plan["max_tokens"], seed=opts.seed, use_cache_salt=opts.use_cache_salt),
+                                                plan.max_tokens, seed=opts.seed, use_cache_salt=opts.use_cache_salt),
                                    record)
                     stall = AdmissionStall(scraper.latest, records, opts.admission_stall_s)
                     started = await live.wait_first_tokens(records, opts.first_token_timeout_s, progress, stall)

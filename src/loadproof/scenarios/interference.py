@@ -18,32 +18,49 @@ from pydantic import Field
 from loadproof.client import StreamingClient
 from loadproof.config.base import StrictModel
 from loadproof.errors import UsageError
-from loadproof.scenarios.base import Progress, Target, model_info
-from loadproof.scenarios.long_context import MetricsScenario, LiveSessions, haystack_target, new_record, session_spec
+from loadproof.plans import attach_plan
+from loadproof.plans.interference import InterferencePlan, InterferenceSession, Newcomer
+from loadproof.scenarios.base import Progress, model_info
+from loadproof.scenarios.long_context import (
+    EXACT_LENGTH,
+    LiveSessions,
+    MetricsScenario,
+    cache_salt_field,
+    haystack_target,
+    idle_timeout_field,
+    new_record,
+    session_spec,
+)
+from loadproof.scenarios.options import cli
 from loadproof.store.run_dir import RunWriter
 from loadproof.telemetry.server_metrics import MetricsScraper
 
-NS = 1_000_000_000
+from loadproof.units import NS_PER_S as NS
 
 
 class InterferenceOptions(StrictModel):
-    sessions: int = Field(default=3, ge=1, description="M, streams already generating")
+    sessions: int = Field(default=3, ge=1, description="M, streams already generating", json_schema_extra=cli(aliases=["-m"]))
     session_tokens: int = Field(default=2048, ge=64, description="L_m, input tokens per session")
     newcomer_tokens: int = Field(default=8192, ge=64, description="L_big, input tokens of the newcomer")
     window_s: float = Field(default=5.0, gt=0, description="W, the before and after windows")
-    followup_tokens: int = Field(default=32, ge=4, description="tokens asked per follow-up answer")
-    check_probes: bool = Field(default=True, description="False skips retrieval scoring (random weights)")
-    first_token_timeout_s: float = Field(default=7200.0, gt=0)
-    sample_interval_s: float = Field(default=0.5, gt=0)
-    idle_timeout_s: float = Field(default=120.0, gt=0, description="bound on waiting, before the run, for the engine "
-                                  "to report 0 running and 0 waiting")
-    use_cache_salt: bool = True
-    seed: int = 731
+    followup_tokens: int = Field(default=32, ge=4, description="tokens asked per follow-up answer",
+                                 json_schema_extra=cli(hidden=True))
+    check_probes: bool = Field(default=True, description="score retrieval: every follow-up states its session's fact",
+                               json_schema_extra=cli("--skip-probe-check", invert=True,
+                                                     help="do not score retrieval (random weights)"))
+    first_token_timeout_s: float = Field(default=7200.0, gt=0, json_schema_extra=cli(hidden=True))
+    sample_interval_s: float = Field(default=0.5, gt=0, json_schema_extra=cli(hidden=True))
+    idle_timeout_s: float = idle_timeout_field()
+    use_cache_salt: bool = cache_salt_field()
+    seed: int = Field(default=731, json_schema_extra=cli(hidden=True))
 
 
 class InterferenceScenario(MetricsScenario):
     name = "interference"
     Options = InterferenceOptions
+    summary = "M streams' rate before, during and after a new long prefill; then warm follow-ups on each session."
+    tokenizer = EXACT_LENGTH
+    progress_label = "sessions with a first token"
     options: InterferenceOptions
 
     async def run(self, writer: RunWriter, manifest: dict[str, Any], progress: Progress | None = None) -> None:
@@ -57,18 +74,21 @@ class InterferenceScenario(MetricsScenario):
         max_tokens = min(room, 100_000)
         sessions = [hs.builder.build(f"m{i:02d}", opts.session_tokens) for i in range(opts.sessions)]
         newcomer = hs.builder.build("newcomer", opts.newcomer_tokens)
-        manifest["plan"] = {
-            "window_s": opts.window_s, "session_tokens": opts.session_tokens, "newcomer_tokens": opts.newcomer_tokens,
-            "check_probes": opts.check_probes, "max_tokens": max_tokens,
-            "sessions": [{"request_id": f"int-{p.session_id}", "followup_request_id": f"int-{p.session_id}-followup",
-                          "session_id": p.session_id, "salt": p.salt, "expected": p.asked.value} for p in sessions],
-            "newcomer": {"request_id": "int-newcomer", "salt": newcomer.salt},
-            "overhead_tokens": hs.builder.overhead_tokens, "overhead_source": hs.overhead_source,
-        }
+        plan = InterferencePlan(
+            window_s=opts.window_s, session_tokens=opts.session_tokens, newcomer_tokens=opts.newcomer_tokens,
+            check_probes=opts.check_probes, max_tokens=max_tokens,
+            sessions=[InterferenceSession(request_id=f"int-{p.session_id}",
+                                          followup_request_id=f"int-{p.session_id}-followup",
+                                          session_id=p.session_id, salt=p.salt, expected=p.asked.value)
+                      for p in sessions],
+            newcomer=Newcomer(request_id="int-newcomer", salt=newcomer.salt),
+            overhead_tokens=hs.builder.overhead_tokens, overhead_source=hs.overhead_source,
+        )
+        attach_plan(manifest, plan)
         writer.write_manifest(manifest)
         await self.wait_until_idle(writer, opts.idle_timeout_s)
-        records = [new_record(self.target, s["request_id"], self.name, p, opts.sessions, batch=0)
-                   for s, p in zip(manifest["plan"]["sessions"], sessions)]
+        records = [new_record(self.target, s.request_id, self.name, p, opts.sessions, batch=0)
+                   for s, p in zip(plan.sessions, sessions)]
         new_rec = new_record(self.target, "int-newcomer", self.name, newcomer, 1, batch=1)
         new_rec.family = "newcomer"
         async with MetricsScraper(self.target.url, self.metric_names, interval_s=opts.sample_interval_s,
@@ -90,8 +110,8 @@ class InterferenceScenario(MetricsScenario):
                     writer.event("cancel", t_ns=time.perf_counter_ns())
                     await live.cancel()
                 await asyncio.sleep(1.0)  # let the engine free the cancelled requests before the follow-ups
-                for spec_info, prompt in zip(manifest["plan"]["sessions"], sessions):
-                    rec = new_record(self.target, spec_info["followup_request_id"], self.name, prompt, 1, batch=2)
+                for spec_info, prompt in zip(plan.sessions, sessions):
+                    rec = new_record(self.target, spec_info.followup_request_id, self.name, prompt, 1, batch=2)
                     rec.family = "followup"
                     spec = session_spec(self.target, rec.request_id, prompt.followup(), prompt.salt, opts.followup_tokens,
                                         seed=opts.seed, use_cache_salt=opts.use_cache_salt, ignore_eos=False)

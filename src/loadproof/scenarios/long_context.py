@@ -18,15 +18,17 @@ import json
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+from pydantic import Field
 
 from loadproof.client import RequestSpec, StreamingClient
 from loadproof.errors import EngineBusy, UsageError
 from loadproof.protocol.openai import request_body
 from loadproof.records import RequestRecord
-from loadproof.scenarios.base import Target
+from loadproof.scenarios.base import Scenario, Target, TokenizerUse
+from loadproof.scenarios.options import cli
 from loadproof.workloads.haystack import HaystackBuilder, HaystackPrompt
 
 _PROBE_TEXT = "Archive calibration line.\n"
@@ -101,20 +103,31 @@ def new_record(target: Target, request_id: str, scenario: str, prompt: HaystackP
 
 
 IDLE_POLL_S = 0.25
+# capacity, prefill and interference build exact-length prompts with the model's tokenizer
+EXACT_LENGTH = TokenizerUse(required=True, purpose="exact-length prompts")
 
 
-class MetricsScenario:
+def idle_timeout_field() -> Any:
+    """The options field of the idle guard's bound (`MetricsScenario.wait_until_idle`)."""
+    return Field(default=120.0, gt=0, description="wait up to this long, before the run, for the engine to report "
+                 "0 running and 0 waiting; else fail with 'engine busy'")
+
+
+def cache_salt_field() -> Any:
+    """The options field that sends vLLM's cache_salt (`--no-cache-salt` turns it off)."""
+    return Field(default=True, description="send vLLM's cache_salt with each session, so no run reuses "
+                 "another's prefix cache", json_schema_extra=cli("--no-cache-salt", invert=True,
+                                                                 help="do not send vLLM's cache_salt"))
+
+
+class MetricsScenario(Scenario):
     """A scenario that checks itself against the engine's /metrics, named through the engine adapter."""
 
-    name = ""
-
-    def __init__(self, target: Target, options: Any, engine: str = "vllm") -> None:
+    def __init__(self, target: Target, options: Any) -> None:
         from loadproof.engines import engines
 
-        self.target = target
-        self.options = options
-        self.metric_names = engines.get(engine).metric_names
-        self.status: Callable[[str], None] = lambda text: None  # the CLI prints these lines
+        super().__init__(target, options)
+        self.metric_names = engines.get(target.engine).metric_names
 
     async def wait_until_idle(self, writer: Any, timeout_s: float) -> None:
         """Return once the engine reports 0 running and 0 waiting (an `engine_idle` event says when);

@@ -14,37 +14,51 @@ from pydantic import Field
 
 from loadproof.client import StreamingClient
 from loadproof.config.base import StrictModel
-from loadproof.scenarios.base import Progress, Target
-from loadproof.scenarios.long_context import MetricsScenario, haystack_target, new_record, session_spec
+from loadproof.plans import attach_plan
+from loadproof.plans.prefill import PrefillPlan, PrefillRepeat
+from loadproof.scenarios.base import Progress
+from loadproof.scenarios.long_context import (
+    EXACT_LENGTH,
+    MetricsScenario,
+    cache_salt_field,
+    haystack_target,
+    idle_timeout_field,
+    new_record,
+    session_spec,
+)
+from loadproof.scenarios.options import cli
 from loadproof.store.run_dir import RunWriter
 from loadproof.telemetry.server_metrics import MetricsScraper
 
 
 class PrefillOptions(StrictModel):
-    input_tokens: int = Field(default=4096, ge=64, description="L, input tokens, exactly")
-    repeats: int = Field(default=3, ge=1, description="R, cold repeats")
+    input_tokens: int = Field(default=4096, ge=64, description="L, input tokens, exactly", json_schema_extra=cli(aliases=["-l"]))
+    repeats: int = Field(default=3, ge=1, description="R, cold repeats", json_schema_extra=cli(aliases=["-r"]))
     decode_tokens: int = Field(default=64, ge=2, description="tokens generated after the first")
-    deadline_s: float | None = Field(default=None, gt=0, description="per-repeat deadline")
-    idle_timeout_s: float = Field(default=120.0, gt=0, description="bound on waiting, before the run, for the engine "
-                                  "to report 0 running and 0 waiting")
-    use_cache_salt: bool = True
-    seed: int = 731
+    deadline_s: float | None = Field(default=None, gt=0, description="per-repeat deadline in seconds")
+    idle_timeout_s: float = idle_timeout_field()
+    use_cache_salt: bool = cache_salt_field()
+    seed: int = Field(default=731, json_schema_extra=cli(hidden=True))
 
 
 class PrefillScenario(MetricsScenario):
     name = "prefill"
     Options = PrefillOptions
+    summary = "Cold time to first token of one long input, R freshly salted repeats."
+    tokenizer = EXACT_LENGTH
+    progress_label = "cold repeats"
+    failure = "a repeat was not cold, not the planned length, or failed (criteria above)"
     options: PrefillOptions
 
     async def run(self, writer: RunWriter, manifest: dict[str, Any], progress: Progress | None = None) -> None:
         opts = self.options
         hs = haystack_target(self.target, opts.seed)
         prompts = [hs.builder.build(f"p{r:02d}", opts.input_tokens) for r in range(opts.repeats)]
-        manifest["plan"] = {
-            "input_tokens": opts.input_tokens,
-            "repeats": [{"request_id": f"prefill-{p.session_id}", "salt": p.salt} for p in prompts],
-            "overhead_tokens": hs.builder.overhead_tokens, "overhead_source": hs.overhead_source,
-        }
+        attach_plan(manifest, PrefillPlan(
+            input_tokens=opts.input_tokens,
+            repeats=[PrefillRepeat(request_id=f"prefill-{p.session_id}", salt=p.salt) for p in prompts],
+            overhead_tokens=hs.builder.overhead_tokens, overhead_source=hs.overhead_source,
+        ))
         writer.write_manifest(manifest)
         await self.wait_until_idle(writer, opts.idle_timeout_s)
         async with MetricsScraper(self.target.url, self.metric_names, interval_s=None,

@@ -25,49 +25,47 @@ import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Field, field_validator
 
 from loadproof.client import RequestSpec, StreamingClient
 from loadproof.config.base import StrictModel
 from loadproof.errors import EnvironmentFailure, UsageError
+from loadproof.plans import attach_plan
+from loadproof.plans.quality import AuthoredPlan, Gsm8kPlan, ImagePlan, QualityPlan, RetrievalPlan
 from loadproof.protocol.openai import request_body
 from loadproof.records import RequestRecord
-from loadproof.scenarios.base import Progress, Target, model_info
+from loadproof.scenarios.base import Progress, Scenario, TokenizerUse, model_info
+from loadproof.scenarios.options import among, cli
 from loadproof.store.run_dir import RunWriter
 from loadproof.workloads.quality import MODES, SUITES, authored, gsm8k, images, retrieval
 
+if TYPE_CHECKING:
+    from loadproof.scenarios.lifecycle import Console, Setup
+
 
 class QualityOptions(StrictModel):
-    suites: list[str] = Field(default_factory=lambda: list(SUITES))
-    gsm8k_items: int = Field(default=200, ge=0, le=200, description="first N problems of the packaged subset")
-    gsm8k_max_tokens: int = Field(default=256, ge=16)
-    authored_modes: list[str] = Field(default_factory=lambda: list(MODES))
-    authored_max_tokens: int = Field(default=64, ge=8)
-    thinking_mode: bool = Field(default=False, description="the model has a thinking mode (enable_thinking)")
-    thinking_max_tokens: int = Field(default=2048, ge=64, description="output budget of plain mode when the model thinks")
-    retrieval_lengths: list[int] = Field(default_factory=lambda: [1024, 4096, 16384])
-    retrieval_depths: list[float] = Field(default_factory=lambda: [0.25, 0.75])
-    image_max_tokens: int = Field(default=16, ge=4)
-    concurrency: int = Field(default=4, ge=1)
-    seed: int = 731
-    deadline_s: float | None = Field(default=900.0, gt=0, description="per-request deadline")
-
-    @field_validator("suites")
-    @classmethod
-    def _known_suites(cls, value: list[str]) -> list[str]:
-        unknown = [s for s in value if s not in SUITES]
-        if unknown or not value:
-            raise ValueError(f"suites must be among {', '.join(SUITES)} (got {', '.join(value) or 'none'})")
-        return value
-
-    @field_validator("authored_modes")
-    @classmethod
-    def _known_modes(cls, value: list[str]) -> list[str]:
-        if not value or any(m not in MODES for m in value):
-            raise ValueError(f"authored modes must be among {', '.join(MODES)}")
-        return value
+    suites: Annotated[list[str], among(SUITES, "suites")] = Field(default_factory=lambda: list(SUITES),
+                                                                  description="suites")
+    gsm8k_items: int = Field(default=200, ge=0, le=200, description="first N problems of the packaged 200-problem "
+                             "GSM8K subset")
+    gsm8k_max_tokens: int = Field(default=256, ge=16, json_schema_extra=cli(hidden=True))
+    authored_modes: Annotated[list[str], among(MODES, "authored modes")] = Field(
+        default_factory=lambda: list(MODES), description="authored-task modes: plain, low-thinking",
+        json_schema_extra=cli("--modes"))
+    authored_max_tokens: int = Field(default=64, ge=8, json_schema_extra=cli(hidden=True))
+    thinking_mode: bool = Field(default=False, description="the model has a thinking mode (enable_thinking; "
+                                "default: from the profile)", json_schema_extra=cli("--thinking-model"))
+    thinking_max_tokens: int = Field(default=2048, ge=64, description="output budget of plain mode when the model thinks",
+                                     json_schema_extra=cli(hidden=True))
+    retrieval_lengths: list[int] = Field(default_factory=lambda: [1024, 4096, 16384], description="retrieval prompt "
+                                         "lengths in tokens; those over max_model_len are skipped")
+    retrieval_depths: list[float] = Field(default_factory=lambda: [0.25, 0.75], json_schema_extra=cli(hidden=True))
+    image_max_tokens: int = Field(default=16, ge=4, json_schema_extra=cli(hidden=True))
+    concurrency: int = Field(default=4, ge=1, description="requests in flight at once")
+    seed: int = Field(default=731, json_schema_extra=cli(hidden=True))
+    deadline_s: float | None = Field(default=900.0, gt=0, description="per-request deadline in seconds")
 
     @field_validator("retrieval_lengths")
     @classmethod
@@ -105,27 +103,30 @@ def data_sha256(name: str) -> str:
     return hashlib.sha256((resources.files("loadproof") / "data" / "quality" / name).read_bytes()).hexdigest()
 
 
-class QualityScenario:
+class QualityScenario(Scenario):
     name = "quality"
     Options = QualityOptions
+    summary = "GSM8K subset, authored tasks, long-context retrieval and image checks, scored item by item."
+    tokenizer = TokenizerUse(required=False, purpose="needed for retrieval")
+    progress_label = "items"
+    options: QualityOptions
 
-    def __init__(self, target: Target, options: QualityOptions) -> None:
-        self.target = target
-        self.options = options
+    @classmethod
+    def prepare(cls, setup: Setup, console: Console) -> QualityScenario:
+        options = setup.options
+        if setup.profile is not None and setup.profile.serving.thinking == "disable":  # the profile knows it can think
+            options = options.model_copy(update={"thinking_mode": True})
+        return cls(setup.target, options)
 
     async def run(self, writer: RunWriter, manifest: dict[str, Any], progress: Progress | None = None) -> None:
         opts = self.options
         max_model_len = await asyncio.to_thread(self._max_model_len)
         jobs: list[Job] = []
         skipped: list[dict[str, Any]] = []
-        plan: dict[str, Any] = {"suites": opts.suites, "endpoint": self.target.endpoint,
-                                "max_model_len": max_model_len}
-        if "gsm8k" in opts.suites:
-            plan["gsm8k"] = self._gsm8k(jobs)
-        if "authored" in opts.suites:
-            plan["authored"] = self._authored(jobs, skipped)
-        if "retrieval" in opts.suites:
-            plan["retrieval"] = await asyncio.to_thread(self._retrieval, jobs, skipped, max_model_len)
+        gsm8k_plan = self._gsm8k(jobs) if "gsm8k" in opts.suites else None
+        authored_plan = self._authored(jobs, skipped) if "authored" in opts.suites else None
+        retrieval_plan = (await asyncio.to_thread(self._retrieval, jobs, skipped, max_model_len)
+                          if "retrieval" in opts.suites else None)
         texts: dict[str, str] = {}
 
         def sink(record: RequestRecord) -> None:
@@ -135,11 +136,11 @@ class QualityScenario:
 
         async with StreamingClient(self.target.url, api_key=self.target.api_key,
                                    max_connections=opts.concurrency + 4, on_record=sink) as client:
-            if "image" in opts.suites:
-                plan["image"] = await self._image(client, jobs, skipped)
-            plan["num_items"] = len(jobs) + len(skipped)
-            plan["num_skipped"] = len(skipped)
-            manifest["plan"] = plan
+            image_plan = await self._image(client, jobs, skipped) if "image" in opts.suites else None
+            attach_plan(manifest, QualityPlan(
+                suites=opts.suites, endpoint=self.target.endpoint, max_model_len=max_model_len, gsm8k=gsm8k_plan,
+                authored=authored_plan, retrieval=retrieval_plan, image=image_plan,
+                num_items=len(jobs) + len(skipped), num_skipped=len(skipped)))
             writer.write_manifest(manifest)
             for row in skipped:
                 writer.answer(row)
@@ -196,7 +197,7 @@ class QualityScenario:
     def _chat(self) -> bool:
         return self.target.endpoint == "chat"
 
-    def _gsm8k(self, jobs: list[Job]) -> dict[str, Any]:
+    def _gsm8k(self, jobs: list[Job]) -> Gsm8kPlan:
         opts = self.options
         problems = gsm8k.load_subset(opts.gsm8k_items)
         for problem in problems:
@@ -206,9 +207,9 @@ class QualityScenario:
                             max_tokens=self._budget("plain", opts.gsm8k_max_tokens),
                             stop=None if self._chat else list(gsm8k.STOP), extra=self._extra("plain"),
                             score=lambda text, e=expected: gsm8k.score(text, e)))
-        return {"file": gsm8k.SUBSET_FILE, "sha256": data_sha256(gsm8k.SUBSET_FILE), "items": len(problems),
-                "prompt": "chat instruction" if self._chat else f"{len(gsm8k.EXEMPLARS)}-shot completion",
-                "max_tokens": opts.gsm8k_max_tokens}
+        return Gsm8kPlan(file=gsm8k.SUBSET_FILE, sha256=data_sha256(gsm8k.SUBSET_FILE), items=len(problems),
+                         prompt="chat instruction" if self._chat else f"{len(gsm8k.EXEMPLARS)}-shot completion",
+                         max_tokens=opts.gsm8k_max_tokens)
 
     def _low_thinking_skip_reason(self) -> str | None:
         if not self._chat:
@@ -217,7 +218,7 @@ class QualityScenario:
             return "the model has no thinking mode (profile serving.thinking = unsupported; --thinking-model if it has)"
         return None
 
-    def _authored(self, jobs: list[Job], skipped: list[dict[str, Any]]) -> dict[str, Any]:
+    def _authored(self, jobs: list[Job], skipped: list[dict[str, Any]]) -> AuthoredPlan:
         opts = self.options
         tasks = authored.load_tasks()
         modes: dict[str, str] = {}
@@ -236,17 +237,16 @@ class QualityScenario:
                     stop = ["\n\n", "Question:"] if task.multiline else ["\n", "Question:"]
                 jobs.append(Job(row=row, prompt=prompt, max_tokens=self._budget(mode, opts.authored_max_tokens),
                                 stop=stop, extra=self._extra(mode), score=lambda text, t=task: authored.check(t, text)))
-        return {"file": authored.AUTHORED_FILE, "sha256": data_sha256(authored.AUTHORED_FILE), "tasks": len(tasks),
-                "modes": modes, "max_tokens": opts.authored_max_tokens}
+        return AuthoredPlan(file=authored.AUTHORED_FILE, sha256=data_sha256(authored.AUTHORED_FILE), tasks=len(tasks),
+                            modes=modes, max_tokens=opts.authored_max_tokens)
 
-    def _retrieval(self, jobs: list[Job], skipped: list[dict[str, Any]], max_model_len: int | None) -> dict[str, Any]:
+    def _retrieval(self, jobs: list[Job], skipped: list[dict[str, Any]], max_model_len: int | None) -> RetrievalPlan:
         opts = self.options
-        plan: dict[str, Any] = {"lengths": opts.retrieval_lengths, "depths": opts.retrieval_depths}
+        plan = RetrievalPlan(lengths=opts.retrieval_lengths, depths=opts.retrieval_depths, asked_lengths=[])
         room = self._budget("plain", retrieval.MAX_TOKENS)
         fits = [L for L in opts.retrieval_lengths if max_model_len is None or L + room <= max_model_len]
         self._skip_retrieval(skipped, [L for L in opts.retrieval_lengths if L not in fits],
                              f"longer than the model's max_model_len {max_model_len} with the answer")
-        plan["asked_lengths"] = []
         if not fits:
             return plan
         if self.target.tokenizer_path is None:
@@ -265,9 +265,9 @@ class QualityScenario:
             jobs.append(Job(row={"suite": "retrieval", "item_id": item.item_id, "mode": "plain"},
                             prompt=item.prompt.text, max_tokens=room, extra=self._extra("plain"),
                             score=lambda text, i=item: retrieval.score(i, text)))
-        plan.update(asked_lengths=fits, overhead_tokens=hs.builder.overhead_tokens, overhead_source=hs.overhead_source,
-                    salts={item.item_id: item.prompt.salt for item in items})
-        return plan
+        return RetrievalPlan(lengths=opts.retrieval_lengths, depths=opts.retrieval_depths, asked_lengths=fits,
+                             overhead_tokens=hs.builder.overhead_tokens, overhead_source=hs.overhead_source,
+                             salts={item.item_id: item.prompt.salt for item in items})
 
     def _skip_retrieval(self, skipped: list[dict[str, Any]], lengths: list[int], reason: str) -> None:
         for length in lengths:
@@ -275,7 +275,7 @@ class QualityScenario:
                 skipped.append({"suite": "retrieval", "item_id": retrieval.item_id(length, depth), "mode": "plain",
                                 "length_tokens": length, "depth": depth, "skipped": reason})
 
-    async def _image(self, client: StreamingClient, jobs: list[Job], skipped: list[dict[str, Any]]) -> dict[str, Any]:
+    async def _image(self, client: StreamingClient, jobs: list[Job], skipped: list[dict[str, Any]]) -> ImagePlan:
         tasks = images.image_tasks()
         reason = None
         if not self._chat:
@@ -296,7 +296,7 @@ class QualityScenario:
             jobs.append(Job(row=row, prompt=task.question, messages=images.chat_messages(task.question, task.data_url()),
                             max_tokens=self._budget("plain", self.options.image_max_tokens), extra=self._extra("plain"),
                             score=lambda text, t=task.task(): authored.check(t, text)))
-        return {"items": len(tasks), "status": f"skipped: {reason}" if reason else "asked"}
+        return ImagePlan(items=len(tasks), status=f"skipped: {reason}" if reason else "asked")
 
     def _spec(self, job: Job, family: str | None = None) -> RequestSpec:
         extra = dict(job.extra)

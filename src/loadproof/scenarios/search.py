@@ -1,14 +1,24 @@
 """Capacity search: the largest N (or L) that passes, found with real runs.
 
 Bracketing first (double from the start value while trials pass, up to the maximum), then bisection
-between the largest pass and the smallest failure until they are `resolution` apart. Every trial is a
-full capacity run recorded in its own run directory; this module only decides what to try next.
+between the largest pass and the smallest failure until they are `resolution` apart (`search`, which
+only decides what to try next). `capacity_search` runs it: every trial is a full capacity run through
+the run lifecycle, in its own run directory inside the search's folder; `search.jsonl` gets a line as
+each trial ends, and `search.json` the result.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from loadproof.scenarios.lifecycle import Console, Setup
+
+# the largest value a search tries unless --search-max says otherwise
+SEARCH_MAXIMUM = {"sessions": 256, "input_tokens": 1_048_576}
 
 
 @dataclass(frozen=True)
@@ -68,3 +78,67 @@ def search(parameter: str, start: int, maximum: int, run_trial: Callable[[int], 
         else:
             high = result.smallest_fail = mid
     return result
+
+
+def resolution_of(key: str, start: int) -> int:
+    """How close the largest pass and the smallest failure must come: one session, or 1/16 of the
+    starting length (at least 64 tokens)."""
+    return 1 if key == "sessions" else max(64, start // 16)
+
+
+def capacity_search(scenario: Any, setup: Setup, console: Console) -> SearchResult:
+    """The largest passing `setup.command.search` ('sessions' or 'input-tokens') of capacity runs with
+    `setup.options`; AcceptanceFailed when none passed."""
+    from loadproof.errors import AcceptanceFailed
+    from loadproof.metrics.claims import criterion_name
+    from loadproof.scenarios.lifecycle import failed_criteria, run_once
+    from loadproof.store.run_dir import new_run_id
+
+    key = setup.command.search.replace("-", "_")
+    maximum = setup.command.search_max or SEARCH_MAXIMUM[key]
+    folder = setup.out / new_run_id("capacity-search")
+    folder.mkdir(parents=True)
+    console.say(f"search directory: {folder}")
+    base = setup.options.model_dump()
+    _ = setup.target  # resolved once, before the first trial, and kept by every trial's setup
+
+    def trial(value: int) -> Trial:
+        console.say(f"trial {key} = {value}")
+        trial_setup = _with_options(setup, {**base, key: value})
+        outcome = run_once(scenario.prepare(trial_setup, console), folder, console, trial_setup.manifest_extra)
+        failed = failed_criteria(outcome.report.claims)
+        reason = f"{criterion_name(failed[0])}: {failed[0].formula}" if failed else "every criterion passed"
+        console.say(f"  {outcome.verdict}: {reason}")
+        return Trial(value, outcome.verdict or "FAIL", reason, outcome.run_path.name)
+
+    def record(t: Trial) -> None:
+        with open(folder / "search.jsonl", "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(t.__dict__) + "\n")
+
+    start = base[key]
+    result = search(key, min(start, maximum), maximum, trial, resolution=resolution_of(key, start), on_trial=record)
+    (folder / "search.json").write_text(json.dumps({
+        "parameter": key, "fixed": {k: v for k, v in base.items() if k != key}, "maximum": maximum,
+        "largest_pass": result.largest_pass, "smallest_fail": result.smallest_fail,
+        "trials": [t.__dict__ for t in result.trials]}, indent=2) + "\n")
+    console.table(f"Capacity search over {key}", [key, "verdict", "reason", "run"],
+                  [[str(t.value), t.verdict, t.reason, t.run_dir] for t in result.trials])
+    console.result(result.summary)
+    if result.largest_pass is None:
+        raise AcceptanceFailed(result.summary)
+    return result
+
+
+def _with_options(setup: Setup, values: dict[str, Any]) -> Setup:
+    """`setup` with its options replaced by `values` (validated: a bisection can step below a bound)."""
+    from dataclasses import replace
+
+    from pydantic import ValidationError
+
+    from loadproof.config.base import one_line
+
+    try:
+        options = type(setup.options).model_validate(values)
+    except ValidationError as exc:
+        raise one_line(exc, "capacity options") from None
+    return replace(setup, options=options, manifest_extra=dict(setup.manifest_extra))

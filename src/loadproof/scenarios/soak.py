@@ -8,59 +8,89 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
 from loadproof.client import StreamingClient
 from loadproof.config.base import StrictModel
+from loadproof.plans import attach_plan
+from loadproof.plans.soak import SoakPlan
 from loadproof.protocol.openai import request_body
 from loadproof.client.stream import RequestSpec
 from loadproof.records import RequestRecord
-from loadproof.scenarios.base import Progress, Target
+from loadproof.scenarios.base import Progress, Target, TokenizerUse
 from loadproof.scenarios.long_context import MetricsScenario, haystack_target
+from loadproof.scenarios.options import HttpUrl, cli
 from loadproof.store.run_dir import RunWriter
 from loadproof.telemetry.server_metrics import MetricsScraper
 from loadproof.workloads.prompts import FAMILIES, load_family
+
+if TYPE_CHECKING:
+    from loadproof.scenarios.lifecycle import Console, Setup
 
 PROCESS_METRICS = {"process_rss_bytes": "process_resident_memory_bytes"}
 
 
 class SoakOptions(StrictModel):
-    duration_s: float = Field(default=300.0, gt=0, description="no request starts after this")
-    clients: int = Field(default=4, ge=1, description="K concurrent client loops")
-    long_every: int = Field(default=5, ge=0, description="every Nth request of a client is long (0: none)")
-    long_tokens: int = Field(default=4096, ge=64, description="input tokens of a long request (needs the tokenizer)")
-    short_max_tokens: int = Field(default=64, ge=1)
-    long_max_tokens: int = Field(default=32, ge=1)
-    deadline_s: float = Field(default=600.0, gt=0, description="per-request deadline")
-    grace_s: float = Field(default=60.0, ge=0, description="after the duration, wait this long for requests in flight")
-    sample_interval_s: float = Field(default=2.0, gt=0)
-    max_error_rate: float = Field(default=0.0, ge=0, le=1)
-    max_latency_drift: float = Field(default=0.25, ge=0, description="second-half vs first-half median latency")
-    max_rss_growth_mib: float = Field(default=512.0, ge=0)
-    seed: int = 731
+    duration_s: float = Field(default=300.0, gt=0, description="no request starts after this many seconds")
+    clients: int = Field(default=4, ge=1, description="K concurrent client loops", json_schema_extra=cli(aliases=["-k"]))
+    long_every: int = Field(default=5, ge=0, description="every Nth request of a client is long (needs --tokenizer; "
+                            "0: none)")
+    long_tokens: int = Field(default=4096, ge=64, description="input tokens of a long request")
+    short_max_tokens: int = Field(default=64, ge=1, json_schema_extra=cli(hidden=True))
+    long_max_tokens: int = Field(default=32, ge=1, json_schema_extra=cli(hidden=True))
+    deadline_s: float = Field(default=600.0, gt=0, description="per-request deadline in seconds")
+    grace_s: float = Field(default=60.0, ge=0, description="after the duration, wait this long for requests in flight",
+                           json_schema_extra=cli(hidden=True))
+    sample_interval_s: float = Field(default=2.0, gt=0, json_schema_extra=cli(hidden=True))
+    max_error_rate: float = Field(default=0.0, ge=0, le=1, json_schema_extra=cli(hidden=True))
+    max_latency_drift: float = Field(default=0.25, ge=0, description="allowed second-half vs first-half median "
+                                     "latency growth")
+    max_rss_growth_mib: float = Field(default=512.0, ge=0, description="allowed resident memory growth")
+    seed: int = Field(default=731, json_schema_extra=cli(hidden=True))
+
+
+class SoakCommand(StrictModel):
+    """Where `loadproof run soak` reads memory from."""
+
+    engine_metrics: HttpUrl | None = Field(default=None, description="engine base URL for memory samples "
+                                           "(default: --url)")
+    relay_metrics: HttpUrl | None = Field(default=None, description="relay base URL for memory samples")
 
 
 class SoakScenario(MetricsScenario):
     name = "soak"
     Options = SoakOptions
+    CommandOptions = SoakCommand
+    summary = "K clients for a duration, short and long requests mixed: errors, latency drift, memory over time."
+    tokenizer = TokenizerUse(required=False, purpose="for long requests")
     options: SoakOptions
 
-    def __init__(self, target: Target, options: SoakOptions, engine: str = "vllm",
-                 engine_metrics_url: str | None = None, relay_metrics_url: str | None = None) -> None:
-        super().__init__(target, options, engine)
+    def __init__(self, target: Target, options: SoakOptions, engine_metrics_url: str | None = None,
+                 relay_metrics_url: str | None = None) -> None:
+        super().__init__(target, options)
         self.engine_metrics_url = engine_metrics_url
         self.relay_metrics_url = relay_metrics_url
+
+    @classmethod
+    def prepare(cls, setup: Setup, console: Console) -> SoakScenario:
+        options = setup.options
+        if options.long_every and setup.target.tokenizer_path is None:
+            console.say("no --tokenizer: short requests only")
+            options = options.model_copy(update={"long_every": 0})
+        return cls(setup.target, options, engine_metrics_url=setup.command.engine_metrics or setup.target.url,
+                   relay_metrics_url=setup.command.relay_metrics)
 
     async def run(self, writer: RunWriter, manifest: dict[str, Any], progress: Progress | None = None) -> None:
         opts = self.options
         rng = random.Random(opts.seed)
         shorts = [p for family in FAMILIES for p in load_family(family)]
         builder = haystack_target(self.target, opts.seed).builder if opts.long_every and self.target.tokenizer_path else None
-        manifest["plan"] = {"duration_s": opts.duration_s, "clients": opts.clients, "long_every": opts.long_every,
-                            "long_requests": builder is not None, "max_error_rate": opts.max_error_rate,
-                            "max_latency_drift": opts.max_latency_drift, "max_rss_growth_mib": opts.max_rss_growth_mib}
+        attach_plan(manifest, SoakPlan(duration_s=opts.duration_s, clients=opts.clients, long_every=opts.long_every,
+                                       long_requests=builder is not None, max_error_rate=opts.max_error_rate,
+                                       max_latency_drift=opts.max_latency_drift,
+                                       max_rss_growth_mib=opts.max_rss_growth_mib))
         writer.write_manifest(manifest)
         scrapers = []
         for role, url in (("engine", self.engine_metrics_url), ("relay", self.relay_metrics_url)):

@@ -10,40 +10,37 @@ batch so the claims (`metrics.throughput`) are pure functions of `requests.jsonl
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import Field, field_validator
 
 from loadproof.client import RequestSpec, StreamingClient
 from loadproof.config.base import StrictModel
-from loadproof.engines.vllm import VLLM_METRICS
+from loadproof.engines import engines
+from loadproof.plans import attach_plan
+from loadproof.plans.throughput import ThroughputPlan
 from loadproof.protocol.openai import request_body
 from loadproof.records import RequestRecord
-from loadproof.scenarios.base import Progress, Target, TokenCounter
+from loadproof.scenarios.base import Progress, Scenario, TokenCounter, TokenizerUse
+from loadproof.scenarios.options import among, cli
 from loadproof.store.run_dir import RunWriter
 from loadproof.telemetry.server_metrics import MetricsScraper
 from loadproof.workloads.prompts import FAMILIES, Prompt, load_family
 
 
 class ThroughputOptions(StrictModel):
-    families: list[str] = Field(default_factory=lambda: list(FAMILIES))
-    concurrency: list[int] = Field(default_factory=lambda: [1, 4, 8])
+    families: Annotated[list[str], among(FAMILIES, "families")] = Field(default_factory=lambda: list(FAMILIES),
+                                                                        description="task families")
+    concurrency: list[int] = Field(default_factory=lambda: [1, 4, 8], description="concurrency levels")
     max_tokens: int = Field(default=1024, ge=2, description="output tokens asked per request")
-    temperature: float = Field(default=0.0, ge=0.0)
-    seed: int = 731
-    repeats: int = Field(default=1, ge=1)
+    temperature: float = Field(default=0.0, ge=0.0, json_schema_extra=cli(hidden=True))
+    repeats: int = Field(default=1, ge=1, description="repeats of every level")
     num_prompts: int | None = Field(default=None, ge=1, description="prompts per family at concurrency 1")
-    ignore_eos: bool = Field(default=False, description="ask the engine to generate exactly max_tokens")
-    deadline_s: float | None = Field(default=None, gt=0, description="per-request deadline")
-    warmup: bool = Field(default=True, description="one unrecorded request first, so start-up costs are not measured")
-
-    @field_validator("families")
-    @classmethod
-    def _known_families(cls, value: list[str]) -> list[str]:
-        unknown = [f for f in value if f not in FAMILIES]
-        if unknown or not value:
-            raise ValueError(f"families must be among {', '.join(FAMILIES)} (got {', '.join(value) or 'none'})")
-        return value
+    seed: int = Field(default=731, description="sampling seed sent with every request")
+    ignore_eos: bool = Field(default=False, description="generate exactly max_tokens")
+    deadline_s: float | None = Field(default=None, gt=0, description="per-request deadline in seconds")
+    warmup: bool = Field(default=True, description="one unrecorded request first, so start-up costs are not measured",
+                         json_schema_extra=cli(hidden=True))
 
     @field_validator("concurrency")
     @classmethod
@@ -75,19 +72,23 @@ def _labels(family: str, conc: int, repeat: int, batch: int) -> dict[str, Any]:
     return {"scenario": "throughput", "family": family, "concurrency": conc, "repeat": repeat, "batch": batch}
 
 
-class ThroughputScenario:
+class ThroughputScenario(Scenario):
     name = "throughput"
     Options = ThroughputOptions
-
-    def __init__(self, target: Target, options: ThroughputOptions) -> None:
-        self.target = target
-        self.options = options
+    summary = "Single-request decode rate and batch aggregate throughput per task family."
+    tokenizer = TokenizerUse(required=False, purpose="to re-count output")
+    options: ThroughputOptions
 
     async def run(self, writer: RunWriter, manifest: dict[str, Any], progress: Progress | None = None) -> int:
         """Send every wave; append each record as it ends. Returns the number of failed requests."""
         opts = self.options
         counter = TokenCounter(self.target.tokenizer_path) if self.target.tokenizer_path else None
         waves = plan(opts)
+        attach_plan(manifest, ThroughputPlan(
+            families=opts.families, concurrency=opts.concurrency, max_tokens=opts.max_tokens,
+            num_prompts=opts.num_prompts, repeats=opts.repeats, temperature=opts.temperature,
+            ignore_eos=opts.ignore_eos, seed=opts.seed))
+        writer.write_manifest(manifest)
         total = sum(len(w) for w in waves)
         done = 0
         failed = 0
@@ -111,7 +112,8 @@ class ThroughputScenario:
                 await client.stream(self._spec("warmup", load_family(opts.families[0])[0], {}))
             # /metrics before and after the measured waves (not the warm-up), so the engine's own token
             # counters and TTFT histogram can be set beside the client's (metrics/engine_agreement.py)
-            async with MetricsScraper(self.target.url, VLLM_METRICS, interval_s=None, sink=writer.metric_sample,
+            metric_names = engines.get(self.target.engine).metric_names
+            async with MetricsScraper(self.target.url, metric_names, interval_s=None, sink=writer.metric_sample,
                                       api_key=self.target.api_key):
                 for wave_index, wave in enumerate(waves):
                     specs = [self._spec(f"tp-{wave_index:04d}-{j}", prompt, labels)

@@ -25,8 +25,7 @@ from typing import Any
 from loadproof.errors import UsageError
 from loadproof.sim.config import CostModel, SimConfig
 from loadproof.store.run_dir import load_run
-
-NS = 1_000_000_000
+from loadproof.units import NS_PER_S
 
 
 @dataclass(frozen=True)
@@ -98,10 +97,10 @@ def points_from_runs(paths: list[Path]) -> tuple[list[TtftPoint], list[DecodePoi
             if not record.ok or record.ttft_ns is None:
                 continue
             if scenario == "prefill" or record.concurrency == 1:
-                ttft.append(TtftPoint(record.prompt_tokens or 0, record.ttft_ns / NS, f"{run.run_id}/{record.request_id}"))
+                ttft.append(TtftPoint(record.prompt_tokens or 0, record.ttft_ns / NS_PER_S, f"{run.run_id}/{record.request_id}"))
             out = record.output_tokens or 0
             if out >= 8 and record.last_token_ns and record.first_token_ns:
-                per_token = (record.last_token_ns - record.first_token_ns) / NS / (out - 1)
+                per_token = (record.last_token_ns - record.first_token_ns) / NS_PER_S / (out - 1)
                 context = (record.prompt_tokens or 0) + out / 2
                 # grouped by prompt length too: a prefill run's decode after L tokens is a context point
                 length = (record.prompt_tokens or 0) if scenario == "prefill" else 0

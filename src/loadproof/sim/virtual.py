@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from loadproof.plans.capacity import CapacityPlan, CapacitySession
 from loadproof.records import RequestRecord
 from loadproof.sim.config import SimConfig
 from loadproof.sim.scheduler import Scheduler, SimRequest
-
-NS = 1_000_000_000
+from loadproof.units import NS_PER_S
 
 
 def salted_hashes(salt: str, num_tokens: int, block_size: int) -> list[int]:
@@ -46,7 +46,7 @@ class VirtualRun:
         return request
 
     def sample(self) -> None:
-        self.samples.append({"t_ns": int(self.now_s * NS), "values": self.scheduler.gauges()})
+        self.samples.append({"t_ns": int(self.now_s * NS_PER_S), "values": self.scheduler.gauges()})
         self._next_sample_s = self.now_s + self.sample_interval_s
 
     def advance(self, until: Callable[[], bool], max_s: float) -> bool:
@@ -68,7 +68,7 @@ class VirtualRun:
 
 @dataclass
 class CapacityPrediction:
-    plan: dict[str, Any]
+    plan: CapacityPlan
     records: list[RequestRecord]
     samples: list[dict[str, Any]]
     events: list[dict[str, Any]]
@@ -105,17 +105,17 @@ def predict_capacity(config: SimConfig, sessions: int, input_tokens: int, window
     run.advance(all_started, first_token_timeout_s)
     events: list[dict[str, Any]] = []
     if stall["since"] is not None:
-        events.append({"kind": "admission_stalled", "t_ns": int(run.now_s * NS),
+        events.append({"kind": "admission_stalled", "t_ns": int(run.now_s * NS_PER_S),
                        "evidence": f"{len(run.scheduler.waiting)} request(s) waited {admission_stall_s:g} s while "
                                    f"all {len(run.scheduler.running)} running sessions were decoding"})
     started = [r for r in requests if r.first_token_s is not None]
     if len(started) == sessions:
         window_start = max(r.first_token_s for r in started)  # type: ignore[type-var]
-        events.append({"kind": "window_start", "t_ns": int(window_start * NS)})
+        events.append({"kind": "window_start", "t_ns": int(window_start * NS_PER_S)})
         end = window_start + window_s
         run.advance(lambda: run.now_s >= end or not run.scheduler.running, end)
     cancel_s = run.now_s + 1e-6  # the client cancels just after the window's last step
-    events.append({"kind": "cancel", "t_ns": int(cancel_s * NS)})
+    events.append({"kind": "cancel", "t_ns": int(cancel_s * NS_PER_S)})
     for rid in ids:
         run.scheduler.abort(rid)
     run.now_s = cancel_s + 1e-3
@@ -127,21 +127,21 @@ def predict_capacity(config: SimConfig, sessions: int, input_tokens: int, window
         record = RequestRecord(request_id=rid, endpoint="completions", scenario="capacity", family="capacity",
                                prompt_id=rid, concurrency=sessions, send_ns=0,
                                prompt_tokens=input_tokens, output_tokens=len(times),
-                               chunk_ns=[int(t * NS) for t in times], chunk_tokens=[1] * len(times),
+                               chunk_ns=[int(t * NS_PER_S) for t in times], chunk_tokens=[1] * len(times),
                                num_chunks=len(times))
         if times:
-            record.first_token_ns, record.last_token_ns = int(times[0] * NS), int(times[-1] * NS)
+            record.first_token_ns, record.last_token_ns = int(times[0] * NS_PER_S), int(times[-1] * NS_PER_S)
             record.output_text = "predicted"  # the simulator answers every probe right
         if request.finish_reason == "length":
-            record.ok, record.finish_reason, record.end_ns = True, "length", int(times[-1] * NS)
+            record.ok, record.finish_reason, record.end_ns = True, "length", int(times[-1] * NS_PER_S)
         else:
-            record.error_kind, record.error_message, record.end_ns = "cancelled", "cancelled by the client", int(cancel_s * NS)
+            record.error_kind, record.error_message, record.end_ns = "cancelled", "cancelled by the client", int(cancel_s * NS_PER_S)
         records.append(record)
-    plan = {
-        "sessions": [{"request_id": rid, "session_id": rid, "expected": "predicted"} for rid in ids],
-        "input_tokens": input_tokens, "max_tokens": max_tokens, "window_s": window_s, "max_gap_s": max_gap_s,
-        "drain_timeout_s": 30.0, "kv_idle_bound": 0.02, "check_probes": True,
-        "max_model_len": config.max_model_len, "engine_kv_cache_tokens": config.kv_cache_tokens,
-        "theoretical_full_windows": round(config.kv_cache_tokens / config.max_model_len, 4),
-    }
+    plan = CapacityPlan(
+        sessions=[CapacitySession(request_id=rid, session_id=rid, expected="predicted") for rid in ids],
+        input_tokens=input_tokens, max_tokens=max_tokens, window_s=window_s, max_gap_s=max_gap_s,
+        drain_timeout_s=30.0, kv_idle_bound=0.02, check_probes=True,
+        max_model_len=config.max_model_len, engine_kv_cache_tokens=config.kv_cache_tokens,
+        theoretical_full_windows=round(config.kv_cache_tokens / config.max_model_len, 4),
+    )
     return CapacityPrediction(plan, records, run.samples, events, run.num_steps, run.now_s)

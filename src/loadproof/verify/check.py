@@ -2,9 +2,10 @@
 
 Reads only the bundle and uses only the claim definitions (metrics.compute_claims) and the run
 reader (store): no client, no engine, no model, no network. A claim is `ok` when the published and
-recomputed claims have the same name and unit, equal string or boolean values, and, for numbers,
-when both the recomputed value and the published `value` round to the published `printed` figure
-(intervals.py).
+recomputed claims have the same name and unit, the same kind and direction where the published claim
+states them (bundles published before claims carried them do not), equal string or boolean values,
+and, for numbers, when both the recomputed value and the published `value` round to the published
+`printed` figure (intervals.py).
 
 A bundle is a stranger's: nothing in it is followed (links), opened unless it is a regular file,
 read past its cap, or trusted to parse; every such problem, and any error a crafted value provokes
@@ -34,6 +35,7 @@ from loadproof.verify.layout import BUNDLE_JSON, MAX_DOCUMENT_BYTES, MAX_ENTRIES
 
 BUNDLE_LIMITS = ReadLimits(max_file_bytes=MAX_FILE_BYTES, max_document_bytes=MAX_DOCUMENT_BYTES)
 _ABSENT = "(none)"
+MEANING = ("kind", "direction")  # checked when published; absent from bundles made before claims carried them
 _RUN_FOLDER = re.compile(r"[A-Za-z0-9._-]+")  # what publish names a run folder
 
 
@@ -264,6 +266,9 @@ def compare_claim(pub: dict[str, Any], claim: Claim) -> str | None:
         return "published claim has no printed figure"
     if pub.get("unit") != claim.unit:
         return f"unit {_brief(pub.get('unit'))}, recomputed {claim.unit!r}"
+    for meaning in MEANING:
+        if meaning in pub and pub[meaning] != getattr(claim, meaning):
+            return f"{meaning} {_brief(pub[meaning])}, recomputed {getattr(claim, meaning)!r}"
     if isinstance(claim.value, (bool, str)) or isinstance(value, (bool, str)):
         if type(value) is not type(claim.value) or value != claim.value:
             return "value differs"

@@ -14,6 +14,7 @@ from pydantic import ValidationError
 from loadproof.metrics import compute_claims
 from loadproof.metrics.ab import ab_claims, paired_bootstrap_change, round_figures, ttft_s
 from loadproof.metrics.throughput import decode_rate_per_s
+from loadproof.plans.ab import AbPlan
 from loadproof.records import RequestRecord
 from loadproof.scenarios.ab import AbOptions, AbScenario, plan_order
 from loadproof.scenarios.base import Target
@@ -33,7 +34,12 @@ def rec(arm, rnd, rate, ttft=0.1, i=0, ok=True):
 
 
 def plan(rounds, seed=5):
-    return {"order": [["a", "b"]] * rounds, "bootstrap_seed": seed, "resamples": 2000}
+    return {"arms": {}, "order": [["a", "b"]] * rounds, "order_seed": 1, "prompts": ["english-00"], "family": "english",
+            "bootstrap_seed": seed, "resamples": 2000}
+
+
+def typed(rounds, seed=5):
+    return msgspec.convert(plan(rounds, seed), AbPlan)
 
 
 def test_round_figure_is_the_median_of_the_arm_in_that_round():
@@ -46,7 +52,7 @@ def test_claims_change_and_a_significant_interval():
     a_rates = [10.0, 10.3, 9.8, 10.1, 9.9]
     b_rates = [12.0, 12.2, 11.9, 12.3, 11.8]
     records = [rec("a", r, x) for r, x in enumerate(a_rates)] + [rec("b", r, x) for r, x in enumerate(b_rates)]
-    claims = {c.name: c for c in ab_claims(plan(5), records)}
+    claims = {c.name: c for c in ab_claims(typed(5), records)}
     mean_a, mean_b = statistics.fmean(a_rates), statistics.fmean(b_rates)
     assert claims["ab.decode_tokens_per_s.a"].value == pytest.approx(mean_a, rel=1e-6)
     assert claims["ab.decode_tokens_per_s.b"].value == pytest.approx(mean_b, rel=1e-6)
@@ -66,14 +72,14 @@ def test_an_a_a_comparison_is_not_significant():
     a_rates = [10.0, 11.0, 10.0, 11.0, 10.5, 9.5]
     b_rates = [11.0, 10.0, 11.0, 10.0, 9.5, 10.5]
     records = [rec("a", r, x) for r, x in enumerate(a_rates)] + [rec("b", r, x) for r, x in enumerate(b_rates)]
-    claims = {c.name: c for c in ab_claims(plan(6), records)}
+    claims = {c.name: c for c in ab_claims(typed(6), records)}
     assert claims["ab.decode_tokens_per_s.ci_low"].value < 0 < claims["ab.decode_tokens_per_s.ci_high"].value
     assert claims["ab.decode_tokens_per_s.significant"].value is False
 
 
 def test_failed_requests_are_counted_not_measured():
     records = [rec("a", 0, 10.0), rec("a", 0, 99.0, i=1, ok=False), rec("b", 0, 12.0), rec("a", 1, 10.0), rec("b", 1, 12.0)]
-    claims = {c.name: c for c in ab_claims(plan(2), records)}
+    claims = {c.name: c for c in ab_claims(typed(2), records)}
     assert claims["ab.failed_requests.a"].value == 1 and claims["ab.failed_requests.b"].value == 0
     assert claims["ab.decode_tokens_per_s.a"].value == pytest.approx(10.0, rel=1e-6)
     assert ttft_s(records[1]) is None
@@ -133,8 +139,8 @@ def test_each_arm_sends_its_own_settings_to_its_own_target():
     assert (b["model"], b["temperature"], b["top_p"]) == ("m2", 0.7, 0.9) and "prompt" in b
     assert b_spec.labels == {"family": "b", "prompt_id": prompt.id}
     plan_ = scenario.manifest_plan([["b", "a"]], [prompt])
-    assert plan_["order"] == [["b", "a"]] and plan_["arms"]["b"]["settings"] == {"temperature": 0.7, "top_p": 0.9}
-    assert plan_["arms"]["b"]["target"]["url"] == "http://127.0.0.1:2"
+    assert plan_.order == [["b", "a"]] and plan_.arms["b"].settings == {"temperature": 0.7, "top_p": 0.9}
+    assert plan_.arms["b"].target["url"] == "http://127.0.0.1:2"
 
 
 @pytest.mark.asyncio

@@ -2,9 +2,12 @@
 
 import copy
 
+import msgspec
 import pytest
 
-from loadproof.metrics.capacity import evaluate_capacity, max_gap_ns, window_tokens
+from loadproof.metrics import capacity
+from loadproof.metrics.capacity import Window, evaluate_capacity, max_gap_ns, window_tokens
+from loadproof.plans.capacity import CapacityPlan
 from loadproof.records import RequestRecord
 
 S = 1_000_000_000
@@ -36,7 +39,7 @@ def make_run():
 
 
 def verdict(plan, records, samples, events):
-    result = evaluate_capacity(plan, records, samples, events)
+    result = evaluate_capacity(msgspec.convert(plan, CapacityPlan), records, samples, events)
     return result, {c.name: c for c in result.criteria}, {c.name: c for c in result.claims}
 
 
@@ -156,3 +159,49 @@ def test_drain_counts_only_samples_after_every_connection_closed():
     result, criteria, _ = verdict(*run)
     assert criteria["drain"].status == "PASS", criteria["drain"].evidence
     assert "closed 2.00 s after cancel" in criteria["drain"].evidence
+
+
+def sessions_of(plan, records):
+    typed = msgspec.convert(plan, CapacityPlan)
+    by_id = {r.request_id: r for r in records}
+    return typed, [(s, by_id.get(s.request_id)) for s in typed.sessions]
+
+
+def test_each_criterion_is_a_pure_function_of_what_it_names():
+    plan, records, samples, events = make_run()
+    typed, sessions = sessions_of(plan, records)
+    window = capacity.shared_window(typed, sessions)
+    assert window == Window(11 * S, 15 * S)
+    assert capacity.running(samples, window, N).status == "PASS"
+    assert capacity.running(samples, window, N + 1).status == "FAIL"  # the engine ran 2, we asked for 3
+    assert capacity.running(samples, Window(30 * S, 31 * S), N).evidence == "no /metrics sample inside the window"
+    assert capacity.waiting(samples, window).status == "PASS"
+    assert capacity.preemptions(samples, {}, window).evidence == "the engine exposes no preemption counter"
+    assert capacity.prompt_tokens(sessions, L + 1).status == "FAIL"
+    assert capacity.streams_progress(sessions, window, max_gap_s=0.25).status == "FAIL"  # chunks every 0.5 s
+    assert capacity.probes(sessions, check=False).status == "SKIPPED"
+    assert capacity.cold_prefix_cache(samples, samples[0]["values"], window).evidence.startswith("0 prefix-cache hits")
+
+
+def test_cold_phase_waiting_without_a_cancel_reads_every_later_sample():
+    plan, records, samples, events = make_run()
+    records[1].first_token_ns = None
+    typed, sessions = sessions_of(plan, records)
+    assert capacity.shared_window(typed, sessions) is None
+    samples.append({"t_ns": 10**15, "values": {"num_requests_waiting": 2}})  # long after the run, no cancel to bound it
+    waited = capacity.cold_phase_waiting(sessions, samples, [])
+    assert waited.status == "FAIL" and "max 2 over 7 samples" in waited.evidence
+    bounded = capacity.cold_phase_waiting(sessions, samples, events)  # cancel at 17 s leaves the late sample out
+    assert bounded.status == "PASS"
+    assert capacity.cold_phase_waiting(sessions, [], []) is None  # no sample: no criterion, not a PASS
+
+
+def test_claims_say_their_kind_and_which_way_is_better():
+    _, _, claims = verdict(*make_run())
+    assert (claims["capacity.verdict"].kind, claims["capacity.verdict"].direction) == ("verdict", "neither")
+    assert claims["capacity.criteria.running"].kind == "criterion"
+    assert claims["capacity.window_aggregate_tokens_per_s"].direction == "higher"
+    assert claims["capacity.cold_ttft_median_s"].direction == "lower"
+    assert (claims["capacity.sessions"].kind, claims["capacity.sessions"].direction) == ("count", "neither")
+    assert claims["capacity.window_s"].direction == "neither"  # a setting, not a latency
+    assert claims["capacity.probes_retrieved"].direction == "higher"

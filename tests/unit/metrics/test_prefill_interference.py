@@ -1,7 +1,11 @@
 """Prefill and interference figures from hand-built runs, expected values worked out by hand."""
 
+from msgspec import convert
+
 from loadproof.metrics.interference import interference_claims
 from loadproof.metrics.prefill import counter_delta, prefill_claims
+from loadproof.plans.interference import InterferencePlan
+from loadproof.plans.prefill import PrefillPlan
 from loadproof.records import RequestRecord
 
 S = 1_000_000_000
@@ -20,7 +24,7 @@ def sample(t, hits):
 
 
 def test_prefill_median_ttft_per_repeat_and_coldness():
-    plan = {"input_tokens": 4096, "repeats": [{"request_id": f"r{i}"} for i in range(3)]}
+    plan = convert({"input_tokens": 4096, "repeats": [{"request_id": f"r{i}"} for i in range(3)]}, PrefillPlan)
     records = [rec("r0", 0, 2.0, 4.0, 4.1), rec("r1", 10, 13.0, 15.0, 15.1), rec("r2", 20, 22.5, 24.5, 24.6)]
     samples = [sample(-1, 7), sample(5, 7), sample(9, 7), sample(16, 7), sample(19, 7), sample(25, 7)]
     claims = {c.name: c for c in prefill_claims(plan, records, samples)}
@@ -42,7 +46,7 @@ def test_counter_delta_brackets_the_interval():
 
 def test_interference_before_during_after():
     every_half_second = lambda a, b: [int(x * S / 2) for x in range(int(a * 2), int(b * 2) + 1)]  # noqa: E731
-    plan = {"window_s": 2.0, "check_probes": True,
+    plan = {"window_s": 2.0, "check_probes": True, "session_tokens": 1000, "newcomer_tokens": 9000,
             "sessions": [{"request_id": "m0", "followup_request_id": "m0f", "session_id": "m0", "expected": "1111111"},
                          {"request_id": "m1", "followup_request_id": "m1f", "session_id": "m1", "expected": "2222222"}],
             "newcomer": {"request_id": "new"}}
@@ -53,7 +57,7 @@ def test_interference_before_during_after():
     f0 = rec("m0f", 13, 13.2, 14, 14.1, text=" 1111111.", family="followup")
     f1 = rec("m1f", 15, 15.2, 16, 16.1, text=" 9999999.", family="followup")
     samples = [sample(12.9, 0), sample(14.2, 896), sample(14.9, 896), sample(16.2, 896)]
-    claims = {c.name: c for c in interference_claims(plan, [m0, m1, new, f0, f1], samples)}
+    claims = {c.name: c for c in interference_claims(convert(plan, InterferencePlan), [m0, m1, new, f0, f1], samples)}
     # before [1, 3]: m0 5 chunks (1.0..3.0), m1 5 chunks -> 10 tokens / 2 s
     assert claims["interference.before_tokens_per_s"].value == 5.0
     # during [3, 6]: m0 7 chunks (3.0..6.0), m1 2 chunks (3.0, 6.0) -> 9 tokens / 3 s

@@ -3,10 +3,12 @@
 import pytest
 
 from loadproof.metrics.soak import soak_claims
+from loadproof.plans.soak import SoakPlan
 from loadproof.records import RequestRecord
 
 S = 1_000_000_000
-PLAN = {"max_error_rate": 0.0, "max_latency_drift": 0.25, "max_rss_growth_mib": 100.0}
+PLAN = SoakPlan(duration_s=10.0, clients=1, long_every=0, long_requests=False, max_error_rate=0.0,
+                max_latency_drift=0.25, max_rss_growth_mib=100.0)
 
 
 def rec(i: int, send: float, latency: float, ok: bool = True, family: str = "short") -> RequestRecord:

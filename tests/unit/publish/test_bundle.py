@@ -146,21 +146,25 @@ def test_refuses_when_sanitizing_would_change_a_claim(tmp_path):
 
 def test_claims_difference_allows_only_placeholder_renames():
     sanitizer = Sanitizer(include_this_machine=False)
-    a = Claim("throughput.x.c1.decode_tokens_per_s", 7.3, "tokens/s", "7.3", "f")
+    a = Claim("throughput.x.c1.decode_tokens_per_s", 7.3, "tokens/s", "7.3", "f", "figure", "neither")
     assert claims_difference([a], [a], sanitizer) is None
-    renamed = Claim("throughput.<host>.c1.decode_tokens_per_s", 7.3, "tokens/s", "7.3", "f")
+    renamed = Claim("throughput.<host>.c1.decode_tokens_per_s", 7.3, "tokens/s", "7.3", "f", "figure", "neither")
     assert claims_difference([a], [renamed], sanitizer) is None
-    assert "became" in claims_difference([a], [Claim("throughput.y.c1.decode_tokens_per_s", 7.3, "tokens/s", "7.3", "f")],
-                                         sanitizer)
-    assert "after sanitizing" in claims_difference([a], [Claim(a.name, 7.31, "tokens/s", "7.3", "f")], sanitizer)
-    reason = Claim("quality.skipped", "no tokenizer at /home/a/t.json", "", "no tokenizer at /home/a/t.json", "f")
-    clean = Claim("quality.skipped", "no tokenizer at <path>", "", "no tokenizer at <path>", "f")
+    other = Claim("throughput.y.c1.decode_tokens_per_s", 7.3, "tokens/s", "7.3", "f", "figure", "neither")
+    assert "became" in claims_difference([a], [other], sanitizer)
+    moved = Claim(a.name, 7.31, "tokens/s", "7.3", "f", "figure", "neither")
+    assert "after sanitizing" in claims_difference([a], [moved], sanitizer)
+    reason = Claim("quality.skipped", "no tokenizer at /home/a/t.json", "", "no tokenizer at /home/a/t.json", "f",
+                   "fact", "neither")
+    clean = Claim("quality.skipped", "no tokenizer at <path>", "", "no tokenizer at <path>", "f", "fact", "neither")
     assert claims_difference([reason], [clean], sanitizer) is None
 
 
 def test_claims_difference_never_prints_a_private_string():
     sanitizer = Sanitizer(include_this_machine=False)
-    before = Claim("throughput.en Authorization: Token 9f8e7d6c5b4a", "at /home/alice/x", "", "at /home/alice/x", "f")
-    assert "9f8e7d6c5b4a" not in claims_difference([before], [Claim("throughput.y", 1, "", "1", "f")], sanitizer)
-    changed = claims_difference([before], [Claim(before.name, "other", "", "other", "f")], sanitizer)
+    before = Claim("throughput.en Authorization: Token 9f8e7d6c5b4a", "at /home/alice/x", "", "at /home/alice/x", "f",
+                   "fact", "neither")
+    one = Claim("throughput.y", 1, "", "1", "f", "figure", "neither")
+    assert "9f8e7d6c5b4a" not in claims_difference([before], [one], sanitizer)
+    changed = claims_difference([before], [Claim(before.name, "other", "", "other", "f", "fact", "neither")], sanitizer)
     assert "after sanitizing" in changed and "9f8e7d6c5b4a" not in changed and "alice" not in changed

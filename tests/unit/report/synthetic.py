@@ -30,11 +30,19 @@ def stream(request_id: str, *, send: float, first: float, rate: float, tokens: i
     )
 
 
+def throughput_plan(records: list[RequestRecord]) -> dict[str, Any]:
+    """The plan a throughput run of these records writes (`plans.throughput.ThroughputPlan`)."""
+    return {"plan_version": 2, "plan": {
+        "families": list(dict.fromkeys(r.family for r in records)) or ["english"],
+        "concurrency": sorted({r.concurrency for r in records}) or [1], "max_tokens": 16}}
+
+
 def write_run(root: Path, name: str, scenario: str, records: list[RequestRecord],
               manifest: dict[str, Any] | None = None, telemetry: list[dict[str, Any]] | None = None) -> Path:
+    planned = throughput_plan(records) if scenario == "throughput" else {}
     with RunWriter(root / name) as writer:
         writer.write_manifest({"run_id": name, "scenario": scenario,
-                               "target": {"model": "tiny", "endpoint": "completions"}, **(manifest or {})})
+                               "target": {"model": "tiny", "endpoint": "completions"}, **planned, **(manifest or {})})
         for record in records:
             writer.append(record)
     if telemetry:

@@ -14,12 +14,13 @@ import pytest
 
 from loadproof.errors import UsageError
 from loadproof.metrics import compute_claims
-from loadproof.metrics.claims import Claim, number
+from loadproof.metrics.claims import Criterion, acceptance_claims, count, number
 from loadproof.report.compare import (
     DESCRIPTIVE,
+    NO_VERDICT,
     bootstrap_change_ci,
+    budget_of,
     build_side,
-    claim_direction,
     compare,
     parse_percent,
     quality_answer_changes,
@@ -27,7 +28,7 @@ from loadproof.report.compare import (
     table,
 )
 from loadproof.store.run_dir import Run, load_run
-from tests.unit.report.synthetic import stream, throughput_run, write_run
+from tests.unit.report.synthetic import stream, throughput_plan, throughput_run, write_run
 
 DECODE = "throughput.english.c1.decode_tokens_per_s"
 TTFT = "throughput.english.c1.ttft_median_s"
@@ -37,10 +38,27 @@ def side(tmp_path, label, rates):
     return build_side(label, [load_run(throughput_run(tmp_path, label, rates))], compute_claims)
 
 
-def claim_side(label, claims, scenario="capacity"):
+PLANS = {  # the smallest plan of each scenario these tests build sides of
+    "throughput": throughput_plan([stream("x", send=0, first=0.1, rate=10, family="x")]),
+    "capacity": {"plan": {"sessions": [{"request_id": "cap-s0", "session_id": "s0", "expected": "1234567"}],
+                          "input_tokens": 1024, "window_s": 6.0, "max_gap_s": 5.0, "drain_timeout_s": 30.0,
+                          "kv_idle_bound": 0.02}},
+    "soak": {"plan": {"duration_s": 20.0, "clients": 2, "long_every": 0, "long_requests": False,
+                      "max_error_rate": 0.0, "max_latency_drift": 0.25, "max_rss_growth_mib": 512}},
+    "quality": {"plan": {"suites": ["gsm8k"], "endpoint": "chat", "max_model_len": None, "num_items": 5,
+                         "num_skipped": 0}},
+}
+
+
+def claim_side(label, claims, scenario="capacity", **plan):
     """A side whose claims are given directly (for verdicts and exact budget figures)."""
-    run = Run(path=Path(label), manifest={"run_id": label, "scenario": scenario}, records=[])
+    planned = {**PLANS[scenario], "plan": {**PLANS[scenario]["plan"], **plan}}
+    run = Run(path=Path(label), manifest={"run_id": label, "scenario": scenario, **planned}, records=[])
     return build_side(label, [run], lambda _run: claims)
+
+
+def tps(value, name="throughput.x.c1.decode_tokens_per_s"):
+    return number(name, value, "tokens/s", "f", direction="higher")
 
 
 def test_change_against_every_baseline_side_by_side(tmp_path):
@@ -108,10 +126,11 @@ def test_bootstrap_needs_two_values_on_each_side():
 
 
 def budget_sides(cand_tps, cand_ttft):
-    base = claim_side("base", [number("throughput.x.c1.decode_tokens_per_s", 100.0, "tokens/s", "f"),
-                               number("throughput.x.c1.ttft_median_s", 1.0, "s", "f", 3)], "throughput")
-    cand = claim_side("cand", [number("throughput.x.c1.decode_tokens_per_s", cand_tps, "tokens/s", "f"),
-                               number("throughput.x.c1.ttft_median_s", cand_ttft, "s", "f", 3)], "throughput")
+    base = claim_side("base", [tps(100.0), number("throughput.x.c1.ttft_median_s", 1.0, "s", "f", 3, direction="lower")],
+                      "throughput")
+    cand = claim_side("cand", [tps(cand_tps),
+                               number("throughput.x.c1.ttft_median_s", cand_ttft, "s", "f", 3, direction="lower")],
+                      "throughput")
     return base, cand
 
 
@@ -133,7 +152,7 @@ def test_max_slowdown_on_both_sides_of_the_threshold(tps, ttft, verdict, culprit
 
 def test_max_slowdown_against_any_baseline():
     slow, _ = budget_sides(100.0, 1.0)
-    fast = claim_side("fast", [number("throughput.x.c1.decode_tokens_per_s", 130.0, "tokens/s", "f")], "throughput")
+    fast = claim_side("fast", [tps(130.0)], "throughput")
     _, cand = budget_sides(105.0, 1.0)
     result = compare(cand, [slow, fast], max_slowdown=0.10)
     assert result.verdict == "REJECT"
@@ -141,12 +160,10 @@ def test_max_slowdown_against_any_baseline():
 
 
 def capacity_claims(verdict, aggregate):
-    claims = [number("capacity.window_aggregate_tokens_per_s", aggregate, "tokens/s", "f"),
-              Claim("capacity.verdict", verdict, "", verdict, "PASS only if every criterion passed"),
-              Claim("capacity.criteria.all_streams_started", "PASS", "", "PASS", "4/4 sessions produced a first token")]
     status = "FAIL" if verdict == "FAIL" else "PASS"
-    claims.append(Claim("capacity.criteria.running", status, "", status, "num_requests_running min 3, max 4 (want 4)"))
-    return claims
+    criteria = [Criterion("all_streams_started", "PASS", "4/4 sessions produced a first token"),
+                Criterion("running", status, "num_requests_running min 3, max 4 (want 4)")]
+    return [tps(aggregate, "capacity.window_aggregate_tokens_per_s")] + acceptance_claims("capacity", criteria)
 
 
 def test_a_failing_candidate_is_rejected_with_its_failure_and_kept_in_the_table():
@@ -163,7 +180,7 @@ def test_a_failing_candidate_is_rejected_with_its_failure_and_kept_in_the_table(
 def test_require_an_acceptance():
     base = claim_side("base", capacity_claims("PASS", 100.0))
     assert compare(claim_side("cand", capacity_claims("PASS", 100.0)), [base], required=["capacity"]).verdict == "ACCEPT"
-    no_verdict = claim_side("cand", [number("capacity.window_aggregate_tokens_per_s", 100.0, "tokens/s", "f")])
+    no_verdict = claim_side("cand", [tps(100.0, "capacity.window_aggregate_tokens_per_s")])
     result = compare(no_verdict, [base], required=["capacity"])
     assert result.verdict == "REJECT" and "has no capacity.verdict claim" in result.reasons[0]
 
@@ -176,21 +193,80 @@ def test_a_failed_baseline_is_noted_not_rejected():
 
 def test_no_shared_claim_is_an_input_error(tmp_path):
     cand = side(tmp_path, "cand", [10.0])
-    other = claim_side("soak", [number("soak.requests", 10, "requests", "f")], "soak")
+    other = claim_side("soak", [count("soak.requests", 10, "requests", "f", direction="neither")], "soak")
     with pytest.raises(UsageError, match="no shared claim between soak"):
-        compare(cand, [other])
+        compare(cand, [other], anyway=True)
 
 
-def test_directions():
-    assert claim_direction("throughput.code.c8.aggregate_tokens_per_s") == ("higher", "throughput")
-    assert claim_direction("capacity.cold_ttft_median_s") == ("lower", "latency")
-    assert claim_direction("prefill.r0.ttft_s") == ("lower", "latency")
-    assert claim_direction("soak.short.latency_median_first_half_s") == ("lower", "latency")
-    assert claim_direction("ab.decode_tokens_per_s.b") == ("higher", "throughput")
-    assert claim_direction("ab.decode_tokens_per_s.change")[0] == "neutral"
-    assert claim_direction("capacity.sessions")[0] == "neutral"
-    assert claim_direction("capacity.input_tokens")[0] == "neutral"
-    assert claim_direction("capacity.window_s")[0] == "neutral"  # a setting, not a latency
+def test_direction_and_budget_come_from_the_claim_not_its_name():
+    assert budget_of(number("any.name.at_all", 1.0, "tokens/s", "f", direction="higher")) == "throughput"
+    assert budget_of(number("throughput.x.c1.ttft_median_s", 1.0, "s", "f", direction="lower")) == "latency"
+    assert budget_of(number("capacity.window_s", 6.0, "s", "f", direction="neither")) is None  # a setting
+    assert budget_of(number("quality.gsm8k.accuracy", 0.5, "fraction", "f", direction="higher")) is None
+    assert budget_of(count("throughput.x.c1.failed_requests", 1, "requests", "f", direction="lower")) is None
+    # a quality score named like nothing in particular is judged by its own direction
+    base = claim_side("base", [number("quality.new_suite.score", 0.50, "fraction", "f", 3, direction="higher")],
+                      "quality")
+    cand = claim_side("cand", [number("quality.new_suite.score", 0.40, "fraction", "f", 3, direction="higher")],
+                      "quality")
+    result = compare(cand, [base])
+    assert result.baselines[0].changes["quality.new_suite.score"].judgement == "worse"
+    assert table(result)[1][0][1] == "higher"
+
+
+def test_runs_of_different_scenarios_are_refused_in_one_line(tmp_path):
+    cand = side(tmp_path, "cand", [10.0])
+    capacity = claim_side("cap", capacity_claims("PASS", 100.0))
+    with pytest.raises(UsageError) as refused:
+        compare(cand, [capacity])
+    message = str(refused.value)
+    assert "cap is a capacity run, cand a throughput run" in message and "--anyway" in message
+    assert "\n" not in message
+
+
+@pytest.mark.parametrize(("field", "value", "said"), [
+    ("sessions", [{"request_id": f"cap-s{i}", "session_id": f"s{i}", "expected": "1"} for i in range(8)],
+     "sessions 8 vs 1"),
+    ("input_tokens", 2048, "input_tokens 2048 vs 1024"),
+    ("window_s", 10.0, "window_s 10 vs 6"),
+])
+def test_runs_with_a_different_workload_are_refused_unless_asked(field, value, said):
+    base = claim_side("base", capacity_claims("PASS", 100.0), **{field: value})
+    cand = claim_side("cand", capacity_claims("PASS", 110.0))
+    with pytest.raises(UsageError, match=f"not compared, the runs differ: base vs cand: {said}; pass --anyway"):
+        compare(cand, [base])
+    result = compare(cand, [base], anyway=True)  # asked: compared, and said how they differ
+    assert result.differences == [f"base vs cand: {said}"]
+    assert f"runs differ, compared anyway: base vs cand: {said}" in render_markdown(result)
+
+
+def test_repeats_of_one_side_must_share_the_workload():
+    one = claim_side("r1", capacity_claims("PASS", 100.0))
+    other = claim_side("r2", capacity_claims("PASS", 100.0), input_tokens=4096)
+    both = build_side("r1,r2", one.runs + other.runs, lambda run: capacity_claims("PASS", 100.0))
+    with pytest.raises(UsageError, match=r"r1,r2 \(r2\) vs cand: input_tokens 4096 vs 1024"):
+        compare(claim_side("cand", capacity_claims("PASS", 100.0)), [both])
+
+
+def test_throughput_families_and_concurrency_are_part_of_the_workload(tmp_path):
+    base = side(tmp_path, "base", [10.0])
+    cand = build_side("cand", [load_run(throughput_run(tmp_path, "cand", [10.0], families=("english", "code")))],
+                      compute_claims)
+    with pytest.raises(UsageError, match="families english vs english,code"):
+        compare(cand, [base])
+
+
+def test_no_verdict_without_a_shared_figure_a_budget_applies_to():
+    score = [count("quality.gsm8k.correct", 10, "items", "f", direction="higher")]
+    result = compare(claim_side("cand", score, "quality"), [claim_side("base", score, "quality")])
+    assert result.verdict == NO_VERDICT
+    assert result.reasons == ["no shared figure a budget applies to (a figure in tokens/s or s with a direction)"]
+    assert "## Decision: NO VERDICT" in render_markdown(result)
+    # a failed acceptance still rejects: that needs no figure
+    sessions = [count("capacity.sessions", 4, "sessions", "N", direction="neither")]
+    failed = compare(claim_side("cand", sessions + acceptance_claims("capacity", [Criterion("running", "FAIL", "3")])),
+                     [claim_side("base", sessions + acceptance_claims("capacity", [Criterion("running", "PASS", "4")]))])
+    assert failed.verdict == "REJECT" and failed.reasons == ["capacity.verdict FAIL in candidate run cand: running: 3"]
 
 
 def test_parse_percent():
@@ -210,7 +286,7 @@ def test_quality_answers_listed_per_baseline(monkeypatch):
                                 "candidate": "4"}]}
 
     monkeypatch.setitem(sys.modules, "loadproof.metrics.quality", types.SimpleNamespace(answer_changes=answer_changes))
-    score = [number("quality.gsm8k.correct", 10, "items", "f")]
+    score = [count("quality.gsm8k.correct", 10, "items", "f", direction="higher")]
     result = compare(claim_side("cand", score, "quality"), [claim_side("b1", score, "quality"), claim_side("b2", score, "quality")])
     quality_answer_changes(result)
     assert seen == [("b1", "cand"), ("b2", "cand")]
@@ -223,7 +299,9 @@ def test_cli_exit_codes(tmp_path):
     base = throughput_run(tmp_path, "base", [10.0])
     cand = throughput_run(tmp_path, "cand", [8.0])
     soak = write_run(tmp_path, "soak", "soak", [stream("s0", send=0, first=0.1, rate=10, scenario="soak", family="short")],
-                     {"plan": {"max_error_rate": 0.0, "max_latency_drift": 0.25, "max_rss_growth_mib": 512}})
+                     PLANS["soak"])
+    soak2 = write_run(tmp_path, "soak2", "soak", [stream("s1", send=0, first=0.1, rate=12, scenario="soak", family="short")],
+                      PLANS["soak"])
 
     def run(*args):
         return subprocess.run([sys.executable, "-m", "loadproof", "compare", *map(str, args)],
@@ -235,8 +313,17 @@ def test_cli_exit_codes(tmp_path):
     assert "REJECT" in rejected.stdout and "-20.0%" in out.read_text()
     accepted = run(base, cand, "--max-slowdown", "25")
     assert accepted.returncode == 0, accepted.stderr
-    bad = run(base, soak)
-    assert bad.returncode == 2 and "no shared claim" in bad.stderr and "Traceback" not in bad.stderr
+    refused = run(base, soak)
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    assert f"not compared, the runs differ: {base} is a throughput run, {soak} a soak run" in refused.stderr
+    assert "--anyway" in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1
+    anyway = run(base, soak, "--anyway")
+    assert anyway.returncode == 2 and "no shared claim" in anyway.stderr
+    no_verdict = run(soak, soak2)  # soak latency only with two halves: nothing a budget applies to is shared
+    assert no_verdict.returncode == 2, no_verdict.stdout + no_verdict.stderr
+    assert "NO VERDICT" in no_verdict.stdout and "ACCEPT" not in no_verdict.stdout
+    assert "no verdict: no shared figure a budget applies to" in no_verdict.stderr
 
 
 def test_repeats_on_one_side_only_stay_descriptive(tmp_path):

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from loadproof.metrics.quality import quality_claims
+from loadproof.plans import load_plan
 from loadproof.report.build import build_report
 from loadproof.scenarios.base import Target
 from loadproof.scenarios.quality import QualityOptions, QualityScenario
@@ -67,6 +68,9 @@ async def test_completions_run_stores_scored_rows_and_no_question_text(sse_serve
     assert all(b["prompt"].count("Question:") == len(gsm8k.EXEMPLARS) + 1 for b in gsm)
     assert sum(b["max_tokens"] == 64 for b in bodies) == len(tasks)
     assert run.manifest["plan"]["gsm8k"]["items"] == 3 and run.manifest["plan"]["num_skipped"] == len(skipped)
+    assert "image" in run.manifest["plan"] and "overhead_tokens" not in run.manifest["plan"]["retrieval"]
+    plan = load_plan(run)  # the typed plan reads back what the scenario wrote, a suite not asked left out
+    assert run.manifest["plan_version"] == 1 and plan.gsm8k.items == 3 and plan.retrieval.asked_lengths == []
     claims = {c.name: c for c in quality_claims(run.answers)}
     assert claims["quality.gsm8k.items"].value == 3
     assert claims["quality.authored.low-thinking.skipped"].value.startswith("completions endpoint")

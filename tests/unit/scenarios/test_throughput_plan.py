@@ -1,8 +1,19 @@
+import contextlib
+
 import pytest
 
+import loadproof.scenarios.throughput as scenario_module
 from loadproof.config.base import one_line
-from loadproof.scenarios.throughput import ThroughputOptions, plan
+from loadproof.metrics import compute_claims
+from loadproof.plans import load_plan
+from loadproof.plans.throughput import ThroughputPlan
+from loadproof.protocol.sse import DONE_EVENT
+from loadproof.scenarios.base import Target
+from loadproof.scenarios.throughput import ThroughputOptions, ThroughputScenario, plan
+from loadproof.store.run_dir import RunWriter, load_run
 from loadproof.workloads.prompts import FAMILIES, load_family
+from tests.conftest import Script
+from tests.sse_chunks import completion_chunk
 
 
 def test_every_family_has_at_least_eight_distinct_prompts():
@@ -29,3 +40,21 @@ def test_bad_options_are_one_line():
     with pytest.raises(ValidationError) as info:
         ThroughputOptions(families=["klingon"])
     assert "families must be among" in str(one_line(info.value, "opts"))
+
+
+@pytest.mark.asyncio
+async def test_the_scenario_writes_its_typed_plan_and_the_metrics_read_it(sse_server, tmp_path, monkeypatch):
+    # the test server has no /metrics (a 404 page does not parse as Prometheus text): no scraper here
+    monkeypatch.setattr(scenario_module, "MetricsScraper", lambda *a, **k: contextlib.nullcontext())
+    server = await sse_server([Script(pieces=[completion_chunk(f"t{i}", i + 1) for i in range(4)] + [DONE_EVENT],
+                                      pause_s=0.002)])
+    options = ThroughputOptions(families=["code"], concurrency=[1, 2], max_tokens=4, num_prompts=1)
+    with RunWriter(tmp_path / "tp") as writer:
+        manifest = {"run_id": "tp", "scenario": "throughput", "options": options.model_dump()}
+        await ThroughputScenario(Target(url=server.url, model="m", endpoint="completions"), options).run(writer, manifest)
+    run = load_run(tmp_path / "tp")
+    assert run.manifest["plan_version"] == ThroughputPlan.version == 2
+    assert load_plan(run) == ThroughputPlan(families=["code"], concurrency=[1, 2], max_tokens=4, num_prompts=1,
+                                            repeats=1, temperature=0.0, ignore_eos=False, seed=731)
+    names = {c.name for c in compute_claims(run)}
+    assert {"throughput.code.c1.decode_tokens_per_s", "throughput.code.c2.aggregate_tokens_per_s"} <= names

@@ -41,7 +41,7 @@ def test_matches_printed(value, printed, ok):
 
 
 def claim(value, printed, name="throughput.english.c1.decode_tokens_per_s", unit="tokens/s"):
-    return Claim(name, value, unit, printed, "formula")
+    return Claim(name, value, unit, printed, "formula", "fact" if isinstance(value, (bool, str)) else "figure", "neither")
 
 
 def published(value, printed, name="throughput.english.c1.decode_tokens_per_s", unit="tokens/s"):

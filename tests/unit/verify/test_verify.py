@@ -180,6 +180,55 @@ def test_data_that_breaks_a_claim_function_is_reported_not_raised(bundle):
     assert not result.ok
 
 
+def rewrite_claims(bundle, change):
+    path = bundle / TP / "claims.json"
+    payload = json.loads(path.read_text())
+    for claim in payload["claims"]:
+        change(claim)
+    path.write_text(json.dumps(payload))
+    reseal(bundle)
+
+
+def test_published_claims_state_their_kind_and_direction(bundle):
+    claims = {c["name"]: c for c in json.loads((bundle / TP / "claims.json").read_text())["claims"]}
+    decode = claims["throughput.english.c1.decode_tokens_per_s"]
+    assert (decode["kind"], decode["direction"]) == ("figure", "higher")
+    assert (claims["throughput.english.c1.failed_requests"]["kind"],
+            claims["throughput.english.c1.failed_requests"]["direction"]) == ("count", "lower")
+
+
+@pytest.mark.parametrize(("field", "value", "reason"), [
+    ("direction", "lower", "direction 'lower', recomputed 'higher'"),
+    ("kind", "count", "kind 'count', recomputed 'figure'"),
+])
+def test_a_changed_kind_or_direction_is_a_mismatch(bundle, field, value, reason):
+    def change(claim):
+        if claim["name"] == "throughput.english.c1.decode_tokens_per_s":
+            claim[field] = value
+
+    rewrite_claims(bundle, change)
+    result = verify(bundle)
+    assert mismatched(result) == {"throughput.english.c1.decode_tokens_per_s"}
+    assert any(reason in c.reason for c in result.checks if not c.ok)
+
+
+def test_claims_published_before_claims_had_kind_and_direction_still_verify(bundle):
+    rewrite_claims(bundle, lambda claim: (claim.pop("kind"), claim.pop("direction")))
+    result = verify(bundle)
+    assert result.ok, [line for line in result.lines() if not line.startswith("ok")]
+
+
+def test_a_plan_of_a_newer_version_is_one_clear_problem(bundle):
+    manifest_path = bundle / CAP / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest["plan_version"] = 99
+    manifest_path.write_text(json.dumps(manifest))
+    reseal(bundle)
+    result = verify(bundle)
+    problem = next(p for p in result.problems if p.path == CAP)
+    assert "the capacity plan is version 99, newer than this loadproof reads (up to 1)" in problem.detail
+
+
 def test_not_a_bundle_is_a_usage_error(tmp_path):
     with pytest.raises(UsageError, match="no bundle directory"):
         verify(tmp_path / "nothing")

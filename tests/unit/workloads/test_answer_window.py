@@ -6,9 +6,12 @@ published bundle would stop verifying or a claim would change meaning.
 """
 
 import pytest
+from msgspec import convert
 
 from loadproof.metrics.capacity import evaluate_capacity
 from loadproof.metrics.interference import interference_claims
+from loadproof.plans.capacity import CapacityPlan
+from loadproof.plans.interference import InterferencePlan
 from loadproof.publish.bundle import _without_output
 from loadproof.records import RequestRecord
 from loadproof.workloads.answer_window import ANSWER_WINDOW_CHARS, answer_head, states
@@ -39,9 +42,10 @@ def test_every_reader_of_an_answer_uses_the_same_window(answer, stated):
     assert ("output_text" in _without_output({"output_text": answer}, [VALUE])) is stated  # publish keeps it
 
     record = RequestRecord(request_id="r1", endpoint="completions", ok=True, output_text=answer)
-    plan = {"sessions": [{"session_id": "s1", "request_id": "r1", "expected": VALUE}], "input_tokens": 1,
-            "window_s": 1.0}
+    plan = convert({"sessions": [{"session_id": "s1", "request_id": "r1", "expected": VALUE}], "input_tokens": 1,
+                    "window_s": 1.0, "max_gap_s": 1.0, "drain_timeout_s": 1.0, "kv_idle_bound": 0.02}, CapacityPlan)
     assert claim(evaluate_capacity(plan, [record], [], []).claims, "capacity.probes_retrieved") == int(stated)
-    plan = {"sessions": [{"session_id": "s1", "request_id": "r0", "followup_request_id": "r1", "expected": VALUE}],
-            "newcomer": {"request_id": "n"}, "window_s": 1.0}
+    plan = convert({"sessions": [{"session_id": "s1", "request_id": "r0", "followup_request_id": "r1", "expected": VALUE}],
+                    "newcomer": {"request_id": "n"}, "window_s": 1.0, "session_tokens": 1, "newcomer_tokens": 1},
+                   InterferencePlan)
     assert claim(interference_claims(plan, [record], []), "interference.followup_retrieved") == int(stated)

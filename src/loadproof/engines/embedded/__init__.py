@@ -160,8 +160,7 @@ def tokenizer_path_for(profile: Profile) -> Path | None:
 def launch(profile: Profile, port: int, log_path: Path | None = None) -> EngineProcess:
     """Start the engine of `profile` (embedded: from its own environment) without waiting for it."""
     engine = engines.get(profile.engine)
-    python = str(paths().python) if profile.engine == "embedded" else profile.serving.python
-    command = engine.launch_command(profile, python, model_path_for(profile), port)
+    command = engine.launch_command(profile, engine.interpreter(profile), model_path_for(profile), port)
     unsupported = [n for n in command.notes if n.startswith("unsupported")]
     if unsupported:
         from loadproof.errors import ConfigError

@@ -1,0 +1,81 @@
+"""`loadproof plan PROFILE`: the KV cache a profile should hold in theory, beside what the engine
+reported; with --simulate, the simulator's prediction of a scenario on it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from loadproof.cli import app, ui
+from loadproof.config.profile import load_profile
+from loadproof.errors import UsageError
+
+
+@app.command()
+def plan(
+    profile_path: Annotated[Path, typer.Argument(metavar="PROFILE", help="profile TOML")],
+    startup_log: Annotated[Optional[Path], typer.Option(help="the engine's startup log: plan from the memory it "
+                                                          "found, and compare with the tokens it reported")] = None,
+    input_tokens: Annotated[Optional[int], typer.Option("--input-tokens", "-l", help="L: how many sessions of L fit")] = None,
+    growth_tokens: Annotated[int, typer.Option(help="tokens each session generates while held (with -l)")] = 0,
+    model_config: Annotated[Optional[Path], typer.Option(help="the model's config.json (default: the profile's model folder)")] = None,
+    simulate: Annotated[Optional[str], typer.Option(help="predict a scenario on the simulator: capacity or prefill")] = None,
+    sim: Annotated[Optional[Path], typer.Option("--sim", help="calibrated sim profile giving the step costs "
+                                                "(`loadproof sim calibrate`)")] = None,
+    sessions: Annotated[int, typer.Option(help="N for --simulate capacity")] = 4,
+    window_s: Annotated[float, typer.Option(help="W for --simulate capacity")] = 60.0,
+) -> None:
+    """KV cache capacity of a profile, in theory, beside what the engine reported; with --simulate, the
+    simulator's prediction of a scenario on it. PROFILE may also be a sim profile."""
+    from loadproof.cli.sim import simulate_and_print
+    from loadproof.engines import read_startup_log
+    from loadproof.planner.profile_plan import model_config_path, plan_profile
+    from loadproof.sim.config import is_sim_profile, load_sim_config
+
+    if is_sim_profile(profile_path):
+        if simulate is None:
+            raise UsageError(f"{profile_path} is a sim profile: give --simulate capacity|prefill")
+        raise typer.Exit(simulate_and_print(load_sim_config(profile_path), simulate, sessions,
+                                            input_tokens or 1024, window_s))
+    if simulate is not None and sim is None:
+        raise UsageError("--simulate needs the step costs: give --sim SIM_PROFILE (from `loadproof sim calibrate`)")
+    profile = load_profile(profile_path)
+    log_text = read_startup_log(startup_log) if startup_log is not None else None
+    result = plan_profile(profile, model_config_path(profile, model_config), log_text)
+    dep, kv = result.deployment, result.plan
+    ui.table(f"KV cache plan for {profile.name} (theory; a capacity run measures)",
+             ["stage", "layers", "groups", "block bytes", "blocks", "blocks per request"],
+             [[str(s.stage), str(s.layers), str(len(s.groups)), f"{s.block_bytes:,}", f"{s.num_blocks:,}",
+               f"{s.blocks_per_request:,}"] for s in kv.stages])
+    rows = [
+        ["KV budget per GPU", result.budget_source],
+        ["parallelism", f"TP {dep.tensor_parallel} x PP {dep.pipeline_parallel}"],
+        ["block size", f"{dep.block_size} tokens ({result.block_source})"],
+        ["KV bytes per token per GPU", f"{kv.bytes_per_token_per_gpu:,.0f}"],
+        ["predicted KV cache tokens", f"{kv.kv_cache_tokens:,}"],
+        [f"max concurrency at {dep.max_model_len:,} tokens", f"{kv.max_concurrency:.2f}x"],
+        ["theoretical full windows", f"{kv.theoretical_full_windows:.2f} (theory, not capacity)"],
+    ]
+    if input_tokens:
+        grown = f" + {growth_tokens:,} generated" if growth_tokens else ""
+        rows.append([f"sessions of {input_tokens:,}{grown} tokens that fit",
+                     f"{kv.sessions_fitting(input_tokens, dep.block_size, growth_tokens):,} (theory)"])
+    if result.reported is not None and result.reported.kv_cache_tokens:
+        rows.append(["engine reported", f"{result.reported.kv_cache_tokens:,} tokens"])
+        rows.append(["prediction error", f"{result.error_pct:+.2f}%"])
+    ui.table("Plan", ["", "value"], rows)
+    for warning in result.warnings:
+        ui.err.print(f"warning: {warning}", markup=False)
+    if simulate is not None and sim is not None:
+        kv_tokens = (result.reported.kv_cache_tokens if result.reported is not None and result.reported.kv_cache_tokens
+                     else kv.kv_cache_tokens)
+        sched = profile.scheduler
+        base = load_sim_config(sim)
+        cfg = base.model_copy(update={
+            "max_model_len": dep.max_model_len, "block_size": dep.block_size,
+            "num_gpu_blocks": max(1, kv_tokens // dep.block_size),
+            "max_num_seqs": sched.max_num_seqs or base.max_num_seqs,
+            "max_num_batched_tokens": sched.max_num_batched_tokens or base.max_num_batched_tokens})
+        raise typer.Exit(simulate_and_print(cfg, simulate, sessions, input_tokens or 1024, window_s))

@@ -1,0 +1,35 @@
+"""The throughput plan: task families, concurrency levels and the request settings every wave uses.
+
+Version 2. Version 1 runs (before plans were typed) wrote no plan: their resolved options, which the
+manifest always holds, stand in for it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from loadproof.plans import Plan
+
+
+class ThroughputPlan(Plan, kw_only=True):
+    version: ClassVar[int] = 2
+
+    families: list[str]
+    concurrency: list[int]
+    max_tokens: int
+    num_prompts: int | None = None  # prompts per family at concurrency 1; None: every prompt
+    repeats: int = 1
+    temperature: float | None = None
+    ignore_eos: bool | None = None
+    seed: int | None = None
+
+    @classmethod
+    def upgrade(cls, raw: Any, version: int, manifest: dict[str, Any]) -> Any:
+        if raw is None and version == 1:
+            return manifest.get("options")
+        return raw
+
+    def workload(self) -> dict[str, Any]:
+        return {"families": self.families, "concurrency": self.concurrency, "max_tokens": self.max_tokens,
+                "prompts per family": self.num_prompts, "temperature": self.temperature,
+                "ignore_eos": self.ignore_eos}

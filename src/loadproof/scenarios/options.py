@@ -1,0 +1,237 @@
+"""A scenario's options, declared once on its Options model, as the command line shows and takes them.
+
+Every field of an Options model (a StrictModel) is one option of its `loadproof run` command, unless
+its `cli(hidden=True)` says it is not:
+
+- flag: `--` and the field name with '-' for '_'; `cli("--modes")` names it otherwise, and
+  `cli(aliases=["-n"])` adds short or old names;
+- default: the field's default; help: the field's description (`cli(help=...)` where the flag's
+  sense is the opposite of the field's);
+- validation: the field's constraints; an error is one line naming the flag and the value given.
+
+How a field's type reaches the command line:
+
+| field | command line |
+|---|---|
+| `bool` | `--flag/--no-flag`; with `cli("--skip-x", invert=True)`, `--skip-x` sets the field False |
+| `list[int]`, `list[str]` | one comma-separated value (`--concurrency 1,4,8`) |
+| `dict[str, number or bool]` | `--flag KEY=VALUE`, repeatable |
+| anything else | one value, checked by the model |
+
+`cli_options(Model)` lists what a model puts on the command line (the CLI generates its commands from
+it); `from_cli(Model, values, source)` turns the command line's values back into a validated model.
+Standard library and pydantic only: the CLI layer adds typer on top.
+"""
+
+from __future__ import annotations
+
+import json
+import types
+import typing
+import urllib.parse
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ValidationError
+
+from loadproof.errors import ConfigError
+
+Shape = Literal["value", "flag", "list", "pairs"]
+
+
+def cli(flag: str | None = None, *, aliases: list[str] | None = None, invert: bool = False,
+        help: str | None = None, hidden: bool = False) -> dict[str, Any]:
+    """How a field appears on the command line: `Field(..., json_schema_extra=cli(...))`."""
+    spec: dict[str, Any] = {}
+    if flag is not None:
+        spec["flag"] = flag
+    if aliases:
+        spec["aliases"] = list(aliases)
+    if invert:
+        spec["invert"] = True
+    if help is not None:
+        spec["help"] = help
+    if hidden:
+        spec["hidden"] = True
+    return {"cli": spec}
+
+
+def check_http_url(value: str) -> str:
+    parts = urllib.parse.urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError("not an http(s) URL")
+    return value
+
+
+def check_exists(value: Path) -> Path:
+    if not value.exists():
+        raise ValueError("no such file or folder")
+    return value
+
+
+def among(choices: Sequence[str], what: str) -> AfterValidator:
+    """For `Annotated[list[str], among(...)]`: a non-empty list whose every item is one of `choices`."""
+
+    def check(value: list[str]) -> list[str]:
+        if not value or any(v not in choices for v in value):
+            raise ValueError(f"{what} must be among {', '.join(choices)} (got {', '.join(value) or 'none'})")
+        return value
+
+    return AfterValidator(check)
+
+
+# a base URL, checked before anything is sent: http or https, and a host
+HttpUrl = Annotated[str, AfterValidator(check_http_url)]
+# a file or folder to read, checked before anything is sent
+ExistingPath = Annotated[Path, AfterValidator(check_exists)]
+
+
+@dataclass(frozen=True)
+class CliOption:
+    """One command-line option of a model's field."""
+
+    field: str
+    flags: tuple[str, ...]  # the primary flag first, then its aliases
+    off_flag: str | None  # a flag's opposite (`--no-x`, or `--cache-salt` for `--no-cache-salt`)
+    shape: Shape
+    type: Any  # the type of the value typed on the command line (of one element, for a list)
+    default: Any  # as typed on the command line
+    required: bool
+    help: str
+    invert: bool = False
+
+    @property
+    def flag(self) -> str:
+        return self.flags[0]
+
+
+def cli_options(model: type[BaseModel]) -> list[CliOption]:
+    """The command-line options of `model`'s fields, in the model's order."""
+    options = []
+    for name, info in model.model_fields.items():
+        extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
+        spec: dict[str, Any] = extra.get("cli", {})  # type: ignore[assignment]
+        if spec.get("hidden"):
+            continue
+        flag = spec.get("flag") or "--" + name.replace("_", "-")
+        flags = (flag, *spec.get("aliases", ()))
+        shape, kind = _shape(info.annotation)
+        help_text = spec.get("help") or info.description or ""
+        required = info.is_required()
+        default = None if required else info.get_default(call_default_factory=True)
+        off_flag = None
+        invert = bool(spec.get("invert"))
+        if shape == "flag":
+            off_flag = "--" + flag[len("--no-"):] if flag.startswith("--no-") else "--no-" + flag[2:]
+            default = (not default) if invert else bool(default)
+        elif shape == "list":
+            default = None if default is None else ",".join(str(v) for v in default)
+        elif shape == "pairs":
+            default = None
+        options.append(CliOption(name, flags, off_flag, shape, kind, default, required, help_text, invert))
+    return options
+
+
+def from_cli(model: type[BaseModel], values: dict[str, Any], source: str) -> Any:
+    """A validated `model` from command-line values keyed by field name (its own fields only; a value of
+    None leaves the model's default). Errors are ConfigError, one line naming the flag and the value."""
+    options = {o.field: o for o in cli_options(model)}
+    given: dict[str, Any] = {}
+    for name, option in options.items():
+        value = values.get(name)
+        if value is None:
+            continue
+        if option.shape == "flag" and option.invert:
+            value = not value
+        elif option.shape == "list":
+            value = _split(value, option)
+        elif option.shape == "pairs":
+            value = _pairs(value, option)
+        given[name] = value
+    try:
+        return model(**given)
+    except ValidationError as exc:
+        raise options_error(exc, options, values, source) from None
+
+
+def options_error(exc: ValidationError, options: dict[str, CliOption], values: dict[str, Any],
+                  source: str) -> ConfigError:
+    """The first error as `--flag VALUE: what is wrong` (`source: ...` when no one option is at fault)."""
+    err = exc.errors()[0]
+    bound = _BOUNDS.get(err["type"])
+    if bound is not None and bound[1] in err.get("ctx", {}):
+        message = f"must be {bound[0]} {_number(err['ctx'][bound[1]])}"
+    else:
+        message = str(err["msg"]).removeprefix("Value error, ")
+    field = str(err["loc"][0]) if err["loc"] else ""
+    option = options.get(field)
+    more = f" (+{exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    if option is None:
+        where = f"{field}: " if field else ""
+        return ConfigError(f"{source}: {where}{message}{more}")
+    raw = values.get(field)
+    shown = " ".join(str(v) for v in raw) if isinstance(raw, (list, tuple)) else _number(raw)
+    return ConfigError(f"{option.flag} {shown}: {message}{more}")
+
+
+def _number(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+# pydantic's bound errors, said the way the help says them
+_BOUNDS = {"greater_than_equal": (">=", "ge"), "greater_than": (">", "gt"), "less_than_equal": ("<=", "le"),
+           "less_than": ("<", "lt")}
+
+
+def _shape(annotation: Any) -> tuple[Shape, Any]:
+    """(shape, the type of a value on the command line) of a field's annotation; None allowed or not."""
+    args = typing.get_args(annotation)
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType) and type(None) in args:
+        rest = [a for a in args if a is not type(None)]
+        annotation = rest[0] if len(rest) == 1 else str
+    if typing.get_origin(annotation) is Annotated:
+        annotation = typing.get_args(annotation)[0]
+    origin = typing.get_origin(annotation)
+    if annotation is bool:
+        return "flag", bool
+    if origin is list:
+        (element,) = typing.get_args(annotation) or (str,)
+        return "list", element
+    if origin is dict:
+        return "pairs", str
+    if annotation in (int, float, str, Path):
+        return "value", annotation
+    return "value", str  # a Literal, a constrained string: the model checks it
+
+
+def _split(text: str, option: CliOption) -> list[Any]:
+    parts = [p.strip() for p in str(text).split(",") if p.strip()]
+    if option.type is int:
+        try:
+            return [int(p) for p in parts]
+        except ValueError:
+            raise ConfigError(f"{option.flag} takes whole numbers separated by commas (got {text!r})") from None
+    if option.type is float:
+        try:
+            return [float(p) for p in parts]
+        except ValueError:
+            raise ConfigError(f"{option.flag} takes numbers separated by commas (got {text!r})") from None
+    return parts
+
+
+def _pairs(items: list[str], option: CliOption) -> dict[str, Any]:
+    """`KEY=VALUE` pairs; a value is a number or true/false."""
+    pairs: dict[str, Any] = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        try:
+            value = json.loads(text) if sep else None
+        except json.JSONDecodeError:
+            value = None
+        if not key.strip() or not isinstance(value, (int, float, bool)):
+            raise ConfigError(f"{option.flag} takes KEY=VALUE with a number or true/false, e.g. temperature=0.7 "
+                              f"(got {item!r})")
+        pairs[key.strip()] = value
+    return pairs

@@ -1,0 +1,83 @@
+"""What a run prints: tables that keep names whole in a narrow terminal, and cancellations by design
+said apart from failures."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+from rich.console import Console
+
+from loadproof.cli import common, ui
+from loadproof.metrics.claims import Claim
+from loadproof.records import RequestRecord
+from loadproof.report.build import Report, requests_line
+from loadproof.store.run_dir import Run
+
+NAMES = ["capacity.window_per_stream_min_tokens_per_s", "crosscheck.generation_tokens.diff_pct"]
+EVIDENCE = ("no stream ended before the window closed; longest silence 0.3 s (s002) inside the window of "
+            "4.0 s; running 4, waiting 0 in all 12 samples")
+
+
+def narrow(width: int = 60) -> tuple[Console, io.StringIO]:
+    buffer = io.StringIO()
+    return Console(file=buffer, width=width, color_system=None, soft_wrap=True), buffer
+
+
+def test_a_narrow_table_folds_the_evidence_and_keeps_names_whole():
+    console, buffer = narrow()
+    ui.table("capacity acceptance: PASS", ["criterion", "status", "evidence"],
+             [["streams_progress", "PASS", EVIDENCE], ["all_streams_started", "PASS", "4/4 sessions"]], console)
+    lines = buffer.getvalue().splitlines()
+    assert max(len(line) for line in lines) <= 60
+    assert any("all_streams_started" in line for line in lines)
+    assert any("streams_progress" in line for line in lines)
+    assert len([line for line in lines if "│" in line]) > 3  # still a table: the evidence wrapped
+
+
+def test_names_wider_than_the_terminal_allows_stay_whole():
+    console, buffer = narrow()
+    ui.table("Figures", ["claim", "value", "unit"], [[NAMES[0], "434.0", "tokens/s"], [NAMES[1], "-0.46", "%"]], console)
+    text = buffer.getvalue()
+    assert all(len(line) <= 60 for line in text.splitlines())
+    for name in NAMES:
+        assert name in text.splitlines()
+    assert "value: 434.0" in text and "unit: tokens/s" in text
+
+
+def test_a_wide_table_is_one_table():
+    console, buffer = narrow(120)
+    ui.table("Figures", ["claim", "value", "unit"], [[NAMES[0], "434.0", "tokens/s"]], console)
+    assert any(NAMES[0] in line and "434.0" in line and "tokens/s" in line for line in buffer.getvalue().splitlines())
+
+
+def record(i: int, ok: bool, kind: str | None, end_ns: int) -> RequestRecord:
+    return RequestRecord(request_id=f"r{i}", endpoint="chat", ok=ok, error_kind=kind, end_ns=end_ns)
+
+
+def test_streams_cancelled_after_the_window_are_planned_not_failed():
+    records = [record(i, False, "cancelled", 2_000) for i in range(4)]
+    run = Run(Path("x"), {"scenario": "capacity"}, records, events=[{"kind": "cancel", "t_ns": 1_000}])
+    assert requests_line(run) == "4 requests recorded, 0 failed (4 cancelled after the window, as planned)"
+
+
+def test_real_failures_and_unplanned_cancellations_still_count_as_failed():
+    records = [record(0, False, "cancelled", 2_000), record(1, False, "timeout", 900),
+               record(2, False, "cancelled", 500), record(3, True, None, 800)]
+    run = Run(Path("x"), {"scenario": "capacity"}, records, events=[{"kind": "cancel", "t_ns": 1_000}])
+    assert requests_line(run) == "4 requests recorded, 2 failed (1 cancelled after the window, as planned)"
+    soak = Run(Path("x"), {"scenario": "soak"}, [record(0, False, "cancelled", 2_000)])  # no window: no plan to cancel
+    assert requests_line(soak) == "1 requests recorded, 1 failed"
+
+
+def test_the_console_says_it_too(monkeypatch):
+    out, out_buffer = narrow(120)
+    err, err_buffer = narrow(120)
+    monkeypatch.setattr(ui, "out", out)
+    monkeypatch.setattr(ui, "err", err)
+    records = [record(i, False, "cancelled", 2_000) for i in range(4)]
+    run = Run(Path("run"), {"scenario": "capacity"}, records, events=[{"kind": "cancel", "t_ns": 1_000}])
+    verdict = Claim("capacity.verdict", "PASS", "", "PASS", "PASS only if every criterion passed", "verdict", "neither")
+    common.show(Report(run=run, claims=[verdict], markdown=""))
+    assert "4 requests recorded, 0 failed (4 cancelled after the window, as planned)" in err_buffer.getvalue()
+    assert "failed;" not in err_buffer.getvalue()
