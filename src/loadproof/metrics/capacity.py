@@ -1,4 +1,4 @@
-"""Capacity acceptance (DESIGN.md, 'Capacity acceptance'), as a pure function of the stored run.
+"""Capacity acceptance (docs/scenarios.md, 'capacity'), as a pure function of the stored run.
 
 Inputs, all from the run directory: the plan in the manifest (`plans.capacity.CapacityPlan`: sessions,
 planned input tokens, window, bounds, each session's expected probe value), the records with their
@@ -262,7 +262,7 @@ def cold_prefix_cache(samples: list[Sample], baseline: dict[str, float], window:
     if hits is None:
         return Criterion("cold_prefix_cache", "FAIL", "no prefix-cache counters to check coldness")
     return Criterion("cold_prefix_cache", "PASS" if hits[0] == 0 else "FAIL",
-                     f"{hits[0]:g} prefix-cache hits of {hits[1]:g} queried tokens in the cold phase (want 0)")
+                     f"{hits[0]:,.0f} prefix-cache hits of {hits[1]:,.0f} queried tokens in the cold phase (want 0)")
 
 
 def probes(sessions: list[Session], check: bool) -> Criterion:
@@ -303,8 +303,12 @@ def drain(plan: CapacityPlan, records: list[RequestRecord], samples: list[Sample
     last = after[-1]["values"] if after else {}
     return Criterion("drain", "FAIL",
                      f"not drained within {bound:g} s of cancel ({sent}): running {last.get('num_requests_running')}, "
-                     f"waiting {last.get('num_requests_waiting')}, KV {last.get('kv_cache_usage_perc')}")
+                     f"waiting {last.get('num_requests_waiting')}, KV {_pct(last.get('kv_cache_usage_perc'))}")
 
 
 def claims_of_run(run, plan: CapacityPlan) -> list[Claim]:
     return evaluate_capacity(plan, run.records, run.samples, run.events).claims
+
+
+def _pct(fraction: float | None) -> str:
+    return "unknown" if fraction is None else f"{fraction * 100:.1f}%"

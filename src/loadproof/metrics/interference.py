@@ -1,4 +1,4 @@
-"""Interference figures (DESIGN.md): the M streams' aggregate rate before, during and after a newcomer's prefill.
+"""Interference figures (docs/scenarios.md, 'interference'): the M streams' aggregate rate before, during and after a newcomer's prefill.
 
 before: tokens of the M streams in [t0, t0 + W] / W, t0 = the last of their first tokens;
 during: tokens of the M streams in [newcomer send, newcomer first token] / that span;

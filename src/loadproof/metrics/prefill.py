@@ -1,4 +1,4 @@
-"""Cold prefill latency: median TTFT over R cold repeats of one long input (DESIGN.md)."""
+"""Cold prefill latency: median TTFT over R cold repeats of one long input (docs/scenarios.md, 'prefill')."""
 
 from __future__ import annotations
 

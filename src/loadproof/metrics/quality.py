@@ -1,4 +1,4 @@
-"""Quality figures (DESIGN.md, 'Quality'), as pure functions of a run's `answers.jsonl` rows alone.
+"""Quality figures (docs/quality.md), as pure functions of a run's `answers.jsonl` rows alone.
 
 A row is one item asked once in one mode: `suite`, `item_id`, `mode`, the extracted and expected
 answers and the verdict, or `skipped` with a reason, plus `error` when its request failed (it then

@@ -1,4 +1,4 @@
-"""Throughput figures (DESIGN.md, 'Measurement definitions'), as pure functions of RequestRecords.
+"""Throughput figures (docs/scenarios.md, 'throughput'), as pure functions of RequestRecords.
 
 Only successful records count toward a rate; a batch with any failed request has no aggregate (its
 load was not the load asked for) and is counted under `failed_batches` instead.

@@ -1,6 +1,6 @@
 """`loadproof run quality`: did the deployment still answer correctly?
 
-Suites (DESIGN.md, 'Quality'; docs/quality.md):
+Suites (docs/quality.md):
 - gsm8k: the first N problems of the packaged 200-problem subset; a few-shot completion prompt on the
   completions endpoint (base models), one instruction message on chat; lm-eval's strict and flexible
   extraction;

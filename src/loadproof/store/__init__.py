@@ -1,4 +1,4 @@
-"""The run directory: an append-only record of one run (DESIGN.md, 'Run directory')."""
+"""The run directory: an append-only record of one run (docs/architecture.md, 'The run directory')."""
 
 from loadproof.store.run_dir import Run, RunWriter, load_run, new_run_id
 

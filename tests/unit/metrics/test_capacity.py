@@ -56,7 +56,7 @@ def test_a_good_run_passes_with_hand_computed_figures():
     assert claims["capacity.probes_retrieved"].value == 2
     assert claims["capacity.theoretical_full_windows"].value == 30.25
     assert claims["capacity.verdict"].value == "PASS"
-    assert "2000 queried tokens" in criteria["cold_prefix_cache"].evidence
+    assert "2,000 queried tokens" in criteria["cold_prefix_cache"].evidence
 
 
 def mutate(fn):
