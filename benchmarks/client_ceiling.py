@@ -22,6 +22,7 @@ import asyncio
 import json
 import time
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import aiohttp
 
@@ -33,12 +34,13 @@ CHUNKS_PER_BODY = 256  # token-bearing chunks in serve_static_sse.sh's body
 BODY = request_body("chat", "static", "a haystack sentence " * 32, max_tokens=128)
 
 
-async def consume(base: str, concurrency: int, total: int) -> tuple[float, int]:
-    """`total` streamed responses from `base`/v1/chat/completions through StreamingClient, `concurrency`
-    at a time; returns (seconds, token-bearing chunks). Shared with relay_overhead.py and multi_worker.py."""
+async def consume(base: str, concurrency: int, total: int, **client_options: Any) -> tuple[float, int]:
+    """`total` streamed responses from `base`/v1/chat/completions through StreamingClient (with
+    `client_options`), `concurrency` at a time; returns (seconds, token-bearing chunks). Shared with
+    relay_overhead.py, multi_worker.py and live_view_cost.py."""
     chunks = 0
     queue = iter(range(total))
-    async with StreamingClient(base, max_connections=concurrency) as client:
+    async with StreamingClient(base, max_connections=concurrency, **client_options) as client:
 
         async def worker() -> None:
             nonlocal chunks

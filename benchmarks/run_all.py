@@ -3,8 +3,8 @@
     scripts/in-venv python benchmarks/run_all.py --out docs/benchmarks.md [--quick]
 
 In order: the client ceiling against nginx (raw aiohttp read, plain aiohttp + json.loads, loadproof,
-`vllm bench serve`, GuideLLM, AIPerf at 64, 256 and 1,024 streams), multi-worker scaling on the same
-nginx, long prompts, timing accuracy against the simulator, haystack construction, relay overhead and
+`vllm bench serve`, GuideLLM, AIPerf at 64, 256 and 1,024 streams), what the live view costs the client,
+multi-worker scaling on the same nginx, long prompts, timing accuracy against the simulator, haystack construction, relay overhead and
 simulator speed. Peers are installed on first use (see peers.py). Everything measured goes to the page
 (the table, the command, the machine, the date and how long the run took) and, raw, to a JSON file
 beside it. `--quick` runs every step small, to try the pipeline; its figures mean nothing.
@@ -30,6 +30,7 @@ from pathlib import Path
 import bench_report
 import client_ceiling
 import haystack_build
+import live_view_cost
 import long_prompts
 import multi_worker
 import peers
@@ -136,6 +137,8 @@ def main() -> None:
     try:
         step("client ceiling")
         results["ceiling"] = client_ceiling_step(url, QUICK_LEVELS if args.quick else LEVELS, work)
+        step("live view cost")
+        results["live_view"] = live_view_cost.measure(url, 256, 1024 if args.quick else 8000, 2 if args.quick else 8)
         step("multi-worker scaling")
         results["multi_worker"] = multi_worker.measure(url, 256, 1024 if args.quick else 8000, [1, 2])
     finally:

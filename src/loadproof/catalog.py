@@ -25,6 +25,7 @@ def _parts(name: str, scenario_class: str, plan_class: str) -> Parts:
 
 SCENARIOS: dict[str, Parts] = {
     "throughput": _parts("throughput", "ThroughputScenario", "ThroughputPlan"),
+    "load": _parts("load", "LoadScenario", "LoadPlan"),
     "capacity": _parts("capacity", "CapacityScenario", "CapacityPlan"),
     "prefill": _parts("prefill", "PrefillScenario", "PrefillPlan"),
     "interference": _parts("interference", "InterferenceScenario", "InterferencePlan"),

@@ -11,6 +11,8 @@ or content; `end_ns` the end of the response (after `[DONE]`, or the failure). T
 from the server's usage; `chunk_ns`/`chunk_tokens` hold, per token-bearing chunk, its arrival time
 and the tokens it added (from `continuous_usage_stats`; 0 when the server gives no per-chunk usage,
 `chunk_usage` is then False). The chunk lists go to `chunks.jsonl`, the rest to `requests.jsonl`.
+A load run also stores each request's intended send time (`intended_send_ns`, the schedule's) beside the
+actual one (`send_ns`), so queueing inside the client is never hidden (docs/scenarios.md, "load").
 """
 
 from __future__ import annotations
@@ -42,6 +44,12 @@ class RequestRecord(msgspec.Struct, kw_only=True):
     num_chunks: int = 0
     num_heartbeats: int = 0
     chunk_usage: bool = True
+    # open-loop load (scenario `load`); None elsewhere, and in runs made before these existed
+    intended_send_ns: int | None = None  # when the schedule meant to send it
+    dispatch_ns: int | None = None  # when the schedule released it, before any --max-concurrency wait
+    planned_input_tokens: int | None = None  # the prompt length it was built to, the engine's overhead included
+    planned_output_tokens: int | None = None  # max_tokens asked
+    worker: int = 0  # which load-generating process sent it
     output_text: str = ""
     chunk_ns: list[int] = []
     chunk_tokens: list[int] = []

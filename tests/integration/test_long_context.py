@@ -150,7 +150,12 @@ def test_search_finds_max_num_seqs(constrained_engine, tmp_path, cpu_hog):
     assert result.returncode == 0, result.stdout + result.stderr
     (folder,) = tmp_path.iterdir()
     summary = json.loads((folder / "search.json").read_text())
-    assert summary["largest_pass"] == 3 and summary["smallest_fail"] == 4
+    failed = {}
+    for trial_dir in folder.glob("capacity-*"):
+        trial = {c["name"]: c for c in json.loads((trial_dir / "claims.json").read_text())["claims"]}
+        failed[trial_dir.name] = {k: v["formula"] for k, v in trial.items()
+                                  if ".criteria." in k and v["value"] == "FAIL"}
+    assert summary["largest_pass"] == 3 and summary["smallest_fail"] == 4, (failed, result.stdout)
     assert [t["value"] for t in summary["trials"]] == [1, 2, 4, 3]
     assert len(list(folder.glob("capacity-*/claims.json"))) == 4
     assert len((folder / "search.jsonl").read_text().splitlines()) == 4

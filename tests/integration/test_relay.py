@@ -427,3 +427,70 @@ async def test_on_the_real_engine_a_client_leaving_frees_the_engine_request(engi
     while engine.metric("vllm:num_requests_running") != 0:
         assert time.monotonic() - left < 1.0, "the engine kept decoding for a client that left through the relay"
         await asyncio.sleep(0.05)
+
+
+@pytest.mark.asyncio
+async def test_tokenize_detokenize_version_and_the_engines_metrics_are_forwarded_behind_the_key(relay_factory):
+    seen: list[tuple[str, str, bytes, str | None]] = []
+
+    async def record(request: web.Request) -> web.Response:
+        seen.append((request.method, request.path, await request.read(), request.headers.get("Authorization")))
+        if request.path == "/metrics":
+            return web.Response(text="# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running 3.0\n",
+                                content_type="text/plain")
+        if request.path == "/version":
+            return web.json_response({"version": "0.32.0"})
+        return web.json_response({"count": 7, "tokens": [1, 2, 3]} if request.path == "/tokenize"
+                                 else {"prompt": "hi"})
+
+    app = web.Application()
+    for path in ("/tokenize", "/detokenize"):
+        app.router.add_post(path, record)
+    app.router.add_get("/metrics", record)
+    app.router.add_get("/version", record)
+    url, runner = await serve_app(app)
+    env_key = "sk-upstream-5d1e"
+    os.environ["LOADPROOF_UPSTREAM_API_KEY"] = env_key
+    try:
+        relay = relay_factory(url, "--max-in-flight", "1")
+    finally:
+        del os.environ["LOADPROOF_UPSTREAM_API_KEY"]
+    try:
+        keyed = {"Authorization": f"Bearer {KEY}"}
+        async with aiohttp.ClientSession() as s:
+            for path, body in (("/tokenize", {"model": "m", "prompt": "hi"}), ("/detokenize", {"tokens": [1]})):
+                async with s.post(relay.url + path, json=body) as r:
+                    assert r.status == 401  # the API's key, as on /v1
+                async with s.post(relay.url + path, json=body, headers=keyed) as r:
+                    assert r.status == 200 and (await r.json()) == ({"count": 7, "tokens": [1, 2, 3]}
+                                                                     if path == "/tokenize" else {"prompt": "hi"})
+            async with s.get(relay.url + "/version", headers=keyed) as r:
+                assert r.status == 200 and (await r.json()) == {"version": "0.32.0"}
+            async with s.get(relay.url + "/engine/metrics") as r:
+                assert r.status == 401 and "vllm:" not in await r.text()
+            # the pool's one slot is held by a request still uploading: a scrape takes no slot, /tokenize does
+            held = asyncio.create_task(exchange(relay.url, post("/v1/completions", b"{", auth(), length=100)))
+            await asyncio.sleep(0.3)
+            async with s.get(relay.url + "/engine/metrics", headers=keyed) as r:
+                engine_text = await r.text()
+                assert r.status == 200 and r.headers["Content-Type"].startswith("text/plain")
+            async with s.post(relay.url + "/tokenize", json={"prompt": "x"}, headers=keyed) as r:
+                assert r.status == 429
+            held.cancel()
+            await asyncio.gather(held, return_exceptions=True)
+            async with s.get(relay.url + "/metrics", headers=keyed) as r:
+                relay_text = await r.text()
+        # the engine's figures only under /engine/metrics, the relay's only under /metrics
+        assert "vllm:num_requests_running 3.0" in engine_text and "loadproof_relay" not in engine_text
+        assert "vllm:" not in relay_text and "loadproof_relay_in_flight" in relay_text
+        assert [(m, p) for m, p, _, _ in seen] == [("POST", "/tokenize"), ("POST", "/detokenize"), ("GET", "/version"),
+                                                   ("GET", "/metrics")]
+        assert seen[0][2] == b'{"model": "m", "prompt": "hi"}'  # the body, byte for byte
+        assert {a for _, _, _, a in seen} == {f"Bearer {env_key}"}  # the upstream's key, never the client's
+        log = relay.stop()
+        assert KEY not in log and env_key not in log
+        rows = [json.loads(line) for line in log.splitlines() if line.startswith("{")]
+        assert {r["path"] for r in rows if r["outcome"] == "ok"} == {"/tokenize", "/detokenize", "/version",
+                                                                     "/engine/metrics"}
+    finally:
+        await runner.cleanup()

@@ -9,6 +9,7 @@ and the virtual-clock prediction of the same capacity run must agree.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -49,6 +50,40 @@ def test_capacity_passes_and_the_server_agrees_with_the_virtual_clock(tmp_path: 
     for name in ("capacity.cold_ttft_median_s", "capacity.cold_ttft_max_s"):
         measured_modeled = claims[name]["value"] * SCALE
         assert measured_modeled == pytest.approx(predicted[name], rel=0.10), name
+
+
+def test_a_capacity_run_shows_its_phases_as_plain_lines_with_the_engines_figures(tmp_path: Path):
+    """stderr is not a terminal here: the live view prints each phase's final line, no escape codes. With
+    the engine's KV size known (the sim's startup line, read through a sim profile) the cold phase also
+    says what the KV cache holds."""
+    config = {"time_scale": SCALE, "max_model_len": 8192, "num_gpu_blocks": 4096}
+    profile = tmp_path / "sim.toml"
+    profile.write_text('name = "sim"\nengine = "sim"\n[model]\npath = "sim"\nserved_name = "sim"\n'
+                       'max_model_len = 8192\n[serving]\nendpoint = "chat"\n')
+    with SimProcess(tmp_path / "sim.log", config=config) as sim:
+        argv = [sys.executable, "-m", "loadproof", "run", "capacity", "--url", sim.url, "--tokenizer",
+                str(tokenizer_path()), "--out", str(tmp_path), "--profile", str(profile), "--startup-log",
+                str(sim.log), "--sessions", "4", "--input-tokens", "2048", "--window-s", "2"]
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=110)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "\x1b[" not in proc.stderr
+    lines = {line.split(" ended after ")[0]: line for line in proc.stderr.splitlines() if " ended after " in line}
+    cold, window, drain = lines["capacity cold phase"], lines["capacity window"], lines["capacity drain"]
+    assert "sessions sent 4/4, first tokens 4/4 (client)" in cold
+    assert re.search(r"engine: running 4, waiting 0, KV \d+%", cold), cold
+    assert "prompt tokens completed 8,192/8,192 (engine counter" in cold
+    assert re.search(r"~[\d,]+ in the KV cache \(estimate from KV usage", cold), cold
+    rates = re.search(r"0:02 measured; per stream ([\d.,]+) / [\d.,]+ / ([\d.,]+) tokens/s \(min / median / max over "
+                      r"4\), together ([\d.,]+) tokens/s; engine: running 4, waiting 0", window)
+    assert rates, window
+    assert "engine at the end: running 0, waiting 0" in drain
+    # the window's live figures are the report's, from the same chunks
+    run = next(tmp_path.glob("capacity-*"))
+    claims = {c["name"]: c["value"] for c in json.loads((run / "claims.json").read_text())["claims"]}
+    shown = [float(x.replace(",", "")) for x in rates.groups()]
+    for value, name in zip(shown, ("min_tokens_per_s", "max_tokens_per_s")):
+        assert value == pytest.approx(claims[f"capacity.window_per_stream_{name}"], abs=0.051), name
+    assert shown[2] == pytest.approx(claims["capacity.window_aggregate_tokens_per_s"], abs=0.051)
 
 
 def test_one_session_more_than_max_num_seqs_fails_for_that_reason(tmp_path: Path):

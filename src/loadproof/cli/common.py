@@ -13,8 +13,8 @@ from loadproof.cli import ui
 from loadproof.config.profile import Profile
 from loadproof.metrics.claims import ACCEPTANCE
 from loadproof.report.build import Report, build_report, criteria_rows, request_counts, requests_line, throughput_table
-from loadproof.scenarios.base import Progress
 from loadproof.scenarios.lifecycle import verdict_of
+from loadproof.scenarios.live import LiveStatus
 
 OutOption = Annotated[Path, typer.Option(help="where run directories go")]
 
@@ -25,8 +25,8 @@ class CliConsole:
     def say(self, text: str) -> None:
         ui.err.print(text, markup=False, highlight=False)
 
-    def progress(self, label: str) -> AbstractContextManager[Progress]:
-        return ui.request_progress(label)
+    def live(self, status: LiveStatus) -> AbstractContextManager[object]:
+        return ui.LiveView(status)
 
     def show(self, report: Report) -> None:
         show(report)

@@ -13,6 +13,7 @@ from loadproof.errors import AcceptanceFailed
 from loadproof.scenarios.base import Target
 from loadproof.scenarios.capacity import CapacityOptions, CapacityScenario
 from loadproof.scenarios.interference import InterferenceOptions, InterferenceScenario
+from loadproof.scenarios.load import LoadOptions, LoadScenario
 from loadproof.scenarios.prefill import PrefillOptions, PrefillScenario
 from loadproof.scenarios.quality import QualityOptions, QualityScenario
 from loadproof.scenarios.soak import SoakOptions, SoakScenario
@@ -30,9 +31,10 @@ def demo(
 ) -> None:
     """Install and start the embedded engine, run every scenario scaled down, report, stop.
 
-    Scaled for a 2-core CPU: throughput (3 families x concurrency 1/4/8), capacity (4 sessions of 1,536
-    tokens, 6 s window), prefill (3 cold repeats of 4,096 tokens), interference (3 sessions of 1,024
-    tokens, a 6,144-token newcomer, 4 s windows), soak (2 clients for 20 s, every third request long),
+    Scaled for a 2-core CPU: throughput (3 families x concurrency 1/4/8), open-loop load (Poisson at 2
+    requests/s for 15 s, 128 tokens in, 32 out, with SLOs), capacity (4 sessions of 1,536 tokens, 6 s
+    window), prefill (3 cold repeats of 4,096 tokens), interference (3 sessions of 1,024 tokens, a
+    6,144-token newcomer, 4 s windows), soak (2 clients for 20 s, every third request long),
     quality (5 GSM8K problems, the authored tasks in plain mode, retrieval at 1,024 and 2,048 tokens).
     """
     from loadproof.engines import embedded
@@ -59,6 +61,8 @@ def demo(
         kv_tokens = startup.kv_cache_tokens if startup else None
         plan = [
             ThroughputScenario(target, ThroughputOptions(max_tokens=max_tokens, num_prompts=prompts)),
+            LoadScenario(target, LoadOptions(rate=2.0, duration_s=15.0, input_tokens=128, output_tokens=32,
+                                             slo="ttft=1s,tpot=100ms")),
             CapacityScenario(target, CapacityOptions(sessions=4, input_tokens=1536, window_s=6.0),
                              startup_kv_tokens=kv_tokens),
             PrefillScenario(target, PrefillOptions(input_tokens=4096, repeats=3, decode_tokens=32)),

@@ -1,15 +1,19 @@
-"""Console output: progress and tables on stderr/stdout through rich; one line per error."""
+"""Console output: a run's live view, spinners and tables on stderr/stdout through rich; one line per error."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from rich.console import Console
+from rich.live import Live
 from rich.status import Status
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
+
+from loadproof.scenarios.live import END, PREPARING, LiveStatus, describe, line
 
 out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
@@ -53,17 +57,78 @@ def status(initial: str | None) -> Iterator[Callable[[str], None]]:
             spinner[0].stop()
 
 
-@contextmanager
-def request_progress(label: str) -> Iterator[Callable[[int, int], None]]:
-    """A progress bar of finished requests; the yielded function takes (done, total)."""
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=err, transient=False) as progress:
-        task = progress.add_task(label, total=None)
+REFRESH_S = 0.5  # the live view's timer: at most 2 redraws a second
+PLAIN_EVERY_S = 10.0  # without a terminal: the current phase's line at most this often
 
-        def update(done: int, total: int) -> None:
-            progress.update(task, completed=done, total=total or None)
 
-        yield update
+class LiveView:
+    """Draws a run's `LiveStatus` from a timer thread of its own, so the run's event loop never formats
+    or writes anything for it.
+
+    On a terminal: a live region redrawn every `refresh_s` (rich Live), and each phase's final line
+    printed above it as the phase ends. Elsewhere (a pipe, a log file, CI): plain lines only, no escape
+    codes: each phase's final line as it ends, and the current phase's line when `every_s` seconds have
+    passed since the last line. Use as a context manager; `tick` is one pass of the timer.
+    """
+
+    def __init__(self, status: LiveStatus, console: Console | None = None, *, every_s: float = PLAIN_EVERY_S,
+                 refresh_s: float = REFRESH_S, clock: Callable[[], float] = time.monotonic) -> None:
+        self.status = status
+        self.console = console or err
+        self.every_s = every_s
+        self.refresh_s = refresh_s
+        self.clock = clock
+        self._ended = 0  # phases before this index have had their final line
+        self._last_line = clock()
+        self._live: Live | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> LiveView:
+        if self.console.is_terminal:
+            self._live = Live(console=self.console, auto_refresh=False, transient=True)
+            self._live.start()
+        self._thread = threading.Thread(target=self._run, name="loadproof-live-view", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        try:
+            self.tick()  # the final lines of the phases that ended since the last pass
+        finally:
+            if self._live is not None:
+                self._live.stop()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.refresh_s):
+            try:
+                self.tick()
+            except Exception as exc:  # a display fault must never stop the run it shows
+                self._print(f"live view stopped: {exc!r}")
+                return
+
+    def tick(self) -> None:
+        snap = self.status.snapshot()
+        phases = snap.phases
+        while self._ended < len(phases) - 1:
+            if phases[self._ended].kind not in (PREPARING, END):
+                self._print(line(snap, self._ended))
+            self._ended += 1
+        current = phases[-1].kind
+        if self._live is not None:
+            if current != END:
+                heading, parts = describe(snap)
+                text = Text.assemble((heading, "bold"), *[f"\n  {part}" for part in parts])
+                self._live.update(text, refresh=True)
+        elif current not in (PREPARING, END) and self.clock() - self._last_line >= self.every_s:
+            self._print(line(snap))
+
+    def _print(self, text: str) -> None:
+        self.console.print(text, markup=False, highlight=False, soft_wrap=True)
+        self._last_line = self.clock()
 
 
 def table(title: str, header: list[str], rows: list[list[str]], console: Console | None = None) -> None:

@@ -4,7 +4,8 @@ Built for speed, because a load generator that is itself the bottleneck measures
 shared aiohttp session, a large read buffer (vLLM #39963: a 64 KB buffer collapsed throughput at long
 context), reads taken as they come (`readany`), one timestamp per read, and per event only a
 msgspec decode of the few fields we need. Every request ends in exactly one RequestRecord handed to
-`on_record` (finished, failed or cancelled), so an interrupted run still stores what it measured.
+`on_record` (finished, failed or cancelled), so an interrupted run still stores what it measured;
+`on_start` is handed each record as its request is sent (a live view watches it fill).
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ class StreamingClient:
         connect_timeout_s: float = 30.0,
         clock: Clock = time.perf_counter_ns,
         on_record: Callable[[RequestRecord], None] | None = None,
+        on_start: Callable[[RequestRecord], None] | None = None,
         keep_text: bool = True,
     ) -> None:
         self.base_url = base_url.rstrip("/")
@@ -60,6 +62,7 @@ class StreamingClient:
         self._connect_timeout_s = connect_timeout_s
         self._clock = clock
         self._on_record = on_record
+        self._on_start = on_start
         self._keep_text = keep_text
         self._session: aiohttp.ClientSession | None = None
 
@@ -88,6 +91,8 @@ class StreamingClient:
         if spec.labels:
             for key, value in spec.labels.items():
                 setattr(record, key, value)
+        if self._on_start is not None:
+            self._on_start(record)
         try:
             if spec.deadline_s is None:
                 await self._stream_into(record, spec)
@@ -202,7 +207,9 @@ class StreamingClient:
                         last_ns = now
                         add_ns(now)
                         add_tokens(tokens)
-                record.last_token_ns, record.num_chunks = last_ns, num_chunks  # live, once per read
+                # live, once per read (a live view reads them while the stream runs; output_tokens is the
+                # usage so far, and gets its final value below)
+                record.last_token_ns, record.num_chunks, record.output_tokens = last_ns, num_chunks, prev_tokens
         finally:
             record.end_ns = clock()
             record.num_chunks = num_chunks

@@ -1,5 +1,9 @@
 """The relay: an OpenAI-compatible streaming reverse proxy built for million-token prompts.
 
+It forwards `/v1/chat/completions`, `/v1/completions`, `/v1/models`, the engine's `/tokenize`,
+`/detokenize` and `/version`, and serves the engine's own `/metrics` as `/engine/metrics` (never on its own
+`/metrics`, which holds only the relay's figures); `/health` and `/metrics` are its own.
+
 What it guarantees, and why (the relays people put in front of engines get each of these wrong):
 - the upstream comes from config only, never from a request;
 - bounded concurrency: a request beyond the pool gets an immediate 429, never a hang. The slot is taken
@@ -17,8 +21,8 @@ What it guarantees, and why (the relays people put in front of engines get each 
   engine's own in-band error event passes through untouched and is logged `upstream_error_event`;
 - when the client leaves (streaming, waiting for a non-streamed answer, or still uploading), the upstream
   connection is closed at once, so the engine aborts the request and frees its KV cache;
-- API keys compared in constant time, on the API and on /metrics; a request body size limit; logs that
-  hold no key, no prompt and no upstream address.
+- API keys compared in constant time, on the API, on /metrics and on /engine/metrics; a request body size
+  limit; logs that hold no key, no prompt and no upstream address.
 
 It speaks HTTP/1.1 itself on asyncio protocols (relay.http, relay.upstream), one timer for all timeouts
 and heartbeats: Starlette on uvicorn with aiohttp to the upstream reached 0.46-0.73x nginx's throughput
@@ -48,8 +52,13 @@ from loadproof.relay.upstream import UpstreamConnection, UpstreamPool
 log = logging.getLogger("loadproof.relay")
 
 ROUTES = {"/v1/chat/completions": "POST", "/v1/completions": "POST", "/v1/models": "GET",
+          "/tokenize": "POST", "/detokenize": "POST", "/version": "GET", "/engine/metrics": "GET",
           "/health": "GET", "/metrics": "GET"}
 _OWN = ("/health", "/metrics")
+# the engine's own /metrics, under a path of its own: the relay's /metrics never holds an engine figure, and a
+# scraper that reads the engine through the relay cannot take the relay's counters for the engine's
+ENGINE_METRICS = "/engine/metrics"
+_UPSTREAM_PATHS = {ENGINE_METRICS: "/metrics"}
 # an in-band error event as vLLM (`{"error": {...}}`), SGLang and older vLLM (`"object": "error"`) send it
 _ERROR_MARKERS = (b'data: {"error"', b'data:{"error"', b'"object": "error"', b'"object":"error"')
 _HEARTBEAT_CHUNK = b"%x\r\n%b\r\n" % (len(HEARTBEAT), HEARTBEAT)
@@ -183,7 +192,8 @@ class Relay:
     def upstream_head(self, method: str, path: str, length: int | None) -> bytes:
         start = self._heads.get((method, path))
         if start is None:
-            start = f"{method} {self.pool.prefix}{path} HTTP/1.1\r\n".encode("latin-1") + self._upstream_fields
+            upstream_path = _UPSTREAM_PATHS.get(path, path)
+            start = f"{method} {self.pool.prefix}{upstream_path} HTTP/1.1\r\n".encode("latin-1") + self._upstream_fields
             self._heads[(method, path)] = start
         if length is None:
             return start + b"\r\n"
@@ -409,13 +419,14 @@ class ClientConnection(asyncio.Protocol):
         if req.content_length is not None and req.content_length > config.max_body_bytes:
             self._too_large()
             return
-        if relay.metrics.in_flight >= config.max_in_flight:
-            relay.metrics.rejected += 1
-            self._answer(429, error_body(f"relay busy: all {config.max_in_flight} slots in use; retry later",
-                                         "rate_limit_error", 429), "rejected")
-            return
-        self.slot = True
-        relay.metrics.in_flight += 1
+        if req.path != ENGINE_METRICS:  # a scrape takes no slot: a run that fills the pool still sees the engine
+            if relay.metrics.in_flight >= config.max_in_flight:
+                relay.metrics.rejected += 1
+                self._answer(429, error_body(f"relay busy: all {config.max_in_flight} slots in use; retry later",
+                                             "rate_limit_error", 429), "rejected")
+                return
+            self.slot = True
+            relay.metrics.in_flight += 1
         self.deadline_at = now + config.deadline_s
         if self.body_read:
             self._to_upstream(b"")

@@ -27,7 +27,8 @@ from loadproof.plans import attach_plan
 from loadproof.plans.ab import ARMS, DEFAULT_RESAMPLES, AbArm, AbPlan
 from loadproof.protocol.openai import request_body
 from loadproof.records import RequestRecord
-from loadproof.scenarios.base import Progress, Scenario, Target
+from loadproof.scenarios.base import Scenario, Target
+from loadproof.scenarios.live import LiveStatus
 from loadproof.scenarios.options import ExistingPath, HttpUrl, cli
 from loadproof.store.run_dir import RunWriter
 from loadproof.workloads.prompts import FAMILIES, Prompt, load_family
@@ -142,36 +143,38 @@ class AbScenario(Scenario):
             labels={"family": "arm", "repeat": "round", "batch": "position of the arm in its round"},
         )
 
-    async def run(self, writer: RunWriter, manifest: dict[str, Any], progress: Progress | None = None) -> int:
+    async def run(self, writer: RunWriter, manifest: dict[str, Any], live: LiveStatus | None = None) -> int:
         opts = self.options
+        live = live or LiveStatus(self.name)
         order = plan_order(opts.repeats, random.Random(opts.order_seed))
         prompts = load_family(opts.family)[: opts.num_prompts]
         attach_plan(manifest, self.manifest_plan(order, prompts))
         writer.write_manifest(manifest)
-        total = opts.repeats * len(ARMS) * len(prompts)
-        done = failed = 0
+        live.planned = opts.repeats * len(ARMS) * len(prompts)
+        failed = 0
 
         def sink(record: RequestRecord) -> None:
-            nonlocal done, failed
+            nonlocal failed
             if record.scenario != self.name:
                 return  # warm-up requests are not measured
             writer.append(record)
-            done += 1
             failed += not record.ok
-            if progress is not None:
-                progress(done, total)
+            live.ended(record)
 
         async with AsyncExitStack() as stack:
             clients = {}
             for arm in ARMS:
                 target = self.targets[arm]
                 clients[arm] = await stack.enter_async_context(StreamingClient(
-                    target.url, api_key=target.api_key, max_connections=opts.concurrency + 4, on_record=sink))
+                    target.url, api_key=target.api_key, max_connections=opts.concurrency + 4, on_record=sink,
+                    on_start=live.starting(self.name)))
             if opts.warmup:
                 for arm in ARMS:
                     await clients[arm].stream(self._spec(arm, f"warmup-{arm}", prompts[0], None))
+            live.phase("requests")
             for round_index, arms in enumerate(order):
                 for position, arm in enumerate(arms):
+                    live.detail = f"round {round_index + 1}/{len(order)}, arm {arm}"
                     labels = {"scenario": self.name, "family": arm, "concurrency": opts.concurrency,
                               "repeat": round_index, "batch": position}
                     for start in range(0, len(prompts), opts.concurrency):

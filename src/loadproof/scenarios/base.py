@@ -12,22 +12,24 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from loadproof.config.base import StrictModel
 from loadproof.errors import EnvironmentFailure, UsageError
 from loadproof.protocol.openai import Endpoint
 from loadproof.records import RequestRecord
+from loadproof.telemetry.server_metrics import MetricsSource
 
 if TYPE_CHECKING:
     from loadproof.scenarios.lifecycle import Console, Setup
 
-Progress = Callable[[int, int], None]
-
 
 @dataclass(frozen=True)
 class Target:
-    """An OpenAI-compatible server and how to talk to it."""
+    """An OpenAI-compatible server and how to talk to it: where requests go (`url`), where the engine's
+    metrics come from (`metrics`: the engine's /metrics beside `url` unless told otherwise, e.g. a relay's
+    `/engine/metrics` or a Prometheus server), and where the tokens a planned prompt length counts come
+    from (`token_counts`)."""
 
     url: str
     model: str
@@ -36,6 +38,18 @@ class Target:
     extra_body: dict[str, Any] = field(default_factory=dict)
     tokenizer_path: Path | None = None
     engine: str = "vllm"  # the engine registry's kind: whose /metrics names to read (the profile's, when given)
+    metrics: MetricsSource = None  # type: ignore[assignment]  # None: `url`'s /metrics
+    token_counts: TokenCounts = "engine"
+
+    def __post_init__(self) -> None:
+        if self.metrics is None:
+            object.__setattr__(self, "metrics", MetricsSource.beside(self.url))
+
+    @property
+    def metrics_api_key(self) -> str | None:
+        """The API key, for a metrics source served where the API is (a relay's `/engine/metrics` takes the
+        key its API takes); never for a source elsewhere, such as a Prometheus server."""
+        return self.api_key if self.metrics.same_origin(self.url) else None
 
     def describe(self) -> dict[str, Any]:
         """For the manifest. The key is never written, only whether one was used."""
@@ -46,6 +60,8 @@ class Target:
             "api_key_used": bool(self.api_key),
             "extra_body": self.extra_body,
             "tokenizer": str(self.tokenizer_path) if self.tokenizer_path else None,
+            "metrics": self.metrics.describe(),
+            "token_counts": self.token_counts,
         }
 
 
@@ -68,7 +84,9 @@ class Scenario:
       `scenarios.options`), `summary` (the command's help);
     - `CommandOptions`: options of the command that are not options of a run (a search, a log to read);
     - `tokenizer`: whether `--tokenizer` is required, optional or not offered;
-    - `progress_label`: what the progress bar counts; `failure`: the line a FAIL verdict ends with;
+    - `failure`: the line a FAIL verdict ends with;
+    - `async run(writer, manifest, live)`: one run, recorded into `writer`, keeping `live` (a
+      `scenarios.live.LiveStatus`) up to date for the console;
     - `prepare(setup)`: the scenario for a resolved command; `perform(setup, console)`: the command.
     """
 
@@ -77,7 +95,6 @@ class Scenario:
     CommandOptions: ClassVar[type[StrictModel]] = NoCommandOptions
     summary: ClassVar[str] = ""
     tokenizer: ClassVar[TokenizerUse | None] = None
-    progress_label: ClassVar[str] = "requests"
     failure: ClassVar[str] = "see the criteria above"
 
     def __init__(self, target: Target, options: Any) -> None:

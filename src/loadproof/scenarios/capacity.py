@@ -21,7 +21,8 @@ from loadproof.plans import attach_plan
 from loadproof.plans.capacity import CapacityPlan, CapacitySession
 from loadproof.config.base import StrictModel
 from loadproof.records import RequestRecord
-from loadproof.scenarios.base import Progress, Target, model_info
+from loadproof.scenarios.base import Target, model_info
+from loadproof.scenarios.live import LiveStatus
 from loadproof.scenarios.long_context import (
     EXACT_LENGTH,
     AdmissionStall,
@@ -91,7 +92,6 @@ class CapacityScenario(MetricsScenario):
     CommandOptions = CapacityCommand
     summary = "N sessions of L tokens generating together for W seconds, verified on the engine's own metrics."
     tokenizer = EXACT_LENGTH
-    progress_label = "sessions with a first token"
     failure = "acceptance FAILED (criteria above)"
     options: CapacityOptions
 
@@ -151,39 +151,46 @@ class CapacityScenario(MetricsScenario):
         )
         return plan, prompts, hs
 
-    async def run(self, writer: RunWriter, manifest: dict[str, Any], progress: Progress | None = None) -> None:
+    async def run(self, writer: RunWriter, manifest: dict[str, Any], live: LiveStatus | None = None) -> None:
         opts = self.options
+        live = live or LiveStatus(self.name)
+        live.planned = opts.sessions
         plan, prompts, _ = self.plan()
         attach_plan(manifest, plan)
         writer.write_manifest(manifest)
         await self.wait_until_idle(writer, opts.idle_timeout_s)
         records = [new_record(self.target, s.request_id, self.name, p, opts.sessions)
                    for s, p in zip(plan.sessions, prompts)]
-        async with MetricsScraper(self.target.url, self.metric_names, interval_s=opts.sample_interval_s,
-                                  sink=writer.metric_sample, api_key=self.target.api_key) as scraper:
-            async with StreamingClient(self.target.url, api_key=self.target.api_key,
-                                       max_connections=opts.sessions + 4, on_record=writer.append) as client:
-                async with LiveSessions(client) as live:
+        async with MetricsScraper(self.target.metrics, self.metric_names, interval_s=opts.sample_interval_s,
+                                  sink=writer.metric_sample, api_key=self.target.metrics_api_key) as scraper:
+            live.watch_engine(scraper.samples)
+            async with StreamingClient(self.target.url, api_key=self.target.api_key, max_connections=opts.sessions + 4,
+                                       **live.hooks(writer.append)) as client:
+                async with LiveSessions(client) as sessions:
+                    live.cold_phase(opts.sessions, opts.input_tokens, plan.engine_kv_cache_tokens)
                     writer.event("sessions_start", t_ns=time.perf_counter_ns(), sessions=opts.sessions)
                     for i, (prompt, record) in enumerate(zip(prompts, records)):
                         if i and opts.stagger_s:
                             await asyncio.sleep(opts.stagger_s)
-                        live.start(session_spec(self.target, record.request_id, prompt.text, prompt.salt,
-                                                plan.max_tokens, seed=opts.seed, use_cache_salt=opts.use_cache_salt),
-                                   record)
+                        sessions.start(session_spec(self.target, record.request_id, prompt.text, prompt.salt,
+                                                    plan.max_tokens, seed=opts.seed, use_cache_salt=opts.use_cache_salt),
+                                       record)
                     stall = AdmissionStall(scraper.latest, records, opts.admission_stall_s)
-                    started = await live.wait_first_tokens(records, opts.first_token_timeout_s, progress, stall)
+                    started = await sessions.wait_first_tokens(records, opts.first_token_timeout_s, stalled=stall)
                     if stall.evidence:
                         writer.event("admission_stalled", t_ns=time.perf_counter_ns(), evidence=stall.evidence)
                     if started:
                         window_start = max(r.first_token_ns for r in records)  # type: ignore[type-var]
                         writer.event("window_start", t_ns=window_start)
+                        window_end = window_start + int(opts.window_s * NS)
                         await scraper.sample()
-                        await self._hold_window(live, records, window_start + int(opts.window_s * NS))
+                        live.window("window", window_start, window_end, records)  # the cold phase's last sample taken
+                        await self._hold_window(sessions, records, window_end)
                         await scraper.sample()
                     cancel_ns = time.perf_counter_ns()
                     writer.event("cancel", t_ns=cancel_ns)
-                    await live.cancel()
+                    live.drain()
+                    await sessions.cancel()
             await self._watch_drain(scraper, cancel_ns, opts.drain_timeout_s)
 
     async def _hold_window(self, live: LiveSessions, records: list[RequestRecord], end_ns: int) -> None:

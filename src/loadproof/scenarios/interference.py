@@ -20,7 +20,8 @@ from loadproof.config.base import StrictModel
 from loadproof.errors import UsageError
 from loadproof.plans import attach_plan
 from loadproof.plans.interference import InterferencePlan, InterferenceSession, Newcomer
-from loadproof.scenarios.base import Progress, model_info
+from loadproof.scenarios.base import model_info
+from loadproof.scenarios.live import LiveStatus
 from loadproof.scenarios.long_context import (
     EXACT_LENGTH,
     LiveSessions,
@@ -60,11 +61,12 @@ class InterferenceScenario(MetricsScenario):
     Options = InterferenceOptions
     summary = "M streams' rate before, during and after a new long prefill; then warm follow-ups on each session."
     tokenizer = EXACT_LENGTH
-    progress_label = "sessions with a first token"
     options: InterferenceOptions
 
-    async def run(self, writer: RunWriter, manifest: dict[str, Any], progress: Progress | None = None) -> None:
+    async def run(self, writer: RunWriter, manifest: dict[str, Any], live: LiveStatus | None = None) -> None:
         opts = self.options
+        live = live or LiveStatus(self.name)
+        live.planned = 2 * opts.sessions + 1
         hs = haystack_target(self.target, opts.seed)
         max_model_len = model_info(self.target.url, self.target.model, self.target.api_key).get("max_model_len")
         longest = max(opts.session_tokens, opts.newcomer_tokens)
@@ -91,24 +93,32 @@ class InterferenceScenario(MetricsScenario):
                    for s, p in zip(plan.sessions, sessions)]
         new_rec = new_record(self.target, "int-newcomer", self.name, newcomer, 1, batch=1)
         new_rec.family = "newcomer"
-        async with MetricsScraper(self.target.url, self.metric_names, interval_s=opts.sample_interval_s,
-                                  sink=writer.metric_sample, api_key=self.target.api_key) as scraper:
-            async with StreamingClient(self.target.url, api_key=self.target.api_key,
-                                       max_connections=opts.sessions + 4, on_record=writer.append) as client:
-                async with LiveSessions(client) as live:
+        async with MetricsScraper(self.target.metrics, self.metric_names, interval_s=opts.sample_interval_s,
+                                  sink=writer.metric_sample, api_key=self.target.metrics_api_key) as scraper:
+            live.watch_engine(scraper.samples)
+            async with StreamingClient(self.target.url, api_key=self.target.api_key, max_connections=opts.sessions + 4,
+                                       **live.hooks(writer.append)) as client:
+                async with LiveSessions(client) as streams:
+                    live.cold_phase(opts.sessions, opts.session_tokens)
                     for prompt, record in zip(sessions, records):
-                        live.start(session_spec(self.target, record.request_id, prompt.text, prompt.salt, max_tokens,
-                                                seed=opts.seed, use_cache_salt=opts.use_cache_salt), record)
-                    if await live.wait_first_tokens(records, opts.first_token_timeout_s, progress):
+                        streams.start(session_spec(self.target, record.request_id, prompt.text, prompt.salt, max_tokens,
+                                                   seed=opts.seed, use_cache_salt=opts.use_cache_salt), record)
+                    if await streams.wait_first_tokens(records, opts.first_token_timeout_s):
                         before_start = max(r.first_token_ns for r in records)  # type: ignore[type-var]
                         writer.event("before_window", t_ns=before_start)
+                        live.window("before window", before_start, before_start + int(opts.window_s * NS), records)
                         await _sleep_until(before_start + int(opts.window_s * NS))
-                        live.start(session_spec(self.target, new_rec.request_id, newcomer.text, newcomer.salt, max_tokens,
-                                                seed=opts.seed, use_cache_salt=opts.use_cache_salt), new_rec)
-                        if await live.wait_first_tokens([new_rec], opts.first_token_timeout_s):
-                            await _sleep_until(new_rec.first_token_ns + int(opts.window_s * NS))  # type: ignore[operator]
+                        live.window("newcomer prefill", time.perf_counter_ns(), None, records,
+                                    detail=f"{opts.newcomer_tokens:,} tokens, until its first token")
+                        streams.start(session_spec(self.target, new_rec.request_id, newcomer.text, newcomer.salt,
+                                                   max_tokens, seed=opts.seed, use_cache_salt=opts.use_cache_salt), new_rec)
+                        if await streams.wait_first_tokens([new_rec], opts.first_token_timeout_s):
+                            after_end = new_rec.first_token_ns + int(opts.window_s * NS)  # type: ignore[operator]
+                            live.window("after window", new_rec.first_token_ns, after_end, records)  # type: ignore[arg-type]
+                            await _sleep_until(after_end)
                     writer.event("cancel", t_ns=time.perf_counter_ns())
-                    await live.cancel()
+                    await streams.cancel()
+                live.phase("follow-ups", detail="one at a time, on each session's context")
                 await asyncio.sleep(1.0)  # let the engine free the cancelled requests before the follow-ups
                 for spec_info, prompt in zip(plan.sessions, sessions):
                     rec = new_record(self.target, spec_info.followup_request_id, self.name, prompt, 1, batch=2)

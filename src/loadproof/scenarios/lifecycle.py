@@ -13,7 +13,8 @@ capacity search:
    the console;
 5. conclude: a FAIL verdict raises AcceptanceFailed (exit 1) with the scenario's `failure` line.
 
-What is printed goes through a `Console` (the CLI's rich console), so this module needs no UI.
+What is printed goes through a `Console` (the CLI's rich console), so this module needs no UI; while a
+run records, the console shows its `LiveStatus` (`scenarios.live`), which the scenario keeps up to date.
 """
 
 from __future__ import annotations
@@ -25,15 +26,17 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import Field, field_validator
 
 from loadproof.config.base import StrictModel
 from loadproof.config.profile import Profile, load_profile
 from loadproof.errors import AcceptanceFailed
-from loadproof.scenarios.base import Progress, Scenario, Target, common_manifest, resolve_model
+from loadproof.scenarios.base import Scenario, Target, common_manifest, resolve_model
+from loadproof.scenarios.live import LiveStatus
 from loadproof.scenarios.options import ExistingPath, HttpUrl, from_cli
+from loadproof.telemetry.server_metrics import MetricsSource
 
 if TYPE_CHECKING:
     from loadproof.metrics.claims import Claim
@@ -41,13 +44,14 @@ if TYPE_CHECKING:
 
 
 class Console(Protocol):
-    """Where a run's lines, progress and tables go."""
+    """Where a run's lines, live view and tables go."""
 
     def say(self, text: str) -> None:
         """A status line (stderr)."""
 
-    def progress(self, label: str) -> AbstractContextManager[Progress]:
-        """A progress bar of `label`; the context yields the function taking (done, total)."""
+    def live(self, status: LiveStatus) -> AbstractContextManager[object]:
+        """Show `status` while the context is open, redrawn on the console's own timer (the scenario
+        only updates it)."""
 
     def show(self, report: Report) -> None:
         """The tables of a run's report."""
@@ -69,7 +73,22 @@ class TargetOptions(StrictModel):
     profile: Path | None = Field(default=None, description="profile TOML: endpoint, model name, thinking")
     api_key_env: str | None = Field(default=None, description="name of the environment variable holding the API key")
     disable_thinking: bool = Field(default=False, description="send enable_thinking=false (chat)")
+    engine_metrics: str | None = Field(
+        default=None, description="where the engine's metrics come from: its /metrics URL (a bare http://HOST:PORT "
+        "gets /metrics; through `loadproof relay`: RELAY/engine/metrics), or prometheus+http://HOST:9090?LABEL=VALUE "
+        "for a Prometheus server's query API (e.g. ?job=vllm); default: --url's /metrics")
+    token_counts: Literal["engine", "local"] = Field(
+        default="engine", description="where exact-length prompts count the tokens the engine adds (BOS, chat "
+        "template): engine (its /tokenize) or local (the tokenizer folder's chat template rendered here, checked "
+        "against the engine's usage.prompt_tokens before the run)")
     out: Path = Field(default=Path("runs"), description="where run directories go")
+
+    @field_validator("engine_metrics")
+    @classmethod
+    def _engine_metrics(cls, value: str | None) -> str | None:
+        if value is not None:
+            MetricsSource.parse(value)  # its ValueError says what is wrong
+        return value
 
     @field_validator("endpoint")
     @classmethod
@@ -151,7 +170,9 @@ def resolve_target(options: TargetOptions, profile: Profile | None, **overrides:
     extra_body = {"chat_template_kwargs": {"enable_thinking": False}} if thinking_off and endpoint == "chat" else {}
     return Target(url=options.url, model=resolve_model(options.url, model, api_key), endpoint=endpoint,  # type: ignore[arg-type]
                   api_key=api_key, extra_body=extra_body, tokenizer_path=options.tokenizer,
-                  engine=profile.engine if profile is not None else Target.engine)
+                  engine=profile.engine if profile is not None else Target.engine,
+                  metrics=MetricsSource.parse(options.engine_metrics) if options.engine_metrics else None,  # type: ignore[arg-type]
+                  token_counts=options.token_counts)
 
 
 def setup(checked: Checked) -> Setup:
@@ -177,9 +198,13 @@ def record(scenario: Scenario, out: Path, console: Console, manifest_extra: dict
     writer.write_manifest(manifest)
     console.say(f"run directory: {writer.path}")
     scenario.status = console.say
+    live = LiveStatus(scenario.name)
     try:
-        with sampler, console.progress(f"{scenario.name}: {scenario.progress_label}") as progress:
-            asyncio.run(scenario.run(writer, manifest, progress))  # type: ignore[attr-defined]
+        with sampler, console.live(live):
+            try:
+                asyncio.run(scenario.run(writer, manifest, live))  # type: ignore[attr-defined]
+            finally:
+                live.finish()
     finally:
         manifest["end_wall_time"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         manifest["num_records"] = writer.num_records

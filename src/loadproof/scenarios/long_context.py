@@ -1,7 +1,8 @@
 """What the long-context scenarios (capacity, prefill, interference) share.
 
 - the haystack builder for a target: the model's tokenizer, and the tokens the engine adds around a
-  text (BOS, chat template) measured on the engine's own `/tokenize`, so a planned length is the
+  text (BOS, chat template), from the engine's own `/tokenize` or counted locally and checked on the
+  engine (`scenarios.token_counts`, as the target's `token_counts` says), so a planned length is the
   length the engine counts;
 - request bodies that keep a stream going (`ignore_eos`) and carry vLLM's `cache_salt`;
 - live sessions: streams started together, watched until every one has its first token;
@@ -14,10 +15,7 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,47 +27,8 @@ from loadproof.protocol.openai import request_body
 from loadproof.records import RequestRecord
 from loadproof.scenarios.base import Scenario, Target, TokenizerUse
 from loadproof.scenarios.options import cli
+from loadproof.scenarios.token_counts import PROBE_TEXT, engine_overhead_tokens, load_tokenizer
 from loadproof.workloads.haystack import HaystackBuilder, HaystackPrompt
-
-_PROBE_TEXT = "Archive calibration line.\n"
-
-
-def load_tokenizer(target: Target):
-    from tokenizers import Tokenizer
-
-    if target.tokenizer_path is None:
-        raise UsageError("long-context scenarios build exact-length prompts: give the model's tokenizer "
-                         "with --tokenizer PATH (tokenizer.json or its folder)")
-    path = target.tokenizer_path
-    file = path / "tokenizer.json" if path.is_dir() else path
-    if not file.is_file():
-        raise UsageError(f"no tokenizer.json at {path}")
-    return Tokenizer.from_file(str(file))
-
-
-def engine_overhead_tokens(target: Target, tokenizer) -> tuple[int, str]:
-    """Tokens the engine adds around a prompt text, and how that was measured."""
-    local = len(tokenizer.encode(_PROBE_TEXT, add_special_tokens=False).ids)
-    body: dict[str, Any] = {"model": target.model}
-    if target.endpoint == "chat":
-        body["messages"] = [{"role": "user", "content": _PROBE_TEXT}]
-        body.update({k: v for k, v in target.extra_body.items() if k == "chat_template_kwargs"})
-    else:
-        body["prompt"] = _PROBE_TEXT
-    request = urllib.request.Request(target.url.rstrip("/") + "/tokenize", data=json.dumps(body).encode(),
-                                     headers={"Content-Type": "application/json"})
-    if target.api_key:
-        request.add_header("Authorization", f"Bearer {target.api_key}")
-    try:
-        with urllib.request.urlopen(request, timeout=30) as resp:
-            count = int(json.loads(resp.read())["count"])
-        return count - local, "engine /tokenize"
-    except (urllib.error.URLError, OSError, KeyError, ValueError):
-        if target.endpoint == "chat":
-            raise UsageError(f"{target.url}/tokenize is not available: cannot measure the chat template's "
-                             "tokens, so exact-length chat prompts cannot be planned") from None
-        with_special = len(tokenizer.encode(_PROBE_TEXT, add_special_tokens=True).ids)
-        return with_special - local, "local tokenizer special tokens (/tokenize unavailable)"
 
 
 @dataclass
@@ -79,9 +38,11 @@ class HaystackTarget:
     overhead_source: str
 
 
-def haystack_target(target: Target, seed: int) -> HaystackTarget:
+def haystack_target(target: Target, seed: int, probe: str = PROBE_TEXT) -> HaystackTarget:
+    """The builder for `target`, its overhead measured on a text that ends as the prompts will (`probe`:
+    a period, as the haystack's questions end; `PROBE_LINE` for prompts that end with a newline)."""
     tokenizer = load_tokenizer(target)
-    overhead, source = engine_overhead_tokens(target, tokenizer)
+    overhead, source = engine_overhead_tokens(target, tokenizer, probe)
     style = "chat" if target.endpoint == "chat" else "completion"
     return HaystackTarget(target, HaystackBuilder(tokenizer, overhead_tokens=overhead, seed=seed, style=style), source)
 
@@ -137,16 +98,25 @@ class MetricsScenario(Scenario):
 
         start = time.monotonic()
         said_waiting = False
-        async with MetricsScraper(self.target.url, self.metric_names, interval_s=None,
-                                  api_key=self.target.api_key) as probe:
+        async with MetricsScraper(self.target.metrics, self.metric_names, interval_s=None,
+                                  api_key=self.target.metrics_api_key) as probe:
             while True:
                 sample = probe.samples[-1] if probe.samples else None
                 values = sample["values"] if sample else {}
+                if sample is not None and not values:  # none of the engine's metrics: not the engine's source
+                    if self.target.metrics.kind == "exposition":
+                        raise UsageError(f"the metrics at {self.target.metrics.shown} show none of the engine's: behind "
+                                         "`loadproof relay` they are at RELAY/engine/metrics (--engine-metrics)")
+                    sample = None  # a Prometheus selector that matches nothing, or nothing scraped yet
                 running, waiting = values.get("num_requests_running"), values.get("num_requests_waiting")
                 waited = time.monotonic() - start
+                if sample is None and (probe.last_error or "").startswith(("HTTP 401", "HTTP 403", "HTTP 404")):
+                    raise UsageError(f"the engine's metrics at {self.target.metrics.shown} answered {probe.last_error}: "
+                                     "check --engine-metrics (a relay's /engine/metrics takes the API key)")
                 if sample is not None and running is None and waiting is None:
                     writer.event("engine_idle", t_ns=time.perf_counter_ns(), checked=False, waited_s=round(waited, 3))
-                    self.status("engine idle: not checked (its /metrics show no running or waiting gauge)")
+                    self.status(f"engine idle: not checked (its metrics at {self.target.metrics.shown} show no running "
+                                "or waiting gauge)")
                     return
                 if running == 0 and waiting == 0:
                     writer.event("engine_idle", t_ns=time.perf_counter_ns(), checked=True, waited_s=round(waited, 3))
@@ -154,8 +124,9 @@ class MetricsScenario(Scenario):
                     return
                 if waited >= timeout_s:
                     if sample is None:
-                        raise EngineBusy(f"engine /metrics at {self.target.url} did not answer for {timeout_s:g} s "
-                                         "before the run")
+                        why = probe.last_error or "its selector matches none of the engine's metrics"
+                        raise EngineBusy(f"the engine's metrics at {self.target.metrics.shown} did not answer for "
+                                         f"{timeout_s:g} s before the run ({why})")
                     raise EngineBusy(f"engine busy: {running or 0:g} running, {waiting or 0:g} waiting before the run "
                                      f"(waited {waited:.0f} s for it to be idle)")
                 if sample is not None and not said_waiting:
@@ -186,15 +157,13 @@ class LiveSessions:
         self.tasks.append(asyncio.create_task(self.client.stream(spec, record)))
 
     async def wait_first_tokens(self, records: list[RequestRecord], timeout_s: float,
-                                progress=None, stalled=None) -> bool:
+                                stalled=None) -> bool:
         """True once every record has its first token; False if a stream ended first, time ran out,
         or `stalled()` says the engine will not admit the rest."""
         deadline = time.monotonic() + timeout_s
         tasks = self._tasks_of(records)
         while True:
             done = sum(r.first_token_ns is not None for r in records)
-            if progress is not None:
-                progress(done, len(records))
             if done == len(records):
                 return True
             if any(t.done() and r.first_token_ns is None for t, r in zip(tasks, records)):

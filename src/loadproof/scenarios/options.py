@@ -17,6 +17,7 @@ How a field's type reaches the command line:
 | `list[int]`, `list[str]` | one comma-separated value (`--concurrency 1,4,8`) |
 | `dict[str, number or bool]` | `--flag KEY=VALUE`, repeatable |
 | anything else | one value, checked by the model |
+| any, with `cli(text=True)` | one value as typed; the field's validator parses it (`--rate inf`, `--slo ttft=2s`) |
 
 `cli_options(Model)` lists what a model puts on the command line (the CLI generates its commands from
 it); `from_cli(Model, values, source)` turns the command line's values back into a validated model.
@@ -42,7 +43,7 @@ Shape = Literal["value", "flag", "list", "pairs"]
 
 
 def cli(flag: str | None = None, *, aliases: list[str] | None = None, invert: bool = False,
-        help: str | None = None, hidden: bool = False) -> dict[str, Any]:
+        help: str | None = None, hidden: bool = False, text: bool = False) -> dict[str, Any]:
     """How a field appears on the command line: `Field(..., json_schema_extra=cli(...))`."""
     spec: dict[str, Any] = {}
     if flag is not None:
@@ -55,6 +56,8 @@ def cli(flag: str | None = None, *, aliases: list[str] | None = None, invert: bo
         spec["help"] = help
     if hidden:
         spec["hidden"] = True
+    if text:
+        spec["text"] = True
     return {"cli": spec}
 
 
@@ -118,6 +121,8 @@ def cli_options(model: type[BaseModel]) -> list[CliOption]:
         flag = spec.get("flag") or "--" + name.replace("_", "-")
         flags = (flag, *spec.get("aliases", ()))
         shape, kind = _shape(info.annotation)
+        if spec.get("text"):  # the model parses the text itself: its errors stay one line naming the flag
+            shape, kind = "value", str
         help_text = spec.get("help") or info.description or ""
         required = info.is_required()
         default = None if required else info.get_default(call_default_factory=True)
@@ -130,6 +135,8 @@ def cli_options(model: type[BaseModel]) -> list[CliOption]:
             default = None if default is None else ",".join(str(v) for v in default)
         elif shape == "pairs":
             default = None
+        elif spec.get("text") and default is not None:
+            default = str(default)  # as it would be typed
         options.append(CliOption(name, flags, off_flag, shape, kind, default, required, help_text, invert))
     return options
 

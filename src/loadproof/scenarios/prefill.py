@@ -16,7 +16,7 @@ from loadproof.client import StreamingClient
 from loadproof.config.base import StrictModel
 from loadproof.plans import attach_plan
 from loadproof.plans.prefill import PrefillPlan, PrefillRepeat
-from loadproof.scenarios.base import Progress
+from loadproof.scenarios.live import LiveStatus
 from loadproof.scenarios.long_context import (
     EXACT_LENGTH,
     MetricsScenario,
@@ -46,12 +46,13 @@ class PrefillScenario(MetricsScenario):
     Options = PrefillOptions
     summary = "Cold time to first token of one long input, R freshly salted repeats."
     tokenizer = EXACT_LENGTH
-    progress_label = "cold repeats"
     failure = "a repeat was not cold, not the planned length, or failed (criteria above)"
     options: PrefillOptions
 
-    async def run(self, writer: RunWriter, manifest: dict[str, Any], progress: Progress | None = None) -> None:
+    async def run(self, writer: RunWriter, manifest: dict[str, Any], live: LiveStatus | None = None) -> None:
         opts = self.options
+        live = live or LiveStatus(self.name)
+        live.planned = opts.repeats
         hs = haystack_target(self.target, opts.seed)
         prompts = [hs.builder.build(f"p{r:02d}", opts.input_tokens) for r in range(opts.repeats)]
         attach_plan(manifest, PrefillPlan(
@@ -61,15 +62,15 @@ class PrefillScenario(MetricsScenario):
         ))
         writer.write_manifest(manifest)
         await self.wait_until_idle(writer, opts.idle_timeout_s)
-        async with MetricsScraper(self.target.url, self.metric_names, interval_s=None,
-                                  sink=writer.metric_sample, api_key=self.target.api_key) as scraper:
-            async with StreamingClient(self.target.url, api_key=self.target.api_key, on_record=writer.append) as client:
+        async with MetricsScraper(self.target.metrics, self.metric_names, interval_s=None,
+                                  sink=writer.metric_sample, api_key=self.target.metrics_api_key) as scraper:
+            async with StreamingClient(self.target.url, api_key=self.target.api_key,
+                                       **live.hooks(writer.append)) as client:
                 for r, prompt in enumerate(prompts):
                     record = new_record(self.target, f"prefill-{prompt.session_id}", self.name, prompt, 1, repeat=r)
                     spec = session_spec(self.target, record.request_id, prompt.text, prompt.salt, opts.decode_tokens + 1,
                                         seed=opts.seed, use_cache_salt=opts.use_cache_salt, deadline_s=opts.deadline_s)
                     await scraper.sample()
+                    live.phase(f"repeat {r + 1}/{opts.repeats}", detail=f"{opts.input_tokens:,} tokens, cold")
                     await client.stream(spec, record)
                     await scraper.sample()
-                    if progress is not None:
-                        progress(r + 1, opts.repeats)

@@ -36,7 +36,8 @@ from loadproof.plans import attach_plan
 from loadproof.plans.quality import AuthoredPlan, Gsm8kPlan, ImagePlan, QualityPlan, RetrievalPlan
 from loadproof.protocol.openai import request_body
 from loadproof.records import RequestRecord
-from loadproof.scenarios.base import Progress, Scenario, TokenizerUse, model_info
+from loadproof.scenarios.base import Scenario, TokenizerUse, model_info
+from loadproof.scenarios.live import LiveStatus
 from loadproof.scenarios.options import among, cli
 from loadproof.store.run_dir import RunWriter
 from loadproof.workloads.quality import MODES, SUITES, authored, gsm8k, images, retrieval
@@ -108,7 +109,6 @@ class QualityScenario(Scenario):
     Options = QualityOptions
     summary = "GSM8K subset, authored tasks, long-context retrieval and image checks, scored item by item."
     tokenizer = TokenizerUse(required=False, purpose="needed for retrieval")
-    progress_label = "items"
     options: QualityOptions
 
     @classmethod
@@ -118,8 +118,9 @@ class QualityScenario(Scenario):
             options = options.model_copy(update={"thinking_mode": True})
         return cls(setup.target, options)
 
-    async def run(self, writer: RunWriter, manifest: dict[str, Any], progress: Progress | None = None) -> None:
+    async def run(self, writer: RunWriter, manifest: dict[str, Any], live: LiveStatus | None = None) -> None:
         opts = self.options
+        live = live or LiveStatus(self.name)
         max_model_len = await asyncio.to_thread(self._max_model_len)
         jobs: list[Job] = []
         skipped: list[dict[str, Any]] = []
@@ -135,7 +136,7 @@ class QualityScenario(Scenario):
             writer.append(record)
 
         async with StreamingClient(self.target.url, api_key=self.target.api_key,
-                                   max_connections=opts.concurrency + 4, on_record=sink) as client:
+                                   max_connections=opts.concurrency + 4, on_record=sink, on_start=live.started) as client:
             image_plan = await self._image(client, jobs, skipped) if "image" in opts.suites else None
             attach_plan(manifest, QualityPlan(
                 suites=opts.suites, endpoint=self.target.endpoint, max_model_len=max_model_len, gsm8k=gsm8k_plan,
@@ -144,14 +145,11 @@ class QualityScenario(Scenario):
             writer.write_manifest(manifest)
             for row in skipped:
                 writer.answer(row)
-            done = 0
-            total = len(jobs)
-            if progress is not None:
-                progress(0, total)
+            live.planned = len(jobs)
+            live.phase("requests", detail=f"{len(jobs)} items, {opts.concurrency} at a time")
             gate = asyncio.Semaphore(opts.concurrency)
 
             async def one(job: Job) -> None:
-                nonlocal done
                 async with gate:
                     record = await client.stream(self._spec(job))
                 text = texts.pop(record.request_id, "")
@@ -160,9 +158,7 @@ class QualityScenario(Scenario):
                 if not record.ok:
                     row["error"] = record.error_kind
                 writer.answer(row)
-                done += 1
-                if progress is not None:
-                    progress(done, total)
+                live.ended(record)
 
             await asyncio.gather(*(one(job) for job in jobs))
 

@@ -18,13 +18,14 @@ from loadproof.plans import attach_plan
 from loadproof.plans.soak import SoakPlan
 from loadproof.protocol.openai import request_body
 from loadproof.client.stream import RequestSpec
-from loadproof.records import RequestRecord
-from loadproof.scenarios.base import Progress, Target, TokenizerUse
+from loadproof.scenarios.base import Target, TokenizerUse
+from loadproof.scenarios.live import LiveStatus
 from loadproof.scenarios.long_context import MetricsScenario, haystack_target
 from loadproof.scenarios.options import HttpUrl, cli
 from loadproof.store.run_dir import RunWriter
-from loadproof.telemetry.server_metrics import MetricsScraper
+from loadproof.telemetry.server_metrics import MetricsScraper, MetricsSource
 from loadproof.workloads.prompts import FAMILIES, load_family
+from loadproof.units import NS_PER_S as NS
 
 if TYPE_CHECKING:
     from loadproof.scenarios.lifecycle import Console, Setup
@@ -52,10 +53,8 @@ class SoakOptions(StrictModel):
 
 
 class SoakCommand(StrictModel):
-    """Where `loadproof run soak` reads memory from."""
+    """Where `loadproof run soak` reads the relay's memory from (the engine's: the target's --engine-metrics)."""
 
-    engine_metrics: HttpUrl | None = Field(default=None, description="engine base URL for memory samples "
-                                           "(default: --url)")
     relay_metrics: HttpUrl | None = Field(default=None, description="relay base URL for memory samples")
 
 
@@ -70,7 +69,8 @@ class SoakScenario(MetricsScenario):
     def __init__(self, target: Target, options: SoakOptions, engine_metrics_url: str | None = None,
                  relay_metrics_url: str | None = None) -> None:
         super().__init__(target, options)
-        self.engine_metrics_url = engine_metrics_url
+        # the engine's memory: the target's metrics source, unless a base URL is given here (the demo's)
+        self.engine_metrics = MetricsSource.beside(engine_metrics_url) if engine_metrics_url else target.metrics
         self.relay_metrics_url = relay_metrics_url
 
     @classmethod
@@ -79,11 +79,11 @@ class SoakScenario(MetricsScenario):
         if options.long_every and setup.target.tokenizer_path is None:
             console.say("no --tokenizer: short requests only")
             options = options.model_copy(update={"long_every": 0})
-        return cls(setup.target, options, engine_metrics_url=setup.command.engine_metrics or setup.target.url,
-                   relay_metrics_url=setup.command.relay_metrics)
+        return cls(setup.target, options, relay_metrics_url=setup.command.relay_metrics)
 
-    async def run(self, writer: RunWriter, manifest: dict[str, Any], progress: Progress | None = None) -> None:
+    async def run(self, writer: RunWriter, manifest: dict[str, Any], live: LiveStatus | None = None) -> None:
         opts = self.options
+        live = live or LiveStatus(self.name)
         rng = random.Random(opts.seed)
         shorts = [p for family in FAMILIES for p in load_family(family)]
         builder = haystack_target(self.target, opts.seed).builder if opts.long_every and self.target.tokenizer_path else None
@@ -93,22 +93,17 @@ class SoakScenario(MetricsScenario):
                                        max_rss_growth_mib=opts.max_rss_growth_mib))
         writer.write_manifest(manifest)
         scrapers = []
-        for role, url in (("engine", self.engine_metrics_url), ("relay", self.relay_metrics_url)):
-            if url:
-                # the relay's /metrics takes the key its API takes (the one this run sends through it)
-                scrapers.append(MetricsScraper(url, PROCESS_METRICS, interval_s=opts.sample_interval_s,
+        # the relay's /metrics takes the key its API takes (the one this run sends through it); the engine's
+        # source gets it only where it is served beside the API (a relay's /engine/metrics)
+        relay = MetricsSource.beside(self.relay_metrics_url) if self.relay_metrics_url else None
+        engine_key = self.target.api_key if self.engine_metrics.same_origin(self.target.url) else None
+        for role, source, key in (("engine", self.engine_metrics, engine_key), ("relay", relay, self.target.api_key)):
+            if source is not None:
+                scrapers.append(MetricsScraper(source, PROCESS_METRICS, interval_s=opts.sample_interval_s,
                                                sink=lambda s, role=role: writer.metric_sample({**s, "source": role}),
-                                               api_key=self.target.api_key if role == "relay" else None))
+                                               api_key=key))
         start = time.monotonic()
         end = start + opts.duration_s
-        done = 0
-
-        def sink(record: RequestRecord) -> None:
-            nonlocal done
-            writer.append(record)
-            done += 1
-            if progress is not None:
-                progress(done, 0)
 
         async def client_loop(client: StreamingClient, k: int) -> None:
             n = 0
@@ -128,10 +123,14 @@ class SoakScenario(MetricsScenario):
                 await client.stream(RequestSpec(request_id=f"soak-c{k}-{n:05d}", endpoint=self.target.endpoint,
                                                 body=body, deadline_s=opts.deadline_s, labels=labels))
 
-        async with StreamingClient(self.target.url, api_key=self.target.api_key,
-                                   max_connections=opts.clients + 4, on_record=sink) as client:
+        async with StreamingClient(self.target.url, api_key=self.target.api_key, max_connections=opts.clients + 4,
+                                   **live.hooks(writer.append)) as client:
             for scraper in scrapers:
                 await scraper.__aenter__()
+            if scrapers:
+                live.watch_engine(scrapers[0].samples)  # the engine's (or, without one, the relay's) memory
+            live.phase("requests", end_ns=time.perf_counter_ns() + int((end - time.monotonic()) * NS),
+                       detail=f"{opts.clients} clients")
             try:
                 loops = [asyncio.create_task(client_loop(client, k)) for k in range(opts.clients)]
                 _, pending = await asyncio.wait(loops, timeout=opts.duration_s + opts.grace_s)

@@ -21,7 +21,8 @@ from loadproof.plans import attach_plan
 from loadproof.plans.throughput import ThroughputPlan
 from loadproof.protocol.openai import request_body
 from loadproof.records import RequestRecord
-from loadproof.scenarios.base import Progress, Scenario, TokenCounter, TokenizerUse
+from loadproof.scenarios.base import Scenario, TokenCounter, TokenizerUse
+from loadproof.scenarios.live import LiveStatus
 from loadproof.scenarios.options import among, cli
 from loadproof.store.run_dir import RunWriter
 from loadproof.telemetry.server_metrics import MetricsScraper
@@ -79,9 +80,10 @@ class ThroughputScenario(Scenario):
     tokenizer = TokenizerUse(required=False, purpose="to re-count output")
     options: ThroughputOptions
 
-    async def run(self, writer: RunWriter, manifest: dict[str, Any], progress: Progress | None = None) -> int:
+    async def run(self, writer: RunWriter, manifest: dict[str, Any], live: LiveStatus | None = None) -> int:
         """Send every wave; append each record as it ends. Returns the number of failed requests."""
         opts = self.options
+        live = live or LiveStatus(self.name)
         counter = TokenCounter(self.target.tokenizer_path) if self.target.tokenizer_path else None
         waves = plan(opts)
         attach_plan(manifest, ThroughputPlan(
@@ -89,33 +91,33 @@ class ThroughputScenario(Scenario):
             num_prompts=opts.num_prompts, repeats=opts.repeats, temperature=opts.temperature,
             ignore_eos=opts.ignore_eos, seed=opts.seed))
         writer.write_manifest(manifest)
-        total = sum(len(w) for w in waves)
-        done = 0
+        live.planned = sum(len(w) for w in waves)
         failed = 0
 
         def sink(record: RequestRecord) -> None:
-            nonlocal done, failed
+            nonlocal failed
             if record.scenario != self.name:
                 return  # the warm-up request is not measured
             if counter is not None:
                 counter(record)
             writer.append(record)
-            done += 1
             failed += not record.ok
-            if progress is not None:
-                progress(done, total)
+            live.ended(record)
 
         max_conc = max(opts.concurrency)
         async with StreamingClient(self.target.url, api_key=self.target.api_key, max_connections=max_conc + 4,
-                                   on_record=sink) as client:
+                                   on_record=sink, on_start=live.starting(self.name)) as client:
             if opts.warmup:
                 await client.stream(self._spec("warmup", load_family(opts.families[0])[0], {}))
             # /metrics before and after the measured waves (not the warm-up), so the engine's own token
             # counters and TTFT histogram can be set beside the client's (metrics/engine_agreement.py)
             metric_names = engines.get(self.target.engine).metric_names
-            async with MetricsScraper(self.target.url, metric_names, interval_s=None, sink=writer.metric_sample,
-                                      api_key=self.target.api_key):
+            async with MetricsScraper(self.target.metrics, metric_names, interval_s=None, sink=writer.metric_sample,
+                                      api_key=self.target.metrics_api_key):
+                live.phase("requests")
                 for wave_index, wave in enumerate(waves):
+                    level = wave[0][1]
+                    live.detail = f"{level['family']}, concurrency {level['concurrency']}"
                     specs = [self._spec(f"tp-{wave_index:04d}-{j}", prompt, labels)
                              for j, (prompt, labels) in enumerate(wave)]
                     await asyncio.gather(*(client.stream(spec) for spec in specs))

@@ -17,7 +17,7 @@ from pathlib import Path
 
 CHAT_TEMPLATE = "<|user|>\n{content}\n<|assistant|>\n"
 _FACT = re.compile(r"The secret code of (.+?) is (\d+)\.")
-_QUESTION = re.compile(r"[Ww]hat is the secret code of (.+?)\?")
+_QUESTION = re.compile(r"[Ww]hat(?:, again,)? is the secret code of (.+?)\?")
 _WORDS = ("the", "river", "stone", "market", "north", "lamp", "quiet", "harbor", "window", "garden", "bright",
           "road", "winter", "paper", "story", "hill", "bridge", "morning", "silver", "field")
 

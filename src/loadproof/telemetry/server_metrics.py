@@ -1,21 +1,45 @@
-"""Polls the engine's Prometheus `/metrics` in the background and stores samples in `metrics.jsonl`.
+"""Samples the engine's metrics in the background and stores them in `metrics.jsonl`.
 
-One parser (prometheus_client's). Values are read through the engine adapter's name mapping
-(loadproof's vocabulary -> the engine's names), summed over label sets (vLLM labels by engine index
-and model). Names the engine does not expose are absent from a sample, never guessed as zero.
+Where they come from is a `MetricsSource` (`--engine-metrics`):
+
+- a Prometheus text exposition, the engine's own `/metrics` (or a gateway's path to it, such as the
+  relay's `/engine/metrics`), parsed with prometheus_client's parser;
+- a Prometheus server's HTTP API (`prometheus+http://HOST:9090?job=vllm`), asked at each sample for every
+  mapped metric at once, with the URL's query parameters as label matchers.
+
+A Prometheus server holds what it scraped last, up to a scrape interval old. So a sample from it waits for
+the first scrape made after the sample was asked for (polling, up to `FRESH_WAIT_S`), and is placed at
+that scrape's time, measured on Prometheus's own clock (evaluation time - scrape time), not at the time it
+was read: a boundary sample (before the sessions are sent, at the window's start, after the drain) then
+shows the engine as it was at or after that boundary, never before it. Use a scrape interval well under
+the windows a scenario measures.
+
+Either way values are read through the engine adapter's name mapping (loadproof's vocabulary -> the
+engine's names) and summed over label sets (vLLM labels by engine index and model; Prometheus adds
+`job` and `instance`). Names the engine does not expose are absent from a sample, never guessed as zero.
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
+import re
 import time
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
+from urllib.parse import parse_qsl, quote, urlsplit, urlunsplit
 
 import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
 Sample = dict[str, Any]
+NS = 1_000_000_000
+FRESH_WAIT_S = 60.0  # a Prometheus that has not scraped the engine for this long is no source
+_SCRAPE_TIME = "scrape_time"  # the label of the one extra series the Prometheus query returns
+PROMETHEUS_SCHEME = "prometheus+"
+_LABEL = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_METRIC = re.compile(r"[A-Za-z_:][A-Za-z0-9_:]*")
 
 
 def parse_metrics(text: str, names: dict[str, str]) -> dict[str, float]:
@@ -30,17 +54,164 @@ def parse_metrics(text: str, names: dict[str, str]) -> dict[str, float]:
     return values
 
 
-class MetricsScraper:
-    """`async with MetricsScraper(...) as scraper:` samples every `interval_s` until the block ends."""
+@dataclass(frozen=True)
+class MetricsSource:
+    """Where an engine's metrics are read: `kind` "exposition" (`url` is the /metrics URL itself) or
+    "prometheus" (`url` is the Prometheus server's base URL, `matchers` the label matchers of every query).
+    `spec` is what was given, as the manifest records it."""
 
-    def __init__(self, url: str, names: dict[str, str], *, interval_s: float | None = 0.5,
+    kind: Literal["exposition", "prometheus"]
+    url: str
+    matchers: tuple[tuple[str, str], ...] = ()
+    spec: str = ""
+
+    @classmethod
+    def parse(cls, spec: str) -> MetricsSource:
+        """`http(s)://HOST[:PORT]/PATH` (the exposition at that URL; a bare `http(s)://HOST[:PORT]` gets
+        `/metrics`), or `prometheus+http(s)://HOST[:PORT][/PREFIX][?LABEL=VALUE&...]` (a Prometheus server's
+        query API). ValueError, with what is wrong, for anything else."""
+        text = spec.strip()
+        prometheus = text.startswith(PROMETHEUS_SCHEME)
+        parts = urlsplit(text[len(PROMETHEUS_SCHEME):] if prometheus else text)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError("not an http(s) URL, nor prometheus+http(s)://HOST:PORT?LABEL=VALUE for a Prometheus "
+                             "server")
+        if parts.fragment:
+            raise ValueError("a metrics URL takes no #fragment")
+        if not prometheus:
+            path = parts.path if parts.path not in ("", "/") else "/metrics"
+            return cls("exposition", urlunsplit((parts.scheme, parts.netloc, path, parts.query, "")), spec=text)
+        matchers = []
+        for name, value in parse_qsl(parts.query, keep_blank_values=True):
+            if not _LABEL.fullmatch(name) or name == "__name__":
+                raise ValueError(f"{name!r} is not a label name to select series by")
+            matchers.append((name, value))
+        base = urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/"), "", ""))
+        return cls("prometheus", base, tuple(matchers), spec=text)
+
+    @classmethod
+    def beside(cls, base_url: str) -> MetricsSource:
+        """The /metrics of a server at `base_url` (the default: the engine's, beside the API it serves)."""
+        return cls("exposition", base_url.rstrip("/") + "/metrics")
+
+    def same_origin(self, url: str) -> bool:
+        """Whether this source is served where `url` is (scheme, host and port): only then may the API key of
+        `url` go to it. A Prometheus server is never sent the key of the engine it watches."""
+        if self.kind != "exposition":
+            return False
+        a, b = urlsplit(self.url), urlsplit(url)
+        return (a.scheme, a.hostname, a.port) == (b.scheme, b.hostname, b.port)
+
+    def query(self, names: dict[str, str]) -> str:
+        """The PromQL expression that reads, in one evaluation, every mapped metric summed per name, and the
+        time of the oldest scrape they come from (`min(timestamp(...))` of one of them, the running-requests
+        gauge where mapped: a scrape stamps all its series alike), as a series labelled `loadproof`."""
+        engine_names = sorted(set(names.values()))
+        bad = [n for n in engine_names if not _METRIC.fullmatch(n)]
+        if bad:
+            raise ValueError(f"not a Prometheus metric name: {bad[0]!r}")
+        matchers = "".join(f',{name}="{_escape(value)}"' for name, value in self.matchers)
+        anchor = names.get("num_requests_running") or engine_names[0]
+        values = f'sum by (__name__) ({{__name__=~"{"|".join(engine_names)}"{matchers}}})'
+        scraped = f'min(timestamp({anchor}{{{matchers.lstrip(",")}}}))'
+        return f'{values} or label_replace({scraped}, "loadproof", "{_SCRAPE_TIME}", "", "")'
+
+    @property
+    def shown(self) -> str:
+        """The URL as messages and the manifest show it: without any user:password."""
+        shown = self.url if self.kind == "exposition" else self.spec or PROMETHEUS_SCHEME + self.url
+        parts = urlsplit(shown)
+        if "@" in parts.netloc:
+            shown = urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
+        return shown
+
+    def describe(self) -> dict[str, Any]:
+        """For the manifest (the URL goes through the sanitizer at publish, like every URL; the matchers are
+        its query, so one value to sanitize)."""
+        return {"kind": self.kind, "url": self.shown}
+
+    async def read(self, session: aiohttp.ClientSession, names: dict[str, str]) -> Reading:
+        """One reading of every mapped metric; raises MetricsUnavailable with the reason when there is none."""
+        try:
+            if self.kind == "exposition":
+                async with session.get(self.url) as resp:
+                    text = await resp.text()
+                    if resp.status != 200:
+                        raise MetricsUnavailable(f"HTTP {resp.status}")
+                try:
+                    return Reading(parse_metrics(text, names))
+                except ValueError:
+                    raise MetricsUnavailable("not a Prometheus text exposition") from None
+            url = f"{self.url}/api/v1/query?query={quote(self.query(names), safe='')}"
+            async with session.get(url) as resp:
+                try:
+                    data = await resp.json(content_type=None)
+                except ValueError:
+                    raise MetricsUnavailable(f"HTTP {resp.status}, not Prometheus's query API") from None
+            if not isinstance(data, dict) or data.get("status") != "success":
+                error = data.get("error") if isinstance(data, dict) else None
+                raise MetricsUnavailable(f"HTTP {resp.status}: {str(error or 'not a Prometheus answer')[:200]}")
+            return _vector_reading(data, names)
+        except (aiohttp.ClientError, asyncio.TimeoutError, UnicodeDecodeError) as exc:
+            raise MetricsUnavailable(type(exc).__name__) from None
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What one read of a source gave: the values, and for a Prometheus server the evaluation time and the
+    time of the scrape the values come from (seconds, on Prometheus's clock); None for a live exposition."""
+
+    values: dict[str, float]
+    evaluated_s: float | None = None
+    scraped_s: float | None = None
+
+
+class MetricsUnavailable(Exception):
+    """No reading this time, and why (a status, a connection error: never a key)."""
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def _vector_reading(data: dict[str, Any], names: dict[str, str]) -> Reading:
+    """Our name -> value from the answer to `MetricsSource.query` (summed by __name__), with the scrape
+    time series and the evaluation time."""
+    ours_of = {engine_name: ours for ours, engine_name in names.items()}
+    values: dict[str, float] = {}
+    evaluated = scraped = None
+    result = (data.get("data") or {}).get("result") or []
+    for series in result:
+        labels = series.get("metric") or {}
+        try:
+            at, value = float(series["value"][0]), float(series["value"][1])
+        except (KeyError, IndexError, TypeError, ValueError):
+            continue
+        evaluated = at
+        if labels.get("loadproof") == _SCRAPE_TIME:
+            scraped = value
+            continue
+        ours = ours_of.get(labels.get("__name__"))
+        if ours is not None and not math.isnan(value):
+            values[ours] = values.get(ours, 0.0) + value
+    return Reading(values, evaluated, scraped)
+
+
+class MetricsScraper:
+    """`async with MetricsScraper(source, names) as scraper:` samples every `interval_s` until the block
+    ends; `api_key` goes to the source as a bearer token (give it only where it belongs: see
+    `MetricsSource.same_origin`)."""
+
+    def __init__(self, source: MetricsSource, names: dict[str, str], *, interval_s: float | None = 0.5,
                  sink: Callable[[Sample], None] | None = None, api_key: str | None = None,
                  clock: Callable[[], int] = time.perf_counter_ns) -> None:
-        self.url = url.rstrip("/") + "/metrics"
+        self.source = source
+        self.url = self.source.url
         self.names = names
         self.interval_s = interval_s
         self.samples: list[Sample] = []
         self.errors = 0
+        self.last_error: str | None = None
         self._sink = sink
         self._clock = clock
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
@@ -74,21 +245,43 @@ class MetricsScraper:
             await self.sample()
 
     async def sample(self) -> Sample | None:
-        """Take one sample now (also used at the boundaries a scenario cares about)."""
+        """Take one sample now (also used at the boundaries a scenario cares about): the engine as it is
+        now, or, from a Prometheus server, as its first scrape after now saw it, placed at that scrape."""
         assert self._session is not None
-        t_ns = self._clock()
+        t_ns, wall = self._clock(), time.time()
         try:
-            async with self._session.get(self.url) as resp:
-                text = await resp.text()
-        except (aiohttp.ClientError, asyncio.TimeoutError):
+            reading = await self._fresh_reading()
+        except MetricsUnavailable as exc:
             self.errors += 1
+            self.last_error = str(exc)
             return None
-        values = parse_metrics(text, self.names)
-        sample: Sample = {"t_ns": t_ns, "wall_time_s": time.time(), "values": values}
+        if reading.scraped_s is not None and reading.evaluated_s is not None:
+            age_s = max(0.0, reading.evaluated_s - reading.scraped_s)
+            t_ns, wall = self._clock() - round(age_s * NS), time.time() - age_s
+        sample: Sample = {"t_ns": t_ns, "wall_time_s": wall, "values": reading.values}
         self.samples.append(sample)
         if self._sink is not None:
             self._sink(sample)
         return sample
+
+    async def _fresh_reading(self) -> Reading:
+        """A reading whose scrape (if it has one) came after this call began: Prometheus's clock at the
+        first evaluation marks the start, so no clock of this machine is compared with the server's."""
+        assert self._session is not None
+        reading = await self.source.read(self._session, self.names)
+        if reading.scraped_s is None or reading.evaluated_s is None:
+            return reading  # a live exposition, or no scrape time to go by (then: as read)
+        asked_s = reading.evaluated_s
+        give_up = time.monotonic() + FRESH_WAIT_S
+        pause = 0.05
+        while reading.scraped_s is not None and reading.scraped_s < asked_s:
+            if time.monotonic() > give_up:
+                raise MetricsUnavailable(f"no scrape of the engine in {FRESH_WAIT_S:g} s (the last is "
+                                         f"{asked_s - reading.scraped_s:.0f} s older than the request)")
+            await asyncio.sleep(pause)
+            pause = min(0.5, pause * 2)
+            reading = await self.source.read(self._session, self.names)
+        return reading
 
     def latest(self) -> dict[str, float]:
         return self.samples[-1]["values"] if self.samples else {}

@@ -90,10 +90,9 @@ class HaystackPrompt:
 
 
 def _question(probe: Probe, style: Style, followup: bool = False) -> str:
-    if style == "chat":
-        lead = "One more time: what" if followup else "What"
-        return (f"\nQuestion: {lead} is the secret code of {probe.key}? State the code first, then keep "
-                "writing a long story about the places above.")
+    if style == "chat":  # short: measured best on a base model behind a plain chat template (32/32 at 1,536 tokens)
+        lead = "What, again," if followup else "What"
+        return f"\nQuestion: {lead} is the secret code of {probe.key}? Give the code."
     lead = "Repeat it: the" if followup else "The"
     return f"\nQuestion: What is the secret code of {probe.key}?\nAnswer: {lead} secret code of {probe.key} is"
 
@@ -132,6 +131,16 @@ class HaystackBuilder:
 
     def count(self, text: str) -> int:
         return len(self._tok.encode(text, add_special_tokens=False).ids)
+
+    def count_many(self, texts: list[str]) -> list[int]:
+        """Token counts of many short texts in one call (the tokenizer batches them)."""
+        return [len(e.ids) for e in self._tok.encode_batch(texts, add_special_tokens=False)]
+
+    @property
+    def sentences(self) -> tuple[list[str], list[int]]:
+        """The filler pool and each sentence's token count (every sentence ends with a newline and starts
+        with a letter: where `additive`, a text's count is the sum of its sentences')."""
+        return self._pool, self._counts
 
     def build(self, session_id: str, num_tokens: int, *, num_probes: int = 1, depths: list[float] | None = None,
               plant: bool = True) -> HaystackPrompt:

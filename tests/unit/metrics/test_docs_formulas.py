@@ -18,9 +18,10 @@ import pytest
 
 from loadproof.metrics import claim_functions, compute_claims
 from loadproof.metrics.claims import Claim, number
+from loadproof.metrics.load import SLO_DEFINITIONS
 from loadproof.records import RequestRecord
 from loadproof.store.run_dir import Run, load_run
-from tests.unit.metrics import test_ab, test_capacity, test_quality, test_soak
+from tests.unit.metrics import test_ab, test_capacity, test_load, test_quality, test_soak
 from tests.unit.metrics.test_prefill_interference import rec, sample
 from tests.unit.publish.synthetic import capacity_run, telemetry_rows, throughput_run
 
@@ -114,12 +115,21 @@ def ab_run() -> Run:
     return run("ab", test_ab.plan(3), records)
 
 
+def open_loop_run() -> Run:
+    samples = [{"t_ns": test_load.T0 - S, "values": {"num_preemptions_total": 0.0}},
+               {"t_ns": test_load.T0 + S, "values": {"num_requests_waiting": 2.0, "num_requests_running": 3.0,
+                                                     "kv_cache_usage_perc": 0.4}},
+               {"t_ns": test_load.T0 + 20 * S, "values": {"num_preemptions_total": 1.0}}]
+    plan = msgspec.to_builtins(test_load.plan(slo={key: 1.0 for key in SLO_DEFINITIONS}))
+    return run("load", plan, test_load.RECORDS, samples, test_load.EVENTS)
+
+
 def synthetic_runs(tmp_path: Path) -> list[Run]:
     throughput = load_run(throughput_run(tmp_path))
     throughput.telemetry = gpu_telemetry()
     throughput.samples = bracket(throughput.records)
     return [throughput, load_run(capacity_run(tmp_path)), *capacity_runs(), prefill_run(), interference_run(),
-            soak_run(), *quality_runs(), ab_run()]
+            soak_run(), *quality_runs(), ab_run(), open_loop_run()]
 
 
 def published_runs() -> list[Run]:

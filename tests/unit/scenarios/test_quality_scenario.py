@@ -10,6 +10,7 @@ from loadproof.metrics.quality import quality_claims
 from loadproof.plans import load_plan
 from loadproof.report.build import build_report
 from loadproof.scenarios.base import Target
+from loadproof.scenarios.live import LiveStatus
 from loadproof.scenarios.quality import QualityOptions, QualityScenario
 from loadproof.store.run_dir import RunWriter, load_run
 from loadproof.protocol.sse import DONE_EVENT
@@ -26,11 +27,11 @@ def answer_script(text: str, chat: bool = False) -> Script:
 async def run_quality(tmp_path, target: Target, options: QualityOptions):
     writer = RunWriter.create(tmp_path, "quality")
     manifest = {"run_id": writer.run_id, "scenario": "quality"}
-    seen: list[tuple[int, int]] = []
+    live = LiveStatus("quality")
     with writer:
-        await QualityScenario(target, options).run(writer, manifest, lambda d, t: seen.append((d, t)))
+        await QualityScenario(target, options).run(writer, manifest, live)
     writer.write_manifest(manifest)
-    return writer.path, seen
+    return writer.path, live
 
 
 def secret_texts() -> list[str]:
@@ -41,11 +42,12 @@ def secret_texts() -> list[str]:
 async def test_completions_run_stores_scored_rows_and_no_question_text(sse_server, tmp_path):
     server = await sse_server([answer_script(" 42\n#### 42")])
     target = Target(url=server.url, model="m", endpoint="completions")
-    path, seen = await run_quality(tmp_path, target, QualityOptions(gsm8k_items=3))
+    path, live = await run_quality(tmp_path, target, QualityOptions(gsm8k_items=3))
     run = load_run(path)
     tasks = authored.load_tasks()
     assert len(run.records) == 3 + len(tasks)
-    assert seen[-1] == (3 + len(tasks), 3 + len(tasks))
+    assert (live.done, live.planned, live.errors) == (3 + len(tasks), 3 + len(tasks), 0)
+    assert live.sent == 3 + len(tasks)  # the client told the live view of every request it sent
     assert all(r.output_text == "" and r.scenario == "quality" for r in run.records)
     rows = {(r["suite"], r["item_id"], r["mode"]): r for r in run.answers}
     first = rows[("gsm8k", "gsm8k-test-0003", "plain")]

@@ -1,0 +1,77 @@
+"""The load plan: the arrival schedule's parameters, the workload's lengths, the SLOs and the bounds the
+claims use, so every claim of an open-loop run is recomputed from its directory alone.
+
+Each request's intended send time is stored in its record (`intended_send_ns`), with the lengths it was
+built to (`planned_input_tokens`, `planned_output_tokens`); the schedule's start is the `schedule_start`
+event; how far the schedule got is the `schedule_end` event (and the manifest's `schedule`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from loadproof.plans import Plan
+
+
+class LoadStage(msgspec.Struct, kw_only=True):
+    rate_rps: float
+    duration_s: float
+
+
+class LoadLengths(msgspec.Struct, kw_only=True):
+    """A token length: `kind` fixed (a), uniform (a..b), normal (mean a, std b), lognormal (median a, sigma b);
+    `text` as it is written on the command line."""
+
+    kind: str
+    a: float
+    b: float = 0.0
+    text: str = ""
+
+
+class LoadPlan(Plan, kw_only=True):
+    arrival: str  # poisson | constant | gamma
+    rate_rps: float | None = None  # None: stages, or all at once
+    all_at_once: bool = False  # --rate inf
+    burstiness: float = 1.0  # gamma's shape
+    ramp_up_s: float = 0.0
+    stages: list[LoadStage] = []
+    num_requests: int | None = None  # the bounds as given
+    duration_s: float | None = None
+    max_concurrency: int | None = None
+    seed: int
+    planned_requests: int  # what the schedule drew
+    rescaled: bool = False  # a constant rate: the offsets rescaled so the last is planned_requests / rate (vLLM's)
+    schedule_span_s: float  # the last intended send, seconds after the start
+    input_tokens: LoadLengths
+    output_tokens: LoadLengths
+    shared_prefix_tokens: int = 0
+    clamped_requests: int = 0  # requests whose drawn lengths were raised to the shortest prompt or cut to the context
+    ignore_eos: bool = True
+    deadline_s: float | None = None
+    slo: dict[str, float] = {}  # per-request SLOs in seconds, by name (ttft, tpot, itl, itl_p99, e2el, ...)
+    # client-limited: the median dispatch lag of the schedule's last tenth exceeds the first tenth's by more
+    # than `client_lag_growth_s` and is above `client_lag_floor_s`
+    client_lag_growth_s: float = 0.025
+    client_lag_floor_s: float = 0.05
+    endpoint: str | None = None
+    max_model_len: int | None = None
+    overhead_tokens: int | None = None
+    overhead_source: str | None = None
+    haystack_additive: bool | None = None
+
+    @property
+    def rate_text(self) -> str:
+        if self.all_at_once:
+            return "inf"
+        if self.stages:
+            return ",".join(f"{s.rate_rps:g}:{s.duration_s:g}" for s in self.stages)
+        return f"{self.rate_rps:g}"
+
+    def workload(self) -> dict[str, Any]:
+        return {"rate": self.rate_text, "arrival": self.arrival, "burstiness": self.burstiness,
+                "ramp_up_s": self.ramp_up_s, "max_concurrency": self.max_concurrency,
+                "num_requests": self.num_requests, "duration_s": self.duration_s,
+                "input_tokens": self.input_tokens.text, "output_tokens": self.output_tokens.text,
+                "shared_prefix_tokens": self.shared_prefix_tokens, "ignore_eos": self.ignore_eos}

@@ -1,0 +1,84 @@
+"""`loadproof run load` against the simulator (a real process): every claim of the contract, a bundle that
+verifies, and an interrupted run that keeps what finished and says how far its schedule got."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from loadproof.sim.text import tokenizer_path
+from tests.integration.sim_process import SimProcess
+from tests.integration.test_scenarios_sim import run_scenario
+
+pytestmark = pytest.mark.timeout(180)
+
+CONTRACT = ["load.achieved_rate_rps", "load.requests", "load.failed_requests", "load.output_tokens_per_s",
+            "load.goodput_rps", "load.slo_attainment_pct", "load.ttft_s.mean", "load.ttft_s.p50", "load.ttft_s.p90",
+            "load.ttft_s.p99", "load.itl_s.p50", "load.itl_s.p99", "load.tpot_s.p50", "load.tpot_s.p99",
+            "load.e2el_s.p50", "load.e2el_s.p99", "load.send_lag_s.p50", "load.send_lag_s.p99", "load.send_lag_s.max"]
+
+
+def test_a_load_run_produces_every_claim_and_its_bundle_verifies(tmp_path: Path):
+    with SimProcess(tmp_path / "sim.log", config={"time_scale": 10.0}) as sim:
+        code, claims, run = run_scenario(sim, tmp_path, "load", "--rate", "8", "-n", "40", "--input-tokens", "256",
+                                         "--output-tokens", "uniform:8:24", "--slo", "ttft=2s,tpot=100ms",
+                                         "--seed", "5")
+    assert code == 0, claims
+    missing = [name for name in CONTRACT if name not in claims]
+    assert not missing, missing
+    value = {name: c["value"] for name, c in claims.items()}
+    assert value["load.requests"] == value["load.planned_requests"] == 40 and value["load.failed_requests"] == 0
+    assert value["load.input_tokens_mismatched"] == 0 and value["load.output_tokens_mismatched"] == 0
+    assert value["crosscheck.prompt_tokens.client"] == value["crosscheck.prompt_tokens.engine"] == 40 * 256
+    assert value["load.client_limited"] is False
+    assert value["load.send_lag_s.p99"] < 0.05  # a client at 8 requests/s keeps its schedule
+    assert 0 <= value["load.slo_attainment_pct"] <= 100
+    records = [json.loads(line) for line in (run / "requests.jsonl").read_text().splitlines()]
+    assert all(r["send_ns"] >= r["dispatch_ns"] >= r["intended_send_ns"] for r in records)
+    plan = json.loads((run / "manifest.json").read_text())["plan"]
+    assert plan["planned_requests"] == 40 and plan["seed"] == 5
+    bundle = tmp_path / "bundle"
+    published = subprocess.run([sys.executable, "-m", "loadproof", "publish", str(run), "--out", str(bundle)],
+                               capture_output=True, text=True, timeout=120)
+    assert published.returncode == 0, published.stderr[-2000:]
+    verified = subprocess.run([sys.executable, "-m", "loadproof", "verify", str(bundle)], capture_output=True,
+                              text=True, timeout=120)
+    assert verified.returncode == 0 and "VERIFIED" in verified.stdout + verified.stderr, verified.stdout[-2000:]
+
+
+def test_an_interrupted_load_run_keeps_every_finished_request(tmp_path: Path):
+    with SimProcess(tmp_path / "sim.log", config={"time_scale": 10.0}) as sim:
+        argv = [sys.executable, "-m", "loadproof", "run", "load", "--url", sim.url, "--tokenizer",
+                str(tokenizer_path()), "--out", str(tmp_path), "--rate", "5", "--duration-s", "30",
+                "--input-tokens", "128", "--output-tokens", "8"]
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while not list(tmp_path.glob("load-*/requests.jsonl")) or \
+                len(next(tmp_path.glob("load-*/requests.jsonl")).read_text().splitlines()) < 5:
+            assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()[1][-2000:]
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr[-2000:]
+    assert "schedule interrupted: sent" in stderr
+    (run,) = tmp_path.glob("load-*")
+    manifest = json.loads((run / "manifest.json").read_text())
+    schedule = manifest["schedule"]
+    assert schedule["interrupted"] is True and 5 <= schedule["dispatched"] < schedule["planned"]
+    records = [json.loads(line) for line in (run / "requests.jsonl").read_text().splitlines()]
+    assert len(records) == schedule["recorded"] == manifest["num_records"]
+    assert sum(r["ok"] for r in records) >= 5  # every request that finished before the interrupt is kept
+    assert all(r["ok"] or r["error_kind"] == "cancelled" for r in records)
+    events = [json.loads(line) for line in (run / "events.jsonl").read_text().splitlines()]
+    assert [e["kind"] for e in events] == ["schedule_start", "schedule_end"]
+    reported = subprocess.run([sys.executable, "-m", "loadproof", "report", str(run)], capture_output=True, text=True,
+                              timeout=120)
+    assert reported.returncode == 0, reported.stderr[-2000:]
+    claims = {c["name"]: c["value"] for c in json.loads((run / "claims.json").read_text())["claims"]}
+    assert claims["load.schedule_completed"] is False and claims["load.requests"] == len(records)
