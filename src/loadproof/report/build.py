@@ -151,7 +151,7 @@ def request_counts(run: Run) -> tuple[int, int, int]:
 def requests_line(run: Run) -> str:
     """`4 requests recorded, 0 failed (4 cancelled after the window, as planned)`."""
     recorded, failed, planned = request_counts(run)
-    line = f"{recorded} requests recorded, {failed} failed"
+    line = f"{recorded} request{'' if recorded == 1 else 's'} recorded, {failed} failed"
     return line + (f" ({planned} cancelled after the window, as planned)" if planned else "")
 
 

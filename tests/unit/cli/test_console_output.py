@@ -67,7 +67,7 @@ def test_real_failures_and_unplanned_cancellations_still_count_as_failed():
     run = Run(Path("x"), {"scenario": "capacity"}, records, events=[{"kind": "cancel", "t_ns": 1_000}])
     assert requests_line(run) == "4 requests recorded, 2 failed (1 cancelled after the window, as planned)"
     soak = Run(Path("x"), {"scenario": "soak"}, [record(0, False, "cancelled", 2_000)])  # no window: no plan to cancel
-    assert requests_line(soak) == "1 requests recorded, 1 failed"
+    assert requests_line(soak) == "1 request recorded, 1 failed"
 
 
 def test_the_console_says_it_too(monkeypatch):
