@@ -11,7 +11,7 @@ import typer
 
 from loadproof.cli import app, ui
 from loadproof.errors import UsageError
-from loadproof.sim.config import FaultConfig, SimConfig
+from loadproof.sim.config import CostModel, FaultConfig, SimConfig
 
 sim_app = typer.Typer(help="loadproof's engine simulator: failure cases on demand, what-if capacity.",
                       invoke_without_command=True, no_args_is_help=False)
@@ -61,7 +61,7 @@ def sim(
 
 @sim_app.command("calibrate")
 def calibrate_cmd(
-    runs: Annotated[Optional[list[Path]], typer.Argument(metavar="RUN_DIR...", help="prefill and throughput runs")] = None,
+    runs: Annotated[Optional[list[Path]], typer.Argument(metavar="RUN_DIR...", help="prefill, throughput and capacity runs")] = None,
     out: Annotated[Path, typer.Option("--out", "-o", help="sim profile to write (TOML)")] = Path("sim-profile.toml"),
     ttft: Annotated[Optional[list[str]], typer.Option(help="INPUT_TOKENS:SECONDS, a cold single-request TTFT")] = None,
     decode: Annotated[Optional[list[str]], typer.Option(help="BATCH:CONTEXT:TOKENS_PER_S, a per-stream decode rate")] = None,
@@ -73,18 +73,55 @@ def calibrate_cmd(
     decode_context_share: Annotated[Optional[float], typer.Option(help="with one decode point: the share of a decode "
                                                                   "step that grows with context (default 0.5)")] = None,
     model: Annotated[str, typer.Option(help="model name the simulator serves")] = "sim",
+    published: Annotated[Optional[Path], typer.Option(help="a published-figures TOML file (docs/simulator.md)")] = None,
+    acceptance: Annotated[Optional[float], typer.Option(help="speculative acceptance rate (default: fitted)")] = None,
+    prefill_attention_share: Annotated[Optional[float], typer.Option(
+        help="with one prompt length: the share of prefill that is attention (default 0.5 with --published)")] = None,
+    frontend_s_per_token: Annotated[Optional[float], typer.Option(
+        help="request overhead per prompt token that overlaps other prefills (default: from capacity runs, else 0; "
+             "with --published 3.2e-6)")] = None,
+    pipeline_stages: Annotated[Optional[int], typer.Option(help="pipeline-parallel stages (default: the runs' profile, else 1)")] = None,
+    cuda_graph_max: Annotated[Optional[int], typer.Option(help="largest CUDA-graph batch (default: the runs' profile; "
+                                                          "none: decode steps not padded)")] = None,
+    grid: Annotated[bool, typer.Option("--grid", help="measure a grid on a real engine first (--url, --tokenizer): "
+                                       "a capacity run at each concurrency x context")] = False,
+    url: Annotated[Optional[str], typer.Option(help="with --grid: the engine's base URL")] = None,
+    tokenizer: Annotated[Optional[str], typer.Option(help="with --grid: the engine's tokenizer (exact-length prompts)")] = None,
+    concurrency: Annotated[str, typer.Option(help="with --grid: sessions per run")] = "1,4,8",
+    context: Annotated[str, typer.Option(help="with --grid: prompt tokens per session")] = "1024,4096",
+    window_s: Annotated[float, typer.Option(help="with --grid: each run's shared-generation window")] = 10.0,
+    runs_out: Annotated[Path, typer.Option(help="with --grid: where the grid's run directories go")] = Path("runs"),
+    grid_arg: Annotated[Optional[list[str]], typer.Option("--grid-arg", help="with --grid: one more argument for "
+                                                          "every `run capacity` (e.g. --grid-arg=--profile=P.toml)")] = None,
 ) -> None:
-    """Fit the simulator's step cost to measured single-request runs (or published figures)."""
+    """Fit the simulator's step cost to measured runs (prefill, throughput, capacity) or published figures."""
     from loadproof.engines import engines
     from loadproof.sim.calibrate import calibrate, parse_decode, parse_ttft, points_from_runs
-    from loadproof.sim.config import dump_sim_config
+    from loadproof.sim.config import dump_sim_config, default_capture_sizes
 
+    for name, value in (("--acceptance", acceptance), ("--prefill-attention-share", prefill_attention_share)):
+        if value is not None and not 0 <= value <= 1:
+            raise UsageError(f"{name} must be between 0 and 1")
+    if published is not None:
+        if runs or ttft or decode:
+            raise UsageError("--published calibrates from the file alone: leave out run directories, --ttft, --decode")
+        _calibrate_published(published, out, block_size or 16, acceptance, prefill_attention_share,
+                             frontend_s_per_token, model)
+        return
+    if grid:
+        runs = list(runs or []) + _measure_grid(url, tokenizer, concurrency, context, window_s, runs_out, grid_arg or [])
+    elif url or tokenizer:
+        raise UsageError("--url and --tokenizer go with --grid")
     ttft_points, decode_points, facts = points_from_runs(list(runs or []))
     ttft_points += [parse_ttft(t) for t in ttft or []]
     decode_points += [parse_decode(d) for d in decode or []]
     adapter = engines.get(facts["engine"]) if facts.get("engine") in engines.names() else None
     block = block_size or facts.get("block_size") or (adapter.default_block_size if adapter else 16)
     tokens = kv_tokens or facts.get("kv_cache_tokens")
+    if not tokens and facts.get("kv_cache_tokens_inferred"):
+        tokens = facts["kv_cache_tokens_inferred"]
+        ui.out.print(f"assumed: KV cache of {tokens:,} tokens, inferred from the capacity runs' /metrics (prompt "
+                     "tokens resident / KV usage); give --kv-tokens to set it", markup=False, highlight=False)
     if not tokens:
         raise UsageError("the KV cache size is unknown: give --kv-tokens (no run holds an engine startup report)")
     length = max_model_len or facts.get("max_model_len")
@@ -92,21 +129,86 @@ def calibrate_cmd(
         raise UsageError("the context length is unknown: give --max-model-len")
     if decode_context_share is not None and not 0 <= decode_context_share <= 1:
         raise UsageError("--decode-context-share must be between 0 and 1")
+    if (pipeline_stages is not None and pipeline_stages < 1) or (cuda_graph_max is not None and cuda_graph_max < 1):
+        raise UsageError("--pipeline-stages and --cuda-graph-max must be >= 1")
+    graphs = cuda_graph_max or facts.get("cuda_graph_max")
+    structure = CostModel(pipeline_stages=pipeline_stages or facts.get("pipeline_stages") or 1,
+                          cuda_graph_sizes=default_capture_sizes(graphs) if graphs else [])
     base = SimConfig(model=model, max_model_len=length, block_size=block, num_gpu_blocks=max(1, tokens // block),
                      max_num_seqs=max_num_seqs or facts.get("max_num_seqs") or 256,
                      max_num_batched_tokens=(max_num_batched_tokens or facts.get("max_num_batched_tokens")
-                                             or (adapter.default_max_num_batched_tokens if adapter else 8192)))
-    cal = calibrate(ttft_points, decode_points, base, decode_context_share=decode_context_share)
+                                             or (adapter.default_max_num_batched_tokens if adapter else 8192)),
+                     cost=structure)
+    cal = calibrate(ttft_points, decode_points, base, decode_context_share=decode_context_share,
+                    frontend=facts.get("frontend_points"), frontend_s_per_token=frontend_s_per_token,
+                    prefill_attention_share=prefill_attention_share)
     out.write_text(dump_sim_config(cal.config), encoding="utf-8")
+    _print_calibration(cal, out)
+
+
+def _measure_grid(url: str | None, tokenizer: str | None, concurrency: str, context: str, window_s: float,
+                  out: Path, extra: list[str]) -> list[Path]:
+    """A capacity run at each (sessions, prompt tokens): each gives a lone cold TTFT (its first session), the
+    overhead a batch overlaps, and the decode rate of N streams at L tokens, so the fit sees batch x context."""
+    import subprocess
+    import sys
+
+    if not url or not tokenizer:
+        raise UsageError("--grid needs --url URL and --tokenizer PATH")
+    try:
+        sessions = sorted({int(x) for x in concurrency.split(",") if x.strip()})
+        lengths = sorted({int(x) for x in context.split(",") if x.strip()})
+    except ValueError:
+        raise UsageError("--concurrency and --context take comma-separated integers, e.g. 1,4,8") from None
+    if not sessions or not lengths or min(sessions) < 1 or min(lengths) < 16:
+        raise UsageError("--concurrency needs sessions >= 1 and --context prompts of 16 tokens or more")
+    out.mkdir(parents=True, exist_ok=True)
+    made: list[Path] = []
+    for length in lengths:
+        for n in sessions:
+            before = set(out.glob("capacity-*"))
+            argv = [sys.executable, "-m", "loadproof", "run", "capacity", "--url", url, "--tokenizer", tokenizer,
+                    "--sessions", str(n), "--input-tokens", str(length), "--window-s", f"{window_s:g}",
+                    "--skip-probe-check", "--out", str(out), *extra]
+            ui.out.print(f"grid: {n} session(s) x {length:,} tokens", markup=False, highlight=False)
+            subprocess.run(argv, stdout=subprocess.DEVNULL, check=False)
+            new = sorted(set(out.glob("capacity-*")) - before)
+            if not new:
+                raise UsageError(f"grid: `loadproof run capacity -n {n} -l {length}` wrote no run (see its output)")
+            made.append(new[-1])
+    return made
+
+
+def _calibrate_published(path: Path, out: Path, block: int, acceptance: float | None, share: float | None,
+                         frontend: float | None, model: str) -> None:
+    from loadproof.sim.config import dump_sim_config
+    from loadproof.sim.published import calibrate_published, read_published
+
+    cal = calibrate_published(read_published(path), block_size=block, acceptance=acceptance,
+                              prefill_attention_share=0.5 if share is None else share,
+                              frontend_s_per_token=frontend, model=model)
+    out.write_text(dump_sim_config(cal.config), encoding="utf-8")
+    _print_calibration(cal, out)
+
+
+def _print_calibration(cal, out: Path) -> None:
     c = cal.config.cost
+    block = cal.config.block_size
     ui.table(f"Sim profile {out}", ["parameter", "value"], [
         ["KV cache", f"{cal.config.kv_cache_tokens:,} tokens ({cal.config.num_gpu_blocks:,} x {block})"],
         ["max_num_seqs / budget", f"{cal.config.max_num_seqs} / {cal.config.max_num_batched_tokens} tokens per step"],
         ["step overhead", f"{c.step_overhead_s * 1e3:.3f} ms"],
         ["prefill", f"{c.prefill_s_per_token * 1e6:.3f} us/token + {c.prefill_s_per_token_ctx * 1e12:.4f} ps/token/ctx"],
-        ["decode", f"{c.decode_s_per_seq * 1e3:.4f} ms/seq + {c.decode_s_per_ctx_token * 1e9:.4f} ns/ctx token"],
-        ["request overhead", f"{c.request_overhead_s * 1e3:.1f} ms"],
+        ["decode", f"{c.decode_s_per_seq * 1e3:.4f} ms/query token + {c.decode_s_per_ctx_token * 1e9:.4f} ns/ctx token"
+                   f" + {c.decode_s_per_ctx_token_max * 1e9:.4f} ns x longest ctx"],
+        ["speculative", (", ".join(f"batch <= {b}: {k} drafts" for b, k in c.spec_draft_by_batch)
+                         + f"; acceptance {c.spec_acceptance:.3f}") if c.spec_draft_by_batch else "none"],
+        ["pipeline", f"{c.pipeline_stages} stage(s)"],
+        ["CUDA graphs", f"up to batch {max(c.cuda_graph_sizes)}" if c.cuda_graph_sizes else "not modeled"],
+        ["request overhead", f"{c.request_overhead_s * 1e3:.1f} ms + {c.request_overhead_s_per_token * 1e6:.3f} us/token"],
     ])
+    for line in cal.used:
+        ui.out.print(f"used: {line}", markup=False, highlight=False)
     for line in cal.residuals:
         ui.out.print(line, markup=False, highlight=False)
     for line in cal.assumptions:
@@ -138,3 +240,80 @@ def simulate_and_print(cfg: SimConfig, scenario: str, sessions: int, input_token
     ui.table(title, ["figure", "value", "unit"], rows)
     ui.out.print(f"model: {cfg.source}", markup=False, highlight=False)
     return 0
+
+
+@sim_app.command("predict-load")
+def predict_load_cmd(
+    profile: Annotated[Path, typer.Argument(metavar="SIM_PROFILE", help="a sim profile (`loadproof sim calibrate`)")],
+    rate: Annotated[str, typer.Option(help="requests/s, one or several: 1,2,4,8")] = "1",
+    num_requests: Annotated[int, typer.Option("--num-requests", "-n", help="requests per rate")] = 1000,
+    input_tokens: Annotated[str, typer.Option(help="as `run load`: 1024, uniform:LO:HI, normal:MEAN:STD, "
+                                              "lognormal:MEDIAN:SIGMA")] = "1024",
+    output_tokens: Annotated[str, typer.Option(help="as `run load`")] = "128",
+    arrival: Annotated[str, typer.Option(help="poisson, constant or gamma")] = "poisson",
+    burstiness: Annotated[float, typer.Option(help="gamma's shape")] = 1.0,
+    max_concurrency: Annotated[Optional[int], typer.Option(help="the client's cap on requests in flight")] = None,
+    seed: Annotated[int, typer.Option(help="the schedule's and the lengths' seed, as `run load`")] = 731,
+    slo: Annotated[Optional[str], typer.Option(help="per-request SLOs, as `run load`: ttft=1s,tpot=100ms")] = None,
+    attainment: Annotated[float, typer.Option(help="SLO attainment (%) a rate must reach to count as meeting it")] = 90.0,
+) -> None:
+    """Predict what `loadproof run load` measures at each rate, on the virtual clock (seconds of wall time):
+    the same schedule and lengths (same seed), the same latency formulas, and the highest rate meeting the SLO."""
+    from loadproof.metrics.distribution import percentile
+    from loadproof.metrics.load import meets, samples_ns, slo_values, succeeded
+    from loadproof.scenarios.load import parse_slo
+    from loadproof.sim.config import load_sim_config
+    from loadproof.sim.virtual import predict_load
+    from loadproof.workloads.arrivals import ArrivalSpec, intended_offsets
+    from loadproof.workloads.synthetic import draw_lengths, parse_lengths
+
+    cfg = load_sim_config(profile)
+    try:
+        rates = [float(r) for r in rate.split(",") if r.strip()]
+        inputs_spec, outputs_spec = parse_lengths(input_tokens), parse_lengths(output_tokens)
+        slos = parse_slo(slo) if slo else {}
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if not rates or any(not (r > 0 and r != float("inf")) for r in rates):
+        raise UsageError("--rate takes finite rates > 0, e.g. 1,2,4")
+    if num_requests < 1:
+        raise UsageError("--num-requests must be >= 1")
+    inputs = draw_lengths(inputs_spec, num_requests, seed, "input")
+    outputs = draw_lengths(outputs_spec, num_requests, seed, "output")
+    if max(i + o for i, o in zip(inputs, outputs)) > cfg.max_model_len:
+        raise UsageError(f"input + output tokens exceed the profile's max_model_len {cfg.max_model_len:,}")
+    rows, passing = [], []
+    started = time.perf_counter()
+    for r in sorted(rates):
+        try:
+            offsets = intended_offsets(ArrivalSpec(arrival=arrival, rate_rps=r, burstiness=burstiness,
+                                                   num_requests=num_requests), seed)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        pred = predict_load(cfg, offsets, inputs, outputs, max_concurrency=max_concurrency)
+        ok = [rec for rec in pred.records if succeeded(rec)]
+        values = samples_ns(pred.records)
+        duration = (max(rec.end_ns for rec in pred.records) - min(rec.intended_send_ns or 0 for rec in pred.records)) / 1e9
+
+        def p(name: str, q: float) -> str:
+            v = sorted(values[name])
+            return f"{percentile(v, q) / 1e9:.3f}" if v else "n/a"
+
+        row = [f"{r:g}", f"{len(ok)}/{len(pred.records)}", f"{sum(rec.output_tokens or 0 for rec in ok) / duration:,.1f}",
+               p("ttft_s", 50), p("ttft_s", 99), p("tpot_s", 50), p("tpot_s", 99), p("itl_s", 99), p("e2el_s", 50)]
+        if slos:
+            good = sum(meets(slo_values(rec), slos) for rec in pred.records)
+            pct = 100 * good / len(pred.records)
+            row += [f"{good / duration:.3f}", f"{pct:.1f}%"]
+            if pct >= attainment:
+                passing.append(r)
+        rows.append(row)
+    head = ["rate (req/s)", "ok", "output tok/s", "TTFT p50 (s)", "TTFT p99", "TPOT p50", "TPOT p99", "ITL p99",
+            "E2EL p50"] + (["goodput (req/s)", "SLO attainment"] if slos else [])
+    ui.table(f"Predicted open-loop load: {num_requests} requests per rate, {arrival} arrivals, seed {seed}, "
+             f"input {input_tokens}, output {output_tokens} ({time.perf_counter() - started:.2f} s wall)", head, rows)
+    if slos:
+        verdict = (f"highest rate meeting the SLO ({attainment:g}% of requests): {max(passing):g} requests/s"
+                   if passing else f"no rate given met the SLO ({attainment:g}% of requests)")
+        ui.out.print(verdict, markup=False, highlight=False)
+    ui.out.print(f"model: {cfg.source}", markup=False, highlight=False)

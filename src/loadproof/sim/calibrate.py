@@ -1,21 +1,29 @@
-"""`loadproof sim calibrate`: fit the step cost model to measured single-request figures.
+"""`loadproof sim calibrate`: fit the step cost model to measured figures.
 
 Inputs are run directories (prefill runs give cold TTFT at a prompt length and the decode rate after
-it; throughput runs give per-request decode rates at a few concurrencies) and/or explicit points
-(`--ttft L:SECONDS`, `--decode BATCH:CONTEXT:TOKENS_PER_S`, e.g. from a published report).
+it; throughput runs give per-request decode rates at a few concurrencies; capacity runs give the first
+session's cold TTFT, the batch's decode rate at its context in the window, and, from the spacing of the
+first tokens, the part of a request's TTFT that overlaps with other requests' prefills), explicit points
+(`--ttft L:SECONDS`, `--decode BATCH:CONTEXT:TOKENS_PER_S`), or a published-figures file (`published.py`).
 
-Two non-negative least-squares fits, in this order:
-- decode: step_s = step_overhead_s + decode_s_per_seq * batch + decode_s_per_ctx_token * batch * context
-  over points (batch, mean context, measured seconds per token);
-- prefill: TTFT(L) - ceil(L / B) * step_overhead_s = request_overhead_s + prefill_s_per_token * L
-  + prefill_s_per_token_ctx * L^2 / 2 over cold single-request TTFTs.
-Where the points cannot separate the terms (one decode point, one TTFT point), the split is an explicit
+Fits, in this order (non-negative least squares, relative residuals):
+- frontend: first TTFT - engine time per prompt = request_overhead_s + request_overhead_s_per_token * L
+  over capacity runs (requests upload and tokenize concurrently, the engine prefills one after another);
+- decode: seconds per token * tokens per step = step_overhead_s + decode_s_per_seq * padded batch
+  + decode_s_per_ctx_token * batch * context (+ decode_s_per_ctx_token_sq * batch * context^2
+  + decode_s_per_ctx_token_max * context, only when they cut the residual by a fifth); a capacity
+  window's N streams count as steps of N / P sequences with P pipeline stages (see DecodePoint);
+- prefill: TTFT(L) - frontend(L) = request_overhead_s + f_P * (ceil(L / B) * step_overhead_s
+  + prefill_s_per_token * L + prefill_s_per_token_ctx * L^2 / 2), f_P = (n + P - 1) / (n P) for n chunks
+  through P pipeline stages.
+Where the points cannot separate the terms (one decode point, one TTFT length), the split is an explicit
 assumption written into the profile's `source` and printed: never a silent choice.
 """
 
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import statistics
 from dataclasses import dataclass, field
@@ -41,6 +49,20 @@ class DecodePoint:
     context_tokens: float
     s_per_token: float
     origin: str
+    # A capacity window: sessions that started one by one. With P pipeline stages they decode in P
+    # alternating steps of about batch / P sequences (each joined the step its last prefill chunk was in),
+    # and a token's round trip is one such step's duration, as the simulator does it.
+    window: bool = False
+
+    def step_batch(self, stages: int) -> int:
+        return math.ceil(self.batch / min(stages, self.batch)) if self.window else self.batch
+
+
+@dataclass(frozen=True)
+class FrontendPoint:
+    input_tokens: int
+    seconds: float
+    origin: str
 
 
 @dataclass
@@ -50,6 +72,7 @@ class Calibration:
     decode_points: list[DecodePoint]
     assumptions: list[str] = field(default_factory=list)
     residuals: list[str] = field(default_factory=list)
+    used: list[str] = field(default_factory=list)  # what each input figure was used for
 
 
 def parse_ttft(text: str) -> TtftPoint:
@@ -70,9 +93,14 @@ def parse_decode(text: str) -> DecodePoint:
 
 
 def points_from_runs(paths: list[Path]) -> tuple[list[TtftPoint], list[DecodePoint], dict[str, Any]]:
-    """Cold single-request TTFTs and per-request decode rates from run directories, plus engine facts."""
+    """Cold single-request TTFTs and decode rates from run directories, plus engine facts.
+
+    facts["frontend_points"] holds what capacity runs show of the request overhead that overlaps.
+    """
     ttft: list[TtftPoint] = []
     decode: dict[tuple[str, int, int], list[tuple[float, float]]] = {}
+    extra_decode: list[DecodePoint] = []
+    frontend: list[FrontendPoint] = []
     facts: dict[str, Any] = {}
     for path in paths:
         run = load_run(path)
@@ -80,6 +108,9 @@ def points_from_runs(paths: list[Path]) -> tuple[list[TtftPoint], list[DecodePoi
         startup = (run.manifest.get("engine") or {}).get("startup_report") or {}
         if startup.get("kv_cache_tokens"):
             facts.setdefault("kv_cache_tokens", startup["kv_cache_tokens"])
+        plan = run.manifest.get("plan") or {}
+        if isinstance(plan, dict) and plan.get("engine_kv_cache_tokens"):
+            facts.setdefault("kv_cache_tokens", plan["engine_kv_cache_tokens"])
         profile = run.manifest.get("profile") or {}
         if profile:
             facts.setdefault("engine", profile.get("engine"))
@@ -90,9 +121,18 @@ def points_from_runs(paths: list[Path]) -> tuple[list[TtftPoint], list[DecodePoi
                     facts.setdefault(key, value)
             if (profile.get("kv_cache") or {}).get("block_size"):
                 facts.setdefault("block_size", profile["kv_cache"]["block_size"])
+            facts.setdefault("pipeline_stages", (profile.get("parallel") or {}).get("pipeline") or 1)
+            if (profile.get("cuda_graphs") or {}).get("max_capture_size"):
+                facts.setdefault("cuda_graph_max", profile["cuda_graphs"]["max_capture_size"])
+        if scenario == "capacity":
+            _capacity_points(run, ttft, extra_decode, frontend)
+            # only where every session started: the highest-usage sample then has every prompt resident
+            if all(r.ttft_ns for r in run.records) and (inferred := kv_from_metrics(run)):
+                facts.setdefault("kv_inferred", []).append(inferred)
+                facts["kv_cache_tokens_inferred"] = round(statistics.median(facts["kv_inferred"]))
+            continue
         if scenario not in ("prefill", "throughput"):
-            raise UsageError(f"{path} is a {scenario} run: calibrate from single-request runs "
-                             "(prefill, throughput); predicting multi-session runs is the simulator's job")
+            raise UsageError(f"{path} is a {scenario} run: calibrate from prefill, throughput or capacity runs")
         for record in run.records:
             if not record.ok or record.ttft_ns is None:
                 continue
@@ -104,13 +144,50 @@ def points_from_runs(paths: list[Path]) -> tuple[list[TtftPoint], list[DecodePoi
                 context = (record.prompt_tokens or 0) + out / 2
                 # grouped by prompt length too: a prefill run's decode after L tokens is a context point
                 length = (record.prompt_tokens or 0) if scenario == "prefill" else 0
-                decode.setdefault((scenario, record.concurrency, length), []).append((context, per_token))
+                decode.setdefault((f"{run.run_id} {scenario}", record.concurrency, length), []).append((context, per_token))
     points = [DecodePoint(batch, statistics.median(c for c, _ in rows), statistics.median(s for _, s in rows),
-                          f"{scenario} c{batch}: median of {len(rows)} requests")
-              for (scenario, batch, _), rows in sorted(decode.items())]
+                          f"{origin} c{batch}: median of {len(rows)} requests")
+              for (origin, batch, _), rows in sorted(decode.items())] + extra_decode
     if scenario_lengths := {p.input_tokens for p in ttft}:
         facts["ttft_lengths"] = sorted(scenario_lengths)
+    facts["frontend_points"] = frontend
     return ttft, points, facts
+
+
+def kv_from_metrics(run: Any) -> int | None:
+    """A capacity run's KV size when its manifest does not state it: the prompt tokens resident / the KV
+    usage, at the /metrics sample with the highest usage (a configuration fact, not a performance figure)."""
+    length = (run.manifest.get("options") or {}).get("input_tokens") or 0
+    best = max(((v.get("kv_cache_usage_perc") or 0.0, v.get("num_requests_running") or 0.0)
+                for v in (s.get("values", {}) for s in run.samples)), default=(0.0, 0.0))
+    usage, running = best
+    if usage <= 0 or running <= 0 or not length:
+        return None
+    return int(running * length / (usage if usage <= 1 else usage / 100))
+
+
+def _capacity_points(run: Any, ttft: list[TtftPoint], decode: list[DecodePoint], frontend: list[FrontendPoint]) -> None:
+    """A capacity run as calibration input: its first session's cold TTFT (nothing else was in the
+    engine), the spacing of the next first tokens (the engine's time per prompt, so the first TTFT minus
+    it is the overhead a lone request pays and a batch overlaps), and the window's decode rate."""
+    firsts = sorted((r.ttft_ns / NS_PER_S, r) for r in run.records if r.ttft_ns)
+    if not firsts:
+        return
+    length = firsts[0][1].prompt_tokens or 0
+    ttft.append(TtftPoint(length, firsts[0][0], f"{run.run_id} first of {len(firsts)} cold TTFTs"))
+    diffs = [b - a for (a, _), (b, _) in zip(firsts, firsts[1:])][:3]
+    if diffs:
+        frontend.append(FrontendPoint(length, max(0.0, firsts[0][0] - statistics.median(diffs)),
+                                      f"{run.run_id}: first TTFT - median of the next {len(diffs)} spacings"))
+    claims_path = run.path / "claims.json"
+    claims = ({c["name"]: c["value"] for c in json.loads(claims_path.read_text(encoding="utf-8")).get("claims", [])}
+              if claims_path.is_file() else {})
+    rate = claims.get("capacity.window_aggregate_tokens_per_s")
+    sessions = len(firsts)
+    if isinstance(rate, (int, float)) and rate > 0 and sessions == len(run.records):
+        outputs = [r.output_tokens or 0 for _, r in firsts]
+        decode.append(DecodePoint(sessions, length + statistics.mean(outputs) / 2, sessions / rate,
+                                  f"{run.run_id} window: {sessions} streams", window=True))
 
 
 def nnls(rows: list[list[float]], ys: list[float]) -> list[float]:
@@ -153,51 +230,124 @@ def _lstsq(rows: list[list[float]], ys: list[float]) -> list[float] | None:
     return [b[i] / a[i][i] / scale[i] for i in range(n)]
 
 
+def pipeline_factor(n_chunks: int, stages: int) -> float:
+    """Share of the summed chunk work a lone prompt waits for when its n chunks stream through P stages."""
+    return (n_chunks + stages - 1) / (n_chunks * stages)
+
+
+def fit_frontend(points: list[FrontendPoint]) -> float:
+    """Seconds per prompt token of the overhead requests pay concurrently (least squares through 0)."""
+    den = sum(p.input_tokens ** 2 for p in points)
+    return max(0.0, sum(p.seconds * p.input_tokens for p in points) / den) if den else 0.0
+
+
 def calibrate(ttft: list[TtftPoint], decode: list[DecodePoint], base: SimConfig, *,
-              decode_context_share: float | None = None) -> Calibration:
+              decode_context_share: float | None = None, frontend: list[FrontendPoint] | None = None,
+              frontend_s_per_token: float | None = None,
+              prefill_attention_share: float | None = None) -> Calibration:
+    """Fit the step costs; `base.cost` gives the structure (pipeline stages, CUDA-graph sizes)."""
     if not ttft:
         raise UsageError("no cold single-request TTFT to calibrate prefill from (give prefill runs or --ttft)")
     if not decode:
         raise UsageError("no decode rate to calibrate from (give throughput/prefill runs or --decode)")
     assumptions: list[str] = []
+    used: list[str] = []
+    structure = base.cost
     distinct_decode = {(p.batch, round(p.context_tokens)) for p in decode}
+    kmax = per_sq = 0.0
     if len(distinct_decode) == 1 or decode_context_share is not None:
         share = 0.5 if decode_context_share is None else decode_context_share
         p = decode[0]
         t0 = p.s_per_token * (1 - share)
-        per_ctx = p.s_per_token * share / max(p.batch * p.context_tokens, 1.0)
+        per_ctx = p.s_per_token * share / max(p.step_batch(structure.pipeline_stages) * p.context_tokens, 1.0)
         per_seq = 0.0
         assumptions.append(f"one decode point: {share:.0%} of its {p.s_per_token * 1e3:.3f} ms step is taken as "
                            f"proportional to resident context, the rest fixed per step (--decode-context-share)")
     else:
-        rows = [[1.0, float(p.batch), p.batch * p.context_tokens] for p in decode]
-        t0, per_seq, per_ctx = nnls(rows, [p.s_per_token for p in decode])
+        stages = structure.pipeline_stages
+        rows = [[1 / p.s_per_token, structure.padded(p.step_batch(stages)) / p.s_per_token,
+                 p.step_batch(stages) * p.context_tokens / p.s_per_token,
+                 p.step_batch(stages) * p.context_tokens ** 2 / p.s_per_token,
+                 p.context_tokens / p.s_per_token] for p in decode]
+        # The per-sequence terms beyond the summed context (context squared, the longest context) only
+        # enter when they explain what the summed-context term cannot: with few points they coincide with
+        # it, and the summed one is the physical default (every sequence's KV is read once per step).
+        t0, per_seq, per_ctx, per_sq = nnls([r[:3] + [0.0] for r in rows], [1.0] * len(decode))
+        with_max = nnls(rows, [1.0] * len(decode))
+
+        def rms(coef: list[float]) -> float:
+            return math.sqrt(sum((sum(a * b for a, b in zip(r, coef)) - 1) ** 2 for r in rows) / len(rows))
+
+        if rms(with_max) < 0.8 * rms([t0, per_seq, per_ctx, per_sq, 0.0]) - 0.01:
+            t0, per_seq, per_ctx, per_sq, kmax = with_max
+    used += [f"decode step fit: {p.origin} ({p.batch} x ~{p.context_tokens:,.0f} tokens)" for p in decode]
+    # The part of the TTFT that requests pay concurrently (upload, tokenization), from capacity runs.
+    if frontend_s_per_token is not None:
+        h1 = frontend_s_per_token
+        if h1:
+            assumptions.append(f"request overhead growing with the prompt taken as {h1 * 1e6:.2f} us/token "
+                               "(--frontend-s-per-token)")
+    elif frontend:
+        h1 = fit_frontend(frontend)
+        if len({p.input_tokens for p in frontend}) == 1:
+            assumptions.append(f"overlapping request overhead seen at one prompt length only: taken as growing with "
+                               f"the prompt ({h1 * 1e6:.2f} us/token), none fixed")
+        used += [f"overlapping request overhead: {p.origin} ({p.seconds:.3f} s at {p.input_tokens:,} tokens)"
+                 for p in frontend]
+    else:
+        h1 = 0.0
     budget = base.max_num_batched_tokens
+    stages = structure.pipeline_stages
     lengths = {p.input_tokens for p in ttft}
-    ys = [p.ttft_s - math.ceil(p.input_tokens / budget) * t0 for p in ttft]
+
+    def chunks(length: int) -> int:
+        return math.ceil(length / budget)
+
+    ys = [p.ttft_s - h1 * p.input_tokens - pipeline_factor(chunks(p.input_tokens), stages) * chunks(p.input_tokens) * t0
+          for p in ttft]
     if len(lengths) == 1:
         p = ttft[0]
         h = 0.0
-        a = max(statistics.median(ys), 0.0) / p.input_tokens
-        b = 0.0
-        assumptions.append(f"one prompt length ({p.input_tokens:,} tokens): prefill taken as linear in length "
-                           "(no attention term, no fixed request overhead)")
+        work = max(statistics.median(ys), 0.0) / pipeline_factor(chunks(p.input_tokens), stages)
+        if prefill_attention_share is None:
+            a, b = work / p.input_tokens, 0.0
+            assumptions.append(f"one prompt length ({p.input_tokens:,} tokens): prefill taken as linear in length "
+                               "(no attention term, no fixed request overhead)")
+        else:
+            a = work * (1 - prefill_attention_share) / p.input_tokens
+            b = work * prefill_attention_share / (p.input_tokens ** 2 / 2)
+            assumptions.append(f"one prompt length ({p.input_tokens:,} tokens): {prefill_attention_share:.0%} of its "
+                               "prefill taken as attention (quadratic in length), the rest linear, no fixed request "
+                               "overhead (--prefill-attention-share)")
     else:
-        rows = [[1.0, float(p.input_tokens), p.input_tokens ** 2 / 2] for p in ttft]
-        h, a, b = nnls(rows, ys)
-    cost = CostModel(step_overhead_s=t0, prefill_s_per_token=a, prefill_s_per_token_ctx=b, decode_s_per_seq=per_seq,
-                     decode_s_per_ctx_token=per_ctx, request_overhead_s=h)
+        rows = [[1.0, pipeline_factor(chunks(p.input_tokens), stages) * p.input_tokens,
+                 pipeline_factor(chunks(p.input_tokens), stages) * p.input_tokens ** 2 / 2] for p in ttft]
+        h, a, b = nnls([[v / max(p.ttft_s, 1e-9) for v in r] for r, p in zip(rows, ttft)],
+                       [y / max(p.ttft_s, 1e-9) for y, p in zip(ys, ttft)])
+    used += [f"prefill fit: {p.origin} (cold TTFT {p.ttft_s:.3f} s at {p.input_tokens:,} tokens)" for p in ttft]
+    cost = structure.model_copy(update=dict(
+        step_overhead_s=t0, prefill_s_per_token=a, prefill_s_per_token_ctx=b, decode_s_per_seq=per_seq,
+        decode_s_per_ctx_token=per_ctx, decode_s_per_ctx_token_max=kmax, decode_s_per_ctx_token_sq=per_sq,
+        request_overhead_s=h,
+        request_overhead_s_per_token=h1))
     source = (f"calibrated from {len(ttft)} TTFT point(s) at {sorted(lengths)} tokens and {len(decode)} decode "
               f"point(s)" + ("; assumed: " + "; ".join(assumptions) if assumptions else ""))
     config = base.model_copy(update={"cost": cost, "source": source})
-    cal = Calibration(config, ttft, decode, assumptions)
+    cal = Calibration(config, ttft, decode, assumptions, used=used)
     for p in ttft:
-        model = cost.request_overhead_s + math.ceil(p.input_tokens / budget) * t0 + a * p.input_tokens + b * p.input_tokens ** 2 / 2
+        model = lone_ttft_s(cost, p.input_tokens, budget)
         cal.residuals.append(f"TTFT {p.input_tokens:>9,} tokens: measured {p.ttft_s:8.3f} s, model {model:8.3f} s "
                              f"({(model - p.ttft_s) / p.ttft_s:+.1%})")
     for p in decode:
-        model = t0 + per_seq * p.batch + per_ctx * p.batch * p.context_tokens
+        model = cost.step_s([], [round(p.context_tokens)] * p.step_batch(cost.pipeline_stages))
         cal.residuals.append(f"decode batch {p.batch:>3} at ~{p.context_tokens:,.0f} tokens: measured "
                              f"{1 / p.s_per_token:8.2f} tokens/s, model {1 / model:8.2f} tokens/s "
                              f"({(p.s_per_token - model) / model:+.1%})")
     return cal
+
+
+def lone_ttft_s(cost: CostModel, length: int, budget: int) -> float:
+    """The model's cold TTFT of one prompt alone in the engine (closed form of what the simulator does)."""
+    n = math.ceil(length / budget)
+    work = n * cost.step_overhead_s + cost.prefill_s_per_token * length + cost.prefill_s_per_token_ctx * length ** 2 / 2
+    return cost.request_overhead(length) + pipeline_factor(n, cost.pipeline_stages) * work

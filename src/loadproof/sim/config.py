@@ -19,16 +19,30 @@ from loadproof.errors import UsageError
 
 
 class CostModel(StrictModel):
-    """Modeled duration of one engine step (one forward pass over the scheduled tokens).
+    """Modeled duration of one engine step (one forward pass over the scheduled tokens, all stages).
 
-    step_s = step_overhead_s
+    step_s = step_overhead_s                                    (the weight-bound part: weights read once a step)
            + prefill_s_per_token * prefill tokens
            + prefill_s_per_token_ctx * sum over prefill chunks of n * (c0 + n / 2)   (attention over the
              context already computed, c0, plus the chunk itself)
-           + decode_s_per_seq * decoding sequences
-           + decode_s_per_ctx_token * sum of the decoding sequences' context lengths
-    A single cold prompt of L tokens in chunks of B therefore waits
-    request_overhead_s + ceil(L / B) * step_overhead_s + prefill_s_per_token * L + prefill_s_per_token_ctx * L^2 / 2.
+           + decode_s_per_seq * q                                (q: decode query tokens, B * (1 + draft length);
+             in a decode-only step q is padded up to the next CUDA-graph capture size)
+           + decode_s_per_ctx_token * sum of the decoding sequences' context lengths   (KV reads, summed)
+           + decode_s_per_ctx_token_max * the longest decoding context   (one sequence's attention is split over
+             a bounded share of the GPU: its own context sets a floor a small batch cannot hide)
+           + decode_s_per_ctx_token_sq * sum of the decoding contexts squared   (per sequence: attention per
+             context token that rises with the sequence's own context)
+           + spec_draft_s * draft length                        (the drafter's passes)
+    With speculative decoding a decode-only step yields E = (1 - a^(k+1)) / (1 - a) tokens per sequence on
+    average (a: acceptance rate, k: draft length at that batch size); the simulator emits one token per
+    step and charges step_s / E for it. A step that also prefills is charged in full (its decodes' extra
+    accepted tokens are not emitted: they change context lengths by a few tokens, not the time).
+
+    A single cold prompt of L tokens in chunks of B on one stage therefore waits
+    request_overhead_s + request_overhead_s_per_token * L + ceil(L / B) * step_overhead_s
+    + prefill_s_per_token * L + prefill_s_per_token_ctx * L^2 / 2.
+    With `pipeline_stages` P > 1 a step takes step_s / P (+ pp_transfer_s) on each stage and up to P steps
+    are in flight (see `virtual.py`).
     """
 
     step_overhead_s: float = Field(default=0.02, ge=0)
@@ -36,15 +50,77 @@ class CostModel(StrictModel):
     prefill_s_per_token_ctx: float = Field(default=0.0, ge=0)
     decode_s_per_seq: float = Field(default=1e-3, ge=0)
     decode_s_per_ctx_token: float = Field(default=0.0, ge=0)
+    decode_s_per_ctx_token_max: float = Field(default=0.0, ge=0, description="per step, times the longest "
+                                              "decoding context")
+    decode_s_per_ctx_token_sq: float = Field(default=0.0, ge=0, description="per step, times the sum over "
+                                             "decoding sequences of context^2 (attention per context token that "
+                                             "rises with the sequence's own context)")
     request_overhead_s: float = Field(default=0.0, ge=0, description="HTTP, tokenization, first scheduling")
+    request_overhead_s_per_token: float = Field(default=0.0, ge=0, description="the part of the request overhead "
+                                                "that grows with the prompt (upload, tokenization); requests "
+                                                "pay it concurrently, off the engine's critical path")
+    cuda_graph_sizes: list[int] = Field(default_factory=list, description="decode batch sizes with a captured "
+                                        "CUDA graph; a decode-only step is padded up to the next one")
+    spec_draft_by_batch: list[list[int]] = Field(default_factory=list, description="[[max_batch, draft_length], "
+                                                 "...]: speculative draft length by batch size (0 beyond the last)")
+    spec_acceptance: float = Field(default=0.0, ge=0, le=1, description="per-draft-token acceptance rate")
+    spec_draft_s: float = Field(default=0.0, ge=0, description="per draft position per step")
+    pipeline_stages: int = Field(default=1, ge=1)
+    pp_transfer_s: float = Field(default=0.0, ge=0, description="per stage boundary per step")
+
+    def draft_length(self, batch: int) -> int:
+        for max_batch, k in sorted(self.spec_draft_by_batch):
+            if batch <= max_batch:
+                return k
+        return 0
+
+    def tokens_per_step(self, batch: int) -> float:
+        """Expected tokens a decoding sequence gains per decode step (1 without speculative decoding)."""
+        return expected_tokens(self.spec_acceptance, self.draft_length(batch))
+
+    def padded(self, q: int) -> int:
+        for size in sorted(self.cuda_graph_sizes):
+            if size >= q:
+                return size
+        return q
+
+    def decode_s(self, decode_contexts: list[int], *, graphs: bool) -> float:
+        if not decode_contexts:
+            return 0.0
+        k = self.draft_length(len(decode_contexts))
+        q = len(decode_contexts) * (1 + k)
+        return (self.decode_s_per_seq * (self.padded(q) if graphs else q)
+                + self.decode_s_per_ctx_token * sum(decode_contexts)
+                + self.decode_s_per_ctx_token_max * max(decode_contexts)
+                + self.decode_s_per_ctx_token_sq * sum(c * c for c in decode_contexts) + self.spec_draft_s * k)
 
     def step_s(self, prefill_chunks: list[tuple[int, int]], decode_contexts: list[int]) -> float:
         prefill_tokens = sum(n for _, n in prefill_chunks)
         attention = sum(n * (c0 + n / 2) for c0, n in prefill_chunks)
-        return (self.step_overhead_s + self.prefill_s_per_token * prefill_tokens
+        step = (self.step_overhead_s + self.prefill_s_per_token * prefill_tokens
                 + self.prefill_s_per_token_ctx * attention
-                + self.decode_s_per_seq * len(decode_contexts)
-                + self.decode_s_per_ctx_token * sum(decode_contexts))
+                + self.decode_s(decode_contexts, graphs=not prefill_chunks))
+        if decode_contexts and not prefill_chunks:
+            step /= self.tokens_per_step(len(decode_contexts))
+        return step
+
+    def request_overhead(self, prompt_tokens: int) -> float:
+        return self.request_overhead_s + self.request_overhead_s_per_token * prompt_tokens
+
+
+def expected_tokens(acceptance: float, draft_length: int) -> float:
+    """Tokens per verification step with i.i.d. acceptance: 1 + a + a^2 + ... + a^k."""
+    if draft_length <= 0:
+        return 1.0
+    if acceptance >= 1.0:
+        return float(draft_length + 1)
+    return (1 - acceptance ** (draft_length + 1)) / (1 - acceptance)
+
+
+def default_capture_sizes(max_size: int) -> list[int]:
+    """vLLM's default CUDA-graph capture sizes up to max_size: 1, 2, 4, then every 8 (every 16 past 256)."""
+    sizes = [s for s in (1, 2, 4) if s <= max_size] + list(range(8, min(max_size, 256) + 1, 8))
+    return sizes + list(range(272, max_size + 1, 16))
 
 
 Fault = Literal["crash", "hang", "slow", "error_event", "http_500", "http_503", "refuse", "wrong_answer", "drop"]

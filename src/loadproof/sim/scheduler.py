@@ -39,6 +39,7 @@ class SimRequest:
     arrival_s: float = 0.0
     status: str = "waiting"  # waiting | running | finished
     num_computed: int = 0
+    in_flight: int = 0  # tokens scheduled in a step that has not completed yet (pipeline parallelism)
     num_output: int = 0
     block_ids: list[int] = field(default_factory=list)
     num_hashed: int = 0  # prompt blocks registered in the prefix cache
@@ -57,6 +58,7 @@ class Step:
     scheduled: list[tuple[SimRequest, int]]  # (request, new tokens)
     prefill_chunks: list[tuple[int, int]]  # (context before the chunk, chunk tokens)
     decode_contexts: list[int]
+    epochs: list[int] = field(default_factory=list)  # each request's preemption count when scheduled
 
 
 @dataclass
@@ -92,6 +94,7 @@ class Scheduler:
         self.running: list[SimRequest] = []
         self.requests: dict[str, SimRequest] = {}
         self.counters = Counters()
+        self.pipelined = config.cost.pipeline_stages > 1
 
     # -- requests in and out ------------------------------------------------------------------------
     def add(self, request: SimRequest) -> None:
@@ -128,10 +131,14 @@ class Scheduler:
         i = 0
         while i < len(self.running) and budget > 0:
             request = self.running[i]
-            n = request.num_tokens - request.num_computed
+            # With pipeline parallelism a request may have tokens in flight: as vLLM advances
+            # num_computed_tokens at schedule time, a prefill's next chunk can be scheduled at once, while
+            # a decode waits for its sampled token (nothing left to schedule).
+            done = request.num_computed + request.in_flight
+            n = request.num_tokens - done
             if 0 < threshold < n:
                 n = threshold
-            n = min(n, budget, cfg.max_model_len - 1 - request.num_computed)
+            n = min(n, budget, cfg.max_model_len - 1 - done)
             if n <= 0:
                 i += 1
                 continue
@@ -190,11 +197,14 @@ class Scheduler:
         prefill: list[tuple[int, int]] = []
         decode: list[int] = []
         for request, n in scheduled:
-            if n == 1 and request.num_computed == request.num_tokens - 1 and request.num_output > 0:
-                decode.append(request.num_computed + 1)
+            done = request.num_computed + request.in_flight
+            if n == 1 and done == request.num_tokens - 1 and request.num_output > 0:
+                decode.append(done + 1)
             else:
-                prefill.append((request.num_computed, n))
-        return Step(scheduled, prefill, decode)
+                prefill.append((done, n))
+            if self.pipelined:  # one stage: every step completes before the next is scheduled
+                request.in_flight += n
+        return Step(scheduled, prefill, decode, [r.num_preemptions for r, _ in scheduled])
 
     def step_duration_s(self, step: Step) -> float:
         return self.config.cost.step_s(step.prefill_chunks, step.decode_contexts)
@@ -203,10 +213,14 @@ class Scheduler:
         """The step's forward pass is done at `now_s`: advance progress, sample tokens, finish requests."""
         out: list[Emitted] = []
         bs = self.config.block_size
-        for request, n in step.scheduled:
-            if request.status != "running":  # aborted while the step ran
+        epochs = step.epochs or [r.num_preemptions for r, _ in step.scheduled]
+        for (request, n), epoch in zip(step.scheduled, epochs):
+            if request.status != "running" or request.num_preemptions != epoch:  # aborted or preempted meanwhile
                 continue
+            request.in_flight = max(0, request.in_flight - n)
             request.num_computed += n
+            if request.in_flight > 0:
+                continue  # a later chunk of this prompt is still in the pipeline
             while (request.num_hashed < len(request.block_hashes)
                    and (request.num_hashed + 1) * bs <= request.num_computed):
                 self.pool.cache(request.block_ids[request.num_hashed], request.block_hashes[request.num_hashed])
@@ -239,7 +253,8 @@ class Scheduler:
         return hit[:max_blocks]
 
     def _allocate(self, request: SimRequest, num_new_tokens: int) -> bool:
-        need = -(-(request.num_computed + num_new_tokens) // self.config.block_size) - len(request.block_ids)
+        need = (-(-(request.num_computed + request.in_flight + num_new_tokens) // self.config.block_size)
+                - len(request.block_ids))
         if need <= 0:
             return True
         got = self.pool.allocate(need)
@@ -253,6 +268,7 @@ class Scheduler:
         self.pool.free(request.block_ids)
         request.block_ids = []
         request.num_computed = 0
+        request.in_flight = 0
         request.num_hashed = 0
         request.status = "waiting"
         request.num_preemptions += 1

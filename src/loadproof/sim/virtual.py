@@ -3,18 +3,20 @@
 `predict_capacity` replays the capacity scenario's shape (N sessions of L tokens sent together, a W-second
 window from the last first token, then cancellation) through the scheduler and returns what a run
 directory would hold (plan, records, /metrics samples, events), so the prediction is judged by the same
-`evaluate_capacity` that judges a measured run.
+`evaluate_capacity` that judges a measured run. `predict_load` replays open-loop traffic (the `run load`
+scenario's schedule) and returns records the load scenario's formulas read.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from loadproof.plans.capacity import CapacityPlan, CapacitySession
 from loadproof.records import RequestRecord
 from loadproof.sim.config import SimConfig
-from loadproof.sim.scheduler import Scheduler, SimRequest
+from loadproof.sim.scheduler import Scheduler, SimRequest, Step
 from loadproof.units import NS_PER_S
 
 
@@ -33,6 +35,8 @@ class VirtualRun:
     samples: list[dict[str, Any]] = field(default_factory=list)
     sample_interval_s: float = 0.5
     _next_sample_s: float = 0.0
+    _in_flight: deque = field(default_factory=deque)
+    _stage_free: list[float] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.scheduler = Scheduler(self.config)
@@ -50,20 +54,43 @@ class VirtualRun:
         self._next_sample_s = self.now_s + self.sample_interval_s
 
     def advance(self, until: Callable[[], bool], max_s: float) -> bool:
-        """Step until `until()` holds (True) or nothing can run / `max_s` of modeled time passes (False)."""
+        """Step until `until()` holds (True) or nothing can run / `max_s` of modeled time passes (False).
+
+        With `pipeline_stages` P, as vLLM's engine core with a batch queue: a new step is scheduled while
+        fewer than P are in flight; it enters stage 1 when stage 1 is free and each stage takes step_s / P
+        (+ pp_transfer_s); when the queue is full or nothing can be scheduled, the oldest step's outputs
+        are awaited. With P = 1 this is one step after another.
+        """
+        stages = self.config.cost.pipeline_stages
         while not until():
             if self.now_s >= max_s:
                 return False
-            step = self.scheduler.schedule()
-            if step is None:
+            if len(self._in_flight) < stages:
+                step = self.scheduler.schedule()
+                if step is not None:
+                    self._launch(step, stages)
+                    continue
+            if not self._in_flight:
                 return False  # idle, or the waiting head can never be admitted
-            self.now_s += self.scheduler.step_duration_s(step)
-            self.num_steps += 1
+            step, end = self._in_flight.popleft()
+            self.now_s = max(self.now_s, end)
             for emitted in self.scheduler.complete(step, self.now_s):
                 self.token_times[emitted.request.request_id].append(self.now_s)
             while self.now_s >= self._next_sample_s:
                 self.sample()
         return True
+
+    def _launch(self, step: Step, stages: int) -> None:
+        duration = self.scheduler.step_duration_s(step)
+        per_stage = duration / stages + (self.config.cost.pp_transfer_s if stages > 1 else 0.0)
+        if len(self._stage_free) != stages:
+            self._stage_free = [self.now_s] * stages
+        t = self.now_s
+        for s in range(stages):
+            t = max(t, self._stage_free[s]) + per_stage
+            self._stage_free[s] = t
+        self._in_flight.append((step, t))
+        self.num_steps += 1
 
 
 @dataclass
@@ -84,7 +111,8 @@ def predict_capacity(config: SimConfig, sessions: int, input_tokens: int, window
         max_tokens = min(config.max_model_len - input_tokens, 100_000)
     run = VirtualRun(config, sample_interval_s=sample_interval_s)
     run.sample()
-    run.now_s = config.cost.request_overhead_s  # sent at 0; the engine has them once HTTP and tokenizing are done
+    # sent at 0; the engine has them once upload and tokenization are done, which requests do concurrently
+    run.now_s = config.cost.request_overhead(input_tokens)
     ids = [f"cap-s{i:03d}" for i in range(sessions)]
     requests = [run.add(rid, input_tokens, max_tokens, salt=f"salt-{rid}") for rid in ids]
 
@@ -145,3 +173,93 @@ def predict_capacity(config: SimConfig, sessions: int, input_tokens: int, window
         theoretical_full_windows=round(config.kv_cache_tokens / config.max_model_len, 4),
     )
     return CapacityPrediction(plan, records, run.samples, events, run.num_steps, run.now_s)
+
+
+@dataclass
+class LoadPrediction:
+    records: list[RequestRecord]
+    num_steps: int
+    modeled_s: float
+
+
+def predict_load(config: SimConfig, offsets_s: list[float], input_tokens: list[int], output_tokens: list[int],
+                 *, max_concurrency: int | None = None) -> LoadPrediction:
+    """Open-loop traffic on the modeled engine: request i is sent at offsets_s[i] (the schedule `run load`
+    draws), reaches the engine after its request overhead, and decodes exactly output_tokens[i] tokens
+    (ignore_eos). With `max_concurrency` a request waits for a free slot, as the client's cap does. The
+    records carry what a `run load` run's records carry (intended, dispatch and send times, every token's
+    time), so the load scenario's own formulas read them."""
+    n = len(offsets_s)
+    if not (len(input_tokens) == len(output_tokens) == n):
+        raise ValueError("one input and one output length per request")
+    run = VirtualRun(config, sample_interval_s=float("inf"))
+    cap = max_concurrency or n or 1
+    pending = sorted(range(n), key=lambda i: offsets_s[i])
+    sent: dict[int, float] = {}
+    arrived: list[tuple[float, int]] = []  # (engine arrival, index), kept sorted
+    requests: dict[int, SimRequest] = {}
+    open_ids: set[int] = set()
+    k = 0
+
+    def release() -> None:  # the client sends while a slot is free and the request's time has come
+        nonlocal k
+        while k < n and len(open_ids) < cap and offsets_s[pending[k]] <= run.now_s + 1e-12:
+            i = pending[k]
+            k += 1
+            sent[i] = max(offsets_s[i], run.now_s)
+            open_ids.add(i)
+            arrived.append((sent[i] + config.cost.request_overhead(input_tokens[i]), i))
+            arrived.sort()
+
+    def admit() -> None:
+        while arrived and arrived[0][0] <= run.now_s + 1e-12:
+            _, i = arrived.pop(0)
+            requests[i] = run.add(f"load-{i:06d}", input_tokens[i], output_tokens[i], salt=f"load-{i}")
+
+    def next_event() -> float:
+        times = [arrived[0][0]] if arrived else []
+        if k < n and len(open_ids) < cap:
+            times.append(offsets_s[pending[k]])
+        return min(times) if times else float("inf")
+
+    finished = run.scheduler.counters.finished
+
+    def completions() -> int:
+        return sum(finished.values())
+
+    while True:
+        for i in [i for i in open_ids if i in requests and requests[i].status == "finished"]:
+            open_ids.discard(i)
+        release()
+        admit()
+        target = next_event()
+        seen = completions()
+        if max_concurrency:  # a finished request frees a slot: stop there too
+            until = lambda: run.now_s >= target or completions() != seen  # noqa: E731
+        else:
+            until = lambda: run.now_s >= target  # noqa: E731
+        if run.advance(until, float("inf")):
+            continue
+        # idle: nothing to schedule and nothing in flight
+        if target == float("inf"):
+            break  # every request sent has finished (or can never run)
+        run.now_s = max(run.now_s, target)
+    records = []
+    for i in range(n):
+        times = run.token_times.get(f"load-{i:06d}", [])
+        send_ns = int(sent.get(i, offsets_s[i]) * NS_PER_S)
+        record = RequestRecord(request_id=f"load-{i:06d}", endpoint="completions", scenario="load", family="load",
+                               prompt_id=f"load-{i:06d}", concurrency=cap, send_ns=send_ns,
+                               prompt_tokens=input_tokens[i], output_tokens=len(times),
+                               chunk_ns=[int(t * NS_PER_S) for t in times], chunk_tokens=[1] * len(times),
+                               num_chunks=len(times))
+        record.intended_send_ns = int(offsets_s[i] * NS_PER_S)
+        record.dispatch_ns = record.intended_send_ns
+        record.planned_input_tokens, record.planned_output_tokens = input_tokens[i], output_tokens[i]
+        if times and len(times) == output_tokens[i]:
+            record.first_token_ns, record.last_token_ns = int(times[0] * NS_PER_S), int(times[-1] * NS_PER_S)
+            record.ok, record.finish_reason, record.end_ns = True, "length", record.last_token_ns
+        else:
+            record.error_kind, record.error_message, record.end_ns = "never_scheduled", "the engine never ran it", send_ns
+        records.append(record)
+    return LoadPrediction(records, run.num_steps, run.now_s)
