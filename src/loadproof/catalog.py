@@ -26,6 +26,8 @@ def _parts(name: str, scenario_class: str, plan_class: str) -> Parts:
 SCENARIOS: dict[str, Parts] = {
     "throughput": _parts("throughput", "ThroughputScenario", "ThroughputPlan"),
     "load": _parts("load", "LoadScenario", "LoadPlan"),
+    "replay": _parts("replay", "ReplayScenario", "ReplayPlan"),
+    "sessions": _parts("sessions", "SessionsScenario", "SessionsPlan"),
     "capacity": _parts("capacity", "CapacityScenario", "CapacityPlan"),
     "prefill": _parts("prefill", "PrefillScenario", "PrefillPlan"),
     "interference": _parts("interference", "InterferenceScenario", "InterferencePlan"),

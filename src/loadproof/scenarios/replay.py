@@ -1,0 +1,195 @@
+"""`loadproof run replay`: a timed request trace replayed open loop; latencies, SLOs and prefix-cache reuse.
+
+The trace (`workloads.traces`: Mooncake JSONL, Azure CSV, plain CSV) gives each request's send time,
+input and output length, and for Mooncake the hash ids of its 512-token blocks. Each prompt is built
+from its blocks (`BlockPrompts`: requests sharing a hash id share exactly that block's tokens), every
+body before the first send, and the load scenario's sender (`scenarios.load.OpenLoop`) sends each at its
+time, never waiting for the server. The claims (`metrics.replay`) are the load scenario's, named
+`replay.*`, plus the expected prefix-cache hit rate against the engine's own.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from loadproof.client import RequestSpec, StreamingClient
+from loadproof.config.base import StrictModel
+from loadproof.plans import attach_plan
+from loadproof.plans.replay import ReplayPlan
+from loadproof.protocol.openai import request_body
+from loadproof.records import RequestRecord
+from loadproof.scenarios.base import model_info
+from loadproof.scenarios.live import LiveStatus
+from loadproof.scenarios.load import OpenLoop, Planned, Slo, SLO_SYNTAX, raise_open_files_limit
+from loadproof.scenarios.long_context import EXACT_LENGTH, MetricsScenario, haystack_target
+from loadproof.scenarios.options import cli
+from loadproof.scenarios.token_counts import PROBE_LINE
+from loadproof.store.run_dir import RunWriter
+from loadproof.telemetry.server_metrics import MetricsScraper
+from loadproof.units import NS_PER_S
+from loadproof.workloads.synthetic import SyntheticPrompts
+from loadproof.workloads.traces import MOONCAKE_BLOCK, TRACE_FORMATS, BlockPrompts, TraceError, read_trace, shape
+
+
+class ReplayOptions(StrictModel):
+    trace: str = Field(description="the trace file (the shipped Mooncake slice: loadproof/data/traces/)")
+    format: Literal[TRACE_FORMATS] = Field(default="mooncake", description="mooncake (JSONL: timestamp ms, "  # type: ignore[valid-type]
+                                           "input_length, output_length, hash_ids), azure (CSV: TIMESTAMP, "
+                                           "ContextTokens, GeneratedTokens) or csv (timestamp s, input, output)")
+    time_scale: float = Field(default=1.0, gt=0, description="replay X times faster (2: half the gaps; 0.5: twice "
+                              "as slow)")
+    max_requests: int | None = Field(default=None, ge=1, description="replay at most N requests")
+    start_offset_s: float = Field(default=0.0, ge=0, description="start this many seconds (trace time) after the "
+                                  "trace's first request")
+    block_tokens: int = Field(default=MOONCAKE_BLOCK, ge=1, description="tokens per Mooncake hash id: 512 replays "
+                              "the trace's lengths; a smaller B scales every input by B/512, keeping its sharing")
+    max_input_tokens: int | None = Field(default=None, ge=2, description="cap each prompt at this many tokens (as the "
+                                         "engine counts them); the served context caps it too")
+    max_output_tokens: int | None = Field(default=None, ge=1, description="cap each output at this many tokens")
+    max_concurrency: int | None = Field(default=None, ge=1, description="cap on requests in flight; the wait for a "
+                                        "slot shows as send lag")
+    ignore_eos: bool = Field(default=True, description="generate exactly each output length (--no-ignore-eos: let "
+                             "the model stop)")
+    slo: Slo | None = Field(default=None, description=f"per-request SLOs for goodput: {SLO_SYNTAX}",
+                            json_schema_extra=cli(text=True))
+    deadline_s: float = Field(default=600.0, gt=0, description="per-request deadline in seconds")
+    skip_bad_rows: bool = Field(default=False, description="skip rows that do not parse or break the time order, "
+                                "counting them, instead of stopping at the first")
+    seed: int = Field(default=731, description="seed of the filler in each block")
+    idle_timeout_s: float = Field(default=120.0, ge=0, description="wait up to this long, before the run, for the "
+                                  "engine to report 0 running and 0 waiting (0: do not wait)")
+    sample_interval_s: float = Field(default=1.0, ge=0, description="/metrics sampling interval",
+                                     json_schema_extra=cli(hidden=True))
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ReplayOptions:
+        from pathlib import Path
+
+        if not Path(self.trace).expanduser().is_file():
+            raise ValueError(f"--trace {self.trace}: no such file")
+        if self.format != "mooncake" and self.block_tokens != MOONCAKE_BLOCK:
+            raise ValueError("--block-tokens scales Mooncake's 512-token blocks: it applies to --format mooncake")
+        return self
+
+
+class ReplayScenario(MetricsScenario):
+    name = "replay"
+    Options = ReplayOptions
+    summary = ("Replay a timed request trace (Mooncake, Azure, CSV) open loop: latencies, SLO goodput, and the "
+               "prefix-cache hit rate the trace promises against the engine's.")
+    tokenizer = EXACT_LENGTH
+    options: ReplayOptions
+
+    def plan(self) -> tuple[ReplayPlan, list[Planned]]:
+        opts = self.options
+        read = read_trace(opts.trace, opts.format, start_offset_s=opts.start_offset_s, max_requests=opts.max_requests,
+                          skip_bad_rows=opts.skip_bad_rows)
+        max_model_len = model_info(self.target.url, self.target.model, self.target.api_key).get("max_model_len")
+        hs = haystack_target(self.target, opts.seed, PROBE_LINE)
+        builder = hs.builder
+        prompts = BlockPrompts(SyntheticPrompts(builder, run_salt="", seed=opts.seed), opts.block_tokens,
+                               salt=secrets.token_hex(3), seed=opts.seed)
+        shortest = prompts.shortest_block()
+        if opts.block_tokens < shortest:
+            raise TraceError(f"--block-tokens {opts.block_tokens} is shorter than a block's head line and pad "
+                             f"({shortest} tokens with this tokenizer)")
+        shaped = shape(read.rows, block_tokens=opts.block_tokens, overhead_tokens=builder.overhead_tokens,
+                       max_input_tokens=opts.max_input_tokens, max_output_tokens=opts.max_output_tokens,
+                       max_model_len=max_model_len, min_tail=shortest)
+        first = read.rows[0].t_s
+        requests: list[Planned] = []
+        texts = []
+        for k, (row, s) in enumerate(zip(read.rows, shaped)):
+            text = prompts.prompt(s.text_tokens, s.blocks)
+            texts.append(text)
+            body = request_body(self.target.endpoint, self.target.model, text, max_tokens=s.output_tokens,
+                                temperature=0.0, ignore_eos=opts.ignore_eos, extra=self.target.extra_body)
+            spec = RequestSpec(request_id=f"replay-{k:07d}", endpoint=self.target.endpoint, body=body,
+                               deadline_s=opts.deadline_s)
+            offset_s = (row.t_s - first) / opts.time_scale
+            requests.append(Planned(k, round(offset_s * NS_PER_S), spec, s.text_tokens + builder.overhead_tokens,
+                                    s.output_tokens))
+        self._check_counts(texts, shaped, builder)
+        plan = ReplayPlan(
+            trace=opts.trace, format=opts.format, sha256=read.sha256, trace_rows=read.lines, bad_rows=read.bad_rows,
+            before_offset=read.before_offset, time_scale=opts.time_scale, start_offset_s=opts.start_offset_s,
+            max_requests=opts.max_requests, trace_span_s=round(read.rows[-1].t_s - first, 6),
+            block_tokens=opts.block_tokens, max_input_tokens=opts.max_input_tokens,
+            max_output_tokens=opts.max_output_tokens, capped_inputs=sum(s.capped for s in shaped),
+            planned_requests=len(requests), schedule_span_s=round(requests[-1].offset_ns / NS_PER_S, 9),
+            max_concurrency=opts.max_concurrency, ignore_eos=opts.ignore_eos, deadline_s=opts.deadline_s,
+            slo=dict(opts.slo or {}), endpoint=self.target.endpoint, max_model_len=max_model_len,
+            overhead_tokens=builder.overhead_tokens, overhead_source=hs.overhead_source,
+            haystack_additive=builder.additive, lines=[r.line for r in read.rows],
+            text_tokens=[s.text_tokens for s in shaped],
+            hash_ids=[list(s.blocks) for s in shaped] if opts.format == "mooncake" else [],
+        )
+        if read.bad_rows:
+            self.status(f"trace: {read.bad_rows} malformed rows skipped (first: {read.first_bad})")
+        return plan, requests
+
+    @staticmethod
+    def _check_counts(texts: list[str], shaped: list[Any], builder: Any) -> None:
+        """Every prompt is exactly its planned length (a sample where many): else the tokenizer did not add up."""
+        step = max(1, len(texts) // 64)
+        picked = list(range(0, len(texts), step))
+        got = builder.count_many([texts[i] for i in picked])
+        for i, n in zip(picked, got):
+            if n != shaped[i].text_tokens:
+                raise TraceError(f"request {i}: its prompt is {n} tokens, not {shaped[i].text_tokens}: this tokenizer "
+                                 "does not add up across block boundaries; try another --block-tokens")
+
+    async def run(self, writer: RunWriter, manifest: dict[str, Any], live: LiveStatus | None = None) -> None:
+        opts = self.options
+        live = live or LiveStatus(self.name)
+        if opts.idle_timeout_s > 0:
+            await self.wait_until_idle(writer, opts.idle_timeout_s)
+        started = time.perf_counter()
+        plan, requests = self.plan()
+        attach_plan(manifest, plan)
+        writer.write_manifest(manifest)
+        describe = (f"{plan.format} trace, x{plan.time_scale:g}" + (f", at most {plan.max_concurrency} in flight"
+                                                                  if plan.max_concurrency else ""))
+        self.status(f"schedule: {plan.planned_requests} requests over {plan.schedule_span_s:.1f} s ({describe}; "
+                    f"{plan.trace_span_s:.1f} s of trace), built in {time.perf_counter() - started:.2f} s")
+        raise_open_files_limit()
+        total = live.planned = len(requests)
+        recorded = failed = 0
+
+        def sink(record: RequestRecord) -> None:
+            nonlocal recorded, failed
+            writer.append(record)
+            recorded += 1
+            failed += not record.ok
+
+        def on_start(t0: int) -> None:
+            writer.event("schedule_start", t_ns=t0, worker=0, planned=total)
+            live.phase("requests", end_ns=t0 + round(plan.schedule_span_s * NS_PER_S), detail=describe)
+
+        cap = opts.max_concurrency
+        async with MetricsScraper(self.target.metrics, self.metric_names, interval_s=opts.sample_interval_s or None,
+                                  sink=writer.metric_sample, api_key=self.target.metrics_api_key) as scraper:
+            live.watch_engine(scraper.samples)
+            async with StreamingClient(self.target.url, api_key=self.target.api_key,
+                                       max_connections=cap + 4 if cap else 0, on_record=live.recording(sink),
+                                       on_start=live.started, keep_text=False) as client:
+                sender = OpenLoop(client, requests, max_concurrency=cap, scenario=self.name)
+                completed = False
+                try:
+                    await sender.run(on_start)
+                    completed = True
+                finally:
+                    end_ns = time.perf_counter_ns()
+                    reached = {"planned": total, "dispatched": sender.dispatched, "recorded": recorded,
+                               "failed": failed, "interrupted": not completed,
+                               "last_intended_offset_s": round(sender.last_offset_ns / NS_PER_S, 6),
+                               "elapsed_s": round((end_ns - sender.t0) / NS_PER_S, 6) if sender.t0 else 0.0}
+                    writer.event("schedule_end", t_ns=end_ns, worker=0, **reached)
+                    manifest["schedule"] = reached
+                    self.status(f"schedule: sent {sender.dispatched} of {total} requests, {failed} failed"
+                                if completed else f"schedule interrupted: sent {sender.dispatched} of {total} "
+                                f"requests, {recorded} recorded")

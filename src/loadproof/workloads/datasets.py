@@ -1,0 +1,511 @@
+"""Users' own data sets as load prompts: one registry of readers, filters, seeded sampling, a token cache.
+
+Formats (`--dataset-format`, `auto` by the file's extension):
+
+| format | file | a row's prompt | a row's output length |
+|---|---|---|---|
+| `sharegpt` | one JSON array of `{"conversations": [{"from": "human", "value": ...}, {"from": "gpt", ...}]}` | the first human turn | the token count of the reply after it |
+| `jsonl` | one JSON object a line | `prompt` (a string) or `messages` (OpenAI chat messages) | `output_tokens` (optional) |
+| `parquet` | a Parquet file (pyarrow) | as `jsonl`, by column | as `jsonl` |
+| `arrow` | an Arrow IPC file or stream (a Hugging Face `datasets` cache file) | as `jsonl` | as `jsonl` |
+
+A folder is read as every file of the format inside it, in name order (a local copy of a hub data set).
+`--dataset-columns prompt=question,output_tokens=n` maps the fields a reader looks for to the file's own
+names (`conversations` too, for ShareGPT). Every reader streams: a ShareGPT array is decoded one object
+at a time, a JSONL file one line at a time, Parquet and Arrow one record batch at a time, so a file of
+100,000 rows is never held whole; only the rows sampled are kept.
+
+Selection, in this order: rows that do not parse are an error naming the file and row (or, with
+`skip_bad_rows`, counted and skipped); rows with no usable prompt are counted (`no_prompt`); the length
+filters (`min_input_tokens`, `max_input_tokens`, on the prompt's tokens as the engine counts them) drop
+rows and count them; of the rest, `first` keeps the first N in file order, `random` a uniform sample of
+N drawn with `random.Random("<seed>:dataset")` (reservoir sampling, so memory is N rows) and shuffled
+with the same stream; with fewer usable rows than N, `repeat` cycles them, else it is an error.
+
+Token counts come from the model's tokenizer, cached by the text's BLAKE2b digest (a prompt repeated in
+the file, or sampled again by a sweep's next run, is tokenized once per process).
+
+Standard library only at import; pyarrow is imported when a Parquet or Arrow file is read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from loadproof.errors import UsageError
+
+FORMATS = ("auto", "sharegpt", "jsonl", "parquet", "arrow")
+FIELDS = ("prompt", "messages", "output_tokens", "conversations")
+SAMPLES = ("random", "first")
+_EXTENSIONS = {".json": "sharegpt", ".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet",
+               ".arrow": "arrow", ".feather": "arrow", ".ipc": "arrow"}
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+BATCH = 1024  # rows tokenized together
+CHUNK = 1 << 20  # bytes a streaming reader reads at a time
+MAX_OBJECT = 64 << 20  # a ShareGPT object longer than this is taken as malformed
+
+
+class DatasetError(UsageError):
+    """A data set that cannot be read as asked: one line naming the file, the row and the problem."""
+
+
+@dataclass(slots=True)
+class Item:
+    """One usable row: its prompt (text, or chat messages) and the output length it asks, if any."""
+
+    row: int  # 0-based row number in the data set (across a folder's files, in order)
+    prompt: str | None = None
+    messages: list[dict[str, Any]] | None = None
+    output_tokens: int | None = None
+    reply: str | None = None  # ShareGPT: the reply whose token count is the output length
+    turns: list[str] | None = None  # ShareGPT: every human turn, in order (multi-turn sessions)
+    input_tokens: int | None = None  # the prompt's tokens as the engine counts them (set when counted)
+
+    def text(self) -> str:
+        """The prompt as one text: the prompt, or the messages as `role: content` lines."""
+        if self.prompt is not None:
+            return self.prompt
+        return "".join(f"{m.get('role', 'user')}: {_content(m.get('content'))}\n" for m in self.messages or ())
+
+
+def _content(content: Any) -> str:
+    if isinstance(content, list):  # content parts: the text ones
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return "" if content is None else str(content)
+
+
+def parse_columns(value: object) -> dict[str, str]:
+    """`prompt=question,output_tokens=n` -> {"prompt": "question", ...} (a dict passes through, checked)."""
+    if value is None:
+        return {}
+    if isinstance(value, dict):
+        pairs = [(str(k), str(v)) for k, v in value.items()]
+    elif str(value).strip() in ("", "{}", "none"):
+        return {}
+    else:
+        pairs = []
+        for part in (p.strip() for p in str(value).split(",")):
+            if not part:
+                continue
+            key, sep, name = part.partition("=")
+            if not sep or not name.strip():
+                raise ValueError(f"each mapping is FIELD=COLUMN, e.g. prompt=question (got {part!r})")
+            pairs.append((key.strip(), name.strip()))
+    out: dict[str, str] = {}
+    for key, name in pairs:
+        if key not in FIELDS:
+            raise ValueError(f"unknown field {key!r}: maps {', '.join(FIELDS)}")
+        if key in out:
+            raise ValueError(f"field {key} is mapped twice")
+        out[key] = name
+    return out
+
+
+@dataclass
+class TokenCache:
+    """Token counts of texts, by the text's digest; `count_many` tokenizes only what it has not seen."""
+
+    count_many_fn: Callable[[list[str]], list[int]]
+    counts: dict[bytes, int] = field(default_factory=dict)
+    tokenized: int = 0  # texts actually tokenized (the rest came from the cache)
+
+    @staticmethod
+    def key(text: str) -> bytes:
+        return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+    def count_many(self, texts: list[str]) -> list[int]:
+        keys = [self.key(t) for t in texts]
+        todo: dict[bytes, str] = {}
+        for k, t in zip(keys, texts):
+            if k not in self.counts and k not in todo:
+                todo[k] = t
+        if todo:
+            got = self.count_many_fn(list(todo.values()))
+            self.counts.update(zip(todo.keys(), got))
+            self.tokenized += len(todo)
+        return [self.counts[k] for k in keys]
+
+
+_CACHES: dict[str, TokenCache] = {}
+
+
+def token_cache(key: str, count_many: Callable[[list[str]], list[int]]) -> TokenCache:
+    """The process's cache for one tokenizer (`key`: its file, size and mtime), kept across runs."""
+    cache = _CACHES.get(key)
+    if cache is None:
+        if len(_CACHES) > 4:
+            _CACHES.clear()
+        cache = _CACHES[key] = TokenCache(count_many)
+    return cache
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    path: str
+    format: str = "auto"
+    columns: dict[str, str] = field(default_factory=dict)
+    min_input_tokens: int | None = None
+    max_input_tokens: int | None = None
+    sample: str = "random"
+    seed: int = 731
+    repeat: bool = False
+    skip_bad_rows: bool = False
+
+
+@dataclass
+class Selection:
+    """The items chosen for N requests, in send order, and what the reading counted."""
+
+    items: list[Item]
+    format: str
+    files: list[str]
+    sha256: str
+    rows: int = 0  # rows read
+    bad_rows: int = 0  # rows that did not parse (skipped with skip_bad_rows)
+    no_prompt: int = 0  # rows with no usable prompt
+    too_short: int = 0
+    too_long: int = 0
+    usable: int = 0
+    repeated: int = 0  # requests that reuse an item already sent (repeat)
+    first_bad: str = ""  # the first skipped row's problem
+
+
+def resolve(path_text: str, fmt: str) -> tuple[list[Path], str]:
+    """The files to read and their format; a missing path that looks like a hub id says so in one line."""
+    path = Path(path_text).expanduser()
+    if not path.exists():
+        if _HUB_ID.match(path_text) and not path_text.endswith(tuple(_EXTENSIONS)):
+            raise DatasetError(f"--dataset {path_text}: no such local file; it looks like a Hugging Face hub id, and "
+                               "loadproof downloads nothing at run time: download it first (e.g. `huggingface-cli "
+                               f"download {path_text} --repo-type dataset --local-dir DIR`) and pass the file or DIR")
+        raise DatasetError(f"--dataset {path_text}: no such file or folder")
+    if fmt not in FORMATS:
+        raise DatasetError(f"--dataset-format {fmt}: takes {', '.join(FORMATS)}")
+    if path.is_dir():
+        wanted = [fmt] if fmt != "auto" else ["parquet", "arrow", "jsonl", "sharegpt"]
+        for kind in wanted:
+            files = sorted(p for p in path.rglob("*") if p.is_file() and _EXTENSIONS.get(p.suffix.lower()) == kind)
+            if files:
+                return files, kind
+        raise DatasetError(f"--dataset {path_text}: a folder with no data file ({', '.join(sorted(_EXTENSIONS))})")
+    if fmt == "auto":
+        fmt = _EXTENSIONS.get(path.suffix.lower(), "")
+        if not fmt:
+            raise DatasetError(f"--dataset {path_text}: cannot tell the format from the extension {path.suffix!r}: "
+                               "give --dataset-format sharegpt|jsonl|parquet|arrow")
+    return [path], fmt
+
+
+def file_digest(files: list[Path]) -> str:
+    h = hashlib.sha256()
+    for f in files:
+        with open(f, "rb") as fh:
+            while chunk := fh.read(1 << 20):
+                h.update(chunk)
+    return h.hexdigest()
+
+
+# --- readers: each yields (row, dict or an error text) ---------------------------------------------------
+
+RowReader = Callable[[Path, dict[str, str]], Iterator[tuple[int, Any]]]
+READERS: dict[str, RowReader] = {}
+
+
+def reader(name: str) -> Callable[[RowReader], RowReader]:
+    def register(fn: RowReader) -> RowReader:
+        READERS[name] = fn
+        return fn
+    return register
+
+
+class BadRow(str):
+    """A row that did not parse: the problem, as text."""
+
+
+@reader("jsonl")
+def read_jsonl(path: Path, columns: dict[str, str]) -> Iterator[tuple[int, Any]]:
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        row = -1
+        for line in fh:
+            if not line.strip():
+                continue
+            row += 1
+            try:
+                value = json.loads(line)
+            except json.JSONDecodeError as exc:
+                yield row, BadRow(f"not JSON ({exc.msg} at column {exc.colno})")
+                continue
+            yield row, value if isinstance(value, dict) else BadRow(f"not a JSON object ({type(value).__name__})")
+
+
+@reader("sharegpt")
+def read_sharegpt(path: Path, columns: dict[str, str]) -> Iterator[tuple[int, Any]]:
+    """A JSON array of objects, decoded one object at a time (objects one after another are taken too)."""
+    decoder = json.JSONDecoder()
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        buf, pos, eof = "", 0, False
+        row, opened = 0, False
+
+        def more() -> None:
+            nonlocal buf, pos, eof
+            chunk = fh.read(CHUNK)
+            buf, pos, eof = buf[pos:] + chunk, 0, not chunk
+
+        while True:
+            while True:
+                while pos < len(buf) and buf[pos] in " \t\r\n,":
+                    pos += 1
+                if pos < len(buf) or eof:
+                    break
+                more()
+            if pos >= len(buf):
+                if opened:
+                    raise DatasetError(f"{path}: row {row}: the JSON array is not closed (a cut file?)")
+                if row == 0:
+                    raise DatasetError(f"{path}: empty: no ShareGPT rows")
+                return
+            if row == 0 and not opened and buf[pos] == "[":
+                opened = True
+                pos += 1
+                continue
+            if buf[pos] == "]":
+                return
+            try:
+                value, end = decoder.raw_decode(buf, pos)
+            except json.JSONDecodeError as exc:
+                if not eof and len(buf) - pos < MAX_OBJECT:
+                    more()
+                    continue
+                raise DatasetError(f"{path}: row {row}: not JSON ({exc.msg}); the rest of the file cannot be "
+                                   "read") from None
+            pos = end
+            yield row, value if isinstance(value, dict) else BadRow(f"not a JSON object ({type(value).__name__})")
+            row += 1
+
+
+def _pyarrow(fmt: str) -> Any:
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        raise DatasetError(f"reading {fmt} needs pyarrow: pip install 'loadproof[parquet]'") from None
+    return pyarrow
+
+
+@reader("parquet")
+def read_parquet(path: Path, columns: dict[str, str]) -> Iterator[tuple[int, Any]]:
+    _pyarrow("Parquet")
+    import pyarrow.parquet as pq
+
+    try:
+        pf = pq.ParquetFile(path)
+    except Exception as exc:  # pyarrow raises its own types
+        raise DatasetError(f"{path}: not a Parquet file ({exc})") from None
+    names = set(pf.schema_arrow.names)
+    wanted = [c for c in _wanted_columns(columns) if c in names]
+    if not wanted:
+        raise DatasetError(f"{path}: none of the columns {', '.join(_wanted_columns(columns))} (its columns: "
+                           f"{', '.join(sorted(names))}); map them with --dataset-columns")
+    row = 0
+    for batch in pf.iter_batches(batch_size=BATCH, columns=wanted):
+        for value in batch.to_pylist():
+            yield row, value
+            row += 1
+
+
+@reader("arrow")
+def read_arrow(path: Path, columns: dict[str, str]) -> Iterator[tuple[int, Any]]:
+    pa = _pyarrow("Arrow")
+    import pyarrow.ipc as ipc
+
+    source = pa.memory_map(str(path), "r")
+    try:
+        batches: Any = ipc.open_file(source)
+        batch_list = (batches.get_batch(i) for i in range(batches.num_record_batches))
+        schema = batches.schema
+    except pa.ArrowInvalid:
+        try:
+            source = pa.memory_map(str(path), "r")
+            batches = ipc.open_stream(source)
+            batch_list = iter(batches)
+            schema = batches.schema
+        except pa.ArrowInvalid as exc:
+            raise DatasetError(f"{path}: not an Arrow IPC file or stream ({exc})") from None
+    names = set(schema.names)
+    wanted = [c for c in _wanted_columns(columns) if c in names]
+    if not wanted:
+        raise DatasetError(f"{path}: none of the columns {', '.join(_wanted_columns(columns))} (its columns: "
+                           f"{', '.join(sorted(names))}); map them with --dataset-columns")
+    row = 0
+    for batch in batch_list:
+        for value in batch.select(wanted).to_pylist():
+            yield row, value
+            row += 1
+
+
+def _wanted_columns(columns: dict[str, str]) -> list[str]:
+    return [columns.get(f, f) for f in FIELDS]
+
+
+# --- rows -> items ----------------------------------------------------------------------------------------
+
+def to_item(row: int, value: dict[str, Any], fmt: str, columns: dict[str, str]) -> Item | str | None:
+    """An item, a problem (str: the row is malformed) or None (a well-formed row with no prompt)."""
+    col = lambda f: columns.get(f, f)  # noqa: E731
+    if fmt == "sharegpt":
+        turns = value.get(col("conversations"))
+        if turns is None:
+            return f"no {col('conversations')!r} field"
+        if not isinstance(turns, list):
+            return f"{col('conversations')!r} is not a list"
+        for i, turn in enumerate(turns):
+            if not isinstance(turn, dict):
+                return f"turn {i} is not an object"
+            if turn.get("from") in ("human", "user") and isinstance(turn.get("value"), str) and turn["value"].strip():
+                reply = turns[i + 1] if i + 1 < len(turns) and isinstance(turns[i + 1], dict) else {}
+                text = reply.get("value") if reply.get("from") in ("gpt", "assistant", "chatgpt", "bard") else None
+                humans = [t["value"] for t in turns[i:] if isinstance(t, dict) and t.get("from") in ("human", "user")
+                          and isinstance(t.get("value"), str) and t["value"].strip()]
+                return Item(row, prompt=turn["value"], reply=text if isinstance(text, str) and text else None,
+                            turns=humans)
+        return None
+    prompt, messages = value.get(col("prompt")), value.get(col("messages"))
+    output = value.get(col("output_tokens"))
+    if output is not None:
+        if isinstance(output, bool) or not isinstance(output, (int, float)) or output != int(output) or output < 1:
+            return f"{col('output_tokens')} must be a whole number >= 1 (got {output!r})"
+        output = int(output)
+    if isinstance(prompt, str):
+        return Item(row, prompt=prompt, output_tokens=output) if prompt.strip() else None
+    if prompt is not None:
+        return f"{col('prompt')} is not a string ({type(prompt).__name__})"
+    if messages is not None:
+        if isinstance(messages, str):
+            try:
+                messages = json.loads(messages)
+            except json.JSONDecodeError:
+                return f"{col('messages')} is a string that is not JSON"
+        if not isinstance(messages, list) or not all(isinstance(m, dict) and "content" in m for m in messages):
+            return f"{col('messages')} is not a list of messages with role and content"
+        if not messages or not any(_content(m.get("content")).strip() for m in messages):
+            return None
+        clean = [{"role": str(m.get("role", "user")), "content": _content(m.get("content"))} for m in messages]
+        return Item(row, messages=clean, output_tokens=output)
+    return None
+
+
+def select(spec: DatasetSpec, n: int, count: Callable[[list[Item]], list[int]]) -> Selection:
+    """`n` items of the data set, filtered and sampled as `spec` says; `count(items)` gives each item's
+    input tokens as the engine counts them (called in batches, only when a length filter needs them or
+    for the items chosen)."""
+    files, fmt = resolve(spec.path, spec.format)
+    read = READERS[fmt]
+    sel = Selection([], fmt, [f.name for f in files], file_digest(files))
+    rng = random.Random(f"{spec.seed}:dataset")
+    reservoir: list[Item] = []
+    seen = 0  # usable items offered to the sample
+    filtering = spec.min_input_tokens is not None or spec.max_input_tokens is not None
+    pending: list[Item] = []
+
+    def offer(items: list[Item]) -> bool:
+        """Take usable items; False once `first` has all it needs."""
+        nonlocal seen
+        if filtering:
+            for item, tokens in zip(items, count(items)):
+                item.input_tokens = tokens
+            kept = []
+            for item in items:
+                if spec.min_input_tokens is not None and item.input_tokens < spec.min_input_tokens:  # type: ignore[operator]
+                    sel.too_short += 1
+                elif spec.max_input_tokens is not None and item.input_tokens > spec.max_input_tokens:  # type: ignore[operator]
+                    sel.too_long += 1
+                else:
+                    kept.append(item)
+            items = kept
+        for item in items:
+            sel.usable += 1
+            if spec.sample == "first":
+                if len(reservoir) < n:
+                    reservoir.append(item)
+                continue
+            seen += 1
+            if len(reservoir) < n:
+                reservoir.append(item)
+            else:
+                j = rng.randrange(seen)
+                if j < n:
+                    reservoir[j] = item
+        return not (spec.sample == "first" and len(reservoir) >= n)
+
+    base = 0
+    going = True
+    for f in files:
+        last = -1
+        for row, value in read(f, spec.columns):
+            last = row
+            sel.rows += 1
+            problem: str | None = value if isinstance(value, BadRow) else None
+            item = None
+            if problem is None:
+                got = to_item(base + row, value, fmt, spec.columns)
+                if isinstance(got, str):
+                    problem = got
+                elif got is None:
+                    sel.no_prompt += 1
+                else:
+                    item = got
+            if problem is not None:
+                where = f"{f}: row {row}" + (f" (line {row + 1})" if fmt == "jsonl" else "")
+                if not spec.skip_bad_rows:
+                    raise DatasetError(f"{where}: {problem} (--skip-bad-rows skips such rows, counting them)")
+                sel.bad_rows += 1
+                sel.first_bad = sel.first_bad or f"{where}: {problem}"
+                continue
+            if item is not None:
+                pending.append(item)
+                if len(pending) >= BATCH:
+                    going = offer(pending)
+                    pending = []
+                    if not going:
+                        break
+        base += last + 1
+        if not going:
+            break
+    if pending and going:
+        offer(pending)
+    if not reservoir:
+        raise DatasetError(f"--dataset {spec.path}: no usable prompt among {sel.rows} rows ({_why(sel)})")
+    if spec.sample == "random":
+        rng.shuffle(reservoir)
+    items = reservoir
+    if len(items) < n:
+        if not spec.repeat:
+            raise DatasetError(f"--dataset {spec.path}: {len(items)} usable prompts for {n} requests ({_why(sel)}): "
+                               "send fewer requests, loosen the filters, or pass --dataset-repeat")
+        sel.repeated = n - len(items)
+        items = [items[i % len(items)] for i in range(n)]
+    unique = {id(i): i for i in items}  # each item once, in order
+    uncounted = [i for i in unique.values() if i.input_tokens is None]
+    for start in range(0, len(uncounted), BATCH):
+        chunk = uncounted[start:start + BATCH]
+        for item, tokens in zip(chunk, count(chunk)):
+            item.input_tokens = tokens
+    sel.items = items
+    return sel
+
+
+def _why(sel: Selection) -> str:
+    parts = [f"{sel.no_prompt} without a prompt"]
+    if sel.bad_rows:
+        parts.append(f"{sel.bad_rows} malformed, skipped")
+    if sel.too_short:
+        parts.append(f"{sel.too_short} under --dataset-min-input-tokens")
+    if sel.too_long:
+        parts.append(f"{sel.too_long} over --dataset-max-input-tokens")
+    return ", ".join(parts)

@@ -1,0 +1,329 @@
+"""Timed request traces for `loadproof run replay`: readers, selection and prompts built from block hashes.
+
+Formats (`--format`):
+
+| format | file | a row |
+|---|---|---|
+| `mooncake` | JSONL: `timestamp` (ms), `input_length`, `output_length`, `hash_ids` (one per 512-token block) | Mooncake's FAST'25 traces |
+| `azure` | CSV with a header: `TIMESTAMP` (a date and time), `ContextTokens`, `GeneratedTokens` | Azure's LLM inference traces |
+| `csv` | CSV with a header: `timestamp` (seconds), `input`, `output` | anything else |
+
+Timestamps must not decrease and must not be negative: a row that breaks either, lacks a field, or does
+not parse is one error naming the file, the row (1-based line) and the problem; `skip_bad_rows` skips
+such rows and counts them.
+
+Prompts (`BlockPrompts`): a request of L tokens with hash ids h_1..h_m is the concatenation of blocks
+B(h_1) .. B(h_m), each exactly `block_tokens` tokens, the last cut to what remains of L. B(h) is a pure
+function of (h, the run's salt): a head line `<h> <salt>.` and filler from the haystack builder's
+pre-tokenized pool at a start drawn from the hash id, padded to the exact count. Two requests that share
+hash id h at the same position share exactly B(h) (its tokens), and, since the head names the hash id,
+diverge within the first tokens of the first block they do not share. A last block shorter than
+`block_tokens` is the same head and filler with a shorter pad, so it shares a prefix of B(h). Azure and
+plain CSV rows have no hashes: every block of every request gets an id of its own (nothing is shared
+beyond the engine's own template). Mooncake's lengths are in 512-token blocks; `block_tokens` B scales
+every input length by B/512 (rounded up, which keeps the number of blocks), so a trace of 100k-token
+prompts runs on a small engine with the same sharing structure.
+
+The expected prefix-cache hit rate (`metrics.replay.expected_hits`): requests in trace order with an unbounded cache;
+a request's hit is its longest run of leading blocks that earlier requests carried whole, in tokens
+(block_tokens each, at most its own text), summed over requests, over the tokens the engine is asked
+to prefill (text + the engine's overhead). Standard library only; the builder is passed in.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import hashlib
+import json
+import math
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from loadproof.errors import UsageError
+
+if TYPE_CHECKING:
+    from loadproof.workloads.synthetic import SyntheticPrompts
+
+TRACE_FORMATS = ("mooncake", "azure", "csv")
+MOONCAKE_BLOCK = 512  # tokens per hash id in Mooncake's traces
+
+
+class TraceError(UsageError):
+    """A trace that cannot be replayed as asked: one line naming the file, the row and the problem."""
+
+
+@dataclass(slots=True)
+class TraceRow:
+    line: int  # 1-based line of the file
+    t_s: float  # seconds from the trace's origin
+    input_tokens: int
+    output_tokens: int
+    hash_ids: list[int] | None = None  # Mooncake's; None: no sharing known
+
+
+@dataclass
+class TraceRead:
+    rows: list[TraceRow]
+    path: str
+    format: str
+    sha256: str
+    lines: int = 0  # data rows read (before the offset and the limit)
+    bad_rows: int = 0
+    first_bad: str = ""
+    before_offset: int = 0  # rows skipped by --start-offset-s
+    origin_s: float = 0.0  # the first row's timestamp (the offset counts from it)
+
+
+def _mooncake(path: Path) -> Iterator[tuple[int, TraceRow | str]]:
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        for line_no, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                value = json.loads(line)
+            except json.JSONDecodeError as exc:
+                yield line_no, f"not JSON ({exc.msg})"
+                continue
+            if not isinstance(value, dict):
+                yield line_no, "not a JSON object"
+                continue
+            missing = [k for k in ("timestamp", "input_length", "output_length", "hash_ids") if k not in value]
+            if missing:
+                yield line_no, f"no {', '.join(missing)}"
+                continue
+            t, inp, out, ids = value["timestamp"], value["input_length"], value["output_length"], value["hash_ids"]
+            problem = _number("timestamp", t) or _count("input_length", inp) or _count("output_length", out, 0)
+            if problem:
+                yield line_no, problem
+                continue
+            if not isinstance(ids, list) or not all(isinstance(h, int) and not isinstance(h, bool) for h in ids):
+                yield line_no, "hash_ids is not a list of whole numbers"
+                continue
+            if len(ids) != math.ceil(inp / MOONCAKE_BLOCK):
+                yield line_no, (f"{len(ids)} hash_ids for input_length {inp} (blocks of {MOONCAKE_BLOCK} need "
+                                f"{math.ceil(inp / MOONCAKE_BLOCK)})")
+                continue
+            yield line_no, TraceRow(line_no, float(t) / 1000, int(inp), int(out), list(ids))
+
+
+def _csv(path: Path, columns: tuple[str, str, str], azure: bool) -> Iterator[tuple[int, TraceRow | str]]:
+    with open(path, encoding="utf-8", errors="replace", newline="") as fh:
+        reader = csv.reader(fh)
+        header = next(reader, None)
+        if header is None:
+            raise TraceError(f"{path}: empty: no header")
+        names = [h.strip() for h in header]
+        lower = [h.lower() for h in names]
+        index = []
+        for col in columns:
+            if col.lower() not in lower:
+                raise TraceError(f"{path}: line 1: no column {col!r} (its columns: {', '.join(names)})")
+            index.append(lower.index(col.lower()))
+        for line_no, cells in enumerate(reader, 2):
+            if not cells or not any(c.strip() for c in cells):
+                continue
+            if len(cells) < len(names):
+                yield line_no, f"{len(cells)} fields, the header has {len(names)}"
+                continue
+            t_text, inp_text, out_text = (cells[i].strip() for i in index)
+            t = _timestamp(t_text) if azure else _float(t_text)
+            if t is None:
+                yield line_no, f"{columns[0]} {t_text!r} is not a {'date and time' if azure else 'number of seconds'}"
+                continue
+            inp, out = _int(inp_text), _int(out_text)
+            if inp is None or inp < 1:
+                yield line_no, f"{columns[1]} {inp_text!r} is not a whole number >= 1"
+                continue
+            if out is None or out < 0:
+                yield line_no, f"{columns[2]} {out_text!r} is not a whole number >= 0"
+                continue
+            yield line_no, TraceRow(line_no, t, inp, out)
+
+
+def _number(name: str, value: Any) -> str | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return f"{name} is not a number ({value!r})"
+    return None
+
+
+def _count(name: str, value: Any, least: int = 1) -> str | None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        return f"{name} is not a whole number >= {least} ({value!r})"
+    return None
+
+
+def _float(text: str) -> float | None:
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _int(text: str) -> int | None:
+    value = _float(text)
+    return int(value) if value is not None and value == int(value) else None
+
+
+def _timestamp(text: str) -> float | None:
+    """Azure's `2023-11-16 18:15:46.6805900` (seven fractional digits) -> seconds since the epoch (UTC)."""
+    number = _float(text)
+    if number is not None:
+        return number
+    head, dot, frac = text.partition(".")
+    try:
+        stamp = dt.datetime.fromisoformat(head + (("." + frac[:6].ljust(6, "0")) if dot else ""))
+    except ValueError:
+        return None
+    if stamp.tzinfo is None:
+        stamp = stamp.replace(tzinfo=dt.timezone.utc)
+    return stamp.timestamp()
+
+
+def read_trace(path_text: str, fmt: str, *, start_offset_s: float = 0.0, max_requests: int | None = None,
+               skip_bad_rows: bool = False) -> TraceRead:
+    """The trace's rows from `start_offset_s` after its first timestamp, at most `max_requests` of them."""
+    path = Path(path_text).expanduser()
+    if not path.is_file():
+        raise TraceError(f"--trace {path_text}: no such file")
+    if fmt not in TRACE_FORMATS:
+        raise TraceError(f"--format {fmt}: takes {', '.join(TRACE_FORMATS)}")
+    if fmt == "mooncake":
+        rows: Iterator[tuple[int, TraceRow | str]] = _mooncake(path)
+    elif fmt == "azure":
+        rows = _csv(path, ("TIMESTAMP", "ContextTokens", "GeneratedTokens"), azure=True)
+    else:
+        rows = _csv(path, ("timestamp", "input", "output"), azure=False)
+    out = TraceRead([], str(path_text), fmt, _sha256(path))
+    last: float | None = None
+    origin: float | None = None
+    for line_no, row in rows:
+        out.lines += 1
+        problem = row if isinstance(row, str) else None
+        if problem is None and fmt == "mooncake" and row.t_s < 0:  # type: ignore[union-attr]
+            problem = f"negative timestamp {row.t_s * 1000:g}"  # type: ignore[union-attr]
+        if problem is None and last is not None and row.t_s < last:  # type: ignore[union-attr]
+            problem = f"timestamp goes back ({row.t_s:g} s after {last:g} s): the trace must be sorted by time"  # type: ignore[union-attr]
+        if problem is not None:
+            where = f"{path_text}: line {line_no}"
+            if not skip_bad_rows:
+                raise TraceError(f"{where}: {problem} (--skip-bad-rows skips such rows, counting them)")
+            out.bad_rows += 1
+            out.first_bad = out.first_bad or f"{where}: {problem}"
+            continue
+        assert isinstance(row, TraceRow)
+        last = row.t_s
+        if origin is None:
+            origin = out.origin_s = row.t_s
+        if row.t_s - origin < start_offset_s:
+            out.before_offset += 1
+            continue
+        out.rows.append(row)
+        if max_requests is not None and len(out.rows) >= max_requests:
+            break
+    if not out.rows:
+        raise TraceError(f"--trace {path_text}: no request to replay ({out.lines} rows read, {out.bad_rows} malformed, "
+                         f"{out.before_offset} before --start-offset-s {start_offset_s:g})")
+    return out
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class Shaped:
+    """One request as it will be sent: its text tokens, its block ids, its output tokens."""
+
+    text_tokens: int
+    blocks: list[Any]  # hash ids (Mooncake) or ids of the request's own
+    output_tokens: int
+    capped: bool  # the input was cut to --max-input-tokens or the context
+
+
+def shape(rows: list[TraceRow], *, block_tokens: int, overhead_tokens: int, max_input_tokens: int | None,
+          max_output_tokens: int | None, max_model_len: int | None, min_tail: int = 1) -> list[Shaped]:
+    """Scale (Mooncake: B/512), cap and block each row. An input is capped to `max_input_tokens` (text and
+    overhead together) and to the context less one output token; a last part block shorter than `min_tail`
+    (a block's head and shortest pad) is raised to it, or, where that passes the cap, dropped; an output is
+    capped to `max_output_tokens` and to what the context leaves; at least 1."""
+    out: list[Shaped] = []
+    for k, row in enumerate(rows):
+        if row.hash_ids is not None:
+            tokens = math.ceil(row.input_tokens * block_tokens / MOONCAKE_BLOCK)
+        else:
+            tokens = row.input_tokens
+        total = tokens + overhead_tokens
+        limit = min(max_input_tokens or math.inf, (max_model_len - 1) if max_model_len else math.inf)
+        capped = total > limit
+        if capped:
+            tokens = max(1, int(limit) - overhead_tokens)
+        rest = tokens % block_tokens
+        if 0 < rest < min_tail:
+            if tokens - rest + min_tail + overhead_tokens <= limit or tokens < block_tokens:
+                tokens += min_tail - rest
+            else:
+                tokens -= rest
+                capped = True
+        n_blocks = math.ceil(tokens / block_tokens)
+        if row.hash_ids is not None:
+            blocks: list[Any] = list(row.hash_ids[:n_blocks])
+        else:
+            blocks = [f"r{row.line}.{j}" for j in range(n_blocks)]
+        output = max(1, row.output_tokens)
+        if max_output_tokens is not None:
+            output = min(output, max_output_tokens)
+        if max_model_len is not None:
+            output = max(1, min(output, max_model_len - tokens - overhead_tokens))
+        out.append(Shaped(tokens, blocks, output, capped))
+    return out
+
+
+@dataclass
+class BlockPrompts:
+    """Prompt texts built block by block from hash ids (see the module's docstring)."""
+
+    synthetic: SyntheticPrompts  # its filler pool, pads and exact fill
+    block_tokens: int
+    salt: str
+    seed: int
+    _blocks: dict[Any, str] = field(default_factory=dict)
+
+    def head(self, block: Any) -> str:
+        return f"{block} {self.salt}.\n"
+
+    def _start(self, block: Any) -> int:
+        return random.Random(f"{self.seed}:block:{block}").randrange(self.synthetic._n)
+
+    def block(self, block: Any, tokens: int | None = None) -> str:
+        """Block `block`'s text, `tokens` long (default: whole)."""
+        tokens = self.block_tokens if tokens is None else tokens
+        whole = tokens == self.block_tokens
+        if whole and block in self._blocks:
+            return self._blocks[block]
+        head = self.head(block)
+        text = self.synthetic._fill(head, self.synthetic.builder.count(head), tokens, self._start(block))
+        if text is None:
+            raise UsageError(f"a block of {tokens} tokens is too short for its head line and a pad "
+                             f"({self.shortest_block()} at least): raise --block-tokens or --max-input-tokens")
+        if whole:
+            self._blocks[block] = text
+        return text
+
+    def shortest_block(self) -> int:
+        return self.synthetic.builder.count(self.head(10**6)) + self.synthetic.pad_min
+
+    def prompt(self, text_tokens: int, blocks: list[Any]) -> str:
+        full, rest = divmod(text_tokens, self.block_tokens)
+        parts = [self.block(b) for b in blocks[:full]]
+        if rest:
+            parts.append(self.block(blocks[full], rest))
+        return "".join(parts)

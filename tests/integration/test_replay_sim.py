@@ -1,0 +1,102 @@
+"""`loadproof run replay` and `run load --dataset` against the simulator (a real process, with vLLM's prefix
+cache by block hashes): the shipped Mooncake slice replayed with the engine's prefix-cache hit rate
+beside the trace's, a bundle that verifies, a bad trace as one line and exit 2, and a ShareGPT and a
+Parquet data set through the open-loop scenario."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from importlib.resources import files
+from pathlib import Path
+
+import pytest
+
+from loadproof.sim.text import tokenizer_path
+from tests.integration.sim_process import SimProcess
+from tests.integration.test_scenarios_sim import run_scenario
+
+pytestmark = pytest.mark.timeout(240)
+
+SLICE = str(files("loadproof") / "data" / "traces" / "mooncake-conversation-300.jsonl")
+
+
+def test_the_mooncake_slice_replays_with_the_engines_hit_rate_beside_the_traces(tmp_path: Path):
+    with SimProcess(tmp_path / "sim.log", config={"time_scale": 10.0}) as sim:
+        code, claims, run = run_scenario(sim, tmp_path, "replay", "--trace", SLICE, "--format", "mooncake",
+                                         "--block-tokens", "32", "--time-scale", "10", "--max-requests", "120",
+                                         "--max-output-tokens", "4", "--slo", "ttft=2s")
+    assert code == 0, claims
+    value = {name: c["value"] for name, c in claims.items()}
+    assert value["replay.requests"] == value["replay.planned_requests"] == 120 and value["replay.failed_requests"] == 0
+    assert value["replay.input_tokens_mismatched"] == 0 and value["replay.output_tokens_mismatched"] == 0
+    for name in ("replay.ttft_s.p50", "replay.ttft_s.p99", "replay.send_lag_s.p99", "replay.goodput_rps",
+                 "replay.slo_attainment_pct", "replay.e2el_from_intended_s.p50"):
+        assert name in value, name
+    expected, engine = value["replay.prefix_hit_rate.expected_pct"], value["replay.prefix_hit_rate.engine_pct"]
+    assert expected > 2  # the slice's first 120 rows share their first blocks
+    assert abs(expected - engine) < 1.0, (expected, engine)
+    plan = json.loads((run / "manifest.json").read_text())["plan"]
+    records = [json.loads(line) for line in (run / "requests.jsonl").read_text().splitlines()]
+    # sent at the trace's times / 10: the intended offsets are the plan's
+    rows = [json.loads(line) for line in Path(SLICE).read_text().splitlines()[:120]]
+    t0 = min(r["intended_send_ns"] for r in records)
+    for r in records:
+        assert r["intended_send_ns"] - t0 == pytest.approx(rows[r["batch"]]["timestamp"] / 10 * 1e6, abs=1e3)
+        assert r["prompt_tokens"] == plan["text_tokens"][r["batch"]] + plan["overhead_tokens"]
+    bundle = tmp_path / "bundle"
+    published = subprocess.run([sys.executable, "-m", "loadproof", "publish", str(run), "--out", str(bundle)],
+                               capture_output=True, text=True, timeout=120)
+    assert published.returncode == 0, published.stderr[-2000:]
+    verified = subprocess.run([sys.executable, "-m", "loadproof", "verify", str(bundle)], capture_output=True,
+                              text=True, timeout=120)
+    assert verified.returncode == 0 and "VERIFIED" in verified.stdout + verified.stderr, verified.stdout[-2000:]
+
+
+def test_a_bad_trace_is_one_line_and_exit_2(tmp_path: Path):
+    trace = tmp_path / "t.jsonl"
+    trace.write_text('{"timestamp": 5, "input_length": 10, "output_length": 1, "hash_ids": [1]}\n'
+                     '{"timestamp": 2, "input_length": 10, "output_length": 1, "hash_ids": [2]}\n')
+    with SimProcess(tmp_path / "sim.log") as sim:
+        proc = subprocess.run([sys.executable, "-m", "loadproof", "run", "replay", "--url", sim.url, "--tokenizer",
+                               str(tokenizer_path()), "--trace", str(trace), "--block-tokens", "32", "--out",
+                               str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("error")]
+    assert len(lines) == 1 and "t.jsonl: line 2: timestamp goes back" in lines[0], proc.stderr
+
+
+def test_a_sharegpt_and_a_parquet_data_set_run_through_load(tmp_path: Path):
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    sharegpt = tmp_path / "sg.json"
+    sharegpt.write_text(json.dumps([{"id": str(i), "conversations": [
+        {"from": "human", "value": f"Question {i}: tell me about the river stone. " * (1 + i % 4)},
+        {"from": "gpt", "value": "It is a stone. " * (1 + i % 3)}]} for i in range(30)]))
+    parquet = tmp_path / "d.parquet"
+    pq.write_table(pa.table({"question": [f"What is {i} squared?" for i in range(30)], "n": [3] * 30}), parquet)
+    with SimProcess(tmp_path / "sim.log", config={"time_scale": 10.0}) as sim:
+        code, claims, run = run_scenario(sim, tmp_path / "a", "load", "--rate", "20", "-n", "12", "--dataset",
+                                         str(sharegpt))
+        assert code == 0, claims
+        value = {name: c["value"] for name, c in claims.items()}
+        plan = json.loads((run / "manifest.json").read_text())["plan"]
+        assert value["load.requests"] == 12 and value["load.failed_requests"] == 0
+        assert value["load.input_tokens_mismatched"] == 0 and value["load.output_tokens_mismatched"] == 0
+        assert plan["dataset"]["format"] == "sharegpt" and len(plan["dataset"]["rows_sent"]) == 12
+        assert plan["dataset"]["outputs_from_data"] == 12  # each reply's tokens
+        records = [json.loads(line) for line in (run / "requests.jsonl").read_text().splitlines()]
+        replies = {i: len(("It is a stone. " * (1 + i % 3)).encode()) for i in range(30)}
+        sent = plan["dataset"]["rows_sent"]
+        assert sorted(r["output_tokens"] for r in records) == sorted(replies[row] for row in sent)
+        code, claims, run = run_scenario(sim, tmp_path / "b", "load", "--rate", "20", "-n", "40", "--dataset",
+                                         str(parquet), "--dataset-columns", "prompt=question,output_tokens=n",
+                                         "--dataset-sample", "first", "--dataset-repeat")
+    assert code == 0, claims
+    value = {name: c["value"] for name, c in claims.items()}
+    plan = json.loads((run / "manifest.json").read_text())["plan"]
+    assert value["load.requests"] == 40 and value["load.input_tokens_mismatched"] == 0
+    assert plan["dataset"]["repeated"] == 10 and plan["dataset"]["rows_sent"][:3] == [0, 1, 2]
+    assert value["crosscheck.generation_tokens.client"] == 40 * 3

@@ -1,0 +1,72 @@
+"""`loadproof run sessions` against the simulator (a real process with vLLM's prefix cache): every turn sends
+the whole history with the model's actual reply in it, warm turns hit the prefix cache, and the claims'
+bundle verifies."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.integration.sim_process import SimProcess
+from tests.integration.test_scenarios_sim import run_scenario
+
+pytestmark = pytest.mark.timeout(180)
+
+
+def test_warm_turns_carry_the_history_and_hit_the_prefix_cache(tmp_path: Path):
+    with SimProcess(tmp_path / "sim.log", config={"time_scale": 10.0}) as sim:
+        code, claims, run = run_scenario(sim, tmp_path, "sessions", "--endpoint", "completions", "-u", "3", "-t", "3",
+                                         "--first-tokens", "800", "--turn-tokens", "64", "--tool-tokens", "32",
+                                         "--output-tokens", "12", "--think-time-s", "uniform:0:0.2")
+    assert code == 0, claims
+    value = {name: c["value"] for name, c in claims.items()}
+    assert value["sessions.requests"] == 9 and value["sessions.failed_requests"] == 0
+    assert value["sessions.completed_sessions"] == 3
+    records = [json.loads(line) for line in (run / "requests.jsonl").read_text().splitlines()]
+    by_user: dict[str, list[dict]] = {}
+    for r in sorted(records, key=lambda r: r["batch"]):
+        by_user.setdefault(r["prompt_id"], []).append(r)
+    for turns in by_user.values():
+        assert turns[0]["prompt_tokens"] == turns[0]["planned_input_tokens"]  # the first turn is exact
+        for before, after in zip(turns, turns[1:]):
+            # the history grows by the reply (the byte tokenizer: its bytes), a newline, tool output, message
+            grown = after["prompt_tokens"] - before["prompt_tokens"]
+            assert grown == len(before["output_text"].encode()) + 1 + 32 + 64
+    assert value["sessions.turn2.context_tokens_mean"] > value["sessions.turn0.context_tokens_mean"]
+    reusable, engine = value["sessions.prefix_hit_rate.reusable_pct"], value["sessions.prefix_hit_rate.engine_pct"]
+    assert reusable > 40 and abs(reusable - engine) < 3, (reusable, engine)  # 16-token blocks: a little rounding
+    bundle = tmp_path / "bundle"
+    published = subprocess.run([sys.executable, "-m", "loadproof", "publish", str(run), "--out", str(bundle)],
+                               capture_output=True, text=True, timeout=120)
+    assert published.returncode == 0, published.stderr[-2000:]
+    verified = subprocess.run([sys.executable, "-m", "loadproof", "verify", str(bundle)], capture_output=True,
+                              text=True, timeout=120)
+    assert verified.returncode == 0 and "VERIFIED" in verified.stdout + verified.stderr, verified.stdout[-2000:]
+
+
+def test_users_take_sharegpt_conversations_as_their_messages(tmp_path: Path):
+    convo = lambda i: {"conversations": [{"from": "human", "value": f"Conversation {i} opens with a question."},  # noqa: E731
+                                          {"from": "gpt", "value": "Yes."},
+                                          {"from": "human", "value": f"And a follow-up number {i}, longer."}]}
+    sharegpt = tmp_path / "multi.json"
+    sharegpt.write_text(json.dumps([convo(i) for i in range(5)]))
+    with SimProcess(tmp_path / "sim.log", config={"time_scale": 10.0}) as sim:
+        code, claims, run = run_scenario(sim, tmp_path, "sessions", "--endpoint", "completions", "-u", "2", "-t", "3",
+                                         "--turn-tokens", "40", "--output-tokens", "8", "--dataset", str(sharegpt))
+    assert code == 0, claims
+    plan = json.loads((run / "manifest.json").read_text())["plan"]
+    rows = plan["dataset"]["rows_sent"]
+    assert len(rows) == 2 and plan["dataset"]["messages_from_data"] == 4  # two turns each; the third is filler
+    records = sorted((json.loads(line) for line in (run / "requests.jsonl").read_text().splitlines()),
+                     key=lambda r: (r["prompt_id"], r["batch"]))
+    for u, row in enumerate(rows):
+        turns = [r for r in records if r["prompt_id"] == f"u{u}"]
+        first = len(f"Conversation {row} opens with a question.\n".encode())
+        assert turns[0]["prompt_tokens"] == first + plan["overhead_tokens"]
+        second = len(f"And a follow-up number {row}, longer.\n".encode())
+        assert turns[1]["prompt_tokens"] - turns[0]["prompt_tokens"] == len(turns[0]["output_text"].encode()) + 1 + second
+        assert turns[2]["prompt_tokens"] - turns[1]["prompt_tokens"] == len(turns[1]["output_text"].encode()) + 1 + 40
