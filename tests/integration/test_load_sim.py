@@ -76,7 +76,7 @@ def test_an_interrupted_load_run_keeps_every_finished_request(tmp_path: Path):
     assert sum(r["ok"] for r in records) >= 5  # every request that finished before the interrupt is kept
     assert all(r["ok"] or r["error_kind"] == "cancelled" for r in records)
     events = [json.loads(line) for line in (run / "events.jsonl").read_text().splitlines()]
-    assert [e["kind"] for e in events] == ["schedule_start", "schedule_end"]
+    assert [e["kind"] for e in events] == ["engine_idle", "schedule_start", "schedule_end"]
     reported = subprocess.run([sys.executable, "-m", "loadproof", "report", str(run)], capture_output=True, text=True,
                               timeout=120)
     assert reported.returncode == 0, reported.stderr[-2000:]

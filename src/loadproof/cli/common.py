@@ -13,6 +13,7 @@ from loadproof.cli import ui
 from loadproof.config.profile import Profile
 from loadproof.metrics.claims import ACCEPTANCE
 from loadproof.report.build import Report, build_report, criteria_rows, request_counts, requests_line, throughput_table
+from loadproof.report.distributions import distribution_table
 from loadproof.scenarios.lifecycle import verdict_of
 from loadproof.scenarios.live import LiveStatus
 
@@ -53,6 +54,9 @@ def show(report: Report) -> None:
         ui.table(f"{report.run.manifest.get('scenario')} acceptance: {verdict_of(claims)}",
                  ["criterion", "status", "evidence"], [list(row) for row in criteria])
     figures = [c for c in claims if c.kind not in ACCEPTANCE and not c.name.startswith("throughput.")]
+    dist_header, dist_rows, figures = distribution_table(figures)
+    if dist_rows:
+        ui.table("Distributions (std, p95, p99.9 in report.md)", dist_header, dist_rows)
     if figures:
         ui.table("Figures", ["claim", "value", "unit"], [[c.name, c.printed, c.unit] for c in figures])
     failed = request_counts(report.run)[1]

@@ -13,6 +13,7 @@ from typing import Any
 import msgspec
 
 from loadproof.plans import Plan
+from loadproof.plans.datasets import DatasetRef
 
 
 class LoadStage(msgspec.Struct, kw_only=True):
@@ -60,6 +61,7 @@ class LoadPlan(Plan, kw_only=True):
     overhead_tokens: int | None = None
     overhead_source: str | None = None
     haystack_additive: bool | None = None
+    dataset: DatasetRef | None = None  # --dataset: the user's data set instead of synthetic prompts
 
     @property
     def rate_text(self) -> str:
@@ -74,4 +76,5 @@ class LoadPlan(Plan, kw_only=True):
                 "ramp_up_s": self.ramp_up_s, "max_concurrency": self.max_concurrency,
                 "num_requests": self.num_requests, "duration_s": self.duration_s,
                 "input_tokens": self.input_tokens.text, "output_tokens": self.output_tokens.text,
-                "shared_prefix_tokens": self.shared_prefix_tokens, "ignore_eos": self.ignore_eos}
+                "shared_prefix_tokens": self.shared_prefix_tokens, "ignore_eos": self.ignore_eos,
+                **({"dataset": self.dataset.key()} if self.dataset is not None else {})}

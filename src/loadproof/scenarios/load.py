@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BeforeValidator, Field, PlainSerializer, model_validator
+from pydantic import BeforeValidator, Field, PlainSerializer, field_validator, model_validator
 
 from loadproof.client import RequestSpec, StreamingClient
 from loadproof.config.base import StrictModel
@@ -34,9 +34,11 @@ from loadproof.plans.load import LoadLengths, LoadPlan, LoadStage
 from loadproof.protocol.openai import request_body
 from loadproof.records import RequestRecord
 from loadproof.scenarios.base import Target, model_info
+from loadproof.scenarios.datasets import DatasetOptions
 from loadproof.scenarios.live import LiveStatus
 from loadproof.scenarios.long_context import EXACT_LENGTH, MetricsScenario, haystack_target
 from loadproof.scenarios.options import cli
+from loadproof.scenarios.search import RESOLUTION_SYNTAX, Resolution, parse_resolution
 from loadproof.scenarios.token_counts import PROBE_LINE
 from loadproof.store.run_dir import RunWriter
 from loadproof.telemetry.server_metrics import MetricsScraper
@@ -46,7 +48,7 @@ from loadproof.workloads.arrivals import (ARRIVALS, MAX_PLANNED_REQUESTS, Arriva
 from loadproof.workloads.synthetic import LENGTHS_SYNTAX, Lengths, SyntheticPrompts, draw_lengths, parse_lengths
 
 if TYPE_CHECKING:
-    from loadproof.scenarios.lifecycle import Console, Outcome
+    from loadproof.scenarios.lifecycle import Console, Outcome, Setup
 
 SLO_SYNTAX = "NAME=VALUE with a unit (s or ms), comma-separated, e.g. ttft=2s,tpot=50ms,itl_p99=200ms,e2el=30s"
 
@@ -99,8 +101,40 @@ Stages = Annotated[tuple[Stage, ...], BeforeValidator(parse_stages),
 TokenLengths = Annotated[Lengths, BeforeValidator(parse_lengths), PlainSerializer(str)]
 Slo = Annotated[dict[str, float], BeforeValidator(parse_slo)]
 
+SWEEP_SYNTAX = "auto, or rates in requests/s separated by commas, e.g. 1,2,4,8"
 
-class LoadOptions(StrictModel):
+
+def parse_sweep(value: object) -> str:
+    """`auto`, or rates `1,2,4,8` (each a number > 0, none twice), normalized to `1,2,4,8`."""
+    if isinstance(value, (list, tuple)):
+        parts = [str(v).strip() for v in value]
+    else:
+        text = str(value).strip()
+        if text == "auto":
+            return text
+        parts = [p.strip() for p in text.split(",")]
+    if not parts or any(not p for p in parts):
+        raise ValueError(f"takes {SWEEP_SYNTAX} (got {value!r})")
+    rates: list[float] = []
+    for part in parts:
+        try:
+            rate = float(part)
+        except ValueError:
+            raise ValueError(f"{part!r} is not a rate: takes {SWEEP_SYNTAX}") from None
+        if not (math.isfinite(rate) and rate > 0):
+            raise ValueError(f"every rate must be a number of requests/s > 0 (got {part})")
+        if rate in rates:
+            raise ValueError(f"the rate {rate:g} is given twice")
+        rates.append(rate)
+    return ",".join(f"{r:g}" for r in rates)
+
+
+Sweep = Annotated[str, BeforeValidator(parse_sweep)]
+SearchResolution = Annotated[Resolution, BeforeValidator(parse_resolution), PlainSerializer(str)]
+SEARCH_MAX_RPS = 1024.0  # the highest rate a rate search tries unless --search-max says otherwise
+
+
+class LoadOptions(DatasetOptions):  # DatasetOptions: --dataset FILE and its options (scenarios/datasets.py)
     rate: Rate | None = Field(default=None, description="requests/s (a number > 0), or inf: every request at once",
                               json_schema_extra=cli(text=True))
     arrival: Literal["poisson", "constant", "gamma"] = Field(default="poisson", description="the gaps between "
@@ -131,9 +165,43 @@ class LoadOptions(StrictModel):
                               "fails as timed out)")
     sample_interval_s: float = Field(default=1.0, ge=0, description="/metrics sampling interval (0: before and "
                                      "after only)", json_schema_extra=cli(hidden=True))
+    idle_timeout_s: float = Field(default=120.0, ge=0, description="wait up to this long, before the run (and "
+                                  "before every point of a sweep or trial of a search), for the engine to report 0 "
+                                  "running and 0 waiting; else fail with 'engine busy' (0: do not wait, measure "
+                                  "beside whatever else the engine serves; not with --sweep or --search)")
+    # --- sweeps and the rate search (scenarios/load_series.py) ---
+    sweep: Sweep | None = Field(default=None, description=f"one run per rate: {SWEEP_SYNTAX} (a synchronous run, a "
+                                "throughput run, then --sweep-points rates spread between the two)",
+                                json_schema_extra=cli(text=True))
+    sweep_points: int = Field(default=4, ge=1, le=64, description="rates --sweep auto spreads between the "
+                              "synchronous and the throughput run's request rates")
+    search: Literal["rate"] | None = Field(default=None, description="find the highest rate whose SLO attainment "
+                                           "meets --attainment (needs --slo; starts at --rate, default 1)")
+    attainment: float = Field(default=0.99, gt=0, le=1, description="the SLO attainment (good / all requests) a "
+                              "--search trial must reach to pass")
+    search_resolution: SearchResolution = Field(default=Resolution(0.1, True), description="when the search stops: "
+                                                f"{RESOLUTION_SYNTAX}", json_schema_extra=cli(text=True))
+    search_max: float | None = Field(default=None, gt=0, description="the highest rate the search tries, requests/s "
+                                     f"(default {SEARCH_MAX_RPS:g})")
+    # --- scale-out of the load generator (scenarios/load_workers.py) ---
+    workers: int | None = Field(default=None, ge=1, description="load-generating processes on this host (default 1)")
+    # Ray tasks across a cluster's nodes (load_workers.py has the path) hung against a local two-node
+    # cluster in testing: the option is refused until that is fixed and tested through the CLI.
+    ray_address: str | None = Field(default=None, json_schema_extra=cli(hidden=True))
+
+    @field_validator("ray_address")
+    @classmethod
+    def _ray_address(cls, value: str | None) -> str | None:
+        if value is not None:
+            raise ValueError("--ray-address is not available yet (the Ray path is untested); use --workers N on one host")
+        return value
+    # --- end of scale-out ---
 
     @model_validator(mode="after")
     def _consistent(self) -> LoadOptions:
+        if self.sweep is not None or self.search is not None:
+            self._check_series()
+            return self
         if self.rate is None and self.stages is None:
             raise ValueError("give --rate R (requests/s, or inf) or --stages RATE:SECONDS,...")
         if self.rate is not None and self.stages is not None:
@@ -158,7 +226,48 @@ class LoadOptions(StrictModel):
                 and self.shared_prefix_tokens >= self.input_tokens.a:
             raise ValueError(f"--shared-prefix-tokens {self.shared_prefix_tokens} leaves nothing of "
                              f"--input-tokens {self.input_tokens} to salt")
+        if self.max_concurrency is not None and (self.workers or 1) > self.max_concurrency:  # scale-out
+            raise ValueError(f"--max-concurrency {self.max_concurrency} is split among the workers: give at least "
+                             f"one slot per worker (--workers {self.workers})")
         return self
+
+    def _check_series(self) -> None:
+        """A sweep or a rate search: many runs, each with a rate of its own."""
+        what = "--sweep" if self.sweep is not None else "--search rate"
+        if self.sweep is not None and self.search is not None:
+            raise ValueError("give --sweep or --search rate, not both")
+        if self.stages is not None:
+            raise ValueError(f"{what} sets each run's rate: --stages do not apply")
+        if self.sweep is not None and self.rate is not None:
+            raise ValueError("--sweep sets each run's rate: give --sweep or --rate, not both")
+        if self.search is not None:
+            if self.slo is None:
+                raise ValueError("--search rate finds the highest rate that meets an SLO: give --slo, e.g. "
+                                 "--slo ttft=2s,tpot=50ms")
+            if self.rate is not None and math.isinf(self.rate):
+                raise ValueError("--search rate starts at --rate R, a number of requests/s (not inf)")
+            if self.rate is not None and self.search_max is not None and self.rate > self.search_max:
+                raise ValueError(f"--rate {self.rate:g}, where the search starts, is above --search-max "
+                                 f"{self.search_max:g}")
+        if self.sweep == "auto" and self.num_requests is None:
+            raise ValueError("--sweep auto sends --num-requests N in its synchronous and its throughput run: give -n N")
+        if self.num_requests is None and self.duration_s is None:
+            raise ValueError("bound each run with --num-requests N or --duration-s D")
+        if self.idle_timeout_s == 0:
+            raise ValueError(f"{what} starts every run on an idle engine: --idle-timeout-s must be > 0")
+        if self.burstiness != 1.0 and self.arrival != "gamma":
+            raise ValueError("--burstiness applies to --arrival gamma")
+        rates = [float(r) for r in self.sweep.split(",")] if self.sweep not in (None, "auto") else []
+        top = max(rates, default=self.search_max or SEARCH_MAX_RPS)
+        if self.search is None or self.duration_s is not None or self.num_requests is not None:
+            expected = min(self.num_requests or math.inf, top * (self.duration_s or math.inf))
+            if expected > MAX_PLANNED_REQUESTS:
+                raise ValueError(f"a run at {top:g} requests/s would plan about {expected:,.0f} requests, more than "
+                                 f"the {MAX_PLANNED_REQUESTS:,} one run may hold")
+
+    def sweep_rates(self) -> list[float]:
+        """The rates of `--sweep 1,2,4,8`; [] for `--sweep auto`."""
+        return [] if self.sweep in (None, "auto") else [float(r) for r in self.sweep.split(",")]  # type: ignore[union-attr]
 
     def arrival_spec(self) -> ArrivalSpec:
         return ArrivalSpec(arrival=self.arrival, rate_rps=self.rate, stages=self.stages or (),
@@ -186,7 +295,9 @@ class OpenLoop:
     """Sends `requests` at their intended times, each as its own task; never waits for a response."""
 
     def __init__(self, client: StreamingClient, requests: list[Planned], *, max_concurrency: int | None,
-                 scenario: str = "load", worker: int = 0, clock=time.perf_counter_ns, sleep=asyncio.sleep) -> None:
+                 scenario: str = "load", worker: int = 0, clock=time.perf_counter_ns, sleep=asyncio.sleep,
+                 start_ns: int | None = None) -> None:
+        self.start_ns = start_ns  # scale-out: the agreed start on this clock (default: LEAD_NS from now)
         self.client = client
         self.requests = requests
         self.max_concurrency = max_concurrency
@@ -205,7 +316,7 @@ class OpenLoop:
         pending = self.pending
         done = pending.discard
         cap = self.max_concurrency or 0
-        t0 = self.t0 = clock() + LEAD_NS
+        t0 = self.t0 = clock() + LEAD_NS if self.start_ns is None else self.start_ns
         if on_start is not None:
             on_start(t0)
         behind = 0
@@ -257,6 +368,19 @@ class LoadScenario(MetricsScenario):
     tokenizer = EXACT_LENGTH
     options: LoadOptions
 
+    @classmethod
+    def perform(cls, setup: Setup, console: Console) -> None:
+        """One run; or, with --sweep, one run per rate; or, with --search rate, the highest rate meeting the SLO."""
+        if setup.options.sweep is None and setup.options.search is None:
+            super().perform(setup, console)
+            return
+        from loadproof.scenarios.load_series import rate_search_command, sweep_command
+
+        if setup.options.sweep is not None:
+            sweep_command(setup, console)
+        else:
+            rate_search_command(setup, console)
+
     def plan(self) -> tuple[LoadPlan, list[Planned]]:
         """The schedule, the lengths, every prompt and body: everything before the first send."""
         opts = self.options
@@ -269,6 +393,10 @@ class LoadScenario(MetricsScenario):
         n = len(offsets)
         max_model_len = model_info(self.target.url, self.target.model, self.target.api_key).get("max_model_len")
         hs = haystack_target(self.target, opts.seed, PROBE_LINE)  # its prompts end with a line's newline
+        if opts.dataset is not None:  # the user's data set instead of synthetic prompts
+            from loadproof.scenarios.datasets import dataset_load_plan
+
+            return dataset_load_plan(self, offsets, hs, max_model_len)
         prompts = SyntheticPrompts(hs.builder, run_salt=secrets.token_hex(8), seed=opts.seed,
                                    shared_prefix_tokens=opts.shared_prefix_tokens)
         shortest = prompts.shortest()
@@ -315,6 +443,18 @@ class LoadScenario(MetricsScenario):
     async def run(self, writer: RunWriter, manifest: dict[str, Any], live: LiveStatus | None = None) -> None:
         opts = self.options
         live = live or LiveStatus(self.name)
+        if opts.idle_timeout_s > 0:  # the idle guard (docs/scenarios.md, "The engine is idle before the run")
+            await self.wait_until_idle(writer, opts.idle_timeout_s)
+        else:
+            writer.event("engine_idle", t_ns=time.perf_counter_ns(), checked=False, waited_s=0.0)
+            self.status("engine idle: not checked (--idle-timeout-s 0: the run measures beside whatever else the "
+                        "engine serves)")
+        # --- scale-out hook: --workers N / --ray-address run the schedule in worker processes or Ray tasks ---
+        if (opts.workers or 1) > 1 or opts.ray_address:
+            from loadproof.scenarios.load_workers import run_scaled_out
+
+            return await run_scaled_out(self, writer, manifest, live)
+        # --- end of the scale-out hook ---
         started = time.perf_counter()
         plan, requests = self.plan()
         attach_plan(manifest, plan)
@@ -389,15 +529,17 @@ def raise_open_files_limit() -> None:
 
 
 def run_load(target: Target, options: LoadOptions, out: Path, console: Console, *, rate: float | str | None = None,
-             seed: int | None = None, manifest_extra: dict[str, Any] | None = None) -> Outcome:
+             seed: int | None = None, manifest_extra: dict[str, Any] | None = None, **overrides: Any) -> Outcome:
     """One load run at `rate` (replacing the options' rate or stages) with `seed`: recorded into a new
     directory under `out`, reported and shown. `outcome.run_path` is the directory, `outcome.report.claims`
     its claims. What a sweep or a rate search calls for each trial."""
     from loadproof.scenarios.lifecycle import run_once
 
     values = options.model_dump()
+    values.update(sweep=None, search=None)  # one run of a sweep or a search is a plain run
     if rate is not None:
         values.update(rate=rate, stages=None)
     if seed is not None:
         values["seed"] = seed
+    values.update(overrides)
     return run_once(LoadScenario(target, LoadOptions.model_validate(values)), out, console, manifest_extra)

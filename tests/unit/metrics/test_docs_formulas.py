@@ -124,12 +124,27 @@ def open_loop_run() -> Run:
     return run("load", plan, test_load.RECORDS, samples, test_load.EVENTS)
 
 
+def replay_run() -> Run:
+    from tests.unit.metrics import test_replay
+
+    opened = open_loop_run()
+    replay = test_replay.run(test_replay.plan(slo={key: 1.0 for key in SLO_DEFINITIONS}))
+    replay.samples = opened.samples + test_replay.samples()
+    return replay
+
+
+def sessions_run() -> Run:
+    from tests.unit.metrics import test_sessions
+
+    return test_sessions.run()
+
+
 def synthetic_runs(tmp_path: Path) -> list[Run]:
     throughput = load_run(throughput_run(tmp_path))
     throughput.telemetry = gpu_telemetry()
     throughput.samples = bracket(throughput.records)
     return [throughput, load_run(capacity_run(tmp_path)), *capacity_runs(), prefill_run(), interference_run(),
-            soak_run(), *quality_runs(), ab_run(), open_loop_run()]
+            soak_run(), *quality_runs(), ab_run(), open_loop_run(), replay_run(), sessions_run()]
 
 
 def published_runs() -> list[Run]:

@@ -1,0 +1,303 @@
+"""Many load runs in one command: a sweep over rates, and the search for the highest rate that meets an SLO.
+
+Both work as the capacity search does: every point or trial is a full `loadproof run load` run
+(`scenarios.load.run_load`: the idle guard, the schedule, the engine's /metrics sampled throughout, the
+report), in its own run directory inside the command's folder (`runs/load-sweep-...`,
+`runs/load-search-...`); a line is appended to `sweep.jsonl` / `search.jsonl` as each ends, and
+`sweep.json` / `search.json` are rewritten after each, so an interrupted command keeps every finished
+point and says how far it got. The folder's report.md and report.html show the table (and a sweep's
+curves); a search also writes `claims.json` with `load.search.max_rate_rps`, which
+`metrics.load_series.recompute_search` recomputes from the trials' directories alone.
+
+- `--sweep 1,2,4,8`: one run per rate, in the order given, each with the command's arrival, bounds and
+  workload.
+- `--sweep auto` (as GuideLLM's sweep): a synchronous run (`--num-requests N` requests one after
+  another: `--rate inf --max-concurrency 1`), a throughput run (all N at once, `--rate inf`, capped by
+  `--max-concurrency` if given), then `--sweep-points K` constant-rate runs at
+  r_k = r_sync + k (r_max - r_sync) / K, k = 1..K, where r_sync and r_max are the two runs' measured
+  `load.request_throughput_rps`: the last point asks the throughput run's rate.
+- `--search rate`: `scenarios.search.rate_search` (bracketing by doubling from `--rate`, default 1, or
+  halving when that fails; then bisection to `--search-resolution`); a trial passes when its SLO
+  attainment reaches `--attainment` and the client kept its schedule (`metrics.load_series.trial_verdict`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from loadproof.errors import AcceptanceFailed, UsageError
+from loadproof.metrics.claims import claims_payload
+from loadproof.metrics.load_series import POINT_FIGURES, SEARCH_JSON, SWEEP_JSON, point_figures, search_claims, trial_verdict
+from loadproof.scenarios.load import SEARCH_MAX_RPS, LoadOptions, run_load
+from loadproof.scenarios.search import rate_search, round_rate
+from loadproof.store.run_dir import new_run_id, write_claims
+
+if TYPE_CHECKING:
+    from loadproof.scenarios.lifecycle import Console, Setup
+
+# the console's and the report's columns (the summary files keep every figure)
+SHOWN = ("achieved_rate_rps", "request_throughput_rps", "ttft_p50_s", "ttft_p99_s", "itl_p99_s", "e2el_p50_s",
+         "goodput_rps", "slo_attainment_pct", "engine_running_max", "engine_waiting_max", "engine_preemptions")
+HEADINGS = {key: heading for key, _, heading in POINT_FIGURES}
+
+
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    tmp.replace(path)
+
+
+def _append(path: Path, line: dict[str, Any]) -> None:
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(json.dumps(line) + "\n")
+
+
+def _cells(point: dict[str, Any]) -> list[str]:
+    return [point.get(key + "_printed", "n/a") for key in SHOWN]
+
+
+def _folder(setup: Setup, kind: str) -> Path:
+    folder = setup.out / new_run_id(kind)
+    folder.mkdir(parents=True)
+    return folder
+
+
+def _manifest_extra(setup: Setup, key: str, folder: Path, index: int, **more: Any) -> dict[str, Any]:
+    return {**setup.manifest_extra, key: {"folder": folder.name, "index": index, **more}}
+
+
+# --- the sweep ------------------------------------------------------------------------------------
+
+
+def sweep_command(setup: Setup, console: Console) -> list[dict[str, Any]]:
+    """`--sweep`: one run per point; returns the points (each its kind, rate, run directory and figures)."""
+    opts: LoadOptions = setup.options
+    target = setup.target  # resolved once, before the first point
+    folder = _folder(setup, "load-sweep")
+    console.say(f"sweep directory: {folder}")
+    auto = opts.sweep == "auto"
+    planned: list[tuple[str, float | None]] = [("synchronous", None), ("throughput", None)] if auto \
+        else [("rate", r) for r in opts.sweep_rates()]
+    total = len(planned) + (opts.sweep_points if auto else 0)
+    points: list[dict[str, Any]] = []
+    summary: dict[str, Any] = {"kind": "load-sweep", "sweep": opts.sweep, "points_planned": total,
+                               "options": opts.model_dump(mode="json"), "points": points, "completed": False}
+
+    def one(kind: str, rate: float | None) -> dict[str, Any]:
+        index = len(points)
+        if kind == "synchronous":
+            label = f"synchronous: {opts.num_requests} requests one after another"
+        elif kind == "throughput":
+            label = f"throughput: {opts.num_requests} requests at once" + (
+                f", at most {opts.max_concurrency} in flight" if opts.max_concurrency else "")
+        else:
+            label = f"{rate:g} requests/s"
+        console.say(f"sweep point {index + 1} of {total}: {label}")
+        overrides: dict[str, Any] = {}
+        if kind != "rate":  # all at once: no ramp, bounded by the count
+            overrides = {"rate": "inf", "duration_s": None, "ramp_up_s": 0.0, "arrival": "poisson",
+                         "burstiness": 1.0}
+            if kind == "synchronous":
+                overrides["max_concurrency"] = 1
+        extra = _manifest_extra(setup, "sweep", folder, index, point=kind, rate_rps=rate)
+        outcome = run_load(target, opts, folder, console, rate=overrides.pop("rate", rate), manifest_extra=extra,
+                           **overrides)
+        point = {"index": index, "kind": kind, "rate_rps": rate, "run_dir": outcome.run_path.name,
+                 **point_figures(outcome.report.claims)}
+        points.append(point)
+        _append(folder / "sweep.jsonl", point)
+        _write_json(folder / SWEEP_JSON, summary)
+        return point
+
+    try:
+        for kind, rate in planned:
+            one(kind, rate)
+        if auto:
+            low, high = points[0]["request_throughput_rps"], points[1]["request_throughput_rps"]
+            if not (isinstance(low, (int, float)) and isinstance(high, (int, float)) and low > 0 and high > 0):
+                raise AcceptanceFailed("sweep auto: the synchronous or the throughput run completed no request, so "
+                                       "there is no rate range to spread points over (see their run directories)")
+            if high < low:
+                console.say(f"the throughput run ({high:.3f} requests/s) was slower than the synchronous one "
+                            f"({low:.3f}): the points are spread between them all the same")
+            rates = [round_rate(low + k * (high - low) / opts.sweep_points) for k in range(1, opts.sweep_points + 1)]
+            summary["auto_rates_rps"] = rates
+            console.say("sweep auto: rates " + ", ".join(f"{r:g}" for r in rates) + " requests/s, between the "
+                        f"synchronous run's {low:.3f} and the throughput run's {high:.3f} requests/s")
+            for rate in rates:
+                one("rate", rate)
+        summary["completed"] = True
+    except KeyboardInterrupt:
+        summary["interrupted"] = True
+        _write_json(folder / SWEEP_JSON, summary)
+        console.say(f"sweep interrupted: {len(points)} of {total} points finished (kept in {folder}); the point "
+                    "under way keeps what it finished in its own run directory")
+        _sweep_report(folder, summary, console)
+        raise
+    _write_json(folder / SWEEP_JSON, summary)
+    _sweep_report(folder, summary, console)
+    console.result(f"sweep: {len(points)} points; summary: {folder / SWEEP_JSON}; report: {folder / 'report.md'}")
+    return points
+
+
+def _point_label(point: dict[str, Any]) -> str:
+    return point["kind"] if point["rate_rps"] is None else f"{point['rate_rps']:g}"
+
+
+def _sweep_report(folder: Path, summary: dict[str, Any], console: Console) -> None:
+    from loadproof.metrics.load import slo_text
+    from loadproof.report.series import sweep_figures, write_series_report
+
+    points = summary["points"]
+    header = ["rate asked"] + [HEADINGS[k] for k in SHOWN] + ["run"]
+    rows = [[_point_label(p)] + _cells(p) + [p["run_dir"]] for p in points]
+    if rows:
+        console.table("Load sweep (engine running/waiting max and preemptions from its own /metrics)", header, rows)
+    opts = summary["options"]
+    intro = [f"sweep {summary['sweep']}: {len(points)} of {summary['points_planned']} points"
+             + ("" if summary.get("completed") else " (interrupted)"),
+             f"each point: arrival {opts['arrival']}, bound "
+             + " and ".join(b for b in (f"{opts['num_requests']} requests" if opts["num_requests"] else "",
+                                        f"{opts['duration_s']:g} s" if opts["duration_s"] else "") if b)
+             + f", input {opts['input_tokens']} tokens, output {opts['output_tokens']} tokens"
+             + (f", SLO {slo_text(opts['slo'])}" if opts.get("slo") else ""),
+             "every point starts on an idle engine (the idle guard); engine columns are the engine's own /metrics "
+             "sampled through the point"]
+    if summary.get("auto_rates_rps"):
+        intro.append("auto rates: r_k = r_sync + k (r_max - r_sync) / K: " + ", ".join(
+            f"{r:g}" for r in summary["auto_rates_rps"]) + " requests/s")
+    write_series_report(folder, f"loadproof load sweep {folder.name}", intro, header, rows, sweep_figures(points))
+
+
+# --- the rate search ------------------------------------------------------------------------------
+
+
+def rate_search_command(setup: Setup, console: Console) -> dict[str, Any]:
+    """`--search rate`: the highest rate whose SLO attainment meets `--attainment`; AcceptanceFailed when
+    no rate tried met it. Returns search.json's content."""
+    from loadproof.metrics.load import slo_text
+
+    opts: LoadOptions = setup.options
+    target = setup.target
+    folder = _folder(setup, "load-search")
+    maximum = opts.search_max or SEARCH_MAX_RPS
+    start = opts.rate if opts.rate is not None else min(1.0, maximum)
+    resolution = opts.search_resolution
+    # the lowest rate worth a trial: 1/64 of the start, and, bounded by a duration, one that plans 2 requests
+    minimum = max(start / 64, 2 / opts.duration_s if opts.duration_s and not opts.num_requests else 0.0)
+    minimum = min(minimum, start)
+    slo = slo_text(opts.slo or {})
+    console.say(f"search directory: {folder}")
+    console.say(f"rate search: the highest rate at which at least {opts.attainment * 100:g}% of requests meet "
+                f"{slo}; from {start:g} requests/s, doubling while trials pass (up to {maximum:g}), halving while "
+                f"they fail (down to {minimum:.3g}), then bisecting; {resolution.describe()}")
+    trials: list[dict[str, Any]] = []
+    summary: dict[str, Any] = {"kind": "load-rate-search", "slo": dict(opts.slo or {}), "slo_text": slo,
+                               "attainment": opts.attainment, "resolution": str(resolution),
+                               "resolution_rps": None if resolution.relative else resolution.value,
+                               "resolution_relative": resolution.value if resolution.relative else None,
+                               "start_rps": start, "maximum_rps": maximum, "minimum_rps": minimum,
+                               "options": opts.model_dump(mode="json"), "trials": trials, "completed": False}
+
+    def passes(rate: float) -> bool:
+        index = len(trials)
+        console.say(f"trial {index + 1}: {rate:g} requests/s")
+        extra = _manifest_extra(setup, "search", folder, index, rate_rps=rate, attainment=opts.attainment)
+        outcome = run_load(target, opts, folder, console, rate=rate, manifest_extra=extra)
+        figures = point_figures(outcome.report.claims)
+        passed, why = trial_verdict(figures, opts.attainment)
+        console.say(f"  {'PASS' if passed else 'FAIL'}: {why}")
+        trial = {"index": index, "rate_rps": rate, "passed": passed, "reason": why,
+                 "run_dir": outcome.run_path.name, **figures}
+        trials.append(trial)
+        _append(folder / "search.jsonl", trial)
+        _write_json(folder / SEARCH_JSON, summary)
+        return passed
+
+    try:
+        result = rate_search(start, passes, resolution, maximum=maximum, minimum=minimum)
+    except KeyboardInterrupt:
+        summary["interrupted"] = True
+        _finish_search(folder, summary, console, None)
+        console.say(f"search interrupted after {len(trials)} finished trial(s) (kept in {folder}); the trial under "
+                    "way keeps what it finished in its own run directory")
+        raise
+    summary["completed"] = True
+    summary["stopped"] = result.stopped
+    _finish_search(folder, summary, console, result.summary)
+    if result.largest_pass is None:
+        raise AcceptanceFailed(f"load search: {result.summary}")
+    return summary
+
+
+def _finish_search(folder: Path, summary: dict[str, Any], console: Console, result: str | None) -> None:
+    from loadproof.report.series import write_series_report
+
+    trials = summary["trials"]
+    claims = search_claims(trials, summary["attainment"], summary["slo_text"])
+    by_name = {c.name: c for c in claims}
+    best, worst = by_name.get("load.search.max_rate_rps"), by_name.get("load.search.min_failing_rate_rps")
+    summary["max_rate_rps"] = best.value if best else None
+    summary["min_failing_rate_rps"] = worst.value if worst else None
+    _write_json(folder / SEARCH_JSON, summary)
+    write_claims(folder, claims_payload(folder.name, claims))
+    header = ["rate"] + [HEADINGS[k] for k in SHOWN] + ["verdict", "run"]
+    rows = [[f"{t['rate_rps']:g}"] + _cells(t) + ["PASS" if t["passed"] else "FAIL", t["run_dir"]] for t in trials]
+    if rows:
+        console.table(f"Rate search: SLO {summary['slo_text']}, attainment >= {summary['attainment'] * 100:g}% "
+                      "(engine running/waiting max and preemptions from its own /metrics)", header, rows)
+    intro = [f"SLO: {summary['slo_text']}; a trial passes when at least {summary['attainment'] * 100:g}% of its "
+             "requests meet it (load.slo_attainment_pct) and the client kept its schedule",
+             f"from {summary['start_rps']:g} requests/s: doubling while trials pass (up to {summary['maximum_rps']:g}), "
+             f"halving while they fail, then bisection; resolution {summary['resolution']}"
+             + (" of the largest passing rate" if summary["resolution_relative"] else " requests/s"),
+             "every trial starts on an idle engine (the idle guard); engine columns are the engine's own /metrics "
+             "sampled through the trial",
+             (result or f"interrupted after {len(trials)} trial(s)")]
+    write_series_report(folder, f"loadproof load rate search {folder.name}", intro, header, rows, {}, claims)
+    if result is not None:
+        console.result(result + (f" (resolution {summary['resolution']}"
+                                 + (" of the rate)" if summary["resolution_relative"] else " requests/s)")))
+        console.result(f"search: {folder / SEARCH_JSON}; claims: {folder / 'claims.json'}; report: "
+                       f"{folder / 'report.md'}")
+
+
+# --- `loadproof report FOLDER` --------------------------------------------------------------------
+
+
+def is_series_folder(folder: Path) -> bool:
+    return (folder / SEARCH_JSON).is_file() or (folder / SWEEP_JSON).is_file()
+
+
+def report_series(folder: Path, console: Console) -> None:
+    """Recompute a sweep's or a search's summary from its run directories alone and rewrite its report;
+    for a search, compare the recomputed claims with the stored claims.json (UsageError on a mismatch)."""
+    from loadproof.metrics import compute_claims
+    from loadproof.metrics.load_series import recompute_search
+    from loadproof.store.run_dir import load_run
+
+    if (folder / SEARCH_JSON).is_file():
+        stored_path = folder / "claims.json"
+        stored = json.loads(stored_path.read_text(encoding="utf-8")) if stored_path.is_file() else {"claims": []}
+        summary, trials, claims = recompute_search(folder)
+        before = {c["name"]: c["printed"] for c in stored["claims"]}
+        after = {c.name: c.printed for c in claims}
+        differ = sorted(n for n in before.keys() | after.keys() if before.get(n) != after.get(n))
+        summary["trials"] = trials
+        result = next((f"highest rate meeting the SLO: {c.printed} requests/s" for c in claims
+                       if c.name == "load.search.max_rate_rps"), "no rate met the SLO")
+        _finish_search(folder, summary, console, result)
+        if differ and before:
+            raise UsageError(f"{folder}: recomputed claims differ from the stored claims.json: " + ", ".join(
+                f"{n} stored {before.get(n, '(none)')} recomputed {after.get(n, '(none)')}" for n in differ))
+        console.result(f"recomputed from {len(trials)} trial run directories: every claim as stored")
+        return
+    summary = json.loads((folder / SWEEP_JSON).read_text(encoding="utf-8"))
+    for point in summary["points"]:
+        point.update(point_figures(compute_claims(load_run(folder / point["run_dir"]))))
+    _write_json(folder / SWEEP_JSON, summary)
+    _sweep_report(folder, summary, console)
+    console.result(f"recomputed {len(summary['points'])} points from their run directories; report: "
+                   f"{folder / 'report.md'}")

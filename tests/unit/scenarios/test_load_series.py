@@ -1,0 +1,177 @@
+"""`loadproof run load --sweep` / `--search rate`: bad input is one line and exit 2 before anything is sent;
+a trial's verdict and the search's claims follow from the trials' figures."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from loadproof.metrics.load_series import search_claims, trial_verdict
+from loadproof.scenarios.load import LoadOptions
+from loadproof.scenarios.options import from_cli
+
+BASE = ["run", "load", "--url", "http://127.0.0.1:9", "--tokenizer", "README.md"]  # unreachable: options first
+
+
+def loadproof(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "loadproof", *args], capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["--search", "rate", "--duration-s", "5"], "--search rate finds the highest rate that meets an SLO: give --slo"),
+    (["--sweep", "1,2", "--rate", "3", "-n", "5"], "--sweep sets each run's rate: give --sweep or --rate, not both"),
+    (["--sweep", "1,2", "--stages", "1:5"], "--sweep sets each run's rate: --stages do not apply"),
+    (["--sweep", "1,0", "-n", "5"], "--sweep 1,0: every rate must be a number of requests/s > 0 (got 0)"),
+    (["--sweep", "1,-2", "-n", "5"], "--sweep 1,-2: every rate must be a number of requests/s > 0 (got -2)"),
+    (["--sweep", "1,,2", "-n", "5"], "--sweep 1,,2: takes auto, or rates in requests/s separated by commas"),
+    (["--sweep", "1,fast", "-n", "5"], "--sweep 1,fast: 'fast' is not a rate"),
+    (["--sweep", "2,2", "-n", "5"], "--sweep 2,2: the rate 2 is given twice"),
+    (["--sweep", "auto"], "--sweep auto sends --num-requests N"),
+    (["--sweep", "1,2"], "bound each run with --num-requests N or --duration-s D"),
+    (["--sweep", "1,2", "-n", "5", "--search", "rate", "--slo", "ttft=1s"], "give --sweep or --search rate, not both"),
+    (["--search", "rate", "--slo", "ttft=1s", "-n", "5", "--rate", "inf"], "--search rate starts at --rate R"),
+    (["--search", "rate", "--slo", "ttft=1s", "-n", "5", "--search-resolution", "fine"],
+     "--search-resolution fine: takes requests/s (e.g. 0.5) or a share of the rate (e.g. 10%)"),
+    (["--search", "rate", "--slo", "ttft=1s", "-n", "5", "--idle-timeout-s", "0"],
+     "--search rate starts every run on an idle engine"),
+    (["--search", "rate", "--slo", "ttft=1s", "-n", "5", "--rate", "50", "--search-max", "20"],
+     "--rate 50, where the search starts, is above --search-max 20"),
+])
+def test_bad_input_is_one_line_and_exit_2(args, needle):
+    result = loadproof(*BASE, *args)
+    assert result.returncode == 2, result.stderr
+    assert needle in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_good_series_options_read_back():
+    opts = from_cli(LoadOptions, {"sweep": "8, 1,2.5", "duration_s": 5}, "load")
+    assert opts.sweep == "8,1,2.5" and opts.sweep_rates() == [8.0, 1.0, 2.5]
+    again = LoadOptions.model_validate(opts.model_dump())
+    assert again == opts
+    search = from_cli(LoadOptions, {"search": "rate", "slo": "ttft=1s", "num_requests": 10,
+                                    "search_resolution": "0.25"}, "load")
+    assert not search.search_resolution.relative and search.search_resolution.value == 0.25
+    assert LoadOptions.model_validate(search.model_dump()).search_resolution == search.search_resolution
+
+
+@pytest.mark.parametrize(("figures", "passed", "why"), [
+    ({"slo_attainment_pct": 99.0, "client_limited": False}, True, "SLO met 99.00% >= 99%"),
+    ({"slo_attainment_pct": 98.99, "client_limited": False}, False, "SLO met 98.99% < 99%"),
+    ({"slo_attainment_pct": 100.0, "client_limited": True}, False, "client-limited"),
+    ({"slo_attainment_pct": None}, False, "no request recorded"),
+])
+def test_a_trial_passes_on_attainment_and_a_kept_schedule(figures, passed, why):
+    ok, reason = trial_verdict(figures, 0.99)
+    assert ok is passed and why in reason
+
+
+def test_the_search_claims_follow_from_the_trials():
+    trials = [{"rate_rps": r, "passed": p} for r, p in ((1, True), (2, True), (4, False), (3, True), (3.5, False))]
+    claims = {c.name: c for c in search_claims(trials, 0.95, "ttft <= 1 s")}
+    assert claims["load.search.max_rate_rps"].value == 3 and claims["load.search.max_rate_rps"].direction == "higher"
+    assert claims["load.search.min_failing_rate_rps"].value == 3.5
+    assert claims["load.search.trials"].value == 5 and claims["load.search.attainment_target_pct"].value == 95
+    none = {c.name for c in search_claims([{"rate_rps": 1, "passed": False}], 0.99, "")}
+    assert "load.search.max_rate_rps" not in none and "load.search.min_failing_rate_rps" not in none
+
+
+class FakeConsole:
+    def __init__(self):
+        self.lines: list[str] = []
+
+    def say(self, text):
+        self.lines.append(text)
+
+    result = say
+
+    def table(self, title, header, rows):
+        self.lines.append(title)
+
+
+def fake_runs(monkeypatch, tmp_path, interrupt_at: int, attainment_of=lambda rate: 100.0):
+    """run_load replaced: each call makes an empty run directory and returns claims; the call numbered
+    `interrupt_at` raises KeyboardInterrupt, as Ctrl-C during that run would."""
+    from types import SimpleNamespace
+
+    from loadproof.metrics.claims import count, fact, number
+    from loadproof.scenarios import load_series
+
+    calls = []
+
+    def run_load(target, options, out, console, *, rate=None, manifest_extra=None, **overrides):
+        calls.append((rate, overrides))
+        if len(calls) == interrupt_at:
+            raise KeyboardInterrupt
+        path = out / f"load-{len(calls)}"
+        path.mkdir()
+        rps = 5.0 * len(calls)
+        claims = [count("load.requests", 10, "requests", "x", direction="neither"),
+                  number("load.request_throughput_rps", rps, "requests/s", "x", 3, direction="higher"),
+                  number("load.slo_attainment_pct", attainment_of(rate), "%", "x", 2, direction="higher"),
+                  fact("load.client_limited", False, "x")]
+        return SimpleNamespace(run_path=path, report=SimpleNamespace(claims=claims))
+
+    monkeypatch.setattr(load_series, "run_load", run_load)
+    return calls
+
+
+def series_setup(tmp_path, **values):
+    from loadproof.scenarios.base import Target
+    from loadproof.scenarios.lifecycle import Setup
+
+    opts = from_cli(LoadOptions, values, "load")
+    return Setup(profile=None, options=opts, command=None, out=tmp_path, target_options=None,  # type: ignore[arg-type]
+                 resolved=Target(url="http://127.0.0.1:9", model="m", endpoint="completions"))
+
+
+def test_an_interrupted_sweep_keeps_every_finished_point_and_says_how_far_it_got(monkeypatch, tmp_path):
+    import json
+
+    from loadproof.scenarios.load_series import sweep_command
+
+    calls = fake_runs(monkeypatch, tmp_path, interrupt_at=4)
+    console = FakeConsole()
+    with pytest.raises(KeyboardInterrupt):
+        sweep_command(series_setup(tmp_path, sweep="auto", sweep_points=3, num_requests=10), console)
+    assert calls[0] == ("inf", {"duration_s": None, "ramp_up_s": 0.0, "arrival": "poisson", "burstiness": 1.0,
+                                "max_concurrency": 1})  # synchronous: one at a time
+    assert calls[1][0] == "inf" and "max_concurrency" not in calls[1][1]  # throughput: all at once
+    assert calls[2][0] == pytest.approx(5 + (10 - 5) / 3, rel=1e-3)  # r_sync + (r_max - r_sync) / K
+    (folder,) = tmp_path.glob("load-sweep-*")
+    summary = json.loads((folder / "sweep.json").read_text())
+    assert summary["interrupted"] is True and not summary["completed"] and len(summary["points"]) == 3
+    assert len((folder / "sweep.jsonl").read_text().splitlines()) == 3
+    assert any("sweep interrupted: 3 of 5 points finished" in line for line in console.lines)
+    assert (folder / "report.md").is_file()
+
+
+def test_an_interrupted_search_keeps_every_finished_trial(monkeypatch, tmp_path):
+    import json
+
+    from loadproof.scenarios.load_series import rate_search_command
+
+    fake_runs(monkeypatch, tmp_path, interrupt_at=3)
+    console = FakeConsole()
+    with pytest.raises(KeyboardInterrupt):
+        rate_search_command(series_setup(tmp_path, search="rate", slo="ttft=1s", duration_s=5, rate=2), console)
+    (folder,) = tmp_path.glob("load-search-*")
+    summary = json.loads((folder / "search.json").read_text())
+    assert [t["rate_rps"] for t in summary["trials"]] == [2, 4] and summary["interrupted"] is True
+    assert summary["max_rate_rps"] == 4  # both passed: the best so far, in claims.json too
+    claims = {c["name"]: c["value"] for c in json.loads((folder / "claims.json").read_text())["claims"]}
+    assert claims["load.search.max_rate_rps"] == 4 and claims["load.search.trials"] == 2
+    assert any("search interrupted after 2 finished trial(s)" in line for line in console.lines)
+
+
+def test_a_search_where_no_rate_passes_fails_with_exit_1(monkeypatch, tmp_path):
+    from loadproof.errors import AcceptanceFailed
+    from loadproof.scenarios.load_series import rate_search_command
+
+    calls = fake_runs(monkeypatch, tmp_path, interrupt_at=0, attainment_of=lambda rate: 50.0)
+    with pytest.raises(AcceptanceFailed, match="no rate met the SLO"):
+        rate_search_command(series_setup(tmp_path, search="rate", slo="ttft=1s", duration_s=10, rate=1), FakeConsole())
+    assert [rate for rate, _ in calls] == [1, 0.5, 0.25]  # halving down to 2 requests in 10 s
