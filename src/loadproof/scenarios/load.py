@@ -461,46 +461,55 @@ class LoadScenario(MetricsScenario):
         writer.write_manifest(manifest)
         self.status(f"schedule: {plan.planned_requests} requests over {plan.schedule_span_s:.1f} s "
                     f"({_describe(plan)}), built in {time.perf_counter() - started:.2f} s")
-        raise_open_files_limit()
-        total = live.planned = len(requests)
-        recorded = failed = 0
+        await send_schedule(self, writer, manifest, live, requests, plan.schedule_span_s, _describe(plan),
+                            opts.max_concurrency, opts.sample_interval_s)
 
-        def sink(record: RequestRecord) -> None:
-            nonlocal recorded, failed
-            writer.append(record)
-            recorded += 1
-            failed += not record.ok
 
-        def started(t0: int) -> None:
-            writer.event("schedule_start", t_ns=t0, worker=0, planned=total)
-            live.phase("requests", end_ns=t0 + round(plan.schedule_span_s * NS_PER_S), detail=_describe(plan))
+async def send_schedule(scenario: MetricsScenario, writer: RunWriter, manifest: dict[str, Any], live: LiveStatus,
+                        requests: list[Planned], span_s: float, describe: str, cap: int | None,
+                        sample_interval_s: float | None) -> None:
+    """Send an open-loop schedule (run load, run replay): the engine's metrics sampled throughout, every
+    record appended as it ends, and how far the schedule got written as `schedule_end` and in the manifest,
+    interrupted or not."""
+    raise_open_files_limit()
+    total = live.planned = len(requests)
+    recorded = failed = 0
 
-        cap = opts.max_concurrency
-        async with MetricsScraper(self.target.metrics, self.metric_names, interval_s=opts.sample_interval_s or None,
-                                  sink=writer.metric_sample, api_key=self.target.metrics_api_key) as scraper:
-            live.watch_engine(scraper.samples)
-            async with StreamingClient(self.target.url, api_key=self.target.api_key,
-                                       max_connections=cap + 4 if cap else 0, on_record=live.recording(sink),
-                                       on_start=live.started, keep_text=False) as client:
-                sender = OpenLoop(client, requests, max_concurrency=cap)
-                completed = False
-                try:
-                    await sender.run(started)
-                    completed = True
-                finally:
-                    end_ns = time.perf_counter_ns()
-                    reached = {"planned": total, "dispatched": sender.dispatched, "recorded": recorded,
-                               "failed": failed, "interrupted": not completed,
-                               "last_intended_offset_s": round(sender.last_offset_ns / NS_PER_S, 6),
-                               "elapsed_s": round((end_ns - sender.t0) / NS_PER_S, 6) if sender.t0 else 0.0}
-                    writer.event("schedule_end", t_ns=end_ns, worker=0, **reached)
-                    manifest["schedule"] = reached
-                    if completed:
-                        self.status(f"schedule: sent {sender.dispatched} of {total} requests, {failed} failed")
-                    else:
-                        self.status(f"schedule interrupted: sent {sender.dispatched} of {total} requests (up to "
-                                    f"{sender.last_offset_ns / NS_PER_S:.1f} s of {plan.schedule_span_s:.1f} s), "
-                                    f"{recorded} recorded")
+    def sink(record: RequestRecord) -> None:
+        nonlocal recorded, failed
+        writer.append(record)
+        recorded += 1
+        failed += not record.ok
+
+    def started(t0: int) -> None:
+        writer.event("schedule_start", t_ns=t0, worker=0, planned=total)
+        live.phase("requests", end_ns=t0 + round(span_s * NS_PER_S), detail=describe)
+
+    target = scenario.target
+    async with MetricsScraper(target.metrics, scenario.metric_names, interval_s=sample_interval_s or None,
+                              sink=writer.metric_sample, api_key=target.metrics_api_key) as scraper:
+        live.watch_engine(scraper.samples)
+        async with StreamingClient(target.url, api_key=target.api_key,
+                                   max_connections=cap + 4 if cap else 0, on_record=live.recording(sink),
+                                   on_start=live.started, keep_text=False) as client:
+            sender = OpenLoop(client, requests, max_concurrency=cap, scenario=scenario.name)
+            completed = False
+            try:
+                await sender.run(started)
+                completed = True
+            finally:
+                end_ns = time.perf_counter_ns()
+                reached = {"planned": total, "dispatched": sender.dispatched, "recorded": recorded,
+                           "failed": failed, "interrupted": not completed,
+                           "last_intended_offset_s": round(sender.last_offset_ns / NS_PER_S, 6),
+                           "elapsed_s": round((end_ns - sender.t0) / NS_PER_S, 6) if sender.t0 else 0.0}
+                writer.event("schedule_end", t_ns=end_ns, worker=0, **reached)
+                manifest["schedule"] = reached
+                if completed:
+                    scenario.status(f"schedule: sent {sender.dispatched} of {total} requests, {failed} failed")
+                else:
+                    scenario.status(f"schedule interrupted: sent {sender.dispatched} of {total} requests (up to "
+                                    f"{sender.last_offset_ns / NS_PER_S:.1f} s of {span_s:.1f} s), {recorded} recorded")
 
 
 def _lengths(spec: Lengths) -> LoadLengths:

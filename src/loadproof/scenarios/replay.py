@@ -16,20 +16,18 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from loadproof.client import RequestSpec, StreamingClient
+from loadproof.client import RequestSpec
 from loadproof.config.base import StrictModel
 from loadproof.plans import attach_plan
 from loadproof.plans.replay import ReplayPlan
 from loadproof.protocol.openai import request_body
-from loadproof.records import RequestRecord
 from loadproof.scenarios.base import model_info
 from loadproof.scenarios.live import LiveStatus
-from loadproof.scenarios.load import OpenLoop, Planned, Slo, SLO_SYNTAX, raise_open_files_limit
+from loadproof.scenarios.load import Planned, Slo, SLO_SYNTAX, send_schedule
 from loadproof.scenarios.long_context import EXACT_LENGTH, MetricsScenario, haystack_target
 from loadproof.scenarios.options import cli
 from loadproof.scenarios.token_counts import PROBE_LINE
 from loadproof.store.run_dir import RunWriter
-from loadproof.telemetry.server_metrics import MetricsScraper
 from loadproof.units import NS_PER_S
 from loadproof.workloads.synthetic import SyntheticPrompts
 from loadproof.workloads.traces import MOONCAKE_BLOCK, TRACE_FORMATS, BlockPrompts, TraceError, read_trace, shape
@@ -156,40 +154,5 @@ class ReplayScenario(MetricsScenario):
                                                                   if plan.max_concurrency else ""))
         self.status(f"schedule: {plan.planned_requests} requests over {plan.schedule_span_s:.1f} s ({describe}; "
                     f"{plan.trace_span_s:.1f} s of trace), built in {time.perf_counter() - started:.2f} s")
-        raise_open_files_limit()
-        total = live.planned = len(requests)
-        recorded = failed = 0
-
-        def sink(record: RequestRecord) -> None:
-            nonlocal recorded, failed
-            writer.append(record)
-            recorded += 1
-            failed += not record.ok
-
-        def on_start(t0: int) -> None:
-            writer.event("schedule_start", t_ns=t0, worker=0, planned=total)
-            live.phase("requests", end_ns=t0 + round(plan.schedule_span_s * NS_PER_S), detail=describe)
-
-        cap = opts.max_concurrency
-        async with MetricsScraper(self.target.metrics, self.metric_names, interval_s=opts.sample_interval_s or None,
-                                  sink=writer.metric_sample, api_key=self.target.metrics_api_key) as scraper:
-            live.watch_engine(scraper.samples)
-            async with StreamingClient(self.target.url, api_key=self.target.api_key,
-                                       max_connections=cap + 4 if cap else 0, on_record=live.recording(sink),
-                                       on_start=live.started, keep_text=False) as client:
-                sender = OpenLoop(client, requests, max_concurrency=cap, scenario=self.name)
-                completed = False
-                try:
-                    await sender.run(on_start)
-                    completed = True
-                finally:
-                    end_ns = time.perf_counter_ns()
-                    reached = {"planned": total, "dispatched": sender.dispatched, "recorded": recorded,
-                               "failed": failed, "interrupted": not completed,
-                               "last_intended_offset_s": round(sender.last_offset_ns / NS_PER_S, 6),
-                               "elapsed_s": round((end_ns - sender.t0) / NS_PER_S, 6) if sender.t0 else 0.0}
-                    writer.event("schedule_end", t_ns=end_ns, worker=0, **reached)
-                    manifest["schedule"] = reached
-                    self.status(f"schedule: sent {sender.dispatched} of {total} requests, {failed} failed"
-                                if completed else f"schedule interrupted: sent {sender.dispatched} of {total} "
-                                f"requests, {recorded} recorded")
+        await send_schedule(self, writer, manifest, live, requests, plan.schedule_span_s, describe,
+                            opts.max_concurrency, opts.sample_interval_s)
