@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from loadproof.sim.text import tokenizer_path
+from tests.integration.bundles import publish_and_verify
 from tests.integration.sim_process import SimProcess
 from tests.integration.test_scenarios_sim import run_scenario
 
@@ -43,13 +44,7 @@ def test_a_load_run_produces_every_claim_and_its_bundle_verifies(tmp_path: Path)
     assert all(r["send_ns"] >= r["dispatch_ns"] >= r["intended_send_ns"] for r in records)
     plan = json.loads((run / "manifest.json").read_text())["plan"]
     assert plan["planned_requests"] == 40 and plan["seed"] == 5
-    bundle = tmp_path / "bundle"
-    published = subprocess.run([sys.executable, "-m", "loadproof", "publish", str(run), "--out", str(bundle)],
-                               capture_output=True, text=True, timeout=120)
-    assert published.returncode == 0, published.stderr[-2000:]
-    verified = subprocess.run([sys.executable, "-m", "loadproof", "verify", str(bundle)], capture_output=True,
-                              text=True, timeout=120)
-    assert verified.returncode == 0 and "VERIFIED" in verified.stdout + verified.stderr, verified.stdout[-2000:]
+    publish_and_verify(run, tmp_path / "bundle")
 
 
 def test_an_interrupted_load_run_keeps_every_finished_request(tmp_path: Path):

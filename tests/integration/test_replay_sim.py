@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from loadproof.sim.text import tokenizer_path
+from tests.integration.bundles import publish_and_verify
 from tests.integration.sim_process import SimProcess
 from tests.integration.test_scenarios_sim import run_scenario
 
@@ -45,13 +46,7 @@ def test_the_mooncake_slice_replays_with_the_engines_hit_rate_beside_the_traces(
     for r in records:
         assert r["intended_send_ns"] - t0 == pytest.approx(rows[r["batch"]]["timestamp"] / 10 * 1e6, abs=1e3)
         assert r["prompt_tokens"] == plan["text_tokens"][r["batch"]] + plan["overhead_tokens"]
-    bundle = tmp_path / "bundle"
-    published = subprocess.run([sys.executable, "-m", "loadproof", "publish", str(run), "--out", str(bundle)],
-                               capture_output=True, text=True, timeout=120)
-    assert published.returncode == 0, published.stderr[-2000:]
-    verified = subprocess.run([sys.executable, "-m", "loadproof", "verify", str(bundle)], capture_output=True,
-                              text=True, timeout=120)
-    assert verified.returncode == 0 and "VERIFIED" in verified.stdout + verified.stderr, verified.stdout[-2000:]
+    publish_and_verify(run, tmp_path / "bundle")
 
 
 def test_a_bad_trace_is_one_line_and_exit_2(tmp_path: Path):

@@ -5,12 +5,11 @@ bundle verifies."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.integration.bundles import publish_and_verify
 from tests.integration.sim_process import SimProcess
 from tests.integration.test_scenarios_sim import run_scenario
 
@@ -39,13 +38,7 @@ def test_warm_turns_carry_the_history_and_hit_the_prefix_cache(tmp_path: Path):
     assert value["sessions.turn2.context_tokens_mean"] > value["sessions.turn0.context_tokens_mean"]
     reusable, engine = value["sessions.prefix_hit_rate.reusable_pct"], value["sessions.prefix_hit_rate.engine_pct"]
     assert reusable > 40 and abs(reusable - engine) < 3, (reusable, engine)  # 16-token blocks: a little rounding
-    bundle = tmp_path / "bundle"
-    published = subprocess.run([sys.executable, "-m", "loadproof", "publish", str(run), "--out", str(bundle)],
-                               capture_output=True, text=True, timeout=120)
-    assert published.returncode == 0, published.stderr[-2000:]
-    verified = subprocess.run([sys.executable, "-m", "loadproof", "verify", str(bundle)], capture_output=True,
-                              text=True, timeout=120)
-    assert verified.returncode == 0 and "VERIFIED" in verified.stdout + verified.stderr, verified.stdout[-2000:]
+    publish_and_verify(run, tmp_path / "bundle")
 
 
 def test_users_take_sharegpt_conversations_as_their_messages(tmp_path: Path):

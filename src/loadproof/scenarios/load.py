@@ -185,16 +185,15 @@ class LoadOptions(DatasetOptions):  # DatasetOptions: --dataset FILE and its opt
                                      f"(default {SEARCH_MAX_RPS:g})")
     # --- scale-out of the load generator (scenarios/load_workers.py) ---
     workers: int | None = Field(default=None, ge=1, description="load-generating processes on this host (default 1)")
-    # Ray tasks across a cluster's nodes (load_workers.py has the path) hung against a local two-node
-    # cluster in testing: the option is refused until that is fixed and tested through the CLI.
-    ray_address: str | None = Field(default=None, json_schema_extra=cli(hidden=True))
+    ray_address: str | None = Field(default=None, description="spread the load over a Ray cluster's nodes as Ray "
+                                    "tasks: auto, HOST:PORT or ray://HOST:PORT (the loadproof[ray] extra)")
 
     @field_validator("ray_address")
     @classmethod
     def _ray_address(cls, value: str | None) -> str | None:
-        if value is not None:
-            raise ValueError("--ray-address is not available yet (the Ray path is untested); use --workers N on one host")
-        return value
+        from loadproof.scenarios.load_workers import check_ray_address
+
+        return check_ray_address(value)
     # --- end of scale-out ---
 
     @model_validator(mode="after")

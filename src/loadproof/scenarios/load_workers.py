@@ -47,6 +47,7 @@ import signal
 import socket
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -69,6 +70,7 @@ START_MARGIN_NS = 300_000_000  # every worker is ready: the start is this far ah
 RAY_START_MARGIN_NS = 2_000_000_000  # Ray tasks are launched after the start is picked: more margin
 CONNECT_TIMEOUT_S = 5.0  # the Ray cluster's address answers within this
 STOP_TIMEOUT_S = 30.0  # after an interrupt, a worker records what was in flight within this
+PUMP_INTERVAL_S = 0.5  # a Ray task posts its new records (and reads the stop flag) this often
 API_KEY_ENV = "LOADPROOF_WORKER_API_KEY"  # the API key reaches a worker process here, never on its command line
 SPOOL = "workers"  # the workers' spools inside the run directory while it runs; removed after the merge
 SPLIT = "round-robin by schedule index: worker k of N sends requests k, k+N, k+2N, ..."
@@ -240,9 +242,11 @@ class _Progress:
 
 
 def run_worker(job: WorkerJob, records_dir: Path, api_key: str | None, start_wall_ns: int,
-               node: str | None = None, on_clock: Callable[[ClockOffset, int], None] | None = None) -> WorkerResult:
+               node: str | None = None, on_clock: Callable[[ClockOffset, int], None] | None = None,
+               stop: threading.Event | None = None) -> WorkerResult:
     """Send `job`'s requests on the schedule from the agreed start (wall clock), each record appended to
-    `records_dir` (requests.jsonl, chunks.jsonl) as it ends, on this process's monotonic clock."""
+    `records_dir` (requests.jsonl, chunks.jsonl) as it ends, on this process's monotonic clock. `stop` set
+    (from another thread) ends the run as an interrupt does: what was in flight is recorded as cancelled."""
     clock_start = measure_offset()
     start_ns = to_worker_clock(start_wall_ns, clock_start)
     if on_clock is not None:
@@ -251,7 +255,7 @@ def run_worker(job: WorkerJob, records_dir: Path, api_key: str | None, start_wal
     interrupted, error = False, None
     writer = RunWriter(records_dir)
     try:
-        asyncio.run(_drive(job, writer, start_ns, api_key, progress))
+        asyncio.run(_drive(job, writer, start_ns, api_key, progress, stop))
     except (KeyboardInterrupt, asyncio.CancelledError):
         interrupted = True
     except Exception as exc:  # noqa: BLE001 -- reported to the parent, which fails the run with it
@@ -266,7 +270,8 @@ def run_worker(job: WorkerJob, records_dir: Path, api_key: str | None, start_wal
                         end_ns=progress.end_ns or time.perf_counter_ns(), error=error)
 
 
-async def _drive(job: WorkerJob, writer: RunWriter, start_ns: int, api_key: str | None, progress: _Progress) -> None:
+async def _drive(job: WorkerJob, writer: RunWriter, start_ns: int, api_key: str | None, progress: _Progress,
+                 stop: threading.Event | None = None) -> None:
     from loadproof.client import RequestSpec, StreamingClient
     from loadproof.scenarios.load import OpenLoop, Planned, raise_open_files_limit
 
@@ -282,8 +287,8 @@ async def _drive(job: WorkerJob, writer: RunWriter, start_ns: int, api_key: str 
         progress.failed += not record.ok
 
     watchdog = None
-    if job.parent_pid is not None:
-        watchdog = asyncio.create_task(_watch_parent(job.parent_pid, asyncio.current_task()))
+    if job.parent_pid is not None or stop is not None:
+        watchdog = asyncio.create_task(_watch(job.parent_pid, stop, asyncio.current_task()))
     sender = None
     try:
         async with StreamingClient(job.url, api_key=api_key, max_connections=cap + 4 if cap else 0, on_record=sink,
@@ -300,10 +305,11 @@ async def _drive(job: WorkerJob, writer: RunWriter, start_ns: int, api_key: str 
             watchdog.cancel()
 
 
-async def _watch_parent(parent_pid: int, main: asyncio.Task[Any] | None) -> None:
-    """A worker whose parent is gone (killed without forwarding the interrupt) stops, keeping its records."""
-    while os.getppid() == parent_pid:
-        await asyncio.sleep(0.5)
+async def _watch(parent_pid: int | None, stop: threading.Event | None, main: asyncio.Task[Any] | None) -> None:
+    """A worker whose parent is gone (killed without forwarding the interrupt), or whose stop flag is set (a
+    Ray task: the parent was interrupted), stops, keeping its records."""
+    while (parent_pid is None or os.getppid() == parent_pid) and (stop is None or not stop.is_set()):
+        await asyncio.sleep(0.1)
     if main is not None:
         main.cancel()
 
@@ -346,19 +352,68 @@ def ray_ready() -> tuple[str, int]:
     return ray.get_runtime_context().get_node_id(), os.getpid()
 
 
-def ray_worker(job_bytes: bytes, api_key: str | None, start_wall_ns: int) -> tuple[bytes, bytes, bytes]:
-    """The same `run_worker`, as a Ray task: the records are spooled to a temporary folder on the node and
-    returned (result, requests.jsonl, chunks.jsonl)."""
+class RayHub:
+    """A Ray actor (no CPU) between the parent and its Ray tasks: the stop flag the parent raises when it is
+    interrupted, and what each task posts as it runs (its clock, then its new request records), which the
+    parent takes every half second for its live view and its spool. A task's complete records still come
+    back as its return value; what was posted is what the parent keeps if a task never returns."""
+
+    def __init__(self) -> None:
+        self.stopped = False
+        self.inbox: list[tuple[int, str, bytes]] = []
+
+    def stop(self) -> None:
+        self.stopped = True
+
+    def post(self, worker: int, kind: str, data: bytes) -> bool:
+        if data:
+            self.inbox.append((worker, kind, data))
+        return self.stopped
+
+    def take(self) -> list[tuple[int, str, bytes]]:
+        out, self.inbox = self.inbox, []
+        return out
+
+
+def ray_worker(job_bytes: bytes, api_key: str | None, start_wall_ns: int, hub: Any) -> tuple[bytes, bytes, bytes]:
+    """The same `run_worker`, as a Ray task: the records are spooled to a temporary folder on the node,
+    posted to the hub as they end, and returned (result, requests.jsonl, chunks.jsonl)."""
     import ray
 
     job = msgspec.msgpack.decode(job_bytes, type=WorkerJob)
     folder = Path(tempfile.mkdtemp(prefix="loadproof-worker-"))
+    stop, done = threading.Event(), threading.Event()
+
+    def on_clock(clock: ClockOffset, start_ns: int) -> None:
+        ray.get(hub.post.remote(job.worker, "clock", msgspec.json.encode({"clock_start": clock, "start_ns": start_ns})))
+
+    def pump() -> None:  # new complete lines of requests.jsonl to the hub; the stop flag back
+        pos = 0
+        while True:
+            finished = done.wait(PUMP_INTERVAL_S)
+            data = b""
+            with contextlib.suppress(OSError), open(folder / "records" / REQUESTS, "rb") as handle:
+                handle.seek(pos)
+                data = handle.read()
+                data = data[:data.rfind(b"\n") + 1]
+                pos += len(data)
+            with contextlib.suppress(Exception):  # noqa: BLE001 -- the hub gone: the return value still carries all
+                if ray.get(hub.post.remote(job.worker, "requests", data)):
+                    stop.set()
+            if finished:
+                return
+
+    pumper = threading.Thread(target=pump, name="loadproof-pump", daemon=True)
+    pumper.start()
     try:
         result = run_worker(job, folder / "records", api_key, start_wall_ns,
-                            node=ray.get_runtime_context().get_node_id())
+                            node=ray.get_runtime_context().get_node_id(), on_clock=on_clock, stop=stop)
+        done.set()
+        pumper.join()
         return (msgspec.json.encode(result), (folder / "records" / REQUESTS).read_bytes(),
                 (folder / "records" / CHUNKS).read_bytes())
     finally:
+        done.set()
         shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -495,6 +550,7 @@ class RayTasks:
     def __init__(self, address: str) -> None:
         self.address = address
         self.nodes: list[str] = []
+        self.cpus: list[int] = []
 
     def connect(self) -> None:
         import logging
@@ -518,7 +574,9 @@ class RayTasks:
             raise EnvironmentFailure(f"cannot connect to the Ray cluster at {self.address}: "
                                      f"{str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}"
                                      ) from None
-        self.nodes = [n["NodeID"] for n in ray.nodes() if n.get("Alive") and n.get("Resources", {}).get("CPU", 0) >= 1]
+        alive = [n for n in ray.nodes() if n.get("Alive") and n.get("Resources", {}).get("CPU", 0) >= 1]
+        self.nodes = [n["NodeID"] for n in alive]
+        self.cpus = [int(n["Resources"]["CPU"]) for n in alive]
         if not self.nodes:
             self.close()
             raise EnvironmentFailure(f"the Ray cluster at {self.address} has no alive node with a CPU")
@@ -530,6 +588,11 @@ class RayTasks:
             ray.shutdown()
 
     def count(self, asked: int | None) -> int:
+        """One task per node by default; more than the cluster's CPUs would start some tasks late."""
+        if asked is not None and asked > sum(self.cpus):
+            self.close()
+            raise UsageError(f"--workers {asked}: the Ray cluster at {self.address} has {sum(self.cpus)} CPU(s) on "
+                             f"{len(self.nodes)} node(s); each worker task takes one")
         return asked or len(self.nodes)
 
     async def run(self, jobs: list[WorkerJob], spools: list[Path], api_key: str | None,
@@ -538,7 +601,7 @@ class RayTasks:
         import ray
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-        placement = [{"scheduling_strategy": NodeAffinitySchedulingStrategy(self.nodes[k % len(self.nodes)], soft=False)}
+        placement = [{"scheduling_strategy": NodeAffinitySchedulingStrategy(self._node_of(k), soft=False)}
                      for k in range(len(jobs))]
         ready = ray.remote(num_cpus=1, max_retries=0)(ray_ready)
         task = ray.remote(num_cpus=1, max_retries=0)(ray_worker)
@@ -546,29 +609,58 @@ class RayTasks:
             await asyncio.to_thread(ray.get, [ready.options(**p).remote() for p in placement], timeout=READY_TIMEOUT_S)
         except Exception as exc:  # noqa: BLE001
             raise EnvironmentFailure(f"the Ray tasks did not start on the cluster's nodes: {exc}") from None
+        hub = ray.remote(num_cpus=0)(RayHub).remote()
+        for spool in spools:
+            (spool / "records").mkdir(parents=True)
+        tails = [_Tail(spool) for spool in spools]
         job_refs = [ray.put(_encode(job)) for job in jobs]
         start_wall_ns = time.time_ns() + RAY_START_MARGIN_NS
-        refs = [task.options(**p).remote(ref, api_key, start_wall_ns) for p, ref in zip(placement, job_refs)]
+        refs = [task.options(**p).remote(ref, api_key, start_wall_ns, hub) for p, ref in zip(placement, job_refs)]
         released(start_wall_ns)
         outs: list[Any] = [None] * len(refs)
         try:
             pending = list(refs)
             while pending:
-                done, pending = await asyncio.to_thread(ray.wait, pending, num_returns=1, timeout=0.5)
+                done, pending = await asyncio.to_thread(ray.wait, pending, num_returns=1, timeout=PUMP_INTERVAL_S)
                 for ref in done:
                     outs[refs.index(ref)] = ref
+                await self._take(hub, spools)
+                _show(live, tails, parent)
         except BaseException:
-            for ref in refs:
-                with contextlib.suppress(Exception):
-                    ray.cancel(ref)
+            with contextlib.suppress(Exception):  # every task records what it has in flight and returns
+                hub.stop.remote()
             done, _ = await asyncio.to_thread(ray.wait, refs, num_returns=len(refs), timeout=STOP_TIMEOUT_S)
             for ref in done:
                 outs[refs.index(ref)] = ref
+            for ref, out in zip(refs, outs):
+                if out is None:
+                    with contextlib.suppress(Exception):
+                        ray.cancel(ref, force=True)
             raise
         finally:
+            with contextlib.suppress(Exception):
+                await self._take(hub, spools)
             for k, ref in enumerate(outs):
                 if ref is not None:
                     _fetch(ray, ref, spools[k])
+            _show(live, tails, parent)
+
+    def _node_of(self, k: int) -> str:
+        """Task k's node: round-robin over the nodes, skipping a node whose CPUs are all taken."""
+        slots = [node for turn in range(max(self.cpus)) for node, cpus in zip(self.nodes, self.cpus) if turn < cpus]
+        return slots[k % len(slots)]
+
+    @staticmethod
+    async def _take(hub: Any, spools: list[Path]) -> None:
+        """What the tasks posted: a clock to SPOOL/clock.json, request lines appended to SPOOL/records/."""
+        import ray
+
+        for worker, kind, data in await asyncio.to_thread(ray.get, hub.take.remote(), timeout=CONNECT_TIMEOUT_S):
+            if kind == "clock":
+                (spools[worker] / "clock.json").write_bytes(data)
+            else:
+                with open(spools[worker] / "records" / REQUESTS, "ab") as handle:
+                    handle.write(data)
 
 
 def _host_port(address: str) -> tuple[str, int | None]:
@@ -581,10 +673,11 @@ def _host_port(address: str) -> tuple[str, int | None]:
 
 
 def _fetch(ray: Any, ref: Any, spool: Path) -> None:
-    """A finished Ray task's result and records, written to its spool as a worker process leaves them."""
+    """A finished Ray task's result and its complete records, written to its spool as a worker process leaves
+    them (replacing the request lines posted as it ran, of which they are a prefix)."""
     try:
         result, requests, chunks = ray.get(ref)
-    except Exception:  # noqa: BLE001 -- cancelled or failed: nothing came back
+    except Exception:  # noqa: BLE001 -- cancelled or failed: what it posted is kept
         return
     (spool / "records").mkdir(parents=True, exist_ok=True)
     (spool / "records" / REQUESTS).write_bytes(requests)
