@@ -14,6 +14,7 @@ full at the highest passing rate and a queue above it.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -22,6 +23,7 @@ import pytest
 
 from loadproof.metrics.load_series import recompute_search
 from loadproof.sim.text import tokenizer_path
+from tests.integration.bundles import publish_and_verify, verify_bundle
 from tests.integration.sim_process import SimProcess
 
 pytestmark = pytest.mark.timeout(180)
@@ -77,6 +79,7 @@ def test_the_rate_search_finds_where_the_simulated_engine_saturates(tmp_path: Pa
     again = subprocess.run([sys.executable, "-m", "loadproof", "report", str(folder)], capture_output=True, text=True,
                            timeout=120)
     assert again.returncode == 0 and "every claim as stored" in again.stdout, again.stderr[-2000:]
+    check_published_search(folder, tmp_path / "bundle", low, high)
     stored = json.loads((folder / "claims.json").read_text())
     for claim in stored["claims"]:
         if claim["name"] == "load.search.max_rate_rps":
@@ -85,6 +88,44 @@ def test_the_rate_search_finds_where_the_simulated_engine_saturates(tmp_path: Pa
     tampered = subprocess.run([sys.executable, "-m", "loadproof", "report", str(folder)], capture_output=True,
                               text=True, timeout=120)
     assert tampered.returncode == 2 and "load.search.max_rate_rps stored" in tampered.stderr, tampered.stderr[-2000:]
+
+
+def check_published_search(folder: Path, bundle: Path, low: float, high: float) -> None:
+    """`publish SEARCH_FOLDER`: every trial a run of the bundle, the search's claims in series/, and `verify`
+    recomputes load.search.max_rate_rps from the trials; a bundle that lies about it (its checksums
+    rewritten to match) or lacks a trial fails."""
+    verified = publish_and_verify(folder, bundle)
+    meta = json.loads((bundle / "bundle.json").read_text())
+    (series,) = meta["series"]
+    assert series["kind"] == "search" and len(series["runs"]) == len(meta["runs"])
+    assert series["runs"] == [r["path"] for r in meta["runs"]]
+    assert f"run search:{series['series_id']}" in verified.stdout and "load.search.max_rate_rps" in verified.stdout
+    from loadproof.verify.checksums import write_sums
+
+    lying = bundle.with_name("lying")
+    shutil.copytree(bundle, lying)
+    claims_path = lying / series["path"] / "claims.json"
+    stored = json.loads(claims_path.read_text())
+    for claim in stored["claims"]:
+        if claim["name"] == "load.search.max_rate_rps":
+            claim["value"], claim["printed"] = high, f"{high:.4f}"
+    claims_path.write_text(json.dumps(stored))
+    (lying / "SHA256SUMS").unlink()
+    write_sums(lying)
+    failed = verify_bundle(lying)
+    assert failed.returncode == 1 and "FAILED" in failed.stdout, failed.stdout[-2000:]
+    assert [line.split()[1] for line in failed.stdout.splitlines() if line.startswith("MISMATCH")] == \
+        ["load.search.max_rate_rps"], failed.stdout[-2000:]
+    missing = bundle.with_name("missing")
+    shutil.copytree(bundle, missing)
+    shutil.rmtree(missing / series["runs"][0])
+    meta["runs"] = meta["runs"][1:]
+    (missing / "bundle.json").write_text(json.dumps(meta))
+    (missing / "SHA256SUMS").unlink()
+    write_sums(missing)
+    gone = verify_bundle(missing)
+    assert gone.returncode == 1 and "series" in gone.stdout and "lists a run the bundle does not" in gone.stdout, \
+        gone.stdout[-2000:]
 
 
 def test_a_sweep_keeps_one_run_per_point_and_draws_its_curves(tmp_path: Path):

@@ -12,7 +12,9 @@ from loadproof.cli import app, ui
 
 @app.command()
 def publish(
-    run_dirs: Annotated[list[Path], typer.Argument(metavar="RUN_DIR...", help="run directories to publish")],
+    run_dirs: Annotated[list[Path], typer.Argument(
+        metavar="RUN_DIR...", help="run directories to publish; a load search or sweep folder publishes its trials "
+        "(and a search its own claims)")],
     out: Annotated[Path, typer.Option(help="the bundle folder to write (must not exist, or be empty)")],
     engine_image: Annotated[Optional[str], typer.Option(help="the engine's container image id, for provenance")] = None,
 ) -> None:

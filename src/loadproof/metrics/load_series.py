@@ -19,9 +19,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from loadproof.metrics.claims import Claim, count, fact, number
+
+if TYPE_CHECKING:
+    from loadproof.store.run_dir import Run
 
 SWEEP_JSON = "sweep.json"
 SEARCH_JSON = "search.json"
@@ -94,24 +97,41 @@ def search_claims(trials: list[dict[str, Any]], attainment: float, slo: str) -> 
     return claims
 
 
+def judge_trials(trials: list[tuple[float | None, list[Claim]]], attainment: float
+                 ) -> tuple[list[dict[str, Any]], list[Claim]]:
+    """(each trial's row, the search's claims) from each trial's (plan rate_rps, recomputed claims), in the
+    order tried: what `loadproof report` recomputes from a search folder and `verify` from a bundle."""
+    rows = []
+    slo = ""
+    for rate, claims in trials:
+        if rate is None:
+            raise ValueError("a search trial has no constant rate in its plan (rate_rps)")
+        figures = point_figures(claims)
+        passed, why = trial_verdict(figures, attainment)
+        slo = next((str(c.value) for c in claims if c.name == "load.slo"), slo)
+        rows.append({"rate_rps": rate, "passed": passed, "reason": why, **figures})
+    return rows, search_claims(rows, attainment, slo)
+
+
+def trial_of(run: Run) -> tuple[float | None, list[Claim]]:
+    """A search trial's (plan rate_rps, recomputed claims), from its run directory alone."""
+    from loadproof.metrics import compute_claims
+    from loadproof.plans import load_plan
+
+    rate = getattr(load_plan(run), "rate_rps", None)
+    rate = float(rate) if isinstance(rate, (int, float)) and not isinstance(rate, bool) else None
+    return rate, compute_claims(run)
+
+
 def recompute_search(folder: Path) -> tuple[dict[str, Any], list[dict[str, Any]], list[Claim]]:
     """(search.json, the trials recomputed from their run directories, the search's claims): nothing but
     the list of trial directories and the attainment target is taken from search.json."""
-    from loadproof.metrics import compute_claims
-    from loadproof.plans import load_plan
     from loadproof.store.run_dir import load_run
 
     summary = json.loads((folder / SEARCH_JSON).read_text(encoding="utf-8"))
     attainment = float(summary["attainment"])
-    trials = []
-    slo = ""
-    for entry in summary["trials"]:
-        run = load_run(folder / entry["run_dir"])
-        claims = compute_claims(run)
-        plan = load_plan(run)
-        figures = point_figures(claims)
-        passed, why = trial_verdict(figures, attainment)
-        slo = next((str(c.value) for c in claims if c.name == "load.slo"), slo)
-        trials.append({"rate_rps": plan.rate_rps, "passed": passed, "reason": why, "run_dir": entry["run_dir"],
-                       **figures})
-    return summary, trials, search_claims(trials, attainment, slo)
+    trials = [trial_of(load_run(folder / entry["run_dir"])) for entry in summary["trials"]]
+    rows, claims = judge_trials(trials, attainment)
+    for row, entry in zip(rows, summary["trials"]):
+        row["run_dir"] = entry["run_dir"]
+    return summary, rows, claims

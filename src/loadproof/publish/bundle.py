@@ -1,5 +1,10 @@
 """`publish(run_dirs, out)`: a sanitized, checksummed bundle whose every claim `verify` can recompute offline.
 
+A rate search or sweep folder (`run load --search rate` / `--sweep`) publishes as its trial runs plus a
+series entry: bundle.json's `series` lists the trial folders in order, and for a search
+`series/<name>/claims.json` holds `load.search.*` recomputed from the published trials, which `verify`
+recomputes again (docs/publish-and-verify.md, "Series").
+
 Per run the bundle holds the run's data with every string sanitized (numbers untouched), the manifest
 with a `publication` block of provenance, claims.json recomputed from the sanitized data, and
 report.md rendered from it; bundle.json lists the runs and SHA256SUMS covers every file.
@@ -38,7 +43,7 @@ from loadproof.store.run_dir import (ANSWERS, CHUNKS, EVENTS, MANIFEST, METRICS,
                                     read_jsonl, write_claims)
 from loadproof.verify import verify
 from loadproof.verify.checksums import write_sums
-from loadproof.verify.layout import BUNDLE_JSON, FORMAT, FORMAT_VERSION, RUNS_DIR
+from loadproof.verify.layout import BUNDLE_JSON, FORMAT, FORMAT_VERSION, RUNS_DIR, SERIES_DIR
 from loadproof.workloads.answer_window import ANSWER_WINDOW_CHARS  # what the probe claims read of an answer
 
 DATA_FILES = (REQUESTS, CHUNKS, METRICS, EVENTS, TELEMETRY, ANSWERS)  # answers: quality runs' scored items
@@ -56,9 +61,49 @@ class PublishedRun:
 
 
 @dataclass
+class Series:
+    """A search or sweep folder given to publish: its trial run directories in order."""
+    kind: str  # "search" or "sweep"
+    source: Path
+    trials: list[Path]
+    attainment: float | None = None  # a search's target
+
+
+@dataclass
 class Publication:
     path: Path
     runs: list[PublishedRun] = field(default_factory=list)
+    series: list[dict[str, Any]] = field(default_factory=list)
+
+
+def expand_series(paths: Sequence[Path]) -> tuple[list[Path], list[Series]]:
+    """The run directories to publish, a search or sweep folder replaced by its trial runs, and the series."""
+    from loadproof.metrics.load_series import SEARCH_JSON, SWEEP_JSON
+
+    runs: list[Path] = []
+    series: list[Series] = []
+    for path in paths:
+        kind = "search" if (path / SEARCH_JSON).is_file() else "sweep" if (path / SWEEP_JSON).is_file() else None
+        if kind is None:
+            runs.append(path)
+            continue
+        name = SEARCH_JSON if kind == "search" else SWEEP_JSON
+        try:
+            summary = json.loads((path / name).read_text(encoding="utf-8"))
+            entries = summary["trials" if kind == "search" else "points"]
+            trials = [path / str(entry["run_dir"]) for entry in entries]
+            attainment = float(summary["attainment"]) if kind == "search" else None
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise UsageError(f"{path / name} is not a {kind} summary loadproof wrote: {type(exc).__name__}: {exc}") \
+                from None
+        for trial in trials:
+            if trial.parent != path or not trial.is_dir():
+                raise UsageError(f"{path / name} names a trial that is not a run folder inside it: {trial.name}")
+        if not trials:
+            raise UsageError(f"{path}: the {kind} has no finished trial; nothing to publish")
+        runs.extend(trials)
+        series.append(Series(kind, path, trials, attainment))
+    return runs, series
 
 
 def publish(run_dirs: Sequence[Path], out: Path, engine_image: str | None = None,
@@ -69,6 +114,7 @@ def publish(run_dirs: Sequence[Path], out: Path, engine_image: str | None = None
         raise UsageError(f"{out} is a file; --out names a new bundle folder")
     if out.exists() and any(out.iterdir()):
         raise UsageError(f"{out} already exists and is not empty; publish writes a new bundle folder")
+    run_dirs, series = expand_series(run_dirs)
     sources = [(path, *_load(path)) for path in run_dirs]
     sanitizer = sanitizer or Sanitizer()
     for path, run, _ in sources:
@@ -87,6 +133,8 @@ def publish(run_dirs: Sequence[Path], out: Path, engine_image: str | None = None
             published, entry = _publish_run(staging, path, run, claims, sanitizer, engine_image, publication)
             publication.runs.append(published)
             entries.append(entry)
+        for one in series:
+            publication.series.append(_publish_series(staging, one, publication, sanitizer))
         bundle_meta = {
             "format": FORMAT,
             "format_version": FORMAT_VERSION,
@@ -95,6 +143,7 @@ def publish(run_dirs: Sequence[Path], out: Path, engine_image: str | None = None
             "engine_image": sanitizer.text(engine_image) if engine_image else None,
             "raw_data": RAW_DATA_NOTE,
             "runs": entries,
+            **({"series": publication.series} if publication.series else {}),
         }
         (staging / BUNDLE_JSON).write_text(json.dumps(bundle_meta, indent=2, ensure_ascii=False) + "\n",
                                            encoding="utf-8")
@@ -173,6 +222,36 @@ def _publish_run(staging: Path, source: Path, run: Run, original: list[Claim], s
              "num_records": len(published_run.records), "num_claims": len(claims),
              "provenance": manifest["publication"]}
     return PublishedRun(run_id, folder, source, len(claims), torn), entry
+
+
+def _publish_series(staging: Path, series: Series, publication: Publication, sanitizer: Sanitizer) -> dict[str, Any]:
+    """bundle.json's entry for a search or sweep; a search's claims recomputed from its published trials
+    (they must equal those recomputed from the original folder) in series/<name>/claims.json."""
+    from loadproof.metrics.load_series import judge_trials, recompute_search, trial_of
+
+    folder_of = {p.source: p.folder for p in publication.runs}
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", sanitizer.text(series.source.name)).strip("._") or series.kind
+    if any(s["series_id"] == name for s in publication.series):
+        raise UsageError(f"two series would publish as {name} (the same folder given twice?): {series.source}")
+    entry: dict[str, Any] = {"kind": series.kind, "series_id": name,
+                             "runs": [f"{RUNS_DIR}/{folder_of[t]}" for t in series.trials]}
+    if series.kind != "search":
+        return entry
+    entry["path"] = f"{SERIES_DIR}/{name}"
+    trials = [trial_of(load_run(staging / rel)) for rel in entry["runs"]]
+    try:
+        _, claims = judge_trials(trials, series.attainment or 0.0)
+        _, _, original = recompute_search(series.source)
+    except (ValueError, LoadproofError) as exc:
+        raise UsageError(f"{series.source}: the search's claims cannot be recomputed: {exc}") from None
+    difference = claims_difference(original, claims, sanitizer)
+    if difference:
+        raise UsageError(f"{series.source}: publishing changed a search claim, no bundle written: {difference}")
+    target = staging / entry["path"]
+    target.mkdir(parents=True)
+    write_claims(target, claims_payload(name, claims))
+    entry["attainment"] = series.attainment
+    return entry
 
 
 def provenance(manifest: dict[str, Any], engine_image: str | None) -> dict[str, Any]:

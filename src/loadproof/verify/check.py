@@ -26,12 +26,14 @@ from typing import Any
 from loadproof.errors import LoadproofError, UsageError
 from loadproof.metrics import compute_claims
 from loadproof.metrics.claims import Claim
+from loadproof.metrics.load_series import judge_trials, trial_of
 from loadproof.store.files import read_json_file
 from loadproof.store.run_dir import CLAIMS, ReadLimits, load_run
 from loadproof.verify.checksums import FileProblem, Scan, check_sums, covered, scan
 from loadproof.verify.display import shown
 from loadproof.verify.intervals import matches_printed, printed_interval
-from loadproof.verify.layout import BUNDLE_JSON, MAX_DOCUMENT_BYTES, MAX_ENTRIES, MAX_FILE_BYTES, RUNS_DIR, SUMS
+from loadproof.verify.layout import (BUNDLE_JSON, MAX_DOCUMENT_BYTES, MAX_ENTRIES, MAX_FILE_BYTES, RUNS_DIR, SERIES_DIR,
+                                     SUMS)
 
 BUNDLE_LIMITS = ReadLimits(max_file_bytes=MAX_FILE_BYTES, max_document_bytes=MAX_DOCUMENT_BYTES)
 _ABSENT = "(none)"
@@ -61,6 +63,8 @@ class RunResult:
     path: str
     checks: list[ClaimCheck] = field(default_factory=list)
     problems: list[FileProblem] = field(default_factory=list)
+    recomputed: list[Claim] | None = field(default=None, repr=False)  # a run's claims, for the series that list it
+    rate_rps: float | None = None  # a load run's constant rate (its plan), for a search that lists it
 
 
 @dataclass
@@ -110,6 +114,14 @@ def verify(bundle: Path) -> VerifyResult:
     result = VerifyResult(bundle=bundle, files=check_sums(bundle, found))
     for run_id, rel in _runs(bundle, found, result.files):
         result.runs.append(verify_run(bundle, run_id, rel))
+    by_rel = {run.path: run for run in result.runs}
+    series = _listed_series(bundle, result.files) if BUNDLE_JSON in found.files else []
+    for entry in series:
+        result.runs.append(verify_series(bundle, entry, by_rel))
+    listed = {entry.get("path") for entry in series}
+    for rel in sorted({"/".join(rel.split("/")[:2]) for rel in found.files if rel.startswith(f"{SERIES_DIR}/")}):
+        if rel not in listed and not covered(rel, found.refused()):
+            result.files.append(FileProblem("UNLISTED", rel, f"a series folder {BUNDLE_JSON} does not list"))
     if not result.runs:
         result.files.append(FileProblem("MISSING", RUNS_DIR, "the bundle holds no run"))
     return result
@@ -200,7 +212,12 @@ def verify_run(bundle: Path, run_id: str, rel: str) -> RunResult:
             return result
     published = _published_claims(path, rel, run_id, result.problems)
     try:
-        recomputed = compute_claims(load_run(path, BUNDLE_LIMITS))
+        run = load_run(path, BUNDLE_LIMITS)
+        if run.manifest.get("scenario") == "load":
+            result.rate_rps, recomputed = trial_of(run)
+        else:
+            recomputed = compute_claims(run)
+        result.recomputed = recomputed
     except LoadproofError as exc:
         result.problems.append(FileProblem("UNREADABLE", rel, f"claims cannot be recomputed: {_relative(str(exc), path)}"))
         return result
@@ -213,6 +230,85 @@ def verify_run(bundle: Path, run_id: str, rel: str) -> RunResult:
         result.checks = compare_claims(run_id, published, recomputed)
     except Exception as exc:  # noqa: BLE001  a crafted published value that breaks a comparison: a failure
         result.problems.append(FileProblem("UNREADABLE", f"{rel}/{CLAIMS}", f"cannot be compared: {_describe(exc)}"))
+    return result
+
+
+def _listed_series(bundle: Path, problems: list[FileProblem]) -> list[dict[str, Any]]:
+    """bundle.json's `series` (absent: none); an entry that is not an object is a problem, skipped."""
+    try:
+        meta = read_json_file(bundle / BUNDLE_JSON, MAX_DOCUMENT_BYTES)
+    except (LoadproofError, OSError):
+        return []  # _listed_runs said so
+    entries = meta.get("series", []) if isinstance(meta, dict) else []
+    if not isinstance(entries, list) or len(entries) > MAX_ENTRIES:
+        problems.append(FileProblem("UNREADABLE", BUNDLE_JSON, "`series` is not a list of at most "
+                                                              f"{MAX_ENTRIES:,} entries"))
+        return []
+    out = []
+    for number, entry in enumerate(entries, 1):
+        if not isinstance(entry, dict):
+            problems.append(FileProblem("UNREADABLE", BUNDLE_JSON, f"series {number} is not an object"))
+        else:
+            out.append(entry)
+    return out
+
+
+def verify_series(bundle: Path, entry: dict[str, Any], runs: dict[str, RunResult]) -> RunResult:
+    """A rate search's claims (load.search.*) recomputed from its trial runs' recomputed claims and plans,
+    against series/<name>/claims.json; a sweep: only that every run it lists is in the bundle."""
+    series_id, kind, listed = entry.get("series_id"), entry.get("kind"), entry.get("runs")
+    name = series_id if isinstance(series_id, str) and _RUN_FOLDER.fullmatch(series_id) else None
+    result = RunResult(run_id=f"{kind if isinstance(kind, str) else 'series'}:{name or '?'}",
+                       path=f"{SERIES_DIR}/{name or '?'}")
+    problem = None
+    if name is None or name in (".", ".."):
+        problem = "has no series_id of letters, digits, '.', '_' and '-'"
+    elif kind not in ("search", "sweep"):
+        problem = f"kind {_brief(kind)} is neither 'search' nor 'sweep'"
+    elif not isinstance(listed, list) or not listed or not all(isinstance(r, str) for r in listed):
+        problem = "lists no trial runs"
+    if problem is not None:
+        result.problems.append(FileProblem("UNREADABLE", BUNDLE_JSON, f"series {_brief(series_id)} {problem}"))
+        return result
+    trials = []
+    for rel in listed:
+        run = runs.get(rel)
+        if run is None:
+            result.problems.append(FileProblem("MISSING", rel, f"series {name} lists a run the bundle does not"))
+        elif run.recomputed is None:
+            result.problems.append(FileProblem("UNREADABLE", rel, f"series {name}: the trial's claims were not "
+                                                                  "recomputed"))
+        else:
+            trials.append((run.rate_rps, run.recomputed))
+    if kind == "sweep" or result.problems:
+        return result
+    rel, attainment = entry.get("path"), entry.get("attainment")
+    if rel != f"{SERIES_DIR}/{name}":
+        result.problems.append(FileProblem("BAD_PATH", BUNDLE_JSON, f"series {name}: path is not {SERIES_DIR}/{name}"))
+        return result
+    if isinstance(attainment, bool) or not isinstance(attainment, (int, float)) or not 0 < attainment <= 1:
+        result.problems.append(FileProblem("UNREADABLE", BUNDLE_JSON, f"series {name}: attainment "
+                                                                      f"{_brief(attainment)} is not in (0, 1]"))
+        return result
+    for folder in (SERIES_DIR, rel):  # each step a real folder, never a link
+        try:
+            mode = os.lstat(bundle / folder).st_mode
+        except OSError:
+            result.problems.append(FileProblem("MISSING", folder, f"{BUNDLE_JSON} lists a series folder the bundle "
+                                                                  "lacks"))
+            return result
+        if not stat.S_ISDIR(mode):
+            result.problems.append(FileProblem("UNSAFE", folder, "not a folder (a link is never followed)"))
+            return result
+    published = _published_claims(bundle / rel, rel, name, result.problems)
+    try:
+        _, recomputed = judge_trials(trials, float(attainment))
+    except Exception as exc:  # noqa: BLE001  a crafted trial (no rate, odd figures): a failure, never a crash
+        result.problems.append(FileProblem("UNREADABLE", rel, f"the search's claims cannot be recomputed: "
+                                                              f"{_describe(exc)}"))
+        return result
+    if published is not None:
+        result.checks = compare_claims(result.run_id, published, recomputed)
     return result
 
 

@@ -4,6 +4,7 @@ and the caps verify applies to a bundle (docs/publish-and-verify.md, "What verif
     BUNDLE/
       bundle.json              format, versions, the runs and where each lies
       SHA256SUMS               sha256 of every other file, `sha256sum -c` format, sorted by path
+      series/<name>/           claims.json of a rate search (load.search.*), recomputed from its trial runs
       runs/<run_id>/           manifest.json, requests.jsonl, chunks.jsonl, metrics.jsonl, events.jsonl,
                                telemetry.jsonl, answers.jsonl (when the run has one), claims.json, report.md
 """
@@ -11,6 +12,7 @@ and the caps verify applies to a bundle (docs/publish-and-verify.md, "What verif
 BUNDLE_JSON = "bundle.json"
 SUMS = "SHA256SUMS"
 RUNS_DIR = "runs"
+SERIES_DIR = "series"  # a rate search's or sweep's own claims; bundle.json's `series` lists its trial runs
 FORMAT = "loadproof-bundle"
 FORMAT_VERSION = 1
 
