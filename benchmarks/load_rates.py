@@ -111,11 +111,12 @@ def run_cmd(argv: list[str], log: Path, env: dict[str, str] | None = None, timeo
     return wall, ""
 
 
-def run_loadproof(url: str, model: str, rate: float, n: int, d: Path) -> dict:
+def run_loadproof(url: str, model: str, rate: float, n: int, d: Path, workers: int = 1) -> dict:
     out = d / "runs"
     argv = [sys.executable, "-m", "loadproof", "run", "load", "--url", url, "--model", model, "--tokenizer",
             str(sim_tokenizer()), "--rate", f"{rate:g}", "--arrival", "constant", "-n", str(n),
-            "--input-tokens", str(INPUT_TOKENS), "--output-tokens", str(OUTPUT_TOKENS), "--out", str(out)]
+            "--input-tokens", str(INPUT_TOKENS), "--output-tokens", str(OUTPUT_TOKENS), "--out", str(out),
+            *(["--workers", str(workers)] if workers > 1 else [])]
     wall, error = run_cmd(argv, d / "output.txt")
     runs = sorted(out.glob("load-*")) if out.exists() else []
     if not runs:
@@ -188,7 +189,9 @@ def run_guidellm(url: str, model: str, rate: float, n: int, d: Path) -> dict:
     return result
 
 
-TOOLS = {"loadproof": run_loadproof, "vllm bench serve": run_vllm, "GuideLLM 0.8.1": run_guidellm}
+TOOLS = {"loadproof": run_loadproof, "vllm bench serve": run_vllm, "GuideLLM 0.8.1": run_guidellm,
+         "loadproof --workers 2": lambda *a: run_loadproof(*a, workers=2)}
+DEFAULT_TOOLS = ("loadproof", "vllm bench serve", "GuideLLM 0.8.1")
 
 
 def wait_http(url: str, timeout_s: float = 60) -> None:
@@ -225,7 +228,7 @@ def table(rows: list[dict]) -> str:
         notes = []
         if r.get("failed"):
             notes.append(f"{r['failed']} failed")
-        if row["tool"] == "loadproof":
+        if row["tool"].startswith("loadproof"):
             notes.append(f"lag p99 estimated as for vLLM: {r['vllm_estimate_lag_p99_ms']:.2f} ms")
         elif r.get("own_request_throughput"):
             notes.append(f"its own request throughput {r['own_request_throughput']:,.1f}/s")
@@ -243,14 +246,14 @@ def main() -> None:
     ap.add_argument("--rates", default="100,500,1000,2000")
     ap.add_argument("--duration-s", type=float, default=10.0)
     ap.add_argument("--servers", default="static,sim")
-    ap.add_argument("--tools", default=",".join(TOOLS))
+    ap.add_argument("--tools", default=",".join(DEFAULT_TOOLS), help=f"of: {', '.join(TOOLS)}")
     ap.add_argument("--work", type=Path, default=Path("/tmp/loadproof-load-rates"))
     ap.add_argument("--out", type=Path, default=RESULTS / "load-rates.json")
     args = ap.parse_args()
     rates = [float(r) for r in args.rates.split(",")]
     tools = args.tools.split(",")
     for tool in tools:  # installs, if any, before anything is timed
-        if tool != "loadproof":
+        if not tool.startswith("loadproof"):
             ensure_peer({"vllm bench serve": "vllm", "GuideLLM 0.8.1": "guidellm"}[tool])
     args.work.mkdir(parents=True, exist_ok=True)
     started = datetime.now(UTC)
@@ -287,7 +290,7 @@ def main() -> None:
             for rate in rates:
                 n = round(rate * args.duration_s)
                 for tool in tools:
-                    d = args.work / server / f"{rate:g}" / tool.split()[0]
+                    d = args.work / server / f"{rate:g}" / tool.replace(" --", "-").split()[0]
                     d.mkdir(parents=True, exist_ok=True)
                     print(f"== {server}, {rate:g} requests/s, {tool}", flush=True)
                     if server == "sim":
