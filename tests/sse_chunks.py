@@ -25,6 +25,8 @@ def chat_chunk(content=None, reasoning=None, completion_tokens=None) -> bytes:
     return encode_data(json.dumps(chunk).encode())
 
 
-def usage_only(completion_tokens: int, prompt_tokens: int = 7) -> bytes:
-    return encode_data(json.dumps({"choices": [], "usage": {
-        "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}}).encode())
+def usage_only(completion_tokens: int, prompt_tokens: int = 7, cached_tokens: int | None = None) -> bytes:
+    usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}
+    if cached_tokens is not None:  # vLLM with --enable-prompt-tokens-details
+        usage["prompt_tokens_details"] = {"cached_tokens": cached_tokens}
+    return encode_data(json.dumps({"choices": [], "usage": usage}).encode())

@@ -38,6 +38,11 @@ def test_warm_turns_carry_the_history_and_hit_the_prefix_cache(tmp_path: Path):
     assert value["sessions.turn2.context_tokens_mean"] > value["sessions.turn0.context_tokens_mean"]
     reusable, engine = value["sessions.prefix_hit_rate.reusable_pct"], value["sessions.prefix_hit_rate.engine_pct"]
     assert reusable > 40 and abs(reusable - engine) < 3, (reusable, engine)  # 16-token blocks: a little rounding
+    # the simulator reports each response's cached tokens, as vLLM does: the warm turns hit, the cold ones
+    # share only the system prompt's whole blocks; each turn's figure is the engine's own for that turn
+    assert value["sessions.engine_hit_pct.warm"] > 40 > value["sessions.engine_hit_pct.cold"]
+    hits = [r["cached_tokens"] for r in records]
+    assert all(isinstance(h, int) and 0 <= h < r["prompt_tokens"] for h, r in zip(hits, records))
     publish_and_verify(run, tmp_path / "bundle")
 
 

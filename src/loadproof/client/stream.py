@@ -176,6 +176,9 @@ class StreamingClient:
                         prev_tokens = usage.completion_tokens
                         if usage.prompt_tokens is not None:
                             record.prompt_tokens = usage.prompt_tokens
+                        details = usage.prompt_tokens_details
+                        if details is not None and details.cached_tokens is not None:
+                            record.cached_tokens = details.cached_tokens
                     choices = chunk.choices
                     if not choices:
                         message = error_message(chunk)

@@ -132,6 +132,8 @@ class VLLMEngine(EngineDefaults):
             argv += ["--max-cudagraph-capture-size", str(graphs.max_capture_size)]
         if profile.cpu_offload_gib is not None:
             argv += ["--cpu-offload-gb", f"{profile.cpu_offload_gib:g}"]
+        if "--enable-prompt-tokens-details" not in serving.extra_args:  # each response's cached prompt tokens
+            argv += ["--enable-prompt-tokens-details"]
         argv += serving.extra_args
         return LaunchCommand(argv=argv, env=env, notes=tuple(notes))
 

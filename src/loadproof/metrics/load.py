@@ -286,3 +286,12 @@ def engine_claims(samples: list[dict[str, Any]], t0: int, end_ns: int) -> list[C
                             "num_preemptions_total from the last sample at or before the schedule's start to the last "
                             "at or after the last response's end", direction="lower"))
     return claims
+
+
+def reported_hit_pct(records: list[RequestRecord]) -> float | None:
+    """The engine's per-request prefix-cache hits (usage.prompt_tokens_details.cached_tokens, which vLLM
+    reports with --enable-prompt-tokens-details) over the prompt tokens of the requests reporting them, %."""
+    rows = [r for r in records if r.cached_tokens is not None and r.prompt_tokens]
+    if not rows:
+        return None
+    return 100 * sum(r.cached_tokens for r in rows) / sum(r.prompt_tokens for r in rows)  # type: ignore[misc]

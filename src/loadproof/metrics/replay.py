@@ -12,7 +12,7 @@ import dataclasses
 from typing import Any
 
 from loadproof.metrics.claims import Claim, count, fact, number
-from loadproof.metrics.load import load_claims, schedule_start_ns
+from loadproof.metrics.load import load_claims, reported_hit_pct, schedule_start_ns, succeeded
 from loadproof.plans.replay import ReplayPlan
 from loadproof.records import RequestRecord
 
@@ -65,6 +65,12 @@ def prefix_claims(records: list[RequestRecord], plan: ReplayPlan, events: list[d
                              "sum over requests sent of the expected hit (leading blocks an earlier request of the "
                              "trace carried whole x block tokens, at most the text) / sum of their prompt tokens "
                              "(text + the engine's overhead) x 100", 2, direction="neither"))
+    reported = reported_hit_pct([r for r in records if succeeded(r)])
+    if reported is not None:
+        claims.append(number("replay.prefix_hit_rate.reported_pct", reported, "%", "sum of usage.prompt_tokens_details"
+                             ".cached_tokens / sum of usage.prompt_tokens over the successful requests that report it "
+                             "x 100: the engine's hits request by request (vLLM with --enable-prompt-tokens-details)",
+                             2, direction="higher"))
     t0 = schedule_start_ns(records, events)
     if not records or t0 is None:
         return claims

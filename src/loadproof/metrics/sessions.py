@@ -12,7 +12,7 @@ from typing import Any
 
 from loadproof.metrics.claims import Claim, count, number
 from loadproof.metrics.distribution import summarize
-from loadproof.metrics.load import succeeded
+from loadproof.metrics.load import reported_hit_pct, succeeded
 from loadproof.plans.sessions import SessionsPlan
 from loadproof.records import RequestRecord
 from loadproof.units import NS_PER_S
@@ -66,6 +66,12 @@ def claims_of_run(run: Any, plan: SessionsPlan) -> list[Claim]:
             claims.append(number("sessions.turn<t>.context_tokens_mean", sum(context) / len(context), "tokens",
                                  "mean usage.prompt_tokens of the successful turns t: the context each sent", 1,
                                  direction="neither", parts={"t": turn}))
+        hit = reported_hit_pct(rows)
+        if hit is not None:
+            claims.append(number("sessions.turn<t>.engine_hit_pct", hit, "%", "sum of usage.prompt_tokens_details."
+                                 "cached_tokens / sum of usage.prompt_tokens over the successful turns t that report "
+                                 "it x 100: the engine's own prefix-cache hits, request by request", 2,
+                                 direction="higher", parts={"t": turn}))
     spans = [(max(r.end_ns for r in t) - min(r.send_ns for r in t)) / NS_PER_S
              for t in by_user.values() if len(t) == plan.turns and all(succeeded(r) for r in t)]
     span = summarize(spans)
@@ -86,8 +92,16 @@ def claims_of_run(run: Any, plan: SessionsPlan) -> list[Claim]:
                              "of every successful turn x 100: what a prefix cache that kept every conversation could "
                              "serve (the shared system prompt's reuse across users not counted)", 2,
                              direction="neither"))
+    for phase, rows in (("cold", [r for r in ok if r.batch == 0]), ("warm", [r for r in ok if r.batch > 0])):
+        hit = reported_hit_pct(rows)
+        if hit is not None:
+            claims.append(number("sessions.engine_hit_pct.<phase>", hit, "%", "sum of usage.prompt_tokens_details."
+                                 f"cached_tokens / sum of usage.prompt_tokens over the successful {phase} turns that "
+                                 "report it x 100", 2, direction="higher" if phase == "warm" else "neither",
+                                 parts={"phase": phase}))
     claims += engine_hit_claims(records, run.samples)
     return claims
+
 
 
 def engine_hit_claims(records: list[RequestRecord], samples: list[dict[str, Any]]) -> list[Claim]:

@@ -30,9 +30,14 @@ class Choice(msgspec.Struct):
     finish_reason: str | None = None
 
 
+class PromptTokensDetails(msgspec.Struct):
+    cached_tokens: int | None = None  # prompt tokens the engine served from its prefix cache
+
+
 class Usage(msgspec.Struct):
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    prompt_tokens_details: PromptTokensDetails | None = None  # vLLM: with --enable-prompt-tokens-details
 
 
 class Chunk(msgspec.Struct):

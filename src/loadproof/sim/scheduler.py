@@ -47,6 +47,7 @@ class SimRequest:
     finish_reason: str | None = None
     num_preemptions: int = 0
     prefix_hit_tokens: int = 0
+    cached_tokens: int | None = None  # the prefix hit when first scheduled (vLLM's num_cached_tokens)
 
     @property
     def num_tokens(self) -> int:
@@ -184,6 +185,8 @@ class Scheduler:
                 self.counters.prefix_cache_queries += request.num_tokens
                 self.counters.prefix_cache_hits += computed
                 request.prefix_hit_tokens += computed
+                if request.cached_tokens is None:
+                    request.cached_tokens = computed
                 request.num_hashed = len(hit)
                 request.status = "running"
                 self.running.append(request)

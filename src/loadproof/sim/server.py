@@ -343,9 +343,12 @@ async def _disconnected(http: Request) -> None:
         pass
 
 
-def _usage(request: SimRequest) -> dict[str, int]:
-    return {"prompt_tokens": request.prompt_tokens, "completion_tokens": request.num_output,
-            "total_tokens": request.prompt_tokens + request.num_output}
+def _usage(request: SimRequest) -> dict[str, Any]:
+    usage: dict[str, Any] = {"prompt_tokens": request.prompt_tokens, "completion_tokens": request.num_output,
+                             "total_tokens": request.prompt_tokens + request.num_output}
+    if request.cached_tokens is not None:  # as vLLM with --enable-prompt-tokens-details, once scheduled
+        usage["prompt_tokens_details"] = {"cached_tokens": request.cached_tokens}
+    return usage
 
 
 def _error(status: int, message: str, kind: str = "BadRequestError") -> Response:

@@ -53,6 +53,16 @@ async def test_accounting_identity_with_a_scripted_clock(sse_server):
     assert rec.output_text == "Hello world"
     assert rec.finish_reason == "length"
     assert rec.end_ns > rec.last_token_ns
+    assert rec.cached_tokens is None  # the engine did not say
+
+
+@pytest.mark.asyncio
+async def test_the_engines_cached_prompt_tokens_are_recorded(sse_server):
+    pieces = [completion_chunk("a", 1, prompt_tokens=300), usage_only(1, prompt_tokens=300, cached_tokens=256),
+              DONE_EVENT]
+    server = await sse_server([Script(pieces=pieces)])
+    rec = await one(server.url)
+    assert rec.ok and rec.prompt_tokens == 300 and rec.cached_tokens == 256
 
 
 @pytest.mark.asyncio

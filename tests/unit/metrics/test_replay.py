@@ -78,6 +78,18 @@ def test_replay_claims_are_the_load_figures_renamed_plus_the_prefix_hit_rates():
     assert got["replay.capped_inputs"] == 0 and got["replay.trace"].startswith("mooncake trace abababababab: 8 requests")
 
 
+def test_the_engines_reported_hits_are_summed_over_the_successful_requests_that_report_them():
+    recs = records()
+    for i, r in enumerate(recs):
+        r.cached_tokens = 16 * i if i % 2 == 0 else None  # requests 1, 3, 5 report nothing
+    got = values(run(recs=recs))
+    ok = [r for r in recs if r.ok and r.cached_tokens is not None and r.prompt_tokens]
+    assert ok, "the hand-built records have successful requests that report"
+    assert abs(got["replay.prefix_hit_rate.reported_pct"]
+               - 100 * sum(r.cached_tokens for r in ok) / sum(r.prompt_tokens for r in ok)) < 1e-9
+    assert "replay.prefix_hit_rate.reported_pct" not in values(run())  # nothing reported: no claim
+
+
 def test_only_the_requests_sent_count_toward_the_expected_rate():
     got = values(run(recs=records()[:2]))  # an interrupted run: requests 0 and 1
     assert abs(got["replay.prefix_hit_rate.expected_pct"] - 100 * 32 / 128) < 1e-9

@@ -63,6 +63,20 @@ def test_no_engine_rate_without_its_counters_around_the_run():
     assert "sessions.prefix_hit_rate.engine_pct" not in got and "sessions.prefix_hit_rate.reusable_pct" in got
 
 
+def test_the_engines_reported_hits_per_turn_and_phase_by_hand():
+    cached = {(0, 0): 0, (0, 1): 96, (0, 2): 128, (1, 0): 16}  # the engine's cached_tokens, per user and turn
+    records = [msgspec.structs.replace(r, cached_tokens=cached.get((int(r.prompt_id[1:]), r.batch)))
+               for r in RECORDS]
+    got = values(run(records))
+    assert got["sessions.turn0.engine_hit_pct"] == pytest.approx(100 * 16 / 200)
+    assert got["sessions.turn1.engine_hit_pct"] == pytest.approx(100 * 96 / 130)  # the failed turn not counted
+    assert got["sessions.turn2.engine_hit_pct"] == pytest.approx(100 * 128 / 160)
+    assert got["sessions.engine_hit_pct.cold"] == pytest.approx(100 * 16 / 200)
+    assert got["sessions.engine_hit_pct.warm"] == pytest.approx(100 * 224 / 290)
+    # an engine that does not report them: no such claim, rather than a zero
+    assert not any("engine_hit_pct" in name for name in values(run()))
+
+
 def test_think_time_syntax():
     from loadproof.scenarios.sessions import parse_think
 
