@@ -30,7 +30,9 @@ class DatasetRef(msgspec.Struct, kw_only=True):
     repeated: int = 0  # requests that reuse a row already sent
     rows_sent: list[int] = []  # the row of each request, in send order
     outputs_from_data: int = 0  # requests whose output length came from the row
-    estimated_inputs: int = 0  # requests whose input length is an estimate (multi-message chat): not checked
+    # requests whose input length was an estimate, not checked (multi-message chat, before every chat prompt
+    # sent was counted as rendered): 0 now, kept so older plans still read
+    estimated_inputs: int = 0
     messages_from_data: int = 0  # sessions: user messages taken from the conversations (the rest filler)
 
     def key(self) -> str:

@@ -111,6 +111,14 @@ def dataset_load_plan(scenario: LoadScenario, offsets: list[float], hs: Haystack
                     + (f", {sel.bad_rows} malformed skipped (first: {sel.first_bad})" if sel.bad_rows else "")
                     + f"; {n} requests" + (f", {sel.repeated} repeated" if sel.repeated else "")
                     + f"; {cache.tokenized} texts tokenized, the rest from the cache")
+    if chat:  # the selection above used text + overhead; each prompt sent is now counted as the engine renders it
+        from loadproof.scenarios.token_counts import chat_prompt_counter
+
+        exact_count, how = chat_prompt_counter(target, builder.tokenizer)
+        unique = list({id(i): i for i in sel.items}.values())
+        for item in unique:
+            item.input_tokens = exact_count(item.messages or [{"role": "user", "content": item.text()}])
+        scenario.status(f"chat prompts counted exactly ({how}): {len(unique)} prompts")
     drawn = draw_lengths(opts.output_tokens, n, opts.seed, "output")
     replied = [i for i in {id(i): i for i in sel.items}.values() if i.reply is not None and i.output_tokens is None]
     if opts.dataset_output == "data" and replied:  # ShareGPT: the reply's token count is the output length
@@ -125,7 +133,7 @@ def dataset_load_plan(scenario: LoadScenario, offsets: list[float], hs: Haystack
         if max_model_len is not None and out > max_model_len - inputs:
             out, clamped = max(1, max_model_len - inputs), clamped + 1
         extra = dict(target.extra_body)
-        exact = not (chat and item.messages is not None and not _single_user(item))
+        exact = True  # chat: counted as rendered, above
         if chat and item.messages is not None:
             extra["messages"] = item.messages
             text = ""
@@ -159,10 +167,6 @@ def dataset_load_plan(scenario: LoadScenario, offsets: list[float], hs: Haystack
         overhead_source=hs.overhead_source, haystack_additive=builder.additive, dataset=ref,
     )
     return plan, requests
-
-
-def _single_user(item: Item) -> bool:
-    return item.messages is not None and len(item.messages) == 1 and item.messages[0].get("role") == "user"
 
 
 def _single_text(item: Item, chat: bool) -> str:

@@ -32,6 +32,8 @@ from loadproof.units import NS_PER_S
 from loadproof.workloads.synthetic import SyntheticPrompts
 from loadproof.workloads.traces import MOONCAKE_BLOCK, TRACE_FORMATS, BlockPrompts, TraceError, read_trace, shape
 
+REPLAY_PROBE = "0 " + PROBE_LINE  # begins as a replay prompt does (a block's head line) and ends as it does
+
 
 class ReplayOptions(StrictModel):
     trace: str = Field(description="the trace file (the shipped Mooncake slice: loadproof/data/traces/)")
@@ -87,7 +89,10 @@ class ReplayScenario(MetricsScenario):
         read = read_trace(opts.trace, opts.format, start_offset_s=opts.start_offset_s, max_requests=opts.max_requests,
                           skip_bad_rows=opts.skip_bad_rows)
         max_model_len = model_info(self.target.url, self.target.model, self.target.api_key).get("max_model_len")
-        hs = haystack_target(self.target, opts.seed, PROBE_LINE)
+        # every prompt begins with its first block's head line (a hash id: a digit) and ends with a newline;
+        # the overhead is measured on a probe that does too (on Gemma's chat template a prompt that begins
+        # with a digit takes one token more than one that begins with a letter)
+        hs = haystack_target(self.target, opts.seed, REPLAY_PROBE)
         builder = hs.builder
         prompts = BlockPrompts(SyntheticPrompts(builder, run_salt="", seed=opts.seed), opts.block_tokens,
                                salt=secrets.token_hex(3), seed=opts.seed)

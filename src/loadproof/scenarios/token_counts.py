@@ -85,6 +85,39 @@ def tokenize_overhead_tokens(target: Target, tokenizer, probe: str = PROBE_TEXT)
     return count - local, "engine /tokenize"
 
 
+def chat_prompt_counter(target: Target, tokenizer) -> tuple[Any, str]:
+    """(count, how): count(messages) is the exact prompt length of a chat request of those messages, the
+    template's text included: the engine's /tokenize with the messages (`engine`), or the chat template
+    rendered here and tokenized (`local`). A text's tokens plus a fixed overhead is not exact on chat:
+    where the template's text meets the prompt's, tokens can merge differently from prompt to prompt."""
+    kwargs = target.extra_body.get("chat_template_kwargs") or {}
+    if target.token_counts == "local":
+        assert target.tokenizer_path is not None  # load_tokenizer came first
+        template = ChatTemplate.load(target.tokenizer_path)
+
+        def local(messages: list[dict[str, Any]]) -> int:
+            return len(tokenizer.encode(template.render(messages, **kwargs), add_special_tokens=False).ids)
+
+        return local, f"the chat template ({template.origin}) rendered locally, each prompt"
+    from loadproof.engines import engines
+
+    url = target.url.rstrip("/") + engines.get(target.engine).tokenize_path
+
+    def remote(messages: list[dict[str, Any]]) -> int:
+        body: dict[str, Any] = {"model": target.model, "messages": messages}
+        if kwargs:
+            body["chat_template_kwargs"] = kwargs
+        try:
+            return int(_post_json(url, body, target.api_key, timeout_s=30)["count"])
+        except _Unanswered as exc:
+            raise UsageError(f"{url} is not available ({exc}): chat prompts cannot be counted there; pass "
+                             "--token-counts local") from None
+        except (KeyError, TypeError, ValueError):
+            raise UsageError(f"{url} answered without a token count: pass --token-counts local") from None
+
+    return remote, "engine /tokenize, each prompt's messages"
+
+
 def local_overhead_tokens(target: Target, tokenizer, probe: str = PROBE_TEXT) -> tuple[int, str]:
     """The overhead counted here (the chat template rendered, or the tokenizer's special tokens), then
     checked on the engine: one request of the probe text, whose usage.prompt_tokens must be the count

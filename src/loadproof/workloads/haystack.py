@@ -137,6 +137,10 @@ class HaystackBuilder:
         return [len(e.ids) for e in self._tok.encode_batch(texts, add_special_tokens=False)]
 
     @property
+    def tokenizer(self) -> Tokenizer:
+        return self._tok
+
+    @property
     def sentences(self) -> tuple[list[str], list[int]]:
         """The filler pool and each sentence's token count (every sentence ends with a newline and starts
         with a letter: where `additive`, a text's count is the sum of its sentences')."""
