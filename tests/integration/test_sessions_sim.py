@@ -68,3 +68,41 @@ def test_users_take_sharegpt_conversations_as_their_messages(tmp_path: Path):
         second = len(f"And a follow-up number {row}, longer.\n".encode())
         assert turns[1]["prompt_tokens"] - turns[0]["prompt_tokens"] == len(turns[0]["output_text"].encode()) + 1 + second
         assert turns[2]["prompt_tokens"] - turns[1]["prompt_tokens"] == len(turns[1]["output_text"].encode()) + 1 + 40
+
+
+def test_users_take_prompts_or_message_conversations_from_other_data_set_formats(tmp_path: Path):
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    parquet = tmp_path / "prompts.parquet"
+    pq.write_table(pa.table({"question": [f"Prompt row {i} asks something." for i in range(10)]}), parquet)
+    chats = tmp_path / "chats.jsonl"
+    chats.write_text("".join(json.dumps({"messages": [{"role": "user", "content": f"Chat {i} begins."},
+                                                      {"role": "assistant", "content": "Fine."},
+                                                      {"role": "user", "content": f"Chat {i} goes on."}]}) + "\n"
+                             for i in range(4)))
+    with SimProcess(tmp_path / "sim.log", config={"time_scale": 10.0}) as sim:
+        # a file of prompts: every message is a row (2 users x 3 turns = 6 rows)
+        code, claims, run = run_scenario(sim, tmp_path / "p", "sessions", "--endpoint", "completions", "-u", "2",
+                                         "-t", "3", "--output-tokens", "8", "--dataset", str(parquet),
+                                         "--dataset-columns", "prompt=question")
+        assert code == 0, claims
+        plan = json.loads((run / "manifest.json").read_text())["plan"]
+        rows = plan["dataset"]["rows_sent"]
+        assert plan["dataset"]["format"] == "parquet" and len(rows) == 6 and plan["dataset"]["messages_from_data"] == 6
+        records = sorted((json.loads(line) for line in (run / "requests.jsonl").read_text().splitlines()),
+                         key=lambda r: (r["prompt_id"], r["batch"]))
+        first = [r for r in records if r["batch"] == 0]
+        assert sorted(r["prompt_tokens"] for r in first) == sorted(
+            len(f"Prompt row {rows[u * 3]} asks something.\n".encode()) + plan["overhead_tokens"] for u in range(2))
+        # JSONL of messages: a conversation per user, its user messages as the turns (filler after them)
+        code, claims, run = run_scenario(sim, tmp_path / "m", "sessions", "--endpoint", "completions", "-u", "2",
+                                         "-t", "3", "--turn-tokens", "40", "--output-tokens", "8", "--dataset",
+                                         str(chats))
+    assert code == 0, claims
+    plan = json.loads((run / "manifest.json").read_text())["plan"]
+    assert plan["dataset"]["format"] == "jsonl" and plan["dataset"]["messages_from_data"] == 4
+    records = [json.loads(line) for line in (run / "requests.jsonl").read_text().splitlines()]
+    for u, row in enumerate(plan["dataset"]["rows_sent"]):
+        turn0 = next(r for r in records if r["prompt_id"] == f"u{u}" and r["batch"] == 0)
+        assert turn0["prompt_tokens"] == len(f"Chat {row} begins.\n".encode()) + plan["overhead_tokens"]

@@ -17,7 +17,7 @@ import math
 import random
 import secrets
 import time
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, PlainSerializer, model_validator
 
@@ -35,7 +35,8 @@ from loadproof.scenarios.options import cli
 from loadproof.scenarios.token_counts import PROBE_LINE
 from loadproof.store.run_dir import RunWriter
 from loadproof.telemetry.server_metrics import MetricsScraper
-from loadproof.workloads.datasets import DatasetSpec, resolve, select
+from loadproof.scenarios.datasets import Columns
+from loadproof.workloads.datasets import FORMATS, DatasetSpec, content_text, resolve, select
 from loadproof.workloads.synthetic import SyntheticPrompts
 
 THINK_SYNTAX = "seconds X, or uniform:LOW:HIGH"
@@ -75,8 +76,13 @@ class SessionsOptions(StrictModel):
                              "seconds")
     ignore_eos: bool = Field(default=True, description="generate exactly --output-tokens (--no-ignore-eos: let the "
                              "model stop)")
-    dataset: str | None = Field(default=None, description="a ShareGPT file: each user takes one of its conversations "
-                                "(a seeded sample) and sends its human turns as the turn messages")
+    dataset: str | None = Field(default=None, description="the users' messages from a data set: a ShareGPT file or "
+                                "JSONL of `messages` gives each user a conversation (its user turns); a file of "
+                                "prompts (JSONL, Parquet, Arrow) gives each message a row (seeded samples)")
+    dataset_format: Literal[FORMATS] = Field(default="auto", description="the data set's format; auto: by its "  # type: ignore[valid-type]
+                                             "extension (.json sharegpt, .jsonl, .parquet, .arrow)")
+    dataset_columns: Columns = Field(default={}, description="FIELD=COLUMN,... maps prompt, messages or conversations "
+                                     "to the data set's own names", json_schema_extra=cli(text=True))
     seed: int = Field(default=731, description="seed of the filler and the think times")
     deadline_s: float = Field(default=600.0, gt=0, description="per-request deadline in seconds")
     idle_timeout_s: float = Field(default=120.0, ge=0, description="wait up to this long, before the run, for the "
@@ -88,11 +94,9 @@ class SessionsOptions(StrictModel):
     def _dataset(self) -> SessionsOptions:
         if self.dataset is not None:
             try:
-                _, fmt = resolve(self.dataset, "auto" if not self.dataset.endswith(".json") else "sharegpt")
+                resolve(self.dataset, self.dataset_format)
             except UsageError as exc:
                 raise ValueError(str(exc)) from None
-            if fmt != "sharegpt":
-                raise ValueError(f"--dataset {self.dataset}: sessions take a ShareGPT file (conversations), not {fmt}")
         return self
 
 
@@ -112,21 +116,37 @@ class SessionsScenario(MetricsScenario):
         return float(text)
 
     def _conversations(self, said: list[list[str]], builder: Any) -> DatasetRef:
-        """Replace each user's messages with a sampled ShareGPT conversation's human turns (in place)."""
+        """Replace the users' messages with the data set's (in place). A conversation per user where the rows
+        are conversations (ShareGPT: its human turns; JSONL `messages`: its user messages; filler where one
+        ends); otherwise one row's prompt per message, users x turns rows sampled with the seed."""
         opts = self.options
-        spec = DatasetSpec(path=opts.dataset, format="sharegpt", seed=opts.seed, repeat=True)  # type: ignore[arg-type]
-        sel = select(spec, opts.users, lambda items: [0] * len(items))
+        _, fmt = resolve(opts.dataset, opts.dataset_format)  # type: ignore[arg-type]
+        spec = DatasetSpec(path=opts.dataset, format=fmt, columns=dict(opts.dataset_columns),  # type: ignore[arg-type]
+                           seed=opts.seed, repeat=True)
+        probe = select(DatasetSpec(path=opts.dataset, format=fmt, columns=dict(opts.dataset_columns),  # type: ignore[arg-type]
+                                   sample="first", seed=opts.seed, repeat=True), 1, lambda items: [0] * len(items))
+        conversations = bool(probe.items) and (probe.items[0].turns is not None or probe.items[0].messages is not None)
+        n = opts.users if conversations else opts.users * opts.turns
+        sel = select(spec, n, lambda items: [0] * len(items))
         from_data = 0
-        for u, item in enumerate(sel.items):
-            for t, text in enumerate((item.turns or [])[: opts.turns]):
+        for k, item in enumerate(sel.items):
+            if conversations:
+                texts = item.turns if item.turns is not None else [
+                    content_text(m.get("content")) for m in item.messages or () if m.get("role", "user") == "user"]
+                places = [(k, t) for t in range(min(len(texts), opts.turns))]
+            else:
+                texts, places = [item.text()], [divmod(k, opts.turns)]
+            for (u, t), text in zip(places, texts):
                 said[u][t] = text if text.endswith("\n") else text + "\n"
                 from_data += 1
-        self.status(f"data set {sel.files[0]}: {sel.usable} conversations, {opts.users} users, {from_data} of "
-                    f"{opts.users * opts.turns} messages from it (filler where a conversation ends)")
-        return DatasetRef(path=str(opts.dataset), format="sharegpt", files=sel.files, sha256=sel.sha256,
-                          sample="random", seed=opts.seed, repeat=True, rows=sel.rows, bad_rows=sel.bad_rows,
-                          no_prompt=sel.no_prompt, usable=sel.usable, repeated=sel.repeated,
-                          rows_sent=[i.row for i in sel.items], messages_from_data=from_data)
+        unit = "conversations" if conversations else "prompts"
+        self.status(f"data set {sel.files[0]} ({sel.format}): {sel.usable} {unit}, {opts.users} users, {from_data} of "
+                    f"{opts.users * opts.turns} messages from it" + (" (filler where a conversation ends)"
+                                                                     if conversations else ""))
+        return DatasetRef(path=str(opts.dataset), format=sel.format, files=sel.files, sha256=sel.sha256,
+                          columns=dict(opts.dataset_columns), sample="random", seed=opts.seed, repeat=True,
+                          rows=sel.rows, bad_rows=sel.bad_rows, no_prompt=sel.no_prompt, usable=sel.usable,
+                          repeated=sel.repeated, rows_sent=[i.row for i in sel.items], messages_from_data=from_data)
 
     async def run(self, writer: RunWriter, manifest: dict[str, Any], live: LiveStatus | None = None) -> None:
         opts, target = self.options, self.target
@@ -152,7 +172,7 @@ class SessionsScenario(MetricsScenario):
         said = [[message(f"User {u}.{t} {salt}.\n", opts.turn_tokens if t else opts.first_tokens)
                  for t in range(opts.turns)] for u in range(opts.users)]
         ref = None
-        if opts.dataset is not None:  # each user a ShareGPT conversation: its human turns, filler where it ends
+        if opts.dataset is not None:  # the users' messages from the data set (filler where it has none)
             ref = self._conversations(said, builder)
         tools = [[message(f"Tool {u}.{t} {salt}.\n", opts.tool_tokens) if opts.tool_tokens and t else ""
                   for t in range(opts.turns)] for u in range(opts.users)]

@@ -72,10 +72,11 @@ class Item:
         """The prompt as one text: the prompt, or the messages as `role: content` lines."""
         if self.prompt is not None:
             return self.prompt
-        return "".join(f"{m.get('role', 'user')}: {_content(m.get('content'))}\n" for m in self.messages or ())
+        return "".join(f"{m.get('role', 'user')}: {content_text(m.get('content'))}\n" for m in self.messages or ())
 
 
-def _content(content: Any) -> str:
+def content_text(content: Any) -> str:
+    """A message's content as text (content parts: their text ones joined)."""
     if isinstance(content, list):  # content parts: the text ones
         return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
     return "" if content is None else str(content)
@@ -393,9 +394,9 @@ def to_item(row: int, value: dict[str, Any], fmt: str, columns: dict[str, str]) 
                 return f"{col('messages')} is a string that is not JSON"
         if not isinstance(messages, list) or not all(isinstance(m, dict) and "content" in m for m in messages):
             return f"{col('messages')} is not a list of messages with role and content"
-        if not messages or not any(_content(m.get("content")).strip() for m in messages):
+        if not messages or not any(content_text(m.get("content")).strip() for m in messages):
             return None
-        clean = [{"role": str(m.get("role", "user")), "content": _content(m.get("content"))} for m in messages]
+        clean = [{"role": str(m.get("role", "user")), "content": content_text(m.get("content"))} for m in messages]
         return Item(row, messages=clean, output_tokens=output)
     return None
 
