@@ -13,15 +13,18 @@ from loadproof.config.profile import load_profile
 from loadproof.errors import UsageError
 
 
-@app.command()
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def plan(
+    ctx: typer.Context,
     profile_path: Annotated[Path, typer.Argument(metavar="PROFILE", help="profile TOML")],
     startup_log: Annotated[Optional[Path], typer.Option(help="the engine's startup log: plan from the memory it "
                                                           "found, and compare with the tokens it reported")] = None,
     input_tokens: Annotated[Optional[int], typer.Option("--input-tokens", "-l", help="L: how many sessions of L fit")] = None,
     growth_tokens: Annotated[int, typer.Option(help="tokens each session generates while held (with -l)")] = 0,
     model_config: Annotated[Optional[Path], typer.Option(help="the model's config.json (default: the profile's model folder)")] = None,
-    simulate: Annotated[Optional[str], typer.Option(help="predict a scenario on the simulator: capacity or prefill")] = None,
+    simulate: Annotated[Optional[str], typer.Option(help="predict a scenario on the simulator: capacity, prefill, "
+                                                    "load (the options of `sim predict-load`) or replay (those of "
+                                                    "`sim predict-replay`)")] = None,
     sim: Annotated[Optional[Path], typer.Option("--sim", help="calibrated sim profile giving the step costs "
                                                 "(`loadproof sim calibrate`)")] = None,
     sessions: Annotated[int, typer.Option(help="N for --simulate capacity")] = 4,
@@ -34,9 +37,14 @@ def plan(
     from loadproof.planner.profile_plan import model_config_path, plan_profile
     from loadproof.sim.config import is_sim_profile, load_sim_config
 
+    if simulate in ("load", "replay"):
+        extra = ["--input-tokens", str(input_tokens)] if input_tokens is not None and simulate == "load" else []
+        raise typer.Exit(_open_loop(ctx, profile_path, simulate, sim, extra))
+    if ctx.args:
+        raise UsageError(f"unexpected arguments: {' '.join(ctx.args)}")
     if is_sim_profile(profile_path):
         if simulate is None:
-            raise UsageError(f"{profile_path} is a sim profile: give --simulate capacity|prefill")
+            raise UsageError(f"{profile_path} is a sim profile: give --simulate capacity|prefill|load|replay")
         raise typer.Exit(simulate_and_print(load_sim_config(profile_path), simulate, sessions,
                                             input_tokens or 1024, window_s))
     if simulate is not None and sim is None:
@@ -79,3 +87,47 @@ def plan(
             "max_num_seqs": sched.max_num_seqs or base.max_num_seqs,
             "max_num_batched_tokens": sched.max_num_batched_tokens or base.max_num_batched_tokens})
         raise typer.Exit(simulate_and_print(cfg, simulate, sessions, input_tokens or 1024, window_s))
+
+
+def _open_loop(ctx: typer.Context, profile_path: Path, scenario: str, sim: Path | None, extra: list[str]) -> int:
+    """`plan SIM --simulate load|replay ...`: `loadproof sim predict-load|predict-replay SIM ...` (the
+    remaining options are theirs; `--input-tokens`, an option of plan's own, is passed on, as a number).
+    A deployment profile takes its costs from --sim, its KV cache tokens
+    and scheduler limits from itself, as for --simulate capacity."""
+    import tempfile
+
+    from loadproof.cli.sim import sim_app
+    from loadproof.sim.config import dump_sim_config, is_sim_profile
+
+    command = "predict-load" if scenario == "load" else "predict-replay"
+    target = profile_path
+    with tempfile.TemporaryDirectory(prefix="loadproof-plan-") as tmp:
+        if not is_sim_profile(profile_path):
+            if sim is None:
+                raise UsageError("--simulate needs the step costs: give --sim SIM_PROFILE (from `loadproof sim "
+                                 "calibrate`)")
+            target = Path(tmp) / "sim.toml"
+            target.write_text(dump_sim_config(_deployment_sim(profile_path, sim)), encoding="utf-8")
+        try:
+            typer.main.get_command(sim_app).main([command, str(target), *ctx.args, *extra], prog_name="loadproof sim",
+                                                 standalone_mode=False)
+        except typer.Exit as exc:
+            return exc.exit_code
+    return 0
+
+
+def _deployment_sim(profile_path: Path, sim: Path):
+    """The sim profile's costs on a deployment profile's KV cache and scheduler limits (its plan)."""
+    from loadproof.planner.profile_plan import model_config_path, plan_profile
+    from loadproof.sim.config import load_sim_config
+
+    profile = load_profile(profile_path)
+    result = plan_profile(profile, model_config_path(profile, None), None)
+    dep, kv = result.deployment, result.plan
+    base = load_sim_config(sim)
+    sched = profile.scheduler
+    return base.model_copy(update={
+        "max_model_len": dep.max_model_len, "block_size": dep.block_size,
+        "num_gpu_blocks": max(1, kv.kv_cache_tokens // dep.block_size),
+        "max_num_seqs": sched.max_num_seqs or base.max_num_seqs,
+        "max_num_batched_tokens": sched.max_num_batched_tokens or base.max_num_batched_tokens})

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -259,8 +259,6 @@ def predict_load_cmd(
 ) -> None:
     """Predict what `loadproof run load` measures at each rate, on the virtual clock (seconds of wall time):
     the same schedule and lengths (same seed), the same latency formulas, and the highest rate meeting the SLO."""
-    from loadproof.metrics.distribution import percentile
-    from loadproof.metrics.load import meets, samples_ns, slo_values, succeeded
     from loadproof.scenarios.load import parse_slo
     from loadproof.sim.config import load_sim_config
     from loadproof.sim.virtual import predict_load
@@ -291,29 +289,105 @@ def predict_load_cmd(
         except ValueError as exc:
             raise UsageError(str(exc)) from None
         pred = predict_load(cfg, offsets, inputs, outputs, max_concurrency=max_concurrency)
-        ok = [rec for rec in pred.records if succeeded(rec)]
-        values = samples_ns(pred.records)
-        duration = (max(rec.end_ns for rec in pred.records) - min(rec.intended_send_ns or 0 for rec in pred.records)) / 1e9
-
-        def p(name: str, q: float) -> str:
-            v = sorted(values[name])
-            return f"{percentile(v, q) / 1e9:.3f}" if v else "n/a"
-
-        row = [f"{r:g}", f"{len(ok)}/{len(pred.records)}", f"{sum(rec.output_tokens or 0 for rec in ok) / duration:,.1f}",
-               p("ttft_s", 50), p("ttft_s", 99), p("tpot_s", 50), p("tpot_s", 99), p("itl_s", 99), p("e2el_s", 50)]
-        if slos:
-            good = sum(meets(slo_values(rec), slos) for rec in pred.records)
-            pct = 100 * good / len(pred.records)
-            row += [f"{good / duration:.3f}", f"{pct:.1f}%"]
-            if pct >= attainment:
-                passing.append(r)
+        row, pct = prediction_row(pred, slos)
+        row.insert(0, f"{r:g}")
+        if slos and pct >= attainment:
+            passing.append(r)
         rows.append(row)
-    head = ["rate (req/s)", "ok", "output tok/s", "TTFT p50 (s)", "TTFT p99", "TPOT p50", "TPOT p99", "ITL p99",
-            "E2EL p50"] + (["goodput (req/s)", "SLO attainment"] if slos else [])
+    head = ["rate (req/s)", *PREDICTION_HEAD] + (["goodput (req/s)", "SLO attainment"] if slos else [])
     ui.table(f"Predicted open-loop load: {num_requests} requests per rate, {arrival} arrivals, seed {seed}, "
              f"input {input_tokens}, output {output_tokens} ({time.perf_counter() - started:.2f} s wall)", head, rows)
     if slos:
         verdict = (f"highest rate meeting the SLO ({attainment:g}% of requests): {max(passing):g} requests/s"
                    if passing else f"no rate given met the SLO ({attainment:g}% of requests)")
         ui.out.print(verdict, markup=False, highlight=False)
+    ui.out.print(f"model: {cfg.source}", markup=False, highlight=False)
+
+
+PREDICTION_HEAD = ["ok", "output tok/s", "TTFT p50 (s)", "TTFT p99", "TPOT p50", "TPOT p99", "ITL p99", "E2EL p50"]
+
+
+def prediction_row(pred: Any, slos: dict[str, float]) -> tuple[list[str], float]:
+    """A predicted run's figures, computed by the load scenario's own formulas on its records (the columns
+    of PREDICTION_HEAD, then goodput and attainment with SLOs), and its SLO attainment %."""
+    from loadproof.metrics.distribution import percentile
+    from loadproof.metrics.load import meets, samples_ns, slo_values, succeeded
+
+    ok = [rec for rec in pred.records if succeeded(rec)]
+    values = samples_ns(pred.records)
+    duration = (max(rec.end_ns for rec in pred.records) - min(rec.intended_send_ns or 0 for rec in pred.records)) / 1e9
+
+    def p(name: str, q: float) -> str:
+        v = sorted(values[name])
+        return f"{percentile(v, q) / 1e9:.3f}" if v else "n/a"
+
+    row = [f"{len(ok)}/{len(pred.records)}", f"{sum(rec.output_tokens or 0 for rec in ok) / duration:,.1f}",
+           p("ttft_s", 50), p("ttft_s", 99), p("tpot_s", 50), p("tpot_s", 99), p("itl_s", 99), p("e2el_s", 50)]
+    pct = 0.0
+    if slos:
+        good = sum(meets(slo_values(rec), slos) for rec in pred.records)
+        pct = 100 * good / len(pred.records)
+        row += [f"{good / duration:.3f}", f"{pct:.1f}%"]
+    return row, pct
+
+
+@sim_app.command("predict-replay")
+def predict_replay_cmd(
+    profile: Annotated[Path, typer.Argument(metavar="SIM_PROFILE", help="a sim profile (`loadproof sim calibrate`)")],
+    trace: Annotated[str, typer.Option(help="the trace file, as `run replay`")],
+    format: Annotated[str, typer.Option("--format", help="mooncake, azure or csv")] = "mooncake",
+    time_scale: Annotated[float, typer.Option(help="replay X times faster")] = 1.0,
+    max_requests: Annotated[Optional[int], typer.Option(help="replay at most N requests")] = None,
+    start_offset_s: Annotated[float, typer.Option(help="skip the trace's first S seconds")] = 0.0,
+    block_tokens: Annotated[int, typer.Option(help="tokens of a trace block (Mooncake's 512 scaled to B)")] = 512,
+    max_input_tokens: Annotated[Optional[int], typer.Option(help="cap each prompt at this many tokens")] = None,
+    max_output_tokens: Annotated[Optional[int], typer.Option(help="cap each output")] = None,
+    overhead_tokens: Annotated[int, typer.Option(help="tokens the engine adds to each prompt (template, BOS)")] = 1,
+    max_concurrency: Annotated[Optional[int], typer.Option(help="the client's cap on requests in flight")] = None,
+    slo: Annotated[Optional[str], typer.Option(help="per-request SLOs, as `run load`: ttft=2s")] = None,
+    skip_bad_rows: Annotated[bool, typer.Option(help="skip rows that do not parse, counting them")] = False,
+) -> None:
+    """Predict what `loadproof run replay` measures, on the virtual clock: the trace's send times and
+    lengths shaped as `run replay` shapes them, its shared blocks as shared KV blocks, the same latency
+    formulas, and the prefix-cache hit rate beside the one the trace promises."""
+    from loadproof.metrics.replay import expected_hits
+    from loadproof.scenarios.load import parse_slo
+    from loadproof.sim.config import load_sim_config
+    from loadproof.sim.virtual import predict_load, trace_block_hashes
+    from loadproof.workloads.traces import TRACE_FORMATS, read_trace, shape
+
+    cfg = load_sim_config(profile)
+    if format not in TRACE_FORMATS:
+        raise UsageError(f"--format {format}: takes {', '.join(TRACE_FORMATS)}")
+    if time_scale <= 0 or block_tokens < 1 or overhead_tokens < 0:
+        raise UsageError("--time-scale must be > 0, --block-tokens >= 1 and --overhead-tokens >= 0")
+    try:
+        slos = parse_slo(slo) if slo else {}
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    started = time.perf_counter()
+    read = read_trace(trace, format, start_offset_s=start_offset_s, max_requests=max_requests,
+                      skip_bad_rows=skip_bad_rows)
+    shaped = shape(read.rows, block_tokens=block_tokens, overhead_tokens=overhead_tokens,
+                   max_input_tokens=max_input_tokens, max_output_tokens=max_output_tokens,
+                   max_model_len=cfg.max_model_len)
+    first = read.rows[0].t_s
+    offsets = [(row.t_s - first) / time_scale for row in read.rows]
+    inputs = [s.text_tokens + overhead_tokens for s in shaped]
+    outputs = [s.output_tokens for s in shaped]
+    hashes = [trace_block_hashes(s.blocks, s.text_tokens, overhead_tokens, block_tokens, cfg.block_size)
+              for s in shaped]
+    pred = predict_load(cfg, offsets, inputs, outputs, max_concurrency=max_concurrency, hashes=hashes)
+    row, _ = prediction_row(pred, slos)
+    head = list(PREDICTION_HEAD) + (["goodput (req/s)", "SLO attainment"] if slos else [])
+    ui.table(f"Predicted replay: {len(shaped)} requests of {Path(trace).name} ({format}), time scale {time_scale:g}, "
+             f"block {block_tokens} tokens, {sum(s.capped for s in shaped)} inputs capped "
+             f"({time.perf_counter() - started:.2f} s wall)", head, [row])
+    blocks = [list(s.blocks) for s in shaped] if format == "mooncake" else [[] for _ in shaped]
+    hits = expected_hits([s.text_tokens for s in shaped], blocks, block_tokens)
+    expected = 100 * sum(hits) / sum(inputs)
+    modeled = 100 * pred.prefix_cache_hits / pred.prefix_cache_queries if pred.prefix_cache_queries else 0.0
+    ui.out.print(f"prefix-cache hit rate: expected from the trace {expected:.2f}%, the modeled engine {modeled:.2f}% "
+                 f"({cfg.block_size}-token KV blocks, {cfg.num_gpu_blocks * cfg.block_size:,} tokens of cache)",
+                 markup=False, highlight=False)
     ui.out.print(f"model: {cfg.source}", markup=False, highlight=False)

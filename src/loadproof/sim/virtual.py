@@ -9,6 +9,7 @@ scenario's schedule) and returns records the load scenario's formulas read.
 
 from __future__ import annotations
 
+import hashlib
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -41,9 +42,12 @@ class VirtualRun:
     def __post_init__(self) -> None:
         self.scheduler = Scheduler(self.config)
 
-    def add(self, request_id: str, prompt_tokens: int, max_tokens: int, salt: str) -> SimRequest:
+    def add(self, request_id: str, prompt_tokens: int, max_tokens: int, salt: str,
+            hashes: list[int] | None = None) -> SimRequest:
+        """A request arriving now; its prompt shares nothing (a salt of its own) unless `hashes` gives its full
+        blocks' chained hashes (a replayed trace's shared blocks)."""
         request = SimRequest(request_id, prompt_tokens, max_tokens,
-                             salted_hashes(salt, prompt_tokens, self.config.block_size),
+                             hashes if hashes is not None else salted_hashes(salt, prompt_tokens, self.config.block_size),
                              arrival_s=self.now_s)
         self.scheduler.add(request)
         self.token_times[request_id] = []
@@ -180,10 +184,12 @@ class LoadPrediction:
     records: list[RequestRecord]
     num_steps: int
     modeled_s: float
+    prefix_cache_hits: int = 0  # the modeled engine's counters over the run
+    prefix_cache_queries: int = 0
 
 
 def predict_load(config: SimConfig, offsets_s: list[float], input_tokens: list[int], output_tokens: list[int],
-                 *, max_concurrency: int | None = None) -> LoadPrediction:
+                 *, max_concurrency: int | None = None, hashes: list[list[int]] | None = None) -> LoadPrediction:
     """Open-loop traffic on the modeled engine: request i is sent at offsets_s[i] (the schedule `run load`
     draws), reaches the engine after its request overhead, and decodes exactly output_tokens[i] tokens
     (ignore_eos). With `max_concurrency` a request waits for a free slot, as the client's cap does. The
@@ -214,7 +220,8 @@ def predict_load(config: SimConfig, offsets_s: list[float], input_tokens: list[i
     def admit() -> None:
         while arrived and arrived[0][0] <= run.now_s + 1e-12:
             _, i = arrived.pop(0)
-            requests[i] = run.add(f"load-{i:06d}", input_tokens[i], output_tokens[i], salt=f"load-{i}")
+            requests[i] = run.add(f"load-{i:06d}", input_tokens[i], output_tokens[i], salt=f"load-{i}",
+                                  hashes=hashes[i] if hashes is not None else None)
 
     def next_event() -> float:
         times = [arrived[0][0]] if arrived else []
@@ -262,4 +269,32 @@ def predict_load(config: SimConfig, offsets_s: list[float], input_tokens: list[i
         else:
             record.error_kind, record.error_message, record.end_ns = "never_scheduled", "the engine never ran it", send_ns
         records.append(record)
-    return LoadPrediction(records, run.num_steps, run.now_s)
+    counters = run.scheduler.counters
+    return LoadPrediction(records, run.num_steps, run.now_s, counters.prefix_cache_hits, counters.prefix_cache_queries)
+
+
+def trace_block_hashes(blocks: list[Any], text_tokens: int, overhead_tokens: int, block_tokens: int,
+                       block_size: int) -> list[int]:
+    """The chained hashes of the engine's full KV blocks (`block_size`) of a replayed prompt: the engine's
+    overhead (the same for every prompt), then the trace's blocks of `block_tokens`, each named by its id, the
+    last cut to the text. Two prompts share a KV block exactly when they share every token up to its end, as
+    the prompts `run replay` builds do (a block is a function of its id; the head names the id)."""
+    total = overhead_tokens + text_tokens
+    out: list[int] = []
+    parent = b"replay"
+    for start in range(0, total - block_size + 1, block_size):
+        end = start + block_size
+        pieces = []
+        p = start
+        while p < end:  # the segments of this KV block: overhead, then (trace block, from, to)
+            if p < overhead_tokens:
+                q = min(end, overhead_tokens)
+                pieces.append(f"o{p}-{q}")
+            else:
+                k, at = divmod(p - overhead_tokens, block_tokens)
+                q = min(end, overhead_tokens + (k + 1) * block_tokens)
+                pieces.append(f"{blocks[k]!r}:{at}-{at + q - p}")
+            p = q
+        parent = hashlib.blake2b(parent + "|".join(pieces).encode(), digest_size=8).digest()
+        out.append(int.from_bytes(parent, "big"))
+    return out
