@@ -40,11 +40,17 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 _ERROR_LINE = re.compile(r"\b([A-Z]\w*(?:Error|Exception)): (.+)$")
+# a log record below ERROR (vLLM's "WARNING 12-01 03:51:15 [file.py:255] ...", Python's "WARNING:name:"):
+# its text may quote an error ("... can cause fd limit errors like `OSError: [Errno 24] Too many open
+# files`") that is not what stopped the engine
+_NOT_AN_ERROR = re.compile(r"\b(?:DEBUG|INFO|WARNING|WARN)(?:\s+\d\d-\d\d\s|:)")
 
 
 def root_cause(log_text: str) -> str | None:
     """The first `SomethingError: message` line of an engine log: the cause, not the cascade after it."""
     for line in log_text.splitlines():
+        if _NOT_AN_ERROR.search(line[:80]):
+            continue
         match = _ERROR_LINE.search(line)
         if match and "Engine core initialization failed" not in match.group(2):
             return f"{match.group(1)}: {match.group(2).strip()}"[:500]
