@@ -40,6 +40,7 @@ def test_the_mooncake_slice_replays_with_the_engines_hit_rate_beside_the_traces(
     assert abs(expected - engine) < 1.0, (expected, engine)
     plan = json.loads((run / "manifest.json").read_text())["plan"]
     records = [json.loads(line) for line in (run / "requests.jsonl").read_text().splitlines()]
+    assert {r["family"] for r in records} == {"trace"}
     # sent at the trace's times / 10: the intended offsets are the plan's
     rows = [json.loads(line) for line in Path(SLICE).read_text().splitlines()[:120]]
     t0 = min(r["intended_send_ns"] for r in records)
@@ -83,6 +84,7 @@ def test_a_sharegpt_and_a_parquet_data_set_run_through_load(tmp_path: Path):
         assert plan["dataset"]["format"] == "sharegpt" and len(plan["dataset"]["rows_sent"]) == 12
         assert plan["dataset"]["outputs_from_data"] == 12  # each reply's tokens
         records = [json.loads(line) for line in (run / "requests.jsonl").read_text().splitlines()]
+        assert {r["family"] for r in records} == {"dataset"}  # not the synthetic workload's
         replies = {i: len(("It is a stone. " * (1 + i % 3)).encode()) for i in range(30)}
         sent = plan["dataset"]["rows_sent"]
         assert sorted(r["output_tokens"] for r in records) == sorted(replies[row] for row in sent)

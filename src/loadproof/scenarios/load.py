@@ -295,7 +295,8 @@ class OpenLoop:
 
     def __init__(self, client: StreamingClient, requests: list[Planned], *, max_concurrency: int | None,
                  scenario: str = "load", worker: int = 0, clock=time.perf_counter_ns, sleep=asyncio.sleep,
-                 start_ns: int | None = None) -> None:
+                 start_ns: int | None = None, family: str = "synthetic") -> None:
+        self.family = family  # what the prompts are, in each record: synthetic, dataset or trace
         self.start_ns = start_ns  # scale-out: the agreed start on this clock (default: LEAD_NS from now)
         self.client = client
         self.requests = requests
@@ -334,7 +335,7 @@ class OpenLoop:
                     if behind % YIELD_EVERY == 0:
                         await sleep(0)
                 record = RequestRecord(request_id=item.spec.request_id, endpoint=item.spec.endpoint,
-                                       scenario=self.scenario, family="synthetic", prompt_id=f"r{item.index}",
+                                       scenario=self.scenario, family=self.family, prompt_id=f"r{item.index}",
                                        concurrency=cap, batch=item.index, intended_send_ns=target,
                                        dispatch_ns=clock(), planned_input_tokens=item.input_tokens,
                                        planned_output_tokens=item.output_tokens, worker=self.worker)
@@ -461,12 +462,17 @@ class LoadScenario(MetricsScenario):
         self.status(f"schedule: {plan.planned_requests} requests over {plan.schedule_span_s:.1f} s "
                     f"({_describe(plan)}), built in {time.perf_counter() - started:.2f} s")
         await send_schedule(self, writer, manifest, live, requests, plan.schedule_span_s, _describe(plan),
-                            opts.max_concurrency, opts.sample_interval_s)
+                            opts.max_concurrency, opts.sample_interval_s, family=self.family)
+
+    @property
+    def family(self) -> str:
+        """What the prompts are, as each record says: `dataset` with --dataset, else `synthetic`."""
+        return "dataset" if self.options.dataset else "synthetic"
 
 
 async def send_schedule(scenario: MetricsScenario, writer: RunWriter, manifest: dict[str, Any], live: LiveStatus,
                         requests: list[Planned], span_s: float, describe: str, cap: int | None,
-                        sample_interval_s: float | None) -> None:
+                        sample_interval_s: float | None, family: str = "synthetic") -> None:
     """Send an open-loop schedule (run load, run replay): the engine's metrics sampled throughout, every
     record appended as it ends, and how far the schedule got written as `schedule_end` and in the manifest,
     interrupted or not."""
@@ -491,7 +497,7 @@ async def send_schedule(scenario: MetricsScenario, writer: RunWriter, manifest: 
         async with StreamingClient(target.url, api_key=target.api_key,
                                    max_connections=cap + 4 if cap else 0, on_record=live.recording(sink),
                                    on_start=live.started, keep_text=False) as client:
-            sender = OpenLoop(client, requests, max_concurrency=cap, scenario=scenario.name)
+            sender = OpenLoop(client, requests, max_concurrency=cap, scenario=scenario.name, family=family)
             completed = False
             try:
                 await sender.run(started)

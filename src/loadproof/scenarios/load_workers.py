@@ -188,6 +188,7 @@ class WorkerJob(msgspec.Struct, kw_only=True):
     requests: list[JobRequest]
     scenario: str = "load"
     parent_pid: int | None = None  # a worker process stops when its parent is gone
+    family: str = "synthetic"  # what the prompts are (each record's family)
 
 
 class WorkerResult(msgspec.Struct, kw_only=True):
@@ -208,8 +209,9 @@ class WorkerResult(msgspec.Struct, kw_only=True):
     error: str | None = None
 
 
-def job_of(worker: int, url: str, requests: list[Planned], cap: int | None, parent_pid: int | None) -> WorkerJob:
-    return WorkerJob(worker=worker, url=url, max_concurrency=cap, parent_pid=parent_pid, requests=[
+def job_of(worker: int, url: str, requests: list[Planned], cap: int | None, parent_pid: int | None,
+           family: str = "synthetic") -> WorkerJob:
+    return WorkerJob(worker=worker, url=url, max_concurrency=cap, parent_pid=parent_pid, family=family, requests=[
         JobRequest(p.index, p.offset_ns, p.spec.request_id, p.spec.endpoint, p.spec.body, p.spec.deadline_s,
                    p.input_tokens, p.output_tokens) for p in requests])
 
@@ -294,6 +296,7 @@ async def _drive(job: WorkerJob, writer: RunWriter, start_ns: int, api_key: str 
         async with StreamingClient(job.url, api_key=api_key, max_connections=cap + 4 if cap else 0, on_record=sink,
                                    keep_text=False) as client:
             sender = OpenLoop(client, requests, max_concurrency=cap, scenario=job.scenario, worker=job.worker,
+                              family=job.family,
                               start_ns=start_ns)
             progress.late_ns = max(0, time.perf_counter_ns() - start_ns)
             await sender.run()
@@ -704,7 +707,8 @@ async def run_scaled_out(scenario: LoadScenario, writer: RunWriter, manifest: di
         shards = split_schedule(requests, n)
         caps = split_concurrency(opts.max_concurrency, n)
         parent_pid = os.getpid() if backend.how == "processes" else None
-        jobs = [job_of(k, scenario.target.url, shard, caps[k], parent_pid) for k, shard in enumerate(shards)]
+        jobs = [job_of(k, scenario.target.url, shard, caps[k], parent_pid, scenario.family)
+                for k, shard in enumerate(shards)]
         del requests, shards
         where = (f"{n} worker processes" if backend.how == "processes"
                  else f"{n} Ray tasks on {min(n, len(backend.nodes))} node(s) of {opts.ray_address}")  # type: ignore[union-attr]

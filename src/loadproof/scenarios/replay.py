@@ -160,4 +160,4 @@ class ReplayScenario(MetricsScenario):
         self.status(f"schedule: {plan.planned_requests} requests over {plan.schedule_span_s:.1f} s ({describe}; "
                     f"{plan.trace_span_s:.1f} s of trace), built in {time.perf_counter() - started:.2f} s")
         await send_schedule(self, writer, manifest, live, requests, plan.schedule_span_s, describe,
-                            opts.max_concurrency, opts.sample_interval_s)
+                            opts.max_concurrency, opts.sample_interval_s, family="trace")
