@@ -79,13 +79,7 @@ def plan(
     if simulate is not None and sim is not None:
         kv_tokens = (result.reported.kv_cache_tokens if result.reported is not None and result.reported.kv_cache_tokens
                      else kv.kv_cache_tokens)
-        sched = profile.scheduler
-        base = load_sim_config(sim)
-        cfg = base.model_copy(update={
-            "max_model_len": dep.max_model_len, "block_size": dep.block_size,
-            "num_gpu_blocks": max(1, kv_tokens // dep.block_size),
-            "max_num_seqs": sched.max_num_seqs or base.max_num_seqs,
-            "max_num_batched_tokens": sched.max_num_batched_tokens or base.max_num_batched_tokens})
+        cfg = deployment_sim(profile, dep, kv_tokens, load_sim_config(sim))
         raise typer.Exit(simulate_and_print(cfg, simulate, sessions, input_tokens or 1024, window_s))
 
 
@@ -97,7 +91,8 @@ def _open_loop(ctx: typer.Context, profile_path: Path, scenario: str, sim: Path 
     import tempfile
 
     from loadproof.cli.sim import sim_app
-    from loadproof.sim.config import dump_sim_config, is_sim_profile
+    from loadproof.planner.profile_plan import model_config_path, plan_profile
+    from loadproof.sim.config import dump_sim_config, is_sim_profile, load_sim_config
 
     command = "predict-load" if scenario == "load" else "predict-replay"
     target = profile_path
@@ -107,7 +102,10 @@ def _open_loop(ctx: typer.Context, profile_path: Path, scenario: str, sim: Path 
                 raise UsageError("--simulate needs the step costs: give --sim SIM_PROFILE (from `loadproof sim "
                                  "calibrate`)")
             target = Path(tmp) / "sim.toml"
-            target.write_text(dump_sim_config(_deployment_sim(profile_path, sim)), encoding="utf-8")
+            profile = load_profile(profile_path)
+            result = plan_profile(profile, model_config_path(profile, None), None)
+            cfg = deployment_sim(profile, result.deployment, result.plan.kv_cache_tokens, load_sim_config(sim))
+            target.write_text(dump_sim_config(cfg), encoding="utf-8")
         try:
             typer.main.get_command(sim_app).main([command, str(target), *ctx.args, *extra], prog_name="loadproof sim",
                                                  standalone_mode=False)
@@ -116,18 +114,11 @@ def _open_loop(ctx: typer.Context, profile_path: Path, scenario: str, sim: Path 
     return 0
 
 
-def _deployment_sim(profile_path: Path, sim: Path):
-    """The sim profile's costs on a deployment profile's KV cache and scheduler limits (its plan)."""
-    from loadproof.planner.profile_plan import model_config_path, plan_profile
-    from loadproof.sim.config import load_sim_config
-
-    profile = load_profile(profile_path)
-    result = plan_profile(profile, model_config_path(profile, None), None)
-    dep, kv = result.deployment, result.plan
-    base = load_sim_config(sim)
+def deployment_sim(profile, deployment, kv_tokens: int, base):
+    """The sim profile's costs on a deployment: its context, block size, KV cache tokens and scheduler limits."""
     sched = profile.scheduler
     return base.model_copy(update={
-        "max_model_len": dep.max_model_len, "block_size": dep.block_size,
-        "num_gpu_blocks": max(1, kv.kv_cache_tokens // dep.block_size),
+        "max_model_len": deployment.max_model_len, "block_size": deployment.block_size,
+        "num_gpu_blocks": max(1, kv_tokens // deployment.block_size),
         "max_num_seqs": sched.max_num_seqs or base.max_num_seqs,
         "max_num_batched_tokens": sched.max_num_batched_tokens or base.max_num_batched_tokens})

@@ -19,3 +19,17 @@ def one_line(exc: ValidationError, source: str) -> ConfigError:
         parts.append(f"{where}: {err['msg']}")
     more = f" (+{exc.error_count() - 3} more)" if exc.error_count() > 3 else ""
     return ConfigError(f"{source}: " + "; ".join(parts) + more)
+
+
+def split_pairs(text: str, form: str, *, need_value: bool = False) -> list[tuple[str, str]]:
+    """`a=1,b=2` -> [("a", "1"), ("b", "2")], each side stripped, blank parts skipped. A part without `=` (or,
+    with `need_value`, without a value after it) is a ValueError: `form` (what a part looks like) and the part."""
+    pairs = []
+    for part in (p.strip() for p in str(text).split(",")):
+        if not part:
+            continue
+        key, sep, value = part.partition("=")
+        if not sep or (need_value and not value.strip()):
+            raise ValueError(f"{form} (got {part!r})")
+        pairs.append((key.strip(), value.strip()))
+    return pairs

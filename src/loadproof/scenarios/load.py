@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import BeforeValidator, Field, PlainSerializer, field_validator, model_validator
 
 from loadproof.client import RequestSpec, StreamingClient
-from loadproof.config.base import StrictModel
+from loadproof.config.base import StrictModel, split_pairs
 from loadproof.errors import UsageError
 from loadproof.metrics.load import SLO_DEFINITIONS
 from loadproof.plans import attach_plan
@@ -58,14 +58,7 @@ def parse_slo(value: object) -> dict[str, float]:
     if isinstance(value, dict):
         items = [(str(k), v) for k, v in value.items()]
     else:
-        items = []
-        for part in (p.strip() for p in str(value).split(",")):
-            if not part:
-                continue
-            name, sep, text = part.partition("=")
-            if not sep:
-                raise ValueError(f"each SLO is {SLO_SYNTAX} (got {part!r})")
-            items.append((name.strip(), text.strip()))
+        items = split_pairs(str(value), f"each SLO is {SLO_SYNTAX}")
     if not items:
         raise ValueError(f"takes {SLO_SYNTAX}")
     slo: dict[str, float] = {}

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ValidationError
+from pydantic import AfterValidator, BaseModel, Field, ValidationError
 
 from loadproof.errors import ConfigError
 
@@ -59,6 +59,17 @@ def cli(flag: str | None = None, *, aliases: list[str] | None = None, invert: bo
     if text:
         spec["text"] = True
     return {"cli": spec}
+
+
+def idle_timeout_field() -> Any:
+    """`--idle-timeout-s`, as the open-loop scenarios take it (the idle guard before a run)."""
+    return Field(default=120.0, ge=0, description="wait up to this long, before the run, for the engine to report 0 "
+                 "running and 0 waiting (0: do not wait)")
+
+
+def sample_interval_field() -> Any:
+    """The hidden `--sample-interval-s` of the open-loop scenarios: /metrics every second (0: before and after)."""
+    return Field(default=1.0, ge=0, description="/metrics sampling interval", json_schema_extra=cli(hidden=True))
 
 
 def check_http_url(value: str) -> str:

@@ -25,7 +25,7 @@ from loadproof.scenarios.base import model_info
 from loadproof.scenarios.live import LiveStatus
 from loadproof.scenarios.load import Planned, Slo, SLO_SYNTAX, send_schedule
 from loadproof.scenarios.long_context import EXACT_LENGTH, MetricsScenario, haystack_target
-from loadproof.scenarios.options import cli
+from loadproof.scenarios.options import cli, idle_timeout_field, sample_interval_field
 from loadproof.scenarios.token_counts import PROBE_LINE
 from loadproof.store.run_dir import RunWriter
 from loadproof.units import NS_PER_S
@@ -60,10 +60,8 @@ class ReplayOptions(StrictModel):
     skip_bad_rows: bool = Field(default=False, description="skip rows that do not parse or break the time order, "
                                 "counting them, instead of stopping at the first")
     seed: int = Field(default=731, description="seed of the filler in each block")
-    idle_timeout_s: float = Field(default=120.0, ge=0, description="wait up to this long, before the run, for the "
-                                  "engine to report 0 running and 0 waiting (0: do not wait)")
-    sample_interval_s: float = Field(default=1.0, ge=0, description="/metrics sampling interval",
-                                     json_schema_extra=cli(hidden=True))
+    idle_timeout_s: float = idle_timeout_field()
+    sample_interval_s: float = sample_interval_field()
 
     @model_validator(mode="after")
     def _consistent(self) -> ReplayOptions:

@@ -31,7 +31,7 @@ from loadproof.protocol.openai import request_body
 from loadproof.records import RequestRecord
 from loadproof.scenarios.live import LiveStatus
 from loadproof.scenarios.long_context import EXACT_LENGTH, MetricsScenario, haystack_target
-from loadproof.scenarios.options import cli
+from loadproof.scenarios.options import cli, idle_timeout_field, sample_interval_field
 from loadproof.scenarios.token_counts import PROBE_LINE
 from loadproof.store.run_dir import RunWriter
 from loadproof.telemetry.server_metrics import MetricsScraper
@@ -85,10 +85,8 @@ class SessionsOptions(StrictModel):
                                      "to the data set's own names", json_schema_extra=cli(text=True))
     seed: int = Field(default=731, description="seed of the filler and the think times")
     deadline_s: float = Field(default=600.0, gt=0, description="per-request deadline in seconds")
-    idle_timeout_s: float = Field(default=120.0, ge=0, description="wait up to this long, before the run, for the "
-                                  "engine to report 0 running and 0 waiting (0: do not wait)")
-    sample_interval_s: float = Field(default=1.0, ge=0, description="/metrics sampling interval",
-                                     json_schema_extra=cli(hidden=True))
+    idle_timeout_s: float = idle_timeout_field()
+    sample_interval_s: float = sample_interval_field()
 
     @model_validator(mode="after")
     def _dataset(self) -> SessionsOptions:

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from loadproof.config.base import split_pairs
 from loadproof.errors import UsageError
 
 FORMATS = ("auto", "sharegpt", "jsonl", "parquet", "arrow")
@@ -91,14 +92,7 @@ def parse_columns(value: object) -> dict[str, str]:
     elif str(value).strip() in ("", "{}", "none"):
         return {}
     else:
-        pairs = []
-        for part in (p.strip() for p in str(value).split(",")):
-            if not part:
-                continue
-            key, sep, name = part.partition("=")
-            if not sep or not name.strip():
-                raise ValueError(f"each mapping is FIELD=COLUMN, e.g. prompt=question (got {part!r})")
-            pairs.append((key.strip(), name.strip()))
+        pairs = split_pairs(str(value), "each mapping is FIELD=COLUMN, e.g. prompt=question", need_value=True)
     out: dict[str, str] = {}
     for key, name in pairs:
         if key not in FIELDS:
