@@ -1,7 +1,8 @@
 """The supervisor around the real embedded engine: crashes and hangs lead to bounded restarts, then FAILED.
 
 Faults are real: the engine is killed with SIGKILL, hung with SIGSTOP on its engine-core process (its
-API server keeps answering /health, as in vLLM #36451), or fails at start on a bad setting.
+API server keeps answering /health, as in vLLM #36451), or fails at start on a bad setting. A crash and
+a hang share one `serve` (two real starts, not four): the relay in front shows the restart as 503s.
 """
 
 from __future__ import annotations
@@ -86,13 +87,41 @@ def test_an_engine_that_cannot_start_is_retried_a_bounded_number_of_times(tmp_pa
     assert "giving up" in err
 
 
-def test_crash_then_hang_restart_once_then_fail(tmp_path):
-    proc = serve(tmp_path, "--max-restarts", "1", "--backoff-s", "0.5", "--probe-interval-s", "1",
-                 "--probe-timeout-s", "3")
+def test_crash_then_hang_restart_once_then_fail_with_the_relay_answering_503_during_the_restart(tmp_path):
+    """One engine lifetime for both faults and the relay (each real start costs ~45-65 s on 2 cores): the
+    relay relays, a crash makes it answer 503 until the engine is restarted on the same port, it relays again,
+    then a hang (the API server still answers /health) spends the restart budget and `serve` fails."""
+    from loadproof.engines.process import free_port
+
+    relay_port = free_port()
+    proc = serve(tmp_path, "--relay", "--relay-port", str(relay_port), "--max-restarts", "1", "--backoff-s", "0.5",
+                 "--probe-interval-s", "1", "--probe-timeout-s", "3")
+    relay = f"http://127.0.0.1:{relay_port}"
+    body = json.dumps({"model": "gemma-3-270m", "prompt": "Hello", "max_tokens": 2}).encode()
+
+    def through_relay() -> tuple[int, bytes]:
+        request = urllib.request.Request(relay + "/v1/completions", data=body,
+                                         headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=30) as resp:
+                return resp.status, resp.read()
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.read()
+
     try:
         port = wait_serving(proc)
+        status, answer = through_relay()
+        assert status == 200 and json.loads(answer)["choices"], answer
         os.killpg(engine_group(port), signal.SIGKILL)  # a crash
-        port = wait_serving(proc)  # restarted on the same port
+        deadline = time.monotonic() + 30
+        while (reply := through_relay())[0] != 503:
+            assert time.monotonic() < deadline, "the relay never reported the restart"
+            time.sleep(0.2)
+        status, answer = reply
+        assert b"engine unavailable" in answer, answer
+        assert wait_serving(proc) == port  # restarted on the same port
+        status, answer = through_relay()
+        assert status == 200 and json.loads(answer)["choices"], answer
         group = engine_group(port)
         core = [p for p in group_pids(group) if "EngineCore" in Path(f"/proc/{p}/cmdline").read_text()
                 or "EngineCore" in Path(f"/proc/{p}/comm").read_text()]
@@ -104,49 +133,19 @@ def test_crash_then_hang_restart_once_then_fail(tmp_path):
             assert resp.status == 200  # /health says fine while nothing can be generated
         _, err = proc.communicate(timeout=180)
     finally:
-        if proc.poll() is None:
-            proc.kill()
+        if proc.poll() is None:  # a failed step: stop `serve` as a user would, so that its engine goes too
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.communicate(timeout=90)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.communicate()
     assert proc.returncode == 3, err
     kinds = [e["kind"] for e in events(tmp_path)]
-    assert kinds[:5] == ["start", "ready", "exit", "restart", "start"]
-    assert kinds[5] == "ready" and "probe_failed" in kinds and kinds[-1] == "give_up"
+    assert kinds[:6] == ["start", "ready", "exit", "restart", "start", "ready"]
+    assert "probe_failed" in kinds and kinds[-1] == "give_up"
     assert "liveness probe failed" in events(tmp_path)[-1]["reason"]
     deadline = time.monotonic() + 10
     while _group_members({group}):  # zombies are not counted: they are gone, only not yet reaped
         assert time.monotonic() < deadline, f"the hung engine was left behind: {_group_members({group})}"
         time.sleep(0.2)
-
-
-def test_relay_answers_503_while_the_engine_restarts(tmp_path):
-    from loadproof.engines.process import free_port
-
-    relay_port = free_port()
-    proc = serve(tmp_path, "--relay", "--relay-port", str(relay_port), "--backoff-s", "0.5",
-                 "--probe-interval-s", "2")
-    relay = f"http://127.0.0.1:{relay_port}"
-    body = json.dumps({"model": "gemma-3-270m", "prompt": "Hello", "max_tokens": 2}).encode()
-
-    def through_relay() -> int:
-        request = urllib.request.Request(relay + "/v1/completions", data=body,
-                                         headers={"Content-Type": "application/json"})
-        try:
-            with urllib.request.urlopen(request, timeout=30) as resp:
-                return resp.status
-        except urllib.error.HTTPError as exc:
-            return exc.code
-
-    try:
-        port = wait_serving(proc)
-        assert through_relay() == 200
-        os.killpg(engine_group(port), signal.SIGKILL)
-        deadline = time.monotonic() + 30
-        while through_relay() != 503:
-            assert time.monotonic() < deadline, "the relay never reported the restart"
-            time.sleep(0.2)
-        wait_serving(proc)
-        assert through_relay() == 200
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.communicate(timeout=90)
-    kinds = [e["kind"] for e in events(tmp_path)]
-    assert kinds[:6] == ["start", "ready", "exit", "restart", "start", "ready"]
