@@ -24,6 +24,10 @@ untimed warm-up request, and is stopped with SIGTERM at the end. Results: one JS
 `benchmarks/results/cross-vllm-bench.json`, and the markdown table (printed).
 
     flock /tmp/loadproof-heavy.lock scripts/in-venv python benchmarks/cross_vllm_bench.py
+
+On another machine's engine (a GPU's: scripts/gpu/validate.sh hl-load), name its vLLM CLI and how loadproof
+runs there: `--url URL --tokenizer FOLDER --vllm-cmd "python3 -m vllm.entrypoints.cli.main" --loadproof-cmd
+"python3 -m loadproof"` (both then run in this process's environment).
 """
 
 from __future__ import annotations
@@ -171,9 +175,14 @@ def vllm_extras() -> Path:
     return target
 
 
+VLLM_CMD: list[str] | None = None  # --vllm-cmd: another vLLM's CLI (e.g. a GPU machine's), its own environment
+LOADPROOF_CMD: list[str] = [str(ROOT / "scripts" / "in-venv"), "loadproof"]
+
+
 def run_vllm(url: str, model: str, tokenizer: Path, dataset: Path, rate: float, arrival: str, n: int,
              output_tokens: int, seed: int, workdir: Path) -> dict:
-    argv = [str(paths().python), "-c", VLLM_CLI, "bench", "serve", "--backend", "openai", "--base-url", url,
+    cli = VLLM_CMD or [str(paths().python), "-c", VLLM_CLI]
+    argv = [*cli, "bench", "serve", "--backend", "openai", "--base-url", url,
             "--endpoint", "/v1/completions", "--model", model,
             "--tokenizer", str(tokenizer if tokenizer.is_dir() else paths().model_dir),  # vLLM loads a folder
             "--dataset-name", "custom", "--dataset-path", str(dataset), "--skip-chat-template", "--disable-shuffle",
@@ -183,7 +192,7 @@ def run_vllm(url: str, model: str, tokenizer: Path, dataset: Path, rate: float, 
             "--ready-check-timeout-sec", "0", "--percentile-metrics", "ttft,tpot,itl,e2el",
             "--metric-percentiles", "50,99", "--disable-tqdm", "--save-result", "--save-detailed",
             "--result-dir", str(workdir), "--result-filename", "vllm.json"]
-    env = {**os.environ, **OFFLINE, "PYTHONPATH": str(vllm_extras())}
+    env = {**os.environ, **OFFLINE} if VLLM_CMD else {**os.environ, **OFFLINE, "PYTHONPATH": str(vllm_extras())}
     cpu = run_cmd(argv, workdir / "vllm-output.txt", env)
     data = json.loads((workdir / "vllm.json").read_text())
     ms = 1e-3
@@ -208,7 +217,7 @@ def claims_of(run_dir: Path) -> dict[str, float]:
 def run_loadproof(url: str, model: str, tokenizer: Path, rate: float, arrival: str, n: int, input_tokens: int,
                   output_tokens: int, seed: int, workdir: Path) -> dict:
     out = workdir / "loadproof-runs"
-    argv = [str(ROOT / "scripts" / "in-venv"), "loadproof", "run", "load", "--url", url, "--model", model,
+    argv = [*LOADPROOF_CMD, "run", "load", "--url", url, "--model", model,
             "--endpoint", "completions", "--tokenizer", str(tokenizer), "--rate", f"{rate:g}", "--arrival", arrival,
             "-n", str(n), "--input-tokens", str(input_tokens), "--output-tokens", str(output_tokens),
             "--seed", str(seed), "--out", str(out)]
@@ -259,7 +268,13 @@ def main() -> None:
     ap.add_argument("--tokenizer", type=Path, default=None, help="default: the embedded model's folder")
     ap.add_argument("--work", type=Path, default=RESULTS / "cross-vllm-bench", help="per-run files")
     ap.add_argument("--out", type=Path, default=RESULTS / "cross-vllm-bench.json")
+    ap.add_argument("--vllm-cmd", help="the vLLM CLI to run, in this environment (e.g. 'python3 -m "
+                    "vllm.entrypoints.cli.main' on a GPU machine; default: the embedded engine's)")
+    ap.add_argument("--loadproof-cmd", help="how to run loadproof (default: scripts/in-venv loadproof)")
     args = ap.parse_args()
+    global VLLM_CMD, LOADPROOF_CMD
+    VLLM_CMD = shlex.split(args.vllm_cmd) if args.vllm_cmd else None
+    LOADPROOF_CMD = shlex.split(args.loadproof_cmd) if args.loadproof_cmd else LOADPROOF_CMD
     tokenizer = args.tokenizer or paths().model_dir
     work = args.work
     work.mkdir(parents=True, exist_ok=True)

@@ -16,6 +16,15 @@
 #   mla-capacity   N x L sessions (N=24, L=180000 unless set) in the background; waits up to WAIT_S for it.
 #                  TIMING=1 also runs benchmarks/timing_accuracy.py pinned to two spare cores beside it
 #   wait           waits up to WAIT_S more for whatever runs in the background
+# On one H200 (issue 20's headline at full scale while two GPUs were withheld, scripts/gpu/mla-headline-1gpu.toml):
+#   setup, then
+#   hl-start       serve the 2-layer MLA shape with the reference's KV token count, and `loadproof relay` on :8080
+#   hl-short       throughput at 1 and 8 streams, cold prefill at 32K, 128K and 1,000,004 (the simulator's
+#                  calibration), then the simulator's prediction of 24 x 1,000,004, written before it runs
+#   hl-capacity    24 x 1,000,004 (N, L to change) with a 60 s window, through the relay, in the background
+#   hl-load        open-loop: loadproof beside `vllm bench serve` at the same rates and prompts, a rate
+#                  search with an SLO, and the shipped Mooncake slice replayed
+#   hl-grid        `loadproof sim calibrate --grid` on this engine
 set -uo pipefail
 phase=$1
 OUT=${OUT:-/tmp/out}
@@ -156,6 +165,60 @@ mla-capacity)
     -n $N -l $L --window-s 20 --skip-probe-check
   wait_bg
   tail -20 $RUNS/capacity.log
+  ;;
+hl-start)
+  say "serve the 2-layer MLA shape on one GPU"
+  setsid $LP serve scripts/gpu/mla-headline-1gpu.toml --port 8000 --probe-interval-s 3600 >/tmp/serve-hl.log 2>&1 < /dev/null &
+  setsid $LP relay --upstream $URL --port 8080 --heartbeat-s 5 --body-timeout-s 300 >$RUNS/relay.log 2>&1 < /dev/null &
+  for _ in $(seq 1 "$WAIT_S"); do curl -sf "$URL/v1/models" >/dev/null && break; sleep 1; done
+  if curl -sf "$URL/v1/models" >/dev/null; then say "ready"; else say "not ready yet"; fi
+  grep -h "KV cache size\|Maximum concurrency\|block size" ~/.cache/loadproof/logs/engine-*.log | tail -4
+  tail -3 /tmp/serve-hl.log
+  ;;
+hl-short)
+  TOK=/tmp/staged/ds-2l/tokenizer.json
+  common=(--url $URL --profile scripts/gpu/mla-headline-1gpu.toml --out $RUNS/short --tokenizer $TOK)
+  say "throughput"
+  $LP run throughput "${common[@]}" --families english --concurrency 1,8 --max-tokens 256 --num-prompts 8 --ignore-eos
+  for L in 32768 131072 1000004; do
+    say "prefill $L"
+    $LP run prefill "${common[@]}" -l $L -r 1 --decode-tokens 128
+  done
+  say "the simulator, calibrated on these runs only, predicts 24 x 1,000,004 (before it runs)"
+  $LP sim calibrate $RUNS/short/* --kv-tokens 25981696 --block-size 64 --max-num-batched-tokens 16384 --max-num-seqs 24 --max-model-len 1048576 -o $RUNS/sim-hl.toml 2>&1 | tee $RUNS/sim-calibrate.txt
+  { date -u +%FT%TZ; $LP plan $RUNS/sim-hl.toml --simulate capacity --sessions 24 -l 1000004 --window-s 60; } 2>&1 | tee $RUNS/prediction-24x1m.txt
+  ;;
+hl-capacity)
+  TOK=/tmp/staged/ds-2l/tokenizer.json
+  N=${N:-24}; L=${L:-1000004}
+  bg capacity-$N $LP run capacity --url http://127.0.0.1:8080 --engine-metrics http://127.0.0.1:8080/engine/metrics \
+    --profile scripts/gpu/mla-headline-1gpu.toml --out $RUNS/capacity --tokenizer $TOK \
+    --startup-log "$(ls -t ~/.cache/loadproof/logs/engine-*.log | head -1)" \
+    -n $N -l $L --window-s 60 --skip-probe-check --drain-timeout-s 120
+  wait_bg
+  tail -25 $RUNS/capacity-$N.log
+  ;;
+hl-load)
+  TOK=/tmp/staged/ds-2l
+  say "loadproof beside vllm bench serve"
+  env PYTHONPATH=$PWD/src:/tmp/site python3 benchmarks/cross_vllm_bench.py --url $URL --tokenizer $TOK \
+    --rates ${RATES:-8,32,96} --arrivals constant -n ${NREQ:-240} --input-tokens 2048 --output-tokens 128 \
+    --vllm-cmd "python3 -m vllm.entrypoints.cli.main" --loadproof-cmd "python3 -m loadproof" \
+    --work $RUNS/cross --out $RUNS/cross-vllm-bench.json 2>&1 | tail -12
+  common=(--url $URL --profile scripts/gpu/mla-headline-1gpu.toml --tokenizer $TOK/tokenizer.json)
+  say "rate search with an SLO"
+  $LP run load "${common[@]}" --out $RUNS/search --rate 16 --search rate --slo ttft=250ms,tpot=20ms --attainment 0.95 \
+    --duration-s 10 --input-tokens 2048 --output-tokens 128 --search-max 512 --search-resolution 10% 2>&1 | tail -15
+  say "Mooncake slice"
+  $LP run replay "${common[@]}" --out $RUNS/replay --trace src/loadproof/data/traces/mooncake-conversation-300.jsonl \
+    --time-scale ${TSCALE:-2} 2>&1 | tail -15
+  ;;
+hl-grid)
+  TOK=/tmp/staged/ds-2l/tokenizer.json
+  say "calibration grid"
+  $LP sim calibrate --grid --url $URL --tokenizer $TOK --concurrency 1,8,24 --context 8192,131072 --window-s 10 \
+    --runs-out $RUNS/grid --grid-arg=--profile=scripts/gpu/mla-headline-1gpu.toml --grid-arg=--skip-probe-check \
+    -o $RUNS/sim-grid.toml 2>&1 | tail -20
   ;;
 wait)
   wait_bg
