@@ -1,5 +1,5 @@
 """The relay in front of an engine that is silent before its first token and between two tokens, streamed
-through by the clients people actually use, none written here: the `openai` Python SDK, the `openai` Node
+through by the clients people actually use, none written here: the `openai` Python SDK, curl, the `openai` Node
 SDK, `vllm bench serve` (vLLM 0.32, the embedded engine's environment), GuideLLM 0.8.1 and AIPerf 0.13.0.
 Each must succeed on every request while heartbeats fall in both silences.
 
@@ -226,6 +226,31 @@ async def test_real_clients_stream_through_heartbeats_before_and_between_tokens(
     await wrong.close()
     timings["openai (Python)"] = time.monotonic() - t0
 
+    # -- curl, as people try an endpoint by hand: a stream (-N, no buffering) and a whole answer
+    t0 = time.monotonic()
+    curl = shutil.which("curl")
+    assert curl, "curl is one of the clients this test runs: install it (apt-get install curl)"
+    auth = ["-H", f"Authorization: Bearer {KEY}", "-H", "Content-Type: application/json"]
+    body = {"model": "static", "messages": [{"role": "user", "content": "hi"}], "max_tokens": TOKENS}
+    out = await run_tool([curl, "-sS", "-N", "--fail-with-body", *auth, "-d",
+                          json.dumps({**body, "stream": True, "stream_options": {"include_usage": True}}),
+                          relay.url + "/v1/chat/completions"], tmp_path / "curl")
+    events = [line[len("data: "):] for line in out.splitlines() if line.startswith("data: ")]
+    assert events[-1] == "[DONE]", out[-500:]
+    chunks = [json.loads(e) for e in events[:-1]]
+    assert "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c["choices"]) == " tok" * TOKENS
+    assert chunks[-1]["usage"]["completion_tokens"] == TOKENS
+    assert all(line == "" or line.startswith("data: ") for line in out.splitlines()), out[:500]  # SSE only
+    whole = json.loads(await run_tool([curl, "-sS", "--fail-with-body", *auth, "-d", json.dumps(body),
+                                       relay.url + "/v1/chat/completions"], tmp_path / "curl"))
+    assert whole["choices"][0]["message"]["content"] == " tok" * TOKENS
+    denied = await run_tool([curl, "-sS", "-o", "/dev/null", "-w", "%{http_code}", "-H", "Authorization: Bearer sk-wrong",
+                             "-H", "Content-Type: application/json", "-d", json.dumps(body),
+                             relay.url + "/v1/chat/completions"], tmp_path / "curl")
+    assert denied.strip() == "401", denied
+    await check("curl", 1)
+    timings["curl"] = time.monotonic() - t0
+
     # -- the openai Node SDK
     t0 = time.monotonic()
     script = tools["node"] / "relay_client_test.js"
@@ -289,10 +314,11 @@ async def test_real_clients_stream_through_heartbeats_before_and_between_tokens(
 
     assert await metric(relay.url, "loadproof_relay_in_flight") == 0
     rows = [json.loads(line) for line in relay.stop().splitlines() if line.startswith("{")]
-    # besides the wrong key and the client that left, only `vllm bench serve`'s probe of vLLM's /tokenize, which
-    # the relay forwards to the engine behind the API's key, and `vllm bench serve` sends it without one
+    # besides the wrong keys (the SDK's, curl's) and the client that left, only `vllm bench serve`'s probe of vLLM's
+    # /tokenize, which the relay forwards to the engine behind the API's key, and `vllm bench serve` sends it without one
     assert sorted((r["outcome"], r["path"]) for r in rows if r["outcome"] != "ok") == [
-        ("client_disconnect", "/v1/completions"), ("unauthorized", "/tokenize"), ("unauthorized", "/v1/completions")], rows
+        ("client_disconnect", "/v1/completions"), ("unauthorized", "/tokenize"),
+        ("unauthorized", "/v1/chat/completions"), ("unauthorized", "/v1/completions")], rows
     print("seconds per client:", json.dumps({k: round(v, 2) for k, v in timings.items()}), file=sys.stderr)
 
 
