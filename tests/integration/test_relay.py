@@ -176,6 +176,31 @@ async def test_client_leaving_closes_the_upstream_within_a_second(sse_server, re
 
 
 @pytest.mark.asyncio
+async def test_a_client_leaving_after_done_is_a_complete_request_not_a_disconnect(sse_server, relay_factory):
+    # the upstream sends [DONE] split across two writes and then holds its end of body back: the client has the
+    # whole stream, stops at [DONE] and closes (as the openai SDKs, GuideLLM and AIPerf may) before the relay
+    # sees the end
+    pieces = [completion_chunk("x", 1), b"data: [DO", b"NE]\n\n", b"never sent"]
+    upstream = await sse_server([Script(pieces=pieces, pause_s=0.05, hang_after=3),
+                                 Script(pieces=pieces, hang_after=1)])
+    relay = relay_factory(upstream.url)
+    # the first client reads to [DONE]; the second leaves after its first event, mid-stream
+    async with aiohttp.ClientSession() as s:
+        for until in (b"data: [DONE]", b"data: {"):
+            resp = await s.post(relay.url + "/v1/completions", data=spec().body,
+                                headers={"Authorization": f"Bearer {KEY}"})
+            async for line in resp.content:
+                if line.startswith(until):
+                    break
+            resp.close()
+            await asyncio.sleep(0.3)
+    assert await metric(relay.url, "loadproof_relay_in_flight") == 0
+    assert await metric(relay.url, "loadproof_relay_client_disconnects_total") == 1
+    rows = [json.loads(line) for line in relay.stop().splitlines() if line.startswith("{")]
+    assert [(r["status"], r["outcome"]) for r in rows] == [(200, "ok"), (200, "client_disconnect")]
+
+
+@pytest.mark.asyncio
 async def test_pool_rejects_the_one_too_many_and_recovers_every_slot(sse_server, relay_factory):
     hang = Script(pieces=chunks(3), hang_after=1)
     upstream = await sse_server([hang, hang, Script(status=500, pieces=[b'{"error":{"message":"boom"}}']),

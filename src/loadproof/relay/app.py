@@ -248,6 +248,7 @@ class ClientConnection(asyncio.Protocol):
         self.got_body = False
         self.last_write = 0.0
         self.error_event = False
+        self.done_sent = False  # the stream's last event, `data: [DONE]`, has gone to the client
         self.err_tail = b""
         self.resp_status = 0
         self.resp_type = ""
@@ -287,6 +288,11 @@ class ClientConnection(asyncio.Protocol):
         if state == _STREAM and self.error_event:  # the client stopped at the engine's error: that is the outcome
             self.relay.metrics.upstream_errors += 1
             self._log(200, "upstream_error_event")
+            self._release()
+        elif state == _STREAM and self.done_sent:
+            # the client read the whole stream and left before the upstream's end of body reached us
+            # (clients stop at [DONE]): the request is complete, not abandoned
+            self._log(200, "ok")
             self._release()
         elif state in (_BODY, _WAIT, _STREAM, _BUFFER):
             self.relay.metrics.disconnects += 1
@@ -533,6 +539,7 @@ class ClientConnection(asyncio.Protocol):
         self.got_body = True
         end = data[-4:]
         self.at_boundary = boundary = end[-2:] == b"\n\n" or end == b"\r\n\r\n" or end[-2:] == b"\r\r"
+        self.done_sent = boundary and (self.err_tail + data[-24:]).rstrip(b"\r\n").endswith(b"data: [DONE]")
         self.err_tail = b"" if boundary else data[-24:]
         assert self.transport is not None
         if self.chunked_out:
