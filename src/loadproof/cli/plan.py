@@ -37,6 +37,8 @@ def plan(
     from loadproof.planner.profile_plan import model_config_path, plan_profile
     from loadproof.sim.config import is_sim_profile, load_sim_config
 
+    if not profile_path.is_file():  # before any advice about what else to give
+        raise UsageError(f"profile not found: {profile_path}")
     if simulate in ("load", "replay"):
         extra = ["--input-tokens", str(input_tokens)] if input_tokens is not None and simulate == "load" else []
         raise typer.Exit(_open_loop(ctx, profile_path, simulate, sim, extra))

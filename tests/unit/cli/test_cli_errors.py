@@ -20,6 +20,7 @@ def loadproof(*args: str) -> subprocess.CompletedProcess[str]:
         (["report", "/nonexistent/run"], 2, "no run directory at /nonexistent/run"),
         (["serve"], 2, "give either a PROFILE or --embedded"),
         (["serve", "/nonexistent.toml"], 2, "profile not found"),
+        (["plan", "/nonexistent.toml", "--simulate", "capacity"], 2, "profile not found: /nonexistent.toml"),
         (["run", "throughput"], 2, "Missing option '--url'"),
     ],
 )
