@@ -1,7 +1,8 @@
 """`loadproof sim calibrate`: fit the step cost model to measured figures.
 
 Inputs are run directories (prefill runs give cold TTFT at a prompt length and the decode rate after
-it; throughput runs give per-request decode rates at a few concurrencies; capacity runs give the first
+it; throughput runs give per-request decode rates at a few concurrencies and the median TTFT of their
+one-at-a-time requests; capacity runs give the first
 session's cold TTFT, the batch's decode rate at its context in the window, and, from the spacing of the
 first tokens, the part of a request's TTFT that overlaps with other requests' prefills), explicit points
 (`--ttft L:SECONDS`, `--decode BATCH:CONTEXT:TOKENS_PER_S`), or a published-figures file (`published.py`).
@@ -99,6 +100,7 @@ def points_from_runs(paths: list[Path]) -> tuple[list[TtftPoint], list[DecodePoi
     """
     ttft: list[TtftPoint] = []
     decode: dict[tuple[str, int, int], list[tuple[float, float]]] = {}
+    short: dict[str, list[tuple[int, float]]] = {}  # a throughput run's one-at-a-time requests
     extra_decode: list[DecodePoint] = []
     frontend: list[FrontendPoint] = []
     facts: dict[str, Any] = {}
@@ -136,8 +138,10 @@ def points_from_runs(paths: list[Path]) -> tuple[list[TtftPoint], list[DecodePoi
         for record in run.records:
             if not record.ok or record.ttft_ns is None:
                 continue
-            if scenario == "prefill" or record.concurrency == 1:
+            if scenario == "prefill":
                 ttft.append(TtftPoint(record.prompt_tokens or 0, record.ttft_ns / NS_PER_S, f"{run.run_id}/{record.request_id}"))
+            elif record.concurrency == 1:
+                short.setdefault(run.run_id, []).append((record.prompt_tokens or 0, record.ttft_ns / NS_PER_S))
             out = record.output_tokens or 0
             if out >= 8 and record.last_token_ns and record.first_token_ns:
                 per_token = (record.last_token_ns - record.first_token_ns) / NS_PER_S / (out - 1)
@@ -145,6 +149,12 @@ def points_from_runs(paths: list[Path]) -> tuple[list[TtftPoint], list[DecodePoi
                 # grouped by prompt length too: a prefill run's decode after L tokens is a context point
                 length = (record.prompt_tokens or 0) if scenario == "prefill" else 0
                 decode.setdefault((f"{run.run_id} {scenario}", record.concurrency, length), []).append((context, per_token))
+    # A throughput run's short prompts at concurrency 1 give one TTFT point, their median: an engine's first
+    # requests after start can take far longer (kernels compiled on first use: 0.72 s against 0.02 s on an
+    # eager H200 engine), and a few such requests must not decide the prefill fit.
+    for run_id, rows in short.items():
+        ttft.append(TtftPoint(round(statistics.median(n for n, _ in rows)), statistics.median(t for _, t in rows),
+                              f"{run_id}: median of {len(rows)} requests at concurrency 1"))
     points = [DecodePoint(batch, statistics.median(c for c, _ in rows), statistics.median(s for _, s in rows),
                           f"{origin} c{batch}: median of {len(rows)} requests")
               for (origin, batch, _), rows in sorted(decode.items())] + extra_decode

@@ -142,3 +142,16 @@ def test_prediction_fails_when_one_more_session_than_max_num_seqs_waits():
     assert result.verdict == "FAIL"
     failed = {c.name for c in result.criteria if c.failed}
     assert "all_streams_started" in failed or "waiting" in failed
+
+
+def test_a_throughput_runs_one_at_a_time_requests_are_one_median_ttft_point():
+    # the one-H200 engine's throughput run: its first requests after start took 0.72 s (kernels compiled on
+    # first use), the rest about 0.02 s; those few must not each pull the prefill fit
+    from loadproof.sim.calibrate import points_from_runs
+
+    run = (Path(__file__).parents[3] / "docs" / "runs" / "h200-2026-12-01" / "mla-2l-throughput" / "runs"
+           / "throughput-20261201-055720-20c6")
+    ttft, decode, _ = points_from_runs([run])
+    assert len(ttft) == 1 and "median of" in ttft[0].origin
+    assert ttft[0].ttft_s < 0.1 and 80 <= ttft[0].input_tokens <= 120
+    assert {p.batch for p in decode} == {1, 8}
