@@ -2,9 +2,9 @@
 
 Inputs are run directories (prefill runs give cold TTFT at a prompt length and the decode rate after
 it; throughput runs give per-request decode rates at a few concurrencies and the median TTFT of their
-one-at-a-time requests; capacity runs give the first
-session's cold TTFT, the batch's decode rate at its context in the window, and, from the spacing of the
-first tokens, the part of a request's TTFT that overlaps with other requests' prefills), explicit points
+one-at-a-time requests; capacity runs give the first session's cold TTFT, the batch's decode rate at its
+context in the window, and, from the spacing of the first tokens, the part of a request's TTFT that
+overlaps with other requests' prefills), explicit points
 (`--ttft L:SECONDS`, `--decode BATCH:CONTEXT:TOKENS_PER_S`), or a published-figures file (`published.py`).
 
 Fits, in this order (non-negative least squares, relative residuals):
