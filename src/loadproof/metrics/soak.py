@@ -12,7 +12,22 @@ from loadproof.records import RequestRecord
 from loadproof.units import NS_PER_S
 
 
-def soak_claims(plan: SoakPlan, records: list[RequestRecord], samples: list[dict[str, Any]]) -> list[Claim]:
+def _outside_by_half(telemetry: list[dict[str, Any]], middle_ns: int) -> str:
+    """What else used the host's CPU in each half of the run (telemetry's cpu_outside_pct), for the drift
+    criteria's evidence: a slower second half on a host that got busy is not the engine's drift alone."""
+    halves: tuple[list[float], list[float]] = ([], [])
+    for row in telemetry:
+        value = (row.get("host") or {}).get("cpu_outside_pct")
+        if value is not None:
+            halves[row["t_ns"] >= middle_ns].append(value)
+    if not halves[0] or not halves[1]:
+        return ""
+    a, b = (sum(h) / len(h) for h in halves)
+    return f"; host CPU used outside loadproof: {a:.0f}% then {b:.0f}%"
+
+
+def soak_claims(plan: SoakPlan, records: list[RequestRecord], samples: list[dict[str, Any]],
+                telemetry: list[dict[str, Any]] | None = None) -> list[Claim]:
     records = sorted((r for r in records if r.scenario == "soak"), key=lambda r: r.send_ns)
     if not records:
         return acceptance_claims("soak", [Criterion("requests", "FAIL", "no request was recorded")])
@@ -30,6 +45,7 @@ def soak_claims(plan: SoakPlan, records: list[RequestRecord], samples: list[dict
                           f"{len(failed)}/{len(records)} failed" + (f" ({dict(kinds)})" if kinds else "")
                           + f"; bound {plan.max_error_rate:g}")]
     middle = records[0].send_ns + (records[-1].send_ns - records[0].send_ns) // 2
+    host = _outside_by_half(telemetry or [], middle)
     for family in ("short", "long"):
         ok = [r for r in records if r.ok and r.family == family and r.latency_ns is not None]
         first = [r.latency_ns / NS_PER_S for r in ok if r.send_ns < middle]
@@ -45,7 +61,7 @@ def soak_claims(plan: SoakPlan, records: list[RequestRecord], samples: list[dict
                               direction="lower")]
             criteria.append(Criterion(f"{family}_latency_drift", "PASS" if drift <= plan.max_latency_drift else "FAIL",
                                       f"median latency {a:.3f} s then {b:.3f} s ({drift:+.1%}); bound "
-                                      f"+{plan.max_latency_drift:.0%}"))
+                                      f"+{plan.max_latency_drift:.0%}{host}"))
     for source in ("engine", "relay"):
         rss = [s["values"]["process_rss_bytes"] for s in sorted(samples, key=lambda s: s["t_ns"])
                if s.get("source") == source and "process_rss_bytes" in s.get("values", {})]
@@ -62,4 +78,4 @@ def soak_claims(plan: SoakPlan, records: list[RequestRecord], samples: list[dict
 
 
 def claims_of_run(run, plan: SoakPlan) -> list[Claim]:
-    return soak_claims(plan, run.records, run.samples)
+    return soak_claims(plan, run.records, run.samples, run.telemetry)

@@ -23,6 +23,11 @@ def telemetry_claims(rows: list[dict[str, Any]]) -> list[Claim]:
     if mem:
         claims.append(number("telemetry.host_max_mem_used_gib", max(mem) / 1024**3, "GiB",
                              "max over samples of MemTotal - MemAvailable", 2, direction="neither"))
+    outside = [r["host"]["cpu_outside_pct"] for r in rows if r.get("host", {}).get("cpu_outside_pct") is not None]
+    if outside:  # what else on the host competed with the run (runs recorded since this field exists)
+        claims.append(number("telemetry.host_cpu_outside_mean_pct", sum(outside) / len(outside), "%",
+                             "mean over samples of the host's CPU used outside loadproof's process tree", 1,
+                             direction="neither"))
     ooms = [r["host"]["oom_kills"] for r in rows if r.get("host", {}).get("oom_kills") is not None]
     if ooms:
         claims.append(number("telemetry.oom_kills", max(ooms) - min(ooms), "kills", "growth of /proc/vmstat oom_kill",

@@ -302,7 +302,7 @@ def _events(run: Run) -> _Table:
 
 # the fields the telemetry sampler writes today (telemetry/host.py, telemetry/gpu.py), with their
 # types, so that every run's tables have them; fields a later version adds follow, typed by their values
-_HOST_FIELDS = (("cpu_busy_pct", FLOAT), ("mem_used_bytes", INT), ("mem_total_bytes", INT),
+_HOST_FIELDS = (("cpu_busy_pct", FLOAT), ("cpu_outside_pct", FLOAT), ("mem_used_bytes", INT), ("mem_total_bytes", INT),
                 ("swap_used_bytes", INT), ("oom_kills", INT))
 _GPU_FIELDS = (("temp_c", INT), ("power_w", FLOAT), ("util_pct", INT), ("mem_used_bytes", INT),
                ("mem_total_bytes", INT), ("sm_clock_mhz", INT), ("pcie_gen", INT), ("pcie_width", INT),
@@ -312,6 +312,7 @@ _UNIT_SUFFIXES = (("_bytes", "bytes"), ("_pct", "%"), ("_w", "W"), ("_c", "degre
                   ("_kbps", "KB/s"), ("_kib", "KiB, cumulative counter"), ("_width", "lanes"),
                   ("_width_max", "lanes"), ("_ns", T_NS), ("_s", "s"), ("_tokens", "tokens"))
 _DESCRIPTIONS = {"throttle_reasons": "NVML clock throttle reasons bitmask", "oom_kills": "kernel OOM kills so far",
+                 "cpu_outside_pct": "share of the host's CPU used outside loadproof's process tree",
                  "pcie_gen": "current PCIe generation", "pcie_gen_max": "maximum PCIe generation"}
 
 

@@ -1,7 +1,9 @@
-"""Host samples from /proc: CPU busy share, memory, swap, OOM kills. Standard library only."""
+"""Host samples from /proc: CPU busy share (all of it, and the part outside loadproof's own process tree),
+memory, swap, OOM kills. Standard library only."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +16,41 @@ def _cpu_times() -> tuple[int, int] | None:
     values = [int(v) for v in fields]
     idle = values[3] + (values[4] if len(values) > 4 else 0)
     return sum(values), idle
+
+
+def _tree_cpu_ticks(root: int, proc: Path = Path("/proc")) -> int | None:
+    """CPU ticks (user + system, with those of reaped children) of `root` and every live descendant: the
+    engine where loadproof started it (the demo, `serve`), the workers, the relay. Same unit as /proc/stat."""
+    parents: dict[int, int] = {}
+    ticks: dict[int, int] = {}
+    try:
+        entries = os.listdir(proc)
+    except OSError:
+        return None
+    for name in entries:
+        if not name.isdigit():
+            continue
+        try:
+            text = (proc / name / "stat").read_text()
+        except OSError:  # gone since the listing
+            continue
+        fields = text[text.rfind(")") + 2:].split()  # after "pid (comm) ": state, ppid, ...
+        if len(fields) < 15:
+            continue
+        pid = int(name)
+        parents[pid] = int(fields[1])
+        ticks[pid] = sum(int(v) for v in fields[11:15])  # utime, stime, cutime, cstime
+    if root not in ticks:
+        return None
+    children: dict[int, list[int]] = {}
+    for pid, parent in parents.items():
+        children.setdefault(parent, []).append(pid)
+    total, stack = 0, [root]
+    while stack:
+        pid = stack.pop()
+        total += ticks.get(pid, 0)
+        stack.extend(children.get(pid, ()))
+    return total
 
 
 def _meminfo() -> dict[str, int]:
@@ -38,19 +75,29 @@ def _oom_kills() -> int | None:
 
 
 class HostSampler:
-    def __init__(self) -> None:
+    """`cpu_outside_pct`: the share of all the host's CPU time used outside loadproof's process tree, what
+    else on the machine competed with the run (the engine counts as outside unless loadproof started it)."""
+
+    def __init__(self, root_pid: int | None = None) -> None:
+        self._root = os.getpid() if root_pid is None else root_pid
         self._last = _cpu_times()
+        self._last_tree = _tree_cpu_ticks(self._root)
 
     def sample(self) -> dict[str, Any]:
         now = _cpu_times()
-        cpu = None
+        tree = _tree_cpu_ticks(self._root)
+        cpu = outside = None
         if now is not None and self._last is not None and now[0] > self._last[0]:
             total, idle = now[0] - self._last[0], now[1] - self._last[1]
             cpu = round(100.0 * (total - idle) / total, 1)
-        self._last = now
+            if tree is not None and self._last_tree is not None:
+                # a child that exited unreaped takes its ticks with it: never below 0
+                outside = round(max(0.0, min(100.0, 100.0 * (total - idle - (tree - self._last_tree)) / total)), 1)
+        self._last, self._last_tree = now, tree
         mem = _meminfo()
         return {
             "cpu_busy_pct": cpu,
+            "cpu_outside_pct": outside,
             "mem_used_bytes": mem.get("MemTotal", 0) - mem.get("MemAvailable", 0) if mem else None,
             "mem_total_bytes": mem.get("MemTotal"),
             "swap_used_bytes": mem.get("SwapTotal", 0) - mem.get("SwapFree", 0) if mem else None,

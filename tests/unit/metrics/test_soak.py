@@ -37,3 +37,15 @@ def test_errors_drift_and_growth_each_fail():
     assert claims["soak.criteria.short_latency_drift"].value == "FAIL"
     assert claims["soak.criteria.engine_memory"].value == "FAIL"
     assert claims["soak.verdict"].value == "FAIL"
+
+
+def test_drift_evidence_says_how_busy_the_host_was_outside_loadproof_in_each_half():
+    records = [rec(i, i, 1.0 if i < 5 else 2.0) for i in range(10)]  # middle of the sends: 4.5 s
+    telemetry = [{"t_ns": int(t * S), "host": {"cpu_outside_pct": 2.0 if t < 4.5 else 60.0}} for t in range(10)]
+    claims = {c.name: c for c in soak_claims(PLAN, records, [], telemetry)}
+    evidence = claims["soak.criteria.short_latency_drift"].formula
+    assert claims["soak.criteria.short_latency_drift"].value == "FAIL"  # the verdict does not change
+    assert evidence.endswith("host CPU used outside loadproof: 2% then 60%"), evidence
+    # runs recorded before the field existed: the evidence is what it was
+    old = {c.name: c for c in soak_claims(PLAN, records, [], [{"t_ns": 0, "host": {"cpu_busy_pct": 99.0}}])}
+    assert "outside" not in old["soak.criteria.short_latency_drift"].formula

@@ -62,3 +62,47 @@ def test_gpus_without_nvlink_counters_give_no_nvlink_claim():
             g["nvlink_tx_kib"] = g["nvlink_rx_kib"] = None
     claims = {c.name: c for c in telemetry_claims(rows)}
     assert "telemetry.nvlink_gib" not in claims and "telemetry.max_pcie_mb_s" in claims
+
+
+def test_cpu_used_outside_loadproof_is_a_mean_claim_only_where_samples_carry_it():
+    rows = [{"t_ns": i * 10**9, "host": {"cpu_outside_pct": pct}} for i, pct in enumerate([None, 10.0, 30.0])]
+    claims = {c.name: c for c in telemetry_claims(rows)}
+    assert claims["telemetry.host_cpu_outside_mean_pct"].value == 20.0
+    old = {c.name for c in telemetry_claims([{"t_ns": 0, "host": {"cpu_busy_pct": 50.0}}])}
+    assert "telemetry.host_cpu_outside_mean_pct" not in old
+
+
+def _stat(pid: int, comm: str, ppid: int, ticks: tuple[int, int, int, int]) -> str:
+    # /proc/PID/stat: pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime
+    # cutime cstime ...
+    return f"{pid} ({comm}) S {ppid} 1 1 0 -1 0 0 0 0 0 {ticks[0]} {ticks[1]} {ticks[2]} {ticks[3]} 20 0 1 0\n"
+
+
+def test_the_process_tree_ticks_are_loadproof_and_its_descendants_only(tmp_path):
+    from loadproof.telemetry.host import _tree_cpu_ticks
+
+    tree = {100: ("loadproof", 1, (50, 5, 7, 1)), 101: ("vllm (engine) core", 100, (400, 20, 0, 0)),
+            102: ("worker) x", 101, (900, 30, 0, 0)), 200: ("stranger", 1, (10_000, 0, 0, 0)),
+            201: ("stranger child", 200, (5_000, 0, 0, 0))}
+    for pid, (comm, ppid, ticks) in tree.items():
+        (tmp_path / str(pid)).mkdir()
+        (tmp_path / str(pid) / "stat").write_text(_stat(pid, comm, ppid, ticks))
+    (tmp_path / "self").mkdir()  # not a process
+    assert _tree_cpu_ticks(100, tmp_path) == 63 + 420 + 930
+    assert _tree_cpu_ticks(999, tmp_path) is None
+
+
+def test_a_child_burning_cpu_counts_inside_the_tree():
+    # CPU time, not wall time: the child spins until it has used 0.3 s of CPU, however busy the machine is
+    import os
+    import subprocess
+    import sys
+
+    from loadproof.telemetry.host import _tree_cpu_ticks
+
+    before = _tree_cpu_ticks(os.getpid())
+    assert before is not None
+    subprocess.run([sys.executable, "-c", "import time\nwhile time.process_time() < 0.3: pass"], check=True,
+                   timeout=120)
+    grown = (_tree_cpu_ticks(os.getpid()) - before) / os.sysconf("SC_CLK_TCK")
+    assert grown >= 0.25, grown  # the reaped child's time is in this process's cutime

@@ -61,7 +61,8 @@ def throughput_records() -> list[RequestRecord]:
 
 def telemetry_rows() -> list[dict[str, Any]]:
     return [{"t_ns": (i + 1) * 30 * S, "wall_time_s": 1796027833.5 + i,
-             "host": {"cpu_busy_pct": 90.5, "mem_used_bytes": mem, "mem_total_bytes": 64 * 1024**3, "oom_kills": 0},
+             "host": {"cpu_busy_pct": 90.5, "cpu_outside_pct": 12.5, "mem_used_bytes": mem,
+                      "mem_total_bytes": 64 * 1024**3, "oom_kills": 0},
              "gpus": [{"index": g, "temp_c": temps[g], "power_w": 300.25 + g, "util_pct": 95,
                        "pcie_gen": 5, "pcie_width": 16, "pcie_gen_max": 5, "pcie_width_max": 16}
                       for g in range(2)]}
