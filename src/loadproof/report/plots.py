@@ -21,6 +21,10 @@ def _series(rows: list[dict[str, Any]]) -> list[tuple[str, str, list[tuple[float
            if r.get("host", {}).get("cpu_busy_pct") is not None]
     if cpu:
         out.append(("host CPU busy", "%", cpu))
+    outside = [((r["t_ns"] - t0) / 1e9, r["host"]["cpu_outside_pct"]) for r in rows
+               if r.get("host", {}).get("cpu_outside_pct") is not None]
+    if outside:  # what else on the machine competed with the run
+        out.append(("host CPU used outside loadproof", "%", outside))
     if any(r.get("gpus") for r in rows):
         temp = [((r["t_ns"] - t0) / 1e9, max(g["temp_c"] for g in r["gpus"])) for r in rows
                 if r.get("gpus") and all(g.get("temp_c") is not None for g in r["gpus"])]
@@ -34,7 +38,8 @@ def _series(rows: list[dict[str, Any]]) -> list[tuple[str, str, list[tuple[float
 
 
 def telemetry_svg(rows: list[dict[str, Any]]) -> str:
-    """One panel per series (host CPU, hottest GPU, GPU power), each with its scale, unit and time axis."""
+    """One panel per series (host CPU, the part outside loadproof, hottest GPU, GPU power), each with its
+    scale, unit and time axis."""
     if len(rows) < 2:
         return ""
     rows = sorted(rows, key=lambda r: r["t_ns"])

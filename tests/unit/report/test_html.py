@@ -106,3 +106,14 @@ def test_markdown_subset():
     assert "<tr><th>h1</th><th>h2</th></tr>" in html and "<td>&lt;i&gt;</td>" in html
     assert "<p>text &amp; more</p>" in html
     assert "<figure>\n<svg></svg><figcaption>telemetry</figcaption>" in html
+
+
+def test_the_telemetry_figure_draws_the_cpu_used_outside_loadproof_where_samples_carry_it():
+    from loadproof.report.plots import telemetry_svg
+
+    rows = telemetry()
+    assert "outside loadproof" not in telemetry_svg(rows)
+    for i, row in enumerate(rows):
+        row["host"]["cpu_outside_pct"] = 5.0 * i
+    svg = telemetry_svg(rows)
+    assert "host CPU used outside loadproof (%); max 20.0, over 4 s" in svg
