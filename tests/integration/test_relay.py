@@ -135,8 +135,8 @@ async def test_a_silent_upstream_keeps_an_idle_timeout_client_connected(sse_serv
             async for data in resp.content.iter_any():
                 events += decoder.feed(data)
     assert events[-1] == b"[DONE]" and len(events) == 4
-    # a blank line every 0.8 s through the 8 s (at most 10; a busy machine may delay a few)
-    assert 6 <= decoder.num_heartbeats <= 10 and decoder.num_comments == 0
+    # a blank line every 0.8 s through the 8 s (10; a busy machine may delay a few, or stretch the silence)
+    assert decoder.num_heartbeats >= 6 and decoder.num_comments == 0
 
 
 @pytest.mark.asyncio
