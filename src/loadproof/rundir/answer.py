@@ -1,0 +1,38 @@
+"""One scored quality item, a row of `answers.jsonl` (docs/quality.md): ids, the extracted and expected
+answers and the verdict, or `skipped` with the reason; never prompt text.
+
+GSM8K rows carry the strict and flexible extractions and verdicts, retrieval rows `length_tokens` and
+`depth`, authored rows `lang`; `error` is the error kind of a failed request (scored as wrong).
+
+Version 1: the shape every run has written (none recorded a version).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import msgspec
+
+
+class Answer(msgspec.Struct, kw_only=True, omit_defaults=True):
+    version: ClassVar[int] = 1
+
+    suite: str | None = None
+    item_id: str = ""
+    mode: str = "plain"
+    request_id: str | None = None
+    expected: str | None = None
+    extracted: str | None = None
+    correct: bool | None = None
+    extracted_strict: str | None = None
+    extracted_flexible: str | None = None
+    correct_strict: bool | None = None
+    correct_flexible: bool | None = None
+    lang: str | None = None
+    length_tokens: int | None = None
+    depth: float | None = None
+    skipped: str | None = None  # why the item was not asked
+    error: str | None = None  # the failed request's error kind
+
+
+__all__ = ["Answer"]

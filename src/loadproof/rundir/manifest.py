@@ -1,0 +1,160 @@
+"""`manifest.json`: what was run, against what, with which versions, and the plan (docs/architecture.md,
+"The run directory").
+
+Typed here is what the generic code reads (the scenario's name, the target's model and endpoint, the
+clock anchor, the engine's startup report, the telemetry description, the schedule a load run reached,
+where a trial sits in a search or sweep, the publication's provenance). The open-ended parts stay JSON
+objects, typed by whoever owns their shape: `options` (the scenario's resolved options), `plan` (typed
+by its scenario's schema through `plans.load_plan`), `profile`/`profiles` (the deployment profile),
+`workers` (how a scaled-out load run split its schedule), and `extra` (any top-level key this loadproof
+has no field for; written back at the top level).
+
+Version 1: the shape every run wrote before manifests recorded a schema version; runs written since
+record theirs in `schema`.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import msgspec
+
+from loadproof.rundir.json_value import JSONObject
+
+
+class SchemaVersions(msgspec.Struct, kw_only=True):
+    """The schema version of each file kind of the run directory (1: the shape before versions)."""
+
+    manifest: int = 1
+    metrics: int = 1
+    events: int = 1
+    telemetry: int = 1
+    answers: int = 1
+
+
+class MetricsSourceInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
+    kind: str | None = None  # exposition (an engine's /metrics) or prometheus
+    url: str | None = None
+
+
+class Target(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """The server measured (never its API key: only whether one was used)."""
+
+    url: str | None = None
+    model: str | None = None
+    endpoint: str | None = None
+    api_key_used: bool = False
+    extra_body: JSONObject = {}
+    tokenizer: str | None = None
+    metrics: MetricsSourceInfo | None = None
+    token_counts: str | None = None
+
+
+class ClockAnchor(msgspec.Struct, kw_only=True):
+    """One wall-clock reading paired with the run's monotonic clock, to place record times in real time."""
+
+    wall_time_ns: int
+    perf_counter_ns: int
+
+
+class StartupReport(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """The engine's own startup figures, parsed from its log (engines.base.StartupReport)."""
+
+    kv_cache_tokens: int | None = None
+    kv_memory_gib: float | None = None
+    max_concurrency: float | None = None
+    max_concurrency_tokens_per_request: int | None = None
+    line: str = ""
+
+
+class EngineInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
+    kind: str | None = None
+    launch: list[str] | None = None
+    startup_report: StartupReport | None = None
+
+
+class TelemetryInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """What telemetry.sampler could see: the GPUs (none: `note` says why) and the driver."""
+
+    gpus: int = 0
+    names: list[str] | None = None
+    driver: str | None = None
+    note: str | None = None
+
+
+class Schedule(msgspec.Struct, kw_only=True):
+    """How far a load run's schedule got."""
+
+    planned: int
+    dispatched: int
+    recorded: int
+    failed: int
+    interrupted: bool
+    last_intended_offset_s: float
+    elapsed_s: float
+
+
+class SeriesPoint(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Where a trial sits in a rate search or sweep (its folder in the series, its order, its rate)."""
+
+    folder: str | None = None
+    index: int | None = None
+    rate_rps: float | None = None
+    attainment: float | None = None
+    point: str | None = None  # sweep: the point's kind
+
+
+class Publication(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Provenance `publish` adds to a bundle's manifest."""
+
+    published_by: str | None = None
+    loadproof: str | None = None
+    git: str | None = None
+    python: str | None = None
+    engine: str | None = None
+    engine_version: str | None = None
+    engine_image: str | None = None
+    torch: str | None = None
+    driver: str | None = None
+    gpu_models: list[str] = []
+    num_gpus: int | None = None
+    model: str | None = None
+    num_torn_lines_dropped: int = 0
+    raw_data: str | None = None
+
+
+class Manifest(msgspec.Struct, kw_only=True, omit_defaults=True):
+    version: ClassVar[int] = 1
+
+    run_id: str | None = None
+    scenario: str | None = None
+    options: JSONObject = {}
+    target: Target = msgspec.field(default_factory=Target)
+    engine_version: str | None = None
+    versions: dict[str, str | None] = {}
+    git: str | None = None
+    start_wall_time: str | None = None
+    clock_anchor: ClockAnchor | None = None
+    profile: JSONObject | None = None
+    profiles: dict[str, JSONObject | None] | None = None  # ab: each arm's profile
+    engine: EngineInfo | None = None
+    telemetry: TelemetryInfo | None = None
+    plan: JSONObject | None = None  # None: interrupted before the plan was written (or a version-1 throughput run)
+    plan_version: int | None = None  # None: version 1 (before plans were versioned)
+    schedule: Schedule | None = None
+    workers: JSONObject | None = None
+    search: SeriesPoint | None = None
+    sweep: SeriesPoint | None = None
+    end_wall_time: str | None = None
+    num_records: int | None = None
+    publication: Publication | None = None
+    schema: SchemaVersions | None = None  # None: a version-1 run directory (before versions were recorded)
+    extra: JSONObject = {}  # top-level keys without a field here, kept and written back as they were
+
+    @property
+    def engine_startup(self) -> StartupReport | None:
+        return self.engine.startup_report if self.engine is not None else None
+
+
+__all__ = ["ClockAnchor", "EngineInfo", "Manifest", "MetricsSourceInfo", "Publication", "Schedule",
+           "SchemaVersions", "SeriesPoint", "StartupReport", "Target", "TelemetryInfo"]

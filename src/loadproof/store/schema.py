@@ -1,0 +1,130 @@
+"""The schema versions of a run directory: one reader per version of each file kind, and the writer's
+encoding of the current version.
+
+A run directory's manifest records the version of every file kind (`Manifest.schema`); a manifest
+without one is a version-1 run directory, the shape every run wrote before versions were recorded
+(every bundle under docs/runs). Reading a file of version N goes through `READERS[kind][N]`, which
+returns the current type: a later version adds its reader here and brings older rows up to date in
+theirs, so old run directories keep reading. A version newer than this loadproof knows, or a row that
+does not fit its type, is one RunDirError naming the file (and line).
+
+Version 1 of each kind, and what its reader does:
+- manifest.json: a JSON object; keys without a `Manifest` field go to `Manifest.extra`;
+- metrics.jsonl, telemetry.jsonl, answers.jsonl: one object a line, the type's fields;
+- events.jsonl: one flat object a line (`wall_time_s`, `kind`, then the event's fields); fields
+  without an `Event` attribute go to `Event.fields`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+
+import msgspec
+
+from loadproof.errors import RunDirError
+from loadproof.rundir import Answer, EngineSample, Event, Manifest, TelemetrySample
+from loadproof.rundir.manifest import SchemaVersions
+
+T = TypeVar("T")
+Row = dict[str, Any]
+
+_MANIFEST_FIELDS = frozenset(Manifest.__struct_fields__) - {"extra"}
+_EVENT_FIELDS = frozenset(Event.__struct_fields__) - {"fields"}
+
+
+def _manifest_v1(raw: Row) -> Manifest:
+    extra = {k: v for k, v in raw.items() if k not in _MANIFEST_FIELDS}
+    return msgspec.convert({**{k: v for k, v in raw.items() if k in _MANIFEST_FIELDS}, "extra": extra}, Manifest)
+
+
+def _event_v1(row: Row) -> Event:
+    fields = {k: v for k, v in row.items() if k not in _EVENT_FIELDS}
+    return msgspec.convert({**{k: v for k, v in row.items() if k in _EVENT_FIELDS}, "fields": fields}, Event)
+
+
+def _as(kind: type[T]) -> Callable[[Row], T]:
+    return lambda row: msgspec.convert(row, kind)
+
+
+# file kind -> {version: reader of one row (or of the manifest) in that version's shape}
+READERS: dict[str, dict[int, Callable[[Row], Any]]] = {
+    "manifest": {1: _manifest_v1},
+    "metrics": {1: _as(EngineSample)},
+    "events": {1: _event_v1},
+    "telemetry": {1: _as(TelemetrySample)},
+    "answers": {1: _as(Answer)},
+}
+CURRENT = SchemaVersions(manifest=Manifest.version, metrics=EngineSample.version, events=Event.version,
+                         telemetry=TelemetrySample.version, answers=Answer.version)
+
+
+def versions_of(raw_manifest: Row, where: Path) -> SchemaVersions:
+    """The file kinds' versions a manifest records (all 1 when it records none)."""
+    raw = raw_manifest.get("schema")
+    if raw is None:
+        return SchemaVersions()
+    try:
+        return msgspec.convert(raw, SchemaVersions)
+    except msgspec.ValidationError as exc:
+        raise RunDirError(f"{where}: schema is not a map of file kinds to version numbers ({exc})") from None
+
+
+def reader(kind: str, version: int, where: Path) -> Callable[[Row], Any]:
+    readers = READERS[kind]
+    if version not in readers:
+        newest = max(readers)
+        if version > newest:
+            raise RunDirError(f"{where} is schema version {version}, newer than this loadproof reads (up to "
+                              f"{newest}); use a newer loadproof")
+        raise RunDirError(f"{where}: schema version {version} is not a version of this file")
+    return readers[version]
+
+
+def read_manifest(raw: Row, where: Path) -> Manifest:
+    """manifest.json's object, typed by the reader of its version."""
+    read = reader("manifest", versions_of(raw, where).manifest, where)
+    try:
+        return read(raw)  # type: ignore[no-any-return]
+    except msgspec.ValidationError as exc:
+        raise RunDirError(f"{where} does not fit the manifest schema: {exc}") from None
+
+
+def read_rows(kind: str, rows: list[Row], version: int, where: Path) -> list[Any]:
+    """Rows of a JSONL file (`metrics`, `events`, `telemetry`, `answers`), typed by their version's reader."""
+    read = reader(kind, version, where)
+    out = []
+    for number, row in enumerate(rows, 1):
+        try:
+            out.append(read(row))
+        except msgspec.ValidationError as exc:
+            raise RunDirError(f"{where}: row {number} does not fit the {kind} schema ({exc})") from None
+    return out
+
+
+def manifest_json(manifest: Manifest) -> Row:
+    """The manifest as written (the current version): its fields, then `extra`'s keys at the top level."""
+    out: Row = msgspec.to_builtins(manifest)
+    extra = out.pop("extra", {})
+    return {**out, **{k: v for k, v in extra.items() if k not in out}}
+
+
+def event_json(event: Event) -> Row:
+    """An event as written (the current version): flat, `wall_time_s` and `kind` first."""
+    out: Row = msgspec.to_builtins(event)
+    fields = out.pop("fields", {})
+    head = {"wall_time_s": out.pop("wall_time_s", None), "kind": out.pop("kind")}
+    return {**{k: v for k, v in head.items() if v is not None}, **out,
+            **{k: v for k, v in fields.items() if k not in out and k not in head}}
+
+
+def typed(value: T | Mapping[str, Any], kind: type[T], read: Callable[[Row], T] | None = None) -> T:
+    """`value` as `kind`: as it is when it already is one, else converted (a mapping a caller built)."""
+    if isinstance(value, kind):
+        return value
+    return (read or _as(kind))(dict(value))  # type: ignore[arg-type]
+
+
+__all__ = ["CURRENT", "READERS", "event_json", "manifest_json", "read_manifest", "read_rows", "typed",
+           "versions_of"]
