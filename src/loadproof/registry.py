@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import importlib
+from collections.abc import Mapping
 from typing import Generic, TypeVar
 
 from loadproof.errors import UsageError
@@ -19,8 +20,8 @@ T = TypeVar("T")
 class Registry(Generic[T]):
     def __init__(self, what: str) -> None:
         self.what = what
-        self._targets: dict[str, str] = {}
-        self._loaded: dict[str, T] = {}
+        self._targets: Mapping[str, str] = {}
+        self._loaded: dict[str, T] = {}  # by target, so a view whose entry changes loads the new one
 
     @classmethod
     def of(cls, what: str, targets: dict[str, str]) -> Registry[T]:
@@ -30,12 +31,25 @@ class Registry(Generic[T]):
             registry.register(name, target)
         return registry
 
+    @classmethod
+    def over(cls, what: str, targets: Mapping[str, str]) -> Registry[T]:
+        """A registry reading `targets` at every lookup (a live view, such as `catalog.column`): an entry
+        added to the view later is found, one taken out is gone."""
+        registry: Registry[T] = cls(what)
+        registry._targets = targets
+        return registry
+
     def register(self, name: str, target: str) -> None:
         if name in self._targets:
             raise ValueError(f"{self.what} {name!r} is already registered ({self._targets[name]})")
         if ":" not in target:
             raise ValueError(f"target {target!r} must read 'module:attr'")
+        if not isinstance(self._targets, dict):
+            raise TypeError(f"the {self.what} registry is a view of its source; add {name!r} there")
         self._targets[name] = target
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._targets
 
     def names(self) -> list[str]:
         return sorted(self._targets)
@@ -45,13 +59,12 @@ class Registry(Generic[T]):
         return list(self._targets)
 
     def get(self, name: str) -> T:
-        if name in self._loaded:
-            return self._loaded[name]
         if name not in self._targets:
-            close = difflib.get_close_matches(name, self._targets, n=1)
+            close = difflib.get_close_matches(name, list(self._targets), n=1)
             hint = f"; did you mean {close[0]!r}?" if close else f"; known: {', '.join(self.names())}"
             raise UsageError(f"unknown {self.what} {name!r}{hint}")
-        module_name, _, attr = self._targets[name].partition(":")
-        obj = getattr(importlib.import_module(module_name), attr)
-        self._loaded[name] = obj
-        return obj
+        target = self._targets[name]
+        if target not in self._loaded:
+            module_name, _, attr = target.partition(":")
+            self._loaded[target] = getattr(importlib.import_module(module_name), attr)
+        return self._loaded[target]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from loadproof.catalog import SCENARIOS
+from loadproof.catalog import column
 from loadproof.metrics.claims import Claim, claims_payload
 from loadproof.metrics.engine_agreement import agreement_claims
 from loadproof.metrics.telemetry import telemetry_claims
@@ -20,7 +20,7 @@ from loadproof.registry import Registry
 if TYPE_CHECKING:
     from loadproof.store.run_dir import Run
 
-claim_functions: Registry[object] = Registry.of("scenario", {name: parts.claims for name, parts in SCENARIOS.items()})
+claim_functions: Registry[object] = Registry.over("scenario", column("claims"))
 
 
 def compute_claims(run: Run) -> list[Claim]:

@@ -2,7 +2,7 @@
 metrics, `compare` and `verify` read it back.
 
 Each scenario has one schema here (a msgspec Struct subclassing `Plan`), found by scenario name in
-`schemas` (built from `loadproof.catalog.SCENARIOS`). The scenario builds the typed plan and stores it with `attach_plan`, which writes
+`schemas` (a view of `loadproof.catalog.SCENARIOS`). The scenario builds the typed plan and stores it with `attach_plan`, which writes
 `manifest["plan"]` and `manifest["plan_version"]`; `load_plan(run)` reads it back.
 
 Versions: each schema has a `version`. A manifest without `plan_version` is version 1 (the shape
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import msgspec
 
-from loadproof.catalog import SCENARIOS
+from loadproof.catalog import column
 from loadproof.errors import RunDirError
 from loadproof.registry import Registry
 
@@ -45,7 +45,7 @@ class Plan(msgspec.Struct, kw_only=True):
         return {}
 
 
-schemas: Registry[type[Plan]] = Registry.of("scenario", {name: parts.plan for name, parts in SCENARIOS.items()})
+schemas: Registry[type[Plan]] = Registry.over("scenario", column("plan"))
 
 
 def attach_plan(manifest: dict[str, Any], plan: Plan) -> None:
