@@ -11,14 +11,8 @@ from loadproof.cli import app, ui
 from loadproof.config.profile import packaged_profile
 from loadproof.errors import AcceptanceFailed
 from loadproof.scenarios.base import Target
-from loadproof.scenarios.capacity import CapacityOptions, CapacityScenario
-from loadproof.scenarios.interference import InterferenceOptions, InterferenceScenario
-from loadproof.scenarios.load import LoadOptions, LoadScenario
-from loadproof.scenarios.prefill import PrefillOptions, PrefillScenario
-from loadproof.scenarios.quality import QualityOptions, QualityScenario
-from loadproof.scenarios.soak import SoakOptions, SoakScenario
-from loadproof.scenarios.throughput import ThroughputOptions, ThroughputScenario
 from loadproof.cli.common import OutOption, console, with_serving
+from loadproof.scenarios.demo import DemoSetup, demo_scenarios
 from loadproof.scenarios.lifecycle import run_once
 
 
@@ -31,11 +25,12 @@ def demo(
 ) -> None:
     """Install and start the embedded engine, run every scenario scaled down, report, stop.
 
-    Scaled for a 2-core CPU: throughput (3 families x concurrency 1/4/8), open-loop load (Poisson at 2
-    requests/s for 15 s, 128 tokens in, 32 out, with SLOs), capacity (4 sessions of 1,536 tokens, 6 s
-    window), prefill (3 cold repeats of 4,096 tokens), interference (3 sessions of 1,024 tokens, a
-    6,144-token newcomer, 4 s windows), soak (2 clients for 20 s, every third request long),
-    quality (5 GSM8K problems, the authored tasks in plain mode, retrieval at 1,024 and 2,048 tokens).
+    Every scenario whose catalog entry has a `demo` factory, in the catalog's order, scaled for a 2-core
+    CPU: throughput (3 families x concurrency 1/4/8), open-loop load (Poisson at 2 requests/s for 15 s,
+    128 tokens in, 32 out, with SLOs), capacity (4 sessions of 1,536 tokens, 6 s window), prefill (3 cold
+    repeats of 4,096 tokens), interference (3 sessions of 1,024 tokens, a 6,144-token newcomer, 4 s
+    windows), soak (2 clients for 20 s, every third request long), quality (5 GSM8K problems, the
+    authored tasks in plain mode, retrieval at 1,024 and 2,048 tokens).
     """
     from loadproof.engines import embedded
 
@@ -58,22 +53,9 @@ def demo(
         extra = {"profile": profile.model_dump(), "engine": {
             "kind": profile.engine, "launch": engine.command.argv[1:], "env": engine.command.env,
             "startup_report": startup.as_dict() if startup else None, "ready_after_s": engine.ready_after_s}}
-        kv_tokens = startup.kv_cache_tokens if startup else None
-        plan = [
-            ThroughputScenario(target, ThroughputOptions(max_tokens=max_tokens, num_prompts=prompts)),
-            LoadScenario(target, LoadOptions(rate=2.0, duration_s=15.0, input_tokens=128, output_tokens=32,
-                                             slo="ttft=1s,tpot=100ms")),
-            CapacityScenario(target, CapacityOptions(sessions=4, input_tokens=1536, window_s=6.0),
-                             startup_kv_tokens=kv_tokens),
-            PrefillScenario(target, PrefillOptions(input_tokens=4096, repeats=3, decode_tokens=32)),
-            InterferenceScenario(target, InterferenceOptions(sessions=3, session_tokens=1024, newcomer_tokens=6144,
-                                                             window_s=4.0)),
-            SoakScenario(target, SoakOptions(duration_s=20.0, clients=2, long_every=3, long_tokens=1024,
-                                             max_latency_drift=1.0), engine_metrics_url=engine.url),
-            QualityScenario(target, QualityOptions(gsm8k_items=5, authored_modes=["plain"],
-                                                   retrieval_lengths=[1024, 2048])),
-        ]
-        for scenario in plan:
+        setup = DemoSetup(target=target, max_tokens=max_tokens, prompts=prompts,
+                          kv_cache_tokens=startup.kv_cache_tokens if startup else None, engine_url=engine.url)
+        for scenario in demo_scenarios(setup):
             ui.err.rule(scenario.name)
             verdicts[scenario.name] = run_once(scenario, out, console, extra).verdict
         timings["measurement_s"] = watch.lap()

@@ -22,6 +22,7 @@ from loadproof.plans.capacity import CapacityPlan, CapacitySession
 from loadproof.config.base import StrictModel
 from loadproof.records import RequestRecord
 from loadproof.scenarios.base import Target, model_info
+from loadproof.scenarios.demo import DemoSetup
 from loadproof.scenarios.live import LiveStatus
 from loadproof.scenarios.long_context import (
     EXACT_LENGTH,
@@ -210,3 +211,9 @@ class CapacityScenario(MetricsScenario):
                     if v.get("kv_cache_usage_perc", 0.0) <= baseline + self.options.kv_idle_bound:
                         return
             await asyncio.sleep(0.25)
+
+
+def demo(setup: DemoSetup) -> CapacityScenario:
+    """For `loadproof demo`: 4 sessions of 1,536 tokens, a 6 s window."""
+    return CapacityScenario(setup.target, CapacityOptions(sessions=4, input_tokens=1536, window_s=6.0),
+                            startup_kv_tokens=setup.kv_cache_tokens)

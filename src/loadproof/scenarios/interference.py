@@ -21,6 +21,7 @@ from loadproof.errors import UsageError
 from loadproof.plans import attach_plan
 from loadproof.plans.interference import InterferencePlan, InterferenceSession, Newcomer
 from loadproof.scenarios.base import model_info
+from loadproof.scenarios.demo import DemoSetup
 from loadproof.scenarios.live import LiveStatus
 from loadproof.scenarios.long_context import (
     EXACT_LENGTH,
@@ -134,3 +135,9 @@ async def _sleep_until(t_ns: int) -> None:
     delay = (t_ns - time.perf_counter_ns()) / NS
     if delay > 0:
         await asyncio.sleep(delay)
+
+
+def demo(setup: DemoSetup) -> InterferenceScenario:
+    """For `loadproof demo`: 3 sessions of 1,024 tokens, a 6,144-token newcomer, 4 s windows."""
+    return InterferenceScenario(setup.target, InterferenceOptions(sessions=3, session_tokens=1024,
+                                                                  newcomer_tokens=6144, window_s=4.0))

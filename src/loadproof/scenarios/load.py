@@ -35,6 +35,7 @@ from loadproof.protocol.openai import request_body
 from loadproof.records import RequestRecord
 from loadproof.scenarios.base import Target, model_info
 from loadproof.scenarios.datasets import DatasetOptions
+from loadproof.scenarios.demo import DemoSetup
 from loadproof.scenarios.live import LiveStatus
 from loadproof.scenarios.long_context import EXACT_LENGTH, MetricsScenario, haystack_target
 from loadproof.scenarios.options import cli
@@ -550,3 +551,9 @@ def run_load(target: Target, options: LoadOptions, out: Path, console: Console, 
         values["seed"] = seed
     values.update(overrides)
     return run_once(LoadScenario(target, LoadOptions.model_validate(values)), out, console, manifest_extra)
+
+
+def demo(setup: DemoSetup) -> LoadScenario:
+    """For `loadproof demo`: Poisson at 2 requests/s for 15 s, 128 tokens in, 32 out, with SLOs."""
+    return LoadScenario(setup.target, LoadOptions(rate=2.0, duration_s=15.0, input_tokens=128, output_tokens=32,
+                                                  slo="ttft=1s,tpot=100ms"))

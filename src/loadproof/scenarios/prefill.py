@@ -16,6 +16,7 @@ from loadproof.client import StreamingClient
 from loadproof.config.base import StrictModel
 from loadproof.plans import attach_plan
 from loadproof.plans.prefill import PrefillPlan, PrefillRepeat
+from loadproof.scenarios.demo import DemoSetup
 from loadproof.scenarios.live import LiveStatus
 from loadproof.scenarios.long_context import (
     EXACT_LENGTH,
@@ -74,3 +75,8 @@ class PrefillScenario(MetricsScenario):
                     live.phase(f"repeat {r + 1}/{opts.repeats}", detail=f"{opts.input_tokens:,} tokens, cold")
                     await client.stream(spec, record)
                     await scraper.sample()
+
+
+def demo(setup: DemoSetup) -> PrefillScenario:
+    """For `loadproof demo`: 3 cold repeats of 4,096 tokens."""
+    return PrefillScenario(setup.target, PrefillOptions(input_tokens=4096, repeats=3, decode_tokens=32))

@@ -37,6 +37,7 @@ from loadproof.plans.quality import AuthoredPlan, Gsm8kPlan, ImagePlan, QualityP
 from loadproof.protocol.openai import request_body
 from loadproof.records import RequestRecord
 from loadproof.scenarios.base import Scenario, TokenizerUse, model_info
+from loadproof.scenarios.demo import DemoSetup
 from loadproof.scenarios.live import LiveStatus
 from loadproof.scenarios.options import among, cli
 from loadproof.store.run_dir import RunWriter
@@ -306,3 +307,10 @@ class QualityScenario(Scenario):
                   "concurrency": self.options.concurrency}
         return RequestSpec(request_id=job.request_id, endpoint=self.target.endpoint, body=body,
                            deadline_s=self.options.deadline_s, labels=labels)
+
+
+def demo(setup: DemoSetup) -> QualityScenario:
+    """For `loadproof demo`: 5 GSM8K problems, the authored tasks in plain mode, retrieval at 1,024 and 2,048
+    tokens."""
+    return QualityScenario(setup.target, QualityOptions(gsm8k_items=5, authored_modes=["plain"],
+                                                        retrieval_lengths=[1024, 2048]))

@@ -19,6 +19,7 @@ from loadproof.plans.soak import SoakPlan
 from loadproof.protocol.openai import request_body
 from loadproof.client.stream import RequestSpec
 from loadproof.scenarios.base import Target, TokenizerUse
+from loadproof.scenarios.demo import DemoSetup
 from loadproof.scenarios.live import LiveStatus
 from loadproof.scenarios.long_context import MetricsScenario, haystack_target
 from loadproof.scenarios.options import HttpUrl, cli
@@ -140,3 +141,9 @@ class SoakScenario(MetricsScenario):
             finally:
                 for scraper in scrapers:
                     await scraper.__aexit__(None, None, None)
+
+
+def demo(setup: DemoSetup) -> SoakScenario:
+    """For `loadproof demo`: 2 clients for 20 s, every third request long."""
+    return SoakScenario(setup.target, SoakOptions(duration_s=20.0, clients=2, long_every=3, long_tokens=1024,
+                                                  max_latency_drift=1.0), engine_metrics_url=setup.engine_url)

@@ -22,6 +22,7 @@ from loadproof.plans.throughput import ThroughputPlan
 from loadproof.protocol.openai import request_body
 from loadproof.records import RequestRecord
 from loadproof.scenarios.base import Scenario, TokenCounter, TokenizerUse
+from loadproof.scenarios.demo import DemoSetup
 from loadproof.scenarios.live import LiveStatus
 from loadproof.scenarios.options import among, cli
 from loadproof.store.run_dir import RunWriter
@@ -132,3 +133,8 @@ class ThroughputScenario(Scenario):
         )
         return RequestSpec(request_id=request_id, endpoint=self.target.endpoint, body=body,
                            deadline_s=opts.deadline_s, labels={**labels, "prompt_id": prompt.id} if labels else None)
+
+
+def demo(setup: DemoSetup) -> ThroughputScenario:
+    """For `loadproof demo`: 3 families x concurrency 1/4/8, the demo's output tokens and prompts."""
+    return ThroughputScenario(setup.target, ThroughputOptions(max_tokens=setup.max_tokens, num_prompts=setup.prompts))
