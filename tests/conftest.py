@@ -1,14 +1,30 @@
-"""Shared fixtures: a scriptable SSE server on 127.0.0.1 (real HTTP, real sockets)."""
+"""Shared fixtures: a scriptable SSE server on 127.0.0.1 (real HTTP, real sockets); Hypothesis profiles.
+
+Property tests are deterministic by default (profile `ci`: derandomized, no example database), so
+`pytest` gives the same verdict on every machine and every run. `HYPOTHESIS_PROFILE=fuzz` explores:
+new random examples on each run, FUZZ_FACTOR times as many per test (docs/publish-and-verify.md,
+"Testing the sanitizer"):
+
+    HYPOTHESIS_PROFILE=fuzz scripts/in-venv pytest -q -p no:cacheprovider tests/unit/publish
+"""
 
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
 import pytest
 import pytest_asyncio
 from aiohttp import web
+from hypothesis import settings
+
+FUZZ_FACTOR = 10  # the fuzz profile runs this many times the examples each test asks for
+settings.register_profile("ci", derandomize=True, database=None)
+settings.register_profile("fuzz", derandomize=False)
+PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "ci")
+settings.load_profile(PROFILE)  # before any test module is imported: their @settings inherit from it
 
 
 @dataclass
@@ -87,6 +103,20 @@ async def sse_server() -> AsyncIterator[Callable[[list[Script]], SSEServer]]:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    scaled: set[int] = set()
     for item in items:
         if item.get_closest_marker("asyncio") is not None and item.get_closest_marker("timeout") is None:
             item.add_marker(pytest.mark.timeout(60))
+        if PROFILE == "fuzz":
+            _more_examples(getattr(item, "obj", None), scaled)
+
+
+def _more_examples(test: object, scaled: set[int]) -> None:
+    """FUZZ_FACTOR times the examples a Hypothesis test asks for (its own @settings count included), once
+    per test function (a parametrized test is one function). Hypothesis reads a test's settings from this
+    attribute each time the test runs."""
+    current = getattr(test, "_hypothesis_internal_use_settings", None)
+    if current is None or id(test) in scaled:
+        return
+    scaled.add(id(test))
+    test._hypothesis_internal_use_settings = settings(current, max_examples=current.max_examples * FUZZ_FACTOR)  # type: ignore[attr-defined]

@@ -459,7 +459,10 @@ class _Scanner:
             if m is None or m.start() >= end:
                 return None
             name, sep = m.group("name"), m.group("sep")
-            if (field_kind(name) == "secret" and (sep.strip() or name.startswith("-"))) \
+            # a word starting with `-` is a flag only when shaped like one (`--api-key`): `-000000000000PW`
+            # after `--api-key` is its value, even though `PW` names a secret (issue #25)
+            flag = _CANONICAL_FLAG_RE.fullmatch(name) is not None
+            if (field_kind(name) == "secret" and (flag or (sep.strip() and not name.startswith("-")))) \
                     or (name.lower() == "bearer" and not sep.strip()):
                 return m.start()
             at = m.end()

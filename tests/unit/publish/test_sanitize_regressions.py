@@ -55,6 +55,9 @@ TEXT_CASES = [
     ('{\\\\\\"api_key\\\\\\": \\\\\\"abcdef123456\\\\\\"}', ["abcdef123456"], ['{\\\\\\"api_key\\\\\\": ']),
     # an escaped quote inside the escaped value
     ('{\\"password\\": \\"qx\\\\\\"zz word\\"}', ["qx", "zz word"], ['{\\"password\\": \\"']),
+    # issue #25: a value starting with `-` whose words name a secret (`PW`) is the flag's value, not a flag
+    ("--api-key -000000000000PW --port 8000", ["000000000000PW"], ["--api-key ", " --port 8000"]),
+    ("curl -u alice:-000000000000PW -s", ["000000000000PW", "alice"], ["curl -u ", " -s"]),
 ]
 
 
