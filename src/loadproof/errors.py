@@ -10,6 +10,8 @@
     │   │   └── EngineStartCancelled  stopped (a supervisor's stop, Ctrl-C) while it was starting
     │   └── EngineBusy            the engine still holds requests when a run that needs it idle begins
     ├── AcceptanceFailed          exit 1: a scenario ran and its verdict is FAIL
+    ├── MetricsUnavailable        one reading of the engine's metrics failed; the scraper counts it, never
+    │                             fatal (carries `status`: the source's HTTP status, None if it never answered)
     └── RequestError              one request failed; stored in its RequestRecord, never fatal
         ├── HTTPStatusError       a non-2xx answer before the stream started (carries `status`)
         ├── StreamError           an in-band error event inside a 200 stream
@@ -62,6 +64,14 @@ class EngineBusy(EnvironmentFailure):
 
 class AcceptanceFailed(LoadproofError):
     exit_code = 1
+
+
+class MetricsUnavailable(LoadproofError):
+    """No reading of the engine's metrics this time, and why (a status, a connection error: never a key)."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class RequestError(LoadproofError):

@@ -62,9 +62,8 @@ def serve(
     if profile.parallel.nodes > 1:
         raise UsageError("multi-node profiles are launched host by host: run --dry-run and start each step on its host")
     rendered = engine.launch_command(profile, profile.serving.python, profile.model.path, 0)
-    unsupported = [n for n in rendered.notes if n.startswith("unsupported")]
-    if unsupported:
-        raise UsageError(f"refusing to launch what {profile.engine} cannot run as written: {unsupported[0]}")
+    if rendered.notes:
+        raise UsageError(f"refusing to launch what {profile.engine} cannot run as written: {rendered.notes[0]}")
     with ui.status(None) as status:  # says something only where loadproof installs the engine itself
         engine.prepare(status)
     engine_port = profile.serving.port or free_port(profile.serving.host)

@@ -31,7 +31,8 @@ class StartupReport:
 
 @dataclass(frozen=True)
 class LaunchCommand:
-    """The engine's command line and environment; `notes` say what the engine cannot express."""
+    """The engine's command line and environment; `notes` say what the engine cannot express, each one a
+    reason to refuse the launch (`serve --dry-run` prints them)."""
 
     argv: list[str]
     env: dict[str, str]

@@ -110,7 +110,7 @@ class MetricsScenario(Scenario):
                     sample = None  # a Prometheus selector that matches nothing, or nothing scraped yet
                 running, waiting = values.get("num_requests_running"), values.get("num_requests_waiting")
                 waited = time.monotonic() - start
-                if sample is None and (probe.last_error or "").startswith(("HTTP 401", "HTTP 403", "HTTP 404")):
+                if sample is None and probe.last_failure is not None and probe.last_failure.status in (401, 403, 404):
                     raise UsageError(f"the engine's metrics at {self.target.metrics.shown} answered {probe.last_error}: "
                                      "check --engine-metrics (a relay's /engine/metrics takes the API key)")
                 if sample is not None and running is None and waiting is None:

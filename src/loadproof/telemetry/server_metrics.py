@@ -33,6 +33,8 @@ from urllib.parse import parse_qsl, quote, urlsplit, urlunsplit
 import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
+from loadproof.errors import MetricsUnavailable
+
 Sample = dict[str, Any]
 NS = 1_000_000_000
 FRESH_WAIT_S = 60.0  # a Prometheus that has not scraped the engine for this long is no source
@@ -137,7 +139,7 @@ class MetricsSource:
                 async with session.get(self.url) as resp:
                     text = await resp.text()
                     if resp.status != 200:
-                        raise MetricsUnavailable(f"HTTP {resp.status}")
+                        raise MetricsUnavailable(f"HTTP {resp.status}", resp.status)
                 try:
                     return Reading(parse_metrics(text, names))
                 except ValueError:
@@ -147,10 +149,11 @@ class MetricsSource:
                 try:
                     data = await resp.json(content_type=None)
                 except ValueError:
-                    raise MetricsUnavailable(f"HTTP {resp.status}, not Prometheus's query API") from None
+                    raise MetricsUnavailable(f"HTTP {resp.status}, not Prometheus's query API", resp.status) from None
             if not isinstance(data, dict) or data.get("status") != "success":
                 error = data.get("error") if isinstance(data, dict) else None
-                raise MetricsUnavailable(f"HTTP {resp.status}: {str(error or 'not a Prometheus answer')[:200]}")
+                raise MetricsUnavailable(f"HTTP {resp.status}: {str(error or 'not a Prometheus answer')[:200]}",
+                                         resp.status)
             return _vector_reading(data, names)
         except (aiohttp.ClientError, asyncio.TimeoutError, UnicodeDecodeError) as exc:
             raise MetricsUnavailable(type(exc).__name__) from None
@@ -164,10 +167,6 @@ class Reading:
     values: dict[str, float]
     evaluated_s: float | None = None
     scraped_s: float | None = None
-
-
-class MetricsUnavailable(Exception):
-    """No reading this time, and why (a status, a connection error: never a key)."""
 
 
 def _escape(value: str) -> str:
@@ -211,7 +210,7 @@ class MetricsScraper:
         self.interval_s = interval_s
         self.samples: list[Sample] = []
         self.errors = 0
-        self.last_error: str | None = None
+        self.last_failure: MetricsUnavailable | None = None
         self._sink = sink
         self._clock = clock
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
@@ -253,7 +252,7 @@ class MetricsScraper:
             reading = await self._fresh_reading()
         except MetricsUnavailable as exc:
             self.errors += 1
-            self.last_error = str(exc)
+            self.last_failure = exc
             return None
         if reading.scraped_s is not None and reading.evaluated_s is not None:
             age_s = max(0.0, reading.evaluated_s - reading.scraped_s)
@@ -282,6 +281,11 @@ class MetricsScraper:
             pause = min(0.5, pause * 2)
             reading = await self.source.read(self._session, self.names)
         return reading
+
+    @property
+    def last_error(self) -> str | None:
+        """Why the last failed reading failed, as messages show it."""
+        return str(self.last_failure) if self.last_failure is not None else None
 
     def latest(self) -> dict[str, float]:
         return self.samples[-1]["values"] if self.samples else {}

@@ -161,11 +161,10 @@ def launch(profile: Profile, port: int, log_path: Path | None = None) -> EngineP
     """Start the engine of `profile` (embedded: from its own environment) without waiting for it."""
     engine = engines.get(profile.engine)
     command = engine.launch_command(profile, engine.interpreter(profile), model_path_for(profile), port)
-    unsupported = [n for n in command.notes if n.startswith("unsupported")]
-    if unsupported:
+    if command.notes:
         from loadproof.errors import ConfigError
 
-        raise ConfigError(f"refusing to launch what {profile.engine} cannot run as written: {unsupported[0]}")
+        raise ConfigError(f"refusing to launch what {profile.engine} cannot run as written: {command.notes[0]}")
     if log_path is None:
         paths().logs.mkdir(parents=True, exist_ok=True)
         log_path = paths().logs / f"engine-{time.strftime('%Y%m%d-%H%M%S')}-{port}.log"
