@@ -49,7 +49,7 @@ def demo(
         ui.err.print(f"engine ready at {engine.url} after {timings['engine_start_s']:.0f} s")
         startup = engine.startup_report()
         target = Target(url=engine.url, model=profile.model.served_name, endpoint=profile.serving.endpoint,
-                        tokenizer_path=embedded.tokenizer_path_for(profile), engine=profile.engine)
+                        tokenizer_path=embedded.tokenizer_path_for(profile), engine=profile.engine).resolve()
         extra = {"profile": profile.model_dump(), "engine": {
             "kind": profile.engine, "launch": engine.command.argv[1:], "env": engine.command.env,
             "startup_report": startup.as_dict() if startup else None, "ready_after_s": engine.ready_after_s}}

@@ -22,6 +22,7 @@ import msgspec
 from loadproof.errors import Disconnected, HTTPStatusError, RequestError, RequestTimeout, StreamError
 from loadproof.protocol.openai import PATHS, chunk_decoder, error_message
 from loadproof.protocol.sse import DONE, SSEDecoder
+from loadproof.protocol.urls import url_of
 from loadproof.records import RequestRecord
 
 Clock = Callable[[], int]
@@ -54,7 +55,7 @@ class StreamingClient:
         on_start: Callable[[RequestRecord], None] | None = None,
         keep_text: bool = True,
     ) -> None:
-        self.base_url = base_url.rstrip("/")
+        self.urls = {endpoint: url_of(base_url, path) for endpoint, path in PATHS.items()}
         self._headers = {"Content-Type": "application/json"}
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
@@ -125,7 +126,7 @@ class StreamingClient:
     async def _stream_into(self, record: RequestRecord, spec: RequestSpec) -> None:
         assert self._session is not None, "use StreamingClient as an async context manager"
         clock = self._clock
-        url = self.base_url + PATHS[spec.endpoint]
+        url = self.urls[spec.endpoint]
         record.send_ns = clock()
         try:
             async with self._session.post(url, data=spec.body) as resp:

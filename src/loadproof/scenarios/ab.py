@@ -17,24 +17,24 @@ from __future__ import annotations
 import asyncio
 import random
 from contextlib import AsyncExitStack
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import Field, field_validator
 
 from loadproof.client import RequestSpec, StreamingClient
 from loadproof.config.base import StrictModel
+from loadproof.config.profile import load_profile
 from loadproof.plans import attach_plan
 from loadproof.plans.ab import ARMS, DEFAULT_RESAMPLES, AbArm, AbPlan
 from loadproof.protocol.openai import request_body
 from loadproof.records import RequestRecord
-from loadproof.scenarios.base import Scenario, Target
+from loadproof.scenarios.base import Scenario, Setup
 from loadproof.scenarios.live import LiveStatus
 from loadproof.scenarios.options import ExistingPath, HttpUrl, cli
+from loadproof.scenarios.recording import Console
+from loadproof.scenarios.target import Target, resolve_target
 from loadproof.store.run_dir import RunWriter
 from loadproof.workloads.prompts import FAMILIES, Prompt, load_family
-
-if TYPE_CHECKING:
-    from loadproof.scenarios.lifecycle import Console, Setup
 
 # request-body keys an arm may set; anything else is a typo until proven otherwise
 SAMPLING_KEYS = ("temperature", "top_p", "top_k", "min_p", "seed", "max_tokens", "presence_penalty",
@@ -110,9 +110,6 @@ class AbScenario(Scenario):
 
     @classmethod
     def prepare(cls, setup: Setup, console: Console) -> AbScenario:
-        from loadproof.config.profile import load_profile
-        from loadproof.scenarios.lifecycle import resolve_target
-
         targets, profiles = {}, {}
         for arm in ARMS:
             command = setup.command

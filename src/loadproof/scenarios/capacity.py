@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -20,8 +20,9 @@ from loadproof.engines import startup_report
 from loadproof.plans import attach_plan
 from loadproof.plans.capacity import CapacityPlan, CapacitySession
 from loadproof.config.base import StrictModel
+from loadproof.errors import UsageError
 from loadproof.records import RequestRecord
-from loadproof.scenarios.base import Target, model_info
+from loadproof.scenarios.base import Setup
 from loadproof.scenarios.demo import DemoSetup
 from loadproof.scenarios.live import LiveStatus
 from loadproof.scenarios.long_context import (
@@ -36,13 +37,11 @@ from loadproof.scenarios.long_context import (
     session_spec,
 )
 from loadproof.scenarios.options import ExistingPath, cli
-from loadproof.scenarios.search import SEARCH_MAXIMUM
+from loadproof.scenarios.recording import Console
+from loadproof.scenarios.search import SEARCH_MAXIMUM, capacity_search
+from loadproof.scenarios.target import Target
 from loadproof.store.run_dir import RunWriter
 from loadproof.telemetry.server_metrics import MetricsScraper
-
-if TYPE_CHECKING:
-    from loadproof.scenarios.lifecycle import Console, Setup
-
 from loadproof.units import NS_PER_S as NS
 
 
@@ -112,18 +111,13 @@ class CapacityScenario(MetricsScenario):
         if setup.command.search is None:
             super().perform(setup, console)
             return
-        from loadproof.scenarios.search import capacity_search
-
         capacity_search(cls, setup, console)
 
     def plan(self) -> tuple[CapacityPlan, list[Any], Any]:
         opts = self.options
         hs = haystack_target(self.target, opts.seed)
-        info = model_info(self.target.url, self.target.model, self.target.api_key)
-        max_model_len = info.get("max_model_len")
+        max_model_len = self.target.max_model_len
         if max_model_len is not None and opts.input_tokens >= max_model_len:
-            from loadproof.errors import UsageError
-
             raise UsageError(f"--input-tokens {opts.input_tokens} does not fit the served context of {max_model_len}")
         max_tokens = opts.max_tokens or (min(max_model_len - opts.input_tokens, 100_000) if max_model_len else 4096)
         prompts = [hs.builder.build(f"s{i:03d}", opts.input_tokens, num_probes=opts.num_probes,

@@ -20,7 +20,6 @@ from loadproof.config.base import StrictModel
 from loadproof.errors import UsageError
 from loadproof.plans import attach_plan
 from loadproof.plans.interference import InterferencePlan, InterferenceSession, Newcomer
-from loadproof.scenarios.base import model_info
 from loadproof.scenarios.demo import DemoSetup
 from loadproof.scenarios.live import LiveStatus
 from loadproof.scenarios.long_context import (
@@ -69,7 +68,7 @@ class InterferenceScenario(MetricsScenario):
         live = live or LiveStatus(self.name)
         live.planned = 2 * opts.sessions + 1
         hs = haystack_target(self.target, opts.seed)
-        max_model_len = model_info(self.target.url, self.target.model, self.target.api_key).get("max_model_len")
+        max_model_len = self.target.max_model_len
         longest = max(opts.session_tokens, opts.newcomer_tokens)
         if max_model_len is not None and longest >= max_model_len:
             raise UsageError(f"{longest} input tokens do not fit the served context of {max_model_len}")

@@ -1,7 +1,7 @@
 """What the long-context scenarios (capacity, prefill, interference) share.
 
-- the haystack builder for a target: the model's tokenizer, and the tokens the engine adds around a
-  text (BOS, chat template), from the engine's own `/tokenize` or counted locally and checked on the
+- the haystack builder for a target: the model's tokenizer (or, where none is given, the engine's own
+  /tokenize), and the tokens the engine adds around a text (BOS, chat template), from the engine's own `/tokenize` or counted locally and checked on the
   engine (`scenarios.token_counts`, as the target's `token_counts` says), so a planned length is the
   length the engine counts;
 - request bodies that keep a stream going (`ignore_eos`) and carry vLLM's `cache_salt`;
@@ -22,12 +22,15 @@ from typing import Any
 from pydantic import Field
 
 from loadproof.client import RequestSpec, StreamingClient
+from loadproof.engines import engines
 from loadproof.errors import EngineBusy, UsageError
 from loadproof.protocol.openai import request_body
 from loadproof.records import RequestRecord
-from loadproof.scenarios.base import Scenario, Target, TokenizerUse
+from loadproof.scenarios.base import Scenario, TokenizerUse
 from loadproof.scenarios.options import cli
-from loadproof.scenarios.token_counts import PROBE_TEXT, engine_overhead_tokens, load_tokenizer
+from loadproof.scenarios.target import Target
+from loadproof.scenarios.token_counts import PROBE_TEXT, engine_overhead_tokens, tokens_for
+from loadproof.telemetry.server_metrics import MetricsScraper
 from loadproof.workloads.haystack import HaystackBuilder, HaystackPrompt
 
 
@@ -41,10 +44,10 @@ class HaystackTarget:
 def haystack_target(target: Target, seed: int, probe: str = PROBE_TEXT) -> HaystackTarget:
     """The builder for `target`, its overhead measured on a text that ends as the prompts will (`probe`:
     a period, as the haystack's questions end; `PROBE_LINE` for prompts that end with a newline)."""
-    tokenizer = load_tokenizer(target)
-    overhead, source = engine_overhead_tokens(target, tokenizer, probe)
+    tokens = tokens_for(target)
+    overhead, source = engine_overhead_tokens(target, tokens, probe)
     style = "chat" if target.endpoint == "chat" else "completion"
-    return HaystackTarget(target, HaystackBuilder(tokenizer, overhead_tokens=overhead, seed=seed, style=style), source)
+    return HaystackTarget(target, HaystackBuilder(tokens, overhead_tokens=overhead, seed=seed, style=style), source)
 
 
 def session_spec(target: Target, request_id: str, text: str, salt: str, max_tokens: int, *, seed: int,
@@ -64,8 +67,9 @@ def new_record(target: Target, request_id: str, scenario: str, prompt: HaystackP
 
 
 IDLE_POLL_S = 0.25
-# capacity, prefill and interference build exact-length prompts with the model's tokenizer
-EXACT_LENGTH = TokenizerUse(required=True, purpose="exact-length prompts")
+# the scenarios that build exact-length prompts: with the model's tokenizer, or the engine's /tokenize
+EXACT_LENGTH = TokenizerUse(required=False, engine=True,
+                            purpose="exact-length prompts (default: the engine's own /tokenize, where it has one)")
 
 
 def idle_timeout_field() -> Any:
@@ -85,8 +89,6 @@ class MetricsScenario(Scenario):
     """A scenario that checks itself against the engine's /metrics, named through the engine adapter."""
 
     def __init__(self, target: Target, options: Any) -> None:
-        from loadproof.engines import engines
-
         super().__init__(target, options)
         self.metric_names = engines.get(target.engine).metric_names
 
@@ -94,8 +96,6 @@ class MetricsScenario(Scenario):
         """Return once the engine reports 0 running and 0 waiting (an `engine_idle` event says when);
         raise EngineBusy after `timeout_s` of anything else. An engine that exposes neither gauge cannot
         be checked: the event says so and the run's own criteria will show what that costs."""
-        from loadproof.telemetry.server_metrics import MetricsScraper
-
         start = time.monotonic()
         said_waiting = False
         async with MetricsScraper(self.target.metrics, self.metric_names, interval_s=None,

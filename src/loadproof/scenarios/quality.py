@@ -25,26 +25,25 @@ import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 from pydantic import Field, field_validator
 
 from loadproof.client import RequestSpec, StreamingClient
 from loadproof.config.base import StrictModel
-from loadproof.errors import EnvironmentFailure, UsageError
+from loadproof.errors import UsageError
 from loadproof.plans import attach_plan
 from loadproof.plans.quality import AuthoredPlan, Gsm8kPlan, ImagePlan, QualityPlan, RetrievalPlan
 from loadproof.protocol.openai import request_body
 from loadproof.records import RequestRecord
-from loadproof.scenarios.base import Scenario, TokenizerUse, model_info
+from loadproof.scenarios.base import Scenario, Setup, TokenizerUse
 from loadproof.scenarios.demo import DemoSetup
 from loadproof.scenarios.live import LiveStatus
+from loadproof.scenarios.long_context import haystack_target
 from loadproof.scenarios.options import among, cli
+from loadproof.scenarios.recording import Console
 from loadproof.store.run_dir import RunWriter
 from loadproof.workloads.quality import MODES, SUITES, authored, gsm8k, images, retrieval
-
-if TYPE_CHECKING:
-    from loadproof.scenarios.lifecycle import Console, Setup
 
 
 class QualityOptions(StrictModel):
@@ -109,7 +108,8 @@ class QualityScenario(Scenario):
     name = "quality"
     Options = QualityOptions
     summary = "GSM8K subset, authored tasks, long-context retrieval and image checks, scored item by item."
-    tokenizer = TokenizerUse(required=False, purpose="needed for retrieval")
+    tokenizer = TokenizerUse(required=False, engine=True,
+                             purpose="needed for retrieval (default: the engine's own /tokenize, where it has one)")
     options: QualityOptions
 
     @classmethod
@@ -122,7 +122,7 @@ class QualityScenario(Scenario):
     async def run(self, writer: RunWriter, manifest: dict[str, Any], live: LiveStatus | None = None) -> None:
         opts = self.options
         live = live or LiveStatus(self.name)
-        max_model_len = await asyncio.to_thread(self._max_model_len)
+        max_model_len = self.target.max_model_len
         jobs: list[Job] = []
         skipped: list[dict[str, Any]] = []
         gsm8k_plan = self._gsm8k(jobs) if "gsm8k" in opts.suites else None
@@ -164,13 +164,6 @@ class QualityScenario(Scenario):
             await asyncio.gather(*(one(job) for job in jobs))
 
     # ----- planning -----
-
-    def _max_model_len(self) -> int | None:
-        try:
-            value = model_info(self.target.url, self.target.model, self.target.api_key).get("max_model_len")
-        except (UsageError, EnvironmentFailure):
-            return None
-        return int(value) if isinstance(value, int) else None
 
     def _extra(self, mode: str) -> dict[str, Any]:
         """The target's extra body for a mode: plain leaves thinking at the model's default, low-thinking
@@ -246,12 +239,11 @@ class QualityScenario(Scenario):
                              f"longer than the model's max_model_len {max_model_len} with the answer")
         if not fits:
             return plan
-        if self.target.tokenizer_path is None:
-            self._skip_retrieval(skipped, fits, "no --tokenizer: retrieval prompts are built to an exact token "
-                                                "length with the model's tokenizer")
+        if self.target.tokenizer_source is None:
+            self._skip_retrieval(skipped, fits, "no --tokenizer, and the target does not count tokens (/tokenize): "
+                                                "retrieval prompts are built to an exact token length with the "
+                                                "model's tokenizer")
             return plan
-        from loadproof.scenarios.long_context import haystack_target
-
         try:
             hs = haystack_target(self.target, opts.seed)
         except UsageError as exc:  # e.g. a chat server without /tokenize: the template's length is unknown

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import Field
 
@@ -18,18 +18,17 @@ from loadproof.plans import attach_plan
 from loadproof.plans.soak import SoakPlan
 from loadproof.protocol.openai import request_body
 from loadproof.client.stream import RequestSpec
-from loadproof.scenarios.base import Target, TokenizerUse
+from loadproof.scenarios.base import Setup, TokenizerUse
 from loadproof.scenarios.demo import DemoSetup
 from loadproof.scenarios.live import LiveStatus
 from loadproof.scenarios.long_context import MetricsScenario, haystack_target
 from loadproof.scenarios.options import HttpUrl, cli
+from loadproof.scenarios.recording import Console
+from loadproof.scenarios.target import Target
 from loadproof.store.run_dir import RunWriter
 from loadproof.telemetry.server_metrics import MetricsScraper, MetricsSource
 from loadproof.workloads.prompts import FAMILIES, load_family
 from loadproof.units import NS_PER_S as NS
-
-if TYPE_CHECKING:
-    from loadproof.scenarios.lifecycle import Console, Setup
 
 PROCESS_METRICS = {"process_rss_bytes": "process_resident_memory_bytes"}
 
@@ -37,8 +36,8 @@ PROCESS_METRICS = {"process_rss_bytes": "process_resident_memory_bytes"}
 class SoakOptions(StrictModel):
     duration_s: float = Field(default=300.0, gt=0, description="no request starts after this many seconds")
     clients: int = Field(default=4, ge=1, description="K concurrent client loops", json_schema_extra=cli(aliases=["-k"]))
-    long_every: int = Field(default=5, ge=0, description="every Nth request of a client is long (needs --tokenizer; "
-                            "0: none)")
+    long_every: int = Field(default=5, ge=0, description="every Nth request of a client is long (needs --tokenizer "
+                            "or the engine's /tokenize; 0: none)")
     long_tokens: int = Field(default=4096, ge=64, description="input tokens of a long request")
     short_max_tokens: int = Field(default=64, ge=1, json_schema_extra=cli(hidden=True))
     long_max_tokens: int = Field(default=32, ge=1, json_schema_extra=cli(hidden=True))
@@ -64,7 +63,8 @@ class SoakScenario(MetricsScenario):
     Options = SoakOptions
     CommandOptions = SoakCommand
     summary = "K clients for a duration, short and long requests mixed: errors, latency drift, memory over time."
-    tokenizer = TokenizerUse(required=False, purpose="for long requests")
+    tokenizer = TokenizerUse(required=False, engine=True,
+                             purpose="for long requests (default: the engine's own /tokenize, where it has one)")
     options: SoakOptions
 
     def __init__(self, target: Target, options: SoakOptions, engine_metrics_url: str | None = None,
@@ -77,8 +77,8 @@ class SoakScenario(MetricsScenario):
     @classmethod
     def prepare(cls, setup: Setup, console: Console) -> SoakScenario:
         options = setup.options
-        if options.long_every and setup.target.tokenizer_path is None:
-            console.say("no --tokenizer: short requests only")
+        if options.long_every and setup.target.tokenizer_source is None:
+            console.say("no --tokenizer, and the target does not count tokens (/tokenize): short requests only")
             options = options.model_copy(update={"long_every": 0})
         return cls(setup.target, options, relay_metrics_url=setup.command.relay_metrics)
 
@@ -87,7 +87,7 @@ class SoakScenario(MetricsScenario):
         live = live or LiveStatus(self.name)
         rng = random.Random(opts.seed)
         shorts = [p for family in FAMILIES for p in load_family(family)]
-        builder = haystack_target(self.target, opts.seed).builder if opts.long_every and self.target.tokenizer_path else None
+        builder = haystack_target(self.target, opts.seed).builder if opts.long_every and self.target.tokenizer_source else None
         attach_plan(manifest, SoakPlan(duration_s=opts.duration_s, clients=opts.clients, long_every=opts.long_every,
                                        long_requests=builder is not None, max_error_rate=opts.max_error_rate,
                                        max_latency_drift=opts.max_latency_drift,

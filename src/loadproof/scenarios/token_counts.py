@@ -1,7 +1,10 @@
 """Where an exact-length prompt counts the tokens the engine adds around its text (BOS, the chat template).
 
-A haystack prompt of L tokens is L as the engine counts it: the text's own tokens (the model's tokenizer,
-here) plus what the engine adds around it. The target's `token_counts` says where that overhead comes from:
+A haystack prompt of L tokens is L as the engine counts it: the text's own tokens plus what the engine adds
+around it. The text's own tokens come from the model's tokenizer here (`--tokenizer`, which always wins), or,
+where none is given, from the engine's own `/tokenize` (`EngineTokens`: the prompts are sized with the
+engine's tokenizer; the manifest's target says which, `tokenizer_source`). A target with neither is one
+error line asking for `--tokenizer`. The target's `token_counts` says where the overhead comes from:
 
 - `engine`: the engine's own `/tokenize` (vLLM, SGLang and the simulator have one; so does
   `loadproof relay`, which forwards it), asked for a short probe text in the request's shape;
@@ -21,117 +24,159 @@ otherwise (a line, with its newline) pass a probe that ends as they do (`PROBE_L
 from __future__ import annotations
 
 import json
-import urllib.error
-import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from jinja2 import TemplateError, nodes
+from jinja2.ext import Extension, loopcontrols
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
 from loadproof.errors import EnvironmentFailure, UsageError
 from loadproof.protocol.openai import request_body
-from loadproof.scenarios.base import Target
+from loadproof.scenarios.target import Target, Unanswered, fetch_json
+from loadproof.workloads.tokens import LocalTokens, Tokens
 
 PROBE_TEXT = "Archive calibration line."  # for texts that end as the haystack question does: a period
 PROBE_LINE = PROBE_TEXT + "\n"  # for texts that end with a newline
 CHECK_TIMEOUT_S = 120.0  # the check request is one token; it may queue behind someone else's work
+TOKENIZE_WORKERS = 8  # /tokenize requests in flight while a builder counts its filler pool
 
 
-def load_tokenizer(target: Target):
-    from tokenizers import Tokenizer
-
-    if target.tokenizer_path is None:
-        raise UsageError("long-context scenarios build exact-length prompts: give the model's tokenizer "
-                         "with --tokenizer PATH (tokenizer.json or its folder)")
-    file = tokenizer_file(target.tokenizer_path)
-    return Tokenizer.from_file(str(file))
-
-
-def tokenizer_file(path: Path) -> Path:
-    file = path / "tokenizer.json" if path.is_dir() else path
-    if not file.is_file():
-        raise UsageError(f"no tokenizer.json at {path}")
-    return file
+def tokens_for(target: Target) -> Tokens:
+    """Where `target`'s prompt texts are counted: its `--tokenizer` here, else the engine's /tokenize where it
+    answered when the target was resolved; else UsageError, one line asking for `--tokenizer`."""
+    if target.tokenizer_path is not None:
+        return LocalTokens.load(target.tokenizer_path)
+    if target.token_counts == "local":
+        raise UsageError("--token-counts local counts with the model's tokenizer and chat template here: give "
+                         "--tokenizer PATH (the tokenizer's folder)")
+    if target.tokenizer_source == "engine":
+        return EngineTokens(target)
+    why = f" ({target.tokenize_url} answered {target.served.tokenize_error})" if target.served.tokenize_error else ""
+    raise UsageError(f"exact-length prompts need the model's tokenizer: the target does not count tokens for us"
+                     f"{why}; give --tokenizer PATH (tokenizer.json or its folder)")
 
 
-def engine_overhead_tokens(target: Target, tokenizer, probe: str = PROBE_TEXT) -> tuple[int, str]:
+class EngineTokens:
+    """The engine's own /tokenize as the tokenizer: a text's tokens, no special tokens unless asked (vLLM,
+    SGLang, the simulator and `loadproof relay` take `add_special_tokens`). Counts are kept, since a
+    builder asks the same short texts again; many texts go as concurrent requests."""
+
+    source = "engine"
+
+    def __init__(self, target: Target) -> None:
+        self.url = target.tokenize_url
+        self.model = target.model
+        self.api_key = target.api_key
+        self.key = f"engine:{self.url}:{self.model}"
+        self._known: dict[tuple[str, bool], int] = {}
+
+    def count(self, text: str, special: bool = False) -> int:
+        known = self._known.get((text, special))
+        if known is not None:
+            return known
+        body = {"model": self.model, "prompt": text, "add_special_tokens": special}
+        try:
+            count = fetch_json(self.url, self.api_key, body, timeout_s=30)["count"]
+        except Unanswered as exc:
+            raise UsageError(f"{self.url} did not count a prompt's tokens ({exc}): give the model's tokenizer "
+                             "with --tokenizer PATH") from None
+        except (KeyError, TypeError):
+            count = None
+        if not isinstance(count, int) or isinstance(count, bool):
+            raise UsageError(f"{self.url} answered without a token count: give the model's tokenizer with "
+                             "--tokenizer PATH")
+        self._known[(text, special)] = count
+        return count
+
+    def count_many(self, texts: list[str]) -> list[int]:
+        if len(texts) <= 1:
+            return [self.count(t) for t in texts]
+        with ThreadPoolExecutor(TOKENIZE_WORKERS) as pool:
+            return list(pool.map(self.count, texts))
+
+
+def engine_overhead_tokens(target: Target, tokens: Tokens, probe: str = PROBE_TEXT) -> tuple[int, str]:
     """Tokens the engine adds around a prompt text that begins and ends as `probe` does, and how that was
     measured (as the plan records it)."""
     if target.token_counts == "local":
-        return local_overhead_tokens(target, tokenizer, probe)
-    return tokenize_overhead_tokens(target, tokenizer, probe)
+        return local_overhead_tokens(target, tokens, probe)
+    return tokenize_overhead_tokens(target, tokens, probe)
 
 
-def tokenize_overhead_tokens(target: Target, tokenizer, probe: str = PROBE_TEXT) -> tuple[int, str]:
+def tokenize_overhead_tokens(target: Target, tokens: Tokens, probe: str = PROBE_TEXT) -> tuple[int, str]:
     """The overhead measured on the engine's own /tokenize."""
-    from loadproof.engines import engines
-
-    local = len(tokenizer.encode(probe, add_special_tokens=False).ids)
+    local = tokens.count(probe)
     body: dict[str, Any] = {"model": target.model}
     if target.endpoint == "chat":
         body["messages"] = [{"role": "user", "content": probe}]
         body.update({k: v for k, v in target.extra_body.items() if k == "chat_template_kwargs"})
     else:
         body["prompt"] = probe
-    url = target.url.rstrip("/") + engines.get(target.engine).tokenize_path
-    try:
-        answer = _post_json(url, body, target.api_key, timeout_s=30)
-        count = int(answer["count"])
-    except _Unanswered as exc:
-        raise UsageError(f"{url} is not available ({exc}): the tokens the engine adds around a prompt cannot be "
-                         "measured there; pass --token-counts local to count them with the model's tokenizer and "
-                         "chat template here (checked against the engine's usage.prompt_tokens)") from None
-    except (KeyError, TypeError, ValueError):
-        raise UsageError(f"{url} answered without a token count: pass --token-counts local") from None
+    count = _tokenize(target, body, "the tokens the engine adds around a prompt cannot be measured there; pass "
+                      "--token-counts local to count them with the model's tokenizer and chat template here "
+                      "(checked against the engine's usage.prompt_tokens)")
     return count - local, "engine /tokenize"
 
 
-def chat_prompt_counter(target: Target, tokenizer) -> tuple[Any, str]:
+def chat_prompt_counter(target: Target, tokens: Tokens) -> tuple[Any, str]:
     """(count, how): count(messages) is the exact prompt length of a chat request of those messages, the
     template's text included: the engine's /tokenize with the messages (`engine`), or the chat template
     rendered here and tokenized (`local`). A text's tokens plus a fixed overhead is not exact on chat:
     where the template's text meets the prompt's, tokens can merge differently from prompt to prompt."""
     kwargs = target.extra_body.get("chat_template_kwargs") or {}
     if target.token_counts == "local":
-        assert target.tokenizer_path is not None  # load_tokenizer came first
-        template = ChatTemplate.load(target.tokenizer_path)
+        template = ChatTemplate.load(_tokenizer_path(target))
 
         def local(messages: list[dict[str, Any]]) -> int:
-            return len(tokenizer.encode(template.render(messages, **kwargs), add_special_tokens=False).ids)
+            return tokens.count(template.render(messages, **kwargs))
 
         return local, f"the chat template ({template.origin}) rendered locally, each prompt"
-    from loadproof.engines import engines
-
-    url = target.url.rstrip("/") + engines.get(target.engine).tokenize_path
 
     def remote(messages: list[dict[str, Any]]) -> int:
         body: dict[str, Any] = {"model": target.model, "messages": messages}
         if kwargs:
             body["chat_template_kwargs"] = kwargs
-        try:
-            return int(_post_json(url, body, target.api_key, timeout_s=30)["count"])
-        except _Unanswered as exc:
-            raise UsageError(f"{url} is not available ({exc}): chat prompts cannot be counted there; pass "
-                             "--token-counts local") from None
-        except (KeyError, TypeError, ValueError):
-            raise UsageError(f"{url} answered without a token count: pass --token-counts local") from None
+        return _tokenize(target, body, "chat prompts cannot be counted there; pass --token-counts local")
 
     return remote, "engine /tokenize, each prompt's messages"
 
 
-def local_overhead_tokens(target: Target, tokenizer, probe: str = PROBE_TEXT) -> tuple[int, str]:
+def _tokenize(target: Target, body: dict[str, Any], otherwise: str) -> int:
+    """The count the engine's /tokenize answers for `body`; UsageError saying what to do `otherwise`."""
+    url = target.tokenize_url
+    try:
+        count = fetch_json(url, target.api_key, body, timeout_s=30)["count"]
+    except Unanswered as exc:
+        raise UsageError(f"{url} is not available ({exc}): {otherwise}") from None
+    except (KeyError, TypeError):
+        count = None
+    if not isinstance(count, int) or isinstance(count, bool):
+        raise UsageError(f"{url} answered without a token count: pass --token-counts local")
+    return count
+
+
+def _tokenizer_path(target: Target) -> Path:
+    if target.tokenizer_path is None:  # tokens_for refuses --token-counts local without one, first
+        raise UsageError("--token-counts local needs --tokenizer PATH (the tokenizer's folder)")
+    return target.tokenizer_path
+
+
+def local_overhead_tokens(target: Target, tokens: Tokens, probe: str = PROBE_TEXT) -> tuple[int, str]:
     """The overhead counted here (the chat template rendered, or the tokenizer's special tokens), then
     checked on the engine: one request of the probe text, whose usage.prompt_tokens must be the count
     planned here. UsageError with both numbers when it is not."""
-    text_tokens = len(tokenizer.encode(probe, add_special_tokens=False).ids)
+    text_tokens = tokens.count(probe)
     if target.endpoint == "chat":
-        assert target.tokenizer_path is not None  # load_tokenizer came first
-        template = ChatTemplate.load(target.tokenizer_path)
+        template = ChatTemplate.load(_tokenizer_path(target))
         kwargs = target.extra_body.get("chat_template_kwargs") or {}
         rendered = template.render([{"role": "user", "content": probe}], **kwargs)
-        planned = len(tokenizer.encode(rendered, add_special_tokens=False).ids)
+        planned = tokens.count(rendered)
         how = f"the chat template ({template.origin}) rendered locally"
     else:
-        planned = len(tokenizer.encode(probe, add_special_tokens=True).ids)
+        planned = tokens.count(probe, special=True)
         how = "the tokenizer's special tokens, counted locally"
     counted = engine_prompt_tokens(target, probe)
     if counted != planned:
@@ -147,32 +192,16 @@ def engine_prompt_tokens(target: Target, text: str) -> int:
     extra = {k: v for k, v in target.extra_body.items() if k == "chat_template_kwargs"}
     body = json.loads(request_body(target.endpoint, target.model, text, max_tokens=1, temperature=0.0, stream=False,
                                    extra=extra))
-    path = "/v1/chat/completions" if target.endpoint == "chat" else "/v1/completions"
-    url = target.url.rstrip("/") + path
+    url = target.request_url
     try:
-        answer = _post_json(url, body, target.api_key, timeout_s=CHECK_TIMEOUT_S)
+        answer = fetch_json(url, target.api_key, body, timeout_s=CHECK_TIMEOUT_S)
         return int(answer["usage"]["prompt_tokens"])
-    except _Unanswered as exc:
+    except Unanswered as exc:
+        if exc.status == 200:
+            raise EnvironmentFailure(f"{url} answered the token-count check without usage.prompt_tokens") from None
         raise EnvironmentFailure(f"the token-count check request to {url} failed ({exc})") from None
     except (KeyError, TypeError, ValueError):
         raise EnvironmentFailure(f"{url} answered the token-count check without usage.prompt_tokens") from None
-
-
-class _Unanswered(Exception):
-    """No JSON answer: a status, or a connection error (the reason, never a key)."""
-
-
-def _post_json(url: str, body: dict[str, Any], api_key: str | None, timeout_s: float) -> Any:
-    request = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
-    if api_key:
-        request.add_header("Authorization", f"Bearer {api_key}")
-    try:
-        with urllib.request.urlopen(request, timeout=timeout_s) as resp:
-            return json.loads(resp.read())
-    except urllib.error.HTTPError as exc:
-        raise _Unanswered(f"HTTP {exc.code}") from None
-    except (urllib.error.URLError, OSError) as exc:
-        raise _Unanswered(str(getattr(exc, "reason", exc))) from None
 
 
 class ChatTemplate:
@@ -181,12 +210,8 @@ class ChatTemplate:
     `tojson` filter, `raise_exception` and `strftime_now`, and the tokenizer's special tokens as variables."""
 
     def __init__(self, source: str, origin: str, special: dict[str, str]) -> None:
-        from jinja2 import TemplateError
-        from jinja2.ext import loopcontrols
-        from jinja2.sandbox import ImmutableSandboxedEnvironment
-
         env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
-                                            extensions=[loopcontrols, _generation_tag()])
+                                            extensions=[loopcontrols, _Generation])
         env.filters["tojson"] = _tojson
         env.globals["raise_exception"] = _raise_exception
         env.globals["strftime_now"] = lambda fmt: datetime.now().strftime(fmt)
@@ -220,8 +245,6 @@ class ChatTemplate:
                          "has no chat_template.jinja, nor a chat_template in tokenizer_config.json")
 
     def render(self, messages: list[dict[str, Any]], add_generation_prompt: bool = True, **kwargs: Any) -> str:
-        from jinja2 import TemplateError
-
         try:
             return self.template.render({**self.special, **kwargs, "messages": messages,
                                          "add_generation_prompt": add_generation_prompt})
@@ -257,23 +280,16 @@ def _tojson(value: Any, ensure_ascii: bool = False, indent: int | None = None, s
 
 
 def _raise_exception(message: str) -> None:
-    from jinja2 import TemplateError
-
     raise TemplateError(message)
 
 
-def _generation_tag() -> Any:
+class _Generation(Extension):
     """transformers' `{% generation %}...{% endgeneration %}` (it marks assistant text for training
     masks): rendered as its body."""
-    from jinja2 import nodes
-    from jinja2.ext import Extension
 
-    class Generation(Extension):
-        tags = {"generation"}
+    tags = {"generation"}
 
-        def parse(self, parser: Any) -> Any:
-            lineno = next(parser.stream).lineno
-            body = parser.parse_statements(("name:endgeneration",), drop_needle=True)
-            return nodes.Scope(body, lineno=lineno)
-
-    return Generation
+    def parse(self, parser: Any) -> Any:
+        lineno = next(parser.stream).lineno
+        body = parser.parse_statements(("name:endgeneration",), drop_needle=True)
+        return nodes.Scope(body, lineno=lineno)

@@ -34,6 +34,7 @@ import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
 from loadproof.errors import MetricsUnavailable
+from loadproof.protocol.urls import url_of
 
 Sample = dict[str, Any]
 NS = 1_000_000_000
@@ -88,13 +89,12 @@ class MetricsSource:
             if not _LABEL.fullmatch(name) or name == "__name__":
                 raise ValueError(f"{name!r} is not a label name to select series by")
             matchers.append((name, value))
-        base = urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/"), "", ""))
-        return cls("prometheus", base, tuple(matchers), spec=text)
+        return cls("prometheus", urlunsplit((parts.scheme, parts.netloc, parts.path, "", "")), tuple(matchers), spec=text)
 
     @classmethod
     def beside(cls, base_url: str) -> MetricsSource:
         """The /metrics of a server at `base_url` (the default: the engine's, beside the API it serves)."""
-        return cls("exposition", base_url.rstrip("/") + "/metrics")
+        return cls("exposition", url_of(base_url, "/metrics"))
 
     def same_origin(self, url: str) -> bool:
         """Whether this source is served where `url` is (scheme, host and port): only then may the API key of
@@ -144,7 +144,7 @@ class MetricsSource:
                     return Reading(parse_metrics(text, names))
                 except ValueError:
                     raise MetricsUnavailable("not a Prometheus text exposition") from None
-            url = f"{self.url}/api/v1/query?query={quote(self.query(names), safe='')}"
+            url = f"{url_of(self.url, '/api/v1/query')}?query={quote(self.query(names), safe='')}"
             async with session.get(url) as resp:
                 try:
                     data = await resp.json(content_type=None)

@@ -12,6 +12,9 @@ length is the sum of its parts. Only the short tail is encoded per prompt, and i
 until `overhead + salt + body + tail == num_tokens`. `overhead_tokens` is what the engine adds around
 the text (BOS for completions, the chat template for chat); the caller measures it on the engine.
 If the additivity check fails, every prompt is encoded whole instead (correct, slower).
+
+The counts come from a `workloads.tokens.Tokens`: the model's tokenizer here, or the engine's own
+/tokenize (where no tokenizer is given); a `tokenizers.Tokenizer` passed in is taken as the former.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from tokenizers import Tokenizer
 
 from loadproof.errors import UsageError
 from loadproof.workloads.answer_window import states
+from loadproof.workloads.tokens import LocalTokens, Tokens
 
 Style = Literal["completion", "chat"]
 
@@ -105,9 +109,11 @@ def retrieved(probe: Probe, output_text: str) -> bool:
 class HaystackBuilder:
     """Builds exact-length haystack prompts from a pool of pre-tokenized filler sentences."""
 
-    def __init__(self, tokenizer: Tokenizer, *, overhead_tokens: int, seed: int = 731, pool_size: int = 4096,
+    def __init__(self, tokenizer: Tokens | Tokenizer, *, overhead_tokens: int, seed: int = 731, pool_size: int = 4096,
                  style: Style = "completion") -> None:
-        self._tok = tokenizer
+        if isinstance(tokenizer, Tokenizer):
+            tokenizer = LocalTokens(tokenizer, f"tokenizer:{id(tokenizer)}")
+        self._tok: Tokens = tokenizer
         self.overhead_tokens = overhead_tokens
         self.seed = seed
         self.style = style
@@ -115,7 +121,7 @@ class HaystackBuilder:
         pool = sorted({self._sentence(rng) for _ in range(pool_size)})
         rng.shuffle(pool)
         self._pool = pool
-        counts = [len(e.ids) for e in tokenizer.encode_batch(pool, add_special_tokens=False)]
+        counts = self._tok.count_many(pool)
         self._counts = counts
         self.additive = self.count("".join(pool)) == sum(counts)
         self._mean = sum(counts) / len(counts)
@@ -130,14 +136,15 @@ class HaystackBuilder:
         ) + "\n"
 
     def count(self, text: str) -> int:
-        return len(self._tok.encode(text, add_special_tokens=False).ids)
+        return self._tok.count(text)
 
     def count_many(self, texts: list[str]) -> list[int]:
-        """Token counts of many short texts in one call (the tokenizer batches them)."""
-        return [len(e.ids) for e in self._tok.encode_batch(texts, add_special_tokens=False)]
+        """Token counts of many short texts in one call (the source batches them)."""
+        return self._tok.count_many(texts)
 
     @property
-    def tokenizer(self) -> Tokenizer:
+    def tokenizer(self) -> Tokens:
+        """Where the counts come from (`source`: local or engine)."""
         return self._tok
 
     @property

@@ -28,7 +28,7 @@ NAMES = {"num_requests_running": "vllm:num_requests_running", "prompt_tokens_tot
     ("http://gw/llm/metrics?x=1", "exposition", "http://gw/llm/metrics?x=1", ()),
     ("prometheus+http://prom:9090?job=vllm&instance=a:8000", "prometheus", "http://prom:9090",
      (("job", "vllm"), ("instance", "a:8000"))),
-    ("prometheus+https://prom/api-prefix/", "prometheus", "https://prom/api-prefix", ()),
+    ("prometheus+https://prom/api-prefix/", "prometheus", "https://prom/api-prefix/", ()),
 ])
 def test_metrics_sources_parse(spec, kind, url, matchers):
     source = MetricsSource.parse(spec)
@@ -53,7 +53,10 @@ def test_the_target_options_check_the_metrics_source_and_the_token_counts_offlin
         from_cli(lifecycle.TargetOptions, {**base, "token_counts": "remote"}, "target")
     options = from_cli(lifecycle.TargetOptions, {**base, "engine_metrics": "prometheus+http://p:9090?job=vllm",
                                                 "token_counts": "local"}, "target")
-    assert (options.engine_metrics, options.token_counts) == ("prometheus+http://p:9090?job=vllm", "local")
+    # parsed once, here: the target takes the typed source as it is
+    assert options.engine_metrics == MetricsSource("prometheus", "http://p:9090", (("job", "vllm"),),
+                                                   spec="prometheus+http://p:9090?job=vllm")
+    assert options.token_counts == "local"
 
 
 def test_the_target_says_where_requests_metrics_and_token_counts_come_from():
@@ -102,7 +105,7 @@ class FakePrometheus:
 
 async def serve(handler) -> tuple[str, web.AppRunner]:
     app = web.Application()
-    app.router.add_get("/{tail:.*}", handler)
+    app.router.add_route("*", "/{tail:.*}", handler)
     runner = web.AppRunner(app)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)

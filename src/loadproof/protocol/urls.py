@@ -1,0 +1,15 @@
+"""A server's URLs: its base URL, as the user gave it (a path prefix included, e.g. a gateway's
+`http://gw/llm`), and a path under it, joined in one place so no caller glues strings."""
+
+from __future__ import annotations
+
+import posixpath
+from urllib.parse import urlsplit, urlunsplit
+
+
+def url_of(base: str, path: str) -> str:
+    """`path` on the server at `base`: `http://gw/llm/` + `/v1/models` -> `http://gw/llm/v1/models` (the
+    prefix kept, one slash between, the base's query and fragment dropped)."""
+    parts = urlsplit(base)
+    joined = posixpath.join(parts.path or "/", path.lstrip("/"))
+    return urlunsplit((parts.scheme, parts.netloc, joined, "", ""))

@@ -1,0 +1,181 @@
+"""One run of a scenario, recorded into its directory and reported, the same for every command:
+
+- `record`: the run directory, the manifest (options, target, versions, clock anchor) written before the
+  first request, telemetry sampled while it runs, the manifest's end time written even when interrupted;
+- `report` and `run_once`: claims.json, report.md and report.html from the directory alone, shown;
+- `conclude`: a FAIL verdict raises AcceptanceFailed (exit 1) with the scenario's `failure` line.
+
+What is printed goes through a `Console` (the CLI's rich console), so this module needs no UI; while a
+run records, the console shows its `LiveStatus` (`scenarios.live`), which the scenario keeps up to date.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import platform
+import subprocess
+import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Protocol
+
+from loadproof.errors import AcceptanceFailed
+from loadproof.metrics.claims import Claim, criteria_of
+from loadproof.metrics.claims import verdict_of as verdict_claim
+from loadproof.report.build import Report, build_report
+from loadproof.scenarios.live import LiveStatus
+from loadproof.scenarios.target import Target
+from loadproof.store.run_dir import RunWriter
+from loadproof.telemetry.sampler import TelemetrySampler
+
+FAILURE = "see the criteria above"  # a scenario's `failure` line, unless it says more
+
+
+class Console(Protocol):
+    """Where a run's lines, live view and tables go."""
+
+    def say(self, text: str) -> None:
+        """A status line (stderr)."""
+
+    def live(self, status: LiveStatus) -> AbstractContextManager[object]:
+        """Show `status` while the context is open, redrawn on the console's own timer (the scenario
+        only updates it)."""
+
+    def show(self, report: Report) -> None:
+        """The tables of a run's report."""
+
+    def table(self, title: str, header: list[str], rows: list[list[str]]) -> None: ...
+
+    def result(self, text: str) -> None:
+        """A result line (stdout)."""
+
+
+class Recordable(Protocol):
+    """What `record` needs of a scenario (`scenarios.base.Scenario` has it)."""
+
+    name: str
+    options: Any
+    target: Target
+    status: Callable[[str], None]
+
+    async def run(self, writer: RunWriter, manifest: dict[str, Any], live: LiveStatus) -> None: ...
+
+
+@dataclass
+class Outcome:
+    run_path: Path
+    report: Report
+    verdict: str | None
+
+
+def record(scenario: Recordable, out: Path, console: Console, manifest_extra: dict[str, Any] | None = None) -> Path:
+    """Create the run directory, write the manifest, run, and close the manifest even when interrupted."""
+    writer = RunWriter.create(out, scenario.name)
+    manifest = common_manifest(writer.run_id, scenario.name, scenario.options, scenario.target, manifest_extra)
+    sampler = TelemetrySampler(writer.path / "telemetry.jsonl", say=_once(console.say))
+    manifest["telemetry"] = sampler.describe()
+    writer.write_manifest(manifest)
+    console.say(f"run directory: {writer.path}")
+    scenario.status = console.say
+    live = LiveStatus(scenario.name)
+    try:
+        with sampler, console.live(live):
+            try:
+                asyncio.run(scenario.run(writer, manifest, live))
+            finally:
+                live.finish()
+    finally:
+        manifest["end_wall_time"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        manifest["num_records"] = writer.num_records
+        writer.write_manifest(manifest)
+        writer.close()
+    return writer.path
+
+
+def report(run_path: Path, console: Console) -> Outcome:
+    """Claims, report.md and report.html of a run directory, recomputed from it alone and shown."""
+    built = build_report(run_path)
+    console.show(built)
+    return Outcome(run_path, built, verdict_of(built.claims))
+
+
+def run_once(scenario: Recordable, out: Path, console: Console, manifest_extra: dict[str, Any] | None = None) -> Outcome:
+    """One run of `scenario`: recorded, reported, shown."""
+    return report(record(scenario, out, console, manifest_extra), console)
+
+
+def conclude(outcome: Outcome, failure: str = FAILURE) -> None:
+    """Exit code 1 (AcceptanceFailed) when the run's verdict is FAIL: `scenario: failure`."""
+    if outcome.verdict == "FAIL":
+        raise AcceptanceFailed(f"{outcome.report.run.manifest.get('scenario')}: {failure}")
+
+
+def verdict_of(claims: list[Claim]) -> str | None:
+    """The run's acceptance verdict (PASS or FAIL), if its scenario has one."""
+    claim = verdict_claim(claims)
+    return claim.printed if claim is not None else None
+
+
+def failed_criteria(claims: list[Claim]) -> list[Claim]:
+    return [c for c in criteria_of(claims) if c.printed == "FAIL"]
+
+
+def common_manifest(run_id: str, scenario: str, options: Any, target: Target,
+                    extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The manifest fields every scenario writes before its first request."""
+    return {
+        "run_id": run_id,
+        "scenario": scenario,
+        "options": options.model_dump(),
+        "target": target.describe(),
+        "engine_version": target.served.version,
+        "versions": versions(),
+        "git": git_hash(),
+        "start_wall_time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "clock_anchor": clock_anchor(),
+        **(extra or {}),
+    }
+
+
+def versions() -> dict[str, str | None]:
+    out: dict[str, str | None] = {"python": platform.python_version()}
+    for dist in ("loadproof", "aiohttp", "msgspec", "pydantic", "tokenizers"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[dist] = None
+    return out
+
+
+def git_hash() -> str | None:
+    """The commit of the loadproof source tree, when it runs from a checkout."""
+    here = Path(__file__).resolve().parent
+    try:
+        result = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if result.returncode != 0:
+        return None
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here,
+                           capture_output=True, text=True, timeout=5).stdout.strip()
+    return result.stdout.strip() + ("-dirty" if dirty else "")
+
+
+def clock_anchor() -> dict[str, int]:
+    """One wall-clock reading paired with the monotonic clock, to place record times in real time."""
+    return {"wall_time_ns": time.time_ns(), "perf_counter_ns": time.perf_counter_ns()}
+
+
+_said: set[str] = set()  # lines said once a process (the telemetry note, in a demo of six runs)
+
+
+def _once(say: Callable[[str], None]) -> Callable[[str], None]:
+    def once(text: str) -> None:
+        if text not in _said:
+            _said.add(text)
+            say(text)
+
+    return once

@@ -1,0 +1,264 @@
+"""The target: the server a run talks to, resolved once per run.
+
+`TargetOptions` are the options every `loadproof run` command shares (checked offline, before anything is
+sent; `--engine-metrics` is parsed there, once, into a `MetricsSource`). `resolve_target` turns them into
+a `Target` with what the server says about itself, asked once: the model it serves (`/v1/models`: the one
+named, or the first listed) with its context length, its version (`/version`), and, for a scenario that
+sizes prompts and was given no `--tokenizer`, whether the engine counts tokens for us (its `/tokenize`).
+Every URL a run sends to is built by the Target from its base URL (`url_of`), never glued by hand.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, PlainValidator, field_validator
+
+from loadproof.config.base import StrictModel
+from loadproof.config.profile import Profile
+from loadproof.engines import engines
+from loadproof.errors import EnvironmentFailure, UsageError
+from loadproof.protocol.openai import PATHS, Endpoint
+from loadproof.protocol.urls import url_of
+from loadproof.scenarios.options import ExistingPath, HttpUrl, cli
+from loadproof.telemetry.server_metrics import MetricsSource
+
+TokenCounts = Literal["engine", "local"]
+TokenizerSource = Literal["local", "engine"]
+TOKENIZE_PROBE = "Archive calibration line."  # a short text in the haystack's words
+
+
+@dataclass(frozen=True)
+class Served:
+    """What the server said about itself when the target was resolved (nothing, for a target built by hand):
+    the model's context length (vLLM lists `max_model_len`), the engine's version, and whether its
+    /tokenize counted a probe text (`tokenizes`; else `tokenize_error` says why, where it was asked)."""
+
+    max_model_len: int | None = None
+    version: str | None = None
+    tokenizes: bool = False
+    tokenize_error: str | None = None
+
+
+@dataclass(frozen=True)
+class Target:
+    """An OpenAI-compatible server and how to talk to it: where requests go (`url`, the base URL, and the
+    paths under it: `url_of`), where the engine's metrics come from (`metrics`: the engine's /metrics beside
+    `url` unless told otherwise, e.g. a relay's `/engine/metrics` or a Prometheus server), where the tokens a
+    planned prompt length counts come from (`token_counts`, and `tokenizer_source`: the model's tokenizer
+    here, or the engine's /tokenize), and what the server said about itself (`served`)."""
+
+    url: str
+    model: str
+    endpoint: Endpoint
+    api_key: str | None = field(default=None, repr=False)
+    extra_body: dict[str, Any] = field(default_factory=dict)
+    tokenizer_path: Path | None = None
+    engine: str = "vllm"  # the engine registry's kind: whose /metrics names to read (the profile's, when given)
+    metrics: MetricsSource = None  # type: ignore[assignment]  # None: `url`'s /metrics
+    token_counts: TokenCounts = "engine"
+    served: Served = Served()
+
+    def __post_init__(self) -> None:
+        if self.metrics is None:
+            object.__setattr__(self, "metrics", MetricsSource.beside(self.url))
+
+    def url_of(self, path: str) -> str:
+        """The URL of `path` on this server (a base URL's path prefix kept)."""
+        return url_of(self.url, path)
+
+    @property
+    def request_url(self) -> str:
+        """Where this target's generation requests go (`/v1/completions` or `/v1/chat/completions`)."""
+        return self.url_of(PATHS[self.endpoint])
+
+    @property
+    def tokenize_url(self) -> str:
+        """The engine's /tokenize (its adapter names the path)."""
+        return self.url_of(engines.get(self.engine).tokenize_path)
+
+    @property
+    def max_model_len(self) -> int | None:
+        return self.served.max_model_len
+
+    @property
+    def tokenizer_source(self) -> TokenizerSource | None:
+        """Where prompt texts are tokenized: `--tokenizer` here (it always wins), else the engine's
+        /tokenize where it answered at resolution, else nowhere."""
+        if self.tokenizer_path is not None:
+            return "local"
+        return "engine" if self.served.tokenizes else None
+
+    @property
+    def metrics_api_key(self) -> str | None:
+        """The API key, for a metrics source served where the API is (a relay's `/engine/metrics` takes the
+        key its API takes); never for a source elsewhere, such as a Prometheus server."""
+        return self.api_key if self.metrics.same_origin(self.url) else None
+
+    def describe(self) -> dict[str, Any]:
+        """For the manifest. The key is never written, only whether one was used."""
+        return {
+            "url": self.url,
+            "model": self.model,
+            "endpoint": self.endpoint,
+            "api_key_used": bool(self.api_key),
+            "extra_body": self.extra_body,
+            "tokenizer": str(self.tokenizer_path) if self.tokenizer_path else None,
+            "tokenizer_source": self.tokenizer_source,
+            "metrics": self.metrics.describe(),
+            "token_counts": self.token_counts,
+        }
+
+    def resolve(self, *, tokenize: bool = False) -> Target:
+        """This target as its server describes it, asked once: the model checked against /v1/models (an
+        empty `model`: the first listed) with its context length, the engine's /version, and, with
+        `tokenize` and no `tokenizer_path`, whether its /tokenize counts a probe text. UsageError or
+        EnvironmentFailure, one line, when /v1/models does not answer or does not list the model."""
+        models_url = self.url_of("/v1/models")
+        try:
+            listed = fetch_json(models_url, self.api_key)
+        except Unanswered as exc:
+            if exc.status is None:
+                raise EnvironmentFailure(f"cannot reach {models_url}: {exc}") from None
+            if exc.status == 200:
+                raise UsageError(f"{models_url} did not answer JSON") from None
+            raise UsageError(f"{models_url} answered {exc}") from None
+        entries = [m for m in (listed.get("data") or []) if isinstance(m, dict)] if isinstance(listed, dict) else []
+        names = [str(m.get("id")) for m in entries]
+        model = self.model
+        if model and model not in names:
+            raise UsageError(f"{self.url} does not serve model {model!r}; it serves: {', '.join(names) or 'nothing'}")
+        if not model:
+            if not names:
+                raise UsageError(f"{self.url} lists no models at /v1/models; pass --model")
+            model = names[0]
+        length = entries[names.index(model)].get("max_model_len")
+        served = Served(max_model_len=length if isinstance(length, int) and not isinstance(length, bool) else None,
+                        version=self._version())
+        resolved = replace(self, model=model, served=served)
+        if tokenize and self.tokenizer_path is None:
+            resolved = replace(resolved, served=replace(served, **resolved._probe_tokenize()))
+        return resolved
+
+    def _version(self) -> str | None:
+        try:
+            answer = fetch_json(self.url_of("/version"), self.api_key)
+        except Unanswered:
+            return None
+        return str(answer.get("version")) if isinstance(answer, dict) else None
+
+    def _probe_tokenize(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"model": self.model, "prompt": TOKENIZE_PROBE, "add_special_tokens": False}
+        try:
+            count = fetch_json(self.tokenize_url, self.api_key, body, timeout_s=30).get("count")
+        except Unanswered as exc:
+            return {"tokenizes": False, "tokenize_error": str(exc)}
+        except AttributeError:  # an answer that is not an object
+            count = None
+        if not isinstance(count, int) or isinstance(count, bool) or count <= 0:
+            return {"tokenizes": False, "tokenize_error": "no token count in its answer"}
+        return {"tokenizes": True, "tokenize_error": None}
+
+
+class Unanswered(Exception):
+    """No JSON answer from the server: `status` is the HTTP error's, 200 for an answer that is not JSON, None
+    for no connection; the message is the status or the reason, never a key."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def fetch_json(url: str, api_key: str | None, body: dict[str, Any] | None = None, timeout_s: float = 10) -> Any:
+    """GET `url` (POST `body`, as JSON, when given) and decode its JSON answer; Unanswered when there is none.
+    For the few requests before and around a run (the resolution, the token counts): the run's own
+    requests go through the streaming client."""
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(url, data=data)
+    if data is not None:
+        request.add_header("Content-Type", "application/json")
+    if api_key:
+        request.add_header("Authorization", f"Bearer {api_key}")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s) as resp:
+            return json.loads(resp.read())
+    except urllib.error.HTTPError as exc:
+        raise Unanswered(f"HTTP {exc.code}", exc.code) from None
+    except (urllib.error.URLError, OSError) as exc:
+        raise Unanswered(str(getattr(exc, "reason", exc))) from None
+    except ValueError:  # not JSON, or urllib's "unknown url type" (a URL that did not pass the options' check)
+        raise Unanswered("no JSON answer", 200) from None
+
+
+def _metrics_source(value: Any) -> MetricsSource | None:
+    """`--engine-metrics`, parsed once (its ValueError says what is wrong)."""
+    if value is None or isinstance(value, MetricsSource):
+        return value
+    return MetricsSource.parse(str(value))
+
+
+class TargetOptions(StrictModel):
+    """The options every `loadproof run` command shares: where the server is, how to talk to it, where
+    the run directory goes. `--tokenizer` is offered, and required, as the scenario's `tokenizer` says."""
+
+    url: HttpUrl = Field(description="base URL of the OpenAI-compatible server")
+    tokenizer: ExistingPath | None = Field(default=None, description="the model's tokenizer.json (or its folder)")
+    model: str | None = Field(default=None, description="model name; default: the first at /v1/models")
+    endpoint: str = Field(default="chat", description="completions or chat")
+    profile: Path | None = Field(default=None, description="profile TOML: endpoint, model name, thinking")
+    api_key_env: str | None = Field(default=None, description="name of the environment variable holding the API key")
+    disable_thinking: bool = Field(default=False, description="send enable_thinking=false (chat)")
+    engine_metrics: Annotated[MetricsSource | None, PlainValidator(_metrics_source)] = Field(
+        default=None, json_schema_extra=cli(text=True),
+        description="where the engine's metrics come from: its /metrics URL (a bare http://HOST:PORT "
+        "gets /metrics; through `loadproof relay`: RELAY/engine/metrics), or prometheus+http://HOST:9090?LABEL=VALUE "
+        "for a Prometheus server's query API (e.g. ?job=vllm); default: --url's /metrics")
+    token_counts: TokenCounts = Field(
+        default="engine", description="where exact-length prompts count the tokens the engine adds (BOS, chat "
+        "template): engine (its /tokenize) or local (the tokenizer folder's chat template rendered here, checked "
+        "against the engine's usage.prompt_tokens before the run)")
+    out: Path = Field(default=Path("runs"), description="where run directories go")
+
+    @field_validator("endpoint")
+    @classmethod
+    def _endpoint(cls, value: str) -> str:
+        if value not in ("completions", "chat"):
+            raise ValueError("must be completions or chat")
+        return value
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _api_key_env(cls, value: str | None) -> str | None:
+        if value and not os.environ.get(value):
+            raise ValueError("that environment variable is not set")
+        return value
+
+    @property
+    def api_key(self) -> str | None:
+        return os.environ.get(self.api_key_env) if self.api_key_env else None
+
+
+def resolve_target(options: TargetOptions, profile: Profile | None, *, tokenize: bool = False,
+                   **overrides: Any) -> Target:
+    """The target the options (and the profile) name, resolved on its server (`Target.resolve`; with
+    `tokenize`, its /tokenize asked where no `--tokenizer` was given): the first requests a command sends.
+    `overrides` that are not None replace options (an A/B arm's URL or model)."""
+    options = options.model_copy(update={k: v for k, v in overrides.items() if v is not None})
+    endpoint, model = options.endpoint, options.model
+    if profile is not None:
+        endpoint = profile.serving.endpoint
+        model = model or profile.model.served_name
+    thinking_off = options.disable_thinking or (profile is not None and profile.serving.thinking == "disable")
+    extra_body = {"chat_template_kwargs": {"enable_thinking": False}} if thinking_off and endpoint == "chat" else {}
+    target = Target(url=options.url, model=model or "", endpoint=endpoint,  # type: ignore[arg-type]
+                    api_key=options.api_key, extra_body=extra_body, tokenizer_path=options.tokenizer,
+                    engine=profile.engine if profile is not None else Target.engine,
+                    metrics=options.engine_metrics,  # type: ignore[arg-type]  # None: beside the URL
+                    token_counts=options.token_counts)
+    return target.resolve(tokenize=tokenize)
