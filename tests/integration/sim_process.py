@@ -96,6 +96,13 @@ class SimProcess:
         self.proc.wait(timeout=10)
 
 
+def requests_served(url: str) -> float:
+    """The simulator's `vllm:request_success_total` at `url`, summed over its finish reasons (open /metrics)."""
+    with urllib.request.urlopen(url + "/metrics", timeout=10) as resp:
+        lines = resp.read().decode().splitlines()
+    return sum(float(line.rsplit(" ", 1)[1]) for line in lines if line.startswith("vllm:request_success_total"))
+
+
 def spec(i: int = 0, *, prompt: str = "Tell me a story.", max_tokens: int = 16, ignore_eos: bool = False,
          endpoint: str = "completions", deadline_s: float | None = 30) -> RequestSpec:
     body = request_body(endpoint, "sim", prompt, max_tokens=max_tokens, ignore_eos=ignore_eos)  # type: ignore[arg-type]

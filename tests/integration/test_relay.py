@@ -13,7 +13,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
 import aiohttp
@@ -25,6 +25,7 @@ from loadproof.engines.process import free_port
 from loadproof.protocol.openai import request_body
 from loadproof.protocol.sse import DONE_EVENT, SSEDecoder
 from tests.conftest import Script
+from tests.polling import eventually, largest_while
 from tests.sse_chunks import completion_chunk
 
 KEY = "sk-relay-test-7f3c9a"
@@ -88,6 +89,7 @@ def chunks(n: int) -> list[bytes]:
 
 
 async def metric(url: str, name: str, key: str | None = KEY) -> float:
+    """The sum of every series of `name` in the relay's /metrics."""
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     async with aiohttp.ClientSession() as s, s.get(url + "/metrics", headers=headers) as r:
         assert r.status == 200, r.status
@@ -165,13 +167,14 @@ async def test_client_leaving_closes_the_upstream_within_a_second(sse_server, re
     async with aiohttp.ClientSession() as s:
         resp = await s.post(relay.url + "/v1/completions", data=spec().body, headers={"Authorization": f"Bearer {KEY}"})
         await resp.content.readany()
-        await asyncio.sleep(0.3)
+        await asyncio.sleep(0.3)  # the client reads a while (the upstream goes on streaming), then leaves
         resp.close()
         left = time.monotonic()
     while not upstream.disconnects:
         assert time.monotonic() - left < 1.0, "the upstream kept streaming for a client that left"
         await asyncio.sleep(0.02)
-    await asyncio.sleep(0.2)
+    await eventually(lambda: metric(relay.url, "loadproof_relay_client_disconnects_total"), 10,
+                     "the relay logged the client's leaving")
     assert await metric(relay.url, "loadproof_relay_in_flight") == 0
     assert await metric(relay.url, "loadproof_relay_client_disconnects_total") == 1
 
@@ -194,10 +197,7 @@ async def test_a_client_leaving_after_done_is_a_complete_request_not_a_disconnec
                 if line.startswith(until):
                     break
             resp.close()
-            left = time.monotonic()
-            while await metric(relay.url, "loadproof_relay_in_flight"):  # the relay has seen the close
-                assert time.monotonic() - left < 10, "the relay kept the slot of a client that left"
-                await asyncio.sleep(0.05)
+            await eventually(in_flight_is(relay.url, 0), 10, "the relay freed the slot of a client that left")
     assert await metric(relay.url, "loadproof_relay_client_disconnects_total") == 1
     rows = [json.loads(line) for line in relay.stop().splitlines() if line.startswith("{")]
     assert [(r["status"], r["outcome"]) for r in rows] == [(200, "ok"), (200, "client_disconnect")]
@@ -211,13 +211,13 @@ async def test_pool_rejects_the_one_too_many_and_recovers_every_slot(sse_server,
     relay = relay_factory(upstream.url, "--max-in-flight", "2", "--deadline-s", "2")
     async with StreamingClient(relay.url, api_key=KEY) as client:
         hanging = [asyncio.create_task(client.stream(spec(i, deadline_s=None))) for i in range(2)]
-        await asyncio.sleep(0.5)
+        await eventually(in_flight_is(relay.url, 2), 10, "both hanging requests hold a slot")
         third = await client.stream(spec(3))
         assert third.http_status == 429 and "all 2 slots" in third.error_message
         for task in hanging:  # two clients leave
             task.cancel()
         await asyncio.gather(*hanging, return_exceptions=True)
-        await asyncio.sleep(0.3)
+        await eventually(in_flight_is(relay.url, 0), 10, "the relay freed the slots of the clients that left")
         error = await client.stream(spec(4))  # the upstream answers 500
         timeout = await client.stream(spec(5, deadline_s=None))  # the relay's 2 s deadline passes
         ok = await asyncio.gather(client.stream(spec(6)), client.stream(spec(7)))  # both slots free again
@@ -237,6 +237,12 @@ async def test_body_size_limit(sse_server, relay_factory):
     async with StreamingClient(relay.url, api_key=KEY) as client:
         rec = await client.stream(RequestSpec(request_id="big", endpoint="completions", body=big))
     assert rec.http_status == 413 and not upstream.bodies
+
+
+def in_flight_is(url: str, n: int) -> Callable[[], Awaitable[bool]]:
+    async def check() -> bool:
+        return await metric(url, "loadproof_relay_in_flight") == n
+    return check
 
 
 def auth(key: str = KEY) -> bytes:
@@ -317,9 +323,11 @@ async def test_an_engine_error_event_split_across_reads_is_logged_as_an_upstream
 @pytest.mark.asyncio
 async def test_a_client_leaving_a_non_streamed_request_closes_the_upstream_and_frees_the_slot(relay_factory):
     left_at: list[float] = []
+    arrived: list[bool] = []
 
     async def slow_answer(request: web.Request) -> web.Response:  # a long non-streamed generation
         await request.read()
+        arrived.append(True)
         until = time.monotonic() + 30
         while time.monotonic() < until:
             if request.transport is None or request.transport.is_closing():
@@ -337,14 +345,15 @@ async def test_a_client_leaving_a_non_streamed_request_closes_the_upstream_and_f
         host, port = relay.url.rsplit("/", 1)[1].split(":")
         reader, writer = await asyncio.open_connection(host, int(port))
         writer.write(post("/v1/completions", body, auth()))
-        await asyncio.sleep(0.5)
+        await eventually(lambda: arrived, 10, "the request reached the upstream")
         assert await metric(relay.url, "loadproof_relay_in_flight") == 1  # waiting for the answer
         writer.close()  # the client gives up
         left = time.monotonic()
         while not left_at:
             assert time.monotonic() - left < 1.0, "the upstream kept generating for a client that left"
             await asyncio.sleep(0.02)
-        await asyncio.sleep(0.1)
+        await eventually(lambda: metric(relay.url, "loadproof_relay_client_disconnects_total"), 10,
+                         "the relay counted the client's leaving")
         assert await metric(relay.url, "loadproof_relay_in_flight") == 0
         assert await metric(relay.url, "loadproof_relay_client_disconnects_total") == 1
         rows = [json.loads(line) for line in relay.stop().splitlines() if line.startswith("{")]
@@ -367,8 +376,7 @@ async def test_a_stalled_upload_is_answered_408_within_the_bound_and_frees_its_s
     if stall == "head":
         request = request[:40]
     task = asyncio.create_task(exchange(relay.url, request))
-    await asyncio.sleep(0.5)
-    held = await metric(relay.url, "loadproof_relay_in_flight")
+    held = await largest_while(task, lambda: metric(relay.url, "loadproof_relay_in_flight"))
     answer, seconds = await task
     assert statuses(answer) == [408] and 0.9 < seconds < 2.0, (answer[:200], seconds)
     assert held == (1 if stall == "body" else 0)  # a body holds a slot while it arrives; a head does not
@@ -384,8 +392,7 @@ async def test_slow_uploads_hold_pool_slots_so_the_one_too_many_gets_429_at_once
     relay = relay_factory(upstream.url, "--max-in-flight", "2", "--body-timeout-s", "2")
     big = post("/v1/completions", b'{"model": "m", "prompt": "', auth(), length=64 * 1024 * 1024)
     uploads = [asyncio.create_task(exchange(relay.url, big)) for _ in range(2)]  # 64 MiB declared, 27 B sent
-    await asyncio.sleep(0.5)
-    assert await metric(relay.url, "loadproof_relay_in_flight") == 2
+    await eventually(in_flight_is(relay.url, 2), 1.5, "both uploads hold a slot before their 2 s bound")
     t0 = time.monotonic()
     async with StreamingClient(relay.url, api_key=KEY) as client:
         third = await client.stream(spec(3))
@@ -498,7 +505,7 @@ async def test_tokenize_detokenize_version_and_the_engines_metrics_are_forwarded
                 assert r.status == 401 and "vllm:" not in await r.text()
             # the pool's one slot is held by a request still uploading: a scrape takes no slot, /tokenize does
             held = asyncio.create_task(exchange(relay.url, post("/v1/completions", b"{", auth(), length=100)))
-            await asyncio.sleep(0.3)
+            await eventually(in_flight_is(relay.url, 1), 10, "the upload holds the pool's slot")
             async with s.get(relay.url + "/engine/metrics", headers=keyed) as r:
                 engine_text = await r.text()
                 assert r.status == 200 and r.headers["Content-Type"].startswith("text/plain")

@@ -21,6 +21,7 @@ from loadproof.client import StreamingClient
 from loadproof.records import RequestRecord
 from tests.integration.test_relay import KEY, RelayProcess, metric
 from tests.integration.sim_process import SimProcess, spec, until_tokens
+from tests.polling import eventually
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -100,6 +101,7 @@ async def test_a_client_leaving_the_relay_frees_the_engines_blocks(sim, relay):
             await task
     assert held["running"] and held["num_free_blocks"] <= held["num_gpu_blocks"] - 500 // 16
     assert sim.wait_idle(within_s=1.0) < 1.0
-    await asyncio.sleep(0.1)
+    await eventually(lambda: metric(front.url, "loadproof_relay_client_disconnects_total"), 10,
+                     "the relay counted the client's leaving")
     assert await metric(front.url, "loadproof_relay_in_flight") == 0
     assert await metric(front.url, "loadproof_relay_client_disconnects_total") == 1

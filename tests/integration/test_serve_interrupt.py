@@ -31,6 +31,8 @@ from loadproof.engines.process import EngineProcess, free_port
 from loadproof.errors import EngineStartCancelled, EngineStartError
 from loadproof.supervisor import FAILED, STOPPED, Supervisor, SupervisorPolicy
 from tests.integration.conftest import _group_members
+from tests.integration.sim_process import requests_served
+from tests.polling import wait_until
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -164,7 +166,8 @@ def test_stop_interrupts_the_readiness_wait_within_a_second(tmp_path):
     thread = threading.Thread(target=lambda: outcome.append(supervisor.run()), daemon=True)
     thread.start()
     child = child_pid(tmp_path)
-    time.sleep(0.3)
+    wait_until(lambda: "start" in (tmp_path / "events.jsonl").read_text(), 10, "the supervisor's start event")
+    time.sleep(0.3)  # the scenario, not a settle: stop() comes while the wait is well under way, not before it
     stopped_at = time.monotonic()
     supervisor.stop()
     thread.join(timeout=10)
@@ -305,6 +308,18 @@ def stream(url: str, key: str | None = None) -> tuple[threading.Thread, list[byt
     return reader, chunks
 
 
+def status_of(url: str) -> int | None:
+    """The HTTP status a GET of `url` gets; None while nothing listens there."""
+    try:
+        with urllib.request.urlopen(url, timeout=10) as resp:
+            return resp.status
+    except urllib.error.HTTPError as exc:
+        exc.close()
+        return exc.code
+    except OSError:
+        return None
+
+
 def assert_all_gone(run: Serve, interrupted_at: float) -> None:
     code = run.wait_exit(EXIT_WITHIN_S)
     took = time.monotonic() - interrupted_at
@@ -324,14 +339,13 @@ def assert_all_gone(run: Serve, interrupted_at: float) -> None:
 def test_ctrl_c_during_start_up_leaves_nothing(tmp_path, serve, relay):
     run = serve(sim_profile(tmp_path, load_s=120), "--probe-interval-s", "1", relay=relay)
     start = run.wait_for("start")
-    time.sleep(0.5)
+    wait_until(lambda: "loading for" in Path(start["log"]).read_text(errors="replace"), 30,
+               "the engine says it is loading")
     assert alive(start["pid"]) and run.kinds() == ["start"]  # loading, not ready
     if relay:
         assert run.relay_port is not None
-        with pytest.raises(urllib.error.HTTPError) as answer:
-            urllib.request.urlopen(f"http://127.0.0.1:{run.relay_port}/v1/models", timeout=10)
-        assert answer.value.code == 503  # the relay is up, the engine not yet
-        answer.value.close()
+        code = wait_until(lambda: status_of(f"http://127.0.0.1:{run.relay_port}/v1/models"), 30, "the relay answers")
+        assert code == 503  # the relay is up, the engine not yet
     assert_all_gone(run, run.ctrl_c())
     assert run.kinds() == ["start", "stopped"]
 
@@ -363,7 +377,8 @@ def test_an_engine_started_with_an_api_key_becomes_ready_and_is_probed_with_it(t
         urllib.request.urlopen(url + "/v1/models", timeout=10)
     assert refused.value.code == 401
     refused.value.close()
-    time.sleep(2.0)  # a few liveness probes
+    # a few liveness probes (one a 0.5 s, each a one-token completion), answered: the key went with them
+    wait_until(lambda: requests_served(url) >= 3, 30, "three probes answered")
     assert "probe_failed" not in run.kinds() and "restart" not in run.kinds()
     reader, chunks = stream(f"http://127.0.0.1:{run.relay_port}")  # the relay reaches the engine with it too
     assert_all_gone(run, run.ctrl_c())

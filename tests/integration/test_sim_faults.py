@@ -26,6 +26,7 @@ from loadproof.records import RequestRecord
 from loadproof.sim.text import tokenizer_path
 from loadproof.workloads.haystack import HaystackBuilder, retrieved
 from tests.integration.sim_process import SimProcess, spec, until_tokens
+from tests.polling import eventually
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -143,7 +144,10 @@ async def test_refuse_refuses_new_connections_while_open_streams_finish(sim_fact
         task = asyncio.create_task(client.stream(spec(prompt="open before", max_tokens=60, ignore_eos=True), live))
         await until_tokens(live, 2)
         sim.set_faults("refuse")
-        await asyncio.sleep(0.3)
+
+        async def closed() -> bool:
+            return not await asyncio.to_thread(sim.healthy)
+        await eventually(closed, 10, "the simulator stopped taking connections")
         async with StreamingClient(sim.url) as fresh:
             refused = await fresh.stream(spec(1))
         done = await task

@@ -24,6 +24,8 @@ from loadproof.engines import engines
 from loadproof.engines.base import LaunchCommand
 from loadproof.engines.process import EngineProcess, free_port
 from loadproof.supervisor import FAILED, READY, STOPPED, Supervisor, SupervisorPolicy
+from tests.integration.sim_process import requests_served
+from tests.polling import wait_until
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -146,7 +148,8 @@ def test_a_hang_behind_a_healthy_health_check_is_caught_by_the_probe_and_restart
         assert resp.status == 200  # /health says fine while nothing can be generated
     kinds = run.wait_for(lambda k: k.count("ready") == 2, within_s=60)
     assert run.supervisor.state == READY
-    time.sleep(2 * POLICY.probe_interval_s + 0.5)  # the restarted engine answers its probes
+    wait_until(lambda: requests_served(run.url) >= 2, 10 * POLICY.probe_interval_s + 5,
+               "the restarted engine answered two probes")
     run.supervisor.stop()
     assert run.finish() == STOPPED
     assert kinds == ["start", "ready", "probe_failed", "probe_failed", "restart", "start", "ready"]

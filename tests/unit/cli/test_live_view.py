@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import re
-import time
 
 from rich.console import Console
 
@@ -13,6 +12,7 @@ from loadproof.cli.ui import LiveView
 from loadproof.records import RequestRecord
 from loadproof.scenarios.live import LiveStatus
 from loadproof.units import NS_PER_S as NS
+from tests.polling import wait_until
 
 ANSI = re.compile(r"\x1b\[")
 
@@ -90,12 +90,11 @@ def test_on_a_terminal_the_region_is_redrawn_and_each_phase_leaves_its_final_lin
     status.planned = 2
     with LiveView(status, console, refresh_s=0.01):
         status.phase("requests")
-        time.sleep(0.1)
+        # the live region, redrawn by the view's own timer
+        wait_until(lambda: "throughput requests 0:00" in ANSI.sub("", buffer.getvalue()), 10, "the live region")
         record = RequestRecord(request_id="r", endpoint="chat", ok=True)
         status.started(record)
         status.ended(record)
-        time.sleep(0.1)
         status.finish()
     text = ANSI.sub("", buffer.getvalue())
-    assert "throughput requests 0:00" in text  # the live region, redrawn
     assert re.search(r"throughput requests ended after 0:00: 1/2 done, 0 errors", text)

@@ -13,6 +13,7 @@ from loadproof.protocol.openai import request_body
 from loadproof.protocol.sse import DONE_EVENT, encode_comment, encode_data
 from loadproof.records import RequestRecord
 from tests.conftest import Script
+from tests.polling import eventually
 from tests.sse_chunks import chat_chunk, completion_chunk, usage_only
 
 
@@ -144,8 +145,9 @@ async def test_cancellation_keeps_the_partial_record_then_reraises(sse_server):
     server = await sse_server([Script(pieces=[completion_chunk("a", 1), DONE_EVENT], hang_after=1)])
     seen: list[RequestRecord] = []
     async with StreamingClient(server.url, on_record=seen.append) as client:
-        task = asyncio.create_task(client.stream(spec()))
-        await asyncio.sleep(0.3)
+        live = RequestRecord(request_id="r1", endpoint="completions")
+        task = asyncio.create_task(client.stream(spec(), live))
+        await eventually(lambda: live.chunk_tokens, 10, "the first chunk arrived")
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
