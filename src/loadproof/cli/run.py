@@ -49,7 +49,8 @@ def command_options(scenario: type[Scenario]) -> list[tuple[CliOption, str | Non
     return everything
 
 
-def _parameter(option: CliOption, panel: str | None) -> inspect.Parameter:
+def parameter(option: CliOption, panel: str | None = None) -> inspect.Parameter:
+    """The typer parameter of one option (keyword-only, named by its field)."""
     help_text = option.help + {"list": " (comma-separated)", "pairs": " (KEY=VALUE, repeatable)"}.get(option.shape, "")
     decls = [f"{option.flag}/{option.off_flag}", *option.flags[1:]] if option.shape == "flag" else list(option.flags)
     kind: Any = {"flag": bool, "list": str, "pairs": list[str]}.get(option.shape, option.type)
@@ -67,7 +68,7 @@ def build_command(scenario: type[Scenario]) -> Any:
     def command(**values: Any) -> None:
         run_command(scenario, values, console)
 
-    command.__signature__ = inspect.Signature([_parameter(o, panel) for o, panel in command_options(scenario)])  # type: ignore[attr-defined]
+    command.__signature__ = inspect.Signature([parameter(o, panel) for o, panel in command_options(scenario)])  # type: ignore[attr-defined]
     command.__name__ = f"run_{scenario.name}"
     command.__doc__ = scenario.summary
     return command
@@ -76,4 +77,4 @@ def build_command(scenario: type[Scenario]) -> Any:
 for _name in scenarios.in_order():
     run_app.command(_name)(build_command(scenarios.get(_name)))
 
-__all__ = ["build_command", "command_options", "target_options"]
+__all__ = ["build_command", "command_options", "parameter", "target_options"]

@@ -65,4 +65,4 @@ def test_plan_simulate_replay_and_load_through_the_cli(tmp_path: Path):
     assert "highest rate meeting the SLO" in load.stdout
     bad = subprocess.run([sys.executable, "-m", "loadproof", "plan", str(profile), "--simulate", "load", "--rate", "0"],
                          capture_output=True, text=True, timeout=120)
-    assert bad.returncode == 2 and bad.stderr.strip().splitlines()[-1] == "error: --rate takes finite rates > 0, e.g. 1,2,4"
+    assert bad.returncode == 2 and bad.stderr.strip().splitlines()[-1] == "error: --rate 0: must be > 0 requests/s (or inf: all at once)"

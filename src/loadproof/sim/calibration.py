@@ -1,0 +1,171 @@
+"""`loadproof sim calibrate`'s work below the command line: which inputs the fit gets, the sim profile it
+starts from, and the calibrated profile written.
+
+The fit itself is `sim.calibrate` (measured runs and figures) and `sim.published` (a published-figures
+file). Here: the engine limits a user gave or the runs' profiles hold (`CalibrationLimits`), the base
+`SimConfig` from them, the optional grid of capacity runs measured first on a real engine, and the
+profile written as TOML.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from loadproof.engines import engines
+from loadproof.errors import UsageError
+from loadproof.sim.calibrate import Calibration, calibrate, parse_decode, parse_ttft, points_from_runs
+from loadproof.sim.config import CostModel, SimConfig, default_capture_sizes, dump_sim_config
+from loadproof.sim.published import calibrate_published, read_published
+
+
+@dataclass(frozen=True)
+class CalibrationLimits:
+    """The engine's limits and structure as the user gave them; None: what the runs say, else a default."""
+
+    kv_tokens: int | None = None
+    block_size: int | None = None
+    max_num_seqs: int | None = None
+    max_num_batched_tokens: int | None = None
+    max_model_len: int | None = None
+    pipeline_stages: int | None = None
+    cuda_graph_max: int | None = None
+    model: str = "sim"
+
+
+@dataclass(frozen=True)
+class FitShares:
+    """The shares and overheads a user may fix instead of letting the fit choose."""
+
+    acceptance: float | None = None
+    prefill_attention_share: float | None = None
+    decode_context_share: float | None = None
+    frontend_s_per_token: float | None = None
+
+    def check(self) -> None:
+        for name, value in (("--acceptance", self.acceptance), ("--prefill-attention-share",
+                                                               self.prefill_attention_share),
+                            ("--decode-context-share", self.decode_context_share)):
+            if value is not None and not 0 <= value <= 1:
+                raise UsageError(f"{name} must be between 0 and 1")
+
+
+@dataclass(frozen=True)
+class Calibrated:
+    calibration: Calibration
+    path: Path
+    notes: tuple[str, ...] = ()  # what was assumed on the way, for the user
+
+
+def calibrate_from_published(path: Path, out: Path, limits: CalibrationLimits, shares: FitShares) -> Calibrated:
+    """A sim profile from a published-figures file alone (docs/simulator.md), written to `out`."""
+    shares.check()
+    share = shares.prefill_attention_share
+    cal = calibrate_published(read_published(path), block_size=limits.block_size or 16,
+                              acceptance=shares.acceptance, prefill_attention_share=0.5 if share is None else share,
+                              frontend_s_per_token=shares.frontend_s_per_token, model=limits.model)
+    return Calibrated(cal, write_profile(cal, out))
+
+
+def calibrate_from_runs(runs: list[Path], ttft: list[str], decode: list[str], out: Path, limits: CalibrationLimits,
+                        shares: FitShares) -> Calibrated:
+    """A sim profile fitted to run directories and figures given by hand, written to `out`."""
+    shares.check()
+    ttft_points, decode_points, facts = points_from_runs(runs)
+    ttft_points += [parse_ttft(t) for t in ttft]
+    decode_points += [parse_decode(d) for d in decode]
+    base, notes = base_config(facts, limits)
+    cal = calibrate(ttft_points, decode_points, base, decode_context_share=shares.decode_context_share,
+                    frontend=facts.get("frontend_points"), frontend_s_per_token=shares.frontend_s_per_token,
+                    prefill_attention_share=shares.prefill_attention_share)
+    return Calibrated(cal, write_profile(cal, out), notes)
+
+
+def base_config(facts: dict[str, Any], limits: CalibrationLimits) -> tuple[SimConfig, tuple[str, ...]]:
+    """The profile the fit starts from: each limit as given, else as the runs' facts say, else the engine
+    adapter's default; and what was assumed."""
+    adapter = engines.get(facts["engine"]) if facts.get("engine") in engines.names() else None
+    block = limits.block_size or facts.get("block_size") or (adapter.default_block_size if adapter else 16)
+    tokens = limits.kv_tokens or facts.get("kv_cache_tokens")
+    notes: list[str] = []
+    if not tokens and facts.get("kv_cache_tokens_inferred"):
+        tokens = facts["kv_cache_tokens_inferred"]
+        notes.append(f"assumed: KV cache of {tokens:,} tokens, inferred from the capacity runs' /metrics (prompt "
+                     "tokens resident / KV usage); give --kv-tokens to set it")
+    if not tokens:
+        raise UsageError("the KV cache size is unknown: give --kv-tokens (no run holds an engine startup report)")
+    length = limits.max_model_len or facts.get("max_model_len")
+    if not length:
+        raise UsageError("the context length is unknown: give --max-model-len")
+    if (limits.pipeline_stages is not None and limits.pipeline_stages < 1) or \
+            (limits.cuda_graph_max is not None and limits.cuda_graph_max < 1):
+        raise UsageError("--pipeline-stages and --cuda-graph-max must be >= 1")
+    graphs = limits.cuda_graph_max or facts.get("cuda_graph_max")
+    structure = CostModel(pipeline_stages=limits.pipeline_stages or facts.get("pipeline_stages") or 1,
+                          cuda_graph_sizes=default_capture_sizes(graphs) if graphs else [])
+    budget = (limits.max_num_batched_tokens or facts.get("max_num_batched_tokens")
+              or (adapter.default_max_num_batched_tokens if adapter else 8192))
+    config = SimConfig(model=limits.model, max_model_len=length, block_size=block,
+                       num_gpu_blocks=max(1, tokens // block),
+                       max_num_seqs=limits.max_num_seqs or facts.get("max_num_seqs") or 256,
+                       max_num_batched_tokens=budget, cost=structure)
+    return config, tuple(notes)
+
+
+def write_profile(cal: Calibration, out: Path) -> Path:
+    out.write_text(dump_sim_config(cal.config), encoding="utf-8")
+    return out
+
+
+@dataclass(frozen=True)
+class Grid:
+    """`--grid`: a capacity run at each sessions x prompt tokens on a real engine, before the fit."""
+
+    url: str
+    tokenizer: str
+    sessions: tuple[int, ...]
+    lengths: tuple[int, ...]
+    window_s: float
+    out: Path
+    extra: tuple[str, ...] = ()  # one more argument for every `run capacity`
+
+
+def grid(url: str | None, tokenizer: str | None, concurrency: str, context: str, window_s: float, out: Path,
+         extra: list[str]) -> Grid:
+    """The grid from the command line's text (`--concurrency 1,4,8 --context 1024,4096`), checked."""
+    if not url or not tokenizer:
+        raise UsageError("--grid needs --url URL and --tokenizer PATH")
+    try:
+        sessions = tuple(sorted({int(x) for x in concurrency.split(",") if x.strip()}))
+        lengths = tuple(sorted({int(x) for x in context.split(",") if x.strip()}))
+    except ValueError:
+        raise UsageError("--concurrency and --context take comma-separated integers, e.g. 1,4,8") from None
+    if not sessions or not lengths or min(sessions) < 1 or min(lengths) < 16:
+        raise UsageError("--concurrency needs sessions >= 1 and --context prompts of 16 tokens or more")
+    return Grid(url, tokenizer, sessions, lengths, window_s, out, tuple(extra))
+
+
+def measure_grid(spec: Grid, say: Callable[[str], None]) -> list[Path]:
+    """Each (sessions, prompt tokens) of the grid as a `loadproof run capacity` of its own, one after another;
+    each gives a lone cold TTFT (its first session), the overhead a batch overlaps, and the decode rate of N
+    streams at L tokens, so the fit sees batch x context. A process each: a run's console, its interrupt
+    and its failure stay its own. Returns the run directories, in order."""
+    spec.out.mkdir(parents=True, exist_ok=True)
+    made: list[Path] = []
+    for length in spec.lengths:
+        for n in spec.sessions:
+            before = set(spec.out.glob("capacity-*"))
+            argv = [sys.executable, "-m", "loadproof", "run", "capacity", "--url", spec.url, "--tokenizer",
+                    spec.tokenizer, "--sessions", str(n), "--input-tokens", str(length), "--window-s",
+                    f"{spec.window_s:g}", "--skip-probe-check", "--out", str(spec.out), *spec.extra]
+            say(f"grid: {n} session(s) x {length:,} tokens")
+            subprocess.run(argv, stdout=subprocess.DEVNULL, check=False)
+            new = sorted(set(spec.out.glob("capacity-*")) - before)
+            if not new:
+                raise UsageError(f"grid: `loadproof run capacity -n {n} -l {length}` wrote no run (see its output)")
+            made.append(new[-1])
+    return made
