@@ -9,6 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from loadproof.cli import app, ui
+from loadproof.store.export import EXPORT_MANIFEST, check_format, export_run
 
 
 @app.command()
@@ -19,8 +20,6 @@ def export(
     = None,
 ) -> None:
     """Write one table per kind of data, and export.json listing their columns and units."""
-    from loadproof.store.export import EXPORT_MANIFEST, check_format, export_run
-
     check_format(fmt)  # before anything is read or created
     result = export_run(run_dir, out if out is not None else run_dir / "export", fmt)
     for table in result.tables:

@@ -8,6 +8,10 @@ from typing import Annotated, Optional
 import typer
 
 from loadproof.cli import app, ui
+from loadproof.errors import UsageError
+from loadproof.publish import publish as write_bundle
+from loadproof.verify import verify as check_bundle
+from loadproof.verify.display import shown
 
 
 @app.command()
@@ -19,8 +23,6 @@ def publish(
     engine_image: Annotated[Optional[str], typer.Option(help="the engine's container image id, for provenance")] = None,
 ) -> None:
     """Write a sanitized bundle: data without addresses, hosts, keys or paths, claims, config, SHA256SUMS."""
-    from loadproof.publish import publish as write_bundle
-
     publication = write_bundle(run_dirs, out, engine_image=engine_image)
     for run in publication.runs:
         ui.out.print(f"{run.run_id}: {run.num_claims} claims", markup=False, highlight=False)
@@ -33,10 +35,6 @@ def verify(bundle: Annotated[Path, typer.Argument(metavar="BUNDLE")]) -> None:
     """Recompute every claim of a bundle from its data, offline; exit 1 on any mismatch or changed file.
 
     VERIFIED means consistent with itself, not authentic: see docs/publish-and-verify.md."""
-    from loadproof.errors import UsageError
-    from loadproof.verify import verify as check_bundle
-    from loadproof.verify.display import shown
-
     try:
         result = check_bundle(bundle)
     except UsageError:
