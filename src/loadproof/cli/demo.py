@@ -9,6 +9,7 @@ import typer
 
 from loadproof.cli import app, ui
 from loadproof.config.profile import packaged_profile
+from loadproof.engines import embedded
 from loadproof.errors import AcceptanceFailed
 from loadproof.scenarios.base import Target
 from loadproof.cli.common import OutOption, console, with_serving
@@ -32,8 +33,6 @@ def demo(
     windows), soak (2 clients for 20 s, every third request long), quality (5 GSM8K problems, the
     authored tasks in plain mode, retrieval at 1,024 and 2,048 tokens).
     """
-    from loadproof.engines import embedded
-
     profile = with_serving(packaged_profile("embedded"), eager, None)
     timings: dict[str, float] = {}
     watch = ui.Stopwatch()
