@@ -46,6 +46,7 @@ class Target(msgspec.Struct, kw_only=True, omit_defaults=True):
     api_key_used: bool = False
     extra_body: JSONObject = {}
     tokenizer: str | None = None
+    tokenizer_source: str | None = None  # local (--tokenizer) or engine (its /tokenize); None: none used or older run
     metrics: MetricsSourceInfo | None = None
     token_counts: str | None = None
 
