@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from loadproof.errors import UsageError
-from loadproof.sim.calibrate import Calibration, lone_ttft_s, pipeline_factor
+from loadproof.sim.calibrate import Calibration, lone_ttft_s, nnls, pipeline_factor
 from loadproof.sim.config import CostModel, SimConfig, default_capture_sizes, expected_tokens
 
 # Peak memory bandwidth per GPU (bytes/s), for the KV-read prior of decode attention.
@@ -218,8 +218,6 @@ def calibrate_published(pub: Published, *, block_size: int = 16, acceptance: flo
             y = spt * expected_tokens(alpha, k)
             rows.append([1 / y, structure.padded(b * (1 + k)) / y])
             ys.append(1.0)
-        from loadproof.sim.calibrate import nnls
-
         t0, s = nnls(rows, ys)
         err = sum((r[0] * t0 + r[1] * s - 1) ** 2 for r in rows)
         return t0, s, err
