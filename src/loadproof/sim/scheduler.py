@@ -71,6 +71,12 @@ class Emitted:
 
 @dataclass
 class Counters:
+    """The engine's own /metrics figures. Durations are in the seconds a client of the engine measures:
+    `seconds_per_modeled_s` converts the scheduler's modeled seconds (1 / time_scale behind the HTTP server,
+    1 on a virtual clock, where the client's seconds are modeled too), so the engine's TTFT and the client's
+    describe the same events on the same clock."""
+
+    seconds_per_modeled_s: float = 1.0
     num_preemptions: int = 0
     prefix_cache_queries: int = 0
     prefix_cache_hits: int = 0
@@ -81,20 +87,21 @@ class Counters:
     ttft_sum_s: float = 0.0
     ttft_count: int = 0
 
-    def observe_ttft(self, seconds: float) -> None:
+    def observe_ttft(self, modeled_s: float) -> None:
+        seconds = modeled_s * self.seconds_per_modeled_s
         self.ttft_bucket_counts[bisect.bisect_left(TTFT_BUCKETS_S, seconds)] += 1
         self.ttft_sum_s += seconds
         self.ttft_count += 1
 
 
 class Scheduler:
-    def __init__(self, config: SimConfig) -> None:
+    def __init__(self, config: SimConfig, *, seconds_per_modeled_s: float = 1.0) -> None:
         self.config = config
         self.pool = BlockPool(config.num_gpu_blocks, config.block_size, config.enable_prefix_caching)
         self.waiting: deque[SimRequest] = deque()
         self.running: list[SimRequest] = []
         self.requests: dict[str, SimRequest] = {}
-        self.counters = Counters()
+        self.counters = Counters(seconds_per_modeled_s=seconds_per_modeled_s)
         self.pipelined = config.cost.pipeline_stages > 1
 
     # -- requests in and out ------------------------------------------------------------------------

@@ -3,7 +3,8 @@
 One asyncio task drives the scheduler: it schedules a step, sleeps the step's modeled duration divided
 by `time_scale`, completes the step and hands each sampled token to its request's stream. Endpoints:
 /v1/completions and /v1/chat/completions (streaming or not; usage with `continuous_usage_stats`),
-/tokenize, /v1/models, /version, /health, /metrics (vLLM's names), and the control endpoint
+/tokenize, /v1/models, /version, /health, /metrics (vLLM's names; durations in the wall seconds its clients
+measure, whatever the time scale), and the control endpoint
 /sim/faults (GET, POST) with /sim/state for tests. A client that disconnects aborts its request, which
 frees its blocks before the next step.
 """
@@ -69,7 +70,8 @@ class DroppedConnection(Exception):
 class SimServer:
     def __init__(self, config: SimConfig) -> None:
         self.config = config
-        self.scheduler = Scheduler(config)
+        # /metrics in the wall seconds its clients measure, not the modeled seconds of --time-scale
+        self.scheduler = Scheduler(config, seconds_per_modeled_s=1 / config.time_scale)
         self.faults = config.faults
         self.streams: dict[str, Stream] = {}
         self.num_requests = 0
