@@ -17,18 +17,21 @@ from loadproof.errors import UsageError
 from loadproof.records import RequestRecord
 from loadproof.scenarios.recording import FAILURE, Console, conclude, run_once
 from loadproof.scenarios.target import Target, TargetOptions, resolve_target
+from loadproof.scenarios.token_counts import require_token_source
 
 __all__ = ["NoCommandOptions", "Scenario", "Setup", "Target", "TokenCounter", "TokenizerUse"]
 
 
 @dataclass(frozen=True)
 class TokenizerUse:
-    """Whether a scenario needs the model's tokenizer (`--tokenizer`), and what for; `engine`: whether the
-    engine's own /tokenize stands in for it when none is given (prompts sized with the engine's tokenizer)."""
+    """Whether a scenario's command requires `--tokenizer`, and what for; `engine`: whether the engine's own
+    /tokenize stands in for it when none is given (prompts sized with the engine's tokenizer); `needed`:
+    whether the run cannot go without one or the other (it stops before the run, in one line)."""
 
     required: bool
     purpose: str
     engine: bool = False
+    needed: bool = False
 
 
 class NoCommandOptions(StrictModel):
@@ -83,14 +86,18 @@ class Setup:
     target_options: TargetOptions
     manifest_extra: dict[str, Any] = field(default_factory=dict)
     resolved: Target | None = None
-    tokenize: bool = False  # the scenario sizes prompts: ask the engine's /tokenize where no --tokenizer is given
+    tokenizer: TokenizerUse | None = None  # the scenario's: whether to ask the engine's /tokenize, and need it
 
     @property
     def target(self) -> Target:
         """The target, resolved on the server the first time it is asked for (an A/B run whose arms both
-        name their own server never asks the common one)."""
+        name their own server never asks the common one); for a scenario that needs a token source, one
+        line before any run directory when it has none."""
         if self.resolved is None:
-            self.resolved = resolve_target(self.target_options, self.profile, tokenize=self.tokenize)
+            use = self.tokenizer
+            self.resolved = resolve_target(self.target_options, self.profile, tokenize=use is not None and use.engine)
+            if use is not None and use.needed:
+                require_token_source(self.resolved)
         return self.resolved
 
 

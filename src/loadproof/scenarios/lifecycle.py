@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from loadproof.config.profile import Profile, load_profile
-from loadproof.scenarios.base import Scenario, Setup
+from loadproof.scenarios.base import Scenario, Setup, TokenizerUse
 from loadproof.scenarios.options import from_cli
 from loadproof.scenarios.recording import (
     Console,
@@ -42,13 +42,13 @@ __all__ = ["Checked", "Console", "Outcome", "Setup", "TargetOptions", "check", "
 @dataclass
 class Checked:
     """A command's options, every one validated, and its profile loaded: nothing has been sent yet.
-    `tokenize`: the scenario sizes prompts, so its target asks the engine's /tokenize without --tokenizer."""
+    `tokenizer`: the scenario's use of one (`Scenario.tokenizer`), which its target's resolution follows."""
 
     options: Any
     command: Any
     target: TargetOptions
     profile: Profile | None
-    tokenize: bool = False
+    tokenizer: TokenizerUse | None = None
 
 
 def check(scenario: type[Scenario], values: dict[str, Any]) -> Checked:
@@ -58,13 +58,12 @@ def check(scenario: type[Scenario], values: dict[str, Any]) -> Checked:
     command = from_cli(scenario.CommandOptions, values, f"{scenario.name} options")
     target = from_cli(TargetOptions, values, "target")
     profile = load_profile(target.profile) if target.profile is not None else None
-    tokenize = scenario.tokenizer is not None and scenario.tokenizer.engine
-    return Checked(options, command, target, profile, tokenize)
+    return Checked(options, command, target, profile, scenario.tokenizer)
 
 
 def setup(checked: Checked) -> Setup:
     return Setup(profile=checked.profile, options=checked.options, command=checked.command, out=checked.target.out,
-                 target_options=checked.target, tokenize=checked.tokenize,
+                 target_options=checked.target, tokenizer=checked.tokenizer,
                  manifest_extra={"profile": checked.profile.model_dump() if checked.profile else None})
 
 

@@ -68,7 +68,7 @@ def new_record(target: Target, request_id: str, scenario: str, prompt: HaystackP
 
 IDLE_POLL_S = 0.25
 # the scenarios that build exact-length prompts: with the model's tokenizer, or the engine's /tokenize
-EXACT_LENGTH = TokenizerUse(required=False, engine=True,
+EXACT_LENGTH = TokenizerUse(required=False, engine=True, needed=True,
                             purpose="exact-length prompts (default: the engine's own /tokenize, where it has one)")
 
 

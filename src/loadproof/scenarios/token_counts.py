@@ -47,13 +47,22 @@ TOKENIZE_WORKERS = 8  # /tokenize requests in flight while a builder counts its 
 def tokens_for(target: Target) -> Tokens:
     """Where `target`'s prompt texts are counted: its `--tokenizer` here, else the engine's /tokenize where it
     answered when the target was resolved; else UsageError, one line asking for `--tokenizer`."""
+    require_token_source(target)
     if target.tokenizer_path is not None:
         return LocalTokens.load(target.tokenizer_path)
+    return EngineTokens(target)
+
+
+def require_token_source(target: Target) -> None:
+    """UsageError, one line asking for `--tokenizer`, when `target` has no source of token counts for
+    exact-length prompts (or `--token-counts local` has no tokenizer folder to read)."""
+    if target.tokenizer_path is not None:
+        return
     if target.token_counts == "local":
         raise UsageError("--token-counts local counts with the model's tokenizer and chat template here: give "
                          "--tokenizer PATH (the tokenizer's folder)")
     if target.tokenizer_source == "engine":
-        return EngineTokens(target)
+        return
     why = f" ({target.tokenize_url} answered {target.served.tokenize_error})" if target.served.tokenize_error else ""
     raise UsageError(f"exact-length prompts need the model's tokenizer: the target does not count tokens for us"
                      f"{why}; give --tokenizer PATH (tokenizer.json or its folder)")
