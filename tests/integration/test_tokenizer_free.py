@@ -24,7 +24,7 @@ def test_a_load_run_needs_no_tokenizer_where_the_engine_tokenizes(tmp_path: Path
     assert proc.returncode == 0, proc.stderr[-3000:]
     (run,) = tmp_path.glob("load-*")
     manifest = json.loads((run / "manifest.json").read_text())
-    assert manifest["target"]["tokenizer"] is None and manifest["target"]["tokenizer_source"] == "engine"
+    assert manifest["target"].get("tokenizer") is None and manifest["target"]["tokenizer_source"] == "engine"
     assert manifest["plan"]["overhead_source"] == "engine /tokenize"
     claims = {c["name"]: c["value"] for c in json.loads((run / "claims.json").read_text())["claims"]}
     assert claims["load.requests"] == 20 and claims["load.failed_requests"] == 0
