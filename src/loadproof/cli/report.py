@@ -8,20 +8,16 @@ from typing import Annotated
 import typer
 
 from loadproof.cli import app, ui
-from loadproof.cli.common import show_report
+from loadproof.cli.common import console, show_report
+from loadproof.scenarios.load.series import is_series_folder, report_series
 
 
 @app.command()
 def report(run_dir: Annotated[Path, typer.Argument(metavar="RUN_DIR")]) -> None:
     """Recompute the claims of a run directory and write claims.json, report.md and report.html (a load
     sweep or rate search folder: its summary, from its run directories)."""
-    from loadproof.scenarios.load_series import is_series_folder, report_series
-
     if is_series_folder(run_dir):
-        from loadproof.cli.common import console
-
         report_series(run_dir, console)
-        ui.out.print(f"html: {run_dir / 'report.html'}", markup=False, highlight=False)
-        return
-    show_report(run_dir)
+    else:
+        show_report(run_dir)
     ui.out.print(f"html: {run_dir / 'report.html'}", markup=False, highlight=False)
