@@ -83,7 +83,8 @@ def dump_dataset(url: str, model: str, tokenizer: Path, rate: float, arrival: st
                  output_tokens: int, seed: int, path: Path) -> dict:
     """loadproof's own plan for these settings: its prompts (one per line, schedule order) to `path`."""
     from loadproof.scenarios.base import Target
-    from loadproof.scenarios.load import LoadOptions, LoadScenario
+    from loadproof.scenarios.load.options import LoadOptions
+    from loadproof.scenarios.load.scenario import LoadScenario
 
     target = Target(url=url, model=model, endpoint="completions", tokenizer_path=tokenizer)
     options = LoadOptions(rate=rate, arrival=arrival, num_requests=n, input_tokens=input_tokens,

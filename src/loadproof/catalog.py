@@ -48,7 +48,8 @@ def _entry(name: str, scenario_class: str, plan_class: str, *, figures: bool = F
 SCENARIOS: dict[str, Entry] = {
     "throughput": _entry("throughput", "ThroughputScenario", "ThroughputPlan", figures=True, splits_by_repeat=True,
                          demo=True),
-    "load": _entry("load", "LoadScenario", "LoadPlan", demo=True),
+    "load": Entry("loadproof.scenarios.load.scenario:LoadScenario", "loadproof.plans.load:LoadPlan",
+                  "loadproof.metrics.load:claims_of_run", demo="loadproof.scenarios.load.scenario:demo"),
     "replay": _entry("replay", "ReplayScenario", "ReplayPlan"),
     "sessions": _entry("sessions", "SessionsScenario", "SessionsPlan"),
     "capacity": _entry("capacity", "CapacityScenario", "CapacityPlan", figures=True, demo=True),

@@ -3,7 +3,7 @@
 The trace (`workloads.traces`: Mooncake JSONL, Azure CSV, plain CSV) gives each request's send time,
 input and output length, and for Mooncake the hash ids of its 512-token blocks. Each prompt is built
 from its blocks (`BlockPrompts`: requests sharing a hash id share exactly that block's tokens), every
-body before the first send, and the load scenario's sender (`scenarios.load.OpenLoop`) sends each at its
+body before the first send, and the load scenario's sender (`scenarios.load.sender.OpenLoop`) sends each at its
 time, never waiting for the server. The claims (`metrics.replay`) are the load scenario's, named
 `replay.*`, plus the expected prefix-cache hit rate against the engine's own.
 """
@@ -23,7 +23,9 @@ from loadproof.plans.replay import ReplayPlan
 from loadproof.protocol.openai import request_body
 from loadproof.scenarios.base import model_info
 from loadproof.scenarios.live import LiveStatus
-from loadproof.scenarios.load import Planned, Slo, SLO_SYNTAX, send_schedule
+from loadproof.scenarios.load.schedule import Planned
+from loadproof.scenarios.load.sender import send_schedule
+from loadproof.scenarios.load.slo import SLO_SYNTAX, Slo
 from loadproof.scenarios.long_context import EXACT_LENGTH, MetricsScenario, haystack_target
 from loadproof.scenarios.options import cli, idle_timeout_field, sample_interval_field
 from loadproof.scenarios.token_counts import PROBE_LINE

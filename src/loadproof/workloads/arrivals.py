@@ -19,11 +19,14 @@ one gap); and, as vLLM does, N requests are drawn (`--num-requests`, or R x `--d
 offsets rescaled so that the last lands on N/R: the schedule offers exactly R, whatever the seed (the
 gaps' shape, their coefficient of variation, is unchanged). With a ramp-up or stages nothing is
 rescaled (vLLM does not rescale a ramp either): the count is what the process draws until the end.
-`--rate inf` sends every request at offset 0.
+A rate of "all at once" (`--rate inf`: every request at offset 0) is one typed value, `ALL_AT_ONCE`,
+never an infinite float: `RequestRate` is a finite number of requests/s > 0 or `ALL_AT_ONCE`, and
+`parse_rate` is the one place text becomes one.
 """
 
 from __future__ import annotations
 
+import enum
 import math
 import random
 from collections.abc import Callable
@@ -31,6 +34,25 @@ from dataclasses import dataclass, field
 
 ARRIVALS = ("poisson", "constant", "gamma")
 MAX_PLANNED_REQUESTS = 10_000_000  # a schedule larger than this is refused before anything is drawn
+RATE_SYNTAX = "a number of requests/s > 0, or inf (every request at once)"
+
+
+class AllAtOnce(enum.Enum):
+    """The rate of a schedule that sends every request at once, at offset 0 (`--rate inf`)."""
+
+    ALL_AT_ONCE = "inf"
+
+    def __str__(self) -> str:
+        return "inf"  # as it is typed on the command line and stored in the options
+
+
+ALL_AT_ONCE = AllAtOnce.ALL_AT_ONCE
+RequestRate = float | AllAtOnce  # a finite number of requests/s > 0, or ALL_AT_ONCE
+
+
+def rate_text(rate: RequestRate) -> str:
+    """`inf` or the rate as typed (`2.5`)."""
+    return str(rate) if rate is ALL_AT_ONCE else f"{rate:g}"
 
 
 @dataclass(frozen=True)
@@ -65,10 +87,10 @@ class Segment:
 
 @dataclass(frozen=True)
 class ArrivalSpec:
-    """What a schedule is drawn from. Exactly one of `rate_rps` (math.inf: all at once) and `stages`."""
+    """What a schedule is drawn from. Exactly one of `rate_rps` (a finite rate, or ALL_AT_ONCE) and `stages`."""
 
     arrival: str = "poisson"
-    rate_rps: float | None = None
+    rate_rps: RequestRate | None = None
     stages: tuple[Stage, ...] = ()
     burstiness: float = 1.0
     ramp_up_s: float = 0.0
@@ -81,8 +103,10 @@ class ArrivalSpec:
             raise ValueError(f"unknown arrival process {self.arrival!r} (one of {', '.join(ARRIVALS)})")
         if (self.rate_rps is None) == (not self.stages):
             raise ValueError("give a rate or stages, not both and not neither")
-        if self.rate_rps is not None and not self.rate_rps > 0:
-            raise ValueError("the rate must be > 0")
+        rate = self.rate_rps
+        if rate is not None and rate is not ALL_AT_ONCE and not (
+                isinstance(rate, (int, float)) and not isinstance(rate, bool) and 0 < rate < math.inf):
+            raise ValueError("the rate must be a finite number > 0 (every request at once: ALL_AT_ONCE)")
         if any(not (s.rate_rps > 0 and math.isfinite(s.rate_rps) and s.duration_s > 0) for s in self.stages):
             raise ValueError("every stage needs a rate > 0 (not inf) and a duration > 0")
         if not self.burstiness > 0:
@@ -96,20 +120,26 @@ class ArrivalSpec:
 
     @property
     def all_at_once(self) -> bool:
-        return self.rate_rps is not None and math.isinf(self.rate_rps)
+        return self.rate_rps is ALL_AT_ONCE
+
+    @property
+    def constant_rps(self) -> float | None:
+        """The constant rate in requests/s; None with stages or all at once."""
+        return None if self.rate_rps is None or self.rate_rps is ALL_AT_ONCE else float(self.rate_rps)
 
     @property
     def rescaled(self) -> bool:
         """A constant rate without a ramp-up: the offsets are rescaled to offer exactly the rate."""
-        return self.rate_rps is not None and not self.all_at_once and self.ramp_up_s == 0
+        return self.constant_rps is not None and self.ramp_up_s == 0
 
     @property
     def planned_count(self) -> int:
         """With `rescaled`: num_requests, or floor(rate x duration_s), the smaller with both."""
-        assert self.rate_rps is not None
+        rate = self.constant_rps
+        assert rate is not None
         counts = [self.num_requests] if self.num_requests is not None else []
         if self.duration_s is not None:
-            counts.append(_bounded(math.floor(self.rate_rps * self.duration_s + 1e-9)))
+            counts.append(_bounded(math.floor(rate * self.duration_s + 1e-9)))
         return _bounded(min(counts))
 
     @property
@@ -149,14 +179,15 @@ class ArrivalSpec:
 
 
 def _segments(spec: ArrivalSpec) -> list[Segment]:
-    first = spec.rate_rps if spec.rate_rps is not None else spec.stages[0].rate_rps
+    rate = spec.constant_rps
+    first = rate if rate is not None else spec.stages[0].rate_rps
     out: list[Segment] = []
     t = 0.0
     if spec.ramp_up_s > 0:
         out.append(Segment(0.0, spec.ramp_up_s, 0.0, first))
         t = spec.ramp_up_s
-    if spec.rate_rps is not None:
-        out.append(Segment(t, math.inf, spec.rate_rps, spec.rate_rps))
+    if rate is not None:
+        out.append(Segment(t, math.inf, rate, rate))
     for stage in spec.stages:
         out.append(Segment(t, t + stage.duration_s, stage.rate_rps, stage.rate_rps))
         t += stage.duration_s
@@ -191,14 +222,14 @@ def intended_offsets(spec: ArrivalSpec, seed: int, *, rescale: bool = True) -> l
     """
     if spec.all_at_once:
         return [0.0] * _bounded(spec.num_requests or 0)
-    if spec.rescaled and rescale:
-        assert spec.rate_rps is not None
+    rate = spec.constant_rps
+    if spec.rescaled and rescale and rate is not None:
         n = spec.planned_count
-        raw = intended_offsets(ArrivalSpec(arrival=spec.arrival, rate_rps=spec.rate_rps, burstiness=spec.burstiness,
+        raw = intended_offsets(ArrivalSpec(arrival=spec.arrival, rate_rps=rate, burstiness=spec.burstiness,
                                            num_requests=n), seed, rescale=False) if n else []
         if not raw or raw[-1] <= 0:
             return raw
-        factor = n / spec.rate_rps / raw[-1]
+        factor = n / rate / raw[-1]
         return [t * factor for t in raw]
     limit = spec.num_requests if spec.num_requests is not None else math.inf
     end_s = spec.end_s
@@ -227,21 +258,27 @@ def _bounded(n: int) -> int:
     return n
 
 
-def parse_rate(value: object) -> float:
-    """`--rate`: a number of requests/s > 0, or `inf` (everything at once)."""
+def parse_rate(value: object) -> RequestRate:
+    """`--rate`: a number of requests/s > 0, or `inf` (every request at once: ALL_AT_ONCE). The edge where
+    a rate is validated, once: a float infinity (a TOML `inf`) is ALL_AT_ONCE too, so no infinite float
+    goes further."""
+    if value is ALL_AT_ONCE:
+        return ALL_AT_ONCE
     if isinstance(value, bool):
-        raise ValueError("takes a number of requests/s > 0, or inf")
+        raise ValueError(f"takes {RATE_SYNTAX}")
     if isinstance(value, (int, float)):
         rate = float(value)
     else:
         text = str(value).strip().lower()
+        if text in ("inf", "infinity"):
+            return ALL_AT_ONCE
         try:
-            rate = math.inf if text in ("inf", "infinity") else float(text)
+            rate = float(text)
         except ValueError:
-            raise ValueError("takes a number of requests/s > 0, or inf (all at once)") from None
+            raise ValueError(f"takes {RATE_SYNTAX}") from None
     if math.isnan(rate) or rate <= 0:
         raise ValueError("must be > 0 requests/s (or inf: all at once)")
-    return rate
+    return ALL_AT_ONCE if math.isinf(rate) else rate
 
 
 def parse_stages(value: object) -> tuple[Stage, ...]:

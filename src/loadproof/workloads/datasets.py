@@ -11,12 +11,12 @@ Formats (`--dataset-format`, `auto` by the file's extension):
 
 A folder is read as every file of the format inside it, in name order (a local copy of a hub data set).
 `--dataset-columns prompt=question,output_tokens=n` maps the fields a reader looks for to the file's own
-names (`conversations` too, for ShareGPT). Every reader streams: a ShareGPT array is decoded one object
-at a time, a JSONL file one line at a time, Parquet and Arrow one record batch at a time, so a file of
-100,000 rows is never held whole; only the rows sampled are kept.
+names (`conversations` too, for ShareGPT). Every reader streams (`workloads.dataset_readers`), so a file
+of 100,000 rows is never held whole; only the rows sampled are kept.
 
-Selection, in this order: rows that do not parse are an error naming the file and row (or, with
-`skip_bad_rows`, counted and skipped); rows with no usable prompt are counted (`no_prompt`); the length
+Selection, in this order: rows that do not parse (not JSON, not an object, not valid UTF-8, nested too
+deep to read, a field of the wrong type) are an error naming the file, the row and, for the text
+formats, the line (or, with `skip_bad_rows`, counted and skipped); rows with no usable prompt are counted (`no_prompt`); the length
 filters (`min_input_tokens`, `max_input_tokens`, on the prompt's tokens as the engine counts them) drop
 rows and count them; of the rest, `first` keeps the first N in file order, `random` a uniform sample of
 N drawn with `random.Random("<seed>:dataset")` (reservoir sampling, so memory is N rows) and shuffled
@@ -34,27 +34,20 @@ import hashlib
 import json
 import random
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from loadproof.config.base import split_pairs
-from loadproof.errors import UsageError
+from loadproof.workloads.dataset_readers import BATCH, FIELDS, READERS, BadRow, DatasetError
+from loadproof.workloads.rows import TOO_DEEP
 
 FORMATS = ("auto", "sharegpt", "jsonl", "parquet", "arrow")
-FIELDS = ("prompt", "messages", "output_tokens", "conversations")
 SAMPLES = ("random", "first")
 _EXTENSIONS = {".json": "sharegpt", ".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet",
                ".arrow": "arrow", ".feather": "arrow", ".ipc": "arrow"}
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
-BATCH = 1024  # rows tokenized together
-CHUNK = 1 << 20  # bytes a streaming reader reads at a time
-MAX_OBJECT = 64 << 20  # a ShareGPT object longer than this is taken as malformed
-
-
-class DatasetError(UsageError):
-    """A data set that cannot be read as asked: one line naming the file, the row and the problem."""
 
 
 @dataclass(slots=True)
@@ -207,147 +200,6 @@ def file_digest(files: list[Path]) -> str:
     return h.hexdigest()
 
 
-# --- readers: each yields (row, dict or an error text) ---------------------------------------------------
-
-RowReader = Callable[[Path, dict[str, str]], Iterator[tuple[int, Any]]]
-READERS: dict[str, RowReader] = {}
-
-
-def reader(name: str) -> Callable[[RowReader], RowReader]:
-    def register(fn: RowReader) -> RowReader:
-        READERS[name] = fn
-        return fn
-    return register
-
-
-class BadRow(str):
-    """A row that did not parse: the problem, as text."""
-
-
-@reader("jsonl")
-def read_jsonl(path: Path, columns: dict[str, str]) -> Iterator[tuple[int, Any]]:
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        row = -1
-        for line in fh:
-            if not line.strip():
-                continue
-            row += 1
-            try:
-                value = json.loads(line)
-            except json.JSONDecodeError as exc:
-                yield row, BadRow(f"not JSON ({exc.msg} at column {exc.colno})")
-                continue
-            yield row, value if isinstance(value, dict) else BadRow(f"not a JSON object ({type(value).__name__})")
-
-
-@reader("sharegpt")
-def read_sharegpt(path: Path, columns: dict[str, str]) -> Iterator[tuple[int, Any]]:
-    """A JSON array of objects, decoded one object at a time (objects one after another are taken too)."""
-    decoder = json.JSONDecoder()
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        buf, pos, eof = "", 0, False
-        row, opened = 0, False
-
-        def more() -> None:
-            nonlocal buf, pos, eof
-            chunk = fh.read(CHUNK)
-            buf, pos, eof = buf[pos:] + chunk, 0, not chunk
-
-        while True:
-            while True:
-                while pos < len(buf) and buf[pos] in " \t\r\n,":
-                    pos += 1
-                if pos < len(buf) or eof:
-                    break
-                more()
-            if pos >= len(buf):
-                if opened:
-                    raise DatasetError(f"{path}: row {row}: the JSON array is not closed (a cut file?)")
-                if row == 0:
-                    raise DatasetError(f"{path}: empty: no ShareGPT rows")
-                return
-            if row == 0 and not opened and buf[pos] == "[":
-                opened = True
-                pos += 1
-                continue
-            if buf[pos] == "]":
-                return
-            try:
-                value, end = decoder.raw_decode(buf, pos)
-            except json.JSONDecodeError as exc:
-                if not eof and len(buf) - pos < MAX_OBJECT:
-                    more()
-                    continue
-                raise DatasetError(f"{path}: row {row}: not JSON ({exc.msg}); the rest of the file cannot be "
-                                   "read") from None
-            pos = end
-            yield row, value if isinstance(value, dict) else BadRow(f"not a JSON object ({type(value).__name__})")
-            row += 1
-
-
-def _pyarrow(fmt: str) -> Any:
-    try:
-        import pyarrow  # noqa: F401
-    except ImportError:
-        raise DatasetError(f"reading {fmt} needs pyarrow: pip install 'loadproof[parquet]'") from None
-    return pyarrow
-
-
-@reader("parquet")
-def read_parquet(path: Path, columns: dict[str, str]) -> Iterator[tuple[int, Any]]:
-    _pyarrow("Parquet")
-    import pyarrow.parquet as pq
-
-    try:
-        pf = pq.ParquetFile(path)
-    except Exception as exc:  # pyarrow raises its own types
-        raise DatasetError(f"{path}: not a Parquet file ({exc})") from None
-    names = set(pf.schema_arrow.names)
-    wanted = [c for c in _wanted_columns(columns) if c in names]
-    if not wanted:
-        raise DatasetError(f"{path}: none of the columns {', '.join(_wanted_columns(columns))} (its columns: "
-                           f"{', '.join(sorted(names))}); map them with --dataset-columns")
-    row = 0
-    for batch in pf.iter_batches(batch_size=BATCH, columns=wanted):
-        for value in batch.to_pylist():
-            yield row, value
-            row += 1
-
-
-@reader("arrow")
-def read_arrow(path: Path, columns: dict[str, str]) -> Iterator[tuple[int, Any]]:
-    pa = _pyarrow("Arrow")
-    import pyarrow.ipc as ipc
-
-    source = pa.memory_map(str(path), "r")
-    try:
-        batches: Any = ipc.open_file(source)
-        batch_list = (batches.get_batch(i) for i in range(batches.num_record_batches))
-        schema = batches.schema
-    except pa.ArrowInvalid:
-        try:
-            source = pa.memory_map(str(path), "r")
-            batches = ipc.open_stream(source)
-            batch_list = iter(batches)
-            schema = batches.schema
-        except pa.ArrowInvalid as exc:
-            raise DatasetError(f"{path}: not an Arrow IPC file or stream ({exc})") from None
-    names = set(schema.names)
-    wanted = [c for c in _wanted_columns(columns) if c in names]
-    if not wanted:
-        raise DatasetError(f"{path}: none of the columns {', '.join(_wanted_columns(columns))} (its columns: "
-                           f"{', '.join(sorted(names))}); map them with --dataset-columns")
-    row = 0
-    for batch in batch_list:
-        for value in batch.select(wanted).to_pylist():
-            yield row, value
-            row += 1
-
-
-def _wanted_columns(columns: dict[str, str]) -> list[str]:
-    return [columns.get(f, f) for f in FIELDS]
-
-
 # --- rows -> items ----------------------------------------------------------------------------------------
 
 def to_item(row: int, value: dict[str, Any], fmt: str, columns: dict[str, str]) -> Item | str | None:
@@ -442,13 +294,16 @@ def select(spec: DatasetSpec, n: int, count: Callable[[list[Item]], list[int]]) 
     going = True
     for f in files:
         last = -1
-        for row, value in read(f, spec.columns):
+        for row, line, value in read(f, spec.columns):
             last = row
             sel.rows += 1
             problem: str | None = value if isinstance(value, BadRow) else None
             item = None
             if problem is None:
-                got = to_item(base + row, value, fmt, spec.columns)
+                try:
+                    got = to_item(base + row, value, fmt, spec.columns)
+                except RecursionError:  # a field nested just short of what json reads, too deep to walk here
+                    got = TOO_DEEP
                 if isinstance(got, str):
                     problem = got
                 elif got is None:
@@ -456,7 +311,7 @@ def select(spec: DatasetSpec, n: int, count: Callable[[list[Item]], list[int]]) 
                 else:
                     item = got
             if problem is not None:
-                where = f"{f}: row {row}" + (f" (line {row + 1})" if fmt == "jsonl" else "")
+                where = f"{f}: row {row}" + (f" (line {line})" if line is not None else "")
                 if not spec.skip_bad_rows:
                     raise DatasetError(f"{where}: {problem} (--skip-bad-rows skips such rows, counting them)")
                 sel.bad_rows += 1

@@ -9,8 +9,8 @@ Formats (`--format`):
 | `csv` | CSV with a header: `timestamp` (seconds), `input`, `output` | anything else |
 
 Timestamps must not decrease and must not be negative: a row that breaks either, lacks a field, or does
-not parse is one error naming the file, the row (1-based line) and the problem; `skip_bad_rows` skips
-such rows and counts them.
+not parse (not valid UTF-8, not JSON, nested too deep to read: `workloads.rows`) is one error naming the
+file, the row (1-based line) and the problem; `skip_bad_rows` skips such rows and counts them.
 
 Prompts (`BlockPrompts`): a request of L tokens with hash ids h_1..h_m is the concatenation of blocks
 B(h_1) .. B(h_m), each exactly `block_tokens` tokens, the last cut to what remains of L. B(h) is a pure
@@ -35,7 +35,6 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import hashlib
-import json
 import math
 import random
 from collections.abc import Iterator
@@ -44,6 +43,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from loadproof.errors import UsageError
+from loadproof.workloads.rows import open_text, parse_json, utf8_problem
 
 if TYPE_CHECKING:
     from loadproof.workloads.synthetic import SyntheticPrompts
@@ -79,14 +79,13 @@ class TraceRead:
 
 
 def _mooncake(path: Path) -> Iterator[tuple[int, TraceRow | str]]:
-    with open(path, encoding="utf-8", errors="replace") as fh:
+    with open_text(path) as fh:
         for line_no, line in enumerate(fh, 1):
             if not line.strip():
                 continue
-            try:
-                value = json.loads(line)
-            except json.JSONDecodeError as exc:
-                yield line_no, f"not JSON ({exc.msg})"
+            value, problem = parse_json(line)
+            if problem is not None:
+                yield line_no, problem
                 continue
             if not isinstance(value, dict):
                 yield line_no, "not a JSON object"
@@ -111,11 +110,14 @@ def _mooncake(path: Path) -> Iterator[tuple[int, TraceRow | str]]:
 
 
 def _csv(path: Path, columns: tuple[str, str, str], azure: bool) -> Iterator[tuple[int, TraceRow | str]]:
-    with open(path, encoding="utf-8", errors="replace", newline="") as fh:
+    with open_text(path, newline="") as fh:
         reader = csv.reader(fh)
         header = next(reader, None)
         if header is None:
             raise TraceError(f"{path}: empty: no header")
+        bad = utf8_problem(",".join(header))
+        if bad is not None:
+            raise TraceError(f"{path}: line 1: the header is {bad}")
         names = [h.strip() for h in header]
         lower = [h.lower() for h in names]
         index = []
@@ -125,6 +127,10 @@ def _csv(path: Path, columns: tuple[str, str, str], azure: bool) -> Iterator[tup
             index.append(lower.index(col.lower()))
         for line_no, cells in enumerate(reader, 2):
             if not cells or not any(c.strip() for c in cells):
+                continue
+            bad = utf8_problem(",".join(cells))
+            if bad is not None:
+                yield line_no, bad
                 continue
             if len(cells) < len(names):
                 yield line_no, f"{len(cells)} fields, the header has {len(names)}"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from loadproof.scenarios.load import LoadOptions
+from loadproof.scenarios.load.options import LoadOptions
 
 
 def options(**values):

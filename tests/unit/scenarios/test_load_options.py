@@ -10,9 +10,10 @@ import sys
 import pytest
 
 from loadproof.errors import ConfigError
-from loadproof.scenarios.load import LoadOptions, parse_slo
+from loadproof.scenarios.load.options import LoadOptions
+from loadproof.scenarios.load.slo import parse_slo
 from loadproof.scenarios.options import from_cli
-from loadproof.workloads.arrivals import Stage
+from loadproof.workloads.arrivals import ALL_AT_ONCE, Stage
 from loadproof.workloads.synthetic import Lengths
 
 # an unreachable server: an option error must come first, or the run would fail with exit 3 instead
@@ -80,7 +81,7 @@ def test_good_options_read_back_as_given():
     assert dumped["stages"] == "2:30,4:15" and dumped["input_tokens"] == "lognormal:512:0.5"
     assert LoadOptions.model_validate(dumped) == options
     burst = from_cli(LoadOptions, {"rate": "inf", "num_requests": 9}, "load options")
-    assert math.isinf(burst.rate) and burst.model_dump()["rate"] == "inf"
+    assert burst.rate is ALL_AT_ONCE and burst.all_at_once and burst.model_dump()["rate"] == "inf"
     assert LoadOptions.model_validate(burst.model_dump()) == burst
 
 

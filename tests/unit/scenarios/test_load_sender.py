@@ -15,9 +15,11 @@ import pytest
 
 from loadproof.client import RequestSpec
 from loadproof.metrics.load import load_claims
+from loadproof.rundir import Event
 from loadproof.plans.load import LoadLengths, LoadPlan
 from loadproof.records import RequestRecord
-from loadproof.scenarios.load import SPIN_NS, OpenLoop, Planned
+from loadproof.scenarios.load.schedule import Planned
+from loadproof.scenarios.load.sender import SPIN_NS, OpenLoop
 from loadproof.workloads.arrivals import ArrivalSpec, intended_offsets
 
 NS = 1_000_000_000
@@ -98,7 +100,7 @@ def test_the_sends_keep_the_schedules_mean_and_coefficient_of_variation(arrival,
     mean = statistics.fmean(gaps)
     assert mean == pytest.approx(1 / rate, rel=0.03)
     assert statistics.pstdev(gaps) / mean == pytest.approx(1 / math.sqrt(burstiness), rel=0.04)
-    claims = {c.name: c for c in load_claims(records, plan(n), [{"kind": "schedule_start", "t_ns": sender.t0}], [])}
+    claims = {c.name: c for c in load_claims(records, plan(n), [Event(kind="schedule_start", t_ns=sender.t0)], [])}
     assert claims["load.client_limited"].value is False
     assert claims["load.send_lag_s.max"].value < 1e-4
     assert claims["load.achieved_rate_rps"].value == pytest.approx(rate, rel=0.03)
@@ -110,7 +112,7 @@ def test_a_late_client_shows_as_lag_and_is_called_client_limited():
     # each request costs the client 12 ms where the schedule leaves 10: it falls behind, 2 ms a request
     sender, client = send(offsets, clock, max_concurrency=None, cost_ns=12_000_000)
     records = sorted(client.records, key=lambda r: r.batch)
-    claims = {c.name: c for c in load_claims(records, plan(len(offsets)), [{"kind": "schedule_start", "t_ns": sender.t0}], [])}
+    claims = {c.name: c for c in load_claims(records, plan(len(offsets)), [Event(kind="schedule_start", t_ns=sender.t0)], [])}
     assert claims["load.client_limited"].value is True, claims["load.client_limited"].formula
     assert claims["load.client_lag_s.max"].value > 1.0
 
@@ -138,7 +140,7 @@ def test_the_concurrency_cap_makes_the_queueing_explicit():
     assert len(records) == 5 and all(r.ok for r in records)
     waits = [(r.send_ns - r.dispatch_ns) / NS for r in records]
     assert waits[:2] == [0.0, 0.0] and all(w >= 1.5 for w in waits[2:])
-    claims = {c.name: c.value for c in load_claims(records, plan(5), [{"kind": "schedule_start", "t_ns": sender.t0}], [])}
+    claims = {c.name: c.value for c in load_claims(records, plan(5), [Event(kind="schedule_start", t_ns=sender.t0)], [])}
     assert claims["load.queue_wait_s.max"] >= 1.5 and claims["load.client_lag_s.max"] < 0.01
     assert claims["load.send_lag_s.max"] >= 1.5
     for r in records[2:]:  # answered 0.1 s after their send, but 1.5 s and more after the schedule meant them

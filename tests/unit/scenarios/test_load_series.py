@@ -9,8 +9,9 @@ import sys
 import pytest
 
 from loadproof.metrics.load_series import search_claims, trial_verdict
-from loadproof.scenarios.load import LoadOptions
+from loadproof.scenarios.load.options import LoadOptions
 from loadproof.scenarios.options import from_cli
+from loadproof.workloads.arrivals import ALL_AT_ONCE
 
 BASE = ["run", "load", "--url", "http://127.0.0.1:9", "--tokenizer", "README.md"]  # unreachable: options first
 
@@ -92,18 +93,17 @@ class FakeConsole:
         self.lines.append(title)
 
 
-def fake_runs(monkeypatch, tmp_path, interrupt_at: int, attainment_of=lambda rate: 100.0):
-    """run_load replaced: each call makes an empty run directory and returns claims; the call numbered
-    `interrupt_at` raises KeyboardInterrupt, as Ctrl-C during that run would."""
+def fake_runs(tmp_path, interrupt_at: int, attainment_of=lambda rate: 100.0):
+    """A stand-in for `run_load`: each call records the options it was given, makes an empty run directory and
+    returns claims; the call numbered `interrupt_at` raises KeyboardInterrupt, as Ctrl-C during that run would."""
     from types import SimpleNamespace
 
     from loadproof.metrics.claims import count, fact, number
-    from loadproof.scenarios import load_series
 
-    calls = []
+    calls: list[LoadOptions] = []
 
-    def run_load(target, options, out, console, *, rate=None, manifest_extra=None, **overrides):
-        calls.append((rate, overrides))
+    def run_trial(target, options, out, console, manifest_extra):
+        calls.append(options)
         if len(calls) == interrupt_at:
             raise KeyboardInterrupt
         path = out / f"load-{len(calls)}"
@@ -111,36 +111,42 @@ def fake_runs(monkeypatch, tmp_path, interrupt_at: int, attainment_of=lambda rat
         rps = 5.0 * len(calls)
         claims = [count("load.requests", 10, "requests", "x", direction="neither"),
                   number("load.request_throughput_rps", rps, "requests/s", "x", 3, direction="higher"),
-                  number("load.slo_attainment_pct", attainment_of(rate), "%", "x", 2, direction="higher"),
+                  number("load.slo_attainment_pct", attainment_of(options.rate), "%", "x", 2, direction="higher"),
                   fact("load.client_limited", False, "x")]
         return SimpleNamespace(run_path=path, report=SimpleNamespace(claims=claims))
 
-    monkeypatch.setattr(load_series, "run_load", run_load)
-    return calls
+    return run_trial, calls
 
 
 def series_setup(tmp_path, **values):
-    from loadproof.scenarios.base import Target
-    from loadproof.scenarios.lifecycle import Setup
+    from loadproof.scenarios.base import Setup
+    from loadproof.scenarios.target import Target
 
     opts = from_cli(LoadOptions, values, "load")
     return Setup(profile=None, options=opts, command=None, out=tmp_path, target_options=None,  # type: ignore[arg-type]
                  resolved=Target(url="http://127.0.0.1:9", model="m", endpoint="completions"))
 
 
-def test_an_interrupted_sweep_keeps_every_finished_point_and_says_how_far_it_got(monkeypatch, tmp_path):
+def test_an_interrupted_sweep_keeps_every_finished_point_and_says_how_far_it_got(tmp_path):
     import json
 
-    from loadproof.scenarios.load_series import sweep_command
+    from loadproof.scenarios.load.series import sweep_command
 
-    calls = fake_runs(monkeypatch, tmp_path, interrupt_at=4)
+    run_trial, calls = fake_runs(tmp_path, interrupt_at=4)
     console = FakeConsole()
     with pytest.raises(KeyboardInterrupt):
-        sweep_command(series_setup(tmp_path, sweep="auto", sweep_points=3, num_requests=10), console)
-    assert calls[0] == ("inf", {"duration_s": None, "ramp_up_s": 0.0, "arrival": "poisson", "burstiness": 1.0,
-                                "max_concurrency": 1})  # synchronous: one at a time
-    assert calls[1][0] == "inf" and "max_concurrency" not in calls[1][1]  # throughput: all at once
-    assert calls[2][0] == pytest.approx(5 + (10 - 5) / 3, rel=1e-3)  # r_sync + (r_max - r_sync) / K
+        sweep_command(series_setup(tmp_path, sweep="auto", sweep_points=3, num_requests=10, max_concurrency=6,
+                                   ramp_up_s=2.0, arrival="gamma", burstiness=0.5), console, run_trial)
+    synchronous, throughput, first = calls[0], calls[1], calls[2]
+    assert synchronous.rate is ALL_AT_ONCE and synchronous.max_concurrency == 1  # one at a time
+    assert (synchronous.ramp_up_s, synchronous.duration_s, synchronous.arrival, synchronous.burstiness) == \
+        (0.0, None, "poisson", 1.0)  # all at once: no ramp, no gaps drawn
+    assert throughput.rate is ALL_AT_ONCE and throughput.max_concurrency == 6  # all at once, the cap as given
+    assert first.rate == pytest.approx(5 + (10 - 5) / 3, rel=1e-3)  # r_sync + (r_max - r_sync) / K
+    assert (first.ramp_up_s, first.arrival, first.burstiness, first.max_concurrency) == (2.0, "gamma", 0.5, 6)
+    for options in calls:  # a plain run, typed as a fresh validation of its dump would make it
+        assert options.sweep is None and options.search is None
+        assert LoadOptions.model_validate(options.model_dump()) == options
     (folder,) = tmp_path.glob("load-sweep-*")
     summary = json.loads((folder / "sweep.json").read_text())
     assert summary["interrupted"] is True and not summary["completed"] and len(summary["points"]) == 3
@@ -149,15 +155,17 @@ def test_an_interrupted_sweep_keeps_every_finished_point_and_says_how_far_it_got
     assert (folder / "report.md").is_file()
 
 
-def test_an_interrupted_search_keeps_every_finished_trial(monkeypatch, tmp_path):
+def test_an_interrupted_search_keeps_every_finished_trial(tmp_path):
     import json
 
-    from loadproof.scenarios.load_series import rate_search_command
+    from loadproof.scenarios.load.series import rate_search_command
 
-    fake_runs(monkeypatch, tmp_path, interrupt_at=3)
+    run_trial, calls = fake_runs(tmp_path, interrupt_at=3)
     console = FakeConsole()
     with pytest.raises(KeyboardInterrupt):
-        rate_search_command(series_setup(tmp_path, search="rate", slo="ttft=1s", duration_s=5, rate=2), console)
+        rate_search_command(series_setup(tmp_path, search="rate", slo="ttft=1s", duration_s=5, rate=2), console,
+                            run_trial)
+    assert [(o.rate, o.duration_s, o.search) for o in calls] == [(2, 5, None), (4, 5, None), (8, 5, None)]
     (folder,) = tmp_path.glob("load-search-*")
     summary = json.loads((folder / "search.json").read_text())
     assert [t["rate_rps"] for t in summary["trials"]] == [2, 4] and summary["interrupted"] is True
@@ -167,11 +175,12 @@ def test_an_interrupted_search_keeps_every_finished_trial(monkeypatch, tmp_path)
     assert any("search interrupted after 2 finished trial(s)" in line for line in console.lines)
 
 
-def test_a_search_where_no_rate_passes_fails_with_exit_1(monkeypatch, tmp_path):
+def test_a_search_where_no_rate_passes_fails_with_exit_1(tmp_path):
     from loadproof.errors import AcceptanceFailed
-    from loadproof.scenarios.load_series import rate_search_command
+    from loadproof.scenarios.load.series import rate_search_command
 
-    calls = fake_runs(monkeypatch, tmp_path, interrupt_at=0, attainment_of=lambda rate: 50.0)
+    run_trial, calls = fake_runs(tmp_path, interrupt_at=0, attainment_of=lambda rate: 50.0)
     with pytest.raises(AcceptanceFailed, match="no rate met the SLO"):
-        rate_search_command(series_setup(tmp_path, search="rate", slo="ttft=1s", duration_s=10, rate=1), FakeConsole())
-    assert [rate for rate, _ in calls] == [1, 0.5, 0.25]  # halving down to 2 requests in 10 s
+        rate_search_command(series_setup(tmp_path, search="rate", slo="ttft=1s", duration_s=10, rate=1), FakeConsole(),
+                            run_trial)
+    assert [o.rate for o in calls] == [1, 0.5, 0.25]  # halving down to 2 requests in 10 s

@@ -1,4 +1,4 @@
-"""Scale-out of `run load` (scenarios/load_workers.py): the split, the clock alignment and its bound, the merge,
+"""Scale-out of `run load` (scenarios/load/scaleout/): the split, the clock alignment and its bound, the merge,
 the Ray hub, and a worker's spool read back. The processes and the Ray cluster themselves are in
 tests/integration/test_load_workers.py."""
 
@@ -12,11 +12,12 @@ import pytest
 from loadproof.client import RequestSpec
 from loadproof.errors import UsageError
 from loadproof.records import RequestRecord
-from loadproof.scenarios.load import Planned
-from loadproof.scenarios.load_workers import (
-    ClockOffset, RayHub, RayTasks, _host_port, align, alignment_bound_ns, merge, measure_offset, read_spool,
-    shift_ns, split_concurrency, split_schedule, to_worker_clock,
-)
+from loadproof.scenarios.load.scaleout.clock import (ClockOffset, align, alignment_bound_ns, measure_offset, merge,
+                                                     shift_ns, to_worker_clock)
+from loadproof.scenarios.load.scaleout.parent import split_concurrency, split_schedule
+from loadproof.scenarios.load.scaleout.protocol import read_spool
+from loadproof.scenarios.load.scaleout.ray_tasks import RayHub, RayTasks, _host_port
+from loadproof.scenarios.load.schedule import Planned
 from loadproof.store.run_dir import RunWriter
 
 

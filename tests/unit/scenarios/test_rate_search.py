@@ -3,7 +3,7 @@ resolution, never tries a rate twice, and reports the threshold within that reso
 
 import pytest
 
-from loadproof.scenarios.search import Resolution, parse_resolution, rate_search
+from loadproof.scenarios.load.rate_search import Resolution, parse_resolution, rate_search
 
 
 def scripted(threshold: float):

@@ -14,7 +14,8 @@ import statistics
 
 import pytest
 
-from loadproof.workloads.arrivals import ArrivalSpec, Stage, intended_offsets, parse_rate, parse_stages
+from loadproof.workloads.arrivals import (ALL_AT_ONCE, ArrivalSpec, Stage, intended_offsets, parse_rate, parse_stages,
+                                          rate_text)
 
 N = 40_000
 
@@ -76,7 +77,17 @@ def test_a_duration_bounds_the_schedule_and_the_count_bounds_it_first():
 
 
 def test_all_at_once():
-    assert intended_offsets(ArrivalSpec(rate_rps=math.inf, num_requests=6), seed=1) == [0.0] * 6
+    spec = ArrivalSpec(rate_rps=ALL_AT_ONCE, num_requests=6)
+    assert spec.all_at_once and spec.constant_rps is None and not spec.rescaled
+    assert intended_offsets(spec, seed=1) == [0.0] * 6
+    with pytest.raises(ValueError, match="a number of requests"):
+        ArrivalSpec(rate_rps=ALL_AT_ONCE)
+
+
+@pytest.mark.parametrize("rate", [math.inf, -1.0, 0.0, math.nan, "2", True])
+def test_all_at_once_is_one_typed_value_never_an_infinite_float(rate):
+    with pytest.raises(ValueError, match="finite number > 0"):
+        ArrivalSpec(rate_rps=rate, num_requests=3)
 
 
 def test_stages_send_at_each_stages_rate_and_end_with_the_last():
@@ -115,7 +126,14 @@ def test_ramp_up_rises_linearly_then_holds_the_rate():
 def test_bad_rates(text, message):
     with pytest.raises(ValueError, match=message):
         parse_rate(text)
-    assert parse_rate("inf") == math.inf and parse_rate("2.5") == 2.5
+    assert parse_rate("2.5") == 2.5 and parse_rate(4) == 4.0
+
+
+@pytest.mark.parametrize("given", ["inf", " Infinity ", math.inf, ALL_AT_ONCE])
+def test_every_spelling_of_all_at_once_parses_to_the_one_typed_value(given):
+    rate = parse_rate(given)
+    assert rate is ALL_AT_ONCE and str(rate) == "inf" and rate_text(rate) == "inf"
+    assert rate_text(parse_rate("2.50")) == "2.5"
 
 
 @pytest.mark.parametrize(("text", "message"), [("2-30", "RATE:SECONDS"), ("2:x", "two numbers"), ("0:5", "rate must be"),

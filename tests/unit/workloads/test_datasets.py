@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from loadproof.errors import UsageError
-from loadproof.workloads import datasets
+from loadproof.workloads import dataset_readers
 from loadproof.workloads.datasets import DatasetError, DatasetSpec, TokenCache, parse_columns, select
 
 
@@ -33,7 +33,7 @@ def jsonl(path: Path, rows: list) -> Path:
 
 
 def test_sharegpt_takes_the_first_human_turn_and_its_reply_streaming_across_chunks(tmp_path, monkeypatch):
-    monkeypatch.setattr(datasets, "CHUNK", 37)  # objects cut across reads
+    monkeypatch.setattr(dataset_readers, "CHUNK", 37)  # objects cut across reads
     path = sharegpt(tmp_path / "sg.json", 20, extra=[{"id": "empty", "conversations": []},
                                                      {"id": "gpt-first", "conversations": [
                                                          {"from": "gpt", "value": "hello"},
@@ -108,6 +108,58 @@ def test_a_malformed_row_is_one_line_naming_file_and_row(tmp_path, rows, problem
     assert "\n" not in str(info.value) and "--skip-bad-rows" in str(info.value)
 
 
+def test_the_line_named_is_the_files_line_blank_lines_counted(tmp_path):
+    path = tmp_path / "d.jsonl"
+    path.write_text('{"prompt": "a"}\n\n\n{"prompt": 7}\n', encoding="utf-8")
+    with pytest.raises(DatasetError, match=r"d\.jsonl: row 1 \(line 4\): prompt is not a string"):
+        select(DatasetSpec(str(path)), 1, words)
+
+
+DEEP = '{"prompt": ' + "[" * 100_000 + "]" * 100_000 + "}"  # the row that once ended a run with a RecursionError
+NOT_UTF8 = b'{"prompt": "caf\xe9 au lait"}'  # Latin-1, not UTF-8: once sent as "caf\ufffd au lait", without a word
+
+
+def bytes_jsonl(path: Path, rows: list[bytes]) -> Path:
+    path.write_bytes(b"".join(r + b"\n" for r in rows))
+    return path
+
+
+@pytest.mark.parametrize(("row", "problem"), [
+    (DEEP.encode(), r"d\.jsonl: row 1 \(line 2\): nested too deep to read"),
+    (NOT_UTF8, r"d\.jsonl: row 1 \(line 2\): not valid UTF-8 \(byte 0xe9 at byte 16 of the row\)"),
+])
+def test_a_row_too_deep_or_not_utf8_is_a_bad_row_like_any_other(tmp_path, row, problem):
+    path = bytes_jsonl(tmp_path / "d.jsonl", [b'{"prompt": "fine"}', row, b'{"prompt": "also fine"}'])
+    with pytest.raises(DatasetError, match=problem) as info:
+        select(DatasetSpec(str(path), sample="first"), 2, words)
+    assert "\n" not in str(info.value) and "--skip-bad-rows" in str(info.value)
+    sel = select(DatasetSpec(str(path), sample="first", skip_bad_rows=True), 2, words)
+    assert sel.bad_rows == 1 and [i.prompt for i in sel.items] == ["fine", "also fine"]
+    assert sel.first_bad.startswith(f"{path}: row 1 (line 2): ")
+
+
+def test_valid_utf8_beyond_ascii_is_read_as_written(tmp_path):
+    path = bytes_jsonl(tmp_path / "d.jsonl", ['{"prompt": "café, 東京, 🙂"}'.encode()])
+    assert select(DatasetSpec(str(path)), 1, words).items[0].prompt == "café, 東京, 🙂"
+
+
+def test_sharegpt_rows_too_deep_or_not_utf8_are_bad_rows_and_the_rest_is_read(tmp_path, monkeypatch):
+    monkeypatch.setattr(dataset_readers, "CHUNK", 4096)  # the deep row spans many reads
+    good = [json.dumps({"conversations": [{"from": "human", "value": f"q{i}"}]}).encode() for i in range(3)]
+    deep = b'{"conversations": ' + b"[" * 100_000 + b"]" * 100_000 + b', "s": "]}[{"}'
+    bad = b'{"conversations": [{"from": "human", "value": "caf\xe9"}]}'
+    path = tmp_path / "sg.json"
+    path.write_bytes(b"[" + good[0] + b",\n" + deep + b",\n" + good[1] + b",\n" + bad + b",\n" + good[2] + b"]")
+    with pytest.raises(DatasetError, match=r"sg\.json: row 1 \(line 2\): nested too deep to read"):
+        select(DatasetSpec(str(path), sample="first"), 3, words)
+    sel = select(DatasetSpec(str(path), sample="first", skip_bad_rows=True), 3, words)
+    assert sel.rows == 5 and sel.bad_rows == 2 and [i.prompt for i in sel.items] == ["q0", "q1", "q2"]
+    assert [i.row for i in sel.items] == [0, 2, 4]
+    path.write_bytes(b"[" + good[0] + b",\n" + bad + b"]")
+    with pytest.raises(DatasetError, match=r"sg\.json: row 1 \(line 2\): not valid UTF-8 \(byte 0xe9"):
+        select(DatasetSpec(str(path), sample="first"), 2, words)
+
+
 def test_skip_bad_rows_counts_what_it_skipped(tmp_path):
     path = jsonl(tmp_path / "d.jsonl", ['{"prompt": "a b"}', "{oops", '{"prompt": 3}', '{"prompt": "c d"}'])
     sel = select(DatasetSpec(str(path), skip_bad_rows=True, sample="first"), 2, words)
@@ -117,11 +169,11 @@ def test_skip_bad_rows_counts_what_it_skipped(tmp_path):
 def test_malformed_sharegpt(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text('[{"conversations": [{"from": "human", "value": "fine"}]}, {"conversations": 5}]')
-    with pytest.raises(DatasetError, match=r"bad\.json: row 1: 'conversations' is not a list"):
+    with pytest.raises(DatasetError, match=r"bad\.json: row 1 \(line 1\): 'conversations' is not a list"):
         select(DatasetSpec(str(bad)), 2, words)
     cut = tmp_path / "cut.json"
     cut.write_text('[{"conversations": [{"from": "human", "value": "fine"}]}, {"conversations": [')
-    with pytest.raises(DatasetError, match=r"cut\.json: row 1: not JSON"):
+    with pytest.raises(DatasetError, match=r"cut\.json: row 1 \(line 1\): not JSON"):
         select(DatasetSpec(str(cut)), 2, words)
     (tmp_path / "empty.json").write_text("")
     with pytest.raises(DatasetError, match="empty"):
@@ -189,3 +241,26 @@ def test_a_100000_row_file_streams_in_bounded_memory(tmp_path):
     assert sel.rows == sel.usable == 100_000 and len(sel.items) == 64
     assert peak < size / 5, f"peak {peak:,} bytes for a {size:,}-byte file: not streamed"
     assert took < 30
+
+
+@pytest.mark.parametrize("kind", ["parquet", "arrow"])
+def test_a_table_row_whose_string_is_not_utf8_is_a_bad_row(tmp_path, kind):
+    pa = pytest.importorskip("pyarrow")
+    # a string column holding "ok", "caf\xe9", "fine": Arrow writes what it is given, unchecked
+    offsets = pa.py_buffer(b"".join(n.to_bytes(4, "little") for n in (0, 2, 6, 10)))
+    strings = pa.Array.from_buffers(pa.string(), 3, [None, offsets, pa.py_buffer(b"okcaf\xe9fine")])
+    table = pa.table({"prompt": strings})
+    path = tmp_path / f"t.{kind}"
+    if kind == "parquet":
+        import pyarrow.parquet as pq
+
+        pq.write_table(table, path)
+    else:
+        import pyarrow.ipc as ipc
+
+        with ipc.new_file(str(path), table.schema) as writer:
+            writer.write_table(table)
+    with pytest.raises(DatasetError, match=rf"t\.{kind}: row 1: not valid UTF-8 \(byte 0xe9"):
+        select(DatasetSpec(str(path), sample="first"), 2, words)
+    sel = select(DatasetSpec(str(path), sample="first", skip_bad_rows=True), 2, words)
+    assert sel.bad_rows == 1 and [i.prompt for i in sel.items] == ["ok", "fine"]

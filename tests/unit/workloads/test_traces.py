@@ -73,6 +73,34 @@ def test_a_bad_mooncake_row_is_one_line_naming_file_and_line(tmp_path, bad, prob
     assert skipped.bad_rows == 1 and len(skipped.rows) == 2 and "line 2" in skipped.first_bad
 
 
+@pytest.mark.parametrize("bad, problem", [
+    (b'{"timestamp": 5, "input_length": 10, "output_length": 1, "hash_ids": [0], "x": ' + b"[" * 100_000
+     + b"]" * 100_000 + b"}", r"t\.jsonl: line 2: nested too deep to read"),
+    (b'{"timestamp": 5, "input_length": 10, "output_length": 1, "hash_ids": [0], "note": "caf\xe9"}',
+     r"t\.jsonl: line 2: not valid UTF-8 \(byte 0xe9 at byte 87 of the row\)"),
+])
+def test_a_mooncake_row_too_deep_or_not_utf8_is_a_bad_row(tmp_path, bad, problem):
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(json.dumps(row(1, 10)).encode() + b"\n" + bad + b"\n" + json.dumps(row(20, 10)).encode() + b"\n")
+    with pytest.raises(TraceError, match=problem) as info:
+        read_trace(str(path), "mooncake")
+    assert "\n" not in str(info.value) and "--skip-bad-rows" in str(info.value)
+    skipped = read_trace(str(path), "mooncake", skip_bad_rows=True)
+    assert skipped.bad_rows == 1 and [r.line for r in skipped.rows] == [1, 3]
+
+
+def test_a_csv_row_not_utf8_is_a_bad_row(tmp_path):
+    path = tmp_path / "p.csv"
+    path.write_bytes(b"timestamp,input,output,note\n0,100,5,ok\n1,200,6,caf\xe9\n2,300,7,ok\n")
+    with pytest.raises(TraceError, match=r"p\.csv: line 3: not valid UTF-8 \(byte 0xe9"):
+        read_trace(str(path), "csv")
+    skipped = read_trace(str(path), "csv", skip_bad_rows=True)
+    assert skipped.bad_rows == 1 and [r.input_tokens for r in skipped.rows] == [100, 300]
+    path.write_bytes(b"timestamp,input,output,n\xf6te\n0,100,5,ok\n")
+    with pytest.raises(TraceError, match=r"p\.csv: line 1: the header is not valid UTF-8"):
+        read_trace(str(path), "csv")
+
+
 def test_azure_and_plain_csv(tmp_path):
     azure = tmp_path / "azure.csv"
     azure.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,4808,10\n"

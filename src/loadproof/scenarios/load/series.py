@@ -1,8 +1,9 @@
 """Many load runs in one command: a sweep over rates, and the search for the highest rate that meets an SLO.
 
 Both work as the capacity search does: every point or trial is a full `loadproof run load` run
-(`scenarios.load.run_load`: the idle guard, the schedule, the engine's /metrics sampled throughout, the
-report), in its own run directory inside the command's folder (`runs/load-sweep-...`,
+(`run_trial`, which `load.scenario` passes in as its `run_load`: the idle guard, the schedule, the
+engine's /metrics sampled throughout, the report) of options derived from the command's own
+(`LoadOptions.one_run`, a typed copy validated with the command's), in its own run directory inside the command's folder (`runs/load-sweep-...`,
 `runs/load-search-...`); a line is appended to `sweep.jsonl` / `search.jsonl` as each ends, and
 `sweep.json` / `search.json` are rewritten after each, so an interrupted command keeps every finished
 point and says how far it got. The folder's report.md and report.html show the table (and a sweep's
@@ -16,7 +17,7 @@ curves); a search also writes `claims.json` with `load.search.max_rate_rps`, whi
   `--max-concurrency` if given), then `--sweep-points K` constant-rate runs at
   r_k = r_sync + k (r_max - r_sync) / K, k = 1..K, where r_sync and r_max are the two runs' measured
   `load.request_throughput_rps`: the last point asks the throughput run's rate.
-- `--search rate`: `scenarios.search.rate_search` (bracketing by doubling from `--rate`, default 1, or
+- `--search rate`: `load.rate_search.rate_search` (bracketing by doubling from `--rate`, default 1, or
   halving when that fails; then bisection to `--search-resolution`); a trial passes when its SLO
   attainment reaches `--attainment` and the client kept its schedule (`metrics.load_series.trial_verdict`).
 """
@@ -24,18 +25,27 @@ curves); a search also writes `claims.json` with `load.search.max_rate_rps`, whi
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from loadproof.errors import AcceptanceFailed, UsageError
+from loadproof.metrics import compute_claims
 from loadproof.metrics.claims import claims_payload
-from loadproof.metrics.load_series import POINT_FIGURES, SEARCH_JSON, SWEEP_JSON, point_figures, search_claims, trial_verdict
-from loadproof.scenarios.load import SEARCH_MAX_RPS, LoadOptions, run_load
-from loadproof.scenarios.search import rate_search, round_rate
-from loadproof.store.run_dir import new_run_id, write_claims
+from loadproof.metrics.load import slo_text
+from loadproof.metrics.load_series import (POINT_FIGURES, SEARCH_JSON, SWEEP_JSON, point_figures, recompute_search,
+                                           search_claims, trial_verdict)
+from loadproof.report.series import sweep_figures, write_series_report
+from loadproof.scenarios.base import Setup
+from loadproof.scenarios.load.options import LoadOptions
+from loadproof.scenarios.load.rate_search import rate_search, round_rate
+from loadproof.scenarios.recording import Console, Outcome
+from loadproof.scenarios.target import Target
+from loadproof.store.run_dir import load_run, new_run_id, write_claims
+from loadproof.workloads.arrivals import ALL_AT_ONCE, RequestRate
 
-if TYPE_CHECKING:
-    from loadproof.scenarios.lifecycle import Console, Setup
+# one run of the series: (target, options, folder, console, manifest_extra) -> its outcome (`scenario.run_load`)
+RunTrial = Callable[[Target, LoadOptions, Path, Console, dict[str, Any]], Outcome]
 
 # the console's and the report's columns (the summary files keep every figure)
 SHOWN = ("achieved_rate_rps", "request_throughput_rps", "ttft_p50_s", "ttft_p99_s", "itl_p99_s", "e2el_p50_s",
@@ -71,7 +81,7 @@ def _manifest_extra(setup: Setup, key: str, folder: Path, index: int, **more: An
 # --- the sweep ------------------------------------------------------------------------------------
 
 
-def sweep_command(setup: Setup, console: Console) -> list[dict[str, Any]]:
+def sweep_command(setup: Setup, console: Console, run_trial: RunTrial) -> list[dict[str, Any]]:
     """`--sweep`: one run per point; returns the points (each its kind, rate, run directory and figures)."""
     opts: LoadOptions = setup.options
     target = setup.target  # resolved once, before the first point
@@ -95,15 +105,9 @@ def sweep_command(setup: Setup, console: Console) -> list[dict[str, Any]]:
         else:
             label = f"{rate:g} requests/s"
         console.say(f"sweep point {index + 1} of {total}: {label}")
-        overrides: dict[str, Any] = {}
-        if kind != "rate":  # all at once: no ramp, bounded by the count
-            overrides = {"rate": "inf", "duration_s": None, "ramp_up_s": 0.0, "arrival": "poisson",
-                         "burstiness": 1.0}
-            if kind == "synchronous":
-                overrides["max_concurrency"] = 1
+        run_rate: RequestRate = ALL_AT_ONCE if rate is None else rate  # synchronous, throughput: all at once
         extra = _manifest_extra(setup, "sweep", folder, index, point=kind, rate_rps=rate)
-        outcome = run_load(target, opts, folder, console, rate=overrides.pop("rate", rate), manifest_extra=extra,
-                           **overrides)
+        outcome = run_trial(target, opts.one_run(run_rate, synchronous=kind == "synchronous"), folder, console, extra)
         point = {"index": index, "kind": kind, "rate_rps": rate, "run_dir": outcome.run_path.name,
                  **point_figures(outcome.report.claims)}
         points.append(point)
@@ -147,9 +151,6 @@ def _point_label(point: dict[str, Any]) -> str:
 
 
 def _sweep_report(folder: Path, summary: dict[str, Any], console: Console) -> None:
-    from loadproof.metrics.load import slo_text
-    from loadproof.report.series import sweep_figures, write_series_report
-
     points = summary["points"]
     header = ["rate asked"] + [HEADINGS[k] for k in SHOWN] + ["run"]
     rows = [[_point_label(p)] + _cells(p) + [p["run_dir"]] for p in points]
@@ -174,16 +175,13 @@ def _sweep_report(folder: Path, summary: dict[str, Any], console: Console) -> No
 # --- the rate search ------------------------------------------------------------------------------
 
 
-def rate_search_command(setup: Setup, console: Console) -> dict[str, Any]:
+def rate_search_command(setup: Setup, console: Console, run_trial: RunTrial) -> dict[str, Any]:
     """`--search rate`: the highest rate whose SLO attainment meets `--attainment`; AcceptanceFailed when
     no rate tried met it. Returns search.json's content."""
-    from loadproof.metrics.load import slo_text
-
     opts: LoadOptions = setup.options
     target = setup.target
     folder = _folder(setup, "load-search")
-    maximum = opts.search_max or SEARCH_MAX_RPS
-    start = opts.rate if opts.rate is not None else min(1.0, maximum)
+    maximum, start = opts.search_maximum, opts.search_start
     resolution = opts.search_resolution
     # the lowest rate worth a trial: 1/64 of the start, and, bounded by a duration, one that plans 2 requests
     minimum = max(start / 64, 2 / opts.duration_s if opts.duration_s and not opts.num_requests else 0.0)
@@ -205,7 +203,7 @@ def rate_search_command(setup: Setup, console: Console) -> dict[str, Any]:
         index = len(trials)
         console.say(f"trial {index + 1}: {rate:g} requests/s")
         extra = _manifest_extra(setup, "search", folder, index, rate_rps=rate, attainment=opts.attainment)
-        outcome = run_load(target, opts, folder, console, rate=rate, manifest_extra=extra)
+        outcome = run_trial(target, opts.one_run(rate), folder, console, extra)
         figures = point_figures(outcome.report.claims)
         passed, why = trial_verdict(figures, opts.attainment)
         console.say(f"  {'PASS' if passed else 'FAIL'}: {why}")
@@ -233,8 +231,6 @@ def rate_search_command(setup: Setup, console: Console) -> dict[str, Any]:
 
 
 def _finish_search(folder: Path, summary: dict[str, Any], console: Console, result: str | None) -> None:
-    from loadproof.report.series import write_series_report
-
     trials = summary["trials"]
     claims = search_claims(trials, summary["attainment"], summary["slo_text"])
     by_name = {c.name: c for c in claims}
@@ -274,10 +270,6 @@ def is_series_folder(folder: Path) -> bool:
 def report_series(folder: Path, console: Console) -> None:
     """Recompute a sweep's or a search's summary from its run directories alone and rewrite its report;
     for a search, compare the recomputed claims with the stored claims.json (UsageError on a mismatch)."""
-    from loadproof.metrics import compute_claims
-    from loadproof.metrics.load_series import recompute_search
-    from loadproof.store.run_dir import load_run
-
     if (folder / SEARCH_JSON).is_file():
         stored_path = folder / "claims.json"
         stored = json.loads(stored_path.read_text(encoding="utf-8")) if stored_path.is_file() else {"claims": []}

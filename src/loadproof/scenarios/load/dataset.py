@@ -1,0 +1,99 @@
+"""The data-set workload of a load run (`run load --dataset FILE`, docs/scenarios.md, "Data sets"): each
+request of the schedule sends a row of the user's data set (`workloads.datasets` reads, filters and
+samples it) instead of a synthetic prompt; the schedule, the seed, the SLOs and the sender are the load
+run's own."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from pathlib import Path
+
+from loadproof.client import RequestSpec
+from loadproof.plans.datasets import DatasetRef
+from loadproof.plans.load import LoadLengths, LoadPlan
+from loadproof.protocol.openai import request_body
+from loadproof.scenarios.load.options import LoadOptions
+from loadproof.scenarios.load.schedule import Planned, load_plan
+from loadproof.scenarios.long_context import HaystackTarget
+from loadproof.scenarios.token_counts import chat_prompt_counter
+from loadproof.units import NS_PER_S
+from loadproof.workloads.datasets import DatasetSpec, Item, select, token_cache
+from loadproof.workloads.synthetic import draw_lengths
+
+DATASET_LENGTHS = LoadLengths(kind="dataset", a=0, text="dataset")  # the plan's input lengths: the rows'
+
+
+def dataset_requests(opts: LoadOptions, offsets: list[float], hs: HaystackTarget, max_model_len: int | None,
+                     say: Callable[[str], None]) -> tuple[LoadPlan, list[Planned]]:
+    """The load plan and every request, each a row of the data set, sent at the schedule's offsets."""
+    assert opts.dataset is not None
+    target, builder = hs.target, hs.builder
+    n = len(offsets)
+    cache = token_cache(builder.tokenizer.key, builder.count_many)
+    chat = target.endpoint == "chat"
+
+    def count(items: list[Item]) -> list[int]:
+        texts = [_single_text(i, chat) for i in items]
+        return [builder.overhead_tokens + c for c in cache.count_many(texts)]
+
+    ceiling = opts.dataset_max_input_tokens
+    if max_model_len is not None:
+        ceiling = min(ceiling or math.inf, max_model_len - 1)  # type: ignore[assignment]
+    spec = DatasetSpec(path=opts.dataset, format=opts.dataset_format, columns=dict(opts.dataset_columns),
+                       min_input_tokens=opts.dataset_min_input_tokens,
+                       max_input_tokens=None if ceiling is None else int(ceiling), sample=opts.dataset_sample,
+                       seed=opts.seed, repeat=opts.dataset_repeat, skip_bad_rows=opts.skip_bad_rows)
+    sel = select(spec, n, count)
+    say(f"data set {Path(opts.dataset).name} ({sel.format}): {sel.rows} rows read, {sel.usable} usable"
+        + (f", {sel.bad_rows} malformed skipped (first: {sel.first_bad})" if sel.bad_rows else "")
+        + f"; {n} requests" + (f", {sel.repeated} repeated" if sel.repeated else "")
+        + f"; {cache.tokenized} texts tokenized, the rest from the cache")
+    if chat:  # the selection above used text + overhead; each prompt sent is now counted as the engine renders it
+        exact_count, how = chat_prompt_counter(target, builder.tokenizer)
+        unique = list({id(i): i for i in sel.items}.values())
+        for item in unique:
+            item.input_tokens = exact_count(item.messages or [{"role": "user", "content": item.text()}])
+        say(f"chat prompts counted exactly ({how}): {len(unique)} prompts")
+    drawn = draw_lengths(opts.output_tokens, n, opts.seed, "output")
+    replied = [i for i in {id(i): i for i in sel.items}.values() if i.reply is not None and i.output_tokens is None]
+    if opts.dataset_output == "data" and replied:  # ShareGPT: the reply's token count is the output length
+        for item, tokens in zip(replied, cache.count_many([i.reply for i in replied])):  # type: ignore[misc]
+            item.output_tokens = max(1, tokens)
+    requests: list[Planned] = []
+    outputs_from_data = clamped = 0
+    for k, (offset, item, fallback) in enumerate(zip(offsets, sel.items, drawn)):
+        out = item.output_tokens if opts.dataset_output == "data" and item.output_tokens else fallback
+        outputs_from_data += out is item.output_tokens and opts.dataset_output == "data"
+        inputs = item.input_tokens or 0
+        if max_model_len is not None and out > max_model_len - inputs:
+            out, clamped = max(1, max_model_len - inputs), clamped + 1
+        extra = dict(target.extra_body)
+        if chat and item.messages is not None:
+            extra["messages"] = item.messages
+            text = ""
+        else:
+            text = item.text()
+        body = request_body(target.endpoint, target.model, text, max_tokens=out, temperature=0.0,
+                            ignore_eos=opts.ignore_eos, extra=extra)
+        request = RequestSpec(request_id=f"load-{k:07d}", endpoint=target.endpoint, body=body,
+                              deadline_s=opts.deadline_s)
+        requests.append(Planned(k, round(offset * NS_PER_S), request, inputs, out))
+    ref = DatasetRef(path=str(opts.dataset), format=sel.format, files=sel.files, sha256=sel.sha256,
+                     columns=dict(opts.dataset_columns), sample=opts.dataset_sample, seed=opts.seed,
+                     repeat=opts.dataset_repeat, min_input_tokens=opts.dataset_min_input_tokens,
+                     max_input_tokens=opts.dataset_max_input_tokens, output_from=opts.dataset_output, rows=sel.rows,
+                     bad_rows=sel.bad_rows, no_prompt=sel.no_prompt, too_short=sel.too_short, too_long=sel.too_long,
+                     usable=sel.usable, repeated=sel.repeated, rows_sent=[i.row for i in sel.items],
+                     outputs_from_data=outputs_from_data, estimated_inputs=0)
+    plan = load_plan(opts, offsets, hs, max_model_len, input_tokens=DATASET_LENGTHS, shared_prefix_tokens=0,
+                     clamped=clamped, dataset=ref)
+    return plan, requests
+
+
+def _single_text(item: Item, chat: bool) -> str:
+    """The text whose tokens, plus the engine's overhead for one prompt, are the prompt's length (exact for a
+    prompt or one user message; for several chat messages, an estimate)."""
+    if chat and item.messages is not None:
+        return "".join(str(m.get("content", "")) for m in item.messages)
+    return item.text()

@@ -1,0 +1,103 @@
+"""`loadproof run load`: open-loop load at a request rate; latency distributions, send lag, SLO goodput.
+
+Every intended send time is drawn up front from the seed (`load.schedule`), every prompt and body is
+built before the first send (`load.synthetic`, or `load.dataset` with --dataset), and the sender
+(`load.sender`) launches each request at its time without waiting for any other: the schedule never
+waits for the server. The engine's /metrics are sampled throughout; with --workers or --ray-address the
+schedule is sent by workers (`load.scaleout`). The claims are computed afterwards from the stored run
+(`metrics.load`). With --sweep or --search rate the command is a series of such runs (`load.series`),
+each one `run_load`.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from loadproof.plans import attach_plan
+from loadproof.plans.load import LoadPlan
+from loadproof.scenarios.base import Setup
+from loadproof.scenarios.demo import DemoSetup
+from loadproof.scenarios.live import LiveStatus
+from loadproof.scenarios.load.dataset import dataset_requests
+from loadproof.scenarios.load.options import LoadOptions
+from loadproof.scenarios.load.scaleout.parent import run_scaled_out
+from loadproof.scenarios.load.schedule import Planned, describe, schedule_offsets
+from loadproof.scenarios.load.sender import send_schedule
+from loadproof.scenarios.load.series import rate_search_command, sweep_command
+from loadproof.scenarios.load.synthetic import synthetic_requests
+from loadproof.scenarios.long_context import EXACT_LENGTH, MetricsScenario, haystack_target
+from loadproof.scenarios.recording import Console, Outcome, run_once
+from loadproof.scenarios.target import Target
+from loadproof.scenarios.token_counts import PROBE_LINE
+from loadproof.store.run_dir import RunWriter
+
+
+class LoadScenario(MetricsScenario):
+    name = "load"
+    Options = LoadOptions
+    summary = ("Open-loop load at a request rate: latencies from the intended and the actual send, send lag, "
+               "SLO goodput.")
+    tokenizer = EXACT_LENGTH
+    options: LoadOptions
+
+    @classmethod
+    def perform(cls, setup: Setup, console: Console) -> None:
+        """One run; or, with --sweep, one run per rate; or, with --search rate, the highest rate meeting the SLO."""
+        if setup.options.sweep is not None:
+            sweep_command(setup, console, run_load)
+        elif setup.options.search is not None:
+            rate_search_command(setup, console, run_load)
+        else:
+            super().perform(setup, console)
+
+    def plan(self) -> tuple[LoadPlan, list[Planned]]:
+        """The schedule, the lengths, every prompt and body: everything before the first send."""
+        opts = self.options
+        offsets = schedule_offsets(opts)
+        max_model_len = self.target.max_model_len
+        hs = haystack_target(self.target, opts.seed, PROBE_LINE)  # its prompts end with a line's newline
+        if opts.dataset is not None:  # the user's data set instead of synthetic prompts
+            return dataset_requests(opts, offsets, hs, max_model_len, self.status)
+        return synthetic_requests(opts, offsets, hs, max_model_len)
+
+    async def run(self, writer: RunWriter, manifest: dict[str, Any], live: LiveStatus | None = None) -> None:
+        opts = self.options
+        live = live or LiveStatus(self.name)
+        if opts.idle_timeout_s > 0:  # the idle guard (docs/scenarios.md, "The engine is idle before the run")
+            await self.wait_until_idle(writer, opts.idle_timeout_s)
+        else:
+            writer.event("engine_idle", t_ns=time.perf_counter_ns(), checked=False, waited_s=0.0)
+            self.status("engine idle: not checked (--idle-timeout-s 0: the run measures beside whatever else the "
+                        "engine serves)")
+        if opts.scaled_out:  # --workers N / --ray-address: the schedule is sent by worker processes or Ray tasks
+            await run_scaled_out(self, writer, manifest, live)
+            return
+        started = time.perf_counter()
+        plan, requests = self.plan()
+        attach_plan(manifest, plan)
+        writer.write_manifest(manifest)
+        self.status(f"schedule: {plan.planned_requests} requests over {plan.schedule_span_s:.1f} s "
+                    f"({describe(plan)}), built in {time.perf_counter() - started:.2f} s")
+        await send_schedule(self, writer, manifest, live, requests, plan.schedule_span_s, describe(plan),
+                            opts.max_concurrency, opts.sample_interval_s, family=self.family)
+
+    @property
+    def family(self) -> str:
+        """What the prompts are, as each record says: `dataset` with --dataset, else `synthetic`."""
+        return "dataset" if self.options.dataset else "synthetic"
+
+
+def run_load(target: Target, options: LoadOptions, out: Path, console: Console,
+             manifest_extra: dict[str, Any] | None = None) -> Outcome:
+    """One load run of `options` (a plain run: `LoadOptions.one_run` derives a sweep's point or a search's
+    trial), recorded into a new directory under `out`, reported and shown. `outcome.run_path` is the
+    directory, `outcome.report.claims` its claims."""
+    return run_once(LoadScenario(target, options), out, console, manifest_extra)
+
+
+def demo(setup: DemoSetup) -> LoadScenario:
+    """For `loadproof demo`: Poisson at 2 requests/s for 15 s, 128 tokens in, 32 out, with SLOs."""
+    return LoadScenario(setup.target, LoadOptions(rate=2.0, duration_s=15.0, input_tokens=128, output_tokens=32,
+                                                  slo="ttft=1s,tpot=100ms"))

@@ -1,0 +1,163 @@
+"""The open-loop sender: each request of a schedule launched at its intended time, never waiting for a
+response (`OpenLoop`), and `send_schedule`, one process sending a whole schedule with the engine's
+/metrics sampled throughout (`run load`, `run replay`).
+
+The sender sleeps on the monotonic clock until each intended time (to within `SPIN_NS`, then yields to
+the event loop until it comes) and launches the request as its own task. `--max-concurrency` caps the
+requests in flight with a semaphore; the wait for it shows as send lag. Each record carries its
+intended send time, the moment the schedule released it (dispatch) and its actual send, so latencies
+are computed from both and queueing inside the client is never hidden.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from loadproof.client import RequestSpec, StreamingClient
+from loadproof.records import RequestRecord
+from loadproof.scenarios.live import LiveStatus
+from loadproof.scenarios.load.schedule import Planned
+from loadproof.scenarios.long_context import MetricsScenario
+from loadproof.store.run_dir import RunWriter
+from loadproof.telemetry.server_metrics import MetricsScraper
+from loadproof.units import NS_PER_S
+
+try:
+    import resource  # POSIX only: elsewhere the open-files limit stays as it is
+except ImportError:
+    resource = None  # type: ignore[assignment]
+
+LEAD_NS = 20_000_000  # the schedule starts this long after the sender is ready, so offset 0 is not already late
+SPIN_NS = 2_000_000  # sleep until this close to an intended time, then yield to the loop until it comes
+YIELD_EVERY = 32  # while behind, let the loop run after this many sends in a row
+
+
+class OpenLoop:
+    """Sends `requests` at their intended times, each as its own task; never waits for a response."""
+
+    def __init__(self, client: StreamingClient, requests: list[Planned], *, max_concurrency: int | None,
+                 scenario: str = "load", worker: int = 0, clock=time.perf_counter_ns, sleep=asyncio.sleep,
+                 start_ns: int | None = None, family: str = "synthetic") -> None:
+        self.family = family  # what the prompts are, in each record: synthetic, dataset or trace
+        self.start_ns = start_ns  # scale-out: the agreed start on this clock (default: LEAD_NS from now)
+        self.client = client
+        self.requests = requests
+        self.max_concurrency = max_concurrency
+        self.scenario = scenario
+        self.worker = worker
+        self.clock = clock
+        self.sleep = sleep  # a test scripts time with its own clock and sleep
+        self.t0: int | None = None
+        self.dispatched = 0
+        self.last_offset_ns = 0
+        self.pending: set[asyncio.Task[Any]] = set()
+
+    async def run(self, on_start=None) -> None:
+        clock, sleep, create = self.clock, self.sleep, asyncio.create_task
+        sem = asyncio.Semaphore(self.max_concurrency) if self.max_concurrency else None
+        pending = self.pending
+        done = pending.discard
+        cap = self.max_concurrency or 0
+        t0 = self.t0 = clock() + LEAD_NS if self.start_ns is None else self.start_ns
+        if on_start is not None:
+            on_start(t0)
+        behind = 0
+        try:
+            for item in self.requests:
+                target = t0 + item.offset_ns
+                now = clock()
+                if target > now:
+                    behind = 0
+                    if target - now > SPIN_NS:
+                        await sleep((target - now - SPIN_NS) / NS_PER_S)
+                    while clock() < target:
+                        await sleep(0)
+                else:
+                    behind += 1
+                    if behind % YIELD_EVERY == 0:
+                        await sleep(0)
+                record = RequestRecord(request_id=item.spec.request_id, endpoint=item.spec.endpoint,
+                                       scenario=self.scenario, family=self.family, prompt_id=f"r{item.index}",
+                                       concurrency=cap, batch=item.index, intended_send_ns=target,
+                                       dispatch_ns=clock(), planned_input_tokens=item.input_tokens,
+                                       planned_output_tokens=item.output_tokens, worker=self.worker)
+                task = create(self._one(item.spec, record, sem))
+                pending.add(task)
+                task.add_done_callback(done)
+                self.dispatched += 1
+                self.last_offset_ns = item.offset_ns
+            while pending:
+                await asyncio.wait(set(pending))
+        finally:
+            for task in pending:
+                task.cancel()  # an interrupt: every stream still open is recorded as cancelled
+            if pending:
+                await asyncio.gather(*pending, return_exceptions=True)
+
+    async def _one(self, spec: RequestSpec, record: RequestRecord, sem: asyncio.Semaphore | None) -> None:
+        if sem is None:
+            await self.client.stream(spec, record)
+            return
+        async with sem:
+            await self.client.stream(spec, record)
+
+
+async def send_schedule(scenario: MetricsScenario, writer: RunWriter, manifest: dict[str, Any], live: LiveStatus,
+                        requests: list[Planned], span_s: float, describe: str, cap: int | None,
+                        sample_interval_s: float | None, family: str = "synthetic") -> None:
+    """Send an open-loop schedule (run load, run replay): the engine's metrics sampled throughout, every
+    record appended as it ends, and how far the schedule got written as `schedule_end` and in the manifest,
+    interrupted or not."""
+    raise_open_files_limit()
+    total = live.planned = len(requests)
+    recorded = failed = 0
+
+    def sink(record: RequestRecord) -> None:
+        nonlocal recorded, failed
+        writer.append(record)
+        recorded += 1
+        failed += not record.ok
+
+    def started(t0: int) -> None:
+        writer.event("schedule_start", t_ns=t0, worker=0, planned=total)
+        live.phase("requests", end_ns=t0 + round(span_s * NS_PER_S), detail=describe)
+
+    target = scenario.target
+    async with MetricsScraper(target.metrics, scenario.metric_names, interval_s=sample_interval_s or None,
+                              sink=writer.metric_sample, api_key=target.metrics_api_key) as scraper:
+        live.watch_engine(scraper.samples)
+        async with StreamingClient(target.url, api_key=target.api_key,
+                                   max_connections=cap + 4 if cap else 0, on_record=live.recording(sink),
+                                   on_start=live.started, keep_text=False) as client:
+            sender = OpenLoop(client, requests, max_concurrency=cap, scenario=scenario.name, family=family)
+            completed = False
+            try:
+                await sender.run(started)
+                completed = True
+            finally:
+                end_ns = time.perf_counter_ns()
+                reached = {"planned": total, "dispatched": sender.dispatched, "recorded": recorded,
+                           "failed": failed, "interrupted": not completed,
+                           "last_intended_offset_s": round(sender.last_offset_ns / NS_PER_S, 6),
+                           "elapsed_s": round((end_ns - sender.t0) / NS_PER_S, 6) if sender.t0 else 0.0}
+                writer.event("schedule_end", t_ns=end_ns, worker=0, **reached)
+                manifest["schedule"] = reached
+                if completed:
+                    scenario.status(f"schedule: sent {sender.dispatched} of {total} requests, {failed} failed")
+                else:
+                    scenario.status(f"schedule interrupted: sent {sender.dispatched} of {total} requests (up to "
+                                    f"{sender.last_offset_ns / NS_PER_S:.1f} s of {span_s:.1f} s), {recorded} recorded")
+
+
+def raise_open_files_limit() -> None:
+    """An open loop may hold many connections: lift the soft limit on open files to the hard one."""
+    if resource is None:
+        return
+    try:
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft != resource.RLIM_INFINITY and (hard == resource.RLIM_INFINITY or soft < hard):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    except (ValueError, OSError):
+        pass

@@ -1,0 +1,54 @@
+"""The synthetic workload of a load run: one prompt of exactly the drawn length per request of the schedule
+(`workloads.synthetic`: salted per run, the engine's overhead included), every body built before the
+first send."""
+
+from __future__ import annotations
+
+import secrets
+
+from loadproof.client import RequestSpec
+from loadproof.errors import UsageError
+from loadproof.plans.load import LoadPlan
+from loadproof.protocol.openai import request_body
+from loadproof.scenarios.load.options import LoadOptions
+from loadproof.scenarios.load.schedule import Planned, lengths_of, load_plan
+from loadproof.scenarios.long_context import HaystackTarget
+from loadproof.units import NS_PER_S
+from loadproof.workloads.synthetic import SyntheticPrompts, draw_lengths
+
+
+def synthetic_requests(opts: LoadOptions, offsets: list[float], hs: HaystackTarget,
+                       max_model_len: int | None) -> tuple[LoadPlan, list[Planned]]:
+    """The plan and every request: lengths drawn from the seed (clamped to the served context), prompts
+    built to them exactly."""
+    target = hs.target
+    n = len(offsets)
+    prompts = SyntheticPrompts(hs.builder, run_salt=secrets.token_hex(8), seed=opts.seed,
+                               shared_prefix_tokens=opts.shared_prefix_tokens)
+    shortest = prompts.shortest()
+    if opts.input_tokens.kind == "fixed" and opts.input_tokens.a < shortest:
+        raise UsageError(f"--input-tokens {opts.input_tokens} is shorter than the shortest synthetic prompt "
+                         f"({shortest} tokens: the engine's {hs.builder.overhead_tokens}, the shared prefix, a "
+                         "salt line and a pad)")
+    inputs = draw_lengths(opts.input_tokens, n, opts.seed, "input")
+    outputs = draw_lengths(opts.output_tokens, n, opts.seed, "output")
+    if max_model_len is not None and opts.input_tokens.fixed and opts.output_tokens.fixed \
+            and inputs[0] + outputs[0] > max_model_len:
+        raise UsageError(f"--input-tokens {inputs[0]} + --output-tokens {outputs[0]} do not fit the served "
+                         f"context of {max_model_len}")
+    drawn = list(zip(inputs, outputs))
+    if max_model_len is not None:
+        inputs = [min(i, max_model_len - 1) for i in inputs]
+    texts, built, _ = prompts.build_all(inputs)
+    outputs = [max(1, o if max_model_len is None else min(o, max_model_len - i)) for o, i in zip(outputs, built)]
+    clamped = sum((i, o) != d for i, o, d in zip(built, outputs, drawn))
+    requests = []
+    for k, (offset, text, length, out) in enumerate(zip(offsets, texts, built, outputs)):
+        body = request_body(target.endpoint, target.model, text, max_tokens=out, temperature=0.0,
+                            ignore_eos=opts.ignore_eos, extra=target.extra_body)
+        spec = RequestSpec(request_id=f"load-{k:07d}", endpoint=target.endpoint, body=body,
+                           deadline_s=opts.deadline_s)
+        requests.append(Planned(k, round(offset * NS_PER_S), spec, length, out))
+    plan = load_plan(opts, offsets, hs, max_model_len, input_tokens=lengths_of(opts.input_tokens),
+                     shared_prefix_tokens=opts.shared_prefix_tokens, clamped=clamped)
+    return plan, requests
