@@ -117,8 +117,3 @@ class TokenCounter:
         if record.output_text:
             record.client_output_tokens = self.count(record.output_text)
 
-
-def model_info(url: str, model: str, api_key: str | None = None) -> dict[str, Any]:
-    """The served model's context length, asked again. Kept only until the load wing reads the resolved
-    target's `max_model_len` instead."""
-    return {"max_model_len": Target(url=url, model=model, endpoint="completions", api_key=api_key).resolve().max_model_len}

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import secrets
 import time
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
@@ -21,7 +22,6 @@ from loadproof.config.base import StrictModel
 from loadproof.plans import attach_plan
 from loadproof.plans.replay import ReplayPlan
 from loadproof.protocol.openai import request_body
-from loadproof.scenarios.base import model_info
 from loadproof.scenarios.live import LiveStatus
 from loadproof.scenarios.load.schedule import Planned
 from loadproof.scenarios.load.sender import send_schedule
@@ -67,8 +67,6 @@ class ReplayOptions(StrictModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> ReplayOptions:
-        from pathlib import Path
-
         if not Path(self.trace).expanduser().is_file():
             raise ValueError(f"--trace {self.trace}: no such file")
         if self.format != "mooncake" and self.block_tokens != MOONCAKE_BLOCK:
@@ -88,7 +86,7 @@ class ReplayScenario(MetricsScenario):
         opts = self.options
         read = read_trace(opts.trace, opts.format, start_offset_s=opts.start_offset_s, max_requests=opts.max_requests,
                           skip_bad_rows=opts.skip_bad_rows)
-        max_model_len = model_info(self.target.url, self.target.model, self.target.api_key).get("max_model_len")
+        max_model_len = self.target.max_model_len
         # every prompt begins with its first block's head line (a hash id: a digit) and ends with a newline;
         # the overhead is measured on a probe that does too (on Gemma's chat template a prompt that begins
         # with a digit takes one token more than one that begins with a letter)
