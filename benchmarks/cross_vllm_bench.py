@@ -86,7 +86,7 @@ def dump_dataset(url: str, model: str, tokenizer: Path, rate: float, arrival: st
     from loadproof.scenarios.load.options import LoadOptions
     from loadproof.scenarios.load.scenario import LoadScenario
 
-    target = Target(url=url, model=model, endpoint="completions", tokenizer_path=tokenizer)
+    target = Target(url=url, model=model, endpoint="completions", tokenizer_path=tokenizer).resolve()
     options = LoadOptions(rate=rate, arrival=arrival, num_requests=n, input_tokens=input_tokens,
                           output_tokens=output_tokens, seed=seed)
     plan, requests = LoadScenario(target, options).plan()

@@ -177,7 +177,7 @@ t_import = time.perf_counter()
 from loadproof.scenarios.base import Target
 from loadproof.scenarios.replay import ReplayOptions, ReplayScenario
 url, tokenizer, trace, out = sys.argv[1:5]
-target = Target(url=url, model="static", endpoint="completions", tokenizer_path=Path(tokenizer))
+target = Target(url=url, model="static", endpoint="completions", tokenizer_path=Path(tokenizer)).resolve()
 options = ReplayOptions(trace=trace, format="mooncake", block_tokens=512, idle_timeout_s=0)
 t0 = time.perf_counter()
 plan, requests = ReplayScenario(target, options).plan()
