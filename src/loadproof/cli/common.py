@@ -51,7 +51,7 @@ def show(report: Report) -> None:
                  header, rows)
     criteria = criteria_rows(claims)
     if criteria:
-        ui.table(f"{report.run.manifest.get('scenario')} acceptance: {verdict_of(claims)}",
+        ui.table(f"{report.run.manifest.scenario} acceptance: {verdict_of(claims)}",
                  ["criterion", "status", "evidence"], [list(row) for row in criteria])
     figures = [c for c in claims if c.kind not in ACCEPTANCE and not c.name.startswith("throughput.")]
     dist_header, dist_rows, figures = distribution_table(figures)

@@ -14,15 +14,15 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, field
-from typing import Any
 
 from loadproof.metrics.claims import Claim, Criterion, acceptance_claims, count, number
 from loadproof.plans.capacity import CapacityPlan, CapacitySession
 from loadproof.records import RequestRecord
+from loadproof.rundir import EngineSample as Sample
+from loadproof.rundir import Event
 from loadproof.units import NS_PER_S
 from loadproof.workloads.answer_window import states
 
-Sample = dict[str, Any]
 Session = tuple[CapacitySession, RequestRecord | None]  # a planned session and its record, if one was made
 
 
@@ -63,16 +63,16 @@ def max_gap_ns(record: RequestRecord, start_ns: int, end_ns: int) -> int:
 
 def _values(samples: list[Sample], key: str, start_ns: int, end_ns: int | None) -> list[float]:
     """The gauge's values in samples from `start_ns` to `end_ns` (None: to the last sample)."""
-    return [s["values"][key] for s in samples
-            if start_ns <= s["t_ns"] and (end_ns is None or s["t_ns"] <= end_ns) and key in s["values"]]
+    return [s.values[key] for s in samples
+            if start_ns <= s.t_ns and (end_ns is None or s.t_ns <= end_ns) and key in s.values]
 
 
 def _first_at_or_after(samples: list[Sample], t_ns: int) -> Sample | None:
-    return next((s for s in samples if s["t_ns"] >= t_ns), None)
+    return next((s for s in samples if s.t_ns >= t_ns), None)
 
 
-def _cancel_ns(events: list[dict[str, Any]]) -> int | None:
-    return next((e["t_ns"] for e in events if e.get("kind") == "cancel"), None)
+def _cancel_ns(events: list[Event]) -> int | None:
+    return next((e.t_ns for e in events if e.kind == "cancel"), None)
 
 
 def shared_window(plan: CapacityPlan, sessions: list[Session]) -> Window | None:
@@ -85,11 +85,11 @@ def shared_window(plan: CapacityPlan, sessions: list[Session]) -> Window | None:
 
 
 def evaluate_capacity(plan: CapacityPlan, records: list[RequestRecord], samples: list[Sample],
-                      events: list[dict[str, Any]]) -> CapacityResult:
+                      events: list[Event]) -> CapacityResult:
     by_id = {r.request_id: r for r in records}
     sessions: list[Session] = [(s, by_id.get(s.request_id)) for s in plan.sessions]
-    samples = sorted(samples, key=lambda s: s["t_ns"])
-    baseline = samples[0]["values"] if samples else {}
+    samples = sorted(samples, key=lambda s: s.t_ns)
+    baseline = samples[0].values if samples else {}
     window = shared_window(plan, sessions)
     criteria = [engine_idle_before(baseline) if plan.idle_timeout_s is not None else None,
                 all_streams_started(sessions, events)]
@@ -163,7 +163,7 @@ def engine_idle_before(baseline: dict[str, float]) -> Criterion:
                      f"before the first session: running {running_:g}, waiting {waiting_:g} (want 0 and 0)")
 
 
-def all_streams_started(sessions: list[Session], events: list[dict[str, Any]]) -> Criterion:
+def all_streams_started(sessions: list[Session], events: list[Event]) -> Criterion:
     """Every session produced a first token; else the missing ones, their errors and any admission stall."""
     n = len(sessions)
     missing = [s.session_id for s, r in sessions if r is None or r.first_token_ns is None]
@@ -171,14 +171,14 @@ def all_streams_started(sessions: list[Session], events: list[dict[str, Any]]) -
         return Criterion("all_streams_started", "PASS", f"{n}/{n} sessions produced a first token")
     errors = sorted({f"{r.error_kind}: {r.error_message}" for _, r in sessions
                      if r is not None and r.error_kind and r.error_kind != "cancelled"})
-    stall = next((e["evidence"] for e in events if e.get("kind") == "admission_stalled"), None)
+    stall = next((e.evidence for e in events if e.kind == "admission_stalled"), None)
     return Criterion("all_streams_started", "FAIL",
                      f"{n - len(missing)}/{n} sessions produced a first token; missing {', '.join(missing[:5])}"
                      + (f"; errors: {'; '.join(errors[:3])}" if errors else "")
                      + (f"; {stall}" if stall else ""))
 
 
-def cold_phase_waiting(sessions: list[Session], samples: list[Sample], events: list[dict[str, Any]]) -> Criterion | None:
+def cold_phase_waiting(sessions: list[Session], samples: list[Sample], events: list[Event]) -> Criterion | None:
     """When the window never began: nothing waited from the first send to cancel (to the last sample
     when the run has no cancel); None when no sample fell in that span."""
     sent_ns = min((r.send_ns for _, r in sessions if r is not None), default=0)
@@ -221,7 +221,7 @@ def waiting(samples: list[Sample], window: Window) -> Criterion:
 
 def preemptions(samples: list[Sample], baseline: dict[str, float], window: Window) -> Criterion:
     """num_preemptions_total did not grow from before the sessions were sent to the window's end."""
-    first_ns = samples[0]["t_ns"] if samples else 0
+    first_ns = samples[0].t_ns if samples else 0
     values = _values(samples, "num_preemptions_total", first_ns, window.end_ns)
     if "num_preemptions_total" not in baseline or not values:
         return Criterion("preemptions", "FAIL", "the engine exposes no preemption counter")
@@ -251,7 +251,7 @@ def _cold_prefix_hits(samples: list[Sample], baseline: dict[str, float], window:
     at_start = _first_at_or_after(samples, window.start_ns)
     if "prefix_cache_hits_total" not in baseline or at_start is None:
         return None
-    values = at_start["values"]
+    values = at_start.values
     return (values.get("prefix_cache_hits_total", 0.0) - baseline["prefix_cache_hits_total"],
             values.get("prefix_cache_queries_total", 0.0) - baseline.get("prefix_cache_queries_total", 0.0))
 
@@ -275,7 +275,7 @@ def probes(sessions: list[Session], check: bool) -> Criterion:
                      + (f"; missed {', '.join(missed[:5])}" if missed else ""))
 
 
-def drain(plan: CapacityPlan, records: list[RequestRecord], samples: list[Sample], events: list[dict[str, Any]],
+def drain(plan: CapacityPlan, records: list[RequestRecord], samples: list[Sample], events: list[Event],
           baseline: dict[str, float]) -> Criterion:
     """Every request the run sent has left the engine: the first sample taken after cancel and after the
     last of the run's connections closed shows 0 running, 0 waiting and KV back near idle, within the
@@ -289,18 +289,18 @@ def drain(plan: CapacityPlan, records: list[RequestRecord], samples: list[Sample
     closed_ns = max([cancel_ns] + [r.end_ns for r in records])
     queued = sum(r.first_token_ns is None and r.send_ns <= cancel_ns for r in records)
     sent = f"all {len(records)} requests sent ({queued} without a first token at cancel)"
-    after = [s for s in samples if s["t_ns"] >= closed_ns]
-    drained = next((s for s in after if s["values"].get("num_requests_running", 1) == 0
-                    and s["values"].get("num_requests_waiting", 1) == 0
-                    and s["values"].get("kv_cache_usage_perc", 1.0) <= idle_kv + kv_bound), None)
-    if drained is not None and (drained["t_ns"] - cancel_ns) / NS_PER_S <= bound:
-        v = drained["values"]
+    after = [s for s in samples if s.t_ns >= closed_ns]
+    drained = next((s for s in after if s.values.get("num_requests_running", 1) == 0
+                    and s.values.get("num_requests_waiting", 1) == 0
+                    and s.values.get("kv_cache_usage_perc", 1.0) <= idle_kv + kv_bound), None)
+    if drained is not None and (drained.t_ns - cancel_ns) / NS_PER_S <= bound:
+        v = drained.values
         return Criterion("drain", "PASS",
                          f"{sent} closed {(closed_ns - cancel_ns) / NS_PER_S:.2f} s after cancel; then running 0, "
                          f"waiting 0, KV {v.get('kv_cache_usage_perc', 0) * 100:.1f}% (idle {idle_kv * 100:.1f}% + "
-                         f"{kv_bound * 100:.0f}%) {(drained['t_ns'] - cancel_ns) / NS_PER_S:.1f} s after cancel "
+                         f"{kv_bound * 100:.0f}%) {(drained.t_ns - cancel_ns) / NS_PER_S:.1f} s after cancel "
                          f"(bound {bound:g} s)")
-    last = after[-1]["values"] if after else {}
+    last = after[-1].values if after else {}
     return Criterion("drain", "FAIL",
                      f"not drained within {bound:g} s of cancel ({sent}): running {last.get('num_requests_running')}, "
                      f"waiting {last.get('num_requests_waiting')}, KV {_pct(last.get('kv_cache_usage_perc'))}")

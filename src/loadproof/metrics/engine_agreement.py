@@ -14,27 +14,27 @@ Differences are (client - engine) / engine.
 
 from __future__ import annotations
 
-from typing import Any
 
 from loadproof.metrics.claims import Claim, count, number
 from loadproof.records import RequestRecord
+from loadproof.rundir import EngineSample
 from loadproof.units import NS_PER_S
 
 
-def _bracket(samples: list[dict[str, Any]], records: list[RequestRecord]) -> tuple[dict[str, float], dict[str, float]] | None:
+def _bracket(samples: list[EngineSample], records: list[RequestRecord]) -> tuple[dict[str, float], dict[str, float]] | None:
     if not samples or not records:
         return None
-    ordered = sorted(samples, key=lambda s: s["t_ns"])
+    ordered = sorted(samples, key=lambda s: s.t_ns)
     start = min(r.send_ns for r in records)
     end = max(r.end_ns for r in records)
-    before = [s for s in ordered if s["t_ns"] <= start]
-    after = [s for s in ordered if s["t_ns"] >= end]
+    before = [s for s in ordered if s.t_ns <= start]
+    after = [s for s in ordered if s.t_ns >= end]
     if not before or not after:
         return None
-    return before[-1]["values"], after[-1]["values"]
+    return before[-1].values, after[-1].values
 
 
-def agreement_claims(records: list[RequestRecord], samples: list[dict[str, Any]]) -> list[Claim]:
+def agreement_claims(records: list[RequestRecord], samples: list[EngineSample]) -> list[Claim]:
     bracket = _bracket(samples, records)
     if bracket is None:
         return []

@@ -8,20 +8,19 @@ Then each session's follow-up on the same context: prefix-cache hits expected, f
 
 from __future__ import annotations
 
-from typing import Any
-
 from loadproof.metrics.capacity import window_tokens
 from loadproof.metrics.claims import Claim, Criterion, acceptance_claims, count, number
 from loadproof.metrics.prefill import counter_delta
 from loadproof.plans.interference import InterferencePlan
 from loadproof.records import RequestRecord
+from loadproof.rundir import EngineSample
 from loadproof.units import NS_PER_S
 from loadproof.workloads.answer_window import states
 
 
 def interference_claims(plan: InterferencePlan, records: list[RequestRecord],
-                        samples: list[dict[str, Any]]) -> list[Claim]:
-    samples = sorted(samples, key=lambda s: s["t_ns"])
+                        samples: list[EngineSample]) -> list[Claim]:
+    samples = sorted(samples, key=lambda s: s.t_ns)
     by_id = {r.request_id: r for r in records}
     streams = [by_id.get(s.request_id) for s in plan.sessions]
     newcomer = by_id.get(plan.newcomer.request_id)

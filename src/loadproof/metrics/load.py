@@ -20,6 +20,7 @@ from loadproof.metrics.claims import Claim, count, fact, number
 from loadproof.metrics.distribution import PERCENTILES, STATS, percentile, summarize
 from loadproof.plans.load import LoadPlan
 from loadproof.records import RequestRecord
+from loadproof.rundir import EngineSample, Event
 from loadproof.units import NS_PER_S
 
 SCENARIO = "load"
@@ -66,10 +67,10 @@ def load_records(records: list[RequestRecord]) -> list[RequestRecord]:
     return [r for r in records if r.scenario == SCENARIO]
 
 
-def schedule_start_ns(records: list[RequestRecord], events: list[dict[str, Any]]) -> int | None:
+def schedule_start_ns(records: list[RequestRecord], events: list[Event]) -> int | None:
     """The schedule's start: its `schedule_start` event (the earliest, with several workers), else the
     earliest intended send, else the earliest send."""
-    starts = [e["t_ns"] for e in events if e.get("kind") == "schedule_start" and isinstance(e.get("t_ns"), int)]
+    starts = [e.t_ns for e in events if e.kind == "schedule_start" and e.t_ns is not None]
     if starts:
         return min(starts)
     intended = [r.intended_send_ns for r in records if r.intended_send_ns is not None]
@@ -146,8 +147,8 @@ def claims_of_run(run: Any, plan: LoadPlan) -> list[Claim]:
     return load_claims(load_records(run.records), plan, run.events, run.samples)
 
 
-def load_claims(records: list[RequestRecord], plan: LoadPlan, events: list[dict[str, Any]],
-                samples: list[dict[str, Any]]) -> list[Claim]:
+def load_claims(records: list[RequestRecord], plan: LoadPlan, events: list[Event],
+                samples: list[EngineSample]) -> list[Claim]:
     failed = sum(not succeeded(r) for r in records)
     claims = [
         count("load.planned_requests", plan.planned_requests, "requests", "requests the schedule drew",
@@ -260,11 +261,10 @@ def client_limited_claims(records: list[RequestRecord], plan: LoadPlan) -> list[
                  "client, not the server, could not keep the schedule")]
 
 
-def engine_claims(samples: list[dict[str, Any]], t0: int, end_ns: int) -> list[Claim]:
+def engine_claims(samples: list[EngineSample], t0: int, end_ns: int) -> list[Claim]:
     """The engine's queue, batch, preemptions and KV cache while the schedule ran, from its /metrics."""
-    ordered = sorted((s for s in samples if isinstance(s.get("t_ns"), int) and isinstance(s.get("values"), dict)),
-                     key=lambda s: s["t_ns"])
-    during = [s["values"] for s in ordered if t0 <= s["t_ns"] <= end_ns]
+    ordered = sorted(samples, key=lambda s: s.t_ns)
+    during = [s.values for s in ordered if t0 <= s.t_ns <= end_ns]
     claims: list[Claim] = []
     for key, name, what, direction in (
             ("num_requests_waiting", "load.engine_waiting_max", "most requests waiting", "lower"),
@@ -278,8 +278,8 @@ def engine_claims(samples: list[dict[str, Any]], t0: int, end_ns: int) -> list[C
         claims.append(number("load.engine_kv_usage_max_pct", max(kv) * 100, "%", "highest kv_cache_usage_perc x 100 "
                              "in a sample taken between the schedule's start and the last response's end", 1,
                              direction="neither"))
-    before = [s["values"] for s in ordered if s["t_ns"] <= t0 and "num_preemptions_total" in s["values"]]
-    after = [s["values"] for s in ordered if s["t_ns"] >= end_ns and "num_preemptions_total" in s["values"]]
+    before = [s.values for s in ordered if s.t_ns <= t0 and "num_preemptions_total" in s.values]
+    after = [s.values for s in ordered if s.t_ns >= end_ns and "num_preemptions_total" in s.values]
     if before and after:
         grown = after[-1]["num_preemptions_total"] - before[-1]["num_preemptions_total"]
         claims.append(count("load.engine_preemptions", int(round(grown)), "preemptions", "growth of "

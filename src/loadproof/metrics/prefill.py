@@ -3,26 +3,26 @@
 from __future__ import annotations
 
 import statistics
-from typing import Any
 
 from loadproof.metrics.claims import Claim, Criterion, acceptance_claims, count, number
 from loadproof.metrics.throughput import decode_rate_per_s
 from loadproof.plans.prefill import PrefillPlan
 from loadproof.records import RequestRecord
+from loadproof.rundir import EngineSample
 from loadproof.units import NS_PER_S
 
 
-def counter_delta(samples: list[dict[str, Any]], key: str, start_ns: int, end_ns: int) -> float | None:
+def counter_delta(samples: list[EngineSample], key: str, start_ns: int, end_ns: int) -> float | None:
     """Growth of a counter between the last sample at or before `start_ns` and the first at or after `end_ns`."""
-    before = [s for s in samples if s["t_ns"] <= start_ns and key in s["values"]]
-    after = [s for s in samples if s["t_ns"] >= end_ns and key in s["values"]]
+    before = [s for s in samples if s.t_ns <= start_ns and key in s.values]
+    after = [s for s in samples if s.t_ns >= end_ns and key in s.values]
     if not before or not after:
         return None
-    return after[0]["values"][key] - before[-1]["values"][key]
+    return after[0].values[key] - before[-1].values[key]
 
 
-def prefill_claims(plan: PrefillPlan, records: list[RequestRecord], samples: list[dict[str, Any]]) -> list[Claim]:
-    samples = sorted(samples, key=lambda s: s["t_ns"])
+def prefill_claims(plan: PrefillPlan, records: list[RequestRecord], samples: list[EngineSample]) -> list[Claim]:
+    samples = sorted(samples, key=lambda s: s.t_ns)
     by_id = {r.request_id: r for r in records}
     recs = [by_id.get(rep.request_id) for rep in plan.repeats]
     planned = plan.input_tokens

@@ -17,15 +17,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from loadproof.metrics.claims import Claim, count, fact, number
+from loadproof.rundir import Answer
 from loadproof.workloads.quality import MODES
 from loadproof.workloads.quality.gsm8k import is_correct
 
-Row = dict[str, Any]
+Row = Answer
 Key = tuple[str, str, str]
 
 
 def key(row: Row) -> Key:
-    return (str(row.get("suite")), str(row.get("item_id")), str(row.get("mode", "plain")))
+    return (str(row.suite), row.item_id, row.mode)
 
 
 def latest(rows: list[Row]) -> dict[Key, Row]:
@@ -38,16 +39,14 @@ def latest(rows: list[Row]) -> dict[Key, Row]:
 
 def verdict(row: Row, strict: bool = False) -> tuple[str | None, bool] | None:
     """(extracted answer, correct) of a row; None when the item was skipped."""
-    if row.get("skipped"):
+    if row.skipped:
         return None
-    suite = row.get("suite")
-    if suite == "gsm8k":
-        extracted = row.get("extracted_strict" if strict else "extracted_flexible")
-        return extracted, is_correct(extracted, str(row.get("expected", "")))
-    if suite == "retrieval":
-        extracted = row.get("extracted")
-        return extracted, extracted is not None and extracted == row.get("expected")
-    return row.get("extracted"), bool(row.get("correct"))
+    if row.suite == "gsm8k":
+        extracted = row.extracted_strict if strict else row.extracted_flexible
+        return extracted, is_correct(extracted, "" if row.expected is None else row.expected)
+    if row.suite == "retrieval":
+        return row.extracted, row.extracted is not None and row.extracted == row.expected
+    return row.extracted, bool(row.correct)
 
 
 def _skipped(name: str, reasons: list[str], parts: Mapping[str, object] | None = None) -> Claim:
@@ -59,9 +58,9 @@ def _count(prefix: str, rows: list[Row], correct_word: str = "correct",
            parts: Mapping[str, object] | None = None) -> list[Claim]:
     """`<prefix>.<correct_word>` and `<prefix>.items`, or `<prefix>.skipped` with the reason; `prefix` may
     hold placeholders filled from `parts`."""
-    asked = [r for r in rows if not r.get("skipped")]
+    asked = [r for r in rows if not r.skipped]
     if not asked:
-        return [_skipped(f"{prefix}.skipped", [str(r["skipped"]) for r in rows], parts)]
+        return [_skipped(f"{prefix}.skipped", [str(r.skipped) for r in rows], parts)]
     good = sum(bool(verdict(r)[1]) for r in asked)  # type: ignore[index]
     return [count(f"{prefix}.{correct_word}", good, "items", f"count of items judged {correct_word}",
                   direction="higher", parts=parts),
@@ -73,10 +72,10 @@ def quality_claims(all_rows: list[Row]) -> list[Claim]:
     rows = list(latest(all_rows).values())
     by_suite: dict[str, list[Row]] = defaultdict(list)
     for row in rows:
-        by_suite[str(row.get("suite"))].append(row)
+        by_suite[str(row.suite)].append(row)
     claims: list[Claim] = []
     gsm8k = by_suite.get("gsm8k", [])
-    asked = [r for r in gsm8k if not r.get("skipped")]
+    asked = [r for r in gsm8k if not r.skipped]
     if asked:
         flexible = sum(verdict(r)[1] for r in asked)  # type: ignore[index]
         strict = sum(verdict(r, strict=True)[1] for r in asked)  # type: ignore[index]
@@ -94,27 +93,27 @@ def quality_claims(all_rows: list[Row]) -> list[Claim]:
                    "quality.gsm8k.correct_strict / quality.gsm8k.items", 3, direction="higher"),
         ]
     elif gsm8k:
-        claims.append(_skipped("quality.gsm8k.skipped", [str(r["skipped"]) for r in gsm8k]))
+        claims.append(_skipped("quality.gsm8k.skipped", [str(r.skipped) for r in gsm8k]))
     by_mode: dict[str, list[Row]] = defaultdict(list)
     for row in by_suite.get("authored", []):
-        by_mode[str(row.get("mode", "plain"))].append(row)
+        by_mode[row.mode].append(row)
     order = {m: i for i, m in enumerate(MODES)}
     for mode, mode_rows in sorted(by_mode.items(), key=lambda kv: order.get(kv[0], len(order))):
         claims += _count("quality.authored.<mode>", mode_rows, parts={"mode": mode})
-        if any(not r.get("skipped") for r in mode_rows):
+        if any(not r.skipped for r in mode_rows):
             by_lang: dict[str, list[Row]] = defaultdict(list)
             for row in mode_rows:
-                by_lang[str(row.get("lang"))].append(row)
+                by_lang[str(row.lang)].append(row)
             for lang, lang_rows in by_lang.items():
                 claims += _count("quality.authored.<mode>.<lang>", lang_rows, parts={"mode": mode, "lang": lang})
     by_length: dict[int, list[Row]] = defaultdict(list)
     for row in by_suite.get("retrieval", []):
-        by_length[int(row.get("length_tokens", 0))].append(row)
+        by_length[row.length_tokens or 0].append(row)
     for length in sorted(by_length):
         claims += _count("quality.retrieval.<L>", by_length[length], correct_word="retrieved", parts={"L": length})
     if "image" in by_suite:
         claims += _count("quality.image", by_suite["image"])
-    errors = sum(1 for r in rows if r.get("error"))
+    errors = sum(1 for r in rows if r.error)
     claims.append(count("quality.request_errors", errors, "items",
                         "count of items whose request failed (scored as wrong)", direction="lower"))
     return claims
@@ -150,18 +149,18 @@ def compare_answers(base_rows: list[Row], cand_rows: list[Row]) -> dict[str, lis
     for k in list(base) + [k for k in cand if k not in base]:
         b, c = base.get(k), cand.get(k)
         entry: dict[str, Any] = {"suite": k[0], "item_id": k[1], "mode": k[2],
-                                 "expected": (b or c or {}).get("expected")}
+                                 "expected": next(r.expected for r in (b, c) if r is not None)}
         if b is None or c is None:
             row = b if c is None else c
             assert row is not None
             seen = verdict(row)
-            entry["base" if c is None else "candidate"] = f"skipped: {row['skipped']}" if seen is None else seen[0]
+            entry["base" if c is None else "candidate"] = f"skipped: {row.skipped}" if seen is None else seen[0]
             out["only_in_base" if c is None else "only_in_candidate"].append(entry)
             continue
         vb, vc = verdict(b), verdict(c)
         if vb is None or vc is None:
-            entry.update(base=f"skipped: {b['skipped']}" if vb is None else vb[0],
-                         candidate=f"skipped: {c['skipped']}" if vc is None else vc[0])
+            entry.update(base=f"skipped: {b.skipped}" if vb is None else vb[0],
+                         candidate=f"skipped: {c.skipped}" if vc is None else vc[0])
             out["skipped"].append(entry)
             continue
         entry.update(base=vb[0], candidate=vc[0])

@@ -15,6 +15,7 @@ from loadproof.metrics.claims import Claim, count, fact, number
 from loadproof.metrics.load import load_claims, reported_hit_pct, schedule_start_ns, succeeded
 from loadproof.plans.replay import ReplayPlan
 from loadproof.records import RequestRecord
+from loadproof.rundir import EngineSample, Event
 
 SCENARIO = "replay"
 
@@ -53,8 +54,8 @@ def claims_of_run(run: Any, plan: ReplayPlan) -> list[Claim]:
     return claims
 
 
-def prefix_claims(records: list[RequestRecord], plan: ReplayPlan, events: list[dict[str, Any]],
-                  samples: list[dict[str, Any]]) -> list[Claim]:
+def prefix_claims(records: list[RequestRecord], plan: ReplayPlan, events: list[Event],
+                  samples: list[EngineSample]) -> list[Claim]:
     sent = sorted({r.batch for r in records if r.batch is not None and 0 <= r.batch < len(plan.text_tokens)})
     claims: list[Claim] = []
     if sent:
@@ -75,11 +76,10 @@ def prefix_claims(records: list[RequestRecord], plan: ReplayPlan, events: list[d
     if not records or t0 is None:
         return claims
     end_ns = max(r.end_ns for r in records)
-    ordered = sorted((s for s in samples if isinstance(s.get("t_ns"), int) and isinstance(s.get("values"), dict)
-                      and "prefix_cache_queries_total" in s["values"] and "prefix_cache_hits_total" in s["values"]),
-                     key=lambda s: s["t_ns"])
-    before = [s["values"] for s in ordered if s["t_ns"] <= t0]
-    after = [s["values"] for s in ordered if s["t_ns"] >= end_ns]
+    ordered = sorted((s for s in samples if "prefix_cache_queries_total" in s.values and "prefix_cache_hits_total" in s.values),
+                     key=lambda s: s.t_ns)
+    before = [s.values for s in ordered if s.t_ns <= t0]
+    after = [s.values for s in ordered if s.t_ns >= end_ns]
     if before and after:
         queries = after[-1]["prefix_cache_queries_total"] - before[-1]["prefix_cache_queries_total"]
         hits_grown = after[-1]["prefix_cache_hits_total"] - before[-1]["prefix_cache_hits_total"]

@@ -15,6 +15,7 @@ from loadproof.metrics.distribution import summarize
 from loadproof.metrics.load import reported_hit_pct, succeeded
 from loadproof.plans.sessions import SessionsPlan
 from loadproof.records import RequestRecord
+from loadproof.rundir import EngineSample
 from loadproof.units import NS_PER_S
 
 SCENARIO = "sessions"
@@ -104,16 +105,15 @@ def claims_of_run(run: Any, plan: SessionsPlan) -> list[Claim]:
 
 
 
-def engine_hit_claims(records: list[RequestRecord], samples: list[dict[str, Any]]) -> list[Claim]:
+def engine_hit_claims(records: list[RequestRecord], samples: list[EngineSample]) -> list[Claim]:
     if not records:
         return []
     start, end = min(r.send_ns for r in records if r.send_ns) if any(r.send_ns for r in records) else 0, \
         max(r.end_ns for r in records)
-    ordered = sorted((s for s in samples if isinstance(s.get("t_ns"), int) and isinstance(s.get("values"), dict)
-                      and "prefix_cache_queries_total" in s["values"] and "prefix_cache_hits_total" in s["values"]),
-                     key=lambda s: s["t_ns"])
-    before = [s["values"] for s in ordered if s["t_ns"] <= start]
-    after = [s["values"] for s in ordered if s["t_ns"] >= end]
+    ordered = sorted((s for s in samples if "prefix_cache_queries_total" in s.values and "prefix_cache_hits_total" in s.values),
+                     key=lambda s: s.t_ns)
+    before = [s.values for s in ordered if s.t_ns <= start]
+    after = [s.values for s in ordered if s.t_ns >= end]
     if not before or not after:
         return []
     queries = after[-1]["prefix_cache_queries_total"] - before[-1]["prefix_cache_queries_total"]

@@ -4,30 +4,30 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
-from typing import Any
 
 from loadproof.metrics.claims import Claim, Criterion, acceptance_claims, count, number
 from loadproof.plans.soak import SoakPlan
 from loadproof.records import RequestRecord
+from loadproof.rundir import EngineSample, TelemetrySample
 from loadproof.units import NS_PER_S
 
 
-def _outside_by_half(telemetry: list[dict[str, Any]], middle_ns: int) -> str:
+def _outside_by_half(telemetry: list[TelemetrySample], middle_ns: int) -> str:
     """What else used the host's CPU in each half of the run (telemetry's cpu_outside_pct), for the drift
     criteria's evidence: a slower second half on a host that got busy is not the engine's drift alone."""
     halves: tuple[list[float], list[float]] = ([], [])
     for row in telemetry:
-        value = (row.get("host") or {}).get("cpu_outside_pct")
+        value = row.host.cpu_outside_pct
         if value is not None:
-            halves[row["t_ns"] >= middle_ns].append(value)
+            halves[row.t_ns >= middle_ns].append(value)
     if not halves[0] or not halves[1]:
         return ""
     a, b = (sum(h) / len(h) for h in halves)
     return f"; host CPU used outside loadproof: {a:.0f}% then {b:.0f}%"
 
 
-def soak_claims(plan: SoakPlan, records: list[RequestRecord], samples: list[dict[str, Any]],
-                telemetry: list[dict[str, Any]] | None = None) -> list[Claim]:
+def soak_claims(plan: SoakPlan, records: list[RequestRecord], samples: list[EngineSample],
+                telemetry: list[TelemetrySample] | None = None) -> list[Claim]:
     records = sorted((r for r in records if r.scenario == "soak"), key=lambda r: r.send_ns)
     if not records:
         return acceptance_claims("soak", [Criterion("requests", "FAIL", "no request was recorded")])
@@ -63,8 +63,8 @@ def soak_claims(plan: SoakPlan, records: list[RequestRecord], samples: list[dict
                                       f"median latency {a:.3f} s then {b:.3f} s ({drift:+.1%}); bound "
                                       f"+{plan.max_latency_drift:.0%}{host}"))
     for source in ("engine", "relay"):
-        rss = [s["values"]["process_rss_bytes"] for s in sorted(samples, key=lambda s: s["t_ns"])
-               if s.get("source") == source and "process_rss_bytes" in s.get("values", {})]
+        rss = [s.values["process_rss_bytes"] for s in sorted(samples, key=lambda s: s.t_ns)
+               if s.source == source and "process_rss_bytes" in s.values]
         if len(rss) >= 2:
             growth = (rss[-1] - rss[0]) / 1024**2
             claims += [number(f"soak.{source}_rss_first_mib", rss[0] / 1024**2, "MiB", "resident memory, first sample",

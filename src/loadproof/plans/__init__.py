@@ -25,6 +25,7 @@ from loadproof.errors import RunDirError
 from loadproof.registry import Registry
 
 if TYPE_CHECKING:
+    from loadproof.rundir import Manifest
     from loadproof.store.run_dir import Run
 
 UNVERSIONED = 1  # what a manifest without `plan_version` holds
@@ -36,7 +37,7 @@ class Plan(msgspec.Struct, kw_only=True):
     version: ClassVar[int] = 1
 
     @classmethod
-    def upgrade(cls, raw: Any, version: int, manifest: dict[str, Any]) -> Any:
+    def upgrade(cls, raw: Any, version: int, manifest: Manifest) -> Any:
         """The stored plan of an older `version`, in this version's shape (None: there is none)."""
         return raw
 
@@ -56,11 +57,9 @@ def attach_plan(manifest: dict[str, Any], plan: Plan) -> None:
 
 def scenario_of(run: Run) -> str:
     """The scenario the run's manifest names."""
-    scenario = run.manifest.get("scenario")
+    scenario = run.manifest.scenario
     if scenario is None:
         raise RunDirError(f"{run.path}/manifest.json names no scenario")
-    if not isinstance(scenario, str):
-        raise RunDirError(f"{run.path}/manifest.json: scenario is not a name")
     return scenario
 
 
@@ -69,13 +68,13 @@ def load_plan(run: Run) -> Plan:
     where = f"{run.path}/manifest.json"
     scenario = scenario_of(run)
     schema = schemas.get(scenario)
-    version = run.manifest.get("plan_version", UNVERSIONED)
-    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+    version = UNVERSIONED if run.manifest.plan_version is None else run.manifest.plan_version
+    if version < 1:
         raise RunDirError(f"{where}: plan_version {version!r} of the {scenario} plan is not a version number")
     if version > schema.version:
         raise RunDirError(f"{where}: the {scenario} plan is version {version}, newer than this loadproof reads "
                           f"(up to {schema.version}); use a newer loadproof")
-    raw = run.manifest.get("plan")
+    raw: Any = run.manifest.plan
     if version < schema.version:
         raw = schema.upgrade(raw, version, run.manifest)
     if raw is None:

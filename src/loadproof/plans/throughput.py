@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from loadproof.plans import Plan
+from loadproof.rundir import Manifest
 
 
 class ThroughputPlan(Plan, kw_only=True):
@@ -24,9 +25,9 @@ class ThroughputPlan(Plan, kw_only=True):
     seed: int | None = None
 
     @classmethod
-    def upgrade(cls, raw: Any, version: int, manifest: dict[str, Any]) -> Any:
+    def upgrade(cls, raw: Any, version: int, manifest: Manifest) -> Any:
         if raw is None and version == 1:
-            return manifest.get("options")
+            return manifest.options or None
         return raw
 
     def workload(self) -> dict[str, Any]:

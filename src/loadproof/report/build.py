@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from loadproof.metrics import compute_claims
 from loadproof.metrics.claims import Claim, claims_payload, criteria_of, criterion_name, verdict_of
@@ -98,18 +97,19 @@ def criteria_rows(claims: list[Claim]) -> list[tuple[str, str, str]]:
 
 def render_markdown(run: Run, claims: list[Claim], with_plot: bool = False) -> str:
     m = run.manifest
-    target: dict[str, Any] = m.get("target", {})
     lines = [f"# loadproof run {run.run_id}", ""]
-    lines.append(f"- scenario: {m.get('scenario')}; model: {target.get('model')} via /{target.get('endpoint')}")
-    if m.get("engine_version"):
-        lines.append(f"- engine version: {m['engine_version']}")
-    startup = (m.get("engine") or {}).get("startup_report") or {}
-    if startup.get("line"):
-        lines.append(f"- engine startup report: `{startup['line']}` (the engine's own figure, not measured capacity)")
-    lines.append(f"- started {m.get('start_wall_time')}, ended {m.get('end_wall_time', 'unfinished')}; "
-                 f"{requests_line(run)}")
+    lines.append(f"- scenario: {m.scenario}; model: {m.target.model} via /{m.target.endpoint}")
+    if m.engine_version:
+        lines.append(f"- engine version: {m.engine_version}")
+    startup = m.engine_startup
+    if startup is not None and startup.line:
+        lines.append(f"- engine startup report: `{startup.line}` (the engine's own figure, not measured capacity)")
+    ended = "unfinished" if m.end_wall_time is None else m.end_wall_time
+    lines.append(f"- started {m.start_wall_time}, ended {ended}; {requests_line(run)}")
     if run.num_torn_lines:
         lines.append(f"- {run.num_torn_lines} torn line(s) skipped (interrupted write)")
+    if m.telemetry is not None and not m.telemetry.sampled:
+        lines.append(f"- samples absent: {m.telemetry.note}; the claims that need them are absent, not zero")
     criteria = criteria_rows(claims)
     if criteria:
         verdict = verdict_of(claims)
@@ -132,7 +132,7 @@ def render_markdown(run: Run, claims: list[Claim], with_plot: bool = False) -> s
     lines += ["", "## Claims", "", "| name | value | unit | formula |", "|---|---|---|---|"]
     lines += [f"| `{c.name}` | {c.printed} | {c.unit} | {c.formula} |" for c in claims if c.kind != "criterion"]
     if with_plot:
-        note = (run.manifest.get("telemetry") or {}).get("note")
+        note = run.manifest.telemetry.note if run.manifest.telemetry is not None else None
         lines += ["", "## Telemetry", "", "![telemetry over the run](telemetry.svg)"] + ([f"", note] if note else [])
     mismatch = _token_count_note(run)
     if mismatch:
@@ -143,7 +143,7 @@ def render_markdown(run: Run, claims: list[Claim], with_plot: bool = False) -> s
 def request_counts(run: Run) -> tuple[int, int, int]:
     """(recorded, failed, cancelled as planned): the streams the scenario itself cancelled when its
     window ended (capacity, interference: at or after its `cancel` event) did not fail."""
-    cancel_ns = min((e["t_ns"] for e in run.events if e.get("kind") == "cancel" and "t_ns" in e), default=None)
+    cancel_ns = min((e.t_ns for e in run.events if e.kind == "cancel" and e.t_ns is not None), default=None)
     planned = sum(r.error_kind == "cancelled" and cancel_ns is not None and r.end_ns >= cancel_ns for r in run.records)
     return len(run.records), sum(not r.ok for r in run.records) - planned, planned
 

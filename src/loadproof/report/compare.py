@@ -85,7 +85,7 @@ class Side:
 
     @property
     def scenario(self) -> str:
-        return str(self.runs[0].manifest.get("scenario"))
+        return str(self.runs[0].manifest.scenario)
 
     @property
     def run_ids(self) -> str:
@@ -110,7 +110,7 @@ class Side:
 
 def split_repeats(run: Run) -> list[Run]:
     """A run whose records hold several `repeat` values, as one Run per repeat (splittable scenarios only)."""
-    if run.manifest.get("scenario") not in SPLITTABLE:
+    if run.manifest.scenario not in SPLITTABLE:
         return [run]
     repeats = sorted({r.repeat for r in run.records})
     if len(repeats) < 2:
@@ -121,7 +121,7 @@ def split_repeats(run: Run) -> list[Run]:
 def build_side(label: str, runs: Sequence[Run], claims_of: Callable[[Run], list[Claim]],
                plan_of: Callable[[Run], Plan] = load_plan) -> Side:
     """Claims of every run (`claims_of`, e.g. metrics.compute_claims), its plan, one sample per repeat."""
-    scenarios = sorted({str(r.manifest.get("scenario")) for r in runs})
+    scenarios = sorted({str(r.manifest.scenario) for r in runs})
     if len(scenarios) > 1:
         raise UsageError(f"{label}: repeats must be runs of one scenario (got {', '.join(scenarios)})")
     all_claims, samples, printed, meaning = [], {}, {}, {}
@@ -257,7 +257,7 @@ def unlike(cand: Side, baselines: Sequence[Side]) -> list[str]:
         for run, plan in zip(side.runs, side.plans):
             if run is ref:
                 continue
-            scenario = str(run.manifest.get("scenario"))
+            scenario = str(run.manifest.scenario)
             who = f"{side.label} ({run.run_id})" if len(side.runs) > 1 else side.label
             if scenario != cand.scenario:
                 out.append(f"{who} is a {scenario} run, {cand.label} a {cand.scenario} run")

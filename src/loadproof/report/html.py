@@ -15,6 +15,9 @@ from html import escape
 from itertools import accumulate
 
 from loadproof.metrics.throughput import batch_aggregate_per_s, decode_rate_per_s
+from loadproof.plans import load_plan
+from loadproof.plans.capacity import CapacityPlan
+from loadproof.plans.interference import InterferencePlan
 from loadproof.records import RequestRecord
 from loadproof.report.plots import bar_chart, line_chart, telemetry_svg
 from loadproof.store.run_dir import Run
@@ -193,26 +196,26 @@ def throughput_figures(run: Run) -> list[Figure]:
     return out
 
 
-def _plan_records(run: Run, key: str = "request_id") -> list[RequestRecord]:
+def _plan_records(run: Run, plan: CapacityPlan | InterferencePlan) -> list[RequestRecord]:
     by_id = {r.request_id: r for r in run.records}
-    sessions = (run.manifest.get("plan") or {}).get("sessions") or []
-    return [by_id[s[key]] for s in sessions if s.get(key) in by_id]
+    return [by_id[s.request_id] for s in plan.sessions if s.request_id in by_id]
 
 
 def stream_timeline_figure(run: Run) -> list[Figure]:
     """Cumulative tokens of every capacity stream over time, the shared window shaded."""
-    if run.manifest.get("scenario") != "capacity":
+    plan = load_plan(run) if run.manifest.scenario == "capacity" else None
+    if not isinstance(plan, CapacityPlan):
         return []
-    recs = [r for r in _plan_records(run) if r.chunk_ns]
+    recs = [r for r in _plan_records(run, plan) if r.chunk_ns]
     if not recs or not any(sum(r.chunk_tokens) for r in recs):
         return []
     t0 = min(r.send_ns for r in recs)
     spans = []
-    window_s = (run.manifest.get("plan") or {}).get("window_s")
+    window_s = plan.window_s
     started = [r.first_token_ns for r in recs if r.first_token_ns is not None]
-    if window_s and len(started) == len((run.manifest.get("plan") or {}).get("sessions") or []):
+    if window_s and len(started) == len(plan.sessions):
         start = (max(started) - t0) / NS
-        spans.append((start, start + float(window_s), f"shared window, W = {float(window_s):g} s", "#2ca02c"))
+        spans.append((start, start + window_s, f"shared window, W = {window_s:g} s", "#2ca02c"))
     svg = line_chart(f"Tokens per stream over time ({len(recs)} streams)",
                      [(r.prompt_id or r.request_id, _cumulative(r, t0)) for r in recs],
                      "seconds since the first send", "cumulative output tokens", spans=spans)
@@ -222,10 +225,10 @@ def stream_timeline_figure(run: Run) -> list[Figure]:
 
 def interference_figure(run: Run) -> list[Figure]:
     """The M streams' aggregate token rate over time, the newcomer's prefill and the windows shaded."""
-    if run.manifest.get("scenario") != "interference":
+    plan = load_plan(run) if run.manifest.scenario == "interference" else None
+    if not isinstance(plan, InterferencePlan):
         return []
-    plan = run.manifest.get("plan") or {}
-    streams = [r for r in _plan_records(run) if r.chunk_ns]
+    streams = [r for r in _plan_records(run, plan) if r.chunk_ns]
     if not streams:
         return []
     t0 = min(r.send_ns for r in streams)
@@ -239,12 +242,12 @@ def interference_figure(run: Run) -> list[Figure]:
         bins[int((t - t0) / NS / width)] += n
     points = [((k + 0.5) * width, bins.get(k, 0) / width) for k in range(int(span_s / width) + 1)]
     spans, marks = [], []
-    window_s = float(plan.get("window_s") or 0)
+    window_s = plan.window_s
     firsts = [r.first_token_ns for r in streams if r.first_token_ns is not None]
     if window_s and firsts:
         start = (max(firsts) - t0) / NS
         spans.append((start, start + window_s, "before", "#2ca02c"))
-    newcomer = next((r for r in run.records if r.request_id == (plan.get("newcomer") or {}).get("request_id")), None)
+    newcomer = next((r for r in run.records if r.request_id == plan.newcomer.request_id), None)
     if newcomer is not None:
         sent = (newcomer.send_ns - t0) / NS
         marks.append((sent, "newcomer sent"))
@@ -281,7 +284,7 @@ def ttft_figure(run: Run) -> list[Figure]:
 
 def ab_round_figures(run: Run) -> list[Figure]:
     """Per round, each arm's figure (the median over its requests in that round), for an ab run."""
-    if run.manifest.get("scenario") != "ab":
+    if run.manifest.scenario != "ab":
         return []
     from loadproof.metrics.ab import METRICS, round_figures
 

@@ -9,27 +9,25 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from html import escape
-from typing import Any
+from loadproof.rundir import TelemetrySample
 
 PANEL_HEIGHT = 150  # one telemetry panel: title, plot, time axis
 
 
-def _series(rows: list[dict[str, Any]]) -> list[tuple[str, str, list[tuple[float, float]]]]:
-    t0 = rows[0]["t_ns"]
+def _series(rows: list[TelemetrySample]) -> list[tuple[str, str, list[tuple[float, float]]]]:
+    t0 = rows[0].t_ns
     out = []
-    cpu = [((r["t_ns"] - t0) / 1e9, r["host"]["cpu_busy_pct"]) for r in rows
-           if r.get("host", {}).get("cpu_busy_pct") is not None]
+    cpu = [((r.t_ns - t0) / 1e9, r.host.cpu_busy_pct) for r in rows if r.host.cpu_busy_pct is not None]
     if cpu:
         out.append(("host CPU busy", "%", cpu))
-    outside = [((r["t_ns"] - t0) / 1e9, r["host"]["cpu_outside_pct"]) for r in rows
-               if r.get("host", {}).get("cpu_outside_pct") is not None]
+    outside = [((r.t_ns - t0) / 1e9, r.host.cpu_outside_pct) for r in rows if r.host.cpu_outside_pct is not None]
     if outside:  # what else on the machine competed with the run
         out.append(("host CPU used outside loadproof", "%", outside))
-    if any(r.get("gpus") for r in rows):
-        temp = [((r["t_ns"] - t0) / 1e9, max(g["temp_c"] for g in r["gpus"])) for r in rows
-                if r.get("gpus") and all(g.get("temp_c") is not None for g in r["gpus"])]
-        power = [((r["t_ns"] - t0) / 1e9, sum(g["power_w"] for g in r["gpus"])) for r in rows
-                 if r.get("gpus") and all(g.get("power_w") is not None for g in r["gpus"])]
+    if any(r.gpus for r in rows):
+        temp = [((r.t_ns - t0) / 1e9, max(g.temp_c for g in r.gpus if g.temp_c is not None)) for r in rows
+                if r.gpus and all(g.temp_c is not None for g in r.gpus)]
+        power = [((r.t_ns - t0) / 1e9, sum(g.power_w for g in r.gpus if g.power_w is not None)) for r in rows
+                 if r.gpus and all(g.power_w is not None for g in r.gpus)]
         if temp:
             out.append(("hottest GPU", "°C", temp))
         if power:
@@ -37,12 +35,12 @@ def _series(rows: list[dict[str, Any]]) -> list[tuple[str, str, list[tuple[float
     return out
 
 
-def telemetry_svg(rows: list[dict[str, Any]]) -> str:
+def telemetry_svg(rows: list[TelemetrySample]) -> str:
     """One panel per series (host CPU, the part outside loadproof, hottest GPU, GPU power), each with its
     scale, unit and time axis."""
     if len(rows) < 2:
         return ""
-    rows = sorted(rows, key=lambda r: r["t_ns"])
+    rows = sorted(rows, key=lambda r: r.t_ns)
     panels = _series(rows)
     if not panels:
         return ""

@@ -31,10 +31,54 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from loadproof.errors import UsageError
 from loadproof.sim.config import CostModel, SimConfig
-from loadproof.store.run_dir import load_run
+from loadproof.plans import load_plan
+from loadproof.plans.capacity import CapacityPlan
+from loadproof.store.run_dir import Run, load_run
 from loadproof.units import NS_PER_S
+
+
+class _ModelFacts(msgspec.Struct):
+    max_model_len: int | None = None
+
+
+class _SchedulerFacts(msgspec.Struct):
+    max_num_seqs: int | None = None
+    max_num_batched_tokens: int | None = None
+
+
+class _KVFacts(msgspec.Struct):
+    block_size: int | None = None
+
+
+class _ParallelFacts(msgspec.Struct):
+    pipeline: int | None = None
+
+
+class _CudaGraphFacts(msgspec.Struct):
+    max_capture_size: int | None = None
+
+
+class ProfileFacts(msgspec.Struct):
+    """The parts of a run's deployment profile (`Manifest.profile`, config.Profile as dumped) that
+    calibration reads; the rest of the profile stays as it was written."""
+
+    engine: str | None = None
+    model: _ModelFacts = msgspec.field(default_factory=_ModelFacts)
+    scheduler: _SchedulerFacts = msgspec.field(default_factory=_SchedulerFacts)
+    kv_cache: _KVFacts = msgspec.field(default_factory=_KVFacts)
+    parallel: _ParallelFacts = msgspec.field(default_factory=_ParallelFacts)
+    cuda_graphs: _CudaGraphFacts = msgspec.field(default_factory=_CudaGraphFacts)
+
+
+def profile_facts(run: Run) -> ProfileFacts:
+    try:
+        return msgspec.convert(run.manifest.profile or {}, ProfileFacts)
+    except msgspec.ValidationError as exc:
+        raise UsageError(f"{run.path}: the manifest's profile does not fit what calibration reads ({exc})") from None
 
 
 @dataclass(frozen=True)
@@ -106,30 +150,30 @@ def points_from_runs(paths: list[Path]) -> tuple[list[TtftPoint], list[DecodePoi
     facts: dict[str, Any] = {}
     for path in paths:
         run = load_run(path)
-        scenario = run.manifest.get("scenario")
-        startup = (run.manifest.get("engine") or {}).get("startup_report") or {}
-        if startup.get("kv_cache_tokens"):
-            facts.setdefault("kv_cache_tokens", startup["kv_cache_tokens"])
-        plan = run.manifest.get("plan") or {}
-        if isinstance(plan, dict) and plan.get("engine_kv_cache_tokens"):
-            facts.setdefault("kv_cache_tokens", plan["engine_kv_cache_tokens"])
-        profile = run.manifest.get("profile") or {}
-        if profile:
-            facts.setdefault("engine", profile.get("engine"))
-            facts.setdefault("max_model_len", (profile.get("model") or {}).get("max_model_len"))
-            for key in ("max_num_seqs", "max_num_batched_tokens"):
-                value = (profile.get("scheduler") or {}).get(key)
+        scenario = run.manifest.scenario
+        startup = run.manifest.engine_startup
+        if startup is not None and startup.kv_cache_tokens:
+            facts.setdefault("kv_cache_tokens", startup.kv_cache_tokens)
+        plan = load_plan(run) if scenario == "capacity" else None
+        if isinstance(plan, CapacityPlan) and plan.engine_kv_cache_tokens:
+            facts.setdefault("kv_cache_tokens", plan.engine_kv_cache_tokens)
+        if run.manifest.profile:
+            profile = profile_facts(run)
+            facts.setdefault("engine", profile.engine)
+            facts.setdefault("max_model_len", profile.model.max_model_len)
+            for key, value in (("max_num_seqs", profile.scheduler.max_num_seqs),
+                               ("max_num_batched_tokens", profile.scheduler.max_num_batched_tokens)):
                 if value:
                     facts.setdefault(key, value)
-            if (profile.get("kv_cache") or {}).get("block_size"):
-                facts.setdefault("block_size", profile["kv_cache"]["block_size"])
-            facts.setdefault("pipeline_stages", (profile.get("parallel") or {}).get("pipeline") or 1)
-            if (profile.get("cuda_graphs") or {}).get("max_capture_size"):
-                facts.setdefault("cuda_graph_max", profile["cuda_graphs"]["max_capture_size"])
-        if scenario == "capacity":
+            if profile.kv_cache.block_size:
+                facts.setdefault("block_size", profile.kv_cache.block_size)
+            facts.setdefault("pipeline_stages", profile.parallel.pipeline or 1)
+            if profile.cuda_graphs.max_capture_size:
+                facts.setdefault("cuda_graph_max", profile.cuda_graphs.max_capture_size)
+        if isinstance(plan, CapacityPlan):
             _capacity_points(run, ttft, extra_decode, frontend)
             # only where every session started: the highest-usage sample then has every prompt resident
-            if all(r.ttft_ns for r in run.records) and (inferred := kv_from_metrics(run)):
+            if all(r.ttft_ns for r in run.records) and (inferred := kv_from_metrics(run, plan)):
                 facts.setdefault("kv_inferred", []).append(inferred)
                 facts["kv_cache_tokens_inferred"] = round(statistics.median(facts["kv_inferred"]))
             continue
@@ -164,12 +208,14 @@ def points_from_runs(paths: list[Path]) -> tuple[list[TtftPoint], list[DecodePoi
     return ttft, points, facts
 
 
-def kv_from_metrics(run: Any) -> int | None:
+def kv_from_metrics(run: Run, plan: CapacityPlan | None = None) -> int | None:
     """A capacity run's KV size when its manifest does not state it: the prompt tokens resident / the KV
-    usage, at the /metrics sample with the highest usage (a configuration fact, not a performance figure)."""
-    length = (run.manifest.get("options") or {}).get("input_tokens") or 0
+    usage, at the /metrics sample with the highest usage (a configuration fact, not a performance figure).
+    `plan`: the run's capacity plan (read from the run when not given)."""
+    plan = plan if plan is not None else load_plan(run)
+    length = plan.input_tokens if isinstance(plan, CapacityPlan) else 0
     best = max(((v.get("kv_cache_usage_perc") or 0.0, v.get("num_requests_running") or 0.0)
-                for v in (s.get("values", {}) for s in run.samples)), default=(0.0, 0.0))
+                for v in (s.values for s in run.samples)), default=(0.0, 0.0))
     usage, running = best
     if usage <= 0 or running <= 0 or not length:
         return None

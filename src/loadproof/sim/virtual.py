@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 from loadproof.plans.capacity import CapacityPlan, CapacitySession
 from loadproof.records import RequestRecord
+from loadproof.rundir import EngineSample, Event
 from loadproof.sim.config import SimConfig
 from loadproof.sim.scheduler import Scheduler, SimRequest, Step
 from loadproof.units import NS_PER_S
@@ -33,7 +34,7 @@ class VirtualRun:
     now_s: float = 0.0
     num_steps: int = 0
     token_times: dict[str, list[float]] = field(default_factory=dict)
-    samples: list[dict[str, Any]] = field(default_factory=list)
+    samples: list[EngineSample] = field(default_factory=list)
     sample_interval_s: float = 0.5
     _next_sample_s: float = 0.0
     _in_flight: deque = field(default_factory=deque)
@@ -54,7 +55,7 @@ class VirtualRun:
         return request
 
     def sample(self) -> None:
-        self.samples.append({"t_ns": int(self.now_s * NS_PER_S), "values": self.scheduler.gauges()})
+        self.samples.append(EngineSample(t_ns=int(self.now_s * NS_PER_S), values=self.scheduler.gauges()))
         self._next_sample_s = self.now_s + self.sample_interval_s
 
     def advance(self, until: Callable[[], bool], max_s: float) -> bool:
@@ -101,8 +102,8 @@ class VirtualRun:
 class CapacityPrediction:
     plan: CapacityPlan
     records: list[RequestRecord]
-    samples: list[dict[str, Any]]
-    events: list[dict[str, Any]]
+    samples: list[EngineSample]
+    events: list[Event]
     num_steps: int
     modeled_s: float
 
@@ -135,19 +136,19 @@ def predict_capacity(config: SimConfig, sessions: int, input_tokens: int, window
         return all(r.first_token_s is not None or r.status == "finished" for r in requests)
 
     run.advance(all_started, first_token_timeout_s)
-    events: list[dict[str, Any]] = []
+    events: list[Event] = []
     if stall["since"] is not None:
-        events.append({"kind": "admission_stalled", "t_ns": int(run.now_s * NS_PER_S),
-                       "evidence": f"{len(run.scheduler.waiting)} request(s) waited {admission_stall_s:g} s while "
-                                   f"all {len(run.scheduler.running)} running sessions were decoding"})
+        events.append(Event(kind="admission_stalled", t_ns=int(run.now_s * NS_PER_S),
+                            evidence=f"{len(run.scheduler.waiting)} request(s) waited {admission_stall_s:g} s while "
+                                     f"all {len(run.scheduler.running)} running sessions were decoding"))
     started = [r for r in requests if r.first_token_s is not None]
     if len(started) == sessions:
         window_start = max(r.first_token_s for r in started)  # type: ignore[type-var]
-        events.append({"kind": "window_start", "t_ns": int(window_start * NS_PER_S)})
+        events.append(Event(kind="window_start", t_ns=int(window_start * NS_PER_S)))
         end = window_start + window_s
         run.advance(lambda: run.now_s >= end or not run.scheduler.running, end)
     cancel_s = run.now_s + 1e-6  # the client cancels just after the window's last step
-    events.append({"kind": "cancel", "t_ns": int(cancel_s * NS_PER_S)})
+    events.append(Event(kind="cancel", t_ns=int(cancel_s * NS_PER_S)))
     for rid in ids:
         run.scheduler.abort(rid)
     run.now_s = cancel_s + 1e-3

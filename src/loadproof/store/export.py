@@ -19,11 +19,10 @@ Times stay as the run stored them: `t_ns` and every `*_ns` time point are intege
 run's monotonic clock (perf_counter_ns; comparable within one run only, placed in real time by the
 manifest's `clock_anchor`, copied into export.json); `wall_time_s` is Unix time in seconds.
 
-Types: int64, float64, bool, string, and json (a string column holding JSON text: nested values, or
-a field whose values mix types). Columns of the fixed tables have fixed types; those read from open
-JSON rows (telemetry fields, answers) take the type their values share, so an integer stays an
-integer. In CSV a null is an empty cell and a bool is `true`/`false`; Parquet keeps nulls apart from
-empty strings. Rows are streamed: CSV row by row, Parquet in batches of `BATCH_ROWS` through
+Types: int64, float64, bool, string, and json (a string column holding JSON text: nested values).
+Every column's type is fixed: the field's type in the run directory's types (`loadproof.rundir`,
+`RequestRecord`), so every run's tables have the same columns, GPU or not. In CSV a null is an empty
+cell and a bool is `true`/`false`; Parquet keeps nulls apart from empty strings. Rows are streamed: CSV row by row, Parquet in batches of `BATCH_ROWS` through
 pyarrow's ParquetWriter (the optional extra `loadproof[parquet]`), so only the run itself, as
 `load_run` reads it, is held in memory.
 """
@@ -34,7 +33,7 @@ import csv
 import itertools
 import json
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,6 +42,8 @@ import msgspec
 
 from loadproof.errors import UsageError
 from loadproof.records import RequestRecord
+from loadproof.rundir import Answer
+from loadproof.rundir.telemetry_sample import GPUSample, HostSample
 from loadproof.store.run_dir import Run, load_run
 
 FORMATS = ("csv", "parquet")
@@ -170,9 +171,9 @@ def _prepare_out(out: Path) -> bool:
 def _manifest(run: Run, result: Export) -> dict[str, Any]:
     return {
         "run_id": run.run_id,
-        "scenario": run.manifest.get("scenario"),
+        "scenario": run.manifest.scenario,
         "format": result.format,
-        "clock_anchor": run.manifest.get("clock_anchor"),
+        "clock_anchor": msgspec.to_builtins(run.manifest.clock_anchor),
         "times": TIME_NOTE,
         "types": TYPES_NOTE,
         "num_torn_lines_skipped": run.num_torn_lines,
@@ -186,7 +187,7 @@ def tables(run: Run) -> list[_Table]:
     """The tables of a run, in the order they are written."""
     out = [_requests(run), _chunks(run), _metrics(run), _events(run), *_telemetry(run)]
     if run.answers:
-        out.append(_open_table("answers", "one row per scored quality item (answers.jsonl)", run.answers))
+        out.append(_answers(run))
     return out
 
 
@@ -194,7 +195,7 @@ def _requests(run: Run) -> _Table:
     info = msgspec.inspect.type_info(RequestRecord)
     assert isinstance(info, msgspec.inspect.StructType)
     names = [f.name for f in info.fields if f.name not in ("chunk_ns", "chunk_tokens")]
-    columns = [Column(f.name, _struct_type(f.name, f.type), _request_unit(f.name))
+    columns = [Column(f.name, _struct_type("RequestRecord", f.name, f.type), _request_unit(f.name))
                for f in info.fields if f.name in names]
     columns += [
         Column("ttft_ns", INT, DURATION_NS, "time to first token; null without a first token",
@@ -210,8 +211,8 @@ def _requests(run: Run) -> _Table:
     return _Table("requests", "one row per request (requests.jsonl); times are ns on the run clock", columns, rows)
 
 
-def _struct_type(name: str, t: Any) -> str:
-    """The column type of a RequestRecord field (`X | None` is a nullable X)."""
+def _struct_type(struct: str, name: str, t: Any) -> str:
+    """The column type of a struct's field (`X | None` is a nullable X)."""
     mi = msgspec.inspect
     if isinstance(t, mi.UnionType):
         inner = [x for x in t.types if not isinstance(x, mi.NoneType)]
@@ -220,7 +221,7 @@ def _struct_type(name: str, t: Any) -> str:
     for kind, column_type in ((mi.BoolType, BOOL), (mi.IntType, INT), (mi.FloatType, FLOAT), (mi.StrType, STR)):
         if isinstance(t, kind):
             return column_type
-    raise TypeError(f"RequestRecord.{name} has a type export does not map to a column: {t!r}")
+    raise TypeError(f"{struct}.{name} has a type export does not map to a column: {t!r}")
 
 
 def _request_unit(name: str) -> str | None:
@@ -267,47 +268,32 @@ def _chunks(run: Run) -> _Table:
 
 
 def _metrics(run: Run) -> _Table:
-    t_ns = _infer(INT, (s.get("t_ns") for s in run.samples))
-    wall = _infer(FLOAT, (s.get("wall_time_s") for s in run.samples))
-    value = _infer(FLOAT, (v for s in run.samples if isinstance(s.get("values"), dict) for v in s["values"].values()))
-    columns = [Column("t_ns", t_ns, T_NS, "when the scrape started"), Column("wall_time_s", wall, WALL_S),
+    columns = [Column("t_ns", INT, T_NS, "when the scrape started"), Column("wall_time_s", FLOAT, WALL_S),
                Column("metric", STR, None, "loadproof's name for the engine metric"),
-               Column("value", value, None, "the metric's value in that sample (counters are cumulative)")]
+               Column("value", FLOAT, None, "the metric's value in that sample (counters are cumulative)")]
 
     def rows() -> Iterator[list[Any]]:
         for sample in run.samples:
-            head = [_cell(t_ns, sample.get("t_ns")), _cell(wall, sample.get("wall_time_s"))]
-            values = sample.get("values")
-            for name, v in (values.items() if isinstance(values, dict) else ()):
-                yield [*head, name, _cell(value, v)]
+            for name, value in sample.values.items():
+                yield [sample.t_ns, sample.wall_time_s, name, value]
 
     return _Table("metrics", "the engine's /metrics samples (metrics.jsonl), long: one row per sample and metric",
                   columns, rows)
 
 
 def _events(run: Run) -> _Table:
-    known = ("t_ns", "wall_time_s", "kind")
-    types = [_infer(default, (e.get(name) for e in run.events)) for name, default in zip(known, (INT, FLOAT, STR))]
-    columns = [Column("t_ns", types[0], T_NS, "null for events stored without one"),
-               Column("wall_time_s", types[1], WALL_S), Column("kind", types[2]),
+    columns = [Column("t_ns", INT, T_NS, "null for events stored without one"),
+               Column("wall_time_s", FLOAT, WALL_S), Column("kind", STR),
                Column("fields", JSON, None, "every other field of the event, as one JSON object")]
 
     def rows() -> Iterator[list[Any]]:
         for event in run.events:
-            rest = {k: v for k, v in event.items() if k not in known}
-            yield [*(_cell(t, event.get(name)) for name, t in zip(known, types)), _cell(JSON, rest)]
+            rest = {**({} if event.evidence is None else {"evidence": event.evidence}), **event.fields}
+            yield [event.t_ns, event.wall_time_s, event.kind, _json(rest)]
 
     return _Table("events", "scenario and supervisor events (events.jsonl)", columns, rows)
 
 
-# the fields the telemetry sampler writes today (telemetry/host.py, telemetry/gpu.py), with their
-# types, so that every run's tables have them; fields a later version adds follow, typed by their values
-_HOST_FIELDS = (("cpu_busy_pct", FLOAT), ("cpu_outside_pct", FLOAT), ("mem_used_bytes", INT), ("mem_total_bytes", INT),
-                ("swap_used_bytes", INT), ("oom_kills", INT))
-_GPU_FIELDS = (("temp_c", INT), ("power_w", FLOAT), ("util_pct", INT), ("mem_used_bytes", INT),
-               ("mem_total_bytes", INT), ("sm_clock_mhz", INT), ("pcie_gen", INT), ("pcie_width", INT),
-               ("pcie_gen_max", INT), ("pcie_width_max", INT), ("throttle_reasons", INT), ("pcie_tx_kbps", INT),
-               ("pcie_rx_kbps", INT), ("nvlink_tx_kib", INT), ("nvlink_rx_kib", INT))
 _UNIT_SUFFIXES = (("_bytes", "bytes"), ("_pct", "%"), ("_w", "W"), ("_c", "degrees C"), ("_mhz", "MHz"),
                   ("_kbps", "KB/s"), ("_kib", "KiB, cumulative counter"), ("_width", "lanes"),
                   ("_width_max", "lanes"), ("_ns", T_NS), ("_s", "s"), ("_tokens", "tokens"))
@@ -320,49 +306,34 @@ def _unit(name: str) -> str | None:
     return next((unit for suffix, unit in _UNIT_SUFFIXES if name.endswith(suffix)), None)
 
 
-def _telemetry(run: Run) -> list[_Table]:
-    rows_ = run.telemetry
-    hosts = [r["host"] if isinstance(r.get("host"), dict) else {} for r in rows_]
-    gpus = [(r, g) for r in rows_ if isinstance(r.get("gpus"), list) for g in r["gpus"] if isinstance(g, dict)]
-    t_type = _infer(INT, (r.get("t_ns") for r in rows_))
-    wall_type = _infer(FLOAT, (r.get("wall_time_s") for r in rows_))
-    head = [Column("t_ns", t_type, T_NS), Column("wall_time_s", wall_type, WALL_S)]
+def _fields(kind: type[msgspec.Struct], skip: tuple[str, ...] = ()) -> list[Column]:
+    """A column per field of a run directory type (rundir), typed by the field's type."""
+    info = msgspec.inspect.type_info(kind)
+    assert isinstance(info, msgspec.inspect.StructType)
+    return [Column(f.name, _struct_type(kind.__name__, f.name, f.type), _unit(f.name), _DESCRIPTIONS.get(f.name, ""))
+            for f in info.fields if f.name not in skip]
 
-    host_names = _names(_HOST_FIELDS, hosts)
-    host_types = [_infer(dict(_HOST_FIELDS).get(n, STR), (h.get(n) for h in hosts)) for n in host_names]
-    others = [k for k in _names((), rows_) if k not in ("t_ns", "wall_time_s", "host", "gpus", "xid_events")]
-    other_types = [_infer(STR, (r.get(k) for r in rows_)) for k in others]
-    host_columns = [*head, *(Column(n, t, _unit(n), _DESCRIPTIONS.get(n, "")) for n, t in zip(host_names, host_types)),
-                    Column("num_gpus", INT, None, "GPUs in the sample (null: no GPU telemetry)"),
+
+def _telemetry(run: Run) -> list[_Table]:
+    head = [Column("t_ns", INT, T_NS), Column("wall_time_s", FLOAT, WALL_S)]
+    host_fields = _fields(HostSample)
+    host_columns = [*head, *host_fields, Column("num_gpus", INT, None, "GPUs in the sample (null: no GPU telemetry)"),
                     Column("xid_events", JSON, None, "NVML Xid critical-error events since the last sample "
-                           "(device is the GPU index); null when none"),
-                    *(Column(k, t, _unit(k)) for k, t in zip(others, other_types))]
+                           "(device is the GPU index); null when none")]
 
     def host_rows() -> Iterator[list[Any]]:
-        for row, host in zip(rows_, hosts):
-            gpu_list = row.get("gpus")
-            yield [_cell(t_type, row.get("t_ns")), _cell(wall_type, row.get("wall_time_s")),
-                   *(_cell(t, host.get(n)) for n, t in zip(host_names, host_types)),
-                   len(gpu_list) if isinstance(gpu_list, list) else None,
-                   _cell(JSON, row.get("xid_events") or None),
-                   *(_cell(t, row.get(k)) for k, t in zip(others, other_types))]
+        for row in run.telemetry:
+            yield [row.t_ns, row.wall_time_s, *(getattr(row.host, c.name) for c in host_fields),
+                   None if row.gpus is None else len(row.gpus),
+                   _json(msgspec.to_builtins(row.xid_events)) if row.xid_events else None]
 
-    gpu_dicts = [g for _, g in gpus]
-    gpu_names = [n for n in _names(_GPU_FIELDS, gpu_dicts) if n != "index"]
-    gpu_types = [_infer(dict(_GPU_FIELDS).get(n, STR), (g.get(n) for g in gpu_dicts)) for n in gpu_names]
-    gpu_columns = [*head, Column("gpu", INT, None, "the GPU's NVML index"),
-                   *(Column(n, t, _unit(n), _DESCRIPTIONS.get(n, "")) for n, t in zip(gpu_names, gpu_types))]
+    gpu_fields = _fields(GPUSample, skip=("index",))
+    gpu_columns = [*head, Column("gpu", INT, None, "the GPU's NVML index"), *gpu_fields]
 
     def gpu_rows() -> Iterator[list[Any]]:
-        for row in rows_:
-            gpu_list = row.get("gpus")
-            if not isinstance(gpu_list, list):
-                continue
-            head_cells = [_cell(t_type, row.get("t_ns")), _cell(wall_type, row.get("wall_time_s"))]
-            for position, gpu in enumerate(g for g in gpu_list if isinstance(g, dict)):
-                index = gpu.get("index", position)
-                yield [*head_cells, index if isinstance(index, int) and not isinstance(index, bool) else position,
-                       *(_cell(t, gpu.get(n)) for n, t in zip(gpu_names, gpu_types))]
+        for row in run.telemetry:
+            for gpu in row.gpus or []:
+                yield [row.t_ns, row.wall_time_s, gpu.index, *(getattr(gpu, c.name) for c in gpu_fields)]
 
     return [
         _Table("telemetry_host", "one row per telemetry sample (telemetry.jsonl): the host", host_columns, host_rows),
@@ -371,65 +342,19 @@ def _telemetry(run: Run) -> list[_Table]:
     ]
 
 
-def _open_table(name: str, description: str, rows_: list[dict[str, Any]]) -> _Table:
-    """A table of JSON objects whose fields vary from row to row: the union of their fields, in the
-    order first seen, each typed by its values (null where a row lacks the field)."""
-    names = _names((), rows_)
-    types = [_infer(STR, (r.get(n) for r in rows_)) for n in names]
-    columns = [Column(n, t, _unit(n)) for n, t in zip(names, types)]
+def _answers(run: Run) -> _Table:
+    columns = _fields(Answer)
 
     def rows() -> Iterator[list[Any]]:
-        for row in rows_:
-            yield [_cell(t, row.get(n)) for n, t in zip(names, types)]
+        for answer in run.answers:
+            yield [getattr(answer, c.name) for c in columns]
 
-    return _Table(name, description, columns, rows)
-
-
-def _names(known: Iterable[tuple[str, str]], rows: Iterable[dict[str, Any]]) -> list[str]:
-    """The known fields, then every other field of `rows` in the order first seen."""
-    names = dict.fromkeys(n for n, _ in known)
-    for row in rows:
-        for key in row:
-            if key not in names:
-                names[key] = None
-    return list(names)
+    return _Table("answers", "one row per scored quality item (answers.jsonl)", columns, rows)
 
 
-def _infer(default: str, values: Iterable[Any]) -> str:
-    """The column type that holds every value exactly: `default` when they fit it (or there are none),
-    else the values' own common type (integers with floats: float64), else json."""
-    seen: set[str] = set()
-    for value in values:
-        if value is None:
-            continue
-        if isinstance(value, bool):
-            seen.add(BOOL)
-        elif isinstance(value, int):
-            seen.add(INT if -(2**63) <= value < 2**63 else JSON)
-        elif isinstance(value, float):
-            seen.add(FLOAT)
-        elif isinstance(value, str):
-            seen.add(STR)
-        else:
-            seen.add(JSON)
-        if JSON in seen:
-            return JSON
-    if not seen or default == JSON or seen == {default}:
-        return default
-    if seen <= {INT, FLOAT}:
-        return FLOAT if default == FLOAT or FLOAT in seen else INT
-    return seen.pop() if len(seen) == 1 else JSON
-
-
-def _cell(column_type: str, value: Any) -> Any:
-    """`value` as stored in a column of `column_type` (chosen by _infer, so it fits)."""
-    if value is None:
-        return None
-    if column_type == JSON:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    if column_type == FLOAT:
-        return float(value)
-    return value
+def _json(value: Any) -> str:
+    """A json column's cell: the value as compact JSON text."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 # ---------------------------------------------------------------------------------------------- writers

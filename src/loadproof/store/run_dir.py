@@ -16,10 +16,14 @@ fsynced: measured on a virtual disk, a flushed append of a request and its 1,024
 loss mid-run loses what the kernel had not yet written back (seconds of records) and leaves a
 readable run with a durable manifest and at most a torn last line per file.
 
+What the files hold is typed in `loadproof.rundir` (the manifest, engine samples, telemetry samples,
+events, answers), each with a schema version the manifest records; `store.schema` has one reader per
+version, so a run directory written before versions existed (version 1) reads as one written today.
+
 Reading (`load_run`) goes through store.files: regular files only, never a symbolic link, optional
 size caps. A torn last line (no newline, cut anywhere, inside a UTF-8 character too) is skipped and
-counted; a bad line anywhere else, or a row that is not a JSON object, is a RunDirError naming the
-file and the line.
+counted; a bad line anywhere else, a row that is not a JSON object, or one that does not fit its type
+is a RunDirError naming the file and the line.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import json
 import os
 import secrets
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -37,7 +42,10 @@ import msgspec
 
 from loadproof.errors import RunDirError
 from loadproof.records import RequestRecord
+from loadproof.rundir import Answer, EngineSample, Event, Manifest, TelemetrySample
 from loadproof.store.files import JSONRefused, iter_lines, parse_json, read_json_file
+from loadproof.store.schema import (CURRENT, READERS, event_json, manifest_json, read_manifest, read_rows, typed,
+                                    versions_of)
 
 MANIFEST = "manifest.json"
 REQUESTS = "requests.jsonl"
@@ -76,8 +84,11 @@ class RunWriter:
     def create(cls, out_root: Path, scenario: str) -> RunWriter:
         return cls(out_root / new_run_id(scenario))
 
-    def write_manifest(self, manifest: dict[str, Any]) -> None:
-        _write_json_atomic(self.path / MANIFEST, manifest)
+    def write_manifest(self, manifest: Manifest | Mapping[str, Any]) -> None:
+        """Write (or replace) manifest.json, recording the current schema versions. A mapping (what the
+        scenarios build) is read as a version-1 manifest first: what is written fits `Manifest`."""
+        typed_manifest = typed(manifest, Manifest, READERS["manifest"][1])
+        _write_json_atomic(self.path / MANIFEST, manifest_json(msgspec.structs.replace(typed_manifest, schema=CURRENT)))
 
     def append(self, record: RequestRecord) -> None:
         row = {name: getattr(record, name) for name in _record_fields}
@@ -88,26 +99,32 @@ class RunWriter:
         self._requests.flush()
         self.num_records += 1
 
-    def event(self, kind: str, **fields: Any) -> None:
-        """A scenario or supervisor event (`t_ns` on the run's monotonic clock where it matters)."""
+    def write_event(self, event: Event) -> None:
+        """A scenario event (`t_ns` on the run's monotonic clock where it matters), stamped with the wall
+        time now unless it has one."""
         if self._events is None:
             self._events = open(self.path / EVENTS, "ab")
-        row = {"wall_time_s": time.time(), "kind": kind, **fields}
-        self._events.write(_encode(row) + b"\n")
+        if event.wall_time_s is None:
+            event = msgspec.structs.replace(event, wall_time_s=time.time())
+        self._events.write(_encode(event_json(event)) + b"\n")
         self._events.flush()
 
-    def metric_sample(self, sample: dict[str, Any]) -> None:
-        """One engine /metrics sample (see telemetry.server_metrics)."""
+    def event(self, kind: str, **fields: Any) -> None:
+        """`write_event` from keywords: `t_ns`, `evidence` and the kind's other fields."""
+        self.write_event(READERS["events"][1]({"kind": kind, **fields}))
+
+    def metric_sample(self, sample: EngineSample | Mapping[str, Any]) -> None:
+        """One engine /metrics sample (see telemetry.server_metrics, whose scraper still hands a mapping)."""
         if self._metrics is None:
             self._metrics = open(self.path / METRICS, "ab")
-        self._metrics.write(_encode(sample) + b"\n")
+        self._metrics.write(_encode(typed(sample, EngineSample)) + b"\n")
         self._metrics.flush()
 
-    def answer(self, row: dict[str, Any]) -> None:
+    def answer(self, row: Answer | Mapping[str, Any]) -> None:
         """One scored quality item (ids, extracted and expected answers, verdicts; never prompt text)."""
         if self._answers is None:
             self._answers = open(self.path / ANSWERS, "ab")
-        self._answers.write(_encode(row) + b"\n")
+        self._answers.write(_encode(typed(row, Answer)) + b"\n")
         self._answers.flush()
 
     def close(self) -> None:
@@ -131,17 +148,17 @@ class Run:
     """A run directory as read back: everything `report` and `verify` are allowed to use."""
 
     path: Path
-    manifest: dict[str, Any]
+    manifest: Manifest
     records: list[RequestRecord]
-    samples: list[dict[str, Any]] = field(default_factory=list)
-    events: list[dict[str, Any]] = field(default_factory=list)
-    telemetry: list[dict[str, Any]] = field(default_factory=list)
-    answers: list[dict[str, Any]] = field(default_factory=list)
+    samples: list[EngineSample] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
+    telemetry: list[TelemetrySample] = field(default_factory=list)
+    answers: list[Answer] = field(default_factory=list)
     num_torn_lines: int = 0
 
     @property
     def run_id(self) -> str:
-        return str(self.manifest.get("run_id", self.path.name))
+        return self.manifest.run_id if self.manifest.run_id is not None else self.path.name
 
 
 @dataclass(frozen=True)
@@ -163,21 +180,29 @@ def load_run(path: Path, limits: ReadLimits = ReadLimits()) -> Run:
     if not path.is_dir():
         raise RunDirError(f"no run directory at {path}")
     try:
-        manifest = read_json_file(path / MANIFEST, limits.max_document_bytes)
+        raw = read_json_file(path / MANIFEST, limits.max_document_bytes)
     except FileNotFoundError:
         raise RunDirError(f"{path} is not a run directory (no {MANIFEST})") from None
-    if not isinstance(manifest, dict):
+    if not isinstance(raw, dict):
         raise RunDirError(f"{path / MANIFEST} is not a JSON object")
+    manifest = read_manifest(raw, path / MANIFEST)
+    versions = versions_of(raw, path / MANIFEST)
     rows, torn = read_jsonl(path / REQUESTS, limits)
     chunk_rows, torn_chunks = read_jsonl(path / CHUNKS, limits)
     records = _records(path, rows, chunk_rows)
-    samples, torn_samples = read_jsonl(path / METRICS, limits)
-    events, torn_events = read_jsonl(path / EVENTS, limits)
-    telemetry, torn_telemetry = read_jsonl(path / TELEMETRY, limits)
-    answers, torn_answers = read_jsonl(path / ANSWERS, limits)
+    samples, torn_samples = _read_typed(path / METRICS, "metrics", versions.metrics, limits)
+    events, torn_events = _read_typed(path / EVENTS, "events", versions.events, limits)
+    telemetry, torn_telemetry = _read_typed(path / TELEMETRY, "telemetry", versions.telemetry, limits)
+    answers, torn_answers = _read_typed(path / ANSWERS, "answers", versions.answers, limits)
     return Run(path=path, manifest=manifest, records=records, samples=samples, events=events, telemetry=telemetry,
                answers=answers,
                num_torn_lines=torn + torn_chunks + torn_samples + torn_events + torn_telemetry + torn_answers)
+
+
+def _read_typed(path: Path, kind: str, version: int, limits: ReadLimits) -> tuple[list[Any], int]:
+    """A JSONL file's rows typed by the reader of its schema version, and its torn lines."""
+    rows, torn = read_jsonl(path, limits)
+    return read_rows(kind, rows, version, path), torn
 
 
 def _records(path: Path, rows: list[dict[str, Any]], chunk_rows: list[dict[str, Any]]) -> list[RequestRecord]:

@@ -60,7 +60,7 @@ CURRENT = SchemaVersions(manifest=Manifest.version, metrics=EngineSample.version
                          telemetry=TelemetrySample.version, answers=Answer.version)
 
 
-def versions_of(raw_manifest: Row, where: Path) -> SchemaVersions:
+def versions_of(raw_manifest: Mapping[str, Any], where: Path) -> SchemaVersions:
     """The file kinds' versions a manifest records (all 1 when it records none)."""
     raw = raw_manifest.get("schema")
     if raw is None:
@@ -82,8 +82,9 @@ def reader(kind: str, version: int, where: Path) -> Callable[[Row], Any]:
     return readers[version]
 
 
-def read_manifest(raw: Row, where: Path) -> Manifest:
+def read_manifest(raw: Mapping[str, Any], where: Path = Path("manifest.json")) -> Manifest:
     """manifest.json's object, typed by the reader of its version."""
+    raw = dict(raw)
     read = reader("manifest", versions_of(raw, where).manifest, where)
     try:
         return read(raw)  # type: ignore[no-any-return]

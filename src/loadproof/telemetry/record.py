@@ -1,15 +1,16 @@
 """Record telemetry alone for a while: `python -m loadproof.telemetry.record --seconds 60 --out FILE`.
 
-Used on a GPU host while a workload runs (standard library and nvidia-ml-py only).
+Used on a GPU host while a workload runs (standard library, msgspec and nvidia-ml-py only).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
+
+import msgspec
 
 from loadproof.telemetry.sampler import TelemetrySampler
 
@@ -21,7 +22,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     sampler = TelemetrySampler(args.out, args.interval_s, say=lambda s: print(s, file=sys.stderr))
-    print(json.dumps(sampler.describe()), file=sys.stderr)
+    print(msgspec.json.encode(sampler.describe()).decode(), file=sys.stderr)
     with sampler:
         time.sleep(args.seconds)
     print(f"{sampler.num_samples} samples in {args.out}", file=sys.stderr)

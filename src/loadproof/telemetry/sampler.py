@@ -1,19 +1,26 @@
 """The telemetry sampler: GPU (when there is one) and host, every `interval_s`, in a background thread,
-appended to `telemetry.jsonl` as it goes. Without an NVIDIA GPU it records host samples and says so
-once. Standard library (and pynvml) only: `python -m loadproof.telemetry.record` runs it alone.
+appended to `telemetry.jsonl` as it goes (one `rundir.TelemetrySample` a line). Without an NVIDIA GPU it
+records host samples and says so once. Standard library, msgspec (and pynvml) only:
+`python -m loadproof.telemetry.record` runs it alone.
 """
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
+import msgspec
+
+from loadproof.rundir.manifest import TelemetryInfo
+from loadproof.rundir.telemetry_sample import GPUSample, HostSample, TelemetrySample, XidEvent
 from loadproof.telemetry.gpu import GPUSampler, NoGPU
 from loadproof.telemetry.host import HostSampler
+
+
+_encode = msgspec.json.Encoder().encode
 
 
 class TelemetrySampler:
@@ -34,32 +41,33 @@ class TelemetrySampler:
                 say(self.gpu_note)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._out: IO[str] | None = None
+        self._out: IO[bytes] | None = None
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> TelemetryInfo:
         if self._gpu is None:
-            return {"gpus": 0, "note": self.gpu_note}
-        return {"gpus": len(self._gpu.handles), "names": self._gpu.names, "driver": self._gpu.driver}
+            return TelemetryInfo(gpus=0, note=self.gpu_note)
+        return TelemetryInfo(gpus=len(self._gpu.handles), names=self._gpu.names, driver=self._gpu.driver)
 
-    def sample_once(self) -> dict[str, Any]:
-        row: dict[str, Any] = {"t_ns": self.clock(), "wall_time_s": time.time(), "host": self._host.sample()}
+    def sample_once(self) -> TelemetrySample:
+        t_ns, wall = self.clock(), time.time()
+        host = msgspec.convert(self._host.sample(), HostSample)
+        gpus, xids = None, []
         if self._gpu is not None:
-            row["gpus"] = self._gpu.sample()
-            xids = self._gpu.xid_events()
-            if xids:
-                row["xid_events"] = xids
+            gpus = msgspec.convert(self._gpu.sample(), list[GPUSample])
+            xids = msgspec.convert(self._gpu.xid_events(), list[XidEvent])
+        sample = TelemetrySample(t_ns=t_ns, wall_time_s=wall, host=host, gpus=gpus, xid_events=xids)
         assert self._out is not None
-        self._out.write(json.dumps(row, separators=(",", ":")) + "\n")
+        self._out.write(_encode(sample) + b"\n")
         self._out.flush()
         self.num_samples += 1
-        return row
+        return sample
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval_s):
             self.sample_once()
 
     def __enter__(self) -> TelemetrySampler:
-        self._out = open(self.path, "a", encoding="utf-8")
+        self._out = open(self.path, "ab")
         self.sample_once()
         self._thread = threading.Thread(target=self._loop, name="loadproof-telemetry", daemon=True)
         self._thread.start()

@@ -213,7 +213,7 @@ def verify_run(bundle: Path, run_id: str, rel: str) -> RunResult:
     published = _published_claims(path, rel, run_id, result.problems)
     try:
         run = load_run(path, BUNDLE_LIMITS)
-        if run.manifest.get("scenario") == "load":
+        if run.manifest.scenario == "load":
             result.rate_rps, recomputed = trial_of(run)
         else:
             recomputed = compute_claims(run)

@@ -12,7 +12,7 @@ from loadproof.cli import common, ui
 from loadproof.metrics.claims import Claim
 from loadproof.records import RequestRecord
 from loadproof.report.build import Report, requests_line
-from loadproof.store.run_dir import Run
+from tests import rundir_values as rv
 
 NAMES = ["capacity.window_per_stream_min_tokens_per_s", "crosscheck.generation_tokens.diff_pct"]
 EVIDENCE = ("no stream ended before the window closed; longest silence 0.3 s (s002) inside the window of "
@@ -57,16 +57,16 @@ def record(i: int, ok: bool, kind: str | None, end_ns: int) -> RequestRecord:
 
 def test_streams_cancelled_after_the_window_are_planned_not_failed():
     records = [record(i, False, "cancelled", 2_000) for i in range(4)]
-    run = Run(Path("x"), {"scenario": "capacity"}, records, events=[{"kind": "cancel", "t_ns": 1_000}])
+    run = rv.run_of(Path("x"), {"scenario": "capacity"}, records, events=[{"kind": "cancel", "t_ns": 1_000}])
     assert requests_line(run) == "4 requests recorded, 0 failed (4 cancelled after the window, as planned)"
 
 
 def test_real_failures_and_unplanned_cancellations_still_count_as_failed():
     records = [record(0, False, "cancelled", 2_000), record(1, False, "timeout", 900),
                record(2, False, "cancelled", 500), record(3, True, None, 800)]
-    run = Run(Path("x"), {"scenario": "capacity"}, records, events=[{"kind": "cancel", "t_ns": 1_000}])
+    run = rv.run_of(Path("x"), {"scenario": "capacity"}, records, events=[{"kind": "cancel", "t_ns": 1_000}])
     assert requests_line(run) == "4 requests recorded, 2 failed (1 cancelled after the window, as planned)"
-    soak = Run(Path("x"), {"scenario": "soak"}, [record(0, False, "cancelled", 2_000)])  # no window: no plan to cancel
+    soak = rv.run_of(Path("x"), {"scenario": "soak"}, [record(0, False, "cancelled", 2_000)])  # no window: none to cancel
     assert requests_line(soak) == "1 request recorded, 1 failed"
 
 
@@ -76,7 +76,7 @@ def test_the_console_says_it_too(monkeypatch):
     monkeypatch.setattr(ui, "out", out)
     monkeypatch.setattr(ui, "err", err)
     records = [record(i, False, "cancelled", 2_000) for i in range(4)]
-    run = Run(Path("run"), {"scenario": "capacity"}, records, events=[{"kind": "cancel", "t_ns": 1_000}])
+    run = rv.run_of(Path("run"), {"scenario": "capacity"}, records, events=[{"kind": "cancel", "t_ns": 1_000}])
     verdict = Claim("capacity.verdict", "PASS", "", "PASS", "PASS only if every criterion passed", "verdict", "neither")
     common.show(Report(run=run, claims=[verdict], markdown=""))
     assert "4 requests recorded, 0 failed (4 cancelled after the window, as planned)" in err_buffer.getvalue()

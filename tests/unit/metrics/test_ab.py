@@ -162,10 +162,10 @@ async def test_the_scenario_interleaves_two_servers_in_the_recorded_order(sse_se
     assert failed == 0
     assert len(server_a.bodies) == len(server_b.bodies) == 1 + 3 * 2  # a warm-up, then 2 prompts x 3 rounds
     run = load_run(tmp_path / "ab")
-    assert run.manifest["plan"]["order"] == plan_order(3, random.Random(3))
+    assert run.manifest.plan["order"] == plan_order(3, random.Random(3))
     sent = sorted(run.records, key=lambda r: r.send_ns)
     arms_in_time = [sent[i].family for i in range(0, len(sent), 2)]  # each arm sends its 2 prompts in a row
-    assert arms_in_time == [arm for pair in run.manifest["plan"]["order"] for arm in pair]
+    assert arms_in_time == [arm for pair in run.manifest.plan["order"] for arm in pair]
     assert {(r.repeat, r.family) for r in run.records} == {(k, arm) for k in range(3) for arm in "ab"}
     claims = {c.name for c in compute_claims(run)}
     assert {"ab.decode_tokens_per_s.change", "ab.ttft_s.ci_low", "ab.ttft_s.significant"} <= claims

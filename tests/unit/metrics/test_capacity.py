@@ -9,6 +9,7 @@ from loadproof.metrics import capacity
 from loadproof.metrics.capacity import Window, evaluate_capacity, max_gap_ns, window_tokens
 from loadproof.plans.capacity import CapacityPlan
 from loadproof.records import RequestRecord
+from tests import rundir_values as rv
 
 S = 1_000_000_000
 N, L, W = 2, 1000, 4.0
@@ -39,7 +40,7 @@ def make_run():
 
 
 def verdict(plan, records, samples, events):
-    result = evaluate_capacity(msgspec.convert(plan, CapacityPlan), records, samples, events)
+    result = evaluate_capacity(msgspec.convert(plan, CapacityPlan), records, rv.samples(samples), rv.events(events))
     return result, {c.name: c for c in result.criteria}, {c.name: c for c in result.claims}
 
 
@@ -168,7 +169,8 @@ def sessions_of(plan, records):
 
 
 def test_each_criterion_is_a_pure_function_of_what_it_names():
-    plan, records, samples, events = make_run()
+    plan, records, raw_samples, events = make_run()
+    samples = rv.samples(raw_samples)
     typed, sessions = sessions_of(plan, records)
     window = capacity.shared_window(typed, sessions)
     assert window == Window(11 * S, 15 * S)
@@ -180,7 +182,7 @@ def test_each_criterion_is_a_pure_function_of_what_it_names():
     assert capacity.prompt_tokens(sessions, L + 1).status == "FAIL"
     assert capacity.streams_progress(sessions, window, max_gap_s=0.25).status == "FAIL"  # chunks every 0.5 s
     assert capacity.probes(sessions, check=False).status == "SKIPPED"
-    assert capacity.cold_prefix_cache(samples, samples[0]["values"], window).evidence.startswith("0 prefix-cache hits")
+    assert capacity.cold_prefix_cache(samples, samples[0].values, window).evidence.startswith("0 prefix-cache hits")
 
 
 def test_cold_phase_waiting_without_a_cancel_reads_every_later_sample():
@@ -189,9 +191,9 @@ def test_cold_phase_waiting_without_a_cancel_reads_every_later_sample():
     typed, sessions = sessions_of(plan, records)
     assert capacity.shared_window(typed, sessions) is None
     samples.append({"t_ns": 10**15, "values": {"num_requests_waiting": 2}})  # long after the run, no cancel to bound it
-    waited = capacity.cold_phase_waiting(sessions, samples, [])
+    waited = capacity.cold_phase_waiting(sessions, rv.samples(samples), [])
     assert waited.status == "FAIL" and "max 2 over 7 samples" in waited.evidence
-    bounded = capacity.cold_phase_waiting(sessions, samples, events)  # cancel at 17 s leaves the late sample out
+    bounded = capacity.cold_phase_waiting(sessions, rv.samples(samples), rv.events(events))  # cancel at 17 s leaves the late sample out
     assert bounded.status == "PASS"
     assert capacity.cold_phase_waiting(sessions, [], []) is None  # no sample: no criterion, not a PASS
 

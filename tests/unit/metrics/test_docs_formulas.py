@@ -21,6 +21,7 @@ from loadproof.metrics.claims import Claim, number
 from loadproof.metrics.load import SLO_DEFINITIONS
 from loadproof.records import RequestRecord
 from loadproof.store.run_dir import Run, load_run
+from tests import rundir_values as rv
 from tests.unit.metrics import test_ab, test_capacity, test_load, test_quality, test_soak
 from tests.unit.metrics.test_prefill_interference import rec, sample
 from tests.unit.publish.synthetic import capacity_run, telemetry_rows, throughput_run
@@ -41,8 +42,8 @@ def undocumented(claims: list[Claim], text: str) -> list[str]:
 def run(scenario: str, plan: dict | None, records: list[RequestRecord] = (), samples: list[dict] = (),
         events: list[dict] = (), answers: list[dict] = (), telemetry: list[dict] = ()) -> Run:
     manifest = {"run_id": f"{scenario}-synthetic", "scenario": scenario, **({"plan": plan} if plan else {})}
-    return Run(path=Path(f"{scenario}-synthetic"), manifest=manifest, records=list(records), samples=list(samples),
-               events=list(events), answers=list(answers), telemetry=list(telemetry))
+    return rv.run_of(Path(f"{scenario}-synthetic"), manifest, records, samples=samples, events=events,
+                     answers=answers, telemetry=telemetry)
 
 
 def bracket(records: list[RequestRecord]) -> list[dict]:
@@ -129,7 +130,7 @@ def replay_run() -> Run:
 
     opened = open_loop_run()
     replay = test_replay.run(test_replay.plan(slo={key: 1.0 for key in SLO_DEFINITIONS}))
-    replay.samples = opened.samples + test_replay.samples()
+    replay.samples = opened.samples + rv.samples(test_replay.samples())
     return replay
 
 
@@ -141,8 +142,8 @@ def sessions_run() -> Run:
 
 def synthetic_runs(tmp_path: Path) -> list[Run]:
     throughput = load_run(throughput_run(tmp_path))
-    throughput.telemetry = gpu_telemetry()
-    throughput.samples = bracket(throughput.records)
+    throughput.telemetry = rv.telemetry(gpu_telemetry())
+    throughput.samples = rv.samples(bracket(throughput.records))
     return [throughput, load_run(capacity_run(tmp_path)), *capacity_runs(), prefill_run(), interference_run(),
             soak_run(), *quality_runs(), ab_run(), open_loop_run(), replay_run(), sessions_run()]
 
@@ -154,7 +155,7 @@ def published_runs() -> list[Run]:
 def test_every_claim_a_run_can_produce_has_its_formula_in_docs(tmp_path):
     runs = published_runs() + synthetic_runs(tmp_path)
     claims = [c for r in runs for c in compute_claims(r)]
-    assert {r.manifest["scenario"] for r in runs} == set(claim_functions.names()), "a scenario has no synthetic run"
+    assert {r.manifest.scenario for r in runs} == set(claim_functions.names()), "a scenario has no synthetic run"
     for family in ("crosscheck.", "telemetry.max_pcie", "telemetry.nvlink", "soak.relay", "quality.image.skipped",
                    "capacity.criteria.engine_idle_before", "prefill.r<i>", "throughput.<family>.c<N>.failed_batches"):
         assert any(c.pattern.startswith(family) for c in claims), f"the synthetic runs reach no {family} claim"

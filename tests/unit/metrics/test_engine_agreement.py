@@ -1,5 +1,6 @@
 from loadproof.metrics.engine_agreement import agreement_claims
 from loadproof.records import RequestRecord
+from loadproof.rundir import EngineSample
 
 S = 1_000_000_000
 
@@ -10,8 +11,8 @@ def rec(i: int, send: float, first: float | None, end: float, prompt: int, out: 
                          prompt_tokens=prompt, output_tokens=out)
 
 
-def sample(t: float, **values: float) -> dict:
-    return {"t_ns": int(t * S), "values": values}
+def sample(t: float, **values: float) -> EngineSample:
+    return EngineSample(t_ns=int(t * S), values=values)
 
 
 def test_client_figures_beside_the_engine_counters():

@@ -12,6 +12,7 @@ from loadproof.metrics.load import load_claims, slo_values
 from loadproof.plans.load import LoadLengths, LoadPlan
 from loadproof.records import RequestRecord
 from loadproof.store.run_dir import Run
+from tests import rundir_values as rv
 
 S = 1_000_000_000
 T0 = 100 * S
@@ -68,7 +69,7 @@ EVENTS = [{"kind": "schedule_start", "t_ns": T0}]
 
 
 def claims(records=RECORDS, p=None, events=EVENTS, samples=()) -> dict[str, object]:
-    return {c.name: c.value for c in load_claims(list(records), p or plan(), list(events), list(samples))}
+    return {c.name: c.value for c in load_claims(list(records), p or plan(), rv.events(events), rv.samples(samples))}
 
 
 def test_counts_and_the_interrupted_schedule():
@@ -159,7 +160,7 @@ def test_engine_claims_from_the_samples_during_the_schedule():
 
 def test_a_run_directory_computes_the_same_claims_through_compute_claims():
     manifest = {"run_id": "load-x", "scenario": "load", "plan": msgspec.to_builtins(plan()), "plan_version": 1}
-    run = Run(path=Path("load-x"), manifest=manifest, records=list(RECORDS), events=list(EVENTS))
+    run = rv.run_of(Path("load-x"), manifest, RECORDS, events=EVENTS)
     names = {c.name for c in compute_claims(run)}
     contract = {"load.achieved_rate_rps", "load.requests", "load.failed_requests", "load.output_tokens_per_s",
                 "load.goodput_rps", "load.slo_attainment_pct", "load.ttft_s.mean", "load.ttft_s.p50",

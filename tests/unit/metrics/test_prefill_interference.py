@@ -7,6 +7,7 @@ from loadproof.metrics.prefill import counter_delta, prefill_claims
 from loadproof.plans.interference import InterferencePlan
 from loadproof.plans.prefill import PrefillPlan
 from loadproof.records import RequestRecord
+from loadproof.rundir import EngineSample
 
 S = 1_000_000_000
 
@@ -20,7 +21,7 @@ def rec(rid, send, first, last, end, out=11, prompt=4096, chunks=None, text="", 
 
 
 def sample(t, hits):
-    return {"t_ns": int(t * S), "values": {"prefix_cache_hits_total": hits}}
+    return EngineSample(t_ns=int(t * S), values={"prefix_cache_hits_total": hits})
 
 
 def test_prefill_median_ttft_per_repeat_and_coldness():

@@ -4,6 +4,7 @@ from pathlib import Path
 
 from loadproof.metrics.quality import answer_changes, quality_claims
 from loadproof.store.run_dir import Run
+from tests import rundir_values as rv
 
 
 def g(item, flexible, strict=None, expected="18", **extra):
@@ -39,7 +40,7 @@ ROWS = [
 
 
 def claims(rows):
-    return {c.name: c for c in quality_claims(rows)}
+    return {c.name: c for c in quality_claims(rv.answers(rows))}
 
 
 def test_gsm8k_counts_are_recomputed_from_extracted_and_expected():
@@ -82,7 +83,7 @@ def test_no_rows_no_suite_claims():
 
 
 def run_of(rows) -> Run:
-    return Run(path=Path("."), manifest={"run_id": "x", "scenario": "quality"}, records=[], answers=rows)
+    return rv.run_of(Path("."), {"run_id": "x", "scenario": "quality"}, answers=rows)
 
 
 def test_answer_changes_item_by_item():

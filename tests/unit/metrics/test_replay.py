@@ -11,6 +11,7 @@ from loadproof.metrics.replay import claims_of_run, expected_hits
 from loadproof.plans.replay import ReplayPlan
 from loadproof.store.run_dir import Run
 from tests.unit.metrics import test_load
+from tests import rundir_values as rv
 
 S = test_load.S
 T0 = test_load.T0
@@ -46,13 +47,13 @@ def samples(hits_before=100.0, hits_after=148.0, queries_before=1000.0, queries_
 
 def run(p=None, recs=None, samp=None) -> Run:
     p = p or plan()
-    return Run(path=None, manifest={"scenario": "replay", "plan": msgspec.to_builtins(p)},  # type: ignore[arg-type]
-               records=recs if recs is not None else records(), samples=samp if samp is not None else samples(),
-               events=list(test_load.EVENTS), answers=[], telemetry=[])
+    return rv.run_of(None, {"scenario": "replay", "plan": msgspec.to_builtins(p)},
+                     recs if recs is not None else records(), samples=samp if samp is not None else samples(),
+                     events=test_load.EVENTS)
 
 
 def values(r: Run) -> dict[str, object]:
-    return {c.name: c.value for c in claims_of_run(r, msgspec.convert(r.manifest["plan"], ReplayPlan))}
+    return {c.name: c.value for c in claims_of_run(r, msgspec.convert(r.manifest.plan, ReplayPlan))}
 
 
 def test_expected_hits_count_leading_blocks_carried_whole_before():

@@ -10,6 +10,7 @@ from loadproof.metrics.sessions import claims_of_run
 from loadproof.plans.sessions import SessionsPlan
 from loadproof.records import RequestRecord
 from loadproof.store.run_dir import Run
+from tests import rundir_values as rv
 
 S = 1_000_000_000
 T0 = 50 * S
@@ -35,8 +36,7 @@ SAMPLES = [{"t_ns": T0 - S, "values": {"prefix_cache_hits_total": 10.0, "prefix_
 
 
 def run(records=RECORDS, samples=SAMPLES) -> Run:
-    return Run(path=None, manifest={"scenario": "sessions", "plan": msgspec.to_builtins(PLAN)},  # type: ignore[arg-type]
-               records=list(records), samples=list(samples), events=[], answers=[], telemetry=[])
+    return rv.run_of(None, {"scenario": "sessions", "plan": msgspec.to_builtins(PLAN)}, records, samples=samples)
 
 
 def values(r: Run) -> dict[str, object]:

@@ -4,13 +4,14 @@ import json
 from pathlib import Path
 
 from loadproof.metrics.telemetry import telemetry_claims
+from tests import rundir_values as rv
 
 FIXTURE = Path(__file__).parents[2] / "fixtures" / "telemetry" / "h200-matmul.jsonl"
 
 
 def test_h200_matmul_recording():
     rows = [json.loads(line) for line in FIXTURE.read_text().splitlines()]
-    claims = {c.name: c for c in telemetry_claims(rows)}
+    claims = {c.name: c for c in telemetry_claims(rv.telemetry(rows))}
     # read off the file with jq-like inspection when it was recorded: 141 samples over 70.0 s,
     # peak 58 C and 695.524 W, PCIe 5.0 x16 (the maximum) whenever utilization was high
     assert claims["telemetry.samples"].value == 141
@@ -25,13 +26,13 @@ def test_a_downshifted_link_under_load_is_reported():
     rows = [json.loads(line) for line in FIXTURE.read_text().splitlines()]
     busy = next(r for r in rows if r["gpus"][0]["util_pct"] == 100)
     busy["gpus"][0]["pcie_gen"] = 4
-    claims = {c.name: c for c in telemetry_claims(rows)}
+    claims = {c.name: c for c in telemetry_claims(rv.telemetry(rows))}
     assert claims["telemetry.pcie_max_link_under_load"].value is False
 
 
 def test_host_only_rows_give_host_claims_and_no_gpu_claims():
     rows = [{"t_ns": i * 10**9, "host": {"mem_used_bytes": (i + 1) * 1024**3, "oom_kills": 3}} for i in range(5)]
-    claims = {c.name: c for c in telemetry_claims(rows)}
+    claims = {c.name: c for c in telemetry_claims(rv.telemetry(rows))}
     assert claims["telemetry.host_max_mem_used_gib"].value == 5.0 and claims["telemetry.oom_kills"].value == 0
     assert not any(name.startswith("telemetry.max_gpu") for name in claims)
 
@@ -47,7 +48,7 @@ def _two_gpu_rows():
 
 
 def test_pcie_peak_and_nvlink_traffic_come_from_the_samples():
-    claims = {c.name: c for c in telemetry_claims(_two_gpu_rows())}
+    claims = {c.name: c for c in telemetry_claims(rv.telemetry(_two_gpu_rows()))}
     # peak: sample 3 on GPU 1: 1000 * 4 * 2 + 500 KB/s
     assert claims["telemetry.max_pcie_mb_s"].printed == "8.5"
     assert "GPU 1" in claims["telemetry.max_pcie_mb_s"].formula
@@ -60,15 +61,15 @@ def test_gpus_without_nvlink_counters_give_no_nvlink_claim():
     for r in rows:
         for g in r["gpus"]:
             g["nvlink_tx_kib"] = g["nvlink_rx_kib"] = None
-    claims = {c.name: c for c in telemetry_claims(rows)}
+    claims = {c.name: c for c in telemetry_claims(rv.telemetry(rows))}
     assert "telemetry.nvlink_gib" not in claims and "telemetry.max_pcie_mb_s" in claims
 
 
 def test_cpu_used_outside_loadproof_is_a_mean_claim_only_where_samples_carry_it():
     rows = [{"t_ns": i * 10**9, "host": {"cpu_outside_pct": pct}} for i, pct in enumerate([None, 10.0, 30.0])]
-    claims = {c.name: c for c in telemetry_claims(rows)}
+    claims = {c.name: c for c in telemetry_claims(rv.telemetry(rows))}
     assert claims["telemetry.host_cpu_outside_mean_pct"].value == 20.0
-    old = {c.name for c in telemetry_claims([{"t_ns": 0, "host": {"cpu_busy_pct": 50.0}}])}
+    old = {c.name for c in telemetry_claims(rv.telemetry([{"t_ns": 0, "host": {"cpu_busy_pct": 50.0}}]))}
     assert "telemetry.host_cpu_outside_mean_pct" not in old
 
 

@@ -14,13 +14,15 @@ from loadproof.plans import Plan, attach_plan, load_plan, schemas, workload_diff
 from loadproof.plans.capacity import CapacityPlan, CapacitySession
 from loadproof.plans.throughput import ThroughputPlan
 from loadproof.store.run_dir import Run, load_run
+from loadproof.store.schema import read_manifest
 
 ROOT = Path(__file__).resolve().parents[3]
 PUBLISHED = sorted(p.parent for p in (ROOT / "docs" / "runs").glob("**/runs/*/manifest.json"))
 
 
 def run_of(manifest: dict, name: str = "capacity-run") -> Run:
-    return Run(path=Path("runs") / name, manifest={"run_id": name, **manifest}, records=[])
+    path = Path("runs") / name
+    return Run(path=path, manifest=read_manifest({"run_id": name, **manifest}, path / "manifest.json"), records=[])
 
 
 def capacity_plan(**changes) -> CapacityPlan:
@@ -40,11 +42,12 @@ def test_every_scenario_with_claims_has_a_plan_schema():
 def test_every_published_manifest_loads_through_its_versioned_schema(run_dir):
     run = load_run(run_dir)
     # bundles published before plans were typed have no version (read as 1); later ones carry theirs
-    version = run.manifest.get("plan_version")
-    assert version is None or 1 <= version <= schemas.get(run.manifest["scenario"]).version
+    version = run.manifest.plan_version
+    assert run.manifest.scenario is not None
+    assert version is None or 1 <= version <= schemas.get(run.manifest.scenario).version
     plan = load_plan(run)
-    assert isinstance(plan, schemas.get(run.manifest["scenario"]))
-    stored = run.manifest.get("plan")
+    assert isinstance(plan, schemas.get(run.manifest.scenario))
+    stored = run.manifest.plan
     if stored is not None:  # what a scenario writes now reads back as what it wrote then
         written = msgspec.to_builtins(plan)
         assert {k: v for k, v in written.items() if k in stored} == stored
@@ -70,11 +73,13 @@ def test_attach_plan_writes_the_version_and_reads_back_equal():
 @pytest.mark.parametrize(("manifest", "said"), [
     ({"plan_version": 2}, "runs/capacity-run/manifest.json: the capacity plan is version 2, newer than this loadproof "
                           "reads (up to 1); use a newer loadproof"),
-    ({"plan_version": "two"}, "runs/capacity-run/manifest.json: plan_version 'two' of the capacity plan is not a version"),
-    ({"plan_version": True}, "plan_version True of the capacity plan is not a version number"),
+    # a plan_version that is no integer does not fit the manifest's schema: read_manifest says so
+    ({"plan_version": "two"}, "runs/capacity-run/manifest.json does not fit the manifest schema: Expected `int | null`, "
+                              "got `str` - at `$.plan_version`"),
+    ({"plan_version": True}, "Expected `int | null`, got `bool` - at `$.plan_version`"),
     ({"plan_version": 0}, "plan_version 0 of the capacity plan is not a version number"),
     ({"plan": {"input_tokens": "1536"}}, "runs/capacity-run/manifest.json: the capacity plan (version 1) is malformed: "),
-    ({"plan": [1, 2]}, "the capacity plan (version 1) is malformed: Expected `object`, got `array`"),
+    ({"plan": [1, 2]}, "does not fit the manifest schema: Expected `object | null`, got `array` - at `$.plan`"),
     ({}, "runs/capacity-run: the capacity run was interrupted before its plan was written; nothing to report"),
 ])
 def test_a_bad_or_newer_plan_is_one_clear_line(manifest, said):

@@ -27,7 +27,8 @@ from loadproof.report.compare import (
     render_markdown,
     table,
 )
-from loadproof.store.run_dir import Run, load_run
+from loadproof.store.run_dir import load_run
+from tests import rundir_values as rv
 from tests.unit.report.synthetic import stream, throughput_plan, throughput_run, write_run
 
 DECODE = "throughput.english.c1.decode_tokens_per_s"
@@ -53,7 +54,7 @@ PLANS = {  # the smallest plan of each scenario these tests build sides of
 def claim_side(label, claims, scenario="capacity", **plan):
     """A side whose claims are given directly (for verdicts and exact budget figures)."""
     planned = {**PLANS[scenario], "plan": {**PLANS[scenario]["plan"], **plan}}
-    run = Run(path=Path(label), manifest={"run_id": label, "scenario": scenario, **planned}, records=[])
+    run = rv.run_of(Path(label), {"run_id": label, "scenario": scenario, **planned})
     return build_side(label, [run], lambda _run: claims)
 
 

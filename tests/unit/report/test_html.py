@@ -5,6 +5,7 @@ import re
 from loadproof.report.build import build_report
 from loadproof.report.html import figures, markdown_to_html, render_html
 from loadproof.store.run_dir import load_run
+from tests import rundir_values as rv
 from tests.unit.report.synthetic import stream, write_run
 
 PLANTED = "<script>alert('x')</script>"
@@ -58,10 +59,12 @@ def test_planted_markup_in_a_family_name_is_escaped_inside_svg(tmp_path):
 
 
 def capacity_run(tmp_path):
-    sessions = [{"request_id": f"cap-s{i}", "session_id": f"s{i}"} for i in range(3)]
+    sessions = [{"request_id": f"cap-s{i}", "session_id": f"s{i}", "expected": "1"} for i in range(3)]
+    plan = {"sessions": sessions, "window_s": 4.0, "input_tokens": 64, "max_gap_s": 5.0, "drain_timeout_s": 30.0,
+            "kv_idle_bound": 0.02}
     records = [stream(f"cap-s{i}", send=0.0, first=1.0 + i, rate=10.0, tokens=80, scenario="capacity",
                       family="capacity", prompt_id=f"s{i}", ok=False) for i in range(3)]  # cancelled after the window
-    return load_run(write_run(tmp_path, "cap", "capacity", records, {"plan": {"sessions": sessions, "window_s": 4.0}}))
+    return load_run(write_run(tmp_path, "cap", "capacity", records, {"plan": plan}))
 
 
 def test_capacity_stream_timelines_with_the_window_shaded(tmp_path):
@@ -74,12 +77,14 @@ def test_capacity_stream_timelines_with_the_window_shaded(tmp_path):
 
 
 def test_interference_rate_with_the_newcomer_prefill_marked(tmp_path):
-    sessions = [{"request_id": f"int-s{i}", "session_id": f"s{i}"} for i in range(2)]
+    sessions = [{"request_id": f"int-s{i}", "followup_request_id": f"int-f{i}", "session_id": f"s{i}", "expected": "1"}
+                for i in range(2)]
     records = [stream(f"int-s{i}", send=0.0, first=0.5, rate=20.0, tokens=200, scenario="interference",
                       family="interference") for i in range(2)]
     records.append(stream("int-new", send=3.0, first=6.0, rate=20.0, tokens=5, scenario="interference",
                           family="interference"))
-    plan = {"sessions": sessions, "newcomer": {"request_id": "int-new"}, "window_s": 2.0}
+    plan = {"sessions": sessions, "newcomer": {"request_id": "int-new"}, "window_s": 2.0, "session_tokens": 64,
+            "newcomer_tokens": 64}
     figs = figures(load_run(write_run(tmp_path, "int", "interference", records, {"plan": plan})))
     rate = next(svg for svg, _ in figs if "Aggregate token rate" in svg)
     for label in ("before", "during: newcomer prefill", "after", "newcomer sent"):
@@ -112,8 +117,8 @@ def test_the_telemetry_figure_draws_the_cpu_used_outside_loadproof_where_samples
     from loadproof.report.plots import telemetry_svg
 
     rows = telemetry()
-    assert "outside loadproof" not in telemetry_svg(rows)
+    assert "outside loadproof" not in telemetry_svg(rv.telemetry(rows))
     for i, row in enumerate(rows):
         row["host"]["cpu_outside_pct"] = 5.0 * i
-    svg = telemetry_svg(rows)
+    svg = telemetry_svg(rv.telemetry(rows))
     assert "host CPU used outside loadproof (%); max 20.0, over 4 s" in svg

@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 from loadproof.cli import app
 from loadproof.errors import UsageError
 from loadproof.records import RequestRecord
+from loadproof.rundir import Answer
 from loadproof.store import export as export_module
 from loadproof.store.export import export_run
 from loadproof.store.run_dir import RunWriter, load_run
@@ -120,9 +121,9 @@ def test_a_real_run_round_trips_exactly(real_run, fmt, tmp_path):
     run = load_run(real_run)
     assert len(tables["requests"]) == len(run.records)
     assert len(tables["chunks"]) == sum(len(r.chunk_ns) for r in run.records)
-    assert len(tables["metrics"]) == sum(len(s["values"]) for s in run.samples)
+    assert len(tables["metrics"]) == sum(len(s.values) for s in run.samples)
     assert len(tables["telemetry_host"]) == len(run.telemetry)
-    assert len(tables["telemetry_gpu"]) == sum(len(r.get("gpus", [])) for r in run.telemetry)
+    assert len(tables["telemetry_gpu"]) == sum(len(r.gpus or []) for r in run.telemetry)
     first = next(r for r in tables["requests"] if r["first_token_ns"] is not None)
     assert type(first["first_token_ns"]) is int and type(first["ok"]) is bool and type(first["ttft_ns"]) is int
     assert manifest["run_id"] == real_run.name and manifest["format"] == fmt
@@ -137,7 +138,8 @@ def test_a_real_run_round_trips_exactly(real_run, fmt, tmp_path):
 
 def odd_run(tmp_path: Path) -> Path:
     """A run with the shapes real runs rarely show: no GPU, an Xid event, an event without t_ns, answers
-    whose fields come and go and mix types, a chunk list and text needing CSV quoting."""
+    whose fields come and go (an integer depth, a field answers have no type for), a chunk list and text
+    needing CSV quoting."""
     with RunWriter.create(tmp_path, "quality") as writer:
         writer.write_manifest({"run_id": writer.run_id, "scenario": "quality"})
         writer.append(RequestRecord(request_id="r1", endpoint="chat", ok=True, send_ns=10, first_token_ns=15,
@@ -147,9 +149,9 @@ def odd_run(tmp_path: Path) -> Path:
         writer.event("restart", reason="probe failed", attempt=2)
         writer.event("cancel", t_ns=35, sessions=[1, 2])
         writer.metric_sample({"t_ns": 12, "wall_time_s": 1.5, "values": {"a": 1.0, "b": 2.5}})
-        for row in ({"suite": "s", "item_id": "1", "score": 1, "depth": 0.5, "extra": {"k": [1]}},
-                    {"suite": "s", "item_id": "2", "score": 2, "depth": 1, "mixed": "x"},
-                    {"suite": "s", "item_id": "3", "mixed": 3, "correct": True}):
+        for row in ({"suite": "s", "item_id": "1", "length_tokens": 1, "depth": 0.5, "extra": {"k": [1]}},
+                    {"suite": "s", "item_id": "2", "length_tokens": 2, "depth": 1, "mode": "cot"},
+                    {"suite": "s", "item_id": "3", "correct": True}):
             writer.answer(row)
     with open(writer.path / "telemetry.jsonl", "w") as handle:
         for row in ({"t_ns": 11, "wall_time_s": 1.25, "host": {"cpu_busy_pct": None, "mem_used_bytes": 5}},
@@ -173,11 +175,12 @@ def test_odd_shapes_keep_their_values_and_types(tmp_path, fmt):
     host = tables["telemetry_host"]
     assert [(h["cpu_busy_pct"], h["mem_used_bytes"], h["num_gpus"], h["xid_events"]) for h in host] == [
         (None, 5, None, None), (3.5, 6, None, [{"xid": 79, "device": None}])]
-    assert {k: types["answers"][k] for k in ("score", "depth", "extra", "mixed", "correct")} == {
-        "score": "int64", "depth": "float64", "extra": "json", "mixed": "json", "correct": "bool"}
-    assert [(a["score"], a["depth"], a["mixed"], a["correct"]) for a in tables["answers"]] == [
-        (1, 0.5, None, None), (2, 1.0, "x", None), (None, None, 3, True)]
-    assert type(tables["answers"][1]["depth"]) is float and type(tables["answers"][0]["score"]) is int
+    assert list(types["answers"]) == list(Answer.__struct_fields__)  # the typed row's fields, nothing else
+    assert {k: types["answers"][k] for k in ("length_tokens", "depth", "mode", "correct")} == {
+        "length_tokens": "int64", "depth": "float64", "mode": "string", "correct": "bool"}
+    assert [(a["length_tokens"], a["depth"], a["mode"], a["correct"]) for a in tables["answers"]] == [
+        (1, 0.5, "plain", None), (2, 1.0, "cot", None), (None, None, "plain", True)]
+    assert type(tables["answers"][1]["depth"]) is float and type(tables["answers"][0]["length_tokens"]) is int
 
 
 def test_an_interrupted_run_exports_what_finished(tmp_path):
