@@ -81,6 +81,7 @@ class TelemetryInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
     names: list[str] | None = None
     driver: str | None = None
     note: str | None = None
+    sampled: bool = True  # False: sampling switched off (--sample-interval-s 0): no telemetry, no NVML
 
 
 class Schedule(msgspec.Struct, kw_only=True):

@@ -39,7 +39,7 @@ class GPUSample(msgspec.Struct, kw_only=True, omit_defaults=True):
     nvlink_rx_kib: int | None = None
 
 
-class XidEvent(msgspec.Struct, kw_only=True, omit_defaults=True):
+class XidEvent(msgspec.Struct, kw_only=True):
     xid: int
     device: int | None = None
 
