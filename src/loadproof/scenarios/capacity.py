@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
@@ -36,7 +36,7 @@ from loadproof.scenarios.long_context import (
     new_record,
     session_spec,
 )
-from loadproof.scenarios.options import ExistingPath, cli
+from loadproof.scenarios.options import SAMPLING_NEEDED, ExistingPath, cli, needs_samples
 from loadproof.scenarios.recording import Console
 from loadproof.scenarios.search import SEARCH_MAXIMUM, capacity_search
 from loadproof.scenarios.target import Target
@@ -68,8 +68,9 @@ class CapacityOptions(StrictModel):
                                          json_schema_extra=cli(hidden=True))
     admission_stall_s: float = Field(default=10.0, gt=0, description="end the cold phase once sessions have "
                                      "waited this long while every running one was decoding")
-    sample_interval_s: float = Field(default=0.5, gt=0, description="/metrics sampling interval",
-                                     json_schema_extra=cli(hidden=True))
+    sample_interval_s: Annotated[float, needs_samples(
+        "the verdict reads the engine's running, waiting and KV gauges through the window")] = Field(
+        default=0.5, ge=0, description=SAMPLING_NEEDED)
     idle_timeout_s: float = idle_timeout_field()
     use_cache_salt: bool = cache_salt_field()
     seed: int = Field(default=731, json_schema_extra=cli(hidden=True))

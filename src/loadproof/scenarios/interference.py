@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import Field
 
@@ -32,7 +32,7 @@ from loadproof.scenarios.long_context import (
     new_record,
     session_spec,
 )
-from loadproof.scenarios.options import cli
+from loadproof.scenarios.options import SAMPLING_NEEDED, cli, needs_samples
 from loadproof.store.run_dir import RunWriter
 from loadproof.telemetry.server_metrics import MetricsScraper
 
@@ -50,7 +50,9 @@ class InterferenceOptions(StrictModel):
                                json_schema_extra=cli("--skip-probe-check", invert=True,
                                                      help="do not score retrieval (random weights)"))
     first_token_timeout_s: float = Field(default=7200.0, gt=0, json_schema_extra=cli(hidden=True))
-    sample_interval_s: float = Field(default=0.5, gt=0, json_schema_extra=cli(hidden=True))
+    sample_interval_s: Annotated[float, needs_samples(
+        "the verdict reads the engine's prefix-cache hits across each follow-up")] = Field(
+        default=0.5, ge=0, description=SAMPLING_NEEDED)
     idle_timeout_s: float = idle_timeout_field()
     use_cache_salt: bool = cache_salt_field()
     seed: int = Field(default=731, json_schema_extra=cli(hidden=True))

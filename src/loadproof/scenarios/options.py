@@ -67,9 +67,15 @@ def idle_timeout_field() -> Any:
                  "running and 0 waiting (0: do not wait)")
 
 
+SAMPLING_OFF = ("seconds between /metrics samples (0: sampling off: the engine's /metrics only before and after "
+                "the run, no GPU or host telemetry)")
+SAMPLING_NEEDED = "seconds between /metrics samples (0 refused: the verdict needs them)"
+
+
 def sample_interval_field() -> Any:
-    """The hidden `--sample-interval-s` of the open-loop scenarios: /metrics every second (0: before and after)."""
-    return Field(default=1.0, ge=0, description="/metrics sampling interval", json_schema_extra=cli(hidden=True))
+    """`--sample-interval-s` of the open-loop scenarios: /metrics every second; 0: sampling off (the engine's
+    /metrics only before and after the run, and no GPU or host telemetry: docs/scenarios.md)."""
+    return Field(default=1.0, ge=0, description=SAMPLING_OFF)
 
 
 def check_http_url(value: str) -> str:
@@ -91,6 +97,18 @@ def among(choices: Sequence[str], what: str) -> AfterValidator:
     def check(value: list[str]) -> list[str]:
         if not value or any(v not in choices for v in value):
             raise ValueError(f"{what} must be among {', '.join(choices)} (got {', '.join(value) or 'none'})")
+        return value
+
+    return AfterValidator(check)
+
+
+def needs_samples(why: str) -> AfterValidator:
+    """For `Annotated[float, needs_samples(...)]`: the `--sample-interval-s` of a scenario whose verdict
+    reads the engine's /metrics sampled through the run, where 0 (sampling off) is refused saying `why`."""
+
+    def check(value: float) -> float:
+        if value == 0:
+            raise ValueError(f"sampling cannot be switched off here: {why}")
         return value
 
     return AfterValidator(check)

@@ -12,6 +12,7 @@ run records, the console shows its `LiveStatus` (`scenarios.live`), which the sc
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import platform
 import subprocess
 import time
@@ -26,12 +27,15 @@ from loadproof.errors import AcceptanceFailed
 from loadproof.metrics.claims import Claim, criteria_of
 from loadproof.metrics.claims import verdict_of as verdict_claim
 from loadproof.report.build import Report, build_report
+from loadproof.rundir.manifest import TelemetryInfo
 from loadproof.scenarios.live import LiveStatus
 from loadproof.scenarios.target import Target
 from loadproof.store.run_dir import RunWriter
 from loadproof.telemetry.sampler import TelemetrySampler
 
 FAILURE = "see the criteria above"  # a scenario's `failure` line, unless it says more
+NOT_SAMPLED = TelemetryInfo(sampled=False, note="sampling off (--sample-interval-s 0): the engine's /metrics only "
+                            "before and after the run, no GPU or host telemetry")
 
 
 class Console(Protocol):
@@ -75,14 +79,16 @@ def record(scenario: Recordable, out: Path, console: Console, manifest_extra: di
     """Create the run directory, write the manifest, run, and close the manifest even when interrupted."""
     writer = RunWriter.create(out, scenario.name)
     manifest = common_manifest(writer.run_id, scenario.name, scenario.options, scenario.target, manifest_extra)
-    sampler = TelemetrySampler(writer.path / "telemetry.jsonl", say=_once(console.say))
-    manifest["telemetry"] = sampler.describe()
+    # --sample-interval-s 0 (where a scenario takes it): no sampler at all, so not even NVML is opened
+    sampling = getattr(scenario.options, "sample_interval_s", None) != 0
+    sampler = TelemetrySampler(writer.path / "telemetry.jsonl", say=_once(console.say)) if sampling else None
+    manifest["telemetry"] = sampler.describe() if sampler is not None else NOT_SAMPLED
     writer.write_manifest(manifest)
     console.say(f"run directory: {writer.path}")
     scenario.status = console.say
     live = LiveStatus(scenario.name)
     try:
-        with sampler, console.live(live):
+        with sampler if sampler is not None else contextlib.nullcontext(), console.live(live):
             try:
                 asyncio.run(scenario.run(writer, manifest, live))
             finally:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import Field
 
@@ -22,7 +22,7 @@ from loadproof.scenarios.base import Setup, TokenizerUse
 from loadproof.scenarios.demo import DemoSetup
 from loadproof.scenarios.live import LiveStatus
 from loadproof.scenarios.long_context import MetricsScenario, haystack_target
-from loadproof.scenarios.options import HttpUrl, cli
+from loadproof.scenarios.options import SAMPLING_NEEDED, HttpUrl, cli, needs_samples
 from loadproof.scenarios.recording import Console
 from loadproof.scenarios.target import Target
 from loadproof.store.run_dir import RunWriter
@@ -44,7 +44,9 @@ class SoakOptions(StrictModel):
     deadline_s: float = Field(default=600.0, gt=0, description="per-request deadline in seconds")
     grace_s: float = Field(default=60.0, ge=0, description="after the duration, wait this long for requests in flight",
                            json_schema_extra=cli(hidden=True))
-    sample_interval_s: float = Field(default=2.0, gt=0, json_schema_extra=cli(hidden=True))
+    sample_interval_s: Annotated[float, needs_samples(
+        "the verdict reads the resident memory of the engine and the relay sampled through the run")] = Field(
+        default=2.0, ge=0, description=SAMPLING_NEEDED)
     max_error_rate: float = Field(default=0.0, ge=0, le=1, json_schema_extra=cli(hidden=True))
     max_latency_drift: float = Field(default=0.25, ge=0, description="allowed second-half vs first-half median "
                                      "latency growth")
