@@ -11,7 +11,10 @@ Each entry names, as lazy `module:attr` strings, what the generic parts need of 
 - `answer_changes`: `answer_changes(base_run, candidate_run)`, answer-by-answer changes for `compare`;
 - `splits_by_repeat`: its claims are functions of the records alone, so `compare` counts a run holding
   several `repeat` values as that many repeats;
-- `demo`: `demo(setup)`, the scenario scaled down for `loadproof demo` (None: not in the demo).
+- `demo`: `demo(setup)`, the scenario scaled down for `loadproof demo` (None: not in the demo);
+- `text_fields`: the kind of each string field of its plan, by path in the plan (`sessions.*.expected`:
+  `planted`), which `publish` sanitizes by (publish.fields lists the kinds); a plan string it does not
+  declare is published as `<redacted>`, its numbers need no declaration.
 
 `report`, `compare`, `export`, `verify` and `publish` read these and never a scenario's name; the
 registries are live views of this table (`column`), so the pure side (plans, metrics, verify) never
@@ -21,7 +24,7 @@ imports a scenario module, and adding a scenario is one entry here. Standard lib
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -33,31 +36,55 @@ class Entry:
     answer_changes: str | None = None  # module:attr of answer_changes(base_run, candidate_run)
     splits_by_repeat: bool = False
     demo: str | None = None  # module:attr of demo(setup) -> Scenario
+    text_fields: Mapping[str, str] = field(default_factory=dict)  # plan path -> field kind (publish.fields)
 
 
 def _entry(name: str, scenario_class: str, plan_class: str, *, figures: bool = False, answer_changes: bool = False,
-           splits_by_repeat: bool = False, demo: bool = False) -> Entry:
+           splits_by_repeat: bool = False, demo: bool = False, text_fields: Mapping[str, str] | None = None) -> Entry:
     """The entry of a scenario laid out as usual: scenarios/NAME.py, plans/NAME.py, metrics/NAME.py."""
     metrics, scenario = f"loadproof.metrics.{name}", f"loadproof.scenarios.{name}"
     return Entry(f"{scenario}:{scenario_class}", f"loadproof.plans.{name}:{plan_class}", f"{metrics}:claims_of_run",
                  figures=f"{metrics}:figures" if figures else None,
                  answer_changes=f"{metrics}:answer_changes" if answer_changes else None,
-                 splits_by_repeat=splits_by_repeat, demo=f"{scenario}:demo" if demo else None)
+                 splits_by_repeat=splits_by_repeat, demo=f"{scenario}:demo" if demo else None,
+                 text_fields=dict(text_fields or {}))
+
+
+# The kinds of the plans' string fields (publish.fields), shared by several plans.
+_OVERHEAD = {"overhead_source": "text"}
+_DATASET = {"dataset.path": "path", "dataset.files.*": "path", "dataset.format": "name", "dataset.sha256": "name",
+            "dataset.columns.*": "name", "dataset.sample": "name", "dataset.output_from": "name"}
+_PROBES = {"sessions.*.request_id": "name", "sessions.*.session_id": "name", "sessions.*.salt": "name",
+           "sessions.*.expected": "planted"}
+_LENGTHS = {f"{which}_tokens.{part}": "name" for which in ("input", "output") for part in ("kind", "text")}
 
 
 SCENARIOS: dict[str, Entry] = {
     "throughput": _entry("throughput", "ThroughputScenario", "ThroughputPlan", figures=True, splits_by_repeat=True,
-                         demo=True),
+                         demo=True, text_fields={"families.*": "name"}),
     "load": Entry("loadproof.scenarios.load.scenario:LoadScenario", "loadproof.plans.load:LoadPlan",
-                  "loadproof.metrics.load:claims_of_run", demo="loadproof.scenarios.load.scenario:demo"),
-    "replay": _entry("replay", "ReplayScenario", "ReplayPlan"),
-    "sessions": _entry("sessions", "SessionsScenario", "SessionsPlan"),
-    "capacity": _entry("capacity", "CapacityScenario", "CapacityPlan", figures=True, demo=True),
-    "prefill": _entry("prefill", "PrefillScenario", "PrefillPlan", demo=True),
-    "interference": _entry("interference", "InterferenceScenario", "InterferencePlan", figures=True, demo=True),
+                  "loadproof.metrics.load:claims_of_run", demo="loadproof.scenarios.load.scenario:demo",
+                  text_fields={"arrival": "name", "endpoint": "name", **_LENGTHS, **_OVERHEAD, **_DATASET}),
+    "replay": _entry("replay", "ReplayScenario", "ReplayPlan", text_fields={
+        "trace": "path", "format": "name", "sha256": "name", "endpoint": "name", **_OVERHEAD}),
+    "sessions": _entry("sessions", "SessionsScenario", "SessionsPlan", text_fields={
+        "think_time": "name", "endpoint": "name", **_DATASET}),
+    "capacity": _entry("capacity", "CapacityScenario", "CapacityPlan", figures=True, demo=True, text_fields={
+        **_PROBES, "sessions.*.key": "text", **_OVERHEAD}),
+    "prefill": _entry("prefill", "PrefillScenario", "PrefillPlan", demo=True, text_fields={
+        "repeats.*.request_id": "name", "repeats.*.salt": "name", **_OVERHEAD}),
+    "interference": _entry("interference", "InterferenceScenario", "InterferencePlan", figures=True, demo=True,
+                           text_fields={**_PROBES, "sessions.*.followup_request_id": "name",
+                                        "newcomer.request_id": "name", "newcomer.salt": "name", **_OVERHEAD}),
     "soak": _entry("soak", "SoakScenario", "SoakPlan", demo=True),
-    "quality": _entry("quality", "QualityScenario", "QualityPlan", figures=True, answer_changes=True, demo=True),
-    "ab": _entry("ab", "AbScenario", "AbPlan", figures=True),
+    "quality": _entry("quality", "QualityScenario", "QualityPlan", figures=True, answer_changes=True, demo=True,
+                      text_fields={"suites.*": "name", "endpoint": "name", "gsm8k.file": "path", "gsm8k.sha256": "name",
+                                   "gsm8k.prompt": "text", "authored.file": "path", "authored.sha256": "name",
+                                   "authored.modes.*": "text", "retrieval.overhead_source": "text",
+                                   "retrieval.salts.*": "name", "image.status": "text"}),
+    "ab": _entry("ab", "AbScenario", "AbPlan", figures=True, text_fields={
+        "arms.*.target": "config", "arms.*.settings": "config", "order.*.*": "name", "prompts.*": "name",
+        "family": "name", "labels.*": "text"}),
 }
 
 
@@ -83,7 +110,7 @@ class _Column(Mapping[str, str]):
 def column(part: str) -> Mapping[str, str]:
     """One part of every entry (`plan`, `claims`, `figures`...), a live view: an entry added to SCENARIOS
     later is in it, so `registry.Registry.over(column(part))` finds it."""
-    if part not in Entry.__dataclass_fields__ or part == "splits_by_repeat":
+    if part not in Entry.__dataclass_fields__ or part in ("splits_by_repeat", "text_fields"):
         raise ValueError(f"{part!r} is not a module:attr part of a catalog entry")
     return _Column(part)
 

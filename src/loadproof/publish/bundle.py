@@ -5,13 +5,15 @@ series entry: bundle.json's `series` lists the trial folders in order, and for a
 `series/<name>/claims.json` holds `load.search.*` recomputed from the published trials, which `verify`
 recomputes again (docs/publish-and-verify.md, "Series").
 
-Per run the bundle holds the run's data with every string sanitized (numbers untouched), the manifest
-with a `publication` block of provenance, claims.json recomputed from the sanitized data, and
-report.md rendered from it; bundle.json lists the runs and SHA256SUMS covers every file.
+Per run the bundle holds the run's data sanitized by each field's declared kind (numbers untouched),
+the manifest with a `publication` block of provenance, claims.json recomputed from the sanitized data,
+and report.md rendered from it; bundle.json lists the runs and SHA256SUMS covers every file.
 
-Model output is not published. `output_text` is cut down to the planted values (the plan's `expected`
-strings, public already) that the answer stated in its first 200 characters: exactly what the
-capacity and interference probe checks read, so those claims still recompute, and nothing else.
+Every file is sanitized by the declared kind of each field (publish.fields, publish.sanitize). Model
+output is not published. `output_text` is cut down to the planted values (the plan's fields its
+scenario declares `planted`, public already) that the answer stated in its first 200 characters:
+exactly what the capacity and interference probe checks read, so those claims still recompute, and
+nothing else.
 
 Before the bundle appears at `out` it must pass three checks, or publish fails and leaves nothing:
 the claims recomputed from the sanitized data equal the claims of the original run (sanitizing must
@@ -36,11 +38,14 @@ from loadproof import __version__
 from loadproof.errors import LoadproofError, UsageError
 from loadproof.metrics import compute_claims
 from loadproof.metrics.claims import Claim, claims_payload
+from loadproof.publish.fields import PLAN, PLANTED, declarations, values_of_kind
 from loadproof.publish.leaks import find_leak, known_secrets
-from loadproof.publish.sanitize import PLACEHOLDERS, Sanitizer
+from loadproof.publish.sanitize import Sanitizer
+from loadproof.publish.shapes import PLACEHOLDERS
 from loadproof.report.build import REPORT, render_markdown
 from loadproof.store.run_dir import (ANSWERS, CHUNKS, EVENTS, MANIFEST, METRICS, REQUESTS, TELEMETRY, Run, load_run,
                                     read_jsonl, write_claims)
+from loadproof.store.schema import manifest_json
 from loadproof.verify import verify
 from loadproof.verify.checksums import write_sums
 from loadproof.verify.layout import BUNDLE_JSON, FORMAT, FORMAT_VERSION, RUNS_DIR, SERIES_DIR
@@ -118,10 +123,12 @@ def publish(run_dirs: Sequence[Path], out: Path, engine_image: str | None = None
     sources = [(path, *_load(path)) for path in run_dirs]
     sanitizer = sanitizer or Sanitizer()
     for path, run, _ in sources:
-        sanitizer.learn(run.manifest)
+        manifest = manifest_json(run.manifest)
+        declared = declarations(manifest.get("scenario"))
+        sanitizer.learn_declared(manifest, declared[MANIFEST])
         for name in DATA_FILES:
             for row in read_jsonl(path / name)[0]:
-                sanitizer.learn(row)
+                sanitizer.learn_declared(row, declared[name])
     if engine_image:
         sanitizer.learn(engine_image)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -185,7 +192,9 @@ def _load(path: Path) -> tuple[Run, list[Claim]]:
 
 def _publish_run(staging: Path, source: Path, run: Run, original: list[Claim], sanitizer: Sanitizer,
                  engine_image: str | None, publication: Publication) -> tuple[PublishedRun, dict[str, Any]]:
-    manifest = sanitizer.value(run.manifest)
+    raw = manifest_json(run.manifest)
+    declared = declarations(raw.get("scenario"))
+    manifest = sanitizer.declared(raw, declared[MANIFEST])
     run_id = str(manifest.get("run_id") or sanitizer.text(source.name))
     manifest["run_id"] = run_id
     folder = re.sub(r"[^A-Za-z0-9._-]", "_", run_id).strip("._") or "run"
@@ -193,7 +202,7 @@ def _publish_run(staging: Path, source: Path, run: Run, original: list[Claim], s
         raise UsageError(f"two runs would publish as {RUNS_DIR}/{folder} (the same run given twice?): {source}")
     target = staging / RUNS_DIR / folder
     target.mkdir(parents=True)
-    expected = _expected_values(run.manifest.get("plan"))
+    expected = list(dict.fromkeys(values_of_kind(raw.get(PLAN), declared[MANIFEST].child(PLAN)[0], PLANTED)))
     torn = 0
     for name in DATA_FILES:
         rows, num_torn = read_jsonl(source / name)
@@ -202,7 +211,7 @@ def _publish_run(staging: Path, source: Path, run: Run, original: list[Claim], s
             continue
         if name == REQUESTS:
             rows = [_without_output(row, expected) for row in rows]
-        _write_jsonl(target / name, [sanitizer.value(row) for row in rows])
+        _write_jsonl(target / name, [sanitizer.declared(row, declared[name]) for row in rows])
     manifest["publication"] = {**provenance(manifest, sanitizer.text(engine_image) if engine_image else None),
                                "num_torn_lines_dropped": torn, "raw_data": RAW_DATA_NOTE}
     (target / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -304,21 +313,6 @@ def _same_value(a: Any, b: Any) -> bool:
     if isinstance(a, float) and math.isnan(a) and math.isnan(b):
         return True
     return a == b
-
-
-def _expected_values(plan: Any) -> list[str]:
-    """Every `expected` string in the plan: the planted values an answer is checked for."""
-    found: list[str] = []
-    if isinstance(plan, dict):
-        for key, value in plan.items():
-            if key == "expected" and isinstance(value, str) and value:
-                found.append(value)
-            else:
-                found += _expected_values(value)
-    elif isinstance(plan, list):
-        for item in plan:
-            found += _expected_values(item)
-    return found
 
 
 def _without_output(row: dict[str, Any], expected: list[str]) -> dict[str, Any]:

@@ -32,7 +32,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import quote, quote_plus
 
-from loadproof.publish.sanitize import PLACEHOLDERS, Sanitizer, field_kind, is_count
+from loadproof.publish.names import field_kind, is_count
+from loadproof.publish.sanitize import Sanitizer
+from loadproof.publish.shapes import PLACEHOLDERS
 
 MIN_CHARS = 4
 MIN_HOST_CHARS = 2
@@ -43,7 +45,7 @@ NOT_SECRETS = frozenset("""true false none null yes no on off auto default enabl
 NOT_SECRET_VARIABLES = frozenset({"PWD", "OLDPWD"})
 RENDERED = frozenset({"report.md", "claims.json"})  # rendered from the data files, in the tool's own words
 ALNUM = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
-WORD = ALNUM + b"_"  # a host name is replaced where it is not inside a run of these (sanitize.WORD_EDGE)
+WORD = ALNUM + b"_"  # a host name is replaced where it is not inside a run of these (shapes.WORD_EDGE)
 _CREDENTIAL_PART = re.compile(r"(?=[^\s]*[A-Za-z])(?=[^\s]*[0-9])[^\s]{8,}")
 _FIGURE = re.compile(r"[+-]?\d[\d,.]*(?:\s+[A-Za-z%/][A-Za-z%/.]{0,15}|[A-Za-z%]{0,3})")  # 0.52 s, 1,536 tokens, 7.56x
 _NAME_LIKE = re.compile(r"-{0,2}[A-Za-z_][A-Za-z_.\-]*")  # letters only: VLLM_API_KEY, api-key, vllm-secrets

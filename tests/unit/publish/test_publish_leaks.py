@@ -156,8 +156,8 @@ class Leaky(Sanitizer):
         super().__init__(include_this_machine=False)
         self.how = how
 
-    def value(self, obj: Any, kind: str | None = None) -> Any:
-        return obj if self.how == "nothing" else super().value(obj, kind)
+    def declared(self, obj: Any, node: Any, name: str | None = None) -> Any:
+        return obj if self.how == "nothing" else super().declared(obj, node, name)
 
     def text(self, s: str) -> str:
         if self.how == "no text":
@@ -180,10 +180,11 @@ def test_publish_refuses_a_bundle_a_secret_would_survive_in(planted, host, how):
         shutil.copytree(REAL_RUN, run)
         environment = {}
         if how == "environment":
-            # a key only the environment knows of, bare (no `Basic`, no PEM armour) where no name marks it
+            # a key only the environment knows of, bare (no `Basic`, no PEM armour) where no name marks it,
+            # in free text (a field declared text: publish.fields)
             value = pieces[0]
             environment = {"LOADPROOF_TEST_API_KEY": value}
-            edit_rows(run / "events.jsonl", lambda row: row | {"note": f"answered {value} fine"})
+            edit_rows(run / "requests.jsonl", lambda row: row | {"error_message": f"answered {value} fine"})
             sanitizer = Sanitizer(include_this_machine=False)
         else:
             plant(run, value, 123456789, host)
@@ -316,11 +317,11 @@ def test_known_secrets_skips_what_is_not_a_secret_and_reads_the_environment():
 
 def test_publish_refuses_when_a_key_from_the_environment_is_in_the_data(tmp_path):
     run = throughput_run(tmp_path / "src")
-    rows = read_jsonl(run / "events.jsonl")
-    (run / "events.jsonl").write_text("".join(json.dumps(r | {"note": "used Zx9-local-key-77 ok"}) + "\n"
-                                              for r in rows))
+    rows = read_jsonl(run / "requests.jsonl")
+    (run / "requests.jsonl").write_text("".join(json.dumps(r | {"error_message": "used Zx9-local-key-77 ok"}) + "\n"
+                                                for r in rows))
     with mock.patch.dict(os.environ, {"MY_SERVICE_TOKEN": "Zx9-local-key-77"}):
-        with pytest.raises(UsageError, match=r"^publish refused, no bundle written: runs/[^ ]+/events.jsonl holds "
+        with pytest.raises(UsageError, match=r"^publish refused, no bundle written: runs/[^ ]+/requests.jsonl holds "
                                              r"the value of the environment variable MY_SERVICE_TOKEN"):
             publish([run], tmp_path / "bundle", sanitizer=Sanitizer(include_this_machine=False))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["src"]

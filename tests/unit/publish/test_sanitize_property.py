@@ -113,8 +113,8 @@ def plant_strings(obj: Any, dirt: str, skip: frozenset[str] = frozenset()) -> An
 
 def planted_run(root: Path, dirt: str) -> Path:
     name = "throughput-20261130-083713-1022"
-    manifest = plant_strings(throughput_manifest(name), dirt, skip=frozenset({"scenario", "legit"}))
-    manifest["legit"] = LEGIT
+    manifest = plant_strings(throughput_manifest(name), dirt, skip=frozenset({"scenario"}))
+    manifest["profile"]["legit"] = LEGIT  # a configuration: every string in it is sanitized as text
     with RunWriter(root / name) as writer:
         writer.write_manifest(manifest)
         for record in throughput_records():
@@ -127,7 +127,7 @@ def planted_run(root: Path, dirt: str) -> Path:
         writer.event("warmup_done" + dirt, t_ns=1, **{"note": "from" + dirt, dirt.strip(): dirt})
         writer.metric_sample(plant_strings({"t_ns": 5, "values": {"num_requests_running": 1.0},
                                             "labels": {"instance": "x", "model_name": "m"}, "source": "engine"},
-                                           dirt))
+                                           dirt, skip=frozenset({"values"})))  # values are numbers
     write_jsonl(root / name / "telemetry.jsonl", [plant_strings(row, dirt) for row in telemetry_rows()])
     return root / name
 
@@ -161,7 +161,7 @@ def test_nothing_planted_survives_and_claims_still_verify(items, seps):
         result = verify(root / "bundle")
         assert result.ok, [line for line in result.lines() if not line.startswith("ok")]
         manifest = json.loads(next(p for p in files if p.name == "manifest.json").read_text())
-        assert manifest["legit"] == LEGIT and manifest["scenario"] == "throughput"
+        assert manifest["profile"]["legit"] == LEGIT and manifest["scenario"] == "throughput"
         claims = json.loads(next(p for p in files if p.name == "claims.json").read_text())["claims"]
         for claim in claims:
             stem = claim["name"].split(".")
