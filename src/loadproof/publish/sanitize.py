@@ -37,7 +37,7 @@ from typing import Any
 from loadproof.publish.fields import (ARGV, CONFIG, HEADER, HOST, NAME, NUMBER, PATH, PLANTED, SECRET, TEXT, URL,
                                       Node)
 from loadproof.publish.names import IDENTIFIER_RE, NUMBER_RE, children, field_kind, is_count
-from loadproof.publish.scanner import scan
+from loadproof.publish.scanner import TRIGGERS, scan
 from loadproof.publish.shapes import (PLACEHOLDERS, PUBLIC_HOSTS, REDACTED, STOP_HOSTS, WORD_EDGE, is_address,
                                       not_private_address, pem_blocks, replace_shapes, url_hosts)
 from loadproof.publish.shapes import HOST as HOST_PLACEHOLDER
@@ -52,9 +52,6 @@ TEXT_KINDS = frozenset({TEXT, NAME, PLANTED})
 _PLAIN_KEY_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")  # an undeclared key kept as it is
 _ABSOLUTE_PATH_RE = re.compile(r"[/~]|[A-Za-z]:[\\/]|\\\\")
 _HOST_CHARS_RE = re.compile(r"[A-Za-z0-9._:%\-]+")
-_SCANNED_WORDS = ("key", "token", "secret", "pass", "pw", "auth", "cookie", "cred", "sig", "bearer", "basic", "jwt",
-                  "otp", "csrf", "xsrf", "hmac", "session", "curl", "user", "host", "addr", "node", "server",
-                  "upstream", "fqdn", "machine", "instance", "ip", "name", "val", "var", "header", "param")
 
 
 @functools.lru_cache(maxsize=1)
@@ -190,7 +187,7 @@ class Sanitizer:
                 last = b
             s = "".join(parts) + s[last:]
         low = s.lower()
-        return s, (scan(s) if any(word in low for word in _SCANNED_WORDS) else [])
+        return s, (scan(s) if any(word in low for word in TRIGGERS) else [])
 
     # rewriting ---------------------------------------------------------------------------------------
 
