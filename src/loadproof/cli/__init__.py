@@ -13,17 +13,8 @@ import typer
 from rich.markup import escape
 
 from loadproof.cli import ui
+from loadproof.cli.apps import app, run_app  # noqa: F401  (re-exported: `from loadproof.cli import app`)
 from loadproof.errors import EngineStartError, LoadproofError
-
-app = typer.Typer(
-    name="loadproof",
-    help="Verified capacity, honest comparison and checkable publication for self-hosted LLMs.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
-run_app = typer.Typer(help="Run a scenario against an OpenAI-compatible server.", no_args_is_help=True)
-app.add_typer(run_app, name="run")
 
 from loadproof.cli import demo, serve, run, report, plan, compare, sim, publish, export  # noqa: E402,F401,I001  (each module registers its commands, in this order)
 

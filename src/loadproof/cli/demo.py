@@ -7,7 +7,8 @@ from typing import Annotated
 
 import typer
 
-from loadproof.cli import app, ui
+from loadproof.cli import ui
+from loadproof.cli.apps import app
 from loadproof.config.profile import packaged_profile
 from loadproof.engines import embedded
 from loadproof.errors import AcceptanceFailed

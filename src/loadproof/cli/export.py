@@ -8,7 +8,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from loadproof.cli import app, ui
+from loadproof.cli import ui
+from loadproof.cli.apps import app
 from loadproof.store.export import EXPORT_MANIFEST, check_format, export_run
 
 

@@ -10,7 +10,8 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from loadproof.cli import app, ui
+from loadproof.cli import ui
+from loadproof.cli.apps import app
 from loadproof.cli.run import parameter
 from loadproof.cli.sim import predict_load, predict_replay, show_capacity
 from loadproof.config.profile import Profile, load_profile

@@ -7,7 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from loadproof.cli import app, ui
+from loadproof.cli import ui
+from loadproof.cli.apps import app
 from loadproof.errors import UsageError
 from loadproof.publish import publish as write_bundle
 from loadproof.verify import verify as check_bundle

@@ -7,7 +7,8 @@ from typing import Annotated
 
 import typer
 
-from loadproof.cli import app, ui
+from loadproof.cli import ui
+from loadproof.cli.apps import app
 from loadproof.cli.common import console, show_report
 from loadproof.scenarios.load.series import is_series_folder, report_series
 

@@ -14,7 +14,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from loadproof.cli import run_app
+from loadproof.cli.apps import run_app
 from loadproof.cli.common import console
 from loadproof.scenarios import scenarios
 from loadproof.scenarios.base import Scenario

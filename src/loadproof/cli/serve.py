@@ -9,7 +9,8 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from loadproof.cli import app, ui
+from loadproof.cli import ui
+from loadproof.cli.apps import app
 from loadproof.config.profile import load_profile, packaged_profile
 from loadproof.errors import EnvironmentFailure, UsageError
 from loadproof.cli.common import OutOption, with_serving, print_command

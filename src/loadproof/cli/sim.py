@@ -11,7 +11,8 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from loadproof.cli import app, ui
+from loadproof.cli import ui
+from loadproof.cli.apps import app
 from loadproof.cli.run import parameter
 from loadproof.errors import UsageError
 from loadproof.sim.calibrate import Calibration
