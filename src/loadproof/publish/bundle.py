@@ -38,6 +38,7 @@ from loadproof import __version__
 from loadproof.errors import LoadproofError, UsageError
 from loadproof.metrics import compute_claims
 from loadproof.metrics.claims import Claim, claims_payload
+from loadproof.metrics.load_series import SEARCH_JSON, SWEEP_JSON, judge_trials, recompute_search, trial_of
 from loadproof.publish.fields import PLAN, PLANTED, declarations, values_of_kind
 from loadproof.publish.leaks import find_leak, known_secrets
 from loadproof.publish.sanitize import Sanitizer
@@ -83,8 +84,6 @@ class Publication:
 
 def expand_series(paths: Sequence[Path]) -> tuple[list[Path], list[Series]]:
     """The run directories to publish, a search or sweep folder replaced by its trial runs, and the series."""
-    from loadproof.metrics.load_series import SEARCH_JSON, SWEEP_JSON
-
     runs: list[Path] = []
     series: list[Series] = []
     for path in paths:
@@ -236,8 +235,6 @@ def _publish_run(staging: Path, source: Path, run: Run, original: list[Claim], s
 def _publish_series(staging: Path, series: Series, publication: Publication, sanitizer: Sanitizer) -> dict[str, Any]:
     """bundle.json's entry for a search or sweep; a search's claims recomputed from its published trials
     (they must equal those recomputed from the original folder) in series/<name>/claims.json."""
-    from loadproof.metrics.load_series import judge_trials, recompute_search, trial_of
-
     folder_of = {p.source: p.folder for p in publication.runs}
     name = re.sub(r"[^A-Za-z0-9._-]", "_", sanitizer.text(series.source.name)).strip("._") or series.kind
     if any(s["series_id"] == name for s in publication.series):

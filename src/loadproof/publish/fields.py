@@ -32,7 +32,6 @@ The run directory's own fields are declared below, file by file. A scenario's pl
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -116,9 +115,9 @@ def plan_fields(scenario: str | None) -> Mapping[str, str]:
     return entry.text_fields if entry is not None else {}
 
 
-@functools.lru_cache(maxsize=64)
 def declarations(scenario: str | None) -> dict[str, Node]:
-    """{file name: its declared tree} for a run of `scenario` (its plan's fields under the manifest's `plan`)."""
+    """{file name: its declared tree} for a run of `scenario` (its plan's fields under the manifest's `plan`);
+    built at each call (a hundred paths), so an entry added to the catalog later is seen."""
     files = {name: tree(fields) for name, fields in RUN_FILES.items()}
     files[MANIFEST] = tree({**MANIFEST_FIELDS, **{f"{PLAN}.{p}": k for p, k in plan_fields(scenario).items()}})
     return files
