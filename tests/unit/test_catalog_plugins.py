@@ -3,6 +3,8 @@ parts (report, compare, export, verify, publish) never name a scenario."""
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -57,3 +59,55 @@ def test_the_demo_runs_each_catalog_entry_with_a_demo_factory_scaled_down():
     assert by_name["capacity"].startup_kv_tokens == 12_345
     assert by_name["soak"].engine_metrics.describe() == MetricsSource.beside("http://127.0.0.1:9").describe()
     assert by_name["quality"].options.retrieval_lengths == [1024, 2048]
+
+
+# --- no generic part names a scenario ---------------------------------------------------------------
+
+SRC = Path(__file__).resolve().parents[2] / "src" / "loadproof"
+GENERIC = ["report", "verify", "publish", "store/export.py"]
+# (file, top-level name whose value may hold the word): the words that are not a scenario there
+NOT_A_SCENARIO = {("report/compare.py", "BUDGETS")}  # a budget's kind: figures in tokens/s are "throughput"
+
+
+def _generic_files() -> list[Path]:
+    return sorted(p for part in GENERIC for p in ([SRC / part] if part.endswith(".py") else (SRC / part).rglob("*.py")))
+
+
+def _code_strings(path: Path) -> list[tuple[int, str, str | None]]:
+    """(line, text, the top-level name it is assigned to) of every string in the code: docstrings and
+    comments left out, the literal parts of f-strings in."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                  and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    out = []
+    for statement in tree.body:
+        targets = statement.targets if isinstance(statement, ast.Assign) else (
+            [statement.target] if isinstance(statement, ast.AnnAssign) else [])
+        owner = next((t.id for t in targets if isinstance(t, ast.Name)), None)
+        out += [(node.lineno, node.value, owner) for node in ast.walk(statement)
+                if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings]
+    return out
+
+
+def names_a_scenario(text: str, names: list[str]) -> bool:
+    """`text` is a scenario's name, or begins a claim of one (`quality.`, `throughput.`...)."""
+    return text in names or any(text.startswith(f"{name}.") for name in names)
+
+
+def test_the_scan_finds_a_scenario_name_however_it_is_written(tmp_path):
+    code = tmp_path / "code.py"
+    code.write_text('"""capacity in a docstring is words."""\n# a comment on load\n'
+                    'def f(run, fam):\n    """throughput here too."""\n'
+                    '    return run == "capacity" or f"throughput.{fam}.c1" or "quality.gsm8k".split(".")\n')
+    found = [text for _, text, _ in _code_strings(code) if names_a_scenario(text, list(catalog.SCENARIOS))]
+    assert found == ["capacity", "throughput.", "quality.gsm8k"]
+
+
+def test_report_compare_export_verify_and_publish_never_name_a_scenario():
+    names = list(catalog.SCENARIOS)
+    found = [f"{path.relative_to(SRC)}:{line}: {text!r}" for path in _generic_files()
+             for line, text, owner in _code_strings(path)
+             if names_a_scenario(text, names) and (path.relative_to(SRC).as_posix(), owner) not in NOT_A_SCENARIO]
+    assert not found, "a generic part branches on a scenario; declare it in the scenario's catalog entry:\n" + \
+        "\n".join(found)

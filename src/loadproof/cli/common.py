@@ -12,7 +12,8 @@ import typer
 from loadproof.cli import ui
 from loadproof.config.profile import Profile
 from loadproof.metrics.claims import ACCEPTANCE
-from loadproof.report.build import Report, build_report, criteria_rows, request_counts, requests_line, throughput_table
+from loadproof.metrics.figures import tables_of
+from loadproof.report.build import Report, build_report, criteria_rows, request_counts, requests_line
 from loadproof.report.distributions import distribution_table
 from loadproof.scenarios.lifecycle import verdict_of
 from loadproof.scenarios.live import LiveStatus
@@ -43,17 +44,18 @@ console = CliConsole()
 
 
 def show(report: Report) -> None:
-    """A run's tables: throughput, the acceptance criteria with their evidence, every other figure."""
+    """A run's tables: the scenario's own (its report panels with a console title), the acceptance criteria
+    with their evidence, every other figure."""
     claims = report.claims
-    header, rows = throughput_table(claims)
-    if rows:
-        ui.table("Throughput (tokens/s): c1 = one user's decode rate; c4, c8 = aggregate of all streams",
-                 header, rows)
+    tables = [t for t in tables_of(report.panels) if t.console]
+    for table in tables:
+        ui.table(table.console, table.header, table.rows)
     criteria = criteria_rows(claims)
     if criteria:
         ui.table(f"{report.run.manifest.scenario} acceptance: {verdict_of(claims)}",
                  ["criterion", "status", "evidence"], [list(row) for row in criteria])
-    figures = [c for c in claims if c.kind not in ACCEPTANCE and not c.name.startswith("throughput.")]
+    shown = {name for table in tables for name in table.claims}
+    figures = [c for c in claims if c.kind not in ACCEPTANCE and c.name not in shown]
     dist_header, dist_rows, figures = distribution_table(figures)
     if dist_rows:
         ui.table("Distributions (std, p95, p99.9 in report.md)", dist_header, dist_rows)

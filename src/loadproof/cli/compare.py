@@ -22,7 +22,7 @@ from loadproof.report.compare import (
     compare,
     legend,
     parse_percent,
-    quality_answer_changes,
+    add_answer_changes,
     render_markdown,
     table,
 )
@@ -56,7 +56,7 @@ def compare_command(
     bases = [load_side(text) for text in [base, *(baseline or [])]]
     candidate = load_side(cand)
     result = compare(candidate, bases, max_slowdown=budget, required=require or [], seed=seed, anyway=anyway)
-    quality_answer_changes(result)
+    add_answer_changes(result)
     header, rows = table(result)
     for line in legend(result):
         ui.out.print(line, markup=False, highlight=False)

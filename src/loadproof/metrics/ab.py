@@ -23,9 +23,11 @@ import statistics
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from loadproof.metrics.claims import Claim, Direction, count, fact, number
+from loadproof.metrics.figures import LinePlot, Panel, Series
 from loadproof.metrics.throughput import decode_rate_per_s
 from loadproof.plans.ab import ARMS, DEFAULT_RESAMPLES, AbPlan
 from loadproof.records import RequestRecord
+from loadproof.store.run_dir import Run
 from loadproof.units import NS_PER_S
 
 LEVEL = 0.95
@@ -133,3 +135,19 @@ def ab_claims(plan: AbPlan, records: list[RequestRecord]) -> list[Claim]:
 
 def claims_of_run(run, plan: AbPlan) -> list[Claim]:
     return ab_claims(plan, run.records)
+
+
+# --- report panels (catalog entry `figures`) ---------------------------------------------------------
+
+def figures(run: Run, plan: AbPlan, claims: list[Claim]) -> list[Panel]:
+    """Per round, each arm's figure (the median over its requests in that round), one plot a metric (report.html)."""
+    out: list[Panel] = []
+    for name, (metric, unit, _) in METRICS.items():
+        rows = round_figures(run.records, metric)
+        if rows:
+            out.append(LinePlot(
+                title=f"{name} per round, by arm", x_label="round", y_label=unit, y_from_zero=True, dots=True,
+                series=[Series("a", [(float(r), a) for r, a, _ in rows]), Series("b", [(float(r), b) for r, _, b in rows])],
+                caption=f"Each point: the median {name} over the arm's requests in that round. The arms ran in a "
+                        "seeded random order within each round (order in the manifest)."))
+    return out

@@ -8,12 +8,16 @@ Then each session's follow-up on the same context: prefix-cache hits expected, f
 
 from __future__ import annotations
 
+from collections import defaultdict
+
 from loadproof.metrics.capacity import window_tokens
 from loadproof.metrics.claims import Claim, Criterion, acceptance_claims, count, number
+from loadproof.metrics.figures import LinePlot, Mark, Panel, Series, Span, planned_records
 from loadproof.metrics.prefill import counter_delta
 from loadproof.plans.interference import InterferencePlan
 from loadproof.records import RequestRecord
 from loadproof.rundir import EngineSample
+from loadproof.store.run_dir import Run
 from loadproof.units import NS_PER_S
 from loadproof.workloads.answer_window import states
 
@@ -88,3 +92,41 @@ def interference_claims(plan: InterferencePlan, records: list[RequestRecord],
 
 def claims_of_run(run, plan: InterferencePlan) -> list[Claim]:
     return interference_claims(plan, run.records, run.samples)
+
+
+# --- report panels (catalog entry `figures`) ---------------------------------------------------------
+
+def figures(run: Run, plan: InterferencePlan, claims: list[Claim]) -> list[Panel]:
+    """The M streams' aggregate token rate over time, the newcomer's prefill and the windows shaded (report.html)."""
+    streams = [r for r in planned_records(run.records, [s.request_id for s in plan.sessions]) if r.chunk_ns]
+    if not streams:
+        return []
+    t0 = min(r.send_ns for r in streams)
+    events = sorted((t, n) for r in streams for t, n in zip(r.chunk_ns, r.chunk_tokens))
+    span_s = (events[-1][0] - t0) / NS_PER_S
+    if span_s <= 0 or not any(n for _, n in events):
+        return []
+    width = max(span_s / 60, 0.25)  # coarse enough that chunk arrival jitter does not look like rate
+    bins: dict[int, int] = defaultdict(int)
+    for t, n in events:
+        bins[int((t - t0) / NS_PER_S / width)] += n
+    points = [((k + 0.5) * width, bins.get(k, 0) / width) for k in range(int(span_s / width) + 1)]
+    spans, marks = [], []
+    firsts = [r.first_token_ns for r in streams if r.first_token_ns is not None]
+    if plan.window_s and firsts:
+        start = (max(firsts) - t0) / NS_PER_S
+        spans.append(Span(start, start + plan.window_s, "before", "#2ca02c"))
+    newcomer = next((r for r in run.records if r.request_id == plan.newcomer.request_id), None)
+    if newcomer is not None:
+        sent = (newcomer.send_ns - t0) / NS_PER_S
+        marks.append(Mark(sent, "newcomer sent"))
+        if newcomer.first_token_ns is not None:
+            first = (newcomer.first_token_ns - t0) / NS_PER_S
+            spans.append(Span(sent, first, "during: newcomer prefill", "#d62728"))
+            if plan.window_s:
+                spans.append(Span(first, first + plan.window_s, "after", "#1f77b4"))
+    return [LinePlot(title=f"Aggregate token rate of the {len(streams)} running streams",
+                     series=[Series("M streams", points)], x_label="seconds since the first send",
+                     y_label="tokens/s, all M streams", spans=spans, marks=marks,
+                     caption=f"Tokens of the M streams per {width:.2f} s bin (server per-chunk usage) / bin width. "
+                             "Shaded: the before window, the newcomer's prefill (send to first token), the after window.")]

@@ -17,7 +17,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from loadproof.metrics.claims import Claim, count, fact, number
+from loadproof.metrics.figures import Panel, Table
+from loadproof.plans.quality import QualityPlan
 from loadproof.rundir import Answer
+from loadproof.store.run_dir import Run
 from loadproof.workloads.quality import MODES
 from loadproof.workloads.quality.gsm8k import is_correct
 
@@ -173,3 +176,38 @@ def compare_answers(base_rows: list[Row], cand_rows: list[Row]) -> dict[str, lis
         else:
             out["same_errors"].append(entry)
     return out
+
+
+# --- report panels (catalog entry `figures`) ---------------------------------------------------------
+
+def figures(run: Run, plan: QualityPlan, claims: list[Claim]) -> list[Panel]:
+    """The table of checks (report.md): correct, items and share per suite, mode, language and length."""
+    rows = quality_rows(claims)
+    return [Table(title="Quality", header=["check", "correct", "items", "share"], rows=rows,
+                  intro=["Scored item by item (answers.jsonl); GSM8K by lm-eval's strict and flexible extraction."])
+            ] if rows else []
+
+
+def quality_rows(claims: list[Claim]) -> list[list[str]]:
+    """(check, correct, items, share) per quality suite, mode, language and length; skipped ones say why."""
+    by_name = {c.name: c for c in claims}
+    rows = []
+    for c in claims:
+        if not c.name.startswith("quality."):
+            continue
+        stem, _, leaf = c.name.rpartition(".")
+        label = stem.removeprefix("quality.").replace(".", " ")
+        if leaf == "skipped":
+            rows.append([label, "skipped", "", str(c.value)])
+            continue
+        if leaf != "items":
+            continue
+        items = int(c.value)
+        pairs = [("", by_name.get(f"{stem}.correct") or by_name.get(f"{stem}.retrieved"))]
+        if f"{stem}.correct_strict" in by_name:
+            pairs = [(" (flexible)", pairs[0][1]), (" (strict)", by_name[f"{stem}.correct_strict"])]
+        for suffix, good in pairs:
+            if good is not None:
+                share = f"{int(good.value) / items:.3f}" if items else "n/a"
+                rows.append([label + suffix, good.printed, c.printed, share])
+    return rows

@@ -11,7 +11,10 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
 from loadproof.metrics.claims import Claim, count, number
+from loadproof.metrics.figures import BarPlot, Bars, Panel, Table
+from loadproof.plans.throughput import ThroughputPlan
 from loadproof.records import RequestRecord
+from loadproof.store.run_dir import Run
 from loadproof.units import NS_PER_S
 
 DECODE_FORMULA = "median over requests of (output_tokens - 1) / (t_last_token - t_first_token)"
@@ -93,3 +96,79 @@ def claims_of_run(run, plan) -> list[Claim]:
     """The claims are pure functions of the records (a run splits by `repeat` for compare); the plan
     (families, concurrency, settings) only says what was asked."""
     return throughput_claims(run.records)
+
+
+# --- report panels (catalog entry `figures`) ---------------------------------------------------------
+
+TABLE_INTRO = ["c1 is the median single-request decode rate over the family's prompts. Columns c4, c8 are",
+               "batch aggregate throughput: all streams together, not any one user's rate."]
+
+
+def figures(run: Run, plan: ThroughputPlan, claims: list[Claim]) -> list[Panel]:
+    """The family x concurrency table (report.md, the console), and grouped bars of the aggregate rate and
+    of one stream's decode rate (report.html)."""
+    table = throughput_table(claims)
+    return ([table] if table.rows else []) + throughput_bars(run.records)
+
+
+def throughput_table(claims: list[Claim]) -> Table:
+    """Rows family x columns concurrency: c1 shows the single-request decode rate, N>1 the aggregate."""
+    by_name = {c.name: c for c in claims}
+    families: list[str] = []
+    levels: list[int] = []
+    for c in claims:
+        parts = c.name.split(".")
+        if parts[0] == "throughput" and len(parts) == 4:
+            if parts[1] not in families:
+                families.append(parts[1])
+            level = int(parts[2][1:])
+            if level not in levels:
+                levels.append(level)
+    levels.sort()
+    header = ["family"] + [
+        "c1 decode tok/s (one user)" if n == 1 else f"c{n} aggregate tok/s (all streams)" for n in levels
+    ]
+    rows = []
+    for fam in families:
+        row = [fam]
+        for n in levels:
+            key = "decode_tokens_per_s" if n == 1 else "aggregate_tokens_per_s"
+            claim = by_name.get(f"throughput.{fam}.c{n}.{key}")
+            row.append(claim.printed if claim else "n/a")
+        rows.append(row)
+    return Table(title="Throughput", intro=TABLE_INTRO, header=header, rows=rows,
+                 console="Throughput (tokens/s): c1 = one user's decode rate; c4, c8 = aggregate of all streams",
+                 claims=[c.name for c in claims if c.name.startswith("throughput.")])
+
+
+def throughput_bars(records: list[RequestRecord]) -> list[Panel]:
+    """Grouped bars by concurrency and task family: aggregate rate, and one stream's decode rate."""
+    recs = [r for r in records if r.scenario == "throughput"]
+    if not recs:
+        return []
+    families = list(dict.fromkeys(r.family for r in recs))
+    levels = sorted({r.concurrency for r in recs})
+    batches: dict[tuple[str, int], dict[tuple[int, int], list[RequestRecord]]] = defaultdict(lambda: defaultdict(list))
+    for r in recs:
+        batches[(r.family, r.concurrency)][(r.repeat, r.batch)].append(r)
+
+    def aggregate(fam: str, n: int) -> float | None:
+        values = [v for v in (batch_aggregate_per_s(b) for b in batches[(fam, n)].values()) if v is not None]
+        return statistics.median(values) if values else None
+
+    def decode(fam: str, n: int) -> float | None:
+        values = [v for v in (decode_rate_per_s(r) for r in recs if r.family == fam and r.concurrency == n)
+                  if v is not None]
+        return statistics.median(values) if values else None
+
+    groups = [f"c{n}" for n in levels]
+    return [
+        BarPlot(title="Aggregate throughput by concurrency and task family", groups=groups,
+                series=[Bars(f, [aggregate(f, n) for n in levels]) for f in families], y_label="tokens/s, all streams",
+                x_label="concurrency",
+                caption="Median over batches of output tokens / (last completion - first send): all streams together, "
+                        "not any one user's rate (at c1, one request from send to end)."),
+        BarPlot(title="One stream's decode rate by concurrency and task family", groups=groups,
+                series=[Bars(f, [decode(f, n) for n in levels]) for f in families], y_label="tokens/s, one stream",
+                x_label="concurrency", caption="Median over requests of (output_tokens - 1) / (t_last_token - t_first_token)."),
+    ]

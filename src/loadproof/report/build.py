@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from loadproof.metrics import compute_claims
 from loadproof.metrics.claims import Claim, claims_payload, criteria_of, criterion_name, verdict_of
+from loadproof.metrics.figures import Panel, Table, panels_of, tables_of
+from loadproof.report.html import render_html
+from loadproof.report.plots import telemetry_svg
 from loadproof.store.run_dir import Run, load_run, write_claims
 
 REPORT = "report.md"
@@ -18,76 +21,21 @@ class Report:
     run: Run
     claims: list[Claim]
     markdown: str
+    panels: list[Panel] = field(default_factory=list)  # the scenario's (catalog entry `figures`)
 
 
 def build_report(path: Path) -> Report:
     run = load_run(path)
     claims = compute_claims(run)
     write_claims(path, claims_payload(run.run_id, claims))
-    from loadproof.report.plots import telemetry_svg
-
+    panels = panels_of(run, claims)
     svg = telemetry_svg(run.telemetry)
     if svg:
         (path / "telemetry.svg").write_text(svg, encoding="utf-8")
-    markdown = render_markdown(run, claims, with_plot=bool(svg))
+    markdown = render_markdown(run, claims, with_plot=bool(svg), panels=panels)
     (path / REPORT).write_text(markdown, encoding="utf-8")
-    from loadproof.report.html import render_html
-
-    (path / REPORT_HTML).write_text(render_html(run, markdown), encoding="utf-8")
-    return Report(run=run, claims=claims, markdown=markdown)
-
-
-def throughput_table(claims: list[Claim]) -> tuple[list[str], list[list[str]]]:
-    """Rows family x columns concurrency: c1 shows the single-request decode rate, N>1 the aggregate."""
-    by_name = {c.name: c for c in claims}
-    families: list[str] = []
-    levels: list[int] = []
-    for c in claims:
-        parts = c.name.split(".")
-        if parts[0] == "throughput" and len(parts) == 4:
-            if parts[1] not in families:
-                families.append(parts[1])
-            level = int(parts[2][1:])
-            if level not in levels:
-                levels.append(level)
-    levels.sort()
-    header = ["family"] + [
-        "c1 decode tok/s (one user)" if n == 1 else f"c{n} aggregate tok/s (all streams)" for n in levels
-    ]
-    rows = []
-    for fam in families:
-        row = [fam]
-        for n in levels:
-            key = "decode_tokens_per_s" if n == 1 else "aggregate_tokens_per_s"
-            claim = by_name.get(f"throughput.{fam}.c{n}.{key}")
-            row.append(claim.printed if claim else "n/a")
-        rows.append(row)
-    return header, rows
-
-
-def quality_rows(claims: list[Claim]) -> list[list[str]]:
-    """(check, correct, items, share) per quality suite, mode, language and length; skipped ones say why."""
-    by_name = {c.name: c for c in claims}
-    rows = []
-    for c in claims:
-        if not c.name.startswith("quality."):
-            continue
-        stem, _, leaf = c.name.rpartition(".")
-        label = stem.removeprefix("quality.").replace(".", " ")
-        if leaf == "skipped":
-            rows.append([label, "skipped", "", str(c.value)])
-            continue
-        if leaf != "items":
-            continue
-        items = int(c.value)
-        pairs = [("", by_name.get(f"{stem}.correct") or by_name.get(f"{stem}.retrieved"))]
-        if f"{stem}.correct_strict" in by_name:
-            pairs = [(" (flexible)", pairs[0][1]), (" (strict)", by_name[f"{stem}.correct_strict"])]
-        for suffix, good in pairs:
-            if good is not None:
-                share = f"{int(good.value) / items:.3f}" if items else "n/a"
-                rows.append([label + suffix, good.printed, c.printed, share])
-    return rows
+    (path / REPORT_HTML).write_text(render_html(run, markdown, panels), encoding="utf-8")
+    return Report(run=run, claims=claims, markdown=markdown, panels=panels)
 
 
 def criteria_rows(claims: list[Claim]) -> list[tuple[str, str, str]]:
@@ -95,7 +43,9 @@ def criteria_rows(claims: list[Claim]) -> list[tuple[str, str, str]]:
     return [(criterion_name(c), c.printed, c.formula) for c in criteria_of(claims)]
 
 
-def render_markdown(run: Run, claims: list[Claim], with_plot: bool = False) -> str:
+def render_markdown(run: Run, claims: list[Claim], with_plot: bool = False, panels: list[Panel] | None = None) -> str:
+    """report.md: the run, its acceptance, each table among the scenario's report panels (`panels_of`
+    when not given), every claim, telemetry."""
     m = run.manifest
     lines = [f"# loadproof run {run.run_id}", ""]
     lines.append(f"- scenario: {m.scenario}; model: {m.target.model} via /{m.target.endpoint}")
@@ -116,19 +66,8 @@ def render_markdown(run: Run, claims: list[Claim], with_plot: bool = False) -> s
         lines += ["", f"## Acceptance: {verdict.printed if verdict else '?'}", "", "| criterion | status | evidence |",
                   "|---|---|---|"]
         lines += [f"| {name} | {status} | {evidence} |" for name, status, evidence in criteria]
-    header, rows = throughput_table(claims)
-    if rows:
-        lines += ["", "## Throughput", "",
-                  "c1 is the median single-request decode rate over the family's prompts. Columns c4, c8 are",
-                  "batch aggregate throughput: all streams together, not any one user's rate.", ""]
-        lines.append("| " + " | ".join(header) + " |")
-        lines.append("|" + "---|" * len(header))
-        lines += ["| " + " | ".join(r) + " |" for r in rows]
-    quality = quality_rows(claims)
-    if quality:
-        lines += ["", "## Quality", "", "Scored item by item (answers.jsonl); GSM8K by lm-eval's strict and flexible "
-                  "extraction.", "", "| check | correct | items | share |", "|---|---|---|---|"]
-        lines += ["| " + " | ".join(r) + " |" for r in quality]
+    for table in tables_of(panels_of(run, claims) if panels is None else panels):
+        lines += ["", f"## {table.title}", ""] + table.intro + ([""] if table.intro else []) + table_lines(table)
     lines += ["", "## Claims", "", "| name | value | unit | formula |", "|---|---|---|---|"]
     lines += [f"| `{c.name}` | {c.printed} | {c.unit} | {c.formula} |" for c in claims if c.kind != "criterion"]
     if with_plot:
@@ -138,6 +77,11 @@ def render_markdown(run: Run, claims: list[Claim], with_plot: bool = False) -> s
     if mismatch:
         lines += ["", mismatch]
     return "\n".join(lines) + "\n"
+
+
+def table_lines(table: Table) -> list[str]:
+    return (["| " + " | ".join(table.header) + " |", "|" + "---|" * len(table.header)]
+            + ["| " + " | ".join(row) + " |" for row in table.rows])
 
 
 def request_counts(run: Run) -> tuple[int, int, int]:

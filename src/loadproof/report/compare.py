@@ -29,11 +29,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from loadproof.catalog import column, entry
 from loadproof.errors import UsageError
 from loadproof.metrics import scenario_claims
 from loadproof.metrics.ab import DEFAULT_RESAMPLES, LEVEL, percentile_interval, relative_change
 from loadproof.metrics.claims import Claim, criteria_of, criterion_name, verdict_of
 from loadproof.plans import Plan, load_plan, workload_difference, workload_text
+from loadproof.registry import Registry
 from loadproof.store.run_dir import Run
 
 HIGHER, LOWER, NEITHER = "higher", "lower", "neither"
@@ -46,8 +48,9 @@ DEFAULT_SEED = 20_240_607
 # What a budget (--max-slowdown) applies to: a figure in one of these units whose direction is the
 # given one. Rates and times are what "slower" means; counts, fractions and settings are not budgeted.
 BUDGETS: dict[str, tuple[str, str]] = {"tokens/s": (HIGHER, "throughput"), "s": (LOWER, "latency")}
-# scenarios whose claims are pure functions of the records alone, so a run can be split by `repeat`
-SPLITTABLE = ("throughput",)
+# a scenario's answer-by-answer comparison, where its catalog entry names one
+answer_functions: Registry[Callable[[Run, Run], dict[str, list[Any]]]] = Registry.over(
+    "scenario", column("answer_changes"))
 
 
 def budget_of(claim: Claim) -> str | None:
@@ -109,8 +112,10 @@ class Side:
 
 
 def split_repeats(run: Run) -> list[Run]:
-    """A run whose records hold several `repeat` values, as one Run per repeat (splittable scenarios only)."""
-    if run.manifest.scenario not in SPLITTABLE:
+    """A run whose records hold several `repeat` values, as one Run per repeat, where its scenario's claims
+    are functions of the records alone (its catalog entry's `splits_by_repeat`)."""
+    scenario = entry(str(run.manifest.scenario))
+    if scenario is None or not scenario.splits_by_repeat:
         return [run]
     repeats = sorted({r.repeat for r in run.records})
     if len(repeats) < 2:
@@ -300,15 +305,16 @@ def compare(cand: Side, baselines: Sequence[Side], *, max_slowdown: float | None
                       differences=differences)
 
 
-def quality_answer_changes(comparison: Comparison) -> None:
-    """Answer-by-answer changes against each baseline when both sides are quality runs."""
+def add_answer_changes(comparison: Comparison) -> None:
+    """Answer-by-answer changes against each baseline of the candidate's scenario, where the scenario's
+    catalog entry names how (`answer_changes`: quality's)."""
     cand = comparison.candidate
-    bases = [bc.baseline for bc in comparison.baselines if bc.baseline.scenario == "quality"]
-    if cand.scenario != "quality" or not bases:
+    bases = [bc.baseline for bc in comparison.baselines if bc.baseline.scenario == cand.scenario]
+    if cand.scenario not in answer_functions or not bases:
         return
-    from loadproof.metrics.quality import answer_changes
+    changes_of = answer_functions.get(cand.scenario)
     for base in bases:
-        comparison.answers.append((base.label, answer_changes(base.runs[0], cand.runs[0])))
+        comparison.answers.append((base.label, changes_of(base.runs[0], cand.runs[0])))
     if len(cand.runs) > 1 or any(len(b.runs) > 1 for b in bases):
         comparison.notes.append("answer-by-answer lists compare the first run of each side")
 

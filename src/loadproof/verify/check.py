@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 from loadproof.errors import LoadproofError, UsageError
-from loadproof.metrics import compute_claims
 from loadproof.metrics.claims import Claim
 from loadproof.metrics.load_series import judge_trials, trial_of
 from loadproof.store.files import read_json_file
@@ -64,7 +63,7 @@ class RunResult:
     checks: list[ClaimCheck] = field(default_factory=list)
     problems: list[FileProblem] = field(default_factory=list)
     recomputed: list[Claim] | None = field(default=None, repr=False)  # a run's claims, for the series that list it
-    rate_rps: float | None = None  # a load run's constant rate (its plan), for a search that lists it
+    rate_rps: float | None = None  # the run's constant rate where its plan has one, for a search that lists it
 
 
 @dataclass
@@ -213,10 +212,7 @@ def verify_run(bundle: Path, run_id: str, rel: str) -> RunResult:
     published = _published_claims(path, rel, run_id, result.problems)
     try:
         run = load_run(path, BUNDLE_LIMITS)
-        if run.manifest.scenario == "load":
-            result.rate_rps, recomputed = trial_of(run)
-        else:
-            recomputed = compute_claims(run)
+        result.rate_rps, recomputed = trial_of(run)  # the rate: for a search that lists the run
         result.recomputed = recomputed
     except LoadproofError as exc:
         result.problems.append(FileProblem("UNREADABLE", rel, f"claims cannot be recomputed: {_relative(str(exc), path)}"))

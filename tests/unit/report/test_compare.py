@@ -23,7 +23,7 @@ from loadproof.report.compare import (
     build_side,
     compare,
     parse_percent,
-    quality_answer_changes,
+    add_answer_changes,
     render_markdown,
     table,
 )
@@ -289,7 +289,7 @@ def test_quality_answers_listed_per_baseline(monkeypatch):
     monkeypatch.setitem(sys.modules, "loadproof.metrics.quality", types.SimpleNamespace(answer_changes=answer_changes))
     score = [count("quality.gsm8k.correct", 10, "items", "f", direction="higher")]
     result = compare(claim_side("cand", score, "quality"), [claim_side("b1", score, "quality"), claim_side("b2", score, "quality")])
-    quality_answer_changes(result)
+    add_answer_changes(result)
     assert seen == [("b1", "cand"), ("b2", "cand")]
     text = render_markdown(result)
     assert "Against b1:" in text and "Against b2:" in text and "| new_errors | 1 | gsm8k/q7: 3 -> 4 |" in text

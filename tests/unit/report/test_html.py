@@ -2,6 +2,7 @@
 
 import re
 
+from loadproof.metrics.figures import panels_of
 from loadproof.report.build import build_report
 from loadproof.report.html import figures, markdown_to_html, render_html
 from loadproof.store.run_dir import load_run
@@ -22,6 +23,11 @@ def throughput_records():
         out += [stream(f"{fam}-c4-{j}", send=50.0 + f * 10, first=50.2 + f * 10 + j * 0.01, rate=15.0, family=fam,
                        concurrency=4) for j in range(4)]
     return out
+
+
+def plots(run):
+    """The page's figures: the scenario's plots (its report panels), then the TTFT distribution."""
+    return figures(run, panels_of(run, []))
 
 
 def svg_titles(html):
@@ -53,7 +59,8 @@ def test_throughput_report_writes_a_self_contained_page(tmp_path):
 
 def test_planted_markup_in_a_family_name_is_escaped_inside_svg(tmp_path):
     records = [stream("x1", send=0, first=0.1, rate=10, family=PLANTED), stream("x2", send=1, first=1.3, rate=10, family=PLANTED)]
-    html = render_html(load_run(write_run(tmp_path, "tp", "throughput", records)), "# report\n")
+    run = load_run(write_run(tmp_path, "tp", "throughput", records))
+    html = render_html(run, "# report\n", panels_of(run, []))
     assert_self_contained(html)
     assert "&lt;script&gt;" in html
 
@@ -68,7 +75,7 @@ def capacity_run(tmp_path):
 
 
 def test_capacity_stream_timelines_with_the_window_shaded(tmp_path):
-    figs = figures(capacity_run(tmp_path))
+    figs = plots(capacity_run(tmp_path))
     titles = [svg_titles(svg)[0] for svg, _ in figs]
     assert titles == ["Tokens per stream over time (3 streams)", "TTFT distribution (3 requests)"]
     timeline = figs[0][0]
@@ -85,7 +92,7 @@ def test_interference_rate_with_the_newcomer_prefill_marked(tmp_path):
                           family="interference"))
     plan = {"sessions": sessions, "newcomer": {"request_id": "int-new"}, "window_s": 2.0, "session_tokens": 64,
             "newcomer_tokens": 64}
-    figs = figures(load_run(write_run(tmp_path, "int", "interference", records, {"plan": plan})))
+    figs = plots(load_run(write_run(tmp_path, "int", "interference", records, {"plan": plan})))
     rate = next(svg for svg, _ in figs if "Aggregate token rate" in svg)
     for label in ("before", "during: newcomer prefill", "after", "newcomer sent"):
         assert f">{label}<" in rate
@@ -94,13 +101,15 @@ def test_interference_rate_with_the_newcomer_prefill_marked(tmp_path):
 def test_ab_rounds_by_arm(tmp_path):
     records = [stream(f"ab-{r}-{arm}", send=r * 10.0 + (5 if arm == "b" else 0), first=r * 10.0 + 0.2, rate=rate,
                       scenario="ab", family=arm, repeat=r) for r in range(3) for arm, rate in (("a", 10.0), ("b", 12.0))]
-    figs = figures(load_run(write_run(tmp_path, "ab", "ab", records, {"plan": {"order": [["a", "b"]] * 3}})))
+    plan = {"arms": {arm: {"target": {}, "settings": {}} for arm in "ab"}, "order": [["a", "b"]] * 3, "order_seed": 1,
+            "prompts": ["p"], "family": "english", "bootstrap_seed": 2}
+    figs = plots(load_run(write_run(tmp_path, "ab", "ab", records, {"plan": plan})))
     titles = [svg_titles(svg)[0] for svg, _ in figs]
     assert "decode_tokens_per_s per round, by arm" in titles and "ttft_s per round, by arm" in titles
 
 
 def test_no_figure_without_data(tmp_path):
-    assert figures(load_run(write_run(tmp_path, "empty", "throughput", []))) == []
+    assert plots(load_run(write_run(tmp_path, "empty", "throughput", []))) == []
 
 
 def test_markdown_subset():

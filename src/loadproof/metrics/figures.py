@@ -1,0 +1,118 @@
+"""A scenario's report panels as typed data: tables (report.md, the console) and plots (report.html).
+
+A scenario's catalog entry may name `figures(run, plan, claims) -> list[Panel]` in its metrics module;
+`panels_of` calls it, and report/ renders every panel the same way (report.plots draws the plots), so
+nothing generic knows which scenario made a panel. Pure data, numbers and words: no SVG, no markup.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import msgspec
+
+from loadproof.catalog import column
+from loadproof.metrics.claims import Claim
+from loadproof.plans import Plan, load_plan, scenario_of
+from loadproof.records import RequestRecord
+from loadproof.registry import Registry
+from loadproof.store.run_dir import Run
+
+Point = tuple[float, float]
+MAX_POINTS = 300  # per line; a longer series is thinned (every k-th point and the last)
+
+
+class Table(msgspec.Struct, frozen=True, kw_only=True, tag=True):
+    """A section of report.md: `## title`, the intro lines, the table."""
+
+    title: str
+    header: list[str]
+    rows: list[list[str]]
+    intro: list[str] = []
+    console: str | None = None  # its title on the console; None: report.md only
+    claims: list[str] = []  # the claims it shows: the console's list of figures leaves them out
+
+
+class Series(msgspec.Struct, frozen=True):
+    name: str
+    points: list[Point]
+
+
+class Span(msgspec.Struct, frozen=True):
+    """A shaded stretch of the x axis, labelled."""
+
+    start: float
+    end: float
+    label: str
+    color: str
+
+
+class Mark(msgspec.Struct, frozen=True):
+    """A labelled vertical line."""
+
+    x: float
+    label: str
+
+
+class LinePlot(msgspec.Struct, frozen=True, kw_only=True, tag=True):
+    """Lines (or steps) of (x, y) points; see `report.plots.line_chart` for the drawing options."""
+
+    title: str
+    series: list[Series]
+    x_label: str
+    y_label: str
+    caption: str
+    spans: list[Span] = []
+    marks: list[Mark] = []
+    step: bool = False
+    y_from_zero: bool = True
+    x_from_zero: bool = False
+    dots: bool = False
+
+
+class Bars(msgspec.Struct, frozen=True):
+    name: str
+    values: list[float | None]  # one per group; None: no bar
+
+
+class BarPlot(msgspec.Struct, frozen=True, kw_only=True, tag=True):
+    """Grouped bars: one group per entry of `groups`, one bar per series."""
+
+    title: str
+    groups: list[str]
+    series: list[Bars]
+    y_label: str
+    x_label: str = ""
+    caption: str
+
+
+Panel = Table | LinePlot | BarPlot
+FigureFunction = Callable[[Run, Plan, list[Claim]], list[Panel]]
+
+figure_functions: Registry[FigureFunction] = Registry.over("scenario", column("figures"))
+
+
+def panels_of(run: Run, claims: list[Claim]) -> list[Panel]:
+    """The report panels of the run's scenario (none where its catalog entry names no `figures`)."""
+    scenario = scenario_of(run)
+    if scenario not in figure_functions:
+        return []
+    return figure_functions.get(scenario)(run, load_plan(run), claims)
+
+
+def tables_of(panels: list[Panel]) -> list[Table]:
+    return [p for p in panels if isinstance(p, Table)]
+
+
+def planned_records(records: list[RequestRecord], request_ids: list[str]) -> list[RequestRecord]:
+    """The records of the planned request ids, in the plan's order (ids without a record left out)."""
+    by_id = {r.request_id: r for r in records}
+    return [by_id[i] for i in request_ids if i in by_id]
+
+
+def thin(points: list[Point]) -> list[Point]:
+    """At most about MAX_POINTS of `points`: every k-th, and the last."""
+    if len(points) <= MAX_POINTS:
+        return points
+    k = -(-len(points) // MAX_POINTS)
+    return points[::k] + ([points[-1]] if (len(points) - 1) % k else [])

@@ -1,0 +1,78 @@
+"""A scenario added through the catalog alone gets every generic command: the example scenario
+(tests/unit/example_scenario: scenario, plan, metrics, catalog entry, docs section) runs against the
+simulator, then `report` (report.md and report.html), `compare`, `export`, `publish` and `verify` work on
+its runs, none of them changed for it. Every command runs as `loadproof` does, with the entry in the
+catalog (`python -m tests.unit.example_scenario ...`)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.integration.sim_process import SimProcess
+from tests.unit.example_scenario import DOCS, NAME
+
+pytestmark = pytest.mark.timeout(180)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def loadproof(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "tests.unit.example_scenario", *args], capture_output=True,
+                          text=True, timeout=120, cwd=ROOT)
+
+
+def claims_of(run: Path) -> dict[str, dict]:
+    return {c["name"]: c for c in json.loads((run / "claims.json").read_text())["claims"]}
+
+
+def test_the_example_scenario_gets_report_html_compare_export_publish_and_verify(tmp_path: Path):
+    runs_dir = tmp_path / "runs"
+    with SimProcess(tmp_path / "sim.log", config={"time_scale": 10.0}) as sim:
+        for _ in range(2):
+            done = loadproof("run", NAME, "--url", sim.url, "--out", str(runs_dir), "--requests", "3", "--rounds", "2")
+            assert done.returncode == 0, done.stderr[-3000:]
+    base, cand = sorted(runs_dir.glob(f"{NAME}-*"))
+
+    # the run reported itself: its claims, documented in its docs section, its table and its plot
+    claims = claims_of(cand)
+    assert claims["example.requests"]["value"] == 6 and claims["example.verdict"]["value"] == "PASS"
+    assert claims["example.decode_tokens_per_s"]["value"] > 0
+    docs = DOCS.read_text(encoding="utf-8")
+    assert [name for name in claims if name.startswith("example.") and f"`{name}`" not in docs] == []
+    done = loadproof("report", str(cand))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Example requests" in done.stdout  # the scenario's table, on the console
+    markdown = (cand / "report.md").read_text(encoding="utf-8")
+    table = markdown.split("## Example requests\n", 1)[1].split("\n## ", 1)[0]
+    assert table.count("| ex-") == 6 and "One row per request, in the order sent." in table
+    html = (cand / "report.html").read_text(encoding="utf-8")
+    titles = re.findall(r"<svg[^>]*>\s*<title>([^<]*)</title>", html)
+    assert titles[:2] == ["Example TTFT by request", "TTFT distribution (6 requests)"]
+
+    # compare: the two runs side by side, 2 rounds a side split as repeats (its entry says it may)
+    done = loadproof("compare", str(base), str(cand))
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "example.decode_tokens_per_s" in done.stdout and "ACCEPT" in done.stdout
+    assert "95% CI" in done.stdout  # two repeats on each side
+
+    # export: every table, the scenario named in export.json
+    done = loadproof("export", str(cand), "--out", str(tmp_path / "export"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    exported = json.loads((tmp_path / "export" / "export.json").read_text())
+    assert exported["scenario"] == NAME
+    with open(tmp_path / "export" / "requests.csv", encoding="utf-8") as handle:
+        assert sum(1 for row in csv.DictReader(handle) if row["scenario"] == NAME) == 6
+
+    # publish both runs, then verify the bundle offline
+    bundle = tmp_path / "bundle"
+    done = loadproof("publish", str(base), str(cand), "--out", str(bundle))
+    assert done.returncode == 0, done.stderr[-3000:]
+    done = loadproof("verify", str(bundle))
+    assert done.returncode == 0 and "VERIFIED" in done.stdout, done.stdout[-3000:]

@@ -1,0 +1,24 @@
+"""A small example scenario, added as a contributor adds one: five parts and nothing else.
+
+- `scenario.py`: its Options (the options of `loadproof run example`) and the Scenario that runs it;
+- `plan.py`: its plan schema;
+- `metrics.py`: its claims and its report panels;
+- `ENTRY` below: its catalog entry (in loadproof itself, one line in `catalog.py`);
+- `docs.md`: its section of the docs, naming every claim with its formula.
+
+`report`, `report.html`, `compare`, `export`, `publish` and `verify` work on its runs without knowing
+it (tests/integration/test_example_scenario.py); `python -m tests.unit.example_scenario run example
+...` is `loadproof run example` with the entry in the catalog.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from loadproof.catalog import Entry
+
+NAME = "example"
+HERE = "tests.unit.example_scenario"
+ENTRY = Entry(scenario=f"{HERE}.scenario:ExampleScenario", plan=f"{HERE}.plan:ExamplePlan",
+              claims=f"{HERE}.metrics:claims_of_run", figures=f"{HERE}.metrics:figures", splits_by_repeat=True)
+DOCS = Path(__file__).with_name("docs.md")
