@@ -76,3 +76,5 @@ def test_the_example_scenario_gets_report_html_compare_export_publish_and_verify
     assert done.returncode == 0, done.stderr[-3000:]
     done = loadproof("verify", str(bundle))
     assert done.returncode == 0 and "VERIFIED" in done.stdout, done.stdout[-3000:]
+    published = json.loads(next(bundle.glob(f"runs/*{cand.name}*/manifest.json")).read_text())["plan"]
+    assert published["rounds"][0] == ["ex-0-0", "ex-0-1", "ex-0-2"]  # declared names are kept
