@@ -14,7 +14,7 @@ from typing import ClassVar
 import msgspec
 
 
-class Answer(msgspec.Struct, kw_only=True, omit_defaults=True):
+class Answer(msgspec.Struct, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):
     version: ClassVar[int] = 1
 
     suite: str | None = None

@@ -15,7 +15,7 @@ from typing import ClassVar
 import msgspec
 
 
-class EngineSample(msgspec.Struct, kw_only=True, omit_defaults=True):
+class EngineSample(msgspec.Struct, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):
     version: ClassVar[int] = 1
 
     t_ns: int

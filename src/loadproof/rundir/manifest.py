@@ -22,7 +22,7 @@ import msgspec
 from loadproof.rundir.json_value import JSONObject
 
 
-class SchemaVersions(msgspec.Struct, kw_only=True):
+class SchemaVersions(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """The schema version of each file kind of the run directory (1: the shape before versions)."""
 
     manifest: int = 1
@@ -32,12 +32,12 @@ class SchemaVersions(msgspec.Struct, kw_only=True):
     answers: int = 1
 
 
-class MetricsSourceInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
+class MetricsSourceInfo(msgspec.Struct, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):
     kind: str | None = None  # exposition (an engine's /metrics) or prometheus
     url: str | None = None
 
 
-class Target(msgspec.Struct, kw_only=True, omit_defaults=True):
+class Target(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """The server measured (never its API key: only whether one was used)."""
 
     url: str | None = None
@@ -51,14 +51,14 @@ class Target(msgspec.Struct, kw_only=True, omit_defaults=True):
     token_counts: str | None = None
 
 
-class ClockAnchor(msgspec.Struct, kw_only=True):
+class ClockAnchor(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """One wall-clock reading paired with the run's monotonic clock, to place record times in real time."""
 
     wall_time_ns: int
     perf_counter_ns: int
 
 
-class StartupReport(msgspec.Struct, kw_only=True, omit_defaults=True):
+class StartupReport(msgspec.Struct, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):
     """The engine's own startup figures, parsed from its log (engines.base.StartupReport)."""
 
     kv_cache_tokens: int | None = None
@@ -68,13 +68,13 @@ class StartupReport(msgspec.Struct, kw_only=True, omit_defaults=True):
     line: str = ""
 
 
-class EngineInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
+class EngineInfo(msgspec.Struct, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):
     kind: str | None = None
     launch: list[str] | None = None
     startup_report: StartupReport | None = None
 
 
-class TelemetryInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
+class TelemetryInfo(msgspec.Struct, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):
     """What telemetry.sampler could see: the GPUs (none: `note` says why) and the driver."""
 
     gpus: int = 0
@@ -84,7 +84,7 @@ class TelemetryInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
     sampled: bool = True  # False: sampling switched off (--sample-interval-s 0): no telemetry, no NVML
 
 
-class Schedule(msgspec.Struct, kw_only=True):
+class Schedule(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """How far a load run's schedule got."""
 
     planned: int
@@ -96,7 +96,7 @@ class Schedule(msgspec.Struct, kw_only=True):
     elapsed_s: float
 
 
-class SeriesPoint(msgspec.Struct, kw_only=True, omit_defaults=True):
+class SeriesPoint(msgspec.Struct, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):
     """Where a trial sits in a rate search or sweep (its folder in the series, its order, its rate)."""
 
     folder: str | None = None
@@ -106,7 +106,7 @@ class SeriesPoint(msgspec.Struct, kw_only=True, omit_defaults=True):
     point: str | None = None  # sweep: the point's kind
 
 
-class Publication(msgspec.Struct, kw_only=True, omit_defaults=True):
+class Publication(msgspec.Struct, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):
     """Provenance `publish` adds to a bundle's manifest."""
 
     published_by: str | None = None

@@ -11,7 +11,7 @@ from typing import ClassVar
 import msgspec
 
 
-class HostSample(msgspec.Struct, kw_only=True, omit_defaults=True):
+class HostSample(msgspec.Struct, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):
     cpu_busy_pct: float | None = None
     cpu_outside_pct: float | None = None  # the host's CPU used outside loadproof's process tree
     mem_used_bytes: int | None = None  # MemTotal - MemAvailable
@@ -20,7 +20,7 @@ class HostSample(msgspec.Struct, kw_only=True, omit_defaults=True):
     oom_kills: int | None = None  # /proc/vmstat oom_kill, cumulative
 
 
-class GPUSample(msgspec.Struct, kw_only=True, omit_defaults=True):
+class GPUSample(msgspec.Struct, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):
     index: int
     temp_c: int | None = None
     power_w: float | None = None
@@ -39,12 +39,12 @@ class GPUSample(msgspec.Struct, kw_only=True, omit_defaults=True):
     nvlink_rx_kib: int | None = None
 
 
-class XidEvent(msgspec.Struct, kw_only=True):
+class XidEvent(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     xid: int
     device: int | None = None
 
 
-class TelemetrySample(msgspec.Struct, kw_only=True, omit_defaults=True):
+class TelemetrySample(msgspec.Struct, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):
     version: ClassVar[int] = 1
 
     t_ns: int

@@ -104,8 +104,7 @@ def throughput_run(root: Path, name: str = "throughput-20261130-083713-1022") ->
             writer.append(record)
         writer.event("warmup_done", t_ns=1 * S, note="warmed up against gpu-node-07 (10.20.30.40)")
         writer.metric_sample({"t_ns": 5 * S, "wall_time_s": 1796027838.0,
-                              "values": {"num_requests_running": 1.0, "vllm:num_requests_waiting": 0.0},
-                              "labels": {"instance": "10.20.30.40:8000", "model_name": "meta-llama/Llama-3.1-8B"}})
+                              "values": {"num_requests_running": 1.0, "vllm:num_requests_waiting": 0.0}})
     write_jsonl(root / name / "telemetry.jsonl", telemetry_rows())
     return root / name
 

@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from loadproof.cli import app
-from loadproof.errors import UsageError
+from loadproof.errors import RunDirError, UsageError
 from loadproof.records import RequestRecord
 from loadproof.rundir import Answer
 from loadproof.store import export as export_module
@@ -149,7 +149,7 @@ def odd_run(tmp_path: Path) -> Path:
         writer.event("restart", reason="probe failed", attempt=2)
         writer.event("cancel", t_ns=35, sessions=[1, 2])
         writer.metric_sample({"t_ns": 12, "wall_time_s": 1.5, "values": {"a": 1.0, "b": 2.5}})
-        for row in ({"suite": "s", "item_id": "1", "length_tokens": 1, "depth": 0.5, "extra": {"k": [1]}},
+        for row in ({"suite": "s", "item_id": "1", "length_tokens": 1, "depth": 0.5},
                     {"suite": "s", "item_id": "2", "length_tokens": 2, "depth": 1, "mode": "cot"},
                     {"suite": "s", "item_id": "3", "correct": True}):
             writer.answer(row)
@@ -181,6 +181,14 @@ def test_odd_shapes_keep_their_values_and_types(tmp_path, fmt):
     assert [(a["length_tokens"], a["depth"], a["mode"], a["correct"]) for a in tables["answers"]] == [
         (1, 0.5, "plain", None), (2, 1.0, "cot", None), (None, None, "plain", True)]
     assert type(tables["answers"][1]["depth"]) is float and type(tables["answers"][0]["length_tokens"]) is int
+
+
+def test_a_field_the_typed_row_does_not_know_is_refused_not_dropped(tmp_path):
+    run = odd_run(tmp_path)
+    with open(run / "answers.jsonl", "a") as handle:
+        handle.write('{"suite": "s", "item_id": "9", "unknown_field": {"k": [1]}}\n')
+    with pytest.raises(RunDirError, match="unknown_field"):
+        load_run(run)
 
 
 def test_an_interrupted_run_exports_what_finished(tmp_path):
