@@ -11,7 +11,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from loadproof.cli import app, ui
+from loadproof.cli import ui
+from loadproof.cli.apps import app
 from loadproof.errors import UsageError
 from loadproof.metrics import compute_claims
 from loadproof.report.compare import (
