@@ -85,11 +85,11 @@ def test_answers_are_carried_when_present(tmp_path):
     run = throughput_run(tmp_path / "src")
     (run / "answers.jsonl").write_text(json.dumps({"suite": "gsm8k", "item_id": "gsm8k-0007", "extracted": "72",
                                                    "expected": "72", "correct": True,
-                                                   "skipped": "scored on gpu-node-07", "note": "gpu-node-07"}) + "\n")
+                                                   "skipped": "scored on gpu-node-07"}) + "\n")
     publish([run], tmp_path / "bundle")
     rows = read_jsonl(tmp_path / "bundle" / RUN / "answers.jsonl")
     assert rows == [{"suite": "gsm8k", "item_id": "gsm8k-0007", "extracted": "72", "expected": "72", "correct": True,
-                     "skipped": "scored on <host>", "note": "<redacted>"}]  # `note` is not an answer's field
+                     "skipped": "scored on <host>"}]
     assert verify(tmp_path / "bundle").ok
 
 

@@ -4,7 +4,7 @@ The properties plant secrets of every shape issue #15 reported (spaces, newlines
 authorization schemes, PEM blocks, env lists, JSON escaped twice, a plain-word host name) into every kind
 of place of a real run (docs/runs: an interference run measured on an H200): secret-named fields, argv
 lists, env dicts, Kubernetes env lists, JSON inside strings, free text in the manifest, the records, the
-events, the /metrics labels and the telemetry. Then they search every byte of the bundle for each planted
+events and the /metrics samples' source (telemetry rows hold numbers only). Then they search every byte of the bundle for each planted
 value, plainly, JSON-escaped (once, twice) and URL-encoded.
 """
 
@@ -99,8 +99,7 @@ def plant(run: Path, value: str, number: int, host: str) -> None:
     (run / "manifest.json").write_text(json.dumps(manifest))
     edit_rows(run / "requests.jsonl", lambda row: row | {"error_message": f"{row['error_message']} on {host}\n{text}"})
     edit_rows(run / "events.jsonl", lambda row: row | {"note": f"{host} said\n{text}", "password": number})
-    edit_rows(run / "metrics.jsonl", lambda row: row | {"labels": {"instance": f"{host}:8000", "auth": value}})
-    edit_rows(run / "telemetry.jsonl", lambda row: row | {"hostname": host, "note": text})
+    edit_rows(run / "metrics.jsonl", lambda row: row | {"source": f"{host}:8000\n{text}"})
 
 
 def edit_rows(path: Path, edit: Any) -> None:

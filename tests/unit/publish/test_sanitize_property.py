@@ -1,8 +1,9 @@
 """Property: private things planted in every string of a run (values and keys, every file) never reach the bundle.
 
 Hypothesis draws addresses, hostnames, URLs, e-mails, host paths and keys, plants them into every
-string field and as dict keys of a synthetic throughput run (manifest, records, events, /metrics
-samples and their labels, telemetry), publishes, and then searches the bytes of every bundle file
+string field of a synthetic throughput run (manifest, records, events, /metrics samples), and as dict
+keys wherever a run directory leaves a map open (the manifest's top level, profile, options, an event's
+fields), publishes, and then searches the bytes of every bundle file
 for each planted string and for its distinctive part (the user name of a path, the body of a key,
 the first label of a host). The claims must still verify and still equal the hand-computed figures.
 """
@@ -98,14 +99,18 @@ planted_item = st.one_of(ipv4(), ipv6(), hostname(), url(), email(), host_path()
 separator = st.sampled_from([" ", ", ", "; ", " (", " | ", "\t", " at ", "="])
 
 
-def plant_strings(obj: Any, dirt: str, skip: frozenset[str] = frozenset()) -> Any:
-    """Every string value gets `dirt` appended and every dict gets `dirt` as one more key."""
+def plant_strings(obj: Any, dirt: str, skip: frozenset[str] = frozenset(), open_maps: frozenset[str] = frozenset(),
+                  path: str = "") -> Any:
+    """Every string value gets `dirt` appended, and every dict at a path in `open_maps` (those a run directory
+    leaves open: the manifest's top level, a profile, options) or below it gets `dirt` as one more key."""
     if isinstance(obj, dict):
-        out = {k: (v if k in skip else plant_strings(v, dirt, skip)) for k, v in obj.items()}
-        out[dirt.strip()] = dirt
+        out = {k: (v if k in skip else plant_strings(v, dirt, skip, open_maps, f"{path}.{k}".lstrip(".")))
+               for k, v in obj.items()}
+        if path in open_maps or any(path.startswith(f"{m}.") for m in open_maps if m):
+            out[dirt.strip()] = dirt
         return out
     if isinstance(obj, list):
-        return [plant_strings(v, dirt, skip) for v in obj]
+        return [plant_strings(v, dirt, skip, open_maps, path) for v in obj]
     if isinstance(obj, str):
         return obj + dirt
     return obj
@@ -113,7 +118,8 @@ def plant_strings(obj: Any, dirt: str, skip: frozenset[str] = frozenset()) -> An
 
 def planted_run(root: Path, dirt: str) -> Path:
     name = "throughput-20261130-083713-1022"
-    manifest = plant_strings(throughput_manifest(name), dirt, skip=frozenset({"scenario"}))
+    manifest = plant_strings(throughput_manifest(name), dirt, skip=frozenset({"scenario"}),
+                             open_maps=frozenset({"", "profile", "options", "target.extra_body"}))
     manifest["profile"]["legit"] = LEGIT  # a configuration: every string in it is sanitized as text
     with RunWriter(root / name) as writer:
         writer.write_manifest(manifest)
@@ -125,10 +131,8 @@ def planted_run(root: Path, dirt: str) -> Path:
         # one record outside the claims, so `scenario` is planted too
         writer.append(RequestRecord(request_id="other" + dirt, endpoint="chat" + dirt, scenario="warmup" + dirt))
         writer.event("warmup_done" + dirt, t_ns=1, **{"note": "from" + dirt, dirt.strip(): dirt})
-        writer.metric_sample(plant_strings({"t_ns": 5, "values": {"num_requests_running": 1.0},
-                                            "labels": {"instance": "x", "model_name": "m"}, "source": "engine"},
-                                           dirt, skip=frozenset({"values"})))  # values are numbers
-    write_jsonl(root / name / "telemetry.jsonl", [plant_strings(row, dirt) for row in telemetry_rows()])
+        writer.metric_sample({"t_ns": 5, "values": {"num_requests_running": 1.0}, "source": "engine" + dirt})
+    write_jsonl(root / name / "telemetry.jsonl", telemetry_rows())  # numbers only
     return root / name
 
 
