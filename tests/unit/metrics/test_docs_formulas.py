@@ -10,6 +10,7 @@ length, skipped groups, both soak families and memory sources, engine agreement,
 from __future__ import annotations
 
 import copy
+import importlib
 import json
 from pathlib import Path
 
@@ -140,12 +141,31 @@ def sessions_run() -> Run:
     return test_sessions.run()
 
 
+def contributed_runs(tmp_path: Path) -> list[Run]:
+    """The synthetic runs a scenario's own test module offers as `docs_runs(tmp_path)`: a new scenario brings
+    its runs in its own new test file (tests/unit/metrics/test_NAME.py), and this file stays as it is."""
+    runs: list[Run] = []
+    for path in sorted(Path(__file__).parent.glob("test_*.py")):
+        module = importlib.import_module(f"{__package__}.{path.stem}")
+        if hasattr(module, "docs_runs"):
+            runs += module.docs_runs(tmp_path)
+    return runs
+
+
 def synthetic_runs(tmp_path: Path) -> list[Run]:
     throughput = load_run(throughput_run(tmp_path))
     throughput.telemetry = rv.telemetry(gpu_telemetry())
     throughput.samples = rv.samples(bracket(throughput.records))
     return [throughput, load_run(capacity_run(tmp_path)), *capacity_runs(), prefill_run(), interference_run(),
-            soak_run(), *quality_runs(), ab_run(), open_loop_run(), replay_run(), sessions_run()]
+            soak_run(), *quality_runs(), ab_run(), open_loop_run(), replay_run(), sessions_run(),
+            *contributed_runs(tmp_path)]
+
+
+def test_a_scenario_test_module_can_contribute_its_runs(tmp_path, monkeypatch):
+    offered = run("throughput", None)
+    module = importlib.import_module(f"{__package__}.test_throughput")
+    monkeypatch.setattr(module, "docs_runs", lambda _tmp: [offered], raising=False)
+    assert offered in contributed_runs(tmp_path)
 
 
 def published_runs() -> list[Run]:
