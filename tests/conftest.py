@@ -119,4 +119,5 @@ def _more_examples(test: object, scaled: set[int]) -> None:
     if current is None or id(test) in scaled:
         return
     scaled.add(id(test))
-    test._hypothesis_internal_use_settings = settings(current, max_examples=current.max_examples * FUZZ_FACTOR)  # type: ignore[attr-defined]
+    more = settings(current, max_examples=current.max_examples * FUZZ_FACTOR)
+    test._hypothesis_internal_use_settings = more  # type: ignore[attr-defined]
