@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Optional
@@ -11,9 +13,16 @@ import typer
 
 from loadproof.cli import ui
 from loadproof.cli.apps import app
+from loadproof.cli.common import OutOption, print_command, with_serving
 from loadproof.config.profile import load_profile, packaged_profile
+from loadproof.engines import embedded, engines
+from loadproof.engines.process import free_port
 from loadproof.errors import EnvironmentFailure, UsageError
-from loadproof.cli.common import OutOption, with_serving, print_command
+from loadproof.relay import Relay, RelayConfig
+from loadproof.relay.serve import UPSTREAM_KEY_ENV, RelayServer, configure_logging, load_keys
+from loadproof.relay.serve import run as run_relay
+from loadproof.store.run_dir import new_run_id
+from loadproof.supervisor import FAILED, READY, Supervisor, SupervisorPolicy
 
 RELAY_DRAIN_S = 5.0  # after Ctrl-C, how long the relay lets streams in flight end before it cancels them
 
@@ -34,11 +43,6 @@ def serve(
     out: OutOption = Path("runs"),
 ) -> None:
     """Launch and supervise the engine of a profile (or the embedded default) until Ctrl-C."""
-    from loadproof.engines import embedded, engines
-    from loadproof.engines.process import free_port
-    from loadproof.store.run_dir import new_run_id
-    from loadproof.supervisor import FAILED, READY, Supervisor, SupervisorPolicy
-
     if embedded_engine == (profile_path is not None):
         raise UsageError("give either a PROFILE or --embedded")
     if max_restarts < 0 or probe_interval_s <= 0 or probe_timeout_s <= 0 or backoff_s <= 0:
@@ -110,8 +114,6 @@ def _supervise(supervisor: Any, while_running: Callable[[], None] | None = None,
     """`supervisor.run()` in a thread of its own (then `on_end()` there), `while_running()` (or a wait) in
     this one. However this thread leaves (the supervisor ended, Ctrl-C, SIGTERM, an error), the supervisor
     is stopped and waited for, so the engine's process group is gone before `serve` exits."""
-    import threading
-
     outcome: dict[str, Any] = {}
     # waited on instead of Thread.join: on Python 3.11 a join interrupted by Ctrl-C can leave the thread
     # looking ended while it runs on (CPython #90882), and `serve` would exit with the engine still up
@@ -148,8 +150,6 @@ def _stop_and_join(supervisor: Any, done: Any) -> None:
     """Stop the supervisor and wait `stop_within_s` for its run to end (`done`); a second Ctrl-C does not cut
     the wait short (the engine is being stopped already). Past the bound, SIGKILL the engine's group rather
     than leave it."""
-    import time
-
     supervisor.stop()
     deadline = time.monotonic() + supervisor.stop_within_s
     while not done.is_set() and time.monotonic() < deadline:
@@ -166,9 +166,6 @@ def _serve_with_relay(supervisor: Any, relay_state: dict[str, Any], upstream: st
     """The supervisor in a thread, the relay in front (503 while the engine is not ready). Ctrl-C or SIGTERM
     stops the engine at once (streams in flight end with an in-band error) and the relay within
     RELAY_DRAIN_S; then `serve` exits 130, as without the relay."""
-    from loadproof.relay import Relay, RelayConfig
-    from loadproof.relay.serve import UPSTREAM_KEY_ENV, RelayServer, configure_logging, load_keys
-
     configure_logging()
     relay = Relay(RelayConfig(upstream=upstream, api_keys=load_keys(None),
                               upstream_api_key=os.environ.get(UPSTREAM_KEY_ENV) or engine_key))
@@ -183,14 +180,14 @@ def _serve_with_relay(supervisor: Any, relay_state: dict[str, Any], upstream: st
     # a stream never holds `serve` up for long
     http = StopsTheEngineToo(relay, "127.0.0.1", relay_port, drain_s=RELAY_DRAIN_S)
 
-    def run_relay() -> None:
+    def relay_in_this_thread() -> None:
         ui.out.print(f"relay listening on http://127.0.0.1:{relay_port}", markup=False, highlight=False)
         http.run()  # returns when the supervisor ended, or re-raises Ctrl-C / SIGTERM once it drained
 
     def end_relay() -> None:
         http.should_exit = True
 
-    return _supervise(supervisor, run_relay, end_relay)
+    return _supervise(supervisor, relay_in_this_thread, end_relay)
 
 
 @app.command()
@@ -207,9 +204,6 @@ def relay(
     keys_file: Annotated[Optional[Path], typer.Option(help="API keys, one a line (also LOADPROOF_RELAY_KEYS)")] = None,
 ) -> None:
     """The streaming relay alone, in front of an OpenAI-compatible engine."""
-    from loadproof.relay import RelayConfig
-    from loadproof.relay.serve import UPSTREAM_KEY_ENV, load_keys, run
-
     if not upstream.startswith(("http://", "https://")):
         raise UsageError(f"--upstream must be an http(s) URL (got {upstream!r})")
     if max_in_flight < 1 or deadline_s <= 0 or heartbeat_s <= 0 or max_body_mib <= 0 or body_timeout_s <= 0:
@@ -219,4 +213,4 @@ def relay(
                          heartbeat_s=heartbeat_s, body_timeout_s=body_timeout_s,
                          max_body_bytes=int(max_body_mib * 1024 * 1024),
                          api_keys=load_keys(keys_file), upstream_api_key=os.environ.get(UPSTREAM_KEY_ENV))
-    run(config, host, port)
+    run_relay(config, host, port)

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from loadproof.config.profile import Profile
+from loadproof.engines import embedded
 from loadproof.engines.base import EngineDefaults, LaunchCommand, NodeCommand, StartupReport, flag_value
 
 # GPU: "GPU KV cache size: 919,824 tokens"; CPU: "CPU KV cache size: N tokens, Maximum concurrency ..."
@@ -212,13 +213,9 @@ class VLLMCPUEngine(VLLMEngine):
     """vLLM's CPU build, which loadproof installs into its own environment: the embedded engine."""
 
     def interpreter(self, profile: Profile) -> str:
-        from loadproof.engines import embedded
-
         return str(embedded.paths().python)
 
     def prepare(self, status: Callable[[str], None] | None = None) -> None:
-        from loadproof.engines import embedded
-
         embedded.ensure_engine(status)
         embedded.ensure_model(status)
 

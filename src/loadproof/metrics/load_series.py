@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from loadproof.metrics import compute_claims
 from loadproof.metrics.claims import Claim, count, fact, number
-
-if TYPE_CHECKING:
-    from loadproof.store.run_dir import Run
+from loadproof.plans import load_plan
+from loadproof.store.run_dir import Run, load_run
 
 SWEEP_JSON = "sweep.json"
 SEARCH_JSON = "search.json"
@@ -115,9 +115,6 @@ def judge_trials(trials: list[tuple[float | None, list[Claim]]], attainment: flo
 
 def trial_of(run: Run) -> tuple[float | None, list[Claim]]:
     """A search trial's (plan rate_rps, recomputed claims), from its run directory alone."""
-    from loadproof.metrics import compute_claims
-    from loadproof.plans import load_plan
-
     rate = getattr(load_plan(run), "rate_rps", None)
     rate = float(rate) if isinstance(rate, (int, float)) and not isinstance(rate, bool) else None
     return rate, compute_claims(run)
@@ -126,8 +123,6 @@ def trial_of(run: Run) -> tuple[float | None, list[Claim]]:
 def recompute_search(folder: Path) -> tuple[dict[str, Any], list[dict[str, Any]], list[Claim]]:
     """(search.json, the trials recomputed from their run directories, the search's claims): nothing but
     the list of trial directories and the attainment target is taken from search.json."""
-    from loadproof.store.run_dir import load_run
-
     summary = json.loads((folder / SEARCH_JSON).read_text(encoding="utf-8"))
     attainment = float(summary["attainment"])
     trials = [trial_of(load_run(folder / entry["run_dir"])) for entry in summary["trials"]]

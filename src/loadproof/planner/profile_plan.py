@@ -12,6 +12,7 @@ from pathlib import Path
 from loadproof.config.profile import Profile
 from loadproof.engines import engines
 from loadproof.engines.base import StartupReport
+from loadproof.engines.embedded import model_path_for
 from loadproof.errors import ConfigError, UsageError
 from loadproof.planner.kv import GIB, Deployment, KVPlan, ModelShape, plan_kv
 
@@ -34,8 +35,6 @@ class ProfilePlan:
 
 
 def model_config_path(profile: Profile, override: Path | None = None) -> Path:
-    from loadproof.engines.embedded import model_path_for
-
     if override is not None:
         path = override / "config.json" if override.is_dir() else override
     else:

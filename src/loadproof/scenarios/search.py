@@ -11,11 +11,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field, replace
+from typing import Any
 
-if TYPE_CHECKING:
-    from loadproof.scenarios.lifecycle import Console, Setup
+from pydantic import ValidationError
+
+from loadproof.config.base import one_line
+from loadproof.errors import AcceptanceFailed
+from loadproof.metrics.claims import criterion_name
+from loadproof.scenarios.base import Setup
+from loadproof.scenarios.recording import Console, failed_criteria, run_once
+from loadproof.store.run_dir import new_run_id
 
 # the largest value a search tries unless --search-max says otherwise
 SEARCH_MAXIMUM = {"sessions": 256, "input_tokens": 1_048_576}
@@ -89,11 +95,6 @@ def resolution_of(key: str, start: int) -> int:
 def capacity_search(scenario: Any, setup: Setup, console: Console) -> SearchResult:
     """The largest passing `setup.command.search` ('sessions' or 'input-tokens') of capacity runs with
     `setup.options`; AcceptanceFailed when none passed."""
-    from loadproof.errors import AcceptanceFailed
-    from loadproof.metrics.claims import criterion_name
-    from loadproof.scenarios.lifecycle import failed_criteria, run_once
-    from loadproof.store.run_dir import new_run_id
-
     key = setup.command.search.replace("-", "_")
     maximum = setup.command.search_max or SEARCH_MAXIMUM[key]
     folder = setup.out / new_run_id("capacity-search")
@@ -131,12 +132,6 @@ def capacity_search(scenario: Any, setup: Setup, console: Console) -> SearchResu
 
 def _with_options(setup: Setup, values: dict[str, Any]) -> Setup:
     """`setup` with its options replaced by `values` (validated: a bisection can step below a bound)."""
-    from dataclasses import replace
-
-    from pydantic import ValidationError
-
-    from loadproof.config.base import one_line
-
     try:
         options = type(setup.options).model_validate(values)
     except ValidationError as exc:

@@ -378,8 +378,8 @@ def _write_csv(path: Path, table: _Table) -> int:
 def _write_parquet(path: Path, table: _Table) -> int:
     """Batches of BATCH_ROWS rows through one ParquetWriter; each column's unit and description are
     kept in its field metadata."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    import pyarrow as pa  # optional (the loadproof[parquet] extra): only a Parquet export needs it
+    import pyarrow.parquet as pq  # the same extra
 
     arrow_types = {INT: pa.int64(), FLOAT: pa.float64(), BOOL: pa.bool_(), STR: pa.string(), JSON: pa.string()}
     schema = pa.schema([

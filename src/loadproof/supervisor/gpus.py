@@ -9,7 +9,7 @@ import subprocess
 def visible_gpus() -> int:
     """GPUs this host shows (NVML, else `nvidia-smi -L`); 0 when neither answers."""
     try:
-        import pynvml
+        import pynvml  # optional (the loadproof[gpu] extra): a host without it counts with nvidia-smi
 
         pynvml.nvmlInit()
         try:

@@ -18,6 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
+from loadproof.telemetry.server_metrics import parse_metrics
+
 if TYPE_CHECKING:
     from loadproof.engines.process import EngineProcess
 
@@ -91,8 +93,6 @@ def engine_work(url: str, metric_names: dict[str, str], api_key: str | None = No
     """What the engine has done so far: its prompt and generation token counters and KV usage (these move
     while it prefills or decodes anything), under the engine's own metric names; None when /metrics does
     not answer or shows none of them."""
-    from loadproof.telemetry.server_metrics import parse_metrics
-
     request = urllib.request.Request(url.rstrip("/") + "/metrics")
     if api_key:
         request.add_header("Authorization", f"Bearer {api_key}")

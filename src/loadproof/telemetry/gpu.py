@@ -23,7 +23,7 @@ class NoGPU(Exception):
 class GPUSampler:
     def __init__(self) -> None:
         try:
-            import pynvml
+            import pynvml  # optional (the loadproof[gpu] extra): without it there is no GPU telemetry
         except ImportError:
             raise NoGPU("nvidia-ml-py is not installed (pip install 'loadproof[gpu]')") from None
         try:

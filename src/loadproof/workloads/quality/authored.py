@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import resource
 import subprocess
 import sys
 import tempfile
@@ -189,8 +190,6 @@ except BaseException as exc:
 
 
 def _limit_child() -> None:  # pragma: no cover - runs in the child process
-    import resource
-
     resource.setrlimit(resource.RLIMIT_CPU, (2, 2))
     resource.setrlimit(resource.RLIMIT_AS, (512 * 2**20, 512 * 2**20))
     resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
