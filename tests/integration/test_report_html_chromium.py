@@ -39,6 +39,7 @@ import pytest
 
 from loadproof.records import RequestRecord
 from loadproof.report.build import build_report
+from loadproof.rundir import EngineSample
 from loadproof.store.run_dir import RunWriter
 from tests.unit.publish.synthetic import telemetry_rows
 from tests.unit.report.synthetic import stream
@@ -293,7 +294,7 @@ def complaints(events: list[dict[str, Any]]) -> list[str]:
 
 
 def _write(root: Path, name: str, manifest: dict[str, Any], records: list[RequestRecord],
-           samples: list[dict[str, Any]] = ()) -> Path:  # type: ignore[assignment]
+           samples: list[EngineSample] = ()) -> Path:  # type: ignore[assignment]
     with RunWriter(root / name) as writer:
         writer.write_manifest({"run_id": name, "target": {"model": "gemma-3-270m", "endpoint": "completions"},
                                "start_wall_time": "2026-11-30T10:00:00Z", "end_wall_time": "2026-11-30T10:05:00Z",
@@ -311,7 +312,7 @@ def soak_run(root: Path) -> Path:
     records = [stream(f"soak-{i}", send=i * 2.0, first=i * 2.0 + 0.12 + 0.03 * (i % 5) + (0.4 if i % 3 == 0 else 0),
                       rate=40.0 if i < 10 else 36.0, tokens=60 if i % 3 else 20,
                       family="long" if i % 3 == 0 else "short", scenario="soak", ok=i != 7) for i in range(20)]
-    samples = [{"t_ns": i * 10 * S, "source": "engine", "values": {"process_rss_bytes": (2048 + 3 * i) * 1024**2}}
+    samples = [EngineSample(t_ns=i * 10 * S, source="engine", values={"process_rss_bytes": (2048 + 3 * i) * 1024**2})
                for i in range(5)]
     plan = {"clients": 2, "duration_s": 40, "long_every": 3, "long_requests": True, "max_error_rate": 0.0,
             "max_latency_drift": 0.25, "max_rss_growth_mib": 100.0}

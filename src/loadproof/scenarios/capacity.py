@@ -200,9 +200,9 @@ class CapacityScenario(MetricsScenario):
         while time.perf_counter_ns() < deadline:
             sample = await scraper.sample()
             if sample is not None:
-                v = sample["values"]
+                v = sample.values
                 if v.get("num_requests_running") == 0 and v.get("num_requests_waiting") == 0:
-                    baseline = scraper.samples[0]["values"].get("kv_cache_usage_perc", 0.0)
+                    baseline = scraper.samples[0].values.get("kv_cache_usage_perc", 0.0)
                     if v.get("kv_cache_usage_perc", 0.0) <= baseline + self.options.kv_idle_bound:
                         return
             await asyncio.sleep(0.25)

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from loadproof.records import RequestRecord
+from loadproof.rundir import EngineSample
 from loadproof.units import NS_PER_S as NS
 
 Clock = Callable[[], int]
@@ -95,7 +96,7 @@ class Snapshot:
     prompt_tokens_planned: int
     kv_cache_tokens: int | None
     windows: dict[int, WindowFigures] = field(default_factory=dict)
-    engine_samples: Sequence[dict[str, Any]] = ()
+    engine_samples: Sequence[EngineSample] = ()
     prompt_counter_moved_ns: int = 0  # the first sample showing the engine's prompt-token counter at its value
     last_first_token_ns: int = 0
 
@@ -103,8 +104,8 @@ class Snapshot:
         """The engine's values in the last sample taken at or before `t_ns`."""
         samples = self.engine_samples
         for i in range(len(samples) - 1, -1, -1):  # from the end: a phase that just ended is near it
-            if samples[i]["t_ns"] <= t_ns:
-                return samples[i]["values"]
+            if samples[i].t_ns <= t_ns:
+                return samples[i].values
         return None
 
     @property
@@ -152,7 +153,7 @@ class LiveStatus:
         self.sessions = 0
         self.prompt_tokens_planned = 0
         self.kv_cache_tokens: int | None = None
-        self.engine_samples: Sequence[dict[str, Any]] | None = None
+        self.engine_samples: Sequence[EngineSample] | None = None
         self.engine_baseline: dict[str, float] = {}
         # requests in flight, which the reader watches fill; the ended ones are let go at once (a record
         # kept alive longer than the run keeps it costs the client), their final counts summed here
@@ -238,10 +239,10 @@ class LiveStatus:
         if self.phases[-1].kind != END:
             self.phase("end", END)
 
-    def watch_engine(self, samples: Sequence[dict[str, Any]]) -> None:
+    def watch_engine(self, samples: Sequence[EngineSample]) -> None:
         """Show what the engine reports, from `samples`, the list a /metrics scraper appends to; its
         latest sample now is the baseline counters grow from."""
-        self.engine_baseline = dict(samples[-1]["values"]) if samples else {}
+        self.engine_baseline = dict(samples[-1].values) if samples else {}
         self.engine_samples = samples
 
     # ----- the reader's side -----
@@ -279,12 +280,12 @@ class _Reader:
         if samples:
             n = len(samples)
             for sample in samples[self.samples_seen:n]:  # when the prompt-token counter last moved
-                value = sample["values"].get("prompt_tokens_total")
+                value = sample.values.get("prompt_tokens_total")
                 if value != self.prompt_counter:
-                    self.prompt_counter, self.prompt_counter_moved = value, sample["t_ns"]
+                    self.prompt_counter, self.prompt_counter_moved = value, sample.t_ns
             self.samples_seen = n
             latest = samples[n - 1]
-            engine, age = latest["values"], (now - latest["t_ns"]) / NS
+            engine, age = latest.values, (now - latest.t_ns) / NS
         windows = {i: self._window(i, phases, now) for i, p in enumerate(phases) if p.kind == WINDOW}
         return Snapshot(t_ns=now, scenario=status.scenario, phases=phases, detail=status.detail,
                         planned=status.planned, sent=status.sent, done=status.done, errors=status.errors,

@@ -102,7 +102,7 @@ class MetricsScenario(Scenario):
                                   api_key=self.target.metrics_api_key) as probe:
             while True:
                 sample = probe.samples[-1] if probe.samples else None
-                values = sample["values"] if sample else {}
+                values = sample.values if sample else {}
                 if sample is not None and not values:  # none of the engine's metrics: not the engine's source
                     if self.target.metrics.kind == "exposition":
                         raise UsageError(f"the metrics at {self.target.metrics.shown} show none of the engine's: behind "

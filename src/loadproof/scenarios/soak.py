@@ -10,6 +10,7 @@ import random
 import time
 from typing import Annotated, Any
 
+import msgspec
 from pydantic import Field
 
 from loadproof.client import StreamingClient
@@ -102,9 +103,9 @@ class SoakScenario(MetricsScenario):
         engine_key = self.target.api_key if self.engine_metrics.same_origin(self.target.url) else None
         for role, source, key in (("engine", self.engine_metrics, engine_key), ("relay", relay, self.target.api_key)):
             if source is not None:
-                scrapers.append(MetricsScraper(source, PROCESS_METRICS, interval_s=opts.sample_interval_s,
-                                               sink=lambda s, role=role: writer.metric_sample({**s, "source": role}),
-                                               api_key=key))
+                scrapers.append(MetricsScraper(  # each row of metrics.jsonl says whose /metrics it read
+                    source, PROCESS_METRICS, interval_s=opts.sample_interval_s, api_key=key,
+                    sink=lambda s, role=role: writer.metric_sample(msgspec.structs.replace(s, source=role))))
         start = time.monotonic()
         end = start + opts.duration_s
 

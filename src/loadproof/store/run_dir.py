@@ -114,7 +114,8 @@ class RunWriter:
         self.write_event(READERS["events"][1]({"kind": kind, **fields}))
 
     def metric_sample(self, sample: EngineSample | Mapping[str, Any]) -> None:
-        """One engine /metrics sample (see telemetry.server_metrics, whose scraper still hands a mapping)."""
+        """One engine /metrics sample, as telemetry.server_metrics' scraper takes it (a mapping of the same
+        fields only from the publish tests' synthetic runs, which build their rows by hand)."""
         if self._metrics is None:
             self._metrics = open(self.path / METRICS, "ab")
         self._metrics.write(_encode(typed(sample, EngineSample)) + b"\n")

@@ -35,8 +35,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from loadproof.errors import MetricsUnavailable
 from loadproof.protocol.urls import url_of
+from loadproof.rundir import EngineSample
 
-Sample = dict[str, Any]
 NS = 1_000_000_000
 FRESH_WAIT_S = 60.0  # a Prometheus that has not scraped the engine for this long is no source
 _SCRAPE_TIME = "scrape_time"  # the label of the one extra series the Prometheus query returns
@@ -198,17 +198,17 @@ def _vector_reading(data: dict[str, Any], names: dict[str, str]) -> Reading:
 
 class MetricsScraper:
     """`async with MetricsScraper(source, names) as scraper:` samples every `interval_s` until the block
-    ends; `api_key` goes to the source as a bearer token (give it only where it belongs: see
+    ends, into `samples` (each an EngineSample, the type of a metrics.jsonl row) and `sink`; `api_key` goes to the source as a bearer token (give it only where it belongs: see
     `MetricsSource.same_origin`)."""
 
     def __init__(self, source: MetricsSource, names: dict[str, str], *, interval_s: float | None = 0.5,
-                 sink: Callable[[Sample], None] | None = None, api_key: str | None = None,
+                 sink: Callable[[EngineSample], None] | None = None, api_key: str | None = None,
                  clock: Callable[[], int] = time.perf_counter_ns) -> None:
         self.source = source
         self.url = self.source.url
         self.names = names
         self.interval_s = interval_s
-        self.samples: list[Sample] = []
+        self.samples: list[EngineSample] = []
         self.errors = 0
         self.last_failure: MetricsUnavailable | None = None
         self._sink = sink
@@ -243,7 +243,7 @@ class MetricsScraper:
             await asyncio.sleep(self.interval_s)
             await self.sample()
 
-    async def sample(self) -> Sample | None:
+    async def sample(self) -> EngineSample | None:
         """Take one sample now (also used at the boundaries a scenario cares about): the engine as it is
         now, or, from a Prometheus server, as its first scrape after now saw it, placed at that scrape."""
         assert self._session is not None
@@ -257,7 +257,7 @@ class MetricsScraper:
         if reading.scraped_s is not None and reading.evaluated_s is not None:
             age_s = max(0.0, reading.evaluated_s - reading.scraped_s)
             t_ns, wall = self._clock() - round(age_s * NS), time.time() - age_s
-        sample: Sample = {"t_ns": t_ns, "wall_time_s": wall, "values": reading.values}
+        sample = EngineSample(t_ns=t_ns, wall_time_s=wall, values=reading.values)
         self.samples.append(sample)
         if self._sink is not None:
             self._sink(sample)
@@ -288,4 +288,4 @@ class MetricsScraper:
         return str(self.last_failure) if self.last_failure is not None else None
 
     def latest(self) -> dict[str, float]:
-        return self.samples[-1]["values"] if self.samples else {}
+        return self.samples[-1].values if self.samples else {}

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from loadproof.records import RequestRecord
+from loadproof.rundir import EngineSample
 from loadproof.scenarios import live as live_module
 from loadproof.scenarios.live import TTFT_EVERY_S, LiveStatus, line
 from loadproof.units import NS_PER_S as NS
@@ -54,8 +55,8 @@ def end(live: LiveStatus, record: RequestRecord, clock: FakeClock, at_s: float, 
     live.recording(lambda r: None)(record)
 
 
-def engine(clock: FakeClock, at_s: float, **values: float) -> dict:
-    return {"t_ns": clock.t(at_s), "values": values}
+def engine(clock: FakeClock, at_s: float, **values: float) -> EngineSample:
+    return EngineSample(t_ns=clock.t(at_s), values=values)
 
 
 def test_counters_ttft_median_and_the_rate_of_the_last_seconds(clock):

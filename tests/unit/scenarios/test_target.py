@@ -124,8 +124,8 @@ async def test_a_prometheus_sample_waits_for_a_scrape_after_it_was_asked_and_is_
         async with scraper:
             sample = scraper.samples[0]
             assert len(fake.queries) == 3  # the first two answers held a scrape older than the request
-            assert sample["values"] == {"num_requests_running": 2.0}  # NaN and unmapped names left out
-            assert sample["t_ns"] == 11_000_000_000 - 40_000_000  # 0.04 s before the reading: the scrape
+            assert sample.values == {"num_requests_running": 2.0}  # NaN and unmapped names left out
+            assert sample.t_ns == 11_000_000_000 - 40_000_000  # 0.04 s before the reading: the scrape
     finally:
         await runner.cleanup()
 

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from loadproof.cli import app
 from loadproof.errors import RunDirError, UsageError
 from loadproof.records import RequestRecord
-from loadproof.rundir import Answer
+from loadproof.rundir import Answer, EngineSample
 from loadproof.store import export as export_module
 from loadproof.store.export import export_run
 from loadproof.store.run_dir import RunWriter, load_run
@@ -148,7 +148,7 @@ def odd_run(tmp_path: Path) -> Path:
         writer.append(RequestRecord(request_id="r2", endpoint="chat", error_kind="timeout", send_ns=30, end_ns=40))
         writer.event("restart", reason="probe failed", attempt=2)
         writer.event("cancel", t_ns=35, sessions=[1, 2])
-        writer.metric_sample({"t_ns": 12, "wall_time_s": 1.5, "values": {"a": 1.0, "b": 2.5}})
+        writer.metric_sample(EngineSample(t_ns=12, wall_time_s=1.5, values={"a": 1.0, "b": 2.5}))
         for row in ({"suite": "s", "item_id": "1", "length_tokens": 1, "depth": 0.5},
                     {"suite": "s", "item_id": "2", "length_tokens": 2, "depth": 1, "mode": "cot"},
                     {"suite": "s", "item_id": "3", "correct": True}):

@@ -64,7 +64,7 @@ def test_events_are_flat_on_disk_and_typed_in_memory(tmp_path):
         writer.write_manifest({"run_id": writer.run_id, "scenario": "capacity"})
         writer.event("admission_stalled", t_ns=5, evidence="3 waited", waiting=3)
         writer.write_event(Event(kind="cancel", t_ns=9, wall_time_s=100.5))
-        writer.metric_sample({"t_ns": 7, "wall_time_s": 1.5, "values": {"a": 1}, "source": "relay"})
+        writer.metric_sample(EngineSample(t_ns=7, wall_time_s=1.5, values={"a": 1.0}, source="relay"))
     rows = [json.loads(line) for line in (writer.path / "events.jsonl").read_text().splitlines()]
     assert list(rows[0]) == ["wall_time_s", "kind", "t_ns", "evidence", "waiting"]
     assert rows[1] == {"wall_time_s": 100.5, "kind": "cancel", "t_ns": 9}
