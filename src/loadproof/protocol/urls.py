@@ -11,5 +11,10 @@ def url_of(base: str, path: str) -> str:
     """`path` on the server at `base`: `http://gw/llm/` + `/v1/models` -> `http://gw/llm/v1/models` (the
     prefix kept, one slash between, the base's query and fragment dropped)."""
     parts = urlsplit(base)
-    joined = posixpath.join(parts.path or "/", path.lstrip("/"))
-    return urlunsplit((parts.scheme, parts.netloc, joined, "", ""))
+    return urlunsplit((parts.scheme, parts.netloc, path_of(base, path), "", ""))
+
+
+def path_of(base: str, path: str) -> str:
+    """The path part of `url_of(base, path)`, what an HTTP request line names (its origin-form target):
+    `http://gw/llm/` + `/v1/models` -> `/llm/v1/models`."""
+    return posixpath.join(urlsplit(base).path or "/", path.lstrip("/"))

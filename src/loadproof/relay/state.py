@@ -109,8 +109,8 @@ class RelayState:
     def upstream_head(self, method: str, path: str, length: int | None) -> bytes:
         start = self._heads.get((method, path))
         if start is None:
-            upstream_path = _UPSTREAM_PATHS.get(path, path)
-            start = f"{method} {self.pool.prefix}{upstream_path} HTTP/1.1\r\n".encode("latin-1") + self._upstream_fields
+            upstream_path = self.pool.target(_UPSTREAM_PATHS.get(path, path))
+            start = f"{method} {upstream_path} HTTP/1.1\r\n".encode("latin-1") + self._upstream_fields
             self._heads[(method, path)] = start
         if length is None:
             return start + b"\r\n"

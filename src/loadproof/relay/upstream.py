@@ -15,6 +15,7 @@ import ssl
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
+from loadproof.protocol.urls import path_of
 from loadproof.relay.http import MAX_HEAD_BYTES, BadMessage, ChunkedDecoder, internal_error, parse_response_head
 
 
@@ -202,10 +203,14 @@ class UpstreamPool:
         self.port = parts.port or (443 if parts.scheme == "https" else 80)
         self.ssl: ssl.SSLContext | None = ssl.create_default_context() if parts.scheme == "https" else None
         self.host_header = parts.netloc.rsplit("@", 1)[-1]
-        self.prefix = parts.path.rstrip("/")
+        self.base_url = base_url
         self.keepalive_s = keepalive_s
         self.connect_timeout_s = connect_timeout_s
         self._idle: list[UpstreamConnection] = []
+
+    def target(self, path: str) -> str:
+        """The request target of `path` on the upstream, under the path prefix of its base URL, if any."""
+        return path_of(self.base_url, path)
 
     def take(self, now: float) -> UpstreamConnection | None:
         """A kept-alive idle connection, or None (then `connect`)."""

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
+from loadproof.protocol.urls import url_of
 from loadproof.telemetry.server_metrics import parse_metrics
 
 if TYPE_CHECKING:
@@ -58,7 +59,7 @@ def probe(url: str, model: str, timeout_s: float, api_key: str | None = None) ->
     """A real one-token completion, sent with the engine's API key when it has one (the key is never part
     of the result)."""
     body = json.dumps({"model": model, "prompt": "Hello", "max_tokens": 1, "temperature": 0}).encode()
-    request = urllib.request.Request(url.rstrip("/") + "/v1/completions", data=body,
+    request = urllib.request.Request(url_of(url, "/v1/completions"), data=body,
                                      headers={"Content-Type": "application/json"})
     if api_key:
         request.add_header("Authorization", f"Bearer {api_key}")
@@ -93,7 +94,7 @@ def engine_work(url: str, metric_names: dict[str, str], api_key: str | None = No
     """What the engine has done so far: its prompt and generation token counters and KV usage (these move
     while it prefills or decodes anything), under the engine's own metric names; None when /metrics does
     not answer or shows none of them."""
-    request = urllib.request.Request(url.rstrip("/") + "/metrics")
+    request = urllib.request.Request(url_of(url, "/metrics"))
     if api_key:
         request.add_header("Authorization", f"Bearer {api_key}")
     try:

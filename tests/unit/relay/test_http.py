@@ -1,10 +1,13 @@
-"""The relay's HTTP/1.1 framing: request heads it accepts and refuses, chunked bodies over any split."""
+"""The relay's HTTP/1.1 framing: request heads it accepts and refuses, chunked bodies over any split, the request
+line it sends upstream."""
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from loadproof.relay.config import RelayConfig
 from loadproof.relay.http import BadMessage, ChunkedDecoder, parse_request_head, parse_response_head, response_head
+from loadproof.relay.state import ENGINE_METRICS, RelayState
 
 
 def test_a_request_head_as_clients_send_it():
@@ -82,3 +85,13 @@ def test_chunked_body_over_any_split(body, sizes, cuts, trailers, extension):
 def test_malformed_chunks_are_refused(stream):
     with pytest.raises(BadMessage):
         ChunkedDecoder().feed(stream)
+
+
+@pytest.mark.parametrize(("upstream", "line"), [
+    ("http://engine:8000", b"GET /metrics HTTP/1.1\r\nhost: engine:8000\r\n"),
+    ("http://gw/llm/", b"GET /llm/metrics HTTP/1.1\r\nhost: gw\r\n"),
+    ("https://user:pw@gw:8443/a/b", b"GET /a/b/metrics HTTP/1.1\r\nhost: gw:8443\r\n"),
+])
+def test_the_upstream_request_line_keeps_the_path_prefix_of_the_upstream_url(upstream, line):
+    state = RelayState(RelayConfig(upstream=upstream))
+    assert state.upstream_head("GET", ENGINE_METRICS, None).startswith(line)
