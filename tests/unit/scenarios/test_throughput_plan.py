@@ -53,7 +53,7 @@ async def test_the_scenario_writes_its_typed_plan_and_the_metrics_read_it(sse_se
         manifest = {"run_id": "tp", "scenario": "throughput", "options": options.model_dump()}
         await ThroughputScenario(Target(url=server.url, model="m", endpoint="completions"), options).run(writer, manifest)
     run = load_run(tmp_path / "tp")
-    assert run.manifest["plan_version"] == ThroughputPlan.version == 2
+    assert run.manifest.plan_version == ThroughputPlan.version == 2
     assert load_plan(run) == ThroughputPlan(families=["code"], concurrency=[1, 2], max_tokens=4, num_prompts=1,
                                             repeats=1, temperature=0.0, ignore_eos=False, seed=731)
     names = {c.name for c in compute_claims(run)}
