@@ -113,12 +113,11 @@ class RunWriter:
         """`write_event` from keywords: `t_ns`, `evidence` and the kind's other fields."""
         self.write_event(READERS["events"][1]({"kind": kind, **fields}))
 
-    def metric_sample(self, sample: EngineSample | Mapping[str, Any]) -> None:
-        """One engine /metrics sample, as telemetry.server_metrics' scraper takes it (a mapping of the same
-        fields only from the publish tests' synthetic runs, which build their rows by hand)."""
+    def metric_sample(self, sample: EngineSample) -> None:
+        """One engine /metrics sample, as telemetry.server_metrics' scraper takes it."""
         if self._metrics is None:
             self._metrics = open(self.path / METRICS, "ab")
-        self._metrics.write(_encode(typed(sample, EngineSample)) + b"\n")
+        self._metrics.write(_encode(sample) + b"\n")
         self._metrics.flush()
 
     def answer(self, row: Answer | Mapping[str, Any]) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from loadproof.records import RequestRecord
+from loadproof.rundir import EngineSample
 from loadproof.store.run_dir import RunWriter
 
 S = 1_000_000_000
@@ -103,8 +104,8 @@ def throughput_run(root: Path, name: str = "throughput-20261130-083713-1022") ->
         for record in throughput_records():
             writer.append(record)
         writer.event("warmup_done", t_ns=1 * S, note="warmed up against gpu-node-07 (10.20.30.40)")
-        writer.metric_sample({"t_ns": 5 * S, "wall_time_s": 1796027838.0,
-                              "values": {"num_requests_running": 1.0, "vllm:num_requests_waiting": 0.0}})
+        writer.metric_sample(EngineSample(t_ns=5 * S, wall_time_s=1796027838.0,
+                                          values={"num_requests_running": 1.0, "vllm:num_requests_waiting": 0.0}))
     write_jsonl(root / name / "telemetry.jsonl", telemetry_rows())
     return root / name
 
@@ -142,10 +143,10 @@ def capacity_run(root: Path, name: str = "capacity-20261130-083825-4a9e") -> Pat
                 last_token_ns=times[-1], end_ns=17 * S, prompt_tokens=CAP_L, output_tokens=28, chunk_ns=times,
                 chunk_tokens=[2] * 14,
                 output_text=f" {6693470 + i}.\nAnswer: the secret code of session {870 + i} is {6693470 + i}."))
-        writer.metric_sample({"t_ns": -1 * S, "values": idle})
+        writer.metric_sample(EngineSample(t_ns=-1 * S, values=idle))
         for t in (11, 12, 13, 14, 15):
-            writer.metric_sample({"t_ns": t * S, "values": dict(busy)})
-        writer.metric_sample({"t_ns": 18 * S, "values": dict(idle, prefix_cache_queries_total=2900)})
+            writer.metric_sample(EngineSample(t_ns=t * S, values=dict(busy)))
+        writer.metric_sample(EngineSample(t_ns=18 * S, values=dict(idle, prefix_cache_queries_total=2900)))
         writer.event("cancel", t_ns=17 * S)
     return root / name
 

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from loadproof.publish import publish
 from loadproof.records import RequestRecord
+from loadproof.rundir import EngineSample
 from loadproof.store.run_dir import RunWriter
 from loadproof.verify import verify
 from tests.unit.publish.synthetic import (HAND_THROUGHPUT, telemetry_rows, throughput_manifest, throughput_records,
@@ -131,7 +132,7 @@ def planted_run(root: Path, dirt: str) -> Path:
         # one record outside the claims, so `scenario` is planted too
         writer.append(RequestRecord(request_id="other" + dirt, endpoint="chat" + dirt, scenario="warmup" + dirt))
         writer.event("warmup_done" + dirt, t_ns=1, **{"note": "from" + dirt, dirt.strip(): dirt})
-        writer.metric_sample({"t_ns": 5, "values": {"num_requests_running": 1.0}, "source": "engine" + dirt})
+        writer.metric_sample(EngineSample(t_ns=5, values={"num_requests_running": 1.0}, source="engine" + dirt))
     write_jsonl(root / name / "telemetry.jsonl", telemetry_rows())  # numbers only
     return root / name
 
