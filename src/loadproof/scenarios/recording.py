@@ -116,7 +116,7 @@ def run_once(scenario: Recordable, out: Path, console: Console, manifest_extra: 
 def conclude(outcome: Outcome, failure: str = FAILURE) -> None:
     """Exit code 1 (AcceptanceFailed) when the run's verdict is FAIL: `scenario: failure`."""
     if outcome.verdict == "FAIL":
-        raise AcceptanceFailed(f"{outcome.report.run.manifest.get('scenario')}: {failure}")
+        raise AcceptanceFailed(f"{outcome.report.run.manifest.scenario}: {failure}")
 
 
 def verdict_of(claims: list[Claim]) -> str | None:
