@@ -9,13 +9,9 @@ import typer
 
 from loadproof.cli import ui
 from loadproof.cli.apps import app
-from loadproof.config.profile import packaged_profile
-from loadproof.engines import embedded
-from loadproof.errors import AcceptanceFailed
-from loadproof.scenarios.base import Target
 from loadproof.cli.common import OutOption, console, with_serving
-from loadproof.scenarios.demo import DemoSetup, demo_scenarios
-from loadproof.scenarios.lifecycle import run_once
+from loadproof.config.profile import packaged_profile
+from loadproof.scenarios.demo import run_demo
 
 
 @app.command()
@@ -34,36 +30,9 @@ def demo(
     windows), soak (2 clients for 20 s, every third request long), quality (5 GSM8K problems, the
     authored tasks in plain mode, retrieval at 1,024 and 2,048 tokens).
     """
-    profile = with_serving(packaged_profile("embedded"), eager, None)
-    timings: dict[str, float] = {}
-    watch = ui.Stopwatch()
-    with ui.status("preparing the embedded engine") as status:
-        timings["install_s"] = embedded.ensure_engine(status)
-        timings["model_prepare_s"] = embedded.ensure_model(status)
-    watch.lap()
-    with ui.status("starting the engine") as status:
-        engine = embedded.start(profile, status=status)
-    timings["engine_start_s"] = watch.lap()
-    verdicts: dict[str, str | None] = {}
-    try:
-        ui.err.print(f"engine ready at {engine.url} after {timings['engine_start_s']:.0f} s")
-        startup = engine.startup_report()
-        target = Target(url=engine.url, model=profile.model.served_name, endpoint=profile.serving.endpoint,
-                        tokenizer_path=embedded.tokenizer_path_for(profile), engine=profile.engine).resolve()
-        extra = {"profile": profile.model_dump(), "engine": {
-            "kind": profile.engine, "launch": engine.command.argv[1:], "env": engine.command.env,
-            "startup_report": startup.as_dict() if startup else None, "ready_after_s": engine.ready_after_s}}
-        setup = DemoSetup(target=target, max_tokens=max_tokens, prompts=prompts,
-                          kv_cache_tokens=startup.kv_cache_tokens if startup else None, engine_url=engine.url)
-        for scenario in demo_scenarios(setup):
-            ui.err.rule(scenario.name)
-            verdicts[scenario.name] = run_once(scenario, out, console, extra).verdict
-        timings["measurement_s"] = watch.lap()
-    finally:
-        with ui.status("stopping the engine"):
-            engine.stop()
-    ui.table("Demo summary", ["scenario", "verdict"], [[k, v or "measured"] for k, v in verdicts.items()])
+    outcome = run_demo(with_serving(packaged_profile("embedded"), eager, None), out, console, ui.status,
+                       ui.err.rule, max_tokens=max_tokens, prompts=prompts)
+    ui.table("Demo summary", ["scenario", "verdict"], [[k, v or "measured"] for k, v in outcome.verdicts.items()])
     ui.out.print("wall time: " + ", ".join(f"{k.removesuffix('_s').replace('_', ' ')} {v:.0f} s"
-                                            for k, v in timings.items()))
-    if any(v == "FAIL" for v in verdicts.values()):
-        raise AcceptanceFailed("a demo acceptance failed: " + ", ".join(k for k, v in verdicts.items() if v == "FAIL"))
+                                            for k, v in outcome.timings_s.items()))
+    outcome.conclude()

@@ -71,7 +71,9 @@ class StartupReport(msgspec.Struct, kw_only=True, omit_defaults=True, forbid_unk
 class EngineInfo(msgspec.Struct, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):
     kind: str | None = None
     launch: list[str] | None = None
+    env: dict[str, str] | None = None  # the environment the profile gives the engine (publish: config kind)
     startup_report: StartupReport | None = None
+    ready_after_s: float | None = None
 
 
 class TelemetryInfo(msgspec.Struct, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):
