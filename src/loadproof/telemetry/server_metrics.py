@@ -46,13 +46,14 @@ _METRIC = re.compile(r"[A-Za-z_:][A-Za-z0-9_:]*")
 
 
 def parse_metrics(text: str, names: dict[str, str]) -> dict[str, float]:
-    """Our name -> value for every mapped metric present in a Prometheus text exposition."""
+    """Our name -> value for every mapped metric present in a Prometheus text exposition (a NaN or an
+    infinity left out: metrics.jsonl is JSON, which has no such number, and its reader would refuse the run)."""
     wanted = {engine_name: ours for ours, engine_name in names.items()}
     values: dict[str, float] = {}
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
             ours = wanted.get(sample.name)
-            if ours is not None:
+            if ours is not None and math.isfinite(sample.value):
                 values[ours] = values.get(ours, 0.0) + float(sample.value)
     return values
 
@@ -191,7 +192,7 @@ def _vector_reading(data: dict[str, Any], names: dict[str, str]) -> Reading:
             scraped = value
             continue
         ours = ours_of.get(labels.get("__name__"))
-        if ours is not None and not math.isnan(value):
+        if ours is not None and math.isfinite(value):  # as parse_metrics: no NaN, no infinity
             values[ours] = values.get(ours, 0.0) + value
     return Reading(values, evaluated, scraped)
 
