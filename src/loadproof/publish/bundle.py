@@ -276,7 +276,7 @@ def provenance(manifest: dict[str, Any], engine_image: str | None) -> dict[str, 
         "engine_image": engine_image,
         "torch": versions.get("torch"),
         "driver": telemetry.get("driver"),
-        "gpu_models": sorted(set(telemetry.get("names") or [])),
+        "gpu_models": sorted({n for n in telemetry.get("names") or [] if n is not None}),  # a refused name: None
         "num_gpus": telemetry.get("gpus"),
         "model": (manifest.get("target") or {}).get("model"),
     }

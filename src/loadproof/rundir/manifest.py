@@ -80,7 +80,7 @@ class TelemetryInfo(msgspec.Struct, kw_only=True, omit_defaults=True, forbid_unk
     """What telemetry.sampler could see: the GPUs (none: `note` says why) and the driver."""
 
     gpus: int = 0
-    names: list[str] | None = None
+    names: list[str | None] | None = None  # per GPU; None where NVML refused the name
     driver: str | None = None
     note: str | None = None
     sampled: bool = True  # False: sampling switched off (--sample-interval-s 0): no telemetry, no NVML
