@@ -46,6 +46,8 @@ PAIR_VALUE_KEYS = frozenset({"value", "val"})
 
 _WORD_SPLIT_RE = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])")
 NUMBER_RE = re.compile(r"[+-]?\d[\d,_]*+(?:\.\d++)?+(?:[eE][+-]?\d++)?+")
+# a token-count distribution as `run load --input-tokens/--output-tokens` take it (workloads.synthetic)
+LENGTHS_RE = re.compile(r"(?:uniform|normal|lognormal):\d++(?:\.\d++)?+(?::\d++(?:\.\d++)?+)++")
 IDENTIFIER_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*+")
 CANONICAL_FLAG_RE = re.compile(r"--[a-z][a-z0-9]*+(?:[-_][a-z0-9]++)*+")
 
@@ -80,10 +82,12 @@ _cached_kind = functools.lru_cache(maxsize=8192)(_kind)
 
 
 def is_count(value: Any) -> bool:
-    """What may stay under a count-like name: a number, a numeric string, a boolean, null."""
+    """What may stay under a count-like name: a number, a numeric string, a token-count distribution
+    (`uniform:8:24`, `lognormal:512:0.6`), a boolean, null."""
     if value is None or isinstance(value, (bool, int, float)):
         return True
-    return isinstance(value, str) and NUMBER_RE.fullmatch(value.strip()) is not None
+    return isinstance(value, str) and (NUMBER_RE.fullmatch(value.strip()) is not None
+                                       or LENGTHS_RE.fullmatch(value.strip()) is not None)
 
 
 def secret_flag(item: str) -> bool:

@@ -284,6 +284,8 @@ class Sanitizer:
         """A string under a name of `kind` (publish.names: secret, count, host, or None)."""
         if kind == SECRET or (kind == COUNT and not is_count(value)):
             return self._redacted(value)
+        if kind == COUNT:  # a number or a token-count distribution: nothing private in it
+            return value
         cleaned = self.text(value)
         if kind == HOST and cleaned not in PLACEHOLDERS and cleaned != "":
             return HOST_PLACEHOLDER

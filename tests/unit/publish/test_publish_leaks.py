@@ -210,6 +210,21 @@ def test_a_clean_run_with_this_machine_named_like_a_word_publishes(tmp_path, mon
     assert verify(tmp_path / "bundle").ok
 
 
+def test_a_token_count_distribution_is_a_count_not_a_secret(tmp_path):
+    """`--output-tokens uniform:8:24` sits under a count-like name (`*_tokens`): it stays as it is, and the
+    run publishes (it was taken for a secret, and the leak guard refused the whole bundle)."""
+    run = tmp_path / "src" / REAL_RUN.name
+    shutil.copytree(REAL_RUN, run)
+    manifest = json.loads((run / "manifest.json").read_text())
+    manifest["options"].update(output_tokens="uniform:8:24", input_tokens="lognormal:512:0.6")
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    publish([run], tmp_path / "bundle")
+    (published,) = (tmp_path / "bundle").glob("runs/*/manifest.json")
+    options = json.loads(published.read_text())["options"]
+    assert (options["output_tokens"], options["input_tokens"]) == ("uniform:8:24", "lognormal:512:0.6")
+    assert verify(tmp_path / "bundle").ok
+
+
 def test_the_real_runs_hold_no_secret_named_field_but_the_probe_key():
     from loadproof.publish.sanitize import field_kind
 
