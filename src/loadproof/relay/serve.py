@@ -37,6 +37,21 @@ def load_keys(keys_file: Path | None) -> tuple[str, ...]:
     return tuple(keys)
 
 
+def relay_config(upstream: str, *, max_in_flight: int, deadline_s: float, heartbeat_s: float, max_body_mib: float,
+                 body_timeout_s: float, keys_file: Path | None) -> RelayConfig:
+    """`loadproof relay`'s options, checked once, as a RelayConfig (API keys from the file or
+    LOADPROOF_RELAY_KEYS; the key to the upstream from LOADPROOF_UPSTREAM_API_KEY)."""
+    if not upstream.startswith(("http://", "https://")):
+        raise UsageError(f"--upstream must be an http(s) URL (got {upstream!r})")
+    if max_in_flight < 1 or deadline_s <= 0 or heartbeat_s <= 0 or max_body_mib <= 0 or body_timeout_s <= 0:
+        raise UsageError("--max-in-flight, --deadline-s, --heartbeat-s, --max-body-mib and --body-timeout-s "
+                         "must be positive")
+    return RelayConfig(upstream=upstream, max_in_flight=max_in_flight, deadline_s=deadline_s,
+                       heartbeat_s=heartbeat_s, body_timeout_s=body_timeout_s,
+                       max_body_bytes=int(max_body_mib * 1024 * 1024), api_keys=load_keys(keys_file),
+                       upstream_api_key=os.environ.get(UPSTREAM_KEY_ENV))
+
+
 class BatchedLineHandler(logging.Handler):
     """Log lines kept in memory and written together: the relay flushes its handlers on every tick of its
     timer (at most 0.1 s apart), and logging flushes them at exit. Written one by one, with a flush each,

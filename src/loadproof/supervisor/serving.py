@@ -1,0 +1,197 @@
+"""`loadproof serve`: a profile's engine under the supervisor, optionally behind the relay, until Ctrl-C.
+
+`ServeOptions` are the command's settings, checked once. `dry_run` renders the exact command(s) a
+profile would launch, host by host; `serve` prepares the engine (the embedded one installs itself once),
+runs the supervisor in a thread of its own and, with the relay, the relay in this one (503 while the
+engine is not ready), and leaves nothing of the engine's process group behind on any way out.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from loadproof.config.profile import Profile
+from loadproof.engines import embedded, engines
+from loadproof.engines.process import Status, free_port
+from loadproof.errors import EnvironmentFailure, UsageError
+from loadproof.relay import Relay, RelayConfig
+from loadproof.relay.serve import UPSTREAM_KEY_ENV, RelayServer, configure_logging, load_keys
+from loadproof.store.run_dir import new_run_id
+from loadproof.supervisor.loop import FAILED, READY, Supervisor
+from loadproof.supervisor.policy import SupervisorPolicy
+
+RELAY_DRAIN_S = 5.0  # after Ctrl-C, how long the relay lets streams in flight end before it cancels them
+
+Say = Callable[[str], None]
+Phase = Callable[[str | None], AbstractContextManager[Status]]  # a status line that may stay silent
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    max_restarts: int = 3  # restarts allowed within the restart window, then FAILED
+    probe_interval_s: float = 10.0
+    probe_timeout_s: float = 60.0
+    backoff_s: float = 5.0  # first restart delay; doubles, capped
+    relay_port: int | None = None  # None: no relay in front
+    out: Path = Path("runs")  # where the supervisor's events.jsonl goes (a folder of its own)
+
+    def __post_init__(self) -> None:
+        if self.max_restarts < 0 or self.probe_interval_s <= 0 or self.probe_timeout_s <= 0 or self.backoff_s <= 0:
+            raise UsageError("--max-restarts must be >= 0; --probe-interval-s, --probe-timeout-s and --backoff-s "
+                             "must be > 0")
+
+
+@dataclass(frozen=True)
+class RenderedStep:
+    node: str | None  # the host it runs on, for a profile over several nodes
+    argv: list[str]
+    env: dict[str, str]
+
+
+def dry_run(profile: Profile) -> tuple[list[RenderedStep], list[str]]:
+    """The exact command(s) `serve` would launch for `profile`, and the engine's notes on what it cannot run."""
+    engine = engines.get(profile.engine)
+    python, model_path, port = engine.interpreter(profile), embedded.model_path_for(profile), profile.serving.port or 8000
+    command = engine.launch_command(profile, python, model_path, port)
+    if profile.parallel.nodes > 1:
+        steps = [RenderedStep(step.node, step.argv, step.env)
+                 for step in engine.cluster_commands(profile, python, model_path, port)]
+    else:
+        steps = [RenderedStep(None, command.argv, command.env)]
+    return steps, list(command.notes)
+
+
+def serve(profile: Profile, options: ServeOptions, say: Say, result: Say, phase: Phase) -> None:
+    """Launch and supervise `profile`'s engine until Ctrl-C (KeyboardInterrupt) or the supervisor gives up
+    (EnvironmentFailure). Events go to `say`; where it serves, to `result`."""
+    if profile.parallel.nodes > 1:
+        raise UsageError("multi-node profiles are launched host by host: run --dry-run and start each step on its host")
+    engine = engines.get(profile.engine)
+    rendered = engine.launch_command(profile, profile.serving.python, profile.model.path, 0)
+    if rendered.notes:
+        raise UsageError(f"refusing to launch what {profile.engine} cannot run as written: {rendered.notes[0]}")
+    with phase(None) as status:  # says something only where loadproof installs the engine itself
+        engine.prepare(status)
+    engine_port = profile.serving.port or free_port(profile.serving.host)
+    folder = options.out / new_run_id("serve")
+    relay_state: dict[str, Any] = {}
+
+    def on_event(row: dict[str, Any]) -> None:
+        kind = row["kind"]
+        detail = {k: v for k, v in row.items() if k not in ("wall_time_s", "kind", "state", "log")}
+        say(f"[{kind}] " + ", ".join(f"{k}={v}" for k, v in detail.items()))
+        relay = relay_state.get("relay")
+        if relay is not None:
+            relay.paused_reason = None if row["state"] == READY else f"engine {row['state']}"
+        if kind == "ready":
+            result(f"serving {profile.model.served_name} at http://{profile.serving.host}:{engine_port} "
+                   f"(Ctrl-C stops it; log: {row.get('log') or supervisor.engine.log_path})")
+
+    supervisor = Supervisor(
+        launch=lambda: embedded.launch(profile, engine_port),
+        served_name=profile.model.served_name,
+        gpus_needed=profile.parallel.gpus if engine.needs_gpus else 0,
+        ready_timeout_s=profile.serving.ready_timeout_s,
+        events_path=folder / "events.jsonl",
+        policy=SupervisorPolicy(probe_interval_s=options.probe_interval_s, probe_timeout_s=options.probe_timeout_s,
+                                max_restarts=options.max_restarts, backoff_initial_s=options.backoff_s),
+        on_event=on_event,
+    )
+    say(f"supervisor events: {folder / 'events.jsonl'}")
+    if options.relay_port is not None:
+        # the relay reaches the engine with LOADPROOF_UPSTREAM_API_KEY, else with the key the profile gives it
+        engine_key = engine.api_key(rendered.argv, {**os.environ, **rendered.env})
+        state = _serve_with_relay(supervisor, relay_state, f"http://{profile.serving.host}:{engine_port}",
+                                  options.relay_port, engine_key, say, result)
+    else:
+        state = _supervise(supervisor, say)
+    if state == FAILED:
+        raise EnvironmentFailure(f"FAILED: {supervisor.failure}")
+
+
+def _supervise(supervisor: Any, say: Say, while_running: Callable[[], None] | None = None,
+               on_end: Callable[[], None] | None = None) -> str:
+    """`supervisor.run()` in a thread of its own (then `on_end()` there), `while_running()` (or a wait) in
+    this one. However this thread leaves (the supervisor ended, Ctrl-C, SIGTERM, an error), the supervisor
+    is stopped and waited for, so the engine's process group is gone before `serve` exits."""
+    outcome: dict[str, Any] = {}
+    # waited on instead of Thread.join: on Python 3.11 a join interrupted by Ctrl-C can leave the thread
+    # looking ended while it runs on (CPython #90882), and `serve` would exit with the engine still up
+    done = threading.Event()
+
+    def supervise() -> None:
+        try:
+            outcome["state"] = supervisor.run()
+        except BaseException as exc:  # handed to the main thread, which reports it
+            outcome["error"] = exc
+        finally:
+            done.set()
+            if on_end is not None:
+                on_end()
+
+    thread = threading.Thread(target=supervise, name="loadproof-supervisor", daemon=True)
+    try:
+        thread.start()
+        if while_running is not None:
+            while_running()
+        while not done.wait(0.5):
+            pass
+    except BaseException:
+        say("stopping the engine")
+        raise
+    finally:
+        _stop_and_join(supervisor, done)
+    if "error" in outcome:
+        raise outcome["error"]
+    return str(outcome.get("state", "stopped"))
+
+
+def _stop_and_join(supervisor: Any, done: threading.Event) -> None:
+    """Stop the supervisor and wait `stop_within_s` for its run to end (`done`); a second Ctrl-C does not cut
+    the wait short (the engine is being stopped already). Past the bound, SIGKILL the engine's group rather
+    than leave it."""
+    supervisor.stop()
+    deadline = time.monotonic() + supervisor.stop_within_s
+    while not done.is_set() and time.monotonic() < deadline:
+        try:
+            done.wait(min(0.5, max(0.0, deadline - time.monotonic())))
+        except KeyboardInterrupt:
+            continue
+    if not done.is_set():
+        supervisor.kill_engine()
+
+
+def _serve_with_relay(supervisor: Any, relay_state: dict[str, Any], upstream: str, relay_port: int,
+                      engine_key: str | None, say: Say, result: Say) -> str:
+    """The supervisor in a thread, the relay in front (503 while the engine is not ready). Ctrl-C or SIGTERM
+    stops the engine at once (streams in flight end with an in-band error) and the relay within
+    RELAY_DRAIN_S; then `serve` exits 130, as without the relay."""
+    configure_logging()
+    relay = Relay(RelayConfig(upstream=upstream, api_keys=load_keys(None),
+                              upstream_api_key=os.environ.get(UPSTREAM_KEY_ENV) or engine_key))
+    relay.paused_reason = "engine starting"
+    relay_state["relay"] = relay
+
+    class StopsTheEngineToo(RelayServer):
+        def handle_exit(self, sig: int, frame: Any) -> None:  # the relay's signal handler, in the main thread
+            supervisor.stop()
+            super().handle_exit(sig, frame)
+
+    # a stream never holds `serve` up for long
+    http = StopsTheEngineToo(relay, "127.0.0.1", relay_port, drain_s=RELAY_DRAIN_S)
+
+    def relay_in_this_thread() -> None:
+        result(f"relay listening on http://127.0.0.1:{relay_port}")
+        http.run()  # returns when the supervisor ended, or re-raises Ctrl-C / SIGTERM once it drained
+
+    def end_relay() -> None:
+        http.should_exit = True
+
+    return _supervise(supervisor, say, relay_in_this_thread, end_relay)
