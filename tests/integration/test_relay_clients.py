@@ -23,6 +23,7 @@ import asyncio
 import json
 import os
 import shutil
+import signal
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -168,6 +169,14 @@ async def run_tool(argv: list[str], cwd: Path, env: dict[str, str] | None = None
     return text
 
 
+async def starts_on_this_cpu(argv: list[str], cwd: Path) -> bool:
+    """False when the command dies of SIGILL (an instruction this CPU lacks); any other end is True."""
+    cwd.mkdir(parents=True, exist_ok=True)
+    proc = await asyncio.create_subprocess_exec(*argv, cwd=cwd, stdin=asyncio.subprocess.DEVNULL,
+                                                stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
+    return await asyncio.wait_for(proc.wait(), 300) != -signal.SIGILL
+
+
 @pytest.mark.asyncio
 async def test_real_clients_stream_through_heartbeats_before_and_between_tokens(upstream, relay, tools, tmp_path):
     tokenizer = str(paths().model_dir)
@@ -261,21 +270,27 @@ async def test_real_clients_stream_through_heartbeats_before_and_between_tokens(
     await check("openai (Node)", REQUESTS)
     timings["openai (Node)"] = time.monotonic() - t0
 
-    # -- vllm bench serve, its default backend (completions), as people run it
-    t0 = time.monotonic()
-    work = tmp_path / "vllm"
-    await run_tool([str(paths().python), "-c", VLLM_CLI, "bench", "serve", "--base-url", relay.url,
-                    "--model", "static", "--tokenizer", tokenizer, "--dataset-name", "random",
-                    "--random-input-len", "16", "--random-output-len", str(TOKENS), "--num-prompts", str(REQUESTS),
-                    "--max-concurrency", str(CONCURRENCY), "--request-rate", "inf", "--disable-tqdm",
-                    "--save-result", "--save-detailed", "--result-dir", str(work), "--result-filename", "result.json"],
-                   work, {**os.environ, **SEALED, "OPENAI_API_KEY": KEY})
-    result = json.loads((work / "result.json").read_text())
-    errors = [e for e in result.get("errors", []) if e]
-    assert (result["completed"], result.get("failed", 0)) == (REQUESTS, 0), errors[:1]
-    assert all(n == TOKENS for n in result["output_lens"])
-    await check("vllm bench serve", REQUESTS)
-    timings["vllm bench serve"] = time.monotonic() - t0
+    # -- vllm bench serve, its default backend (completions), as people run it; the engine's own build of
+    #    it dies of SIGILL on a CPU without AVX-512 before it reads an argument (its --help too), so there
+    #    it is left out, and the test says so at its end, once every other client has passed
+    vllm_cli = [str(paths().python), "-c", VLLM_CLI, "bench", "serve"]
+    vllm_runs = await starts_on_this_cpu(vllm_cli + ["--help"], tmp_path / "vllm-help")
+    if vllm_runs:
+        t0 = time.monotonic()
+        work = tmp_path / "vllm"
+        await run_tool([*vllm_cli, "--base-url", relay.url,
+                        "--model", "static", "--tokenizer", tokenizer, "--dataset-name", "random",
+                        "--random-input-len", "16", "--random-output-len", str(TOKENS),
+                        "--num-prompts", str(REQUESTS), "--max-concurrency", str(CONCURRENCY), "--request-rate", "inf",
+                        "--disable-tqdm", "--save-result", "--save-detailed", "--result-dir", str(work),
+                        "--result-filename", "result.json"],
+                       work, {**os.environ, **SEALED, "OPENAI_API_KEY": KEY})
+        result = json.loads((work / "result.json").read_text())
+        errors = [e for e in result.get("errors", []) if e]
+        assert (result["completed"], result.get("failed", 0)) == (REQUESTS, 0), errors[:1]
+        assert all(n == TOKENS for n in result["output_lens"])
+        await check("vllm bench serve", REQUESTS)
+        timings["vllm bench serve"] = time.monotonic() - t0
 
     # -- GuideLLM
     t0 = time.monotonic()
@@ -316,10 +331,13 @@ async def test_real_clients_stream_through_heartbeats_before_and_between_tokens(
     rows = [json.loads(line) for line in relay.stop().splitlines() if line.startswith("{")]
     # besides the wrong keys (the SDK's, curl's) and the client that left, only `vllm bench serve`'s probe of vLLM's
     # /tokenize, which the relay forwards to the engine behind the API's key, and `vllm bench serve` sends it without one
-    assert sorted((r["outcome"], r["path"]) for r in rows if r["outcome"] != "ok") == [
-        ("client_disconnect", "/v1/completions"), ("unauthorized", "/tokenize"),
-        ("unauthorized", "/v1/chat/completions"), ("unauthorized", "/v1/completions")], rows
+    assert sorted((r["outcome"], r["path"]) for r in rows if r["outcome"] != "ok") == sorted([
+        ("client_disconnect", "/v1/completions"), *([("unauthorized", "/tokenize")] if vllm_runs else []),
+        ("unauthorized", "/v1/chat/completions"), ("unauthorized", "/v1/completions")]), rows
     print("seconds per client:", json.dumps({k: round(v, 2) for k, v in timings.items()}), file=sys.stderr)
+    if not vllm_runs:
+        pytest.skip("every other client passed; vllm bench serve (the engine's own vLLM build) dies of SIGILL on "
+                    "this CPU, which lacks an instruction it needs (AVX-512), so it was not run")
 
 
 NODE_CLIENT = r"""
