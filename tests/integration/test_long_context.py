@@ -128,8 +128,9 @@ def test_kv_budget_too_small_fails_on_waiting_with_the_cache_full(constrained_en
     c = criteria(claims, "capacity")
     assert c["waiting"] == "FAIL" or c["preemptions"] == "FAIL"
     evidence = claims["capacity.criteria.all_streams_started"]["formula"]
-    # blocked by memory, not by the sequence limit: fewer than max_num_seqs (3) were running
-    assert "while all 2 running were decoding (KV cache" in evidence, evidence
+    # blocked by memory, not by the sequence limit: fewer than max_num_seqs (3) were running (2 where the 200
+    # blocks hold 6,000 tokens or more; 1 on a CPU without AVX-512, where they hold 5,979)
+    assert re.search(r"while all [12] running were decoding \(KV cache", evidence), evidence
 
 
 @pytest.fixture
