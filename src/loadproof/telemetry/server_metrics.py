@@ -199,7 +199,8 @@ def _vector_reading(data: dict[str, Any], names: dict[str, str]) -> Reading:
 
 class MetricsScraper:
     """`async with MetricsScraper(source, names) as scraper:` samples every `interval_s` until the block
-    ends, into `samples` (each an EngineSample, the type of a metrics.jsonl row) and `sink`; `api_key` goes to the source as a bearer token (give it only where it belongs: see
+    ends, into `samples` (each an EngineSample, the type of a metrics.jsonl row) and `sink`; `api_key` goes
+    to the source as a bearer token (give it only where it belongs: see
     `MetricsSource.same_origin`)."""
 
     def __init__(self, source: MetricsSource, names: dict[str, str], *, interval_s: float | None = 0.5,
