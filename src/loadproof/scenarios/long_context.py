@@ -2,8 +2,8 @@
 
 - the haystack builder for a target: the model's tokenizer (or, where none is given, the engine's own
   /tokenize), and the tokens the engine adds around a text (BOS, chat template), from the engine's own
-  `/tokenize` or counted locally and checked on the engine (`scenarios.token_counts`, as the target's `token_counts` says), so a planned length is the
-  length the engine counts;
+  `/tokenize` or counted locally and checked on the engine (`scenarios.token_counts`, as the target's
+  `token_counts` says), so a planned length is the length the engine counts;
 - request bodies that keep a stream going (`ignore_eos`) and carry vLLM's `cache_salt`;
 - live sessions: streams started together, watched until every one has its first token;
 - the idle guard: a run that measures the engine alone first waits, within a bound, until the engine's
