@@ -13,12 +13,14 @@ def completion_chunk(text: str, completion_tokens: int | None, prompt_tokens: in
     return encode_data(json.dumps(chunk).encode())
 
 
-def chat_chunk(content=None, reasoning=None, completion_tokens=None) -> bytes:
+def chat_chunk(content=None, reasoning=None, completion_tokens=None, tool_calls=None) -> bytes:
     delta = {}
     if content is not None:
         delta["content"] = content
     if reasoning is not None:
         delta["reasoning_content"] = reasoning
+    if tool_calls is not None:  # [{"index": 0, "id": ..., "function": {"name": ..., "arguments": ...}}]
+        delta["tool_calls"] = tool_calls
     chunk = {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
     if completion_tokens is not None:
         chunk["usage"] = {"prompt_tokens": 5, "completion_tokens": completion_tokens}

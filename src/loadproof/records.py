@@ -11,6 +11,14 @@ or content; `end_ns` the end of the response (after `[DONE]`, or the failure). T
 from the server's usage; `chunk_ns`/`chunk_tokens` hold, per token-bearing chunk, its arrival time
 and the tokens it added (from `continuous_usage_stats`; 0 when the server gives no per-chunk usage,
 `chunk_usage` is then False). The chunk lists go to `chunks.jsonl`, the rest to `requests.jsonl`.
+
+A reasoning model streams two kinds of text: reasoning (`reasoning_text`) and the answer (`output_text`,
+tool calls in `tool_calls`). `first_token_ns` is the first token of either kind, `first_answer_ns` the
+first chunk of the answer (content or a tool call); `reasoning_tokens` the tokens of the chunks that
+carried reasoning only (per-chunk usage), `engine_reasoning_tokens` the server's own count where its usage
+gives one. `output_tokens` counts both kinds, as the server's usage does.
+An answer checked against a schema (`--response-format json_schema`, `--tools`) keeps the verdict in
+`output_valid` (None: not checked) and why it failed in `output_invalid_reason`.
 A load run also stores each request's intended send time (`intended_send_ns`, the schedule's) beside the
 actual one (`send_ns`), so queueing inside the client is never hidden (docs/scenarios.md, "load").
 """
@@ -18,6 +26,14 @@ actual one (`send_ns`), so queueing inside the client is never hidden (docs/scen
 from __future__ import annotations
 
 import msgspec
+
+
+class ToolCall(msgspec.Struct, kw_only=True):
+    """One tool call of an answer, its streamed pieces joined."""
+
+    name: str = ""
+    arguments: str = ""  # JSON text, as the model wrote it
+    id: str | None = None
 
 
 class RequestRecord(msgspec.Struct, kw_only=True):
@@ -51,13 +67,33 @@ class RequestRecord(msgspec.Struct, kw_only=True):
     planned_input_tokens: int | None = None  # the prompt length it was built to, the engine's overhead included
     planned_output_tokens: int | None = None  # max_tokens asked
     worker: int = 0  # which load-generating process sent it
-    output_text: str = ""
+    output_text: str = ""  # the answer (reasoning apart, in reasoning_text)
+    # reasoning models, tool calls, checked answers (None, empty: none streamed or not checked)
+    first_answer_ns: int | None = None
+    reasoning_tokens: int | None = None
+    engine_reasoning_tokens: int | None = None
+    reasoning_text: str = ""
+    tool_calls: list[ToolCall] = []
+    output_valid: bool | None = None
+    output_invalid_reason: str | None = None
     chunk_ns: list[int] = []
     chunk_tokens: list[int] = []
 
     @property
     def ttft_ns(self) -> int | None:
         return None if self.first_token_ns is None else self.first_token_ns - self.send_ns
+
+    @property
+    def ttfa_ns(self) -> int | None:
+        """Send to the first answer token (after any reasoning): the wait a reader of the answer sees."""
+        return None if self.first_answer_ns is None else self.first_answer_ns - self.send_ns
+
+    @property
+    def answer_tokens(self) -> int | None:
+        """Output tokens that were not reasoning."""
+        if self.output_tokens is None:
+            return None
+        return self.output_tokens - (self.reasoning_tokens or 0)
 
     @property
     def latency_ns(self) -> int | None:

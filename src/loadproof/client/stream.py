@@ -20,10 +20,10 @@ import aiohttp
 import msgspec
 
 from loadproof.errors import Disconnected, HTTPStatusError, RequestError, RequestTimeout, StreamError
-from loadproof.protocol.openai import PATHS, chunk_decoder, error_message
+from loadproof.protocol.openai import PATHS, ToolCallDelta, chunk_decoder, error_message
 from loadproof.protocol.sse import DONE, SSEDecoder
 from loadproof.protocol.urls import url_of
-from loadproof.records import RequestRecord
+from loadproof.records import RequestRecord, ToolCall
 
 Clock = Callable[[], int]
 READ_BUFSIZE_BYTES = 4 * 1024 * 1024
@@ -147,12 +147,15 @@ class StreamingClient:
         decode = chunk_decoder.decode
         keep_text = self._keep_text
         texts: list[str] = []
+        reasoning_texts: list[str] = []
+        calls: dict[int, ToolCall] = {}
         chunk_ns = record.chunk_ns = []
         chunk_tokens = record.chunk_tokens = []
         add_ns, add_tokens, add_text = chunk_ns.append, chunk_tokens.append, texts.append
         prev_tokens = 0
+        reasoning_tokens = 0
         num_chunks = 0
-        first_ns = last_ns = None
+        first_ns = last_ns = answer_ns = None
         per_chunk_usage = True
         done = False
         try:
@@ -180,6 +183,8 @@ class StreamingClient:
                         details = usage.prompt_tokens_details
                         if details is not None and details.cached_tokens is not None:
                             record.cached_tokens = details.cached_tokens
+                        if usage.completion_tokens_details is not None:
+                            record.engine_reasoning_tokens = usage.completion_tokens_details.reasoning_tokens
                     choices = chunk.choices
                     if not choices:
                         message = error_message(chunk)
@@ -190,24 +195,35 @@ class StreamingClient:
                         per_chunk_usage = False
                     choice = choices[0]
                     delta = choice.delta
+                    reasoning = None
                     if delta is None:
                         piece = choice.text
                     else:
                         piece = delta.content
                         reasoning = delta.reasoning_content or delta.reasoning
-                        if reasoning:
-                            piece = (piece or "") + reasoning
+                        if delta.tool_calls:
+                            _add_tool_calls(calls, delta.tool_calls)
+                            piece = piece or ""
+                            if answer_ns is None:
+                                answer_ns = now
                     if choice.finish_reason is not None:
                         record.finish_reason = choice.finish_reason
-                    if piece:
+                    if piece or reasoning:
                         if first_ns is None:
                             first_ns = record.first_token_ns = now
+                        if piece:
+                            if answer_ns is None:
+                                answer_ns = now
+                            if keep_text:
+                                add_text(piece)
+                        else:
+                            reasoning_tokens += tokens
+                        if reasoning and keep_text:
+                            reasoning_texts.append(reasoning)
                         last_ns = now
                         add_ns(now)
                         add_tokens(tokens)
-                        if keep_text:
-                            add_text(piece)
-                    elif tokens > 0:
+                    elif tokens > 0 or (delta is not None and delta.tool_calls):
                         last_ns = now
                         add_ns(now)
                         add_tokens(tokens)
@@ -222,9 +238,31 @@ class StreamingClient:
             record.chunk_usage = per_chunk_usage
             record.output_text = "".join(texts)
             record.output_tokens = prev_tokens if prev_tokens or record.prompt_tokens is not None else None
+            record.first_answer_ns = answer_ns
+            if reasoning_texts or reasoning_tokens:
+                record.reasoning_text = "".join(reasoning_texts)
+                record.reasoning_tokens = reasoning_tokens if per_chunk_usage else None
+            if calls:
+                record.tool_calls = [calls[i] for i in sorted(calls)]
         if not done:
             tail = decoder.pending.decode("utf-8", "replace").strip()
             raise Disconnected("stream ended before [DONE]" + (f" (last bytes: {tail[:200]!r})" if tail else ""))
+
+
+def _add_tool_calls(calls: dict[int, ToolCall], deltas: list[ToolCallDelta]) -> None:
+    """Joins the streamed pieces of an answer's tool calls, by index (the id and name come once, the
+    arguments in pieces)."""
+    for d in deltas:
+        call = calls.get(d.index)
+        if call is None:
+            call = calls[d.index] = ToolCall()
+        if d.id:
+            call.id = d.id
+        if d.function is not None:
+            if d.function.name:
+                call.name += d.function.name
+            if d.function.arguments:
+                call.arguments += d.function.arguments
 
 
 def _short_error(text: str) -> str:

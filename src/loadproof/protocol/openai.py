@@ -2,8 +2,9 @@
 
 Decoding goes through msgspec structs that name only the fields loadproof needs, so every other
 field of a chunk is skipped without building Python objects for it. Both `/v1/completions`
-(`choices[].text`) and `/v1/chat/completions` (`choices[].delta.content`, plus reasoning under
-either `reasoning_content` or `reasoning`) are understood. An error arrives in-band either as
+(`choices[].text`) and `/v1/chat/completions` (`choices[].delta.content`, reasoning under either
+`reasoning_content` or `reasoning`, and tool calls under `tool_calls`, their arguments in pieces) are
+understood. An error arrives in-band either as
 `{"error": {...}}` or, in older vLLM, as `{"object": "error", "message": ...}`.
 """
 
@@ -18,10 +19,22 @@ Endpoint = Literal["completions", "chat"]
 PATHS: dict[str, str] = {"completions": "/v1/completions", "chat": "/v1/chat/completions"}
 
 
+class FunctionDelta(msgspec.Struct):
+    name: str | None = None
+    arguments: str | None = None  # a piece of the call's JSON arguments; the pieces of one call concatenate
+
+
+class ToolCallDelta(msgspec.Struct):
+    index: int = 0  # which of the answer's tool calls this piece belongs to
+    id: str | None = None
+    function: FunctionDelta | None = None
+
+
 class Delta(msgspec.Struct):
     content: str | None = None
-    reasoning_content: str | None = None
-    reasoning: str | None = None
+    reasoning_content: str | None = None  # vLLM before 0.10, SGLang
+    reasoning: str | None = None  # vLLM since 0.10
+    tool_calls: list[ToolCallDelta] | None = None
 
 
 class Choice(msgspec.Struct):
@@ -34,10 +47,15 @@ class PromptTokensDetails(msgspec.Struct):
     cached_tokens: int | None = None  # prompt tokens the engine served from its prefix cache
 
 
+class CompletionTokensDetails(msgspec.Struct):
+    reasoning_tokens: int | None = None  # of completion_tokens, those spent reasoning (where the server counts them)
+
+
 class Usage(msgspec.Struct):
     prompt_tokens: int | None = None
-    completion_tokens: int | None = None
+    completion_tokens: int | None = None  # reasoning tokens included
     prompt_tokens_details: PromptTokensDetails | None = None  # vLLM: with --enable-prompt-tokens-details
+    completion_tokens_details: CompletionTokensDetails | None = None
 
 
 class Chunk(msgspec.Struct):

@@ -13,7 +13,8 @@ Every file is sanitized by the declared kind of each field (publish.fields, publ
 output is not published. `output_text` is cut down to the planted values (the plan's fields its
 scenario declares `planted`, public already) that the answer stated in its first 200 characters:
 exactly what the capacity and interference probe checks read, so those claims still recompute, and
-nothing else.
+nothing else. A reasoning model's `reasoning_text` is dropped, and of its tool calls only the names stay
+(the validity verdicts in `output_valid` are numbers, and stay).
 
 Before the bundle appears at `out` it must pass three checks, or publish fails and leaves nothing:
 the claims recomputed from the sanitized data equal the claims of the original run (sanitizing must
@@ -314,6 +315,10 @@ def _same_value(a: Any, b: Any) -> bool:
 
 def _without_output(row: dict[str, Any], expected: list[str]) -> dict[str, Any]:
     row = dict(row)
+    row.pop("reasoning_text", None)  # the model's own words: never published
+    if isinstance(row.get("tool_calls"), list):  # which tools were called, not what with
+        row["tool_calls"] = [{k: v for k, v in c.items() if k != "arguments"} if isinstance(c, dict) else c
+                             for c in row["tool_calls"]]
     text = row.pop("output_text", None)
     if isinstance(text, str) and expected:
         head = text[:ANSWER_WINDOW_CHARS]

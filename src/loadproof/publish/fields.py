@@ -62,11 +62,13 @@ MANIFEST_FIELDS = {
 }
 REQUEST_FIELDS = {
     "request_id": NAME, "endpoint": NAME, "scenario": NAME, "family": NAME, "prompt_id": NAME, "error_kind": NAME,
-    "finish_reason": NAME, "error_message": TEXT, "output_text": PLANTED,
+    "finish_reason": NAME, "error_message": TEXT, "output_text": PLANTED, "reasoning_text": PLANTED,
+    "tool_calls.*.name": NAME, "tool_calls.*.id": NAME, "tool_calls.*.arguments": PLANTED,
+    "output_invalid_reason": TEXT,
     **{name: NUMBER for name in """concurrency batch repeat ok http_status send_ns first_token_ns last_token_ns
         end_ns prompt_tokens output_tokens client_output_tokens cached_tokens num_chunks num_heartbeats chunk_usage
         intended_send_ns dispatch_ns planned_input_tokens planned_output_tokens worker chunk_ns
-        chunk_tokens""".split()},
+        chunk_tokens first_answer_ns reasoning_tokens engine_reasoning_tokens output_valid""".split()},
 }
 RUN_FILES: dict[str, dict[str, str]] = {
     MANIFEST: MANIFEST_FIELDS,

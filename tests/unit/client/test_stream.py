@@ -84,8 +84,30 @@ async def test_first_token_is_the_first_non_empty_content_or_reasoning(sse_serve
     rec = await one(server.url, spec("chat"))
     assert rec.ok
     assert rec.first_token_ns == rec.chunk_ns[0]  # the reasoning chunk, not the empty one
-    assert rec.output_text == "thinkanswer"
-    assert rec.output_tokens == 2
+    assert rec.first_answer_ns == rec.chunk_ns[1]
+    assert rec.output_text == "answer" and rec.reasoning_text == "think"
+    assert rec.output_tokens == 2 and rec.reasoning_tokens == 1 and rec.answer_tokens == 1
+    assert rec.ttfa_ns > rec.ttft_ns
+
+
+@pytest.mark.asyncio
+async def test_tool_call_pieces_are_joined_by_index(sse_server):
+    pieces = [chat_chunk(reasoning="plan", completion_tokens=1),
+              chat_chunk(tool_calls=[{"index": 0, "id": "call_1", "type": "function",
+                                      "function": {"name": "get_weather", "arguments": ""}}], completion_tokens=2),
+              chat_chunk(tool_calls=[{"index": 0, "function": {"arguments": '{"city": '}}], completion_tokens=4),
+              chat_chunk(tool_calls=[{"index": 1, "id": "call_2", "function": {"name": "get_time",
+                                                                               "arguments": "{}"}}], completion_tokens=6),
+              chat_chunk(tool_calls=[{"index": 0, "function": {"arguments": '"Oslo"}'}}], completion_tokens=7),
+              DONE_EVENT]
+    server = await sse_server([Script(pieces=pieces)])
+    rec = await one(server.url, spec("chat"))
+    assert rec.ok and rec.output_text == ""
+    assert [(c.name, c.arguments, c.id) for c in rec.tool_calls] == [
+        ("get_weather", '{"city": "Oslo"}', "call_1"), ("get_time", "{}", "call_2")]
+    assert rec.first_answer_ns == rec.chunk_ns[1]  # the first tool-call piece is the answer's start
+    assert rec.reasoning_tokens == 1 and rec.output_tokens == 7
+    assert sum(rec.chunk_tokens) == 7
 
 
 @pytest.mark.asyncio
