@@ -194,7 +194,7 @@ def tables(run: Run) -> list[_Table]:
 def _requests(run: Run) -> _Table:
     info = msgspec.inspect.type_info(RequestRecord)
     assert isinstance(info, msgspec.inspect.StructType)
-    names = [f.name for f in info.fields if f.name not in ("chunk_ns", "chunk_tokens")]
+    names = [f.name for f in info.fields if f.name not in ("chunk_ns", "chunk_tokens", "tool_calls")]
     columns = [Column(f.name, _struct_type("RequestRecord", f.name, f.type), _request_unit(f.name))
                for f in info.fields if f.name in names]
     columns += [
@@ -202,11 +202,14 @@ def _requests(run: Run) -> _Table:
                derived="first_token_ns - send_ns"),
         Column("latency_ns", INT, DURATION_NS, "send to last token; null without a last token",
                derived="last_token_ns - send_ns"),
+        Column("tool_calls", STR, None, "the answer's tool calls, a JSON array of {name, arguments, id}; null "
+               "without one"),
     ]
 
     def rows() -> Iterator[list[Any]]:  # load_run validated every field against RequestRecord
         for record in run.records:
-            yield [*(getattr(record, name) for name in names), record.ttft_ns, record.latency_ns]
+            calls = msgspec.json.encode(record.tool_calls).decode() if record.tool_calls else None
+            yield [*(getattr(record, name) for name in names), record.ttft_ns, record.latency_ns, calls]
 
     return _Table("requests", "one row per request (requests.jsonl); times are ns on the run clock", columns, rows)
 

@@ -34,11 +34,12 @@ def jsonl(path: Path) -> list[dict]:
 
 def expected_tables(run: Path) -> dict[str, list[dict]]:
     """Each table as it should read back, built from the raw JSONL files (not through load_run)."""
-    fields = [f for f in RequestRecord.__struct_fields__ if f not in ("chunk_ns", "chunk_tokens")]
+    fields = [f for f in RequestRecord.__struct_fields__ if f not in ("chunk_ns", "chunk_tokens", "tool_calls")]
     defaults = RequestRecord(request_id="", endpoint="")  # a published run leaves out output_text
     requests = [{**{f: row.get(f, getattr(defaults, f)) for f in fields},
                  "ttft_ns": None if row["first_token_ns"] is None else row["first_token_ns"] - row["send_ns"],
-                 "latency_ns": None if row["last_token_ns"] is None else row["last_token_ns"] - row["send_ns"]}
+                 "latency_ns": None if row["last_token_ns"] is None else row["last_token_ns"] - row["send_ns"],
+                 "tool_calls": json.dumps(row["tool_calls"], separators=(",", ":")) if row.get("tool_calls") else None}
                 for row in jsonl(run / "requests.jsonl")]
     chunks = [{"request_id": row["request_id"], "chunk_index": i, "t_ns": t, "tokens": n}
               for row in jsonl(run / "chunks.jsonl") for i, (t, n) in enumerate(zip(row["t_ns"], row["tokens"]))]
@@ -133,7 +134,7 @@ def test_a_real_run_round_trips_exactly(real_run, fmt, tmp_path):
     assert columns["requests"]["ttft_ns"]["derived"] == "first_token_ns - send_ns"
     assert columns["telemetry_gpu"]["power_w"] == {"name": "power_w", "type": "float64", "unit": "W"}
     assert set(columns["requests"]) == set(RequestRecord.__struct_fields__) - {"chunk_ns", "chunk_tokens"} | {
-        "ttft_ns", "latency_ns"}
+        "ttft_ns", "latency_ns"}  # tool_calls: one JSON text column
 
 
 def odd_run(tmp_path: Path) -> Path:
