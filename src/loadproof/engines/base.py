@@ -91,6 +91,11 @@ class Engine(Protocol):
         """A KV budget per GPU the profile gives the engine outside `kv_cache` (its environment), and where."""
         ...
 
+    def thinking_body(self, enable: bool | None, effort: str | None) -> dict[str, Any]:
+        """The chat request's fields that switch a reasoning model's thinking on or off (`enable`; None: the
+        model's default) and set its reasoning effort (None: not sent)."""
+        ...
+
 
 class EngineDefaults:
     """What most engines answer: no installation, the profile's Python, one batch per pipeline stage,
@@ -113,6 +118,15 @@ class EngineDefaults:
 
     def kv_budget_gib(self, profile: Profile) -> tuple[float, str] | None:
         return None
+
+    def thinking_body(self, enable: bool | None, effort: str | None) -> dict[str, Any]:
+        """vLLM's: the chat template's `enable_thinking`, and a top-level `reasoning_effort`."""
+        body: dict[str, Any] = {}
+        if enable is not None:
+            body["chat_template_kwargs"] = {"enable_thinking": enable}
+        if effort is not None:
+            body["reasoning_effort"] = effort
+        return body
 
 
 def flag_value(argv: Sequence[str], flag: str) -> str | None:

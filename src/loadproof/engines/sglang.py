@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from loadproof.config.profile import Profile
 from loadproof.engines.base import EngineDefaults, LaunchCommand, NodeCommand, StartupReport, flag_value
@@ -38,6 +39,10 @@ class SGLangEngine(EngineDefaults):
 
     def api_key(self, argv: Sequence[str], env: Mapping[str, str]) -> str | None:
         return flag_value(argv, "--api-key")
+
+    def thinking_body(self, enable: bool | None, effort: str | None) -> dict[str, Any]:
+        """vLLM's fields, and `separate_reasoning` (the reasoning streamed apart, as `reasoning_content`)."""
+        return {**super().thinking_body(enable, effort), "separate_reasoning": True}
 
     def launch_command(self, profile: Profile, python: str, model_path: str, port: int,
                        node_rank: int = 0) -> LaunchCommand:

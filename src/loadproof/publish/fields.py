@@ -49,6 +49,7 @@ MANIFEST_FIELDS = {
     "target.url": URL, "target.model": NAME, "target.endpoint": NAME, "target.api_key_used": NUMBER,
     "target.extra_body": CONFIG, "target.tokenizer": PATH, "target.tokenizer_source": NAME,
     "target.metrics.kind": NAME, "target.metrics.url": URL, "target.token_counts": NAME,
+    "target.thinking": NAME, "target.reasoning_effort": NAME,
     "engine_version": NAME, "versions.*": NAME, "git": NAME, "start_wall_time": NAME, "end_wall_time": NAME,
     "clock_anchor.*": NUMBER, "num_records": NUMBER,
     "profile": CONFIG, "profiles": CONFIG, "workers": CONFIG,

@@ -49,6 +49,8 @@ class Target(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     tokenizer_source: str | None = None  # local (--tokenizer) or engine (its /tokenize); None: none used or older run
     metrics: MetricsSourceInfo | None = None
     token_counts: str | None = None
+    thinking: str | None = None  # off, low or on (--thinking); None: the model's default, or a run before it
+    reasoning_effort: str | None = None  # the reasoning_effort sent; None: none
 
 
 class ClockAnchor(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, PlainValidator, field_validator
+from pydantic import Field, PlainValidator, field_validator, model_validator
 
 from loadproof.config.base import StrictModel
 from loadproof.config.profile import Profile
@@ -30,6 +30,7 @@ from loadproof.scenarios.options import ExistingPath, HttpUrl, cli
 from loadproof.telemetry.server_metrics import MetricsSource
 
 TokenCounts = Literal["engine", "local"]
+Thinking = Literal["off", "low", "on"]
 TokenizerSource = Literal["local", "engine"]
 TOKENIZE_PROBE = "Archive calibration line."  # a short text in the haystack's words
 
@@ -64,6 +65,8 @@ class Target:
     metrics: MetricsSource = None  # type: ignore[assignment]  # None: `url`'s /metrics
     token_counts: TokenCounts = "engine"
     served: Served = Served()
+    thinking: Thinking | None = None  # the reasoning mode asked (None: the model's default)
+    reasoning_effort: str | None = None  # the reasoning effort sent, where one was
 
     def __post_init__(self) -> None:
         if self.metrics is None:
@@ -113,6 +116,8 @@ class Target:
             "tokenizer_source": self.tokenizer_source,
             "metrics": self.metrics.describe(),
             "token_counts": self.token_counts,
+            "thinking": self.thinking,
+            "reasoning_effort": self.reasoning_effort,
         }
 
     def resolve(self, *, tokenize: bool = False) -> Target:
@@ -213,7 +218,13 @@ class TargetOptions(StrictModel):
     endpoint: str = Field(default="chat", description="completions or chat")
     profile: Path | None = Field(default=None, description="profile TOML: endpoint, model name, thinking")
     api_key_env: str | None = Field(default=None, description="name of the environment variable holding the API key")
-    disable_thinking: bool = Field(default=False, description="send enable_thinking=false (chat)")
+    disable_thinking: bool = Field(default=False, description="send enable_thinking=false (chat); as --thinking off")
+    thinking: Thinking | None = Field(
+        default=None, description="a reasoning model's thinking (chat): off (enable_thinking=false), low "
+        "(enable_thinking=true, reasoning_effort=low) or on (enable_thinking=true); default: the model's own, "
+        "or the profile's serving.thinking")
+    reasoning_effort: str | None = Field(default=None, description="reasoning_effort sent with each chat "
+                                         "request (e.g. low, medium, high); with --thinking low, instead of low")
     engine_metrics: Annotated[MetricsSource | None, PlainValidator(_metrics_source)] = Field(
         default=None, json_schema_extra=cli(text=True),
         description="where the engine's metrics come from: its /metrics URL (a bare http://HOST:PORT "
@@ -231,6 +242,26 @@ class TargetOptions(StrictModel):
         if value not in ("completions", "chat"):
             raise ValueError("must be completions or chat")
         return value
+
+    @field_validator("reasoning_effort")
+    @classmethod
+    def _reasoning_effort(cls, value: str | None) -> str | None:
+        if value is not None and not value.isalpha():
+            raise ValueError("must be a word, such as low, medium or high")
+        return value
+
+    @model_validator(mode="after")
+    def _thinking(self) -> TargetOptions:
+        if self.disable_thinking and self.thinking not in (None, "off"):
+            raise ValueError(f"--disable-thinking contradicts --thinking {self.thinking}")
+        if self.reasoning_effort is not None and self.thinking_mode == "off":
+            raise ValueError("--reasoning-effort with thinking off: a model that does not think has no effort to set")
+        return self
+
+    @property
+    def thinking_mode(self) -> Thinking | None:
+        """--thinking, with --disable-thinking as `off`."""
+        return "off" if self.disable_thinking else self.thinking
 
     @field_validator("api_key_env")
     @classmethod
@@ -254,11 +285,30 @@ def resolve_target(options: TargetOptions, profile: Profile | None, *, tokenize:
     if profile is not None:
         endpoint = profile.serving.endpoint
         model = model or profile.model.served_name
-    thinking_off = options.disable_thinking or (profile is not None and profile.serving.thinking == "disable")
-    extra_body = {"chat_template_kwargs": {"enable_thinking": False}} if thinking_off and endpoint == "chat" else {}
+    engine = profile.engine if profile is not None else Target.engine
+    thinking, effort = reasoning_mode(options, profile, endpoint)
+    extra_body = engines.get(engine).thinking_body(None if thinking is None else thinking != "off", effort) \
+        if thinking is not None or effort is not None else {}
     target = Target(url=options.url, model=model or "", endpoint=endpoint,  # type: ignore[arg-type]
                     api_key=options.api_key, extra_body=extra_body, tokenizer_path=options.tokenizer,
-                    engine=profile.engine if profile is not None else Target.engine,
-                    metrics=options.engine_metrics,  # type: ignore[arg-type]  # None: beside the URL
-                    token_counts=options.token_counts)
+                    engine=engine, metrics=options.engine_metrics,  # type: ignore[arg-type]  # None: beside the URL
+                    token_counts=options.token_counts, thinking=thinking, reasoning_effort=effort)
     return target.resolve(tokenize=tokenize)
+
+
+def reasoning_mode(options: TargetOptions, profile: Profile | None, endpoint: str) -> tuple[Thinking | None, str | None]:
+    """The thinking mode and reasoning effort a run sends: `--thinking` (`--disable-thinking` is `off`),
+    else the profile's `serving.thinking = "disable"`; `low` sends the effort `low` unless
+    `--reasoning-effort` names another. None, None on the completions endpoint (no chat template), where
+    `--thinking` or `--reasoning-effort` is refused."""
+    asked = options.thinking_mode
+    if endpoint != "chat":
+        if options.thinking is not None or options.reasoning_effort is not None:
+            flag = "--thinking" if options.thinking is not None else "--reasoning-effort"
+            raise UsageError(f"{flag} needs the chat endpoint: the completions endpoint has no chat template to "
+                             "switch thinking (--endpoint chat)")
+        return None, None
+    if asked is None and profile is not None and profile.serving.thinking == "disable":
+        asked = "off"
+    effort = options.reasoning_effort or ("low" if asked == "low" else None)
+    return asked, effort
