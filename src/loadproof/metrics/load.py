@@ -17,7 +17,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from loadproof.metrics.claims import Claim, count, fact, number
+from loadproof.metrics.constraints import constraint_claims
 from loadproof.metrics.distribution import PERCENTILES, STATS, percentile, summarize
+from loadproof.metrics.reasoning import reasoning_claims
 from loadproof.plans.load import LoadPlan
 from loadproof.records import RequestRecord
 from loadproof.rundir import EngineSample, Event
@@ -144,7 +146,8 @@ def slo_text(slo: dict[str, float]) -> str:
 
 
 def claims_of_run(run: Any, plan: LoadPlan) -> list[Claim]:
-    return load_claims(load_records(run.records), plan, run.events, run.samples)
+    records = load_records(run.records)
+    return load_claims(records, plan, run.events, run.samples) + constraint_claims("load", records, run.manifest.options)
 
 
 def load_claims(records: list[RequestRecord], plan: LoadPlan, events: list[Event],
@@ -188,6 +191,7 @@ def load_claims(records: list[RequestRecord], plan: LoadPlan, events: list[Event
     claims += latency_claims(records)
     claims += slo_claims(records, plan, duration_s)
     claims += client_limited_claims(records, plan)
+    claims += reasoning_claims("load", records)
     claims += engine_claims(samples, t0, end_ns)
     return claims
 

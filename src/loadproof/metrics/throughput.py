@@ -11,7 +11,9 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
 from loadproof.metrics.claims import Claim, count, number
+from loadproof.metrics.constraints import constraint_claims
 from loadproof.metrics.figures import BarPlot, Bars, Panel, Table
+from loadproof.metrics.reasoning import reasoning_claims
 from loadproof.plans.throughput import ThroughputPlan
 from loadproof.records import RequestRecord
 from loadproof.store.run_dir import Run
@@ -89,13 +91,14 @@ def throughput_claims(records: Iterable[RequestRecord]) -> list[Claim]:
             claims.append(number(f"{level}.mean_output_tokens", statistics.fmean(out_tokens), "tokens",
                                  "mean of usage.completion_tokens over successful requests", direction="neither",
                                  parts=parts))
+        claims += reasoning_claims(level, group, parts)
     return claims
 
 
 def claims_of_run(run, plan) -> list[Claim]:
     """The claims are pure functions of the records (a run splits by `repeat` for compare); the plan
     (families, concurrency, settings) only says what was asked."""
-    return throughput_claims(run.records)
+    return throughput_claims(run.records) + constraint_claims("throughput", run.records, run.manifest.options)
 
 
 # --- report panels (catalog entry `figures`) ---------------------------------------------------------

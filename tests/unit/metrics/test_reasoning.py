@@ -1,10 +1,16 @@
 """Reasoning claims from hand-built records; expected values worked out by hand, not by the code."""
 
+import msgspec
+
+from loadproof.metrics import compute_claims
 from loadproof.metrics.engine_agreement import agreement_claims
 from loadproof.metrics.reasoning import (answer_count, answer_tpot_ns, reasoning_claims, reasoning_count,
                                          streamed_reasoning)
 from loadproof.records import RequestRecord
+from loadproof.store.run_dir import load_run
 from tests import rundir_values as rv
+from tests.unit.metrics import test_load
+from tests.unit.publish.synthetic import throughput_run
 
 S = 1_000_000_000
 
@@ -90,3 +96,26 @@ def test_the_engine_counts_reasoning_inside_generation_tokens_and_the_crosscheck
     assert claims["crosscheck.generation_tokens.diff_pct"].value == 0.0
     reasoning = by_name(reasoning_claims("load", records))
     assert reasoning["load.reasoning.reasoning_tokens"].value + reasoning["load.reasoning.answer_tokens"].value == 24
+
+
+def reasoned(record: RequestRecord) -> RequestRecord:
+    """The record as a reasoning model's: the first half of its tokens and of its time spent reasoning."""
+    if record.first_token_ns is None or record.last_token_ns is None or not record.output_tokens:
+        return record
+    half = record.first_token_ns + (record.last_token_ns - record.first_token_ns) // 2
+    return msgspec.structs.replace(record, first_answer_ns=half, reasoning_tokens=record.output_tokens // 2)
+
+
+def docs_runs(tmp_path):
+    """A throughput and a load run of a reasoning model: every reasoning claim (the docs-formulas test)."""
+    throughput = load_run(throughput_run(tmp_path / "reasoning"))
+    throughput.records = [reasoned(r) for r in throughput.records]
+    manifest = {"run_id": "load-reasoning", "scenario": "load", "plan": msgspec.to_builtins(test_load.plan())}
+    load = rv.run_of(None, manifest, [reasoned(r) for r in test_load.RECORDS], events=test_load.EVENTS)
+    return [throughput, load]
+
+
+def test_the_runs_wired_in_make_reasoning_claims(tmp_path):
+    names = {c.pattern for run in docs_runs(tmp_path) for c in compute_claims(run)}
+    assert {"throughput.<family>.c<N>.reasoning.ttfa_s.<stat>", "load.reasoning.ttfa_s.<stat>",
+            "load.reasoning.reasoning_tokens", "throughput.<family>.c<N>.reasoning.answer_tpot_s.<stat>"} <= names
