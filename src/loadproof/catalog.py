@@ -65,8 +65,8 @@ SCENARIOS: dict[str, Entry] = {
     "load": Entry("loadproof.scenarios.load.scenario:LoadScenario", "loadproof.plans.load:LoadPlan",
                   "loadproof.metrics.load:claims_of_run", demo="loadproof.scenarios.load.scenario:demo",
                   text_fields={"arrival": "name", "endpoint": "name", **_LENGTHS, **_OVERHEAD, **_DATASET}),
-    "replay": _entry("replay", "ReplayScenario", "ReplayPlan", text_fields={
-        "trace": "path", "format": "name", "sha256": "name", "endpoint": "name", **_OVERHEAD}),
+    "replay": _entry("replay", "ReplayScenario", "ReplayPlan", figures=True, text_fields={
+        "trace": "path", "format": "name", "sha256": "name", "endpoint": "name", "kv_source": "name", **_OVERHEAD}),
     "sessions": _entry("sessions", "SessionsScenario", "SessionsPlan", text_fields={
         "think_time": "name", "endpoint": "name", **_DATASET}),
     "capacity": _entry("capacity", "CapacityScenario", "CapacityPlan", figures=True, demo=True, text_fields={
@@ -81,7 +81,9 @@ SCENARIOS: dict[str, Entry] = {
                       text_fields={"suites.*": "name", "endpoint": "name", "gsm8k.file": "path", "gsm8k.sha256": "name",
                                    "gsm8k.prompt": "text", "authored.file": "path", "authored.sha256": "name",
                                    "authored.modes.*": "text", "retrieval.overhead_source": "text",
-                                   "retrieval.salts.*": "name", "image.status": "text"}),
+                                   "retrieval.salts.*": "name", "image.status": "text",
+                                   **{f"under_load.load.{path}": kind for path, kind in {  # --under-load-rate
+                                       "arrival": "name", "endpoint": "name", **_LENGTHS, **_OVERHEAD}.items()}}),
     "ab": _entry("ab", "AbScenario", "AbPlan", figures=True, text_fields={
         "arms.*.target": "config", "arms.*.settings": "config", "order.*.*": "name", "prompts.*": "name",
         "family": "name", "labels.*": "text"}),

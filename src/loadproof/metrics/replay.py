@@ -3,7 +3,9 @@
 Every latency, rate, SLO and engine figure is the load scenario's (`metrics.load`), computed the same way
 on the replay's records and named `replay.*` instead of `load.*`. Added: the prefix-cache hit rate the
 trace's shared blocks promise (`expected_hits`, from the plan's hash ids) beside the engine's own
-(`prefix_cache_hits_total` / `prefix_cache_queries_total` growth over the run).
+(`prefix_cache_hits_total` / `prefix_cache_queries_total` growth over the run), and, where the plan knows
+the engine's KV cache size, the expectation at that size (`metrics.prefix_cache`: LRU eviction, running
+requests pinned) and which of the two expectations the engine's figure is to be read against.
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ import dataclasses
 from typing import Any
 
 from loadproof.metrics.claims import Claim, count, fact, number
+from loadproof.metrics.figures import Table
 from loadproof.metrics.load import load_claims, reported_hit_pct, schedule_start_ns, succeeded
+from loadproof.metrics.prefix_cache import PrefixRequest, chained_keys, mooncake_segments, simulate, working_set_tokens
 from loadproof.plans.replay import ReplayPlan
 from loadproof.records import RequestRecord
 from loadproof.rundir import EngineSample, Event
@@ -51,6 +55,7 @@ def claims_of_run(run: Any, plan: ReplayPlan) -> list[Claim]:
     claims.append(count("replay.capped_inputs", plan.capped_inputs, "requests", "requests whose input was cut to "
                         "--max-input-tokens or the served context", direction="neither"))
     claims += prefix_claims(records, plan, run.events, run.samples)
+    claims += bounded_claims(records, plan, claims)
     return claims
 
 
@@ -94,3 +99,98 @@ def prefix_claims(records: list[RequestRecord], plan: ReplayPlan, events: list[E
                                  "from the last sample at or before the schedule's start to the last at or after the "
                                  "last response's end", 2, direction="higher"))
     return claims
+
+
+def cache_requests(records: list[RequestRecord], plan: ReplayPlan) -> list[PrefixRequest]:
+    """The requests sent, in send order, as the engine's cache sees them: each prompt's full KV blocks keyed
+    by the trace's hash ids before them (the engine's overhead taken as leading every prompt), its send and
+    end, its output tokens (those it got; else those asked)."""
+    kv = plan.kv_block_tokens or plan.block_tokens
+    sent = sorted((r for r in records if r.batch is not None and 0 <= r.batch < len(plan.text_tokens)),
+                  key=lambda r: (r.send_ns, r.batch))
+    out = []
+    for r in sent:
+        i = r.batch
+        text = plan.text_tokens[i]
+        ids: list[Any] = (plan.hash_ids[i] if len(plan.hash_ids) == len(plan.text_tokens)
+                          else [f"r{i}.{j}" for j in range(-(-text // plan.block_tokens))])
+        keys = chained_keys(mooncake_segments(text, ids, plan.block_tokens, plan.overhead_tokens), kv)
+        output = r.output_tokens if r.output_tokens is not None else (r.planned_output_tokens or 0)
+        out.append(PrefixRequest(r.send_ns, max(r.end_ns, r.send_ns), keys, text + plan.overhead_tokens, output))
+    return out
+
+
+def bounded_claims(records: list[RequestRecord], plan: ReplayPlan, claims: list[Claim]) -> list[Claim]:
+    """The expectation at the engine's KV cache size beside the unbounded one, and which to read the
+    engine's rate against (docs/scenarios.md, "replay", "The expectation at the engine's size")."""
+    if not plan.kv_blocks or not plan.kv_block_tokens:
+        return []
+    reqs = cache_requests(records, plan)
+    asked = sum(r.prompt_tokens for r in reqs)
+    if not asked:
+        return []
+    kv, usable = plan.kv_block_tokens, max(0, plan.kv_blocks - 1) * plan.kv_block_tokens
+    bounded = simulate(reqs, plan.kv_blocks, kv)
+    unbounded = simulate(reqs, None, kv)
+    working = working_set_tokens(reqs, kv)
+    out = [fact("replay.prefix_cache.size", f"{plan.kv_blocks} blocks x {kv} tokens ({usable:,} usable tokens, "
+                f"source: {plan.kv_source}); the trace's prompt blocks {working:,} tokens "
+                f"({working / usable if usable else float('inf'):.1f}x the cache)",
+                "the engine's KV blocks (its null block not usable) x tokens per block, where they came from "
+                "(options or the engine's /metrics cache_config_info), and the distinct full prompt blocks of the "
+                "requests sent x tokens per block"),
+           count("replay.prefix_cache.evictions", bounded.evictions, "blocks", "cached blocks the model of the "
+                 "engine's cache evicted to make room (least recently used first)", direction="neither"),
+           number("replay.prefix_hit_rate.bounded_pct", 100 * sum(bounded.hits) / asked, "%",
+                  "sum over requests sent of the hit an LRU cache of the engine's size would give (in send order; "
+                  "running requests' blocks pinned; whole KV blocks; the last prompt token computed) / sum of "
+                  "their prompt tokens (text + the engine's overhead) x 100", 2, direction="neither"),
+           number("replay.prefix_hit_rate.unbounded_blocks_pct", 100 * sum(unbounded.hits) / asked, "%",
+                  "the same with nothing ever evicted: the unbounded expectation in the engine's whole KV blocks",
+                  2, direction="neither")]
+    exceeds = working > usable
+    against = "bounded" if exceeds else "unbounded"
+    reference = next((c for c in claims if c.name == "replay.prefix_hit_rate.expected_pct"), None)
+    reference_value = 100 * sum(bounded.hits) / asked if exceeds else (reference.value if reference else None)
+    out.append(fact("replay.prefix_hit_rate.read_against", against, "bounded where the trace's prompt blocks "
+                    "exceed the engine's usable KV tokens (eviction must cost hits), else unbounded (expected_pct)"))
+    engine = next((c for c in claims if c.name == "replay.prefix_hit_rate.engine_pct"), None)
+    if engine is not None and isinstance(reference_value, (int, float)):
+        out.append(number("replay.prefix_hit_rate.engine_minus_read_against_pp",
+                          float(engine.value) - float(reference_value), "pp",
+                          "engine_pct - the expectation read against (bounded_pct or expected_pct)", 2,
+                          direction="neither"))
+    return out
+
+
+def figures(run: Any, plan: ReplayPlan, claims: list[Claim]) -> list[Table]:
+    """The prefix cache: the engine's hit rates beside the unbounded and bounded expectations, and which one
+    its figure is to be read against (report.md and the console)."""
+    by_name = {c.name: c for c in claims}
+    shown = [(name, label) for name, label in (
+        ("replay.prefix_hit_rate.expected_pct", "expected, unbounded cache (trace blocks)"),
+        ("replay.prefix_hit_rate.unbounded_blocks_pct", "expected, unbounded cache (the engine's KV blocks)"),
+        ("replay.prefix_hit_rate.bounded_pct", "expected, a cache of the engine's size (LRU, running pinned)"),
+        ("replay.prefix_hit_rate.engine_pct", "the engine's counters"),
+        ("replay.prefix_hit_rate.reported_pct", "the responses' cached tokens"),
+        ("replay.prefix_hit_rate.engine_minus_read_against_pp", "engine - the expectation read against"),
+    ) if name in by_name]
+    if "replay.prefix_hit_rate.engine_pct" not in by_name and "replay.prefix_hit_rate.reported_pct" not in by_name:
+        return []
+    against = by_name.get("replay.prefix_hit_rate.read_against")
+    size = by_name.get("replay.prefix_cache.size")
+    if against is None:
+        intro = ["The engine's KV cache size is unknown (--kv-blocks, or its /metrics cache_config_info): read its "
+                 "rate against the unbounded expectation, which a cache smaller than the trace's working set "
+                 "cannot reach."]
+    elif against.value == "bounded":
+        intro = [f"Cache: {size.value if size else ''}.",
+                 "The trace's prompt blocks outgrow the engine's KV cache: read the engine's rate against the "
+                 "expectation at its size (bounded); the unbounded one is what a cache that never evicts would hit."]
+    else:
+        intro = [f"Cache: {size.value if size else ''}.",
+                 "The engine's KV cache holds the trace's prompt blocks: read its rate against the unbounded "
+                 "expectation."]
+    return [Table(title="Prefix cache: the engine against the expectations", header=["figure", "value"],
+                  rows=[[label, by_name[name].printed] for name, label in shown], intro=intro,
+                  console="Prefix cache", claims=[name for name, _ in shown])]

@@ -1,6 +1,7 @@
 """The replay plan: the trace (file, format, digest), how it was selected, scaled and capped, and per request
 the text tokens and the Mooncake hash ids its prompt was built from, so the expected prefix-cache hit
-rate, like every claim, is recomputed from the run directory alone (docs/scenarios.md, "replay").
+rate, like every claim, is recomputed from the run directory alone (docs/scenarios.md, "replay"); and the
+engine's KV cache size (blocks, tokens per block, where they came from), for the expectation at its size.
 
 Each request's intended send time is in its record (`intended_send_ns`; `batch` is its index here).
 Standard library and msgspec only.
@@ -44,6 +45,10 @@ class ReplayPlan(Plan, kw_only=True):
     lines: list[int] = []  # each request's line in the trace
     text_tokens: list[int] = []  # each request's prompt text tokens (the engine adds overhead_tokens)
     hash_ids: list[list[int]] = []  # each request's blocks' hash ids (Mooncake; [] for formats without)
+    # the engine's KV cache, for the expectation at its size (metrics.prefix_cache); None: not known
+    kv_blocks: int | None = None  # blocks in its pool (vLLM's num_gpu_blocks, its null block included)
+    kv_block_tokens: int | None = None  # tokens per KV block
+    kv_source: str | None = None  # where they came from: "options" or "metrics" (its cache_config_info)
 
     def workload(self) -> dict[str, Any]:
         return {"trace": self.sha256[:16], "format": self.format, "time_scale": self.time_scale,

@@ -10,11 +10,15 @@ time, never waiting for the server. The claims (`metrics.replay`) are the load s
 
 from __future__ import annotations
 
+import asyncio
+import re
 import secrets
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+import aiohttp
 from pydantic import Field, model_validator
 
 from loadproof.client import RequestSpec
@@ -30,11 +34,50 @@ from loadproof.scenarios.long_context import EXACT_LENGTH, MetricsScenario, hays
 from loadproof.scenarios.options import cli, idle_timeout_field, sample_interval_field
 from loadproof.scenarios.token_counts import PROBE_LINE
 from loadproof.store.run_dir import RunWriter
+from loadproof.telemetry.server_metrics import MetricsSource
 from loadproof.units import NS_PER_S
 from loadproof.workloads.synthetic import SyntheticPrompts
 from loadproof.workloads.traces import MOONCAKE_BLOCK, TRACE_FORMATS, BlockPrompts, TraceError, read_trace, shape
 
+_CACHE_INFO = re.compile(r'^[A-Za-z_:]*cache_config_info\{([^}]*)\}', re.MULTILINE)
+_LABEL = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)="([^"]*)"')
 REPLAY_PROBE = "0 " + PROBE_LINE  # begins as a replay prompt does (a block's head line) and ends as it does
+
+
+@dataclass(frozen=True)
+class CacheSize:
+    """The engine's KV cache: blocks in its pool, tokens a block, and where that was read."""
+
+    blocks: int
+    block_tokens: int
+    source: str
+
+
+def cache_config(text: str) -> CacheSize | None:
+    """num_gpu_blocks and block_size from a Prometheus exposition's cache_config_info series (the first that
+    has both as whole numbers), or None."""
+    for match in _CACHE_INFO.finditer(text):
+        labels = dict(_LABEL.findall(match.group(1)))
+        blocks, size = labels.get("num_gpu_blocks", ""), labels.get("block_size", "")
+        if blocks.isdigit() and size.isdigit() and int(blocks) > 1 and int(size) > 0:
+            return CacheSize(int(blocks), int(size), "metrics")
+    return None
+
+
+async def read_cache_config(source: MetricsSource, api_key: str | None) -> CacheSize | None:
+    """The engine's cache size from its /metrics exposition (a Prometheus server's query API is not asked: its
+    series of one scrape are summed by name, the labels lost); None where it does not say."""
+    if source.kind != "exposition":
+        return None
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    try:
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as session:
+            async with session.get(source.url, headers=headers) as resp:
+                if resp.status != 200:
+                    return None
+                return cache_config(await resp.text())
+    except (aiohttp.ClientError, asyncio.TimeoutError, UnicodeDecodeError):
+        return None
 
 
 class ReplayOptions(StrictModel):
@@ -62,6 +105,11 @@ class ReplayOptions(StrictModel):
     skip_bad_rows: bool = Field(default=False, description="skip rows that do not parse or break the time order, "
                                 "counting them, instead of stopping at the first")
     seed: int = Field(default=731, description="seed of the filler in each block")
+    kv_blocks: int | None = Field(default=None, ge=2, description="the engine's KV cache in blocks (vLLM's "
+                                  "num_gpu_blocks), for the hit rate expected at its size; default: its /metrics "
+                                  "cache_config_info")
+    kv_block_tokens: int | None = Field(default=None, ge=1, description="tokens per KV block of the engine (with "
+                                        "--kv-blocks)")
     idle_timeout_s: float = idle_timeout_field()
     sample_interval_s: float = sample_interval_field()
 
@@ -71,6 +119,8 @@ class ReplayOptions(StrictModel):
             raise ValueError(f"--trace {self.trace}: no such file")
         if self.format != "mooncake" and self.block_tokens != MOONCAKE_BLOCK:
             raise ValueError("--block-tokens scales Mooncake's 512-token blocks: it applies to --format mooncake")
+        if (self.kv_blocks is None) != (self.kv_block_tokens is None):
+            raise ValueError("--kv-blocks and --kv-block-tokens go together (the engine's cache: blocks x tokens each)")
         return self
 
 
@@ -82,7 +132,7 @@ class ReplayScenario(MetricsScenario):
     tokenizer = EXACT_LENGTH
     options: ReplayOptions
 
-    def plan(self) -> tuple[ReplayPlan, list[Planned]]:
+    def plan(self, cache: CacheSize | None = None) -> tuple[ReplayPlan, list[Planned]]:
         opts = self.options
         read = read_trace(opts.trace, opts.format, start_offset_s=opts.start_offset_s, max_requests=opts.max_requests,
                           skip_bad_rows=opts.skip_bad_rows)
@@ -128,10 +178,24 @@ class ReplayScenario(MetricsScenario):
             haystack_additive=builder.additive, lines=[r.line for r in read.rows],
             text_tokens=[s.text_tokens for s in shaped],
             hash_ids=[list(s.blocks) for s in shaped] if opts.format == "mooncake" else [],
+            kv_blocks=cache.blocks if cache else None, kv_block_tokens=cache.block_tokens if cache else None,
+            kv_source=cache.source if cache else None,
         )
         if read.bad_rows:
             self.status(f"trace: {read.bad_rows} malformed rows skipped (first: {read.first_bad})")
         return plan, requests
+
+    async def cache_size(self) -> CacheSize | None:
+        """The engine's KV cache: --kv-blocks/--kv-block-tokens, else its /metrics cache_config_info (vLLM's
+        num_gpu_blocks and block_size labels), else None (the report says the bounded expectation is unknown)."""
+        opts = self.options
+        if opts.kv_blocks and opts.kv_block_tokens:
+            return CacheSize(opts.kv_blocks, opts.kv_block_tokens, "options")
+        found = await read_cache_config(self.target.metrics, self.target.metrics_api_key)
+        if found is None:
+            self.status("the engine's KV cache size is unknown (no cache_config_info in its /metrics): no hit rate "
+                        "expected at its size; --kv-blocks N --kv-block-tokens B gives it")
+        return found
 
     @staticmethod
     def _check_counts(texts: list[str], shaped: list[Any], builder: Any) -> None:
@@ -150,7 +214,8 @@ class ReplayScenario(MetricsScenario):
         if opts.idle_timeout_s > 0:
             await self.wait_until_idle(writer, opts.idle_timeout_s)
         started = time.perf_counter()
-        plan, requests = self.plan()
+        cache = await self.cache_size()
+        plan, requests = self.plan(cache)
         attach_plan(manifest, plan)
         writer.write_manifest(manifest)
         describe = (f"{plan.format} trace, x{plan.time_scale:g}" + (f", at most {plan.max_concurrency} in flight"
