@@ -43,6 +43,9 @@ def sim(
                                                              "profile's)")] = None,
     max_model_len: Annotated[Optional[int], typer.Option(help="context window (default: the sim profile's)")] = None,
     api_key: Annotated[Optional[str], typer.Option(help="require this key on /v1, as vLLM's --api-key")] = None,
+    reasoning_share: Annotated[Optional[float], typer.Option(help="a reasoning model: the share of a chat request's "
+                                                             "output streamed as reasoning first, when it asks "
+                                                             "for thinking (0 <= share < 1)")] = None,
 ) -> None:
     """Serve the simulator (OpenAI-compatible, vLLM's /metrics, fault control at /sim/faults)."""
     if ctx.invoked_subcommand is not None:
@@ -55,6 +58,10 @@ def sim(
         updates["time_scale"] = time_scale
     if served_model_name is not None:
         updates["model"] = served_model_name
+    if reasoning_share is not None:
+        if not 0 <= reasoning_share < 1:
+            raise UsageError("--reasoning-share must be >= 0 and < 1")
+        updates["reasoning_share"] = reasoning_share
     if max_model_len is not None:
         if max_model_len < 16:
             raise UsageError("--max-model-len must be >= 16")

@@ -6,7 +6,9 @@ group of records (a run, or a family and concurrency level), and only where at l
 reasoning, so a run of a plain model gets none of them:
 
 - `<prefix>.reasoning.requests`: successful requests that streamed reasoning;
-- `<prefix>.reasoning.ttfa_s.<stat>` (p50, p90, p99): time to first answer token, t_first_answer - t_send;
+- `<prefix>.reasoning.ttfa_s.<stat>` (p50, p90, p99): time to first answer token, t_first_answer - t_send,
+  beside `<prefix>.reasoning.ttft_s.<stat>`, TTFT as everywhere (the first token of either kind), over the
+  same requests;
 - `<prefix>.reasoning.reasoning_tokens` and `..._mean`, `<prefix>.reasoning.answer_tokens` and `..._mean`:
   the completion tokens split in two (the client's per-chunk count of reasoning chunks, else the engine's
   usage.completion_tokens_details.reasoning_tokens; answer = usage.completion_tokens - reasoning);
@@ -23,10 +25,12 @@ from collections.abc import Iterable, Mapping
 
 from loadproof.metrics.claims import Claim, count, number
 from loadproof.metrics.distribution import PERCENTILES, summarize
+from loadproof.metrics.figures import BarPlot, Bars, Panel, Table
 from loadproof.records import RequestRecord
 from loadproof.units import NS_PER_S
 
 STATS = ("p50", "p90", "p99")
+TTFT_FORMULA = "t_first_token - t_send: TTFT, the first token of either kind (reasoning or answer)"
 TTFA_FORMULA = "t_first_answer - t_send: send to the first chunk of the answer (content or a tool call), after any reasoning"
 ANSWER_TPOT_FORMULA = ("(t_last_token - t_first_answer) / (answer_tokens - 1), requests with 2 or more answer "
                        "tokens: the answer's time per output token after its first chunk")
@@ -93,6 +97,7 @@ def reasoning_claims(prefix: str, records: Iterable[RequestRecord],
     claims = [count(f"{name}.requests", sum(streamed_reasoning(r) for r in ok), "requests",
                     "successful requests that streamed reasoning (a reasoning token count, or the first answer "
                     "chunk after the first token)", direction="neither", parts=parts)]
+    claims += _percentiles(f"{name}.ttft_s", [r.ttft_ns for r in ok if r.ttft_ns is not None], TTFT_FORMULA, 3, parts)
     claims += _percentiles(f"{name}.ttfa_s", [r.ttfa_ns for r in ok if r.ttfa_ns is not None], TTFA_FORMULA, 3, parts)
     counted = [(reasoning_count(r), answer_count(r)) for r in ok]
     known = [(rc, ac) for rc, ac in counted if rc is not None and ac is not None]
@@ -123,3 +128,41 @@ def _percentiles(name: str, values_ns: list[float], formula: str, decimals: int,
     return [number(f"{name}.<stat>", summary.stat(stat) / NS_PER_S, "s",
                    f"{PERCENTILES[stat]:g}th percentile of {formula} ({summary.method})", decimals,
                    direction="lower", parts={**parts, "stat": stat}) for stat in STATS]
+
+
+# --- report panels (every scenario whose runs can reason: `reasoning_panels`) -------------------------------
+
+SUFFIX = ".reasoning.requests"
+COLUMNS = (("TTFT p50 s", "ttft_s.p50"), ("first answer p50 s", "ttfa_s.p50"), ("TTFT p90 s", "ttft_s.p90"),
+           ("first answer p90 s", "ttfa_s.p90"), ("reasoning tokens (mean)", "reasoning_tokens_mean"),
+           ("answer tokens (mean)", "answer_tokens_mean"), ("answer TPOT p50 s", "answer_tpot_s.p50"))
+
+
+def reasoning_panels(claims: list[Claim]) -> list[Panel]:
+    """Reasoning and answer drawn apart, one row per group that streamed reasoning (none elsewhere): the
+    table (report.md, the console) and TTFT beside time to first answer token (report.html)."""
+    by_name = {c.name: c for c in claims}
+    groups = [c.name[:-len(SUFFIX)] for c in claims if c.name.endswith(SUFFIX)]
+    if not groups:
+        return []
+
+    def cell(group: str, key: str) -> Claim | None:
+        return by_name.get(f"{group}.reasoning.{key}")
+
+    rows = [[group, by_name[group + SUFFIX].printed] + [(c.printed if (c := cell(group, key)) else "n/a")
+                                                       for _, key in COLUMNS] for group in groups]
+    table = Table(title="Reasoning and answer", header=["group", "requests that reasoned"] + [h for h, _ in COLUMNS],
+                  rows=rows, intro=["TTFT is the first token of either kind; the first answer token comes after the "
+                                    "reasoning. Tokens split usage.completion_tokens into reasoning and answer."],
+                  console="Reasoning and answer (TTFT beside time to first answer token)",
+                  claims=[c.name for c in claims if ".reasoning." in c.name])
+
+    def values(key: str) -> list[float | None]:
+        return [float(c.value) if (c := cell(g, key)) else None for g in groups]  # type: ignore[arg-type]
+
+    bars = BarPlot(title="TTFT beside time to first answer token", groups=groups,
+                   series=[Bars("TTFT p50", values("ttft_s.p50")), Bars("first answer token p50", values("ttfa_s.p50")),
+                           Bars("TTFT p90", values("ttft_s.p90")), Bars("first answer token p90", values("ttfa_s.p90"))],
+                   y_label="s", caption="Send to the first token of either kind (TTFT) and to the first token of the "
+                   "answer, after the reasoning: the wait a reader of the answer sees.")
+    return [table, bars]

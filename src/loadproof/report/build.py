@@ -8,6 +8,7 @@ from pathlib import Path
 from loadproof.metrics import compute_claims
 from loadproof.metrics.claims import Claim, claims_payload, criteria_of, criterion_name, verdict_of
 from loadproof.metrics.figures import Panel, Table, panels_of, tables_of
+from loadproof.metrics.reasoning import reasoning_panels
 from loadproof.report.html import render_html
 from loadproof.report.plots import telemetry_svg
 from loadproof.store.run_dir import Run, load_run, write_claims
@@ -28,7 +29,7 @@ def build_report(path: Path) -> Report:
     run = load_run(path)
     claims = compute_claims(run)
     write_claims(path, claims_payload(run.run_id, claims))
-    panels = panels_of(run, claims)
+    panels = run_panels(run, claims)
     svg = telemetry_svg(run.telemetry)
     if svg:
         (path / "telemetry.svg").write_text(svg, encoding="utf-8")
@@ -36,6 +37,11 @@ def build_report(path: Path) -> Report:
     (path / REPORT).write_text(markdown, encoding="utf-8")
     (path / REPORT_HTML).write_text(render_html(run, markdown, panels), encoding="utf-8")
     return Report(run=run, claims=claims, markdown=markdown, panels=panels)
+
+
+def run_panels(run: Run, claims: list[Claim]) -> list[Panel]:
+    """The scenario's report panels, then reasoning and answer apart where the run streamed reasoning."""
+    return panels_of(run, claims) + reasoning_panels(claims)
 
 
 def criteria_rows(claims: list[Claim]) -> list[tuple[str, str, str]]:
@@ -66,7 +72,7 @@ def render_markdown(run: Run, claims: list[Claim], with_plot: bool = False, pane
         lines += ["", f"## Acceptance: {verdict.printed if verdict else '?'}", "", "| criterion | status | evidence |",
                   "|---|---|---|"]
         lines += [f"| {name} | {status} | {evidence} |" for name, status, evidence in criteria]
-    for table in tables_of(panels_of(run, claims) if panels is None else panels):
+    for table in tables_of(run_panels(run, claims) if panels is None else panels):
         lines += ["", f"## {table.title}", ""] + table.intro + ([""] if table.intro else []) + table_lines(table)
     lines += ["", "## Claims", "", "| name | value | unit | formula |", "|---|---|---|---|"]
     lines += [f"| `{c.name}` | {c.printed} | {c.unit} | {c.formula} |" for c in claims if c.kind != "criterion"]

@@ -155,6 +155,12 @@ class SimConfig(StrictModel):
     load_s: float = Field(default=0.0, ge=0, description="seconds before the server listens, as an engine "
                           "loading its weights (wall seconds: load_s / time_scale)")
     seed: int = 0
+    reasoning_share: float = Field(default=0.0, ge=0, lt=1, description="a reasoning model: the share of a "
+                                   "thinking chat request's output tokens streamed as reasoning before its answer "
+                                   "(only when the request asks for thinking); 0: never reasons")
+    reasoning_field: Literal["reasoning", "reasoning_content"] = Field(
+        default="reasoning", description="the delta field reasoning streams under: vLLM's since 0.10, or "
+        "reasoning_content (vLLM before 0.10, SGLang)")
     faults: FaultConfig = Field(default_factory=FaultConfig)
     source: str = Field(default="defaults", description="where these figures came from (calibration inputs)")
 

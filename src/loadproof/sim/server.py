@@ -43,6 +43,7 @@ class Stream:
     text: str
     natural_end: int
     ignore_eos: bool
+    reasoning: int = 0  # the first `reasoning` tokens of `text` are reasoning, streamed apart from the answer
     tokens: asyncio.Queue[int | None] = field(default_factory=asyncio.Queue)
 
 
@@ -140,7 +141,7 @@ class SimServer:
                     self.scheduler.finish_stop(emitted.request)
                     stream.tokens.put_nowait(None)
 
-    def _submit(self, prompt: str, body: dict[str, Any]) -> Stream:
+    def _submit(self, prompt: str, body: dict[str, Any], chat: bool) -> Stream:
         prompt_bytes = prompt.encode("utf-8")
         num_prompt = len(prompt_bytes)
         max_tokens = int(body.get("max_tokens") or body.get("max_completion_tokens") or 16)
@@ -150,7 +151,12 @@ class SimServer:
         request = SimRequest(f"sim-{uuid.uuid4().hex[:16]}", num_prompt, max_tokens,
                              text.block_hashes(prompt_bytes, self.config.block_size, salt), arrival_s=self.now_s())
         answer, natural_end = text.answer(prompt, wrong="wrong_answer" in self.faults.active)
-        stream = Stream(request, answer, natural_end, bool(body.get("ignore_eos")))
+        ignore_eos = bool(body.get("ignore_eos"))
+        reasoning = 0
+        if chat and self.config.reasoning_share > 0 and text.thinks(body):  # a reasoning model asked to think
+            reasoning = text.reasoning_tokens(self.config.reasoning_share, natural_end, max_tokens, ignore_eos)
+            answer, natural_end = text.reasoning(prompt, reasoning) + answer, natural_end + reasoning
+        stream = Stream(request, answer, natural_end, ignore_eos, reasoning)
         self.streams[request.request_id] = stream
         self.scheduler.add(request)
         assert self._wake is not None
@@ -243,7 +249,7 @@ class SimServer:
         if text.count_tokens(prompt) >= self.config.max_model_len:
             return _error(400, f"This model's maximum context length is {self.config.max_model_len} tokens; "
                                f"the prompt has {text.count_tokens(prompt)}")
-        stream = self._submit(prompt, body)
+        stream = self._submit(prompt, body, chat)
         created = int(time.time())
         if body.get("stream"):
             usage_opts = body.get("stream_options") or {}
@@ -268,7 +274,9 @@ class SimServer:
         content = stream.text[:n] if n <= len(stream.text) else stream.text
         choice: dict[str, Any] = {"index": 0, "finish_reason": stream.request.finish_reason}
         if chat:
-            choice["message"] = {"role": "assistant", "content": content}
+            choice["message"] = {"role": "assistant", "content": content[stream.reasoning:]}
+            if stream.reasoning:
+                choice["message"][self.config.reasoning_field] = content[:stream.reasoning]
         else:
             choice["text"] = content
         return JSONResponse({"id": stream.request.request_id, "object": "chat.completion" if chat else "text_completion",
@@ -312,7 +320,7 @@ class SimServer:
                 piece = stream.text[index] if index < len(stream.text) else " "
                 choice: dict[str, Any] = {"index": 0, "finish_reason": None}
                 if chat:
-                    choice["delta"] = {"content": piece}
+                    choice["delta"] = {self.config.reasoning_field if index < stream.reasoning else "content": piece}
                 else:
                     choice["text"] = piece
                 chunk: dict[str, Any] = {**base, "choices": [choice]}

@@ -75,3 +75,31 @@ def answer(prompt: str, wrong: bool = False) -> tuple[str, int]:
         text = head + filler
         return text, len(head) + 24
     return filler, 32 + seed % 32
+
+
+def thinks(body: dict) -> bool:
+    """Whether a chat request asks a reasoning model to think, as a thinking chat template reads it:
+    `chat_template_kwargs.enable_thinking` true, or a `reasoning_effort` without enable_thinking false."""
+    kwargs = body.get("chat_template_kwargs")
+    enable = kwargs.get("enable_thinking") if isinstance(kwargs, dict) else None
+    if enable is not None:
+        return bool(enable)
+    return body.get("reasoning_effort") is not None
+
+
+def reasoning_tokens(share: float, answer_tokens: int, max_tokens: int, ignore_eos: bool) -> int:
+    """Reasoning tokens streamed before the answer: `share` of the whole output, the answer's natural
+    length kept (R = round(share * A / (1 - share))); under ignore_eos `share` of max_tokens."""
+    if share <= 0:
+        return 0
+    return round(share * max_tokens) if ignore_eos else round(share * answer_tokens / (1 - share))
+
+
+def reasoning(prompt: str, n: int) -> str:
+    """n tokens (bytes) of reasoning text, a pure function of the prompt."""
+    seed = int.from_bytes(hashlib.blake2b(prompt[-256:].encode(), digest_size=4).digest(), "big")
+    head = "Let me think."
+    body = head + _filler((seed + 1) % 997)
+    while len(body) < n:
+        body += body
+    return body[:n]

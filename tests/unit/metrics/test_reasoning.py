@@ -4,7 +4,7 @@ import msgspec
 
 from loadproof.metrics import compute_claims
 from loadproof.metrics.engine_agreement import agreement_claims
-from loadproof.metrics.reasoning import (answer_count, answer_tpot_ns, reasoning_claims, reasoning_count,
+from loadproof.metrics.reasoning import (answer_count, answer_tpot_ns, reasoning_claims, reasoning_count, reasoning_panels,
                                          streamed_reasoning)
 from loadproof.records import RequestRecord
 from loadproof.store.run_dir import load_run
@@ -119,3 +119,12 @@ def test_the_runs_wired_in_make_reasoning_claims(tmp_path):
     names = {c.pattern for run in docs_runs(tmp_path) for c in compute_claims(run)}
     assert {"throughput.<family>.c<N>.reasoning.ttfa_s.<stat>", "load.reasoning.ttfa_s.<stat>",
             "load.reasoning.reasoning_tokens", "throughput.<family>.c<N>.reasoning.answer_tpot_s.<stat>"} <= names
+
+
+def test_the_report_draws_reasoning_and_answer_apart_only_where_a_run_reasoned():
+    claims = reasoning_claims("load", [rec(0), rec(1, send=1, answer=4.0, last=5.0, out=13, reasoning=10)])
+    table, bars = reasoning_panels(claims)
+    assert table.rows[0][:4] == ["load", "2", "0.500", "2.500"]  # TTFT p50 of 1 and 0; first answer of 2 and 3
+    assert table.header[2:4] == ["TTFT p50 s", "first answer p50 s"]
+    assert bars.groups == ["load"] and bars.series[1].values == [2.5]
+    assert reasoning_panels(reasoning_claims("load", [rec(answer=1.0, reasoning=None)])) == []
