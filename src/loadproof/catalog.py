@@ -67,8 +67,9 @@ SCENARIOS: dict[str, Entry] = {
                   text_fields={"arrival": "name", "endpoint": "name", **_LENGTHS, **_OVERHEAD, **_DATASET}),
     "replay": _entry("replay", "ReplayScenario", "ReplayPlan", figures=True, text_fields={
         "trace": "path", "format": "name", "sha256": "name", "endpoint": "name", "kv_source": "name", **_OVERHEAD}),
-    "sessions": _entry("sessions", "SessionsScenario", "SessionsPlan", text_fields={
-        "think_time": "name", "endpoint": "name", **_DATASET}),
+    "sessions": _entry("sessions", "SessionsScenario", "SessionsPlan", figures=True, text_fields={
+        "think_time": "name", "endpoint": "name", "tool_names.*": "name", "tool_choice": "name",
+        "tool_call_mode": "name", "kv_source": "name", **_DATASET}),
     "capacity": _entry("capacity", "CapacityScenario", "CapacityPlan", figures=True, demo=True, text_fields={
         **_PROBES, "sessions.*.key": "text", **_OVERHEAD}),
     "prefill": _entry("prefill", "PrefillScenario", "PrefillPlan", demo=True, text_fields={

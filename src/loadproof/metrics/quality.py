@@ -8,16 +8,24 @@ but the rows; authored and image verdicts are the checker's, as recorded (some c
 accept several words).
 
 `answer_changes` matches two runs item by item for `loadproof compare`.
+
+Under load (`--under-load-rate`): every item is asked idle, then again while an open-loop load runs; the
+rows of the second asking carry `under_load`. The suite claims above read the idle rows only;
+`under_load_claims` pairs each item's two rows and counts the answers whose whole text changed (their
+`answer_sha256` differ) and both accuracies over the same items; the load's own requests (family `load`)
+get the load scenario's claims (`metrics.load`), computed from its stored plan.
 """
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Mapping
 from typing import Any
 
 from loadproof.metrics.claims import Claim, count, fact, number
 from loadproof.metrics.figures import Panel, Table
+from loadproof.metrics.load import load_claims
 from loadproof.plans.quality import QualityPlan
 from loadproof.rundir import Answer
 from loadproof.store.run_dir import Run
@@ -26,6 +34,7 @@ from loadproof.workloads.quality.gsm8k import is_correct
 
 Row = Answer
 Key = tuple[str, str, str]
+LOAD_FAMILY = "load"  # the family of the under-load run's load requests in requests.jsonl
 
 
 def key(row: Row) -> Key:
@@ -71,8 +80,13 @@ def _count(prefix: str, rows: list[Row], correct_word: str = "correct",
                   parts=parts)]
 
 
+def idle(rows: list[Row]) -> list[Row]:
+    """The rows of the idle asking (every row of a run without --under-load-rate)."""
+    return [r for r in rows if not r.under_load]
+
+
 def quality_claims(all_rows: list[Row]) -> list[Claim]:
-    rows = list(latest(all_rows).values())
+    rows = list(latest(idle(all_rows)).values())
     by_suite: dict[str, list[Row]] = defaultdict(list)
     for row in rows:
         by_suite[str(row.suite)].append(row)
@@ -122,9 +136,61 @@ def quality_claims(all_rows: list[Row]) -> list[Claim]:
     return claims
 
 
+def pairs(all_rows: list[Row]) -> list[tuple[Row, Row]]:
+    """(idle row, under-load row) of every item asked both ways, in the under-load rows' order."""
+    first = latest(idle(all_rows))
+    return [(first[k], row) for k, row in latest([r for r in all_rows if r.under_load]).items() if k in first]
+
+
+def compared(all_rows: list[Row]) -> list[tuple[Row, Row]]:
+    """The pairs whose two answers can be compared: both asked, neither request failed."""
+    return [(i, u) for i, u in pairs(all_rows) if not (i.skipped or u.skipped or i.error or u.error)]
+
+
+def changed(idle_row: Row, loaded: Row) -> bool:
+    """The whole answer text differs between the idle and the under-load asking."""
+    return idle_row.answer_sha256 != loaded.answer_sha256
+
+
+def under_load_claims(all_rows: list[Row]) -> list[Claim]:
+    matched = pairs(all_rows)
+    if not matched:
+        return []
+    both = compared(all_rows)
+    claims = [count("quality.under_load.items", len(both), "items", "count of items asked idle and under load, "
+                    "neither request failed", direction="neither"),
+              count("quality.under_load.request_errors", sum(1 for _, u in matched if u.error), "items",
+                    "count of items whose under-load request failed", direction="lower")]
+    if not both:
+        return claims
+    n = len(both)
+    moved = sum(changed(i, u) for i, u in both)
+    good_idle = sum(bool(verdict(i)[1]) for i, _ in both)  # type: ignore[index]
+    good_load = sum(bool(verdict(u)[1]) for _, u in both)  # type: ignore[index]
+    return claims + [
+        count("quality.under_load.changed", moved, "items", "count of quality.under_load.items whose whole answer "
+              "text under load differs from the idle one (answer_sha256 differ)", direction="lower"),
+        number("quality.under_load.changed_share", moved / n, "fraction",
+               "quality.under_load.changed / quality.under_load.items", 3, direction="lower"),
+        count("quality.under_load.correct_idle", good_idle, "items", "count of quality.under_load.items judged "
+              "correct when asked idle", direction="higher"),
+        count("quality.under_load.correct", good_load, "items", "count of quality.under_load.items judged correct "
+              "when asked under load", direction="higher"),
+        number("quality.under_load.accuracy_idle", good_idle / n, "fraction",
+               "quality.under_load.correct_idle / quality.under_load.items", 3, direction="higher"),
+        number("quality.under_load.accuracy", good_load / n, "fraction",
+               "quality.under_load.correct / quality.under_load.items", 3, direction="higher"),
+    ]
+
+
 def claims_of_run(run, plan) -> list[Claim]:
-    """From answers.jsonl alone; the plan names the data files and budgets, which no figure reads."""
-    return quality_claims(run.answers)
+    """From answers.jsonl alone; the plan names the data files and budgets, which no figure reads. Under
+    load, the load's requests also get the load scenario's claims, from the load's stored plan."""
+    claims = quality_claims(run.answers) + under_load_claims(run.answers)
+    if plan is not None and plan.under_load is not None:
+        claims += load_claims([r for r in run.records if r.family == LOAD_FAMILY], plan.under_load.load, run.events,
+                              run.samples)
+    return claims
 
 
 CHANGE_KINDS = ("same_answer", "changed_answer_both_correct", "same_errors", "new_errors", "fixed_errors",
@@ -143,7 +209,7 @@ def answer_changes(base, cand) -> dict[str, list[dict[str, Any]]]:
     - skipped: skipped in either run.
     Each entry: suite, item_id, mode, expected, base and candidate extracted answers (GSM8K: flexible).
     """
-    return compare_answers(base.answers, cand.answers)
+    return compare_answers(idle(base.answers), idle(cand.answers))
 
 
 def compare_answers(base_rows: list[Row], cand_rows: list[Row]) -> dict[str, list[dict[str, Any]]]:
@@ -183,9 +249,47 @@ def compare_answers(base_rows: list[Row], cand_rows: list[Row]) -> dict[str, lis
 def figures(run: Run, plan: QualityPlan, claims: list[Claim]) -> list[Panel]:
     """The table of checks (report.md): correct, items and share per suite, mode, language and length."""
     rows = quality_rows(claims)
-    return [Table(title="Quality", header=["check", "correct", "items", "share"], rows=rows,
-                  intro=["Scored item by item (answers.jsonl); GSM8K by lm-eval's strict and flexible extraction."])
-            ] if rows else []
+    panels: list[Panel] = [Table(title="Quality", header=["check", "correct", "items", "share"], rows=rows,
+                                 intro=["Scored item by item (answers.jsonl); GSM8K by lm-eval's strict and "
+                                        "flexible extraction."])] if rows else []
+    return panels + under_load_panels(run, claims)
+
+
+def _cell(text: str | None) -> str:
+    """A model's text in one table cell: quoted, escaped, on one line."""
+    return "" if text is None else json.dumps(text, ensure_ascii=False).replace("|", "\\|")
+
+
+UNDER_LOAD_FIGURES = (
+    ("items compared", "quality.under_load.items"), ("answers changed", "quality.under_load.changed"),
+    ("changed share", "quality.under_load.changed_share"), ("accuracy idle", "quality.under_load.accuracy_idle"),
+    ("accuracy under load", "quality.under_load.accuracy"),
+    ("under-load request errors", "quality.under_load.request_errors"), ("load requests", "load.requests"),
+    ("load rate achieved (requests/s)", "load.achieved_rate_rps"), ("load TTFT p50 (s)", "load.ttft_s.p50"),
+    ("load E2EL p50 (s)", "load.e2el_s.p50"), ("load failed requests", "load.failed_requests"))
+
+
+def under_load_panels(run: Run, claims: list[Claim]) -> list[Panel]:
+    """Idle against under load (the same items), and every answer that changed, both windows side by side."""
+    by_name = {c.name: c for c in claims}
+    items = by_name.get("quality.under_load.items")
+    if items is None:
+        return []
+    shown = [(what, name) for what, name in UNDER_LOAD_FIGURES if name in by_name]
+    panels: list[Panel] = [Table(
+        title="Quality under load", header=["figure", "value"], rows=[[what, by_name[name].printed] for what, name in shown],
+        intro=["Every item asked idle, then again while an open-loop load ran on the same target; greedy decoding, "
+               "so an answer that changed shows the engine's output depends on what else it batches."],
+        console="Quality under load", claims=[name for _, name in shown])]
+    moved = [(i, u) for i, u in compared(run.answers) if changed(i, u)]
+    if moved:
+        panels.append(Table(title="Answers changed under load", header=[
+            "item", "mode", "from char", "idle answer", "under-load answer", "correct idle", "correct under load"],
+            rows=[[u.item_id, u.mode, str(u.answer_diff_at), _cell(u.idle_answer_text), _cell(u.answer_text),
+                   str(verdict(i)[1]).lower(), str(verdict(u)[1]).lower()] for i, u in moved],  # type: ignore[index]
+            intro=[f"Each answer is cut to 64 characters from a little before the first character that differs "
+                   f"({len(moved)} of {int(items.value)} items)."], console="Answers changed under load"))
+    return panels
 
 
 def quality_rows(claims: list[Claim]) -> list[list[str]]:
@@ -193,7 +297,7 @@ def quality_rows(claims: list[Claim]) -> list[list[str]]:
     by_name = {c.name: c for c in claims}
     rows = []
     for c in claims:
-        if not c.name.startswith("quality."):
+        if not c.name.startswith("quality.") or c.name.startswith("quality.under_load."):  # its own panel
             continue
         stem, _, leaf = c.name.rpartition(".")
         label = stem.removeprefix("quality.").replace(".", " ")

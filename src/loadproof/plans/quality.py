@@ -1,4 +1,5 @@
-"""The quality plan: the suites asked, each with its data file (and sha256), prompt style and budget.
+"""The quality plan: the suites asked, each with its data file (and sha256), prompt style and budget;
+with `--under-load-rate`, the open-loop load every item was asked beside a second time.
 
 A suite not asked has no entry (the JSON omits it, as before plans were typed)."""
 
@@ -9,6 +10,7 @@ from typing import Any
 import msgspec
 
 from loadproof.plans import Plan
+from loadproof.plans.load import LoadPlan
 
 
 class Gsm8kPlan(msgspec.Struct, kw_only=True):
@@ -41,6 +43,17 @@ class ImagePlan(msgspec.Struct, kw_only=True):
     status: str
 
 
+class UnderLoadPlan(msgspec.Struct, kw_only=True):
+    """The load beside the second asking (docs/quality.md, "Under load"): drawn for `max_s` seconds
+    (`drawn_requests`), cut where the last under-load item ended; `load` is the load scenario's plan of
+    what was sent, its `planned_requests` the requests the schedule released before the cut."""
+
+    rate_rps: float
+    max_s: float
+    drawn_requests: int
+    load: LoadPlan
+
+
 class QualityPlan(Plan, kw_only=True, omit_defaults=True):
     suites: list[str]
     endpoint: str
@@ -49,10 +62,12 @@ class QualityPlan(Plan, kw_only=True, omit_defaults=True):
     authored: AuthoredPlan | None = None
     retrieval: RetrievalPlan | None = None
     image: ImagePlan | None = None
+    under_load: UnderLoadPlan | None = None
     num_items: int
     num_skipped: int
 
     def workload(self) -> dict[str, Any]:
         return {"suites": self.suites, "gsm8k items": self.gsm8k.items if self.gsm8k else None,
                 "authored modes": sorted(self.authored.modes) if self.authored else None,
-                "retrieval lengths": self.retrieval.lengths if self.retrieval else None}
+                "retrieval lengths": self.retrieval.lengths if self.retrieval else None,
+                **({"under load rps": self.under_load.rate_rps} if self.under_load else {})}

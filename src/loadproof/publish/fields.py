@@ -83,7 +83,11 @@ RUN_FILES: dict[str, dict[str, str]] = {
     ANSWERS: {"suite": NAME, "item_id": NAME, "mode": NAME, "request_id": NAME, "lang": NAME, "error": NAME,
               "expected": TEXT, "extracted": TEXT, "extracted_strict": TEXT, "extracted_flexible": TEXT,
               "skipped": TEXT, "correct": NUMBER, "correct_strict": NUMBER, "correct_flexible": NUMBER,
-              "length_tokens": NUMBER, "depth": NUMBER},
+              "length_tokens": NUMBER, "depth": NUMBER,
+              # quality under load: the digest of the whole answer, and a changed answer's windows (model
+              # text, cut to 64 characters like the extracted answers)
+              "under_load": NUMBER, "answer_sha256": NAME, "answer_diff_at": NUMBER, "answer_text": TEXT,
+              "idle_answer_text": TEXT},
 }
 PLAN = "plan"
 

@@ -16,34 +16,49 @@ All requests are greedy (temperature 0, fixed seed), `concurrency` at a time. As
 goes to requests.jsonl (with `output_text` emptied: a model can repeat the question) and its scored row
 to answers.jsonl; items that cannot run are written as rows with `skipped` and the reason. Claims come
 from the answer rows alone (`metrics.quality`).
+
+Under load (`--under-load-rate R`): every item is asked idle first, then asked again while the load
+scenario's open-loop sender (`load.sender.send_schedule`, family `load`) sends synthetic requests of the
+load's shape at R requests/s to the same target; the schedule starts before the first under-load item and
+is cut where the last one ends. Each row stores the sha256 of its whole answer, and a changed answer a
+window of both texts (`workloads.quality.changes`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
 from importlib import resources
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator
+import msgspec
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from loadproof.client import RequestSpec, StreamingClient
 from loadproof.config.base import StrictModel
 from loadproof.errors import UsageError
+from loadproof.metrics.quality import LOAD_FAMILY
 from loadproof.plans import attach_plan
-from loadproof.plans.quality import AuthoredPlan, Gsm8kPlan, ImagePlan, QualityPlan, RetrievalPlan
+from loadproof.plans.quality import AuthoredPlan, Gsm8kPlan, ImagePlan, QualityPlan, RetrievalPlan, UnderLoadPlan
 from loadproof.protocol.openai import request_body
 from loadproof.records import RequestRecord
-from loadproof.scenarios.base import Scenario, Setup, TokenizerUse
+from loadproof.scenarios.base import Setup, TokenizerUse
 from loadproof.scenarios.demo import DemoSetup
 from loadproof.scenarios.live import LiveStatus
-from loadproof.scenarios.long_context import haystack_target
+from loadproof.scenarios.load.options import LoadOptions, TokenLengths
+from loadproof.scenarios.load.schedule import Planned, describe, schedule_offsets
+from loadproof.scenarios.load.sender import send_schedule
+from loadproof.scenarios.load.synthetic import synthetic_requests
+from loadproof.scenarios.long_context import MetricsScenario, haystack_target
 from loadproof.scenarios.options import among, cli
 from loadproof.scenarios.recording import Console
+from loadproof.scenarios.token_counts import PROBE_LINE
 from loadproof.store.run_dir import RunWriter
-from loadproof.workloads.quality import MODES, SUITES, authored, gsm8k, images, retrieval
+from loadproof.units import NS_PER_S
+from loadproof.workloads.quality import MODES, SUITES, authored, changes, gsm8k, images, retrieval
+from loadproof.workloads.synthetic import Lengths
 
 
 class QualityOptions(StrictModel):
@@ -67,6 +82,20 @@ class QualityOptions(StrictModel):
     concurrency: int = Field(default=4, ge=1, description="requests in flight at once")
     seed: int = Field(default=731, json_schema_extra=cli(hidden=True))
     deadline_s: float | None = Field(default=900.0, gt=0, description="per-request deadline in seconds")
+    # --- under load (docs/quality.md, "Under load"): the load scenario's options, composed ---
+    under_load_rate: float | None = Field(default=None, ge=0, description="also ask every item while an open-loop "
+                                          "load of R requests/s runs on the same target, and count the answers that "
+                                          "changed (0 or absent: off)")
+    under_load_input_tokens: TokenLengths = Field(default=Lengths("fixed", 1024), description="the load's prompt "
+                                                  "tokens (as run load's --input-tokens)", json_schema_extra=cli(text=True))
+    under_load_output_tokens: TokenLengths = Field(default=Lengths("fixed", 128), description="the load's output "
+                                                   "tokens (as run load's --output-tokens)",
+                                                   json_schema_extra=cli(text=True))
+    under_load_arrival: Literal["poisson", "constant"] = Field(default="poisson", description="the gaps between "
+                                                               "the load's sends")
+    under_load_max_s: float = Field(default=1800.0, gt=0, description="the load's schedule is drawn for this many "
+                                    "seconds and cut where the last under-load item ends; if the items outlast it, "
+                                    "the load stops first")
 
     @field_validator("retrieval_lengths")
     @classmethod
@@ -81,6 +110,24 @@ class QualityOptions(StrictModel):
         if not value or any(not 0.0 <= d <= 1.0 for d in value):
             raise ValueError("retrieval depths must be numbers between 0 and 1")
         return value
+
+    @model_validator(mode="after")
+    def _load(self) -> QualityOptions:
+        if self.under_load_rate:
+            self.load_options()  # the load's options hold together, or one line now
+        return self
+
+    def load_options(self) -> LoadOptions:
+        """The load beside the under-load asking, as `run load` would take it: one schedule drawn for
+        `under_load_max_s` at `under_load_rate`, measured beside the items (no idle guard)."""
+        try:
+            return LoadOptions(rate=self.under_load_rate, arrival=self.under_load_arrival,
+                               duration_s=self.under_load_max_s, input_tokens=self.under_load_input_tokens,
+                               output_tokens=self.under_load_output_tokens, seed=self.seed,
+                               deadline_s=self.deadline_s or 600.0, idle_timeout_s=0.0)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            raise ValueError(f"the load beside the items: {first['msg'].removeprefix('Value error, ')}") from None
 
 
 @dataclass
@@ -97,14 +144,55 @@ class Job:
 
     @property
     def request_id(self) -> str:
-        return f"{self.row['item_id']}.{self.row['mode']}"
+        return f"{self.row['item_id']}.{self.row['mode']}" + (".under-load" if self.row.get("under_load") else "")
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.row["suite"], self.row["item_id"], self.row["mode"])
+
+
+def compared_with_idle(job: Job, text: str, ok: bool, idle_answers: dict[tuple[str, str, str], str]) -> dict[str, Any]:
+    """An asked row's under-load fields: its answer's digest; idle, its answer kept for the second asking;
+    under load, where it first differs from the idle answer and a window of both, when they differ."""
+    fields: dict[str, Any] = {"answer_sha256": changes.digest(text)}
+    if not job.row.get("under_load"):
+        if ok:
+            idle_answers[job.key] = text
+        return fields
+    idle = idle_answers.get(job.key)
+    change = changes.change(idle, text) if idle is not None and ok else None
+    if change is not None:
+        fields.update(answer_diff_at=change.at, answer_text=change.under_load, idle_answer_text=change.idle)
+    return fields
+
+
+class CutSchedule(list):  # type: ignore[type-arg]
+    """The load's requests as the open-loop sender iterates them, cut once `done` is set: the sender asks
+    for its next request right after sending one, so at most one more is sent after the cut. `len` stays
+    the drawn count; `taken` counts those handed out, and `started` is set once the first has been sent."""
+
+    def __init__(self, requests: list[Planned]) -> None:
+        super().__init__(requests)
+        self.done = False
+        self.taken = 0
+        self.started = asyncio.Event()
+
+    def __iter__(self) -> Iterator[Planned]:
+        for item in super().__iter__():
+            if self.done:
+                break
+            if self.taken == 1:  # asked for the second: the first has been sent
+                self.started.set()
+            self.taken += 1
+            yield item
+        self.started.set()
 
 
 def data_sha256(name: str) -> str:
     return hashlib.sha256((resources.files("loadproof") / "data" / "quality" / name).read_bytes()).hexdigest()
 
 
-class QualityScenario(Scenario):
+class QualityScenario(MetricsScenario):
     name = "quality"
     Options = QualityOptions
     summary = "GSM8K subset, authored tasks, long-context retrieval and image checks, scored item by item."
@@ -129,6 +217,7 @@ class QualityScenario(Scenario):
         authored_plan = self._authored(jobs, skipped) if "authored" in opts.suites else None
         retrieval_plan = (await asyncio.to_thread(self._retrieval, jobs, skipped, max_model_len)
                           if "retrieval" in opts.suites else None)
+        load = await asyncio.to_thread(self._load_requests) if opts.under_load_rate else None
         texts: dict[str, str] = {}
 
         def sink(record: RequestRecord) -> None:
@@ -139,29 +228,79 @@ class QualityScenario(Scenario):
         async with StreamingClient(self.target.url, api_key=self.target.api_key,
                                    max_connections=opts.concurrency + 4, on_record=sink, on_start=live.started) as client:
             image_plan = await self._image(client, jobs, skipped) if "image" in opts.suites else None
-            attach_plan(manifest, QualityPlan(
+            plan = QualityPlan(
                 suites=opts.suites, endpoint=self.target.endpoint, max_model_len=max_model_len, gsm8k=gsm8k_plan,
                 authored=authored_plan, retrieval=retrieval_plan, image=image_plan,
-                num_items=len(jobs) + len(skipped), num_skipped=len(skipped)))
+                under_load=load[0] if load else None, num_items=len(jobs) + len(skipped), num_skipped=len(skipped))
+            attach_plan(manifest, plan)
             writer.write_manifest(manifest)
             for row in skipped:
                 writer.answer(row)
-            live.planned = len(jobs)
-            live.phase("requests", detail=f"{len(jobs)} items, {opts.concurrency} at a time")
-            gate = asyncio.Semaphore(opts.concurrency)
+            live.planned = len(jobs) * (2 if load else 1)
+            live.phase("requests", detail=f"{len(jobs)} items, {opts.concurrency} at a time" + (", idle" if load else ""))
+            idle_answers: dict[tuple[str, str, str], str] | None = {} if load else None
+            await self._ask(client, jobs, writer, live, texts, idle_answers)
+            if load is not None and idle_answers is not None:
+                cut = await self._under_load(client, jobs, writer, manifest, live, texts, idle_answers, load)
+                attach_plan(manifest, msgspec.structs.replace(plan, under_load=cut))
+                writer.write_manifest(manifest)
 
-            async def one(job: Job) -> None:
-                async with gate:
-                    record = await client.stream(self._spec(job))
-                text = texts.pop(record.request_id, "")
-                row = {**job.row, **await asyncio.to_thread(job.score, text if record.ok else "")}
-                row["request_id"] = record.request_id
-                if not record.ok:
-                    row["error"] = record.error_kind
-                writer.answer(row)
-                live.ended(record)
+    async def _ask(self, client: StreamingClient, jobs: list[Job], writer: RunWriter, live: LiveStatus,
+                   texts: dict[str, str], idle_answers: dict[tuple[str, str, str], str] | None) -> None:
+        """Ask `jobs`, `concurrency` at a time, each scored into its answers row as it ends. With under load
+        on (`idle_answers` not None) every row gets its answer's digest; an idle answer is kept there, and an
+        under-load one compared with it."""
+        gate = asyncio.Semaphore(self.options.concurrency)
 
-            await asyncio.gather(*(one(job) for job in jobs))
+        async def one(job: Job) -> None:
+            async with gate:
+                record = await client.stream(self._spec(job))
+            text = texts.pop(record.request_id, "") if record.ok else ""
+            row = {**job.row, **await asyncio.to_thread(job.score, text)}
+            row["request_id"] = record.request_id
+            if not record.ok:
+                row["error"] = record.error_kind
+            if idle_answers is not None:
+                row.update(compared_with_idle(job, text, record.ok, idle_answers))
+            writer.answer(row)
+            live.ended(record)
+
+        await asyncio.gather(*(one(job) for job in jobs))
+
+    def _load_requests(self) -> tuple[UnderLoadPlan, list[Planned]]:
+        """The load beside the under-load asking, every body built before the first send (as `run load`)."""
+        opts = self.options.load_options()
+        hs = haystack_target(self.target, opts.seed, PROBE_LINE)  # its prompts end with a line's newline
+        plan, requests = synthetic_requests(opts, schedule_offsets(opts), hs, self.target.max_model_len)
+        return UnderLoadPlan(rate_rps=float(self.options.under_load_rate or 0), max_s=self.options.under_load_max_s,
+                             drawn_requests=len(requests), load=plan), requests
+
+    async def _under_load(self, client: StreamingClient, jobs: list[Job], writer: RunWriter, manifest: dict[str, Any],
+                          live: LiveStatus, texts: dict[str, str], idle_answers: dict[tuple[str, str, str], str],
+                          load: tuple[UnderLoadPlan, list[Planned]]) -> UnderLoadPlan:
+        """Every job again while the load runs: the schedule starts first (its first request sent), the
+        items follow, and the schedule is cut once the last item has ended; its requests still in flight
+        finish. The plan of what the load sent, for the manifest."""
+        plan, requests = load
+        schedule = CutSchedule(requests)
+        live.phase("under load", detail=f"{len(jobs)} items beside {describe(plan.load)}")
+        sender = asyncio.create_task(send_schedule(
+            self, writer, manifest, LiveStatus(LOAD_FAMILY), schedule, plan.load.schedule_span_s,
+            describe(plan.load), None, 1.0, family=LOAD_FAMILY))
+        try:
+            started = asyncio.create_task(schedule.started.wait())
+            await asyncio.wait({sender, started}, return_when=asyncio.FIRST_COMPLETED)
+            started.cancel()
+            if not sender.done():
+                await self._ask(client, [replace(job, row={**job.row, "under_load": True}) for job in jobs], writer,
+                                live, texts, idle_answers)
+        finally:
+            schedule.done = True
+            await sender
+        sent = schedule.taken
+        span_s = round(requests[sent - 1].offset_ns / NS_PER_S, 9) if sent else 0.0
+        return msgspec.structs.replace(plan, load=msgspec.structs.replace(plan.load, planned_requests=sent,
+                                                                             schedule_span_s=span_s))
 
     # ----- planning -----
 
