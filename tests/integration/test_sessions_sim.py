@@ -106,3 +106,36 @@ def test_users_take_prompts_or_message_conversations_from_other_data_set_formats
     for u, row in enumerate(plan["dataset"]["rows_sent"]):
         turn0 = next(r for r in records if r["prompt_id"] == f"u{u}" and r["batch"] == 0)
         assert turn0["prompt_tokens"] == len(f"Chat {row} begins.\n".encode()) + plan["overhead_tokens"]
+
+
+def test_agent_turns_on_the_completions_endpoint_append_each_answer_and_its_tool_result(tmp_path: Path):
+    """The completions endpoint takes no tools: each agent turn's answer stands in for the call, its result
+    follows, and no user message; the expectations run beside the simulator's own hits. The second user starts
+    half a second after the first (--stagger-s): the simulator caches a prompt's blocks once it is prefilled,
+    the expectation at its send, so two first turns at the same instant would differ by the shared prefix."""
+    with SimProcess(tmp_path / "sim.log", config={"time_scale": 10.0}) as sim:
+        code, claims, run = run_scenario(sim, tmp_path, "sessions", "--endpoint", "completions", "-u", "2", "-t", "3",
+                                         "--first-tokens", "200", "--system-tokens", "300",
+                                         "--tool-definitions-tokens", "900", "--tool-count", "3", "--tool-turns", "2",
+                                         "--tool-result-tokens", "48", "--output-tokens", "8", "--stagger-s", "1",
+                                         "--engine-block-tokens", "16", "--engine-kv-tokens", "65536")
+    assert code == 0, claims
+    value = {name: c["value"] for name, c in claims.items()}
+    assert value["sessions.requests"] == 6 and value["sessions.completed_sessions"] == 2
+    assert value["sessions.agent.tool_turns"] == 4 and value["sessions.agent.turns_without_call"] == 4
+    plan = json.loads((run / "manifest.json").read_text())["plan"]
+    assert plan["tool_call_mode"] == "text" and plan["tool_names"] == ["read_file", "write_file", "edit_file"]
+    assert 300 + 800 < plan["shared_prefix_tokens"] < 300 + 1000 and plan["kv_source"] == "--engine-block-tokens, --engine-kv-tokens"
+    records = sorted((json.loads(line) for line in (run / "requests.jsonl").read_text().splitlines()),
+                     key=lambda r: (r["prompt_id"], r["batch"]))
+    for u in ("u0", "u1"):
+        turns = [r for r in records if r["prompt_id"] == u]
+        assert turns[0]["prompt_tokens"] == plan["overhead_tokens"] + plan["shared_prefix_tokens"] + 200
+        for before, after in zip(turns, turns[1:]):  # the answer, a newline, the result: no user message
+            assert after["prompt_tokens"] - before["prompt_tokens"] == len(before["output_text"].encode()) + 1 + 48
+    for t in range(3):  # the simulator's own hits (16-token blocks, as vLLM's) beside the unbounded expectation
+        engine, expected = value[f"sessions.turn{t}.engine_hit_pct"], value[f"sessions.turn{t}.expected_hit_pct.unbounded"]
+        assert abs(engine - expected) < 3, (t, engine, expected)
+        assert value[f"sessions.turn{t}.expected_hit_pct.bounded"] == expected  # 65,536 tokens hold it all
+    assert value["sessions.expected_hit_pct.read_against"] == "either"
+    publish_and_verify(run, tmp_path / "bundle")

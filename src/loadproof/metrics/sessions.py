@@ -3,6 +3,11 @@
 Cold turns are each user's first (nothing of the conversation cached), warm turns the later ones, whose
 history the engine has seen before. The engine's prefix-cache hit rate is its counters' growth over the
 run; the reusable share is what a perfect prefix cache could serve: each warm turn's previous prompt.
+
+The expectations (plans with the engine's block size): each turn's prompt is the shared prefix (the system
+message, every user's alike) and then its user's own history, which the next turn extends; the turns, in
+send order, go through `metrics.prefix_cache.simulate`, once with an unbounded cache and once with the
+engine's own size (its KV cache tokens / block tokens blocks), beside the hits the engine reported.
 """
 
 from __future__ import annotations
@@ -10,9 +15,12 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from loadproof.metrics.claims import Claim, count, number
+from loadproof.metrics.claims import Claim, count, fact, number
 from loadproof.metrics.distribution import summarize
+from loadproof.metrics.figures import Table
 from loadproof.metrics.load import reported_hit_pct, succeeded
+from loadproof.metrics.prefix_cache import PrefixRequest, chained_keys, simulate, working_set_tokens
+from loadproof.metrics.reasoning import TTFA_FORMULA, reasoning_claims
 from loadproof.plans.sessions import SessionsPlan
 from loadproof.records import RequestRecord
 from loadproof.rundir import EngineSample
@@ -67,6 +75,10 @@ def claims_of_run(run: Any, plan: SessionsPlan) -> list[Claim]:
             claims.append(number("sessions.turn<t>.context_tokens_mean", sum(context) / len(context), "tokens",
                                  "mean usage.prompt_tokens of the successful turns t: the context each sent", 1,
                                  direction="neither", parts={"t": turn}))
+        ttfa = summarize([r.ttfa_ns / NS_PER_S for r in rows if r.ttfa_ns is not None])
+        if ttfa is not None:
+            claims.append(number("sessions.turn<t>.ttfa_s.p50", ttfa.stat("p50"), "s", f"p50 of {TTFA_FORMULA}, over "
+                                 "the successful turns t", 4, direction="lower", parts={"t": turn}))
         hit = reported_hit_pct(rows)
         if hit is not None:
             claims.append(number("sessions.turn<t>.engine_hit_pct", hit, "%", "sum of usage.prompt_tokens_details."
@@ -93,14 +105,91 @@ def claims_of_run(run: Any, plan: SessionsPlan) -> list[Claim]:
                              "of every successful turn x 100: what a prefix cache that kept every conversation could "
                              "serve (the shared system prompt's reuse across users not counted)", 2,
                              direction="neither"))
-    for phase, rows in (("cold", [r for r in ok if r.batch == 0]), ("warm", [r for r in ok if r.batch > 0])):
+    for phase, rows in (("cold", [r for r in ok if r.batch == 0]), ("warm", [r for r in ok if r.batch > 0]),
+                        ("all", ok)):
         hit = reported_hit_pct(rows)
         if hit is not None:
             claims.append(number("sessions.engine_hit_pct.<phase>", hit, "%", "sum of usage.prompt_tokens_details."
                                  f"cached_tokens / sum of usage.prompt_tokens over the successful {phase} turns that "
-                                 "report it x 100", 2, direction="higher" if phase == "warm" else "neither",
+                                 "report it x 100", 2, direction="neither" if phase == "cold" else "higher",
                                  parts={"phase": phase}))
     claims += engine_hit_claims(records, run.samples)
+    claims += agent_claims(ok, plan) + expected_claims(ok, plan) + reasoning_claims(SCENARIO, records)
+    return claims
+
+
+def agent_claims(ok: list[RequestRecord], plan: SessionsPlan) -> list[Claim]:
+    """The agent turns: how many there were and what came back (plans with --tool-turns)."""
+    if not plan.tool_turns:
+        return []
+    asked = [r for r in ok if r.batch < plan.tool_turns]
+    return [
+        count("sessions.agent.tool_turns", len(asked), "turns", "successful turns that asked for a tool call "
+              "(turns 0 to tool_turns - 1)", direction="neither"),
+        count("sessions.agent.tool_calls", sum(len(r.tool_calls) for r in asked), "calls", "tool calls the engine "
+              "answered them with (each call's name, id and arguments joined from its deltas)", direction="neither"),
+        count("sessions.agent.turns_without_call", sum(not r.tool_calls for r in asked), "turns", "successful tool "
+              "turns answered with no tool call (text only: the completions endpoint, or an engine that did not "
+              "force the call)", direction="lower"),
+    ]
+
+
+def prefix_requests(ok: list[RequestRecord], plan: SessionsPlan) -> list[PrefixRequest]:
+    """The successful turns in send order as the prefix cache sees them: the shared prefix (the system
+    message's tokens, every user's alike), then the user's own history (the rest of the prompt, a prefix of
+    that user's next turn)."""
+    shared = plan.shared_prefix_tokens or 0
+    out = []
+    for r in sorted(ok, key=lambda r: (r.send_ns, r.request_id)):
+        prompt = r.prompt_tokens or 0
+        segments = [(("shared",), min(shared, prompt)), (("user", r.prompt_id), prompt - min(shared, prompt))]
+        out.append(PrefixRequest(send_ns=r.send_ns, end_ns=r.end_ns, keys=chained_keys(segments, plan.block_tokens or 1),
+                                 prompt_tokens=prompt, output_tokens=r.output_tokens or 0))
+    return out
+
+
+def expected_claims(ok: list[RequestRecord], plan: SessionsPlan) -> list[Claim]:
+    """The hits an unbounded cache and one of the engine's size would serve, per turn and in all, beside the
+    engine's (plans with the engine's block size)."""
+    block = plan.block_tokens
+    ok = [r for r in ok if r.prompt_tokens]
+    if block is None or not ok:
+        return []
+    requests = prefix_requests(ok, plan)
+    ordered = sorted(ok, key=lambda r: (r.send_ns, r.request_id))
+    caches = {"unbounded": None}
+    if plan.kv_cache_tokens:
+        caches["bounded"] = plan.kv_cache_tokens // block
+    how = {"unbounded": "a cache that never evicts",
+           "bounded": f"a cache of the engine's size, kv_cache_tokens // block_tokens blocks (vLLM's LRU block pool, "
+                      "running requests pinned: metrics.prefix_cache)"}
+    claims = []
+    for cache, blocks in caches.items():
+        hits = simulate(requests, blocks, block).hits
+        for turn in range(plan.turns):
+            idx = [i for i, r in enumerate(ordered) if r.batch == turn]
+            if idx:
+                claims.append(number(
+                    "sessions.turn<t>.expected_hit_pct.<cache>",
+                    100 * sum(hits[i] for i in idx) / sum(ordered[i].prompt_tokens for i in idx), "%",  # type: ignore[misc]
+                    f"sum of the expected hit tokens / sum of usage.prompt_tokens over the successful turns t x 100; "
+                    f"each turn's expected hit: its leading blocks of block_tokens (the shared prefix, then its "
+                    f"user's history) already cached when it was sent, at most (prompt_tokens - 1) // block_tokens "
+                    f"of them, the turns replayed in send order through {how[cache]}", 2, direction="neither",
+                    parts={"t": turn, "cache": cache}))
+        claims.append(number("sessions.expected_hit_pct.<cache>", 100 * sum(hits) / sum(r.prompt_tokens for r in ordered),  # type: ignore[misc]
+                             "%", f"the same over every successful turn, through {how[cache]}", 2,
+                             direction="neither", parts={"cache": cache}))
+    working = working_set_tokens(requests, block)
+    claims.append(count("sessions.working_set_tokens", working, "tokens", "distinct full prompt blocks over the "
+                        "successful turns x block_tokens: what an unbounded cache would end up holding",
+                        direction="neither"))
+    if plan.kv_cache_tokens:
+        claims.append(fact("sessions.expected_hit_pct.read_against",
+                           "bounded" if working > plan.kv_cache_tokens else "either",
+                           "bounded where sessions.working_set_tokens exceeds the engine's kv_cache_tokens (the "
+                           "engine must evict, and its hit rate is to be read against the bounded expectation), "
+                           "else either (the two agree but for running requests' pinned blocks)"))
     return claims
 
 
@@ -123,3 +212,42 @@ def engine_hit_claims(records: list[RequestRecord], samples: list[EngineSample])
     return [number("sessions.prefix_hit_rate.engine_pct", 100 * hits / queries, "%", "engine prefix_cache_hits_total "
                    "growth / prefix_cache_queries_total growth x 100, from the last sample at or before the first "
                    "send to the last at or after the last end", 2, direction="higher")]
+
+
+# --- report panels (catalog entry `figures`) ---------------------------------------------------------
+
+TURN_COLUMNS = (("context_tokens_mean", "context"), ("ttft_s.p50", "TTFT p50 s"), ("ttfa_s.p50", "answer p50 s"),
+                ("engine_hit_pct", "engine hit %"), ("expected_hit_pct.unbounded", "unbounded %"),
+                ("expected_hit_pct.bounded", "bounded %"))
+
+
+def figures(run: Any, plan: SessionsPlan, claims: list[Claim]) -> list[Table]:
+    """Turn by turn: the context, TTFT, first answer, and the engine's hits beside the two expectations
+    (report.md and the console)."""
+    by_name = {c.name: c for c in claims}
+    columns = [(key, label) for key, label in TURN_COLUMNS
+               if any(f"sessions.turn{t}.{key}" in by_name for t in range(plan.turns))]
+    rows = [[f"{t} call" if t < plan.tool_turns else str(t)]
+            + [by_name[f"sessions.turn{t}.{key}"].printed if f"sessions.turn{t}.{key}" in by_name else "-"
+               for key, _ in columns] for t in range(plan.turns)]
+    if not any(key.startswith("expected") for key, _ in columns):
+        return []
+    total = [("engine hits, every turn", "sessions.engine_hit_pct.all"),
+             ("the engine's counters", "sessions.prefix_hit_rate.engine_pct"),
+             ("expected, unbounded", "sessions.expected_hit_pct.unbounded"),
+             ("expected, the engine's size", "sessions.expected_hit_pct.bounded")]
+    against = by_name.get("sessions.expected_hit_pct.read_against")
+    intro = ["Expected hits: the turns replayed through a prefix cache that never evicts (unbounded) and one of the "
+             "engine's size (bounded); the engine's: each response's cached tokens.",
+             ", ".join(f"{label}: {by_name[name].printed}%" for label, name in total if name in by_name) + "."]
+    if plan.kv_cache_tokens:
+        intro.append(f"Engine KV cache {plan.kv_cache_tokens:,} tokens in blocks of {plan.block_tokens} "
+                     f"({plan.kv_source}); working set {by_name['sessions.working_set_tokens'].printed} tokens: read "
+                     "the engine's hits against " + ("the bounded expectation (it must evict)."
+                                                     if against and against.value == "bounded" else
+                                                     "either expectation (the working set fits)."))
+    else:
+        intro.append("The engine's KV cache size is unknown (--engine-kv-tokens): only the unbounded expectation.")
+    return [Table(title="Prefix reuse by turn", header=["turn", *[label for _, label in columns]], rows=rows,
+                  intro=intro, console="Prefix reuse by turn",
+                  claims=[f"sessions.turn{t}.{key}" for t in range(plan.turns) for key, _ in columns])]

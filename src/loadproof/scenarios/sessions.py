@@ -8,17 +8,28 @@ haystack builder's filler (`SyntheticPrompts`), each headed by a line naming the
 run's salt, so no two users and no two runs share anything but the system prompt (shared by every user
 of the run, as an agent's long system prompt is). On the completions endpoint the history is one text;
 on the chat endpoint a list of messages (system, user, assistant, ...). Claims: `metrics.sessions`.
+
+Agent turns (`--tool-turns N`, the coding-agent shape): generated tool definitions (`--tool-definitions-tokens`)
+written into the shared system message and sent as the request's `tools`; turns 0 to N-1 force a call
+(`tool_choice` required or a named tool: the engine constrains the answer to a call), and the next turn
+appends the assistant's call and a `tool` message with a result of `--tool-result-tokens` tokens instead
+of a user message. On the completions endpoint the answer text stands in for the call.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import random
 import secrets
 import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
+from prometheus_client.parser import text_string_to_metric_families
 from pydantic import BeforeValidator, Field, PlainSerializer, model_validator
 
 from loadproof.client import RequestSpec, StreamingClient
@@ -40,6 +51,13 @@ from loadproof.workloads.datasets import FORMATS, DatasetSpec, content_text, res
 from loadproof.workloads.synthetic import SyntheticPrompts
 
 THINK_SYNTAX = "seconds X, or uniform:LOW:HIGH"
+# generated tool definitions: a coding agent's tools, each taking one argument from a short list (a forced
+# call is then a few tokens, and always valid)
+TOOL_NAMES = ("read_file", "write_file", "edit_file", "list_dir", "search_code", "run_shell", "run_tests",
+              "git_diff", "fetch_url", "ask_user")
+TOOL_ARGUMENT = {"type": "object", "properties": {"target": {"type": "string", "enum": ["a", "b", "c"]}},
+                 "required": ["target"]}
+CACHE_INFO = "vllm:cache_config_info"  # vLLM's info gauge: block_size, kv_cache_size_tokens, num_gpu_blocks labels
 
 
 def parse_think(value: object) -> str:
@@ -83,10 +101,40 @@ class SessionsOptions(StrictModel):
                                              "extension (.json sharegpt, .jsonl, .parquet, .arrow)")
     dataset_columns: Columns = Field(default={}, description="FIELD=COLUMN,... maps prompt, messages or conversations "
                                      "to the data set's own names", json_schema_extra=cli(text=True))
+    tool_definitions_tokens: int = Field(default=0, ge=0, description="generated tool definitions of about this "
+                                         "many tokens (--tool-count tools, descriptions of filler), shared by every "
+                                         "user after the system prompt (the coding-agent shape; 0: none)")
+    tool_count: int = Field(default=8, ge=1, le=100, description="how many tools the generated definitions define")
+    tools_in_prompt: bool = Field(default=True, description="write the tool definitions into the system message "
+                                  "(--no-tools-in-prompt: leave them to the engine's chat template, for templates "
+                                  "that render `tools` themselves; the embedded Gemma's does not)")
+    tool_turns: int = Field(default=0, ge=0, description="agent turns: turns 0 to N-1 each ask for a tool call, and "
+                            "the next turn appends the call and a tool result (no user message)")
+    tool_result_tokens: int = Field(default=256, ge=8, description="tokens of each tool result appended after a call")
+    tool_choice: str = Field(default="required", description="the agent turns' tool_choice: required, or a "
+                             "generated tool's name", json_schema_extra=cli(text=True))
+    engine_block_tokens: int | None = Field(default=None, ge=1, description="the engine's KV block size in tokens, "
+                                            "for the prefix-cache expectations (default: its /metrics "
+                                            "cache_config_info)")
+    engine_kv_tokens: int | None = Field(default=None, ge=1, description="the engine's KV cache in tokens, for the "
+                                         "bounded expectation (default: its /metrics cache_config_info; its startup "
+                                         "log's 'KV cache size')")
     seed: int = Field(default=731, description="seed of the filler and the think times")
     deadline_s: float = Field(default=600.0, gt=0, description="per-request deadline in seconds")
     idle_timeout_s: float = idle_timeout_field()
     sample_interval_s: float = sample_interval_field()
+
+    @model_validator(mode="after")
+    def _tools(self) -> SessionsOptions:
+        if self.tool_turns > self.turns:
+            raise ValueError(f"--tool-turns {self.tool_turns} is more than --turns {self.turns}")
+        names = tool_names(self.tool_count) if self.tool_definitions_tokens else []
+        if self.tool_turns and not names:
+            raise ValueError("--tool-turns needs tools to call: --tool-definitions-tokens N")
+        if self.tool_choice != "required" and self.tool_choice not in names:
+            raise ValueError(f"--tool-choice {self.tool_choice!r} names no tool: required, or one of "
+                             f"{', '.join(names) or 'the generated tools (none without --tool-definitions-tokens)'}")
+        return self
 
     @model_validator(mode="after")
     def _dataset(self) -> SessionsOptions:
@@ -96,6 +144,101 @@ class SessionsOptions(StrictModel):
             except UsageError as exc:
                 raise ValueError(str(exc)) from None
         return self
+
+
+def tool_names(n: int) -> list[str]:
+    """The generated tools' names: a coding agent's, numbered past the list's end."""
+    return [TOOL_NAMES[k % len(TOOL_NAMES)] + (f"_{k // len(TOOL_NAMES)}" if k >= len(TOOL_NAMES) else "")
+            for k in range(n)]
+
+
+def tool_definitions(names: list[str], descriptions: list[str]) -> list[dict[str, Any]]:
+    """OpenAI tool definitions: each a function of one enumerated argument, described by its text."""
+    return [{"type": "function", "function": {"name": name, "description": text, "parameters": TOOL_ARGUMENT}}
+            for name, text in zip(names, descriptions)]
+
+
+def tools_text(tools: list[dict[str, Any]]) -> str:
+    """The definitions as the system message carries them: one JSON object a line in a <tools> block."""
+    lines = "".join(json.dumps(t["function"], ensure_ascii=False) + "\n" for t in tools)
+    return f"# Tools\nCall one of these functions:\n<tools>\n{lines}</tools>\n"
+
+
+def tool_choice_body(choice: str) -> str | dict[str, Any]:
+    return choice if choice == "required" else {"type": "function", "function": {"name": choice}}
+
+
+def engine_cache_size(target: Any) -> tuple[int, int, str] | None:
+    """(block tokens, KV cache tokens, where from) from the engine's /metrics cache_config_info (vLLM: its
+    block_size and num_gpu_blocks labels); None where the source is no exposition or shows neither."""
+    if target.metrics.kind != "exposition":
+        return None
+    request = urllib.request.Request(target.metrics.url)
+    if target.metrics_api_key:
+        request.add_header("Authorization", f"Bearer {target.metrics_api_key}")
+    try:
+        with urllib.request.urlopen(request, timeout=10) as resp:
+            text = resp.read().decode()
+        families = list(text_string_to_metric_families(text))
+    except (urllib.error.URLError, OSError, UnicodeDecodeError, ValueError):
+        return None
+    for family in families:
+        for sample in family.samples:
+            if sample.name in (CACHE_INFO, CACHE_INFO.removesuffix("_info")):
+                labels = sample.labels
+                try:  # its own token count where it gives one (a hybrid model's blocks serve several layer groups)
+                    block = int(labels["block_size"])
+                    tokens = int(labels["kv_cache_size_tokens"]) if labels.get("kv_cache_size_tokens", "None") != \
+                        "None" else block * int(labels["num_gpu_blocks"])
+                except (KeyError, ValueError):
+                    continue
+                return block, tokens, f"the engine's /metrics {CACHE_INFO}"
+    return None
+
+
+def _json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
+
+
+@dataclass
+class Conversation:
+    """One user's history as the next turn sends it: chat messages, and the same as one text (completions)."""
+
+    messages: list[dict[str, Any]]
+    text: str
+
+    @classmethod
+    def opened(cls, system: str, first: str) -> Conversation:
+        return cls(([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": first}],
+                   system + first)
+
+    def say(self, content: str) -> None:
+        """The user's next message."""
+        self.messages.append({"role": "user", "content": content})
+        self.text += content
+
+    def answered(self, record: RequestRecord, result: str | None, call_id: str) -> None:
+        """The turn's answer, and for an agent turn (`result` given) the tool's result: the assistant's first
+        call then a `tool` message answering it by id; where no call came back (the completions endpoint, an
+        engine that answered in text) the answer text stands in for the call and the result follows as the
+        user's message, as it does for a call whose arguments are no JSON (cut short by max_tokens: the engine
+        would refuse it in the history). The text form: the answer, a newline, the result."""
+        reply = record.output_text
+        self.text += reply + "\n" + (result or "")
+        if result is not None and record.tool_calls and _json(record.tool_calls[0].arguments):
+            call = record.tool_calls[0]
+            call_id = call.id or call_id
+            self.messages.append({"role": "assistant", "content": reply, "tool_calls": [
+                {"id": call_id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}]})
+            self.messages.append({"role": "tool", "tool_call_id": call_id, "content": result})
+            return
+        self.messages.append({"role": "assistant", "content": reply})
+        if result is not None:
+            self.messages.append({"role": "user", "content": result})
 
 
 class SessionsScenario(MetricsScenario):
@@ -146,6 +289,20 @@ class SessionsScenario(MetricsScenario):
                           rows=sel.rows, bad_rows=sel.bad_rows, no_prompt=sel.no_prompt, usable=sel.usable,
                           repeated=sel.repeated, rows_sent=[i.row for i in sel.items], messages_from_data=from_data)
 
+    def _cache_size(self) -> tuple[int | None, int | None, str | None]:
+        """The engine's KV block size and cache size in tokens, and where they came from: the options, else its
+        /metrics."""
+        opts = self.options
+        found = engine_cache_size(self.target) if opts.engine_block_tokens is None or opts.engine_kv_tokens is None \
+            else None
+        block = opts.engine_block_tokens or (found[0] if found else None)
+        kv = opts.engine_kv_tokens or (found[1] if found else None)
+        given = [f for f, v in (("--engine-block-tokens", opts.engine_block_tokens),
+                                ("--engine-kv-tokens", opts.engine_kv_tokens)) if v is not None]
+        source = " and ".join(filter(None, [", ".join(given) if given else None,
+                                            found[2] if found and len(given) < 2 else None])) or None
+        return block, kv, source
+
     async def run(self, writer: RunWriter, manifest: dict[str, Any], live: LiveStatus | None = None) -> None:
         opts, target = self.options, self.target
         live = live or LiveStatus(self.name)
@@ -167,6 +324,20 @@ class SessionsScenario(MetricsScenario):
 
         # every message before the first send: a length too short for its head is refused before anything is sent
         system = message(f"System {salt}.\n", opts.system_tokens) if opts.system_tokens else ""
+        names = tool_names(opts.tool_count) if opts.tool_definitions_tokens else []
+        definitions: list[dict[str, Any]] = []
+        if names:  # each description sized so the definitions come to about --tool-definitions-tokens
+            frame = builder.count(tools_text(tool_definitions(names, [""] * len(names))))
+            each = (opts.tool_definitions_tokens - frame) // len(names)
+            least = max(builder.count(f"Tool {name} {salt}.\n") for name in names) + prompts.pad_min
+            if each < least:
+                raise UsageError(f"--tool-definitions-tokens {opts.tool_definitions_tokens} is too few for "
+                                 f"{len(names)} tools: they need at least {frame + least * len(names)} (or fewer "
+                                 "--tool-count)")
+            definitions = tool_definitions(names, [message(f"Tool {name} {salt}.\n", each) for name in names])
+            if opts.tools_in_prompt:
+                system += tools_text(definitions)
+        shared = builder.count(system) if system else 0
         said = [[message(f"User {u}.{t} {salt}.\n", opts.turn_tokens if t else opts.first_tokens)
                  for t in range(opts.turns)] for u in range(opts.users)]
         ref = None
@@ -174,19 +345,35 @@ class SessionsScenario(MetricsScenario):
             ref = self._conversations(said, builder)
         tools = [[message(f"Tool {u}.{t} {salt}.\n", opts.tool_tokens) if opts.tool_tokens and t else ""
                   for t in range(opts.turns)] for u in range(opts.users)]
+        results = [[message(f"Result {u}.{t} {salt}.\n", opts.tool_result_tokens) if t < opts.tool_turns else ""
+                    for t in range(opts.turns)] for u in range(opts.users)]
+        block, kv, kv_source = self._cache_size()
         plan = SessionsPlan(users=opts.users, turns=opts.turns, first_tokens=opts.first_tokens,
                             turn_tokens=opts.turn_tokens, system_tokens=opts.system_tokens, tool_tokens=opts.tool_tokens,
                             output_tokens=opts.output_tokens, think_time=opts.think_time_s, stagger_s=opts.stagger_s,
                             seed=opts.seed, ignore_eos=opts.ignore_eos, deadline_s=opts.deadline_s,
-                            endpoint=target.endpoint, overhead_tokens=builder.overhead_tokens, dataset=ref)
+                            endpoint=target.endpoint, overhead_tokens=builder.overhead_tokens, dataset=ref,
+                            tool_definitions_tokens=opts.tool_definitions_tokens, tool_names=names,
+                            tools_in_prompt=opts.tools_in_prompt, tool_turns=opts.tool_turns,
+                            tool_result_tokens=opts.tool_result_tokens if opts.tool_turns else 0,
+                            tool_choice=opts.tool_choice if opts.tool_turns else None,
+                            tool_call_mode=("tools" if chat else "text") if opts.tool_turns else None,
+                            shared_prefix_tokens=shared, block_tokens=block, kv_cache_tokens=kv, kv_source=kv_source)
         attach_plan(manifest, plan)
         writer.write_manifest(manifest)
         total = live.planned = opts.users * opts.turns
         self.status(f"sessions: {opts.users} users x {opts.turns} turns ({total} requests), first message "
                     f"{opts.first_tokens} tokens, then {opts.turn_tokens} a turn"
                     + (f", system prompt {opts.system_tokens}" if opts.system_tokens else "")
+                    + (f", {len(names)} tool definitions ({shared} shared tokens in all)" if names else "")
                     + (f", tool output {opts.tool_tokens} a turn" if opts.tool_tokens else "")
-                    + f", replies {opts.output_tokens}, think time {opts.think_time_s} s")
+                    + (f", {opts.tool_turns} agent turns (tool_choice {opts.tool_choice}, results of "
+                       f"{opts.tool_result_tokens})" if opts.tool_turns else "")
+                    + f", replies {opts.output_tokens}, think time {opts.think_time_s} s"
+                    + (f"; engine KV {kv} tokens in blocks of {block} ({kv_source})" if block else ""))
+        if opts.tool_turns and not chat:
+            self.status("sessions: the completions endpoint takes no tools: each agent turn's answer text stands in "
+                        "for its call")
         failed = 0
 
         def sink(record: RequestRecord) -> None:
@@ -198,32 +385,32 @@ class SessionsScenario(MetricsScenario):
             rng = random.Random(f"{opts.seed}:think:{u}")
             if opts.stagger_s and opts.users > 1:
                 await asyncio.sleep(opts.stagger_s * u / opts.users)
-            text = system + said[u][0]
-            messages: list[dict[str, str]] = ([{"role": "system", "content": system}] if system else []) + \
-                [{"role": "user", "content": said[u][0]}]
+            convo = Conversation.opened(system, said[u][0])
             for turn in range(opts.turns):
-                if turn:
-                    text += tools[u][turn] + said[u][turn]
-                    messages.append({"role": "user", "content": tools[u][turn] + said[u][turn]})
+                if turn and turn > opts.tool_turns:  # a plain turn follows a reply: the user says something new
+                    convo.say(tools[u][turn] + said[u][turn])
+                calls = turn < opts.tool_turns
                 extra = dict(target.extra_body)
                 if chat:
-                    extra["messages"] = list(messages)
-                body = request_body(target.endpoint, target.model, "" if chat else text, max_tokens=opts.output_tokens,
-                                    temperature=0.0, ignore_eos=opts.ignore_eos, extra=extra)
+                    extra["messages"] = list(convo.messages)
+                    if definitions:  # every turn: the same definitions, so the same shared prefix
+                        extra["tools"] = definitions
+                        extra["tool_choice"] = tool_choice_body(opts.tool_choice) if calls else "none"
+                body = request_body(target.endpoint, target.model, "" if chat else convo.text,
+                                    max_tokens=opts.output_tokens, temperature=0.0,
+                                    ignore_eos=opts.ignore_eos and not (calls and chat), extra=extra)
                 spec = RequestSpec(request_id=f"sessions-u{u}-t{turn}", endpoint=target.endpoint, body=body,
                                    deadline_s=opts.deadline_s)
-                exact = builder.overhead_tokens + opts.system_tokens + opts.first_tokens if turn == 0 and not (
+                exact = builder.overhead_tokens + shared + opts.first_tokens if turn == 0 and not (
                     chat and system) and ref is None else None
                 record = RequestRecord(request_id=spec.request_id, endpoint=target.endpoint, scenario=self.name,
                                        family="cold" if turn == 0 else "warm", prompt_id=f"u{u}",
                                        concurrency=opts.users, batch=turn, planned_input_tokens=exact,
-                                       planned_output_tokens=opts.output_tokens)
+                                       planned_output_tokens=None if calls and chat else opts.output_tokens)
                 await client.stream(spec, record)
                 if not record.ok:
                     return  # the conversation cannot go on without its reply
-                reply = record.output_text
-                text += reply + "\n"
-                messages.append({"role": "assistant", "content": reply})
+                convo.answered(record, results[u][turn] if calls else None, f"call-{u}-{turn}")
                 if turn + 1 < opts.turns:
                     think = self._think(rng)
                     if think:

@@ -8,7 +8,7 @@ import pytest
 
 from loadproof.metrics.sessions import claims_of_run
 from loadproof.plans.sessions import SessionsPlan
-from loadproof.records import RequestRecord
+from loadproof.records import RequestRecord, ToolCall
 from loadproof.store.run_dir import Run
 from tests import rundir_values as rv
 
@@ -84,3 +84,64 @@ def test_think_time_syntax():
     for bad in ("-1", "uniform:2:1", "exp:3", "soon", "uniform:1"):
         with pytest.raises(ValueError, match="takes seconds X, or uniform:LOW:HIGH"):
             parse_think(bad)
+
+
+# agent turns and the prefix-cache expectations: 2 users x 2 turns, a 256-token shared prefix, blocks of 128;
+# turn 0 calls a tool (user 0 with a call, user 1 without), turn 1 answers; one request at a time
+AGENT = SessionsPlan(users=2, turns=2, first_tokens=100, turn_tokens=20, output_tokens=4, tool_turns=1,
+                     tool_result_tokens=150, tool_choice="required", tool_call_mode="tools",
+                     tool_definitions_tokens=200, tool_names=["read_file"], shared_prefix_tokens=256, block_tokens=128,
+                     kv_cache_tokens=4 * 128)
+
+
+def agent_records() -> list[RequestRecord]:
+    call = [ToolCall(name="read_file", arguments='{"target": "a"}', id="c0")]
+    rows = []
+    for user, t, send, prompt in ((0, 0, 0.0, 400), (1, 0, 1.5, 400), (0, 1, 3.0, 600), (1, 1, 4.5, 600)):
+        r = turn(user, t, send, 0.5, prompt)
+        rows.append(msgspec.structs.replace(r, end_ns=T0 + round((send + 1.0) * S), first_answer_ns=r.first_token_ns
+                                            + S // 10, tool_calls=call if (user, t) == (0, 0) else [],
+                                            cached_tokens={0: 0, 1: 256}[user] if t == 0 else 256))
+    return rows
+
+
+def agent_run() -> Run:
+    return rv.run_of(None, {"scenario": "sessions", "plan": msgspec.to_builtins(AGENT)}, agent_records())
+
+
+def test_agent_turns_and_the_expected_hits_unbounded_and_at_the_engines_size_by_hand():
+    got = {c.name: c.value for c in claims_of_run(agent_run(), AGENT)}
+    assert got["sessions.agent.tool_turns"] == 2 and got["sessions.agent.tool_calls"] == 1
+    assert got["sessions.agent.turns_without_call"] == 1
+    assert got["sessions.turn1.ttfa_s.p50"] == pytest.approx(0.6)
+    # unbounded: turn 0 of user 1 finds the two shared blocks (256); each turn 1 its user's turn 0 prompt's three
+    # full blocks (384 of 600)
+    assert got["sessions.turn0.expected_hit_pct.unbounded"] == pytest.approx(100 * 256 / 800)
+    assert got["sessions.turn1.expected_hit_pct.unbounded"] == pytest.approx(100 * 768 / 1200)
+    assert got["sessions.expected_hit_pct.unbounded"] == pytest.approx(100 * 1024 / 2000)
+    # 4 blocks, 3 usable: user 1's turn 0 takes the block that held user 0's history (freed last, evicted
+    # first), and so on: each turn 1 finds only the shared prefix
+    assert got["sessions.turn0.expected_hit_pct.bounded"] == pytest.approx(100 * 256 / 800)
+    assert got["sessions.turn1.expected_hit_pct.bounded"] == pytest.approx(100 * 512 / 1200)
+    assert got["sessions.expected_hit_pct.bounded"] == pytest.approx(100 * 768 / 2000)
+    # shared 128, 256; each user's 384 and 512: 6 blocks, more than the 512-token cache
+    assert got["sessions.working_set_tokens"] == 768 and got["sessions.expected_hit_pct.read_against"] == "bounded"
+    assert got["sessions.engine_hit_pct.all"] == pytest.approx(100 * (256 + 512) / 2000)
+
+
+def test_no_expectation_without_the_engines_block_size_and_no_bounded_one_without_its_cache():
+    no_block = msgspec.structs.replace(AGENT, block_tokens=None)
+    got = {c.name for c in claims_of_run(agent_run(), no_block)}
+    assert not any("expected_hit_pct" in n or "working_set" in n for n in got) and "sessions.agent.tool_calls" in got
+    unbounded_only = msgspec.structs.replace(AGENT, kv_cache_tokens=None)
+    got = {c.name for c in claims_of_run(agent_run(), unbounded_only)}
+    assert "sessions.expected_hit_pct.unbounded" in got and not any(".bounded" in n or "read_against" in n for n in got)
+    # a run before agent turns: none of their claims
+    assert not any(n.startswith("sessions.agent.") for n in values(run()))
+
+
+def docs_runs(tmp_path) -> list[Run]:
+    """A sessions run with agent turns, both expectations and a reasoning stream (for the docs' formulas)."""
+    records = agent_records()
+    records[0] = msgspec.structs.replace(records[0], reasoning_tokens=2, first_answer_ns=records[0].first_token_ns + S)
+    return [rv.run_of(None, {"scenario": "sessions", "plan": msgspec.to_builtins(AGENT)}, records)]
