@@ -15,13 +15,13 @@ from typing import Annotated, Any
 from pydantic import Field, field_validator
 
 from loadproof.client import RequestSpec, StreamingClient
-from loadproof.config.base import StrictModel
 from loadproof.engines import engines
 from loadproof.plans import attach_plan
 from loadproof.plans.throughput import ThroughputPlan
 from loadproof.protocol.openai import request_body
 from loadproof.records import RequestRecord
 from loadproof.scenarios.base import Scenario, TokenCounter, TokenizerUse
+from loadproof.scenarios.constraints import ConstraintOptions, request_extra
 from loadproof.scenarios.demo import DemoSetup
 from loadproof.scenarios.live import LiveStatus
 from loadproof.scenarios.options import among, cli
@@ -30,7 +30,7 @@ from loadproof.telemetry.server_metrics import MetricsScraper
 from loadproof.workloads.prompts import FAMILIES, Prompt, load_family
 
 
-class ThroughputOptions(StrictModel):
+class ThroughputOptions(ConstraintOptions):  # --tools, --response-format (scenarios/constraints.py)
     families: Annotated[list[str], among(FAMILIES, "families")] = Field(default_factory=lambda: list(FAMILIES),
                                                                         description="task families")
     concurrency: list[int] = Field(default_factory=lambda: [1, 4, 8], description="concurrency levels")
@@ -86,6 +86,7 @@ class ThroughputScenario(Scenario):
         opts = self.options
         live = live or LiveStatus(self.name)
         counter = TokenCounter(self.target.tokenizer_path) if self.target.tokenizer_path else None
+        constraint = opts.constraint(self.target.endpoint)  # --tools, --response-format: chat only, checked first
         waves = plan(opts)
         attach_plan(manifest, ThroughputPlan(
             families=opts.families, concurrency=opts.concurrency, max_tokens=opts.max_tokens,
@@ -99,6 +100,8 @@ class ThroughputScenario(Scenario):
             nonlocal failed
             if record.scenario != self.name:
                 return  # the warm-up request is not measured
+            if constraint is not None:
+                constraint.check(record)
             if counter is not None:
                 counter(record)
             writer.append(record)
@@ -129,7 +132,7 @@ class ThroughputScenario(Scenario):
         body = request_body(
             self.target.endpoint, self.target.model, prompt.text,
             max_tokens=opts.max_tokens, temperature=opts.temperature, seed=opts.seed,
-            ignore_eos=opts.ignore_eos, extra=self.target.extra_body,
+            ignore_eos=opts.ignore_eos, extra=request_extra(opts, self.target),
         )
         return RequestSpec(request_id=request_id, endpoint=self.target.endpoint, body=body,
                            deadline_s=opts.deadline_s, labels={**labels, "prompt_id": prompt.id} if labels else None)

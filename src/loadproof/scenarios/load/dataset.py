@@ -13,6 +13,7 @@ from loadproof.client import RequestSpec
 from loadproof.plans.datasets import DatasetRef
 from loadproof.plans.load import LoadLengths, LoadPlan
 from loadproof.protocol.openai import request_body
+from loadproof.scenarios.constraints import request_extra
 from loadproof.scenarios.load.options import LoadOptions
 from loadproof.scenarios.load.schedule import Planned, load_plan
 from loadproof.scenarios.long_context import HaystackTarget
@@ -62,13 +63,14 @@ def dataset_requests(opts: LoadOptions, offsets: list[float], hs: HaystackTarget
             item.output_tokens = max(1, tokens)
     requests: list[Planned] = []
     outputs_from_data = clamped = 0
+    body_extra = request_extra(opts, target)
     for k, (offset, item, fallback) in enumerate(zip(offsets, sel.items, drawn)):
         out = item.output_tokens if opts.dataset_output == "data" and item.output_tokens else fallback
         outputs_from_data += out is item.output_tokens and opts.dataset_output == "data"
         inputs = item.input_tokens or 0
         if max_model_len is not None and out > max_model_len - inputs:
             out, clamped = max(1, max_model_len - inputs), clamped + 1
-        extra = dict(target.extra_body)
+        extra = dict(body_extra)
         if chat and item.messages is not None:
             extra["messages"] = item.messages
             text = ""

@@ -15,6 +15,7 @@ from typing import Annotated, Literal
 
 from pydantic import BeforeValidator, Field, PlainSerializer, PlainValidator, field_validator, model_validator
 
+from loadproof.scenarios.constraints import ConstraintOptions
 from loadproof.scenarios.datasets import DatasetOptions
 from loadproof.scenarios.load.rate_search import RESOLUTION_SYNTAX, Resolution, parse_resolution
 from loadproof.scenarios.load.slo import SLO_SYNTAX, Slo
@@ -74,7 +75,8 @@ def check_ray_address(value: str | None) -> str | None:
     return value.strip()
 
 
-class LoadOptions(DatasetOptions):  # DatasetOptions: --dataset FILE and its options (scenarios/datasets.py)
+class LoadOptions(DatasetOptions, ConstraintOptions):  # --dataset FILE (scenarios/datasets.py), --tools and
+    # --response-format (scenarios/constraints.py) and their options
     rate: Rate | None = Field(default=None, description=f"requests/s: {RATE_SYNTAX}",
                               json_schema_extra=cli(text=True))
     arrival: Literal["poisson", "constant", "gamma"] = Field(default="poisson", description="the gaps between "

@@ -65,6 +65,7 @@ class LoadScenario(MetricsScenario):
     async def run(self, writer: RunWriter, manifest: dict[str, Any], live: LiveStatus | None = None) -> None:
         opts = self.options
         live = live or LiveStatus(self.name)
+        constraint = opts.constraint(self.target.endpoint)  # --tools, --response-format: chat only, checked first
         if opts.idle_timeout_s > 0:  # the idle guard (docs/scenarios.md, "The engine is idle before the run")
             await self.wait_until_idle(writer, opts.idle_timeout_s)
         else:
@@ -81,7 +82,8 @@ class LoadScenario(MetricsScenario):
         self.status(f"schedule: {plan.planned_requests} requests over {plan.schedule_span_s:.1f} s "
                     f"({describe(plan)}), built in {time.perf_counter() - started:.2f} s")
         await send_schedule(self, writer, manifest, live, requests, plan.schedule_span_s, describe(plan),
-                            opts.max_concurrency, opts.sample_interval_s, family=self.family)
+                            opts.max_concurrency, opts.sample_interval_s, family=self.family,
+                            check=constraint.check if constraint is not None else None)
 
     @property
     def family(self) -> str:

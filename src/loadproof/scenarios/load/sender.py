@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from typing import Any
 
 from loadproof.client import RequestSpec, StreamingClient
@@ -106,16 +107,20 @@ class OpenLoop:
 
 async def send_schedule(scenario: MetricsScenario, writer: RunWriter, manifest: dict[str, Any], live: LiveStatus,
                         requests: list[Planned], span_s: float, describe: str, cap: int | None,
-                        sample_interval_s: float | None, family: str = "synthetic") -> None:
+                        sample_interval_s: float | None, family: str = "synthetic",
+                        check: Callable[[RequestRecord], None] | None = None) -> None:
     """Send an open-loop schedule (run load, run replay): the engine's metrics sampled throughout, every
-    record appended as it ends, and how far the schedule got written as `schedule_end` and in the manifest,
-    interrupted or not."""
+    record appended as it ends (its answer first given its verdict by `check`, with --tools or
+    --response-format: the answer's text is then kept), and how far the schedule got written as `schedule_end`
+    and in the manifest, interrupted or not."""
     raise_open_files_limit()
     total = live.planned = len(requests)
     recorded = failed = 0
 
     def sink(record: RequestRecord) -> None:
         nonlocal recorded, failed
+        if check is not None:
+            check(record)
         writer.append(record)
         recorded += 1
         failed += not record.ok
@@ -130,7 +135,7 @@ async def send_schedule(scenario: MetricsScenario, writer: RunWriter, manifest: 
         live.watch_engine(scraper.samples)
         async with StreamingClient(target.url, api_key=target.api_key,
                                    max_connections=cap + 4 if cap else 0, on_record=live.recording(sink),
-                                   on_start=live.started, keep_text=False) as client:
+                                   on_start=live.started, keep_text=check is not None) as client:
             sender = OpenLoop(client, requests, max_concurrency=cap, scenario=scenario.name, family=family)
             completed = False
             try:

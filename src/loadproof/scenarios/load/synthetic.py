@@ -10,6 +10,7 @@ from loadproof.client import RequestSpec
 from loadproof.errors import UsageError
 from loadproof.plans.load import LoadPlan
 from loadproof.protocol.openai import request_body
+from loadproof.scenarios.constraints import request_extra
 from loadproof.scenarios.load.options import LoadOptions
 from loadproof.scenarios.load.schedule import Planned, lengths_of, load_plan
 from loadproof.scenarios.long_context import HaystackTarget
@@ -43,9 +44,10 @@ def synthetic_requests(opts: LoadOptions, offsets: list[float], hs: HaystackTarg
     outputs = [max(1, o if max_model_len is None else min(o, max_model_len - i)) for o, i in zip(outputs, built)]
     clamped = sum((i, o) != d for i, o, d in zip(built, outputs, drawn))
     requests = []
+    extra = request_extra(opts, target)
     for k, (offset, text, length, out) in enumerate(zip(offsets, texts, built, outputs)):
         body = request_body(target.endpoint, target.model, text, max_tokens=out, temperature=0.0,
-                            ignore_eos=opts.ignore_eos, extra=target.extra_body)
+                            ignore_eos=opts.ignore_eos, extra=extra)
         spec = RequestSpec(request_id=f"load-{k:07d}", endpoint=target.endpoint, body=body,
                            deadline_s=opts.deadline_s)
         requests.append(Planned(k, round(offset * NS_PER_S), spec, length, out))
