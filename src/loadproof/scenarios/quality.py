@@ -70,6 +70,8 @@ class QualityOptions(StrictModel):
     authored_modes: Annotated[list[str], among(MODES, "authored modes")] = Field(
         default_factory=lambda: list(MODES), description="authored-task modes: plain, low-thinking",
         json_schema_extra=cli("--modes"))
+    authored_items: int | None = Field(default=None, ge=1, description="the first N authored tasks (default: all "
+                                       f"{len(authored.load_tasks())})")
     authored_max_tokens: int = Field(default=64, ge=8, json_schema_extra=cli(hidden=True))
     thinking_mode: bool = Field(default=False, description="the model has a thinking mode (enable_thinking; "
                                 "default: from the profile)", json_schema_extra=cli("--thinking-model"))
@@ -299,6 +301,9 @@ class QualityScenario(MetricsScenario):
             await sender
         sent = schedule.taken
         span_s = round(requests[sent - 1].offset_ns / NS_PER_S, 9) if sent else 0.0
+        self.status(f"load: cut where the last under-load item ended, {sent} of the {len(requests)} drawn requests "
+                    f"sent over {span_s:.1f} s" if schedule.done and sent < len(requests) else
+                    f"load: all {len(requests)} drawn requests sent before the last item ended (raise --under-load-max-s)")
         return msgspec.structs.replace(plan, load=msgspec.structs.replace(plan.load, planned_requests=sent,
                                                                              schedule_span_s=span_s))
 
@@ -349,7 +354,7 @@ class QualityScenario(MetricsScenario):
 
     def _authored(self, jobs: list[Job], skipped: list[dict[str, Any]]) -> AuthoredPlan:
         opts = self.options
-        tasks = authored.load_tasks()
+        tasks = authored.load_tasks()[:opts.authored_items]
         modes: dict[str, str] = {}
         for mode in opts.authored_modes:
             reason = self._low_thinking_skip_reason() if mode == "low-thinking" else None

@@ -10,8 +10,10 @@ import sys
 import pytest
 
 from loadproof.errors import ConfigError
-from loadproof.scenarios.quality import CutSchedule, Job, QualityOptions, compared_with_idle
+from loadproof.scenarios.base import Target
+from loadproof.scenarios.quality import CutSchedule, Job, QualityOptions, QualityScenario, compared_with_idle
 from loadproof.scenarios.options import from_cli
+from loadproof.workloads.quality import authored
 from loadproof.workloads.quality.changes import digest
 
 
@@ -79,3 +81,13 @@ def test_a_bad_under_load_option_exits_2_before_anything_is_sent():
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 2, result.stderr
     assert len(result.stderr.strip().splitlines()) == 1 and "--under-load-output-tokens" in result.stderr
+
+
+def test_authored_items_takes_the_first_n_tasks():
+    scenario = QualityScenario(Target(url="http://127.0.0.1:9", model="m", endpoint="completions"),
+                               QualityOptions(authored_items=3, authored_modes=["plain"]))
+    jobs: list[Job] = []
+    plan = scenario._authored(jobs, [])
+    assert [j.row["item_id"] for j in jobs] == [t.id for t in authored.load_tasks()[:3]] and plan.tasks == 3
+    with pytest.raises(ValueError):
+        QualityOptions(authored_items=0)
