@@ -95,6 +95,9 @@ class QualityOptions(StrictModel):
                                                    json_schema_extra=cli(text=True))
     under_load_arrival: Literal["poisson", "constant"] = Field(default="poisson", description="the gaps between "
                                                                "the load's sends")
+    idle_timeout_s: float = Field(default=120.0, gt=0, description="with --under-load-rate: wait up to this long, "
+                                  "before the idle asking, for the engine to report 0 running and 0 waiting; else "
+                                  "fail with 'engine busy'")
     under_load_max_s: float = Field(default=1800.0, gt=0, description="the load's schedule is drawn for this many "
                                     "seconds and cut where the last under-load item ends; if the items outlast it, "
                                     "the load stops first")
@@ -241,6 +244,8 @@ class QualityScenario(MetricsScenario):
             live.planned = len(jobs) * (2 if load else 1)
             live.phase("requests", detail=f"{len(jobs)} items, {opts.concurrency} at a time" + (", idle" if load else ""))
             idle_answers: dict[tuple[str, str, str], str] | None = {} if load else None
+            if load is not None:  # idle means nothing else on the engine, as the idle guard checks it
+                await self.wait_until_idle(writer, opts.idle_timeout_s)
             await self._ask(client, jobs, writer, live, texts, idle_answers)
             if load is not None and idle_answers is not None:
                 cut = await self._under_load(client, jobs, writer, manifest, live, texts, idle_answers, load)
