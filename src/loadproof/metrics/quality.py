@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from loadproof.metrics.claims import Claim, count, fact, number
+from loadproof.metrics.constraints import constraint_claims
 from loadproof.metrics.figures import Panel, Table
 from loadproof.metrics.load import load_claims
 from loadproof.plans.quality import QualityPlan
@@ -187,6 +188,7 @@ def claims_of_run(run, plan) -> list[Claim]:
     """From answers.jsonl alone; the plan names the data files and budgets, which no figure reads. Under
     load, the load's requests also get the load scenario's claims, from the load's stored plan."""
     claims = quality_claims(run.answers) + under_load_claims(run.answers)
+    claims += constraint_claims("quality", [r for r in run.records if r.family != LOAD_FAMILY], run.manifest.options)
     if plan is not None and plan.under_load is not None:
         claims += load_claims([r for r in run.records if r.family == LOAD_FAMILY], plan.under_load.load, run.events,
                               run.samples)

@@ -37,7 +37,6 @@ import msgspec
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from loadproof.client import RequestSpec, StreamingClient
-from loadproof.config.base import StrictModel
 from loadproof.errors import UsageError
 from loadproof.metrics.quality import LOAD_FAMILY
 from loadproof.plans import attach_plan
@@ -45,6 +44,7 @@ from loadproof.plans.quality import AuthoredPlan, Gsm8kPlan, ImagePlan, QualityP
 from loadproof.protocol.openai import request_body
 from loadproof.records import RequestRecord
 from loadproof.scenarios.base import Setup, TokenizerUse
+from loadproof.scenarios.constraints import ConstraintOptions
 from loadproof.scenarios.demo import DemoSetup
 from loadproof.scenarios.live import LiveStatus
 from loadproof.scenarios.load.options import LoadOptions, TokenLengths
@@ -61,7 +61,7 @@ from loadproof.workloads.quality import MODES, SUITES, authored, changes, gsm8k,
 from loadproof.workloads.synthetic import Lengths
 
 
-class QualityOptions(StrictModel):
+class QualityOptions(ConstraintOptions):  # --tools, --response-format (scenarios/constraints.py)
     suites: Annotated[list[str], among(SUITES, "suites")] = Field(default_factory=lambda: list(SUITES),
                                                                   description="suites")
     gsm8k_items: int = Field(default=200, ge=0, le=200, description="first N problems of the packaged 200-problem "
@@ -215,6 +215,7 @@ class QualityScenario(MetricsScenario):
     async def run(self, writer: RunWriter, manifest: dict[str, Any], live: LiveStatus | None = None) -> None:
         opts = self.options
         live = live or LiveStatus(self.name)
+        constraint = opts.constraint(self.target.endpoint)  # --tools, --response-format: chat only, checked first
         max_model_len = self.target.max_model_len
         jobs: list[Job] = []
         skipped: list[dict[str, Any]] = []
@@ -226,6 +227,8 @@ class QualityScenario(MetricsScenario):
         texts: dict[str, str] = {}
 
         def sink(record: RequestRecord) -> None:
+            if constraint is not None:
+                constraint.check(record)
             texts[record.request_id] = record.output_text
             record.output_text = ""  # answers are scored from memory; a model can echo the question
             writer.append(record)
@@ -437,7 +440,8 @@ class QualityScenario(MetricsScenario):
         return ImagePlan(items=len(tasks), status=f"skipped: {reason}" if reason else "asked")
 
     def _spec(self, job: Job, family: str | None = None) -> RequestSpec:
-        extra = dict(job.extra)
+        constraint = self.options.constraint(self.target.endpoint)
+        extra = {**job.extra, **(constraint.body() if constraint is not None else {})}
         if job.stop:
             extra["stop"] = job.stop
         if job.messages is not None:

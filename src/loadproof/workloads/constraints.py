@@ -215,7 +215,7 @@ def _json_reason(text: str, validator: Validator | None, what: str) -> str | Non
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
-        return f"{what}: not JSON ({exc.msg} at char {exc.pos})"
+        return f"{what}: not JSON ({exc.msg}, char {exc.pos})"
     if validator is None:
         return None
     error = best_match(validator.iter_errors(value))

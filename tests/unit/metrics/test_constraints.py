@@ -63,7 +63,7 @@ def load_run() -> Run:
 def throughput_run() -> Run:
     manifest = throughput_manifest("throughput-constrained")
     manifest["options"] = {**manifest["options"], "response_format": "json"}
-    records = [checked(r, i % 2 == 0, 0, "answer: not JSON (Expecting value at char 0)")
+    records = [checked(r, i % 2 == 0, 0, "answer: not JSON (Expecting value, char 0)")
                for i, r in enumerate(throughput_records())]
     return rv.run_of(Path("throughput-constrained"), manifest, records)
 

@@ -111,7 +111,7 @@ def test_tool_calls_are_checked_against_their_tools(choice, calls, reason):
     ('{"summary": "s", "topics": [], "sentiment": "neutral"}', "answer: $.topics: minItems"),
     ('{"summary": "s", "topics": ["a"], "sentiment": "glad", "extra": 1}', "answer: $: additionalProperties"),
     ('{"summary": "s", "topics": ["a"], "senti', "answer: not JSON (Unterminated string"),
-    ("Sure! Here is", "answer: not JSON (Expecting value at char 0)"),
+    ("Sure! Here is", "answer: not JSON (Expecting value, char 0)"),
 ])
 def test_answers_are_checked_against_the_schema(text, reason):
     record = verdict(Constraint(None, None, parse_response_format(f"json_schema:{SCHEMA}")), text)
