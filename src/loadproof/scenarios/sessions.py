@@ -56,7 +56,7 @@ THINK_SYNTAX = "seconds X, or uniform:LOW:HIGH"
 TOOL_NAMES = ("read_file", "write_file", "edit_file", "list_dir", "search_code", "run_shell", "run_tests",
               "git_diff", "fetch_url", "ask_user")
 TOOL_ARGUMENT = {"type": "object", "properties": {"target": {"type": "string", "enum": ["a", "b", "c"]}},
-                 "required": ["target"]}
+                 "required": ["target"], "additionalProperties": False}
 CACHE_INFO = "vllm:cache_config_info"  # vLLM's info gauge: block_size, kv_cache_size_tokens, num_gpu_blocks labels
 
 
@@ -153,14 +153,18 @@ def tool_names(n: int) -> list[str]:
 
 
 def tool_definitions(names: list[str], descriptions: list[str]) -> list[dict[str, Any]]:
-    """OpenAI tool definitions: each a function of one enumerated argument, described by its text."""
-    return [{"type": "function", "function": {"name": name, "description": text, "parameters": TOOL_ARGUMENT}}
+    """OpenAI tool definitions: each a function of one enumerated argument, described by its text, `strict` (a
+    forced call's arguments constrained to the schema too, not only its name: vLLM's structural tags leave a
+    non-strict tool's arguments free)."""
+    return [{"type": "function", "function": {"name": name, "description": text, "parameters": TOOL_ARGUMENT,
+                                              "strict": True}}
             for name, text in zip(names, descriptions)]
 
 
 def tools_text(tools: list[dict[str, Any]]) -> str:
     """The definitions as the system message carries them: one JSON object a line in a <tools> block."""
-    lines = "".join(json.dumps(t["function"], ensure_ascii=False) + "\n" for t in tools)
+    lines = "".join(json.dumps({k: v for k, v in t["function"].items() if k != "strict"}, ensure_ascii=False) + "\n"
+                    for t in tools)
     return f"# Tools\nCall one of these functions:\n<tools>\n{lines}</tools>\n"
 
 

@@ -53,11 +53,14 @@ def test_generated_tool_definitions():
     assert len(set(names)) == 12
     tools = tool_definitions(names[:2], ["reads a file", "writes one"])
     assert tools[0] == {"type": "function", "function": {"name": "read_file", "description": "reads a file",
-                                                         "parameters": tools[0]["function"]["parameters"]}}
-    assert tools[0]["function"]["parameters"]["required"] == ["target"]
+                                                         "parameters": tools[0]["function"]["parameters"],
+                                                         "strict": True}}
+    params = tools[0]["function"]["parameters"]
+    assert params["required"] == ["target"] and params["additionalProperties"] is False
     text = tools_text(tools)
     lines = text.split("<tools>\n")[1].split("</tools>")[0].splitlines()
-    assert [json.loads(line) for line in lines] == [t["function"] for t in tools]
+    assert [json.loads(line) for line in lines] == [
+        {k: v for k, v in t["function"].items() if k != "strict"} for t in tools]
     assert tool_choice_body("required") == "required"
     assert tool_choice_body("git_diff") == {"type": "function", "function": {"name": "git_diff"}}
 
