@@ -196,6 +196,7 @@ class StreamingClient:
                     choice = choices[0]
                     delta = choice.delta
                     reasoning = None
+                    called = False  # the chunk carries a piece of a tool call: answer, as content is
                     if delta is None:
                         piece = choice.text
                     else:
@@ -203,18 +204,16 @@ class StreamingClient:
                         reasoning = delta.reasoning_content or delta.reasoning
                         if delta.tool_calls:
                             _add_tool_calls(calls, delta.tool_calls)
-                            piece = piece or ""
-                            if answer_ns is None:
-                                answer_ns = now
+                            called = True
                     if choice.finish_reason is not None:
                         record.finish_reason = choice.finish_reason
-                    if piece or reasoning:
+                    if piece or reasoning or called:
                         if first_ns is None:
                             first_ns = record.first_token_ns = now
-                        if piece:
+                        if piece or called:
                             if answer_ns is None:
                                 answer_ns = now
-                            if keep_text:
+                            if piece and keep_text:
                                 add_text(piece)
                         else:
                             reasoning_tokens += tokens
@@ -223,7 +222,7 @@ class StreamingClient:
                         last_ns = now
                         add_ns(now)
                         add_tokens(tokens)
-                    elif tokens > 0 or (delta is not None and delta.tool_calls):
+                    elif tokens > 0:
                         last_ns = now
                         add_ns(now)
                         add_tokens(tokens)

@@ -106,8 +106,23 @@ async def test_tool_call_pieces_are_joined_by_index(sse_server):
     assert [(c.name, c.arguments, c.id) for c in rec.tool_calls] == [
         ("get_weather", '{"city": "Oslo"}', "call_1"), ("get_time", "{}", "call_2")]
     assert rec.first_answer_ns == rec.chunk_ns[1]  # the first tool-call piece is the answer's start
+    assert rec.first_token_ns == rec.chunk_ns[0]
     assert rec.reasoning_tokens == 1 and rec.output_tokens == 7
     assert sum(rec.chunk_tokens) == 7
+
+
+@pytest.mark.asyncio
+async def test_an_answer_of_tool_calls_alone_has_a_first_token(sse_server):
+    pieces = [chat_chunk(content="", completion_tokens=0),
+              chat_chunk(tool_calls=[{"index": 0, "id": "c", "function": {"name": "f", "arguments": "{"}}],
+                         completion_tokens=3),
+              chat_chunk(tool_calls=[{"index": 0, "function": {"arguments": "}"}}], completion_tokens=4), DONE_EVENT]
+    server = await sse_server([Script(pieces=pieces)])
+    rec = await one(server.url, spec("chat"))
+    assert rec.ok and rec.output_text == "" and rec.reasoning_tokens is None
+    assert rec.first_token_ns == rec.first_answer_ns == rec.chunk_ns[0]
+    assert rec.last_token_ns == rec.chunk_ns[-1] and rec.chunk_tokens == [3, 1]
+    assert rec.tool_calls[0].arguments == "{}"
 
 
 @pytest.mark.asyncio
