@@ -47,6 +47,7 @@ from loadproof.scenarios.token_counts import PROBE_LINE
 from loadproof.store.run_dir import RunWriter
 from loadproof.telemetry.server_metrics import MetricsScraper
 from loadproof.scenarios.datasets import Columns
+from loadproof.workloads.constraints import tool_choice_body
 from loadproof.workloads.datasets import FORMATS, DatasetSpec, content_text, resolve, select
 from loadproof.workloads.synthetic import SyntheticPrompts
 
@@ -166,10 +167,6 @@ def tools_text(tools: list[dict[str, Any]]) -> str:
     lines = "".join(json.dumps({k: v for k, v in t["function"].items() if k != "strict"}, ensure_ascii=False) + "\n"
                     for t in tools)
     return f"# Tools\nCall one of these functions:\n<tools>\n{lines}</tools>\n"
-
-
-def tool_choice_body(choice: str) -> str | dict[str, Any]:
-    return choice if choice == "required" else {"type": "function", "function": {"name": choice}}
 
 
 def engine_cache_size(target: Any) -> tuple[int, int, str] | None:

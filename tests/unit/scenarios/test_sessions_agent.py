@@ -9,8 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from loadproof.records import RequestRecord, ToolCall
-from loadproof.scenarios.sessions import (Conversation, SessionsOptions, tool_choice_body, tool_definitions,
-                                          tool_names, tools_text)
+from loadproof.scenarios.sessions import Conversation, SessionsOptions, tool_definitions, tool_names, tools_text
 
 
 def answer(text: str = "", calls: list[ToolCall] = ()) -> RequestRecord:
@@ -61,8 +60,6 @@ def test_generated_tool_definitions():
     lines = text.split("<tools>\n")[1].split("</tools>")[0].splitlines()
     assert [json.loads(line) for line in lines] == [
         {k: v for k, v in t["function"].items() if k != "strict"} for t in tools]
-    assert tool_choice_body("required") == "required"
-    assert tool_choice_body("git_diff") == {"type": "function", "function": {"name": "git_diff"}}
 
 
 @pytest.mark.parametrize("fields, message", [
