@@ -34,6 +34,7 @@ from pydantic import BeforeValidator, Field, PlainSerializer, model_validator
 
 from loadproof.client import RequestSpec, StreamingClient
 from loadproof.config.base import StrictModel
+from loadproof.engines import engines
 from loadproof.errors import UsageError
 from loadproof.plans import attach_plan
 from loadproof.plans.datasets import DatasetRef
@@ -302,6 +303,9 @@ class SessionsScenario(MetricsScenario):
                                 ("--engine-kv-tokens", opts.engine_kv_tokens)) if v is not None]
         source = " and ".join(filter(None, [", ".join(given) if given else None,
                                             found[2] if found and len(given) < 2 else None])) or None
+        if block is None:  # the adapter's default block size: the unbounded expectation still holds
+            block = engines.get(self.target.engine).default_block_size
+            source = f"the {self.target.engine} adapter's default block size" + (f"; {source}" if source else "")
         return block, kv, source
 
     async def run(self, writer: RunWriter, manifest: dict[str, Any], live: LiveStatus | None = None) -> None:
