@@ -102,12 +102,13 @@ def prefix_claims(records: list[RequestRecord], plan: ReplayPlan, events: list[E
 
 
 def cache_requests(records: list[RequestRecord], plan: ReplayPlan) -> list[PrefixRequest]:
-    """The requests sent, in send order, as the engine's cache sees them: each prompt's full KV blocks keyed
-    by the trace's hash ids before them (the engine's overhead taken as leading every prompt), its send and
-    end, its output tokens (those it got; else those asked)."""
+    """The requests the engine prefilled (those with a first token; one cancelled while it waited never held
+    a block), in send order, as its cache sees them: each prompt's full KV blocks keyed by the trace's hash
+    ids before them (the engine's overhead taken as leading every prompt), its send and end, its output
+    tokens (those it got; else those asked)."""
     kv = plan.kv_block_tokens or plan.block_tokens
-    sent = sorted((r for r in records if r.batch is not None and 0 <= r.batch < len(plan.text_tokens)),
-                  key=lambda r: (r.send_ns, r.batch))
+    sent = sorted((r for r in records if r.batch is not None and 0 <= r.batch < len(plan.text_tokens)
+                   and r.first_token_ns is not None), key=lambda r: (r.send_ns, r.batch))
     out = []
     for r in sent:
         i = r.batch
@@ -138,13 +139,14 @@ def bounded_claims(records: list[RequestRecord], plan: ReplayPlan, claims: list[
                 f"({working / usable if usable else float('inf'):.1f}x the cache)",
                 "the engine's KV blocks (its null block not usable) x tokens per block, where they came from "
                 "(options or the engine's /metrics cache_config_info), and the distinct full prompt blocks of the "
-                "requests sent x tokens per block"),
+                "requests prefilled x tokens per block"),
            count("replay.prefix_cache.evictions", bounded.evictions, "blocks", "cached blocks the model of the "
                  "engine's cache evicted to make room (least recently used first)", direction="neither"),
            number("replay.prefix_hit_rate.bounded_pct", 100 * sum(bounded.hits) / asked, "%",
-                  "sum over requests sent of the hit an LRU cache of the engine's size would give (in send order; "
-                  "running requests' blocks pinned; whole KV blocks; the last prompt token computed) / sum of "
-                  "their prompt tokens (text + the engine's overhead) x 100", 2, direction="neither"),
+                  "sum over the requests prefilled (a first token) of the hit an LRU cache of the engine's size "
+                  "would give (in send order; running requests' blocks pinned; whole KV blocks; the last prompt "
+                  "token computed) / sum of their prompt tokens (text + the engine's overhead) x 100", 2,
+                  direction="neither"),
            number("replay.prefix_hit_rate.unbounded_blocks_pct", 100 * sum(unbounded.hits) / asked, "%",
                   "the same with nothing ever evicted: the unbounded expectation in the engine's whole KV blocks",
                   2, direction="neither")]
@@ -192,5 +194,5 @@ def figures(run: Any, plan: ReplayPlan, claims: list[Claim]) -> list[Table]:
                  "The engine's KV cache holds the trace's prompt blocks: read its rate against the unbounded "
                  "expectation."]
     return [Table(title="Prefix cache: the engine against the expectations", header=["figure", "value"],
-                  rows=[[label, by_name[name].printed] for name, label in shown], intro=intro,
+                  rows=[[label, f"{by_name[name].printed} {by_name[name].unit}"] for name, label in shown], intro=intro,
                   console="Prefix cache", claims=[name for name, _ in shown])]

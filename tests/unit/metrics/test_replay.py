@@ -104,22 +104,23 @@ def test_without_prefix_counters_no_engine_rate_is_claimed_and_without_hash_ids_
 
 def test_the_expectation_at_the_engines_size_beside_the_unbounded_one():
     # KV blocks of 16 tokens; each prompt 1 + 63 tokens = 4 full blocks, and 4 output tokens: 5 blocks a
-    # request; requests 0..6 never overlap. A pool of 6 blocks (5 usable, the null block apart) holds one
-    # request: request 1 still finds request 0's first two blocks (its last prompt block and the unhashed
-    # partial block went first), request 2 finds 1, 2 and request 1's third (48); request 3 (4 fresh
-    # blocks and its partial) evicts everything before it, so requests 4 and 5 find nothing: 80 of 448
+    # request; requests 0..6 never overlap; request 4 (HTTP 500, no first token) never held a block, so
+    # the model leaves it out: 6 requests, 384 prompt tokens. A pool of 6 blocks (5 usable, the null block
+    # apart) holds one request: request 1 still finds request 0's first two blocks (its last prompt block
+    # and the unhashed partial block went first), request 2 finds 1, 2 and request 1's third (48); request 3
+    # (4 fresh blocks and its partial) evicts everything before it, so request 5 finds nothing: 80 of 384
     got = values(run(p=plan(kv_blocks=6, kv_block_tokens=16, kv_source="options")))
-    assert abs(got["replay.prefix_hit_rate.bounded_pct"] - 100 * 80 / 448) < 1e-9
-    # unbounded, in whole KV blocks: the trace's own 144 of 448 (its blocks are the engine's here)
-    assert abs(got["replay.prefix_hit_rate.unbounded_blocks_pct"] - 100 * 144 / 448) < 1e-9
-    # distinct prompt blocks: 4 + 2 + 1 + 4 + 3 + 0 + 4 = 18 x 16 = 288 tokens > 5 x 16 = 80 usable
+    assert abs(got["replay.prefix_hit_rate.bounded_pct"] - 100 * 80 / 384) < 1e-9
+    # unbounded, in whole KV blocks: 0 + 32 + 48 + 0 + 48 + 0 (request 5 is request 0 again: 3 blocks)
+    assert abs(got["replay.prefix_hit_rate.unbounded_blocks_pct"] - 100 * 128 / 384) < 1e-9
+    # distinct prompt blocks: 4 + 2 + 1 + 4 + 0 + 4 = 15 x 16 = 240 tokens > 5 x 16 = 80 usable
     assert got["replay.prefix_hit_rate.read_against"] == "bounded"
-    assert "288 tokens (3.6x the cache)" in got["replay.prefix_cache.size"]
-    assert abs(got["replay.prefix_hit_rate.engine_minus_read_against_pp"] - 100 * (48 - 80) / 448) < 1e-9
+    assert "240 tokens (3.0x the cache)" in got["replay.prefix_cache.size"]
+    assert abs(got["replay.prefix_hit_rate.engine_minus_read_against_pp"] - (100 * 48 / 448 - 100 * 80 / 384)) < 1e-9
     # a cache that holds the whole working set: read against the unbounded (expected_pct) figure
     big = values(run(p=plan(kv_blocks=1000, kv_block_tokens=16, kv_source="metrics")))
     assert big["replay.prefix_hit_rate.read_against"] == "unbounded"
-    assert abs(big["replay.prefix_hit_rate.bounded_pct"] - 100 * 144 / 448) < 1e-9
+    assert abs(big["replay.prefix_hit_rate.bounded_pct"] - 100 * 128 / 384) < 1e-9
     assert abs(big["replay.prefix_hit_rate.engine_minus_read_against_pp"] - 100 * (48 - 144) / 448) < 1e-9
     # no size known (an older plan): no bounded claim
     assert not any(name.startswith(("replay.prefix_cache.", "replay.prefix_hit_rate.bounded"))
