@@ -12,7 +12,7 @@ a model of vLLM v1's block pool (`vllm/v1/core/block_pool.py`, `kv_cache_manager
 - hit blocks are touched (taken out of the free queue, so they cannot be evicted while the request runs);
   the rest of the request's blocks (its prompt's, and its output's) are taken from the head of the free
   queue, evicting whatever block was cached there: the least recently freed;
-- a request's blocks are pinned from its send (taken as its scheduling) to its end, then freed in
+- a request's blocks are pinned from its `send_ns` (taken as its scheduling) to its end, then freed in
   reverse order: blocks with a hash (every full block) to the tail of the free queue, the last block
   first, so a request's tail is evicted before its head; the partly filled last block, which has no
   hash, to the head (reused first);
@@ -20,14 +20,14 @@ a model of vLLM v1's block pool (`vllm/v1/core/block_pool.py`, `kv_cache_manager
 - where the pinned blocks leave too few free, the request gets what there is (the engine would make it
   wait; `Outcome.short_blocks` counts the blocks it could not have).
 
-Not modelled: the time a request waits for its turn (it is looked up at its send), preemption, and the
+Not modelled: the prefill's own duration (a request is looked up and takes its blocks at once), preemption, and the
 separate block groups of a hybrid (sliding-window) model; an engine run with one KV cache group
 (a model without sliding windows, or vLLM's `--disable-hybrid-kv-cache-manager`) is what this predicts.
 
 For other scenarios (sessions): build each request's `PrefixRequest` with `chained_keys` from the
 segments its prompt is made of (a shared system prompt, each message, each reply, each with an id that
 names its content and its length) and call `simulate(requests, num_blocks, block_tokens)`; its
-`hits[i]` are request i's hit tokens (requests in the order given, which must be the send order).
+`hits[i]` are request i's hit tokens (requests in the order given; events are ordered by their times).
 Standard library only.
 """
 
@@ -40,8 +40,10 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class PrefixRequest:
-    """One request as the cache sees it: when it was sent and ended (ns on the run's clock), the key of
-    each full block of its prompt (`chained_keys`), its prompt's tokens and its output's tokens."""
+    """One request as the cache sees it: when the engine took it up (`send_ns`: its send, or, where requests
+    queue, better its first token's time: the engine looks a request up when it schedules it) and when it
+    ended (ns on the run's clock), the key of each full block of its prompt (`chained_keys`), its prompt's
+    tokens and its output's tokens."""
 
     send_ns: int
     end_ns: int

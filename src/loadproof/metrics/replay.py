@@ -104,8 +104,9 @@ def prefix_claims(records: list[RequestRecord], plan: ReplayPlan, events: list[E
 def cache_requests(records: list[RequestRecord], plan: ReplayPlan) -> list[PrefixRequest]:
     """The requests the engine prefilled (those with a first token; one cancelled while it waited never held
     a block), in send order, as its cache sees them: each prompt's full KV blocks keyed by the trace's hash
-    ids before them (the engine's overhead taken as leading every prompt), its send and end, its output
-    tokens (those it got; else those asked)."""
+    ids before them (the engine's overhead taken as leading every prompt), the time the engine took it up
+    (its first token: the engine looks a request up when it schedules it, first come first served, and a
+    queued request's send would be too early) and its end, its output tokens (those it got; else asked)."""
     kv = plan.kv_block_tokens or plan.block_tokens
     sent = sorted((r for r in records if r.batch is not None and 0 <= r.batch < len(plan.text_tokens)
                    and r.first_token_ns is not None), key=lambda r: (r.send_ns, r.batch))
@@ -117,7 +118,8 @@ def cache_requests(records: list[RequestRecord], plan: ReplayPlan) -> list[Prefi
                           else [f"r{i}.{j}" for j in range(-(-text // plan.block_tokens))])
         keys = chained_keys(mooncake_segments(text, ids, plan.block_tokens, plan.overhead_tokens), kv)
         output = r.output_tokens if r.output_tokens is not None else (r.planned_output_tokens or 0)
-        out.append(PrefixRequest(r.send_ns, max(r.end_ns, r.send_ns), keys, text + plan.overhead_tokens, output))
+        start = r.first_token_ns if r.first_token_ns is not None else r.send_ns  # taken up first come first served
+        out.append(PrefixRequest(start, max(r.end_ns, start), keys, text + plan.overhead_tokens, output))
     return out
 
 
