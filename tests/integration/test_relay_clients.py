@@ -36,6 +36,7 @@ from aiohttp import web
 
 from loadproof.engines.embedded import ensure_engine, ensure_model, paths
 from loadproof.engines.embedded.peers import OFFLINE, VLLM_CLI, ensure_node_openai, ensure_peer
+from tests.integration.conftest import start_serve, stop_serve
 from tests.integration.test_relay import KEY, RelayProcess, metric, serve_app
 
 pytestmark = pytest.mark.timeout(900)  # installs included, on a fresh machine
@@ -367,3 +368,37 @@ Promise.all(Array.from({ length: Number(n) }, (_, i) => one(i)))
   .then((results) => console.log(JSON.stringify(results)))
   .catch((err) => { console.error('FAILED', err.status || '', err.message); process.exit(1); });
 """
+
+
+@pytest.mark.engine
+@pytest.mark.asyncio
+async def test_a_streamed_tool_call_passes_the_relay_unchanged(tmp_path):
+    """The openai SDK streams a tool call through the relay in front of the real engine (a named tool choice,
+    which vLLM enforces with structured outputs; it needs a tool-call parser, so the engine is started from
+    docs/examples/embedded-tools.toml): the SDK joins the call's deltas, and its arguments are the JSON the
+    tool's parameters ask, as the engine answers the same request directly."""
+    import jsonschema
+    import openai
+
+    examples = Path(__file__).resolve().parents[2] / "docs" / "examples"
+    tools = json.loads((examples / "tools-weather.json").read_text())
+    handle = start_serve([str(examples / "embedded-tools.toml")], tmp_path / "serve.stderr")
+    engine = handle.engine
+    ask = {"model": engine.model, "messages": [{"role": "user", "content": "What is the weather in Oslo?"}],
+           "max_tokens": 96, "temperature": 0.0, "tools": tools,
+           "tool_choice": {"type": "function", "function": {"name": "get_weather"}}}
+    relay = RelayProcess(engine.url, tmp_path / "relay.log")
+    try:
+        client = openai.AsyncOpenAI(base_url=relay.url + "/v1", api_key=KEY, max_retries=0)
+        async with client.chat.completions.stream(**ask) as stream:
+            final = await stream.get_final_completion()
+        direct = await openai.AsyncOpenAI(base_url=engine.url + "/v1", api_key="none",
+                                          max_retries=0).chat.completions.create(**ask)
+    finally:
+        relay.stop()
+        stop_serve(handle)
+    (call,) = final.choices[0].message.tool_calls
+    assert call.function.name == "get_weather" and call.id
+    arguments = json.loads(call.function.arguments)
+    jsonschema.validate(arguments, tools[0]["function"]["parameters"])
+    assert arguments == json.loads(direct.choices[0].message.tool_calls[0].function.arguments)
