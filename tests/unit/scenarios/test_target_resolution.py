@@ -149,5 +149,5 @@ def test_an_unreachable_server_is_an_environment_failure_naming_the_url():
 def test_the_manifest_shape_keeps_its_keys(tmp_path: Path):
     described = Target(url="http://h:1", model="m", endpoint="chat", api_key="sk-9").describe()
     assert list(described) == ["url", "model", "endpoint", "api_key_used", "extra_body", "tokenizer",
-                               "tokenizer_source", "metrics", "token_counts"]
+                               "tokenizer_source", "metrics", "token_counts", "thinking", "reasoning_effort"]
     assert "sk-9" not in json.dumps(described)
