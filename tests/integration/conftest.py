@@ -126,8 +126,26 @@ def stop_serve(handle: ServeHandle) -> None:
     assert not leftovers, f"engine processes left after SIGTERM: {leftovers}"
 
 
+# The embedded default as `loadproof serve --embedded --eager` serves it, plus vLLM's tool calling (a tool-call
+# parser: without one vLLM answers 400 to a required or named tool choice; a request without tools is served
+# as before), so the tests of --tools share this engine instead of starting their own.
+TOOL_ARGS = '["--enable-auto-tool-choice", "--tool-call-parser", "hermes"]'
+
+
+def session_profile(folder: Path) -> Path:
+    """The embedded profile, eager, with a tool-call parser."""
+    from loadproof.config.profile import packaged_profiles
+
+    text = packaged_profiles()["embedded"]
+    assert "\n[serving]\n" in text and "extra_args" not in text
+    path = folder / "embedded-tools.toml"
+    path.write_text(text.replace("\n[serving]\n", f"\n[serving]\nenforce_eager = true\nextra_args = {TOOL_ARGS}\n"))
+    return path
+
+
 @pytest.fixture(scope="session")
 def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
-    handle = start_serve(["--embedded", "--eager"], tmp_path_factory.mktemp("engine") / "serve.stderr")
+    folder = tmp_path_factory.mktemp("engine")
+    handle = start_serve([str(session_profile(folder))], folder / "serve.stderr")
     yield handle.engine
     stop_serve(handle)

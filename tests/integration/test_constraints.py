@@ -9,25 +9,23 @@ max_tokens may be invalid, and then says so."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.integration.conftest import Engine, start_serve, stop_serve
+from tests.integration.conftest import Engine
 from tests.integration.test_long_context import loadproof
 
 pytestmark = [pytest.mark.engine, pytest.mark.timeout(1200)]
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"
-PROFILE = EXAMPLES / "embedded-tools.toml"  # the embedded engine with a tool-call parser, which vLLM requires
 
 
-@pytest.fixture(scope="module")
-def tools_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
-    handle = start_serve([str(PROFILE)], tmp_path_factory.mktemp("tools-engine") / "serve.stderr")
-    yield handle.engine
-    stop_serve(handle)
+@pytest.fixture
+def tools_engine(engine: Engine) -> Engine:
+    """The session's engine: it is served with a tool-call parser (tests/integration/conftest.py), as
+    docs/examples/embedded-tools.toml serves it for users."""
+    return engine
 
 
 def load_run(engine, tmp_path: Path, *args: str) -> tuple[dict, list[dict]]:

@@ -36,7 +36,6 @@ from aiohttp import web
 
 from loadproof.engines.embedded import ensure_engine, ensure_model, paths
 from loadproof.engines.embedded.peers import OFFLINE, VLLM_CLI, ensure_node_openai, ensure_peer
-from tests.integration.conftest import start_serve, stop_serve
 from tests.integration.test_relay import KEY, RelayProcess, metric, serve_app
 
 pytestmark = pytest.mark.timeout(900)  # installs included, on a fresh machine
@@ -372,21 +371,22 @@ Promise.all(Array.from({ length: Number(n) }, (_, i) => one(i)))
 
 @pytest.mark.engine
 @pytest.mark.asyncio
-async def test_a_streamed_tool_call_passes_the_relay_unchanged(tmp_path):
+async def test_a_streamed_tool_call_passes_the_relay_unchanged(engine, tmp_path):
     """The openai SDK streams a tool call through the relay in front of the real engine (a named tool choice,
-    which vLLM enforces with structured outputs; it needs a tool-call parser, so the engine is started from
-    docs/examples/embedded-tools.toml): the SDK joins the call's deltas, and its arguments are the JSON the
+    which vLLM enforces with structured outputs; it needs a tool-call parser, which the session's engine is
+    served with, as docs/examples/embedded-tools.toml serves it): the SDK joins the call's deltas, and its arguments are the JSON the
     tool's parameters ask, as the engine answers the same request directly."""
     import jsonschema
     import openai
 
     examples = Path(__file__).resolve().parents[2] / "docs" / "examples"
     tools = json.loads((examples / "tools-weather.json").read_text())
+    # strict: vLLM's hermes parser then decodes the arguments under the tool's parameters (without it only the
+    # call's name is forced, and the 270M model ran past max_tokens inside the city's string)
+    tools[0]["function"]["strict"] = True
     # the city bounded: unbounded, the small model repeats a letter inside it past max_tokens, and the SDK's
     # stream helper raises LengthFinishReasonError (seen on the embedded engine, 2026-12-01)
     tools[0]["function"]["parameters"]["properties"]["city"]["maxLength"] = 24
-    handle = start_serve([str(examples / "embedded-tools.toml")], tmp_path / "serve.stderr")
-    engine = handle.engine
     ask = {"model": engine.model, "messages": [{"role": "user", "content": "What is the weather in Oslo?"}],
            "max_tokens": 128, "temperature": 0.0, "tools": tools,
            "tool_choice": {"type": "function", "function": {"name": "get_weather"}}}
@@ -399,7 +399,6 @@ async def test_a_streamed_tool_call_passes_the_relay_unchanged(tmp_path):
                                           max_retries=0).chat.completions.create(**ask)
     finally:
         relay.stop()
-        stop_serve(handle)
     (call,) = final.choices[0].message.tool_calls
     assert call.function.name == "get_weather" and call.id
     arguments = json.loads(call.function.arguments)
