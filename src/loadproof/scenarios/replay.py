@@ -10,15 +10,12 @@ time, never waiting for the server. The claims (`metrics.replay`) are the load s
 
 from __future__ import annotations
 
-import asyncio
-import re
 import secrets
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-import aiohttp
 from pydantic import Field, model_validator
 
 from loadproof.client import RequestSpec
@@ -34,13 +31,12 @@ from loadproof.scenarios.long_context import EXACT_LENGTH, MetricsScenario, hays
 from loadproof.scenarios.options import cli, idle_timeout_field, sample_interval_field
 from loadproof.scenarios.token_counts import PROBE_LINE
 from loadproof.store.run_dir import RunWriter
+from loadproof.telemetry.cache_config import read_cache_config
 from loadproof.telemetry.server_metrics import MetricsSource
 from loadproof.units import NS_PER_S
 from loadproof.workloads.synthetic import SyntheticPrompts
 from loadproof.workloads.traces import MOONCAKE_BLOCK, TRACE_FORMATS, BlockPrompts, TraceError, read_trace, shape
 
-_CACHE_INFO = re.compile(r'^[A-Za-z_:]*cache_config_info\{([^}]*)\}', re.MULTILINE)
-_LABEL = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)="([^"]*)"')
 REPLAY_PROBE = "0 " + PROBE_LINE  # begins as a replay prompt does (a block's head line) and ends as it does
 
 
@@ -53,31 +49,13 @@ class CacheSize:
     source: str
 
 
-def cache_config(text: str) -> CacheSize | None:
-    """num_gpu_blocks and block_size from a Prometheus exposition's cache_config_info series (the first that
-    has both as whole numbers), or None."""
-    for match in _CACHE_INFO.finditer(text):
-        labels = dict(_LABEL.findall(match.group(1)))
-        blocks, size = labels.get("num_gpu_blocks", ""), labels.get("block_size", "")
-        if blocks.isdigit() and size.isdigit() and int(blocks) > 1 and int(size) > 0:
-            return CacheSize(int(blocks), int(size), "metrics")
-    return None
-
-
-async def read_cache_config(source: MetricsSource, api_key: str | None) -> CacheSize | None:
-    """The engine's cache size from its /metrics exposition (a Prometheus server's query API is not asked: its
-    series of one scrape are summed by name, the labels lost); None where it does not say."""
-    if source.kind != "exposition":
+def engine_cache(source: MetricsSource, api_key: str | None) -> CacheSize | None:
+    """The engine's pool from its /metrics cache_config_info (telemetry.cache_config: num_gpu_blocks and
+    block_size), or None where it does not say."""
+    found = read_cache_config(source, api_key)
+    if found is None or found.num_blocks is None:
         return None
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    try:
-        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as session:
-            async with session.get(source.url, headers=headers) as resp:
-                if resp.status != 200:
-                    return None
-                return cache_config(await resp.text())
-    except (aiohttp.ClientError, asyncio.TimeoutError, UnicodeDecodeError):
-        return None
+    return CacheSize(found.num_blocks, found.block_tokens, "metrics")
 
 
 class ReplayOptions(StrictModel):
@@ -191,7 +169,7 @@ class ReplayScenario(MetricsScenario):
         opts = self.options
         if opts.kv_blocks and opts.kv_block_tokens:
             return CacheSize(opts.kv_blocks, opts.kv_block_tokens, "options")
-        found = await read_cache_config(self.target.metrics, self.target.metrics_api_key)
+        found = engine_cache(self.target.metrics, self.target.metrics_api_key)
         if found is None:
             self.status("the engine's KV cache size is unknown (no cache_config_info in its /metrics): no hit rate "
                         "expected at its size; --kv-blocks N --kv-block-tokens B gives it")

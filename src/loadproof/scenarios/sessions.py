@@ -24,12 +24,9 @@ import math
 import random
 import secrets
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from prometheus_client.parser import text_string_to_metric_families
 from pydantic import BeforeValidator, Field, PlainSerializer, model_validator
 
 from loadproof.client import RequestSpec, StreamingClient
@@ -46,6 +43,7 @@ from loadproof.scenarios.long_context import EXACT_LENGTH, MetricsScenario, hays
 from loadproof.scenarios.options import cli, idle_timeout_field, sample_interval_field
 from loadproof.scenarios.token_counts import PROBE_LINE
 from loadproof.store.run_dir import RunWriter
+from loadproof.telemetry.cache_config import read_cache_config
 from loadproof.telemetry.server_metrics import MetricsScraper
 from loadproof.scenarios.datasets import Columns
 from loadproof.workloads.constraints import tool_choice_body
@@ -171,31 +169,12 @@ def tools_text(tools: list[dict[str, Any]]) -> str:
 
 
 def engine_cache_size(target: Any) -> tuple[int, int, str] | None:
-    """(block tokens, KV cache tokens, where from) from the engine's /metrics cache_config_info (vLLM: its
-    block_size and num_gpu_blocks labels); None where the source is no exposition or shows neither."""
-    if target.metrics.kind != "exposition":
+    """(block tokens, KV cache tokens, where from) from the engine's /metrics cache_config_info
+    (telemetry.cache_config); None where the source is no exposition or shows neither."""
+    found = read_cache_config(target.metrics, target.metrics_api_key)
+    if found is None or found.tokens is None:
         return None
-    request = urllib.request.Request(target.metrics.url)
-    if target.metrics_api_key:
-        request.add_header("Authorization", f"Bearer {target.metrics_api_key}")
-    try:
-        with urllib.request.urlopen(request, timeout=10) as resp:
-            text = resp.read().decode()
-        families = list(text_string_to_metric_families(text))
-    except (urllib.error.URLError, OSError, UnicodeDecodeError, ValueError):
-        return None
-    for family in families:
-        for sample in family.samples:
-            if sample.name in (CACHE_INFO, CACHE_INFO.removesuffix("_info")):
-                labels = sample.labels
-                try:  # its own token count where it gives one (a hybrid model's blocks serve several layer groups)
-                    block = int(labels["block_size"])
-                    tokens = int(labels["kv_cache_size_tokens"]) if labels.get("kv_cache_size_tokens", "None") != \
-                        "None" else block * int(labels["num_gpu_blocks"])
-                except (KeyError, ValueError):
-                    continue
-                return block, tokens, f"the engine's /metrics {CACHE_INFO}"
-    return None
+    return found.block_tokens, found.tokens, f"the engine's /metrics {CACHE_INFO}"
 
 
 def _json(text: str) -> bool:

@@ -1,12 +1,14 @@
-"""Where replay reads the engine's KV cache size: --kv-blocks/--kv-block-tokens, or the cache_config_info
-series of its /metrics (vLLM's num_gpu_blocks and block_size labels)."""
+"""Where replay and sessions read the engine's KV cache size: --kv-blocks/--kv-block-tokens, or the
+cache_config_info series of its /metrics (telemetry.cache_config: vLLM's num_gpu_blocks, block_size and
+kv_cache_size_tokens labels)."""
 
 from __future__ import annotations
 
 import pytest
 from pydantic import ValidationError
 
-from loadproof.scenarios.replay import CacheSize, ReplayOptions, cache_config
+from loadproof.scenarios.replay import ReplayOptions
+from loadproof.telemetry.cache_config import CacheConfig, cache_config
 
 TRACE = "src/loadproof/data/traces/mooncake-conversation-300.jsonl"
 
@@ -19,11 +21,15 @@ vllm:num_requests_running{engine="0",model_name="m"} 0.0
 
 
 def test_the_cache_size_is_read_from_cache_config_info():
-    assert cache_config(EXPOSITION) == CacheSize(400, 128, "metrics")
+    assert cache_config(EXPOSITION) == CacheConfig(block_tokens=128, num_blocks=400)
+    assert cache_config(EXPOSITION).tokens == 51_200
+    own = EXPOSITION.replace('engine="0",', 'engine="0",kv_cache_size_tokens="5979",')
+    assert cache_config(own).tokens == 5979  # the engine's own count wins (a hybrid model's groups)
 
 
 def test_an_exposition_without_whole_numbers_for_both_labels_gives_nothing():
     assert cache_config(EXPOSITION.replace('num_gpu_blocks="400"', 'num_gpu_blocks="None"')) is None
+    assert cache_config(EXPOSITION.replace('num_gpu_blocks="400"', 'num_gpu_blocks="1"')) is None
     assert cache_config(EXPOSITION.replace('block_size="128",', "")) is None
     assert cache_config("vllm:num_requests_running 0.0\n") is None
 
