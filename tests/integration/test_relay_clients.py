@@ -392,11 +392,13 @@ async def test_a_streamed_tool_call_passes_the_relay_unchanged(engine, tmp_path)
            "tool_choice": {"type": "function", "function": {"name": "get_weather"}}}
     relay = RelayProcess(engine.url, tmp_path / "relay.log")
     try:
-        client = openai.AsyncOpenAI(base_url=relay.url + "/v1", api_key=KEY, max_retries=0)
-        async with client.chat.completions.stream(**ask) as stream:
-            final = await stream.get_final_completion()
-        direct = await openai.AsyncOpenAI(base_url=engine.url + "/v1", api_key="none",
-                                          max_retries=0).chat.completions.create(**ask)
+        # each client closed here: an unclosed one leaves its keep-alive socket to the garbage collector,
+        # whose ResourceWarning fails whichever later test it lands in (two replay tests on CI, 2026-12-01)
+        async with openai.AsyncOpenAI(base_url=relay.url + "/v1", api_key=KEY, max_retries=0) as client:
+            async with client.chat.completions.stream(**ask) as stream:
+                final = await stream.get_final_completion()
+        async with openai.AsyncOpenAI(base_url=engine.url + "/v1", api_key="none", max_retries=0) as client:
+            direct = await client.chat.completions.create(**ask)
     finally:
         relay.stop()
     (call,) = final.choices[0].message.tool_calls
