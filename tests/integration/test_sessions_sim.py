@@ -139,3 +139,29 @@ def test_agent_turns_on_the_completions_endpoint_append_each_answer_and_its_tool
         assert value[f"sessions.turn{t}.expected_hit_pct.bounded"] == expected  # 65,536 tokens hold it all
     assert value["sessions.expected_hit_pct.read_against"] == "either"
     publish_and_verify(run, tmp_path / "bundle")
+
+
+def test_a_primed_shared_prefix_is_cached_before_every_users_first_turn(tmp_path: Path):
+    """--prime-shared: the system prompt and tool definitions go out once before the users, who then start
+    together (no stagger) and still find the whole shared prefix cached; the priming request is a record of
+    its own (family prime) that no turn's figure counts, and the expectation runs it through the cache
+    first."""
+    with SimProcess(tmp_path / "sim.log", config={"time_scale": 10.0}) as sim:
+        code, claims, run = run_scenario(sim, tmp_path, "sessions", "--endpoint", "completions", "-u", "3", "-t", "2",
+                                         "--first-tokens", "64", "--system-tokens", "600", "--turn-tokens", "32",
+                                         "--output-tokens", "8", "--prime-shared", "--engine-block-tokens", "16",
+                                         "--engine-kv-tokens", "65536")
+    assert code == 0, claims
+    value = {name: c["value"] for name, c in claims.items()}
+    assert value["sessions.requests"] == value["sessions.planned_requests"] == 6
+    records = [json.loads(line) for line in (run / "requests.jsonl").read_text().splitlines()]
+    (prime,) = [r for r in records if r["family"] == "prime"]
+    assert prime["output_tokens"] == 1 and prime["send_ns"] < min(r["send_ns"] for r in records if r is not prime)
+    plan = json.loads((run / "manifest.json").read_text())["plan"]
+    assert plan["prime_shared"] is True
+    shared_blocks = (plan["overhead_tokens"] + plan["shared_prefix_tokens"]) // 16 * 16
+    first = [r for r in records if r["family"] == "cold"]
+    floor = 100 * shared_blocks * len(first) / sum(r["prompt_tokens"] for r in first)
+    engine, expected = value["sessions.turn0.engine_hit_pct"], value["sessions.turn0.expected_hit_pct.unbounded"]
+    assert engine >= floor - 1 and abs(engine - expected) < 3, (engine, expected, floor)
+    publish_and_verify(run, tmp_path / "bundle")

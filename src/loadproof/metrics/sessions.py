@@ -27,11 +27,14 @@ from loadproof.rundir import EngineSample
 from loadproof.units import NS_PER_S
 
 SCENARIO = "sessions"
+PRIME = "prime"  # the family of --prime-shared's request: the shared prefix sent once before the users start
 TTFT_STATS = ("mean", "p50", "p90", "p99", "max")
 
 
 def claims_of_run(run: Any, plan: SessionsPlan) -> list[Claim]:
-    records = [r for r in run.records if r.scenario == SCENARIO]
+    mine = [r for r in run.records if r.scenario == SCENARIO]
+    records = [r for r in mine if r.family != PRIME]  # the users' turns; the priming request only warms the cache
+    primed = [r for r in mine if r.family == PRIME and succeeded(r)]
     ok = [r for r in records if succeeded(r)]
     by_user: dict[str, list[RequestRecord]] = defaultdict(list)
     for r in records:
@@ -114,7 +117,7 @@ def claims_of_run(run: Any, plan: SessionsPlan) -> list[Claim]:
                                  "report it x 100", 2, direction="neither" if phase == "cold" else "higher",
                                  parts={"phase": phase}))
     claims += engine_hit_claims(records, run.samples)
-    claims += agent_claims(ok, plan) + expected_claims(ok, plan) + reasoning_claims(SCENARIO, records)
+    claims += agent_claims(ok, plan) + expected_claims(ok, plan, primed) + reasoning_claims(SCENARIO, records)
     return claims
 
 
@@ -137,37 +140,44 @@ def agent_claims(ok: list[RequestRecord], plan: SessionsPlan) -> list[Claim]:
 def prefix_requests(ok: list[RequestRecord], plan: SessionsPlan) -> list[PrefixRequest]:
     """The successful turns in send order as the prefix cache sees them: the shared prefix (the system
     message's tokens, every user's alike), then the user's own history (the rest of the prompt, a prefix of
-    that user's next turn)."""
+    that user's next turn). A priming request (family `prime`) is the shared prefix and a message of its own."""
     shared = plan.shared_prefix_tokens or 0
     out = []
     for r in sorted(ok, key=lambda r: (r.send_ns, r.request_id)):
         prompt = r.prompt_tokens or 0
-        segments = [(("shared",), min(shared, prompt)), (("user", r.prompt_id), prompt - min(shared, prompt))]
+        own = ("prime",) if r.family == PRIME else ("user", r.prompt_id)
+        segments = [(("shared",), min(shared, prompt)), (own, prompt - min(shared, prompt))]
         out.append(PrefixRequest(send_ns=r.send_ns, end_ns=r.end_ns, keys=chained_keys(segments, plan.block_tokens or 1),
                                  prompt_tokens=prompt, output_tokens=r.output_tokens or 0))
     return out
 
 
-def expected_claims(ok: list[RequestRecord], plan: SessionsPlan) -> list[Claim]:
+def expected_claims(ok: list[RequestRecord], plan: SessionsPlan,
+                    primed: list[RequestRecord] | None = None) -> list[Claim]:
     """The hits an unbounded cache and one of the engine's size would serve, per turn and in all, beside the
-    engine's (plans with the engine's block size)."""
+    engine's (plans with the engine's block size). A successful priming request goes through the cache first
+    (its hits are no turn's)."""
     block = plan.block_tokens
     ok = [r for r in ok if r.prompt_tokens]
     if block is None or not ok:
         return []
-    requests = prefix_requests(ok, plan)
-    ordered = sorted(ok, key=lambda r: (r.send_ns, r.request_id))
+    sent = ok + [r for r in primed or () if r.prompt_tokens]
+    requests = prefix_requests(sent, plan)
+    ordered = sorted(sent, key=lambda r: (r.send_ns, r.request_id))
+    turns = [i for i, r in enumerate(ordered) if r.family != PRIME]
     caches = {"unbounded": None}
     if plan.kv_cache_tokens:
         caches["bounded"] = plan.kv_cache_tokens // block
     how = {"unbounded": "a cache that never evicts",
            "bounded": f"a cache of the engine's size, kv_cache_tokens // block_tokens blocks (vLLM's LRU block pool, "
                       "running requests pinned: metrics.prefix_cache)"}
+    primer = " (after the priming request, family prime, which every turn's shared prefix can hit)" if len(turns) < len(
+        ordered) else ""
     claims = []
     for cache, blocks in caches.items():
         hits = simulate(requests, blocks, block).hits
         for turn in range(plan.turns):
-            idx = [i for i, r in enumerate(ordered) if r.batch == turn]
+            idx = [i for i in turns if ordered[i].batch == turn]
             if idx:
                 claims.append(number(
                     "sessions.turn<t>.expected_hit_pct.<cache>",
@@ -175,15 +185,16 @@ def expected_claims(ok: list[RequestRecord], plan: SessionsPlan) -> list[Claim]:
                     f"sum of the expected hit tokens / sum of usage.prompt_tokens over the successful turns t x 100; "
                     f"each turn's expected hit: its leading blocks of block_tokens (the shared prefix, then its "
                     f"user's history) already cached when it was sent, at most (prompt_tokens - 1) // block_tokens "
-                    f"of them, the turns replayed in send order through {how[cache]}", 2, direction="neither",
+                    f"of them, the turns replayed in send order through {how[cache]}{primer}", 2, direction="neither",
                     parts={"t": turn, "cache": cache}))
-        claims.append(number("sessions.expected_hit_pct.<cache>", 100 * sum(hits) / sum(r.prompt_tokens for r in ordered),  # type: ignore[misc]
-                             "%", f"the same over every successful turn, through {how[cache]}", 2,
+        claims.append(number("sessions.expected_hit_pct.<cache>",
+                             100 * sum(hits[i] for i in turns) / sum(ordered[i].prompt_tokens for i in turns),  # type: ignore[misc]
+                             "%", f"the same over every successful turn, through {how[cache]}{primer}", 2,
                              direction="neither", parts={"cache": cache}))
     working = working_set_tokens(requests, block)
     claims.append(count("sessions.working_set_tokens", working, "tokens", "distinct full prompt blocks over the "
-                        "successful turns x block_tokens: what an unbounded cache would end up holding",
-                        direction="neither"))
+                        "successful turns (and the priming request) x block_tokens: what an unbounded cache would "
+                        "end up holding", direction="neither"))
     if plan.kv_cache_tokens:
         claims.append(fact("sessions.expected_hit_pct.read_against",
                            "bounded" if working > plan.kv_cache_tokens else "either",

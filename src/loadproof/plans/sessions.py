@@ -6,7 +6,8 @@ Each turn is one record: `prompt_id` the user (`u<k>`), `batch` the turn (0 is t
 Agent turns (`tool_turns`): turns 0 to tool_turns - 1 ask for a tool call; the next turn appends the call
 and a tool result of `tool_result_tokens` tokens. `shared_prefix_tokens` is what every user's prompt
 shares (the system message's own tokens: its prompt and any tool definitions written in it);
-`block_tokens` and `kv_cache_tokens` the engine's KV block and cache size, for the prefix-cache
+`prime_shared`: that prefix was sent once before the users started (one record of family `prime`, no
+turn's); `block_tokens` and `kv_cache_tokens` the engine's KV block and cache size, for the prefix-cache
 expectations (metrics.sessions). Standard library and msgspec only.
 """
 
@@ -43,6 +44,7 @@ class SessionsPlan(Plan, kw_only=True):
     tool_choice: str | None = None  # "required" or a tool's name (chat); None: no tool turns
     tool_call_mode: str | None = None  # "tools": calls through the chat API; "text": the answer text stands in
     shared_prefix_tokens: int | None = None  # tokens of the system message's text (prompt + definitions)
+    prime_shared: bool = False  # the shared prefix sent once (record family "prime") before the users started
     block_tokens: int | None = None  # the engine's KV block size, tokens (None: no expectation computed)
     kv_cache_tokens: int | None = None  # the engine's KV cache, tokens (None: no bounded expectation)
     kv_source: str | None = None  # where block_tokens and kv_cache_tokens came from
@@ -51,7 +53,8 @@ class SessionsPlan(Plan, kw_only=True):
         return {"users": self.users, "turns": self.turns, "first_tokens": self.first_tokens,
                 "turn_tokens": self.turn_tokens, "system_tokens": self.system_tokens, "tool_tokens": self.tool_tokens,
                 "output_tokens": self.output_tokens, "think_time": self.think_time, "stagger_s": self.stagger_s,
-                "ignore_eos": self.ignore_eos, **({"dataset": self.dataset.key()} if self.dataset is not None else {}),
+                "ignore_eos": self.ignore_eos, **({"prime_shared": True} if self.prime_shared else {}),
+                **({"dataset": self.dataset.key()} if self.dataset is not None else {}),
                 **({"tool_definitions_tokens": self.tool_definitions_tokens, "tools_in_prompt": self.tools_in_prompt,
                     "tool_turns": self.tool_turns, "tool_result_tokens": self.tool_result_tokens,
                     "tool_choice": self.tool_choice} if self.tool_turns or self.tool_definitions_tokens else {})}

@@ -38,6 +38,7 @@ from loadproof.plans.datasets import DatasetRef
 from loadproof.plans.sessions import SessionsPlan
 from loadproof.protocol.openai import request_body
 from loadproof.records import RequestRecord
+from loadproof.metrics.sessions import PRIME
 from loadproof.scenarios.live import LiveStatus
 from loadproof.scenarios.long_context import EXACT_LENGTH, MetricsScenario, haystack_target
 from loadproof.scenarios.options import cli, idle_timeout_field, sample_interval_field
@@ -113,6 +114,10 @@ class SessionsOptions(StrictModel):
     tool_result_tokens: int = Field(default=256, ge=8, description="tokens of each tool result appended after a call")
     tool_choice: str = Field(default="required", description="the agent turns' tool_choice: required, or a "
                              "generated tool's name", json_schema_extra=cli(text=True))
+    prime_shared: bool = Field(default=False, description="before the users start, send the shared prefix (the "
+                               "system prompt and tool definitions) once with a one-token reply, as a deployment "
+                               "whose agents share it has it cached; the users' first turns then prefill only their "
+                               "own message (its record is family prime, no turn's)")
     engine_block_tokens: int | None = Field(default=None, ge=1, description="the engine's KV block size in tokens, "
                                             "for the prefix-cache expectations (default: its /metrics "
                                             "cache_config_info)")
@@ -128,6 +133,9 @@ class SessionsOptions(StrictModel):
     def _tools(self) -> SessionsOptions:
         if self.tool_turns > self.turns:
             raise ValueError(f"--tool-turns {self.tool_turns} is more than --turns {self.turns}")
+        if self.prime_shared and not (self.system_tokens or self.tool_definitions_tokens):
+            raise ValueError("--prime-shared needs a shared prefix to send: --system-tokens N or "
+                             "--tool-definitions-tokens N")
         names = tool_names(self.tool_count) if self.tool_definitions_tokens else []
         if self.tool_turns and not names:
             raise ValueError("--tool-turns needs tools to call: --tool-definitions-tokens N")
@@ -342,7 +350,8 @@ class SessionsScenario(MetricsScenario):
                             tool_result_tokens=opts.tool_result_tokens if opts.tool_turns else 0,
                             tool_choice=opts.tool_choice if opts.tool_turns else None,
                             tool_call_mode=("tools" if chat else "text") if opts.tool_turns else None,
-                            shared_prefix_tokens=shared, block_tokens=block, kv_cache_tokens=kv, kv_source=kv_source)
+                            shared_prefix_tokens=shared, prime_shared=opts.prime_shared, block_tokens=block,
+                            kv_cache_tokens=kv, kv_source=kv_source)
         attach_plan(manifest, plan)
         writer.write_manifest(manifest)
         total = live.planned = opts.users * opts.turns
@@ -400,6 +409,31 @@ class SessionsScenario(MetricsScenario):
                     if think:
                         await asyncio.sleep(think)
 
+        async def prime(client: StreamingClient, scraper: MetricsScraper) -> None:
+            """The shared prefix once, answered with one token, then a sample of the engine's counters (the
+            turns' window starts after it)."""
+            first = f"Ready {salt}.\n"
+            extra = dict(target.extra_body)
+            if chat:
+                extra["messages"] = Conversation.opened(system, first).messages
+                if definitions:
+                    extra.update(tools=definitions, tool_choice="none")
+            body = request_body(target.endpoint, target.model, "" if chat else system + first, max_tokens=1,
+                                temperature=0.0, ignore_eos=True, extra=extra)
+            spec = RequestSpec(request_id="sessions-prime", endpoint=target.endpoint, body=body,
+                               deadline_s=opts.deadline_s)
+            record = RequestRecord(request_id=spec.request_id, endpoint=target.endpoint, scenario=self.name,
+                                   family=PRIME, prompt_id="shared", concurrency=1, planned_output_tokens=1)
+            live.phase("prime", detail=f"the shared prefix, {shared} tokens, once")
+            started = time.perf_counter()
+            await client.stream(spec, record)
+            if not record.ok:  # the users still run, cold; the expectations then count no priming
+                self.status(f"sessions: the priming request failed ({record.error}); the users start cold")
+                return
+            await scraper.sample()
+            self.status(f"sessions: the shared prefix ({record.prompt_tokens} tokens with the priming message) "
+                        f"primed in {time.perf_counter() - started:.1f} s")
+
         live.phase("requests", detail=f"{opts.users} users x {opts.turns} turns")
         async with MetricsScraper(target.metrics, self.metric_names, interval_s=opts.sample_interval_s or None,
                                   sink=writer.metric_sample, api_key=target.metrics_api_key) as scraper:
@@ -407,6 +441,9 @@ class SessionsScenario(MetricsScenario):
             async with StreamingClient(target.url, api_key=target.api_key, max_connections=opts.users + 4,
                                        on_record=live.recording(sink), on_start=live.started,
                                        keep_text=True) as client:
+                if opts.prime_shared:
+                    await prime(client, scraper)
+                    live.phase("requests", detail=f"{opts.users} users x {opts.turns} turns")
                 started = time.perf_counter()
                 tasks = [asyncio.create_task(user(client, u)) for u in range(opts.users)]
                 try:
