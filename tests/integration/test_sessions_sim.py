@@ -165,3 +165,28 @@ def test_a_primed_shared_prefix_is_cached_before_every_users_first_turn(tmp_path
     engine, expected = value["sessions.turn0.engine_hit_pct"], value["sessions.turn0.expected_hit_pct.unbounded"]
     assert engine >= floor - 1 and abs(engine - expected) < 3, (engine, expected, floor)
     publish_and_verify(run, tmp_path / "bundle")
+
+
+def test_a_users_tools_and_response_format_are_asked_and_every_answer_checked(tmp_path: Path):
+    """--tools FILE in place of the generated definitions, an agent turn forcing a call, and --response-format
+    json on the other turns: the simulator answers in plain text, so every answer is checked and found
+    invalid, each for its own turn's reason (the agent turn's missing call, the others' non-JSON answer), and
+    the conversation goes on with the text standing in for the call."""
+    tools = Path(__file__).resolve().parents[2] / "docs" / "examples" / "tools-weather.json"
+    with SimProcess(tmp_path / "sim.log", config={"time_scale": 10.0}) as sim:
+        code, claims, run = run_scenario(sim, tmp_path, "sessions", "--endpoint", "chat", "-u", "2", "-t", "3",
+                                         "--first-tokens", "64", "--turn-tokens", "32", "--output-tokens", "8",
+                                         "--tools", str(tools), "--tool-turns", "1", "--tool-result-tokens", "48",
+                                         "--response-format", "json")
+    value = {name: c["value"] for name, c in claims.items()}
+    assert value["sessions.requests"] == 6 and value["sessions.failed_requests"] == 0, claims
+    assert value["sessions.output_checked"] == 6 and value["sessions.output_valid_pct"] == 0
+    records = [json.loads(line) for line in (run / "requests.jsonl").read_text().splitlines()]
+    reasons = {r["batch"]: r["output_invalid_reason"] for r in records}
+    assert reasons[0] == "no tool call (tool_choice required)", reasons
+    assert reasons[1].startswith("answer: not JSON") and reasons[2].startswith("answer: not JSON"), reasons
+    plan = json.loads((run / "manifest.json").read_text())["plan"]
+    assert plan["tool_names"] == ["get_weather", "get_time"] and plan["tool_choice"] == "required"
+    assert plan["shared_prefix_tokens"] > 0  # the file's definitions are written into the system message
+    assert code == 0  # invalid answers are claims, not a failed run (no criterion asked for their share)
+    publish_and_verify(run, tmp_path / "bundle")

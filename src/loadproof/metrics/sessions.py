@@ -16,6 +16,7 @@ from collections import defaultdict
 from typing import Any
 
 from loadproof.metrics.claims import Claim, count, fact, number
+from loadproof.metrics.constraints import constraint_claims
 from loadproof.metrics.distribution import summarize
 from loadproof.metrics.figures import Table
 from loadproof.metrics.load import reported_hit_pct, succeeded
@@ -118,6 +119,7 @@ def claims_of_run(run: Any, plan: SessionsPlan) -> list[Claim]:
                                  parts={"phase": phase}))
     claims += engine_hit_claims(records, run.samples)
     claims += agent_claims(ok, plan) + expected_claims(ok, plan, primed) + reasoning_claims(SCENARIO, records)
+    claims += constraint_claims(SCENARIO, records, run.manifest.options)  # --tools FILE, --response-format
     return claims
 
 

@@ -14,6 +14,11 @@ written into the shared system message and sent as the request's `tools`; turns 
 (`tool_choice` required or a named tool: the engine constrains the answer to a call), and the next turn
 appends the assistant's call and a `tool` message with a result of `--tool-result-tokens` tokens instead
 of a user message. On the completions endpoint the answer text stands in for the call.
+
+A user's own tools (`--tools FILE`, the same option as load's: `scenarios.constraints`) take the generated
+definitions' place; `--tool-choice` is the agent turns' (default required) or, without agent turns, every
+turn's; `--response-format` is asked of every turn that is no agent turn. Those answers are checked against
+their schemas and counted as load counts them (`metrics.constraints`).
 """
 
 from __future__ import annotations
@@ -30,7 +35,6 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, Field, PlainSerializer, model_validator
 
 from loadproof.client import RequestSpec, StreamingClient
-from loadproof.config.base import StrictModel
 from loadproof.engines import engines
 from loadproof.errors import UsageError
 from loadproof.plans import attach_plan
@@ -46,8 +50,9 @@ from loadproof.scenarios.token_counts import PROBE_LINE
 from loadproof.store.run_dir import RunWriter
 from loadproof.telemetry.cache_config import read_cache_config
 from loadproof.telemetry.server_metrics import MetricsScraper
+from loadproof.scenarios.constraints import ConstraintOptions
 from loadproof.scenarios.datasets import Columns
-from loadproof.workloads.constraints import tool_choice_body
+from loadproof.workloads.constraints import CHOICES, Constraint, tool_choice_body
 from loadproof.workloads.datasets import FORMATS, DatasetSpec, content_text, resolve, select
 from loadproof.workloads.synthetic import SyntheticPrompts
 
@@ -78,7 +83,7 @@ def parse_think(value: object) -> str:
 Think = Annotated[str, BeforeValidator(parse_think), PlainSerializer(str)]
 
 
-class SessionsOptions(StrictModel):
+class SessionsOptions(ConstraintOptions):  # --tools, --tool-choice, --response-format (scenarios/constraints.py)
     users: int = Field(default=4, ge=1, le=10_000, description="concurrent users, each one conversation",
                        json_schema_extra=cli(aliases=["-u"]))
     turns: int = Field(default=4, ge=1, le=1000, description="turns per conversation", json_schema_extra=cli(aliases=["-t"]))
@@ -111,9 +116,10 @@ class SessionsOptions(StrictModel):
                                   "that render `tools` themselves; the embedded Gemma's does not)")
     tool_turns: int = Field(default=0, ge=0, description="agent turns: turns 0 to N-1 each ask for a tool call, and "
                             "the next turn appends the call and a tool result (no user message)")
+    tool_choice: str | None = Field(default=None, description="the agent turns' tool_choice (default required), or "
+                                    "without --tool-turns every turn's: auto, required, or a tool's name (of "
+                                    "--tools FILE or the generated tools)")
     tool_result_tokens: int = Field(default=256, ge=8, description="tokens of each tool result appended after a call")
-    tool_choice: str = Field(default="required", description="the agent turns' tool_choice: required, or a "
-                             "generated tool's name", json_schema_extra=cli(text=True))
     prime_shared: bool = Field(default=False, description="before the users start, send the shared prefix (the "
                                "system prompt and tool definitions) once with a one-token reply, as a deployment "
                                "whose agents share it has it cached; the users' first turns then prefill only their "
@@ -130,19 +136,46 @@ class SessionsOptions(StrictModel):
     sample_interval_s: float = sample_interval_field()
 
     @model_validator(mode="after")
-    def _tools(self) -> SessionsOptions:
+    def _constraints(self) -> SessionsOptions:  # in place of ConstraintOptions': generated tools count too
+        if self.tools is not None and self.tool_definitions_tokens:
+            raise ValueError("--tools FILE and --tool-definitions-tokens both define the tools: give one")
         if self.tool_turns > self.turns:
             raise ValueError(f"--tool-turns {self.tool_turns} is more than --turns {self.turns}")
-        if self.prime_shared and not (self.system_tokens or self.tool_definitions_tokens):
-            raise ValueError("--prime-shared needs a shared prefix to send: --system-tokens N or "
-                             "--tool-definitions-tokens N")
-        names = tool_names(self.tool_count) if self.tool_definitions_tokens else []
+        if self.prime_shared and not (self.system_tokens or self.tool_definitions_tokens or self.tools):
+            raise ValueError("--prime-shared needs a shared prefix to send: --system-tokens N, "
+                             "--tool-definitions-tokens N or --tools FILE")
+        names = self.tool_names()
         if self.tool_turns and not names:
-            raise ValueError("--tool-turns needs tools to call: --tool-definitions-tokens N")
-        if self.tool_choice != "required" and self.tool_choice not in names:
-            raise ValueError(f"--tool-choice {self.tool_choice!r} names no tool: required, or one of "
-                             f"{', '.join(names) or 'the generated tools (none without --tool-definitions-tokens)'}")
+            raise ValueError("--tool-turns needs tools to call: --tool-definitions-tokens N or --tools FILE")
+        if self.tool_choice is not None and not names:
+            raise ValueError(f"--tool-choice {self.tool_choice} needs tools: --tools FILE or --tool-definitions-tokens N")
+        if self.tool_choice is not None and self.tool_choice not in CHOICES and self.tool_choice not in names:
+            raise ValueError(f"--tool-choice {self.tool_choice!r} names no tool: auto, required, or one of "
+                             f"{', '.join(names)}")
         return self
+
+    def tool_names(self) -> list[str]:
+        """The tools the requests declare: the file's, or the generated ones' (none without either)."""
+        if self.tools is not None:
+            return self.tools.names
+        return tool_names(self.tool_count) if self.tool_definitions_tokens else []
+
+    def turn_choice(self, turn: int) -> str | None:
+        """Turn `turn`'s tool_choice (None: not sent): an agent turn's is --tool-choice or required; with agent
+        turns the others' is none; without, --tool-choice as given."""
+        if turn < self.tool_turns:
+            return self.tool_choice or "required"
+        return "none" if self.tool_turns else self.tool_choice
+
+    def turn_constraint(self, turn: int) -> Constraint | None:
+        """What turn `turn`'s answer is checked against (None: nothing): with --tools or --response-format,
+        the file's tools (required on an agent turn) and, on a turn that is no agent turn, the format."""
+        if not self.constrained:
+            return None
+        agent = turn < self.tool_turns
+        choice = self.turn_choice(turn)
+        return Constraint(self.tools, choice if choice != "none" else None,
+                          None if agent else self.response_format)
 
     @model_validator(mode="after")
     def _dataset(self) -> SessionsOptions:
@@ -298,6 +331,7 @@ class SessionsScenario(MetricsScenario):
     async def run(self, writer: RunWriter, manifest: dict[str, Any], live: LiveStatus | None = None) -> None:
         opts, target = self.options, self.target
         live = live or LiveStatus(self.name)
+        opts.constraint(target.endpoint)  # one line before anything is sent: --tools, --response-format need chat
         if opts.idle_timeout_s > 0:
             await self.wait_until_idle(writer, opts.idle_timeout_s)
         hs = haystack_target(target, opts.seed, PROBE_LINE)
@@ -316,9 +350,11 @@ class SessionsScenario(MetricsScenario):
 
         # every message before the first send: a length too short for its head is refused before anything is sent
         system = message(f"System {salt}.\n", opts.system_tokens) if opts.system_tokens else ""
-        names = tool_names(opts.tool_count) if opts.tool_definitions_tokens else []
-        definitions: list[dict[str, Any]] = []
-        if names:  # each description sized so the definitions come to about --tool-definitions-tokens
+        names = opts.tool_names()
+        definitions: list[dict[str, Any]] = list(opts.tools.definitions) if opts.tools is not None else []
+        if opts.tools is not None and opts.tools_in_prompt:
+            system += tools_text(definitions)
+        if opts.tool_definitions_tokens:  # each description sized so the definitions come to about the tokens asked
             frame = builder.count(tools_text(tool_definitions(names, [""] * len(names))))
             each = (opts.tool_definitions_tokens - frame) // len(names)
             least = max(builder.count(f"Tool {name} {salt}.\n") for name in names) + prompts.pad_min
@@ -348,7 +384,7 @@ class SessionsScenario(MetricsScenario):
                             tool_definitions_tokens=opts.tool_definitions_tokens, tool_names=names,
                             tools_in_prompt=opts.tools_in_prompt, tool_turns=opts.tool_turns,
                             tool_result_tokens=opts.tool_result_tokens if opts.tool_turns else 0,
-                            tool_choice=opts.tool_choice if opts.tool_turns else None,
+                            tool_choice=opts.turn_choice(0) if opts.tool_turns else None,
                             tool_call_mode=("tools" if chat else "text") if opts.tool_turns else None,
                             shared_prefix_tokens=shared, prime_shared=opts.prime_shared, block_tokens=block,
                             kv_cache_tokens=kv, kv_source=kv_source)
@@ -358,12 +394,14 @@ class SessionsScenario(MetricsScenario):
         self.status(f"sessions: {opts.users} users x {opts.turns} turns ({total} requests), first message "
                     f"{opts.first_tokens} tokens, then {opts.turn_tokens} a turn"
                     + (f", system prompt {opts.system_tokens}" if opts.system_tokens else "")
-                    + (f", {len(names)} tool definitions ({shared} shared tokens in all)" if names else "")
+                    + (f", {len(names)} tool definitions{f' from {opts.tools}' if opts.tools else ''} ({shared} "
+                       "shared tokens in all)" if names else "")
                     + (f", tool output {opts.tool_tokens} a turn" if opts.tool_tokens else "")
-                    + (f", {opts.tool_turns} agent turns (tool_choice {opts.tool_choice}, results of "
+                    + (f", {opts.tool_turns} agent turns (tool_choice {opts.turn_choice(0)}, results of "
                        f"{opts.tool_result_tokens})" if opts.tool_turns else "")
                     + f", replies {opts.output_tokens}, think time {opts.think_time_s} s"
                     + (f"; engine KV {kv} tokens in blocks of {block} ({kv_source})" if block else ""))
+        constrained = [opts.turn_constraint(t) for t in range(opts.turns)]
         if opts.tool_turns and not chat:
             self.status("sessions: the completions endpoint takes no tools: each agent turn's answer text stands in "
                         "for its call")
@@ -371,6 +409,9 @@ class SessionsScenario(MetricsScenario):
 
         def sink(record: RequestRecord) -> None:
             nonlocal failed
+            check = constrained[record.batch] if record.family != PRIME else None
+            if check is not None:
+                check.check(record)
             writer.append(record)
             failed += not record.ok
 
@@ -383,15 +424,21 @@ class SessionsScenario(MetricsScenario):
                 if turn and turn > opts.tool_turns:  # a plain turn follows a reply: the user says something new
                     convo.say(tools[u][turn] + said[u][turn])
                 calls = turn < opts.tool_turns
+                check = constrained[turn]
+                free = not (calls and chat) and check is None  # a call or a checked answer ends where the model stops
                 extra = dict(target.extra_body)
                 if chat:
                     extra["messages"] = list(convo.messages)
                     if definitions:  # every turn: the same definitions, so the same shared prefix
                         extra["tools"] = definitions
-                        extra["tool_choice"] = tool_choice_body(opts.tool_choice) if calls else "none"
+                        choice = opts.turn_choice(turn)
+                        if choice is not None:
+                            extra["tool_choice"] = tool_choice_body(choice)
+                    if check is not None and check.response_format is not None:
+                        extra["response_format"] = check.response_format.body()
                 body = request_body(target.endpoint, target.model, "" if chat else convo.text,
                                     max_tokens=opts.output_tokens, temperature=0.0,
-                                    ignore_eos=opts.ignore_eos and not (calls and chat), extra=extra)
+                                    ignore_eos=opts.ignore_eos and free, extra=extra)
                 spec = RequestSpec(request_id=f"sessions-u{u}-t{turn}", endpoint=target.endpoint, body=body,
                                    deadline_s=opts.deadline_s)
                 exact = builder.overhead_tokens + shared + opts.first_tokens if turn == 0 and not (
@@ -399,8 +446,8 @@ class SessionsScenario(MetricsScenario):
                 record = RequestRecord(request_id=spec.request_id, endpoint=target.endpoint, scenario=self.name,
                                        family="cold" if turn == 0 else "warm", prompt_id=f"u{u}",
                                        concurrency=opts.users, batch=turn, planned_input_tokens=exact,
-                                       planned_output_tokens=None if calls and chat else opts.output_tokens)
-                await client.stream(spec, record)
+                                       planned_output_tokens=opts.output_tokens if free else None)
+                await client.stream(spec, record)  # the sink checks the answer (--tools, --response-format)
                 if not record.ok:
                     return  # the conversation cannot go on without its reply
                 convo.answered(record, results[u][turn] if calls else None, f"call-{u}-{turn}")
@@ -424,7 +471,6 @@ class SessionsScenario(MetricsScenario):
                                deadline_s=opts.deadline_s)
             record = RequestRecord(request_id=spec.request_id, endpoint=target.endpoint, scenario=self.name,
                                    family=PRIME, prompt_id="shared", concurrency=1, planned_output_tokens=1)
-            live.phase("prime", detail=f"the shared prefix, {shared} tokens, once")
             started = time.perf_counter()
             await client.stream(spec, record)
             if not record.ok:  # the users still run, cold; the expectations then count no priming
@@ -434,7 +480,11 @@ class SessionsScenario(MetricsScenario):
             self.status(f"sessions: the shared prefix ({record.prompt_tokens} tokens with the priming message) "
                         f"primed in {time.perf_counter() - started:.1f} s")
 
-        live.phase("requests", detail=f"{opts.users} users x {opts.turns} turns")
+        turns = f"{opts.users} users x {opts.turns} turns"
+        if opts.prime_shared:
+            live.phase("prime", detail=f"the shared prefix, {shared} tokens, once")
+        else:
+            live.phase("requests", detail=turns)
         async with MetricsScraper(target.metrics, self.metric_names, interval_s=opts.sample_interval_s or None,
                                   sink=writer.metric_sample, api_key=target.metrics_api_key) as scraper:
             live.watch_engine(scraper.samples)
@@ -443,7 +493,7 @@ class SessionsScenario(MetricsScenario):
                                        keep_text=True) as client:
                 if opts.prime_shared:
                     await prime(client, scraper)
-                    live.phase("requests", detail=f"{opts.users} users x {opts.turns} turns")
+                    live.phase("requests", detail=turns)
                 started = time.perf_counter()
                 tasks = [asyncio.create_task(user(client, u)) for u in range(opts.users)]
                 try:

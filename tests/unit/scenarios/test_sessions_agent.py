@@ -4,6 +4,7 @@ fallback where no call came back), the generated tool definitions, and the optio
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
@@ -14,6 +15,9 @@ from loadproof.scenarios.sessions import Conversation, SessionsOptions, tool_def
 
 def answer(text: str = "", calls: list[ToolCall] = ()) -> RequestRecord:
     return RequestRecord(request_id="r", endpoint="chat", output_text=text, tool_calls=list(calls))
+
+
+WEATHER = str(Path(__file__).resolve().parents[3] / "docs" / "examples" / "tools-weather.json")
 
 
 def test_a_call_goes_back_as_the_assistants_tool_call_then_a_tool_message_answering_it_by_id():
@@ -64,9 +68,14 @@ def test_generated_tool_definitions():
 
 @pytest.mark.parametrize("fields, message", [
     ({"turns": 3, "tool_turns": 4, "tool_definitions_tokens": 2000}, "--tool-turns 4 is more than --turns 3"),
-    ({"turns": 3, "tool_turns": 2}, "--tool-turns needs tools to call: --tool-definitions-tokens N"),
+    ({"turns": 3, "tool_turns": 2}, "--tool-turns needs tools to call: --tool-definitions-tokens N or --tools FILE"),
     ({"tool_definitions_tokens": 2000, "tool_count": 2, "tool_choice": "run_tests"},
-     "--tool-choice 'run_tests' names no tool: required, or one of read_file, write_file"),
+     "--tool-choice 'run_tests' names no tool: auto, required, or one of read_file, write_file"),
+    ({"tools": WEATHER, "tool_choice": "read_file"},
+     "--tool-choice 'read_file' names no tool: auto, required, or one of get_weather, get_time"),
+    ({"tools": WEATHER, "tool_definitions_tokens": 2000}, "--tools FILE and --tool-definitions-tokens both define"),
+    ({"tool_choice": "auto"}, "--tool-choice auto needs tools: --tools FILE or --tool-definitions-tokens N"),
+    ({"prime_shared": True}, "--prime-shared needs a shared prefix to send"),
 ])
 def test_bad_agent_options_are_refused_in_one_line(fields, message):
     with pytest.raises(ValidationError, match=message):
@@ -77,3 +86,20 @@ def test_good_agent_options():
     opts = SessionsOptions(turns=6, tool_turns=5, tool_definitions_tokens=8000, tool_choice="edit_file",
                            system_tokens=8000, tool_result_tokens=128)
     assert opts.tool_turns == 5 and opts.tools_in_prompt and opts.engine_block_tokens is None
+
+
+def test_each_turns_tool_choice_and_check():
+    """Agent turns force a call (required unless --tool-choice names one); with agent turns the other turns
+    send none; without them --tool-choice as given. --response-format is asked of the turns that are no
+    agent turns; only a user's own --tools or --response-format is checked."""
+    generated = SessionsOptions(turns=3, tool_turns=2, tool_definitions_tokens=2000)
+    assert [generated.turn_choice(t) for t in range(3)] == ["required", "required", "none"]
+    assert generated.turn_constraint(0) is None  # the generated tools' calls are counted, not checked
+    own = SessionsOptions(turns=3, tool_turns=1, tools=WEATHER, tool_choice="get_time", response_format="json",
+                          ignore_eos=False)
+    assert [own.turn_choice(t) for t in range(3)] == ["get_time", "none", "none"]
+    first, later = own.turn_constraint(0), own.turn_constraint(2)
+    assert first.tool_choice == "get_time" and first.response_format is None
+    assert later.tool_choice is None and str(later.response_format) == "json"
+    plain = SessionsOptions(turns=2, tools=WEATHER, tool_choice="auto")
+    assert [plain.turn_choice(t) for t in range(2)] == ["auto", "auto"] and plain.turn_constraint(1).tool_choice == "auto"
