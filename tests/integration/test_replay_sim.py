@@ -99,3 +99,33 @@ def test_a_sharegpt_and_a_parquet_data_set_run_through_load(tmp_path: Path):
     assert value["load.requests"] == 40 and value["load.input_tokens_mismatched"] == 0
     assert plan["dataset"]["repeated"] == 10 and plan["dataset"]["rows_sent"][:3] == [0, 1, 2]
     assert value["crosscheck.generation_tokens.client"] == 40 * 3
+
+
+def test_a_bailian_format_agent_trace_replays_with_its_sessions_hits(tmp_path: Path):
+    """Alibaba's Qwen-Bailian format (the to-B API-calling and coder traces' schema: sessions by
+    parent_chat_id, 16-token hash ids), written here in its documented form: three sessions of three turns
+    on a shared 4-block prefix, each turn extending its session's last; replayed at the default 32 tokens a
+    block, the simulator's prefix cache hits what the trace's blocks promise."""
+    rows, chat = [], 0
+    for turn in range(3):
+        for s in range(3):
+            own = [1000 * (s + 1) + j for j in range(2 + 3 * turn)]
+            ids = [1, 2, 3, 4] + own
+            rows.append({"chat_id": chat, "parent_chat_id": -1 if turn == 0 else chat - 3, "timestamp": 0.2 * chat,
+                         "input_length": 16 * len(ids), "output_length": 2, "type": "text", "turn": turn + 1,
+                         "hash_ids": ids})
+            chat += 1
+    trace = tmp_path / "bailian.jsonl"
+    trace.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with SimProcess(tmp_path / "sim.log", config={"time_scale": 10.0}) as sim:
+        code, claims, run = run_scenario(sim, tmp_path, "replay", "--trace", str(trace), "--format", "bailian",
+                                         "--time-scale", "2", "--max-output-tokens", "2")
+    assert code == 0, claims
+    value = {name: c["value"] for name, c in claims.items()}
+    assert value["replay.requests"] == 9 and value["replay.failed_requests"] == 0
+    assert value["replay.input_tokens_mismatched"] == 0
+    plan = json.loads((run / "manifest.json").read_text())["plan"]
+    assert plan["block_tokens"] == 32 and plan["text_tokens"][0] == 32 * 6  # the trace's 16-token blocks doubled
+    expected, engine = value["replay.prefix_hit_rate.expected_pct"], value["replay.prefix_hit_rate.engine_pct"]
+    assert expected > 40 and abs(expected - engine) < 3, (expected, engine)
+    publish_and_verify(run, tmp_path / "bundle")

@@ -214,7 +214,7 @@ def show_replay(forecast: ReplayForecast, config: SimConfig) -> None:
     opts = forecast.options
     slo = bool(opts.slo)
     ui.table(f"Predicted replay: {forecast.num_requests} requests of {Path(opts.trace).name} ({opts.format}), time "
-             f"scale {opts.time_scale:g}, block {opts.block_tokens} tokens, {forecast.capped_inputs} inputs capped "
+             f"scale {opts.time_scale:g}, block {opts.block} tokens, {forecast.capped_inputs} inputs capped "
              f"({forecast.wall_s:.2f} s wall)", PREDICTION_HEAD + (SLO_HEAD if slo else []),
              [prediction_row(forecast.run, slo)])
     _say(f"prefix-cache hit rate: expected from the trace {forecast.expected_hit_pct:.2f}%, the modeled engine "

@@ -35,7 +35,7 @@ from loadproof.telemetry.cache_config import read_cache_config
 from loadproof.telemetry.server_metrics import MetricsSource
 from loadproof.units import NS_PER_S
 from loadproof.workloads.synthetic import SyntheticPrompts
-from loadproof.workloads.traces import MOONCAKE_BLOCK, TRACE_FORMATS, BlockPrompts, TraceError, read_trace, shape
+from loadproof.workloads.traces import HASHED, MOONCAKE_BLOCK, REPLAY_BLOCK, TRACE_FORMATS, BlockPrompts, TraceError, read_trace, shape
 
 REPLAY_PROBE = "0 " + PROBE_LINE  # begins as a replay prompt does (a block's head line) and ends as it does
 
@@ -61,15 +61,19 @@ def engine_cache(source: MetricsSource, api_key: str | None) -> CacheSize | None
 class ReplayOptions(StrictModel):
     trace: str = Field(description="the trace file (the shipped Mooncake slice: loadproof/data/traces/)")
     format: Literal[TRACE_FORMATS] = Field(default="mooncake", description="mooncake (JSONL: timestamp ms, "  # type: ignore[valid-type]
-                                           "input_length, output_length, hash_ids), azure (CSV: TIMESTAMP, "
-                                           "ContextTokens, GeneratedTokens) or csv (timestamp s, input, output)")
+                                           "input_length, output_length, hash_ids), bailian (JSONL: chat_id, "
+                                           "parent_chat_id, timestamp s, input_length, output_length, type, turn, "
+                                           "hash_ids), azure (CSV: TIMESTAMP, ContextTokens, GeneratedTokens) or csv "
+                                           "(timestamp s, input, output)")
     time_scale: float = Field(default=1.0, gt=0, description="replay X times faster (2: half the gaps; 0.5: twice "
                               "as slow)")
     max_requests: int | None = Field(default=None, ge=1, description="replay at most N requests")
     start_offset_s: float = Field(default=0.0, ge=0, description="start this many seconds (trace time) after the "
                                   "trace's first request")
-    block_tokens: int = Field(default=MOONCAKE_BLOCK, ge=1, description="tokens per Mooncake hash id: 512 replays "
-                              "the trace's lengths; a smaller B scales every input by B/512, keeping its sharing")
+    block_tokens: int | None = Field(default=None, ge=1, description="tokens per trace hash id as replayed "
+                                     "(default: 512 for Mooncake, its own; 32 for Bailian, twice its 16, which a "
+                                     "block's head line and pad need); B scales every input by B over the trace's "
+                                     "block, keeping its sharing")
     max_input_tokens: int | None = Field(default=None, ge=2, description="cap each prompt at this many tokens (as the "
                                          "engine counts them); the served context caps it too")
     max_output_tokens: int | None = Field(default=None, ge=1, description="cap each output at this many tokens")
@@ -91,12 +95,18 @@ class ReplayOptions(StrictModel):
     idle_timeout_s: float = idle_timeout_field()
     sample_interval_s: float = sample_interval_field()
 
+    @property
+    def block(self) -> int:
+        """Tokens per hash id as replayed: --block-tokens, else the format's default (REPLAY_BLOCK)."""
+        return self.block_tokens or REPLAY_BLOCK.get(self.format, MOONCAKE_BLOCK)
+
     @model_validator(mode="after")
     def _consistent(self) -> ReplayOptions:
         if not Path(self.trace).expanduser().is_file():
             raise ValueError(f"--trace {self.trace}: no such file")
-        if self.format != "mooncake" and self.block_tokens != MOONCAKE_BLOCK:
-            raise ValueError("--block-tokens scales Mooncake's 512-token blocks: it applies to --format mooncake")
+        if self.format not in HASHED and self.block_tokens is not None:
+            raise ValueError("--block-tokens scales a trace's hash-id blocks: it applies to --format mooncake or "
+                             "bailian")
         if (self.kv_blocks is None) != (self.kv_block_tokens is None):
             raise ValueError("--kv-blocks and --kv-block-tokens go together (the engine's cache: blocks x tokens each)")
         return self
@@ -120,13 +130,13 @@ class ReplayScenario(MetricsScenario):
         # with a digit takes one token more than one that begins with a letter)
         hs = haystack_target(self.target, opts.seed, REPLAY_PROBE)
         builder = hs.builder
-        prompts = BlockPrompts(SyntheticPrompts(builder, run_salt="", seed=opts.seed), opts.block_tokens,
+        prompts = BlockPrompts(SyntheticPrompts(builder, run_salt="", seed=opts.seed), opts.block,
                                salt=secrets.token_hex(3), seed=opts.seed)
         shortest = prompts.shortest_block()
-        if opts.block_tokens < shortest:
-            raise TraceError(f"--block-tokens {opts.block_tokens} is shorter than a block's head line and pad "
+        if opts.block < shortest:
+            raise TraceError(f"--block-tokens {opts.block} is shorter than a block's head line and pad "
                              f"({shortest} tokens with this tokenizer)")
-        shaped = shape(read.rows, block_tokens=opts.block_tokens, overhead_tokens=builder.overhead_tokens,
+        shaped = shape(read.rows, block_tokens=opts.block, overhead_tokens=builder.overhead_tokens,
                        max_input_tokens=opts.max_input_tokens, max_output_tokens=opts.max_output_tokens,
                        max_model_len=max_model_len, min_tail=shortest)
         first = read.rows[0].t_s
@@ -147,7 +157,7 @@ class ReplayScenario(MetricsScenario):
             trace=opts.trace, format=opts.format, sha256=read.sha256, trace_rows=read.lines, bad_rows=read.bad_rows,
             before_offset=read.before_offset, time_scale=opts.time_scale, start_offset_s=opts.start_offset_s,
             max_requests=opts.max_requests, trace_span_s=round(read.rows[-1].t_s - first, 6),
-            block_tokens=opts.block_tokens, max_input_tokens=opts.max_input_tokens,
+            block_tokens=opts.block, max_input_tokens=opts.max_input_tokens,
             max_output_tokens=opts.max_output_tokens, capped_inputs=sum(s.capped for s in shaped),
             planned_requests=len(requests), schedule_span_s=round(requests[-1].offset_ns / NS_PER_S, 9),
             max_concurrency=opts.max_concurrency, ignore_eos=opts.ignore_eos, deadline_s=opts.deadline_s,
@@ -155,7 +165,7 @@ class ReplayScenario(MetricsScenario):
             overhead_tokens=builder.overhead_tokens, overhead_source=hs.overhead_source,
             haystack_additive=builder.additive, lines=[r.line for r in read.rows],
             text_tokens=[s.text_tokens for s in shaped],
-            hash_ids=[list(s.blocks) for s in shaped] if opts.format == "mooncake" else [],
+            hash_ids=[list(s.blocks) for s in shaped] if opts.format in HASHED else [],
             kv_blocks=cache.blocks if cache else None, kv_block_tokens=cache.block_tokens if cache else None,
             kv_source=cache.source if cache else None,
         )

@@ -42,7 +42,7 @@ from loadproof.sim.config import SimConfig
 from loadproof.sim.virtual import predict_capacity, predict_load, trace_block_hashes
 from loadproof.workloads.arrivals import ALL_AT_ONCE, RequestRate, intended_offsets, parse_rate
 from loadproof.workloads.synthetic import Lengths, draw_lengths
-from loadproof.workloads.traces import read_trace, shape
+from loadproof.workloads.traces import HASHED, read_trace, shape
 
 SIMULATED = ("capacity", "prefill", "load", "replay")  # what `plan --simulate` predicts
 
@@ -236,30 +236,30 @@ def predict_replay_trace(config: SimConfig, options: ReplayOptions, engine: Repl
     overhead = engine.overhead_tokens
     read = read_trace(options.trace, options.format, start_offset_s=options.start_offset_s,
                       max_requests=options.max_requests, skip_bad_rows=options.skip_bad_rows)
-    shaped = shape(read.rows, block_tokens=options.block_tokens, overhead_tokens=overhead,
+    shaped = shape(read.rows, block_tokens=options.block, overhead_tokens=overhead,
                    max_input_tokens=options.max_input_tokens, max_output_tokens=options.max_output_tokens,
                    max_model_len=config.max_model_len)
     first = read.rows[0].t_s
     offsets = [(row.t_s - first) / options.time_scale for row in read.rows]
     inputs = [s.text_tokens + overhead for s in shaped]
     outputs = [s.output_tokens for s in shaped]
-    hashes = [trace_block_hashes(s.blocks, s.text_tokens, overhead, options.block_tokens, config.block_size)
+    hashes = [trace_block_hashes(s.blocks, s.text_tokens, overhead, options.block, config.block_size)
               for s in shaped]
     pred = predict_load(config, offsets, inputs, outputs, max_concurrency=options.max_concurrency, hashes=hashes)
-    blocks = [list(s.blocks) for s in shaped] if options.format == "mooncake" else [[] for _ in shaped]
+    blocks = [list(s.blocks) for s in shaped] if options.format in HASHED else [[] for _ in shaped]
     # the replay's claims are the load scenario's, computed on its plan (metrics.replay names them replay.*)
     plan = ReplayPlan(trace=options.trace, format=options.format, sha256=read.sha256, trace_rows=read.lines,
                       bad_rows=read.bad_rows, before_offset=read.before_offset, time_scale=options.time_scale,
                       start_offset_s=options.start_offset_s, max_requests=options.max_requests,
-                      trace_span_s=round(read.rows[-1].t_s - first, 6), block_tokens=options.block_tokens,
+                      trace_span_s=round(read.rows[-1].t_s - first, 6), block_tokens=options.block,
                       max_input_tokens=options.max_input_tokens, max_output_tokens=options.max_output_tokens,
                       capped_inputs=sum(s.capped for s in shaped), planned_requests=len(shaped),
                       schedule_span_s=round(offsets[-1], 9), max_concurrency=options.max_concurrency,
                       slo=dict(options.slo or {}), max_model_len=config.max_model_len, overhead_tokens=overhead,
                       text_tokens=[s.text_tokens for s in shaped],
-                      hash_ids=blocks if options.format == "mooncake" else [])
+                      hash_ids=blocks if options.format in HASHED else [])
     run = PredictedRun(tuple(load_claims(pred.records, plan, [], [])), pred.num_steps, pred.modeled_s)  # type: ignore[arg-type]
-    hits = expected_hits(plan.text_tokens, blocks, options.block_tokens)
+    hits = expected_hits(plan.text_tokens, blocks, options.block)
     modeled = 100 * pred.prefix_cache_hits / pred.prefix_cache_queries if pred.prefix_cache_queries else 0.0
     return ReplayForecast(options, run, len(shaped), plan.capped_inputs, 100 * sum(hits) / sum(inputs),
                           modeled, time.perf_counter() - started)

@@ -5,10 +5,12 @@ Formats (`--format`):
 | format | file | a row |
 |---|---|---|
 | `mooncake` | JSONL: `timestamp` (ms), `input_length`, `output_length`, `hash_ids` (one per 512-token block) | Mooncake's FAST'25 traces |
+| `bailian` | JSONL: `chat_id`, `parent_chat_id` (-1: a session's first), `timestamp` (s), `input_length`, `output_length`, `type`, `turn`, `hash_ids` (one per 16-token block) | Alibaba's Qwen-Bailian traces (to-B API calling, coder, thinking) |
 | `azure` | CSV with a header: `TIMESTAMP` (a date and time), `ContextTokens`, `GeneratedTokens` | Azure's LLM inference traces |
 | `csv` | CSV with a header: `timestamp` (seconds), `input`, `output` | anything else |
 
-Timestamps must not decrease and must not be negative: a row that breaks either, lacks a field, or does
+Timestamps must not decrease and must not be negative (`hashed` formats; `HASHED` gives each its tokens a
+hash id): a row that breaks either, lacks a field, or does
 not parse (not valid UTF-8, not JSON, nested too deep to read: `workloads.rows`) is one error naming the
 file, the row (1-based line) and the problem; `skip_bad_rows` skips such rows and counts them.
 
@@ -20,9 +22,11 @@ hash id h at the same position share exactly B(h) (its tokens), and, since the h
 diverge within the first tokens of the first block they do not share. A last block shorter than
 `block_tokens` is the same head and filler with a shorter pad, so it shares a prefix of B(h). Azure and
 plain CSV rows have no hashes: every block of every request gets an id of its own (nothing is shared
-beyond the engine's own template). Mooncake's lengths are in 512-token blocks; `block_tokens` B scales
-every input length by B/512 (rounded up, which keeps the number of blocks), so a trace of 100k-token
-prompts runs on a small engine with the same sharing structure.
+beyond the engine's own template). Mooncake's lengths are in 512-token blocks, Bailian's in 16-token blocks;
+`block_tokens` B scales every input length by B/512 (B/16; rounded up, which keeps the number of blocks), so a
+trace of 100k-token prompts runs on a small engine with the same sharing structure. A Bailian row also names
+its session (the root of its `parent_chat_id` chain, where that chain is in the file; else the row's own
+chat), its `turn` and its `type`, kept on the row.
 
 The expected prefix-cache hit rate (`metrics.replay.expected_hits`): requests in trace order with an unbounded cache;
 a request's hit is its longest run of leading blocks that earlier requests carried whole, in tokens
@@ -48,8 +52,12 @@ from loadproof.workloads.rows import open_text, parse_json, utf8_problem
 if TYPE_CHECKING:
     from loadproof.workloads.synthetic import SyntheticPrompts
 
-TRACE_FORMATS = ("mooncake", "azure", "csv")
+TRACE_FORMATS = ("mooncake", "bailian", "azure", "csv")
 MOONCAKE_BLOCK = 512  # tokens per hash id in Mooncake's traces
+HASHED = {"mooncake": MOONCAKE_BLOCK, "bailian": 16}  # the formats whose rows carry hash ids: tokens per id
+# tokens per hash id as replayed by default: Mooncake's own; Bailian's doubled (a block's text opens with a head
+# line naming its hash id and the run's salt, which with the shortest pad takes more than 16 tokens)
+REPLAY_BLOCK = {"mooncake": MOONCAKE_BLOCK, "bailian": 32}
 
 
 class TraceError(UsageError):
@@ -62,7 +70,11 @@ class TraceRow:
     t_s: float  # seconds from the trace's origin
     input_tokens: int
     output_tokens: int
-    hash_ids: list[int] | None = None  # Mooncake's; None: no sharing known
+    hash_ids: list[int] | None = None  # Mooncake's, Bailian's; None: no sharing known
+    trace_block: int = MOONCAKE_BLOCK  # tokens per hash id in the trace (HASHED)
+    session: str | None = None  # Bailian: the session's first chat_id (the root of the parent chain)
+    turn: int | None = None  # Bailian: the turn within the session (1 is the first)
+    kind: str | None = None  # Bailian: the request's type (text, search, image, file, ...)
 
 
 @dataclass
@@ -78,7 +90,14 @@ class TraceRead:
     origin_s: float = 0.0  # the first row's timestamp (the offset counts from it)
 
 
-def _mooncake(path: Path) -> Iterator[tuple[int, TraceRow | str]]:
+def _hashed(path: Path, fmt: str) -> Iterator[tuple[int, TraceRow | str]]:
+    """Mooncake's or Bailian's JSONL: a row's lengths, hash ids (HASHED[fmt] tokens each) and, for Bailian,
+    its session, turn and type."""
+    block = HASHED[fmt]
+    bailian = fmt == "bailian"
+    fields = ("timestamp", "input_length", "output_length", "hash_ids") + (("chat_id", "parent_chat_id")
+                                                                         if bailian else ())
+    roots: dict[int, int] = {}  # Bailian: chat_id -> its session's first chat_id
     with open_text(path) as fh:
         for line_no, line in enumerate(fh, 1):
             if not line.strip():
@@ -90,23 +109,34 @@ def _mooncake(path: Path) -> Iterator[tuple[int, TraceRow | str]]:
             if not isinstance(value, dict):
                 yield line_no, "not a JSON object"
                 continue
-            missing = [k for k in ("timestamp", "input_length", "output_length", "hash_ids") if k not in value]
+            missing = [k for k in fields if k not in value]
             if missing:
                 yield line_no, f"no {', '.join(missing)}"
                 continue
             t, inp, out, ids = value["timestamp"], value["input_length"], value["output_length"], value["hash_ids"]
             problem = _number("timestamp", t) or _count("input_length", inp) or _count("output_length", out, 0)
+            if bailian:
+                problem = (problem or _count("chat_id", value["chat_id"], 0)
+                           or _count("parent_chat_id", value["parent_chat_id"], -1)
+                           or (_count("turn", value["turn"]) if "turn" in value else None))
             if problem:
                 yield line_no, problem
                 continue
             if not isinstance(ids, list) or not all(isinstance(h, int) and not isinstance(h, bool) for h in ids):
                 yield line_no, "hash_ids is not a list of whole numbers"
                 continue
-            if len(ids) != math.ceil(inp / MOONCAKE_BLOCK):
-                yield line_no, (f"{len(ids)} hash_ids for input_length {inp} (blocks of {MOONCAKE_BLOCK} need "
-                                f"{math.ceil(inp / MOONCAKE_BLOCK)})")
+            if len(ids) != math.ceil(inp / block):
+                yield line_no, (f"{len(ids)} hash_ids for input_length {inp} (blocks of {block} need "
+                                f"{math.ceil(inp / block)})")
                 continue
-            yield line_no, TraceRow(line_no, float(t) / 1000, int(inp), int(out), list(ids))
+            row = TraceRow(line_no, float(t) / (1 if bailian else 1000), int(inp), int(out), list(ids), block)
+            if bailian:
+                chat, parent = value["chat_id"], value["parent_chat_id"]
+                roots[chat] = roots.get(parent, chat) if parent >= 0 else chat
+                row.session, row.turn = str(roots[chat]), value.get("turn")
+                kind = value.get("type")
+                row.kind = kind if isinstance(kind, str) else None
+            yield line_no, row
 
 
 def _csv(path: Path, columns: tuple[str, str, str], azure: bool) -> Iterator[tuple[int, TraceRow | str]]:
@@ -198,8 +228,8 @@ def read_trace(path_text: str, fmt: str, *, start_offset_s: float = 0.0, max_req
         raise TraceError(f"--trace {path_text}: no such file")
     if fmt not in TRACE_FORMATS:
         raise TraceError(f"--format {fmt}: takes {', '.join(TRACE_FORMATS)}")
-    if fmt == "mooncake":
-        rows: Iterator[tuple[int, TraceRow | str]] = _mooncake(path)
+    if fmt in HASHED:
+        rows: Iterator[tuple[int, TraceRow | str]] = _hashed(path, fmt)
     elif fmt == "azure":
         rows = _csv(path, ("TIMESTAMP", "ContextTokens", "GeneratedTokens"), azure=True)
     else:
@@ -210,8 +240,8 @@ def read_trace(path_text: str, fmt: str, *, start_offset_s: float = 0.0, max_req
     for line_no, row in rows:
         out.lines += 1
         problem = row if isinstance(row, str) else None
-        if problem is None and fmt == "mooncake" and row.t_s < 0:  # type: ignore[union-attr]
-            problem = f"negative timestamp {row.t_s * 1000:g}"  # type: ignore[union-attr]
+        if problem is None and fmt in HASHED and row.t_s < 0:  # type: ignore[union-attr]
+            problem = f"negative timestamp {row.t_s * (1000 if fmt == 'mooncake' else 1):g}"  # type: ignore[union-attr]
         if problem is None and last is not None and row.t_s < last:  # type: ignore[union-attr]
             problem = f"timestamp goes back ({row.t_s:g} s after {last:g} s): the trace must be sorted by time"  # type: ignore[union-attr]
         if problem is not None:
@@ -257,14 +287,14 @@ class Shaped:
 
 def shape(rows: list[TraceRow], *, block_tokens: int, overhead_tokens: int, max_input_tokens: int | None,
           max_output_tokens: int | None, max_model_len: int | None, min_tail: int = 1) -> list[Shaped]:
-    """Scale (Mooncake: B/512), cap and block each row. An input is capped to `max_input_tokens` (text and
+    """Scale (hashed formats: B over the trace's tokens per hash id), cap and block each row. An input is capped to `max_input_tokens` (text and
     overhead together) and to the context less one output token; a last part block shorter than `min_tail`
     (a block's head and shortest pad) is raised to it, or, where that passes the cap, dropped; an output is
     capped to `max_output_tokens` and to what the context leaves; at least 1."""
     out: list[Shaped] = []
     for k, row in enumerate(rows):
         if row.hash_ids is not None:
-            tokens = math.ceil(row.input_tokens * block_tokens / MOONCAKE_BLOCK)
+            tokens = math.ceil(row.input_tokens * block_tokens / row.trace_block)
         else:
             tokens = row.input_tokens
         total = tokens + overhead_tokens

@@ -191,3 +191,43 @@ def test_requests_sharing_a_hash_id_share_exactly_that_block(which, request):
 def test_expected_hits_follow_the_prefix_chain():
     assert expected_hits([64, 64, 64, 64], [[1, 2], [1, 3], [1, 2], [4, 2]], 32) == [0, 32, 64, 0]
     assert expected_hits([64, 48], [[1, 2], [1, 2]], 32) == [0, 48]  # at most its own text
+
+
+def bailian_row(chat: int, parent: int, t: float, inp: int, ids: list[int], turn: int = 1, kind: str = "text") -> dict:
+    return {"chat_id": chat, "parent_chat_id": parent, "timestamp": t, "input_length": inp, "output_length": 7,
+            "type": kind, "turn": turn, "hash_ids": ids}
+
+
+def test_a_bailian_trace_reads_sessions_turns_and_16_token_blocks(tmp_path):
+    """Alibaba's Qwen-Bailian format: seconds, 16-token hash ids, and each row's session (the first chat of
+    its parent chain), turn and type; a 32-token replay doubles every input and keeps the blocks."""
+    path = tmp_path / "b.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in [
+        bailian_row(0, -1, 0.0, 40, [1, 2, 3]),
+        bailian_row(5, -1, 0.5, 20, [1, 9], kind="search"),
+        bailian_row(7, 0, 1.25, 60, [1, 2, 3, 4], turn=2),
+        bailian_row(8, 7, 2.0, 70, [1, 2, 3, 4, 5], turn=3),
+        bailian_row(9, 42, 2.5, 16, [6], turn=4),  # its parent is not in the file: a session of its own
+    ]))
+    read = read_trace(str(path), "bailian")
+    assert [r.t_s for r in read.rows] == [0.0, 0.5, 1.25, 2.0, 2.5]
+    assert [r.session for r in read.rows] == ["0", "5", "0", "0", "9"]
+    assert [r.turn for r in read.rows] == [1, 1, 2, 3, 4] and read.rows[1].kind == "search"
+    assert {r.trace_block for r in read.rows} == {16}
+    shaped = shape(read.rows, block_tokens=32, overhead_tokens=1, max_input_tokens=None, max_output_tokens=None,
+                   max_model_len=None)
+    assert [s.text_tokens for s in shaped] == [80, 40, 120, 140, 32] and shaped[3].blocks == [1, 2, 3, 4, 5]
+
+
+@pytest.mark.parametrize("bad, problem", [
+    (bailian_row(3, -1, 1.0, 40, [1, 2]), r"line 2: 2 hash_ids for input_length 40 \(blocks of 16 need 3\)"),
+    ({k: v for k, v in bailian_row(3, -1, 1.0, 16, [1]).items() if k != "parent_chat_id"}, r"line 2: no parent_chat_id"),
+    (bailian_row(3, -2, 1.0, 16, [1]), r"line 2: parent_chat_id is not a whole number >= -1"),
+    (bailian_row(3, -1, 1.0, 16, [1], turn=0), r"line 2: turn is not a whole number >= 1"),
+])
+def test_a_bad_bailian_row_is_one_line(tmp_path, bad, problem):
+    path = tmp_path / "b.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in [bailian_row(0, -1, 0.0, 16, [1]), bad]))
+    with pytest.raises(TraceError, match=problem) as info:
+        read_trace(str(path), "bailian")
+    assert "\n" not in str(info.value)
