@@ -137,7 +137,10 @@ def table(title: str, header: list[str], rows: list[list[str]], console: Console
     is printed as a block instead: its first cell on a line, then `header: cell` lines."""
     console = console or out
     prose = [any(" " in row[i] for row in rows) for i in range(len(header))]
-    needed = [max([_longest_word(header[i])] + [len(row[i]) if not prose[i] else _longest_word(row[i]) for row in rows])
+    # a column that does not wrap does not wrap its header either: it needs the whole header (else rich
+    # squeezes a prose column to nothing to make room: the sessions turn table lost its turn column)
+    needed = [max([_longest_word(header[i]) if prose[i] else len(header[i])]
+                  + [len(row[i]) if not prose[i] else _longest_word(row[i]) for row in rows])
               for i in range(len(header))]
     if sum(needed) + 3 * len(header) + 1 > console.width:  # cells, padding and borders
         _blocks(title, header, rows, console)

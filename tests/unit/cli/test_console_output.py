@@ -51,6 +51,21 @@ def test_a_wide_table_is_one_table():
     assert any(NAMES[0] in line and "434.0" in line and "tokens/s" in line for line in buffer.getvalue().splitlines())
 
 
+def test_a_first_column_of_prose_is_never_squeezed_away_by_whole_headers():
+    """The sessions turn table ("0 call" in its first column, headers with spaces over numbers): at 80
+    columns every turn and every header stays whole, as a table or as blocks (the turn column once
+    rendered empty and a header cut to "bounded…")."""
+    header = ["turn", "context", "TTFT p50 s", "answer p50 s", "engine hit %", "unbounded %", "bounded %"]
+    rows = [["0 call", "15968.0", "55.9298", "55.9298", "98.60", "98.60", "98.60"],
+            ["5", "16638.0", "25.7026", "25.7026", "98.47", "98.47", "98.47"]]
+    for width in (80, 110):
+        console, buffer = narrow(width)
+        ui.table("Prefix reuse by turn", header, rows, console)
+        text = buffer.getvalue()
+        assert "…" not in text and all(name in text for name in header), text
+        assert any("0 call" in line for line in text.splitlines()), text
+
+
 def record(i: int, ok: bool, kind: str | None, end_ns: int) -> RequestRecord:
     return RequestRecord(request_id=f"r{i}", endpoint="chat", ok=ok, error_kind=kind, end_ns=end_ns)
 
