@@ -147,8 +147,9 @@ def parse_response_format(value: object) -> ResponseFormat:
 
 
 def tool_choice_body(choice: str) -> Any:
-    """The request's `tool_choice`: `auto`, `required`, or a named function."""
-    if choice in CHOICES:
+    """The request's `tool_choice`: `auto`, `required`, `none` (a sessions turn that declares the tools but
+    asks no call), or a named function."""
+    if choice in CHOICES or choice == "none":
         return choice
     return {"type": "function", "function": {"name": choice}}
 

@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 from loadproof.records import RequestRecord, ToolCall
 from loadproof.scenarios.sessions import Conversation, SessionsOptions, tool_definitions, tool_names, tools_text
+from loadproof.workloads.constraints import tool_choice_body
 
 
 def answer(text: str = "", calls: list[ToolCall] = ()) -> RequestRecord:
@@ -101,5 +102,8 @@ def test_each_turns_tool_choice_and_check():
     first, later = own.turn_constraint(0), own.turn_constraint(2)
     assert first.tool_choice == "get_time" and first.response_format is None
     assert later.tool_choice is None and str(later.response_format) == "json"
+    # the body's tool_choice: "none" as it is (vLLM answers 400 to a function named "none")
+    assert [tool_choice_body(own.turn_choice(t)) for t in range(3)] == [
+        {"type": "function", "function": {"name": "get_time"}}, "none", "none"]
     plain = SessionsOptions(turns=2, tools=WEATHER, tool_choice="auto")
     assert [plain.turn_choice(t) for t in range(2)] == ["auto", "auto"] and plain.turn_constraint(1).tool_choice == "auto"
