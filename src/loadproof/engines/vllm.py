@@ -36,6 +36,8 @@ VLLM_METRICS: dict[str, str] = {
     "spec_decode_num_draft_tokens_total": "vllm:spec_decode_num_draft_tokens_total",
     "spec_decode_num_accepted_tokens_total": "vllm:spec_decode_num_accepted_tokens_total",
     "spec_decode_num_drafts_total": "vllm:spec_decode_num_drafts_total",
+    # accepted draft tokens by draft position, one value per `position` label (telemetry.server_metrics)
+    "spec_decode_num_accepted_tokens_per_pos_total": "vllm:spec_decode_num_accepted_tokens_per_pos_total{position}",
 }
 # the names every vLLM serving loadproof must expose (spec-decode counters are optional)
 REQUIRED_METRICS = tuple(k for k in VLLM_METRICS if not k.startswith(("spec_decode", "ttft_", "request_success")))

@@ -20,6 +20,7 @@ from loadproof.metrics.claims import Claim, count, fact, number
 from loadproof.metrics.constraints import constraint_claims
 from loadproof.metrics.distribution import PERCENTILES, STATS, percentile, summarize
 from loadproof.metrics.reasoning import reasoning_claims
+from loadproof.metrics.spec_decode import spec_claims, spec_window
 from loadproof.plans.load import LoadPlan
 from loadproof.records import RequestRecord
 from loadproof.rundir import EngineSample, Event
@@ -147,7 +148,11 @@ def slo_text(slo: dict[str, float]) -> str:
 
 def claims_of_run(run: Any, plan: LoadPlan) -> list[Claim]:
     records = load_records(run.records)
-    return load_claims(records, plan, run.events, run.samples) + constraint_claims("load", records, run.manifest.options)
+    start = schedule_start_ns(records, run.events)
+    drafts = spec_window(run.samples, start, max(r.end_ns for r in records)) if records and start is not None else None
+    return (load_claims(records, plan, run.events, run.samples)
+            + spec_claims("load", {}, drafts, "the schedule's start to the last response's end")
+            + constraint_claims("load", records, run.manifest.options))
 
 
 def load_claims(records: list[RequestRecord], plan: LoadPlan, events: list[Event],

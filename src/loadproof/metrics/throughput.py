@@ -14,8 +14,10 @@ from loadproof.metrics.claims import Claim, count, number
 from loadproof.metrics.constraints import constraint_claims
 from loadproof.metrics.figures import BarPlot, Bars, Panel, Table
 from loadproof.metrics.reasoning import reasoning_claims
+from loadproof.metrics.spec_decode import spec_claims, spec_window
 from loadproof.plans.throughput import ThroughputPlan
 from loadproof.records import RequestRecord
+from loadproof.rundir import EngineSample
 from loadproof.store.run_dir import Run
 from loadproof.units import NS_PER_S
 
@@ -98,7 +100,24 @@ def throughput_claims(records: Iterable[RequestRecord]) -> list[Claim]:
 def claims_of_run(run, plan) -> list[Claim]:
     """The claims are pure functions of the records (a run splits by `repeat` for compare); the plan
     (families, concurrency, settings) only says what was asked."""
-    return throughput_claims(run.records) + constraint_claims("throughput", run.records, run.manifest.options)
+    return (throughput_claims(run.records) + spec_decode_claims(run.records, run.samples)
+            + constraint_claims("throughput", run.records, run.manifest.options))
+
+
+def spec_decode_claims(records: Iterable[RequestRecord], samples: Sequence[EngineSample]) -> list[Claim]:
+    """`throughput.<family>.c<N>.spec_decode.*` (metrics.spec_decode) for each family and concurrency level,
+    the window from its first send to its last end (the scenario samples /metrics between levels, which run one
+    after another); none where the engine drafts nothing."""
+    groups: dict[tuple[str, int], list[RequestRecord]] = defaultdict(list)
+    for record in records:
+        if record.scenario == "throughput" and record.send_ns:
+            groups[(record.family, record.concurrency)].append(record)
+    claims: list[Claim] = []
+    for (family, conc), group in groups.items():
+        window = spec_window(samples, min(r.send_ns for r in group), max(r.end_ns for r in group))
+        claims += spec_claims("throughput.<family>.c<N>", {"family": family, "N": conc}, window,
+                              "the level's first send to its last end")
+    return claims
 
 
 # --- report panels (catalog entry `figures`) ---------------------------------------------------------

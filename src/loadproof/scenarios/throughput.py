@@ -117,7 +117,7 @@ class ThroughputScenario(Scenario):
             # counters and TTFT histogram can be set beside the client's (metrics/engine_agreement.py)
             metric_names = engines.get(self.target.engine).metric_names
             async with MetricsScraper(self.target.metrics, metric_names, interval_s=None, sink=writer.metric_sample,
-                                      api_key=self.target.metrics_api_key):
+                                      api_key=self.target.metrics_api_key) as scraper:
                 live.phase("requests")
                 for wave_index, wave in enumerate(waves):
                     level = wave[0][1]
@@ -125,6 +125,9 @@ class ThroughputScenario(Scenario):
                     specs = [self._spec(f"tp-{wave_index:04d}-{j}", prompt, labels)
                              for j, (prompt, labels) in enumerate(wave)]
                     await asyncio.gather(*(client.stream(spec) for spec in specs))
+                    following = waves[wave_index + 1][0][1] if wave_index + 1 < len(waves) else level
+                    if (following["family"], following["concurrency"]) != (level["family"], level["concurrency"]):
+                        await scraper.sample()  # a level's own counters (speculative decoding: metrics.spec_decode)
         return failed
 
     def _spec(self, request_id: str, prompt: Prompt, labels: dict[str, Any]) -> RequestSpec:

@@ -17,6 +17,10 @@ the windows a scenario measures.
 Either way values are read through the engine adapter's name mapping (loadproof's vocabulary -> the
 engine's names) and summed over label sets (vLLM labels by engine index and model; Prometheus adds
 `job` and `instance`). Names the engine does not expose are absent from a sample, never guessed as zero.
+An engine name written `metric{label}` keeps its series apart by that label instead: one value per label
+value, under our name + `_` + the value (vLLM's accepted draft tokens by draft position:
+`spec_decode_num_accepted_tokens_per_pos_total_0`, `_1`, ...; a value other than 1 to 16 letters, digits or
+underscores is left out).
 """
 
 from __future__ import annotations
@@ -43,18 +47,45 @@ _SCRAPE_TIME = "scrape_time"  # the label of the one extra series the Prometheus
 PROMETHEUS_SCHEME = "prometheus+"
 _LABEL = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _METRIC = re.compile(r"[A-Za-z_:][A-Za-z0-9_:]*")
+_SPLIT = re.compile(r"(?P<name>[A-Za-z_:][A-Za-z0-9_:]*)\{(?P<label>[A-Za-z_][A-Za-z0-9_]*)\}")
+_SPLIT_VALUE = re.compile(r"[A-Za-z0-9_]{1,16}")
+
+
+def split_name(engine_name: str) -> tuple[str, str | None]:
+    """`metric{label}` -> ("metric", "label"); a plain name -> (name, None)."""
+    m = _SPLIT.fullmatch(engine_name)
+    return (m["name"], m["label"]) if m else (engine_name, None)
+
+
+def _wanted(names: dict[str, str]) -> dict[str, tuple[str, str | None]]:
+    """The engine's bare name -> (our name, the label its series are kept apart by, or None)."""
+    out = {}
+    for ours, engine_name in names.items():
+        bare, label = split_name(engine_name)
+        out[bare] = (ours, label)
+    return out
+
+
+def _key(ours: str, label: str | None, labels: dict[str, str]) -> str | None:
+    """Where a series' value goes: our name, or for a split name our name + `_` + its label's value (None:
+    no such label, or a value that is no short plain word)."""
+    if label is None:
+        return ours
+    value = labels.get(label)
+    return f"{ours}_{value}" if value is not None and _SPLIT_VALUE.fullmatch(value) else None
 
 
 def parse_metrics(text: str, names: dict[str, str]) -> dict[str, float]:
     """Our name -> value for every mapped metric present in a Prometheus text exposition (a NaN or an
     infinity left out: metrics.jsonl is JSON, which has no such number, and its reader would refuse the run)."""
-    wanted = {engine_name: ours for ours, engine_name in names.items()}
+    wanted = _wanted(names)
     values: dict[str, float] = {}
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
-            ours = wanted.get(sample.name)
-            if ours is not None and math.isfinite(sample.value):
-                values[ours] = values.get(ours, 0.0) + float(sample.value)
+            mapped = wanted.get(sample.name)
+            key = _key(*mapped, sample.labels) if mapped is not None else None
+            if key is not None and math.isfinite(sample.value):
+                values[key] = values.get(key, 0.0) + float(sample.value)
     return values
 
 
@@ -109,13 +140,16 @@ class MetricsSource:
         """The PromQL expression that reads, in one evaluation, every mapped metric summed per name, and the
         time of the oldest scrape they come from (`min(timestamp(...))` of one of them, the running-requests
         gauge where mapped: a scrape stamps all its series alike), as a series labelled `loadproof`."""
-        engine_names = sorted(set(names.values()))
+        wanted = _wanted(names)
+        engine_names = sorted(wanted)
+        split = sorted({label for _, label in wanted.values() if label is not None})
         bad = [n for n in engine_names if not _METRIC.fullmatch(n)]
         if bad:
             raise ValueError(f"not a Prometheus metric name: {bad[0]!r}")
         matchers = "".join(f',{name}="{_escape(value)}"' for name, value in self.matchers)
-        anchor = names.get("num_requests_running") or engine_names[0]
-        values = f'sum by (__name__) ({{__name__=~"{"|".join(engine_names)}"{matchers}}})'
+        anchor = split_name(names["num_requests_running"])[0] if "num_requests_running" in names else engine_names[0]
+        by = ", ".join(["__name__", *split])  # a split name's series stay apart by its label
+        values = f'sum by ({by}) ({{__name__=~"{"|".join(engine_names)}"{matchers}}})'
         scraped = f'min(timestamp({anchor}{{{matchers.lstrip(",")}}}))'
         return f'{values} or label_replace({scraped}, "loadproof", "{_SCRAPE_TIME}", "", "")'
 
@@ -177,7 +211,7 @@ def _escape(value: str) -> str:
 def _vector_reading(data: dict[str, Any], names: dict[str, str]) -> Reading:
     """Our name -> value from the answer to `MetricsSource.query` (summed by __name__), with the scrape
     time series and the evaluation time."""
-    ours_of = {engine_name: ours for ours, engine_name in names.items()}
+    wanted = _wanted(names)
     values: dict[str, float] = {}
     evaluated = scraped = None
     result = (data.get("data") or {}).get("result") or []
@@ -191,9 +225,10 @@ def _vector_reading(data: dict[str, Any], names: dict[str, str]) -> Reading:
         if labels.get("loadproof") == _SCRAPE_TIME:
             scraped = value
             continue
-        ours = ours_of.get(labels.get("__name__"))
-        if ours is not None and math.isfinite(value):  # as parse_metrics: no NaN, no infinity
-            values[ours] = values.get(ours, 0.0) + value
+        mapped = wanted.get(labels.get("__name__"))
+        key = _key(*mapped, labels) if mapped is not None else None
+        if key is not None and math.isfinite(value):  # as parse_metrics: no NaN, no infinity
+            values[key] = values.get(key, 0.0) + value
     return Reading(values, evaluated, scraped)
 
 

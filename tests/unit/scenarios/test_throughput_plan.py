@@ -44,8 +44,18 @@ def test_bad_options_are_one_line():
 
 @pytest.mark.asyncio
 async def test_the_scenario_writes_its_typed_plan_and_the_metrics_read_it(sse_server, tmp_path, monkeypatch):
-    # the test server has no /metrics (a 404 page does not parse as Prometheus text): no scraper here
-    monkeypatch.setattr(scenario_module, "MetricsScraper", lambda *a, **k: contextlib.nullcontext())
+    # the test server has no /metrics (a 404 page does not parse as Prometheus text): a scraper that samples
+    # nothing, asked for a sample between levels (speculative decoding's windows)
+    asked: list[int] = []
+
+    class NoScraper(contextlib.AbstractAsyncContextManager):
+        async def __aexit__(self, *exc: object) -> None:
+            return None
+
+        async def sample(self) -> None:
+            asked.append(1)
+
+    monkeypatch.setattr(scenario_module, "MetricsScraper", lambda *a, **k: NoScraper())
     server = await sse_server([Script(pieces=[completion_chunk(f"t{i}", i + 1) for i in range(4)] + [DONE_EVENT],
                                       pause_s=0.002)])
     options = ThroughputOptions(families=["code"], concurrency=[1, 2], max_tokens=4, num_prompts=1)
@@ -58,3 +68,4 @@ async def test_the_scenario_writes_its_typed_plan_and_the_metrics_read_it(sse_se
                                             repeats=1, temperature=0.0, ignore_eos=False, seed=731)
     names = {c.name for c in compute_claims(run)}
     assert {"throughput.code.c1.decode_tokens_per_s", "throughput.code.c2.aggregate_tokens_per_s"} <= names
+    assert len(asked) == 1  # one sample between the two levels, none after the last (the scraper's exit takes it)

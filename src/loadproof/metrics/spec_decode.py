@@ -1,0 +1,90 @@
+"""Speculative decoding as the engine counts it (docs/scenarios.md, "Speculative decoding"): from its own
+counters, over a window of /metrics samples, how many draft tokens it proposed and how many it accepted.
+
+vLLM's counters (engines.vllm, present only when drafts are on): `spec_decode_num_drafts_total` (verification
+steps that carried a draft, one per sequence and step), `spec_decode_num_draft_tokens_total` (tokens
+proposed), `spec_decode_num_accepted_tokens_total` (tokens accepted) and, per draft position k,
+`spec_decode_num_accepted_tokens_per_pos_total_<k>`. Over a window (growth from the last sample at or before
+its start to the first at or after its end):
+
+- acceptance rate = accepted / draft tokens x 100;
+- mean accepted length = 1 + accepted / drafts: the tokens one verification step yields a sequence, the
+  target model's own token included (as vLLM's log line counts it);
+- acceptance at position k = accepted at k / drafts x 100 (a draft shorter than k, as n-gram drafting can
+  propose, counts as not accepted there).
+
+The counters are the engine's, so the figures cover whatever it served in the window, ours and anyone
+else's. No drafts in the window (drafting off, or nothing decoded): no claims, never a zero.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from loadproof.metrics.claims import Claim, count, number
+from loadproof.rundir import EngineSample
+
+DRAFTS = "spec_decode_num_drafts_total"
+DRAFT_TOKENS = "spec_decode_num_draft_tokens_total"
+ACCEPTED = "spec_decode_num_accepted_tokens_total"
+PER_POS = "spec_decode_num_accepted_tokens_per_pos_total_"  # + the position, 0 first
+TOTALS = (DRAFTS, DRAFT_TOKENS, ACCEPTED)
+WINDOW = ("growth from the last /metrics sample at or before the window's start to the first at or after its "
+          "end")
+
+
+@dataclass(frozen=True)
+class SpecWindow:
+    """The counters' growth over a window."""
+
+    drafts: float
+    draft_tokens: float
+    accepted: float
+    accepted_by_pos: tuple[float, ...]  # position 0, 1, ... (empty where the engine gives none)
+
+
+def spec_window(samples: Sequence[EngineSample], start_ns: int, end_ns: int) -> SpecWindow | None:
+    """The growth over [start_ns, end_ns]; None without a sample holding the counters on each side, or
+    without a draft in between."""
+    held = sorted((s for s in samples if all(k in s.values for k in TOTALS)), key=lambda s: s.t_ns)
+    before = [s for s in held if s.t_ns <= start_ns]
+    after = [s for s in held if s.t_ns >= end_ns]
+    if not before or not after:
+        return None
+    a, b = before[-1].values, after[0].values
+    drafts = b[DRAFTS] - a[DRAFTS]
+    if drafts <= 0:
+        return None
+    positions = sorted(int(k[len(PER_POS):]) for k in b if k.startswith(PER_POS) and k[len(PER_POS):].isdigit())
+    by_pos = tuple(b.get(f"{PER_POS}{p}", 0.0) - a.get(f"{PER_POS}{p}", 0.0) for p in range(max(positions) + 1)) \
+        if positions else ()
+    return SpecWindow(drafts, b[DRAFT_TOKENS] - a[DRAFT_TOKENS], b[ACCEPTED] - a[ACCEPTED], by_pos)
+
+
+def spec_claims(level: str, parts: dict[str, Any], window: SpecWindow | None, what: str) -> list[Claim]:
+    """`<level>.spec_decode.*` for one window (`what` says which, for the formulas); none without one."""
+    if window is None:
+        return []
+    base = f"{level}.spec_decode"
+    claims = [
+        count(f"{base}.drafts", round(window.drafts), "steps", f"{DRAFTS} {WINDOW} ({what}): verification steps "
+              "that carried a draft, one per sequence", direction="neither", parts=parts),
+        count(f"{base}.draft_tokens", round(window.draft_tokens), "tokens", f"{DRAFT_TOKENS} {WINDOW} ({what})",
+              direction="neither", parts=parts),
+        count(f"{base}.accepted_tokens", round(window.accepted), "tokens", f"{ACCEPTED} {WINDOW} ({what})",
+              direction="higher", parts=parts),
+        number(f"{base}.mean_accepted_length", 1 + window.accepted / window.drafts, "tokens", "1 + accepted tokens / "
+               f"drafts, the counters' {WINDOW} ({what}): tokens a verification step yields a sequence, the target "
+               "model's own included", 3, direction="higher", parts=parts),
+    ]
+    if window.draft_tokens > 0:
+        claims.insert(3, number(f"{base}.acceptance_pct", 100 * window.accepted / window.draft_tokens, "%",
+                                f"accepted tokens / draft tokens x 100, the counters' {WINDOW} ({what})", 2,
+                                direction="higher", parts=parts))
+    for k, accepted in enumerate(window.accepted_by_pos):
+        claims.append(number(f"{base}.pos<k>.acceptance_pct", 100 * accepted / window.drafts, "%",
+                             f"accepted tokens at draft position k / drafts x 100, the counters' {WINDOW} ({what}); "
+                             "k = 0 is the first drafted token", 2, direction="higher", parts={**parts, "k": k}))
+    return claims
