@@ -142,8 +142,13 @@ def test_crash_then_hang_restart_once_then_fail_with_the_relay_answering_503_dur
                 proc.communicate()
     assert proc.returncode == 3, err
     kinds = [e["kind"] for e in events(tmp_path)]
-    assert kinds[:6] == ["start", "ready", "exit", "restart", "start", "ready"]
-    assert "probe_failed" in kinds and kinds[-1] == "give_up"
+    # a liveness probe in flight when the engine was killed may fail (the connection dropped) before the
+    # supervisor sees the exit, a second later: it is logged, and the exit still brings the restart
+    crash = kinds[:kinds.index("restart")]
+    assert [k for k in crash if k != "probe_failed"] == ["start", "ready", "exit"], kinds
+    assert crash.count("probe_failed") <= 1, kinds
+    assert kinds[len(crash):len(crash) + 3] == ["restart", "start", "ready"], kinds
+    assert "probe_failed" in kinds[len(crash):] and kinds[-1] == "give_up"
     assert "liveness probe failed" in events(tmp_path)[-1]["reason"]
     deadline = time.monotonic() + 10
     while _group_members({group}):  # zombies are not counted: they are gone, only not yet reaped

@@ -10,7 +10,8 @@ import pytest
 from pydantic import ValidationError
 
 from loadproof.records import RequestRecord, ToolCall
-from loadproof.scenarios.sessions import Conversation, SessionsOptions, tool_definitions, tool_names, tools_text
+from loadproof.scenarios.sessions import SessionsOptions
+from loadproof.workloads.agent import Conversation, tool_definitions, tool_names, tools_text
 from loadproof.workloads.constraints import tool_choice_body
 
 
