@@ -10,8 +10,10 @@ time, never waiting for the server. The claims (`metrics.replay`) are the load s
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 import time
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -35,7 +37,8 @@ from loadproof.telemetry.cache_config import read_cache_config
 from loadproof.telemetry.server_metrics import MetricsSource
 from loadproof.units import NS_PER_S
 from loadproof.workloads.synthetic import SyntheticPrompts
-from loadproof.workloads.traces import HASHED, MOONCAKE_BLOCK, REPLAY_BLOCK, TRACE_FORMATS, BlockPrompts, TraceError, read_trace, shape
+from loadproof.workloads.traces import (HASHED, MOONCAKE_BLOCK, REPLAY_BLOCK, TRACE_FORMATS, BlockPrompts, TraceError,
+                                       read_trace, shape)
 
 REPLAY_PROBE = "0 " + PROBE_LINE  # begins as a replay prompt does (a block's head line) and ends as it does
 
@@ -171,6 +174,11 @@ class ReplayScenario(MetricsScenario):
         )
         if read.bad_rows:
             self.status(f"trace: {read.bad_rows} malformed rows skipped (first: {read.first_bad})")
+        sessions = {r.session for r in read.rows if r.session is not None}
+        if sessions:  # Bailian: what the rows replayed are, by session, turn and type
+            kinds = Counter(r.kind or "?" for r in read.rows)
+            self.status(f"trace: {len(sessions)} sessions, turns up to {max(r.turn or 1 for r in read.rows)}, types "
+                        + ", ".join(f"{kind} {n}" for kind, n in kinds.most_common()))
         return plan, requests
 
     async def cache_size(self) -> CacheSize | None:
@@ -179,7 +187,8 @@ class ReplayScenario(MetricsScenario):
         opts = self.options
         if opts.kv_blocks and opts.kv_block_tokens:
             return CacheSize(opts.kv_blocks, opts.kv_block_tokens, "options")
-        found = engine_cache(self.target.metrics, self.target.metrics_api_key)
+        # one short /metrics read before anything is sent, off the event loop (the live view keeps ticking)
+        found = await asyncio.to_thread(engine_cache, self.target.metrics, self.target.metrics_api_key)
         if found is None:
             self.status("the engine's KV cache size is unknown (no cache_config_info in its /metrics): no hit rate "
                         "expected at its size; --kv-blocks N --kv-block-tokens B gives it")

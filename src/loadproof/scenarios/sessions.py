@@ -35,11 +35,11 @@ from pydantic import BeforeValidator, Field, PlainSerializer, model_validator
 from loadproof.client import RequestSpec, StreamingClient
 from loadproof.engines import engines
 from loadproof.errors import UsageError
+from loadproof.metrics.sessions import PRIME
 from loadproof.plans import attach_plan
 from loadproof.plans.datasets import DatasetRef
 from loadproof.plans.sessions import SessionsPlan
 from loadproof.protocol.openai import request_body
-from loadproof.metrics.sessions import PRIME
 from loadproof.records import RequestRecord
 from loadproof.scenarios.constraints import ConstraintOptions
 from loadproof.scenarios.datasets import Columns
@@ -301,7 +301,8 @@ class SessionsScenario(MetricsScenario):
                   for t in range(opts.turns)] for u in range(opts.users)]
         results = [[message(f"Result {u}.{t} {salt}.\n", opts.tool_result_tokens) if t < opts.tool_turns else ""
                     for t in range(opts.turns)] for u in range(opts.users)]
-        block, kv, kv_source = self._cache_size()
+        # one short /metrics read before anything is sent, off the event loop (the live view keeps ticking)
+        block, kv, kv_source = await asyncio.to_thread(self._cache_size)
         plan = SessionsPlan(users=opts.users, turns=opts.turns, first_tokens=opts.first_tokens,
                             turn_tokens=opts.turn_tokens, system_tokens=opts.system_tokens, tool_tokens=opts.tool_tokens,
                             output_tokens=opts.output_tokens, think_time=opts.think_time_s, stagger_s=opts.stagger_s,

@@ -9,8 +9,8 @@ Formats (`--format`):
 | `azure` | CSV with a header: `TIMESTAMP` (a date and time), `ContextTokens`, `GeneratedTokens` | Azure's LLM inference traces |
 | `csv` | CSV with a header: `timestamp` (seconds), `input`, `output` | anything else |
 
-Timestamps must not decrease and must not be negative (`hashed` formats; `HASHED` gives each its tokens a
-hash id): a row that breaks either, lacks a field, or does
+Timestamps must not decrease, and in the JSONL formats (`HASHED`: those whose rows carry hash ids) must not
+be negative: a row that breaks either, lacks a field, or does
 not parse (not valid UTF-8, not JSON, nested too deep to read: `workloads.rows`) is one error naming the
 file, the row (1-based line) and the problem; `skip_bad_rows` skips such rows and counts them.
 
@@ -26,7 +26,8 @@ beyond the engine's own template). Mooncake's lengths are in 512-token blocks, B
 `block_tokens` B scales every input length by B/512 (B/16; rounded up, which keeps the number of blocks), so a
 trace of 100k-token prompts runs on a small engine with the same sharing structure. A Bailian row also names
 its session (the root of its `parent_chat_id` chain, where that chain is in the file; else the row's own
-chat), its `turn` and its `type`, kept on the row.
+chat), its `turn` and its `type`, kept on the row; the replay says how many sessions, turns and types it
+sends (the claims do not yet split by them).
 
 The expected prefix-cache hit rate (`metrics.replay.expected_hits`): requests in trace order with an unbounded cache;
 a request's hit is its longest run of leading blocks that earlier requests carried whole, in tokens
