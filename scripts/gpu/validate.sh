@@ -9,6 +9,12 @@
 #   gemma          stop the dummy engine; serve Gemma 3 270M (real weights); capacity with many sessions,
 #                  quality
 #   gemma-search   the same model with 1 GiB of KV cache; capacity --search finds where sessions stop fitting
+# On one H200 (issue 27: speculative decoding, energy and cost, docs/gpu-validation.md):
+#   setup, then
+#   spec-start     serve Gemma 3 270M twice on the one GPU: n-gram drafts with the reference's K5/K3 schedule on
+#                  :8000 (gemma-270m-ngram.toml), no drafts on :8001 (gemma-270m-nodraft.toml), 35% of memory each
+#   spec-runs      throughput of both (edit and code prompts, c1/c4/c8); `run ab` drafts off vs on and temperature
+#                  0 vs 1 at c1, c4, c8 (6 interleaved rounds each); every run priced ($PRICE per GPU-hour)
 # On the two-GPU machine (issue 10: the reference topology's pipeline half, scripts/gpu/deepseek-pp2.toml):
 #   setup, then
 #   mla-start      serve the DeepSeek-V2-Lite shape, PP2, FP8 KV 36 GiB per GPU, 1M window
@@ -49,7 +55,7 @@ wait_bg() {  # until the background job ends or WAIT_S passes; a job still runni
 
 wait_ready() {  # the supervisor prints "ready" once the engine answers; /health alone is not enough
   for _ in $(seq 1 600); do
-    curl -sf "$URL/v1/models" >/dev/null && return 0
+    curl -sf "${1:-$URL}/v1/models" >/dev/null && return 0
     sleep 1
   done
   return 1
@@ -62,7 +68,7 @@ setup)
   say "install loadproof"
   python3 -m venv --system-site-packages /tmp/lpvenv
   /tmp/lpvenv/bin/pip install -q --no-index --find-links /tmp/staged/lpwheels aiohttp msgspec pydantic typer rich \
-    tokenizers prometheus-client starlette uvicorn pillow nvidia-ml-py 2>&1 | tail -3
+    tokenizers prometheus-client starlette uvicorn pillow nvidia-ml-py jinja2 jsonschema 2>&1 | tail -3
   $LP --help >/dev/null && say "loadproof ready"
   nvidia-smi --query-gpu=name,driver_version,memory.total,pcie.link.gen.max,pcie.link.width.max --format=csv | tee $RUNS/gpu.csv
   PYTHONPATH=/tmp/site python3 -c 'import torch, vllm; print("torch", torch.__version__, "vllm", vllm.__version__)' | tee $RUNS/versions.txt
@@ -219,6 +225,35 @@ hl-grid)
   $LP sim calibrate --grid --url $URL --tokenizer $TOK --concurrency 1,8,24 --context 8192,131072 --window-s 10 \
     --runs-out $RUNS/grid --grid-arg=--profile=scripts/gpu/mla-headline-1gpu.toml --grid-arg=--skip-probe-check \
     -o $RUNS/sim-grid.toml 2>&1 | tail -20
+  ;;
+spec-start)
+  say "serve Gemma 3 270M with n-gram drafts on :8000"
+  setsid $LP serve scripts/gpu/gemma-270m-ngram.toml --port 8000 --probe-interval-s 3600 >/tmp/serve-ngram.log 2>&1 < /dev/null &
+  wait_ready http://127.0.0.1:8000 && say "ready" || { say "not ready"; cp /tmp/serve-ngram.log "$OUT/"; exit 1; }
+  say "serve it without drafts on :8001"
+  setsid $LP serve scripts/gpu/gemma-270m-nodraft.toml --port 8001 --probe-interval-s 3600 >/tmp/serve-nodraft.log 2>&1 < /dev/null &
+  wait_ready http://127.0.0.1:8001 && say "ready" || { say "not ready"; cp /tmp/serve-nodraft.log "$OUT/"; exit 1; }
+  nvidia-smi --query-gpu=memory.used,memory.total --format=csv | tee $RUNS/spec-memory.csv
+  ;;
+spec-runs)
+  TOK=/tmp/staged/gemma3-270m-bf16/tokenizer.json
+  NG=http://127.0.0.1:8000; ND=http://127.0.0.1:8001
+  price=(--price-per-gpu-hour "${PRICE:-3.5}" --out $RUNS/spec)
+  for arm in ngram:$NG nodraft:$ND; do
+    say "throughput, ${arm%%:*}"
+    $LP run throughput --url ${arm#*:} --profile scripts/gpu/gemma-270m-${arm%%:*}.toml "${price[@]}" --tokenizer $TOK \
+      --families edit,code --concurrency 1,4,8 --num-prompts 8 --max-tokens 192 2>&1 | tail -3
+  done
+  fixed=(--a ignore_eos=true --b ignore_eos=true --family edit --max-tokens 192 --repeats 6)
+  for c in 1 4 8; do
+    say "ab drafts off (a) vs on (b), c$c"
+    $LP run ab --url $NG --a-url $ND --b-url $NG --a-profile scripts/gpu/gemma-270m-nodraft.toml \
+      --b-profile scripts/gpu/gemma-270m-ngram.toml "${fixed[@]}" --concurrency $c --num-prompts $c "${price[@]}" 2>&1 | tail -2
+    say "ab temperature 0 (a) vs 1 (b) with drafts, c$c"
+    $LP run ab --url $NG --profile scripts/gpu/gemma-270m-ngram.toml --a temperature=0 --b temperature=1 \
+      "${fixed[@]}" --concurrency $c --num-prompts $c "${price[@]}" 2>&1 | tail -2
+  done
+  cp /tmp/serve-ngram.log /tmp/serve-nodraft.log $RUNS/ 2>/dev/null
   ;;
 wait)
   wait_bg

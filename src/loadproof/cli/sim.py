@@ -91,6 +91,9 @@ def calibrate_cmd(
     model: Annotated[str, typer.Option(help="model name the simulator serves")] = "sim",
     published: Annotated[Optional[Path], typer.Option(help="a published-figures TOML file (docs/simulator.md)")] = None,
     acceptance: Annotated[Optional[float], typer.Option(help="speculative acceptance rate (default: fitted)")] = None,
+    spec_from: Annotated[Optional[Path], typer.Option(help="a throughput run with drafts (and its --profile): the "
+                                                      "draft schedule and acceptance by position it measured, "
+                                                      "applied to a fit from runs without drafts")] = None,
     prefill_attention_share: Annotated[Optional[float], typer.Option(
         help="with one prompt length: the share of prefill that is attention (default 0.5 with --published)")] = None,
     frontend_s_per_token: Annotated[Optional[float], typer.Option(
@@ -117,8 +120,8 @@ def calibrate_cmd(
     shares = FitShares(acceptance=acceptance, prefill_attention_share=prefill_attention_share,
                        decode_context_share=decode_context_share, frontend_s_per_token=frontend_s_per_token)
     if published is not None:
-        if runs or ttft or decode:
-            raise UsageError("--published calibrates from the file alone: leave out run directories, --ttft, --decode")
+        if runs or ttft or decode or spec_from:
+            raise UsageError("--published calibrates from the file alone: leave out run directories, --ttft, --decode, --spec-from")
         done = calibrate_from_published(published, out, limits, shares)
     else:
         measured = list(runs or [])
@@ -127,7 +130,7 @@ def calibrate_cmd(
             measured += measure_grid(spec, _say)
         elif url or tokenizer:
             raise UsageError("--url and --tokenizer go with --grid")
-        done = calibrate_from_runs(measured, ttft or [], decode or [], out, limits, shares)
+        done = calibrate_from_runs(measured, ttft or [], decode or [], out, limits, shares, spec_from)
     for note in done.notes:
         _say(note)
     _print_calibration(done.calibration, done.path)

@@ -152,7 +152,7 @@ def table(title: str, header: list[str], rows: list[list[str]], console: Console
         else:
             t.add_column(name, justify="left" if i == 0 else "right", no_wrap=True, min_width=needed[i])
     for row in rows:
-        t.add_row(*row)
+        t.add_row(*(Text(cell) for cell in row))  # cells are data, never markup ("loadproof[gpu]" stays whole)
     console.print(t)
 
 

@@ -11,7 +11,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from loadproof.config.base import StrictModel, one_line
 from loadproof.errors import ConfigError
@@ -81,9 +81,62 @@ class SchedulerSpec(StrictModel):
 class SpeculativeSpec(StrictModel):
     method: str = Field(description="e.g. eagle, eagle3, mtp, ngram, draft_model")
     model: str | None = Field(default=None, description="draft model, where the method needs one")
-    draft_tokens: int = Field(ge=1, description="tokens drafted per step")
+    draft_tokens: int = Field(ge=1, description="tokens drafted per step (with a schedule: the most it drafts)")
     draft_schedule: dict[str, int] | None = Field(
-        default=None, description='draft length by batch size, e.g. {"1-4": 5, "5-32": 3}; not every engine has it')
+        default=None, description='draft length by batch size, inclusive ranges from 1, e.g. {"1-4": 5, "5-32": 3} '
+        "(a batch larger than the last range keeps its length); not every engine has it")
+
+    @field_validator("draft_schedule")
+    @classmethod
+    def _schedule(cls, value: dict[str, int] | None) -> dict[str, int] | None:
+        if value is not None:
+            schedule_ranges(value)  # its ValueError says what is wrong
+        return value
+
+    @model_validator(mode="after")
+    def _within_draft_tokens(self) -> SpeculativeSpec:
+        longest = max((k for _, _, k in self.schedule), default=0)
+        if longest > self.draft_tokens:
+            raise ValueError(f"draft_schedule asks for {longest} draft tokens, more than draft_tokens "
+                             f"({self.draft_tokens}), the most the engine is set up to draft")
+        return self
+
+    @property
+    def schedule(self) -> list[tuple[int, int, int]]:
+        """The schedule as (first batch size, last batch size, draft length), in order; empty without one."""
+        return schedule_ranges(self.draft_schedule) if self.draft_schedule else []
+
+    def draft_length(self, batch_size: int) -> int:
+        """The draft length a batch of this many sequences runs with (the last range's beyond the schedule)."""
+        for first, last, length in self.schedule:
+            if first <= batch_size <= last:
+                return length
+        return self.schedule[-1][2] if self.schedule and batch_size > self.schedule[-1][1] else self.draft_tokens
+
+
+def schedule_ranges(schedule: dict[str, int]) -> list[tuple[int, int, int]]:
+    """'A-B' (or 'A') -> K, as (A, B, K) in order; ValueError unless the ranges start at 1 and neither
+    overlap nor leave a gap, and every K is at least 0 (0: no drafts at that batch size)."""
+    if not schedule:
+        raise ValueError("draft_schedule is empty")
+    ranges = []
+    for key, length in schedule.items():
+        first, _, last = key.partition("-")
+        if not (first.strip().isdigit() and (last.strip().isdigit() or not _)):
+            raise ValueError(f"draft_schedule key {key!r} is not a batch-size range such as '1-4' or '5'")
+        a, b = int(first), int(last) if _ else int(first)
+        if a < 1 or b < a:
+            raise ValueError(f"draft_schedule range {key!r} must run from a batch size of at least 1 upwards")
+        if length < 0:
+            raise ValueError(f"draft_schedule[{key!r}] = {length}: a draft length is 0 or more")
+        ranges.append((a, b, length))
+    ranges.sort()
+    if ranges[0][0] != 1:
+        raise ValueError(f"draft_schedule must start at batch size 1 (it starts at {ranges[0][0]})")
+    for (a, b, _k), (c, _d, _l) in zip(ranges, ranges[1:]):
+        if c != b + 1:
+            raise ValueError(f"draft_schedule ranges {a}-{b} and {c}-{_d} " + ("overlap" if c <= b else "leave a gap"))
+    return ranges
 
 
 class CudaGraphSpec(StrictModel):

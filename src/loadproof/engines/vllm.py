@@ -43,6 +43,9 @@ VLLM_METRICS: dict[str, str] = {
 REQUIRED_METRICS = tuple(k for k in VLLM_METRICS if not k.startswith(("spec_decode", "ttft_", "request_success")))
 
 
+# `--speculative-config`'s methods (vLLM 0.26 and 0.32, config/speculative.py's SpeculativeMethod)
+SPECULATIVE_METHODS = frozenset({"ngram", "medusa", "mlp_speculator", "draft_model", "suffix", "custom_class", "eagle",
+                                 "eagle3", "extract_hidden_states", "mtp", "ngram_gpu", "dflash", "dspark"})
 # speculative methods vLLM 0.26 keeps asynchronous scheduling on with (EAGLE/MTP/draft model/NGram GPU/...)
 _ASYNC_SPECULATIVE = ("eagle", "eagle3", "extract_hidden_states", "draft_model", "ngram_gpu", "dflash", "dspark")
 # MoE architectures vLLM 0.26 still runs on the V2 model runner (other MoE models fall back to V1)
@@ -124,10 +127,12 @@ class VLLMEngine(EngineDefaults):
             config: dict[str, object] = {"method": spec.method, "num_speculative_tokens": spec.draft_tokens}
             if spec.model:
                 config["model"] = spec.model
+            if spec.schedule:  # vLLM >= 0.26: inclusive (first, last, draft length) ranges
+                config["num_speculative_tokens_per_batch_size"] = [list(r) for r in spec.schedule]
             argv += ["--speculative-config", json.dumps(config, separators=(",", ":"))]
-            if spec.draft_schedule:
-                notes.append(f"unsupported: vLLM takes one draft length ({spec.draft_tokens}); the schedule by batch "
-                             f"size {spec.draft_schedule} cannot be expressed and is not applied")
+            if not (spec.method in SPECULATIVE_METHODS or spec.method.endswith("_mtp")):
+                notes.append(f"vLLM has no speculative method {spec.method!r} (it has "
+                             f"{', '.join(sorted(SPECULATIVE_METHODS))} and the model-specific *_mtp)")
         graphs = profile.cuda_graphs
         if graphs.capture_sizes:
             argv += ["--cudagraph-capture-sizes", *[str(n) for n in graphs.capture_sizes]]

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from loadproof.catalog import column
 from loadproof.metrics.claims import Claim, claims_payload
+from loadproof.metrics.energy import energy_claims
 from loadproof.metrics.engine_agreement import agreement_claims
 from loadproof.metrics.telemetry import telemetry_claims
 from loadproof.plans import load_plan, scenario_of
@@ -24,14 +25,17 @@ claim_functions: Registry[object] = Registry.over("scenario", column("claims"))
 
 
 def compute_claims(run: Run) -> list[Claim]:
-    """The scenario's claims, then engine agreement and telemetry claims, from the run's stored data."""
-    return scenario_claims(run) + agreement_claims(run.records, run.samples) + telemetry_claims(run.telemetry)
+    """The scenario's claims, then engine agreement, telemetry, and energy and cost claims, from the run's
+    stored data."""
+    plan = load_plan(run)
+    return (scenario_claims(run, plan) + agreement_claims(run.records, run.samples) + telemetry_claims(run.telemetry)
+            + energy_claims(run, plan))
 
 
-def scenario_claims(run: Run) -> list[Claim]:
+def scenario_claims(run: Run, plan: object | None = None) -> list[Claim]:
     """The scenario's own claims, from the run and its plan (which `load_plan` checks and types)."""
     claims_of = claim_functions.get(scenario_of(run))
-    return claims_of(run, load_plan(run))
+    return claims_of(run, load_plan(run) if plan is None else plan)
 
 
 __all__ = ["Claim", "claim_functions", "claims_payload", "compute_claims", "scenario_claims"]

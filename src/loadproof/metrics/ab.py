@@ -24,9 +24,11 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from loadproof.metrics.claims import Claim, Direction, count, fact, number
 from loadproof.metrics.figures import LinePlot, Panel, Series
+from loadproof.metrics.spec_decode import SpecWindow, spec_window
 from loadproof.metrics.throughput import decode_rate_per_s
 from loadproof.plans.ab import ARMS, DEFAULT_RESAMPLES, AbPlan
 from loadproof.records import RequestRecord
+from loadproof.rundir import EngineSample
 from loadproof.store.run_dir import Run
 from loadproof.units import NS_PER_S
 
@@ -98,7 +100,60 @@ def round_figures(records: list[RequestRecord], metric: Callable[[RequestRecord]
             for r in rounds if values.get((r, "a")) and values.get((r, "b"))]
 
 
-def ab_claims(plan: AbPlan, records: list[RequestRecord]) -> list[Claim]:
+def aggregate_tokens_per_s(batch: list[RequestRecord], _samples: Sequence[EngineSample]) -> float | None:
+    """The arm's batch in a round: its successful requests' output tokens / (last end - first send)."""
+    ok = [r for r in batch if r.ok and r.output_tokens]
+    if not ok:
+        return None
+    span = max(r.end_ns for r in ok) - min(r.send_ns for r in ok)
+    return sum(r.output_tokens or 0 for r in ok) / (span / NS_PER_S) if span > 0 else None
+
+
+def _drafts(batch: list[RequestRecord], samples: Sequence[EngineSample]) -> SpecWindow | None:
+    return spec_window(samples, min(r.send_ns for r in batch), max(r.end_ns for r in batch)) if batch else None
+
+
+def spec_acceptance_pct(batch: list[RequestRecord], samples: Sequence[EngineSample]) -> float | None:
+    window = _drafts(batch, samples)
+    return 100 * window.accepted / window.draft_tokens if window is not None and window.draft_tokens else None
+
+
+def spec_mean_accepted_length(batch: list[RequestRecord], samples: Sequence[EngineSample]) -> float | None:
+    window = _drafts(batch, samples)
+    return 1 + window.accepted / window.drafts if window is not None else None
+
+
+# figures of an arm's whole batch in a round (its requests together, and its engine's counters around the batch:
+# the /metrics samples the run took of that arm's target, `source` = the arm): name -> (function, unit, decimals,
+# better, what it is)
+BATCH_METRICS: dict[str, tuple[Callable[[list[RequestRecord], Sequence[EngineSample]], float | None], str, int,
+                               Direction, str]] = {
+    "aggregate_tokens_per_s": (aggregate_tokens_per_s, "tokens/s", 1, "higher",
+                               "the batch's output tokens / (its last end - its first send)"),
+    "spec_acceptance_pct": (spec_acceptance_pct, "%", 2, "higher", "accepted / draft tokens x 100, the arm's engine "
+                            "counters' growth around its batch (metrics.spec_decode)"),
+    "spec_mean_accepted_length": (spec_mean_accepted_length, "tokens", 3, "higher", "1 + accepted tokens / drafts, "
+                                  "the arm's engine counters' growth around its batch"),
+}
+
+
+def batch_figures(records: list[RequestRecord], samples: Sequence[EngineSample],
+                  metric: Callable[[list[RequestRecord], Sequence[EngineSample]], float | None]
+                  ) -> dict[str, dict[int, float]]:
+    """arm -> round -> the metric of the arm's batch in that round (absent where it has none, e.g. no drafts)."""
+    batches: dict[tuple[int, str], list[RequestRecord]] = defaultdict(list)
+    for rec in records:
+        if rec.scenario == "ab" and rec.family in ARMS and rec.send_ns:
+            batches[(rec.repeat, rec.family)].append(rec)
+    out: dict[str, dict[int, float]] = {arm: {} for arm in ARMS}
+    for (round_index, arm), batch in sorted(batches.items()):
+        value = metric(batch, [s for s in samples if s.source == arm])
+        if value is not None:
+            out[arm][round_index] = value
+    return out
+
+
+def ab_claims(plan: AbPlan, records: list[RequestRecord], samples: Sequence[EngineSample] = ()) -> list[Claim]:
     seed = plan.bootstrap_seed
     resamples = plan.resamples
     ab = [r for r in records if r.scenario == "ab" and r.family in ARMS]
@@ -108,33 +163,52 @@ def ab_claims(plan: AbPlan, records: list[RequestRecord]) -> list[Claim]:
         claims.append(count(f"ab.failed_requests.{arm}", sum(1 for r in ab if r.family == arm and not r.ok),
                             "requests", f"records of arm {arm} with ok == false", direction="lower"))
     for name, (metric, unit, decimals) in METRICS.items():
-        better = BETTER[name]
         rows = round_figures(ab, metric)
-        if not rows:
-            continue
-        a = statistics.fmean(row[1] for row in rows)
-        b = statistics.fmean(row[2] for row in rows)
         per_round = f"median over the arm's requests in a round, mean over {len(rows)} rounds with both arms"
-        claims += [number(f"ab.{name}.a", a, unit, f"{name} of arm a: {per_round}", decimals, direction=better),
-                   number(f"ab.{name}.b", b, unit, f"{name} of arm b: {per_round}", decimals, direction=better)]
-        change = relative_change(a, b)
-        if change is None:
+        claims += compared(name, rows, unit, decimals, BETTER[name], per_round, seed, resamples)
+    for name, (batch_metric, unit, decimals, better, what) in BATCH_METRICS.items():
+        by_arm = batch_figures(ab, samples, batch_metric)
+        paired = sorted(set(by_arm["a"]) & set(by_arm["b"]))
+        if paired:
+            per_round = f"{what}; mean over {len(paired)} rounds with both arms"
+            claims += compared(name, [(r, by_arm["a"][r], by_arm["b"][r]) for r in paired], unit, decimals, better,
+                               per_round, seed, resamples)
             continue
-        claims.append(number(f"ab.{name}.change", change, "", "(b - a) / a", 4, direction="neither"))
-        ci = paired_bootstrap_change([(row[1], row[2]) for row in rows], random.Random(seed), resamples)
-        if ci is None:
-            continue
-        how = (f"percentile bootstrap {LEVEL:.0%} interval of (b - a) / a, rounds resampled in pairs, "
-               f"{resamples} draws, random.Random({seed})")
-        significant = ci[0] > 0 or ci[1] < 0
-        claims += [number(f"ab.{name}.ci_low", ci[0], "", how, 4, direction="neither"),
-                   number(f"ab.{name}.ci_high", ci[1], "", how, 4, direction="neither"),
-                   fact(f"ab.{name}.significant", significant, "the interval [ci_low, ci_high] excludes 0")]
+        for arm in ARMS:  # one arm only (drafts on one side): its figure, nothing to compare it with
+            if by_arm[arm]:
+                claims.append(number(f"ab.{name}.{arm}", statistics.fmean(by_arm[arm].values()), unit,
+                                     f"{name} of arm {arm}: {what}; mean over its {len(by_arm[arm])} rounds (the "
+                                     "other arm has none)", decimals, direction=better))
+    return claims
+
+
+def compared(name: str, rows: list[tuple[int, float, float]], unit: str, decimals: int, better: Direction,
+             per_round: str, seed: int, resamples: int) -> list[Claim]:
+    """`ab.<name>.a`, `.b`, `.change`, and the bootstrap interval of the change over the rounds' pairs."""
+    if not rows:
+        return []
+    a = statistics.fmean(row[1] for row in rows)
+    b = statistics.fmean(row[2] for row in rows)
+    claims = [number(f"ab.{name}.a", a, unit, f"{name} of arm a: {per_round}", decimals, direction=better),
+              number(f"ab.{name}.b", b, unit, f"{name} of arm b: {per_round}", decimals, direction=better)]
+    change = relative_change(a, b)
+    if change is None:
+        return claims
+    claims.append(number(f"ab.{name}.change", change, "", "(b - a) / a", 4, direction="neither"))
+    ci = paired_bootstrap_change([(row[1], row[2]) for row in rows], random.Random(seed), resamples)
+    if ci is None:
+        return claims
+    how = (f"percentile bootstrap {LEVEL:.0%} interval of (b - a) / a, rounds resampled in pairs, "
+           f"{resamples} draws, random.Random({seed})")
+    significant = ci[0] > 0 or ci[1] < 0
+    claims += [number(f"ab.{name}.ci_low", ci[0], "", how, 4, direction="neither"),
+               number(f"ab.{name}.ci_high", ci[1], "", how, 4, direction="neither"),
+               fact(f"ab.{name}.significant", significant, "the interval [ci_low, ci_high] excludes 0")]
     return claims
 
 
 def claims_of_run(run, plan: AbPlan) -> list[Claim]:
-    return ab_claims(plan, run.records)
+    return ab_claims(plan, run.records, run.samples)
 
 
 # --- report panels (catalog entry `figures`) ---------------------------------------------------------

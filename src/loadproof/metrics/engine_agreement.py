@@ -20,8 +20,13 @@ from loadproof.records import RequestRecord
 from loadproof.rundir import EngineSample
 from loadproof.units import NS_PER_S
 
+# the samples of the engine the run measured: unlabelled, or labelled `engine` where a run samples several
+# (soak's relay, an A/B run's arms: each arm's own, which one bracket cannot pair)
+ENGINE_SOURCES = (None, "engine")
+
 
 def _bracket(samples: list[EngineSample], records: list[RequestRecord]) -> tuple[dict[str, float], dict[str, float]] | None:
+    samples = [s for s in samples if s.source in ENGINE_SOURCES]
     if not samples or not records:
         return None
     ordered = sorted(samples, key=lambda s: s.t_ns)

@@ -8,6 +8,8 @@ proposed), `spec_decode_num_accepted_tokens_total` (tokens accepted) and, per dr
 its start to the first at or after its end):
 
 - acceptance rate = accepted / draft tokens x 100;
+- mean draft length = draft tokens / drafts: the draft length the steps ran with (vLLM's schedule by batch
+  size, `num_speculative_tokens_per_batch_size`, picks it per step from the batch's size);
 - mean accepted length = 1 + accepted / drafts: the tokens one verification step yields a sequence, the
   target model's own token included (as vLLM's log line counts it);
 - acceptance at position k = accepted at k / drafts x 100 (a draft shorter than k, as n-gram drafting can
@@ -79,6 +81,10 @@ def spec_claims(level: str, parts: dict[str, Any], window: SpecWindow | None, wh
                f"drafts, the counters' {WINDOW} ({what}): tokens a verification step yields a sequence, the target "
                "model's own included", 3, direction="higher", parts=parts),
     ]
+    claims.insert(3, number(f"{base}.mean_draft_length", window.draft_tokens / window.drafts, "tokens",
+                            f"draft tokens / drafts, the counters' {WINDOW} ({what}): the draft length the steps ran "
+                            "with (a schedule by batch size sets it; n-gram lookup can propose fewer)", 3,
+                            direction="neither", parts=parts))
     if window.draft_tokens > 0:
         claims.insert(3, number(f"{base}.acceptance_pct", 100 * window.accepted / window.draft_tokens, "%",
                                 f"accepted tokens / draft tokens x 100, the counters' {WINDOW} ({what})", 2,

@@ -14,7 +14,7 @@ from loadproof.metrics.claims import Claim, count, number
 from loadproof.metrics.constraints import constraint_claims
 from loadproof.metrics.figures import BarPlot, Bars, Panel, Table
 from loadproof.metrics.reasoning import reasoning_claims
-from loadproof.metrics.spec_decode import spec_claims, spec_window
+from loadproof.metrics.spec_decode import SpecWindow, spec_claims, spec_window
 from loadproof.plans.throughput import ThroughputPlan
 from loadproof.records import RequestRecord
 from loadproof.rundir import EngineSample
@@ -108,16 +108,22 @@ def spec_decode_claims(records: Iterable[RequestRecord], samples: Sequence[Engin
     """`throughput.<family>.c<N>.spec_decode.*` (metrics.spec_decode) for each family and concurrency level,
     the window from its first send to its last end (the scenario samples /metrics between levels, which run one
     after another); none where the engine drafts nothing."""
+    claims: list[Claim] = []
+    for (family, conc), window in level_spec_windows(records, samples).items():
+        claims += spec_claims("throughput.<family>.c<N>", {"family": family, "N": conc}, window,
+                              "the level's first send to its last end")
+    return claims
+
+
+def level_spec_windows(records: Iterable[RequestRecord],
+                       samples: Sequence[EngineSample]) -> dict[tuple[str, int], SpecWindow | None]:
+    """Each (family, concurrency) level's draft counters, from its first send to its last end."""
     groups: dict[tuple[str, int], list[RequestRecord]] = defaultdict(list)
     for record in records:
         if record.scenario == "throughput" and record.send_ns:
             groups[(record.family, record.concurrency)].append(record)
-    claims: list[Claim] = []
-    for (family, conc), group in groups.items():
-        window = spec_window(samples, min(r.send_ns for r in group), max(r.end_ns for r in group))
-        claims += spec_claims("throughput.<family>.c<N>", {"family": family, "N": conc}, window,
-                              "the level's first send to its last end")
-    return claims
+    return {level: spec_window(samples, min(r.send_ns for r in group), max(r.end_ns for r in group))
+            for level, group in groups.items()}
 
 
 # --- report panels (catalog entry `figures`) ---------------------------------------------------------

@@ -56,6 +56,7 @@ MANIFEST_FIELDS = {
     "engine.kind": NAME, "engine.launch": ARGV, "engine.env": CONFIG, "engine.ready_after_s": NUMBER,
     "engine.startup_report.line": TEXT, "engine.startup_report.*": NUMBER,
     "telemetry.gpus": NUMBER, "telemetry.names.*": NAME, "telemetry.driver": NAME, "telemetry.note": TEXT,
+    "telemetry.energy_note": TEXT, "price.*": NUMBER,
     "schedule.*": NUMBER,
     "search.folder": NAME, "search.point": NAME, "search.*": NUMBER,
     "sweep.folder": NAME, "sweep.point": NAME, "sweep.*": NUMBER,

@@ -86,6 +86,16 @@ class TelemetryInfo(msgspec.Struct, kw_only=True, omit_defaults=True, forbid_unk
     driver: str | None = None
     note: str | None = None
     sampled: bool = True  # False: sampling switched off (--sample-interval-s 0): no telemetry, no NVML
+    # why the run has no GPU energy figures (no GPU, a GPU without NVML's energy counter, sampling off);
+    # None: every GPU's counter was read, or a run recorded before loadproof read it (its telemetry version 1)
+    energy_note: str | None = None
+
+
+class Price(msgspec.Struct, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):
+    """What the user said compute costs (`--price-per-gpu-hour`, `--price-per-kwh`), in their currency."""
+
+    per_gpu_hour: float | None = None
+    per_kwh: float | None = None
 
 
 class Schedule(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -145,6 +155,7 @@ class Manifest(msgspec.Struct, kw_only=True, omit_defaults=True):
     profiles: dict[str, JSONObject | None] | None = None  # ab: each arm's profile
     engine: EngineInfo | None = None
     telemetry: TelemetryInfo | None = None
+    price: Price | None = None
     plan: JSONObject | None = None  # None: interrupted before the plan was written (or a version-1 throughput run)
     plan_version: int | None = None  # None: version 1 (before plans were versioned)
     schedule: Schedule | None = None
@@ -162,5 +173,5 @@ class Manifest(msgspec.Struct, kw_only=True, omit_defaults=True):
         return self.engine.startup_report if self.engine is not None else None
 
 
-__all__ = ["ClockAnchor", "EngineInfo", "Manifest", "MetricsSourceInfo", "Publication", "Schedule",
+__all__ = ["ClockAnchor", "EngineInfo", "Manifest", "MetricsSourceInfo", "Price", "Publication", "Schedule",
            "SchemaVersions", "SeriesPoint", "StartupReport", "Target", "TelemetryInfo"]

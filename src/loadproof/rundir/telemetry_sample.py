@@ -1,7 +1,9 @@
 """One telemetry sample, a row of `telemetry.jsonl` (written by telemetry.sampler): the host, and each
 NVIDIA GPU where there is one (NVML; a reading NVML refused is None).
 
-Version 1: the shape every run has written (none recorded a version).
+Version 1: the shape every run wrote before versions were recorded. Version 2 adds each GPU's cumulative
+energy counter (`energy_mj`), and the manifest's telemetry description says whether it was read
+(`TelemetryInfo.energy_note`).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ class GPUSample(msgspec.Struct, kw_only=True, omit_defaults=True, forbid_unknown
     index: int
     temp_c: int | None = None
     power_w: float | None = None
+    energy_mj: int | None = None  # NVML's cumulative energy counter (mJ since the driver loaded); version 2
     util_pct: int | None = None
     mem_used_bytes: int | None = None
     mem_total_bytes: int | None = None
@@ -45,7 +48,7 @@ class XidEvent(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
 
 class TelemetrySample(msgspec.Struct, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):
-    version: ClassVar[int] = 1
+    version: ClassVar[int] = 2
 
     t_ns: int
     wall_time_s: float | None = None

@@ -17,23 +17,28 @@ from __future__ import annotations
 import asyncio
 import random
 from contextlib import AsyncExitStack
+from functools import partial
 from typing import Any
 
+import msgspec
 from pydantic import Field, field_validator
 
 from loadproof.client import RequestSpec, StreamingClient
 from loadproof.config.base import StrictModel
 from loadproof.config.profile import load_profile
+from loadproof.engines import engines
 from loadproof.plans import attach_plan
 from loadproof.plans.ab import ARMS, DEFAULT_RESAMPLES, AbArm, AbPlan
 from loadproof.protocol.openai import request_body
 from loadproof.records import RequestRecord
+from loadproof.rundir import EngineSample
 from loadproof.scenarios.base import Scenario, Setup
 from loadproof.scenarios.live import LiveStatus
 from loadproof.scenarios.options import ExistingPath, HttpUrl, cli
 from loadproof.scenarios.recording import Console
 from loadproof.scenarios.target import Target, resolve_target
 from loadproof.store.run_dir import RunWriter
+from loadproof.telemetry.server_metrics import MetricsScraper
 from loadproof.workloads.prompts import FAMILIES, Prompt, load_family
 
 # request-body keys an arm may set; anything else is a typo until proven otherwise
@@ -159,12 +164,16 @@ class AbScenario(Scenario):
             live.ended(record)
 
         async with AsyncExitStack() as stack:
-            clients = {}
+            clients, scrapers = {}, {}
             for arm in ARMS:
                 target = self.targets[arm]
                 clients[arm] = await stack.enter_async_context(StreamingClient(
                     target.url, api_key=target.api_key, max_connections=opts.concurrency + 4, on_record=sink,
                     on_start=live.starting(self.name)))
+                # each arm's /metrics around each of its batches (source: the arm): its draft counters per round
+                scrapers[arm] = await stack.enter_async_context(MetricsScraper(
+                    target.metrics, engines.get(target.engine).metric_names, interval_s=None,
+                    api_key=target.metrics_api_key, sink=partial(self._sample, writer, arm)))
             if opts.warmup:
                 for arm in ARMS:
                     await clients[arm].stream(self._spec(arm, f"warmup-{arm}", prompts[0], None))
@@ -174,12 +183,18 @@ class AbScenario(Scenario):
                     live.detail = f"round {round_index + 1}/{len(order)}, arm {arm}"
                     labels = {"scenario": self.name, "family": arm, "concurrency": opts.concurrency,
                               "repeat": round_index, "batch": position}
+                    await scrapers[arm].sample()
                     for start in range(0, len(prompts), opts.concurrency):
                         wave = prompts[start:start + opts.concurrency]
                         specs = [self._spec(arm, f"ab-r{round_index:02d}-{arm}-{start + j:03d}", p, labels)
                                  for j, p in enumerate(wave)]
                         await asyncio.gather(*(clients[arm].stream(spec) for spec in specs))
+                    await scrapers[arm].sample()
         return failed
+
+    @staticmethod
+    def _sample(writer: RunWriter, arm: str, sample: EngineSample) -> None:
+        writer.metric_sample(msgspec.structs.replace(sample, source=arm))
 
     def _spec(self, arm: str, request_id: str, prompt: Prompt, labels: dict[str, Any] | None) -> RequestSpec:
         opts = self.options

@@ -64,7 +64,8 @@ def check(scenario: type[Scenario], values: dict[str, Any]) -> Checked:
 def setup(checked: Checked) -> Setup:
     return Setup(profile=checked.profile, options=checked.options, command=checked.command, out=checked.target.out,
                  target_options=checked.target, tokenizer=checked.tokenizer,
-                 manifest_extra={"profile": checked.profile.model_dump() if checked.profile else None})
+                 manifest_extra={"profile": checked.profile.model_dump() if checked.profile else None,
+                                 "price": checked.target.price})
 
 
 def run_command(scenario: type[Scenario], values: dict[str, Any], console: Console) -> None:

@@ -35,7 +35,8 @@ from loadproof.telemetry.sampler import TelemetrySampler
 
 FAILURE = "see the criteria above"  # a scenario's `failure` line, unless it says more
 NOT_SAMPLED = TelemetryInfo(sampled=False, note="sampling off (--sample-interval-s 0): the engine's /metrics only "
-                            "before and after the run, no GPU or host telemetry")
+                            "before and after the run, no GPU or host telemetry",
+                            energy_note="no GPU energy counter: sampling off (--sample-interval-s 0)")
 
 
 class Console(Protocol):

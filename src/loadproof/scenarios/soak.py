@@ -28,7 +28,7 @@ from loadproof.scenarios.recording import Console
 from loadproof.scenarios.target import Target
 from loadproof.store.run_dir import RunWriter
 from loadproof.telemetry.server_metrics import MetricsScraper, MetricsSource
-from loadproof.workloads.prompts import FAMILIES, load_family
+from loadproof.workloads.prompts import DEFAULT_FAMILIES, load_family
 from loadproof.units import NS_PER_S as NS
 
 PROCESS_METRICS = {"process_rss_bytes": "process_resident_memory_bytes"}
@@ -89,7 +89,7 @@ class SoakScenario(MetricsScenario):
         opts = self.options
         live = live or LiveStatus(self.name)
         rng = random.Random(opts.seed)
-        shorts = [p for family in FAMILIES for p in load_family(family)]
+        shorts = [p for family in DEFAULT_FAMILIES for p in load_family(family)]
         builder = haystack_target(self.target, opts.seed).builder if opts.long_every and self.target.tokenizer_source else None
         attach_plan(manifest, SoakPlan(duration_s=opts.duration_s, clients=opts.clients, long_every=opts.long_every,
                                        long_requests=builder is not None, max_error_rate=opts.max_error_rate,

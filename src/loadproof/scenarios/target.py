@@ -235,6 +235,12 @@ class TargetOptions(StrictModel):
         "template): engine (its /tokenize) or local (the tokenizer folder's chat template rendered here, checked "
         "against the engine's usage.prompt_tokens before the run)")
     out: Path = Field(default=Path("runs"), description="where run directories go")
+    price_per_gpu_hour: float | None = Field(
+        default=None, gt=0, description="what one GPU-hour costs (any currency): cost per million (good) tokens, "
+        "from the GPUs NVML sees and the run's window")
+    price_per_kwh: float | None = Field(
+        default=None, gt=0, description="what a kWh costs (any currency): cost per million (good) tokens from the "
+        "GPUs' energy counters")
 
     @field_validator("endpoint")
     @classmethod
@@ -257,6 +263,18 @@ class TargetOptions(StrictModel):
         if self.reasoning_effort is not None and self.thinking_mode == "off":
             raise ValueError("--reasoning-effort with thinking off: a model that does not think has no effort to set")
         return self
+
+    @model_validator(mode="after")
+    def _one_price(self) -> TargetOptions:
+        if self.price_per_gpu_hour is not None and self.price_per_kwh is not None:
+            raise ValueError("give --price-per-gpu-hour or --price-per-kwh, not both")
+        return self
+
+    @property
+    def price(self) -> dict[str, float] | None:
+        """The manifest's `price` (rundir.Price), where one was given."""
+        given = {"per_gpu_hour": self.price_per_gpu_hour, "per_kwh": self.price_per_kwh}
+        return {k: v for k, v in given.items() if v is not None} or None
 
     @property
     def thinking_mode(self) -> Thinking | None:

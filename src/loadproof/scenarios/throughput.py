@@ -27,11 +27,11 @@ from loadproof.scenarios.live import LiveStatus
 from loadproof.scenarios.options import among, cli
 from loadproof.store.run_dir import RunWriter
 from loadproof.telemetry.server_metrics import MetricsScraper
-from loadproof.workloads.prompts import FAMILIES, Prompt, load_family
+from loadproof.workloads.prompts import DEFAULT_FAMILIES, FAMILIES, Prompt, load_family
 
 
 class ThroughputOptions(ConstraintOptions):  # --tools, --response-format (scenarios/constraints.py)
-    families: Annotated[list[str], among(FAMILIES, "families")] = Field(default_factory=lambda: list(FAMILIES),
+    families: Annotated[list[str], among(FAMILIES, "families")] = Field(default_factory=lambda: list(DEFAULT_FAMILIES),
                                                                         description="task families")
     concurrency: list[int] = Field(default_factory=lambda: [1, 4, 8], description="concurrency levels")
     max_tokens: int = Field(default=1024, ge=2, description="output tokens asked per request")

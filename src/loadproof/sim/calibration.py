@@ -12,7 +12,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ from loadproof.errors import UsageError
 from loadproof.sim.calibrate import Calibration, calibrate, parse_decode, parse_ttft, points_from_runs
 from loadproof.sim.config import CostModel, SimConfig, default_capture_sizes, dump_sim_config
 from loadproof.sim.published import calibrate_published, read_published
+from loadproof.sim.spec import measured_drafts
 
 
 @dataclass(frozen=True)
@@ -72,9 +73,12 @@ def calibrate_from_published(path: Path, out: Path, limits: CalibrationLimits, s
 
 
 def calibrate_from_runs(runs: list[Path], ttft: list[str], decode: list[str], out: Path, limits: CalibrationLimits,
-                        shares: FitShares) -> Calibrated:
-    """A sim profile fitted to run directories and figures given by hand, written to `out`."""
+                        shares: FitShares, spec_from: Path | None = None) -> Calibrated:
+    """A sim profile fitted to run directories and figures given by hand, written to `out`; with `spec_from`,
+    the draft schedule and acceptance by position a throughput run with drafts measured (sim.spec), applied to
+    the fitted step cost (fit it to runs without drafts)."""
     shares.check()
+    drafts = measured_drafts(spec_from) if spec_from is not None else None
     ttft_points, decode_points, facts = points_from_runs(runs)
     ttft_points += [parse_ttft(t) for t in ttft]
     decode_points += [parse_decode(d) for d in decode]
@@ -82,6 +86,10 @@ def calibrate_from_runs(runs: list[Path], ttft: list[str], decode: list[str], ou
     cal = calibrate(ttft_points, decode_points, base, decode_context_share=shares.decode_context_share,
                     frontend=facts.get("frontend_points"), frontend_s_per_token=shares.frontend_s_per_token,
                     prefill_attention_share=shares.prefill_attention_share)
+    if drafts is not None:
+        cost = cal.config.cost.model_copy(update={"spec_draft_by_batch": drafts.draft_by_batch,
+                                                  "spec_accepted_by_pos": drafts.accepted_by_pos})
+        cal = replace(cal, config=cal.config.model_copy(update={"cost": cost}), used=[*cal.used, drafts.source])
     return Calibrated(cal, write_profile(cal, out), notes)
 
 

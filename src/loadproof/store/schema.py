@@ -13,6 +13,9 @@ Version 1 of each kind, and what its reader does:
 - metrics.jsonl, telemetry.jsonl, answers.jsonl: one object a line, the type's fields;
 - events.jsonl: one flat object a line (`wall_time_s`, `kind`, then the event's fields); fields
   without an `Event` attribute go to `Event.fields`.
+
+Version 2 of telemetry.jsonl adds each GPU's energy counter (`GPUSample.energy_mj`); a version-1 row
+reads as it is (no counter read).
 """
 
 from __future__ import annotations
@@ -53,7 +56,7 @@ READERS: dict[str, dict[int, Callable[[Row], Any]]] = {
     "manifest": {1: _manifest_v1},
     "metrics": {1: _as(EngineSample)},
     "events": {1: _event_v1},
-    "telemetry": {1: _as(TelemetrySample)},
+    "telemetry": {1: _as(TelemetrySample), 2: _as(TelemetrySample)},  # 2 adds GPUSample.energy_mj
     "answers": {1: _as(Answer)},
 }
 CURRENT = SchemaVersions(manifest=Manifest.version, metrics=EngineSample.version, events=Event.version,

@@ -37,6 +37,8 @@ class GPUSampler:
         self.handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(count)]
         self.names = [self._call(pynvml.nvmlDeviceGetName, h) for h in self.handles]
         self.driver = self._call(pynvml.nvmlSystemGetDriverVersion)
+        # the energy counter (mJ since the driver loaded; Volta and later): which GPUs answer, and why not
+        self.energy_note = self._energy_check()
         self._events = None
         try:
             events = pynvml.nvmlEventSetCreate()
@@ -45,6 +47,15 @@ class GPUSampler:
             self._events = events
         except pynvml.NVMLError:
             self._events = None  # not every driver or container allows event registration
+
+    def _energy_check(self) -> str | None:
+        """None when every GPU answers nvmlDeviceGetTotalEnergyConsumption; else why not (NVML's words)."""
+        for index, h in enumerate(self.handles):
+            try:
+                self.nvml.nvmlDeviceGetTotalEnergyConsumption(h)
+            except (self.nvml.NVMLError, AttributeError) as exc:
+                return f"GPU {index} has no energy counter (nvmlDeviceGetTotalEnergyConsumption: {exc})"
+        return None
 
     def _call(self, fn, *args) -> Any:
         try:
@@ -63,6 +74,8 @@ class GPUSampler:
             reasons_fn = getattr(n, "nvmlDeviceGetCurrentClocksEventReasons", None) or n.nvmlDeviceGetCurrentClocksThrottleReasons
             out.append({
                 "index": index,
+                # cumulative mJ since the driver loaded (None where the GPU has no counter)
+                "energy_mj": self._call(n.nvmlDeviceGetTotalEnergyConsumption, h),
                 "temp_c": self._call(n.nvmlDeviceGetTemperature, h, n.NVML_TEMPERATURE_GPU),
                 "power_w": None if power_mw is None else power_mw / 1000.0,
                 "util_pct": None if util is None else util.gpu,

@@ -31,12 +31,14 @@ class TelemetrySampler:
         self.clock = clock
         self.num_samples = 0
         self.gpu_note = ""
+        self.energy_note: str | None = None  # why no GPU energy figures; None: every GPU's counter is read
         self._host = HostSampler()
         try:
             self._gpu: GPUSampler | None = GPUSampler()
         except NoGPU as exc:
             self._gpu = None
             self.gpu_note = f"no GPU telemetry: {exc}; recording host samples only"
+            self.energy_note = f"no GPU energy counter: {exc}"
             if say is not None:
                 say(self.gpu_note)
         self._stop = threading.Event()
@@ -45,8 +47,9 @@ class TelemetrySampler:
 
     def describe(self) -> TelemetryInfo:
         if self._gpu is None:
-            return TelemetryInfo(gpus=0, note=self.gpu_note)
-        return TelemetryInfo(gpus=len(self._gpu.handles), names=self._gpu.names, driver=self._gpu.driver)
+            return TelemetryInfo(gpus=0, note=self.gpu_note, energy_note=self.energy_note)
+        return TelemetryInfo(gpus=len(self._gpu.handles), names=self._gpu.names, driver=self._gpu.driver,
+                             energy_note=self._gpu.energy_note)
 
     def sample_once(self) -> TelemetrySample:
         t_ns, wall = self.clock(), time.time()

@@ -8,7 +8,9 @@ from importlib import resources
 
 from loadproof.errors import UsageError
 
-FAMILIES = ("english", "chinese", "code")
+FAMILIES = ("english", "chinese", "code", "edit")
+DEFAULT_FAMILIES = ("english", "chinese", "code")  # throughput's and soak's; `edit` (answers that repeat the
+# prompt, where n-gram drafts are accepted) is asked for by name
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,12 @@ def test_a_wide_table_is_one_table():
     assert any(NAMES[0] in line and "434.0" in line and "tokens/s" in line for line in buffer.getvalue().splitlines())
 
 
+def test_a_cell_is_data_never_markup():
+    console, buffer = narrow(120)
+    ui.table("Figures", ["claim", "value"], [["energy.unavailable", "no counter (pip install 'loadproof[gpu]')"]], console)
+    assert "'loadproof[gpu]'" in buffer.getvalue()
+
+
 def test_a_first_column_of_prose_is_never_squeezed_away_by_whole_headers():
     """The sessions turn table ("0 call" in its first column, headers with spaces over numbers): at 80
     columns every turn and every header stays whole, as a table or as blocks (the turn column once

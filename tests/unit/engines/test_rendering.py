@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from loadproof.config.profile import packaged_profile, packaged_profiles
+from loadproof.config.profile import Profile, packaged_profile, packaged_profiles
 from loadproof.engines import engines
 
 
@@ -26,10 +26,26 @@ def test_reference_topology_on_vllm():
     assert flag(a, "--kv-cache-dtype") == "fp8"
     assert flag(a, "--kv-cache-memory-bytes") == str(36 * 1024**3)
     assert flag(a, "--max-model-len") == "1048576" and flag(a, "--max-num-seqs") == "24"
-    assert flag(a, "--speculative-config") == '{"method":"mtp","num_speculative_tokens":5}'
+    assert flag(a, "--speculative-config") == ('{"method":"mtp","num_speculative_tokens":5,'
+                                               '"num_speculative_tokens_per_batch_size":[[1,4,5],[5,32,3]]}')
     assert flag(a, "--max-cudagraph-capture-size") == "128" and flag(a, "--cpu-offload-gb") == "23.6"
     assert flag(a, "--load-format") == "dummy"
-    assert any("schedule by batch size" in n and n.startswith("unsupported") for n in cmd.notes)
+    assert cmd.notes == ()  # the draft schedule by batch size is vLLM's own option
+
+
+def test_a_draft_method_vllm_lacks_or_a_bad_schedule_is_one_line():
+    base = packaged_profile("reference-tp4pp2").model_dump()
+    wrong = Profile.model_validate({**base, "speculative": {"method": "lookahead", "draft_tokens": 3}})
+    notes = engines.get("vllm").launch_command(wrong, "python3", "/m", 8000).notes
+    assert len(notes) == 1 and "no speculative method 'lookahead'" in notes[0]
+    for schedule, problem in (({"2-4": 3}, "must start at batch size 1"), ({"1-4": 3, "4-8": 2}, "overlap"),
+                              ({"1-4": 3, "6-8": 2}, "leave a gap"), ({"1-x": 3}, "not a batch-size range"),
+                              ({"1-4": 9}, "more than draft_tokens")):
+        with pytest.raises(ValueError, match=problem):
+            Profile.model_validate({**base, "speculative": {"method": "ngram", "draft_tokens": 5,
+                                                            "draft_schedule": schedule}})
+    spec = packaged_profile("reference-tp4pp2").speculative
+    assert [spec.draft_length(b) for b in (1, 4, 5, 32, 64)] == [5, 5, 3, 3, 3]
 
 
 def test_multi_node_renders_a_ray_cluster():
@@ -64,8 +80,10 @@ def test_every_packaged_profile_dry_runs(name):
 def test_a_launch_with_unsupported_fields_is_refused_not_degraded(tmp_path):
     from importlib import resources
 
-    path = resources.files("loadproof") / "profiles" / "reference-tp4pp2.toml"
+    text = (resources.files("loadproof") / "profiles" / "reference-tp4pp2.toml").read_text()
+    path = tmp_path / "lookahead.toml"  # a draft method vLLM lacks
+    path.write_text(text.replace('method = "mtp"', 'method = "lookahead"'))
     result = subprocess.run([sys.executable, "-m", "loadproof", "serve", str(path)], capture_output=True, text=True,
                             timeout=60)
-    assert result.returncode == 2
+    assert result.returncode == 2 and "no speculative method 'lookahead'" in result.stderr
     assert "Traceback" not in result.stderr

@@ -169,3 +169,46 @@ async def test_the_scenario_interleaves_two_servers_in_the_recorded_order(sse_se
     assert {(r.repeat, r.family) for r in run.records} == {(k, arm) for k in range(3) for arm in "ab"}
     claims = {c.name for c in compute_claims(run)}
     assert {"ab.decode_tokens_per_s.change", "ab.ttft_s.ci_low", "ab.ttft_s.significant"} <= claims
+
+
+def spec_sample(arm, t_s, drafts, accepted):
+    """The arm's engine counters at t_s: 3 draft tokens a draft."""
+    return {"t_ns": round(t_s * S), "source": arm, "values": {
+        "spec_decode_num_drafts_total": drafts, "spec_decode_num_draft_tokens_total": 3 * drafts,
+        "spec_decode_num_accepted_tokens_total": accepted}}
+
+
+def test_batch_figures_pair_where_both_arms_have_one_and_stand_alone_otherwise():
+    from tests import rundir_values as rv
+
+    records = [rec(arm, r, 10.0, i=i) for r in range(1, 4) for arm in "ab" for i in range(2)]  # (a send at 0: unsent)
+    # arm b drafts (sampled around each of its batches: 50 s into each round, 2 requests 5 s apart);
+    # round r accepts 60 + 10 r of 90 draft tokens; arm a's engine draws no drafts
+    samples = []
+    for r in range(1, 4):
+        samples += [spec_sample("b", r * 100 + 49, 30 * r, 50 * r), spec_sample("b", r * 100 + 58, 30 * r + 30,
+                                                                                  50 * r + 60 + 10 * r)]
+        samples += [{"t_ns": round((r * 100 - 1) * S), "source": "a", "values": {}},
+                    {"t_ns": round((r * 100 + 8) * S), "source": "a", "values": {}}]
+    claims = {c.name: c.value for c in ab_claims(typed(3), records, rv.samples(samples))}
+    assert claims["ab.spec_acceptance_pct.b"] == pytest.approx(statistics.fmean([100 * 70 / 90, 100 * 80 / 90,
+                                                                                 100 * 90 / 90]))
+    assert claims["ab.spec_mean_accepted_length.b"] == pytest.approx(1 + 80 / 30)
+    assert "ab.spec_acceptance_pct.a" not in claims and "ab.spec_acceptance_pct.change" not in claims
+    # both requests of a batch: 11 tokens each, the second sent 5 s after the first, each 1.1 s long
+    assert claims["ab.aggregate_tokens_per_s.a"] == pytest.approx(22 / (5 + 0.1 + 1.0 + 1e-9), rel=1e-6)
+    assert claims["ab.aggregate_tokens_per_s.change"] == pytest.approx(0.0)
+
+
+def docs_runs(_tmp_path):
+    """For the docs-formulas test: every spec-decode and batch figure's pattern, both arms drafting."""
+    from pathlib import Path
+
+    from tests import rundir_values as rv
+
+    records = [rec(arm, r, 10.0 + r + (arm == "b"), i=i) for r in range(1, 4) for arm in "ab" for i in range(2)]
+    samples = [spec_sample(arm, r * 100 + (49 if arm == "b" else -1) + dt, 30 * r + (30 if dt else 0),
+                           50 * r + (60 + 10 * r + (arm == "b") if dt else 0))
+               for r in range(1, 4) for arm in "ab" for dt in (0, 9)]
+    return [rv.run_of(Path("ab-spec"), {"run_id": "ab-spec", "scenario": "ab", "plan": plan(3)}, records,
+                      samples=samples)]

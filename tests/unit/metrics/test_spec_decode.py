@@ -39,6 +39,7 @@ def test_a_window_is_the_growth_between_the_samples_around_it():
     claims = {c.name: c.value for c in spec_claims("load", {}, window, "test")}
     assert claims["load.spec_decode.acceptance_pct"] == pytest.approx(100 * 149 / 297)
     assert claims["load.spec_decode.mean_accepted_length"] == pytest.approx(1 + 149 / 99)
+    assert claims["load.spec_decode.mean_draft_length"] == pytest.approx(297 / 99)
     assert [claims[f"load.spec_decode.pos{k}.acceptance_pct"] for k in range(3)] == pytest.approx(
         [100 * 79 / 99, 100 * 50 / 99, 100 * 20 / 99])
     assert claims["load.spec_decode.drafts"] == 99

@@ -18,10 +18,10 @@ def test_a_written_manifest_records_every_version_and_keeps_unknown_keys_at_the_
                                "sweep": {"folder": "p01", "index": 1, "point": "rate", "rate_rps": 2.5},
                                "from_a_later_scenario": {"k": [1, 2]}})
     raw = json.loads((writer.path / "manifest.json").read_text())
-    assert raw["schema"] == {"manifest": 1, "metrics": 1, "events": 1, "telemetry": 1, "answers": 1}
+    assert raw["schema"] == {"manifest": 1, "metrics": 1, "events": 1, "telemetry": 2, "answers": 1}
     assert raw["from_a_later_scenario"] == {"k": [1, 2]} and "extra" not in raw
     manifest = load_run(writer.path).manifest
-    assert manifest.schema == SchemaVersions()
+    assert manifest.schema == SchemaVersions(telemetry=2)
     assert manifest.sweep is not None and manifest.sweep.rate_rps == 2.5 and manifest.sweep.point == "rate"
     assert manifest.extra == {"from_a_later_scenario": {"k": [1, 2]}}
 

@@ -14,6 +14,7 @@ class RefusedName:
         self.handles = [object(), object()]
         self.names = [None, "NVIDIA H200"]
         self.driver = "570.86.15"
+        self.energy_note = None
 
 
 def test_a_refused_gpu_name_leaves_the_run_readable_and_publishable(tmp_path, monkeypatch):

@@ -1,0 +1,64 @@
+"""Speculative decoding for the simulator, as a real engine measured it (`sim calibrate --spec-from RUN`):
+the draft length by batch size from the run's profile and the share of drafts accepted at each position
+from its throughput levels' draft counters (metrics.spec_decode).
+
+Position k's share pools the levels whose batch drafted that far: accepted at k / drafts, summed over the
+levels whose concurrency the profile's schedule gives a draft length above k (so a K3 level does not dilute
+positions 3 and 4 of a K5 schedule). The simulator's tokens per step at draft length k are then
+1 + p_0 + ... + p_(k-1) (sim.config.CostModel).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from loadproof.config.profile import Profile
+from loadproof.errors import RunDirError, UsageError
+from loadproof.metrics.throughput import level_spec_windows
+from loadproof.store.run_dir import load_run
+
+UNBOUNDED = 1 << 20  # a batch-size bound past any engine's max_num_seqs: the last length holds beyond the schedule
+
+
+@dataclass(frozen=True)
+class MeasuredDrafts:
+    draft_by_batch: list[list[int]]  # [[largest batch size, draft length], ...], CostModel.spec_draft_by_batch
+    accepted_by_pos: list[float]  # CostModel.spec_accepted_by_pos
+    source: str  # for the calibration's "used" lines
+
+
+def measured_drafts(path: Path) -> MeasuredDrafts:
+    """The draft schedule and acceptance by position of a throughput run with drafts; UsageError, one line,
+    when the run is not one."""
+    try:
+        run = load_run(path)
+    except RunDirError as exc:
+        raise UsageError(f"--spec-from: {exc}") from None
+    if run.manifest.scenario != "throughput":
+        raise UsageError(f"--spec-from {path}: a throughput run is needed (this is {run.manifest.scenario})")
+    try:
+        profile = Profile.model_validate(run.manifest.profile) if run.manifest.profile else None
+    except ValidationError:
+        profile = None
+    spec = profile.speculative if profile is not None else None
+    if spec is None:
+        raise UsageError(f"--spec-from {path}: the run names no profile with [speculative] (run it with --profile)")
+    windows = {level: w for level, w in level_spec_windows(run.records, run.samples).items() if w is not None}
+    if not windows:
+        raise UsageError(f"--spec-from {path}: the engine's counters show no drafts in any level")
+    accepted: list[float] = []
+    for k in range(spec.draft_tokens):
+        covering = [w for (_, conc), w in windows.items() if spec.draft_length(conc) > k]
+        drafts = sum(w.drafts for w in covering)
+        if not drafts:
+            break
+        accepted.append(sum(w.accepted_by_pos[k] for w in covering if k < len(w.accepted_by_pos)) / drafts)
+    schedule = [[last, length] for _, last, length in spec.schedule] or [[UNBOUNDED, spec.draft_tokens]]
+    schedule[-1][0] = UNBOUNDED
+    shown = ", ".join(f"{100 * p:.1f}" for p in accepted)
+    levels = ", ".join(f"c{conc}" for _, conc in sorted(windows))
+    return MeasuredDrafts(schedule, accepted, f"--spec-from {path.name}: {spec.method} drafts, accepted by position "
+                          f"{shown}% (levels {levels}); draft length by batch {schedule}")
