@@ -15,6 +15,7 @@
 #                  :8000 (gemma-270m-ngram.toml), no drafts on :8001 (gemma-270m-nodraft.toml), 35% of memory each
 #   spec-runs      throughput of both (edit and code prompts, c1/c4/c8); `run ab` drafts off vs on and temperature
 #                  0 vs 1 at c1, c4, c8 (6 interleaved rounds each); every run priced ($PRICE per GPU-hour)
+#   spec-load      open-loop load with an SLO on each (20 requests/s): energy and cost per SLO-good token
 # On the two-GPU machine (issue 10: the reference topology's pipeline half, scripts/gpu/deepseek-pp2.toml):
 #   setup, then
 #   mla-start      serve the DeepSeek-V2-Lite shape, PP2, FP8 KV 36 GiB per GPU, 1M window
@@ -254,6 +255,15 @@ spec-runs)
       "${fixed[@]}" --concurrency $c --num-prompts $c "${price[@]}" 2>&1 | tail -2
   done
   cp /tmp/serve-ngram.log /tmp/serve-nodraft.log $RUNS/ 2>/dev/null
+  ;;
+spec-load)
+  TOK=/tmp/staged/gemma3-270m-bf16/tokenizer.json
+  for arm in ngram:8000 nodraft:8001; do
+    say "load with an SLO, ${arm%%:*}: energy and cost per good token"
+    $LP run load --url http://127.0.0.1:${arm#*:} --profile scripts/gpu/gemma-270m-${arm%%:*}.toml --tokenizer $TOK \
+      --rate 20 -n 300 --input-tokens 512 --output-tokens 128 --slo ttft=100ms,tpot=5ms --seed 731 \
+      --price-per-gpu-hour "${PRICE:-3.5}" --out $RUNS/spec 2>&1 | tail -2
+  done
   ;;
 wait)
   wait_bg

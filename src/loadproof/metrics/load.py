@@ -151,7 +151,8 @@ def claims_of_run(run: Any, plan: LoadPlan) -> list[Claim]:
     start = schedule_start_ns(records, run.events)
     drafts = spec_window(run.samples, start, max(r.end_ns for r in records)) if records and start is not None else None
     return (load_claims(records, plan, run.events, run.samples)
-            + spec_claims("load", {}, drafts, "the schedule's start to the last response's end")
+            + spec_claims("load", {}, drafts, "the schedule's start to the last response's end",
+                          sum(r.first_token_ns is not None for r in records))
             + constraint_claims("load", records, run.manifest.options))
 
 

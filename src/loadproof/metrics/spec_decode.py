@@ -12,6 +12,10 @@ its start to the first at or after its end):
   size, `num_speculative_tokens_per_batch_size`, picks it per step from the batch's size);
 - mean accepted length = 1 + accepted / drafts: the tokens one verification step yields a sequence, the
   target model's own token included (as vLLM's log line counts it);
+- tokens per step = (generated - requests) / (generated - requests - accepted), with generation_tokens_total's
+  growth: every decode step yields a sequence 1 token plus what it accepted, and a step without a draft
+  (n-gram lookup found nothing) yields 1; each request's first token comes from its prefill. This is the
+  speed-up drafting gives a step, where the mean accepted length counts only the steps that drafted;
 - acceptance at position k = accepted at k / drafts x 100 (a draft shorter than k, as n-gram drafting can
   propose, counts as not accepted there).
 
@@ -33,6 +37,7 @@ DRAFT_TOKENS = "spec_decode_num_draft_tokens_total"
 ACCEPTED = "spec_decode_num_accepted_tokens_total"
 PER_POS = "spec_decode_num_accepted_tokens_per_pos_total_"  # + the position, 0 first
 TOTALS = (DRAFTS, DRAFT_TOKENS, ACCEPTED)
+GENERATED = "generation_tokens_total"
 WINDOW = ("growth from the last /metrics sample at or before the window's start to the first at or after its "
           "end")
 
@@ -45,6 +50,7 @@ class SpecWindow:
     draft_tokens: float
     accepted: float
     accepted_by_pos: tuple[float, ...]  # position 0, 1, ... (empty where the engine gives none)
+    generated: float | None = None  # generation_tokens_total's growth (None where the samples lack it)
 
 
 def spec_window(samples: Sequence[EngineSample], start_ns: int, end_ns: int) -> SpecWindow | None:
@@ -62,11 +68,14 @@ def spec_window(samples: Sequence[EngineSample], start_ns: int, end_ns: int) -> 
     positions = sorted(int(k[len(PER_POS):]) for k in b if k.startswith(PER_POS) and k[len(PER_POS):].isdigit())
     by_pos = tuple(b.get(f"{PER_POS}{p}", 0.0) - a.get(f"{PER_POS}{p}", 0.0) for p in range(max(positions) + 1)) \
         if positions else ()
-    return SpecWindow(drafts, b[DRAFT_TOKENS] - a[DRAFT_TOKENS], b[ACCEPTED] - a[ACCEPTED], by_pos)
+    generated = b[GENERATED] - a[GENERATED] if GENERATED in a and GENERATED in b else None
+    return SpecWindow(drafts, b[DRAFT_TOKENS] - a[DRAFT_TOKENS], b[ACCEPTED] - a[ACCEPTED], by_pos, generated)
 
 
-def spec_claims(level: str, parts: dict[str, Any], window: SpecWindow | None, what: str) -> list[Claim]:
-    """`<level>.spec_decode.*` for one window (`what` says which, for the formulas); none without one."""
+def spec_claims(level: str, parts: dict[str, Any], window: SpecWindow | None, what: str,
+                requests: int | None = None) -> list[Claim]:
+    """`<level>.spec_decode.*` for one window (`what` says which, for the formulas; `requests`: how many
+    started in it, for the tokens per step); none without one."""
     if window is None:
         return []
     base = f"{level}.spec_decode"
@@ -89,6 +98,13 @@ def spec_claims(level: str, parts: dict[str, Any], window: SpecWindow | None, wh
         claims.insert(3, number(f"{base}.acceptance_pct", 100 * window.accepted / window.draft_tokens, "%",
                                 f"accepted tokens / draft tokens x 100, the counters' {WINDOW} ({what})", 2,
                                 direction="higher", parts=parts))
+    steps = window.generated - requests - window.accepted if window.generated is not None and requests else None
+    if steps is not None and steps > 0:
+        claims.append(number(f"{base}.tokens_per_step", (window.generated - requests) / steps, "tokens",
+                             f"(generated - requests) / (generated - requests - accepted), generation_tokens_total's "
+                             f"and the accepted counter's {WINDOW} ({what}): the tokens a decode step yields a "
+                             "sequence over every step, drafted or not (each request's first token comes from its "
+                             "prefill)", 3, direction="higher", parts=parts))
     for k, accepted in enumerate(window.accepted_by_pos):
         claims.append(number(f"{base}.pos<k>.acceptance_pct", 100 * accepted / window.drafts, "%",
                              f"accepted tokens at draft position k / drafts x 100, the counters' {WINDOW} ({what}); "

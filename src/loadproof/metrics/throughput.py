@@ -109,9 +109,13 @@ def spec_decode_claims(records: Iterable[RequestRecord], samples: Sequence[Engin
     the window from its first send to its last end (the scenario samples /metrics between levels, which run one
     after another); none where the engine drafts nothing."""
     claims: list[Claim] = []
+    started = defaultdict(int)
+    for record in records:
+        if record.scenario == "throughput" and record.send_ns:
+            started[(record.family, record.concurrency)] += record.first_token_ns is not None
     for (family, conc), window in level_spec_windows(records, samples).items():
         claims += spec_claims("throughput.<family>.c<N>", {"family": family, "N": conc}, window,
-                              "the level's first send to its last end")
+                              "the level's first send to its last end", started[(family, conc)])
     return claims
 
 

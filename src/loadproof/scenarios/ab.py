@@ -53,7 +53,8 @@ class AbOptions(StrictModel):
     max_tokens: int = Field(default=128, ge=2, description="output tokens asked per request")
     repeats: int = Field(default=5, ge=2, description="rounds; each sends the batch once per arm",
                          json_schema_extra=cli(aliases=["-r"]))
-    seed: int = Field(default=731, description="sampling seed sent with every request, unless an arm sets one")
+    seed: int = Field(default=731, description="sampling seed: round r sends seed + r with every request (the same "
+                      "to both arms), unless an arm sets its own")
     order_seed: int = Field(default=20_240_607, description="seed of the random order of the arms")
     bootstrap_seed: int = Field(default=20_240_607, description="seed of the confidence interval's resampling "
                                 "(stored in the manifest)")
@@ -125,7 +126,7 @@ class AbScenario(Scenario):
             profiles[arm] = profile.model_dump() if profile else None
         if targets["a"] == targets["b"] and setup.options.a == setup.options.b:
             console.say("note: the two arms are identical (an A/A run): the interval should include 0")
-        setup.manifest_extra.clear()
+        setup.manifest_extra.pop("profile", None)  # each arm's instead (the price, where given, stays)
         setup.manifest_extra["profiles"] = profiles
         return cls(targets, setup.options)
 
@@ -200,6 +201,7 @@ class AbScenario(Scenario):
         opts = self.options
         target = self.targets[arm]
         body = request_body(target.endpoint, target.model, prompt.text, max_tokens=opts.max_tokens,
-                            temperature=0.0, seed=opts.seed, extra={**target.extra_body, **self.settings(arm)})
+                            temperature=0.0, seed=opts.seed + (labels or {}).get("repeat", 0),
+                            extra={**target.extra_body, **self.settings(arm)})
         return RequestSpec(request_id=request_id, endpoint=target.endpoint, body=body, deadline_s=opts.deadline_s,
                            labels={**labels, "prompt_id": prompt.id} if labels else None)

@@ -167,6 +167,9 @@ async def test_the_scenario_interleaves_two_servers_in_the_recorded_order(sse_se
     arms_in_time = [sent[i].family for i in range(0, len(sent), 2)]  # each arm sends its 2 prompts in a row
     assert arms_in_time == [arm for pair in run.manifest.plan["order"] for arm in pair]
     assert {(r.repeat, r.family) for r in run.records} == {(k, arm) for k in range(3) for arm in "ab"}
+    # each round samples anew: round r sends seed + r to both arms (after the warm-ups, with the plain seed)
+    seeds = sorted({msgspec.json.decode(body)["seed"] for body in server_b.bodies[1:]})
+    assert seeds == [options.seed + r for r in range(3)]
     claims = {c.name for c in compute_claims(run)}
     assert {"ab.decode_tokens_per_s.change", "ab.ttft_s.ci_low", "ab.ttft_s.significant"} <= claims
 

@@ -40,9 +40,20 @@ def test_a_window_is_the_growth_between_the_samples_around_it():
     assert claims["load.spec_decode.acceptance_pct"] == pytest.approx(100 * 149 / 297)
     assert claims["load.spec_decode.mean_accepted_length"] == pytest.approx(1 + 149 / 99)
     assert claims["load.spec_decode.mean_draft_length"] == pytest.approx(297 / 99)
+    assert "load.spec_decode.tokens_per_step" not in claims  # no generation counter, no request count
     assert [claims[f"load.spec_decode.pos{k}.acceptance_pct"] for k in range(3)] == pytest.approx(
         [100 * 79 / 99, 100 * 50 / 99, 100 * 20 / 99])
     assert claims["load.spec_decode.drafts"] == 99
+
+
+def test_tokens_per_step_counts_the_steps_without_a_draft():
+    a, b = counters(0, 0, 0, 0), counters(10, 100, 300, 250)
+    a["values"]["generation_tokens_total"], b["values"]["generation_tokens_total"] = 0.0, 510.0
+    window = spec_window(rv.samples([a, b]), 1 * S, 9 * S)
+    # 10 requests: 10 prefill tokens, 500 decoded in 100 drafted steps (350 tokens) and 150 undrafted ones
+    claims = {c.name: c.value for c in spec_claims("load", {}, window, "test", requests=10)}
+    assert claims["load.spec_decode.tokens_per_step"] == pytest.approx(500 / 250)
+    assert claims["load.spec_decode.mean_accepted_length"] == pytest.approx(3.5)
 
 
 def test_no_drafts_or_no_sample_on_a_side_is_no_claim():
@@ -62,6 +73,8 @@ def throughput_run() -> Run:
                              end_ns=int((t0 + 2 + i * 0.1) * S), output_tokens=32)
                for c, t0 in ((1, 1.0), (4, 11.0)) for i in range(c)]
     samples = [counters(0, 0, 0, 0, 0, 0), counters(10, 40, 80, 60, 35, 25), counters(20, 100, 200, 110, 70, 40)]
+    for sample, generated in zip(samples, (0.0, 150.0, 400.0)):
+        sample["values"]["generation_tokens_total"] = generated
     plan = msgspec.to_builtins(ThroughputPlan(families=["english"], concurrency=[1, 4], max_tokens=32,
                                               num_prompts=1, repeats=1, temperature=0.0, ignore_eos=True, seed=0))
     return rv.run_of(Path("throughput-spec"), {"run_id": "throughput-spec", "scenario": "throughput", "plan": plan},
@@ -86,6 +99,8 @@ def test_each_throughput_level_and_a_load_run_get_their_own_window():
     assert tp["throughput.english.c4.spec_decode.acceptance_pct"] == pytest.approx(100 * 50 / 120)
     assert tp["throughput.english.c4.spec_decode.mean_accepted_length"] == pytest.approx(1 + 50 / 60)
     assert tp["throughput.english.c1.spec_decode.pos1.acceptance_pct"] == pytest.approx(100 * 25 / 40)
+    # c1: 1 request, 150 generated, 60 accepted: 149 decoded tokens in 89 steps
+    assert tp["throughput.english.c1.spec_decode.tokens_per_step"] == pytest.approx(149 / 89)
     load = {c.name: c.value for c in compute_claims(load_run())}
     assert load["load.spec_decode.acceptance_pct"] == pytest.approx(100 * 90 / 180)
     assert load["load.spec_decode.pos2.acceptance_pct"] == pytest.approx(100 * 15 / 60)
