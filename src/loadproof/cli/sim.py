@@ -151,7 +151,9 @@ def _print_calibration(cal: Calibration, out: Path) -> None:
         ["decode", f"{c.decode_s_per_seq * 1e3:.4f} ms/query token + {c.decode_s_per_ctx_token * 1e9:.4f} ns/ctx token"
                    f" + {c.decode_s_per_ctx_token_max * 1e9:.4f} ns x longest ctx"],
         ["speculative", (", ".join(f"batch <= {b}: {k} drafts" for b, k in c.spec_draft_by_batch)
-                         + f"; acceptance {c.spec_acceptance:.3f}") if c.spec_draft_by_batch else "none"],
+                         + (f"; accepted by position {', '.join(f'{100 * p:.1f}' for p in c.spec_accepted_by_pos)}%, "
+                            f"{100 * c.spec_drafted_share:.1f}% of steps drafted" if c.spec_accepted_by_pos
+                            else f"; acceptance {c.spec_acceptance:.3f}")) if c.spec_draft_by_batch else "none"],
         ["pipeline", f"{c.pipeline_stages} stage(s)"],
         ["CUDA graphs", f"up to batch {max(c.cuda_graph_sizes)}" if c.cuda_graph_sizes else "not modeled"],
         ["request overhead", f"{c.request_overhead_s * 1e3:.1f} ms + {c.request_overhead_s_per_token * 1e6:.3f} us/token"],

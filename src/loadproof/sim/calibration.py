@@ -88,7 +88,8 @@ def calibrate_from_runs(runs: list[Path], ttft: list[str], decode: list[str], ou
                     prefill_attention_share=shares.prefill_attention_share)
     if drafts is not None:
         cost = cal.config.cost.model_copy(update={"spec_draft_by_batch": drafts.draft_by_batch,
-                                                  "spec_accepted_by_pos": drafts.accepted_by_pos})
+                                                  "spec_accepted_by_pos": drafts.accepted_by_pos,
+                                                  "spec_drafted_share": drafts.drafted_share})
         cal = replace(cal, config=cal.config.model_copy(update={"cost": cost}), used=[*cal.used, drafts.source])
     return Calibrated(cal, write_profile(cal, out), notes)
 

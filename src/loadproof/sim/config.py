@@ -35,7 +35,8 @@ class CostModel(StrictModel):
            + spec_draft_s * draft length                        (the drafter's passes)
     With speculative decoding a decode-only step yields E = (1 - a^(k+1)) / (1 - a) tokens per sequence on
     average (a: acceptance rate, k: draft length at that batch size), or, from a measured acceptance by
-    position (p_j: the share of drafts accepted at position j), E = 1 + p_0 + ... + p_(k-1); the simulator emits one token per
+    position (p_j: the share of drafts accepted at position j) and the share d of decode steps that drafted,
+    E = 1 + d (p_0 + ... + p_(k-1)); the simulator emits one token per
     step and charges step_s / E for it. A step that also prefills is charged in full (its decodes' extra
     accepted tokens are not emitted: they change context lengths by a few tokens, not the time).
 
@@ -68,6 +69,8 @@ class CostModel(StrictModel):
     spec_accepted_by_pos: list[float] = Field(default_factory=list, description="measured: the share of drafts "
                                               "whose token at position k (0 first) was accepted; replaces "
                                               "spec_acceptance where given (`sim calibrate --spec-from RUN`)")
+    spec_drafted_share: float = Field(default=1.0, ge=0, le=1, description="measured: the share of decode steps "
+                                      "that carried a draft (n-gram lookup finds none for some)")
     spec_draft_s: float = Field(default=0.0, ge=0, description="per draft position per step")
     pipeline_stages: int = Field(default=1, ge=1)
     pp_transfer_s: float = Field(default=0.0, ge=0, description="per stage boundary per step")
@@ -80,11 +83,11 @@ class CostModel(StrictModel):
 
     def tokens_per_step(self, batch: int) -> float:
         """Expected tokens a decoding sequence gains per decode step (1 without speculative decoding): with a
-        measured acceptance by position, 1 + the shares accepted at positions 0..k-1 (a position beyond the
-        measured ones counts as never accepted); else the i.i.d. model's E."""
+        measured acceptance by position, 1 + the drafted share x the shares accepted at positions 0..k-1 (a
+        position beyond the measured ones counts as never accepted); else the i.i.d. model's E."""
         k = self.draft_length(batch)
         if self.spec_accepted_by_pos:
-            return 1.0 + sum(self.spec_accepted_by_pos[:k]) if k > 0 else 1.0
+            return 1.0 + self.spec_drafted_share * sum(self.spec_accepted_by_pos[:k]) if k > 0 else 1.0
         return expected_tokens(self.spec_acceptance, k)
 
     def padded(self, q: int) -> int:

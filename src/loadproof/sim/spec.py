@@ -4,8 +4,9 @@ from its throughput levels' draft counters (metrics.spec_decode).
 
 Position k's share pools the levels whose batch drafted that far: accepted at k / drafts, summed over the
 levels whose concurrency the profile's schedule gives a draft length above k (so a K3 level does not dilute
-positions 3 and 4 of a K5 schedule). The simulator's tokens per step at draft length k are then
-1 + p_0 + ... + p_(k-1) (sim.config.CostModel).
+positions 3 and 4 of a K5 schedule). The drafted share d is drafts / decode steps over the levels, the steps
+being generated tokens - requests - accepted tokens (metrics.spec_decode's tokens per step). The simulator's
+tokens per step at draft length k are then 1 + d (p_0 + ... + p_(k-1)) (sim.config.CostModel).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ UNBOUNDED = 1 << 20  # a batch-size bound past any engine's max_num_seqs: the la
 class MeasuredDrafts:
     draft_by_batch: list[list[int]]  # [[largest batch size, draft length], ...], CostModel.spec_draft_by_batch
     accepted_by_pos: list[float]  # CostModel.spec_accepted_by_pos
+    drafted_share: float  # CostModel.spec_drafted_share
     source: str  # for the calibration's "used" lines
 
 
@@ -56,9 +58,18 @@ def measured_drafts(path: Path) -> MeasuredDrafts:
         if not drafts:
             break
         accepted.append(sum(w.accepted_by_pos[k] for w in covering if k < len(w.accepted_by_pos)) / drafts)
+    started: dict[tuple[str, int], int] = {}
+    for record in run.records:
+        if record.scenario == "throughput" and record.send_ns and record.first_token_ns is not None:
+            level = (record.family, record.concurrency)
+            started[level] = started.get(level, 0) + 1
+    counted = [(w, started.get(level, 0)) for level, w in windows.items() if w.generated is not None]
+    steps = sum(w.generated - n - w.accepted for w, n in counted)
+    share = min(1.0, sum(w.drafts for w, _ in counted) / steps) if counted and steps > 0 else 1.0
     schedule = [[last, length] for _, last, length in spec.schedule] or [[UNBOUNDED, spec.draft_tokens]]
     schedule[-1][0] = UNBOUNDED
     shown = ", ".join(f"{100 * p:.1f}" for p in accepted)
-    levels = ", ".join(f"c{conc}" for _, conc in sorted(windows))
-    return MeasuredDrafts(schedule, accepted, f"--spec-from {path.name}: {spec.method} drafts, accepted by position "
-                          f"{shown}% (levels {levels}); draft length by batch {schedule}")
+    levels = ", ".join(f"{family} c{conc}" for family, conc in sorted(windows))
+    return MeasuredDrafts(schedule, accepted, share, f"--spec-from {path.name}: {spec.method} drafts, accepted by "
+                          f"position {shown}% (levels {levels}); {100 * share:.1f}% of decode steps drafted; draft "
+                          f"length by batch {schedule}")
