@@ -88,6 +88,10 @@ def show_plan(profile: Profile, planned: ProfilePlan, input_tokens: int | None, 
         [f"max concurrency at {dep.max_model_len:,} tokens", f"{kv.max_concurrency:.2f}x"],
         ["theoretical full windows", f"{kv.theoretical_full_windows:.2f} (theory, not capacity)"],
     ]
+    offload = profile.kv_cache.offload_gib
+    if offload is not None:
+        rows.append([f"CPU tier ({offload:g} GiB, {profile.kv_cache.offload_backend})",
+                     f"{kv.cpu_tier_tokens(offload, dep.tensor_parallel):,} tokens beside the GPU's (theory)"])
     if input_tokens:
         grown = f" + {growth_tokens:,} generated" if growth_tokens else ""
         rows.append([f"sessions of {input_tokens:,}{grown} tokens that fit",

@@ -71,6 +71,10 @@ class KVCacheSpec(StrictModel):
                                              "--kv-cache-memory-bytes; VLLM_CPU_KVCACHE_SPACE on CPU)")
     memory_utilization: float | None = Field(default=None, gt=0, le=1, description="vLLM --gpu-memory-utilization")
     num_blocks_override: int | None = Field(default=None, ge=1, description="vLLM --num-gpu-blocks-override")
+    offload_gib: float | None = Field(default=None, gt=0, description="a CPU tier: KV cache offloaded to host "
+                                      "memory, GiB in all (vLLM --kv-offloading-size, summed over TP ranks)")
+    offload_backend: Literal["native", "lmcache"] = Field(default="native", description="the CPU tier's backend "
+                                                           "(vLLM --kv-offloading-backend)")
 
 
 class SchedulerSpec(StrictModel):

@@ -73,6 +73,9 @@ class SGLangEngine(EngineDefaults):
         if kv.budget_gib_per_gpu is not None:
             notes.append("unsupported: SGLang sizes its KV pool by memory fraction or --max-total-tokens, "
                          f"not by GiB ({kv.budget_gib_per_gpu:g} GiB per GPU)")
+        if kv.offload_gib is not None:
+            notes.append(f"unsupported: offload_gib = {kv.offload_gib:g} (vLLM's --kv-offloading-size) has no SGLang "
+                         "equivalent rendered here (its hierarchical cache is sized differently)")
         if kv.num_blocks_override is not None:
             notes.append("unsupported: SGLang has no block-count override")
         if sched.max_num_seqs is not None:

@@ -118,6 +118,8 @@ class VLLMEngine(EngineDefaults):
             argv += ["--gpu-memory-utilization", str(kv.memory_utilization)]
         if kv.num_blocks_override is not None:
             argv += ["--num-gpu-blocks-override", str(kv.num_blocks_override)]
+        if kv.offload_gib is not None:  # the CPU tier (vLLM 0.26 and 0.32)
+            argv += ["--kv-offloading-size", f"{kv.offload_gib:g}", "--kv-offloading-backend", kv.offload_backend]
         if sched.max_num_seqs is not None:
             argv += ["--max-num-seqs", str(sched.max_num_seqs)]
         if sched.max_num_batched_tokens is not None:

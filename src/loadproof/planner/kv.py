@@ -130,6 +130,11 @@ class KVPlan:
     in_flight_tokens: int = 2048  # vLLM's max_in_flight_tokens: batch budget x batches in flight
     concurrent_batches: int = 1
 
+    def cpu_tier_tokens(self, offload_gib: float, tensor_parallel: int) -> int:
+        """Tokens a CPU tier of `offload_gib` GiB holds (vLLM's --kv-offloading-size is summed over the TP
+        ranks, each keeping its share of a token: bytes per token per GPU x TP a token)."""
+        return int(offload_gib * GIB // (self.bytes_per_token_per_gpu * tensor_parallel))
+
     @property
     def theoretical_full_windows(self) -> float:
         return self.kv_cache_tokens / self.max_model_len

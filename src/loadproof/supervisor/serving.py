@@ -26,6 +26,7 @@ from loadproof.relay.serve import UPSTREAM_KEY_ENV, RelayServer, configure_loggi
 from loadproof.store.run_dir import new_run_id
 from loadproof.supervisor.loop import FAILED, READY, Supervisor
 from loadproof.supervisor.policy import SupervisorPolicy
+from loadproof.telemetry.host import host_memory_bytes
 
 RELAY_DRAIN_S = 5.0  # after Ctrl-C, how long the relay lets streams in flight end before it cancels them
 
@@ -68,6 +69,15 @@ def dry_run(profile: Profile) -> tuple[list[RenderedStep], list[str]]:
     return steps, list(command.notes)
 
 
+def check_host_memory(profile: Profile, total_bytes: int | None = None) -> None:
+    """A CPU tier larger than this host's memory is one line before anything starts."""
+    offload = profile.kv_cache.offload_gib
+    total = host_memory_bytes() if total_bytes is None else total_bytes
+    if offload is not None and total is not None and offload * 1024**3 > total:
+        raise UsageError(f"[kv_cache] offload_gib = {offload:g} is more than this host's memory "
+                         f"({total / 1024**3:.1f} GiB): the CPU tier lives in host memory")
+
+
 def serve(profile: Profile, options: ServeOptions, say: Say, result: Say, phase: Phase) -> None:
     """Launch and supervise `profile`'s engine until Ctrl-C (KeyboardInterrupt) or the supervisor gives up
     (EnvironmentFailure). Events go to `say`; where it serves, to `result`."""
@@ -77,6 +87,7 @@ def serve(profile: Profile, options: ServeOptions, say: Say, result: Say, phase:
     rendered = engine.launch_command(profile, profile.serving.python, profile.model.path, 0)
     if rendered.notes:
         raise UsageError(f"refusing to launch what {profile.engine} cannot run as written: {rendered.notes[0]}")
+    check_host_memory(profile)
     with phase(None) as status:  # says something only where loadproof installs the engine itself
         engine.prepare(status)
     engine_port = profile.serving.port or free_port(profile.serving.host)

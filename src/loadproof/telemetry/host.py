@@ -53,6 +53,11 @@ def _tree_cpu_ticks(root: int, proc: Path = Path("/proc")) -> int | None:
     return total
 
 
+def host_memory_bytes() -> int | None:
+    """MemTotal of this host (None where /proc/meminfo is not there)."""
+    return _meminfo().get("MemTotal")
+
+
 def _meminfo() -> dict[str, int]:
     out = {}
     try:
