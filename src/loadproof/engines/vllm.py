@@ -38,9 +38,16 @@ VLLM_METRICS: dict[str, str] = {
     "spec_decode_num_drafts_total": "vllm:spec_decode_num_drafts_total",
     # accepted draft tokens by draft position, one value per `position` label (telemetry.server_metrics)
     "spec_decode_num_accepted_tokens_per_pos_total": "vllm:spec_decode_num_accepted_tokens_per_pos_total{position}",
+    # a KV connector's tier (the CPU tier of --kv-offloading-size, LMCache, another instance): tokens its
+    # prefix cache was asked for and had (metrics/offload.py), and, from vLLM 0.32, cached prompt tokens by the
+    # tier that supplied them, one value per `source` label (device, host, disk, p2p, external_unspecified)
+    "external_prefix_cache_queries_total": "vllm:external_prefix_cache_queries_total",
+    "external_prefix_cache_hits_total": "vllm:external_prefix_cache_hits_total",
+    "prompt_tokens_cached_by_source_total": "vllm:prompt_tokens_cached_by_source_total{source}",
 }
 # the names every vLLM serving loadproof must expose (spec-decode counters are optional)
-REQUIRED_METRICS = tuple(k for k in VLLM_METRICS if not k.startswith(("spec_decode", "ttft_", "request_success")))
+REQUIRED_METRICS = tuple(k for k in VLLM_METRICS if not k.startswith(("spec_decode", "ttft_", "request_success",
+                                                                     "external_", "prompt_tokens_cached")))
 
 
 # `--speculative-config`'s methods (vLLM 0.26 and 0.32, config/speculative.py's SpeculativeMethod)

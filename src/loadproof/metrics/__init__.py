@@ -14,6 +14,7 @@ from loadproof.catalog import column
 from loadproof.metrics.claims import Claim, claims_payload
 from loadproof.metrics.energy import energy_claims
 from loadproof.metrics.engine_agreement import agreement_claims
+from loadproof.metrics.offload import offload_claims
 from loadproof.metrics.telemetry import telemetry_claims
 from loadproof.plans import load_plan, scenario_of
 from loadproof.registry import Registry
@@ -25,11 +26,11 @@ claim_functions: Registry[object] = Registry.over("scenario", column("claims"))
 
 
 def compute_claims(run: Run) -> list[Claim]:
-    """The scenario's claims, then engine agreement, telemetry, and energy and cost claims, from the run's
-    stored data."""
+    """The scenario's claims, then engine agreement, a KV connector's tier, telemetry, and energy and cost
+    claims, from the run's stored data."""
     plan = load_plan(run)
-    return (scenario_claims(run, plan) + agreement_claims(run.records, run.samples) + telemetry_claims(run.telemetry)
-            + energy_claims(run, plan))
+    return (scenario_claims(run, plan) + agreement_claims(run.records, run.samples)
+            + offload_claims(run.records, run.samples) + telemetry_claims(run.telemetry) + energy_claims(run, plan))
 
 
 def scenario_claims(run: Run, plan: object | None = None) -> list[Claim]:

@@ -25,7 +25,9 @@ from loadproof.units import NS_PER_S
 ENGINE_SOURCES = (None, "engine")
 
 
-def _bracket(samples: list[EngineSample], records: list[RequestRecord]) -> tuple[dict[str, float], dict[str, float]] | None:
+def bracket(samples: list[EngineSample], records: list[RequestRecord]) -> tuple[dict[str, float], dict[str, float]] | None:
+    """The engine's values at the last sample at or before the first send and the last at or after the end of
+    the last response; None without both."""
     samples = [s for s in samples if s.source in ENGINE_SOURCES]
     if not samples or not records:
         return None
@@ -40,10 +42,10 @@ def _bracket(samples: list[EngineSample], records: list[RequestRecord]) -> tuple
 
 
 def agreement_claims(records: list[RequestRecord], samples: list[EngineSample]) -> list[Claim]:
-    bracket = _bracket(samples, records)
-    if bracket is None:
+    around = bracket(samples, records)
+    if around is None:
         return []
-    first, last = bracket
+    first, last = around
     claims: list[Claim] = []
 
     def pair(name: str, client: float, engine: float, unit: str, what: str, decimals: int) -> None:
