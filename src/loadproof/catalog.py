@@ -63,7 +63,8 @@ SCENARIOS: dict[str, Entry] = {
     "throughput": _entry("throughput", "ThroughputScenario", "ThroughputPlan", figures=True, splits_by_repeat=True,
                          demo=True, text_fields={"families.*": "name"}),
     "load": Entry("loadproof.scenarios.load.scenario:LoadScenario", "loadproof.plans.load:LoadPlan",
-                  "loadproof.metrics.load:claims_of_run", demo="loadproof.scenarios.load.scenario:demo",
+                  "loadproof.metrics.load:claims_of_run", figures="loadproof.metrics.load:figures",
+                  demo="loadproof.scenarios.load.scenario:demo",
                   text_fields={"arrival": "name", "endpoint": "name", **_LENGTHS, **_OVERHEAD, **_DATASET}),
     "replay": _entry("replay", "ReplayScenario", "ReplayPlan", figures=True, text_fields={
         "trace": "path", "format": "name", "sha256": "name", "endpoint": "name", "kv_source": "name", **_OVERHEAD}),

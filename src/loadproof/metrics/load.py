@@ -19,6 +19,8 @@ from typing import Any
 from loadproof.metrics.claims import Claim, count, fact, number
 from loadproof.metrics.constraints import constraint_claims
 from loadproof.metrics.distribution import PERCENTILES, STATS, percentile, summarize
+from loadproof.metrics.engine_agreement import ENGINE_SOURCES
+from loadproof.metrics.figures import LinePlot, Panel, Series
 from loadproof.metrics.reasoning import reasoning_claims
 from loadproof.metrics.spec_decode import spec_claims, spec_window
 from loadproof.plans.load import LoadPlan
@@ -305,3 +307,30 @@ def reported_hit_pct(records: list[RequestRecord]) -> float | None:
     if not rows:
         return None
     return 100 * sum(r.cached_tokens for r in rows) / sum(r.prompt_tokens for r in rows)  # type: ignore[misc]
+
+
+# --- report panels (catalog entry `figures`) ---------------------------------------------------------
+
+def figures(run: Any, plan: LoadPlan, claims: list[Claim]) -> list[Panel]:
+    """Where the engine drafts: its acceptance over the run, one point per pair of consecutive /metrics
+    samples (metrics.spec_decode's window between them), against the seconds since the schedule's start."""
+    records = load_records(run.records)
+    start = schedule_start_ns(records, run.events)
+    if not records or start is None:
+        return []
+    end = max(r.end_ns for r in records)
+    held = sorted((s for s in run.samples if s.source in ENGINE_SOURCES and s.t_ns >= start - 60 * NS_PER_S
+                   and s.t_ns <= end + 60 * NS_PER_S), key=lambda s: s.t_ns)
+    points = []
+    for a, b in zip(held, held[1:]):
+        window = spec_window([a, b], a.t_ns, b.t_ns)
+        if window is not None and window.draft_tokens > 0 and start <= b.t_ns:
+            points.append(((b.t_ns - start) / NS_PER_S, 100 * window.accepted / window.draft_tokens))
+    if len(points) < 2:
+        return []
+    return [LinePlot(title="Draft acceptance over the run", x_label="seconds since the schedule's start",
+                     y_label="accepted / draft tokens, %", series=[Series("acceptance", points)], y_from_zero=True,
+                     dots=True, caption="Each point: the engine's draft counters' growth between two consecutive "
+                     "/metrics samples (docs/scenarios.md, \"Speculative decoding\"); the run's figure is "
+                     "load.spec_decode.acceptance_pct.")]
+

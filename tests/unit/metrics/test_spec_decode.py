@@ -130,3 +130,18 @@ def test_the_per_position_counter_is_kept_apart_by_its_label_from_either_source(
                "value": [9.0, "5"]}]
     reading = _vector_reading({"status": "success", "data": {"result": result}}, NAMES)
     assert reading.values == parse_metrics(EXPOSITION, NAMES)
+
+
+def test_a_load_run_plots_its_acceptance_over_time():
+    from loadproof.metrics.load import figures
+    from loadproof.plans import load_plan
+
+    t0 = test_load.T0 / S
+    run = rv.run_of(Path("load-spec"), {"run_id": "load-spec", "scenario": "load",
+                                        "plan": msgspec.to_builtins(test_load.plan())}, test_load.RECORDS,
+                    samples=[counters(t0 - 1, 0, 0, 0), counters(t0 + 2, 10, 30, 15), counters(t0 + 4, 30, 90, 75),
+                             counters(t0 + 6, 30, 90, 75)],  # the last pair drafted nothing: no point
+                    events=test_load.EVENTS)
+    (panel,) = figures(run, load_plan(run), [])
+    assert panel.series[0].points == [(2.0, pytest.approx(50.0)), (4.0, pytest.approx(100.0))]
+    assert figures(load_run(), load_plan(load_run()), []) == []  # one window only: no line to draw
