@@ -89,3 +89,35 @@ class BlockPool:
             block.ref_count -= 1
             if block.ref_count == 0:
                 self._free[block_id] = None
+
+
+@dataclass
+class CpuTier:
+    """A CPU tier of `num_blocks` blocks beside the GPU's pool, as vLLM's native offloading keeps one: each
+    block the GPU computes is stored there too (by its hash), the least recently used evicted; a prompt whose
+    GPU prefix hit stops short continues its hit here, block by block, and those blocks are loaded back."""
+
+    num_blocks: int
+    _hashes: OrderedDict[int, None] = field(init=False)  # least recently used first
+
+    def __post_init__(self) -> None:
+        self._hashes = OrderedDict()
+
+    def store(self, block_hash: int) -> None:
+        if self.num_blocks <= 0:
+            return
+        self._hashes[block_hash] = None
+        self._hashes.move_to_end(block_hash)
+        while len(self._hashes) > self.num_blocks:
+            self._hashes.popitem(last=False)
+
+    def continued_hit(self, hashes: list[int]) -> int:
+        """How many of `hashes`, from the first, the tier holds (each hit becomes the most recently used)."""
+        n = 0
+        for h in hashes:
+            if h not in self._hashes:
+                break
+            self._hashes.move_to_end(h)
+            n += 1
+        return n
+

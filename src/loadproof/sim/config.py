@@ -156,6 +156,10 @@ class SimConfig(StrictModel):
     max_model_len: int = Field(default=32_768, ge=16)
     block_size: int = Field(default=16, ge=1)
     num_gpu_blocks: int = Field(default=8_192, ge=1, description="KV budget in blocks of block_size tokens")
+    cpu_tier_blocks: int = Field(default=0, ge=0, description="a CPU tier (vLLM's --kv-offloading-size) in blocks: "
+                                 "every computed block is also kept there, least recently used out; 0: none")
+    cpu_tier_s_per_token: float = Field(default=0.0, ge=0, description="loading a token's KV from the CPU tier "
+                                        "(bytes a token / host-to-device bandwidth), added to the step that loads it")
     max_num_seqs: int = Field(default=256, ge=1)
     max_num_batched_tokens: int = Field(default=2_048, ge=1, description="per-step token budget")
     long_prefill_token_threshold: int = Field(default=0, ge=0, description="0: a prefill chunk may take the whole budget")

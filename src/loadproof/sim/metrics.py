@@ -20,6 +20,14 @@ def render_metrics(model: str, scheduler: Scheduler) -> str:
     for key in _COUNTERS:
         name = VLLM_METRICS[key]
         lines += [f"# TYPE {name.removesuffix('_total')} counter", f"{name}{{{labels}}} {values[key]}"]
+    if "external_prefix_cache_queries_total" in values:  # a CPU tier: its connector's counters, as vLLM 0.32's
+        for key in ("external_prefix_cache_queries_total", "external_prefix_cache_hits_total"):
+            name = VLLM_METRICS[key]
+            lines += [f"# TYPE {name.removesuffix('_total')} counter", f"{name}{{{labels}}} {values[key]}"]
+        lines.append("# TYPE vllm:prompt_tokens_cached_by_source counter")
+        for source in ("device", "host"):
+            lines.append(f'vllm:prompt_tokens_cached_by_source_total{{{labels},source="{source}"}} '
+                         f'{values[f"prompt_tokens_cached_by_source_total_{source}"]}')
     c = scheduler.counters
     lines.append("# TYPE vllm:request_success counter")
     for reason, count in sorted(c.finished.items()):

@@ -22,7 +22,7 @@ import bisect
 from collections import deque
 from dataclasses import dataclass, field
 
-from loadproof.sim.blocks import BlockPool
+from loadproof.sim.blocks import BlockPool, CpuTier
 from loadproof.sim.config import SimConfig
 
 # vLLM's time_to_first_token_seconds buckets
@@ -60,6 +60,7 @@ class Step:
     prefill_chunks: list[tuple[int, int]]  # (context before the chunk, chunk tokens)
     decode_contexts: list[int]
     epochs: list[int] = field(default_factory=list)  # each request's preemption count when scheduled
+    loaded_tokens: int = 0  # prompt tokens loaded back from the CPU tier for this step's admissions
 
 
 @dataclass
@@ -80,6 +81,8 @@ class Counters:
     num_preemptions: int = 0
     prefix_cache_queries: int = 0
     prefix_cache_hits: int = 0
+    external_queries: int = 0  # tokens asked of the CPU tier (past the GPU's hit)
+    external_hits: int = 0  # tokens it had (loaded back)
     prompt_tokens: int = 0
     generation_tokens: int = 0
     finished: dict[str, int] = field(default_factory=lambda: {"stop": 0, "length": 0, "abort": 0})
@@ -98,6 +101,7 @@ class Scheduler:
     def __init__(self, config: SimConfig, *, seconds_per_modeled_s: float = 1.0) -> None:
         self.config = config
         self.pool = BlockPool(config.num_gpu_blocks, config.block_size, config.enable_prefix_caching)
+        self.cpu_tier = CpuTier(config.cpu_tier_blocks if config.enable_prefix_caching else 0)
         self.waiting: deque[SimRequest] = deque()
         self.running: list[SimRequest] = []
         self.requests: dict[str, SimRequest] = {}
@@ -167,11 +171,13 @@ class Scheduler:
             budget -= n
             i += 1
 
+        loaded_tokens = 0
         if not preempted:
             while self.waiting and budget > 0 and len(self.running) < cfg.max_num_seqs:
                 request = self.waiting[0]
                 hit = self._prefix_hit(request) if request.num_computed == 0 else []
-                computed = len(hit) * cfg.block_size
+                loaded = self._cpu_hit(request, len(hit)) if request.num_computed == 0 else 0
+                computed = (len(hit) + loaded) * cfg.block_size
                 n = request.num_tokens - computed
                 if 0 < threshold < n:
                     n = threshold
@@ -190,7 +196,11 @@ class Scheduler:
                     break
                 self.waiting.popleft()
                 self.counters.prefix_cache_queries += request.num_tokens
-                self.counters.prefix_cache_hits += computed
+                self.counters.prefix_cache_hits += len(hit) * cfg.block_size
+                if self.cpu_tier.num_blocks:
+                    self.counters.external_queries += request.num_tokens - len(hit) * cfg.block_size
+                    self.counters.external_hits += loaded * cfg.block_size
+                    loaded_tokens += loaded * cfg.block_size
                 request.prefix_hit_tokens += computed
                 if request.cached_tokens is None:
                     request.cached_tokens = computed
@@ -214,10 +224,12 @@ class Scheduler:
                 prefill.append((done, n))
             if self.pipelined:  # one stage: every step completes before the next is scheduled
                 request.in_flight += n
-        return Step(scheduled, prefill, decode, [r.num_preemptions for r, _ in scheduled])
+        return Step(scheduled, prefill, decode, [r.num_preemptions for r, _ in scheduled], loaded_tokens)
 
     def step_duration_s(self, step: Step) -> float:
-        return self.config.cost.step_s(step.prefill_chunks, step.decode_contexts)
+        """The forward pass, and before it the loading of any prefix the CPU tier gave back."""
+        return (self.config.cost.step_s(step.prefill_chunks, step.decode_contexts)
+                + step.loaded_tokens * self.config.cpu_tier_s_per_token)
 
     def complete(self, step: Step, now_s: float) -> list[Emitted]:
         """The step's forward pass is done at `now_s`: advance progress, sample tokens, finish requests."""
@@ -234,6 +246,7 @@ class Scheduler:
             while (request.num_hashed < len(request.block_hashes)
                    and (request.num_hashed + 1) * bs <= request.num_computed):
                 self.pool.cache(request.block_ids[request.num_hashed], request.block_hashes[request.num_hashed])
+                self.cpu_tier.store(request.block_hashes[request.num_hashed])
                 request.num_hashed += 1
             if request.num_computed < request.num_tokens:
                 continue  # a prefill chunk that did not reach the end of the prompt
@@ -261,6 +274,13 @@ class Scheduler:
         # At least one token must be computed to produce logits (vLLM recomputes the last one).
         max_blocks = (request.num_tokens - 1) // self.config.block_size
         return hit[:max_blocks]
+
+    def _cpu_hit(self, request: SimRequest, gpu_blocks: int) -> int:
+        """Blocks the CPU tier continues the GPU's hit with (at least one token is still computed)."""
+        if not self.cpu_tier.num_blocks:
+            return 0
+        max_blocks = (request.num_tokens - 1) // self.config.block_size
+        return self.cpu_tier.continued_hit(request.block_hashes[gpu_blocks:max_blocks])
 
     def _allocate(self, request: SimRequest, num_new_tokens: int) -> bool:
         need = (-(-(request.num_computed + request.in_flight + num_new_tokens) // self.config.block_size)
@@ -305,6 +325,10 @@ class Scheduler:
             "num_preemptions_total": float(c.num_preemptions),
             "prefix_cache_queries_total": float(c.prefix_cache_queries),
             "prefix_cache_hits_total": float(c.prefix_cache_hits),
+            **({"external_prefix_cache_queries_total": float(c.external_queries),
+                "external_prefix_cache_hits_total": float(c.external_hits),
+                "prompt_tokens_cached_by_source_total_device": float(c.prefix_cache_hits),
+                "prompt_tokens_cached_by_source_total_host": float(c.external_hits)} if self.cpu_tier.num_blocks else {}),
             "prompt_tokens_total": float(c.prompt_tokens),
             "generation_tokens_total": float(c.generation_tokens),
         }
