@@ -109,14 +109,21 @@ def spec_decode_claims(records: Iterable[RequestRecord], samples: Sequence[Engin
     the window from its first send to its last end (the scenario samples /metrics between levels, which run one
     after another); none where the engine drafts nothing."""
     claims: list[Claim] = []
-    started = defaultdict(int)
-    for record in records:
-        if record.scenario == "throughput" and record.send_ns:
-            started[(record.family, record.concurrency)] += record.first_token_ns is not None
+    started = level_started(records)
     for (family, conc), window in level_spec_windows(records, samples).items():
         claims += spec_claims("throughput.<family>.c<N>", {"family": family, "N": conc}, window,
                               "the level's first send to its last end", started[(family, conc)])
     return claims
+
+
+def level_started(records: Iterable[RequestRecord]) -> dict[tuple[str, int], int]:
+    """Each (family, concurrency) level's requests that got a first token (their first tokens come from
+    prefill, not from a decode step)."""
+    started: dict[tuple[str, int], int] = defaultdict(int)
+    for record in records:
+        if record.scenario == "throughput" and record.send_ns and record.first_token_ns is not None:
+            started[(record.family, record.concurrency)] += 1
+    return started
 
 
 def level_spec_windows(records: Iterable[RequestRecord],

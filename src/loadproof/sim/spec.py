@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from loadproof.config.profile import Profile
 from loadproof.errors import RunDirError, UsageError
-from loadproof.metrics.throughput import level_spec_windows
+from loadproof.metrics.throughput import level_spec_windows, level_started
 from loadproof.store.run_dir import load_run
 
 UNBOUNDED = 1 << 20  # a batch-size bound past any engine's max_num_seqs: the last length holds beyond the schedule
@@ -58,11 +58,7 @@ def measured_drafts(path: Path) -> MeasuredDrafts:
         if not drafts:
             break
         accepted.append(sum(w.accepted_by_pos[k] for w in covering if k < len(w.accepted_by_pos)) / drafts)
-    started: dict[tuple[str, int], int] = {}
-    for record in run.records:
-        if record.scenario == "throughput" and record.send_ns and record.first_token_ns is not None:
-            level = (record.family, record.concurrency)
-            started[level] = started.get(level, 0) + 1
+    started = level_started(run.records)
     counted = [(w, started.get(level, 0)) for level, w in windows.items() if w.generated is not None]
     steps = sum(w.generated - n - w.accepted for w, n in counted)
     share = min(1.0, sum(w.drafts for w, _ in counted) / steps) if counted and steps > 0 else 1.0
