@@ -16,6 +16,11 @@
 #   spec-runs      throughput of both (edit and code prompts, c1/c4/c8); `run ab` drafts off vs on and temperature
 #                  0 vs 1 at c1, c4, c8 (6 interleaved rounds each); every run priced ($PRICE per GPU-hour)
 #   spec-load      open-loop load with an SLO on each (20 requests/s): energy and cost per SLO-good token
+#   offload-start  stop the spec engines; measure the host-to-device bandwidth (pinned 1 GiB copies); serve
+#                  Gemma 3 270M with 0.25 GiB of GPU KV and a 4 GiB CPU tier on :8000 (gemma-270m-offload.toml)
+#                  and its twin without the tier on :8001 (gemma-270m-recompute.toml)
+#   offload-runs   16 two-turn sessions of 2,000 tokens (twice the GPU cache, a seventh of the tier), tier and
+#                  recompute interleaved, 3 of each (ABAB)
 # On the two-GPU machine (issue 10: the reference topology's pipeline half, scripts/gpu/deepseek-pp2.toml):
 #   setup, then
 #   mla-start      serve the DeepSeek-V2-Lite shape, PP2, FP8 KV 36 GiB per GPU, 1M window
@@ -240,19 +245,20 @@ spec-runs)
   TOK=/tmp/staged/gemma3-270m-bf16/tokenizer.json
   NG=http://127.0.0.1:8000; ND=http://127.0.0.1:8001
   price=(--price-per-gpu-hour "${PRICE:-3.5}" --out $RUNS/spec)
+  SLO="--slo ttft=200ms,tpot=10ms"  # which requests are good: their tokens' energy and cost
   for arm in ngram:$NG nodraft:$ND; do
     say "throughput, ${arm%%:*}"
-    $LP run throughput --url ${arm#*:} --profile scripts/gpu/gemma-270m-${arm%%:*}.toml "${price[@]}" --tokenizer $TOK \
+    $LP run throughput --url ${arm#*:} --profile scripts/gpu/gemma-270m-${arm%%:*}.toml "${price[@]}" --tokenizer $TOK $SLO \
       --families edit,code --concurrency 1,4,8 --num-prompts 8 --max-tokens 192 2>&1 | tail -3
   done
   fixed=(--a ignore_eos=true --b ignore_eos=true --family edit --max-tokens 192 --repeats 6)
   for c in 1 4 8; do
     say "ab drafts off (a) vs on (b), c$c"
     $LP run ab --url $NG --a-url $ND --b-url $NG --a-profile scripts/gpu/gemma-270m-nodraft.toml \
-      --b-profile scripts/gpu/gemma-270m-ngram.toml "${fixed[@]}" --concurrency $c --num-prompts $c "${price[@]}" 2>&1 | tail -2
+      --b-profile scripts/gpu/gemma-270m-ngram.toml "${fixed[@]}" --concurrency $c --num-prompts $c "${price[@]}" $SLO 2>&1 | tail -2
     say "ab temperature 0 (a) vs 1 (b) with drafts, c$c"
     $LP run ab --url $NG --profile scripts/gpu/gemma-270m-ngram.toml --a temperature=0 --b temperature=1 \
-      "${fixed[@]}" --concurrency $c --num-prompts $c "${price[@]}" 2>&1 | tail -2
+      "${fixed[@]}" --concurrency $c --num-prompts $c "${price[@]}" $SLO 2>&1 | tail -2
   done
   cp /tmp/serve-ngram.log /tmp/serve-nodraft.log $RUNS/ 2>/dev/null
   ;;
@@ -264,6 +270,39 @@ spec-load)
       --rate 20 -n 300 --input-tokens 512 --output-tokens 128 --slo ttft=100ms,tpot=5ms --seed 731 \
       --price-per-gpu-hour "${PRICE:-3.5}" --out $RUNS/spec 2>&1 | tail -2
   done
+  ;;
+offload-start)
+  pkill -f "[l]oadproof serve scripts/gpu/gemma-270m-" ; sleep 10
+  say "host-to-device bandwidth: pinned 1 GiB, 10 copies"
+  python3 -c 'import torch, time
+x = torch.empty(1 << 30, dtype=torch.uint8).pin_memory(); y = torch.empty_like(x, device="cuda")
+for _ in range(3): y.copy_(x, non_blocking=True)
+torch.cuda.synchronize(); t = time.perf_counter()
+for _ in range(10): y.copy_(x, non_blocking=True)
+torch.cuda.synchronize(); print(f"{10 * (1 << 30) / (time.perf_counter() - t) / 1e9:.2f}")' | tee $RUNS/h2d-gbps.txt
+  for arm in offload:8000 recompute:8001; do
+    say "serve Gemma 3 270M, ${arm%%:*}, on :${arm#*:}"
+    setsid $LP serve scripts/gpu/gemma-270m-${arm%%:*}.toml --port ${arm#*:} --probe-interval-s 3600 \
+      >/tmp/serve-${arm%%:*}.log 2>&1 < /dev/null &
+    wait_ready http://127.0.0.1:${arm#*:} && say "ready" || { say "not ready"; tail -5 /tmp/serve-${arm%%:*}.log; exit 1; }
+  done
+  grep -h "KV cache\|offload\|connector" ~/.cache/loadproof/logs/engine-*.log | tail -12
+  nvidia-smi --query-gpu=memory.used,memory.total --format=csv | tee $RUNS/offload-memory.csv
+  ;;
+offload-runs)
+  TOK=/tmp/staged/gemma3-270m-bf16/tokenizer.json
+  H2D=$(cat $RUNS/h2d-gbps.txt)
+  # the tier's tokens and a token's bytes: `loadproof plan scripts/gpu/gemma-270m-offload.toml`
+  for round in 1 2 3; do
+    for arm in offload:8000 recompute:8001; do
+      say "sessions, ${arm%%:*}, round $round"
+      $LP run sessions --url http://127.0.0.1:${arm#*:} --profile scripts/gpu/gemma-270m-${arm%%:*}.toml \
+        --tokenizer $TOK -u 16 -t 2 --first-tokens 2000 --turn-tokens 64 --output-tokens 16 --think-time-s 10 \
+        --stagger-s 8 --cpu-tier-tokens 233016 --kv-bytes-per-token 18432 --h2d-gbps $H2D \
+        --slo ttft=200ms,tpot=20ms --price-per-gpu-hour "${PRICE:-3.5}" --out $RUNS/offload 2>&1 | tail -4
+    done
+  done
+  cp /tmp/serve-offload.log /tmp/serve-recompute.log $RUNS/ 2>/dev/null
   ;;
 wait)
   wait_bg

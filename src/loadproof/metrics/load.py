@@ -197,7 +197,7 @@ def load_claims(records: list[RequestRecord], plan: LoadPlan, events: list[Event
                              "streams together", 1, direction="higher"))
     claims += length_claims(ok, plan)
     claims += latency_claims(records)
-    claims += slo_claims(records, plan, duration_s)
+    claims += slo_claims(records, plan.slo, duration_s)
     claims += client_limited_claims(records, plan)
     claims += reasoning_claims("load", records)
     claims += engine_claims(samples, t0, end_ns)
@@ -234,23 +234,34 @@ def latency_claims(records: list[RequestRecord]) -> list[Claim]:
     return claims
 
 
-def slo_claims(records: list[RequestRecord], plan: LoadPlan, duration_s: float) -> list[Claim]:
-    if not plan.slo:
+def span_s(records: list[RequestRecord]) -> float:
+    """The first send to the last end of the records that were sent, in seconds (0: none sent): the duration of a
+    closed-loop run's goodput (throughput, sessions, ab)."""
+    sent = [r for r in records if r.send_ns]
+    return (max(r.end_ns for r in sent) - min(r.send_ns for r in sent)) / NS_PER_S if sent else 0.0
+
+
+def slo_claims(records: list[RequestRecord], slo: dict[str, float], duration_s: float,
+               scenario: str = "load") -> list[Claim]:
+    """`<scenario>.slo`, good requests, attainment, goodput and each SLO's share (runs with `--slo`: load and
+    replay, and throughput, sessions and ab, whose good tokens the energy and cost claims count)."""
+    if not slo or not records:
         return []
     values = [slo_values(r) for r in records]
-    good = sum(meets(v, plan.slo) for v in values)
+    good = sum(meets(v, slo) for v in values)
     claims = [
-        fact("load.slo", slo_text(plan.slo), "the per-request SLOs asked (--slo)"),
-        count("load.good_requests", good, "requests", "requests that succeeded and met every SLO", direction="higher"),
-        number("load.slo_attainment_pct", 100 * good / len(records), "%", "good requests / every request sent x 100 "
-               "(failed, timed-out and cancelled ones count as not good)", 2, direction="higher"),
+        fact(f"{scenario}.slo", slo_text(slo), "the per-request SLOs asked (--slo)"),
+        count(f"{scenario}.good_requests", good, "requests", "requests that succeeded and met every SLO",
+              direction="higher"),
+        number(f"{scenario}.slo_attainment_pct", 100 * good / len(records), "%", "good requests / every request "
+               "sent x 100 (failed, timed-out and cancelled ones count as not good)", 2, direction="higher"),
     ]
     if duration_s > 0:
-        claims.insert(2, number("load.goodput_rps", good / duration_s, "requests/s", "good requests / duration", 3,
-                                direction="higher"))
-    for key in plan.slo:
-        met = sum(meets(v, plan.slo, only=key) for v in values)
-        claims.append(number("load.slo.<slo>.met_pct", 100 * met / len(records), "%",
+        claims.insert(2, number(f"{scenario}.goodput_rps", good / duration_s, "requests/s", "good requests / "
+                                "duration", 3, direction="higher"))
+    for key in slo:
+        met = sum(meets(v, slo, only=key) for v in values)
+        claims.append(number(f"{scenario}.slo.<slo>.met_pct", 100 * met / len(records), "%",
                              f"requests meeting {key} <= target ({SLO_DEFINITIONS.get(key, key)}) / every request "
                              "sent x 100", 2, direction="higher", parts={"slo": key}))
     return claims

@@ -13,15 +13,17 @@ engine's own size (its KV cache tokens / block tokens blocks), beside the hits t
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from typing import Any
 
 from loadproof.metrics.claims import Claim, count, fact, number
 from loadproof.metrics.constraints import constraint_claims
 from loadproof.metrics.distribution import summarize
 from loadproof.metrics.figures import Table
-from loadproof.metrics.load import reported_hit_pct, succeeded
+from loadproof.metrics.load import reported_hit_pct, slo_claims, span_s, succeeded
 from loadproof.metrics.prefix_cache import PrefixRequest, chained_keys, simulate, working_set_tokens
 from loadproof.metrics.reasoning import TTFA_FORMULA, reasoning_claims
+from loadproof.metrics.session_tier import expected_tier_claims, transfer_claims
 from loadproof.plans.sessions import SessionsPlan
 from loadproof.records import RequestRecord
 from loadproof.rundir import EngineSample
@@ -118,8 +120,10 @@ def claims_of_run(run: Any, plan: SessionsPlan) -> list[Claim]:
                                  "report it x 100", 2, direction="neither" if phase == "cold" else "higher",
                                  parts={"phase": phase}))
     claims += engine_hit_claims(records, run.samples)
-    claims += agent_claims(ok, plan) + expected_claims(ok, plan, primed) + reasoning_claims(SCENARIO, records)
+    claims += agent_claims(ok, plan) + expected_claims(ok, plan, primed, run.samples) + transfer_claims(ok, plan)
+    claims += reasoning_claims(SCENARIO, records)
     claims += constraint_claims(SCENARIO, records, run.manifest.options)  # --tools FILE, --response-format
+    claims += slo_claims(records, plan.slo, span_s(records), SCENARIO)  # --slo
     return claims
 
 
@@ -154,11 +158,12 @@ def prefix_requests(ok: list[RequestRecord], plan: SessionsPlan) -> list[PrefixR
     return out
 
 
-def expected_claims(ok: list[RequestRecord], plan: SessionsPlan,
-                    primed: list[RequestRecord] | None = None) -> list[Claim]:
+def expected_claims(ok: list[RequestRecord], plan: SessionsPlan, primed: list[RequestRecord] | None = None,
+                    samples: Sequence[EngineSample] = ()) -> list[Claim]:
     """The hits an unbounded cache and one of the engine's size would serve, per turn and in all, beside the
-    engine's (plans with the engine's block size). A successful priming request goes through the cache first
-    (its hits are no turn's)."""
+    engine's (plans with the engine's block size), and with a CPU tier what it should supply
+    (metrics.session_tier). A successful priming request goes through the cache first (its hits are no
+    turn's)."""
     block = plan.block_tokens
     ok = [r for r in ok if r.prompt_tokens]
     if block is None or not ok:
@@ -203,7 +208,7 @@ def expected_claims(ok: list[RequestRecord], plan: SessionsPlan,
                            "bounded where sessions.working_set_tokens exceeds the engine's kv_cache_tokens (the "
                            "engine must evict, and its hit rate is to be read against the bounded expectation), "
                            "else either (the two agree but for running requests' pinned blocks)"))
-    return claims
+    return claims + expected_tier_claims(requests, turns, plan, ok, list(samples))
 
 
 

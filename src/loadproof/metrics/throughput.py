@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from loadproof.metrics.claims import Claim, count, number
 from loadproof.metrics.constraints import constraint_claims
 from loadproof.metrics.figures import BarPlot, Bars, Panel, Table
+from loadproof.metrics.load import slo_claims, span_s
 from loadproof.metrics.reasoning import reasoning_claims
 from loadproof.metrics.spec_decode import SpecWindow, spec_claims, spec_window
 from loadproof.plans.throughput import ThroughputPlan
@@ -101,7 +102,8 @@ def claims_of_run(run, plan) -> list[Claim]:
     """The claims are pure functions of the records (a run splits by `repeat` for compare); the plan
     (families, concurrency, settings) only says what was asked."""
     return (throughput_claims(run.records) + spec_decode_claims(run.records, run.samples)
-            + constraint_claims("throughput", run.records, run.manifest.options))
+            + constraint_claims("throughput", run.records, run.manifest.options)
+            + slo_claims(run.records, getattr(plan, "slo", {}), span_s(run.records), "throughput"))
 
 
 def spec_decode_claims(records: Iterable[RequestRecord], samples: Sequence[EngineSample]) -> list[Claim]:
@@ -155,14 +157,13 @@ def throughput_table(claims: list[Claim]) -> Table:
     by_name = {c.name: c for c in claims}
     families: list[str] = []
     levels: list[int] = []
-    for c in claims:
-        parts = c.name.split(".")
-        if parts[0] == "throughput" and len(parts) == 4:
-            if parts[1] not in families:
-                families.append(parts[1])
-            level = int(parts[2][1:])
-            if level not in levels:
-                levels.append(level)
+    for c in claims:  # a level's claims only, as their pattern says (throughput.slo.ttft.met_pct is none)
+        if c.pattern.startswith("throughput.<family>.c<N>."):
+            _, family, level_text = c.name.split(".")[:3]
+            if family not in families:
+                families.append(family)
+            if int(level_text[1:]) not in levels:
+                levels.append(int(level_text[1:]))
     levels.sort()
     header = ["family"] + [
         "c1 decode tok/s (one user)" if n == 1 else f"c{n} aggregate tok/s (all streams)" for n in levels

@@ -27,6 +27,7 @@ class AbPlan(Plan, kw_only=True):
     bootstrap_seed: int
     resamples: int = DEFAULT_RESAMPLES
     labels: dict[str, str] = {}
+    slo: dict[str, float] = {}  # --slo: per-request SLOs in seconds, by name (the good tokens)
 
     def workload(self) -> dict[str, Any]:
         return {"family": self.family, "prompts": self.prompts,

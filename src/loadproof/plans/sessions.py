@@ -48,6 +48,10 @@ class SessionsPlan(Plan, kw_only=True):
     block_tokens: int | None = None  # the engine's KV block size, tokens (None: no expectation computed)
     kv_cache_tokens: int | None = None  # the engine's KV cache, tokens (None: no bounded expectation)
     kv_source: str | None = None  # where block_tokens and kv_cache_tokens came from
+    cpu_tier_tokens: int | None = None  # the engine's CPU tier for the KV cache, tokens (metrics.session_tier)
+    kv_bytes_per_token: int | None = None  # bytes one token's KV takes, for the tier's transfer time
+    h2d_gbps: float | None = None  # the measured host-to-device bandwidth, 1e9 bytes/s
+    slo: dict[str, float] = {}  # --slo: per-request SLOs in seconds, by name (the good tokens)
 
     def workload(self) -> dict[str, Any]:
         return {"users": self.users, "turns": self.turns, "first_tokens": self.first_tokens,

@@ -23,6 +23,7 @@ class ThroughputPlan(Plan, kw_only=True):
     temperature: float | None = None
     ignore_eos: bool | None = None
     seed: int | None = None
+    slo: dict[str, float] = {}  # --slo: per-request SLOs in seconds, by name (the good tokens)
 
     @classmethod
     def upgrade(cls, raw: Any, version: int, manifest: Manifest) -> Any:

@@ -34,6 +34,7 @@ from loadproof.records import RequestRecord
 from loadproof.rundir import EngineSample
 from loadproof.scenarios.base import Scenario, Setup
 from loadproof.scenarios.live import LiveStatus
+from loadproof.scenarios.load.slo import SLO_SYNTAX, Slo
 from loadproof.scenarios.options import ExistingPath, HttpUrl, cli
 from loadproof.scenarios.recording import Console
 from loadproof.scenarios.target import Target, resolve_target
@@ -64,6 +65,8 @@ class AbOptions(StrictModel):
     b: dict[str, float | int | bool] = Field(default_factory=dict, description="arm b: a sampling setting",
                                              json_schema_extra=cli(aliases=["--b-setting"]))
     deadline_s: float | None = Field(default=None, gt=0, description="per-request deadline in seconds")
+    slo: Slo | None = Field(default=None, description=f"per-request SLOs: which requests are good, for goodput and "
+                            f"the energy and cost per good token: {SLO_SYNTAX}", json_schema_extra=cli(text=True))
     warmup: bool = Field(default=True, description="one unrecorded request per arm first",
                          json_schema_extra=cli(hidden=True))
 
@@ -144,6 +147,7 @@ class AbScenario(Scenario):
             bootstrap_seed=opts.bootstrap_seed,
             resamples=opts.resamples,
             labels={"family": "arm", "repeat": "round", "batch": "position of the arm in its round"},
+            slo=dict(opts.slo or {}),
         )
 
     async def run(self, writer: RunWriter, manifest: dict[str, Any], live: LiveStatus | None = None) -> int:

@@ -44,6 +44,7 @@ from loadproof.records import RequestRecord
 from loadproof.scenarios.constraints import ConstraintOptions
 from loadproof.scenarios.datasets import Columns
 from loadproof.scenarios.live import LiveStatus
+from loadproof.scenarios.load.slo import SLO_SYNTAX, Slo
 from loadproof.scenarios.long_context import EXACT_LENGTH, MetricsScenario, haystack_target
 from loadproof.scenarios.options import cli, idle_timeout_field, sample_interval_field
 from loadproof.scenarios.token_counts import PROBE_LINE
@@ -123,8 +124,17 @@ class SessionsOptions(ConstraintOptions):  # --tools, --tool-choice, --response-
     engine_kv_tokens: int | None = Field(default=None, ge=1, description="the engine's KV cache in tokens, for the "
                                          "bounded expectation (default: its /metrics cache_config_info; its startup "
                                          "log's 'KV cache size')")
+    cpu_tier_tokens: int | None = Field(default=None, ge=1, description="the engine's CPU tier for the KV cache in "
+                                        "tokens (`loadproof plan PROFILE` shows it), for the tokens the tier should "
+                                        "supply (docs/scenarios.md, sessions, A CPU tier)")
+    kv_bytes_per_token: int | None = Field(default=None, ge=1, description="bytes one token's KV takes (`loadproof "
+                                           "plan`), for each warm turn's transfer from the tier (with --h2d-gbps)")
+    h2d_gbps: float | None = Field(default=None, gt=0, description="the host-to-device bandwidth you measured, in "
+                                   "GB/s (1e9 bytes/s), for the transfer bound (with --kv-bytes-per-token)")
     seed: int = Field(default=731, description="seed of the filler and the think times")
     deadline_s: float = Field(default=600.0, gt=0, description="per-request deadline in seconds")
+    slo: Slo | None = Field(default=None, description=f"per-request SLOs: which requests are good, for goodput and "
+                            f"the energy and cost per good token: {SLO_SYNTAX}", json_schema_extra=cli(text=True))
     idle_timeout_s: float = idle_timeout_field()
     sample_interval_s: float = sample_interval_field()
 
@@ -134,6 +144,8 @@ class SessionsOptions(ConstraintOptions):  # --tools, --tool-choice, --response-
             raise ValueError("--tools FILE and --tool-definitions-tokens both define the tools: give one")
         if self.tool_turns > self.turns:
             raise ValueError(f"--tool-turns {self.tool_turns} is more than --turns {self.turns}")
+        if (self.kv_bytes_per_token is None) != (self.h2d_gbps is None):
+            raise ValueError("the transfer bound needs both --kv-bytes-per-token and --h2d-gbps")
         if self.prime_shared and not (self.system_tokens or self.tool_definitions_tokens or self.tools):
             raise ValueError("--prime-shared needs a shared prefix to send: --system-tokens N, "
                              "--tool-definitions-tokens N or --tools FILE")
@@ -314,7 +326,9 @@ class SessionsScenario(MetricsScenario):
                             tool_choice=opts.turn_choice(0) if opts.tool_turns else None,
                             tool_call_mode=("tools" if chat else "text") if opts.tool_turns else None,
                             shared_prefix_tokens=shared, prime_shared=opts.prime_shared, block_tokens=block,
-                            kv_cache_tokens=kv, kv_source=kv_source)
+                            kv_cache_tokens=kv, kv_source=kv_source, cpu_tier_tokens=opts.cpu_tier_tokens,
+                            kv_bytes_per_token=opts.kv_bytes_per_token, h2d_gbps=opts.h2d_gbps,
+                            slo=dict(opts.slo or {}))
         attach_plan(manifest, plan)
         writer.write_manifest(manifest)
         total = live.planned = opts.users * opts.turns

@@ -24,6 +24,7 @@ from loadproof.scenarios.base import Scenario, TokenCounter, TokenizerUse
 from loadproof.scenarios.constraints import ConstraintOptions, request_extra
 from loadproof.scenarios.demo import DemoSetup
 from loadproof.scenarios.live import LiveStatus
+from loadproof.scenarios.load.slo import SLO_SYNTAX, Slo
 from loadproof.scenarios.options import among, cli
 from loadproof.store.run_dir import RunWriter
 from loadproof.telemetry.server_metrics import MetricsScraper
@@ -41,6 +42,8 @@ class ThroughputOptions(ConstraintOptions):  # --tools, --response-format (scena
     seed: int = Field(default=731, description="sampling seed sent with every request")
     ignore_eos: bool = Field(default=False, description="generate exactly max_tokens")
     deadline_s: float | None = Field(default=None, gt=0, description="per-request deadline in seconds")
+    slo: Slo | None = Field(default=None, description=f"per-request SLOs: which requests are good, for goodput and "
+                            f"the energy and cost per good token: {SLO_SYNTAX}", json_schema_extra=cli(text=True))
     warmup: bool = Field(default=True, description="one unrecorded request first, so start-up costs are not measured",
                          json_schema_extra=cli(hidden=True))
 
@@ -91,7 +94,7 @@ class ThroughputScenario(Scenario):
         attach_plan(manifest, ThroughputPlan(
             families=opts.families, concurrency=opts.concurrency, max_tokens=opts.max_tokens,
             num_prompts=opts.num_prompts, repeats=opts.repeats, temperature=opts.temperature,
-            ignore_eos=opts.ignore_eos, seed=opts.seed))
+            ignore_eos=opts.ignore_eos, seed=opts.seed, slo=dict(opts.slo or {})))
         writer.write_manifest(manifest)
         live.planned = sum(len(w) for w in waves)
         failed = 0

