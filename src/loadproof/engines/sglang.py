@@ -22,6 +22,9 @@ SGLANG_METRICS: dict[str, str] = {
     "kv_cache_usage_perc": "sglang:token_usage",
     "prompt_tokens_total": "sglang:prompt_tokens_total",
     "generation_tokens_total": "sglang:generation_tokens_total",
+    # speculative decoding: gauges of the scheduler's last logging interval, not counters (metrics.spec_decode)
+    "spec_accept_length": "sglang:spec_accept_length",
+    "spec_accept_rate": "sglang:spec_accept_rate",
 }
 _KV_TOKENS = re.compile(r"KV Cache is allocated\. #tokens: ([\d,]+)")
 _SPEC_METHODS = {"eagle": "EAGLE", "eagle3": "EAGLE3", "mtp": "NEXTN", "ngram": "NGRAM", "draft_model": "STANDALONE"}

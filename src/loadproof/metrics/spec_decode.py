@@ -21,6 +21,12 @@ its start to the first at or after its end):
 
 The counters are the engine's, so the figures cover whatever it served in the window, ours and anyone
 else's. No drafts in the window (drafting off, or nothing decoded): no claims, never a zero.
+
+SGLang keeps no such counters: its /metrics carry two gauges, `sglang:spec_accept_length` (the mean accepted
+length, its own token included) and `sglang:spec_accept_rate`, each over the scheduler's last logging
+interval. Where a window has no counters, the first sample at or after its end that holds a gauge above 0
+gives `engine_accept_length` and `engine_accept_rate_pct`: the engine's word for its last interval, not a
+figure of the window (`spec_gauge_claims`).
 """
 
 from __future__ import annotations
@@ -70,6 +76,27 @@ def spec_window(samples: Sequence[EngineSample], start_ns: int, end_ns: int) -> 
         if positions else ()
     generated = b[GENERATED] - a[GENERATED] if GENERATED in a and GENERATED in b else None
     return SpecWindow(drafts, b[DRAFT_TOKENS] - a[DRAFT_TOKENS], b[ACCEPTED] - a[ACCEPTED], by_pos, generated)
+
+
+ENGINE_LENGTH, ENGINE_RATE = "spec_accept_length", "spec_accept_rate"  # SGLang's gauges
+
+
+def spec_gauge_claims(level: str, parts: dict[str, Any], samples: Sequence[EngineSample], end_ns: int) -> list[Claim]:
+    """`<level>.spec_decode.engine_accept_length` and `engine_accept_rate_pct` from an engine that reports gauges
+    instead of counters (SGLang), read at the first sample at or after `end_ns`; none where they are 0 or absent."""
+    after = sorted((s for s in samples if s.t_ns >= end_ns and s.values.get(ENGINE_LENGTH, 0.0) > 0),
+                   key=lambda s: s.t_ns)
+    if not after:
+        return []
+    values, base = after[0].values, f"{level}.spec_decode"
+    how = ("at the first /metrics sample at or after the window's end: the engine's mean over its last logging "
+           "interval (SGLang keeps no draft counters), not a figure of this window alone")
+    claims = [number(f"{base}.engine_accept_length", values[ENGINE_LENGTH], "tokens", f"sglang:spec_accept_length {how}",
+                     3, direction="higher", parts=parts)]
+    if values.get(ENGINE_RATE, 0.0) > 0:
+        claims.append(number(f"{base}.engine_accept_rate_pct", 100 * values[ENGINE_RATE], "%",
+                             f"sglang:spec_accept_rate x 100 {how}", 2, direction="higher", parts=parts))
+    return claims
 
 
 def spec_claims(level: str, parts: dict[str, Any], window: SpecWindow | None, what: str,

@@ -15,7 +15,7 @@ from loadproof.metrics.constraints import constraint_claims
 from loadproof.metrics.figures import BarPlot, Bars, Panel, Table
 from loadproof.metrics.load import slo_claims, span_s
 from loadproof.metrics.reasoning import reasoning_claims
-from loadproof.metrics.spec_decode import SpecWindow, spec_claims, spec_window
+from loadproof.metrics.spec_decode import SpecWindow, spec_claims, spec_gauge_claims, spec_window
 from loadproof.plans.throughput import ThroughputPlan
 from loadproof.records import RequestRecord
 from loadproof.rundir import EngineSample
@@ -112,9 +112,12 @@ def spec_decode_claims(records: Iterable[RequestRecord], samples: Sequence[Engin
     after another); none where the engine drafts nothing."""
     claims: list[Claim] = []
     started = level_started(records)
+    ends = level_ends(records)
     for (family, conc), window in level_spec_windows(records, samples).items():
-        claims += spec_claims("throughput.<family>.c<N>", {"family": family, "N": conc}, window,
-                              "the level's first send to its last end", started[(family, conc)])
+        parts = {"family": family, "N": conc}
+        claims += spec_claims("throughput.<family>.c<N>", parts, window, "the level's first send to its last end",
+                              started[(family, conc)]) if window is not None else \
+            spec_gauge_claims("throughput.<family>.c<N>", parts, samples, ends[(family, conc)])
     return claims
 
 
@@ -126,6 +129,16 @@ def level_started(records: Iterable[RequestRecord]) -> dict[tuple[str, int], int
         if record.scenario == "throughput" and record.send_ns and record.first_token_ns is not None:
             started[(record.family, record.concurrency)] += 1
     return started
+
+
+def level_ends(records: Iterable[RequestRecord]) -> dict[tuple[str, int], int]:
+    """Each (family, concurrency) level's last end."""
+    ends: dict[tuple[str, int], int] = {}
+    for record in records:
+        if record.scenario == "throughput" and record.send_ns:
+            key = (record.family, record.concurrency)
+            ends[key] = max(ends.get(key, 0), record.end_ns)
+    return ends
 
 
 def level_spec_windows(records: Iterable[RequestRecord],

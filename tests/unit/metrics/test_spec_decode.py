@@ -88,9 +88,9 @@ def load_run() -> Run:
                      samples=samples, events=test_load.EVENTS)
 
 
-def docs_runs(_tmp_path: Path) -> list[Run]:
-    """For the docs-formulas test: every spec_decode claim's pattern."""
-    return [throughput_run(), load_run()]
+def docs_runs(tmp_path: Path) -> list[Run]:
+    """For the docs-formulas test: every spec_decode claim's pattern (SGLang's gauges too)."""
+    return [throughput_run(), load_run(), *docs_runs_sglang(tmp_path)]
 
 
 def test_each_throughput_level_and_a_load_run_get_their_own_window():
@@ -145,3 +145,44 @@ def test_a_load_run_plots_its_acceptance_over_time():
     (panel,) = figures(run, load_plan(run), [])
     assert panel.series[0].points == [(2.0, pytest.approx(50.0)), (4.0, pytest.approx(100.0))]
     assert figures(load_run(), load_plan(load_run()), []) == []  # one window only: no line to draw
+
+
+SGLANG_EXPOSITION = """# HELP sglang:spec_accept_length The average acceptance length of speculative decoding.
+# TYPE sglang:spec_accept_length gauge
+sglang:spec_accept_length{model_name="meta-llama/Llama-3.1-8B-Instruct"} 2.9
+# HELP sglang:spec_accept_rate The average acceptance rate of speculative decoding.
+# TYPE sglang:spec_accept_rate gauge
+sglang:spec_accept_rate{model_name="meta-llama/Llama-3.1-8B-Instruct"} 0.27
+# TYPE sglang:generation_tokens_total counter
+sglang:generation_tokens_total{model_name="meta-llama/Llama-3.1-8B-Instruct"} 7.557572e+06
+"""
+
+
+def sglang_run(after_end: list[dict]) -> Run:
+    """The throughput run's records with SGLang's gauges instead of vLLM's counters."""
+    tp = throughput_run()
+    return rv.run_of(Path("throughput-sglang"), {"run_id": "throughput-sglang", "scenario": "throughput",
+                                                  "plan": msgspec.to_builtins(tp.manifest.plan)},
+                     tp.records, samples=after_end)
+
+
+def test_sglangs_gauges_are_its_word_for_its_last_interval_not_a_window():
+    from loadproof.engines.sglang import SGLANG_METRICS
+
+    values = parse_metrics(SGLANG_EXPOSITION, SGLANG_METRICS)
+    assert values["spec_accept_length"] == 2.9 and values["spec_accept_rate"] == 0.27
+    # a sample after each level: c1 ends at 2.0 s, c4 at 13.3 s
+    got = {c.name: c.value for c in compute_claims(sglang_run([{"t_ns": 5 * S, "values": values},
+                                                               {"t_ns": 15 * S, "values": dict(values, spec_accept_length=3.5)}]))}
+    assert got["throughput.english.c1.spec_decode.engine_accept_length"] == 2.9
+    assert got["throughput.english.c1.spec_decode.engine_accept_rate_pct"] == pytest.approx(27.0)
+    assert got["throughput.english.c4.spec_decode.engine_accept_length"] == 3.5
+    assert not any(name.endswith("acceptance_pct") for name in got)  # no counters: no window figures
+    off = {c.name for c in compute_claims(sglang_run([{"t_ns": 15 * S, "values": dict(values, spec_accept_length=0.0)}]))}
+    assert not any("spec_decode" in name for name in off)  # drafting off reports 0: no claim, never a zero
+
+
+def docs_runs_sglang(_tmp_path: Path) -> list[Run]:
+    from loadproof.engines.sglang import SGLANG_METRICS
+
+    return [sglang_run([{"t_ns": 15 * S, "values": parse_metrics(SGLANG_EXPOSITION, SGLANG_METRICS)}])]
