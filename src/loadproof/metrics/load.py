@@ -22,7 +22,7 @@ from loadproof.metrics.distribution import PERCENTILES, STATS, percentile, summa
 from loadproof.metrics.engine_agreement import ENGINE_SOURCES
 from loadproof.metrics.figures import LinePlot, Panel, Series
 from loadproof.metrics.reasoning import reasoning_claims
-from loadproof.metrics.spec_decode import spec_claims, spec_gauge_claims, spec_window
+from loadproof.metrics.spec_decode import spec_claims, spec_gauge_claims, spec_window, unavailable_claims
 from loadproof.plans.load import LoadPlan
 from loadproof.records import RequestRecord
 from loadproof.rundir import EngineSample, Event
@@ -152,10 +152,10 @@ def claims_of_run(run: Any, plan: LoadPlan) -> list[Claim]:
     records = load_records(run.records)
     start = schedule_start_ns(records, run.events)
     drafts = spec_window(run.samples, start, max(r.end_ns for r in records)) if records and start is not None else None
-    return (load_claims(records, plan, run.events, run.samples)
-            + (spec_claims("load", {}, drafts, "the schedule's start to the last response's end",
-                           sum(r.first_token_ns is not None for r in records)) if drafts is not None or not records
-               else spec_gauge_claims("load", {}, run.samples, max(r.end_ns for r in records)))
+    spec = (spec_claims("load", {}, drafts, "the schedule's start to the last response's end",
+                        sum(r.first_token_ns is not None for r in records)) if drafts is not None or not records
+            else spec_gauge_claims("load", {}, run.samples, max(r.end_ns for r in records)))
+    return (load_claims(records, plan, run.events, run.samples) + spec + unavailable_claims(run, spec)
             + constraint_claims("load", records, run.manifest.options))
 
 

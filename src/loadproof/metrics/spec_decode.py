@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from loadproof.metrics.claims import Claim, count, number
+from loadproof.metrics.claims import Claim, count, fact, number
 from loadproof.rundir import EngineSample
 
 DRAFTS = "spec_decode_num_drafts_total"
@@ -97,6 +97,21 @@ def spec_gauge_claims(level: str, parts: dict[str, Any], samples: Sequence[Engin
         claims.append(number(f"{base}.engine_accept_rate_pct", 100 * values[ENGINE_RATE], "%",
                              f"sglang:spec_accept_rate x 100 {how}", 2, direction="higher", parts=parts))
     return claims
+
+
+def unavailable_claims(run: Any, claims: Sequence[Claim]) -> list[Claim]:
+    """`spec_decode.unavailable` where the run's profile asks for drafts and `claims`, a scenario's draft figures
+    (throughput's, load's), are none: the engine's /metrics showed neither vLLM's counters nor SGLang's gauges.
+    Why, never a zero."""
+    profile = run.manifest.profile or {}
+    method = (profile.get("speculative") or {}).get("method") if isinstance(profile, dict) else None
+    if method is None or any(".spec_decode." in c.name for c in claims) or not run.records:
+        return []
+    seen = "no /metrics samples around the run" if not run.samples else (
+        "the engine's /metrics show no draft counters (vLLM's spec_decode_num_drafts_total and the rest) and no "
+        "acceptance gauge above 0 (SGLang's spec_accept_length) around the run")
+    return [fact("spec_decode.unavailable", f"the profile asks for {method} drafts, but {seen}",
+                 "why this run has no speculative-decoding figures though its profile drafts")]
 
 
 def spec_claims(level: str, parts: dict[str, Any], window: SpecWindow | None, what: str,

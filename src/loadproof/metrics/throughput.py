@@ -15,7 +15,7 @@ from loadproof.metrics.constraints import constraint_claims
 from loadproof.metrics.figures import BarPlot, Bars, Panel, Table
 from loadproof.metrics.load import slo_claims, span_s
 from loadproof.metrics.reasoning import reasoning_claims
-from loadproof.metrics.spec_decode import SpecWindow, spec_claims, spec_gauge_claims, spec_window
+from loadproof.metrics.spec_decode import SpecWindow, spec_claims, spec_gauge_claims, spec_window, unavailable_claims
 from loadproof.plans.throughput import ThroughputPlan
 from loadproof.records import RequestRecord
 from loadproof.rundir import EngineSample
@@ -101,7 +101,8 @@ def throughput_claims(records: Iterable[RequestRecord]) -> list[Claim]:
 def claims_of_run(run, plan) -> list[Claim]:
     """The claims are pure functions of the records (a run splits by `repeat` for compare); the plan
     (families, concurrency, settings) only says what was asked."""
-    return (throughput_claims(run.records) + spec_decode_claims(run.records, run.samples)
+    drafts = spec_decode_claims(run.records, run.samples)
+    return (throughput_claims(run.records) + drafts + unavailable_claims(run, drafts)
             + constraint_claims("throughput", run.records, run.manifest.options)
             + slo_claims(run.records, getattr(plan, "slo", {}), span_s(run.records), "throughput"))
 

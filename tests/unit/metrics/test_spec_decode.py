@@ -90,7 +90,7 @@ def load_run() -> Run:
 
 def docs_runs(tmp_path: Path) -> list[Run]:
     """For the docs-formulas test: every spec_decode claim's pattern (SGLang's gauges too)."""
-    return [throughput_run(), load_run(), *docs_runs_sglang(tmp_path)]
+    return [throughput_run(), load_run(), *docs_runs_sglang(tmp_path), *docs_runs_unavailable(tmp_path)]
 
 
 def test_each_throughput_level_and_a_load_run_get_their_own_window():
@@ -186,3 +186,25 @@ def docs_runs_sglang(_tmp_path: Path) -> list[Run]:
     from loadproof.engines.sglang import SGLANG_METRICS
 
     return [sglang_run([{"t_ns": 15 * S, "values": parse_metrics(SGLANG_EXPOSITION, SGLANG_METRICS)}])]
+
+
+def test_a_drafting_profile_without_the_engines_counters_says_why():
+    tp = throughput_run()
+    drafting = {"name": "p", "engine": "vllm", "speculative": {"method": "ngram", "draft_tokens": 3}}
+    manifest = {"run_id": "t", "scenario": "throughput", "plan": msgspec.to_builtins(tp.manifest.plan),
+                "profile": drafting}
+    bare = rv.run_of(Path("t"), manifest, tp.records, samples=[{"t_ns": 0, "values": {"generation_tokens_total": 1.0}},
+                                                              {"t_ns": 30 * S, "values": {"generation_tokens_total": 9.0}}])
+    got = {c.name: c.value for c in compute_claims(bare)}
+    assert "ngram drafts" in got["spec_decode.unavailable"] and "no draft counters" in got["spec_decode.unavailable"]
+    counted = rv.run_of(Path("t"), manifest, tp.records, samples=[msgspec.to_builtins(s) for s in tp.samples])
+    assert "spec_decode.unavailable" not in {c.name for c in compute_claims(counted)}  # the counters were there
+    plain = rv.run_of(Path("t"), dict(manifest, profile={"name": "p", "engine": "vllm"}), tp.records)
+    assert "spec_decode.unavailable" not in {c.name for c in compute_claims(plain)}  # nothing asked: nothing said
+
+
+def docs_runs_unavailable(_tmp_path: Path) -> list[Run]:
+    tp = throughput_run()
+    return [rv.run_of(Path("t"), {"run_id": "t", "scenario": "throughput", "plan": msgspec.to_builtins(tp.manifest.plan),
+                                  "profile": {"name": "p", "engine": "vllm", "speculative": {"method": "ngram"}}},
+                      tp.records)]
