@@ -19,6 +19,8 @@
 #   offload-start  stop the spec engines; measure the host-to-device bandwidth (pinned 1 GiB copies); serve
 #                  Gemma 3 270M with 0.25 GiB of GPU KV and a 4 GiB CPU tier on :8000 (gemma-270m-offload.toml)
 #                  and its twin without the tier on :8001 (gemma-270m-recompute.toml)
+#   selfdraft      serve Gemma 3 270M drafting with itself (vLLM's draft_model method, 3 tokens) on :8000 and run
+#                  throughput on it at temperature 0 (the draft is the target: acceptance should be about 100%)
 #   offload-runs   16 two-turn sessions of 2,000 tokens (twice the GPU cache, a seventh of the tier), tier and
 #                  recompute interleaved, 3 of each (ABAB)
 # On the two-GPU machine (issue 10: the reference topology's pipeline half, scripts/gpu/deepseek-pp2.toml):
@@ -303,6 +305,18 @@ offload-runs)
     done
   done
   cp /tmp/serve-offload.log /tmp/serve-recompute.log $RUNS/ 2>/dev/null
+  ;;
+selfdraft)
+  TOK=/tmp/staged/gemma3-270m-bf16/tokenizer.json
+  say "serve Gemma 3 270M drafting with itself on :8000"
+  setsid $LP serve scripts/gpu/gemma-270m-selfdraft.toml --port 8000 --probe-interval-s 3600 >/tmp/serve-selfdraft.log 2>&1 < /dev/null &
+  for _ in $(seq 1 ${READY_S:-300}); do curl -sf $URL/v1/models >/dev/null && break; sleep 1; done
+  curl -sf $URL/v1/models >/dev/null && say "ready" || { say "not ready"; tail -8 /tmp/serve-selfdraft.log; grep -h "Error\|error" ~/.cache/loadproof/logs/engine-*.log | tail -5; exit 1; }
+  grep -h "speculative\|draft" ~/.cache/loadproof/logs/engine-*.log | head -5
+  $LP run throughput --url $URL --profile scripts/gpu/gemma-270m-selfdraft.toml --tokenizer $TOK --families edit,code \
+    --concurrency 1,4 --num-prompts 4 --max-tokens 128 --slo ttft=200ms,tpot=20ms --price-per-gpu-hour "${PRICE:-3.5}" \
+    --out $RUNS/selfdraft 2>&1 | grep -E "spec_decode\.(acceptance_pct|mean_accepted)|claims:|error" | head -12
+  cp /tmp/serve-selfdraft.log $RUNS/ 2>/dev/null
   ;;
 wait)
   wait_bg
