@@ -65,7 +65,8 @@ SCENARIOS: dict[str, Entry] = {
     "load": Entry("loadproof.scenarios.load.scenario:LoadScenario", "loadproof.plans.load:LoadPlan",
                   "loadproof.metrics.load:claims_of_run", figures="loadproof.metrics.load:figures",
                   demo="loadproof.scenarios.load.scenario:demo",
-                  text_fields={"arrival": "name", "endpoint": "name", **_LENGTHS, **_OVERHEAD, **_DATASET}),
+                  text_fields={"arrival": "name", "endpoint": "name", "model_mix.*.model": "name", **_LENGTHS,
+                               **_OVERHEAD, **_DATASET}),
     "replay": _entry("replay", "ReplayScenario", "ReplayPlan", figures=True, text_fields={
         "trace": "path", "format": "name", "sha256": "name", "endpoint": "name", "kv_source": "name", **_OVERHEAD}),
     "sessions": _entry("sessions", "SessionsScenario", "SessionsPlan", figures=True, text_fields={

@@ -67,6 +67,7 @@ class RequestRecord(msgspec.Struct, kw_only=True):
     planned_input_tokens: int | None = None  # the prompt length it was built to, the engine's overhead included
     planned_output_tokens: int | None = None  # max_tokens asked
     worker: int = 0  # which load-generating process sent it
+    model: str = ""  # the model (or adapter) the body asked for, where the scenario records it (load)
     output_text: str = ""  # the answer (reasoning apart, in reasoning_text)
     # reasoning models, tool calls, checked answers (None, empty: none streamed or not checked)
     first_answer_ns: int | None = None

@@ -77,3 +77,26 @@ def test_an_interrupted_load_run_keeps_every_finished_request(tmp_path: Path):
     assert reported.returncode == 0, reported.stderr[-2000:]
     claims = {c["name"]: c["value"] for c in json.loads((run / "claims.json").read_text())["claims"]}
     assert claims["load.schedule_completed"] is False and claims["load.requests"] == len(records)
+
+
+def test_a_model_mix_sends_each_request_to_its_drawn_model_and_claims_each(tmp_path: Path):
+    """The simulator lists two adapters beside its model, as vLLM lists --lora-modules: a 0.5/0.3/0.2 mix over
+    them sends each request's body to its drawn model and claims each model's figures; a name it does not list
+    is one line before anything is sent."""
+    with SimProcess(tmp_path / "sim.log", config={"time_scale": 10.0, "lora_modules": ["adapter-a", "adapter-b"]}) as sim:
+        code, claims, run = run_scenario(sim, tmp_path, "load", "--rate", "40", "-n", "60", "--input-tokens", "64",
+                                         "--output-tokens", "8", "--model-mix", "sim=0.5,adapter-a=0.3,adapter-b=0.2",
+                                         "--slo", "ttft=5s")
+        bad = subprocess.run([sys.executable, "-m", "loadproof", "run", "load", "--url", sim.url, "--rate", "5", "-n",
+                              "5", "--model-mix", "sim=1,adapter-c=1", "--out", str(tmp_path / "bad")],
+                             capture_output=True, text=True, timeout=120)
+    assert code == 0, claims
+    value = {name: c["value"] for name, c in claims.items()}
+    counts = {m: value[f"load.model.{m}.requests"] for m in ("sim", "adapter-a", "adapter-b")}
+    assert sum(counts.values()) == 60 and all(n > 0 for n in counts.values()), counts
+    records = [json.loads(line) for line in (run / "requests.jsonl").read_text().splitlines()]
+    assert {r["model"] for r in records} == {"sim", "adapter-a", "adapter-b"}
+    assert all(value[f"load.model.{m}.failed_requests"] == 0 for m in counts)
+    assert bad.returncode == 2 and "adapter-c" in bad.stderr and "Traceback" not in bad.stderr
+    assert len(bad.stderr.strip().splitlines()) == 1, bad.stderr
+    assert not (tmp_path / "bad").exists() or not any((tmp_path / "bad").rglob("requests.jsonl"))

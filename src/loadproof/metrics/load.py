@@ -9,6 +9,11 @@ check otherwise, as vLLM's goodput); E2EL send to the last token-bearing chunk; 
 every SLO (value <= target); goodput good requests / duration, where the duration runs from the
 schedule's start to the end of the last response (vLLM: benchmark start to the last completion).
 Failed, timed-out and cancelled requests are never good and never dropped from the count of all.
+
+With a model mix (`--model-mix`), each model's or adapter's figures (`model_claims`) come from the records
+that asked for it (`RequestRecord.model`): its share of the records, failures, TTFT and TPOT p50 and p99
+over its successful requests, its output tokens / the run's duration, and with an SLO its good requests and
+attainment over its records.
 """
 
 from __future__ import annotations
@@ -199,6 +204,7 @@ def load_claims(records: list[RequestRecord], plan: LoadPlan, events: list[Event
     claims += length_claims(ok, plan)
     claims += latency_claims(records)
     claims += slo_claims(records, plan.slo, duration_s)
+    claims += model_claims(records, plan, duration_s)  # --model-mix
     claims += client_limited_claims(records, plan)
     claims += reasoning_claims("load", records)
     claims += engine_claims(samples, t0, end_ns)
@@ -265,6 +271,46 @@ def slo_claims(records: list[RequestRecord], slo: dict[str, float], duration_s: 
         claims.append(number(f"{scenario}.slo.<slo>.met_pct", 100 * met / len(records), "%",
                              f"requests meeting {key} <= target ({SLO_DEFINITIONS.get(key, key)}) / every request "
                              "sent x 100", 2, direction="higher", parts={"slo": key}))
+    return claims
+
+
+MODEL_STATS = ("p50", "p99")
+
+
+def model_claims(records: list[RequestRecord], plan: LoadPlan, duration_s: float) -> list[Claim]:
+    """`load.model.<model>.*` for each model of `plan.model_mix`; none without a mix."""
+    claims: list[Claim] = []
+    for mixed in getattr(plan, "model_mix", ()):  # a replay's plan (which shares these claims) has none
+        rows = [r for r in records if r.model == mixed.model]
+        ok = [r for r in rows if succeeded(r)]
+        parts = {"model": mixed.model}
+        claims += [
+            count("load.model.<model>.requests", len(rows), "requests", "records whose body asked for this model",
+                  direction="neither", parts=parts),
+            number("load.model.<model>.share_pct", 100 * len(rows) / len(records) if records else 0.0, "%",
+                   "this model's records / every record x 100 (the mix's weight, as drawn)", 2, direction="neither",
+                   parts=parts),
+            count("load.model.<model>.failed_requests", len(rows) - len(ok), "requests", "this model's records that "
+                  "failed, timed out, were cancelled or got no token", direction="lower", parts=parts),
+        ]
+        for name, values in (("ttft_s", [(r.first_token_ns - r.send_ns) / NS_PER_S for r in ok]),  # type: ignore[operator]
+                             ("tpot_s", [t / NS_PER_S for t in map(tpot_ns, ok) if t is not None])):
+            summary = summarize(values)
+            for stat in MODEL_STATS if summary is not None else ():
+                claims.append(number(f"load.model.<model>.{name}.<stat>", summary.stat(stat), "s",  # type: ignore[union-attr]
+                                     f"{stat} of {'t_first_token - t_send' if name == 'ttft_s' else 'TPOT'} over this "
+                                     f"model's successful requests ({summary.method})", 4, direction="lower",  # type: ignore[union-attr]
+                                     parts={**parts, "stat": stat}))
+        if duration_s > 0:
+            claims.append(number("load.model.<model>.output_tokens_per_s", sum(r.output_tokens or 0 for r in ok)
+                                 / duration_s, "tokens/s", "sum of usage.completion_tokens of this model's successful "
+                                 "requests / the run's duration (load.duration_s)", 1, direction="higher", parts=parts))
+        if plan.slo and rows:
+            good = sum(meets(slo_values(r), plan.slo) for r in rows)
+            claims += [count("load.model.<model>.good_requests", good, "requests", "this model's requests that "
+                             "succeeded and met every SLO", direction="higher", parts=parts),
+                       number("load.model.<model>.slo_attainment_pct", 100 * good / len(rows), "%", "this model's "
+                              "good requests / its records x 100", 2, direction="higher", parts=parts)]
     return claims
 
 

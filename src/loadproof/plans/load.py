@@ -31,6 +31,13 @@ class LoadLengths(msgspec.Struct, kw_only=True):
     text: str = ""
 
 
+class MixedModel(msgspec.Struct, kw_only=True):
+    """One model of a `--model-mix`, with its relative weight."""
+
+    model: str
+    weight: float
+
+
 class LoadPlan(Plan, kw_only=True):
     arrival: str  # poisson | constant | gamma
     rate_rps: float | None = None  # None: stages, or all at once
@@ -62,6 +69,7 @@ class LoadPlan(Plan, kw_only=True):
     overhead_source: str | None = None
     haystack_additive: bool | None = None
     dataset: DatasetRef | None = None  # --dataset: the user's data set instead of synthetic prompts
+    model_mix: list[MixedModel] = []  # --model-mix: each model's weight; each request's model is in its record
 
     @property
     def rate_text(self) -> str:
@@ -77,4 +85,5 @@ class LoadPlan(Plan, kw_only=True):
                 "num_requests": self.num_requests, "duration_s": self.duration_s,
                 "input_tokens": self.input_tokens.text, "output_tokens": self.output_tokens.text,
                 "shared_prefix_tokens": self.shared_prefix_tokens, "ignore_eos": self.ignore_eos,
-                **({"dataset": self.dataset.key()} if self.dataset is not None else {})}
+                **({"dataset": self.dataset.key()} if self.dataset is not None else {}),
+                **({"model_mix": {m.model: m.weight for m in self.model_mix}} if self.model_mix else {})}

@@ -64,6 +64,7 @@ MANIFEST_FIELDS = {
 }
 REQUEST_FIELDS = {
     "request_id": NAME, "endpoint": NAME, "scenario": NAME, "family": NAME, "prompt_id": NAME, "error_kind": NAME,
+    "model": NAME,
     "finish_reason": NAME, "error_message": TEXT, "output_text": PLANTED, "reasoning_text": PLANTED,
     "tool_calls.*.name": NAME, "tool_calls.*.id": NAME, "tool_calls.*.arguments": PLANTED,
     "output_invalid_reason": TEXT,

@@ -45,6 +45,7 @@ class Served:
     version: str | None = None
     tokenizes: bool = False
     tokenize_error: str | None = None
+    models: tuple[str, ...] = ()  # every id /v1/models listed (a base model, its LoRA adapters, other models)
 
 
 @dataclass(frozen=True)
@@ -145,7 +146,7 @@ class Target:
             model = names[0]
         length = entries[names.index(model)].get("max_model_len")
         served = Served(max_model_len=length if isinstance(length, int) and not isinstance(length, bool) else None,
-                        version=self._version())
+                        version=self._version(), models=tuple(names))
         resolved = replace(self, model=model, served=served)
         if tokenize and self.tokenizer_path is None:
             resolved = replace(resolved, served=replace(served, **resolved._probe_tokenize()))

@@ -153,6 +153,8 @@ class FaultConfig(StrictModel):
 
 class SimConfig(StrictModel):
     model: str = "sim"
+    lora_modules: list[str] = Field(default_factory=list, description="LoRA adapters listed at /v1/models beside "
+                                    "the model, as vLLM's --lora-modules lists them, and served as the model is")
     max_model_len: int = Field(default=32_768, ge=16)
     block_size: int = Field(default=16, ge=1)
     num_gpu_blocks: int = Field(default=8_192, ge=1, description="KV budget in blocks of block_size tokens")

@@ -177,9 +177,10 @@ class SimServer:
         return JSONResponse({"version": f"loadproof-sim {__version__}"})
 
     async def models(self, request: Request) -> Response:
-        return JSONResponse({"object": "list", "data": [{"id": self.config.model, "object": "model",
-                                                          "owned_by": "loadproof-sim",
-                                                          "max_model_len": self.config.max_model_len}]})
+        base = {"id": self.config.model, "object": "model", "owned_by": "loadproof-sim",
+                "max_model_len": self.config.max_model_len}
+        adapters = [dict(base, id=name, parent=self.config.model) for name in self.config.lora_modules]
+        return JSONResponse({"object": "list", "data": [base, *adapters]})
 
     async def tokenize(self, request: Request) -> Response:
         body = await _json_body(request)
@@ -244,7 +245,7 @@ class SimServer:
         fault = self._request_fault()
         if fault is not None:
             return fault
-        if body.get("model") not in (None, self.config.model):
+        if body.get("model") not in (None, self.config.model, *self.config.lora_modules):
             return _error(404, f"The model `{body.get('model')}` does not exist.")
         if text.count_tokens(prompt) >= self.config.max_model_len:
             return _error(400, f"This model's maximum context length is {self.config.max_model_len} tokens; "

@@ -26,7 +26,7 @@ DATASET_LENGTHS = LoadLengths(kind="dataset", a=0, text="dataset")  # the plan's
 
 
 def dataset_requests(opts: LoadOptions, offsets: list[float], hs: HaystackTarget, max_model_len: int | None,
-                     say: Callable[[str], None]) -> tuple[LoadPlan, list[Planned]]:
+                     say: Callable[[str], None], models: list[str] | None = None) -> tuple[LoadPlan, list[Planned]]:
     """The load plan and every request, each a row of the data set, sent at the schedule's offsets."""
     assert opts.dataset is not None
     target, builder = hs.target, hs.builder
@@ -76,11 +76,12 @@ def dataset_requests(opts: LoadOptions, offsets: list[float], hs: HaystackTarget
             text = ""
         else:
             text = item.text()
-        body = request_body(target.endpoint, target.model, text, max_tokens=out, temperature=0.0,
+        model = models[k] if models else ""  # --model-mix: the drawn model, else the target's
+        body = request_body(target.endpoint, model or target.model, text, max_tokens=out, temperature=0.0,
                             ignore_eos=opts.ignore_eos, extra=extra)
         request = RequestSpec(request_id=f"load-{k:07d}", endpoint=target.endpoint, body=body,
                               deadline_s=opts.deadline_s)
-        requests.append(Planned(k, round(offset * NS_PER_S), request, inputs, out))
+        requests.append(Planned(k, round(offset * NS_PER_S), request, inputs, out, model))
     ref = DatasetRef(path=str(opts.dataset), format=sel.format, files=sel.files, sha256=sel.sha256,
                      columns=dict(opts.dataset_columns), sample=opts.dataset_sample, seed=opts.seed,
                      repeat=opts.dataset_repeat, min_input_tokens=opts.dataset_min_input_tokens,

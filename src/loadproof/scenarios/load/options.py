@@ -22,6 +22,7 @@ from loadproof.scenarios.load.slo import SLO_SYNTAX, Slo
 from loadproof.scenarios.options import SAMPLING_OFF, cli
 from loadproof.workloads.arrivals import (ALL_AT_ONCE, ARRIVALS, MAX_PLANNED_REQUESTS, RATE_SYNTAX, ArrivalSpec,
                                           RequestRate, Stage, parse_rate, parse_stages, rate_text)
+from loadproof.workloads.model_mix import MIX_SYNTAX, mix_text, parse_mix
 from loadproof.workloads.synthetic import LENGTHS_SYNTAX, Lengths, parse_lengths
 
 # a rate, parsed once (`parse_rate`); stored as it is typed: "inf" for ALL_AT_ONCE, else the number
@@ -30,6 +31,7 @@ Rate = Annotated[RequestRate, PlainValidator(parse_rate),
 Stages = Annotated[tuple[Stage, ...], BeforeValidator(parse_stages),
                    PlainSerializer(lambda v: ",".join(str(s) for s in v))]
 TokenLengths = Annotated[Lengths, BeforeValidator(parse_lengths), PlainSerializer(str)]
+ModelMix = Annotated[dict[str, float], BeforeValidator(parse_mix), PlainSerializer(mix_text)]
 SearchResolution = Annotated[Resolution, BeforeValidator(parse_resolution), PlainSerializer(str)]
 
 SWEEP_SYNTAX = "auto, or rates in requests/s separated by commas, e.g. 1,2,4,8"
@@ -103,6 +105,9 @@ class LoadOptions(DatasetOptions, ConstraintOptions):  # --dataset FILE (scenari
                              "model stop)")
     slo: Slo | None = Field(default=None, description=f"per-request SLOs for goodput: {SLO_SYNTAX}",
                             json_schema_extra=cli(text=True))
+    model_mix: ModelMix | None = Field(default=None, description="which model or LoRA adapter each request asks "
+                                       f"for, drawn per request with the seed in proportion to the weights: "
+                                       f"{MIX_SYNTAX}", json_schema_extra=cli(text=True))
     deadline_s: float = Field(default=600.0, gt=0, description="per-request deadline in seconds (a request past it "
                               "fails as timed out)")
     sample_interval_s: float = Field(default=1.0, ge=0, description=SAMPLING_OFF)

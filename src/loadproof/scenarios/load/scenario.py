@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from loadproof.plans import attach_plan
-from loadproof.plans.load import LoadPlan
+from loadproof.errors import UsageError
+from loadproof.plans.load import LoadPlan, MixedModel
 from loadproof.scenarios.base import Setup
 from loadproof.scenarios.demo import DemoSetup
 from loadproof.scenarios.live import LiveStatus
@@ -32,6 +33,7 @@ from loadproof.scenarios.recording import Console, Outcome, run_once
 from loadproof.scenarios.target import Target
 from loadproof.scenarios.token_counts import PROBE_LINE
 from loadproof.store.run_dir import RunWriter
+from loadproof.workloads.model_mix import draw_models
 
 
 class LoadScenario(MetricsScenario):
@@ -45,6 +47,8 @@ class LoadScenario(MetricsScenario):
     @classmethod
     def perform(cls, setup: Setup, console: Console) -> None:
         """One run; or, with --sweep, one run per rate; or, with --search rate, the highest rate meeting the SLO."""
+        if setup.options.model_mix:  # a model the target does not list: one line before any run directory
+            check_mix(setup.options.model_mix, setup.target)
         if setup.options.sweep is not None:
             sweep_command(setup, console, run_load)
         elif setup.options.search is not None:
@@ -58,9 +62,14 @@ class LoadScenario(MetricsScenario):
         offsets = schedule_offsets(opts)
         max_model_len = self.target.max_model_len
         hs = haystack_target(self.target, opts.seed, PROBE_LINE)  # its prompts end with a line's newline
+        models = mixed_models(opts.model_mix, opts.seed, self.target, len(offsets)) if opts.model_mix else None
         if opts.dataset is not None:  # the user's data set instead of synthetic prompts
-            return dataset_requests(opts, offsets, hs, max_model_len, self.status)
-        return synthetic_requests(opts, offsets, hs, max_model_len)
+            plan, requests = dataset_requests(opts, offsets, hs, max_model_len, self.status, models)
+        else:
+            plan, requests = synthetic_requests(opts, offsets, hs, max_model_len, models)
+        if opts.model_mix:
+            plan.model_mix = [MixedModel(model=name, weight=weight) for name, weight in opts.model_mix.items()]
+        return plan, requests
 
     async def run(self, writer: RunWriter, manifest: dict[str, Any], live: LiveStatus | None = None) -> None:
         opts = self.options
@@ -89,6 +98,21 @@ class LoadScenario(MetricsScenario):
     def family(self) -> str:
         """What the prompts are, as each record says: `dataset` with --dataset, else `synthetic`."""
         return "dataset" if self.options.dataset else "synthetic"
+
+
+def check_mix(mix: dict[str, float], target: Target) -> None:
+    """A model of `--model-mix` the target does not list at /v1/models is one line (UsageError)."""
+    served = target.served.models
+    unknown = [name for name in mix if served and name not in served]
+    if unknown:
+        raise UsageError(f"--model-mix names {', '.join(map(repr, unknown))}, which {target.url} does not serve; "
+                         f"/v1/models lists: {', '.join(served)}")
+
+
+def mixed_models(mix: dict[str, float], seed: int, target: Target, n: int) -> list[str]:
+    """`--model-mix`: each of the n requests' model, drawn with the seed, each checked against /v1/models."""
+    check_mix(mix, target)
+    return draw_models(mix, n, seed)
 
 
 def run_load(target: Target, options: LoadOptions, out: Path, console: Console,

@@ -29,6 +29,7 @@ class Planned:
     spec: RequestSpec
     input_tokens: int
     output_tokens: int
+    model: str = ""  # --model-mix: the model its body asks for ("": the target's, not recorded)
 
 
 def schedule_offsets(opts: LoadOptions) -> list[float]:

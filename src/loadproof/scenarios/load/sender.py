@@ -83,7 +83,8 @@ class OpenLoop:
                                        scenario=self.scenario, family=self.family, prompt_id=f"r{item.index}",
                                        concurrency=cap, batch=item.index, intended_send_ns=target,
                                        dispatch_ns=clock(), planned_input_tokens=item.input_tokens,
-                                       planned_output_tokens=item.output_tokens, worker=self.worker)
+                                       planned_output_tokens=item.output_tokens, worker=self.worker,
+                                       model=item.model)
                 task = create(self._one(item.spec, record, sem))
                 pending.add(task)
                 task.add_done_callback(done)

@@ -18,8 +18,8 @@ from loadproof.units import NS_PER_S
 from loadproof.workloads.synthetic import SyntheticPrompts, draw_lengths
 
 
-def synthetic_requests(opts: LoadOptions, offsets: list[float], hs: HaystackTarget,
-                       max_model_len: int | None) -> tuple[LoadPlan, list[Planned]]:
+def synthetic_requests(opts: LoadOptions, offsets: list[float], hs: HaystackTarget, max_model_len: int | None,
+                       models: list[str] | None = None) -> tuple[LoadPlan, list[Planned]]:
     """The plan and every request: lengths drawn from the seed (clamped to the served context), prompts
     built to them exactly."""
     target = hs.target
@@ -46,11 +46,12 @@ def synthetic_requests(opts: LoadOptions, offsets: list[float], hs: HaystackTarg
     requests = []
     extra = request_extra(opts, target)
     for k, (offset, text, length, out) in enumerate(zip(offsets, texts, built, outputs)):
-        body = request_body(target.endpoint, target.model, text, max_tokens=out, temperature=0.0,
+        model = models[k] if models else ""  # --model-mix: the drawn model, else the target's
+        body = request_body(target.endpoint, model or target.model, text, max_tokens=out, temperature=0.0,
                             ignore_eos=opts.ignore_eos, extra=extra)
         spec = RequestSpec(request_id=f"load-{k:07d}", endpoint=target.endpoint, body=body,
                            deadline_s=opts.deadline_s)
-        requests.append(Planned(k, round(offset * NS_PER_S), spec, length, out))
+        requests.append(Planned(k, round(offset * NS_PER_S), spec, length, out, model))
     plan = load_plan(opts, offsets, hs, max_model_len, input_tokens=lengths_of(opts.input_tokens),
                      shared_prefix_tokens=opts.shared_prefix_tokens, clamped=clamped)
     return plan, requests

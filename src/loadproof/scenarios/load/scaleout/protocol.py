@@ -40,6 +40,7 @@ class JobRequest(msgspec.Struct, array_like=True):
     deadline_s: float | None
     input_tokens: int
     output_tokens: int
+    model: str = ""  # --model-mix: the model its body asks for (the record keeps it)
 
 
 class WorkerJob(msgspec.Struct, kw_only=True):
@@ -74,7 +75,7 @@ def job_of(worker: int, url: str, requests: list[Planned], cap: int | None, pare
            family: str = "synthetic") -> WorkerJob:
     return WorkerJob(worker=worker, url=url, max_concurrency=cap, parent_pid=parent_pid, family=family, requests=[
         JobRequest(p.index, p.offset_ns, p.spec.request_id, p.spec.endpoint, p.spec.body, p.spec.deadline_s,
-                   p.input_tokens, p.output_tokens) for p in requests])
+                   p.input_tokens, p.output_tokens, p.model) for p in requests])
 
 
 encode = msgspec.msgpack.Encoder().encode

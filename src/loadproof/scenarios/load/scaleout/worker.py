@@ -66,7 +66,8 @@ async def _drive(job: WorkerJob, writer: RunWriter, start_ns: int, api_key: str 
                  stop: threading.Event | None = None) -> None:
     raise_open_files_limit()
     requests = [Planned(r.index, r.offset_ns, RequestSpec(request_id=r.request_id, endpoint=r.endpoint, body=r.body,
-                                                          deadline_s=r.deadline_s), r.input_tokens, r.output_tokens)
+                                                          deadline_s=r.deadline_s), r.input_tokens, r.output_tokens,
+                        r.model)
                 for r in job.requests]
     cap = job.max_concurrency
 
