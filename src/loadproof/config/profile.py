@@ -143,6 +143,30 @@ def schedule_ranges(schedule: dict[str, int]) -> list[tuple[int, int, int]]:
     return ranges
 
 
+class LoraSpec(StrictModel):
+    """LoRA adapters served beside the base model, each by its name (what a request's `model` asks for)."""
+
+    adapters: dict[str, str] = Field(description="name -> the adapter's folder (adapter_config.json and its "
+                                     "weights), e.g. { support = \"/adapters/support\" }")
+    max_loras: int = Field(default=1, ge=1, description="adapters one batch may hold at once (vLLM --max-loras; "
+                           "SGLang --max-loras-per-batch)")
+    max_lora_rank: int = Field(default=16, ge=1, description="the largest rank of an adapter (--max-lora-rank)")
+    max_cpu_loras: int | None = Field(default=None, ge=1, description="adapters kept in host memory, the rest "
+                                      "loaded from their folder when asked for (vLLM --max-cpu-loras)")
+
+    @model_validator(mode="after")
+    def _sane(self) -> LoraSpec:
+        if not self.adapters:
+            raise ValueError("lora.adapters names no adapter")
+        bad = [name for name in self.adapters if not name or any(c in name for c in " =,")]
+        if bad:
+            raise ValueError(f"lora.adapters: {bad[0]!r} is no adapter name (no spaces, '=' or ',')")
+        if self.max_cpu_loras is not None and self.max_cpu_loras < self.max_loras:
+            raise ValueError(f"lora.max_cpu_loras ({self.max_cpu_loras}) is less than lora.max_loras "
+                             f"({self.max_loras})")
+        return self
+
+
 class CudaGraphSpec(StrictModel):
     capture_sizes: list[int] | None = Field(default=None, description="decode batch sizes to capture")
     max_capture_size: int | None = Field(default=None, ge=1)
@@ -158,6 +182,7 @@ class Profile(StrictModel):
     kv_cache: KVCacheSpec = Field(default_factory=KVCacheSpec)
     scheduler: SchedulerSpec = Field(default_factory=SchedulerSpec)
     speculative: SpeculativeSpec | None = None
+    lora: LoraSpec | None = None
     cuda_graphs: CudaGraphSpec = Field(default_factory=CudaGraphSpec)
     cpu_offload_gib: float | None = Field(default=None, gt=0, description="weights offloaded to host memory per GPU")
 

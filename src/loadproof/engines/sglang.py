@@ -100,6 +100,13 @@ class SGLangEngine(EngineDefaults):
             if spec.draft_schedule:
                 notes.append(f"unsupported: SGLang takes one draft length; the schedule {spec.draft_schedule} "
                              "is not applied")
+        lora = profile.lora
+        if lora is not None:
+            argv += ["--enable-lora", "--lora-paths", *[f"{name}={path}" for name, path in lora.adapters.items()],
+                     "--max-loras-per-batch", str(lora.max_loras), "--max-lora-rank", str(lora.max_lora_rank)]
+            if lora.max_cpu_loras is not None:
+                notes.append(f"unsupported: max_cpu_loras = {lora.max_cpu_loras} (vLLM's --max-cpu-loras) has no "
+                             "SGLang equivalent rendered here")
         if profile.cuda_graphs.capture_sizes:
             argv += ["--cuda-graph-bs", *[str(n) for n in profile.cuda_graphs.capture_sizes]]
         if profile.cuda_graphs.max_capture_size:

@@ -142,6 +142,12 @@ class VLLMEngine(EngineDefaults):
             if not (spec.method in SPECULATIVE_METHODS or spec.method.endswith("_mtp")):
                 notes.append(f"vLLM has no speculative method {spec.method!r} (it has "
                              f"{', '.join(sorted(SPECULATIVE_METHODS))} and the model-specific *_mtp)")
+        lora = profile.lora
+        if lora is not None:  # adapters by name: each one a `model` /v1/models lists beside the base
+            argv += ["--enable-lora", "--lora-modules", *[f"{name}={path}" for name, path in lora.adapters.items()],
+                     "--max-loras", str(lora.max_loras), "--max-lora-rank", str(lora.max_lora_rank)]
+            if lora.max_cpu_loras is not None:
+                argv += ["--max-cpu-loras", str(lora.max_cpu_loras)]
         graphs = profile.cuda_graphs
         if graphs.capture_sizes:
             argv += ["--cudagraph-capture-sizes", *[str(n) for n in graphs.capture_sizes]]

@@ -40,6 +40,7 @@ ENGINE_PACKAGES = [
 BROKEN_ON_CPU = ["torchvision", "torchaudio", "torchcodec"]
 MODEL_NAME = "gemma3-270m"
 _CONVERTER = Path(__file__).with_name("convert_gguf.py")
+_LORA_MAKER = Path(__file__).with_name("make_lora.py")
 
 
 def loadproof_home() -> Path:
@@ -174,6 +175,18 @@ def start(profile: Profile, log_path: Path | None = None, status: Status | None 
     proc = launch(profile, port, log_path)
     proc.wait_ready(profile.model.served_name, profile.serving.ready_timeout_s, status)  # stops the group if it raises
     return proc
+
+
+def make_lora(out_dir: Path, rank: int = 8, seed: int = 0, status: Status | None = None) -> Path:
+    """A LoRA adapter for the embedded model at `out_dir`, seeded random weights of the right shapes
+    (`make_lora.py`, run with the engine's Python); the engine and the model are prepared first."""
+    ensure_engine(status)
+    ensure_model(status)
+    p = paths()
+    p.logs.mkdir(parents=True, exist_ok=True)
+    _run([str(p.python), str(_LORA_MAKER), str(p.model_dir), str(out_dir), str(rank), str(seed)],
+         p.logs / "make-lora.log", f"making a rank-{rank} LoRA adapter at {out_dir}", status)
+    return out_dir
 
 
 def _run(argv: list[str], log: Path, what: str, status: Status | None, env: dict[str, str] | None = None) -> None:
