@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from loadproof.metrics.adapter_churn import churn_claims
 from loadproof.metrics.claims import Claim, count, fact, number
 from loadproof.metrics.constraints import constraint_claims
 from loadproof.metrics.distribution import PERCENTILES, STATS, percentile, summarize
@@ -161,6 +162,7 @@ def claims_of_run(run: Any, plan: LoadPlan) -> list[Claim]:
                         sum(r.first_token_ns is not None for r in records)) if drafts is not None or not records
             else spec_gauge_claims("load", {}, run.samples, max(r.end_ns for r in records)))
     return (load_claims(records, plan, run.events, run.samples) + spec + unavailable_claims(run, spec)
+            + churn_claims(records, run.manifest.profile)  # --model-mix against a profile with [lora]
             + constraint_claims("load", records, run.manifest.options))
 
 
