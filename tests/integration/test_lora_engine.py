@@ -2,7 +2,9 @@
 right shapes, `engines.embedded.make_lora`, through the engine's own torch and safetensors), served beside the
 base model from a profile's `[lora]`, and a load run whose requests go 0.5/0.3/0.2 to the base and the two
 adapters: each model's figures claimed apart, each record naming its model, and the bundle verifying offline.
-A mix naming an adapter the engine does not list is one line before any run directory."""
+The engine keeps one adapter loaded (`max_loras = max_cpu_loras = 1`), so every switch between the two is a
+cold load: the churn figures count them from the records. A mix naming an adapter the engine does not list is
+one line before any run directory."""
 
 from __future__ import annotations
 
@@ -32,25 +34,30 @@ def test_a_mix_of_the_base_model_and_two_adapters(tmp_path: Path):
     profile = tmp_path / "lora.toml"
     profile.write_text(packaged_profiles()["embedded"] + "\n[lora]\nadapters = { "
                        + ", ".join(f'{name} = "{path}"' for name, path in adapters.items())
-                       + " }\nmax_loras = 2\nmax_lora_rank = 8\n", encoding="utf-8")
+                       + " }\nmax_loras = 1\nmax_cpu_loras = 1\nmax_lora_rank = 8\n", encoding="utf-8")
     handle = start_serve([str(profile), "--eager"], tmp_path / "serve.stderr")
     try:
         url = handle.engine.url
-        ran = load(url, tmp_path / "mix", "--rate", "4", "-n", "30", "--input-tokens", "64", "--output-tokens", "8",
-                   "--model-mix", MIX, "--slo", "ttft=10s")
+        ran = load(url, tmp_path / "mix", "--profile", str(profile), "--rate", "4", "-n", "30", "--input-tokens", "64",
+                   "--output-tokens", "8", "--model-mix", MIX, "--slo", "ttft=10s")
         bad = load(url, tmp_path / "bad", "--rate", "4", "-n", "3", "--model-mix", "gemma-3-270m=1,adapter-c=1")
     finally:
         stop_serve(handle)
     runs = sorted((tmp_path / "mix").glob("load-*"))
     assert ran.returncode == 0 and runs, ran.stderr[-3000:]
     claims = {c["name"]: c["value"] for c in json.loads((runs[-1] / "claims.json").read_text())["claims"]}
-    print(json.dumps({k: v for k, v in claims.items() if ".model." in k}, indent=1))  # the figures, with -s
+    print(json.dumps({k: v for k, v in claims.items() if ".model." in k or ".lora." in k}, indent=1))  # with -s
     counts = {m: claims[f"load.model.{m}.requests"] for m in ("gemma-3-270m", "adapter-a", "adapter-b")}
     assert sum(counts.values()) == 30 and all(n > 0 for n in counts.values()), counts
     assert all(claims[f"load.model.{m}.failed_requests"] == 0 for m in counts)
     assert all(claims[f"load.model.{m}.ttft_s.p50"] > 0 for m in counts)
     records = [json.loads(line) for line in (runs[-1] / "requests.jsonl").read_text().splitlines()]
     assert {r["model"] for r in records} == set(counts)
+    # churn: one slot, so an adapter request is cold when the adapter request before it asked for the other one
+    asked = [r["model"] for r in sorted(records, key=lambda r: r["send_ns"]) if r["model"].startswith("adapter")]
+    switches = sum(a != b for a, b in zip([None, *asked], asked))
+    assert claims["load.lora.slots"] == 1 and claims["load.lora.cold_requests"] == switches >= 2
+    assert claims["load.lora.cold_ttft_s.p50"] > 0
     assert bad.returncode == 2 and "adapter-c" in bad.stderr and "adapter-a" in bad.stderr  # the engine lists both
     assert "Traceback" not in bad.stderr and not (tmp_path / "bad").exists()
     publish_and_verify(runs[-1], tmp_path / "bundle")
