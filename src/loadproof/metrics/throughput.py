@@ -113,12 +113,12 @@ def spec_decode_claims(records: Iterable[RequestRecord], samples: Sequence[Engin
     after another); none where the engine drafts nothing."""
     claims: list[Claim] = []
     started = level_started(records)
-    ends = level_ends(records)
+    spans = level_spans(records)
     for (family, conc), window in level_spec_windows(records, samples).items():
         parts = {"family": family, "N": conc}
         claims += spec_claims("throughput.<family>.c<N>", parts, window, "the level's first send to its last end",
                               started[(family, conc)]) if window is not None else \
-            spec_gauge_claims("throughput.<family>.c<N>", parts, samples, ends[(family, conc)])
+            spec_gauge_claims("throughput.<family>.c<N>", parts, samples, spans[(family, conc)][1])
     return claims
 
 
@@ -132,25 +132,21 @@ def level_started(records: Iterable[RequestRecord]) -> dict[tuple[str, int], int
     return started
 
 
-def level_ends(records: Iterable[RequestRecord]) -> dict[tuple[str, int], int]:
-    """Each (family, concurrency) level's last end."""
-    ends: dict[tuple[str, int], int] = {}
+def level_spans(records: Iterable[RequestRecord]) -> dict[tuple[str, int], tuple[int, int]]:
+    """Each (family, concurrency) level's first send and last end (the levels run one after another)."""
+    spans: dict[tuple[str, int], tuple[int, int]] = {}
     for record in records:
         if record.scenario == "throughput" and record.send_ns:
             key = (record.family, record.concurrency)
-            ends[key] = max(ends.get(key, 0), record.end_ns)
-    return ends
+            start, end = spans.get(key, (record.send_ns, record.end_ns))
+            spans[key] = (min(start, record.send_ns), max(end, record.end_ns))
+    return spans
 
 
 def level_spec_windows(records: Iterable[RequestRecord],
                        samples: Sequence[EngineSample]) -> dict[tuple[str, int], SpecWindow | None]:
     """Each (family, concurrency) level's draft counters, from its first send to its last end."""
-    groups: dict[tuple[str, int], list[RequestRecord]] = defaultdict(list)
-    for record in records:
-        if record.scenario == "throughput" and record.send_ns:
-            groups[(record.family, record.concurrency)].append(record)
-    return {level: spec_window(samples, min(r.send_ns for r in group), max(r.end_ns for r in group))
-            for level, group in groups.items()}
+    return {level: spec_window(samples, start, end) for level, (start, end) in level_spans(records).items()}
 
 
 # --- report panels (catalog entry `figures`) ---------------------------------------------------------
