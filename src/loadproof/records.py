@@ -19,6 +19,8 @@ carried reasoning only (per-chunk usage), `engine_reasoning_tokens` the server's
 gives one. `output_tokens` counts both kinds, as the server's usage does.
 An answer checked against a schema (`--response-format json_schema`, `--tools`) keeps the verdict in
 `output_valid` (None: not checked) and why it failed in `output_invalid_reason`.
+An embeddings request is not streamed: its first and last token are the arrival of its answer, its output
+tokens 0, and `vectors` the vectors it returned (None for a generation request).
 A load run also stores each request's intended send time (`intended_send_ns`, the schedule's) beside the
 actual one (`send_ns`), so queueing inside the client is never hidden (docs/scenarios.md, "load").
 """
@@ -68,6 +70,7 @@ class RequestRecord(msgspec.Struct, kw_only=True):
     planned_output_tokens: int | None = None  # max_tokens asked
     worker: int = 0  # which load-generating process sent it
     model: str = ""  # the model (or adapter) the body asked for, where the scenario records it (load)
+    vectors: int | None = None  # an embeddings request's vectors returned (None: a generation request)
     output_text: str = ""  # the answer (reasoning apart, in reasoning_text)
     # reasoning models, tool calls, checked answers (None, empty: none streamed or not checked)
     first_answer_ns: int | None = None

@@ -100,3 +100,42 @@ def test_a_model_mix_sends_each_request_to_its_drawn_model_and_claims_each(tmp_p
     assert bad.returncode == 2 and "adapter-c" in bad.stderr and "Traceback" not in bad.stderr
     assert len(bad.stderr.strip().splitlines()) == 1, bad.stderr
     assert not (tmp_path / "bad").exists() or not any((tmp_path / "bad").rglob("requests.jsonl"))
+
+
+def test_an_embeddings_load_run_claims_rates_and_latency_and_refuses_a_model_that_does_not_embed(tmp_path: Path):
+    """The simulator as a pooling model: batches of 3 texts embedded at 10 requests/s; every request's vectors
+    and prompt tokens counted, the input rate and e2el claimed (no output claims), the prompt tokens agreeing
+    with the engine's counter, the bundle verifying. A generation model's server is one line before a run
+    directory, as are a tokens SLO and --inputs-per-request on another endpoint."""
+    with SimProcess(tmp_path / "sim.log", config={"time_scale": 10.0, "runner": "pooling"}) as sim:
+        code, claims, run = run_scenario(sim, tmp_path, "load", "--endpoint", "embeddings", "--rate", "10", "-n", "30",
+                                         "--input-tokens", "96", "--inputs-per-request", "3", "--slo", "e2el=5s")
+        tpot = subprocess.run([sys.executable, "-m", "loadproof", "run", "load", "--url", sim.url, "--endpoint",
+                               "embeddings", "--rate", "5", "-n", "5", "--slo", "tpot=50ms", "--out",
+                               str(tmp_path / "bad")], capture_output=True, text=True, timeout=120)
+    with SimProcess(tmp_path / "gen.log", config={"time_scale": 10.0}) as gen:
+        refused = subprocess.run([sys.executable, "-m", "loadproof", "run", "load", "--url", gen.url, "--endpoint",
+                                  "embeddings", "--rate", "5", "-n", "5", "--out", str(tmp_path / "bad")],
+                                 capture_output=True, text=True, timeout=120)
+        batch = subprocess.run([sys.executable, "-m", "loadproof", "run", "load", "--url", gen.url, "--endpoint",
+                                "completions", "--rate", "5", "-n", "5", "--inputs-per-request", "2", "--out",
+                                str(tmp_path / "bad")], capture_output=True, text=True, timeout=120)
+    assert code == 0, claims
+    value = {name: c["value"] for name, c in claims.items()}
+    assert value["load.requests"] == 30 and value["load.failed_requests"] == 0
+    assert value["load.embeddings.vectors_per_request"] == 3.0
+    assert value["load.input_tokens_mismatched"] == 0
+    assert value["crosscheck.prompt_tokens.client"] == value["crosscheck.prompt_tokens.engine"] == 30 * 3 * 96
+    duration = value["load.duration_s"]
+    assert value["load.input_tokens_per_s"] == pytest.approx(30 * 3 * 96 / duration, rel=1e-3)
+    assert value["load.embeddings.vectors_per_s"] == pytest.approx(90 / duration, rel=1e-2)
+    assert value["load.e2el_s.p50"] > 0 and "load.slo_attainment_pct" in claims
+    assert not [n for n in claims if n.startswith(("load.ttft_s", "load.tpot_s", "load.itl_s", "load.output_tokens"))]
+    assert "crosscheck.generation_tokens.client" not in claims
+    records = [json.loads(line) for line in (run / "requests.jsonl").read_text().splitlines()]
+    assert all(r["vectors"] == 3 and r["prompt_tokens"] == 3 * 96 for r in records)
+    publish_and_verify(run, tmp_path / "bundle")
+    for bad, needle in ((refused, "does not embed"), (tpot, "tpot"), (batch, "--inputs-per-request")):
+        assert bad.returncode == 2 and needle in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
+        assert len(bad.stderr.strip().splitlines()) == 1, bad.stderr
+    assert not (tmp_path / "bad").exists() or not any((tmp_path / "bad").rglob("requests.jsonl"))

@@ -6,6 +6,10 @@ context), reads taken as they come (`readany`), one timestamp per read, and per 
 msgspec decode of the few fields we need. Every request ends in exactly one RequestRecord handed to
 `on_record` (finished, failed or cancelled), so an interrupted run still stores what it measured;
 `on_start` is handed each record as its request is sent (a live view watches it fill).
+
+An embeddings request (`endpoint` "embeddings") is not streamed: its answer is one JSON body, read whole.
+Its first and last token are the body's arrival (the time the vectors are there), its `prompt_tokens`
+the usage's and its `vectors` the vectors returned; it has no output tokens.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import aiohttp
 import msgspec
 
 from loadproof.errors import Disconnected, HTTPStatusError, RequestError, RequestTimeout, StreamError
-from loadproof.protocol.openai import PATHS, ToolCallDelta, chunk_decoder, error_message
+from loadproof.protocol.openai import PATHS, ToolCallDelta, chunk_decoder, embeddings_decoder, error_message
 from loadproof.protocol.sse import DONE, SSEDecoder
 from loadproof.protocol.urls import url_of
 from loadproof.records import RequestRecord, ToolCall
@@ -134,11 +138,35 @@ class StreamingClient:
                 if resp.status != 200:
                     text = (await resp.read()).decode("utf-8", "replace")
                     raise HTTPStatusError(resp.status, _short_error(text))
-                await self._read_stream(record, resp.content)
+                if spec.endpoint == "embeddings":
+                    await self._read_whole(record, resp)
+                else:
+                    await self._read_stream(record, resp.content)
         except aiohttp.ClientConnectionError as exc:
             raise Disconnected(f"connection lost: {exc.__class__.__name__}: {exc}") from None
         except aiohttp.ClientPayloadError as exc:
             raise Disconnected(f"stream broken: {exc}") from None
+
+    async def _read_whole(self, record: RequestRecord, resp: aiohttp.ClientResponse) -> None:
+        """An embeddings answer: one JSON body; its arrival is the first and the last token."""
+        body = await resp.read()
+        now = record.end_ns = self._clock()
+        try:
+            answer = embeddings_decoder.decode(body)
+        except msgspec.DecodeError as exc:
+            raise StreamError(f"undecodable answer: {exc}") from None
+        message = error_message(answer)
+        if message is not None:
+            raise StreamError(message)
+        if not answer.data:
+            raise StreamError("the answer holds no vector")
+        record.first_token_ns = record.last_token_ns = now
+        record.num_chunks = 1
+        record.chunk_usage = False
+        record.vectors = len(answer.data)
+        record.output_tokens = 0
+        if answer.usage is not None:
+            record.prompt_tokens = answer.usage.prompt_tokens
 
     async def _read_stream(self, record: RequestRecord, content: aiohttp.StreamReader) -> None:
         # The hot loop of a run (one pass per event): locals and bound methods, no per-event record writes.

@@ -29,8 +29,9 @@ class ModelSpec(StrictModel):
 
 
 class ServingSpec(StrictModel):
-    endpoint: Literal["completions", "chat"] = Field(
-        default="chat", description="the API the scenarios use; base models want completions"
+    endpoint: Literal["completions", "chat", "embeddings"] = Field(
+        default="chat", description="the API the scenarios use; base models want completions, pooling models "
+        "embeddings"
     )
     host: str = "127.0.0.1"
     port: int | None = Field(default=None, ge=1, le=65535, description="None picks a free port")
@@ -42,6 +43,17 @@ class ServingSpec(StrictModel):
     python: str = Field(default="python3", description="the interpreter that has the engine installed")
     extra_args: list[str] = Field(default_factory=list, description="passed to the engine as they are")
     env: dict[str, str] = Field(default_factory=dict, description="environment for the engine process")
+    runner: Literal["generate", "pooling"] = Field(
+        default="generate", description="pooling: serve the model as an embedding model (vLLM's --runner pooling, "
+        "SGLang's --is-embedding), measured on the embeddings endpoint"
+    )
+
+    @model_validator(mode="after")
+    def _runner_endpoint(self) -> ServingSpec:
+        if (self.runner == "pooling") != (self.endpoint == "embeddings"):
+            raise ValueError(f"runner = {self.runner!r} with endpoint = {self.endpoint!r}: a pooling model is "
+                             "measured on the embeddings endpoint, and only a pooling model serves it")
+        return self
 
 
 class ParallelSpec(StrictModel):

@@ -87,6 +87,8 @@ class SGLangEngine(EngineDefaults):
             argv += ["--chunked-prefill-size", str(sched.max_num_batched_tokens)]
         if serving.enforce_eager:
             argv.append("--disable-cuda-graph")
+        if serving.runner == "pooling":
+            argv.append("--is-embedding")
         spec = profile.speculative
         if spec is not None:
             algorithm = _SPEC_METHODS.get(spec.method)

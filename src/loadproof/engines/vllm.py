@@ -103,6 +103,8 @@ class VLLMEngine(EngineDefaults):
                 argv += [flag, value]
         if serving.enforce_eager:
             argv.append("--enforce-eager")
+        if serving.runner == "pooling":  # vLLM turns a *ForCausalLM model into an embedding model (--convert auto)
+            argv += ["--runner", "pooling"]
         par, kv, sched = profile.parallel, profile.kv_cache, profile.scheduler
         if par.tensor > 1:
             argv += ["--tensor-parallel-size", str(par.tensor)]

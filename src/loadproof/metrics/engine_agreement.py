@@ -9,7 +9,8 @@ last response ends (every scenario takes them). Over that interval:
   never reach the client);
 - mean TTFT: the client's send -> first token, beside the growth of the engine's TTFT histogram sum over
   its count (the engine's clock starts when the request reaches it, after HTTP and tokenization).
-Differences are (client - engine) / engine.
+Differences are (client - engine) / engine. An embeddings run (every record a vector's) has only the prompt
+tokens to set beside the engine's: it generates nothing, and its first token is the whole answer.
 """
 
 from __future__ import annotations
@@ -62,6 +63,8 @@ def agreement_claims(records: list[RequestRecord], samples: list[EngineSample]) 
         client = sum(r.prompt_tokens or 0 for r in records if r.first_token_ns is not None)
         pair("prompt_tokens", client, last["prompt_tokens_total"] - first["prompt_tokens_total"], "tokens",
              "sum of usage.prompt_tokens of requests that got a first token", 0)
+    if all(r.endpoint == "embeddings" for r in records):  # no generated token, no first token of its own
+        return claims
     if "generation_tokens_total" in first and "generation_tokens_total" in last:
         client = sum(r.output_tokens or 0 for r in records)
         pair("generation_tokens", client, last["generation_tokens_total"] - first["generation_tokens_total"],

@@ -73,6 +73,9 @@ LATENCIES = (
             LAG_STATS),
 )
 
+# an embeddings answer is one body: its first token is its last, and it has no gaps or time per token
+EMBEDDINGS_LATENCIES = ("e2el_s", "e2el_from_intended_s", "send_lag_s", "client_lag_s", "queue_wait_s")
+
 
 def load_records(records: list[RequestRecord]) -> list[RequestRecord]:
     return [r for r in records if r.scenario == SCENARIO]
@@ -200,6 +203,12 @@ def load_claims(records: list[RequestRecord], plan: LoadPlan, events: list[Event
     if duration_s > 0:
         claims.append(number("load.request_throughput_rps", len(ok) / duration_s, "requests/s",
                              "successful requests / duration", 3, direction="higher"))
+    if plan.endpoint == "embeddings":  # an embeddings run: no output tokens, no time per token
+        return (claims + length_claims(ok, plan) + latency_claims(records, EMBEDDINGS_LATENCIES)
+                + embeddings_claims(ok, duration_s) + slo_claims(records, plan.slo, duration_s)
+                + model_claims(records, plan, duration_s) + client_limited_claims(records, plan)
+                + engine_claims(samples, t0, end_ns))
+    if duration_s > 0:
         claims.append(number("load.output_tokens_per_s", sum(r.output_tokens or 0 for r in ok) / duration_s,
                              "tokens/s", "sum of usage.completion_tokens of successful requests / duration; all "
                              "streams together", 1, direction="higher"))
@@ -219,7 +228,7 @@ def length_claims(ok: list[RequestRecord], plan: LoadPlan) -> list[Claim]:
                     "requests", "successful requests whose usage.prompt_tokens differs from the length built",
                     direction="lower")] if inputs else []
     outputs = [r for r in ok if r.planned_output_tokens is not None]
-    if outputs and plan.ignore_eos:
+    if outputs and plan.ignore_eos and plan.endpoint != "embeddings":
         claims.append(count("load.output_tokens_mismatched",
                             sum(r.output_tokens != r.planned_output_tokens for r in outputs), "requests",
                             "successful requests whose usage.completion_tokens differs from max_tokens (ignore_eos)",
@@ -227,10 +236,28 @@ def length_claims(ok: list[RequestRecord], plan: LoadPlan) -> list[Claim]:
     return claims
 
 
-def latency_claims(records: list[RequestRecord]) -> list[Claim]:
+def embeddings_claims(ok: list[RequestRecord], duration_s: float) -> list[Claim]:
+    """An embeddings run's rates: input tokens and vectors per second, and vectors per request."""
+    if not ok or duration_s <= 0:
+        return []
+    vectors = [r.vectors or 0 for r in ok]
+    return [
+        number("load.input_tokens_per_s", sum(r.prompt_tokens or 0 for r in ok) / duration_s, "tokens/s",
+               "sum of usage.prompt_tokens of successful requests / duration", 1, direction="higher"),
+        number("load.embeddings.vectors_per_s", sum(vectors) / duration_s, "vectors/s",
+               "vectors returned by successful requests / duration", 2, direction="higher"),
+        number("load.embeddings.vectors_per_request", sum(vectors) / len(ok), "vectors",
+               "vectors returned / successful requests (the batch each request embedded)", 2, direction="neither"),
+    ]
+
+
+def latency_claims(records: list[RequestRecord], only: tuple[str, ...] | None = None) -> list[Claim]:
+    """Each latency's statistics (`only`: those latencies by name, e.g. an embeddings run's)."""
     claims: list[Claim] = []
     values = samples_ns(records)
     for latency in LATENCIES:
+        if only is not None and latency.name not in only:
+            continue
         summary = summarize(values[latency.name])
         if summary is None:
             continue

@@ -6,6 +6,9 @@ field of a chunk is skipped without building Python objects for it. Both `/v1/co
 `reasoning_content` or `reasoning`, and tool calls under `tool_calls`, their arguments in pieces) are
 understood. An error arrives in-band either as
 `{"error": {...}}` or, in older vLLM, as `{"object": "error", "message": ...}`.
+
+`/v1/embeddings` answers one JSON body, not a stream: `EmbeddingsAnswer` reads only each vector's index and the
+usage (the vectors themselves are skipped, not built).
 """
 
 from __future__ import annotations
@@ -14,9 +17,12 @@ from typing import Any, Literal
 
 import msgspec
 
-Endpoint = Literal["completions", "chat"]
+Endpoint = Literal["completions", "chat", "embeddings"]
+ENDPOINTS: tuple[str, ...] = ("completions", "chat", "embeddings")
+GENERATING: tuple[str, ...] = ("completions", "chat")  # the endpoints that stream generated tokens
 
-PATHS: dict[str, str] = {"completions": "/v1/completions", "chat": "/v1/chat/completions"}
+PATHS: dict[str, str] = {"completions": "/v1/completions", "chat": "/v1/chat/completions",
+                         "embeddings": "/v1/embeddings"}
 
 
 class FunctionDelta(msgspec.Struct):
@@ -58,19 +64,35 @@ class Usage(msgspec.Struct):
     completion_tokens_details: CompletionTokensDetails | None = None
 
 
-class Chunk(msgspec.Struct):
-    choices: list[Choice] = []
+class Answer(msgspec.Struct):
+    """What every answer body or streamed chunk may carry: its usage, and an in-band error."""
+
     usage: Usage | None = None
     error: Any = None
     object: str | None = None
     message: str | None = None
 
 
+class Chunk(Answer):
+    choices: list[Choice] = []
+
+
 chunk_decoder = msgspec.json.Decoder(Chunk)
+
+
+class EmbeddingItem(msgspec.Struct):
+    index: int = 0  # the input it embeds; its `embedding` is not read
+
+
+class EmbeddingsAnswer(Answer):
+    data: list[EmbeddingItem] = []
+
+
+embeddings_decoder = msgspec.json.Decoder(EmbeddingsAnswer)
 _encoder = msgspec.json.Encoder()
 
 
-def error_message(chunk: Chunk) -> str | None:
+def error_message(chunk: Answer) -> str | None:
     """The in-band error a chunk carries, or None when it carries none."""
     if chunk.error is not None:
         err = chunk.error
@@ -94,7 +116,10 @@ def request_body(
     ignore_eos: bool = False,
     extra: dict[str, Any] | None = None,
 ) -> bytes:
-    """The encoded JSON body for one request. Streams ask for usage on every chunk."""
+    """The encoded JSON body for one request. Streams ask for usage on every chunk. An embeddings request
+    (`embeddings_body`, several inputs) takes none of the generation fields."""
+    if endpoint == "embeddings":
+        return embeddings_body(model, [prompt], extra)
     body: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "temperature": temperature}
     if endpoint == "chat":
         body["messages"] = [{"role": "user", "content": prompt}]
@@ -107,6 +132,15 @@ def request_body(
     if stream:
         body["stream"] = True
         body["stream_options"] = {"include_usage": True, "continuous_usage_stats": True}
+    if extra:
+        body.update(extra)
+    return _encoder.encode(body)
+
+
+def embeddings_body(model: str, inputs: list[str], extra: dict[str, Any] | None = None) -> bytes:
+    """`/v1/embeddings`: one input as a string, several as a list (one vector each), as floats."""
+    body: dict[str, Any] = {"model": model, "input": inputs[0] if len(inputs) == 1 else inputs,
+                            "encoding_format": "float"}
     if extra:
         body.update(extra)
     return _encoder.encode(body)

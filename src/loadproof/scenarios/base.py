@@ -14,6 +14,7 @@ from tokenizers import Tokenizer
 from loadproof.config.base import StrictModel
 from loadproof.config.profile import Profile
 from loadproof.errors import UsageError
+from loadproof.protocol.openai import GENERATING
 from loadproof.records import RequestRecord
 from loadproof.scenarios.recording import FAILURE, Console, conclude, run_once
 from loadproof.scenarios.target import Target, TargetOptions, resolve_target
@@ -45,6 +46,7 @@ class Scenario:
       `scenarios.options`), `summary` (the command's help);
     - `CommandOptions`: options of the command that are not options of a run (a search, a log to read);
     - `tokenizer`: whether `--tokenizer` is required, optional or not offered;
+    - `endpoints`: the endpoints it measures (generation, unless it says embeddings too);
     - `failure`: the line a FAIL verdict ends with;
     - `async run(writer, manifest, live)`: one run, recorded into `writer`, keeping `live` (a
       `scenarios.live.LiveStatus`) up to date for the console;
@@ -56,6 +58,7 @@ class Scenario:
     CommandOptions: ClassVar[type[StrictModel]] = NoCommandOptions
     summary: ClassVar[str] = ""
     tokenizer: ClassVar[TokenizerUse | None] = None
+    endpoints: ClassVar[tuple[str, ...]] = GENERATING
     failure: ClassVar[str] = FAILURE
 
     def __init__(self, target: Target, options: Any) -> None:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from loadproof.config.profile import Profile, load_profile
+from loadproof.errors import UsageError
 from loadproof.scenarios.base import Scenario, Setup, TokenizerUse
 from loadproof.scenarios.options import from_cli
 from loadproof.scenarios.recording import (
@@ -58,6 +59,10 @@ def check(scenario: type[Scenario], values: dict[str, Any]) -> Checked:
     command = from_cli(scenario.CommandOptions, values, f"{scenario.name} options")
     target = from_cli(TargetOptions, values, "target")
     profile = load_profile(target.profile) if target.profile is not None else None
+    endpoint = profile.serving.endpoint if profile is not None else target.endpoint
+    if endpoint not in scenario.endpoints:
+        raise UsageError(f"`run {scenario.name}` does not measure the {endpoint} endpoint (it measures "
+                         f"{' or '.join(scenario.endpoints)}); `run load` measures embeddings")
     return Checked(options, command, target, profile, scenario.tokenizer)
 
 

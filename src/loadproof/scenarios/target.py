@@ -4,7 +4,8 @@
 sent; `--engine-metrics` is parsed there, once, into a `MetricsSource`). `resolve_target` turns them into
 a `Target` with what the server says about itself, asked once: the model it serves (`/v1/models`: the one
 named, or the first listed) with its context length, its version (`/version`), and, for a scenario that
-sizes prompts and was given no `--tokenizer`, whether the engine counts tokens for us (its `/tokenize`).
+sizes prompts and was given no `--tokenizer`, whether the engine counts tokens for us (its `/tokenize`), and,
+for the embeddings endpoint, whether the model embeds (one short input to `/v1/embeddings`).
 Every URL a run sends to is built by the Target from its base URL (`url_of`), never glued by hand.
 """
 
@@ -24,7 +25,7 @@ from loadproof.config.base import StrictModel
 from loadproof.config.profile import Profile
 from loadproof.engines import engines
 from loadproof.errors import EnvironmentFailure, UsageError
-from loadproof.protocol.openai import PATHS, Endpoint
+from loadproof.protocol.openai import ENDPOINTS, PATHS, Endpoint
 from loadproof.protocol.urls import url_of
 from loadproof.scenarios.options import ExistingPath, HttpUrl, cli
 from loadproof.telemetry.server_metrics import MetricsSource
@@ -33,6 +34,7 @@ TokenCounts = Literal["engine", "local"]
 Thinking = Literal["off", "low", "on"]
 TokenizerSource = Literal["local", "engine"]
 TOKENIZE_PROBE = "Archive calibration line."  # a short text in the haystack's words
+EMBEDDINGS_PROBE = "Archive calibration line."  # embedded once before an embeddings run: is the endpoint served?
 
 
 @dataclass(frozen=True)
@@ -148,6 +150,8 @@ class Target:
         served = Served(max_model_len=length if isinstance(length, int) and not isinstance(length, bool) else None,
                         version=self._version(), models=tuple(names))
         resolved = replace(self, model=model, served=served)
+        if self.endpoint == "embeddings":
+            resolved._probe_embeddings()
         if tokenize and self.tokenizer_path is None:
             resolved = replace(resolved, served=replace(served, **resolved._probe_tokenize()))
         return resolved
@@ -158,6 +162,20 @@ class Target:
         except Unanswered:
             return None
         return str(answer.get("version")) if isinstance(answer, dict) else None
+
+    def _probe_embeddings(self) -> None:
+        """One short input embedded before the run: a server or model that does not embed is one line."""
+        url = self.request_url
+        try:
+            answer = fetch_json(url, self.api_key, {"model": self.model, "input": EMBEDDINGS_PROBE}, timeout_s=60)
+        except Unanswered as exc:
+            if exc.status is None:
+                raise EnvironmentFailure(f"cannot reach {url}: {exc}") from None
+            raise UsageError(f"{self.url} does not embed with model {self.model!r}: {url} answered {exc} (serve "
+                             "a pooling model, e.g. vLLM's --runner pooling)") from None
+        data = answer.get("data") if isinstance(answer, dict) else None
+        if not isinstance(data, list) or not data:
+            raise UsageError(f"{url} answered no vector for one input: it does not serve embeddings")
 
     def _probe_tokenize(self) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.model, "prompt": TOKENIZE_PROBE, "add_special_tokens": False}
@@ -195,11 +213,26 @@ def fetch_json(url: str, api_key: str | None, body: dict[str, Any] | None = None
         with urllib.request.urlopen(request, timeout=timeout_s) as resp:
             return json.loads(resp.read())
     except urllib.error.HTTPError as exc:
-        raise Unanswered(f"HTTP {exc.code}", exc.code) from None
+        said = _error_said(exc)
+        raise Unanswered(f"HTTP {exc.code}" + (f": {said}" if said else ""), exc.code) from None
     except (urllib.error.URLError, OSError) as exc:
         raise Unanswered(str(getattr(exc, "reason", exc))) from None
     except ValueError:  # not JSON, or urllib's "unknown url type" (a URL that did not pass the options' check)
         raise Unanswered("no JSON answer", 200) from None
+
+
+def _error_said(exc: urllib.error.HTTPError) -> str:
+    """The message of an HTTP error's OpenAI-style body (`error.message`, or FastAPI's `detail`), first line,
+    at most 160 characters; empty when the body says none."""
+    try:
+        data = json.loads(exc.read() or b"null")
+    except (ValueError, OSError):
+        return ""
+    if not isinstance(data, dict):
+        return ""
+    err = data.get("error")
+    said = err.get("message") if isinstance(err, dict) else err if isinstance(err, str) else data.get("detail")
+    return str(said).strip().splitlines()[0][:160] if said else ""
 
 
 def _metrics_source(value: Any) -> MetricsSource | None:
@@ -216,7 +249,8 @@ class TargetOptions(StrictModel):
     url: HttpUrl = Field(description="base URL of the OpenAI-compatible server")
     tokenizer: ExistingPath | None = Field(default=None, description="the model's tokenizer.json (or its folder)")
     model: str | None = Field(default=None, description="model name; default: the first at /v1/models")
-    endpoint: str = Field(default="chat", description="completions or chat")
+    endpoint: str = Field(default="chat", description="completions, chat or embeddings (embeddings: `run load` "
+                          "only, against a pooling model)")
     profile: Path | None = Field(default=None, description="profile TOML: endpoint, model name, thinking")
     api_key_env: str | None = Field(default=None, description="name of the environment variable holding the API key")
     disable_thinking: bool = Field(default=False, description="send enable_thinking=false (chat); as --thinking off")
@@ -246,8 +280,8 @@ class TargetOptions(StrictModel):
     @field_validator("endpoint")
     @classmethod
     def _endpoint(cls, value: str) -> str:
-        if value not in ("completions", "chat"):
-            raise ValueError("must be completions or chat")
+        if value not in ENDPOINTS:
+            raise ValueError("must be completions, chat or embeddings")
         return value
 
     @field_validator("reasoning_effort")

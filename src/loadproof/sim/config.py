@@ -156,6 +156,10 @@ class SimConfig(StrictModel):
     lora_modules: list[str] = Field(default_factory=list, description="LoRA adapters listed at /v1/models beside "
                                     "the model, as vLLM's --lora-modules lists them, and served as the model is")
     max_model_len: int = Field(default=32_768, ge=16)
+    runner: Literal["generate", "pooling"] = Field(default="generate", description="pooling: an embedding model, "
+                                                   "as vLLM's --runner pooling (it serves /v1/embeddings, each input "
+                                                   "a prefill; not completions)")
+    embedding_dim: int = Field(default=64, ge=1, le=65_536, description="the vectors' length, with runner pooling")
     block_size: int = Field(default=16, ge=1)
     num_gpu_blocks: int = Field(default=8_192, ge=1, description="KV budget in blocks of block_size tokens")
     cpu_tier_blocks: int = Field(default=0, ge=0, description="a CPU tier (vLLM's --kv-offloading-size) in blocks: "

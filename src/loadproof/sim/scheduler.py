@@ -48,6 +48,7 @@ class SimRequest:
     num_preemptions: int = 0
     prefix_hit_tokens: int = 0
     cached_tokens: int | None = None  # the prefix hit when first scheduled (vLLM's num_cached_tokens)
+    pooling: bool = False  # an input to embed: it ends with its prefill and, as in vLLM, generates no token
 
     @property
     def num_tokens(self) -> int:
@@ -251,7 +252,7 @@ class Scheduler:
             if request.num_computed < request.num_tokens:
                 continue  # a prefill chunk that did not reach the end of the prompt
             request.num_output += 1
-            self.counters.generation_tokens += 1
+            self.counters.generation_tokens += not request.pooling
             first = request.first_token_s is None
             if first:
                 request.first_token_s = now_s

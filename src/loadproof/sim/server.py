@@ -2,7 +2,8 @@
 
 One asyncio task drives the scheduler: it schedules a step, sleeps the step's modeled duration divided
 by `time_scale`, completes the step and hands each sampled token to its request's stream. Endpoints:
-/v1/completions and /v1/chat/completions (streaming or not; usage with `continuous_usage_stats`),
+/v1/completions and /v1/chat/completions (streaming or not; usage with `continuous_usage_stats`), or, as a
+pooling model (`runner = "pooling"`), /v1/embeddings,
 /tokenize, /v1/models, /version, /health, /metrics (vLLM's names; durations in the wall seconds its clients
 measure, whatever the time scale), and the control endpoint
 /sim/faults (GET, POST) with /sim/state for tests. A client that disconnects aborts its request, which
@@ -87,6 +88,7 @@ class SimServer:
             Route("/tokenize", self.tokenize, methods=["POST"]),
             Route("/v1/completions", self.completions, methods=["POST"]),
             Route("/v1/chat/completions", self.chat_completions, methods=["POST"]),
+            Route("/v1/embeddings", self.embeddings, methods=["POST"]),
             Route("/metrics", self.metrics),
             Route("/sim/faults", self.get_faults, methods=["GET"]),
             Route("/sim/faults", self.set_faults, methods=["POST"]),
@@ -141,7 +143,7 @@ class SimServer:
                     self.scheduler.finish_stop(emitted.request)
                     stream.tokens.put_nowait(None)
 
-    def _submit(self, prompt: str, body: dict[str, Any], chat: bool) -> Stream:
+    def _submit(self, prompt: str, body: dict[str, Any], chat: bool, pooling: bool = False) -> Stream:
         prompt_bytes = prompt.encode("utf-8")
         num_prompt = len(prompt_bytes)
         max_tokens = int(body.get("max_tokens") or body.get("max_completion_tokens") or 16)
@@ -149,7 +151,8 @@ class SimServer:
             max_tokens = self.config.max_model_len - num_prompt
         salt = body.get("cache_salt")
         request = SimRequest(f"sim-{uuid.uuid4().hex[:16]}", num_prompt, max_tokens,
-                             text.block_hashes(prompt_bytes, self.config.block_size, salt), arrival_s=self.now_s())
+                             text.block_hashes(prompt_bytes, self.config.block_size, salt), arrival_s=self.now_s(),
+                             pooling=pooling)
         answer, natural_end = text.answer(prompt, wrong="wrong_answer" in self.faults.active)
         ignore_eos = bool(body.get("ignore_eos"))
         reasoning = 0
@@ -240,7 +243,45 @@ class SimServer:
             return _error(400, "messages must be a non-empty list")
         return await self._generate(request, body, text.chat_prompt(messages), chat=True)
 
-    async def _generate(self, http: Request, body: dict[str, Any], prompt: str, chat: bool) -> Response:
+    async def embeddings(self, request: Request) -> Response:
+        """A pooling model's /v1/embeddings: each input is a request of its own that prefills and ends (one
+        step, as a generation of one token), and gets a vector of `embedding_dim` from its text."""
+        if self.config.runner != "pooling":
+            return JSONResponse({"detail": "Not Found"}, status_code=404)  # vLLM 0.32 serves no such route
+        body = await _json_body(request)
+        if isinstance(body, Response):
+            return body
+        inputs = body.get("input")
+        inputs = [inputs] if isinstance(inputs, str) else inputs
+        if not isinstance(inputs, list) or not inputs or not all(isinstance(i, str) for i in inputs):
+            return _error(400, "input must be a string or a non-empty list of strings")
+        refused = self._refusal(body, max(inputs, key=text.count_tokens))
+        if refused is not None:
+            return refused
+        streams = [self._submit(i, {"max_tokens": 1, "ignore_eos": True}, chat=False, pooling=True) for i in inputs]
+        collect = asyncio.ensure_future(asyncio.gather(*map(_num_tokens, streams)))
+        gone = asyncio.ensure_future(_disconnected(request))
+        try:
+            await asyncio.wait({collect, gone}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            gone.cancel()
+            if not collect.done():
+                collect.cancel()
+                for stream in streams:
+                    self._abort(stream)
+        if not collect.done():
+            return Response(status_code=499)
+        for stream in streams:
+            self.streams.pop(stream.request.request_id, None)
+        tokens = sum(s.request.prompt_tokens for s in streams)
+        data = [{"object": "embedding", "index": k, "embedding": text.embedding(i, self.config.embedding_dim)}
+                for k, i in enumerate(inputs)]
+        return JSONResponse({"id": f"embd-{uuid.uuid4().hex[:16]}", "object": "list", "created": int(time.time()),
+                             "model": self.config.model, "data": data,
+                             "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
+
+    def _refusal(self, body: dict[str, Any], prompt: str) -> Response | None:
+        """A request's fault, unknown model or prompt too long, as vLLM answers them; None: serve it."""
         self.num_requests += 1
         fault = self._request_fault()
         if fault is not None:
@@ -250,6 +291,14 @@ class SimServer:
         if text.count_tokens(prompt) >= self.config.max_model_len:
             return _error(400, f"This model's maximum context length is {self.config.max_model_len} tokens; "
                                f"the prompt has {text.count_tokens(prompt)}")
+        return None
+
+    async def _generate(self, http: Request, body: dict[str, Any], prompt: str, chat: bool) -> Response:
+        if self.config.runner == "pooling":
+            return JSONResponse({"detail": "Not Found"}, status_code=404)  # as vLLM 0.32's pooling server
+        refused = self._refusal(body, prompt)
+        if refused is not None:
+            return refused
         stream = self._submit(prompt, body, chat)
         created = int(time.time())
         if body.get("stream"):

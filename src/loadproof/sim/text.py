@@ -9,6 +9,7 @@ the planted value (or a wrong one under the `wrong_answer` fault), anything else
 from __future__ import annotations
 
 import hashlib
+import math
 import random
 import re
 from functools import cache
@@ -103,3 +104,11 @@ def reasoning(prompt: str, n: int) -> str:
     while len(body) < n:
         body += body
     return body[:n]
+
+
+def embedding(text: str, dim: int) -> list[float]:
+    """A unit vector of `dim` drawn from the text's hash: the same text always embeds the same."""
+    rng = random.Random(hashlib.sha256(text.encode("utf-8")).digest())
+    vector = [rng.gauss(0.0, 1.0) for _ in range(dim)]
+    norm = math.sqrt(sum(v * v for v in vector)) or 1.0
+    return [round(v / norm, 6) for v in vector]

@@ -1,4 +1,5 @@
-"""Liveness: a real one-token completion with a timeout, and what the engine has done meanwhile.
+"""Liveness: a real one-token completion with a timeout (for a pooling model, one short input embedded), and
+what the engine has done meanwhile.
 
 vLLM's /health can answer 200 while the engine core is hung (vLLM #36451, #17972), so the probe asks
 for a token. Its answer is a typed ProbeResult: the supervisor branches on the outcome, never on the
@@ -33,7 +34,7 @@ class ProbeOutcome(enum.Enum):
     TIMEOUT = "timeout"  # no answer within the probe timeout: hung, or queued behind long prefills
     HTTP_ERROR = "http_error"  # an answer with a non-2xx status (401 for a wrong key, 500, 503)
     REFUSED = "refused"  # the connection was refused: nothing listens on the port
-    BAD_ANSWER = "bad_answer"  # 200, but not a completion (not JSON, no choices)
+    BAD_ANSWER = "bad_answer"  # 200, but not a completion (not JSON, no choices) or no vector
     ERROR = "error"  # any other transport failure (reset, closed mid-answer)
     CANCELLED = "cancelled"  # the supervisor was stopped while it waited
 
@@ -55,12 +56,16 @@ class ProbeResult:
 OK = ProbeResult(ProbeOutcome.OK)
 
 
-def probe(url: str, model: str, timeout_s: float, api_key: str | None = None) -> ProbeResult:
-    """A real one-token completion, sent with the engine's API key when it has one (the key is never part
-    of the result)."""
-    body = json.dumps({"model": model, "prompt": "Hello", "max_tokens": 1, "temperature": 0}).encode()
-    request = urllib.request.Request(url_of(url, "/v1/completions"), data=body,
-                                     headers={"Content-Type": "application/json"})
+def probe(url: str, model: str, timeout_s: float, api_key: str | None = None, *,
+          embeddings: bool = False) -> ProbeResult:
+    """A real one-token completion (`embeddings`: one short input embedded, for a pooling model, which serves
+    no completion), sent with the engine's API key when it has one (the key is never part of the result)."""
+    if embeddings:
+        path, answer_key, fields = "/v1/embeddings", "data", {"input": "Hello"}
+    else:
+        path, answer_key, fields = "/v1/completions", "choices", {"prompt": "Hello", "max_tokens": 1, "temperature": 0}
+    body = json.dumps({"model": model, **fields}).encode()
+    request = urllib.request.Request(url_of(url, path), data=body, headers={"Content-Type": "application/json"})
     if api_key:
         request.add_header("Authorization", f"Bearer {api_key}")
     timeout = ProbeResult(ProbeOutcome.TIMEOUT, f"no answer within {timeout_s:g} s")
@@ -81,8 +86,8 @@ def probe(url: str, model: str, timeout_s: float, api_key: str | None = None) ->
         return ProbeResult(ProbeOutcome.BAD_ANSWER, "not JSON")
     except (OSError, http.client.HTTPException) as exc:  # reset, closed mid-answer, a malformed status line
         return ProbeResult(ProbeOutcome.ERROR, _describe(exc))
-    if not isinstance(data, dict) or not data.get("choices"):
-        return ProbeResult(ProbeOutcome.BAD_ANSWER, "an answer without choices")
+    if not isinstance(data, dict) or not data.get(answer_key):
+        return ProbeResult(ProbeOutcome.BAD_ANSWER, f"an answer without {answer_key}")
     return OK
 
 
@@ -108,6 +113,13 @@ def engine_work(url: str, metric_names: dict[str, str], api_key: str | None = No
 def probe_engine(engine: EngineProcess, served_name: str, timeout_s: float, cancel: threading.Event) -> ProbeResult:
     """`probe` on an engine process (its URL and key), waited for in a way a stop ends within 0.1 s."""
     return _cancellable(lambda: probe(engine.url, served_name, timeout_s, engine.api_key), cancel,
+                        ProbeResult(ProbeOutcome.CANCELLED, "stopped while probing"))
+
+
+def probe_embedder(engine: EngineProcess, served_name: str, timeout_s: float,
+                   cancel: threading.Event) -> ProbeResult:
+    """`probe_engine` for a pooling model: one short input embedded."""
+    return _cancellable(lambda: probe(engine.url, served_name, timeout_s, engine.api_key, embeddings=True), cancel,
                         ProbeResult(ProbeOutcome.CANCELLED, "stopped while probing"))
 
 

@@ -26,6 +26,7 @@ from loadproof.relay.serve import UPSTREAM_KEY_ENV, RelayServer, configure_loggi
 from loadproof.store.run_dir import new_run_id
 from loadproof.supervisor.loop import FAILED, READY, Supervisor
 from loadproof.supervisor.policy import SupervisorPolicy
+from loadproof.supervisor.probe import probe_embedder, probe_engine
 from loadproof.telemetry.host import host_memory_bytes
 
 RELAY_DRAIN_S = 5.0  # after Ctrl-C, how long the relay lets streams in flight end before it cancels them
@@ -114,6 +115,7 @@ def serve(profile: Profile, options: ServeOptions, say: Say, result: Say, phase:
         policy=SupervisorPolicy(probe_interval_s=options.probe_interval_s, probe_timeout_s=options.probe_timeout_s,
                                 max_restarts=options.max_restarts, backoff_initial_s=options.backoff_s),
         on_event=on_event,
+        prober=probe_embedder if profile.serving.runner == "pooling" else probe_engine,
     )
     say(f"supervisor events: {folder / 'events.jsonl'}")
     if options.relay_port is not None:

@@ -15,7 +15,9 @@ def loadproof(*args: str) -> subprocess.CompletedProcess[str]:
     [
         (["run", "throughput", "--url", "http://127.0.0.1:9", "--concurrency", "1,x"], 2, "--concurrency takes whole numbers"),
         (["run", "throughput", "--url", "http://127.0.0.1:9", "--families", "klingon"], 2, "families must be among"),
-        (["run", "throughput", "--url", "http://127.0.0.1:9", "--endpoint", "grpc"], 2, "--endpoint grpc: must be completions or chat"),
+        (["run", "throughput", "--url", "http://127.0.0.1:9", "--endpoint", "grpc"], 2, "--endpoint grpc: must be completions, chat or embeddings"),
+        (["run", "throughput", "--url", "http://127.0.0.1:9", "--endpoint", "embeddings"], 2,
+         "`run throughput` does not measure the embeddings endpoint"),
         (["run", "throughput", "--url", "http://127.0.0.1:9"], 3, "cannot reach http://127.0.0.1:9"),
         (["report", "/nonexistent/run"], 2, "no run directory at /nonexistent/run"),
         (["serve"], 2, "give either a PROFILE or --embedded"),

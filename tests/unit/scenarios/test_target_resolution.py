@@ -128,11 +128,11 @@ async def test_the_engine_sizes_prompts_exactly_as_a_local_tokenizer_of_the_same
 async def test_a_target_that_does_not_tokenize_asks_for_the_tokenizer_in_one_line(server):
     _, url = server
     target = await asyncio.to_thread(resolved, url)
-    assert target.tokenizer_source is None and target.served.tokenize_error == "HTTP 404"
+    assert target.tokenizer_source is None and target.served.tokenize_error == "HTTP 404: not found"  # the server's own words
     with pytest.raises(UsageError) as caught:
         tokens_for(target)
     assert "\n" not in str(caught.value)
-    assert str(caught.value).endswith("answered HTTP 404); give --tokenizer PATH (tokenizer.json or its folder)")
+    assert str(caught.value).endswith("answered HTTP 404: not found); give --tokenizer PATH (tokenizer.json or its folder)")
 
 
 def test_token_counts_local_without_a_tokenizer_is_one_line():

@@ -28,6 +28,7 @@ class Handler(BaseHTTPRequestHandler):
     mode = "ok"
     metrics = "vllm"
     seen_auth: list[str | None] = []
+    seen_paths: list[str] = []
 
     def log_message(self, *args: object) -> None:
         pass
@@ -43,6 +44,7 @@ class Handler(BaseHTTPRequestHandler):
         self.rfile.read(int(self.headers["Content-Length"]))
         auth = self.headers.get("Authorization")
         Handler.seen_auth.append(auth)
+        Handler.seen_paths.append(self.path)
         mode = Handler.mode
         if mode == "slow":
             time.sleep(1.5)
@@ -55,6 +57,8 @@ class Handler(BaseHTTPRequestHandler):
             return self._send(200, None, raw=b"<html>not json</html>")
         if mode == "no_choices":
             return self._send(200, {"choices": []})
+        if self.path == "/v1/embeddings":  # a pooling model: vectors, and no completions route
+            return self._send(200, {"data": [{"index": 0, "embedding": [0.6, 0.8]}]})
         self._send(200, {"choices": [{"text": "!"}]})
 
     def _send(self, status: int, payload: object, raw: bytes | None = None) -> None:
@@ -67,7 +71,7 @@ class Handler(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def engine_url() -> Iterator[str]:
-    Handler.mode, Handler.metrics, Handler.seen_auth = "ok", "vllm", []
+    Handler.mode, Handler.metrics, Handler.seen_auth, Handler.seen_paths = "ok", "vllm", [], []
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
@@ -120,3 +124,12 @@ def test_a_stop_ends_a_probe_in_flight(engine_url):
     result = probe_engine(SimpleNamespace(url=engine_url, api_key=None), "m", 30.0, cancel)  # type: ignore[arg-type]
     assert result.outcome is ProbeOutcome.CANCELLED
     assert time.monotonic() - began < 0.8
+
+
+def test_a_pooling_model_is_probed_by_embedding_one_input(engine_url):
+    assert probe(engine_url, "m", timeout_s=2, embeddings=True).ok
+    assert probe(engine_url, "m", timeout_s=2).ok
+    assert Handler.seen_paths == ["/v1/embeddings", "/v1/completions"]
+    Handler.mode = "no_choices"  # an answer with no vector fails an embeddings probe
+    bad = probe(engine_url, "m", timeout_s=2, embeddings=True)
+    assert bad.outcome is ProbeOutcome.BAD_ANSWER and bad.detail == "an answer without data"

@@ -66,9 +66,12 @@ def dataset_requests(opts: LoadOptions, offsets: list[float], hs: HaystackTarget
     body_extra = request_extra(opts, target)
     for k, (offset, item, fallback) in enumerate(zip(offsets, sel.items, drawn)):
         out = item.output_tokens if opts.dataset_output == "data" and item.output_tokens else fallback
-        outputs_from_data += out is item.output_tokens and opts.dataset_output == "data"
         inputs = item.input_tokens or 0
-        if max_model_len is not None and out > max_model_len - inputs:
+        if target.endpoint == "embeddings":  # one row embedded: no output
+            out = 0
+        else:
+            outputs_from_data += out is item.output_tokens and opts.dataset_output == "data"
+        if out and max_model_len is not None and out > max_model_len - inputs:
             out, clamped = max(1, max_model_len - inputs), clamped + 1
         extra = dict(body_extra)
         if chat and item.messages is not None:

@@ -108,6 +108,8 @@ class LoadOptions(DatasetOptions, ConstraintOptions):  # --dataset FILE (scenari
     model_mix: ModelMix | None = Field(default=None, description="which model or LoRA adapter each request asks "
                                        f"for, drawn per request with the seed in proportion to the weights: "
                                        f"{MIX_SYNTAX}", json_schema_extra=cli(text=True))
+    inputs_per_request: int = Field(default=1, ge=1, le=4096, description="embeddings (--endpoint embeddings): "
+                                    "texts each request embeds, one vector each (1: the input is one string)")
     deadline_s: float = Field(default=600.0, gt=0, description="per-request deadline in seconds (a request past it "
                               "fails as timed out)")
     sample_interval_s: float = Field(default=1.0, ge=0, description=SAMPLING_OFF)
@@ -150,6 +152,8 @@ class LoadOptions(DatasetOptions, ConstraintOptions):  # --dataset FILE (scenari
 
     @model_validator(mode="after")
     def _consistent(self) -> LoadOptions:
+        if self.dataset is not None and self.inputs_per_request > 1:
+            raise ValueError("--inputs-per-request groups synthetic texts: with --dataset each row is one request")
         if self.dataset is not None and self.shared_prefix_tokens:
             raise ValueError("--shared-prefix-tokens shapes synthetic prompts: it does not apply with --dataset")
         if self.sweep is not None or self.search is not None:

@@ -18,6 +18,7 @@ from typing import Any
 from loadproof.plans import attach_plan
 from loadproof.errors import UsageError
 from loadproof.plans.load import LoadPlan, MixedModel
+from loadproof.protocol.openai import ENDPOINTS
 from loadproof.scenarios.base import Setup
 from loadproof.scenarios.demo import DemoSetup
 from loadproof.scenarios.live import LiveStatus
@@ -42,6 +43,7 @@ class LoadScenario(MetricsScenario):
     summary = ("Open-loop load at a request rate: latencies from the intended and the actual send, send lag, "
                "SLO goodput.")
     tokenizer = EXACT_LENGTH
+    endpoints = ENDPOINTS  # embeddings too: requests/s, latency, input tokens/s
     options: LoadOptions
 
     @classmethod
@@ -49,6 +51,7 @@ class LoadScenario(MetricsScenario):
         """One run; or, with --sweep, one run per rate; or, with --search rate, the highest rate meeting the SLO."""
         if setup.options.model_mix:  # a model the target does not list: one line before any run directory
             check_mix(setup.options.model_mix, setup.target)
+        check_endpoint(setup.options, setup.target.endpoint)
         if setup.options.sweep is not None:
             sweep_command(setup, console, run_load)
         elif setup.options.search is not None:
@@ -98,6 +101,24 @@ class LoadScenario(MetricsScenario):
     def family(self) -> str:
         """What the prompts are, as each record says: `dataset` with --dataset, else `synthetic`."""
         return "dataset" if self.options.dataset else "synthetic"
+
+
+# the SLOs an embeddings request has: its answer is one body, so it has no time per output token or gap
+EMBEDDINGS_SLOS = ("e2el", "e2el_from_intended")
+
+
+def check_endpoint(options: LoadOptions, endpoint: str) -> None:
+    """What only one kind of endpoint takes: one line (UsageError) before any run directory."""
+    if endpoint != "embeddings":
+        if options.inputs_per_request > 1:
+            raise UsageError(f"--inputs-per-request is for --endpoint embeddings; the target's is {endpoint}")
+        return
+    other = [name for name in options.slo or {} if name not in EMBEDDINGS_SLOS]
+    if other:
+        raise UsageError(f"--slo {', '.join(other)}: an embeddings answer is one body, with no output tokens to "
+                         f"time; give {' or '.join(EMBEDDINGS_SLOS)}")
+    if options.constrained:
+        raise UsageError("--tools and --response-format shape generated answers: not with --endpoint embeddings")
 
 
 def check_mix(mix: dict[str, float], target: Target) -> None:

@@ -64,6 +64,7 @@ def load_plan(opts: LoadOptions, offsets: list[float], hs: HaystackTarget, max_m
         deadline_s=opts.deadline_s, slo=dict(opts.slo or {}), endpoint=hs.target.endpoint,
         max_model_len=max_model_len, overhead_tokens=hs.builder.overhead_tokens,
         overhead_source=hs.overhead_source, haystack_additive=hs.builder.additive, dataset=dataset,
+        inputs_per_request=opts.inputs_per_request if hs.target.endpoint == "embeddings" else 1,
     )
 
 

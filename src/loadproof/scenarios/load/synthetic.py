@@ -1,6 +1,7 @@
 """The synthetic workload of a load run: one prompt of exactly the drawn length per request of the schedule
 (`workloads.synthetic`: salted per run, the engine's overhead included), every body built before the
-first send."""
+first send. On the embeddings endpoint each request embeds `--inputs-per-request` such prompts (one vector
+each), its planned input the sum of their lengths, and asks for no output."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import secrets
 from loadproof.client import RequestSpec
 from loadproof.errors import UsageError
 from loadproof.plans.load import LoadPlan
-from loadproof.protocol.openai import request_body
+from loadproof.protocol.openai import embeddings_body, request_body
 from loadproof.scenarios.constraints import request_extra
 from loadproof.scenarios.load.options import LoadOptions
 from loadproof.scenarios.load.schedule import Planned, lengths_of, load_plan
@@ -24,6 +25,7 @@ def synthetic_requests(opts: LoadOptions, offsets: list[float], hs: HaystackTarg
     built to them exactly."""
     target = hs.target
     n = len(offsets)
+    per = opts.inputs_per_request if target.endpoint == "embeddings" else 1
     prompts = SyntheticPrompts(hs.builder, run_salt=secrets.token_hex(8), seed=opts.seed,
                                shared_prefix_tokens=opts.shared_prefix_tokens)
     shortest = prompts.shortest()
@@ -31,7 +33,9 @@ def synthetic_requests(opts: LoadOptions, offsets: list[float], hs: HaystackTarg
         raise UsageError(f"--input-tokens {opts.input_tokens} is shorter than the shortest synthetic prompt "
                          f"({shortest} tokens: the engine's {hs.builder.overhead_tokens}, the shared prefix, a "
                          "salt line and a pad)")
-    inputs = draw_lengths(opts.input_tokens, n, opts.seed, "input")
+    inputs = draw_lengths(opts.input_tokens, n * per, opts.seed, "input")
+    if target.endpoint == "embeddings":
+        return _embeddings(opts, offsets, hs, max_model_len, prompts, inputs, per, models)
     outputs = draw_lengths(opts.output_tokens, n, opts.seed, "output")
     if max_model_len is not None and opts.input_tokens.fixed and opts.output_tokens.fixed \
             and inputs[0] + outputs[0] > max_model_len:
@@ -54,4 +58,26 @@ def synthetic_requests(opts: LoadOptions, offsets: list[float], hs: HaystackTarg
         requests.append(Planned(k, round(offset * NS_PER_S), spec, length, out, model))
     plan = load_plan(opts, offsets, hs, max_model_len, input_tokens=lengths_of(opts.input_tokens),
                      shared_prefix_tokens=opts.shared_prefix_tokens, clamped=clamped)
+    return plan, requests
+
+
+def _embeddings(opts: LoadOptions, offsets: list[float], hs: HaystackTarget, max_model_len: int | None,
+                prompts: SyntheticPrompts, inputs: list[int], per: int,
+                models: list[str] | None) -> tuple[LoadPlan, list[Planned]]:
+    """Embeddings: `per` prompts a request, each of its drawn length (cut to the served context)."""
+    target = hs.target
+    cut = [min(i, max_model_len) for i in inputs] if max_model_len is not None else inputs
+    texts, built, _ = prompts.build_all(cut)
+    extra = request_extra(opts, target)
+    requests = []
+    for k, offset in enumerate(offsets):
+        model = models[k] if models else ""
+        group = slice(k * per, (k + 1) * per)
+        body = embeddings_body(model or target.model, texts[group], extra)
+        spec = RequestSpec(request_id=f"load-{k:07d}", endpoint=target.endpoint, body=body,
+                           deadline_s=opts.deadline_s)
+        requests.append(Planned(k, round(offset * NS_PER_S), spec, sum(built[group]), 0, model))
+    plan = load_plan(opts, offsets, hs, max_model_len, input_tokens=lengths_of(opts.input_tokens),
+                     shared_prefix_tokens=opts.shared_prefix_tokens,
+                     clamped=sum(c != i for c, i in zip(cut, inputs)))
     return plan, requests
