@@ -68,7 +68,8 @@ SCENARIOS: dict[str, Entry] = {
                   text_fields={"arrival": "name", "endpoint": "name", "model_mix.*.model": "name", **_LENGTHS,
                                **_OVERHEAD, **_DATASET}),
     "replay": _entry("replay", "ReplayScenario", "ReplayPlan", figures=True, text_fields={
-        "trace": "path", "format": "name", "sha256": "name", "endpoint": "name", "kv_source": "name", **_OVERHEAD}),
+        "trace": "path", "format": "name", "sha256": "name", "endpoint": "name", "kv_source": "name",
+        "model_mix.*.model": "name", "models.*": "name", **_OVERHEAD}),
     "sessions": _entry("sessions", "SessionsScenario", "SessionsPlan", figures=True, text_fields={
         "think_time": "name", "endpoint": "name", "tool_names.*": "name", "tool_choice": "name",
         "tool_call_mode": "name", "kv_source": "name", **_DATASET}),

@@ -58,6 +58,8 @@ def test_a_mix_of_the_base_model_and_two_adapters(tmp_path: Path):
     switches = sum(a != b for a, b in zip([None, *asked], asked))
     assert claims["load.lora.slots"] == 1 and claims["load.lora.cold_requests"] == switches >= 2
     assert claims["load.lora.cold_ttft_s.p50"] > 0
+    # the engine's own word: its lora_requests_info listed one adapter running at most (one slot)
+    assert claims["load.lora.engine_running_adapters_max"] == 1
     assert bad.returncode == 2 and "adapter-c" in bad.stderr and "adapter-a" in bad.stderr  # the engine lists both
     assert "Traceback" not in bad.stderr and not (tmp_path / "bad").exists()
     publish_and_verify(runs[-1], tmp_path / "bundle")

@@ -11,8 +11,11 @@ import sys
 from importlib.resources import files
 from pathlib import Path
 
+import msgspec
 import pytest
 
+from loadproof.metrics.replay import by_model, expected_hits
+from loadproof.plans.replay import ReplayPlan
 from loadproof.sim.text import tokenizer_path
 from tests.integration.bundles import publish_and_verify
 from tests.integration.sim_process import SimProcess
@@ -49,6 +52,32 @@ def test_the_mooncake_slice_replays_with_the_engines_hit_rate_beside_the_traces(
     for r in records:
         assert r["intended_send_ns"] - t0 == pytest.approx(rows[r["batch"]]["timestamp"] / 10 * 1e6, abs=1e3)
         assert r["prompt_tokens"] == plan["text_tokens"][r["batch"]] + plan["overhead_tokens"]
+    publish_and_verify(run, tmp_path / "bundle")
+
+
+def test_a_model_mix_shares_each_prefix_only_within_its_model(tmp_path: Path):
+    """The slice replayed half to the base model, half to an adapter: the simulator keys its cache by adapter as
+    vLLM does, so the expectation keyed by model matches the engine's rate, and is below the unmixed one."""
+    with SimProcess(tmp_path / "sim.log", config={"time_scale": 10.0, "lora_modules": ["adapter-a"]}) as sim:
+        code, claims, run = run_scenario(sim, tmp_path, "replay", "--trace", SLICE, "--format", "mooncake",
+                                         "--block-tokens", "32", "--time-scale", "10", "--max-requests", "120",
+                                         "--max-output-tokens", "4", "--model-mix", "sim=1,adapter-a=1")
+    assert code == 0, claims
+    value = {name: c["value"] for name, c in claims.items()}
+    assert value["replay.model.sim.requests"] + value["replay.model.adapter-a.requests"] == 120
+    expected, engine = value["replay.prefix_hit_rate.expected_pct"], value["replay.prefix_hit_rate.engine_pct"]
+    assert abs(expected - engine) < 1.0, (expected, engine)
+    plan = json.loads((run / "manifest.json").read_text())["plan"]
+    records = [json.loads(line) for line in (run / "requests.jsonl").read_text().splitlines()]
+    assert all(r["model"] == plan["models"][r["batch"]] for r in records)
+    unmixed = dict(plan, models=[])  # the same requests as if one model served them all
+    typed = msgspec.convert(unmixed, ReplayPlan)
+    alone = sum(expected_hits(typed.text_tokens, [by_model(typed, i, ids) for i, ids in enumerate(typed.hash_ids)],
+                              typed.block_tokens))
+    mixed = msgspec.convert(plan, ReplayPlan)
+    apart = sum(expected_hits(mixed.text_tokens, [by_model(mixed, i, ids) for i, ids in enumerate(mixed.hash_ids)],
+                              mixed.block_tokens))
+    assert apart < alone  # prefixes a request shared with the other model's requests are no hits here
     publish_and_verify(run, tmp_path / "bundle")
 
 

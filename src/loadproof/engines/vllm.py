@@ -44,10 +44,14 @@ VLLM_METRICS: dict[str, str] = {
     "external_prefix_cache_queries_total": "vllm:external_prefix_cache_queries_total",
     "external_prefix_cache_hits_total": "vllm:external_prefix_cache_hits_total",
     "prompt_tokens_cached_by_source_total": "vllm:prompt_tokens_cached_by_source_total{source}",
+    # with LoRA: the adapters of the running batch and of the queue, as names listed in the labels of the latest
+    # series of an info gauge whose value is the time it was set (telemetry.server_metrics, `metric[label]`)
+    "lora_running_adapters": "vllm:lora_requests_info[running_lora_adapters]",
+    "lora_waiting_adapters": "vllm:lora_requests_info[waiting_lora_adapters]",
 }
 # the names every vLLM serving loadproof must expose (spec-decode counters are optional)
 REQUIRED_METRICS = tuple(k for k in VLLM_METRICS if not k.startswith(("spec_decode", "ttft_", "request_success",
-                                                                     "external_", "prompt_tokens_cached")))
+                                                                     "external_", "prompt_tokens_cached", "lora_")))
 
 
 # `--speculative-config`'s methods (vLLM 0.26 and 0.32, config/speculative.py's SpeculativeMethod)

@@ -39,6 +39,14 @@ def expected_hits(text_tokens: list[int], blocks: list[list[Any]], block_tokens:
     return hits
 
 
+def by_model(plan: ReplayPlan, i: int, ids: list[Any]) -> list[Any]:
+    """Request i's block ids as the engine's cache tells them apart: with a model mix, by its model too (vLLM
+    keys a block's hash by the LoRA adapter that computed it, so two adapters never share one)."""
+    if len(plan.models) != len(plan.text_tokens):
+        return ids
+    return [(plan.models[i], h) for h in ids]
+
+
 def renamed(claim: Claim) -> Claim:
     """A `load.*` claim as `replay.*`."""
     return dataclasses.replace(claim, name=SCENARIO + claim.name[len("load"):],
@@ -64,7 +72,8 @@ def prefix_claims(records: list[RequestRecord], plan: ReplayPlan, events: list[E
     sent = sorted({r.batch for r in records if r.batch is not None and 0 <= r.batch < len(plan.text_tokens)})
     claims: list[Claim] = []
     if sent:
-        blocks = plan.hash_ids if len(plan.hash_ids) == len(plan.text_tokens) else [[] for _ in plan.text_tokens]
+        blocks = [by_model(plan, i, ids) for i, ids in enumerate(plan.hash_ids)] \
+            if len(plan.hash_ids) == len(plan.text_tokens) else [[] for _ in plan.text_tokens]
         hits = expected_hits(plan.text_tokens, blocks, plan.block_tokens)
         asked = sum(plan.text_tokens[i] + plan.overhead_tokens for i in sent)
         claims.append(number("replay.prefix_hit_rate.expected_pct", 100 * sum(hits[i] for i in sent) / asked, "%",
@@ -114,7 +123,7 @@ def cache_requests(records: list[RequestRecord], plan: ReplayPlan) -> list[Prefi
     for r in sent:
         i = r.batch
         text = plan.text_tokens[i]
-        ids: list[Any] = (plan.hash_ids[i] if len(plan.hash_ids) == len(plan.text_tokens)
+        ids: list[Any] = (by_model(plan, i, plan.hash_ids[i]) if len(plan.hash_ids) == len(plan.text_tokens)
                           else [f"r{i}.{j}" for j in range(-(-text // plan.block_tokens))])
         keys = chained_keys(mooncake_segments(text, ids, plan.block_tokens, plan.overhead_tokens), kv)
         output = r.output_tokens if r.output_tokens is not None else (r.planned_output_tokens or 0)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from loadproof.plans import Plan
+from loadproof.plans.load import MixedModel
 
 
 class ReplayPlan(Plan, kw_only=True):
@@ -45,6 +46,8 @@ class ReplayPlan(Plan, kw_only=True):
     lines: list[int] = []  # each request's line in the trace
     text_tokens: list[int] = []  # each request's prompt text tokens (the engine adds overhead_tokens)
     hash_ids: list[list[int]] = []  # each request's blocks' hash ids (Mooncake; [] for formats without)
+    model_mix: list[MixedModel] = []  # --model-mix: each model's weight
+    models: list[str] = []  # with a mix, each request's model: its blocks are shared only within that model
     # the engine's KV cache, for the expectation at its size (metrics.prefix_cache); None: not known
     kv_blocks: int | None = None  # blocks in its pool (vLLM's num_gpu_blocks, its null block included)
     kv_block_tokens: int | None = None  # tokens per KV block

@@ -26,7 +26,13 @@ from loadproof.plans import attach_plan
 from loadproof.plans.replay import ReplayPlan
 from loadproof.protocol.openai import request_body
 from loadproof.scenarios.live import LiveStatus
+from loadproof.plans.load import MixedModel
+from loadproof.scenarios.base import Setup
+from loadproof.scenarios.load.options import ModelMix
+from loadproof.scenarios.load.scenario import check_mix, mixed_models
 from loadproof.scenarios.load.schedule import Planned
+from loadproof.scenarios.recording import Console
+from loadproof.workloads.model_mix import MIX_SYNTAX
 from loadproof.scenarios.load.sender import send_schedule
 from loadproof.scenarios.load.slo import SLO_SYNTAX, Slo
 from loadproof.scenarios.long_context import EXACT_LENGTH, MetricsScenario, haystack_target
@@ -89,7 +95,11 @@ class ReplayOptions(StrictModel):
     deadline_s: float = Field(default=600.0, gt=0, description="per-request deadline in seconds")
     skip_bad_rows: bool = Field(default=False, description="skip rows that do not parse or break the time order, "
                                 "counting them, instead of stopping at the first")
-    seed: int = Field(default=731, description="seed of the filler in each block")
+    seed: int = Field(default=731, description="seed of the filler in each block (and of --model-mix's draws)")
+    model_mix: ModelMix | None = Field(default=None, description="which model or LoRA adapter each request asks "
+                                       f"for, drawn per request with the seed: {MIX_SYNTAX} (a prefix is shared only "
+                                       "within one model, as vLLM keys its cache by adapter)",
+                                       json_schema_extra=cli(text=True))
     kv_blocks: int | None = Field(default=None, ge=2, description="the engine's KV cache in blocks (vLLM's "
                                   "num_gpu_blocks), for the hit rate expected at its size; default: its /metrics "
                                   "cache_config_info")
@@ -123,6 +133,12 @@ class ReplayScenario(MetricsScenario):
     tokenizer = EXACT_LENGTH
     options: ReplayOptions
 
+    @classmethod
+    def perform(cls, setup: Setup, console: Console) -> None:
+        if setup.options.model_mix:  # a model the target does not list: one line before any run directory
+            check_mix(setup.options.model_mix, setup.target)
+        super().perform(setup, console)
+
     def plan(self, cache: CacheSize | None = None) -> tuple[ReplayPlan, list[Planned]]:
         opts = self.options
         read = read_trace(opts.trace, opts.format, start_offset_s=opts.start_offset_s, max_requests=opts.max_requests,
@@ -145,16 +161,18 @@ class ReplayScenario(MetricsScenario):
         first = read.rows[0].t_s
         requests: list[Planned] = []
         texts = []
+        models = mixed_models(opts.model_mix, opts.seed, self.target, len(read.rows)) if opts.model_mix else None
         for k, (row, s) in enumerate(zip(read.rows, shaped)):
             text = prompts.prompt(s.text_tokens, s.blocks)
             texts.append(text)
-            body = request_body(self.target.endpoint, self.target.model, text, max_tokens=s.output_tokens,
+            model = models[k] if models else ""
+            body = request_body(self.target.endpoint, model or self.target.model, text, max_tokens=s.output_tokens,
                                 temperature=0.0, ignore_eos=opts.ignore_eos, extra=self.target.extra_body)
             spec = RequestSpec(request_id=f"replay-{k:07d}", endpoint=self.target.endpoint, body=body,
                                deadline_s=opts.deadline_s)
             offset_s = (row.t_s - first) / opts.time_scale
             requests.append(Planned(k, round(offset_s * NS_PER_S), spec, s.text_tokens + builder.overhead_tokens,
-                                    s.output_tokens))
+                                    s.output_tokens, model))
         self._check_counts(texts, shaped, builder)
         plan = ReplayPlan(
             trace=opts.trace, format=opts.format, sha256=read.sha256, trace_rows=read.lines, bad_rows=read.bad_rows,
@@ -171,6 +189,7 @@ class ReplayScenario(MetricsScenario):
             hash_ids=[list(s.blocks) for s in shaped] if opts.format in HASHED else [],
             kv_blocks=cache.blocks if cache else None, kv_block_tokens=cache.block_tokens if cache else None,
             kv_source=cache.source if cache else None,
+            model_mix=[MixedModel(model=m, weight=w) for m, w in (opts.model_mix or {}).items()], models=models or [],
         )
         if read.bad_rows:
             self.status(f"trace: {read.bad_rows} malformed rows skipped (first: {read.first_bad})")

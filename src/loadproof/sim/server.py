@@ -150,6 +150,8 @@ class SimServer:
         if num_prompt + max_tokens > self.config.max_model_len:
             max_tokens = self.config.max_model_len - num_prompt
         salt = body.get("cache_salt")
+        if body.get("model") in self.config.lora_modules:  # vLLM keys a block by the adapter that computed it
+            salt = f"{salt or ''}|lora:{body['model']}"
         request = SimRequest(f"sim-{uuid.uuid4().hex[:16]}", num_prompt, max_tokens,
                              text.block_hashes(prompt_bytes, self.config.block_size, salt), arrival_s=self.now_s(),
                              pooling=pooling)

@@ -20,7 +20,10 @@ engine's names) and summed over label sets (vLLM labels by engine index and mode
 An engine name written `metric{label}` keeps its series apart by that label instead: one value per label
 value, under our name + `_` + the value (vLLM's accepted draft tokens by draft position:
 `spec_decode_num_accepted_tokens_per_pos_total_0`, `_1`, ...; a value other than 1 to 16 letters, digits or
-underscores is left out).
+underscores is left out). One written `metric[label]` is an info gauge whose series carry a list in a label and
+whose value is the time it was set (vLLM's `lora_requests_info`, a series per set of running and waiting
+adapters): its value is how many comma-separated names that label lists in the latest series (the highest
+value).
 """
 
 from __future__ import annotations
@@ -49,21 +52,56 @@ _LABEL = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _METRIC = re.compile(r"[A-Za-z_:][A-Za-z0-9_:]*")
 _SPLIT = re.compile(r"(?P<name>[A-Za-z_:][A-Za-z0-9_:]*)\{(?P<label>[A-Za-z_][A-Za-z0-9_]*)\}")
 _SPLIT_VALUE = re.compile(r"[A-Za-z0-9_]{1,16}")
+_LISTING = re.compile(r"(?P<name>[A-Za-z_:][A-Za-z0-9_:]*)\[(?P<label>[A-Za-z_][A-Za-z0-9_]*)\]")
+
+
+@dataclass(frozen=True)
+class Wanted:
+    """How one engine metric is read: under our name, split by a label, or counting a label's list."""
+
+    ours: str
+    label: str | None = None  # `metric{label}`: one value per label value; `metric[label]`: the list's length
+    listing: bool = False
 
 
 def split_name(engine_name: str) -> tuple[str, str | None]:
-    """`metric{label}` -> ("metric", "label"); a plain name -> (name, None)."""
-    m = _SPLIT.fullmatch(engine_name)
+    """`metric{label}` or `metric[label]` -> ("metric", "label"); a plain name -> (name, None)."""
+    m = _SPLIT.fullmatch(engine_name) or _LISTING.fullmatch(engine_name)
     return (m["name"], m["label"]) if m else (engine_name, None)
 
 
-def _wanted(names: dict[str, str]) -> dict[str, tuple[str, str | None]]:
-    """The engine's bare name -> (our name, the label its series are kept apart by, or None)."""
-    out = {}
+def _wanted(names: dict[str, str]) -> dict[str, list[Wanted]]:
+    """The engine's bare name -> every way it is read (one info gauge may list two labels)."""
+    out: dict[str, list[Wanted]] = {}
     for ours, engine_name in names.items():
         bare, label = split_name(engine_name)
-        out[bare] = (ours, label)
+        out.setdefault(bare, []).append(Wanted(ours, label, _LISTING.fullmatch(engine_name) is not None))
     return out
+
+
+class _Values:
+    """A reading's values as its series are added: summed per key; a listing, its latest series' names counted."""
+
+    def __init__(self, names: dict[str, str]) -> None:
+        self.wanted = _wanted(names)
+        self.values: dict[str, float] = {}
+        self._latest: dict[str, tuple[float, float]] = {}  # a listing's (highest value, names it listed)
+
+    def add(self, name: str | None, labels: dict[str, str], value: float) -> None:
+        if name is None or not math.isfinite(value):  # no NaN, no infinity: metrics.jsonl is JSON
+            return
+        for way in self.wanted.get(name, ()):
+            if way.listing:
+                listed = labels.get(way.label or "")
+                if listed is not None and value >= self._latest.get(way.ours, (-math.inf, 0.0))[0]:
+                    self._latest[way.ours] = (value, float(sum(bool(n.strip()) for n in listed.split(","))))
+                continue
+            key = _key(way.ours, way.label, labels)
+            if key is not None:
+                self.values[key] = self.values.get(key, 0.0) + value
+
+    def result(self) -> dict[str, float]:
+        return {**self.values, **{ours: listed for ours, (_, listed) in self._latest.items()}}
 
 
 def _key(ours: str, label: str | None, labels: dict[str, str]) -> str | None:
@@ -78,15 +116,11 @@ def _key(ours: str, label: str | None, labels: dict[str, str]) -> str | None:
 def parse_metrics(text: str, names: dict[str, str]) -> dict[str, float]:
     """Our name -> value for every mapped metric present in a Prometheus text exposition (a NaN or an
     infinity left out: metrics.jsonl is JSON, which has no such number, and its reader would refuse the run)."""
-    wanted = _wanted(names)
-    values: dict[str, float] = {}
+    values = _Values(names)
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
-            mapped = wanted.get(sample.name)
-            key = _key(*mapped, sample.labels) if mapped is not None else None
-            if key is not None and math.isfinite(sample.value):
-                values[key] = values.get(key, 0.0) + float(sample.value)
-    return values
+            values.add(sample.name, sample.labels, float(sample.value))
+    return values.result()
 
 
 @dataclass(frozen=True)
@@ -142,7 +176,7 @@ class MetricsSource:
         gauge where mapped: a scrape stamps all its series alike), as a series labelled `loadproof`."""
         wanted = _wanted(names)
         engine_names = sorted(wanted)
-        split = sorted({label for _, label in wanted.values() if label is not None})
+        split = sorted({w.label for ways in wanted.values() for w in ways if w.label is not None})
         bad = [n for n in engine_names if not _METRIC.fullmatch(n)]
         if bad:
             raise ValueError(f"not a Prometheus metric name: {bad[0]!r}")
@@ -211,8 +245,7 @@ def _escape(value: str) -> str:
 def _vector_reading(data: dict[str, Any], names: dict[str, str]) -> Reading:
     """Our name -> value from the answer to `MetricsSource.query` (summed by __name__), with the scrape
     time series and the evaluation time."""
-    wanted = _wanted(names)
-    values: dict[str, float] = {}
+    values = _Values(names)
     evaluated = scraped = None
     result = (data.get("data") or {}).get("result") or []
     for series in result:
@@ -225,11 +258,8 @@ def _vector_reading(data: dict[str, Any], names: dict[str, str]) -> Reading:
         if labels.get("loadproof") == _SCRAPE_TIME:
             scraped = value
             continue
-        mapped = wanted.get(labels.get("__name__"))
-        key = _key(*mapped, labels) if mapped is not None else None
-        if key is not None and math.isfinite(value):  # as parse_metrics: no NaN, no infinity
-            values[key] = values.get(key, 0.0) + value
-    return Reading(values, evaluated, scraped)
+        values.add(labels.get("__name__"), labels, value)
+    return Reading(values.result(), evaluated, scraped)
 
 
 class MetricsScraper:
