@@ -72,7 +72,7 @@ SCENARIOS: dict[str, Entry] = {
         "model_mix.*.model": "name", "models.*": "name", **_OVERHEAD}),
     "sessions": _entry("sessions", "SessionsScenario", "SessionsPlan", figures=True, text_fields={
         "think_time": "name", "endpoint": "name", "tool_names.*": "name", "tool_choice": "name",
-        "tool_call_mode": "name", "kv_source": "name", **_DATASET}),
+        "tool_call_mode": "name", "kv_source": "name", "model_mix.*.model": "name", **_DATASET}),
     "capacity": _entry("capacity", "CapacityScenario", "CapacityPlan", figures=True, demo=True, text_fields={
         **_PROBES, "sessions.*.key": "text", **_OVERHEAD}),
     "prefill": _entry("prefill", "PrefillScenario", "PrefillPlan", demo=True, text_fields={

@@ -167,6 +167,33 @@ def test_a_primed_shared_prefix_is_cached_before_every_users_first_turn(tmp_path
     publish_and_verify(run, tmp_path / "bundle")
 
 
+def test_a_model_mix_gives_each_user_one_model_and_primes_each_models_shared_prefix(tmp_path: Path):
+    """--model-mix over the model and an adapter: each user's turns all ask for its drawn model, --prime-shared
+    primes the shared prefix once per model (the simulator, as vLLM, keys its cache by adapter), so every first
+    turn still finds it cached; each model's figures are claimed apart, and the expectation keyed by model
+    agrees with the engine's hits."""
+    with SimProcess(tmp_path / "sim.log", config={"time_scale": 10.0, "lora_modules": ["adapter-a"]}) as sim:
+        code, claims, run = run_scenario(sim, tmp_path, "sessions", "--endpoint", "completions", "-u", "6", "-t", "2",
+                                         "--first-tokens", "64", "--system-tokens", "600", "--turn-tokens", "32",
+                                         "--output-tokens", "8", "--prime-shared", "--engine-block-tokens", "16",
+                                         "--engine-kv-tokens", "65536", "--model-mix", "sim=1,adapter-a=1",
+                                         "--seed", "3")
+    assert code == 0, claims
+    value = {name: c["value"] for name, c in claims.items()}
+    records = [json.loads(line) for line in (run / "requests.jsonl").read_text().splitlines()]
+    primes = [r for r in records if r["family"] == "prime"]
+    turns = [r for r in records if r["family"] != "prime"]
+    users = {r["prompt_id"]: {t["model"] for t in turns if t["prompt_id"] == r["prompt_id"]} for r in turns}
+    assert all(len(models) == 1 for models in users.values()), users  # a user keeps its model
+    drawn = {m for models in users.values() for m in models}
+    assert drawn == {"sim", "adapter-a"}  # the seed's draw gives each model users
+    assert {p["model"] for p in primes} == drawn and len(primes) == len(drawn)
+    assert sum(value[f"sessions.model.{m}.requests"] for m in drawn) == len(turns) == 12
+    engine, expected = value["sessions.turn0.engine_hit_pct"], value["sessions.turn0.expected_hit_pct.unbounded"]
+    assert engine > 50 and abs(engine - expected) < 3, (engine, expected)  # the shared prefix hit for each model
+    publish_and_verify(run, tmp_path / "bundle")
+
+
 def test_a_users_tools_and_response_format_are_asked_and_every_answer_checked(tmp_path: Path):
     """--tools FILE in place of the generated definitions, an agent turn forcing a call, and --response-format
     json on the other turns: the simulator answers in plain text, so every answer is checked and found

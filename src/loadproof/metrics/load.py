@@ -206,7 +206,7 @@ def load_claims(records: list[RequestRecord], plan: LoadPlan, events: list[Event
     if plan.endpoint == "embeddings":  # an embeddings run: no output tokens, no time per token
         return (claims + length_claims(ok, plan) + latency_claims(records, EMBEDDINGS_LATENCIES)
                 + embeddings_claims(ok, duration_s) + slo_claims(records, plan.slo, duration_s)
-                + model_claims(records, plan, duration_s) + client_limited_claims(records, plan)
+                + model_claims(records, plan.model_mix, plan.slo, duration_s) + client_limited_claims(records, plan)
                 + engine_claims(samples, t0, end_ns))
     if duration_s > 0:
         claims.append(number("load.output_tokens_per_s", sum(r.output_tokens or 0 for r in ok) / duration_s,
@@ -215,7 +215,7 @@ def load_claims(records: list[RequestRecord], plan: LoadPlan, events: list[Event
     claims += length_claims(ok, plan)
     claims += latency_claims(records)
     claims += slo_claims(records, plan.slo, duration_s)
-    claims += model_claims(records, plan, duration_s)  # --model-mix
+    claims += model_claims(records, getattr(plan, "model_mix", []), plan.slo, duration_s)  # --model-mix
     claims += client_limited_claims(records, plan)
     claims += reasoning_claims("load", records)
     claims += engine_claims(samples, t0, end_ns)
@@ -306,39 +306,42 @@ def slo_claims(records: list[RequestRecord], slo: dict[str, float], duration_s: 
 MODEL_STATS = ("p50", "p99")
 
 
-def model_claims(records: list[RequestRecord], plan: LoadPlan, duration_s: float) -> list[Claim]:
-    """`load.model.<model>.*` for each model of `plan.model_mix`; none without a mix."""
+def model_claims(records: list[RequestRecord], mix: list[Any], slo: dict[str, float], duration_s: float,
+                 scenario: str = "load") -> list[Claim]:
+    """`<scenario>.model.<model>.*` for each model of a `--model-mix` (`mix`: its MixedModel entries); none
+    without a mix. Load's and replay's (renamed), and sessions' over its turns."""
     claims: list[Claim] = []
-    for mixed in getattr(plan, "model_mix", ()):  # a replay's plan (which shares these claims) has none
+    pre = f"{scenario}.model.<model>"
+    for mixed in mix:
         rows = [r for r in records if r.model == mixed.model]
         ok = [r for r in rows if succeeded(r)]
         parts = {"model": mixed.model}
         claims += [
-            count("load.model.<model>.requests", len(rows), "requests", "records whose body asked for this model",
+            count(f"{pre}.requests", len(rows), "requests", "records whose body asked for this model",
                   direction="neither", parts=parts),
-            number("load.model.<model>.share_pct", 100 * len(rows) / len(records) if records else 0.0, "%",
+            number(f"{pre}.share_pct", 100 * len(rows) / len(records) if records else 0.0, "%",
                    "this model's records / every record x 100 (the mix's weight, as drawn)", 2, direction="neither",
                    parts=parts),
-            count("load.model.<model>.failed_requests", len(rows) - len(ok), "requests", "this model's records that "
+            count(f"{pre}.failed_requests", len(rows) - len(ok), "requests", "this model's records that "
                   "failed, timed out, were cancelled or got no token", direction="lower", parts=parts),
         ]
         for name, values in (("ttft_s", [(r.first_token_ns - r.send_ns) / NS_PER_S for r in ok]),  # type: ignore[operator]
                              ("tpot_s", [t / NS_PER_S for t in map(tpot_ns, ok) if t is not None])):
             summary = summarize(values)
             for stat in MODEL_STATS if summary is not None else ():
-                claims.append(number(f"load.model.<model>.{name}.<stat>", summary.stat(stat), "s",  # type: ignore[union-attr]
+                claims.append(number(f"{pre}.{name}.<stat>", summary.stat(stat), "s",  # type: ignore[union-attr]
                                      f"{stat} of {'t_first_token - t_send' if name == 'ttft_s' else 'TPOT'} over this "
                                      f"model's successful requests ({summary.method})", 4, direction="lower",  # type: ignore[union-attr]
                                      parts={**parts, "stat": stat}))
         if duration_s > 0:
-            claims.append(number("load.model.<model>.output_tokens_per_s", sum(r.output_tokens or 0 for r in ok)
+            claims.append(number(f"{pre}.output_tokens_per_s", sum(r.output_tokens or 0 for r in ok)
                                  / duration_s, "tokens/s", "sum of usage.completion_tokens of this model's successful "
-                                 "requests / the run's duration (load.duration_s)", 1, direction="higher", parts=parts))
-        if plan.slo and rows:
-            good = sum(meets(slo_values(r), plan.slo) for r in rows)
-            claims += [count("load.model.<model>.good_requests", good, "requests", "this model's requests that "
+                                 "requests / the run's duration", 1, direction="higher", parts=parts))
+        if slo and rows:
+            good = sum(meets(slo_values(r), slo) for r in rows)
+            claims += [count(f"{pre}.good_requests", good, "requests", "this model's requests that "
                              "succeeded and met every SLO", direction="higher", parts=parts),
-                       number("load.model.<model>.slo_attainment_pct", 100 * good / len(rows), "%", "this model's "
+                       number(f"{pre}.slo_attainment_pct", 100 * good / len(rows), "%", "this model's "
                               "good requests / its records x 100", 2, direction="higher", parts=parts)]
     return claims
 

@@ -20,7 +20,7 @@ from loadproof.metrics.claims import Claim, count, fact, number
 from loadproof.metrics.constraints import constraint_claims
 from loadproof.metrics.distribution import summarize
 from loadproof.metrics.figures import Table
-from loadproof.metrics.load import reported_hit_pct, slo_claims, span_s, succeeded
+from loadproof.metrics.load import model_claims, reported_hit_pct, slo_claims, span_s, succeeded
 from loadproof.metrics.prefix_cache import PrefixRequest, chained_keys, simulate, working_set_tokens
 from loadproof.metrics.reasoning import TTFA_FORMULA, reasoning_claims
 from loadproof.metrics.session_tier import expected_tier_claims, transfer_claims
@@ -124,6 +124,7 @@ def claims_of_run(run: Any, plan: SessionsPlan) -> list[Claim]:
     claims += reasoning_claims(SCENARIO, records)
     claims += constraint_claims(SCENARIO, records, run.manifest.options)  # --tools FILE, --response-format
     claims += slo_claims(records, plan.slo, span_s(records), SCENARIO)  # --slo
+    claims += model_claims(records, plan.model_mix, plan.slo, span_s(records), SCENARIO)  # --model-mix, per user
     return claims
 
 
@@ -145,14 +146,15 @@ def agent_claims(ok: list[RequestRecord], plan: SessionsPlan) -> list[Claim]:
 
 def prefix_requests(ok: list[RequestRecord], plan: SessionsPlan) -> list[PrefixRequest]:
     """The successful turns in send order as the prefix cache sees them: the shared prefix (the system
-    message's tokens, every user's alike), then the user's own history (the rest of the prompt, a prefix of
+    message's tokens, every user's of one model alike), then the user's own history (the rest of the prompt, a prefix of
     that user's next turn). A priming request (family `prime`) is the shared prefix and a message of its own."""
     shared = plan.shared_prefix_tokens or 0
     out = []
     for r in sorted(ok, key=lambda r: (r.send_ns, r.request_id)):
         prompt = r.prompt_tokens or 0
         own = ("prime",) if r.family == PRIME else ("user", r.prompt_id)
-        segments = [(("shared",), min(shared, prompt)), (own, prompt - min(shared, prompt))]
+        # the shared prefix is one model's: vLLM keys a block by the LoRA adapter that computed it (--model-mix)
+        segments = [(("shared", r.model), min(shared, prompt)), (own, prompt - min(shared, prompt))]
         out.append(PrefixRequest(send_ns=r.send_ns, end_ns=r.end_ns, keys=chained_keys(segments, plan.block_tokens or 1),
                                  prompt_tokens=prompt, output_tokens=r.output_tokens or 0))
     return out

@@ -17,6 +17,7 @@ from typing import Any
 
 from loadproof.plans import Plan
 from loadproof.plans.datasets import DatasetRef
+from loadproof.plans.load import MixedModel
 
 
 class SessionsPlan(Plan, kw_only=True):
@@ -52,12 +53,14 @@ class SessionsPlan(Plan, kw_only=True):
     kv_bytes_per_token: int | None = None  # bytes one token's KV takes, for the tier's transfer time
     h2d_gbps: float | None = None  # the measured host-to-device bandwidth, 1e9 bytes/s
     slo: dict[str, float] = {}  # --slo: per-request SLOs in seconds, by name (the good tokens)
+    model_mix: list[MixedModel] = []  # --model-mix: each model's weight; each user's model is in its records
 
     def workload(self) -> dict[str, Any]:
         return {"users": self.users, "turns": self.turns, "first_tokens": self.first_tokens,
                 "turn_tokens": self.turn_tokens, "system_tokens": self.system_tokens, "tool_tokens": self.tool_tokens,
                 "output_tokens": self.output_tokens, "think_time": self.think_time, "stagger_s": self.stagger_s,
                 "ignore_eos": self.ignore_eos, **({"prime_shared": True} if self.prime_shared else {}),
+                **({"model_mix": {m.model: m.weight for m in self.model_mix}} if self.model_mix else {}),
                 **({"dataset": self.dataset.key()} if self.dataset is not None else {}),
                 **({"tool_definitions_tokens": self.tool_definitions_tokens, "tools_in_prompt": self.tools_in_prompt,
                     "tool_turns": self.tool_turns, "tool_result_tokens": self.tool_result_tokens,

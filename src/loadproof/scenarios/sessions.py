@@ -38,15 +38,20 @@ from loadproof.errors import UsageError
 from loadproof.metrics.sessions import PRIME
 from loadproof.plans import attach_plan
 from loadproof.plans.datasets import DatasetRef
+from loadproof.plans.load import MixedModel
 from loadproof.plans.sessions import SessionsPlan
 from loadproof.protocol.openai import request_body
 from loadproof.records import RequestRecord
 from loadproof.scenarios.constraints import ConstraintOptions
 from loadproof.scenarios.datasets import Columns
+from loadproof.scenarios.base import Setup
 from loadproof.scenarios.live import LiveStatus
+from loadproof.scenarios.load.options import ModelMix
+from loadproof.scenarios.load.scenario import check_mix, mixed_models
 from loadproof.scenarios.load.slo import SLO_SYNTAX, Slo
 from loadproof.scenarios.long_context import EXACT_LENGTH, MetricsScenario, haystack_target
 from loadproof.scenarios.options import cli, idle_timeout_field, sample_interval_field
+from loadproof.scenarios.recording import Console
 from loadproof.scenarios.token_counts import PROBE_LINE
 from loadproof.store.run_dir import RunWriter
 from loadproof.telemetry.cache_config import read_cache_config
@@ -54,6 +59,7 @@ from loadproof.telemetry.server_metrics import MetricsScraper
 from loadproof.workloads.agent import Conversation, tool_definitions, tool_names, tools_text
 from loadproof.workloads.constraints import CHOICES, Constraint, tool_choice_body
 from loadproof.workloads.datasets import FORMATS, DatasetSpec, content_text, resolve, select
+from loadproof.workloads.model_mix import MIX_SYNTAX
 from loadproof.workloads.synthetic import SyntheticPrompts
 
 THINK_SYNTAX = "seconds X, or uniform:LOW:HIGH"
@@ -132,6 +138,10 @@ class SessionsOptions(ConstraintOptions):  # --tools, --tool-choice, --response-
     h2d_gbps: float | None = Field(default=None, gt=0, description="the host-to-device bandwidth you measured, in "
                                    "GB/s (1e9 bytes/s), for the transfer bound (with --kv-bytes-per-token)")
     seed: int = Field(default=731, description="seed of the filler and the think times")
+    model_mix: ModelMix | None = Field(default=None, description="which model or LoRA adapter each user's "
+                                       f"conversation asks for, drawn per user with the seed: {MIX_SYNTAX} (the "
+                                       "shared prefix is shared within one model: --prime-shared primes each)",
+                                       json_schema_extra=cli(text=True))
     deadline_s: float = Field(default=600.0, gt=0, description="per-request deadline in seconds")
     slo: Slo | None = Field(default=None, description=f"per-request SLOs: which requests are good, for goodput and "
                             f"the energy and cost per good token: {SLO_SYNTAX}", json_schema_extra=cli(text=True))
@@ -208,6 +218,12 @@ class SessionsScenario(MetricsScenario):
                "TTFT and the engine's prefix-cache reuse.")
     tokenizer = EXACT_LENGTH
     options: SessionsOptions
+
+    @classmethod
+    def perform(cls, setup: Setup, console: Console) -> None:
+        if setup.options.model_mix:  # a model the target does not list: one line before any run directory
+            check_mix(setup.options.model_mix, setup.target)
+        super().perform(setup, console)
 
     def _think(self, rng: random.Random) -> float:
         text = self.options.think_time_s
@@ -313,6 +329,8 @@ class SessionsScenario(MetricsScenario):
                   for t in range(opts.turns)] for u in range(opts.users)]
         results = [[message(f"Result {u}.{t} {salt}.\n", opts.tool_result_tokens) if t < opts.tool_turns else ""
                     for t in range(opts.turns)] for u in range(opts.users)]
+        # --model-mix: each user's model, drawn with the seed ("" everywhere: the target's, not recorded)
+        models = mixed_models(opts.model_mix, opts.seed, target, opts.users) if opts.model_mix else [""] * opts.users
         # one short /metrics read before anything is sent, off the event loop (the live view keeps ticking)
         block, kv, kv_source = await asyncio.to_thread(self._cache_size)
         plan = SessionsPlan(users=opts.users, turns=opts.turns, first_tokens=opts.first_tokens,
@@ -328,7 +346,8 @@ class SessionsScenario(MetricsScenario):
                             shared_prefix_tokens=shared, prime_shared=opts.prime_shared, block_tokens=block,
                             kv_cache_tokens=kv, kv_source=kv_source, cpu_tier_tokens=opts.cpu_tier_tokens,
                             kv_bytes_per_token=opts.kv_bytes_per_token, h2d_gbps=opts.h2d_gbps,
-                            slo=dict(opts.slo or {}))
+                            slo=dict(opts.slo or {}),
+                            model_mix=[MixedModel(model=m, weight=w) for m, w in (opts.model_mix or {}).items()])
         attach_plan(manifest, plan)
         writer.write_manifest(manifest)
         total = live.planned = opts.users * opts.turns
@@ -377,7 +396,7 @@ class SessionsScenario(MetricsScenario):
                             extra["tool_choice"] = tool_choice_body(choice)
                     if check is not None and check.response_format is not None:
                         extra["response_format"] = check.response_format.body()
-                body = request_body(target.endpoint, target.model, "" if chat else convo.text,
+                body = request_body(target.endpoint, models[u] or target.model, "" if chat else convo.text,
                                     max_tokens=opts.output_tokens, temperature=0.0,
                                     ignore_eos=opts.ignore_eos and free, extra=extra)
                 spec = RequestSpec(request_id=f"sessions-u{u}-t{turn}", endpoint=target.endpoint, body=body,
@@ -387,7 +406,7 @@ class SessionsScenario(MetricsScenario):
                 record = RequestRecord(request_id=spec.request_id, endpoint=target.endpoint, scenario=self.name,
                                        family="cold" if turn == 0 else "warm", prompt_id=f"u{u}",
                                        concurrency=opts.users, batch=turn, planned_input_tokens=exact,
-                                       planned_output_tokens=opts.output_tokens if free else None)
+                                       planned_output_tokens=opts.output_tokens if free else None, model=models[u])
                 await client.stream(spec, record)  # the sink checks the answer (--tools, --response-format)
                 if not record.ok:
                     return  # the conversation cannot go on without its reply
@@ -398,26 +417,34 @@ class SessionsScenario(MetricsScenario):
                         await asyncio.sleep(think)
 
         async def prime(client: StreamingClient, scraper: MetricsScraper) -> None:
-            """The shared prefix once, answered with one token, then a sample of the engine's counters (the
-            turns' window starts after it)."""
+            """The shared prefix once for each model the users ask for (a model's cache is its own), answered with
+            one token, then a sample of the engine's counters (the turns' window starts after it)."""
             first = f"Ready {salt}.\n"
             extra = dict(target.extra_body)
             if chat:
                 extra["messages"] = Conversation.opened(system, first).messages
                 if definitions:
                     extra.update(tools=definitions, tool_choice="none")
-            body = request_body(target.endpoint, target.model, "" if chat else system + first, max_tokens=1,
-                                temperature=0.0, ignore_eos=True, extra=extra)
-            spec = RequestSpec(request_id="sessions-prime", endpoint=target.endpoint, body=body,
-                               deadline_s=opts.deadline_s)
-            record = RequestRecord(request_id=spec.request_id, endpoint=target.endpoint, scenario=self.name,
-                                   family=PRIME, prompt_id="shared", concurrency=1, planned_output_tokens=1)
             started = time.perf_counter()
-            await client.stream(spec, record)
-            if not record.ok:  # the users still run, cold; the expectations then count no priming
-                self.status(f"sessions: the priming request failed ({record.error}); the users start cold")
+            primed = []
+            for k, model in enumerate(dict.fromkeys(models)):  # each model's own cache, in the users' order
+                body = request_body(target.endpoint, model or target.model, "" if chat else system + first,
+                                    max_tokens=1, temperature=0.0, ignore_eos=True, extra=extra)
+                spec = RequestSpec(request_id="sessions-prime" + (f"-{k}" if k else ""), endpoint=target.endpoint,
+                                   body=body, deadline_s=opts.deadline_s)
+                record = RequestRecord(request_id=spec.request_id, endpoint=target.endpoint, scenario=self.name,
+                                       family=PRIME, prompt_id="shared", concurrency=1, planned_output_tokens=1,
+                                       model=model)
+                await client.stream(spec, record)
+                if not record.ok:  # its users still run, cold; the expectations then count no priming for them
+                    self.status(f"sessions: the priming request{f' of {model}' if model else ''} failed "
+                                f"({record.error_message}); its users start cold")
+                    continue
+                primed.append(record)
+            if not primed:
                 return
             await scraper.sample()
+            record = primed[0]
             self.status(f"sessions: the shared prefix ({record.prompt_tokens} tokens with the priming message) "
                         f"primed in {time.perf_counter() - started:.1f} s")
 
