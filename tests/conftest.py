@@ -10,10 +10,13 @@ new random examples on each run, FUZZ_FACTOR times as many per test (docs/publis
 
 from __future__ import annotations
 
+import ast
+
 import asyncio
 import os
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 import pytest_asyncio
@@ -121,3 +124,37 @@ def _more_examples(test: object, scaled: set[int]) -> None:
     scaled.add(id(test))
     more = settings(current, max_examples=current.max_examples * FUZZ_FACTOR)
     test._hypothesis_internal_use_settings = more  # type: ignore[attr-defined]
+
+
+# -- two workers (pyproject.toml: -n 2) --------------------------------------------------------------------------
+INTEGRATION = Path(__file__).parent / "integration"
+
+
+def _uses_session_engine(module: Path) -> bool:
+    """Whether a test module asks for the session's embedded engine: a test or fixture of it takes `engine`."""
+    tree = ast.parse(module.read_text(encoding="utf-8"))
+    return any(isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+               and "engine" in [a.arg for a in node.args.args] for node in ast.walk(tree))
+
+
+SESSION_ENGINE_MODULES = frozenset(f"tests/integration/{m.name}" for m in sorted(INTEGRATION.glob("test_*.py"))
+                                   if _uses_session_engine(m))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """Which tests one worker runs together: every module of the session's embedded engine on one worker, so one
+    engine serves them all (a worker's session fixtures are its own, so the other worker would start a second);
+    each other integration module whole, so an engine its module starts (a module-scoped fixture) starts once;
+    unit tests one by one, wherever a worker is free. (xdist's own `--dist loadgroup` reads groups from node ids,
+    which pytest 9.2 no longer lets a plugin rename.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByEngine(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            if not module.startswith("tests/integration/"):
+                return nodeid
+            return "session-engine" if module in SESSION_ENGINE_MODULES else module
+
+    return ByEngine(config, log)

@@ -148,6 +148,24 @@ def session_profile(folder: Path) -> Path:
     return path
 
 
+SMALL_KV = 'VLLM_CPU_KVCACHE_SPACE = "1"'
+
+
+def small_embedded(folder: Path, extra: str = "", eager: bool = True) -> Path:
+    """The embedded profile with 1 GiB of KV cache instead of 4 (and `extra` appended): an engine a test module
+    starts beside the session's, on the other test worker, holds about 3 GB instead of 6."""
+    from loadproof.config.profile import packaged_profiles
+
+    text = packaged_profiles()["embedded"]
+    assert 'VLLM_CPU_KVCACHE_SPACE = "4"' in text
+    text = text.replace('VLLM_CPU_KVCACHE_SPACE = "4"', SMALL_KV)
+    if eager:
+        text = text.replace("\n[serving]\n", "\n[serving]\nenforce_eager = true\n")
+    path = folder / "embedded-small.toml"
+    path.write_text(text + extra, encoding="utf-8")
+    return path
+
+
 @pytest.fixture(autouse=True)
 def collect_at_teardown() -> Iterator[None]:
     """A full collection after the test (see the module's docstring)."""

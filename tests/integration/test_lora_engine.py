@@ -15,10 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from loadproof.config.profile import packaged_profiles
 from loadproof.engines.embedded import make_lora
 from tests.integration.bundles import publish_and_verify
-from tests.integration.conftest import start_serve, stop_serve
+from tests.integration.conftest import small_embedded, start_serve, stop_serve
 
 pytestmark = [pytest.mark.engine, pytest.mark.timeout(1800)]
 MIX = "gemma-3-270m=0.5,adapter-a=0.3,adapter-b=0.2"
@@ -31,11 +30,10 @@ def load(url: str, out: Path, *args: str) -> subprocess.CompletedProcess:
 
 def test_a_mix_of_the_base_model_and_two_adapters(tmp_path: Path):
     adapters = {name: make_lora(tmp_path / name, rank=8, seed=seed) for seed, name in enumerate(("adapter-a", "adapter-b"))}
-    profile = tmp_path / "lora.toml"
-    profile.write_text(packaged_profiles()["embedded"] + "\n[lora]\nadapters = { "
-                       + ", ".join(f'{name} = "{path}"' for name, path in adapters.items())
-                       + " }\nmax_loras = 1\nmax_cpu_loras = 1\nmax_lora_rank = 8\n", encoding="utf-8")
-    handle = start_serve([str(profile), "--eager"], tmp_path / "serve.stderr")
+    profile = small_embedded(tmp_path, "\n[lora]\nadapters = { "
+                             + ", ".join(f'{name} = "{path}"' for name, path in adapters.items())
+                             + " }\nmax_loras = 1\nmax_cpu_loras = 1\nmax_lora_rank = 8\n")
+    handle = start_serve([str(profile)], tmp_path / "serve.stderr")
     try:
         url = handle.engine.url
         ran = load(url, tmp_path / "mix", "--profile", str(profile), "--rate", "4", "-n", "30", "--input-tokens", "64",

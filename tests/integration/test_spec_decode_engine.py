@@ -17,9 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from loadproof.config.profile import packaged_profiles
 from tests.integration.bundles import publish_and_verify
-from tests.integration.conftest import start_serve, stop_serve
+from tests.integration.conftest import small_embedded, start_serve, stop_serve
 
 pytestmark = [pytest.mark.engine, pytest.mark.timeout(1800)]
 
@@ -41,9 +40,8 @@ def run(kind: str, url: str, profile: Path, out: Path, *args: str) -> tuple[dict
 
 
 def test_the_draft_schedule_by_batch_size_is_what_the_engine_ran(tmp_path: Path):
-    profile = tmp_path / "ngram.toml"  # the embedded default, drafting
-    profile.write_text(packaged_profiles()["embedded"] + SPECULATIVE, encoding="utf-8")
-    handle = start_serve([str(profile), "--eager"], tmp_path / "serve.stderr")
+    profile = small_embedded(tmp_path, SPECULATIVE)  # the embedded default (1 GiB of KV), eager, drafting
+    handle = start_serve([str(profile)], tmp_path / "serve.stderr")
     try:
         url = handle.engine.url
         tp, tp_run = run("throughput", url, profile, tmp_path / "tp", "--families", "edit", "--concurrency", "1,8",

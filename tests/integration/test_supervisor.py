@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.conftest import _group_members, _processes_with
+from tests.integration.conftest import _group_members, _processes_with, small_embedded
 
 pytestmark = [pytest.mark.engine, pytest.mark.timeout(600)]
 
@@ -95,7 +95,7 @@ def test_crash_then_hang_restart_once_then_fail_with_the_relay_answering_503_dur
 
     relay_port = free_port()
     proc = serve(tmp_path, "--relay", "--relay-port", str(relay_port), "--max-restarts", "1", "--backoff-s", "0.5",
-                 "--probe-interval-s", "1", "--probe-timeout-s", "3")
+                 "--probe-interval-s", "1", "--probe-timeout-s", "3", profile=small_embedded(tmp_path))
     relay = f"http://127.0.0.1:{relay_port}"
     body = json.dumps({"model": "gemma-3-270m", "prompt": "Hello", "max_tokens": 2}).encode()
 

