@@ -11,7 +11,6 @@ new random examples on each run, FUZZ_FACTOR times as many per test (docs/publis
 from __future__ import annotations
 
 import ast
-
 import asyncio
 import os
 from collections.abc import AsyncIterator, Callable
