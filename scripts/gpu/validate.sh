@@ -39,6 +39,13 @@
 #   hl-load        open-loop: loadproof beside `vllm bench serve` at the same rates and prompts, a rate
 #                  search with an SLO, and the shipped Mooncake slice replayed
 #   hl-grid        `loadproof sim calibrate --grid` on this engine
+# On one H200 (issue 28: interference colocated against a disaggregated prefill/decode pair):
+#   setup, then
+#   pd-serve       the KV folder (/tmp/lp-kv, on /dev/shm where it has room); serve the 8B shape colocated on :8000
+#                  (llama-dummy-colocated.toml) and as a pair behind the relay on :8080 (llama-dummy-pd.toml), all
+#                  three instances started at once (each has a fixed KV budget: no profiling race)
+#   pd-runs        one warm-up request each; then interference (4 x 16,000 tokens, a 64,000-token newcomer, 5 s
+#                  windows) ABBA-interleaved, colocated (A) and pair (B), 3 of each; the KV folder emptied before each
 set -uo pipefail
 phase=$1
 OUT=${OUT:-/tmp/out}
@@ -317,6 +324,41 @@ selfdraft)
     --concurrency 1,4 --num-prompts 4 --max-tokens 128 --slo ttft=200ms,tpot=20ms --price-per-gpu-hour "${PRICE:-3.5}" \
     --out $RUNS/selfdraft 2>&1 | grep -E "spec_decode\.(acceptance_pct|mean_accepted)|claims:|error" | head -12
   cp /tmp/serve-selfdraft.log $RUNS/ 2>/dev/null
+  ;;
+pd-serve)
+  free_gb=$(df --output=avail -BG /dev/shm | tail -1 | tr -dc 0-9)
+  if (( free_gb >= 40 )); then mkdir -p /dev/shm/lp-kv && ln -sfn /dev/shm/lp-kv /tmp/lp-kv; else mkdir -p /tmp/lp-kv; fi
+  df -h /dev/shm /tmp | tee $RUNS/pd-storage.txt; ls -ld /tmp/lp-kv | tee -a $RUNS/pd-storage.txt
+  say "serve colocated on :8000 and the pair behind the relay on :8080"
+  setsid $LP serve scripts/gpu/llama-dummy-colocated.toml --port 8000 --probe-interval-s 3600 >/tmp/serve-colocated.log 2>&1 < /dev/null &
+  setsid $LP serve scripts/gpu/llama-dummy-pd.toml --probe-interval-s 3600 >/tmp/serve-pd.log 2>&1 < /dev/null &
+  wait_ready http://127.0.0.1:8000 && say "colocated ready" || { say "colocated not ready"; tail -5 /tmp/serve-colocated.log; }
+  wait_ready http://127.0.0.1:8080 && say "pair ready" || { say "pair not ready"; tail -8 /tmp/serve-pd.log; }
+  grep -h "KV cache size\|kv_transfer\|chunked" ~/.cache/loadproof/logs/engine-*.log | cut -c1-300 | tail -8
+  nvidia-smi --query-gpu=memory.used,memory.total --format=csv | tee $RUNS/pd-memory.csv
+  cp /tmp/serve-colocated.log /tmp/serve-pd.log $RUNS/ 2>/dev/null
+  ;;
+pd-runs)
+  TOK=/tmp/staged/llama-dummy/tokenizer.json
+  for url in http://127.0.0.1:8000 http://127.0.0.1:8080; do
+    curl -s $url/v1/completions -H 'content-type: application/json' \
+      -d '{"model":"llama-8b-shape","prompt":"warm up","max_tokens":8}' >/dev/null && say "warmed $url"
+  done
+  common=(--tokenizer $TOK -m 4 --session-tokens 16000 --newcomer-tokens 64000 --window-s 5 --skip-probe-check
+          --out $RUNS/pd)
+  i=0
+  for arm in colocated pd pd colocated colocated pd; do
+    i=$((i+1)); rm -rf /tmp/lp-kv/*
+    say "interference $i: $arm"
+    if [[ $arm == colocated ]]; then
+      $LP run interference --url http://127.0.0.1:8000 --profile scripts/gpu/llama-dummy-colocated.toml "${common[@]}" 2>&1 | tail -3
+    else
+      $LP run interference --url http://127.0.0.1:8080 --engine-metrics http://127.0.0.1:8080/engine/metrics \
+        --profile scripts/gpu/llama-dummy-pd.toml "${common[@]}" 2>&1 | tail -3
+      du -sb /tmp/lp-kv/ | tee -a $RUNS/pd-storage.txt
+    fi
+  done
+  cp /tmp/serve-colocated.log /tmp/serve-pd.log $RUNS/ 2>/dev/null
   ;;
 wait)
   wait_bg

@@ -21,6 +21,9 @@ An answer checked against a schema (`--response-format json_schema`, `--tools`) 
 `output_valid` (None: not checked) and why it failed in `output_invalid_reason`.
 An embeddings request is not streamed: its first and last token are the arrival of its answer, its output
 tokens 0, and `vectors` the vectors it returned (None for a generation request).
+Behind loadproof's relay in front of a disaggregated prefill/decode pair, `prefill_hop_ns` is the time the
+relay's request to the prefill instance took (queue, prefill, the KV connector's save) and `kv_bytes` what the
+connector wrote for the prompt, both from the answer's headers (None elsewhere).
 A load run also stores each request's intended send time (`intended_send_ns`, the schedule's) beside the
 actual one (`send_ns`), so queueing inside the client is never hidden (docs/scenarios.md, "load").
 """
@@ -71,6 +74,9 @@ class RequestRecord(msgspec.Struct, kw_only=True):
     worker: int = 0  # which load-generating process sent it
     model: str = ""  # the model (or adapter) the body asked for, where the scenario records it (load)
     vectors: int | None = None  # an embeddings request's vectors returned (None: a generation request)
+    # a disaggregated pair behind loadproof's relay (its answer's headers): the prefill hop, the KV bytes written
+    prefill_hop_ns: int | None = None
+    kv_bytes: int | None = None
     output_text: str = ""  # the answer (reasoning apart, in reasoning_text)
     # reasoning models, tool calls, checked answers (None, empty: none streamed or not checked)
     first_answer_ns: int | None = None

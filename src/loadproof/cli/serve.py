@@ -72,7 +72,15 @@ def relay(
     body_timeout_s: Annotated[float, typer.Option(
         help="the request head and body must arrive within this (never past the deadline); 408 after")] = 60.0,
     keys_file: Annotated[Optional[Path], typer.Option(help="API keys, one a line (also LOADPROOF_RELAY_KEYS)")] = None,
+    prefill_upstream: Annotated[Optional[str], typer.Option(
+        help="a disaggregated pair: the prefill instance's base URL (--upstream is then the decode instance)")] = None,
+    kv_connector: Annotated[str, typer.Option(help="the pair's KV connector: ExampleConnector or NixlConnector")] =
+        "ExampleConnector",
+    kv_storage: Annotated[Optional[Path], typer.Option(
+        help="ExampleConnector's shared folder: the relay reports the bytes written there per prompt")] = None,
 ) -> None:
-    """The streaming relay alone, in front of an OpenAI-compatible engine."""
+    """The streaming relay alone, in front of an OpenAI-compatible engine (or a prefill/decode pair)."""
     run_relay(relay_config(upstream, max_in_flight=max_in_flight, deadline_s=deadline_s, heartbeat_s=heartbeat_s,
-                           max_body_mib=max_body_mib, body_timeout_s=body_timeout_s, keys_file=keys_file), host, port)
+                           max_body_mib=max_body_mib, body_timeout_s=body_timeout_s, keys_file=keys_file,
+                           prefill_upstream=prefill_upstream, kv_connector=kv_connector, kv_storage=kv_storage),
+              host, port)

@@ -24,10 +24,13 @@ import aiohttp
 import msgspec
 
 from loadproof.errors import Disconnected, HTTPStatusError, RequestError, RequestTimeout, StreamError
-from loadproof.protocol.openai import PATHS, ToolCallDelta, chunk_decoder, embeddings_decoder, error_message
+from loadproof.protocol.openai import (
+    KV_BYTES_HEADER, PATHS, PREFILL_S_HEADER, ToolCallDelta, chunk_decoder, embeddings_decoder, error_message,
+)
 from loadproof.protocol.sse import DONE, SSEDecoder
 from loadproof.protocol.urls import url_of
 from loadproof.records import RequestRecord, ToolCall
+from loadproof.units import NS_PER_S as NS
 
 Clock = Callable[[], int]
 READ_BUFSIZE_BYTES = 4 * 1024 * 1024
@@ -138,6 +141,7 @@ class StreamingClient:
                 if resp.status != 200:
                     text = (await resp.read()).decode("utf-8", "replace")
                     raise HTTPStatusError(resp.status, _short_error(text))
+                _prefill_hop(record, resp.headers)
                 if spec.endpoint == "embeddings":
                     await self._read_whole(record, resp)
                 else:
@@ -290,6 +294,18 @@ def _add_tool_calls(calls: dict[int, ToolCall], deltas: list[ToolCallDelta]) -> 
                 call.name += d.function.name
             if d.function.arguments:
                 call.arguments += d.function.arguments
+
+
+def _prefill_hop(record: RequestRecord, headers: Any) -> None:
+    """What loadproof's relay measured of a disaggregated pair's prefill hop (protocol.openai's headers)."""
+    seconds, written = headers.get(PREFILL_S_HEADER), headers.get(KV_BYTES_HEADER)
+    try:
+        if seconds is not None:
+            record.prefill_hop_ns = round(float(seconds) * NS)
+        if written is not None:
+            record.kv_bytes = int(written)
+    except ValueError:  # not ours after all: nothing recorded
+        pass
 
 
 def _short_error(text: str) -> str:

@@ -179,6 +179,39 @@ class LoraSpec(StrictModel):
         return self
 
 
+class RoleSpec(StrictModel):
+    """One instance of a disaggregated pair: what it changes of the profile's settings."""
+
+    port: int | None = Field(default=None, ge=1, le=65535, description="None picks a free port")
+    gpus: str | None = Field(default=None, description="CUDA_VISIBLE_DEVICES for this instance, e.g. \"1\"; "
+                             "None: the same GPUs as the other (two instances on one GPU)")
+    budget_gib_per_gpu: float | None = Field(default=None, gt=0, description="its KV memory per GPU")
+    memory_utilization: float | None = Field(default=None, gt=0, le=1, description="its --gpu-memory-utilization "
+                                             "(two instances on one GPU: each at most half)")
+    max_num_batched_tokens: int | None = Field(default=None, ge=1)
+    extra_args: list[str] = Field(default_factory=list, description="more engine arguments for this instance")
+
+
+class DisaggregationSpec(StrictModel):
+    """Prefill and decode on two instances joined by a KV connector; `serve` starts both and the relay routes
+    each request to the prefill instance (one token) and then to the decode instance (relay.prefill)."""
+
+    connector: Literal["ExampleConnector", "NixlConnector"] = Field(
+        default="ExampleConnector", description="vLLM's KV connector: ExampleConnector (a shared folder; two instances "
+        "on one GPU) or NixlConnector (GPU to GPU; needs the nixl package)")
+    storage_path: str | None = Field(default=None, description="ExampleConnector's shared folder (a tmpfs such as "
+                                     "/dev/shm/...: every prompt's KV cache is written there and never deleted)")
+    prefill: RoleSpec = Field(default_factory=RoleSpec)
+    decode: RoleSpec = Field(default_factory=RoleSpec)
+
+    @model_validator(mode="after")
+    def _storage(self) -> DisaggregationSpec:
+        if (self.connector == "ExampleConnector") != (self.storage_path is not None):
+            raise ValueError("disaggregation.storage_path is ExampleConnector's shared folder: give it with that "
+                             "connector and only with it")
+        return self
+
+
 class CudaGraphSpec(StrictModel):
     capture_sizes: list[int] | None = Field(default=None, description="decode batch sizes to capture")
     max_capture_size: int | None = Field(default=None, ge=1)
@@ -197,6 +230,13 @@ class Profile(StrictModel):
     lora: LoraSpec | None = None
     cuda_graphs: CudaGraphSpec = Field(default_factory=CudaGraphSpec)
     cpu_offload_gib: float | None = Field(default=None, gt=0, description="weights offloaded to host memory per GPU")
+    disaggregation: DisaggregationSpec | None = None
+
+    @model_validator(mode="after")
+    def _pair(self) -> Profile:
+        if self.disaggregation is not None and (self.serving.runner != "generate" or self.parallel.nodes > 1):
+            raise ValueError("[disaggregation] serves a generating model on one host")
+        return self
 
 
 def load_profile(path: Path) -> Profile:

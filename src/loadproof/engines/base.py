@@ -59,6 +59,7 @@ class Engine(Protocol):
     tokenize_path: str
     metric_names: dict[str, str]
     needs_gpus: bool  # False: the supervisor does not count GPUs before a start (CPU build, simulator)
+    kv_transfer: bool  # True: it runs a disaggregated pair's instances (vLLM's --kv-transfer-config)
 
     def api_key(self, argv: Sequence[str], env: Mapping[str, str]) -> str | None:
         """The key the engine started with this command line and environment demands on /v1, if any."""
@@ -99,10 +100,11 @@ class Engine(Protocol):
 
 class EngineDefaults:
     """What most engines answer: no installation, the profile's Python, one batch per pipeline stage,
-    the default block size, no budget outside `kv_cache`."""
+    the default block size, no budget outside `kv_cache`, no disaggregated pair."""
 
     name: str
     default_block_size: int
+    kv_transfer: bool = False
 
     def interpreter(self, profile: Profile) -> str:
         return profile.serving.python

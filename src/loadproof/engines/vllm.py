@@ -81,6 +81,7 @@ class VLLMEngine(EngineDefaults):
     tokenize_path: str = "/tokenize"
     metric_names: dict[str, str] = field(default_factory=lambda: dict(VLLM_METRICS))
     needs_gpus: bool = True
+    kv_transfer: bool = True
     kv_budget_env: str | None = None  # where the KV budget goes instead of --kv-cache-memory-bytes (the CPU build)
 
     def api_key(self, argv: Sequence[str], env: Mapping[str, str]) -> str | None:

@@ -72,11 +72,12 @@ def agreement_claims(records: list[RequestRecord], samples: list[EngineSample]) 
     keys = ("ttft_seconds_sum", "ttft_seconds_count")
     if all(k in first and k in last for k in keys):
         engine_count = last["ttft_seconds_count"] - first["ttft_seconds_count"]
-        ttfts = [r.ttft_ns / NS_PER_S for r in records if r.ttft_ns is not None]
+        # behind a disaggregated pair the engine read is the decode instance: its TTFT starts after the prefill hop
+        ttfts = [(r.ttft_ns - (r.prefill_hop_ns or 0)) / NS_PER_S for r in records if r.ttft_ns is not None]
         if engine_count > 0 and ttfts:
             engine = (last["ttft_seconds_sum"] - first["ttft_seconds_sum"]) / engine_count
             pair("ttft_mean_s", sum(ttfts) / len(ttfts), engine, "s",
-                 "mean over requests of t_first_token - t_send", 3)
+                 "mean over requests of t_first_token - t_send (- the prefill hop, behind a disaggregated pair)", 3)
             claims.append(count("crosscheck.ttft_count.client", len(ttfts), "requests",
                                 "requests of the run that got a first token", direction="neither"))
             claims.append(count("crosscheck.ttft_count.engine", int(engine_count), "requests",

@@ -12,6 +12,7 @@ from collections import defaultdict
 
 from loadproof.metrics.capacity import window_tokens
 from loadproof.metrics.claims import Claim, Criterion, acceptance_claims, count, number
+from loadproof.metrics.disaggregation import disaggregation_claims, request_claims
 from loadproof.metrics.figures import LinePlot, Mark, Panel, Series, Span, planned_records
 from loadproof.metrics.prefill import counter_delta
 from loadproof.plans.interference import InterferencePlan
@@ -56,6 +57,13 @@ def interference_claims(plan: InterferencePlan, records: list[RequestRecord],
                 number("interference.newcomer_ttft_s", newcomer.ttft_ns / NS_PER_S, "s",  # type: ignore[operator]
                        "newcomer t_first_token - t_send, while the M streams generate", 2, direction="lower"),
             ]
+            if plan.longest_gap:
+                claims.append(number(
+                    "interference.during_longest_gap_s",
+                    longest_gap(started, newcomer.send_ns, newcomer.first_token_ns + window_ns) / NS_PER_S, "s",
+                    "longest wait between two token chunks of any of the M streams from the newcomer's send to W after "
+                    "its first token: the worst stall a reader saw", 3, direction="lower"))
+            claims += request_claims(newcomer, "interference.newcomer")
             criteria.append(Criterion("newcomer_first_token", "PASS",
                                       f"first token after {newcomer.ttft_ns / NS_PER_S:.2f} s"))  # type: ignore[operator]
         else:
@@ -87,7 +95,18 @@ def interference_claims(plan: InterferencePlan, records: list[RequestRecord],
                                   f"{retrieved}/{n} follow-ups stated their planted fact"))
     else:
         criteria.append(Criterion("followup_probes", "SKIPPED", "probe check skipped by option (e.g. random weights)"))
+    claims += disaggregation_claims(records, "interference")
     return claims + acceptance_claims("interference", criteria)
+
+
+def longest_gap(streams: list[RequestRecord], a: int, b: int) -> int:
+    """The longest gap between successive token chunks of one stream that overlaps [a, b] (ns; 0 if none)."""
+    longest = 0
+    for r in streams:
+        for t0, t1 in zip(r.chunk_ns, r.chunk_ns[1:]):
+            if t1 > a and t0 < b:
+                longest = max(longest, t1 - t0)
+    return longest
 
 
 def claims_of_run(run, plan: InterferencePlan) -> list[Claim]:

@@ -33,6 +33,7 @@ class InterferencePlan(Plan, kw_only=True):
     newcomer: Newcomer
     overhead_tokens: int | None = None
     overhead_source: str | None = None
+    longest_gap: bool = False  # claims interference.during_longest_gap_s (runs made before it existed do not)
 
     def workload(self) -> dict[str, Any]:
         return {"sessions": len(self.sessions), "session_tokens": self.session_tokens,

@@ -23,6 +23,9 @@ GENERATING: tuple[str, ...] = ("completions", "chat")  # the endpoints that stre
 
 PATHS: dict[str, str] = {"completions": "/v1/completions", "chat": "/v1/chat/completions",
                          "embeddings": "/v1/embeddings"}
+# what loadproof's relay measured of a disaggregated pair's prefill hop, on the answer (relay.prefill)
+PREFILL_S_HEADER = "x-loadproof-prefill-s"
+KV_BYTES_HEADER = "x-loadproof-kv-bytes"
 
 
 class FunctionDelta(msgspec.Struct):

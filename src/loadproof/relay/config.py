@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from loadproof.relay.prefill import PrefillConfig
+
 
 @dataclass(frozen=True)
 class RelayConfig:
@@ -17,3 +19,4 @@ class RelayConfig:
     upstream_keepalive_s: float = 4.0  # shorter than uvicorn's 5 s default keep-alive on the engine side
     upstream_api_key: str | None = field(default=None, repr=False)
     idle_timeout_s: float = 75.0  # a kept-alive client connection with no request in progress
+    prefill: PrefillConfig | None = None  # a disaggregated pair: generation is prefilled there first (relay.prefill)

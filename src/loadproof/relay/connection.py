@@ -10,6 +10,7 @@ from loadproof.protocol.sse import HEARTBEAT, encode_data
 from loadproof.relay.http import (
     MAX_HEAD_BYTES, BadMessage, ChunkedDecoder, RequestHead, internal_error, parse_request_head, response_head,
 )
+from loadproof.relay.prefill import GENERATION_PATHS, PrefillOutcome
 from loadproof.relay.state import ENGINE_METRICS, ROUTES, Answer, RelayState
 from loadproof.relay.stream import StreamWatch
 from loadproof.relay.upstream import UpstreamConnection
@@ -58,6 +59,7 @@ class ClientConnection(asyncio.Protocol):
         self.resp_status = 0
         self.resp_type = ""
         self.resp_parts: list[bytes] = []
+        self.extra_headers = b""  # the prefill hop's figures, for the client (relay.prefill)
 
     # -- the connection ---------------------------------------------------------------------------
 
@@ -266,6 +268,32 @@ class ClientConnection(asyncio.Protocol):
         req = self.req
         assert req is not None
         self.state = _WAIT
+        if self.relay.prefill is not None and req.method == "POST" and req.path in GENERATION_PATHS:
+            self.connecting = asyncio.ensure_future(self._prefill_first(body))
+            return
+        self._send_upstream(body)
+
+    async def _prefill_first(self, body: bytes) -> None:
+        """A disaggregated pair: the prompt prefilled on the prefill instance, then the request to the decode one."""
+        assert self.relay.prefill is not None and self.req is not None
+        try:
+            outcome = await self.relay.prefill.run(self.req.path, body, self.loop)  # type: ignore[arg-type]
+        except Exception as exc:  # noqa: BLE001  (a bug must answer the client, not leave it to the deadline)
+            internal_error(exc)
+            outcome = PrefillOutcome(answer=(502, error_body("relay error in the prefill hop", "upstream_error", 502),
+                                             "prefill_error"))
+        self.connecting = None
+        if self.state != _WAIT:
+            return
+        if outcome.answer is not None:
+            self._answer(*outcome.answer)
+            return
+        self.extra_headers = outcome.headers
+        self._send_upstream(outcome.body)
+
+    def _send_upstream(self, body: bytes) -> None:
+        req = self.req
+        assert req is not None
         head = self.relay.upstream_head(req.method, req.path, len(body) if body or req.method == "POST" else None)
         conn = self.relay.pool.take(self.loop.time())  # type: ignore[union-attr]
         if conn is not None:
@@ -301,7 +329,8 @@ class ClientConnection(asyncio.Protocol):
             self.state = _STREAM
             self.chunked_out = req.http11
             self.transport.write(response_head(200, content_type, chunked=req.http11,
-                                               close=not (req.http11 and req.keep_alive), extra=_STREAM_HEADERS))
+                                               close=not (req.http11 and req.keep_alive),
+                                               extra=_STREAM_HEADERS + self.extra_headers))
             self.head_sent = True
             self.last_write = self.loop.time()  # type: ignore[union-attr]
             if self.paused and self.upstream is not None:
@@ -374,7 +403,8 @@ class ClientConnection(asyncio.Protocol):
         req = self.req
         assert req is not None and self.transport is not None
         close = not req.keep_alive or not self._skip_body()
-        self.transport.write(response_head(status, content_type, length=len(body), close=close) + body)
+        self.transport.write(response_head(status, content_type, length=len(body), close=close,
+                                           extra=self.extra_headers) + body)
         if outcome is not None:
             self._log(status, outcome)
         self._finish(close)

@@ -19,6 +19,7 @@ class RelayMetrics:
         self.heartbeats_between = 0  # between two events (a stall mid-stream)
         self.upstream_errors = 0
         self.disconnects = 0
+        self.prefill: Any = None  # a disaggregated pair's prefill hop (relay.prefill.PrefillHop), its counters
         self.registry = CollectorRegistry()
         ProcessCollector(registry=self.registry)  # process_resident_memory_bytes, for soak runs
         self.registry.register(_Collector(self))
@@ -43,3 +44,12 @@ class _Collector:
                                   ("upstream_errors", "upstream failures", m.upstream_errors),
                                   ("client_disconnects", "clients that left mid-request", m.disconnects)):
             yield CounterMetricFamily(f"loadproof_relay_{name}", text, value=value)
+        hop = m.prefill
+        if hop is not None:
+            for name, text, value in (
+                    ("prefill_requests", "requests sent to the prefill instance first", hop.requests),
+                    ("prefill_failures", "prefill hops that failed (the client got the error)", hop.failures),
+                    ("prefill_seconds", "time of the successful prefill hops, summed", hop.seconds),
+                    ("kv_bytes", "bytes the KV connector wrote for the prompts, where the relay reads them",
+                     hop.kv_bytes)):
+                yield CounterMetricFamily(f"loadproof_relay_{name}", text, value=value)

@@ -16,6 +16,7 @@ from typing import Any
 
 from loadproof.errors import EnvironmentFailure, UsageError
 from loadproof.relay.app import Relay, RelayConfig
+from loadproof.relay.prefill import KV_CONNECTORS, PrefillConfig
 
 KEYS_ENV = "LOADPROOF_RELAY_KEYS"
 UPSTREAM_KEY_ENV = "LOADPROOF_UPSTREAM_API_KEY"
@@ -38,18 +39,26 @@ def load_keys(keys_file: Path | None) -> tuple[str, ...]:
 
 
 def relay_config(upstream: str, *, max_in_flight: int, deadline_s: float, heartbeat_s: float, max_body_mib: float,
-                 body_timeout_s: float, keys_file: Path | None) -> RelayConfig:
+                 body_timeout_s: float, keys_file: Path | None, prefill_upstream: str | None = None,
+                 kv_connector: str = "ExampleConnector", kv_storage: Path | None = None) -> RelayConfig:
     """`loadproof relay`'s options, checked once, as a RelayConfig (API keys from the file or
     LOADPROOF_RELAY_KEYS; the key to the upstream from LOADPROOF_UPSTREAM_API_KEY)."""
-    if not upstream.startswith(("http://", "https://")):
-        raise UsageError(f"--upstream must be an http(s) URL (got {upstream!r})")
+    for option, url in (("--upstream", upstream), ("--prefill-upstream", prefill_upstream)):
+        if url is not None and not url.startswith(("http://", "https://")):
+            raise UsageError(f"{option} must be an http(s) URL (got {url!r})")
+    if prefill_upstream is None and kv_storage is not None:
+        raise UsageError("--kv-storage is the prefill/decode pair's shared folder: give --prefill-upstream too")
+    if kv_connector not in KV_CONNECTORS:
+        raise UsageError(f"--kv-connector {kv_connector!r}: the relay knows {', '.join(KV_CONNECTORS)}")
+    prefill = (PrefillConfig(prefill_upstream, kv_connector, str(kv_storage) if kv_storage else None)
+               if prefill_upstream is not None else None)
     if max_in_flight < 1 or deadline_s <= 0 or heartbeat_s <= 0 or max_body_mib <= 0 or body_timeout_s <= 0:
         raise UsageError("--max-in-flight, --deadline-s, --heartbeat-s, --max-body-mib and --body-timeout-s "
                          "must be positive")
     return RelayConfig(upstream=upstream, max_in_flight=max_in_flight, deadline_s=deadline_s,
                        heartbeat_s=heartbeat_s, body_timeout_s=body_timeout_s,
                        max_body_bytes=int(max_body_mib * 1024 * 1024), api_keys=load_keys(keys_file),
-                       upstream_api_key=os.environ.get(UPSTREAM_KEY_ENV))
+                       upstream_api_key=os.environ.get(UPSTREAM_KEY_ENV), prefill=prefill)
 
 
 class BatchedLineHandler(logging.Handler):

@@ -15,6 +15,7 @@ from loadproof.protocol.openai import error_body
 from loadproof.relay.config import RelayConfig
 from loadproof.relay.http import RequestHead
 from loadproof.relay.metrics import RelayMetrics
+from loadproof.relay.prefill import PrefillHop
 from loadproof.relay.upstream import UpstreamPool
 
 log = logging.getLogger("loadproof.relay")
@@ -54,6 +55,9 @@ class RelayState:
         self._keys = tuple(key.encode() for key in config.api_keys)
         auth = f"authorization: Bearer {config.upstream_api_key}\r\n" if config.upstream_api_key else ""
         self._upstream_fields = f"host: {self.pool.host_header}\r\n{auth}accept: */*\r\n".encode("latin-1")
+        self.prefill = (PrefillHop(config.prefill, config.upstream_keepalive_s, f"{auth}accept: */*\r\n")
+                        if config.prefill is not None else None)
+        self.metrics.prefill = self.prefill
         self._heads: dict[tuple[str, str], bytes] = {}
         self.connections: set[Connection] = set()
         self.loop: asyncio.AbstractEventLoop | None = None

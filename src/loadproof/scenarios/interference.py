@@ -86,7 +86,7 @@ class InterferenceScenario(MetricsScenario):
                                           session_id=p.session_id, salt=p.salt, expected=p.asked.value)
                       for p in sessions],
             newcomer=Newcomer(request_id="int-newcomer", salt=newcomer.salt),
-            overhead_tokens=hs.builder.overhead_tokens, overhead_source=hs.overhead_source,
+            overhead_tokens=hs.builder.overhead_tokens, overhead_source=hs.overhead_source, longest_gap=True,
         )
         attach_plan(manifest, plan)
         writer.write_manifest(manifest)

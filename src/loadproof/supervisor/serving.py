@@ -1,4 +1,6 @@
-"""`loadproof serve`: a profile's engine under the supervisor, optionally behind the relay, until Ctrl-C.
+"""`loadproof serve`: a profile's engine under the supervisor, optionally behind the relay, until Ctrl-C; a
+disaggregated profile's two instances, each under a supervisor of its own, always behind the relay, which
+prefills each request on the one and decodes it on the other (relay.prefill).
 
 `ServeOptions` are the command's settings, checked once. `dry_run` renders the exact command(s) a
 profile would launch, host by host; `serve` prepares the engine (the embedded one installs itself once),
@@ -19,9 +21,11 @@ from typing import Any
 
 from loadproof.config.profile import Profile
 from loadproof.engines import embedded, engines
+from loadproof.engines.disaggregation import ROLES, role_profile
 from loadproof.engines.process import Status, free_port
 from loadproof.errors import EnvironmentFailure, UsageError
 from loadproof.relay import Relay, RelayConfig
+from loadproof.relay.prefill import PrefillConfig
 from loadproof.relay.serve import UPSTREAM_KEY_ENV, RelayServer, configure_logging, load_keys
 from loadproof.store.run_dir import new_run_id
 from loadproof.supervisor.loop import FAILED, READY, Supervisor
@@ -60,6 +64,20 @@ class RenderedStep:
 def dry_run(profile: Profile) -> tuple[list[RenderedStep], list[str]]:
     """The exact command(s) `serve` would launch for `profile`, and the engine's notes on what it cannot run."""
     engine = engines.get(profile.engine)
+    pd = profile.disaggregation
+    if pd is not None:  # the two instances (ports 8001 and 8002 where the profile picks none) and the relay
+        steps, notes, urls = [], [], []
+        for i, role in enumerate(ROLES):
+            member = role_profile(profile, role)
+            port = member.serving.port or 8001 + i
+            command = engine.launch_command(member, engine.interpreter(member), embedded.model_path_for(member), port)
+            steps.append(RenderedStep(f"the {role} instance", command.argv, command.env))
+            notes += command.notes
+            urls.append(f"http://{member.serving.host}:{port}")
+        relay = ["loadproof", "relay", "--upstream", urls[1], "--prefill-upstream", urls[0], "--kv-connector",
+                 pd.connector, "--port", str(profile.serving.port or 8080)]
+        relay += ["--kv-storage", pd.storage_path] if pd.storage_path else []
+        return [*steps, RenderedStep("this host, the relay (it routes each request to both)", relay, {})], notes
     python, model_path, port = engine.interpreter(profile), embedded.model_path_for(profile), profile.serving.port or 8000
     command = engine.launch_command(profile, python, model_path, port)
     if profile.parallel.nodes > 1:
@@ -80,87 +98,115 @@ def check_host_memory(profile: Profile, total_bytes: int | None = None) -> None:
 
 
 def serve(profile: Profile, options: ServeOptions, say: Say, result: Say, phase: Phase) -> None:
-    """Launch and supervise `profile`'s engine until Ctrl-C (KeyboardInterrupt) or the supervisor gives up
-    (EnvironmentFailure). Events go to `say`; where it serves, to `result`."""
+    """Launch and supervise `profile`'s engine (a disaggregated profile: its two instances, behind the relay)
+    until Ctrl-C (KeyboardInterrupt) or a supervisor gives up (EnvironmentFailure). Events go to `say`; where
+    it serves, to `result`."""
     if profile.parallel.nodes > 1:
         raise UsageError("multi-node profiles are launched host by host: run --dry-run and start each step on its host")
     engine = engines.get(profile.engine)
-    rendered = engine.launch_command(profile, profile.serving.python, profile.model.path, 0)
-    if rendered.notes:
-        raise UsageError(f"refusing to launch what {profile.engine} cannot run as written: {rendered.notes[0]}")
-    check_host_memory(profile)
+    members = [role_profile(profile, role) for role in ROLES] if profile.disaggregation else [profile]
+    for member in members:
+        rendered = engine.launch_command(member, member.serving.python, member.model.path, 0)
+        if rendered.notes:
+            raise UsageError(f"refusing to launch what {profile.engine} cannot run as written: {rendered.notes[0]}")
+        check_host_memory(member)
     with phase(None) as status:  # says something only where loadproof installs the engine itself
         engine.prepare(status)
-    engine_port = profile.serving.port or free_port(profile.serving.host)
     folder = options.out / new_run_id("serve")
     relay_state: dict[str, Any] = {}
+    states: dict[str, str] = {}
+    roles = list(ROLES) if profile.disaggregation else ["engine"]
+    ports = [m.serving.port or free_port(m.serving.host) for m in members]
+    supervisors: list[Supervisor] = []
 
-    def on_event(row: dict[str, Any]) -> None:
-        kind = row["kind"]
-        detail = {k: v for k, v in row.items() if k not in ("wall_time_s", "kind", "state", "log")}
-        say(f"[{kind}] " + ", ".join(f"{k}={v}" for k, v in detail.items()))
-        relay = relay_state.get("relay")
-        if relay is not None:
-            relay.paused_reason = None if row["state"] == READY else f"engine {row['state']}"
-        if kind == "ready":
-            result(f"serving {profile.model.served_name} at http://{profile.serving.host}:{engine_port} "
-                   f"(Ctrl-C stops it; log: {row.get('log') or supervisor.engine.log_path})")
+    def watcher(role: str, member: Profile, port: int) -> Callable[[dict[str, Any]], None]:
+        def on_event(row: dict[str, Any]) -> None:
+            kind = row["kind"]
+            detail = {k: v for k, v in row.items() if k not in ("wall_time_s", "kind", "state", "log")}
+            say(f"[{kind}] " + ("" if role == "engine" else f"{role}: ") +
+                ", ".join(f"{k}={v}" for k, v in detail.items()))
+            states[role] = row["state"]
+            relay = relay_state.get("relay")
+            if relay is not None:
+                down = [f"{r} engine {states.get(r, 'starting')}" for r in roles if states.get(r) != READY]
+                relay.paused_reason = "; ".join(down) or None
+            if kind == "ready":
+                sup = supervisors[roles.index(role)]
+                result(f"serving {member.model.served_name}" + ("" if role == "engine" else f" ({role} instance)") +
+                       f" at http://{member.serving.host}:{port} (Ctrl-C stops it; log: "
+                       f"{row.get('log') or sup.engine.log_path})")
+        return on_event
 
-    supervisor = Supervisor(
-        launch=lambda: embedded.launch(profile, engine_port),
-        served_name=profile.model.served_name,
-        gpus_needed=profile.parallel.gpus if engine.needs_gpus else 0,
-        ready_timeout_s=profile.serving.ready_timeout_s,
-        events_path=folder / "events.jsonl",
-        policy=SupervisorPolicy(probe_interval_s=options.probe_interval_s, probe_timeout_s=options.probe_timeout_s,
-                                max_restarts=options.max_restarts, backoff_initial_s=options.backoff_s),
-        on_event=on_event,
-        prober=probe_embedder if profile.serving.runner == "pooling" else probe_engine,
-    )
-    say(f"supervisor events: {folder / 'events.jsonl'}")
-    if options.relay_port is not None:
+    for role, member, port in zip(roles, members, ports):
+        supervisors.append(Supervisor(
+            launch=lambda member=member, port=port: embedded.launch(member, port),
+            served_name=member.model.served_name,
+            gpus_needed=member.parallel.gpus if engine.needs_gpus else 0,
+            ready_timeout_s=member.serving.ready_timeout_s,
+            events_path=folder / ("events.jsonl" if role == "engine" else f"events-{role}.jsonl"),
+            policy=SupervisorPolicy(probe_interval_s=options.probe_interval_s, probe_timeout_s=options.probe_timeout_s,
+                                    max_restarts=options.max_restarts, backoff_initial_s=options.backoff_s),
+            on_event=watcher(role, member, port),
+            prober=probe_embedder if member.serving.runner == "pooling" else probe_engine,
+        ))
+    say(f"supervisor events: {folder}")
+    relay_port = options.relay_port
+    if profile.disaggregation is not None and relay_port is None:
+        relay_port = profile.serving.port or 8080  # the pair serves through the relay: it routes to both
+    if relay_port is not None:
         # the relay reaches the engine with LOADPROOF_UPSTREAM_API_KEY, else with the key the profile gives it
+        rendered = engine.launch_command(members[-1], members[-1].serving.python, members[-1].model.path, 0)
         engine_key = engine.api_key(rendered.argv, {**os.environ, **rendered.env})
-        state = _serve_with_relay(supervisor, relay_state, f"http://{profile.serving.host}:{engine_port}",
-                                  options.relay_port, engine_key, say, result)
+        base = [f"http://{m.serving.host}:{port}" for m, port in zip(members, ports)]
+        pd = profile.disaggregation
+        prefill = PrefillConfig(base[0], pd.connector, pd.storage_path) if pd is not None else None
+        state = _serve_with_relay(supervisors, relay_state, base[-1], prefill, relay_port, engine_key, say, result)
     else:
-        state = _supervise(supervisor, say)
-    if state == FAILED:
-        raise EnvironmentFailure(f"FAILED: {supervisor.failure}")
+        state = _supervise(supervisors, say)
+    failed = [sup for sup in supervisors if sup.state == FAILED]
+    if state == FAILED or failed:
+        raise EnvironmentFailure(f"FAILED: {(failed or supervisors)[0].failure}")
 
 
-def _supervise(supervisor: Any, say: Say, while_running: Callable[[], None] | None = None,
+def _supervise(supervisors: list[Any], say: Say, while_running: Callable[[], None] | None = None,
                on_end: Callable[[], None] | None = None) -> str:
-    """`supervisor.run()` in a thread of its own (then `on_end()` there), `while_running()` (or a wait) in
-    this one. However this thread leaves (the supervisor ended, Ctrl-C, SIGTERM, an error), the supervisor
-    is stopped and waited for, so the engine's process group is gone before `serve` exits."""
+    """Each `supervisor.run()` in a thread of its own (then `on_end()` there, once one has ended),
+    `while_running()` (or a wait) in this one; one supervisor that ends (FAILED) ends them all. However this
+    thread leaves (a supervisor ended, Ctrl-C, SIGTERM, an error), every supervisor is stopped and waited
+    for, so no engine's process group is left when `serve` exits."""
     outcome: dict[str, Any] = {}
     # waited on instead of Thread.join: on Python 3.11 a join interrupted by Ctrl-C can leave the thread
     # looking ended while it runs on (CPython #90882), and `serve` would exit with the engine still up
-    done = threading.Event()
+    dones = [threading.Event() for _ in supervisors]
+    one_ended = threading.Event()
 
-    def supervise() -> None:
+    def supervise(supervisor: Any, done: threading.Event) -> None:
         try:
-            outcome["state"] = supervisor.run()
+            outcome.setdefault("state", supervisor.run())
         except BaseException as exc:  # handed to the main thread, which reports it
-            outcome["error"] = exc
+            outcome.setdefault("error", exc)
         finally:
             done.set()
-            if on_end is not None:
-                on_end()
+            if not one_ended.is_set():
+                one_ended.set()
+                if on_end is not None:
+                    on_end()
 
-    thread = threading.Thread(target=supervise, name="loadproof-supervisor", daemon=True)
+    threads = [threading.Thread(target=supervise, args=(sup, done), name="loadproof-supervisor", daemon=True)
+               for sup, done in zip(supervisors, dones)]
     try:
-        thread.start()
+        for thread in threads:
+            thread.start()
         if while_running is not None:
             while_running()
-        while not done.wait(0.5):
+        while not one_ended.wait(0.5):
             pass
     except BaseException:
-        say("stopping the engine")
+        say("stopping the engine" + ("s" if len(supervisors) > 1 else ""))
         raise
     finally:
-        _stop_and_join(supervisor, done)
+        for sup, done in zip(supervisors, dones):
+            _stop_and_join(sup, done)
     if "error" in outcome:
         raise outcome["error"]
     return str(outcome.get("state", "stopped"))
@@ -181,30 +227,33 @@ def _stop_and_join(supervisor: Any, done: threading.Event) -> None:
         supervisor.kill_engine()
 
 
-def _serve_with_relay(supervisor: Any, relay_state: dict[str, Any], upstream: str, relay_port: int,
-                      engine_key: str | None, say: Say, result: Say) -> str:
-    """The supervisor in a thread, the relay in front (503 while the engine is not ready). Ctrl-C or SIGTERM
-    stops the engine at once (streams in flight end with an in-band error) and the relay within
+def _serve_with_relay(supervisors: list[Any], relay_state: dict[str, Any], upstream: str,
+                      prefill: PrefillConfig | None, relay_port: int, engine_key: str | None, say: Say,
+                      result: Say) -> str:
+    """The supervisors in threads, the relay in front (503 while an engine is not ready). Ctrl-C or SIGTERM
+    stops the engines at once (streams in flight end with an in-band error) and the relay within
     RELAY_DRAIN_S; then `serve` exits 130, as without the relay."""
     configure_logging()
     relay = Relay(RelayConfig(upstream=upstream, api_keys=load_keys(None),
-                              upstream_api_key=os.environ.get(UPSTREAM_KEY_ENV) or engine_key))
+                              upstream_api_key=os.environ.get(UPSTREAM_KEY_ENV) or engine_key, prefill=prefill))
     relay.paused_reason = "engine starting"
     relay_state["relay"] = relay
 
     class StopsTheEngineToo(RelayServer):
         def handle_exit(self, sig: int, frame: Any) -> None:  # the relay's signal handler, in the main thread
-            supervisor.stop()
+            for supervisor in supervisors:
+                supervisor.stop()
             super().handle_exit(sig, frame)
 
     # a stream never holds `serve` up for long
     http = StopsTheEngineToo(relay, "127.0.0.1", relay_port, drain_s=RELAY_DRAIN_S)
 
     def relay_in_this_thread() -> None:
-        result(f"relay listening on http://127.0.0.1:{relay_port}")
+        result(f"relay listening on http://127.0.0.1:{relay_port}" + (
+            f" (prefill on {prefill.upstream}, then decode on {upstream})" if prefill is not None else ""))
         http.run()  # returns when the supervisor ended, or re-raises Ctrl-C / SIGTERM once it drained
 
     def end_relay() -> None:
         http.should_exit = True
 
-    return _supervise(supervisor, say, relay_in_this_thread, end_relay)
+    return _supervise(supervisors, say, relay_in_this_thread, end_relay)
