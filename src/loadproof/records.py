@@ -19,8 +19,8 @@ carried reasoning only (per-chunk usage), `engine_reasoning_tokens` the server's
 gives one. `output_tokens` counts both kinds, as the server's usage does.
 An answer checked against a schema (`--response-format json_schema`, `--tools`) keeps the verdict in
 `output_valid` (None: not checked) and why it failed in `output_invalid_reason`.
-An embeddings request is not streamed: its first and last token are the arrival of its answer, its output
-tokens 0, and `vectors` the vectors it returned (None for a generation request).
+An embeddings or rerank request is not streamed: its first and last token are the arrival of its answer, its
+output tokens 0, and `vectors` the vectors (or the documents' scores) it returned (None for a generation request).
 Behind loadproof's relay in front of a disaggregated prefill/decode pair, `prefill_hop_ns` is the time the
 relay's request to the prefill instance took (queue, prefill, the KV connector's save) and `kv_bytes` what the
 connector wrote for the prompt, both from the answer's headers (None elsewhere).
@@ -31,6 +31,9 @@ actual one (`send_ns`), so queueing inside the client is never hidden (docs/scen
 from __future__ import annotations
 
 import msgspec
+
+# the endpoints whose answer is one JSON body of a pooling model, with no generated token (protocol.openai)
+POOLING: tuple[str, ...] = ("embeddings", "rerank")
 
 
 class ToolCall(msgspec.Struct, kw_only=True):
@@ -73,7 +76,7 @@ class RequestRecord(msgspec.Struct, kw_only=True):
     planned_output_tokens: int | None = None  # max_tokens asked
     worker: int = 0  # which load-generating process sent it
     model: str = ""  # the model (or adapter) the body asked for, where the scenario records it (load)
-    vectors: int | None = None  # an embeddings request's vectors returned (None: a generation request)
+    vectors: int | None = None  # the vectors an embeddings request returned, the scores a rerank one did
     # a disaggregated pair behind loadproof's relay (its answer's headers): the prefill hop, the KV bytes written
     prefill_hop_ns: int | None = None
     kv_bytes: int | None = None

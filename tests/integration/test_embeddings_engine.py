@@ -1,6 +1,7 @@
 """Embeddings on the real embedded engine: Gemma 3 270M served as a pooling model (vLLM's `--runner pooling`,
 from a profile with `runner = "pooling"`), supervised by `loadproof serve` with its relay in front. A load run
-through the relay embeds two texts a request; the openai SDK's `embeddings.create` goes through the same relay.
+through the relay embeds two texts a request; the openai SDK's `embeddings.create` goes through the same relay;
+a rerank load run (three documents a query) and curl rank documents through it too.
 The prompt tokens the client counted agree with the engine's own counter, and the bundle verifies offline."""
 
 from __future__ import annotations
@@ -56,6 +57,15 @@ def test_an_embeddings_load_run_and_the_openai_sdk_through_the_relay(tmp_path: P
         client = openai.OpenAI(base_url=relay + "/v1", api_key="unused", max_retries=0)
         answer = client.embeddings.create(model="gemma-3-270m", input=["a river stone", "a quiet harbor"])
         client.close()
+        # the same model ranks documents against a query (vLLM: by the cosine of their vectors), through the relay
+        reranked = subprocess.run([sys.executable, "-m", "loadproof", "run", "load", "--url", relay, "--endpoint",
+                                   "rerank", "--engine-metrics", relay + "/engine/metrics", "--rate", "4", "-n", "12",
+                                   "--input-tokens", "48", "--inputs-per-request", "3", "--out",
+                                   str(tmp_path / "rerank")], capture_output=True, text=True, timeout=900)
+        curl = subprocess.run(["curl", "-sS", "--fail", relay + "/v1/rerank", "-H", "content-type: application/json",
+                               "-d", json.dumps({"model": "gemma-3-270m", "query": "harbor",
+                                                 "documents": ["a quiet harbor", "tax law", "boats at a pier"]})],
+                              capture_output=True, text=True, timeout=60)
     finally:
         stop_serve(handle)
     runs = sorted((tmp_path / "runs").glob("load-*"))
@@ -69,3 +79,11 @@ def test_an_embeddings_load_run_and_the_openai_sdk_through_the_relay(tmp_path: P
     assert [len(d.embedding) for d in answer.data] == [HIDDEN_SIZE, HIDDEN_SIZE]
     assert answer.usage.prompt_tokens > 4
     publish_and_verify(runs[-1], tmp_path / "bundle")
+    ranked = sorted((tmp_path / "rerank").glob("load-*"))
+    assert reranked.returncode == 0 and ranked, reranked.stderr[-3000:]
+    claims = {c["name"]: c["value"] for c in json.loads((ranked[-1] / "claims.json").read_text())["claims"]}
+    assert claims["load.requests"] == 12 and claims["load.failed_requests"] == 0
+    assert claims["load.rerank.documents_per_request"] == 3.0 and claims["load.rerank.documents_per_s"] > 0
+    assert claims["crosscheck.prompt_tokens.client"] == claims["crosscheck.prompt_tokens.engine"]
+    assert curl.returncode == 0, curl.stderr
+    assert sorted(r["index"] for r in json.loads(curl.stdout)["results"]) == [0, 1, 2]

@@ -114,6 +114,9 @@ def test_an_embeddings_load_run_claims_rates_and_latency_and_refuses_a_model_tha
         tpot = subprocess.run([sys.executable, "-m", "loadproof", "run", "load", "--url", sim.url, "--endpoint",
                                "embeddings", "--rate", "5", "-n", "5", "--slo", "tpot=50ms", "--out",
                                str(tmp_path / "bad")], capture_output=True, text=True, timeout=120)
+        rerank = subprocess.run([sys.executable, "-m", "loadproof", "run", "load", "--url", sim.url, "--endpoint",
+                                 "rerank", "--rate", "10", "-n", "10", "--input-tokens", "64", "--inputs-per-request",
+                                 "4", "--out", str(tmp_path / "rerank")], capture_output=True, text=True, timeout=120)
     with SimProcess(tmp_path / "gen.log", config={"time_scale": 10.0}) as gen:
         refused = subprocess.run([sys.executable, "-m", "loadproof", "run", "load", "--url", gen.url, "--endpoint",
                                   "embeddings", "--rate", "5", "-n", "5", "--out", str(tmp_path / "bad")],
@@ -125,6 +128,12 @@ def test_an_embeddings_load_run_claims_rates_and_latency_and_refuses_a_model_tha
     value = {name: c["value"] for name, c in claims.items()}
     assert value["load.requests"] == 30 and value["load.failed_requests"] == 0
     assert value["load.embeddings.vectors_per_request"] == 3.0
+    # rerank: a query and 4 documents a request, each embedded by the simulator's pooling model
+    assert rerank.returncode == 0, rerank.stderr[-2000:]
+    ranked = json.loads(next((tmp_path / "rerank").glob("load-*/claims.json")).read_text())["claims"]
+    ranked = {c["name"]: c["value"] for c in ranked}
+    assert ranked["load.rerank.documents_per_request"] == 4.0 and ranked["load.failed_requests"] == 0
+    assert ranked["crosscheck.prompt_tokens.client"] == ranked["crosscheck.prompt_tokens.engine"] == 10 * 5 * 64
     assert value["load.input_tokens_mismatched"] == 0
     assert value["crosscheck.prompt_tokens.client"] == value["crosscheck.prompt_tokens.engine"] == 30 * 3 * 96
     duration = value["load.duration_s"]

@@ -25,7 +25,8 @@ import msgspec
 
 from loadproof.errors import Disconnected, HTTPStatusError, RequestError, RequestTimeout, StreamError
 from loadproof.protocol.openai import (
-    KV_BYTES_HEADER, PATHS, PREFILL_S_HEADER, ToolCallDelta, chunk_decoder, embeddings_decoder, error_message,
+    KV_BYTES_HEADER, PATHS, POOLING, PREFILL_S_HEADER, EmbeddingsAnswer, ToolCallDelta, chunk_decoder,
+    embeddings_decoder, error_message, rerank_decoder,
 )
 from loadproof.protocol.sse import DONE, SSEDecoder
 from loadproof.protocol.urls import url_of
@@ -142,8 +143,8 @@ class StreamingClient:
                     text = (await resp.read()).decode("utf-8", "replace")
                     raise HTTPStatusError(resp.status, _short_error(text))
                 _prefill_hop(record, resp.headers)
-                if spec.endpoint == "embeddings":
-                    await self._read_whole(record, resp)
+                if spec.endpoint in POOLING:
+                    await self._read_whole(record, resp, spec.endpoint)
                 else:
                     await self._read_stream(record, resp.content)
         except aiohttp.ClientConnectionError as exc:
@@ -151,23 +152,24 @@ class StreamingClient:
         except aiohttp.ClientPayloadError as exc:
             raise Disconnected(f"stream broken: {exc}") from None
 
-    async def _read_whole(self, record: RequestRecord, resp: aiohttp.ClientResponse) -> None:
-        """An embeddings answer: one JSON body; its arrival is the first and the last token."""
+    async def _read_whole(self, record: RequestRecord, resp: aiohttp.ClientResponse, endpoint: str) -> None:
+        """An embeddings or rerank answer: one JSON body; its arrival is the first and the last token."""
         body = await resp.read()
         now = record.end_ns = self._clock()
         try:
-            answer = embeddings_decoder.decode(body)
+            answer = (embeddings_decoder if endpoint == "embeddings" else rerank_decoder).decode(body)
         except msgspec.DecodeError as exc:
             raise StreamError(f"undecodable answer: {exc}") from None
         message = error_message(answer)
         if message is not None:
             raise StreamError(message)
-        if not answer.data:
-            raise StreamError("the answer holds no vector")
+        items = answer.data if isinstance(answer, EmbeddingsAnswer) else answer.results
+        if not items:
+            raise StreamError("the answer holds no " + ("vector" if endpoint == "embeddings" else "score"))
         record.first_token_ns = record.last_token_ns = now
         record.num_chunks = 1
         record.chunk_usage = False
-        record.vectors = len(answer.data)
+        record.vectors = len(items)
         record.output_tokens = 0
         if answer.usage is not None:
             record.prompt_tokens = answer.usage.prompt_tokens

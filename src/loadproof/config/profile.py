@@ -29,9 +29,9 @@ class ModelSpec(StrictModel):
 
 
 class ServingSpec(StrictModel):
-    endpoint: Literal["completions", "chat", "embeddings"] = Field(
+    endpoint: Literal["completions", "chat", "embeddings", "rerank"] = Field(
         default="chat", description="the API the scenarios use; base models want completions, pooling models "
-        "embeddings"
+        "embeddings or rerank"
     )
     host: str = "127.0.0.1"
     port: int | None = Field(default=None, ge=1, le=65535, description="None picks a free port")
@@ -50,9 +50,9 @@ class ServingSpec(StrictModel):
 
     @model_validator(mode="after")
     def _runner_endpoint(self) -> ServingSpec:
-        if (self.runner == "pooling") != (self.endpoint == "embeddings"):
+        if (self.runner == "pooling") != (self.endpoint in ("embeddings", "rerank")):
             raise ValueError(f"runner = {self.runner!r} with endpoint = {self.endpoint!r}: a pooling model is "
-                             "measured on the embeddings endpoint, and only a pooling model serves it")
+                             "measured on the embeddings or rerank endpoint, and only a pooling model serves them")
         return self
 
 

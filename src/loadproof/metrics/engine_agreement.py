@@ -17,7 +17,7 @@ from __future__ import annotations
 
 
 from loadproof.metrics.claims import Claim, count, number
-from loadproof.records import RequestRecord
+from loadproof.records import POOLING, RequestRecord
 from loadproof.rundir import EngineSample
 from loadproof.units import NS_PER_S
 
@@ -63,7 +63,7 @@ def agreement_claims(records: list[RequestRecord], samples: list[EngineSample]) 
         client = sum(r.prompt_tokens or 0 for r in records if r.first_token_ns is not None)
         pair("prompt_tokens", client, last["prompt_tokens_total"] - first["prompt_tokens_total"], "tokens",
              "sum of usage.prompt_tokens of requests that got a first token", 0)
-    if all(r.endpoint == "embeddings" for r in records):  # no generated token, no first token of its own
+    if all(r.endpoint in POOLING for r in records):  # no generated token, no first token of its own
         return claims
     if "generation_tokens_total" in first and "generation_tokens_total" in last:
         client = sum(r.output_tokens or 0 for r in records)

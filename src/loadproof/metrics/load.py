@@ -30,7 +30,7 @@ from loadproof.metrics.figures import LinePlot, Panel, Series
 from loadproof.metrics.reasoning import reasoning_claims
 from loadproof.metrics.spec_decode import spec_claims, spec_gauge_claims, spec_window, unavailable_claims
 from loadproof.plans.load import LoadPlan
-from loadproof.records import RequestRecord
+from loadproof.records import POOLING, RequestRecord
 from loadproof.rundir import EngineSample, Event
 from loadproof.units import NS_PER_S
 
@@ -203,9 +203,9 @@ def load_claims(records: list[RequestRecord], plan: LoadPlan, events: list[Event
     if duration_s > 0:
         claims.append(number("load.request_throughput_rps", len(ok) / duration_s, "requests/s",
                              "successful requests / duration", 3, direction="higher"))
-    if plan.endpoint == "embeddings":  # an embeddings run: no output tokens, no time per token
+    if plan.endpoint in POOLING:  # an embeddings or rerank run: no output tokens, no time per token
         return (claims + length_claims(ok, plan) + latency_claims(records, EMBEDDINGS_LATENCIES)
-                + embeddings_claims(ok, duration_s) + slo_claims(records, plan.slo, duration_s)
+                + pooling_claims(ok, duration_s, plan.endpoint) + slo_claims(records, plan.slo, duration_s)
                 + model_claims(records, plan.model_mix, plan.slo, duration_s) + client_limited_claims(records, plan)
                 + engine_claims(samples, t0, end_ns))
     if duration_s > 0:
@@ -228,7 +228,7 @@ def length_claims(ok: list[RequestRecord], plan: LoadPlan) -> list[Claim]:
                     "requests", "successful requests whose usage.prompt_tokens differs from the length built",
                     direction="lower")] if inputs else []
     outputs = [r for r in ok if r.planned_output_tokens is not None]
-    if outputs and plan.ignore_eos and plan.endpoint != "embeddings":
+    if outputs and plan.ignore_eos and plan.endpoint not in POOLING:
         claims.append(count("load.output_tokens_mismatched",
                             sum(r.output_tokens != r.planned_output_tokens for r in outputs), "requests",
                             "successful requests whose usage.completion_tokens differs from max_tokens (ignore_eos)",
@@ -236,17 +236,25 @@ def length_claims(ok: list[RequestRecord], plan: LoadPlan) -> list[Claim]:
     return claims
 
 
-def embeddings_claims(ok: list[RequestRecord], duration_s: float) -> list[Claim]:
-    """An embeddings run's rates: input tokens and vectors per second, and vectors per request."""
+def pooling_claims(ok: list[RequestRecord], duration_s: float, endpoint: str = "embeddings") -> list[Claim]:
+    """An embeddings run's rates: input tokens and vectors per second, and vectors per request; a rerank run's
+    the same with the documents scored."""
     if not ok or duration_s <= 0:
         return []
-    vectors = [r.vectors or 0 for r in ok]
-    return [
-        number("load.input_tokens_per_s", sum(r.prompt_tokens or 0 for r in ok) / duration_s, "tokens/s",
-               "sum of usage.prompt_tokens of successful requests / duration", 1, direction="higher"),
-        number("load.embeddings.vectors_per_s", sum(vectors) / duration_s, "vectors/s",
+    items = [r.vectors or 0 for r in ok]
+    claims = [number("load.input_tokens_per_s", sum(r.prompt_tokens or 0 for r in ok) / duration_s, "tokens/s",
+                     "sum of usage.prompt_tokens of successful requests / duration", 1, direction="higher")]
+    if endpoint == "rerank":
+        return claims + [
+            number("load.rerank.documents_per_s", sum(items) / duration_s, "documents/s",
+                   "documents scored (results returned) by successful requests / duration", 2, direction="higher"),
+            number("load.rerank.documents_per_request", sum(items) / len(ok), "documents",
+                   "documents scored / successful requests (the documents each query was ranked against)", 2,
+                   direction="neither")]
+    return claims + [
+        number("load.embeddings.vectors_per_s", sum(items) / duration_s, "vectors/s",
                "vectors returned by successful requests / duration", 2, direction="higher"),
-        number("load.embeddings.vectors_per_request", sum(vectors) / len(ok), "vectors",
+        number("load.embeddings.vectors_per_request", sum(items) / len(ok), "vectors",
                "vectors returned / successful requests (the batch each request embedded)", 2, direction="neither"),
     ]
 

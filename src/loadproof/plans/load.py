@@ -14,6 +14,7 @@ import msgspec
 
 from loadproof.plans import Plan
 from loadproof.plans.datasets import DatasetRef
+from loadproof.records import POOLING
 
 
 class LoadStage(msgspec.Struct, kw_only=True):
@@ -70,7 +71,7 @@ class LoadPlan(Plan, kw_only=True):
     haystack_additive: bool | None = None
     dataset: DatasetRef | None = None  # --dataset: the user's data set instead of synthetic prompts
     model_mix: list[MixedModel] = []  # --model-mix: each model's weight; each request's model is in its record
-    inputs_per_request: int = 1  # embeddings: the inputs (vectors) each request asks for
+    inputs_per_request: int = 1  # embeddings: the inputs (vectors) each request asks for; rerank: its documents
 
     @property
     def rate_text(self) -> str:
@@ -88,4 +89,4 @@ class LoadPlan(Plan, kw_only=True):
                 "shared_prefix_tokens": self.shared_prefix_tokens, "ignore_eos": self.ignore_eos,
                 **({"dataset": self.dataset.key()} if self.dataset is not None else {}),
                 **({"model_mix": {m.model: m.weight for m in self.model_mix}} if self.model_mix else {}),
-                **({"inputs_per_request": self.inputs_per_request} if self.endpoint == "embeddings" else {})}
+                **({"inputs_per_request": self.inputs_per_request} if self.endpoint in POOLING else {})}

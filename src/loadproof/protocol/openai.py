@@ -8,7 +8,8 @@ understood. An error arrives in-band either as
 `{"error": {...}}` or, in older vLLM, as `{"object": "error", "message": ...}`.
 
 `/v1/embeddings` answers one JSON body, not a stream: `EmbeddingsAnswer` reads only each vector's index and the
-usage (the vectors themselves are skipped, not built).
+usage (the vectors themselves are skipped, not built). `/v1/rerank` (vLLM, Jina and Cohere's shape: a query
+and documents) too: `RerankAnswer` reads each result's index and the usage.
 """
 
 from __future__ import annotations
@@ -17,12 +18,14 @@ from typing import Any, Literal
 
 import msgspec
 
-Endpoint = Literal["completions", "chat", "embeddings"]
-ENDPOINTS: tuple[str, ...] = ("completions", "chat", "embeddings")
+from loadproof.records import POOLING  # noqa: F401  (a pooling model's endpoints, here beside the others)
+
+Endpoint = Literal["completions", "chat", "embeddings", "rerank"]
+ENDPOINTS: tuple[str, ...] = ("completions", "chat", "embeddings", "rerank")
 GENERATING: tuple[str, ...] = ("completions", "chat")  # the endpoints that stream generated tokens
 
 PATHS: dict[str, str] = {"completions": "/v1/completions", "chat": "/v1/chat/completions",
-                         "embeddings": "/v1/embeddings"}
+                         "embeddings": "/v1/embeddings", "rerank": "/v1/rerank"}
 # what loadproof's relay measured of a disaggregated pair's prefill hop, on the answer (relay.prefill)
 PREFILL_S_HEADER = "x-loadproof-prefill-s"
 KV_BYTES_HEADER = "x-loadproof-kv-bytes"
@@ -92,6 +95,17 @@ class EmbeddingsAnswer(Answer):
 
 
 embeddings_decoder = msgspec.json.Decoder(EmbeddingsAnswer)
+
+
+class RerankItem(msgspec.Struct):
+    index: int = 0  # the document it scores; its `relevance_score` is not read
+
+
+class RerankAnswer(Answer):
+    results: list[RerankItem] = []
+
+
+rerank_decoder = msgspec.json.Decoder(RerankAnswer)
 _encoder = msgspec.json.Encoder()
 
 
@@ -123,6 +137,8 @@ def request_body(
     (`embeddings_body`, several inputs) takes none of the generation fields."""
     if endpoint == "embeddings":
         return embeddings_body(model, [prompt], extra)
+    if endpoint == "rerank":
+        return rerank_body(model, prompt, [prompt], extra)
     body: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "temperature": temperature}
     if endpoint == "chat":
         body["messages"] = [{"role": "user", "content": prompt}]
@@ -135,6 +151,14 @@ def request_body(
     if stream:
         body["stream"] = True
         body["stream_options"] = {"include_usage": True, "continuous_usage_stats": True}
+    if extra:
+        body.update(extra)
+    return _encoder.encode(body)
+
+
+def rerank_body(model: str, query: str, documents: list[str], extra: dict[str, Any] | None = None) -> bytes:
+    """`/v1/rerank`: one query and the documents to score against it (every one scored: no top_n)."""
+    body: dict[str, Any] = {"model": model, "query": query, "documents": documents}
     if extra:
         body.update(extra)
     return _encoder.encode(body)

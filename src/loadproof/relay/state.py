@@ -20,8 +20,8 @@ from loadproof.relay.upstream import UpstreamPool
 
 log = logging.getLogger("loadproof.relay")
 
-ROUTES = {"/v1/chat/completions": "POST", "/v1/completions": "POST", "/v1/embeddings": "POST", "/v1/models": "GET",
-          "/tokenize": "POST", "/detokenize": "POST", "/version": "GET", "/engine/metrics": "GET",
+ROUTES = {"/v1/chat/completions": "POST", "/v1/completions": "POST", "/v1/embeddings": "POST", "/v1/rerank": "POST",
+          "/v1/models": "GET", "/tokenize": "POST", "/detokenize": "POST", "/version": "GET", "/engine/metrics": "GET",
           "/health": "GET", "/metrics": "GET"}
 # the engine's own /metrics, under a path of its own: the relay's /metrics never holds an engine figure, and a
 # scraper that reads the engine through the relay cannot take the relay's counters for the engine's

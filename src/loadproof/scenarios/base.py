@@ -46,7 +46,9 @@ class Scenario:
       `scenarios.options`), `summary` (the command's help);
     - `CommandOptions`: options of the command that are not options of a run (a search, a log to read);
     - `tokenizer`: whether `--tokenizer` is required, optional or not offered;
-    - `endpoints`: the endpoints it measures (generation, unless it says embeddings too);
+    - `endpoints`: the endpoints it measures (generation, unless it says embeddings and rerank too);
+    - `check_endpoint(options, endpoint)`: what its options cannot do on that endpoint, one line before anything
+      is sent;
     - `failure`: the line a FAIL verdict ends with;
     - `async run(writer, manifest, live)`: one run, recorded into `writer`, keeping `live` (a
       `scenarios.live.LiveStatus`) up to date for the console;
@@ -65,6 +67,10 @@ class Scenario:
         self.target = target
         self.options = options
         self.status: Callable[[str], None] = lambda text: None  # the lifecycle prints these lines
+
+    @classmethod
+    def check_endpoint(cls, options: Any, endpoint: str) -> None:
+        """Options that do not go with the endpoint: UsageError (nothing to check by default)."""
 
     @classmethod
     def prepare(cls, setup: Setup, console: Console) -> Scenario:

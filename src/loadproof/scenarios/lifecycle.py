@@ -62,7 +62,8 @@ def check(scenario: type[Scenario], values: dict[str, Any]) -> Checked:
     endpoint = profile.serving.endpoint if profile is not None else target.endpoint
     if endpoint not in scenario.endpoints:
         raise UsageError(f"`run {scenario.name}` does not measure the {endpoint} endpoint (it measures "
-                         f"{' or '.join(scenario.endpoints)}); `run load` measures embeddings")
+                         f"{' or '.join(scenario.endpoints)}); `run load` measures embeddings and rerank")
+    scenario.check_endpoint(options, endpoint)
     return Checked(options, command, target, profile, scenario.tokenizer)
 
 

@@ -25,7 +25,7 @@ from loadproof.config.base import StrictModel
 from loadproof.config.profile import Profile
 from loadproof.engines import engines
 from loadproof.errors import EnvironmentFailure, UsageError
-from loadproof.protocol.openai import ENDPOINTS, PATHS, Endpoint
+from loadproof.protocol.openai import ENDPOINTS, PATHS, POOLING, Endpoint
 from loadproof.protocol.urls import url_of
 from loadproof.scenarios.options import ExistingPath, HttpUrl, cli
 from loadproof.telemetry.server_metrics import MetricsSource
@@ -150,8 +150,8 @@ class Target:
         served = Served(max_model_len=length if isinstance(length, int) and not isinstance(length, bool) else None,
                         version=self._version(), models=tuple(names))
         resolved = replace(self, model=model, served=served)
-        if self.endpoint == "embeddings":
-            resolved._probe_embeddings()
+        if self.endpoint in POOLING:
+            resolved._probe_pooling()
         if tokenize and self.tokenizer_path is None:
             resolved = replace(resolved, served=replace(served, **resolved._probe_tokenize()))
         return resolved
@@ -163,19 +163,25 @@ class Target:
             return None
         return str(answer.get("version")) if isinstance(answer, dict) else None
 
-    def _probe_embeddings(self) -> None:
-        """One short input embedded before the run: a server or model that does not embed is one line."""
+    def _probe_pooling(self) -> None:
+        """One short input embedded (or one document scored) before the run: a server or model that does not
+        is one line."""
         url = self.request_url
+        rerank = self.endpoint == "rerank"
+        body = ({"model": self.model, "query": EMBEDDINGS_PROBE, "documents": [EMBEDDINGS_PROBE]} if rerank
+                else {"model": self.model, "input": EMBEDDINGS_PROBE})
+        what = "rerank" if rerank else "embed"
         try:
-            answer = fetch_json(url, self.api_key, {"model": self.model, "input": EMBEDDINGS_PROBE}, timeout_s=60)
+            answer = fetch_json(url, self.api_key, body, timeout_s=60)
         except Unanswered as exc:
             if exc.status is None:
                 raise EnvironmentFailure(f"cannot reach {url}: {exc}") from None
-            raise UsageError(f"{self.url} does not embed with model {self.model!r}: {url} answered {exc} (serve "
+            raise UsageError(f"{self.url} does not {what} with model {self.model!r}: {url} answered {exc} (serve "
                              "a pooling model, e.g. vLLM's --runner pooling)") from None
-        data = answer.get("data") if isinstance(answer, dict) else None
-        if not isinstance(data, list) or not data:
-            raise UsageError(f"{url} answered no vector for one input: it does not serve embeddings")
+        items = answer.get("results" if rerank else "data") if isinstance(answer, dict) else None
+        if not isinstance(items, list) or not items:
+            raise UsageError(f"{url} answered no {'score' if rerank else 'vector'} for one input: it does not "
+                             f"serve {self.endpoint}")
 
     def _probe_tokenize(self) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.model, "prompt": TOKENIZE_PROBE, "add_special_tokens": False}
@@ -249,8 +255,8 @@ class TargetOptions(StrictModel):
     url: HttpUrl = Field(description="base URL of the OpenAI-compatible server")
     tokenizer: ExistingPath | None = Field(default=None, description="the model's tokenizer.json (or its folder)")
     model: str | None = Field(default=None, description="model name; default: the first at /v1/models")
-    endpoint: str = Field(default="chat", description="completions, chat or embeddings (embeddings: `run load` "
-                          "only, against a pooling model)")
+    endpoint: str = Field(default="chat", description="completions, chat, embeddings or rerank (embeddings and "
+                          "rerank: `run load` only, against a pooling model)")
     profile: Path | None = Field(default=None, description="profile TOML: endpoint, model name, thinking")
     api_key_env: str | None = Field(default=None, description="name of the environment variable holding the API key")
     disable_thinking: bool = Field(default=False, description="send enable_thinking=false (chat); as --thinking off")
@@ -281,7 +287,7 @@ class TargetOptions(StrictModel):
     @classmethod
     def _endpoint(cls, value: str) -> str:
         if value not in ENDPOINTS:
-            raise ValueError("must be completions, chat or embeddings")
+            raise ValueError("must be completions, chat, embeddings or rerank")
         return value
 
     @field_validator("reasoning_effort")

@@ -157,8 +157,8 @@ class SimConfig(StrictModel):
                                     "the model, as vLLM's --lora-modules lists them, and served as the model is")
     max_model_len: int = Field(default=32_768, ge=16)
     runner: Literal["generate", "pooling"] = Field(default="generate", description="pooling: an embedding model, "
-                                                   "as vLLM's --runner pooling (it serves /v1/embeddings, each input "
-                                                   "a prefill; not completions)")
+                                                   "as vLLM's --runner pooling (it serves /v1/embeddings and "
+                                                   "/v1/rerank, each input a prefill; not completions)")
     embedding_dim: int = Field(default=64, ge=1, le=65_536, description="the vectors' length, with runner pooling")
     block_size: int = Field(default=16, ge=1)
     num_gpu_blocks: int = Field(default=8_192, ge=1, description="KV budget in blocks of block_size tokens")

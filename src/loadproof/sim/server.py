@@ -3,7 +3,7 @@
 One asyncio task drives the scheduler: it schedules a step, sleeps the step's modeled duration divided
 by `time_scale`, completes the step and hands each sampled token to its request's stream. Endpoints:
 /v1/completions and /v1/chat/completions (streaming or not; usage with `continuous_usage_stats`), or, as a
-pooling model (`runner = "pooling"`), /v1/embeddings,
+pooling model (`runner = "pooling"`), /v1/embeddings and /v1/rerank,
 /tokenize, /v1/models, /version, /health, /metrics (vLLM's names; durations in the wall seconds its clients
 measure, whatever the time scale), and the control endpoint
 /sim/faults (GET, POST) with /sim/state for tests. A client that disconnects aborts its request, which
@@ -89,6 +89,7 @@ class SimServer:
             Route("/v1/completions", self.completions, methods=["POST"]),
             Route("/v1/chat/completions", self.chat_completions, methods=["POST"]),
             Route("/v1/embeddings", self.embeddings, methods=["POST"]),
+            Route("/v1/rerank", self.rerank, methods=["POST"]),
             Route("/metrics", self.metrics),
             Route("/sim/faults", self.get_faults, methods=["GET"]),
             Route("/sim/faults", self.set_faults, methods=["POST"]),
@@ -257,6 +258,41 @@ class SimServer:
         inputs = [inputs] if isinstance(inputs, str) else inputs
         if not isinstance(inputs, list) or not inputs or not all(isinstance(i, str) for i in inputs):
             return _error(400, "input must be a string or a non-empty list of strings")
+        tokens = await self._pool(request, body, inputs)
+        if isinstance(tokens, Response):
+            return tokens
+        data = [{"object": "embedding", "index": k, "embedding": text.embedding(i, self.config.embedding_dim)}
+                for k, i in enumerate(inputs)]
+        return JSONResponse({"id": f"embd-{uuid.uuid4().hex[:16]}", "object": "list", "created": int(time.time()),
+                             "model": self.config.model, "data": data,
+                             "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
+
+    async def rerank(self, request: Request) -> Response:
+        """A pooling model's /v1/rerank, as vLLM serves it for an embedding model: the query and each document
+        embedded (as /v1/embeddings), each document scored by its vector's cosine with the query's, best first."""
+        if self.config.runner != "pooling":
+            return JSONResponse({"detail": "Not Found"}, status_code=404)
+        body = await _json_body(request)
+        if isinstance(body, Response):
+            return body
+        query, documents = body.get("query"), body.get("documents")
+        documents = [documents] if isinstance(documents, str) else documents
+        if not isinstance(query, str) or not isinstance(documents, list) or not documents \
+                or not all(isinstance(d, str) for d in documents):
+            return _error(400, "query must be a string and documents a string or a non-empty list of strings")
+        tokens = await self._pool(request, body, [query, *documents])
+        if isinstance(tokens, Response):
+            return tokens
+        dim = self.config.embedding_dim
+        q = text.embedding(query, dim)
+        scores = [sum(a * b for a, b in zip(q, text.embedding(d, dim))) for d in documents]  # unit vectors: cosine
+        results = sorted(({"index": k, "relevance_score": s, "document": {"text": d}}
+                          for k, (s, d) in enumerate(zip(scores, documents))), key=lambda r: -r["relevance_score"])
+        return JSONResponse({"id": f"rerank-{uuid.uuid4().hex[:16]}", "model": self.config.model, "results": results,
+                             "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
+
+    async def _pool(self, request: Request, body: dict[str, Any], inputs: list[str]) -> int | Response:
+        """Each input a request of its own that prefills and ends; their prompt tokens, or the refusal."""
         refused = self._refusal(body, max(inputs, key=text.count_tokens))
         if refused is not None:
             return refused
@@ -275,12 +311,7 @@ class SimServer:
             return Response(status_code=499)
         for stream in streams:
             self.streams.pop(stream.request.request_id, None)
-        tokens = sum(s.request.prompt_tokens for s in streams)
-        data = [{"object": "embedding", "index": k, "embedding": text.embedding(i, self.config.embedding_dim)}
-                for k, i in enumerate(inputs)]
-        return JSONResponse({"id": f"embd-{uuid.uuid4().hex[:16]}", "object": "list", "created": int(time.time()),
-                             "model": self.config.model, "data": data,
-                             "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
+        return sum(s.request.prompt_tokens for s in streams)
 
     def _refusal(self, body: dict[str, Any], prompt: str) -> Response | None:
         """A request's fault, unknown model or prompt too long, as vLLM answers them; None: serve it."""

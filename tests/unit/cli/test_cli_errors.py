@@ -2,8 +2,11 @@
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "docs" / "examples"
 
 
 def loadproof(*args: str) -> subprocess.CompletedProcess[str]:
@@ -15,9 +18,13 @@ def loadproof(*args: str) -> subprocess.CompletedProcess[str]:
     [
         (["run", "throughput", "--url", "http://127.0.0.1:9", "--concurrency", "1,x"], 2, "--concurrency takes whole numbers"),
         (["run", "throughput", "--url", "http://127.0.0.1:9", "--families", "klingon"], 2, "families must be among"),
-        (["run", "throughput", "--url", "http://127.0.0.1:9", "--endpoint", "grpc"], 2, "--endpoint grpc: must be completions, chat or embeddings"),
+        (["run", "throughput", "--url", "http://127.0.0.1:9", "--endpoint", "grpc"], 2, "--endpoint grpc: must be completions, chat, embeddings or rerank"),
         (["run", "throughput", "--url", "http://127.0.0.1:9", "--endpoint", "embeddings"], 2,
          "`run throughput` does not measure the embeddings endpoint"),
+        (["run", "interference", "--url", "http://127.0.0.1:9", "--endpoint", "rerank"], 2,
+         "`run interference` does not measure the rerank endpoint"),
+        (["run", "load", "--url", "http://127.0.0.1:9", "--endpoint", "rerank", "--rate", "1", "-n", "2", "--dataset",
+          str(EXAMPLES / "conversations.sharegpt.json")], 2, "--dataset with --endpoint rerank"),
         (["run", "throughput", "--url", "http://127.0.0.1:9"], 3, "cannot reach http://127.0.0.1:9"),
         (["report", "/nonexistent/run"], 2, "no run directory at /nonexistent/run"),
         (["serve"], 2, "give either a PROFILE or --embedded"),

@@ -52,3 +52,19 @@ def test_only_the_prompt_tokens_are_set_beside_the_engines_counters():
     got = {c.name: c.value for c in agreement_claims(RECORDS, samples)}
     assert got == {"crosscheck.prompt_tokens.client": 449, "crosscheck.prompt_tokens.engine": 449.0,
                    "crosscheck.prompt_tokens.diff_pct": 0.0}
+
+
+def test_a_rerank_run_claims_documents_where_an_embeddings_run_claims_vectors():
+    records = [msgspec.structs.replace(r, endpoint="rerank") for r in RECORDS]
+    plan = test_load.plan(endpoint="rerank", inputs_per_request=3, planned_requests=4, slo={"e2el": 0.35})
+    got = test_load.claims(records, plan)
+    duration = (max(r.end_ns for r in RECORDS) - T0) / S
+    assert got["load.rerank.documents_per_s"] == pytest.approx(9 / duration)  # 3 documents scored a request
+    assert got["load.rerank.documents_per_request"] == 3.0
+    assert got["load.input_tokens_per_s"] == pytest.approx((150 + 150 + 149) / duration)
+    assert not [n for n in got if n.startswith(("load.embeddings", "load.ttft_s", "load.output_tokens"))]
+    samples = rv.samples([{"t_ns": T0 - 1, "values": {"prompt_tokens_total": 0.0, "generation_tokens_total": 0.0}},
+                          {"t_ns": T0 + 10 * S, "values": {"prompt_tokens_total": 449.0,
+                                                           "generation_tokens_total": 0.0}}])
+    assert {c.name for c in agreement_claims(records, samples)} == {
+        "crosscheck.prompt_tokens.client", "crosscheck.prompt_tokens.engine", "crosscheck.prompt_tokens.diff_pct"}

@@ -19,7 +19,7 @@ def test_vllm_and_sglang_serve_a_pooling_model():
     assert "--runner" not in generating
 
 
-@pytest.mark.parametrize("serving", [{"runner": "pooling"}, {"endpoint": "embeddings"}])
+@pytest.mark.parametrize("serving", [{"runner": "pooling"}, {"endpoint": "embeddings"}, {"endpoint": "rerank"}])
 def test_the_runner_and_the_endpoint_go_together(serving):
-    with pytest.raises(ConfigError, match="a pooling model is measured on the embeddings endpoint"):
+    with pytest.raises(ConfigError, match="a pooling model is measured on the embeddings or rerank endpoint"):
         gpu_profile("e5", 512, serving=serving)

@@ -13,6 +13,7 @@ from loadproof.client import RequestSpec
 from loadproof.plans.datasets import DatasetRef
 from loadproof.plans.load import LoadLengths, LoadPlan
 from loadproof.protocol.openai import request_body
+from loadproof.records import POOLING
 from loadproof.scenarios.constraints import request_extra
 from loadproof.scenarios.load.options import LoadOptions
 from loadproof.scenarios.load.schedule import Planned, load_plan
@@ -67,7 +68,7 @@ def dataset_requests(opts: LoadOptions, offsets: list[float], hs: HaystackTarget
     for k, (offset, item, fallback) in enumerate(zip(offsets, sel.items, drawn)):
         out = item.output_tokens if opts.dataset_output == "data" and item.output_tokens else fallback
         inputs = item.input_tokens or 0
-        if target.endpoint == "embeddings":  # one row embedded: no output
+        if target.endpoint in POOLING:  # one row embedded: no output
             out = 0
         else:
             outputs_from_data += out is item.output_tokens and opts.dataset_output == "data"

@@ -19,6 +19,7 @@ from loadproof.plans import attach_plan
 from loadproof.errors import UsageError
 from loadproof.plans.load import LoadPlan, MixedModel
 from loadproof.protocol.openai import ENDPOINTS
+from loadproof.records import POOLING
 from loadproof.scenarios.base import Setup
 from loadproof.scenarios.demo import DemoSetup
 from loadproof.scenarios.live import LiveStatus
@@ -43,15 +44,18 @@ class LoadScenario(MetricsScenario):
     summary = ("Open-loop load at a request rate: latencies from the intended and the actual send, send lag, "
                "SLO goodput.")
     tokenizer = EXACT_LENGTH
-    endpoints = ENDPOINTS  # embeddings too: requests/s, latency, input tokens/s
+    endpoints = ENDPOINTS  # embeddings and rerank too: requests/s, latency, input tokens/s
     options: LoadOptions
+
+    @classmethod
+    def check_endpoint(cls, options: LoadOptions, endpoint: str) -> None:
+        check_endpoint(options, endpoint)
 
     @classmethod
     def perform(cls, setup: Setup, console: Console) -> None:
         """One run; or, with --sweep, one run per rate; or, with --search rate, the highest rate meeting the SLO."""
         if setup.options.model_mix:  # a model the target does not list: one line before any run directory
             check_mix(setup.options.model_mix, setup.target)
-        check_endpoint(setup.options, setup.target.endpoint)
         if setup.options.sweep is not None:
             sweep_command(setup, console, run_load)
         elif setup.options.search is not None:
@@ -109,16 +113,19 @@ EMBEDDINGS_SLOS = ("e2el", "e2el_from_intended")
 
 def check_endpoint(options: LoadOptions, endpoint: str) -> None:
     """What only one kind of endpoint takes: one line (UsageError) before any run directory."""
-    if endpoint != "embeddings":
+    if endpoint not in POOLING:
         if options.inputs_per_request > 1:
-            raise UsageError(f"--inputs-per-request is for --endpoint embeddings; the target's is {endpoint}")
+            raise UsageError(f"--inputs-per-request is for --endpoint embeddings or rerank; the target's is {endpoint}")
         return
     other = [name for name in options.slo or {} if name not in EMBEDDINGS_SLOS]
     if other:
-        raise UsageError(f"--slo {', '.join(other)}: an embeddings answer is one body, with no output tokens to "
+        raise UsageError(f"--slo {', '.join(other)}: an {endpoint} answer is one body, with no output tokens to "
                          f"time; give {' or '.join(EMBEDDINGS_SLOS)}")
     if options.constrained:
-        raise UsageError("--tools and --response-format shape generated answers: not with --endpoint embeddings")
+        raise UsageError(f"--tools and --response-format shape generated answers: not with --endpoint {endpoint}")
+    if endpoint == "rerank" and options.dataset:
+        raise UsageError("--dataset with --endpoint rerank: a row is no query with documents; rerank runs on "
+                         "synthetic texts (--input-tokens, --inputs-per-request documents a query)")
 
 
 def check_mix(mix: dict[str, float], target: Target) -> None:

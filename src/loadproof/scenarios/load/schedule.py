@@ -14,6 +14,7 @@ from loadproof.client import RequestSpec
 from loadproof.errors import UsageError
 from loadproof.plans.datasets import DatasetRef
 from loadproof.plans.load import LoadLengths, LoadPlan, LoadStage
+from loadproof.records import POOLING
 from loadproof.scenarios.load.options import LoadOptions
 from loadproof.scenarios.long_context import HaystackTarget
 from loadproof.workloads.arrivals import intended_offsets
@@ -64,7 +65,7 @@ def load_plan(opts: LoadOptions, offsets: list[float], hs: HaystackTarget, max_m
         deadline_s=opts.deadline_s, slo=dict(opts.slo or {}), endpoint=hs.target.endpoint,
         max_model_len=max_model_len, overhead_tokens=hs.builder.overhead_tokens,
         overhead_source=hs.overhead_source, haystack_additive=hs.builder.additive, dataset=dataset,
-        inputs_per_request=opts.inputs_per_request if hs.target.endpoint == "embeddings" else 1,
+        inputs_per_request=opts.inputs_per_request if hs.target.endpoint in POOLING else 1,
     )
 
 

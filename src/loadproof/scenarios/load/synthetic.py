@@ -10,7 +10,7 @@ import secrets
 from loadproof.client import RequestSpec
 from loadproof.errors import UsageError
 from loadproof.plans.load import LoadPlan
-from loadproof.protocol.openai import embeddings_body, request_body
+from loadproof.protocol.openai import POOLING, embeddings_body, request_body, rerank_body
 from loadproof.scenarios.constraints import request_extra
 from loadproof.scenarios.load.options import LoadOptions
 from loadproof.scenarios.load.schedule import Planned, lengths_of, load_plan
@@ -25,7 +25,8 @@ def synthetic_requests(opts: LoadOptions, offsets: list[float], hs: HaystackTarg
     built to them exactly."""
     target = hs.target
     n = len(offsets)
-    per = opts.inputs_per_request if target.endpoint == "embeddings" else 1
+    # embeddings: the inputs a request embeds; rerank: its query and the documents scored against it
+    per = {"embeddings": opts.inputs_per_request, "rerank": opts.inputs_per_request + 1}.get(target.endpoint, 1)
     prompts = SyntheticPrompts(hs.builder, run_salt=secrets.token_hex(8), seed=opts.seed,
                                shared_prefix_tokens=opts.shared_prefix_tokens)
     shortest = prompts.shortest()
@@ -34,8 +35,8 @@ def synthetic_requests(opts: LoadOptions, offsets: list[float], hs: HaystackTarg
                          f"({shortest} tokens: the engine's {hs.builder.overhead_tokens}, the shared prefix, a "
                          "salt line and a pad)")
     inputs = draw_lengths(opts.input_tokens, n * per, opts.seed, "input")
-    if target.endpoint == "embeddings":
-        return _embeddings(opts, offsets, hs, max_model_len, prompts, inputs, per, models)
+    if target.endpoint in POOLING:
+        return _pooling(opts, offsets, hs, max_model_len, prompts, inputs, per, models)
     outputs = draw_lengths(opts.output_tokens, n, opts.seed, "output")
     if max_model_len is not None and opts.input_tokens.fixed and opts.output_tokens.fixed \
             and inputs[0] + outputs[0] > max_model_len:
@@ -61,10 +62,11 @@ def synthetic_requests(opts: LoadOptions, offsets: list[float], hs: HaystackTarg
     return plan, requests
 
 
-def _embeddings(opts: LoadOptions, offsets: list[float], hs: HaystackTarget, max_model_len: int | None,
-                prompts: SyntheticPrompts, inputs: list[int], per: int,
-                models: list[str] | None) -> tuple[LoadPlan, list[Planned]]:
-    """Embeddings: `per` prompts a request, each of its drawn length (cut to the served context)."""
+def _pooling(opts: LoadOptions, offsets: list[float], hs: HaystackTarget, max_model_len: int | None,
+             prompts: SyntheticPrompts, inputs: list[int], per: int,
+             models: list[str] | None) -> tuple[LoadPlan, list[Planned]]:
+    """Embeddings: `per` prompts a request; rerank: the first of them the query, the rest its documents; each
+    of its drawn length (cut to the served context)."""
     target = hs.target
     cut = [min(i, max_model_len) for i in inputs] if max_model_len is not None else inputs
     texts, built, _ = prompts.build_all(cut)
@@ -73,7 +75,10 @@ def _embeddings(opts: LoadOptions, offsets: list[float], hs: HaystackTarget, max
     for k, offset in enumerate(offsets):
         model = models[k] if models else ""
         group = slice(k * per, (k + 1) * per)
-        body = embeddings_body(model or target.model, texts[group], extra)
+        if target.endpoint == "rerank":
+            body = rerank_body(model or target.model, texts[k * per], texts[k * per + 1:(k + 1) * per], extra)
+        else:
+            body = embeddings_body(model or target.model, texts[group], extra)
         spec = RequestSpec(request_id=f"load-{k:07d}", endpoint=target.endpoint, body=body,
                            deadline_s=opts.deadline_s)
         requests.append(Planned(k, round(offset * NS_PER_S), spec, sum(built[group]), 0, model))
