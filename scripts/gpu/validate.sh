@@ -44,6 +44,9 @@
 #   pd-serve       the KV folder (/tmp/lp-kv, on /dev/shm where it has room); serve the 8B shape colocated on :8000
 #                  (llama-dummy-colocated.toml) and as a pair behind the relay on :8080 (llama-dummy-pd.toml), all
 #                  three instances started at once (each has a fixed KV budget: no profiling race)
+#   lora           stop those; make 4 rank-16 adapters for the 8B shape; serve it with them (llama-dummy-lora.toml,
+#                  2 slots); open-loop load at 16 requests/s, 1,024 tokens in, 128 out: the base model alone, the
+#                  0.5/0.3/0.2 mix of base, a and b, the mix over all four adapters (it churns), the mix, the base
 #   pd-runs        one warm-up request each; then interference (4 x 16,000 tokens, a 64,000-token newcomer, 5 s
 #                  windows) ABBA-interleaved, colocated (A) and pair (B), 3 of each; the KV folder emptied before each
 set -uo pipefail
@@ -359,6 +362,27 @@ pd-runs)
     fi
   done
   cp /tmp/serve-colocated.log /tmp/serve-pd.log $RUNS/ 2>/dev/null
+  ;;
+lora)
+  pkill -f "[l]oadproof serve scripts/gpu/llama-dummy-" ; sleep 10
+  for a in a b c d; do
+    PYTHONPATH=/tmp/site python3 src/loadproof/engines/embedded/make_lora.py /tmp/staged/llama-dummy /tmp/adapters/$a 16 \
+      $(printf '%d' "'$a") || exit 1
+  done
+  du -sh /tmp/adapters/* | tee $RUNS/lora-adapters.txt
+  say "serve the 8B shape with 4 adapters, 2 slots"
+  setsid $LP serve scripts/gpu/llama-dummy-lora.toml --port 8000 --probe-interval-s 3600 >/tmp/serve-lora.log 2>&1 < /dev/null &
+  wait_ready && say "ready" || { say "not ready"; tail -8 /tmp/serve-lora.log; exit 1; }
+  TOK=/tmp/staged/llama-dummy/tokenizer.json
+  curl -s $URL/v1/completions -H 'content-type: application/json' -d '{"model":"a","prompt":"warm up","max_tokens":8}' >/dev/null
+  common=(--url $URL --profile scripts/gpu/llama-dummy-lora.toml --tokenizer $TOK --rate 16 -n 480 --input-tokens 1024
+          --output-tokens 128 --ignore-eos --slo ttft=1s,tpot=50ms --seed 731 --out $RUNS/lora)
+  for mix in llama-8b-shape=1 llama-8b-shape=0.5,a=0.3,b=0.2 llama-8b-shape=0.2,a=0.2,b=0.2,c=0.2,d=0.2 \
+             llama-8b-shape=0.5,a=0.3,b=0.2 llama-8b-shape=1; do
+    say "load, mix $mix"
+    $LP run load "${common[@]}" --model-mix $mix 2>&1 | tail -2
+  done
+  cp /tmp/serve-lora.log $RUNS/ 2>/dev/null
   ;;
 wait)
   wait_bg
