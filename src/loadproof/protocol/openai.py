@@ -18,11 +18,10 @@ from typing import Any, Literal
 
 import msgspec
 
-from loadproof.records import POOLING  # noqa: F401  (a pooling model's endpoints, here beside the others)
-
 Endpoint = Literal["completions", "chat", "embeddings", "rerank"]
 ENDPOINTS: tuple[str, ...] = ("completions", "chat", "embeddings", "rerank")
-GENERATING: tuple[str, ...] = ("completions", "chat")  # the endpoints that stream generated tokens
+GENERATING: tuple[str, ...] = ("completions", "chat")  # the endpoints that stream generated tokens; the others
+# are a pooling model's (records.POOLING): one JSON answer
 
 PATHS: dict[str, str] = {"completions": "/v1/completions", "chat": "/v1/chat/completions",
                          "embeddings": "/v1/embeddings", "rerank": "/v1/rerank"}

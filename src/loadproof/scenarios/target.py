@@ -25,8 +25,9 @@ from loadproof.config.base import StrictModel
 from loadproof.config.profile import Profile
 from loadproof.engines import engines
 from loadproof.errors import EnvironmentFailure, UsageError
-from loadproof.protocol.openai import ENDPOINTS, PATHS, POOLING, Endpoint
+from loadproof.protocol.openai import ENDPOINTS, PATHS, Endpoint
 from loadproof.protocol.urls import url_of
+from loadproof.records import POOLING
 from loadproof.scenarios.options import ExistingPath, HttpUrl, cli
 from loadproof.telemetry.server_metrics import MetricsSource
 

@@ -10,7 +10,8 @@ import secrets
 from loadproof.client import RequestSpec
 from loadproof.errors import UsageError
 from loadproof.plans.load import LoadPlan
-from loadproof.protocol.openai import POOLING, embeddings_body, request_body, rerank_body
+from loadproof.protocol.openai import embeddings_body, request_body, rerank_body
+from loadproof.records import POOLING
 from loadproof.scenarios.constraints import request_extra
 from loadproof.scenarios.load.options import LoadOptions
 from loadproof.scenarios.load.schedule import Planned, lengths_of, load_plan
