@@ -174,6 +174,8 @@ def predict_held_out(target: MeasuredRun, others: list[MeasuredRun]) -> dict[str
         kv = max(facts.get("kv_cache_tokens_inferred") or 0, 2 * length + 1024)
     else:
         kv = plan.get("engine_kv_cache_tokens") or own.get("kv_cache_tokens") or kv_from_metrics(target)
+    if not (own.get("max_model_len") or plan.get("max_model_len")):
+        return "its manifest states no context length (a run without --profile)"
     cuda = own.get("cuda_graph_max") or 512
     structure = CostModel(pipeline_stages=own.get("pipeline_stages") or 1, cuda_graph_sizes=default_capture_sizes(cuda))
     base = SimConfig(max_model_len=own.get("max_model_len") or plan.get("max_model_len"), block_size=16,
@@ -234,7 +236,7 @@ def loo_rows(runs: list[MeasuredRun]) -> list[list[str]]:
                              f"{'**' if abs(err) > 0.10 else ''}")
             else:
                 cells.append("n/a" if m is None and p is None else
-                         f"{m if m is not None else 'n/a'} / {'n/a' if p is None else p} / n/a")
+                             f"{'n/a' if m is None else f'{m:,.2f}'} / {'n/a' if p is None else f'{p:,.2f}'} / n/a")
         if isinstance(got, str):
             cells[-1] += f" (not predicted: {got})"
         rows.append(cells)

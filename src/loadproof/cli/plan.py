@@ -13,12 +13,13 @@ import typer
 from loadproof.cli import ui
 from loadproof.cli.apps import app
 from loadproof.cli.run import parameter
-from loadproof.cli.sim import predict_load, predict_replay, show_capacity
+from loadproof.cli.sim import ContractRequest, predict_load, predict_replay, show_capacity, show_capacity_ranges
 from loadproof.config.profile import Profile, load_profile
 from loadproof.engines import read_startup_log
 from loadproof.errors import UsageError
 from loadproof.planner.profile_plan import ProfilePlan, model_config_path, plan_profile
 from loadproof.sim.config import is_sim_profile, load_sim_config
+from loadproof.sim.contract import DEFAULT_TOLERANCE_PCT
 from loadproof.sim.predict import (SIMULATED, capacity_options, check_applies, deployment_config, load_cli_options,
                                    predict_capacity_run, replay_cli_options)
 
@@ -38,6 +39,11 @@ def plan(
                                                 "(`loadproof sim calibrate`)")] = None,
     sessions: Annotated[int, typer.Option(help="N for --simulate capacity")] = 4,
     window_s: Annotated[float, typer.Option(help="W for --simulate capacity")] = 60.0,
+    ranges: Annotated[bool, typer.Option(help="--simulate capacity, or load at one rate: the range each figure "
+                                         "has over the profile's open assumptions, and what drives it")] = True,
+    prediction_out: Annotated[Optional[Path], typer.Option(help="write the prediction as a contract that `run "
+                                                           "capacity|load --prediction FILE` is judged against")] = None,
+    tolerance: Annotated[float, typer.Option(help="the contract's tolerance on each figure, percent")] = DEFAULT_TOLERANCE_PCT,
     **values: Any,
 ) -> None:
     """KV cache capacity of a profile, in theory, beside what the engine reported; with --simulate, the
@@ -63,14 +69,22 @@ def plan(
         if simulate is None or sim is None:
             return
         config = deployment_config(profile, planned, load_sim_config(sim))
+    if prediction_out is not None and simulate not in ("capacity", "load"):
+        raise UsageError("--prediction-out: a contract is written for --simulate capacity or load")
+    if not 0 < tolerance < 1000:
+        raise UsageError(f"--tolerance {tolerance:g}: a percentage above 0")
+    contract_of = ContractRequest(prediction_out, tolerance, sim if sim is not None else profile_path)
     if simulate == "load":
         lengths = None if input_tokens is None else str(input_tokens)
-        predict_load(config, {**values, "input_tokens": lengths}, "plan --simulate load")
+        predict_load(config, {**values, "input_tokens": lengths}, "plan --simulate load",
+                     contract_of if (ranges or prediction_out) else None)
     elif simulate == "replay":
         predict_replay(config, values, "plan --simulate replay")
     else:
         options = capacity_options(sessions, input_tokens or 1024, window_s, f"plan --simulate {simulate}")
         show_capacity(predict_capacity_run(config, simulate, options), config)
+        if simulate == "capacity" and (ranges or prediction_out):
+            show_capacity_ranges(config, options, contract_of)
 
 
 def show_plan(profile: Profile, planned: ProfilePlan, input_tokens: int | None, growth_tokens: int) -> None:

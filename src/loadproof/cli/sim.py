@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -15,13 +16,16 @@ from loadproof.cli import ui
 from loadproof.cli.apps import app
 from loadproof.cli.run import parameter
 from loadproof.errors import UsageError
+from loadproof.scenarios.capacity import CapacityOptions
 from loadproof.sim.calibrate import Calibration
 from loadproof.sim.calibration import (CalibrationLimits, FitShares, calibrate_from_published, calibrate_from_runs,
                                        grid as grid_spec, measure_grid)
 from loadproof.sim.config import FaultConfig, SimConfig, load_sim_config
+from loadproof.sim.contract import capacity_ranges, contract, load_ranges, write_contract
 from loadproof.sim.predict import (CapacityForecast, LoadForecast, PredictedRun, ReplayForecast, load_cli_options,
                                    predict_load_sweep, predict_replay_trace, rate_sweep, replay_cli_options,
                                    replay_options)
+from loadproof.sim.ranges import RangedPrediction
 from loadproof.sim.run import serve
 from loadproof.workloads.arrivals import rate_text
 
@@ -228,12 +232,57 @@ def show_replay(forecast: ReplayForecast, config: SimConfig) -> None:
     _say(f"model: {config.source}")
 
 
-def predict_load(config: SimConfig, values: dict[str, Any], source: str) -> None:
-    """Parse `values` into `run load`'s options, predict each rate, print."""
+@dataclass(frozen=True)
+class ContractRequest:
+    """`plan --simulate ... [--prediction-out FILE --tolerance PCT]`: where a contract goes, and the sim
+    profile it rests on."""
+
+    out: Path | None
+    tolerance_pct: float
+    sim_profile: Path
+
+
+def predict_load(config: SimConfig, values: dict[str, Any], source: str, ranged: ContractRequest | None = None) -> None:
+    """Parse `values` into `run load`'s options, predict each rate, print; at one rate with `ranged`, the
+    ranges too, and the contract where one is asked for."""
     sweep = rate_sweep(values, source)
     for note in sweep.notes:
         ui.err.print(note, markup=False, highlight=False)
     show_load(predict_load_sweep(config, sweep), config)
+    if ranged is not None and (len(sweep.rates_rps) == 1 or ranged.out is not None):
+        result = load_ranges(config, sweep, _progress)
+        _show_ranges(result)
+        _write(ranged, "load", sweep.options.model_dump(mode="json"), result, config)
+
+
+def show_capacity_ranges(config: SimConfig, options: CapacityOptions, ranged: ContractRequest) -> None:
+    result = capacity_ranges(config, options, _progress)
+    _show_ranges(result)
+    _write(ranged, "capacity", options.model_dump(mode="json"), result, config)
+
+
+def _progress(line: str) -> None:
+    ui.err.print(line, markup=False, highlight=False)
+
+
+def _show_ranges(result: RangedPrediction) -> None:
+    ui.table(f"Ranges over the open assumptions ({result.predictions} predictions)",
+             ["figure", "point", "low", "high", "width", "driven by"],
+             [[f.claim, f"{f.point:,.4g}", f"{f.low:,.4g}", f"{f.high:,.4g}", f"{f.width_pct:.1f}%", f.driver or "-"]
+              for f in result.figures])
+    for a in result.assumptions:
+        values = ", ".join(str(v) for v in a.values)
+        _say(f"assumption {a.name} = {a.point}: " + (f"pinned by {a.pinned_by}" if a.pinned_by else f"open ({values})")
+             + f"; {a.what}")
+
+
+def _write(ranged: ContractRequest, scenario: str, options: dict[str, Any], result: RangedPrediction,
+           config: SimConfig) -> None:
+    if ranged.out is None:
+        return
+    write_contract(ranged.out, contract(scenario, options, result, config, ranged.sim_profile, ranged.tolerance_pct))
+    _say(f"prediction contract: {ranged.out} (tolerance {ranged.tolerance_pct:g}%); judge a run against it with "
+         f"`loadproof run {scenario} ... --prediction {ranged.out}`")
 
 
 def predict_replay(config: SimConfig, values: dict[str, Any], source: str) -> None:

@@ -92,6 +92,11 @@ class KVCacheSpec(StrictModel):
 class SchedulerSpec(StrictModel):
     max_num_seqs: int | None = Field(default=None, ge=1)
     max_num_batched_tokens: int | None = Field(default=None, ge=1, description="chunked-prefill token budget")
+    long_prefill_token_threshold: int | None = Field(default=None, ge=0, description="vLLM: the most tokens a "
+                                                     "prompt prefills in one step while others share the engine "
+                                                     "(0: no cap); budget / T long prompts then prefill at once")
+    max_num_partial_prefills: int | None = Field(default=None, ge=1, description="vLLM: above 1, the threshold's "
+                                                 "default becomes 4% of max_model_len (0.26; 0.32 refuses it)")
 
 
 class SpeculativeSpec(StrictModel):

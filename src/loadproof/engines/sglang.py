@@ -85,6 +85,9 @@ class SGLangEngine(EngineDefaults):
             argv += ["--max-running-requests", str(sched.max_num_seqs)]
         if sched.max_num_batched_tokens is not None:
             argv += ["--chunked-prefill-size", str(sched.max_num_batched_tokens)]
+        if sched.long_prefill_token_threshold is not None or sched.max_num_partial_prefills is not None:
+            notes.append("unsupported: long_prefill_token_threshold and max_num_partial_prefills are vLLM's; SGLang "
+                         "prefills one chunked prompt at a time")
         if serving.enforce_eager:
             argv.append("--disable-cuda-graph")
         if serving.runner == "pooling":

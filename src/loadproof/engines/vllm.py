@@ -138,6 +138,10 @@ class VLLMEngine(EngineDefaults):
             argv += ["--max-num-seqs", str(sched.max_num_seqs)]
         if sched.max_num_batched_tokens is not None:
             argv += ["--max-num-batched-tokens", str(sched.max_num_batched_tokens)]
+        if sched.long_prefill_token_threshold is not None:
+            argv += ["--long-prefill-token-threshold", str(sched.long_prefill_token_threshold)]
+        if sched.max_num_partial_prefills is not None:
+            argv += ["--max-num-partial-prefills", str(sched.max_num_partial_prefills)]
         spec = profile.speculative
         if spec is not None:
             config: dict[str, object] = {"method": spec.method, "num_speculative_tokens": spec.draft_tokens}

@@ -15,6 +15,7 @@ from loadproof.metrics.claims import Claim, claims_payload
 from loadproof.metrics.energy import energy_claims
 from loadproof.metrics.engine_agreement import agreement_claims
 from loadproof.metrics.offload import offload_claims
+from loadproof.metrics.prediction import prediction_claims
 from loadproof.metrics.telemetry import telemetry_claims
 from loadproof.plans import load_plan, scenario_of
 from loadproof.registry import Registry
@@ -26,11 +27,12 @@ claim_functions: Registry[object] = Registry.over("scenario", column("claims"))
 
 
 def compute_claims(run: Run) -> list[Claim]:
-    """The scenario's claims, then engine agreement, a KV connector's tier, telemetry, and energy and cost
-    claims, from the run's stored data."""
+    """The scenario's claims, then engine agreement, a KV connector's tier, telemetry, energy and cost
+    claims, and the judgement of its prediction contract if it has one, from the run's stored data."""
     plan = load_plan(run)
-    return (scenario_claims(run, plan) + agreement_claims(run.records, run.samples)
-            + offload_claims(run.records, run.samples) + telemetry_claims(run.telemetry) + energy_claims(run, plan))
+    claims = (scenario_claims(run, plan) + agreement_claims(run.records, run.samples)
+              + offload_claims(run.records, run.samples) + telemetry_claims(run.telemetry) + energy_claims(run, plan))
+    return claims + prediction_claims(run.manifest.prediction, claims)
 
 
 def scenario_claims(run: Run, plan: object | None = None) -> list[Claim]:

@@ -61,6 +61,14 @@ MANIFEST_FIELDS = {
     "search.folder": NAME, "search.point": NAME, "search.*": NUMBER,
     "sweep.folder": NAME, "sweep.point": NAME, "sweep.*": NUMBER,
     "publication": CONFIG,  # replaced by publish's own; a published run published again carries one
+    # a prediction contract (`run --prediction`): its figures' claim names and values judge the run
+    "prediction.format": NAME, "prediction.scenario": NAME, "prediction.options": CONFIG,
+    "prediction.tolerance_pct": NUMBER, "prediction.made_at": NAME, "prediction.sim_profile.*": NAME,
+    "prediction.calibration_inputs.*.*": NAME, "prediction.figures.*.claim": NAME,
+    "prediction.figures.*.driver": NAME, "prediction.figures.*.*": NUMBER,
+    "prediction.assumptions.*.name": NAME, "prediction.assumptions.*.point": NAME,
+    "prediction.assumptions.*.values.*": NAME, "prediction.assumptions.*.pinned_by": TEXT,
+    "prediction.source": TEXT,
 }
 REQUEST_FIELDS = {
     "request_id": NAME, "endpoint": NAME, "scenario": NAME, "family": NAME, "prompt_id": NAME, "error_kind": NAME,

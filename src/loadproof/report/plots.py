@@ -253,3 +253,25 @@ def bar_chart(title: str, groups: list[str], series: list[tuple[str, list[float 
                          f'font-size="10">{v:.1f}</text>')
     parts.append("</svg>")
     return "\n".join(parts) + "\n"
+
+
+def scatter_chart(title: str, series: list[tuple[str, list[tuple[float, float, str]]]], x_label: str,
+                  y_label: str) -> str:
+    """Labelled points (x, y, label), one colour a series; both axes from 0. The first series' labels are
+    drawn beside its points (later series share the labels of the points they sit on)."""
+    series = [(name, pts) for name, pts in series if pts]
+    if not series:
+        return ""
+    parts, top = _open(title, [name for name, _ in series])
+    xs = [x for _, pts in series for x, _, _ in pts]
+    ys = [y for _, pts in series for _, y, _ in pts]
+    frame = Frame((0.0, max(xs) * 1.15), (0.0, max(ys) * 1.15), top)
+    parts += frame.axes(x_label, y_label)
+    for i, (_, pts) in enumerate(series):
+        for x, y, label in pts:
+            parts.append(f'<circle cx="{frame.x(x):.1f}" cy="{frame.y(y):.1f}" r="{5 if i == 0 else 3.5}" '
+                         f'fill="{color(i)}" fill-opacity="{0.35 if i == 0 else 1}"/>')
+            if i == 0:
+                parts.append(f'<text x="{frame.x(x) + 7:.1f}" y="{frame.y(y) + 4:.1f}" font-size="9">{escape(label)}</text>')
+    parts.append("</svg>")
+    return "\n".join(parts) + "\n"

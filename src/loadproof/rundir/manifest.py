@@ -20,6 +20,7 @@ from typing import ClassVar
 import msgspec
 
 from loadproof.rundir.json_value import JSONObject
+from loadproof.rundir.prediction import Prediction
 
 
 class SchemaVersions(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -156,6 +157,7 @@ class Manifest(msgspec.Struct, kw_only=True, omit_defaults=True):
     engine: EngineInfo | None = None
     telemetry: TelemetryInfo | None = None
     price: Price | None = None
+    prediction: Prediction | None = None  # `run --prediction FILE`: the contract the run is judged against
     plan: JSONObject | None = None  # None: interrupted before the plan was written (or a version-1 throughput run)
     plan_version: int | None = None  # None: version 1 (before plans were versioned)
     schedule: Schedule | None = None

@@ -22,6 +22,7 @@ from typing import Any
 
 from loadproof.config.profile import Profile, load_profile
 from loadproof.errors import UsageError
+from loadproof.rundir.prediction import Prediction, as_manifest, mismatched_options, read_prediction
 from loadproof.scenarios.base import Scenario, Setup, TokenizerUse
 from loadproof.scenarios.options import from_cli
 from loadproof.scenarios.recording import (
@@ -50,6 +51,7 @@ class Checked:
     target: TargetOptions
     profile: Profile | None
     tokenizer: TokenizerUse | None = None
+    prediction: Prediction | None = None  # --prediction: the contract the run is judged against
 
 
 def check(scenario: type[Scenario], values: dict[str, Any]) -> Checked:
@@ -64,14 +66,29 @@ def check(scenario: type[Scenario], values: dict[str, Any]) -> Checked:
         raise UsageError(f"`run {scenario.name}` does not measure the {endpoint} endpoint (it measures "
                          f"{' or '.join(scenario.endpoints)}); `run load` measures embeddings and rerank")
     scenario.check_endpoint(options, endpoint)
-    return Checked(options, command, target, profile, scenario.tokenizer)
+    return Checked(options, command, target, profile, scenario.tokenizer, _contract(scenario, options, target))
+
+
+def _contract(scenario: type[Scenario], options: Any, target: TargetOptions) -> Prediction | None:
+    """`--prediction FILE`, read and matched to this run: its scenario and the options it was made for."""
+    if target.prediction is None:
+        return None
+    prediction = read_prediction(target.prediction)
+    if prediction.scenario != scenario.name:
+        raise UsageError(f"--prediction {target.prediction}: a prediction of `{prediction.scenario}`, not of "
+                         f"`run {scenario.name}`")
+    why = mismatched_options(prediction, options.model_dump(mode="json"))
+    if why is not None:
+        raise UsageError(f"--prediction {target.prediction}: {why}")
+    return prediction
 
 
 def setup(checked: Checked) -> Setup:
     return Setup(profile=checked.profile, options=checked.options, command=checked.command, out=checked.target.out,
                  target_options=checked.target, tokenizer=checked.tokenizer,
                  manifest_extra={"profile": checked.profile.model_dump() if checked.profile else None,
-                                 "price": checked.target.price})
+                                 "price": checked.target.price,
+                                 **({"prediction": as_manifest(checked.prediction)} if checked.prediction else {})})
 
 
 def run_command(scenario: type[Scenario], values: dict[str, Any], console: Console) -> None:

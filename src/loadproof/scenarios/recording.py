@@ -115,14 +115,18 @@ def run_once(scenario: Recordable, out: Path, console: Console, manifest_extra: 
 
 
 def conclude(outcome: Outcome, failure: str = FAILURE) -> None:
-    """Exit code 1 (AcceptanceFailed) when the run's verdict is FAIL: `scenario: failure`."""
+    """Exit code 1 (AcceptanceFailed) when the run's verdict is FAIL (`scenario: failure`), or when it broke
+    its prediction contract (each figure that missed, with its error)."""
     if outcome.verdict == "FAIL":
         raise AcceptanceFailed(f"{outcome.report.run.manifest.scenario}: {failure}")
+    contract = [c for c in outcome.report.claims if c.name.startswith("prediction.criteria.") and c.printed == "FAIL"]
+    if contract:
+        raise AcceptanceFailed("the prediction contract failed: " + "; ".join(c.formula for c in contract))
 
 
 def verdict_of(claims: list[Claim]) -> str | None:
     """The run's acceptance verdict (PASS or FAIL), if its scenario has one."""
-    claim = verdict_claim(claims)
+    claim = verdict_claim([c for c in claims if not c.name.startswith("prediction.")])  # the scenario's own
     return claim.printed if claim is not None else None
 
 

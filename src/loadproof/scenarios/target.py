@@ -280,6 +280,10 @@ class TargetOptions(StrictModel):
     price_per_gpu_hour: float | None = Field(
         default=None, gt=0, description="what one GPU-hour costs (any currency): cost per million (good) tokens, "
         "from the GPUs NVML sees and the run's window")
+    prediction: Path | None = Field(
+        default=None, description="a prediction contract (`loadproof plan ... --simulate ... --prediction-out FILE`): "
+        "the run is judged against it figure by figure (claims prediction.*), and fails when a figure misses its "
+        "tolerance")
     price_per_kwh: float | None = Field(
         default=None, gt=0, description="what a kWh costs (any currency): cost per million (good) tokens from the "
         "GPUs' energy counters")

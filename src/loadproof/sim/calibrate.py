@@ -118,6 +118,7 @@ class Calibration:
     assumptions: list[str] = field(default_factory=list)
     residuals: list[str] = field(default_factory=list)
     used: list[str] = field(default_factory=list)  # what each input figure was used for
+    short_acceptance: float | None = None  # published: the short prompts' fitted acceptance, beside the long text's
 
 
 def parse_ttft(text: str) -> TtftPoint:

@@ -9,6 +9,7 @@ profile written as TOML.
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
 import sys
 from collections.abc import Callable
@@ -18,9 +19,15 @@ from typing import Any
 
 from loadproof.engines import engines
 from loadproof.errors import UsageError
+from loadproof.sim.assumptions import Assumption, Variant, from_fits, pinned, scheduler_assumptions
 from loadproof.sim.calibrate import Calibration, calibrate, parse_decode, parse_ttft, points_from_runs
-from loadproof.sim.config import CostModel, SimConfig, default_capture_sizes, dump_sim_config
-from loadproof.sim.published import calibrate_published, read_published
+from loadproof.sim.config import CalibrationInput, CostModel, SimConfig, default_capture_sizes, dump_sim_config
+from loadproof.sim.published import (DEFAULT_FRONTEND_S_PER_TOKEN, KV_READ_EFFICIENCY, calibrate_published,
+                                     gpu_bandwidth, read_published)
+
+KV_READ_EFFICIENCIES = (0.6, 0.7, 0.8, 0.9)  # of a GPU's peak bandwidth, as decode-attention kernels reach
+FRONTEND_VALUES = (0.0, DEFAULT_FRONTEND_S_PER_TOKEN / 2, DEFAULT_FRONTEND_S_PER_TOKEN)
+ATTENTION_SHARES = (0.25, 0.5, 0.75)
 from loadproof.sim.spec import measured_drafts
 
 
@@ -65,10 +72,41 @@ class Calibrated:
 def calibrate_from_published(path: Path, out: Path, limits: CalibrationLimits, shares: FitShares) -> Calibrated:
     """A sim profile from a published-figures file alone (docs/simulator.md), written to `out`."""
     shares.check()
+    pub = read_published(path)
     share = shares.prefill_attention_share
-    cal = calibrate_published(read_published(path), block_size=limits.block_size or 16,
-                              acceptance=shares.acceptance, prefill_attention_share=0.5 if share is None else share,
-                              frontend_s_per_token=shares.frontend_s_per_token, model=limits.model)
+    given = dict(block_size=limits.block_size or 16, acceptance=shares.acceptance,
+                 prefill_attention_share=0.5 if share is None else share,
+                 frontend_s_per_token=shares.frontend_s_per_token, model=limits.model)
+    cal = calibrate_published(pub, **given)
+
+    def fitted(**change: Any) -> SimConfig:
+        return calibrate_published(pub, **{**given, **change}).config
+
+    point = cal.config
+    found: list[Assumption] = []
+    if gpu_bandwidth(pub.gpu_model) and pub.kv_budget_gib_per_gpu:  # the context cost from the GPU, assumed
+        found.append(from_fits("kv_read_efficiency", KV_READ_EFFICIENCY,
+                               {e: fitted(kv_read_efficiency=e) for e in KV_READ_EFFICIENCIES}, point))
+    if shares.frontend_s_per_token is not None:
+        found.append(pinned("frontend_s_per_token", shares.frontend_s_per_token, "--frontend-s-per-token"))
+    else:
+        found.append(from_fits("frontend_s_per_token", DEFAULT_FRONTEND_S_PER_TOKEN,
+                               {v: fitted(frontend_s_per_token=v) for v in FRONTEND_VALUES}, point))
+    lengths = [length for length, _, _ in pub.ttft]
+    if max(lengths) / min(lengths) < 1.2:  # one prompt length: its prefill's split is assumed
+        found.append(pinned("prefill_attention_share", share, "--prefill-attention-share") if share is not None else
+                     from_fits("prefill_attention_share", 0.5,
+                               {v: fitted(prefill_attention_share=v) for v in ATTENTION_SHARES}, point))
+    if shares.acceptance is not None:
+        found.append(pinned("draft_acceptance", shares.acceptance, "--acceptance"))
+    elif cal.short_acceptance is not None:
+        long_text = point.cost.spec_acceptance
+        found.append(Assumption(name="draft_acceptance", point=long_text, variants=[
+            Variant(value=long_text), Variant(value=cal.short_acceptance,
+                                              overrides={"cost.spec_acceptance": cal.short_acceptance})]))
+    found += scheduler_assumptions(point)  # a published file does not state the scheduler's threshold
+    config = point.model_copy(update={"assumptions": found, "inputs": [file_input(path)]})
+    cal = replace(cal, config=config)
     return Calibrated(cal, write_profile(cal, out))
 
 
@@ -91,7 +129,61 @@ def calibrate_from_runs(runs: list[Path], ttft: list[str], decode: list[str], ou
                                                   "spec_accepted_by_pos": drafts.accepted_by_pos,
                                                   "spec_drafted_share": drafts.drafted_share})
         cal = replace(cal, config=cal.config.model_copy(update={"cost": cost}), used=[*cal.used, drafts.source])
+
+    def fitted(**change: Any) -> SimConfig:
+        kw = dict(decode_context_share=shares.decode_context_share, frontend=facts.get("frontend_points"),
+                  frontend_s_per_token=shares.frontend_s_per_token,
+                  prefill_attention_share=shares.prefill_attention_share)
+        return calibrate(ttft_points, decode_points, base, **{**kw, **change}).config  # type: ignore[arg-type]
+
+    found = run_assumptions(cal, facts, shares, fitted, spec_from)
+    inputs = [tree_input(r) for r in runs] + [text_input(f"--ttft {t}") for t in ttft] + \
+        [text_input(f"--decode {d}") for d in decode] + ([tree_input(spec_from)] if spec_from is not None else [])
+    cal = replace(cal, config=cal.config.model_copy(update={"assumptions": found, "inputs": inputs}))
     return Calibrated(cal, write_profile(cal, out), notes)
+
+
+def run_assumptions(cal: Calibration, facts: dict[str, Any], shares: FitShares, fitted: Callable[..., SimConfig],
+                    spec_from: Path | None) -> list[Assumption]:
+    """What measured runs leave open, each re-fitted under every plausible value, or pinned by the input
+    that fixes it."""
+    point = cal.config
+    frontend = facts.get("frontend_points") or []
+    found: list[Assumption] = []
+    h1 = point.cost.request_overhead_s_per_token
+    if shares.frontend_s_per_token is not None:
+        found.append(pinned("frontend_s_per_token", shares.frontend_s_per_token, "--frontend-s-per-token"))
+    elif frontend:
+        found.append(pinned("frontend_s_per_token", h1, "capacity runs: " + ", ".join(sorted({p.origin for p in frontend}))))
+    else:
+        found.append(from_fits("frontend_s_per_token", 0.0, {v: fitted(frontend_s_per_token=v) for v in (0.0, DEFAULT_FRONTEND_S_PER_TOKEN)}, point))
+    if len({(p.batch, round(p.context_tokens)) for p in cal.decode_points}) == 1:
+        share = shares.decode_context_share
+        found.append(pinned("decode_context_share", share, "--decode-context-share") if share is not None else
+                     from_fits("decode_context_share", 0.5, {v: fitted(decode_context_share=v) for v in ATTENTION_SHARES}, point))
+    if len({p.input_tokens for p in cal.ttft_points}) == 1:
+        share = shares.prefill_attention_share
+        found.append(pinned("prefill_attention_share", share, "--prefill-attention-share") if share is not None else
+                     from_fits("prefill_attention_share", 0.0, {v: fitted(prefill_attention_share=v) for v in (0.0, 0.25, 0.5)}, point))
+    if spec_from is not None:
+        found.append(pinned("draft_acceptance", round(point.cost.tokens_per_step(1) - 1, 4), f"the drafts measured in {spec_from.name}"))
+    return found + scheduler_assumptions(point, prefills_pinned_by="the runs' engine settings" if facts.get("engine") else "")
+
+
+def file_input(path: Path) -> CalibrationInput:
+    return CalibrationInput(name=path.name, sha256=hashlib.sha256(path.read_bytes()).hexdigest())
+
+
+def text_input(text: str) -> CalibrationInput:
+    return CalibrationInput(name=text, sha256=hashlib.sha256(text.encode()).hexdigest())
+
+
+def tree_input(folder: Path) -> CalibrationInput:
+    """A run folder: sha256 over its files' relative names and sha256, in name order."""
+    lines = []
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        lines.append(f"{path.relative_to(folder).as_posix()}\0{hashlib.sha256(path.read_bytes()).hexdigest()}\n")
+    return CalibrationInput(name=folder.name, sha256=hashlib.sha256("".join(lines).encode()).hexdigest())
 
 
 def base_config(facts: dict[str, Any], limits: CalibrationLimits) -> tuple[SimConfig, tuple[str, ...]]:

@@ -16,6 +16,7 @@ from pydantic import Field, ValidationError
 
 from loadproof.config.base import StrictModel, one_line
 from loadproof.errors import UsageError
+from loadproof.sim.assumptions import Assumption
 
 
 class CostModel(StrictModel):
@@ -73,6 +74,10 @@ class CostModel(StrictModel):
                                       "that carried a draft (n-gram lookup finds none for some)")
     spec_draft_s: float = Field(default=0.0, ge=0, description="per draft position per step")
     pipeline_stages: int = Field(default=1, ge=1)
+    pipeline_batching: Literal["alternating", "one_batch"] = Field(
+        default="alternating", description="with stages: alternating, a step is scheduled while fewer than P are "
+        "in flight, so decoding sessions run as P alternating micro-batches (vLLM's batch queue); one_batch, "
+        "once no prompt is prefilling the in-flight steps are awaited first, so every session is in one step")
     pp_transfer_s: float = Field(default=0.0, ge=0, description="per stage boundary per step")
 
     def draft_length(self, batch: int) -> int:
@@ -151,6 +156,11 @@ class FaultConfig(StrictModel):
     after_requests: int = Field(default=0, ge=0)
 
 
+class CalibrationInput(StrictModel):
+    name: str
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+
+
 class SimConfig(StrictModel):
     model: str = "sim"
     lora_modules: list[str] = Field(default_factory=list, description="LoRA adapters listed at /v1/models beside "
@@ -185,6 +195,10 @@ class SimConfig(StrictModel):
         "reasoning_content (vLLM before 0.10, SGLang)")
     faults: FaultConfig = Field(default_factory=FaultConfig)
     source: str = Field(default="defaults", description="where these figures came from (calibration inputs)")
+    inputs: list[CalibrationInput] = Field(default_factory=list, description="the calibration's inputs and their "
+                                           "sha256 (a run folder's: over its files' names and sha256)")
+    assumptions: list[Assumption] = Field(default_factory=list, description="what the inputs do not pin, each "
+                                          "with its plausible values (sim.assumptions)")
 
     @property
     def kv_cache_tokens(self) -> int:
@@ -222,6 +236,8 @@ def dump_sim_config(config: SimConfig) -> str:
 
 
 def _toml(value: object) -> str:
+    if isinstance(value, dict):  # an inline table (the assumptions' variants)
+        return "{" + ", ".join(f"{json.dumps(str(k))} = {_toml(v)}" for k, v in value.items()) + "}"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (int, float)):

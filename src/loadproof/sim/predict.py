@@ -38,6 +38,7 @@ from loadproof.scenarios.capacity import CapacityOptions
 from loadproof.scenarios.load.options import LoadOptions
 from loadproof.scenarios.options import CliOption, cli_options, from_cli
 from loadproof.scenarios.replay import ReplayOptions
+from loadproof.sim.assumptions import scheduler_assumptions
 from loadproof.sim.config import SimConfig
 from loadproof.sim.virtual import predict_capacity, predict_load, trace_block_hashes
 from loadproof.workloads.arrivals import ALL_AT_ONCE, RequestRate, intended_offsets, parse_rate
@@ -309,8 +310,23 @@ def deployment_config(profile: Any, planned: Any, base: SimConfig) -> SimConfig:
     dep, sched = planned.deployment, profile.scheduler
     reported = planned.reported.kv_cache_tokens if planned.reported is not None else None
     kv_tokens = reported or planned.plan.kv_cache_tokens
-    return base.model_copy(update={
+    config = base.model_copy(update={
         "max_model_len": dep.max_model_len, "block_size": dep.block_size,
         "num_gpu_blocks": max(1, kv_tokens // dep.block_size),
         "max_num_seqs": sched.max_num_seqs or base.max_num_seqs,
-        "max_num_batched_tokens": sched.max_num_batched_tokens or base.max_num_batched_tokens})
+        "max_num_batched_tokens": sched.max_num_batched_tokens or base.max_num_batched_tokens,
+        "long_prefill_token_threshold": long_prefill_threshold(sched, dep.max_model_len)})
+    # the profile states the scheduler's settings: concurrent long prefills are known, not assumed
+    assumptions = [a for a in config.assumptions if a.name != "concurrent_long_prefills"]
+    return config.model_copy(update={"assumptions": scheduler_assumptions(
+        config, prefills_pinned_by=f"the profile's scheduler ({profile.name})")[:1] + assumptions})
+
+
+def long_prefill_threshold(sched: Any, max_model_len: int) -> int:
+    """vLLM's long_prefill_token_threshold as the profile sets it: given, else 4% of max_model_len when
+    max_num_partial_prefills > 1 (0.26's config/scheduler.py), else 0 (no cap)."""
+    if sched.long_prefill_token_threshold is not None:
+        return sched.long_prefill_token_threshold
+    if (sched.max_num_partial_prefills or 1) > 1:
+        return int(max_model_len * 0.04)
+    return 0

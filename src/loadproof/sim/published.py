@@ -173,7 +173,7 @@ def gpu_bandwidth(model: str) -> float | None:
 
 def calibrate_published(pub: Published, *, block_size: int = 16, acceptance: float | None = None,
                         prefill_attention_share: float = 0.5,
-                        frontend_s_per_token: float | None = None,
+                        frontend_s_per_token: float | None = None, kv_read_efficiency: float = KV_READ_EFFICIENCY,
                         model: str = "sim") -> Calibration:
     used: list[str] = []
     assumed: list[str] = []
@@ -240,10 +240,10 @@ def calibrate_published(pub: Published, *, block_size: int = 16, acceptance: flo
     per_ctx = 0.0
     if bw and pub.kv_budget_gib_per_gpu:
         bytes_per_token = pub.kv_budget_gib_per_gpu * 2 ** 30 / pub.kv_cache_tokens
-        per_ctx = bytes_per_token * pub.pipeline_parallel / (bw * KV_READ_EFFICIENCY)
+        per_ctx = bytes_per_token * pub.pipeline_parallel / (bw * kv_read_efficiency)
         used.append(f"[deployment] kv_budget_gib_per_gpu {pub.kv_budget_gib_per_gpu:g} / kv_cache_tokens: "
                     f"{bytes_per_token:,.0f} KV bytes per token per GPU, read once per decode step per sequence")
-        assumed.append(f"decode attention reads each sequence's KV at {KV_READ_EFFICIENCY:.0%} of the "
+        assumed.append(f"decode attention reads each sequence's KV at {kv_read_efficiency:.0%} of the "
                        f"{pub.gpu_model}'s {bw / 1e12:.2f} TB/s, stages one after another: "
                        f"{per_ctx * 1e9:.3f} ns per context token per step")
     else:
@@ -305,7 +305,8 @@ def calibrate_published(pub: Published, *, block_size: int = 16, acceptance: flo
     config = SimConfig(model=model, max_model_len=pub.max_model_len, block_size=block_size,
                        num_gpu_blocks=max(1, pub.kv_cache_tokens // block_size), max_num_seqs=pub.max_num_seqs,
                        max_num_batched_tokens=budget, cost=cost, source=source)
-    cal = Calibration(config, [], [], assumed, used=used)
+    cal = Calibration(config, [], [], assumed, used=used,
+                      short_acceptance=alpha_short if pub.draft_by_batch and acceptance is None else None)
     for length, seconds, origin in pub.ttft:
         got = lone_ttft_s(cost, length, budget)
         cal.residuals.append(f"TTFT {length:>9,} tokens: published {seconds:8.3f} s, model {got:8.3f} s "

@@ -64,13 +64,14 @@ class VirtualRun:
         With `pipeline_stages` P, as vLLM's engine core with a batch queue: a new step is scheduled while
         fewer than P are in flight; it enters stage 1 when stage 1 is free and each stage takes step_s / P
         (+ pp_transfer_s); when the queue is full or nothing can be scheduled, the oldest step's outputs
-        are awaited. With P = 1 this is one step after another.
+        are awaited. With P = 1 this is one step after another. With `pipeline_batching` one_batch, see
+        `_gathering`.
         """
         stages = self.config.cost.pipeline_stages
         while not until():
             if self.now_s >= max_s:
                 return False
-            if len(self._in_flight) < stages:
+            if len(self._in_flight) < stages and not self._gathering():
                 step = self.scheduler.schedule()
                 if step is not None:
                     self._launch(step, stages)
@@ -84,6 +85,15 @@ class VirtualRun:
             while self.now_s >= self._next_sample_s:
                 self.sample()
         return True
+
+    def _gathering(self) -> bool:
+        """`pipeline_batching = "one_batch"`: once no prompt is prefilling, the steps in flight are awaited
+        before the next is scheduled, so every decoding session joins one step (a token's round trip is the
+        whole batch's step through every stage)."""
+        if self.config.cost.pipeline_batching != "one_batch" or not self._in_flight:
+            return False
+        s = self.scheduler
+        return not s.waiting and all(r.num_computed >= r.prompt_tokens for r in s.running)
 
     def _launch(self, step: Step, stages: int) -> None:
         duration = self.scheduler.step_duration_s(step)

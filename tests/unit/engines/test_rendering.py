@@ -87,3 +87,13 @@ def test_a_launch_with_unsupported_fields_is_refused_not_degraded(tmp_path):
                             timeout=60)
     assert result.returncode == 2 and "no speculative method 'lookahead'" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_the_partial_prefill_limits_render_on_vllm_and_are_named_unsupported_on_sglang():
+    base = packaged_profile("reference-tp4pp2").model_dump()
+    base["scheduler"] |= {"long_prefill_token_threshold": 2048, "max_num_partial_prefills": 4}
+    profile = Profile.model_validate(base)
+    a = engines.get("vllm").launch_command(profile, "python3", "/m", 8000).argv
+    assert flag(a, "--long-prefill-token-threshold") == "2048" and flag(a, "--max-num-partial-prefills") == "4"
+    notes = engines.get("sglang").launch_command(profile, "python3", "/m", 8000).notes
+    assert any("long_prefill_token_threshold and max_num_partial_prefills are vLLM's" in n for n in notes)

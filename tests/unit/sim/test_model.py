@@ -57,6 +57,9 @@ def test_calibration_recovers_a_known_cost_model():
     cal = calibrate(ttft, decode, SimConfig(max_num_batched_tokens=budget))
     got = cal.config.cost
     for field in CostModel.model_fields:
+        if isinstance(getattr(truth, field), str):  # structure (pipeline_batching), not fitted
+            assert getattr(got, field) == getattr(truth, field), field
+            continue
         assert getattr(got, field) == pytest.approx(getattr(truth, field), rel=1e-6, abs=1e-12), field
     assert not cal.assumptions
 

@@ -97,3 +97,31 @@ def test_cli_grid_needs_an_engine(tmp_path: Path):
     proc = subprocess.run([sys.executable, "-m", "loadproof", "sim", "calibrate", "--grid", "-o", str(tmp_path / "o.toml")],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "--grid needs --url" in proc.stderr
+
+
+def test_the_published_calibration_lists_what_it_cannot_pin_and_each_value_still_fits_the_figures(tmp_path: Path):
+    from loadproof.sim.assumptions import with_overrides
+    from loadproof.sim.calibration import CalibrationLimits, FitShares, calibrate_from_published
+    from loadproof.sim.config import load_sim_config
+
+    done = calibrate_from_published(EXAMPLE, tmp_path / "ref.toml", CalibrationLimits(), FitShares())
+    config = load_sim_config(done.path)  # written and read back, assumptions included
+    by_name = {a.name: a for a in config.assumptions}
+    assert set(by_name) == {"kv_read_efficiency", "frontend_s_per_token", "prefill_attention_share",
+                            "draft_acceptance", "concurrent_long_prefills", "pipeline_batching"}
+    assert all(a.open for a in config.assumptions)
+    assert [i.name for i in config.inputs] == ["reference-published.toml"] and len(config.inputs[0].sha256) == 64
+    # every efficiency re-derives the long text's acceptance so the 1M relay still decodes at 416.32 tokens/s
+    for variant in by_name["kv_read_efficiency"].variants:
+        cost = with_overrides(config, variant.overrides).cost
+        rate = 1 / cost.step_s([], [1_000_004])  # a decode step is charged per emitted token (step / E)
+        assert rate == pytest.approx(416.32, rel=0.01), variant.value
+    # every front-end overhead re-fits the prefill so the lone 1M prompt still takes 61.14 s
+    from loadproof.sim.calibrate import lone_ttft_s
+    for variant in by_name["frontend_s_per_token"].variants:
+        cost = with_overrides(config, variant.overrides).cost
+        assert lone_ttft_s(cost, 999_936, 8192) == pytest.approx(61.14, rel=0.01), variant.value
+    given = calibrate_from_published(EXAMPLE, tmp_path / "given.toml", CalibrationLimits(),
+                                     FitShares(frontend_s_per_token=0.0, acceptance=0.5))
+    pinned = {a.name: a.pinned_by for a in given.calibration.config.assumptions}
+    assert pinned["frontend_s_per_token"] == "--frontend-s-per-token" and pinned["draft_acceptance"] == "--acceptance"
