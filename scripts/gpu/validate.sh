@@ -39,6 +39,11 @@
 #   hl-load        open-loop: loadproof beside `vllm bench serve` at the same rates and prompts, a rate
 #                  search with an SLO, and the shipped Mooncake slice replayed
 #   hl-grid        `loadproof sim calibrate --grid` on this engine
+#   hl-grid29      issue 29: a lone 1M prefill and a grid (1 and 24 sessions x 8K, 128K, 512K), calibrated with the
+#                  engine's KV size, then the 24 x 1,000,004 prediction written as a contract before the run; then
+#                  hl-capacity with PRED=/tmp/gpu-runs/prediction-24x1m.json judges the run against it
+#   hl-tune        stop the headline's engine; `loadproof tune` over max_num_seqs 8/16/24/32 (MAX_REAL real points;
+#                  not yet run on the H200: the 2026-12-02 device time ran out)
 # On one H200 (issue 28: interference colocated against a disaggregated prefill/decode pair):
 #   setup, then
 #   pd-serve       the KV folder (/tmp/lp-kv, on /dev/shm where it has room); serve the 8B shape colocated on :8000
@@ -218,7 +223,7 @@ hl-capacity)
   bg capacity-$N $LP run capacity --url http://127.0.0.1:8080 --engine-metrics http://127.0.0.1:8080/engine/metrics \
     --profile scripts/gpu/mla-headline-1gpu.toml --out $RUNS/capacity --tokenizer $TOK \
     --startup-log "$(ls -t ~/.cache/loadproof/logs/engine-*.log | head -1)" \
-    -n $N -l $L --window-s 60 --skip-probe-check --drain-timeout-s 120
+    -n $N -l $L --window-s 60 --skip-probe-check --drain-timeout-s 120 ${PRED:+--prediction $PRED}
   wait_bg
   tail -25 $RUNS/capacity-$N.log
   ;;
@@ -243,6 +248,27 @@ hl-grid)
   $LP sim calibrate --grid --url $URL --tokenizer $TOK --concurrency 1,8,24 --context 8192,131072 --window-s 10 \
     --runs-out $RUNS/grid --grid-arg=--profile=scripts/gpu/mla-headline-1gpu.toml --grid-arg=--skip-probe-check \
     -o $RUNS/sim-grid.toml 2>&1 | tail -20
+  ;;
+hl-grid29)
+  TOK=/tmp/staged/ds-2l/tokenizer.json
+  say "a lone 1,000,004-token prefill, then the calibration grid (issue 29: at most 5 minutes together)"
+  $LP run prefill --url $URL --profile scripts/gpu/mla-headline-1gpu.toml --out $RUNS/grid29-extra --tokenizer $TOK \
+    -l 1000004 -r 1 --decode-tokens 128 2>&1 | tail -4
+  $LP sim calibrate --grid --url $URL --tokenizer $TOK --concurrency ${GRID_C:-1,24} --context ${GRID_L:-8192,131072,524288} \
+    --window-s 10 --runs-out $RUNS/grid29 --grid-arg=--profile=scripts/gpu/mla-headline-1gpu.toml --grid-arg=--skip-probe-check \
+    --kv-tokens 25981696 --block-size 64 --max-num-batched-tokens 16384 --max-num-seqs 24 --max-model-len 1048576 \
+    $RUNS/grid29-extra/prefill-* -o $RUNS/sim-grid29.toml 2>&1 | tail -25
+  say "the headline's contract, written before it runs"
+  { date -u +%FT%TZ; $LP plan $RUNS/sim-grid29.toml --simulate capacity --sessions 24 -l 1000004 --window-s 60 \
+      --prediction-out $RUNS/prediction-24x1m.json; } 2>&1 | grep -v "^prediction [0-9]" | tee $RUNS/prediction-24x1m.txt | tail -30
+  ;;
+hl-tune)
+  TOK=/tmp/staged/ds-2l/tokenizer.json
+  say "issue 29: a 4-point tune of the stand-in (the headline's engine stopped first: one GPU)"
+  pkill -INT -f "[l]oadproof serve scripts/gpu/mla-headline" ; sleep 20
+  $LP tune scripts/gpu/mla-headline-1gpu.toml --sim $RUNS/sim-grid29.toml --grid max_num_seqs=8,16,24,32 \
+    --slo ttft=250ms,tpot=20ms --attainment 0.95 --rate 16 --search-max 512 --duration-s 10 --input-tokens 2048 \
+    --output-tokens 128 --tokenizer $TOK --max-real ${MAX_REAL:-1} --port 8002 -o $RUNS/tune 2>&1 | tail -40
   ;;
 spec-start)
   say "serve Gemma 3 270M with n-gram drafts on :8000"
