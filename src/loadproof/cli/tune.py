@@ -14,7 +14,7 @@ from loadproof.config.profile import load_profile
 from loadproof.errors import UsageError
 from loadproof.scenarios.options import from_cli
 from loadproof.sim.config import is_sim_profile, load_sim_config
-from loadproof.tune.tuning import TuneOptions, tune as run_tune
+from loadproof.tune.tuning import TABLE_HEAD, TuneOptions, table_rows, tune as run_tune
 
 
 def _say(text: str) -> None:
@@ -60,18 +60,6 @@ def tune(
                                      "max_time_s": max_time_s, "port": port, "tokenizer": tokenizer, "out": out},
                        "tune").model_copy(update={"grid": grid})  # each --grid whole: its values hold commas
     done = run_tune(profile_path, load_profile(profile_path), sim, load_sim_config(sim), options, _say)
-    rows = []
-    for r in done.results:
-        p, m = r.predicted, r.measured or {}
-        err = r.error_pct
-        rows.append([r.point.name, _num(p["max_rate_rps"]), _num(p["ttft_p99_s"], 3), f"{p['kv_gib']:g}",
-                     _num(m.get("max_rate_rps")), _num(m.get("ttft_p99_s"), 3),
-                     "" if err is None else f"{err:+.1f}%", r.status])
-    ui.table("Tune: highest rate meeting the SLO, predicted and measured", [
-        "point", "predicted rate", "predicted TTFT p99 s", "KV GiB", "measured rate", "measured TTFT p99 s",
-        "predicted vs measured", "status"], rows)
+    ui.table("Tune: highest rate meeting the SLO, predicted and measured", TABLE_HEAD, table_rows(done))
     _say(f"tune.md, tune.json and pareto.svg in {done.folder}")
 
-
-def _num(value: float | None, digits: int = 4) -> str:
-    return "-" if value is None else f"{value:.{digits}g}"

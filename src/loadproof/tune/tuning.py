@@ -197,16 +197,25 @@ def folder_name(point: Point) -> str:
     return "point-" + point.name.replace("=", "-").replace(",", "_")
 
 
-def write_outputs(tuned: Tune) -> None:
-    rows = ["| point | predicted max rate (req/s) | predicted TTFT p99 (s) | KV (GiB) | measured max rate | "
-            "measured TTFT p99 (s) | predicted vs measured | status |", "|---|---|---|---|---|---|---|---|"]
+TABLE_HEAD = ["point", "predicted max rate (req/s)", "predicted TTFT p99 (s)", "KV (GiB)", "measured max rate",
+              "measured TTFT p99 (s)", "predicted vs measured", "status"]
+
+
+def table_rows(tuned: Tune) -> list[list[str]]:
+    """One row per point, as tune.md and the command line show it (TABLE_HEAD)."""
+    rows = []
     for r in tuned.results:
         p, m = r.predicted, r.measured or {}
         err = r.error_pct
-        status = r.status
-        rows.append(f"| {r.point.name} | {_num(p['max_rate_rps'])} | {_num(p['ttft_p99_s'], 3)} | {p['kv_gib']:g} | "
-                    f"{_num(m.get('max_rate_rps'))} | {_num(m.get('ttft_p99_s'), 3)} | "
-                    f"{'' if err is None else f'{err:+.1f}%'} | {status} |")
+        rows.append([r.point.name, _num(p["max_rate_rps"]), _num(p["ttft_p99_s"], 3), f"{p['kv_gib']:g}",
+                     _num(m.get("max_rate_rps")), _num(m.get("ttft_p99_s"), 3), "" if err is None else f"{err:+.1f}%",
+                     r.status])
+    return rows
+
+
+def write_outputs(tuned: Tune) -> None:
+    rows = ["| " + " | ".join(TABLE_HEAD) + " |", "|" + "---|" * len(TABLE_HEAD)]
+    rows += ["| " + " | ".join(row) + " |" for row in table_rows(tuned)]
     (tuned.folder / "tune.md").write_text("# Tune\n\n" + "\n".join(rows) + "\n", encoding="utf-8")
     measured = [Scored(r.point.name, r.measured.get("max_rate_rps") or 0.0, r.measured.get("ttft_p99_s") or 0.0,
                        r.predicted["kv_gib"]) for r in tuned.results if r.measured]
