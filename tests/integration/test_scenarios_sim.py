@@ -34,6 +34,7 @@ def run_scenario(sim: SimProcess, out: Path, scenario: str, *args: str) -> tuple
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=110)
     runs = sorted(out.glob(f"{scenario}-*"))
     assert runs, proc.stderr[-2000:]
+    assert (runs[-1] / "claims.json").exists(), f"exit {proc.returncode}: {proc.stderr[-3000:]}"
     claims = {c["name"]: c for c in json.loads((runs[-1] / "claims.json").read_text())["claims"]}
     return proc.returncode, claims, runs[-1]
 

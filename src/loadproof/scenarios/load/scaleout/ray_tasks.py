@@ -116,6 +116,7 @@ class RayTasks:
         self.address = address
         self.nodes: list[str] = []
         self.cpus: list[int] = []
+        self._taking: Any = None  # the hub's take() asked for and not yet answered
 
     def connect(self) -> None:
         try:
@@ -187,7 +188,7 @@ class RayTasks:
                 done, pending = await asyncio.to_thread(ray.wait, pending, num_returns=1, timeout=PUMP_INTERVAL_S)
                 for ref in done:
                     outs[refs.index(ref)] = ref
-                await self._take(hub, spools)
+                await self._take(hub, spools, 0.0)
                 show(live, tails, parent)
         except BaseException:
             with contextlib.suppress(Exception):  # every task records what it has in flight and returns
@@ -202,7 +203,7 @@ class RayTasks:
             raise
         finally:
             with contextlib.suppress(Exception):
-                await self._take(hub, spools)
+                await self._take(hub, spools, STOP_TIMEOUT_S)
             for k, ref in enumerate(outs):
                 if ref is not None:
                     _fetch(ray, ref, spools[k])
@@ -213,12 +214,19 @@ class RayTasks:
         slots = [node for turn in range(max(self.cpus)) for node, cpus in zip(self.nodes, self.cpus) if turn < cpus]
         return slots[k % len(slots)]
 
-    @staticmethod
-    async def _take(hub: Any, spools: list[Path]) -> None:
-        """What the tasks posted: a clock to SPOOL/clock.json, request lines appended to SPOOL/records/."""
+    async def _take(self, hub: Any, spools: list[Path], wait_s: float) -> None:
+        """What the tasks posted, if the hub has answered within WAIT_S: a clock to SPOOL/clock.json, request
+        lines appended to SPOOL/records/. On a busy machine the hub can answer late; its answer is then taken
+        on a later round (asking again would lose the lines it already handed over)."""
         import ray  # optional (the loadproof[ray] extra); connect() found it
 
-        for worker, kind, data in await asyncio.to_thread(ray.get, hub.take.remote(), timeout=CONNECT_TIMEOUT_S):
+        if self._taking is None:
+            self._taking = hub.take.remote()
+        done, _ = await asyncio.to_thread(ray.wait, [self._taking], num_returns=1, timeout=wait_s)
+        if not done:
+            return
+        posts, self._taking = ray.get(self._taking), None
+        for worker, kind, data in posts:
             if kind == "clock":
                 (spools[worker] / CLOCK).write_bytes(data)
             else:
