@@ -163,6 +163,7 @@ def discover(roots: list[Path]) -> list[MeasuredRun]:
 def predict_held_out(target: MeasuredRun, others: list[MeasuredRun]) -> dict[str, float | None] | str:
     from loadproof.errors import UsageError
     from loadproof.sim.calibrate import calibrate, points_from_runs
+    from loadproof.sim.calibration import kv_read_floor
     from loadproof.sim.config import CostModel, SimConfig, default_capture_sizes
 
     ttft, decode, facts = points_from_runs([o.path for o in others])
@@ -185,6 +186,8 @@ def predict_held_out(target: MeasuredRun, others: list[MeasuredRun]) -> dict[str
         cal = calibrate(ttft, decode, base, frontend=facts.get("frontend_points"))
     except UsageError as exc:
         return str(exc)
+    _, _, floor = kv_read_floor(cal, facts)  # as `sim calibrate` does: a decode step's KV-read floor
+    cal.config = cal.config.model_copy(update={"cost": cal.config.cost.model_copy(update=floor)})
     window = float(target.claims.get("capacity.window_s") or 1.0)
     pred = predict_capacity(cal.config, sessions, length, window,
                             max_tokens=plan.get("max_tokens") if target.scenario == "capacity" else 8)

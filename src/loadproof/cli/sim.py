@@ -153,7 +153,9 @@ def _print_calibration(cal: Calibration, out: Path) -> None:
         ["step overhead", f"{c.step_overhead_s * 1e3:.3f} ms"],
         ["prefill", f"{c.prefill_s_per_token * 1e6:.3f} us/token + {c.prefill_s_per_token_ctx * 1e12:.4f} ps/token/ctx"],
         ["decode", f"{c.decode_s_per_seq * 1e3:.4f} ms/query token + {c.decode_s_per_ctx_token * 1e9:.4f} ns/ctx token"
-                   f" + {c.decode_s_per_ctx_token_max * 1e9:.4f} ns x longest ctx"],
+                   f" + {c.decode_s_per_ctx_token_max * 1e9:.4f} ns x longest ctx"
+                   + (f"; at least {c.decode_kv_floor_s_per_token * 1e12:.1f} ps/resident token"
+                      if c.decode_kv_floor_s_per_token else "")],
         ["speculative", (", ".join(f"batch <= {b}: {k} drafts" for b, k in c.spec_draft_by_batch)
                          + (f"; accepted by position {', '.join(f'{100 * p:.1f}' for p in c.spec_accepted_by_pos)}%, "
                             f"{100 * c.spec_drafted_share:.1f}% of steps drafted" if c.spec_accepted_by_pos

@@ -52,6 +52,7 @@ class _SchedulerFacts(msgspec.Struct):
 
 class _KVFacts(msgspec.Struct):
     block_size: int | None = None
+    budget_gib_per_gpu: float | None = None
 
 
 class _ParallelFacts(msgspec.Struct):
@@ -158,6 +159,9 @@ def points_from_runs(paths: list[Path]) -> tuple[list[TtftPoint], list[DecodePoi
         plan = load_plan(run) if scenario == "capacity" else None
         if isinstance(plan, CapacityPlan) and plan.engine_kv_cache_tokens:
             facts.setdefault("kv_cache_tokens", plan.engine_kv_cache_tokens)
+        telemetry = run.manifest.telemetry
+        if telemetry is not None and (names := [n for n in telemetry.names or [] if n]):
+            facts.setdefault("gpu_model", names[0])
         if run.manifest.profile:
             profile = profile_facts(run)
             facts.setdefault("engine", profile.engine)
@@ -168,6 +172,8 @@ def points_from_runs(paths: list[Path]) -> tuple[list[TtftPoint], list[DecodePoi
                     facts.setdefault(key, value)
             if profile.kv_cache.block_size:
                 facts.setdefault("block_size", profile.kv_cache.block_size)
+            if profile.kv_cache.budget_gib_per_gpu:
+                facts.setdefault("kv_budget_gib_per_gpu", profile.kv_cache.budget_gib_per_gpu)
             facts.setdefault("pipeline_stages", profile.parallel.pipeline or 1)
             if profile.cuda_graphs.max_capture_size:
                 facts.setdefault("cuda_graph_max", profile.cuda_graphs.max_capture_size)

@@ -137,6 +137,11 @@ def calibrate_from_runs(runs: list[Path], ttft: list[str], decode: list[str], ou
         return calibrate(ttft_points, decode_points, base, **{**kw, **change}).config  # type: ignore[arg-type]
 
     found = run_assumptions(cal, facts, shares, fitted, spec_from)
+    floor, said, point_cost = kv_read_floor(cal, facts)
+    if floor is not None:
+        found.append(floor)
+        cal = replace(cal, config=cal.config.model_copy(update={"cost": cal.config.cost.model_copy(update=point_cost)}))
+    cal = replace(cal, assumptions=[*cal.assumptions, *said])
     inputs = [tree_input(r) for r in runs] + [text_input(f"--ttft {t}") for t in ttft] + \
         [text_input(f"--decode {d}") for d in decode] + ([tree_input(spec_from)] if spec_from is not None else [])
     cal = replace(cal, config=cal.config.model_copy(update={"assumptions": found, "inputs": inputs}))
@@ -168,6 +173,44 @@ def run_assumptions(cal: Calibration, facts: dict[str, Any], shares: FitShares, 
     if spec_from is not None:
         found.append(pinned("draft_acceptance", round(point.cost.tokens_per_step(1) - 1, 4), f"the drafts measured in {spec_from.name}"))
     return found + scheduler_assumptions(point, prefills_pinned_by="the runs' engine settings" if facts.get("engine") else "")
+
+
+def kv_read_floor(cal: Calibration, facts: dict[str, Any]) -> tuple[Assumption | None, list[str], dict[str, Any]]:
+    """The KV-read floor of a decode step. Every resident token's KV is read each step, at some share e of
+    the GPU's bandwidth, so a decode-only step lasts at least bytes x stages / (bandwidth x e) per summed
+    context token. An eager engine's host work per step can hide that read up to some context, and a fit to
+    runs that stay below it sees no cost of context at all; beyond it the floor takes over. Where the runs
+    name the GPU and the KV bytes per token (their profile's KV budget over the KV tokens), each plausible
+    e that no decode point contradicts (a point faster than its floor would be) is a value; the point is the
+    lowest of them, the least the runs allow; "fit" (no floor) is the other end. Returns the assumption,
+    what was said, and the cost field its point sets."""
+    config, points = cal.config, cal.decode_points
+    bandwidth, budget = gpu_bandwidth(facts.get("gpu_model") or ""), facts.get("kv_budget_gib_per_gpu")
+    if not points:
+        return None, [], {}
+    if not bandwidth or not budget:
+        return None, ["a decode step's cost of context beyond the runs' is the fit's extrapolation (the runs do not "
+                      "name a GPU of known bandwidth and a KV budget in GiB, which would bound it from below)"], {}
+    stages = config.cost.pipeline_stages
+    per_token = budget * 2 ** 30 / config.kv_cache_tokens * stages / bandwidth  # at e = 1
+    needed = max(points, key=lambda p: per_token * p.step_batch(stages) * p.context_tokens / p.s_per_token)
+    least = per_token * needed.step_batch(stages) * needed.context_tokens / needed.s_per_token
+    allowed = [e for e in KV_READ_EFFICIENCIES if e >= least]
+    bytes_per_token = budget * 2 ** 30 / config.kv_cache_tokens
+    if not allowed:
+        return pinned("kv_read_efficiency", "fit", f"{needed.origin}: it decoded faster than a KV read at "
+                      f"{max(KV_READ_EFFICIENCIES):.0%} of the bandwidth allows"), [], {}
+    point = allowed[0]
+    variants = [Variant(value="fit", overrides={"cost.decode_kv_floor_s_per_token": 0.0})]
+    variants += [Variant(value=e, overrides={} if e == point else {"cost.decode_kv_floor_s_per_token": per_token / e})
+                 for e in allowed]
+    said = (f"a decode step reads every resident token's KV, {bytes_per_token:,.0f} bytes per token per GPU, at "
+            f"{point:.0%} of the {facts['gpu_model']}'s {bandwidth / 1e12:.2f} TB/s at best (the least of "
+            f"{', '.join(f'{e:.0%}' for e in KV_READ_EFFICIENCIES)} that no decode point contradicts; "
+            f"{needed.origin} needs {least:.0%}): a step lasts at least {per_token / point * 1e12:.1f} ps per "
+            "resident token (the kv_read_efficiency assumption's point)")
+    return (Assumption(name="kv_read_efficiency", point=point, variants=variants), [said],
+            {"decode_kv_floor_s_per_token": per_token / point})
 
 
 def file_input(path: Path) -> CalibrationInput:

@@ -34,6 +34,9 @@ class CostModel(StrictModel):
            + decode_s_per_ctx_token_sq * sum of the decoding contexts squared   (per sequence: attention per
              context token that rises with the sequence's own context)
            + spec_draft_s * draft length                        (the drafter's passes)
+    A decode-only step takes at least decode_kv_floor_s_per_token * the sum of the decoding contexts: the
+    GPU reads every resident token's KV each step, at a share of its bandwidth, however much of that time the
+    host's own work per step (an eager engine's) hides; `sim.calibration` sets it from the GPU and the KV bytes.
     With speculative decoding a decode-only step yields E = (1 - a^(k+1)) / (1 - a) tokens per sequence on
     average (a: acceptance rate, k: draft length at that batch size), or, from a measured acceptance by
     position (p_j: the share of drafts accepted at position j) and the share d of decode steps that drafted,
@@ -58,6 +61,8 @@ class CostModel(StrictModel):
     decode_s_per_ctx_token_sq: float = Field(default=0.0, ge=0, description="per step, times the sum over "
                                              "decoding sequences of context^2 (attention per context token that "
                                              "rises with the sequence's own context)")
+    decode_kv_floor_s_per_token: float = Field(default=0.0, ge=0, description="a decode-only step lasts at least "
+                                               "this times the sum of the decoding contexts (the KV read)")
     request_overhead_s: float = Field(default=0.0, ge=0, description="HTTP, tokenization, first scheduling")
     request_overhead_s_per_token: float = Field(default=0.0, ge=0, description="the part of the request overhead "
                                                 "that grows with the prompt (upload, tokenization); requests "
@@ -118,6 +123,7 @@ class CostModel(StrictModel):
                 + self.prefill_s_per_token_ctx * attention
                 + self.decode_s(decode_contexts, graphs=not prefill_chunks))
         if decode_contexts and not prefill_chunks:
+            step = max(step, self.decode_kv_floor_s_per_token * sum(decode_contexts))
             step /= self.tokens_per_step(len(decode_contexts))
         return step
 
