@@ -50,6 +50,10 @@ def sim(
     reasoning_share: Annotated[Optional[float], typer.Option(help="a reasoning model: the share of a chat request's "
                                                              "output streamed as reasoning first, when it asks "
                                                              "for thinking (0 <= share < 1)")] = None,
+    max_num_seqs: Annotated[Optional[int], typer.Option(help="as vLLM's (default: the sim profile's)")] = None,
+    max_num_batched_tokens: Annotated[Optional[int], typer.Option(help="as vLLM's (default: the sim profile's)")] = None,
+    long_prefill_token_threshold: Annotated[Optional[int], typer.Option(help="as vLLM's, 0: no cap (default: the "
+                                                                        "sim profile's)")] = None,
 ) -> None:
     """Serve the simulator (OpenAI-compatible, vLLM's /metrics, fault control at /sim/faults)."""
     if ctx.invoked_subcommand is not None:
@@ -70,6 +74,12 @@ def sim(
         if max_model_len < 16:
             raise UsageError("--max-model-len must be >= 16")
         updates["max_model_len"] = max_model_len
+    for flag, value, least in (("max_num_seqs", max_num_seqs, 1), ("max_num_batched_tokens", max_num_batched_tokens, 1),
+                               ("long_prefill_token_threshold", long_prefill_token_threshold, 0)):
+        if value is not None:
+            if value < least:
+                raise UsageError(f"--{flag.replace('_', '-')} must be >= {least}")
+            updates[flag] = value
     if fault:
         try:
             updates["faults"] = FaultConfig.model_validate({**cfg.faults.model_dump(), "active": list(fault)})

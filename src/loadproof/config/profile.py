@@ -98,6 +98,15 @@ class SchedulerSpec(StrictModel):
     max_num_partial_prefills: int | None = Field(default=None, ge=1, description="vLLM: above 1, the threshold's "
                                                  "default becomes 4% of max_model_len (0.26; 0.32 refuses it)")
 
+    def long_prefill_threshold(self, max_model_len: int) -> int:
+        """vLLM's long_prefill_token_threshold as this sets it: given, else 4% of max_model_len when
+        max_num_partial_prefills > 1 (0.26's config/scheduler.py), else 0 (no cap)."""
+        if self.long_prefill_token_threshold is not None:
+            return self.long_prefill_token_threshold
+        if (self.max_num_partial_prefills or 1) > 1:
+            return int(max_model_len * 0.04)
+        return 0
+
 
 class SpeculativeSpec(StrictModel):
     method: str = Field(description="e.g. eagle, eagle3, mtp, ngram, draft_model")

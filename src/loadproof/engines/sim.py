@@ -3,9 +3,10 @@
 It is the engine of the failure-path tests of `loadproof serve` (a real HTTP process, started, probed,
 interrupted and stopped as vLLM is, in a second instead of minutes), never a stand-in for vLLM in a
 measurement. `model.path` is a sim profile (TOML or JSON, see `loadproof sim calibrate`), or `sim` for
-the simulator's defaults; the served name and the context window come from the profile. The KV budget,
-the scheduler's limits and the step cost are the sim profile's: set in the deployment profile, they are
-refused, not dropped. The simulator is part of loadproof, so it runs on loadproof's own interpreter.
+the simulator's defaults; the served name and the context window come from the profile, and so do the
+scheduler's limits (max_num_seqs, max_num_batched_tokens, the long-prefill threshold, rendered as vLLM's
+flags are, so `loadproof tune` can restart it per grid point). The KV budget and the step cost are the sim
+profile's: set in the deployment profile, they are refused, not dropped. The simulator is part of loadproof, so it runs on loadproof's own interpreter.
 """
 
 from __future__ import annotations
@@ -42,10 +43,17 @@ class SimEngine(EngineDefaults):
                 "--served-model-name", model.served_name, "--max-model-len", str(model.max_model_len)]
         if model_path != DEFAULTS:
             argv += ["--config", model_path]
+        sched = profile.scheduler
+        for flag, value in (("--max-num-seqs", sched.max_num_seqs), ("--max-num-batched-tokens",
+                                                                    sched.max_num_batched_tokens)):
+            if value is not None:
+                argv += [flag, str(value)]
+        if sched.long_prefill_token_threshold is not None or sched.max_num_partial_prefills is not None:
+            argv += ["--long-prefill-token-threshold", str(sched.long_prefill_threshold(model.max_model_len))]
         default = Profile(name="-", engine="sim", model=model)
         notes = [f"unsupported: the simulator does not take [{section}] from a deployment profile (its sim "
-                 "profile, model.path, models the engine)" for section in ("parallel", "kv_cache", "scheduler", "speculative",
-                                                           "cuda_graphs", "cpu_offload_gib")
+                 "profile, model.path, models the engine)" for section in ("parallel", "kv_cache", "speculative",
+                                                                           "cuda_graphs", "cpu_offload_gib")
                  if getattr(profile, section) != getattr(default, section)]
         return LaunchCommand(argv=argv + serving.extra_args, env=dict(serving.env), notes=tuple(notes))
 

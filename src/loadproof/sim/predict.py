@@ -310,23 +310,31 @@ def deployment_config(profile: Any, planned: Any, base: SimConfig) -> SimConfig:
     dep, sched = planned.deployment, profile.scheduler
     reported = planned.reported.kv_cache_tokens if planned.reported is not None else None
     kv_tokens = reported or planned.plan.kv_cache_tokens
-    config = base.model_copy(update={
+    return _scheduled(profile, base.model_copy(update={
         "max_model_len": dep.max_model_len, "block_size": dep.block_size,
         "num_gpu_blocks": max(1, kv_tokens // dep.block_size),
-        "max_num_seqs": sched.max_num_seqs or base.max_num_seqs,
-        "max_num_batched_tokens": sched.max_num_batched_tokens or base.max_num_batched_tokens,
-        "long_prefill_token_threshold": long_prefill_threshold(sched, dep.max_model_len)})
+        "long_prefill_token_threshold": sched.long_prefill_threshold(dep.max_model_len)}))
+
+
+def simulator_deployment_config(profile: Any, base: SimConfig) -> SimConfig:
+    """A deployment whose engine is the simulator itself (`engine = "sim"`, model.path a sim profile): the
+    sim profile's KV and costs, the deployment's context and scheduler limits, as `loadproof sim` takes them
+    from the flags the sim engine renders (the long-prefill threshold only where the profile sets one)."""
+    sched = profile.scheduler
+    length = profile.model.max_model_len
+    given = sched.long_prefill_token_threshold is not None or sched.max_num_partial_prefills is not None
+    return _scheduled(profile, base.model_copy(update={
+        "max_model_len": length, "long_prefill_token_threshold": sched.long_prefill_threshold(length) if given
+        else base.long_prefill_token_threshold}))
+
+
+def _scheduled(profile: Any, config: SimConfig) -> SimConfig:
+    """`config` with the profile's max_num_seqs and token budget, and its concurrent long prefills known."""
+    sched = profile.scheduler
+    config = config.model_copy(update={
+        "max_num_seqs": sched.max_num_seqs or config.max_num_seqs,
+        "max_num_batched_tokens": sched.max_num_batched_tokens or config.max_num_batched_tokens})
     # the profile states the scheduler's settings: concurrent long prefills are known, not assumed
     assumptions = [a for a in config.assumptions if a.name != "concurrent_long_prefills"]
     return config.model_copy(update={"assumptions": scheduler_assumptions(
         config, prefills_pinned_by=f"the profile's scheduler ({profile.name})")[:1] + assumptions})
-
-
-def long_prefill_threshold(sched: Any, max_model_len: int) -> int:
-    """vLLM's long_prefill_token_threshold as the profile sets it: given, else 4% of max_model_len when
-    max_num_partial_prefills > 1 (0.26's config/scheduler.py), else 0 (no cap)."""
-    if sched.long_prefill_token_threshold is not None:
-        return sched.long_prefill_token_threshold
-    if (sched.max_num_partial_prefills or 1) > 1:
-        return int(max_model_len * 0.04)
-    return 0

@@ -37,8 +37,9 @@ from loadproof.planner.profile_plan import model_config_path, plan_profile
 from loadproof.scenarios.load.options import LoadOptions
 from loadproof.scenarios.load.rate_search import rate_search
 from loadproof.scenarios.options import from_cli
-from loadproof.sim.config import SimConfig
-from loadproof.sim.predict import RateSweep, deployment_config, predict_load_sweep
+from loadproof.sim.config import SimConfig, is_sim_profile
+from loadproof.sim.predict import (RateSweep, deployment_config, predict_load_sweep,
+                                   simulator_deployment_config)
 from loadproof.tune.grid import Point, parse_axis, points
 from loadproof.tune.journal import Journal
 from loadproof.tune.measure import measure_point
@@ -116,8 +117,12 @@ class Tune:
 
 def predict_point(profile: Profile, base: SimConfig, opts: LoadOptions) -> dict[str, Any]:
     """The rate search of `run load` on the modeled engine of `profile` (see the module doc)."""
-    planned = plan_profile(profile, model_config_path(profile))
-    config = deployment_config(profile, planned, base)
+    if is_sim_profile(Path(profile.model.path)):  # the engine is the simulator: no GPU memory to plan
+        config, kv_gib = simulator_deployment_config(profile, base), 0.0
+    else:
+        planned = plan_profile(profile, model_config_path(profile))
+        config, dep = deployment_config(profile, planned, base), planned.deployment
+        kv_gib = round(dep.kv_bytes_per_gpu * dep.tensor_parallel * dep.pipeline_parallel / GIB, 3)
     runs: dict[float, Any] = {}
 
     def passes(rate: float) -> bool:
@@ -128,10 +133,8 @@ def predict_point(profile: Profile, base: SimConfig, opts: LoadOptions) -> dict[
     minimum = min(max(start / 64, 2 / opts.duration_s if opts.duration_s else 0.0), start)
     found = rate_search(start, passes, opts.search_resolution, maximum=opts.search_maximum, minimum=minimum)
     best = runs.get(found.largest_pass) if found.largest_pass is not None else None
-    dep = planned.deployment
     return {"max_rate_rps": found.largest_pass, "min_failing_rate_rps": found.smallest_fail,
-            "ttft_p99_s": best.run.value("load.ttft_s.p99") if best else None,
-            "kv_gib": round(dep.kv_bytes_per_gpu * dep.tensor_parallel * dep.pipeline_parallel / GIB, 3),
+            "ttft_p99_s": best.run.value("load.ttft_s.p99") if best else None, "kv_gib": kv_gib,
             "tried": [[r, ok] for r, ok in found.tried]}
 
 

@@ -97,3 +97,18 @@ def test_the_partial_prefill_limits_render_on_vllm_and_are_named_unsupported_on_
     assert flag(a, "--long-prefill-token-threshold") == "2048" and flag(a, "--max-num-partial-prefills") == "4"
     notes = engines.get("sglang").launch_command(profile, "python3", "/m", 8000).notes
     assert any("long_prefill_token_threshold and max_num_partial_prefills are vLLM's" in n for n in notes)
+
+
+def test_the_simulator_takes_the_schedulers_limits_and_still_refuses_the_kv_budget():
+    model = {"path": "sim", "served_name": "s", "max_model_len": 50_000}
+    profile = Profile.model_validate({"name": "s", "engine": "sim", "model": model,
+                                      "scheduler": {"max_num_seqs": 4, "max_num_batched_tokens": 1024,
+                                                    "max_num_partial_prefills": 2},
+                                      "kv_cache": {"budget_gib_per_gpu": 1.0}})
+    command = engines.get("sim").launch_command(profile, "python3", "sim", 8000)
+    assert flag(command.argv, "--max-num-seqs") == "4" and flag(command.argv, "--max-num-batched-tokens") == "1024"
+    assert flag(command.argv, "--long-prefill-token-threshold") == "2000"  # vLLM's default: 4% of max_model_len
+    assert any("[kv_cache]" in n for n in command.notes) and not any("[scheduler]" in n for n in command.notes)
+    bare = engines.get("sim").launch_command(Profile.model_validate({**profile.model_dump(), "scheduler": {}}),
+                                             "python3", "sim", 8000).argv
+    assert "--max-num-seqs" not in bare and "--long-prefill-token-threshold" not in bare

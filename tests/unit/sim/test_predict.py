@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from loadproof.cli import app
+from loadproof.config.profile import SchedulerSpec
 from loadproof.errors import ConfigError, UsageError
 from loadproof.metrics.load import meets, samples_ns, slo_values, succeeded
 from loadproof.sim.config import CostModel, SimConfig, dump_sim_config
@@ -119,9 +120,7 @@ def test_capacity_is_judged_as_a_run_and_prefill_is_one_session():
 
 
 def test_a_deployment_takes_the_engines_reported_kv_tokens_where_a_log_gave_them():
-    profile = SimpleNamespace(name="p", scheduler=SimpleNamespace(max_num_seqs=32, max_num_batched_tokens=None,
-                                                                  long_prefill_token_threshold=None,
-                                                                  max_num_partial_prefills=None))
+    profile = SimpleNamespace(name="p", scheduler=SchedulerSpec(max_num_seqs=32))
     dep = SimpleNamespace(max_model_len=8192, block_size=16)
     planned = SimpleNamespace(deployment=dep, plan=SimpleNamespace(kv_cache_tokens=16_000), reported=None)
     assert deployment_config(profile, planned, CFG).num_gpu_blocks == 1000
@@ -131,9 +130,9 @@ def test_a_deployment_takes_the_engines_reported_kv_tokens_where_a_log_gave_them
     # the profile states the scheduler: concurrent long prefills are pinned, not a range
     [prefills] = [a for a in cfg.assumptions if a.name == "concurrent_long_prefills"]
     assert prefills.pinned_by == "the profile's scheduler (p)" and cfg.long_prefill_token_threshold == 0
-    profile.scheduler.max_num_partial_prefills = 2  # vLLM 0.26: the threshold's default becomes 4% of the context
-    assert deployment_config(profile, planned, CFG).long_prefill_token_threshold == 327
-    profile.scheduler.long_prefill_token_threshold = 128
+    profile.scheduler = SchedulerSpec(max_num_seqs=32, max_num_partial_prefills=2)  # vLLM 0.26: the threshold's
+    assert deployment_config(profile, planned, CFG).long_prefill_token_threshold == 327  # default: 4% of the context
+    profile.scheduler = SchedulerSpec(max_num_seqs=32, max_num_partial_prefills=2, long_prefill_token_threshold=128)
     assert deployment_config(profile, planned, CFG).long_prefill_token_threshold == 128
 
 
