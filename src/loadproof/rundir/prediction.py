@@ -4,7 +4,8 @@ what `run ... --prediction FILE` keeps in the manifest so the run is judged agai
 
 The file holds the scenario and the options the run must have, each predicted figure (a claim name of that
 scenario, its point value and its range), the tolerance, the assumptions behind the ranges, and the
-calibration's inputs with their sha256, so a reader can tell which evidence the promise rested on.
+calibration's inputs with their sha256, so a reader can tell which evidence the promise rested on (a run's
+sha256 is `store.digest.measurement_digest`, the same for its published copy).
 """
 
 from __future__ import annotations

@@ -24,11 +24,13 @@ from loadproof.sim.calibrate import Calibration, calibrate, parse_decode, parse_
 from loadproof.sim.config import CalibrationInput, CostModel, SimConfig, default_capture_sizes, dump_sim_config
 from loadproof.sim.published import (DEFAULT_FRONTEND_S_PER_TOKEN, KV_READ_EFFICIENCY, calibrate_published,
                                      gpu_bandwidth, read_published)
+from loadproof.sim.spec import measured_drafts
+from loadproof.store.digest import measurement_digest
+from loadproof.store.run_dir import load_run
 
 KV_READ_EFFICIENCIES = (0.6, 0.7, 0.8, 0.9)  # of a GPU's peak bandwidth, as decode-attention kernels reach
 FRONTEND_VALUES = (0.0, DEFAULT_FRONTEND_S_PER_TOKEN / 2, DEFAULT_FRONTEND_S_PER_TOKEN)
 ATTENTION_SHARES = (0.25, 0.5, 0.75)
-from loadproof.sim.spec import measured_drafts
 
 
 @dataclass(frozen=True)
@@ -142,8 +144,8 @@ def calibrate_from_runs(runs: list[Path], ttft: list[str], decode: list[str], ou
         found.append(floor)
         cal = replace(cal, config=cal.config.model_copy(update={"cost": cal.config.cost.model_copy(update=point_cost)}))
     cal = replace(cal, assumptions=[*cal.assumptions, *said])
-    inputs = [tree_input(r) for r in runs] + [text_input(f"--ttft {t}") for t in ttft] + \
-        [text_input(f"--decode {d}") for d in decode] + ([tree_input(spec_from)] if spec_from is not None else [])
+    inputs = [run_input(r) for r in runs] + [text_input(f"--ttft {t}") for t in ttft] + \
+        [text_input(f"--decode {d}") for d in decode] + ([run_input(spec_from)] if spec_from is not None else [])
     cal = replace(cal, config=cal.config.model_copy(update={"assumptions": found, "inputs": inputs}))
     return Calibrated(cal, write_profile(cal, out), notes)
 
@@ -221,12 +223,10 @@ def text_input(text: str) -> CalibrationInput:
     return CalibrationInput(name=text, sha256=hashlib.sha256(text.encode()).hexdigest())
 
 
-def tree_input(folder: Path) -> CalibrationInput:
-    """A run folder: sha256 over its files' relative names and sha256, in name order."""
-    lines = []
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-        lines.append(f"{path.relative_to(folder).as_posix()}\0{hashlib.sha256(path.read_bytes()).hexdigest()}\n")
-    return CalibrationInput(name=folder.name, sha256=hashlib.sha256("".join(lines).encode()).hexdigest())
+def run_input(folder: Path) -> CalibrationInput:
+    """A run folder: the sha256 of its records' measured numbers (`store.digest.measurement_digest`),
+    which its published copy shares."""
+    return CalibrationInput(name=folder.name, sha256=measurement_digest(load_run(folder).records))
 
 
 def base_config(facts: dict[str, Any], limits: CalibrationLimits) -> tuple[SimConfig, tuple[str, ...]]:

@@ -26,6 +26,7 @@ from typing import Any
 from loadproof.errors import LoadproofError, UsageError
 from loadproof.metrics.claims import Claim
 from loadproof.metrics.load_series import judge_trials, trial_of
+from loadproof.store.digest import measurement_digest
 from loadproof.store.files import read_json_file
 from loadproof.store.run_dir import CLAIMS, ReadLimits, load_run
 from loadproof.verify.checksums import FileProblem, Scan, check_sums, covered, scan
@@ -64,6 +65,8 @@ class RunResult:
     problems: list[FileProblem] = field(default_factory=list)
     recomputed: list[Claim] | None = field(default=None, repr=False)  # a run's claims, for the series that list it
     rate_rps: float | None = None  # the run's constant rate where its plan has one, for a search that lists it
+    digest: str | None = None  # its records' measured numbers: what a contract names as a calibration input
+    contract_inputs: list[tuple[str, str]] = field(default_factory=list)  # its contract's (name, sha256) inputs
 
 
 @dataclass
@@ -117,6 +120,7 @@ def verify(bundle: Path) -> VerifyResult:
     series = _listed_series(bundle, result.files) if BUNDLE_JSON in found.files else []
     for entry in series:
         result.runs.append(verify_series(bundle, entry, by_rel))
+    check_contract_inputs(result.runs)
     listed = {entry.get("path") for entry in series}
     for rel in sorted({"/".join(rel.split("/")[:2]) for rel in found.files if rel.startswith(f"{SERIES_DIR}/")}):
         if rel not in listed and not covered(rel, found.refused()):
@@ -124,6 +128,22 @@ def verify(bundle: Path) -> VerifyResult:
     if not result.runs:
         result.files.append(FileProblem("MISSING", RUNS_DIR, "the bundle holds no run"))
     return result
+
+
+def check_contract_inputs(runs: list[RunResult]) -> None:
+    """A run judged by a prediction contract: each calibration input the contract names that is a run of
+    this bundle (its folder name) must have the digest the contract recorded; a check per input. Inputs
+    published elsewhere, or given by hand, are not checked here."""
+    by_folder = {run.path.rsplit("/", 1)[-1]: run for run in runs if run.digest is not None}
+    for run in runs:
+        for name, sha256 in run.contract_inputs:
+            other = by_folder.get(name)
+            if other is None or other is run:
+                continue
+            ok = other.digest == sha256
+            run.checks.append(ClaimCheck(run.run_id, f"prediction.calibration_input {name}", ok, sha256[:16],
+                                         (other.digest or "")[:16], "" if ok else "the bundle's run is not the one "
+                                         "the contract was calibrated on"))
 
 
 def run_folder_problem(rel: str) -> str | None:
@@ -214,6 +234,9 @@ def verify_run(bundle: Path, run_id: str, rel: str) -> RunResult:
         run = load_run(path, BUNDLE_LIMITS)
         result.rate_rps, recomputed = trial_of(run)  # the rate: for a search that lists the run
         result.recomputed = recomputed
+        result.digest = measurement_digest(run.records)
+        if run.manifest.prediction is not None:
+            result.contract_inputs = [(i.name, i.sha256) for i in run.manifest.prediction.calibration_inputs]
     except LoadproofError as exc:
         result.problems.append(FileProblem("UNREADABLE", rel, f"claims cannot be recomputed: {_relative(str(exc), path)}"))
         return result
