@@ -40,7 +40,9 @@
 #                  search with an SLO, and the shipped Mooncake slice replayed
 #   hl-grid        `loadproof sim calibrate --grid` on this engine
 #   hl-grid29      issue 29: a lone 1M prefill and a grid (1 and 24 sessions x 8K, 128K, 512K), calibrated with the
-#                  engine's KV size, then the 24 x 1,000,004 prediction written as a contract before the run; then
+#                  engine's KV size (the runs name the GPU and the KV budget, so the fit gets the KV-read floor at
+#                  the least efficiency the grid allows), then the 24 x 1,000,004 prediction written as a contract
+#                  before the run; then
 #                  hl-capacity with PRED=/tmp/gpu-runs/prediction-24x1m.json judges the run against it
 #   hl-tune        stop the headline's engine; `loadproof tune` over max_num_seqs 8/16/24/32 (MAX_REAL real points;
 #                  not yet run on the H200: the 2026-12-02 device time ran out)
