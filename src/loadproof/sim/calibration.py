@@ -194,11 +194,11 @@ def kv_read_floor(cal: Calibration, facts: dict[str, Any]) -> tuple[Assumption |
         return None, ["a decode step's cost of context beyond the runs' is the fit's extrapolation (the runs do not "
                       "name a GPU of known bandwidth and a KV budget in GiB, which would bound it from below)"], {}
     stages = config.cost.pipeline_stages
-    per_token = budget * 2 ** 30 / config.kv_cache_tokens * stages / bandwidth  # at e = 1
+    bytes_per_token = budget * 2 ** 30 / config.kv_cache_tokens
+    per_token = bytes_per_token * stages / bandwidth  # a step's seconds per resident token at e = 1
     needed = max(points, key=lambda p: per_token * p.step_batch(stages) * p.context_tokens / p.s_per_token)
     least = per_token * needed.step_batch(stages) * needed.context_tokens / needed.s_per_token
     allowed = [e for e in KV_READ_EFFICIENCIES if e >= least]
-    bytes_per_token = budget * 2 ** 30 / config.kv_cache_tokens
     if not allowed:
         return pinned("kv_read_efficiency", "fit", f"{needed.origin}: it decoded faster than a KV read at "
                       f"{max(KV_READ_EFFICIENCIES):.0%} of the bandwidth allows"), [], {}
