@@ -44,8 +44,8 @@ def tune_argv(tmp_path: Path, port: int) -> list[str]:
         f'name = "sim-tune"\nengine = "sim"\n[model]\npath = "{tmp_path / "sim.toml"}"\nserved_name = "tiny"\n'
         'max_model_len = 4096\n[serving]\nendpoint = "completions"\nready_timeout_s = 60\n[scheduler]\nmax_num_seqs = 2\n')
     return [sys.executable, "-m", "loadproof", "tune", str(tmp_path / "deploy.toml"), "--sim", str(tmp_path / "sim.toml"),
-            "--grid", "max_num_seqs=1,2,4", "--slo", "ttft=300ms,tpot=50ms", "--rate", "4", "--search-max", "64",
-            "--search-resolution", "25%", "--duration-s", "3", "--input-tokens", "128", "--output-tokens", "16",
+            "--grid", "max_num_seqs=1,2,4", "--slo", "ttft=300ms,tpot=50ms", "--rate", "8", "--search-max", "64",
+            "--search-resolution", "25%", "--duration-s", "2", "--input-tokens", "128", "--output-tokens", "16",
             "--max-real", "2", "--port", str(port), "--tokenizer", str(tokenizer_path()), "-o", str(tmp_path / "tune")]
 
 
@@ -69,41 +69,56 @@ def serving(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
+def second_point_ready(folder: Path, first: str) -> Path | None:
+    """The folder of the point measured after `first`, once its engine is up."""
+    for log in folder.glob("point-*/serve.log"):
+        if log.parent.name != folder_of(first) and "[ready]" in log.read_text():
+            return log.parent
+    return None
+
+
+def folder_of(point: str) -> str:
+    return "point-" + point.replace("=", "-").replace(",", "_")
+
+
 def test_a_tune_measures_the_front_first_stops_each_engine_and_resumes_after_an_interrupt(tmp_path: Path):
     port = free_port()
     argv = tune_argv(tmp_path, port)
     env = {**os.environ, "LOADPROOF_HOME": str(tmp_path / "home")}
-    journal, second = tmp_path / "tune" / "tune.jsonl", tmp_path / "tune" / "point-max_num_seqs-2" / "serve.log"
+    folder = tmp_path / "tune"
+    journal = folder / "tune.jsonl"
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
                             start_new_session=True)
     deadline = time.monotonic() + 200
     # the second real point's engine is up and its search has started: interrupt there
-    while not (second.is_file() and "[ready]" in second.read_text() and lines(journal, "measured")):
+    while not ((done := lines(journal, "measured")) and (second := second_point_ready(folder, done[0]["point"]))):
         assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[1][-2000:]
         time.sleep(0.2)
+    first = done[0]["point"]
     time.sleep(1.0)
     os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C in a terminal: the whole foreground group
     _, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 130, stderr[-2000:]
     assert "Traceback" not in stderr
     assert not serving(port), "the interrupted point's engine is still serving"
-    assert [e["point"] for e in lines(journal, "measured")] == ["max_num_seqs=4"]  # the predicted front first
+    assert [e["point"] for e in lines(journal, "measured")] == [first]
 
     again = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=240)
     assert again.returncode == 0, again.stderr[-2000:]
     assert "resuming the tune" in again.stderr and not serving(port)
-    measured = {e["point"]: e for e in lines(journal, "measured")}
-    assert list(measured) == ["max_num_seqs=4", "max_num_seqs=2"]
-    first = tmp_path / "tune" / "point-max_num_seqs-4"
-    assert len(list((first / "runs").glob("load-search-*"))) == 1  # not measured again
-    results = {r["point"]: r for r in json.loads((tmp_path / "tune" / "tune.json").read_text())}
-    assert results["max_num_seqs=1"]["measured"] is None and results["max_num_seqs=1"]["pruned"] == "budget: --max-real 2"
-    for name, seqs in (("max_num_seqs=4", 4), ("max_num_seqs=2", 2)):
+    measured = [e["point"] for e in lines(journal, "measured")]
+    assert measured[0] == first and folder_of(measured[1]) == second.name and len(measured) == 2
+    assert len(list((folder / folder_of(first) / "runs").glob("load-search-*"))) == 1  # not measured again
+    results = {r["point"]: r for r in json.loads((folder / "tune.json").read_text())}
+    predicted = {name: r["predicted"]["max_rate_rps"] for name, r in results.items()}
+    assert predicted["max_num_seqs=4"] > predicted["max_num_seqs=2"] > predicted["max_num_seqs=1"]  # more at once
+    assert first == max(predicted, key=predicted.get)  # the highest predicted rate is on the front: measured first
+    (left,) = set(results) - set(measured)
+    assert results[left]["measured"] is None and results[left]["pruned"] == "budget: --max-real 2"
+    for name in measured:
         # the point's limit reached the engine: the simulator's startup line says what it runs with
-        log = (tmp_path / "tune" / f"point-max_num_seqs-{seqs}" / "serve.log").read_text()
-        assert f"max_num_seqs {seqs}," in log
-        predicted, real = results[name]["predicted"]["max_rate_rps"], results[name]["measured"]["max_rate_rps"]
-        assert real is not None and 0.5 * predicted <= real <= 1.5 * predicted, (name, predicted, real)
-    # more sequences at once: a higher predicted rate, and the grid's ordering is what made 4 the front
-    assert results["max_num_seqs=4"]["predicted"]["max_rate_rps"] > results["max_num_seqs=2"]["predicted"]["max_rate_rps"]
-    assert (tmp_path / "tune" / "pareto.svg").is_file() and "max_num_seqs=4" in (tmp_path / "tune" / "tune.md").read_text()
+        seqs = name.split("=")[1]
+        assert f"max_num_seqs {seqs}," in (folder / folder_of(name) / "serve.log").read_text()
+        real = results[name]["measured"]["max_rate_rps"]
+        assert real is not None and 0.5 * predicted[name] <= real <= 1.5 * predicted[name], (name, predicted, real)
+    assert (folder / "pareto.svg").is_file() and first in (folder / "tune.md").read_text()
