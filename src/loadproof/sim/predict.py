@@ -310,10 +310,28 @@ def deployment_config(profile: Any, planned: Any, base: SimConfig) -> SimConfig:
     dep, sched = planned.deployment, profile.scheduler
     reported = planned.reported.kv_cache_tokens if planned.reported is not None else None
     kv_tokens = reported or planned.plan.kv_cache_tokens
-    return _scheduled(profile, base.model_copy(update={
+    return _drafting(profile, _scheduled(profile, base.model_copy(update={
         "max_model_len": dep.max_model_len, "block_size": dep.block_size,
         "num_gpu_blocks": max(1, kv_tokens // dep.block_size),
-        "long_prefill_token_threshold": sched.long_prefill_threshold(dep.max_model_len)}))
+        "long_prefill_token_threshold": sched.long_prefill_threshold(dep.max_model_len)})))
+
+
+def _drafting(profile: Any, config: SimConfig) -> SimConfig:
+    """The profile's drafts on the sim profile's costs: its draft length by batch size (`[speculative]`'s
+    draft_tokens and draft_schedule) as spec_draft_by_batch, none without `[speculative]`; the acceptance is
+    the sim profile's, which a drafting profile needs (without it every draft would cost and none pay)."""
+    spec, cost = profile.speculative, config.cost
+    if spec is None:
+        return config.model_copy(update={"cost": cost.model_copy(update={"spec_draft_by_batch": []})})
+    if cost.spec_acceptance <= 0 and not cost.spec_accepted_by_pos:
+        raise UsageError(f"{profile.name} drafts ({spec.method}, {spec.draft_tokens} tokens) but the sim profile "
+                         "has no draft acceptance: calibrate it with --spec-from RUN (a throughput run with drafts) "
+                         "or --acceptance A")
+    by_batch = [[last, k] for _, last, k in spec.schedule]
+    last = by_batch[-1][0] if by_batch else 0
+    if last < config.max_num_seqs:  # beyond the schedule a batch keeps its last range's length
+        by_batch.append([config.max_num_seqs, by_batch[-1][1] if by_batch else spec.draft_tokens])
+    return config.model_copy(update={"cost": cost.model_copy(update={"spec_draft_by_batch": by_batch})})
 
 
 def simulator_deployment_config(profile: Any, base: SimConfig) -> SimConfig:

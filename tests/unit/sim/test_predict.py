@@ -120,7 +120,7 @@ def test_capacity_is_judged_as_a_run_and_prefill_is_one_session():
 
 
 def test_a_deployment_takes_the_engines_reported_kv_tokens_where_a_log_gave_them():
-    profile = SimpleNamespace(name="p", scheduler=SchedulerSpec(max_num_seqs=32))
+    profile = SimpleNamespace(name="p", scheduler=SchedulerSpec(max_num_seqs=32), speculative=None)
     dep = SimpleNamespace(max_model_len=8192, block_size=16)
     planned = SimpleNamespace(deployment=dep, plan=SimpleNamespace(kv_cache_tokens=16_000), reported=None)
     assert deployment_config(profile, planned, CFG).num_gpu_blocks == 1000

@@ -78,3 +78,38 @@ def test_a_point_is_predicted_by_the_rate_search_run_load_would_do(tmp_path):
     large = predict_point(load_profile(profile_path), sim, options)
     assert large["max_rate_rps"] > 1.5 * small["max_rate_rps"]  # four times the batch: more than 1.5x the rate
     json.dumps(large)  # the journal's line
+
+
+def test_a_draft_length_on_the_grid_changes_the_prediction_and_needs_an_acceptance(tmp_path):
+    """The profile's drafts reach the modeled engine (`sim.predict.deployment_config`): a point that drafts
+    3 tokens at 80% acceptance yields 1 + 0.8 + 0.64 + 0.512 = 2.95 tokens a step for the cost of 4 query
+    tokens, so it fits more traffic than one that drafts 1; a sim profile with no acceptance is refused."""
+    model = tmp_path / "model"
+    model.mkdir()
+    shutil.copy(SHAPES / "llama-3.1-8b-shape" / "config.json", model / "config.json")
+    profile_path = tmp_path / "p.toml"
+    profile_path.write_text(f'name = "t"\nengine = "vllm"\n[model]\npath = "{model}"\nserved_name = "m"\n'
+                            'max_model_len = 8192\n[kv_cache]\nbudget_gib_per_gpu = 4\n[scheduler]\nmax_num_seqs = 4\n'
+                            '[speculative]\nmethod = "ngram"\ndraft_tokens = 1\n')
+    # a step: 10 ms + 0.2 ms a query token; 32 tokens a request at 1.8 or 2.95 tokens a step
+    sim = SimConfig(max_model_len=8192, cost=CostModel(step_overhead_s=0.01, decode_s_per_seq=0.0002,
+                                                       prefill_s_per_token=1e-5, spec_acceptance=0.8))
+    options = TuneOptions(slo="ttft=1s,tpot=20ms", duration_s=10, search_max=64).load_options()
+    one, three = points(load_profile(profile_path), [parse_axis("speculative.draft_tokens=1,3")])
+    fewer, more = (predict_point(p.profile, sim, options)["max_rate_rps"] for p in (one, three))
+    assert more > 1.2 * fewer, (fewer, more)
+    blind = sim.model_copy(update={"cost": sim.cost.model_copy(update={"spec_acceptance": 0.0})})
+    with pytest.raises(UsageError, match="drafts .* no draft acceptance: calibrate it with --spec-from"):
+        predict_point(one.profile, blind, options)
+
+
+def test_a_draft_schedule_becomes_the_simulators_draft_length_by_batch():
+    from loadproof.sim.predict import _drafting
+
+    profile = packaged_profile("reference-tp4pp2")  # MTP drafts by the reference's schedule
+    config = SimConfig(max_num_seqs=64, cost=CostModel(spec_acceptance=0.7))
+    drafted = _drafting(profile, config).cost
+    spec = profile.speculative
+    assert all(drafted.draft_length(b) == spec.draft_length(b) for b in range(1, 65))
+    plain = profile.model_copy(update={"speculative": None})
+    assert _drafting(plain, config.model_copy(update={"cost": drafted})).cost.spec_draft_by_batch == []
