@@ -379,7 +379,7 @@ pd-runs)
           --out $RUNS/pd)
   i=0
   for arm in colocated pd pd colocated colocated pd; do
-    i=$((i+1)); rm -rf /tmp/lp-kv/*
+    i=$((i+1)); rm -rf /tmp/lp-kv/*/*  # the serve session's subfolder stays, emptied
     say "interference $i: $arm"
     if [[ $arm == colocated ]]; then
       $LP run interference --url http://127.0.0.1:8000 --profile scripts/gpu/llama-dummy-colocated.toml "${common[@]}" 2>&1 | tail -3

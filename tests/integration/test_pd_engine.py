@@ -3,7 +3,7 @@
 in front. An interference run through the relay: every request prefilled on the one and decoded on the other,
 the decode instance loading the prompts' KV cache from the folder (its own counter), the bytes the relay reports
 for the newcomer exactly the files vLLM wrote for it; the openai SDK streams through the same pair; the bundle
-verifies offline."""
+verifies offline; and the session's KV files, in a subfolder of their own, are gone once serve stops."""
 
 from __future__ import annotations
 
@@ -65,8 +65,12 @@ def test_interference_and_the_openai_sdk_through_a_prefill_decode_pair(tmp_path:
                                            stream=True)
         text = "".join(chunk.choices[0].text for chunk in stream if chunk.choices)
         client.close()
+        (session,) = (tmp_path / "kv").iterdir()  # this serve session's own subfolder of storage_path
+        prompts = len(list(session.iterdir()))  # a folder a prompt, a file a layer in each
     finally:
         stop_serve(handle)
+    assert not list((tmp_path / "kv").iterdir())  # serve removed what ExampleConnector wrote, and only that
+    assert f"removed this session's KV folder {session}" in (tmp_path / "serve.stderr").read_text()
     runs = sorted((tmp_path / "runs").glob("interference-*"))
     assert ran.returncode in (0, 1) and runs, ran.stderr[-3000:]
     claims = {c["name"]: c["value"] for c in json.loads((runs[-1] / "claims.json").read_text())["claims"]}
@@ -82,5 +86,5 @@ def test_interference_and_the_openai_sdk_through_a_prefill_decode_pair(tmp_path:
     assert kept * KV_BYTES_PER_TOKEN < written < kept * KV_BYTES_PER_TOKEN + 18 * 256
     # the decode instance's own counter: its connector supplied prompt tokens, not its prefill
     assert claims["offload.external_hit_tokens"] >= kept
-    assert text and len(list((tmp_path / "kv").iterdir())) >= 5  # a folder a prompt, a file a layer in each
+    assert text and prompts >= 5
     publish_and_verify(runs[-1], tmp_path / "bundle")

@@ -11,6 +11,7 @@ engine is not ready), and leaves nothing of the engine's process group behind on
 from __future__ import annotations
 
 import os
+import shutil
 import threading
 import time
 from collections.abc import Callable
@@ -103,6 +104,28 @@ def serve(profile: Profile, options: ServeOptions, say: Say, result: Say, phase:
     it serves, to `result`."""
     if profile.parallel.nodes > 1:
         raise UsageError("multi-node profiles are launched host by host: run --dry-run and start each step on its host")
+    folder = options.out / new_run_id("serve")
+    pd = profile.disaggregation
+    if pd is None or pd.storage_path is None:
+        _serve(profile, folder, options, say, result, phase)
+        return
+    # ExampleConnector writes every prompt's KV cache to its folder and never deletes it: this session's
+    # files go to a subfolder of its own, removed when the session ends (nothing else there is touched)
+    kv = Path(pd.storage_path) / folder.name
+    try:
+        kv.mkdir(parents=True)
+    except OSError as exc:
+        raise EnvironmentFailure(f"cannot create the KV folder {kv}: {exc.strerror or exc}") from None
+    session = profile.model_copy(update={"disaggregation": pd.model_copy(update={"storage_path": str(kv)})})
+    try:
+        _serve(session, folder, options, say, result, phase)
+    finally:
+        files = sum(1 for p in kv.rglob("*") if p.is_file())
+        shutil.rmtree(kv, ignore_errors=True)
+        say(f"removed this session's KV folder {kv} ({files} file(s) ExampleConnector wrote)")
+
+
+def _serve(profile: Profile, folder: Path, options: ServeOptions, say: Say, result: Say, phase: Phase) -> None:
     engine = engines.get(profile.engine)
     members = [role_profile(profile, role) for role in ROLES] if profile.disaggregation else [profile]
     for member in members:
@@ -112,7 +135,6 @@ def serve(profile: Profile, options: ServeOptions, say: Say, result: Say, phase:
         check_host_memory(member)
     with phase(None) as status:  # says something only where loadproof installs the engine itself
         engine.prepare(status)
-    folder = options.out / new_run_id("serve")
     relay_state: dict[str, Any] = {}
     states: dict[str, str] = {}
     roles = list(ROLES) if profile.disaggregation else ["engine"]
