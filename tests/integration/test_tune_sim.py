@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from loadproof.sim.text import tokenizer_path
+from loadproof.tune.tuning import folder_name
 from tests.integration.sim_process import free_port
 
 pytestmark = pytest.mark.timeout(300)
@@ -72,13 +73,9 @@ def serving(port: int) -> bool:
 def second_point_ready(folder: Path, first: str) -> Path | None:
     """The folder of the point measured after `first`, once its engine is up."""
     for log in folder.glob("point-*/serve.log"):
-        if log.parent.name != folder_of(first) and "[ready]" in log.read_text():
+        if log.parent.name != folder_name(first) and "[ready]" in log.read_text():
             return log.parent
     return None
-
-
-def folder_of(point: str) -> str:
-    return "point-" + point.replace("=", "-").replace(",", "_")
 
 
 def test_a_tune_measures_the_front_first_stops_each_engine_and_resumes_after_an_interrupt(tmp_path: Path):
@@ -107,8 +104,8 @@ def test_a_tune_measures_the_front_first_stops_each_engine_and_resumes_after_an_
     assert again.returncode == 0, again.stderr[-2000:]
     assert "resuming the tune" in again.stderr and not serving(port)
     measured = [e["point"] for e in lines(journal, "measured")]
-    assert measured[0] == first and folder_of(measured[1]) == second.name and len(measured) == 2
-    assert len(list((folder / folder_of(first) / "runs").glob("load-search-*"))) == 1  # not measured again
+    assert measured[0] == first and folder_name(measured[1]) == second.name and len(measured) == 2
+    assert len(list((folder / folder_name(first) / "runs").glob("load-search-*"))) == 1  # not measured again
     results = {r["point"]: r for r in json.loads((folder / "tune.json").read_text())}
     predicted = {name: r["predicted"]["max_rate_rps"] for name, r in results.items()}
     assert predicted["max_num_seqs=4"] > predicted["max_num_seqs=2"] > predicted["max_num_seqs=1"]  # more at once
@@ -118,7 +115,7 @@ def test_a_tune_measures_the_front_first_stops_each_engine_and_resumes_after_an_
     for name in measured:
         # the point's limit reached the engine: the simulator's startup line says what it runs with
         seqs = name.split("=")[1]
-        assert f"max_num_seqs {seqs}," in (folder / folder_of(name) / "serve.log").read_text()
+        assert f"max_num_seqs {seqs}," in (folder / folder_name(name) / "serve.log").read_text()
         real = results[name]["measured"]["max_rate_rps"]
         assert real is not None and 0.5 * predicted[name] <= real <= 1.5 * predicted[name], (name, predicted, real)
     assert (folder / "pareto.svg").is_file() and first in (folder / "tune.md").read_text()

@@ -196,8 +196,12 @@ def kv_read_floor(cal: Calibration, facts: dict[str, Any]) -> tuple[Assumption |
     stages = config.cost.pipeline_stages
     bytes_per_token = budget * 2 ** 30 / config.kv_cache_tokens
     per_token = bytes_per_token * stages / bandwidth  # a step's seconds per resident token at e = 1
-    needed = max(points, key=lambda p: per_token * p.step_batch(stages) * p.context_tokens / p.s_per_token)
-    least = per_token * needed.step_batch(stages) * needed.context_tokens / needed.s_per_token
+
+    def needs(p: Any) -> float:  # the least efficiency under which the point's step is not below its floor
+        return per_token * p.step_batch(stages) * p.context_tokens / p.s_per_token
+
+    needed = max(points, key=needs)
+    least = needs(needed)
     allowed = [e for e in KV_READ_EFFICIENCIES if e >= least]
     if not allowed:
         return pinned("kv_read_efficiency", "fit", f"{needed.origin}: it decoded faster than a KV read at "

@@ -40,6 +40,7 @@ from loadproof.scenarios.options import CliOption, cli_options, from_cli
 from loadproof.scenarios.replay import ReplayOptions
 from loadproof.sim.assumptions import scheduler_assumptions
 from loadproof.sim.config import SimConfig
+from loadproof.sim.spec import draft_by_batch
 from loadproof.sim.virtual import predict_capacity, predict_load, trace_block_hashes
 from loadproof.workloads.arrivals import ALL_AT_ONCE, RequestRate, intended_offsets, parse_rate
 from loadproof.workloads.synthetic import Lengths, draw_lengths
@@ -327,11 +328,7 @@ def _drafting(profile: Any, config: SimConfig) -> SimConfig:
         raise UsageError(f"{profile.name} drafts ({spec.method}, {spec.draft_tokens} tokens) but the sim profile "
                          "has no draft acceptance: calibrate it with --spec-from RUN (a throughput run with drafts) "
                          "or --acceptance A")
-    by_batch = [[last, k] for _, last, k in spec.schedule]
-    last = by_batch[-1][0] if by_batch else 0
-    if last < config.max_num_seqs:  # beyond the schedule a batch keeps its last range's length
-        by_batch.append([config.max_num_seqs, by_batch[-1][1] if by_batch else spec.draft_tokens])
-    return config.model_copy(update={"cost": cost.model_copy(update={"spec_draft_by_batch": by_batch})})
+    return config.model_copy(update={"cost": cost.model_copy(update={"spec_draft_by_batch": draft_by_batch(spec)})})
 
 
 def simulator_deployment_config(profile: Any, base: SimConfig) -> SimConfig:

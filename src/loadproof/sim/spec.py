@@ -16,7 +16,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from loadproof.config.profile import Profile
+from loadproof.config.profile import Profile, SpeculativeSpec
 from loadproof.errors import RunDirError, UsageError
 from loadproof.metrics.throughput import level_spec_windows, level_started
 from loadproof.store.run_dir import load_run
@@ -30,6 +30,15 @@ class MeasuredDrafts:
     accepted_by_pos: list[float]  # CostModel.spec_accepted_by_pos
     drafted_share: float  # CostModel.spec_drafted_share
     source: str  # for the calibration's "used" lines
+
+
+def draft_by_batch(spec: SpeculativeSpec) -> list[list[int]]:
+    """A profile's `[speculative]` draft length by batch size as CostModel.spec_draft_by_batch: each range's
+    largest batch and length, the last range's length holding beyond it (draft_tokens throughout without
+    a schedule)."""
+    schedule = [[last, length] for _, last, length in spec.schedule] or [[UNBOUNDED, spec.draft_tokens]]
+    schedule[-1][0] = UNBOUNDED
+    return schedule
 
 
 def measured_drafts(path: Path) -> MeasuredDrafts:
@@ -62,8 +71,7 @@ def measured_drafts(path: Path) -> MeasuredDrafts:
     counted = [(w, started.get(level, 0)) for level, w in windows.items() if w.generated is not None]
     steps = sum(w.generated - n - w.accepted for w, n in counted)
     share = min(1.0, sum(w.drafts for w, _ in counted) / steps) if counted and steps > 0 else 1.0
-    schedule = [[last, length] for _, last, length in spec.schedule] or [[UNBOUNDED, spec.draft_tokens]]
-    schedule[-1][0] = UNBOUNDED
+    schedule = draft_by_batch(spec)
     shown = ", ".join(f"{100 * p:.1f}" for p in accepted)
     levels = ", ".join(f"{family} c{conc}" for family, conc in sorted(windows))
     return MeasuredDrafts(schedule, accepted, share, f"--spec-from {path.name}: {spec.method} drafts, accepted by "

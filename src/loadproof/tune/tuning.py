@@ -188,7 +188,7 @@ def tune(profile_path: Path, profile: Profile, sim_path: Path, base: SimConfig, 
         say(f"measuring {r.point.name} for real: serve, rate search, stop")
         t0 = time.monotonic()
         r.measured = {"kind": "measured", "point": r.point.name,
-                      **measure_point(r.point, options.out / folder_name(r.point), options, say)}
+                      **measure_point(r.point, options.out / folder_name(r.point.name), options, say)}
         spent.append(time.monotonic() - t0)
         journal.add(r.measured)
     tuned = Tune(results, options.out, journal.resumed)
@@ -196,8 +196,9 @@ def tune(profile_path: Path, profile: Profile, sim_path: Path, base: SimConfig, 
     return tuned
 
 
-def folder_name(point: Point) -> str:
-    return "point-" + point.name.replace("=", "-").replace(",", "_")
+def folder_name(point: str) -> str:
+    """A point's folder in the tune's folder, from its name (`max_num_seqs=4` -> `point-max_num_seqs-4`)."""
+    return "point-" + point.replace("=", "-").replace(",", "_")
 
 
 TABLE_HEAD = ["point", "predicted max rate (req/s)", "predicted TTFT p99 (s)", "KV (GiB)", "measured max rate",
