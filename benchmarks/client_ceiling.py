@@ -123,8 +123,10 @@ def main() -> None:
     for name in CLIENTS:
         seconds, chunks = measure(name, args.url, args.concurrency, args.requests)
         results[name] = args.requests / seconds
-        print(f"{name:30s} {args.requests / seconds:8.0f} responses/s  {chunks / seconds:10.0f} chunks/s  "
-              f"({args.requests} responses at concurrency {args.concurrency} in {seconds:.2f} s)")
+        print(
+            f"{name:30s} {args.requests / seconds:8.0f} responses/s  {chunks / seconds:10.0f} chunks/s  "
+            f"({args.requests} responses at concurrency {args.concurrency} in {seconds:.2f} s)"
+        )
     raw, plain, ours = results.values()
     print(f"ratio loadproof / plain: {ours / plain:.2f}; loadproof / raw read: {ours / raw:.2f}")
 

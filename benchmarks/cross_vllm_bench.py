@@ -33,7 +33,6 @@ runs there: `--url URL --tokenizer FOLDER --vllm-cmd "python3 -m vllm.entrypoint
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import platform
@@ -72,31 +71,47 @@ def wait_ready(url: str, proc: subprocess.Popen | None, timeout_s: float) -> str
 
 
 def warm_up(url: str, model: str) -> None:
-    body = json.dumps({"model": model, "prompt": "Warm-up: the river runs past the stone garden.",
-                       "max_tokens": 8, "temperature": 0}).encode()
+    body = json.dumps(
+        {"model": model, "prompt": "Warm-up: the river runs past the stone garden.", "max_tokens": 8, "temperature": 0}
+    ).encode()
     req = urllib.request.Request(url + "/v1/completions", data=body, headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(req, timeout=300) as resp:
         resp.read()
 
 
-def dump_dataset(url: str, model: str, tokenizer: Path, rate: float, arrival: str, n: int, input_tokens: int,
-                 output_tokens: int, seed: int, path: Path) -> dict:
+def dump_dataset(
+    url: str,
+    model: str,
+    tokenizer: Path,
+    rate: float,
+    arrival: str,
+    n: int,
+    input_tokens: int,
+    output_tokens: int,
+    seed: int,
+    path: Path,
+) -> dict:
     """loadproof's own plan for these settings: its prompts (one per line, schedule order) to `path`."""
     from loadproof.scenarios.base import Target
     from loadproof.scenarios.load.options import LoadOptions
     from loadproof.scenarios.load.scenario import LoadScenario
 
     target = Target(url=url, model=model, endpoint="completions", tokenizer_path=tokenizer).resolve()
-    options = LoadOptions(rate=rate, arrival=arrival, num_requests=n, input_tokens=input_tokens,
-                          output_tokens=output_tokens, seed=seed)
+    options = LoadOptions(
+        rate=rate, arrival=arrival, num_requests=n, input_tokens=input_tokens, output_tokens=output_tokens, seed=seed
+    )
     plan, requests = LoadScenario(target, options).plan()
     with path.open("w") as out:
         for item in requests:
             body = json.loads(item.spec.body)
             out.write(json.dumps({"prompt": body["prompt"], "output_tokens": body["max_tokens"]}) + "\n")
-    return {"requests": len(requests), "offsets_s": [round(r.offset_ns / 1e9, 6) for r in requests[:3]],
-            "schedule_span_s": plan.schedule_span_s, "input_tokens": sorted({r.input_tokens for r in requests}),
-            "output_tokens": sorted({r.output_tokens for r in requests})}
+    return {
+        "requests": len(requests),
+        "offsets_s": [round(r.offset_ns / 1e9, 6) for r in requests[:3]],
+        "schedule_span_s": plan.schedule_span_s,
+        "input_tokens": sorted({r.input_tokens for r in requests}),
+        "output_tokens": sorted({r.output_tokens for r in requests}),
+    }
 
 
 TICK = os.sysconf("SC_CLK_TCK")
@@ -145,8 +160,9 @@ def run_cmd(argv: list[str], log: Path, env: dict[str, str] | None = None) -> di
 
     children0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     with log.open("w") as out:
-        rc = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=ROOT,
-                            stdin=subprocess.DEVNULL).returncode
+        rc = subprocess.run(
+            argv, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=ROOT, stdin=subprocess.DEVNULL
+        ).returncode
     children1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     wall = time.monotonic() - t0
     busy, engine = machine_busy_s() - busy0, tree_cpu_s(ENGINE_PGID) - engine0
@@ -154,8 +170,12 @@ def run_cmd(argv: list[str], log: Path, env: dict[str, str] | None = None) -> di
     if rc != 0:
         tail = log.read_text(errors="replace")[-2000:]
         raise SystemExit(f"command failed ({rc}), log {log}:\n{tail}")
-    return {"wall_s": round(wall, 1), "cpu_engine_s": round(engine, 1), "cpu_tool_s": round(tool, 1),
-            "cpu_other_s": round(busy - engine - tool, 1)}
+    return {
+        "wall_s": round(wall, 1),
+        "cpu_engine_s": round(engine, 1),
+        "cpu_tool_s": round(tool, 1),
+        "cpu_other_s": round(busy - engine - tool, 1),
+    }
 
 
 PANDAS = ("pandas==2.3.3", "python-dateutil==2.9.0.post0", "pytz==2025.2", "tzdata==2025.2", "six==1.17.0")
@@ -170,8 +190,22 @@ def vllm_extras() -> Path:
     target = peers_dir() / "vllm-bench-pandas"
     if not (target / ".loadproof-complete").is_file():
         print(f"  installing {', '.join(PANDAS)} into {target} (one time) ...", flush=True)
-        subprocess.run([str(paths().python), "-m", "pip", "install", "--disable-pip-version-check", "--no-input",
-                        "--no-deps", "--target", str(target), *PANDAS], check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [
+                str(paths().python),
+                "-m",
+                "pip",
+                "install",
+                "--disable-pip-version-check",
+                "--no-input",
+                "--no-deps",
+                "--target",
+                str(target),
+                *PANDAS,
+            ],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
         (target / ".loadproof-complete").write_text("\n".join(PANDAS) + "\n")
     return target
 
@@ -180,31 +214,87 @@ VLLM_CMD: list[str] | None = None  # --vllm-cmd: another vLLM's CLI (e.g. a GPU 
 LOADPROOF_CMD: list[str] = [str(ROOT / "scripts" / "in-venv"), "loadproof"]
 
 
-def run_vllm(url: str, model: str, tokenizer: Path, dataset: Path, rate: float, arrival: str, n: int,
-             output_tokens: int, seed: int, workdir: Path) -> dict:
+def run_vllm(
+    url: str,
+    model: str,
+    tokenizer: Path,
+    dataset: Path,
+    rate: float,
+    arrival: str,
+    n: int,
+    output_tokens: int,
+    seed: int,
+    workdir: Path,
+) -> dict:
     cli = VLLM_CMD or [str(paths().python), "-c", VLLM_CLI]
-    argv = [*cli, "bench", "serve", "--backend", "openai", "--base-url", url,
-            "--endpoint", "/v1/completions", "--model", model,
-            "--tokenizer", str(tokenizer if tokenizer.is_dir() else paths().model_dir),  # vLLM loads a folder
-            "--dataset-name", "custom", "--dataset-path", str(dataset), "--skip-chat-template", "--disable-shuffle",
-            "--custom-output-len", str(output_tokens), "--num-prompts", str(n), "--ignore-eos",
-            "--temperature", "0", "--request-rate", f"{rate:g}",
-            "--burstiness", "inf" if arrival == "constant" else "1", "--seed", str(seed),
-            "--ready-check-timeout-sec", "0", "--percentile-metrics", "ttft,tpot,itl,e2el",
-            "--metric-percentiles", "50,99", "--disable-tqdm", "--save-result", "--save-detailed",
-            "--result-dir", str(workdir), "--result-filename", "vllm.json"]
+    argv = [
+        *cli,
+        "bench",
+        "serve",
+        "--backend",
+        "openai",
+        "--base-url",
+        url,
+        "--endpoint",
+        "/v1/completions",
+        "--model",
+        model,
+        "--tokenizer",
+        str(tokenizer if tokenizer.is_dir() else paths().model_dir),  # vLLM loads a folder
+        "--dataset-name",
+        "custom",
+        "--dataset-path",
+        str(dataset),
+        "--skip-chat-template",
+        "--disable-shuffle",
+        "--custom-output-len",
+        str(output_tokens),
+        "--num-prompts",
+        str(n),
+        "--ignore-eos",
+        "--temperature",
+        "0",
+        "--request-rate",
+        f"{rate:g}",
+        "--burstiness",
+        "inf" if arrival == "constant" else "1",
+        "--seed",
+        str(seed),
+        "--ready-check-timeout-sec",
+        "0",
+        "--percentile-metrics",
+        "ttft,tpot,itl,e2el",
+        "--metric-percentiles",
+        "50,99",
+        "--disable-tqdm",
+        "--save-result",
+        "--save-detailed",
+        "--result-dir",
+        str(workdir),
+        "--result-filename",
+        "vllm.json",
+    ]
     env = {**os.environ, **OFFLINE} if VLLM_CMD else {**os.environ, **OFFLINE, "PYTHONPATH": str(vllm_extras())}
     cpu = run_cmd(argv, workdir / "vllm-output.txt", env)
     data = json.loads((workdir / "vllm.json").read_text())
     ms = 1e-3
     out_lens = [o for o, e in zip(data.get("output_lens") or [], data.get("errors") or []) if not e]
-    return {"tool": "vllm bench serve", "completed": data["completed"], "failed": data.get("failed", 0),
-            "ttft_p50": data["median_ttft_ms"] * ms, "ttft_p99": data["p99_ttft_ms"] * ms,
-            "tpot_p50": data["median_tpot_ms"] * ms, "itl_p50": data["median_itl_ms"] * ms,
-            "e2el_p50": data["median_e2el_ms"] * ms, "output_tps": data["output_throughput"],
-            "request_tps": data["request_throughput"], "duration": data["duration"],
-            "output_tokens": sorted(set(out_lens)), "input_tokens": sorted(set(data.get("input_lens") or [])),
-            **cpu}
+    return {
+        "tool": "vllm bench serve",
+        "completed": data["completed"],
+        "failed": data.get("failed", 0),
+        "ttft_p50": data["median_ttft_ms"] * ms,
+        "ttft_p99": data["p99_ttft_ms"] * ms,
+        "tpot_p50": data["median_tpot_ms"] * ms,
+        "itl_p50": data["median_itl_ms"] * ms,
+        "e2el_p50": data["median_e2el_ms"] * ms,
+        "output_tps": data["output_throughput"],
+        "request_tps": data["request_throughput"],
+        "duration": data["duration"],
+        "output_tokens": sorted(set(out_lens)),
+        "input_tokens": sorted(set(data.get("input_lens") or [])),
+        **cpu,
+    }
 
 
 def claims_of(run_dir: Path) -> dict[str, float]:
@@ -215,43 +305,94 @@ def claims_of(run_dir: Path) -> dict[str, float]:
     return {c["name"]: c.get("value") for c in items}
 
 
-def run_loadproof(url: str, model: str, tokenizer: Path, rate: float, arrival: str, n: int, input_tokens: int,
-                  output_tokens: int, seed: int, workdir: Path) -> dict:
+def run_loadproof(
+    url: str,
+    model: str,
+    tokenizer: Path,
+    rate: float,
+    arrival: str,
+    n: int,
+    input_tokens: int,
+    output_tokens: int,
+    seed: int,
+    workdir: Path,
+) -> dict:
     out = workdir / "loadproof-runs"
-    argv = [*LOADPROOF_CMD, "run", "load", "--url", url, "--model", model,
-            "--endpoint", "completions", "--tokenizer", str(tokenizer), "--rate", f"{rate:g}", "--arrival", arrival,
-            "-n", str(n), "--input-tokens", str(input_tokens), "--output-tokens", str(output_tokens),
-            "--seed", str(seed), "--out", str(out)]
+    argv = [
+        *LOADPROOF_CMD,
+        "run",
+        "load",
+        "--url",
+        url,
+        "--model",
+        model,
+        "--endpoint",
+        "completions",
+        "--tokenizer",
+        str(tokenizer),
+        "--rate",
+        f"{rate:g}",
+        "--arrival",
+        arrival,
+        "-n",
+        str(n),
+        "--input-tokens",
+        str(input_tokens),
+        "--output-tokens",
+        str(output_tokens),
+        "--seed",
+        str(seed),
+        "--out",
+        str(out),
+    ]
     cpu = run_cmd(argv, workdir / "loadproof-output.txt")
     run_dir = max(out.iterdir(), key=lambda p: p.stat().st_mtime)
     c = claims_of(run_dir)
-    return {"tool": "loadproof", "completed": c["load.requests"] - c["load.failed_requests"],
-            "failed": c["load.failed_requests"], "ttft_p50": c["load.ttft_s.p50"], "ttft_p99": c["load.ttft_s.p99"],
-            "tpot_p50": c["load.tpot_s.p50"], "itl_p50": c["load.itl_s.p50"], "e2el_p50": c["load.e2el_s.p50"],
-            "output_tps": c["load.output_tokens_per_s"], "request_tps": c["load.request_throughput_rps"],
-            "duration": c["load.duration_s"], "send_lag_p99": c.get("load.send_lag_s.p99"),
-            "achieved_rate": c.get("load.achieved_rate_rps"),
-            "output_mismatched": c.get("load.output_tokens_mismatched"),
-            "input_mismatched": c.get("load.input_tokens_mismatched"), "run_dir": os.path.relpath(run_dir, ROOT),
-            **cpu}
+    return {
+        "tool": "loadproof",
+        "completed": c["load.requests"] - c["load.failed_requests"],
+        "failed": c["load.failed_requests"],
+        "ttft_p50": c["load.ttft_s.p50"],
+        "ttft_p99": c["load.ttft_s.p99"],
+        "tpot_p50": c["load.tpot_s.p50"],
+        "itl_p50": c["load.itl_s.p50"],
+        "e2el_p50": c["load.e2el_s.p50"],
+        "output_tps": c["load.output_tokens_per_s"],
+        "request_tps": c["load.request_throughput_rps"],
+        "duration": c["load.duration_s"],
+        "send_lag_p99": c.get("load.send_lag_s.p99"),
+        "achieved_rate": c.get("load.achieved_rate_rps"),
+        "output_mismatched": c.get("load.output_tokens_mismatched"),
+        "input_mismatched": c.get("load.input_tokens_mismatched"),
+        "run_dir": os.path.relpath(run_dir, ROOT),
+        **cpu,
+    }
 
 
 def table(rows: list[dict]) -> str:
-    lines = ["| arrival | rate | tool | TTFT p50 | TTFT p99 | TPOT p50 | ITL p50 | output tokens/s | requests/s "
-             "| completed |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| arrival | rate | tool | TTFT p50 | TTFT p99 | TPOT p50 | ITL p50 | output tokens/s | requests/s "
+        "| completed |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for row in rows:
         pair = [row["loadproof"], row["vllm bench serve"]]
-        for i, r in enumerate(pair):
-            lines.append(f"| {row['arrival']} | {row['rate']:g} | {r['tool']} | {r['ttft_p50'] * 1e3:.1f} ms | "
-                         f"{r['ttft_p99'] * 1e3:.1f} ms | {r['tpot_p50'] * 1e3:.1f} ms | {r['itl_p50'] * 1e3:.1f} ms | "
-                         f"{r['output_tps']:.2f} | {r['request_tps']:.3f} | {r['completed']:.0f} |")
+        for r in pair:
+            lines.append(
+                f"| {row['arrival']} | {row['rate']:g} | {r['tool']} | {r['ttft_p50'] * 1e3:.1f} ms | "
+                f"{r['ttft_p99'] * 1e3:.1f} ms | {r['tpot_p50'] * 1e3:.1f} ms | {r['itl_p50'] * 1e3:.1f} ms | "
+                f"{r['output_tps']:.2f} | {r['request_tps']:.3f} | {r['completed']:.0f} |"
+            )
         lp, vl = pair
-        diff = {k: (lp[k] - vl[k]) / vl[k] * 100 if vl[k] else float("nan")
-                for k in ("ttft_p50", "ttft_p99", "tpot_p50", "itl_p50", "output_tps", "request_tps")}
-        lines.append(f"| {row['arrival']} | {row['rate']:g} | loadproof vs vLLM | {diff['ttft_p50']:+.1f}% | "
-                     f"{diff['ttft_p99']:+.1f}% | {diff['tpot_p50']:+.1f}% | {diff['itl_p50']:+.1f}% | "
-                     f"{diff['output_tps']:+.1f}% | {diff['request_tps']:+.1f}% | |")
+        diff = {
+            k: (lp[k] - vl[k]) / vl[k] * 100 if vl[k] else float("nan")
+            for k in ("ttft_p50", "ttft_p99", "tpot_p50", "itl_p50", "output_tps", "request_tps")
+        }
+        lines.append(
+            f"| {row['arrival']} | {row['rate']:g} | loadproof vs vLLM | {diff['ttft_p50']:+.1f}% | "
+            f"{diff['ttft_p99']:+.1f}% | {diff['tpot_p50']:+.1f}% | {diff['itl_p50']:+.1f}% | "
+            f"{diff['output_tps']:+.1f}% | {diff['request_tps']:+.1f}% | |"
+        )
     return "\n".join(lines)
 
 
@@ -269,8 +410,11 @@ def main() -> None:
     ap.add_argument("--tokenizer", type=Path, default=None, help="default: the embedded model's folder")
     ap.add_argument("--work", type=Path, default=RESULTS / "cross-vllm-bench", help="per-run files")
     ap.add_argument("--out", type=Path, default=RESULTS / "cross-vllm-bench.json")
-    ap.add_argument("--vllm-cmd", help="the vLLM CLI to run, in this environment (e.g. 'python3 -m "
-                    "vllm.entrypoints.cli.main' on a GPU machine; default: the embedded engine's)")
+    ap.add_argument(
+        "--vllm-cmd",
+        help="the vLLM CLI to run, in this environment (e.g. 'python3 -m "
+        "vllm.entrypoints.cli.main' on a GPU machine; default: the embedded engine's)",
+    )
     ap.add_argument("--loadproof-cmd", help="how to run loadproof (default: scripts/in-venv loadproof)")
     args = ap.parse_args()
     global VLLM_CMD, LOADPROOF_CMD
@@ -287,9 +431,14 @@ def main() -> None:
         if args.url is None:
             log = work / "engine.log"
             print(f"starting the embedded engine on port {args.port} (log {log}) ...", flush=True)
-            engine = subprocess.Popen([str(ROOT / "scripts" / "in-venv"), "loadproof", "serve", "--embedded",
-                                       "--port", str(args.port)], stdout=log.open("w"), stderr=subprocess.STDOUT,
-                                      stdin=subprocess.DEVNULL, cwd=ROOT, start_new_session=True)
+            engine = subprocess.Popen(
+                [str(ROOT / "scripts" / "in-venv"), "loadproof", "serve", "--embedded", "--port", str(args.port)],
+                stdout=log.open("w"),
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                cwd=ROOT,
+                start_new_session=True,
+            )
             global ENGINE_PGID
             ENGINE_PGID = engine.pid
         t0 = time.monotonic()
@@ -304,16 +453,46 @@ def main() -> None:
                 d.mkdir(parents=True, exist_ok=True)
                 print(f"== {arrival} at {rate:g} requests/s", flush=True)
                 dataset = d / "dataset.jsonl"
-                info = dump_dataset(url, model, tokenizer, rate, arrival, args.num_requests, args.input_tokens,
-                                    args.output_tokens, args.seed, dataset)
+                info = dump_dataset(
+                    url,
+                    model,
+                    tokenizer,
+                    rate,
+                    arrival,
+                    args.num_requests,
+                    args.input_tokens,
+                    args.output_tokens,
+                    args.seed,
+                    dataset,
+                )
 
-                def lp_run() -> dict:
-                    return run_loadproof(url, model, tokenizer, rate, arrival, args.num_requests, args.input_tokens,
-                                         args.output_tokens, args.seed, d)
+                def lp_run(rate: float = rate, arrival: str = arrival, d: Path = d) -> dict:
+                    return run_loadproof(
+                        url,
+                        model,
+                        tokenizer,
+                        rate,
+                        arrival,
+                        args.num_requests,
+                        args.input_tokens,
+                        args.output_tokens,
+                        args.seed,
+                        d,
+                    )
 
-                def vl_run() -> dict:
-                    return run_vllm(url, model, tokenizer, dataset, rate, arrival, args.num_requests,
-                                    args.output_tokens, args.seed, d)
+                def vl_run(rate: float = rate, arrival: str = arrival, d: Path = d, dataset: Path = dataset) -> dict:
+                    return run_vllm(
+                        url,
+                        model,
+                        tokenizer,
+                        dataset,
+                        rate,
+                        arrival,
+                        args.num_requests,
+                        args.output_tokens,
+                        args.seed,
+                        d,
+                    )
 
                 if args.vllm_first:
                     vl = vl_run()
@@ -323,8 +502,14 @@ def main() -> None:
                     lp = lp_run()
                     time.sleep(2)
                     vl = vl_run()
-                row = {"arrival": arrival, "rate": rate, "first": "vllm" if args.vllm_first else "loadproof",
-                       "dataset": info, "loadproof": lp, "vllm bench serve": vl}
+                row = {
+                    "arrival": arrival,
+                    "rate": rate,
+                    "first": "vllm" if args.vllm_first else "loadproof",
+                    "dataset": info,
+                    "loadproof": lp,
+                    "vllm bench serve": vl,
+                }
                 rows.append(row)
                 print(json.dumps(row, indent=1), flush=True)
                 time.sleep(2)
@@ -337,10 +522,14 @@ def main() -> None:
             except subprocess.TimeoutExpired:
                 os.killpg(engine.pid, signal.SIGKILL)
                 engine.wait()
-    summary = {"date": started.isoformat(timespec="seconds"), "minutes": round((datetime.now(UTC) - started).seconds / 60, 1),
-               "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
-               "load_average": [round(load_start, 2), round(os.getloadavg()[0], 2)],
-               "settings": vars(args) | {"out": str(args.out)}, "rows": rows}
+    summary = {
+        "date": started.isoformat(timespec="seconds"),
+        "minutes": round((datetime.now(UTC) - started).seconds / 60, 1),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+        "load_average": [round(load_start, 2), round(os.getloadavg()[0], 2)],
+        "settings": vars(args) | {"out": str(args.out)},
+        "rows": rows,
+    }
     args.out.write_text(json.dumps(summary, indent=1, default=str) + "\n")
     print(table(rows))
     print(f"written {args.out}")

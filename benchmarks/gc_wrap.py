@@ -28,8 +28,11 @@ def on_gc(phase: str, info: dict) -> None:
 def report() -> None:
     longest = sorted(pauses, key=lambda p: -p[1])[:8]
     by = {g: (sum(1 for p in pauses if p[0] == g), round(sum(p[1] for p in pauses if p[0] == g), 4)) for g in (0, 1, 2)}
-    print(f"GC {mode}: collections by generation (count, total s) {by}; longest (generation, ms) "
-          f"{[(g, round(s * 1e3, 1)) for g, s in longest]}", file=sys.stderr)
+    print(
+        f"GC {mode}: collections by generation (count, total s) {by}; longest (generation, ms) "
+        f"{[(g, round(s * 1e3, 1)) for g, s in longest]}",
+        file=sys.stderr,
+    )
 
 
 if mode == "off":

@@ -42,13 +42,28 @@ def measure(sessions: int, tokens: int, tokenizer_path: Path) -> dict[str, float
     print(f"tokenizer: {tokenizer_path}")
     print(f"builder set-up (pool of {len(builder._pool)} sentences tokenized once): {setup_s:.2f} s")
     print(f"built {sessions} x {tokens:,} tokens in {build_s:.2f} s: {build_rate:,.0f} tokens/s")
-    print(f"raw encode of one built prompt ({encoded:,} tokens, {len(prompts[0].text) / 1e6:.1f} MB): "
-          f"{encode_s:.2f} s: {encode_rate:,.0f} tokens/s")
-    print(f"ratio build / raw encode: {build_rate / encode_rate:,.0f}x "
-          f"(re-tokenizing all {total:,} tokens would take about {total / encode_rate:.0f} s)", flush=True)
-    return {"sessions": sessions, "tokens": tokens, "pool": len(builder._pool), "setup_s": setup_s,
-            "build_s": build_s, "build_rate": build_rate, "encode_s": encode_s, "encode_rate": encode_rate,
-            "encoded": encoded, "prompt_mb": len(prompts[0].text) / 1e6, "retokenize_s": total / encode_rate}
+    print(
+        f"raw encode of one built prompt ({encoded:,} tokens, {len(prompts[0].text) / 1e6:.1f} MB): "
+        f"{encode_s:.2f} s: {encode_rate:,.0f} tokens/s"
+    )
+    print(
+        f"ratio build / raw encode: {build_rate / encode_rate:,.0f}x "
+        f"(re-tokenizing all {total:,} tokens would take about {total / encode_rate:.0f} s)",
+        flush=True,
+    )
+    return {
+        "sessions": sessions,
+        "tokens": tokens,
+        "pool": len(builder._pool),
+        "setup_s": setup_s,
+        "build_s": build_s,
+        "build_rate": build_rate,
+        "encode_s": encode_s,
+        "encode_rate": encode_rate,
+        "encoded": encoded,
+        "prompt_mb": len(prompts[0].text) / 1e6,
+        "retokenize_s": total / encode_rate,
+    }
 
 
 def main() -> None:
@@ -58,7 +73,9 @@ def main() -> None:
     parser.add_argument("--tokenizer", type=Path, default=paths().model_dir / "tokenizer.json")
     args = parser.parse_args()
     if not args.tokenizer.is_file():
-        raise SystemExit(f"no tokenizer at {args.tokenizer}: run `loadproof serve --embedded` once, or pass --tokenizer")
+        raise SystemExit(
+            f"no tokenizer at {args.tokenizer}: run `loadproof serve --embedded` once, or pass --tokenizer"
+        )
     measure(args.sessions, args.tokens, args.tokenizer)
 
 

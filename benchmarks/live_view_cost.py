@@ -27,13 +27,13 @@ import json
 import os
 import statistics
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from client_ceiling import consume
 from rich.console import Console
 
-from client_ceiling import consume
 from loadproof.cli.ui import LiveView
 from loadproof.scenarios.live import LiveStatus
 
@@ -67,8 +67,14 @@ def one_round(url: str, concurrency: int, requests: int, live: bool) -> dict[str
             seconds, chunks = asyncio.run(consume(url, concurrency, requests, **status.hooks(lambda record: None)))
             cpu = time.thread_time() - cpu
     assert status.done == requests, (status.done, requests)
-    return {"live": True, "seconds": seconds, "chunks": chunks, "client_cpu_s": cpu, "redraws": view.redraws,
-            "view_cpu_s": view.cpu_s}
+    return {
+        "live": True,
+        "seconds": seconds,
+        "chunks": chunks,
+        "client_cpu_s": cpu,
+        "redraws": view.redraws,
+        "view_cpu_s": view.cpu_s,
+    }
 
 
 def measure(url: str, concurrency: int, requests: int, rounds: int) -> dict[str, Any]:
@@ -77,25 +83,33 @@ def measure(url: str, concurrency: int, requests: int, rounds: int) -> dict[str,
         for live in (False, True) if r % 2 == 0 else (True, False):
             row = one_round(url, concurrency, requests, live)
             rows.append(row)
-            extra = (f"; the view's {row['redraws']} redraws {row['view_cpu_s'] * 1e3:.1f} ms of CPU"
-                     if live else "")
-            print(f"  round {r + 1} live view {'on ' if live else 'off'}: {requests / row['seconds']:8,.0f} responses/s "
-                  f"({row['seconds']:.2f} s; the client's thread {row['client_cpu_s'] * 1e3 / requests * 1e3:.0f} ms "
-                  f"of CPU per 1,000 responses{extra})", flush=True)
+            extra = f"; the view's {row['redraws']} redraws {row['view_cpu_s'] * 1e3:.1f} ms of CPU" if live else ""
+            print(
+                f"  round {r + 1} live view {'on ' if live else 'off'}: {requests / row['seconds']:8,.0f} responses/s "
+                f"({row['seconds']:.2f} s; the client's thread {row['client_cpu_s'] * 1e3 / requests * 1e3:.0f} ms "
+                f"of CPU per 1,000 responses{extra})",
+                flush=True,
+            )
     off = [requests / r["seconds"] for r in rows if not r["live"]]
     on = [requests / r["seconds"] for r in rows if r["live"]]
     on_seconds = sum(r["seconds"] for r in rows if r["live"])
-    return {"concurrency": concurrency, "requests": requests, "rounds": rows,
-            "off_rps": statistics.median(off), "on_rps": statistics.median(on),
-            "ratio": statistics.median(on) / statistics.median(off),
-            "pair_ratio": statistics.median(b / a for a, b in zip(off, on)),  # each round's on / off, side by side
-            "off_spread": (max(off) - min(off)) / statistics.median(off),  # the noise: off against itself
-            "view_cpu_share": sum(r["view_cpu_s"] for r in rows if r["live"]) / on_seconds,
-            # CPU per 1,000 responses: the client's thread, and with the view's thread added
-            "off_cpu_ms": statistics.median(r["client_cpu_s"] for r in rows if not r["live"]) * 1e6 / requests,
-            "on_cpu_ms": statistics.median(r["client_cpu_s"] for r in rows if r["live"]) * 1e6 / requests,
-            "on_total_cpu_ms": statistics.median(r["client_cpu_s"] + r["view_cpu_s"] for r in rows if r["live"])
-            * 1e6 / requests}
+    return {
+        "concurrency": concurrency,
+        "requests": requests,
+        "rounds": rows,
+        "off_rps": statistics.median(off),
+        "on_rps": statistics.median(on),
+        "ratio": statistics.median(on) / statistics.median(off),
+        "pair_ratio": statistics.median(b / a for a, b in zip(off, on)),  # each round's on / off, side by side
+        "off_spread": (max(off) - min(off)) / statistics.median(off),  # the noise: off against itself
+        "view_cpu_share": sum(r["view_cpu_s"] for r in rows if r["live"]) / on_seconds,
+        # CPU per 1,000 responses: the client's thread, and with the view's thread added
+        "off_cpu_ms": statistics.median(r["client_cpu_s"] for r in rows if not r["live"]) * 1e6 / requests,
+        "on_cpu_ms": statistics.median(r["client_cpu_s"] for r in rows if r["live"]) * 1e6 / requests,
+        "on_total_cpu_ms": statistics.median(r["client_cpu_s"] + r["view_cpu_s"] for r in rows if r["live"])
+        * 1e6
+        / requests,
+    }
 
 
 def main() -> None:
@@ -107,18 +121,25 @@ def main() -> None:
     parser.add_argument("--save", type=Path, help="write the figures as JSON (docs/benchmarks.md reads them)")
     args = parser.parse_args()
     result = measure(args.url, args.concurrency, args.requests, args.rounds)
-    print(f"median off {result['off_rps']:,.0f}, on {result['on_rps']:,.0f} responses/s: on / off "
-          f"{result['ratio']:.3f} ({(result['ratio'] - 1) * 100:+.1f}%); median of the rounds' on / off "
-          f"{result['pair_ratio']:.3f}; off runs spread {result['off_spread'] * 100:.1f}% among themselves; "
-          f"the view's thread used {result['view_cpu_share'] * 100:.2f}% of a core")
-    print(f"CPU per 1,000 responses (medians): off {result['off_cpu_ms']:.0f} ms; on {result['on_cpu_ms']:.0f} ms in "
-          f"the client's thread, {result['on_total_cpu_ms']:.0f} ms with the view's: on / off "
-          f"{result['on_total_cpu_ms'] / result['off_cpu_ms']:.3f}")
+    print(
+        f"median off {result['off_rps']:,.0f}, on {result['on_rps']:,.0f} responses/s: on / off "
+        f"{result['ratio']:.3f} ({(result['ratio'] - 1) * 100:+.1f}%); median of the rounds' on / off "
+        f"{result['pair_ratio']:.3f}; off runs spread {result['off_spread'] * 100:.1f}% among themselves; "
+        f"the view's thread used {result['view_cpu_share'] * 100:.2f}% of a core"
+    )
+    print(
+        f"CPU per 1,000 responses (medians): off {result['off_cpu_ms']:.0f} ms; on {result['on_cpu_ms']:.0f} ms in "
+        f"the client's thread, {result['on_total_cpu_ms']:.0f} ms with the view's: on / off "
+        f"{result['on_total_cpu_ms'] / result['off_cpu_ms']:.3f}"
+    )
     if args.save:
-        result["meta"] = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "cpus": os.cpu_count(),
-                          "load": f"{os.getloadavg()[0]:.2f}",
-                          "command": f"scripts/in-venv python benchmarks/live_view_cost.py --url URL --concurrency "
-                                     f"{args.concurrency} --requests {args.requests} --rounds {args.rounds}"}
+        result["meta"] = {
+            "date": datetime.now(UTC).isoformat(timespec="seconds"),
+            "cpus": os.cpu_count(),
+            "load": f"{os.getloadavg()[0]:.2f}",
+            "command": f"scripts/in-venv python benchmarks/live_view_cost.py --url URL --concurrency "
+            f"{args.concurrency} --requests {args.requests} --rounds {args.rounds}",
+        }
         args.save.write_text(json.dumps(result, indent=1) + "\n")
 
 

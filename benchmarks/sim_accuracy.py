@@ -49,8 +49,12 @@ def newest(out: Path, scenario: str) -> Path:
 
 
 def start_engine(port: int, log: Path) -> tuple[subprocess.Popen, int]:
-    proc = subprocess.Popen(["loadproof", "serve", "--embedded", "--port", str(port)], stdout=log.open("w"),
-                            stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(
+        ["loadproof", "serve", "--embedded", "--port", str(port)],
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     deadline = time.monotonic() + 900
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -90,35 +94,76 @@ def measure_embedded(argv: list[str]) -> Path:
         for length in PREFILL_LENGTHS:
             lp("run", "prefill", "-l", str(length), "-r", "2", "--decode-tokens", "64", *long_context)
             prefill_runs.append(newest(out, "prefill"))
-        lp("run", "throughput", "--families", "english", "--concurrency", "1,2,4,8", "--max-tokens", "128",
-           "--ignore-eos", *common)
+        lp(
+            "run",
+            "throughput",
+            "--families",
+            "english",
+            "--concurrency",
+            "1,2,4,8",
+            "--max-tokens",
+            "128",
+            "--ignore-eos",
+            *common,
+        )
         throughput = newest(out, "throughput")
         sim_profile = out / "sim-embedded.toml"
-        lp("sim", "calibrate", *map(str, prefill_runs), str(throughput), "-o", str(sim_profile),
-           *(["--kv-tokens", str(kv_tokens)] if kv_tokens else []))
+        lp(
+            "sim",
+            "calibrate",
+            *map(str, prefill_runs),
+            str(throughput),
+            "-o",
+            str(sim_profile),
+            *(["--kv-tokens", str(kv_tokens)] if kv_tokens else []),
+        )
         cfg = load_sim_config(sim_profile)
         rows = []
         for sessions, length in CAPACITY:
-            lp("run", "capacity", "--sessions", str(sessions), "--input-tokens", str(length), "--window-s",
-               str(WINDOW_S), *long_context)
-            measured = {c["name"].split(".", 1)[1]: c["value"] for c in
-                        json.loads((newest(out, "capacity") / "claims.json").read_text())["claims"]}
+            lp(
+                "run",
+                "capacity",
+                "--sessions",
+                str(sessions),
+                "--input-tokens",
+                str(length),
+                "--window-s",
+                str(WINDOW_S),
+                *long_context,
+            )
+            measured = {
+                c["name"].split(".", 1)[1]: c["value"]
+                for c in json.loads((newest(out, "capacity") / "claims.json").read_text())["claims"]
+            }
             pred = predict_capacity(cfg, sessions, length, WINDOW_S)
-            predicted = {c.name.split(".", 1)[1]: c.value for c in
-                         evaluate_capacity(pred.plan, pred.records, pred.samples, pred.events).claims}
+            predicted = {
+                c.name.split(".", 1)[1]: c.value
+                for c in evaluate_capacity(pred.plan, pred.records, pred.samples, pred.events).claims
+            }
             for figure in FIGURES:
                 m, p = measured.get(figure), predicted.get(figure)
-                err = f"{(p - m) / m:+.1%}" if isinstance(m, (int, float)) and isinstance(p, (int, float)) and m else "n/a"
-                rows.append(f"| {sessions} x {length:,} | {figure} | {m:.2f} | {p:.2f} | {err} |"
-                            if isinstance(m, (int, float)) and isinstance(p, (int, float)) else
-                            f"| {sessions} x {length:,} | {figure} | {m} | {p} | n/a |")
-            rows.append(f"| {sessions} x {length:,} | verdict | {measured.get('verdict')} | {predicted.get('verdict')} | |")
+                err = (
+                    f"{(p - m) / m:+.1%}"
+                    if isinstance(m, (int, float)) and isinstance(p, (int, float)) and m
+                    else "n/a"
+                )
+                rows.append(
+                    f"| {sessions} x {length:,} | {figure} | {m:.2f} | {p:.2f} | {err} |"
+                    if isinstance(m, (int, float)) and isinstance(p, (int, float))
+                    else f"| {sessions} x {length:,} | {figure} | {m} | {p} | n/a |"
+                )
+            rows.append(
+                f"| {sessions} x {length:,} | verdict | {measured.get('verdict')} | {predicted.get('verdict')} | |"
+            )
     finally:
         if proc is not None:
             os.killpg(proc.pid, signal.SIGTERM)
             proc.wait(timeout=120)
-    print(f"calibrated on: {len(PREFILL_LENGTHS)} prefill lengths {PREFILL_LENGTHS} x 2 cold repeats, decode at "
-          f"concurrency 1, 2, 4, 8 (128 tokens); profile {sim_profile}", file=sys.stderr)
+    print(
+        f"calibrated on: {len(PREFILL_LENGTHS)} prefill lengths {PREFILL_LENGTHS} x 2 cold repeats, decode at "
+        f"concurrency 1, 2, 4, 8 (128 tokens); profile {sim_profile}",
+        file=sys.stderr,
+    )
     print("| scenario | figure | measured | predicted | error |\n|---|---|---|---|---|", file=sys.stderr)
     print("\n".join(rows), file=sys.stderr)
     print(f"run directories: {out}", file=sys.stderr)
@@ -148,8 +193,11 @@ def discover(roots: list[Path]) -> list[MeasuredRun]:
             if m.get("scenario") not in ("prefill", "throughput", "capacity"):
                 continue
             claims_path = manifest.parent / "claims.json"
-            claims = ({c["name"]: c["value"] for c in json.loads(claims_path.read_text())["claims"]}
-                      if claims_path.is_file() else {})
+            claims = (
+                {c["name"]: c["value"] for c in json.loads(claims_path.read_text())["claims"]}
+                if claims_path.is_file()
+                else {}
+            )
             profile = m.get("profile") or {}
             # one deployment: same machine set (docs/runs' dated folder, else the folder given) and served model
             machines = manifest.relative_to(root).parts[0] if root == DOCS_RUNS else root.name
@@ -179,9 +227,14 @@ def predict_held_out(target: MeasuredRun, others: list[MeasuredRun]) -> dict[str
         return "its manifest states no context length (a run without --profile)"
     cuda = own.get("cuda_graph_max") or 512
     structure = CostModel(pipeline_stages=own.get("pipeline_stages") or 1, cuda_graph_sizes=default_capture_sizes(cuda))
-    base = SimConfig(max_model_len=own.get("max_model_len") or plan.get("max_model_len"), block_size=16,
-                     num_gpu_blocks=max(1, int(kv) // 16), max_num_seqs=own.get("max_num_seqs") or 256,
-                     max_num_batched_tokens=own.get("max_num_batched_tokens") or 8192, cost=structure)
+    base = SimConfig(
+        max_model_len=own.get("max_model_len") or plan.get("max_model_len"),
+        block_size=16,
+        num_gpu_blocks=max(1, int(kv) // 16),
+        max_num_seqs=own.get("max_num_seqs") or 256,
+        max_num_batched_tokens=own.get("max_num_batched_tokens") or 8192,
+        cost=structure,
+    )
     try:
         cal = calibrate(ttft, decode, base, frontend=facts.get("frontend_points"))
     except UsageError as exc:
@@ -189,10 +242,13 @@ def predict_held_out(target: MeasuredRun, others: list[MeasuredRun]) -> dict[str
     _, _, floor = kv_read_floor(cal, facts)  # as `sim calibrate` does: a decode step's KV-read floor
     cal.config = cal.config.model_copy(update={"cost": cal.config.cost.model_copy(update=floor)})
     window = float(target.claims.get("capacity.window_s") or 1.0)
-    pred = predict_capacity(cal.config, sessions, length, window,
-                            max_tokens=plan.get("max_tokens") if target.scenario == "capacity" else 8)
-    claims = {c.name.split(".", 1)[1]: c.value for c in
-              evaluate_capacity(pred.plan, pred.records, pred.samples, pred.events).claims}
+    pred = predict_capacity(
+        cal.config, sessions, length, window, max_tokens=plan.get("max_tokens") if target.scenario == "capacity" else 8
+    )
+    claims = {
+        c.name.split(".", 1)[1]: c.value
+        for c in evaluate_capacity(pred.plan, pred.records, pred.samples, pred.events).claims
+    }
     if target.scenario == "prefill":
         claims["window_aggregate_tokens_per_s"] = None
     return {f: claims.get(f) for f in FIGURES}
@@ -202,8 +258,11 @@ def measured(target: MeasuredRun) -> dict[str, float | None]:
     """The held-out run's own figures: a capacity run's claims; a prefill run's median and max cold TTFT."""
     if target.scenario == "prefill":
         repeats = [v for k, v in target.claims.items() if k.startswith("prefill.r") and k.endswith(".ttft_s")]
-        return {"cold_ttft_median_s": target.claims.get("prefill.cold_ttft_median_s"),
-                "cold_ttft_max_s": max(repeats) if repeats else None, "window_aggregate_tokens_per_s": None}
+        return {
+            "cold_ttft_median_s": target.claims.get("prefill.cold_ttft_median_s"),
+            "cold_ttft_max_s": max(repeats) if repeats else None,
+            "window_aggregate_tokens_per_s": None,
+        }
     return {f: target.claims.get(f"capacity.{f}") for f in FIGURES}
 
 
@@ -221,11 +280,18 @@ def kv_from_metrics(target: MeasuredRun) -> int:
 def loo_rows(runs: list[MeasuredRun]) -> list[list[str]]:
     rows = []
     for target in runs:
-        if not ((target.scenario == "capacity" and "capacity.cold_ttft_median_s" in target.claims)
-                or (target.scenario == "prefill" and "prefill.cold_ttft_median_s" in target.claims)):
+        if not (
+            (target.scenario == "capacity" and "capacity.cold_ttft_median_s" in target.claims)
+            or (target.scenario == "prefill" and "prefill.cold_ttft_median_s" in target.claims)
+        ):
             continue
-        others = [o for o in runs if o.deployment == target.deployment and o.path != target.path
-                  and not (o.scenario == target.scenario == "capacity" and o.shape == target.shape)]
+        others = [
+            o
+            for o in runs
+            if o.deployment == target.deployment
+            and o.path != target.path
+            and not (o.scenario == target.scenario == "capacity" and o.shape == target.shape)
+        ]
         got = predict_held_out(target, others)
         bundle = target.path.parent.parent.name if target.path.parent.name == "runs" else target.path.name
         name = f"{target.deployment.split('/')[0]} {bundle}"
@@ -235,11 +301,16 @@ def loo_rows(runs: list[MeasuredRun]) -> list[list[str]]:
             p = got.get(figure) if isinstance(got, dict) else None
             if isinstance(m, (int, float)) and isinstance(p, (int, float)) and m:
                 err = (p - m) / m
-                cells.append(f"{m:,.2f} / {p:,.2f} / {'**' if abs(err) > 0.10 else ''}{err:+.1%}"
-                             f"{'**' if abs(err) > 0.10 else ''}")
+                cells.append(
+                    f"{m:,.2f} / {p:,.2f} / {'**' if abs(err) > 0.10 else ''}{err:+.1%}"
+                    f"{'**' if abs(err) > 0.10 else ''}"
+                )
             else:
-                cells.append("n/a" if m is None and p is None else
-                             f"{'n/a' if m is None else f'{m:,.2f}'} / {'n/a' if p is None else f'{p:,.2f}'} / n/a")
+                cells.append(
+                    "n/a"
+                    if m is None and p is None
+                    else f"{'n/a' if m is None else f'{m:,.2f}'} / {'n/a' if p is None else f'{p:,.2f}'} / n/a"
+                )
         if isinstance(got, str):
             cells[-1] += f" (not predicted: {got})"
         rows.append(cells)
@@ -247,8 +318,14 @@ def loo_rows(runs: list[MeasuredRun]) -> list[list[str]]:
 
 
 def loo_table(roots: list[Path]) -> str:
-    head = ["run (held out)", "shape", "runs calibrated on", "cold TTFT median (s): measured / predicted / error",
-            "cold TTFT max (s)", "window aggregate (tokens/s)"]
+    head = [
+        "run (held out)",
+        "shape",
+        "runs calibrated on",
+        "cold TTFT median (s): measured / predicted / error",
+        "cold TTFT max (s)",
+        "window aggregate (tokens/s)",
+    ]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     lines += ["| " + " | ".join(r) + " |" for r in loo_rows(discover(roots))]
     return "\n".join(lines)
@@ -256,7 +333,9 @@ def loo_table(roots: list[Path]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--runs", type=Path, action="append", default=[], help="more run directories (a folder of them)")
+    parser.add_argument(
+        "--runs", type=Path, action="append", default=[], help="more run directories (a folder of them)"
+    )
     parser.add_argument("--check", action="store_true", help="exit 1 when docs/simulator.md holds another table")
     parser.add_argument("--embedded", action="store_true", help="measure the embedded engine first (minutes)")
     args, rest = parser.parse_known_args()
@@ -267,7 +346,7 @@ def main() -> None:
     print(table)
     if args.check:
         doc = DOC.read_text()
-        held = doc[doc.index(MARK_BEGIN) + len(MARK_BEGIN):doc.index(MARK_END)].strip()
+        held = doc[doc.index(MARK_BEGIN) + len(MARK_BEGIN) : doc.index(MARK_END)].strip()
         if held != table.strip():
             print("docs/simulator.md's leave-one-out table differs from this computation", file=sys.stderr)
             sys.exit(1)

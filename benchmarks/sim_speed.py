@@ -21,17 +21,44 @@ from pathlib import Path
 from loadproof.sim.config import load_sim_config
 from loadproof.sim.virtual import predict_capacity
 
-CALIBRATE = ["loadproof", "sim", "calibrate", "--ttft", "1000004:61.17", "--decode", "1:1000004:416.32",
-             "--kv-tokens", "25981641", "--block-size", "16", "--max-num-seqs", "24",
-             "--max-num-batched-tokens", "8192", "--max-model-len", "1048576"]
+CALIBRATE = [
+    "loadproof",
+    "sim",
+    "calibrate",
+    "--ttft",
+    "1000004:61.17",
+    "--decode",
+    "1:1000004:416.32",
+    "--kv-tokens",
+    "25981641",
+    "--block-size",
+    "16",
+    "--max-num-seqs",
+    "24",
+    "--max-num-batched-tokens",
+    "8192",
+    "--max-model-len",
+    "1048576",
+]
 SESSIONS, LENGTH, WINDOW_S = 24, 1_000_004, 60.0
 
 
 def measure() -> dict[str, float | str]:
     profile = Path(tempfile.mkdtemp(prefix="sim-speed-")) / "ref.toml"
     subprocess.run([*CALIBRATE, "-o", str(profile)], check=True, stdout=subprocess.DEVNULL)
-    plan = ["loadproof", "plan", str(profile), "--simulate", "capacity", "--sessions", str(SESSIONS), "-l",
-            str(LENGTH), "--window-s", str(WINDOW_S).rstrip("0").rstrip(".")]
+    plan = [
+        "loadproof",
+        "plan",
+        str(profile),
+        "--simulate",
+        "capacity",
+        "--sessions",
+        str(SESSIONS),
+        "-l",
+        str(LENGTH),
+        "--window-s",
+        str(WINDOW_S).rstrip("0").rstrip("."),
+    ]
     t0 = time.perf_counter()
     subprocess.run(plan, check=True, stdout=subprocess.DEVNULL)
     command_s = time.perf_counter() - t0
@@ -42,13 +69,24 @@ def measure() -> dict[str, float | str]:
     sim_s = time.perf_counter() - t0
     prefilled = sum(r.prompt_tokens or 0 for r in pred.records if r.first_token_ns is not None)
     decoded = sum(r.output_tokens or 0 for r in pred.records)
-    row = {"command": " ".join(plan[:2] + ["ref.toml"] + plan[3:]), "command_s": command_s, "sim_s": sim_s,
-           "modeled_s": pred.modeled_s, "steps": pred.num_steps, "prefilled": prefilled, "decoded": decoded,
-           "tokens_per_s": (prefilled + decoded) / sim_s, "speedup": pred.modeled_s / sim_s}
-    print(f"`{row['command']}`: {command_s:.2f} s wall for the whole command; the simulation alone "
-          f"{sim_s:.2f} s for {pred.modeled_s:,.1f} modeled seconds in {pred.num_steps:,} steps "
-          f"({row['speedup']:,.0f}x real time): {prefilled:,} prompt tokens prefilled + {decoded:,} decoded = "
-          f"{row['tokens_per_s']:,.0f} modeled tokens per wall second", flush=True)
+    row = {
+        "command": " ".join(plan[:2] + ["ref.toml"] + plan[3:]),
+        "command_s": command_s,
+        "sim_s": sim_s,
+        "modeled_s": pred.modeled_s,
+        "steps": pred.num_steps,
+        "prefilled": prefilled,
+        "decoded": decoded,
+        "tokens_per_s": (prefilled + decoded) / sim_s,
+        "speedup": pred.modeled_s / sim_s,
+    }
+    print(
+        f"`{row['command']}`: {command_s:.2f} s wall for the whole command; the simulation alone "
+        f"{sim_s:.2f} s for {pred.modeled_s:,.1f} modeled seconds in {pred.num_steps:,} steps "
+        f"({row['speedup']:,.0f}x real time): {prefilled:,} prompt tokens prefilled + {decoded:,} decoded = "
+        f"{row['tokens_per_s']:,.0f} modeled tokens per wall second",
+        flush=True,
+    )
     return row
 
 

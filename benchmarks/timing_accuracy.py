@@ -33,7 +33,6 @@ import asyncio
 import json
 import os
 import signal
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -50,13 +49,26 @@ from loadproof.records import RequestRecord
 
 STEP_S = 0.020
 MAX_TOKENS = 100
-PROFILE = {"model": "sim", "max_model_len": 8192, "num_gpu_blocks": 200_000, "max_num_seqs": 1024,
-           "max_num_batched_tokens": 1 << 20, "time_scale": 1.0, "enable_prefix_caching": False,
-           "cost": {"step_overhead_s": STEP_S, "prefill_s_per_token": 0.0, "prefill_s_per_token_ctx": 0.0,
-                    "decode_s_per_seq": 0.0, "decode_s_per_ctx_token": 0.0, "request_overhead_s": 0.0},
-           "source": "benchmarks/timing_accuracy.py: fixed 20 ms steps"}
+PROFILE = {
+    "model": "sim",
+    "max_model_len": 8192,
+    "num_gpu_blocks": 200_000,
+    "max_num_seqs": 1024,
+    "max_num_batched_tokens": 1 << 20,
+    "time_scale": 1.0,
+    "enable_prefix_caching": False,
+    "cost": {
+        "step_overhead_s": STEP_S,
+        "prefill_s_per_token": 0.0,
+        "prefill_s_per_token_ctx": 0.0,
+        "decode_s_per_seq": 0.0,
+        "decode_s_per_ctx_token": 0.0,
+        "request_overhead_s": 0.0,
+    },
+    "source": "benchmarks/timing_accuracy.py: fixed 20 ms steps",
+}
 
-SIM = r'''
+SIM = r"""
 import asyncio, collections, contextvars, json, sys, time
 import uvicorn
 from loadproof.sim.config import SimConfig
@@ -89,7 +101,7 @@ finally:  # uvicorn re-raises the SIGINT that stopped it
     with open(sys.argv[3], "w") as f:
         json.dump({rid: {"prompt_tokens": p, "entered_ns": e, "arrival_ns": a, "token_ns": tokens[rid]}
                    for rid, (p, e, a) in arrivals.items()}, f)
-'''
+"""
 
 
 def q(values: list[float], p: float) -> float:
@@ -100,17 +112,25 @@ def q(values: list[float], p: float) -> float:
 async def drive(url: str, streams: int, base_len: int) -> list[RequestRecord]:
     """`streams` requests at once (20 in a row for 1 stream), each with a prompt of unique length."""
     count = 20 if streams == 1 else streams
-    bodies = [request_body("completions", "sim", "x" * (base_len + i), max_tokens=MAX_TOKENS, ignore_eos=True)
-              for i in range(count)]
+    bodies = [
+        request_body("completions", "sim", "x" * (base_len + i), max_tokens=MAX_TOKENS, ignore_eos=True)
+        for i in range(count)
+    ]
     async with StreamingClient(url, max_connections=streams, keep_text=False) as client:
         # one request first, not counted: the first request of a process pays one-time costs (imports,
         # the resolver's thread pool) that would land on every request of the burst
-        await client.stream(RequestSpec("warm-up", "completions", request_body(
-            "completions", "sim", "x" * (base_len + count + 1), max_tokens=2, ignore_eos=True)))
+        await client.stream(
+            RequestSpec(
+                "warm-up",
+                "completions",
+                request_body("completions", "sim", "x" * (base_len + count + 1), max_tokens=2, ignore_eos=True),
+            )
+        )
         if streams == 1:
             return [await client.stream(RequestSpec(str(i), "completions", b)) for i, b in enumerate(bodies)]
-        return list(await asyncio.gather(*(client.stream(RequestSpec(str(i), "completions", b))
-                                           for i, b in enumerate(bodies))))
+        return list(
+            await asyncio.gather(*(client.stream(RequestSpec(str(i), "completions", b)) for i, b in enumerate(bodies)))
+        )
 
 
 async def traced_burst(url: str, streams: int, base_len: int) -> dict[str, list[int]]:
@@ -129,8 +149,12 @@ async def traced_burst(url: str, streams: int, base_len: int) -> dict[str, list[
         async def one(length: int) -> tuple[int, int]:
             body = request_body("completions", "sim", "x" * length, max_tokens=2, ignore_eos=True)
             t0 = time.perf_counter_ns()
-            async with session.post(url + "/v1/completions", data=body, trace_request_ctx={"length": length},
-                                    headers={"Content-Type": "application/json"}) as resp:
+            async with session.post(
+                url + "/v1/completions",
+                data=body,
+                trace_request_ctx={"length": length},
+                headers={"Content-Type": "application/json"},
+            ) as resp:
                 await resp.read()
             return length, t0
 
@@ -165,17 +189,26 @@ def compare(records: list[RequestRecord], sim: dict[str, dict]) -> dict[str, flo
             gap_err.append(c - s)
     nominal = STEP_S * 1e3
     return {
-        "requests": len(client_ttft), "gaps": len(client_gap),
-        "client_ttft_p50_ms": q(client_ttft, 50), "client_ttft_p99_ms": q(client_ttft, 99),
-        "sim_ttft_p50_ms": q(sim_ttft, 50), "sim_ttft_p99_ms": q(sim_ttft, 99),
-        "ttft_err_p50_ms": q(ttft_err, 50), "ttft_err_p99_ms": q(ttft_err, 99),
-        "request_in_p50_ms": q(request_in, 50), "request_in_p99_ms": q(request_in, 99),
-        "delivery_p50_ms": q(delivery, 50), "delivery_p99_ms": q(delivery, 99),
-        "sim_gap_p50_ms": q(sim_gap, 50), "sim_gap_p99_ms": q(sim_gap, 99),
+        "requests": len(client_ttft),
+        "gaps": len(client_gap),
+        "client_ttft_p50_ms": q(client_ttft, 50),
+        "client_ttft_p99_ms": q(client_ttft, 99),
+        "sim_ttft_p50_ms": q(sim_ttft, 50),
+        "sim_ttft_p99_ms": q(sim_ttft, 99),
+        "ttft_err_p50_ms": q(ttft_err, 50),
+        "ttft_err_p99_ms": q(ttft_err, 99),
+        "request_in_p50_ms": q(request_in, 50),
+        "request_in_p99_ms": q(request_in, 99),
+        "delivery_p50_ms": q(delivery, 50),
+        "delivery_p99_ms": q(delivery, 99),
+        "sim_gap_p50_ms": q(sim_gap, 50),
+        "sim_gap_p99_ms": q(sim_gap, 99),
         "sim_lag_abs_p50_ms": q([abs(g - nominal) for g in sim_gap], 50),
         "sim_lag_abs_p99_ms": q([abs(g - nominal) for g in sim_gap], 99),
-        "client_gap_p50_ms": q(client_gap, 50), "client_gap_p99_ms": q(client_gap, 99),
-        "gap_err_abs_p50_ms": q([abs(e) for e in gap_err], 50), "gap_err_abs_p99_ms": q([abs(e) for e in gap_err], 99),
+        "client_gap_p50_ms": q(client_gap, 50),
+        "client_gap_p99_ms": q(client_gap, 99),
+        "gap_err_abs_p50_ms": q([abs(e) for e in gap_err], 50),
+        "gap_err_abs_p99_ms": q([abs(e) for e in gap_err], 99),
         "gap_vs_nominal_abs_p50_ms": q([abs(g - nominal) for g in client_gap], 50),
         "gap_vs_nominal_abs_p99_ms": q([abs(g - nominal) for g in client_gap], 99),
     }
@@ -185,8 +218,12 @@ def measure_one(streams: int, sim_cpus: set[int] | None = None) -> dict[str, flo
     port = free_port()
     log = Path(tempfile.mkdtemp(prefix="timing-accuracy-")) / "sim-log.json"
     pin = (lambda: os.sched_setaffinity(0, sim_cpus)) if sim_cpus else None
-    sim = subprocess.Popen([sys.executable, "-c", SIM, json.dumps(PROFILE), str(port), str(log)],
-                           env={**os.environ, "PYTHONUNBUFFERED": "1"}, stderr=subprocess.DEVNULL, preexec_fn=pin)
+    sim = subprocess.Popen(
+        [sys.executable, "-c", SIM, json.dumps(PROFILE), str(port), str(log)],
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        stderr=subprocess.DEVNULL,
+        preexec_fn=pin,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 30
@@ -212,21 +249,31 @@ def measure_one(streams: int, sim_cpus: set[int] | None = None) -> dict[str, flo
         entered = {v["prompt_tokens"]: v["entered_ns"] for v in sim_log.values()}
         written = [(w - t0) / 1e6 for t0, w in traced.values()]
         reached = [(entered[length] - t0) / 1e6 for length, (t0, _) in traced.items() if length in entered]
-        row.update(plain_written_p50_ms=q(written, 50), plain_written_p99_ms=q(written, 99),
-                   plain_in_p50_ms=q(reached, 50), plain_in_p99_ms=q(reached, 99))
-    print(f"{streams:4d} streams ({row['requests']} requests, {row['gaps']} gaps): TTFT client p50/p99 "
-          f"{row['client_ttft_p50_ms']:.2f}/{row['client_ttft_p99_ms']:.2f} ms, sim {row['sim_ttft_p50_ms']:.2f}/"
-          f"{row['sim_ttft_p99_ms']:.2f} ms, client - sim {row['ttft_err_p50_ms']:+.2f}/{row['ttft_err_p99_ms']:+.2f} ms "
-          f"(request in {row['request_in_p50_ms']:.2f}/{row['request_in_p99_ms']:.2f} ms, token delivery "
-          f"{row['delivery_p50_ms']:.2f}/{row['delivery_p99_ms']:.2f} ms); "
-          f"gap client p50/p99 {row['client_gap_p50_ms']:.2f}/{row['client_gap_p99_ms']:.2f} ms, sim "
-          f"{row['sim_gap_p50_ms']:.2f}/{row['sim_gap_p99_ms']:.2f} ms, |client - sim| "
-          f"{row['gap_err_abs_p50_ms']:.3f}/{row['gap_err_abs_p99_ms']:.3f} ms, |client - 20 ms| "
-          f"{row['gap_vs_nominal_abs_p50_ms']:.3f}/{row['gap_vs_nominal_abs_p99_ms']:.3f} ms", flush=True)
+        row.update(
+            plain_written_p50_ms=q(written, 50),
+            plain_written_p99_ms=q(written, 99),
+            plain_in_p50_ms=q(reached, 50),
+            plain_in_p99_ms=q(reached, 99),
+        )
+    print(
+        f"{streams:4d} streams ({row['requests']} requests, {row['gaps']} gaps): TTFT client p50/p99 "
+        f"{row['client_ttft_p50_ms']:.2f}/{row['client_ttft_p99_ms']:.2f} ms, sim {row['sim_ttft_p50_ms']:.2f}/"
+        f"{row['sim_ttft_p99_ms']:.2f} ms, client - sim {row['ttft_err_p50_ms']:+.2f}/{row['ttft_err_p99_ms']:+.2f} ms "
+        f"(request in {row['request_in_p50_ms']:.2f}/{row['request_in_p99_ms']:.2f} ms, token delivery "
+        f"{row['delivery_p50_ms']:.2f}/{row['delivery_p99_ms']:.2f} ms); "
+        f"gap client p50/p99 {row['client_gap_p50_ms']:.2f}/{row['client_gap_p99_ms']:.2f} ms, sim "
+        f"{row['sim_gap_p50_ms']:.2f}/{row['sim_gap_p99_ms']:.2f} ms, |client - sim| "
+        f"{row['gap_err_abs_p50_ms']:.3f}/{row['gap_err_abs_p99_ms']:.3f} ms, |client - 20 ms| "
+        f"{row['gap_vs_nominal_abs_p50_ms']:.3f}/{row['gap_vs_nominal_abs_p99_ms']:.3f} ms",
+        flush=True,
+    )
     if "plain_in_p50_ms" in row:
-        print(f"      the same burst from plain aiohttp: bodies written after {row['plain_written_p50_ms']:.2f}/"
-              f"{row['plain_written_p99_ms']:.2f} ms, reached the sim's app after {row['plain_in_p50_ms']:.2f}/"
-              f"{row['plain_in_p99_ms']:.2f} ms (p50/p99)", flush=True)
+        print(
+            f"      the same burst from plain aiohttp: bodies written after {row['plain_written_p50_ms']:.2f}/"
+            f"{row['plain_written_p99_ms']:.2f} ms, reached the sim's app after {row['plain_in_p50_ms']:.2f}/"
+            f"{row['plain_in_p99_ms']:.2f} ms (p50/p99)",
+            flush=True,
+        )
     return row
 
 
@@ -241,8 +288,11 @@ def _cpus(text: str | None) -> set[int] | None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--streams", default="1,64,256")
-    parser.add_argument("--sim-cpus", help="pin the simulator to these cores (e.g. 2): on a host with spare cores, "
-                        "keeps the reference clock off the client's core")
+    parser.add_argument(
+        "--sim-cpus",
+        help="pin the simulator to these cores (e.g. 2): on a host with spare cores, "
+        "keeps the reference clock off the client's core",
+    )
     parser.add_argument("--client-cpus", help="pin this process (the client) to these cores (e.g. 3)")
     parser.add_argument("--json", type=Path, help="also write the rows here")
     args = parser.parse_args()
@@ -250,8 +300,12 @@ def main() -> None:
         os.sched_setaffinity(0, _cpus(args.client_cpus))
     rows = measure([int(x) for x in args.streams.split(",")], _cpus(args.sim_cpus))
     if args.json:
-        meta = {"cpus": os.cpu_count(), "sim_cpus": args.sim_cpus, "client_cpus": args.client_cpus,
-                "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        meta = {
+            "cpus": os.cpu_count(),
+            "sim_cpus": args.sim_cpus,
+            "client_cpus": args.client_cpus,
+            "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
         args.json.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
 
 

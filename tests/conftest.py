@@ -61,8 +61,7 @@ async def sse_server() -> AsyncIterator[Callable[[list[Script]], SSEServer]]:
             state.bodies.append(await request.read())
             script = queue.pop(0) if len(queue) > 1 else queue[0]
             if script.status != 200:
-                return web.Response(status=script.status, body=b"".join(script.pieces),
-                                    content_type="application/json")
+                return web.Response(status=script.status, body=b"".join(script.pieces), content_type="application/json")
             resp = web.StreamResponse(status=200, headers={"Content-Type": "text/event-stream"})
             await resp.prepare(request)
             try:
@@ -132,12 +131,15 @@ INTEGRATION = Path(__file__).parent / "integration"
 def _uses_session_engine(module: Path) -> bool:
     """Whether a test module asks for the session's embedded engine: a test or fixture of it takes `engine`."""
     tree = ast.parse(module.read_text(encoding="utf-8"))
-    return any(isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-               and "engine" in [a.arg for a in node.args.args] for node in ast.walk(tree))
+    return any(
+        isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and "engine" in [a.arg for a in node.args.args]
+        for node in ast.walk(tree)
+    )
 
 
-SESSION_ENGINE_MODULES = frozenset(f"tests/integration/{m.name}" for m in sorted(INTEGRATION.glob("test_*.py"))
-                                   if _uses_session_engine(m))
+SESSION_ENGINE_MODULES = frozenset(
+    f"tests/integration/{m.name}" for m in sorted(INTEGRATION.glob("test_*.py")) if _uses_session_engine(m)
+)
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -30,8 +30,9 @@ def wait_until(condition: Callable[[], T], within_s: float, what: str, every_s: 
         time.sleep(every_s)
 
 
-async def eventually(condition: Callable[[], T | Awaitable[T]], within_s: float, what: str,
-                     every_s: float = EVERY_S) -> T:
+async def eventually(
+    condition: Callable[[], T | Awaitable[T]], within_s: float, what: str, every_s: float = EVERY_S
+) -> T:
     deadline = time.monotonic() + within_s
     while True:
         value = condition()
@@ -44,8 +45,9 @@ async def eventually(condition: Callable[[], T | Awaitable[T]], within_s: float,
         await asyncio.sleep(every_s)
 
 
-async def largest_while(task: asyncio.Future[object], read: Callable[[], Awaitable[float]],
-                        every_s: float = 0.05) -> float:
+async def largest_while(
+    task: asyncio.Future[object], read: Callable[[], Awaitable[float]], every_s: float = 0.05
+) -> float:
     """The largest value `read` gave while `task` ran (read at least once): what a gauge held during it,
     without guessing when to look."""
     largest = await read()

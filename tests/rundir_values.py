@@ -37,9 +37,22 @@ def answers(values: Iterable[Any]) -> list[Answer]:
     return rows("answers", values)
 
 
-def run_of(path: Path | None, manifest: Mapping[str, Any], records: Iterable[RequestRecord] = (), *,
-           samples: Iterable[Any] = (), events: Iterable[Any] = (), telemetry: Iterable[Any] = (),
-           answers: Iterable[Any] = ()) -> Run:
-    return Run(path=path, manifest=read_manifest(manifest), records=list(records),  # type: ignore[arg-type]
-               samples=rows("metrics", samples), events=rows("events", events),
-               telemetry=rows("telemetry", telemetry), answers=rows("answers", answers))
+def run_of(
+    path: Path | None,
+    manifest: Mapping[str, Any],
+    records: Iterable[RequestRecord] = (),
+    *,
+    samples: Iterable[Any] = (),
+    events: Iterable[Any] = (),
+    telemetry: Iterable[Any] = (),
+    answers: Iterable[Any] = (),
+) -> Run:
+    return Run(
+        path=path,
+        manifest=read_manifest(manifest),
+        records=list(records),  # type: ignore[arg-type]
+        samples=rows("metrics", samples),
+        events=rows("events", events),
+        telemetry=rows("telemetry", telemetry),
+        answers=rows("answers", answers),
+    )

@@ -8,8 +8,11 @@ from loadproof.protocol.sse import encode_data
 def completion_chunk(text: str, completion_tokens: int | None, prompt_tokens: int = 7, finish=None) -> bytes:
     chunk = {"object": "text_completion", "choices": [{"index": 0, "text": text, "finish_reason": finish}]}
     if completion_tokens is not None:
-        chunk["usage"] = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                          "total_tokens": prompt_tokens + completion_tokens}
+        chunk["usage"] = {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        }
     return encode_data(json.dumps(chunk).encode())
 
 

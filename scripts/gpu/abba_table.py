@@ -49,8 +49,10 @@ def main() -> None:
             print(f"| `{name}` | {', '.join(f'{v:.4g}' for v in va) or '-'} | {each_b or '-'} | | | |")
             continue
         diff, half = welch(va, vb)
-        print(f"| `{name}` | {', '.join(f'{v:.4g}' for v in va)} | {', '.join(f'{v:.4g}' for v in vb)} | "
-              f"{statistics.fmean(va):.4g} | {statistics.fmean(vb):.4g} | {diff:+.4g} +- {half:.3g} |")
+        print(
+            f"| `{name}` | {', '.join(f'{v:.4g}' for v in va)} | {', '.join(f'{v:.4g}' for v in vb)} | "
+            f"{statistics.fmean(va):.4g} | {statistics.fmean(vb):.4g} | {diff:+.4g} +- {half:.3g} |"
+        )
 
 
 if __name__ == "__main__":

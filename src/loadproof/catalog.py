@@ -39,58 +39,182 @@ class Entry:
     text_fields: Mapping[str, str] = field(default_factory=dict)  # plan path -> field kind (publish.fields)
 
 
-def _entry(name: str, scenario_class: str, plan_class: str, *, figures: bool = False, answer_changes: bool = False,
-           splits_by_repeat: bool = False, demo: bool = False, text_fields: Mapping[str, str] | None = None) -> Entry:
+def _entry(
+    name: str,
+    scenario_class: str,
+    plan_class: str,
+    *,
+    figures: bool = False,
+    answer_changes: bool = False,
+    splits_by_repeat: bool = False,
+    demo: bool = False,
+    text_fields: Mapping[str, str] | None = None,
+) -> Entry:
     """The entry of a scenario laid out as usual: scenarios/NAME.py, plans/NAME.py, metrics/NAME.py."""
     metrics, scenario = f"loadproof.metrics.{name}", f"loadproof.scenarios.{name}"
-    return Entry(f"{scenario}:{scenario_class}", f"loadproof.plans.{name}:{plan_class}", f"{metrics}:claims_of_run",
-                 figures=f"{metrics}:figures" if figures else None,
-                 answer_changes=f"{metrics}:answer_changes" if answer_changes else None,
-                 splits_by_repeat=splits_by_repeat, demo=f"{scenario}:demo" if demo else None,
-                 text_fields=dict(text_fields or {}))
+    return Entry(
+        f"{scenario}:{scenario_class}",
+        f"loadproof.plans.{name}:{plan_class}",
+        f"{metrics}:claims_of_run",
+        figures=f"{metrics}:figures" if figures else None,
+        answer_changes=f"{metrics}:answer_changes" if answer_changes else None,
+        splits_by_repeat=splits_by_repeat,
+        demo=f"{scenario}:demo" if demo else None,
+        text_fields=dict(text_fields or {}),
+    )
 
 
 # The kinds of the plans' string fields (publish.fields), shared by several plans.
 _OVERHEAD = {"overhead_source": "text"}
-_DATASET = {"dataset.path": "path", "dataset.files.*": "path", "dataset.format": "name", "dataset.sha256": "name",
-            "dataset.columns.*": "name", "dataset.sample": "name", "dataset.output_from": "name"}
-_PROBES = {"sessions.*.request_id": "name", "sessions.*.session_id": "name", "sessions.*.salt": "name",
-           "sessions.*.expected": "planted"}
+_DATASET = {
+    "dataset.path": "path",
+    "dataset.files.*": "path",
+    "dataset.format": "name",
+    "dataset.sha256": "name",
+    "dataset.columns.*": "name",
+    "dataset.sample": "name",
+    "dataset.output_from": "name",
+}
+_PROBES = {
+    "sessions.*.request_id": "name",
+    "sessions.*.session_id": "name",
+    "sessions.*.salt": "name",
+    "sessions.*.expected": "planted",
+}
 _LENGTHS = {f"{which}_tokens.{part}": "name" for which in ("input", "output") for part in ("kind", "text")}
 
 
 SCENARIOS: dict[str, Entry] = {
-    "throughput": _entry("throughput", "ThroughputScenario", "ThroughputPlan", figures=True, splits_by_repeat=True,
-                         demo=True, text_fields={"families.*": "name"}),
-    "load": Entry("loadproof.scenarios.load.scenario:LoadScenario", "loadproof.plans.load:LoadPlan",
-                  "loadproof.metrics.load:claims_of_run", figures="loadproof.metrics.load:figures",
-                  demo="loadproof.scenarios.load.scenario:demo",
-                  text_fields={"arrival": "name", "endpoint": "name", "model_mix.*.model": "name", **_LENGTHS,
-                               **_OVERHEAD, **_DATASET}),
-    "replay": _entry("replay", "ReplayScenario", "ReplayPlan", figures=True, text_fields={
-        "trace": "path", "format": "name", "sha256": "name", "endpoint": "name", "kv_source": "name",
-        "model_mix.*.model": "name", "models.*": "name", **_OVERHEAD}),
-    "sessions": _entry("sessions", "SessionsScenario", "SessionsPlan", figures=True, text_fields={
-        "think_time": "name", "endpoint": "name", "tool_names.*": "name", "tool_choice": "name",
-        "tool_call_mode": "name", "kv_source": "name", "model_mix.*.model": "name", **_DATASET}),
-    "capacity": _entry("capacity", "CapacityScenario", "CapacityPlan", figures=True, demo=True, text_fields={
-        **_PROBES, "sessions.*.key": "text", **_OVERHEAD}),
-    "prefill": _entry("prefill", "PrefillScenario", "PrefillPlan", demo=True, text_fields={
-        "repeats.*.request_id": "name", "repeats.*.salt": "name", **_OVERHEAD}),
-    "interference": _entry("interference", "InterferenceScenario", "InterferencePlan", figures=True, demo=True,
-                           text_fields={**_PROBES, "sessions.*.followup_request_id": "name",
-                                        "newcomer.request_id": "name", "newcomer.salt": "name", **_OVERHEAD}),
+    "throughput": _entry(
+        "throughput",
+        "ThroughputScenario",
+        "ThroughputPlan",
+        figures=True,
+        splits_by_repeat=True,
+        demo=True,
+        text_fields={"families.*": "name"},
+    ),
+    "load": Entry(
+        "loadproof.scenarios.load.scenario:LoadScenario",
+        "loadproof.plans.load:LoadPlan",
+        "loadproof.metrics.load:claims_of_run",
+        figures="loadproof.metrics.load:figures",
+        demo="loadproof.scenarios.load.scenario:demo",
+        text_fields={
+            "arrival": "name",
+            "endpoint": "name",
+            "model_mix.*.model": "name",
+            **_LENGTHS,
+            **_OVERHEAD,
+            **_DATASET,
+        },
+    ),
+    "replay": _entry(
+        "replay",
+        "ReplayScenario",
+        "ReplayPlan",
+        figures=True,
+        text_fields={
+            "trace": "path",
+            "format": "name",
+            "sha256": "name",
+            "endpoint": "name",
+            "kv_source": "name",
+            "model_mix.*.model": "name",
+            "models.*": "name",
+            **_OVERHEAD,
+        },
+    ),
+    "sessions": _entry(
+        "sessions",
+        "SessionsScenario",
+        "SessionsPlan",
+        figures=True,
+        text_fields={
+            "think_time": "name",
+            "endpoint": "name",
+            "tool_names.*": "name",
+            "tool_choice": "name",
+            "tool_call_mode": "name",
+            "kv_source": "name",
+            "model_mix.*.model": "name",
+            **_DATASET,
+        },
+    ),
+    "capacity": _entry(
+        "capacity",
+        "CapacityScenario",
+        "CapacityPlan",
+        figures=True,
+        demo=True,
+        text_fields={**_PROBES, "sessions.*.key": "text", **_OVERHEAD},
+    ),
+    "prefill": _entry(
+        "prefill",
+        "PrefillScenario",
+        "PrefillPlan",
+        demo=True,
+        text_fields={"repeats.*.request_id": "name", "repeats.*.salt": "name", **_OVERHEAD},
+    ),
+    "interference": _entry(
+        "interference",
+        "InterferenceScenario",
+        "InterferencePlan",
+        figures=True,
+        demo=True,
+        text_fields={
+            **_PROBES,
+            "sessions.*.followup_request_id": "name",
+            "newcomer.request_id": "name",
+            "newcomer.salt": "name",
+            **_OVERHEAD,
+        },
+    ),
     "soak": _entry("soak", "SoakScenario", "SoakPlan", demo=True),
-    "quality": _entry("quality", "QualityScenario", "QualityPlan", figures=True, answer_changes=True, demo=True,
-                      text_fields={"suites.*": "name", "endpoint": "name", "gsm8k.file": "path", "gsm8k.sha256": "name",
-                                   "gsm8k.prompt": "text", "authored.file": "path", "authored.sha256": "name",
-                                   "authored.modes.*": "text", "retrieval.overhead_source": "text",
-                                   "retrieval.salts.*": "name", "image.status": "text",
-                                   **{f"under_load.load.{path}": kind for path, kind in {  # --under-load-rate
-                                       "arrival": "name", "endpoint": "name", **_LENGTHS, **_OVERHEAD}.items()}}),
-    "ab": _entry("ab", "AbScenario", "AbPlan", figures=True, text_fields={
-        "arms.*.target": "config", "arms.*.settings": "config", "order.*.*": "name", "prompts.*": "name",
-        "family": "name", "labels.*": "text"}),
+    "quality": _entry(
+        "quality",
+        "QualityScenario",
+        "QualityPlan",
+        figures=True,
+        answer_changes=True,
+        demo=True,
+        text_fields={
+            "suites.*": "name",
+            "endpoint": "name",
+            "gsm8k.file": "path",
+            "gsm8k.sha256": "name",
+            "gsm8k.prompt": "text",
+            "authored.file": "path",
+            "authored.sha256": "name",
+            "authored.modes.*": "text",
+            "retrieval.overhead_source": "text",
+            "retrieval.salts.*": "name",
+            "image.status": "text",
+            **{
+                f"under_load.load.{path}": kind
+                for path, kind in {  # --under-load-rate
+                    "arrival": "name",
+                    "endpoint": "name",
+                    **_LENGTHS,
+                    **_OVERHEAD,
+                }.items()
+            },
+        },
+    ),
+    "ab": _entry(
+        "ab",
+        "AbScenario",
+        "AbPlan",
+        figures=True,
+        text_fields={
+            "arms.*.target": "config",
+            "arms.*.settings": "config",
+            "order.*.*": "name",
+            "prompts.*": "name",
+            "family": "name",
+            "labels.*": "text",
+        },
+    ),
 }
 
 

@@ -65,7 +65,9 @@ class RequestRecord(msgspec.Struct, kw_only=True):
     prompt_tokens: int | None = None
     output_tokens: int | None = None
     client_output_tokens: int | None = None
-    cached_tokens: int | None = None  # usage.prompt_tokens_details.cached_tokens: its prompt tokens the engine had cached
+    cached_tokens: int | None = (
+        None  # usage.prompt_tokens_details.cached_tokens: its prompt tokens the engine had cached
+    )
     num_chunks: int = 0
     num_heartbeats: int = 0
     chunk_usage: bool = True

@@ -89,8 +89,9 @@ class ServeHandle:
 def start_serve(args: list[str], log: Path) -> ServeHandle:
     """`loadproof serve ARGS` as a user runs it; returns once it prints the URL it serves on."""
     with open(log, "wb") as err:
-        proc = subprocess.Popen([sys.executable, "-m", "loadproof", "serve", *args],
-                                stdout=subprocess.PIPE, stderr=err, text=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "loadproof", "serve", *args], stdout=subprocess.PIPE, stderr=err, text=True
+        )
     url = None
     engine_log = None
     deadline = time.monotonic() + START_TIMEOUT_S

@@ -26,6 +26,7 @@ from loadproof.records import RequestRecord
 
 START_TIMEOUT_S = 30.0  # a cold Python start on a loaded 2-core machine
 
+
 class SimProcess:
     """`loadproof sim` as a user starts it; ready once /health answers 200."""
 
@@ -39,8 +40,9 @@ class SimProcess:
             path.write_text(json.dumps(config), encoding="utf-8")
             argv += ["--config", str(path)]
         with open(log, "wb") as out:
-            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                         start_new_session=True)
+            self.proc = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            )
         deadline = time.monotonic() + START_TIMEOUT_S
         while not self.healthy():
             if self.proc.poll() is not None or time.monotonic() > deadline:
@@ -81,7 +83,7 @@ class SimProcess:
     def wait_exit(self, timeout_s: float = 10.0) -> int:
         return self.proc.wait(timeout=timeout_s)
 
-    def __enter__(self) -> "SimProcess":
+    def __enter__(self) -> SimProcess:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -103,8 +105,15 @@ def requests_served(url: str) -> float:
     return sum(float(line.rsplit(" ", 1)[1]) for line in lines if line.startswith("vllm:request_success_total"))
 
 
-def spec(i: int = 0, *, prompt: str = "Tell me a story.", max_tokens: int = 16, ignore_eos: bool = False,
-         endpoint: str = "completions", deadline_s: float | None = 30) -> RequestSpec:
+def spec(
+    i: int = 0,
+    *,
+    prompt: str = "Tell me a story.",
+    max_tokens: int = 16,
+    ignore_eos: bool = False,
+    endpoint: str = "completions",
+    deadline_s: float | None = 30,
+) -> RequestSpec:
     body = request_body(endpoint, "sim", prompt, max_tokens=max_tokens, ignore_eos=ignore_eos)  # type: ignore[arg-type]
     return RequestSpec(request_id=f"r{i}", endpoint=endpoint, body=body, deadline_s=deadline_s)
 

@@ -29,9 +29,28 @@ def tools_engine(engine: Engine) -> Engine:
 
 
 def load_run(engine, tmp_path: Path, *args: str) -> tuple[dict, list[dict]]:
-    result = loadproof("run", "load", "--url", engine.url, "--endpoint", "chat", "--tokenizer", str(engine.tokenizer),
-                       "--out", str(tmp_path), "--rate", "2", "-n", "4", "--input-tokens", "96", "--output-tokens",
-                       "160", "--no-ignore-eos", *args)
+    result = loadproof(
+        "run",
+        "load",
+        "--url",
+        engine.url,
+        "--endpoint",
+        "chat",
+        "--tokenizer",
+        str(engine.tokenizer),
+        "--out",
+        str(tmp_path),
+        "--rate",
+        "2",
+        "-n",
+        "4",
+        "--input-tokens",
+        "96",
+        "--output-tokens",
+        "160",
+        "--no-ignore-eos",
+        *args,
+    )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     (run_dir,) = tmp_path.glob("load-*")
     claims = {c["name"]: c["value"] for c in json.loads((run_dir / "claims.json").read_text())["claims"]}
@@ -45,8 +64,9 @@ def load_run(engine, tmp_path: Path, *args: str) -> tuple[dict, list[dict]]:
 
 
 def test_a_json_schema_answer_is_checked_on_every_request(tools_engine, tmp_path: Path):
-    claims, records = load_run(tools_engine, tmp_path, "--response-format",
-                               f"json_schema:{EXAMPLES / 'classify-schema.json'}")
+    claims, records = load_run(
+        tools_engine, tmp_path, "--response-format", f"json_schema:{EXAMPLES / 'classify-schema.json'}"
+    )
     assert "load.tool_calls_per_request" not in claims and claims["load.failed_requests"] == 0
     assert all(r["output_text"] for r in records)  # the answer's text kept to be checked
 
@@ -55,8 +75,9 @@ def test_a_json_schema_answer_is_checked_on_every_request(tools_engine, tmp_path
 def test_a_forced_tool_call_is_checked_on_every_request(tools_engine, tmp_path: Path, choice: str):
     """A named tool's arguments are decoded under its own parameters (the engine's grammar); `required` under
     vLLM's array of {name, parameters} alternatives, which the small model fills past max_tokens here."""
-    claims, records = load_run(tools_engine, tmp_path, "--tools", str(EXAMPLES / "tools-weather.json"),
-                               "--tool-choice", choice)
+    claims, records = load_run(
+        tools_engine, tmp_path, "--tools", str(EXAMPLES / "tools-weather.json"), "--tool-choice", choice
+    )
     assert claims["load.tool_calls_per_request"] >= 1
     for record in records:
         names = {c["name"] for c in record["tool_calls"]}

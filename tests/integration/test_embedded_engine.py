@@ -90,14 +90,30 @@ async def test_over_long_prompt_is_a_clear_http_error(engine):
 
 
 def loadproof(*args: str, **kw) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "loadproof", *args], capture_output=True, text=True,
-                          timeout=500, **kw)
+    return subprocess.run([sys.executable, "-m", "loadproof", *args], capture_output=True, text=True, timeout=500, **kw)
 
 
 def test_run_throughput_writes_claims_under_contract_names(engine, tmp_path):
-    result = loadproof("run", "throughput", "--url", engine.url, "--endpoint", "completions",
-                       "--families", "code", "--concurrency", "1,2", "--num-prompts", "2", "--max-tokens", "16",
-                       "--tokenizer", str(engine.tokenizer), "--out", str(tmp_path))
+    result = loadproof(
+        "run",
+        "throughput",
+        "--url",
+        engine.url,
+        "--endpoint",
+        "completions",
+        "--families",
+        "code",
+        "--concurrency",
+        "1,2",
+        "--num-prompts",
+        "2",
+        "--max-tokens",
+        "16",
+        "--tokenizer",
+        str(engine.tokenizer),
+        "--out",
+        str(tmp_path),
+    )
     assert result.returncode == 0, result.stderr
     (run_dir,) = tmp_path.iterdir()
     claims = {c["name"]: c for c in json.loads((run_dir / "claims.json").read_text())["claims"]}
@@ -118,9 +134,29 @@ def test_run_throughput_writes_claims_under_contract_names(engine, tmp_path):
 
 def test_interrupted_run_keeps_every_finished_request(engine, tmp_path):
     proc = subprocess.Popen(
-        [sys.executable, "-m", "loadproof", "run", "throughput", "--url", engine.url, "--endpoint", "completions",
-         "--families", "english", "--concurrency", "1", "--max-tokens", "48", "--out", str(tmp_path)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-m",
+            "loadproof",
+            "run",
+            "throughput",
+            "--url",
+            engine.url,
+            "--endpoint",
+            "completions",
+            "--families",
+            "english",
+            "--concurrency",
+            "1",
+            "--max-tokens",
+            "48",
+            "--out",
+            str(tmp_path),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 120
     requests: list[Path] = []
     while time.monotonic() < deadline:

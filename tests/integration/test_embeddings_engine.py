@@ -29,9 +29,12 @@ def pooling_profile(folder: Path) -> Path:
     text = packaged_profiles()["embedded"]
     assert '\nendpoint = "completions"' in text
     path = folder / "embedded-embeddings.toml"
-    path.write_text(text.replace('\nendpoint = "completions"', '\nendpoint = "embeddings"\nrunner = "pooling"\n'
-                                 'enforce_eager = true', 1).replace('VLLM_CPU_KVCACHE_SPACE = "4"',
-                                                                    'VLLM_CPU_KVCACHE_SPACE = "1"'), encoding="utf-8")
+    path.write_text(
+        text.replace(
+            '\nendpoint = "completions"', '\nendpoint = "embeddings"\nrunner = "pooling"\nenforce_eager = true', 1
+        ).replace('VLLM_CPU_KVCACHE_SPACE = "4"', 'VLLM_CPU_KVCACHE_SPACE = "1"'),
+        encoding="utf-8",
+    )
     return path
 
 
@@ -50,22 +53,89 @@ def test_an_embeddings_load_run_and_the_openai_sdk_through_the_relay(tmp_path: P
     handle = start_serve([str(profile), "--relay", "--relay-port", str(port)], tmp_path / "serve.stderr")
     try:
         wait_until(lambda: healthy(relay), 60, "the relay's /health", every_s=0.2)
-        ran = subprocess.run([sys.executable, "-m", "loadproof", "run", "load", "--url", relay, "--profile",
-                              str(profile), "--engine-metrics", relay + "/engine/metrics", "--rate", "4", "-n", "24",
-                              "--input-tokens", "64", "--inputs-per-request", "2", "--slo", "e2el=30s", "--out",
-                              str(tmp_path / "runs")], capture_output=True, text=True, timeout=900)
+        ran = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "loadproof",
+                "run",
+                "load",
+                "--url",
+                relay,
+                "--profile",
+                str(profile),
+                "--engine-metrics",
+                relay + "/engine/metrics",
+                "--rate",
+                "4",
+                "-n",
+                "24",
+                "--input-tokens",
+                "64",
+                "--inputs-per-request",
+                "2",
+                "--slo",
+                "e2el=30s",
+                "--out",
+                str(tmp_path / "runs"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
         client = openai.OpenAI(base_url=relay + "/v1", api_key="unused", max_retries=0)
         answer = client.embeddings.create(model="gemma-3-270m", input=["a river stone", "a quiet harbor"])
         client.close()
         # the same model ranks documents against a query (vLLM: by the cosine of their vectors), through the relay
-        reranked = subprocess.run([sys.executable, "-m", "loadproof", "run", "load", "--url", relay, "--endpoint",
-                                   "rerank", "--engine-metrics", relay + "/engine/metrics", "--rate", "4", "-n", "12",
-                                   "--input-tokens", "48", "--inputs-per-request", "3", "--out",
-                                   str(tmp_path / "rerank")], capture_output=True, text=True, timeout=900)
-        curl = subprocess.run(["curl", "-sS", "--fail", relay + "/v1/rerank", "-H", "content-type: application/json",
-                               "-d", json.dumps({"model": "gemma-3-270m", "query": "harbor",
-                                                 "documents": ["a quiet harbor", "tax law", "boats at a pier"]})],
-                              capture_output=True, text=True, timeout=60)
+        reranked = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "loadproof",
+                "run",
+                "load",
+                "--url",
+                relay,
+                "--endpoint",
+                "rerank",
+                "--engine-metrics",
+                relay + "/engine/metrics",
+                "--rate",
+                "4",
+                "-n",
+                "12",
+                "--input-tokens",
+                "48",
+                "--inputs-per-request",
+                "3",
+                "--out",
+                str(tmp_path / "rerank"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+        curl = subprocess.run(
+            [
+                "curl",
+                "-sS",
+                "--fail",
+                relay + "/v1/rerank",
+                "-H",
+                "content-type: application/json",
+                "-d",
+                json.dumps(
+                    {
+                        "model": "gemma-3-270m",
+                        "query": "harbor",
+                        "documents": ["a quiet harbor", "tax law", "boats at a pier"],
+                    }
+                ),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     finally:
         stop_serve(handle)
     runs = sorted((tmp_path / "runs").glob("load-*"))

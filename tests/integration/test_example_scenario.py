@@ -24,8 +24,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def loadproof(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tests.unit.example_scenario", *args], capture_output=True,
-                          text=True, timeout=120, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "tests.unit.example_scenario", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
 
 
 def claims_of(run: Path) -> dict[str, dict]:

@@ -28,29 +28,69 @@ from tests.integration.sim_process import SimProcess
 
 pytestmark = pytest.mark.timeout(180)
 
-FLAT_STEP = {"prefill_s_per_token": 0.0, "prefill_s_per_token_ctx": 0.0, "decode_s_per_seq": 0.0,
-             "decode_s_per_ctx_token": 0.0, "request_overhead_s": 0.0}
+FLAT_STEP = {
+    "prefill_s_per_token": 0.0,
+    "prefill_s_per_token_ctx": 0.0,
+    "decode_s_per_seq": 0.0,
+    "decode_s_per_ctx_token": 0.0,
+    "request_overhead_s": 0.0,
+}
 
 
 def load(sim: SimProcess, out: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    argv = [sys.executable, "-m", "loadproof", "run", "load", "--url", sim.url, "--tokenizer", str(tokenizer_path()),
-            "--endpoint", "completions", "--out", str(out), "--input-tokens", "64", *args]
+    argv = [
+        sys.executable,
+        "-m",
+        "loadproof",
+        "run",
+        "load",
+        "--url",
+        sim.url,
+        "--tokenizer",
+        str(tokenizer_path()),
+        "--endpoint",
+        "completions",
+        "--out",
+        str(out),
+        "--input-tokens",
+        "64",
+        *args,
+    ]
     return subprocess.run(argv, capture_output=True, text=True, timeout=150)
 
 
-@pytest.mark.parametrize("seqs,step_s,output,slo_s,duration_s", [
-    (4, 0.02, 10, 0.25, 3.0),  # mu = 4 / (10 x 0.02) = 20 requests/s
-    (2, 0.04, 8, 0.2, 3.0),  # mu = 2 / (8 x 0.04) = 6.25 requests/s
-])
-def test_the_rate_search_finds_where_the_simulated_engine_saturates(tmp_path: Path, seqs, step_s, output, slo_s,
-                                                                    duration_s):
+@pytest.mark.parametrize(
+    "seqs,step_s,output,slo_s,duration_s",
+    [
+        (4, 0.02, 10, 0.25, 3.0),  # mu = 4 / (10 x 0.02) = 20 requests/s
+        (2, 0.04, 8, 0.2, 3.0),  # mu = 2 / (8 x 0.04) = 6.25 requests/s
+    ],
+)
+def test_the_rate_search_finds_where_the_simulated_engine_saturates(
+    tmp_path: Path, seqs, step_s, output, slo_s, duration_s
+):
     config = {"max_num_seqs": seqs, "cost": {"step_overhead_s": step_s, **FLAT_STEP}}
     mu = seqs / (output * step_s)
     highest = mu * (1 + slo_s / (0.99 * duration_s))  # where a run of D seconds starts missing 1% of the SLO
     with SimProcess(tmp_path / "sim.log", config=config) as sim:
-        proc = load(sim, tmp_path, "--search", "rate", "--rate", f"{0.8 * mu:.3g}", "--arrival", "constant",
-                    "--duration-s", str(duration_s), "--output-tokens", str(output), "--slo", f"ttft={slo_s}s",
-                    "--search-resolution", "10%")
+        proc = load(
+            sim,
+            tmp_path,
+            "--search",
+            "rate",
+            "--rate",
+            f"{0.8 * mu:.3g}",
+            "--arrival",
+            "constant",
+            "--duration-s",
+            str(duration_s),
+            "--output-tokens",
+            str(output),
+            "--slo",
+            f"ttft={slo_s}s",
+            "--search-resolution",
+            "10%",
+        )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "resolution 10%" in proc.stdout + proc.stderr
     (folder,) = tmp_path.glob("load-search-*")
@@ -76,8 +116,9 @@ def test_the_rate_search_finds_where_the_simulated_engine_saturates(tmp_path: Pa
     assert [t["passed"] for t in recomputed] == [t["passed"] for t in summary["trials"]]
     assert "Rate search" in proc.stdout and (folder / "report.html").is_file()
     # `loadproof report FOLDER` recomputes it, and refuses a claims.json that says otherwise
-    again = subprocess.run([sys.executable, "-m", "loadproof", "report", str(folder)], capture_output=True, text=True,
-                           timeout=120)
+    again = subprocess.run(
+        [sys.executable, "-m", "loadproof", "report", str(folder)], capture_output=True, text=True, timeout=120
+    )
     assert again.returncode == 0 and "every claim as stored" in again.stdout, again.stderr[-2000:]
     check_published_search(folder, tmp_path / "bundle", low, high)
     stored = json.loads((folder / "claims.json").read_text())
@@ -85,8 +126,9 @@ def test_the_rate_search_finds_where_the_simulated_engine_saturates(tmp_path: Pa
         if claim["name"] == "load.search.max_rate_rps":
             claim["printed"] = f"{high:.4f}"
     (folder / "claims.json").write_text(json.dumps(stored))
-    tampered = subprocess.run([sys.executable, "-m", "loadproof", "report", str(folder)], capture_output=True,
-                              text=True, timeout=120)
+    tampered = subprocess.run(
+        [sys.executable, "-m", "loadproof", "report", str(folder)], capture_output=True, text=True, timeout=120
+    )
     assert tampered.returncode == 2 and "load.search.max_rate_rps stored" in tampered.stderr, tampered.stderr[-2000:]
 
 
@@ -114,8 +156,9 @@ def check_published_search(folder: Path, bundle: Path, low: float, high: float) 
     write_sums(lying)
     failed = verify_bundle(lying)
     assert failed.returncode == 1 and "FAILED" in failed.stdout, failed.stdout[-2000:]
-    assert [line.split()[1] for line in failed.stdout.splitlines() if line.startswith("MISMATCH")] == \
-        ["load.search.max_rate_rps"], failed.stdout[-2000:]
+    assert [line.split()[1] for line in failed.stdout.splitlines() if line.startswith("MISMATCH")] == [
+        "load.search.max_rate_rps"
+    ], failed.stdout[-2000:]
     missing = bundle.with_name("missing")
     shutil.copytree(bundle, missing)
     shutil.rmtree(missing / series["runs"][0])
@@ -124,15 +167,28 @@ def check_published_search(folder: Path, bundle: Path, low: float, high: float) 
     (missing / "SHA256SUMS").unlink()
     write_sums(missing)
     gone = verify_bundle(missing)
-    assert gone.returncode == 1 and "series" in gone.stdout and "lists a run the bundle does not" in gone.stdout, \
+    assert gone.returncode == 1 and "series" in gone.stdout and "lists a run the bundle does not" in gone.stdout, (
         gone.stdout[-2000:]
+    )
 
 
 def test_a_sweep_keeps_one_run_per_point_and_draws_its_curves(tmp_path: Path):
     config = {"max_num_seqs": 4, "cost": {"step_overhead_s": 0.02, **FLAT_STEP}}
     with SimProcess(tmp_path / "sim.log", config=config) as sim:
-        proc = load(sim, tmp_path, "--sweep", "auto", "--sweep-points", "2", "-n", "30", "--output-tokens", "6",
-                    "--slo", "ttft=1s")
+        proc = load(
+            sim,
+            tmp_path,
+            "--sweep",
+            "auto",
+            "--sweep-points",
+            "2",
+            "-n",
+            "30",
+            "--output-tokens",
+            "6",
+            "--slo",
+            "ttft=1s",
+        )
     assert proc.returncode == 0, proc.stderr[-3000:]
     (folder,) = tmp_path.glob("load-sweep-*")
     summary = json.loads((folder / "sweep.json").read_text())
@@ -144,8 +200,9 @@ def test_a_sweep_keeps_one_run_per_point_and_draws_its_curves(tmp_path: Path):
     assert thr["request_throughput_rps"] > sync["request_throughput_rps"]
     # the last point asks the throughput run's measured rate, the one before halfway from the synchronous one
     assert points[3]["rate_rps"] == pytest.approx(thr["request_throughput_rps"], rel=1e-3)
-    assert points[2]["rate_rps"] == pytest.approx((sync["request_throughput_rps"] + thr["request_throughput_rps"]) / 2,
-                                                  rel=1e-3)
+    assert points[2]["rate_rps"] == pytest.approx(
+        (sync["request_throughput_rps"] + thr["request_throughput_rps"]) / 2, rel=1e-3
+    )
     runs = sorted(p.name for p in folder.glob("load-*") if p.is_dir())
     assert runs == sorted(p["run_dir"] for p in points)
     html = (folder / "report.html").read_text()
@@ -158,10 +215,12 @@ def test_a_load_run_waits_for_an_idle_engine_unless_told_not_to(tmp_path: Path):
 
     config = {"max_num_seqs": 4, "cost": {"step_overhead_s": 0.02, **FLAT_STEP}}
     with SimProcess(tmp_path / "sim.log", config=config) as sim:
-        body = json.dumps({"model": "sim", "prompt": "hold the engine", "max_tokens": 600, "ignore_eos": True,
-                           "stream": True}).encode()
-        request = urllib.request.Request(sim.url + "/v1/completions", data=body,
-                                         headers={"Content-Type": "application/json"})
+        body = json.dumps(
+            {"model": "sim", "prompt": "hold the engine", "max_tokens": 600, "ignore_eos": True, "stream": True}
+        ).encode()
+        request = urllib.request.Request(
+            sim.url + "/v1/completions", data=body, headers={"Content-Type": "application/json"}
+        )
         holder = urllib.request.urlopen(request, timeout=60)  # someone else's stream: 12 s of decoding
 
         def drain() -> None:
@@ -173,16 +232,20 @@ def test_a_load_run_waits_for_an_idle_engine_unless_told_not_to(tmp_path: Path):
         reader = threading.Thread(target=drain, daemon=True)
         reader.start()
         try:
-            busy = load(sim, tmp_path / "busy", "--rate", "5", "-n", "10", "--output-tokens", "4",
-                        "--idle-timeout-s", "1")
-            beside = load(sim, tmp_path / "beside", "--rate", "5", "-n", "10", "--output-tokens", "4",
-                          "--idle-timeout-s", "0")
+            busy = load(
+                sim, tmp_path / "busy", "--rate", "5", "-n", "10", "--output-tokens", "4", "--idle-timeout-s", "1"
+            )
+            beside = load(
+                sim, tmp_path / "beside", "--rate", "5", "-n", "10", "--output-tokens", "4", "--idle-timeout-s", "0"
+            )
         finally:
             holder.close()
     assert busy.returncode == 3, busy.stderr[-2000:]
     assert "engine busy: 1 running, 0 waiting before the run" in busy.stderr
-    assert not list((tmp_path / "busy").glob("load-*/requests.jsonl")) or \
-        not next((tmp_path / "busy").glob("load-*/requests.jsonl")).read_text()  # nothing was sent
+    assert (
+        not list((tmp_path / "busy").glob("load-*/requests.jsonl"))
+        or not next((tmp_path / "busy").glob("load-*/requests.jsonl")).read_text()
+    )  # nothing was sent
     assert beside.returncode == 0, beside.stderr[-2000:]
     assert "engine idle: not checked (--idle-timeout-s 0" in beside.stderr
     (run,) = (tmp_path / "beside").glob("load-*")

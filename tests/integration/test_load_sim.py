@@ -19,17 +19,48 @@ from tests.integration.test_scenarios_sim import run_scenario
 
 pytestmark = pytest.mark.timeout(180)
 
-CONTRACT = ["load.achieved_rate_rps", "load.requests", "load.failed_requests", "load.output_tokens_per_s",
-            "load.goodput_rps", "load.slo_attainment_pct", "load.ttft_s.mean", "load.ttft_s.p50", "load.ttft_s.p90",
-            "load.ttft_s.p99", "load.itl_s.p50", "load.itl_s.p99", "load.tpot_s.p50", "load.tpot_s.p99",
-            "load.e2el_s.p50", "load.e2el_s.p99", "load.send_lag_s.p50", "load.send_lag_s.p99", "load.send_lag_s.max"]
+CONTRACT = [
+    "load.achieved_rate_rps",
+    "load.requests",
+    "load.failed_requests",
+    "load.output_tokens_per_s",
+    "load.goodput_rps",
+    "load.slo_attainment_pct",
+    "load.ttft_s.mean",
+    "load.ttft_s.p50",
+    "load.ttft_s.p90",
+    "load.ttft_s.p99",
+    "load.itl_s.p50",
+    "load.itl_s.p99",
+    "load.tpot_s.p50",
+    "load.tpot_s.p99",
+    "load.e2el_s.p50",
+    "load.e2el_s.p99",
+    "load.send_lag_s.p50",
+    "load.send_lag_s.p99",
+    "load.send_lag_s.max",
+]
 
 
 def test_a_load_run_produces_every_claim_and_its_bundle_verifies(tmp_path: Path):
     with SimProcess(tmp_path / "sim.log", config={"time_scale": 10.0}) as sim:
-        code, claims, run = run_scenario(sim, tmp_path, "load", "--rate", "8", "-n", "40", "--input-tokens", "256",
-                                         "--output-tokens", "uniform:8:24", "--slo", "ttft=2s,tpot=100ms",
-                                         "--seed", "5")
+        code, claims, run = run_scenario(
+            sim,
+            tmp_path,
+            "load",
+            "--rate",
+            "8",
+            "-n",
+            "40",
+            "--input-tokens",
+            "256",
+            "--output-tokens",
+            "uniform:8:24",
+            "--slo",
+            "ttft=2s,tpot=100ms",
+            "--seed",
+            "5",
+        )
     assert code == 0, claims
     missing = [name for name in CONTRACT if name not in claims]
     assert not missing, missing
@@ -50,13 +81,33 @@ def test_a_load_run_produces_every_claim_and_its_bundle_verifies(tmp_path: Path)
 
 def test_an_interrupted_load_run_keeps_every_finished_request(tmp_path: Path):
     with SimProcess(tmp_path / "sim.log", config={"time_scale": 10.0}) as sim:
-        argv = [sys.executable, "-m", "loadproof", "run", "load", "--url", sim.url, "--tokenizer",
-                str(tokenizer_path()), "--out", str(tmp_path), "--rate", "5", "--duration-s", "30",
-                "--input-tokens", "128", "--output-tokens", "8"]
+        argv = [
+            sys.executable,
+            "-m",
+            "loadproof",
+            "run",
+            "load",
+            "--url",
+            sim.url,
+            "--tokenizer",
+            str(tokenizer_path()),
+            "--out",
+            str(tmp_path),
+            "--rate",
+            "5",
+            "--duration-s",
+            "30",
+            "--input-tokens",
+            "128",
+            "--output-tokens",
+            "8",
+        ]
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 60
-        while not list(tmp_path.glob("load-*/requests.jsonl")) or \
-                len(next(tmp_path.glob("load-*/requests.jsonl")).read_text().splitlines()) < 5:
+        while (
+            not list(tmp_path.glob("load-*/requests.jsonl"))
+            or len(next(tmp_path.glob("load-*/requests.jsonl")).read_text().splitlines()) < 5
+        ):
             assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()[1][-2000:]
             time.sleep(0.1)
         proc.send_signal(signal.SIGINT)
@@ -73,8 +124,9 @@ def test_an_interrupted_load_run_keeps_every_finished_request(tmp_path: Path):
     assert all(r["ok"] or r["error_kind"] == "cancelled" for r in records)
     events = [json.loads(line) for line in (run / "events.jsonl").read_text().splitlines()]
     assert [e["kind"] for e in events] == ["engine_idle", "schedule_start", "schedule_end"]
-    reported = subprocess.run([sys.executable, "-m", "loadproof", "report", str(run)], capture_output=True, text=True,
-                              timeout=120)
+    reported = subprocess.run(
+        [sys.executable, "-m", "loadproof", "report", str(run)], capture_output=True, text=True, timeout=120
+    )
     assert reported.returncode == 0, reported.stderr[-2000:]
     claims = {c["name"]: c["value"] for c in json.loads((run / "claims.json").read_text())["claims"]}
     assert claims["load.schedule_completed"] is False and claims["load.requests"] == len(records)
@@ -84,13 +136,48 @@ def test_a_model_mix_sends_each_request_to_its_drawn_model_and_claims_each(tmp_p
     """The simulator lists two adapters beside its model, as vLLM lists --lora-modules: a 0.5/0.3/0.2 mix over
     them sends each request's body to its drawn model and claims each model's figures; a name it does not list
     is one line before anything is sent."""
-    with SimProcess(tmp_path / "sim.log", config={"time_scale": 10.0, "lora_modules": ["adapter-a", "adapter-b"]}) as sim:
-        code, claims, run = run_scenario(sim, tmp_path, "load", "--rate", "40", "-n", "60", "--input-tokens", "64",
-                                         "--output-tokens", "8", "--model-mix", "sim=0.5,adapter-a=0.3,adapter-b=0.2",
-                                         "--slo", "ttft=5s")
-        bad = subprocess.run([sys.executable, "-m", "loadproof", "run", "load", "--url", sim.url, "--rate", "5", "-n",
-                              "5", "--model-mix", "sim=1,adapter-c=1", "--out", str(tmp_path / "bad")],
-                             capture_output=True, text=True, timeout=120)
+    with SimProcess(
+        tmp_path / "sim.log", config={"time_scale": 10.0, "lora_modules": ["adapter-a", "adapter-b"]}
+    ) as sim:
+        code, claims, run = run_scenario(
+            sim,
+            tmp_path,
+            "load",
+            "--rate",
+            "40",
+            "-n",
+            "60",
+            "--input-tokens",
+            "64",
+            "--output-tokens",
+            "8",
+            "--model-mix",
+            "sim=0.5,adapter-a=0.3,adapter-b=0.2",
+            "--slo",
+            "ttft=5s",
+        )
+        bad = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "loadproof",
+                "run",
+                "load",
+                "--url",
+                sim.url,
+                "--rate",
+                "5",
+                "-n",
+                "5",
+                "--model-mix",
+                "sim=1,adapter-c=1",
+                "--out",
+                str(tmp_path / "bad"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     assert code == 0, claims
     value = {name: c["value"] for name, c in claims.items()}
     counts = {m: value[f"load.model.{m}.requests"] for m in ("sim", "adapter-a", "adapter-b")}
@@ -109,21 +196,120 @@ def test_an_embeddings_load_run_claims_rates_and_latency_and_refuses_a_model_tha
     with the engine's counter, the bundle verifying. A generation model's server is one line before a run
     directory, as are a tokens SLO and --inputs-per-request on another endpoint."""
     with SimProcess(tmp_path / "sim.log", config={"time_scale": 10.0, "runner": "pooling"}) as sim:
-        code, claims, run = run_scenario(sim, tmp_path, "load", "--endpoint", "embeddings", "--rate", "10", "-n", "30",
-                                         "--input-tokens", "96", "--inputs-per-request", "3", "--slo", "e2el=5s")
-        tpot = subprocess.run([sys.executable, "-m", "loadproof", "run", "load", "--url", sim.url, "--endpoint",
-                               "embeddings", "--rate", "5", "-n", "5", "--slo", "tpot=50ms", "--out",
-                               str(tmp_path / "bad")], capture_output=True, text=True, timeout=120)
-        rerank = subprocess.run([sys.executable, "-m", "loadproof", "run", "load", "--url", sim.url, "--endpoint",
-                                 "rerank", "--rate", "10", "-n", "10", "--input-tokens", "64", "--inputs-per-request",
-                                 "4", "--out", str(tmp_path / "rerank")], capture_output=True, text=True, timeout=120)
+        code, claims, run = run_scenario(
+            sim,
+            tmp_path,
+            "load",
+            "--endpoint",
+            "embeddings",
+            "--rate",
+            "10",
+            "-n",
+            "30",
+            "--input-tokens",
+            "96",
+            "--inputs-per-request",
+            "3",
+            "--slo",
+            "e2el=5s",
+        )
+        tpot = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "loadproof",
+                "run",
+                "load",
+                "--url",
+                sim.url,
+                "--endpoint",
+                "embeddings",
+                "--rate",
+                "5",
+                "-n",
+                "5",
+                "--slo",
+                "tpot=50ms",
+                "--out",
+                str(tmp_path / "bad"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        rerank = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "loadproof",
+                "run",
+                "load",
+                "--url",
+                sim.url,
+                "--endpoint",
+                "rerank",
+                "--rate",
+                "10",
+                "-n",
+                "10",
+                "--input-tokens",
+                "64",
+                "--inputs-per-request",
+                "4",
+                "--out",
+                str(tmp_path / "rerank"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     with SimProcess(tmp_path / "gen.log", config={"time_scale": 10.0}) as gen:
-        refused = subprocess.run([sys.executable, "-m", "loadproof", "run", "load", "--url", gen.url, "--endpoint",
-                                  "embeddings", "--rate", "5", "-n", "5", "--out", str(tmp_path / "bad")],
-                                 capture_output=True, text=True, timeout=120)
-        batch = subprocess.run([sys.executable, "-m", "loadproof", "run", "load", "--url", gen.url, "--endpoint",
-                                "completions", "--rate", "5", "-n", "5", "--inputs-per-request", "2", "--out",
-                                str(tmp_path / "bad")], capture_output=True, text=True, timeout=120)
+        refused = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "loadproof",
+                "run",
+                "load",
+                "--url",
+                gen.url,
+                "--endpoint",
+                "embeddings",
+                "--rate",
+                "5",
+                "-n",
+                "5",
+                "--out",
+                str(tmp_path / "bad"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        batch = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "loadproof",
+                "run",
+                "load",
+                "--url",
+                gen.url,
+                "--endpoint",
+                "completions",
+                "--rate",
+                "5",
+                "-n",
+                "5",
+                "--inputs-per-request",
+                "2",
+                "--out",
+                str(tmp_path / "bad"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     assert code == 0, claims
     value = {name: c["value"] for name, c in claims.items()}
     assert value["load.requests"] == 30 and value["load.failed_requests"] == 0

@@ -53,8 +53,9 @@ def check_merged(run: Path, planned: int, workers: int) -> dict:
 
 def test_two_worker_processes_split_the_schedule_and_the_merged_bundle_verifies(tmp_path: Path):
     with SimProcess(tmp_path / "sim.log", config={"time_scale": 10.0}) as sim:
-        code, claims, run = run_scenario(sim, tmp_path, "load", "--rate", "10", "-n", "40", "--workers", "2",
-                                         "--slo", "ttft=2s", *LOAD)
+        code, claims, run = run_scenario(
+            sim, tmp_path, "load", "--rate", "10", "-n", "40", "--workers", "2", "--slo", "ttft=2s", *LOAD
+        )
     assert code == 0, claims
     info = check_merged(run, 40, 2)
     assert info["how"] == "processes" and len({w["pid"] for w in info["per_worker"]}) == 2
@@ -91,9 +92,26 @@ def check_interrupted(out: Path, at_least: int) -> None:
 
 def test_an_interrupted_multi_process_run_keeps_every_request_each_worker_measured(tmp_path: Path):
     with SimProcess(tmp_path / "sim.log", config={"time_scale": 10.0}) as sim:
-        argv = [sys.executable, "-m", "loadproof", "run", "load", "--url", sim.url, "--tokenizer",
-                str(tokenizer_path()), "--out", str(tmp_path), "--rate", "6", "--duration-s", "40", "--workers", "2",
-                *LOAD]
+        argv = [
+            sys.executable,
+            "-m",
+            "loadproof",
+            "run",
+            "load",
+            "--url",
+            sim.url,
+            "--tokenizer",
+            str(tokenizer_path()),
+            "--out",
+            str(tmp_path),
+            "--rate",
+            "6",
+            "--duration-s",
+            "40",
+            "--workers",
+            "2",
+            *LOAD,
+        ]
         code, stderr = interrupt_after(argv, tmp_path, 6)
     assert code == 130, stderr[-2000:]
     assert "schedule interrupted: sent" in stderr
@@ -101,6 +119,7 @@ def test_an_interrupted_multi_process_run_keeps_every_request_each_worker_measur
 
 
 # ----- Ray: a real cluster of two nodes on this machine, each its own raylet and worker pool -----
+
 
 @pytest.fixture(scope="module")
 def ray_cluster() -> Iterator[str]:
@@ -118,8 +137,9 @@ def ray_cluster() -> Iterator[str]:
 
 def test_ray_tasks_on_two_nodes_split_the_schedule_through_the_cli(tmp_path: Path, ray_cluster: str):
     with SimProcess(tmp_path / "sim.log", config={"time_scale": 10.0}) as sim:
-        code, claims, run = run_scenario(sim, tmp_path, "load", "--rate", "10", "-n", "30", "--ray-address",
-                                         ray_cluster, *LOAD)
+        code, claims, run = run_scenario(
+            sim, tmp_path, "load", "--rate", "10", "-n", "30", "--ray-address", ray_cluster, *LOAD
+        )
     assert code == 0, claims
     info = check_merged(run, 30, 2)
     assert info["how"] == "ray" and info["ray_address"] == ray_cluster
@@ -129,9 +149,26 @@ def test_ray_tasks_on_two_nodes_split_the_schedule_through_the_cli(tmp_path: Pat
 
 def test_an_interrupted_ray_run_stops_its_tasks_and_keeps_what_they_measured(tmp_path: Path, ray_cluster: str):
     with SimProcess(tmp_path / "sim.log", config={"time_scale": 10.0}) as sim:
-        argv = [sys.executable, "-m", "loadproof", "run", "load", "--url", sim.url, "--tokenizer",
-                str(tokenizer_path()), "--out", str(tmp_path), "--rate", "6", "--duration-s", "40", "--ray-address",
-                ray_cluster, *LOAD]
+        argv = [
+            sys.executable,
+            "-m",
+            "loadproof",
+            "run",
+            "load",
+            "--url",
+            sim.url,
+            "--tokenizer",
+            str(tokenizer_path()),
+            "--out",
+            str(tmp_path),
+            "--rate",
+            "6",
+            "--duration-s",
+            "40",
+            "--ray-address",
+            ray_cluster,
+            *LOAD,
+        ]
         code, stderr = interrupt_after(argv, tmp_path, 6)
     assert code == 130, stderr[-2000:]
     check_interrupted(tmp_path, 6)
@@ -139,8 +176,25 @@ def test_an_interrupted_ray_run_stops_its_tasks_and_keeps_what_they_measured(tmp
 
 def run_cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     with SimProcess(tmp_path / "sim.log") as sim:
-        argv = [sys.executable, "-m", "loadproof", "run", "load", "--url", sim.url, "--tokenizer",
-                str(tokenizer_path()), "--out", str(tmp_path), "--rate", "5", "-n", "10", *args, *LOAD]
+        argv = [
+            sys.executable,
+            "-m",
+            "loadproof",
+            "run",
+            "load",
+            "--url",
+            sim.url,
+            "--tokenizer",
+            str(tokenizer_path()),
+            "--out",
+            str(tmp_path),
+            "--rate",
+            "5",
+            "-n",
+            "10",
+            *args,
+            *LOAD,
+        ]
         return subprocess.run(argv, capture_output=True, text=True, timeout=120)
 
 
@@ -156,5 +210,6 @@ def test_an_unreachable_ray_cluster_is_one_clear_error(tmp_path: Path):
     pytest.importorskip("ray", reason="the loadproof[ray] extra (in the test extras) is not installed")
     proc = run_cli(tmp_path, "--ray-address", "127.0.0.1:9")
     assert proc.returncode == 3 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
-    assert [ln for ln in proc.stderr.splitlines() if ln.startswith("error:")] == \
-        ["error: cannot reach the Ray cluster at 127.0.0.1:9: Connection refused"]
+    assert [ln for ln in proc.stderr.splitlines() if ln.startswith("error:")] == [
+        "error: cannot reach the Ray cluster at 127.0.0.1:9: Connection refused"
+    ]

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -26,8 +25,19 @@ def loadproof(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def run(kind: str, engine, tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], dict, Path]:
-    result = loadproof("run", kind, "--url", engine.url, "--endpoint", "completions",
-                       "--tokenizer", str(engine.tokenizer), "--out", str(tmp_path), *args)
+    result = loadproof(
+        "run",
+        kind,
+        "--url",
+        engine.url,
+        "--endpoint",
+        "completions",
+        "--tokenizer",
+        str(engine.tokenizer),
+        "--out",
+        str(tmp_path),
+        *args,
+    )
     dirs = [d for d in tmp_path.iterdir() if d.name.startswith(kind)]
     assert len(dirs) == 1, result.stderr
     claims = {c["name"]: c for c in json.loads((dirs[0] / "claims.json").read_text())["claims"]}
@@ -39,20 +49,42 @@ def criteria(claims: dict, prefix: str) -> dict[str, str]:
 
 
 def test_capacity_passes_with_every_criterion_evidenced(engine, tmp_path):
-    result, claims, run_dir = run("capacity", engine, tmp_path, "--sessions", "4", "--input-tokens", "1024",
-                                  "--window-s", "4", "--num-probes", "2")
+    result, claims, run_dir = run(
+        "capacity",
+        engine,
+        tmp_path,
+        "--sessions",
+        "4",
+        "--input-tokens",
+        "1024",
+        "--window-s",
+        "4",
+        "--num-probes",
+        "2",
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert claims["capacity.verdict"]["value"] == "PASS"
-    assert set(criteria(claims, "capacity")) == {"engine_idle_before", "all_streams_started", "prompt_tokens",
-                                                 "running", "waiting",
-                                                 "preemptions", "streams_progress", "cold_prefix_cache", "probes", "drain"}
+    assert set(criteria(claims, "capacity")) == {
+        "engine_idle_before",
+        "all_streams_started",
+        "prompt_tokens",
+        "running",
+        "waiting",
+        "preemptions",
+        "streams_progress",
+        "cold_prefix_cache",
+        "probes",
+        "drain",
+    }
     assert set(criteria(claims, "capacity").values()) == {"PASS"}
     assert "engine idle: 0 running, 0 waiting" in result.stderr
     assert claims["capacity.probes_retrieved"]["value"] == 4
     assert claims["capacity.prefix_cache_hits"]["value"] == 0
     assert claims["capacity.window_per_stream_min_tokens_per_s"]["value"] > 1
-    assert claims["capacity.window_aggregate_tokens_per_s"]["value"] >= 4 * claims[
-        "capacity.window_per_stream_min_tokens_per_s"]["value"] - 1e-9
+    assert (
+        claims["capacity.window_aggregate_tokens_per_s"]["value"]
+        >= 4 * claims["capacity.window_per_stream_min_tokens_per_s"]["value"] - 1e-9
+    )
     rows = [json.loads(line) for line in (run_dir / "requests.jsonl").read_text().splitlines()]
     assert [r["prompt_tokens"] for r in rows] == [1024] * 4
     assert "longest silence" in result.stdout and "running 0, waiting 0" in result.stdout
@@ -60,8 +92,18 @@ def test_capacity_passes_with_every_criterion_evidenced(engine, tmp_path):
 
 
 def test_a_fact_never_planted_fails_retrieval(engine, tmp_path):
-    result, claims, _ = run("capacity", engine, tmp_path, "--sessions", "2", "--input-tokens", "800",
-                            "--window-s", "2", "--negative-control")
+    result, claims, _ = run(
+        "capacity",
+        engine,
+        tmp_path,
+        "--sessions",
+        "2",
+        "--input-tokens",
+        "800",
+        "--window-s",
+        "2",
+        "--negative-control",
+    )
     assert result.returncode == 1
     assert criteria(claims, "capacity")["probes"] == "FAIL"
     assert claims["capacity.criteria.probes"]["formula"].startswith("0/2 planted facts retrieved")
@@ -70,8 +112,9 @@ def test_a_fact_never_planted_fails_retrieval(engine, tmp_path):
 
 
 def test_prefill_is_cold_and_exact(engine, tmp_path):
-    result, claims, _ = run("prefill", engine, tmp_path, "--input-tokens", "2048", "--repeats", "2",
-                            "--decode-tokens", "16")
+    result, claims, _ = run(
+        "prefill", engine, tmp_path, "--input-tokens", "2048", "--repeats", "2", "--decode-tokens", "16"
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert claims["prefill.verdict"]["value"] == "PASS"
     assert claims["prefill.prefix_cache_hits"]["value"] == 0
@@ -80,8 +123,19 @@ def test_prefill_is_cold_and_exact(engine, tmp_path):
 
 
 def test_interference_measures_before_during_after_and_warm_followups(engine, tmp_path):
-    result, claims, _ = run("interference", engine, tmp_path, "--sessions", "2", "--session-tokens", "1024",
-                            "--newcomer-tokens", "4096", "--window-s", "2")
+    result, claims, _ = run(
+        "interference",
+        engine,
+        tmp_path,
+        "--sessions",
+        "2",
+        "--session-tokens",
+        "1024",
+        "--newcomer-tokens",
+        "4096",
+        "--window-s",
+        "2",
+    )
     for name in ("before", "during", "after"):
         assert claims[f"interference.{name}_tokens_per_s"]["value"] >= 0
     assert claims["interference.newcomer_ttft_s"]["value"] > 0
@@ -101,15 +155,17 @@ def constrained_engine(tmp_path_factory):
         '[model]\npath = "embedded:gemma3-270m"\nserved_name = "gemma-3-270m"\ndtype = "bfloat16"\nmax_model_len = 4096\n'
         '[serving]\nendpoint = "completions"\nenforce_eager = true\n'
         'extra_args = ["--max-num-seqs", "3", "--num-gpu-blocks-override", "200"]\n'
-        'env = { VLLM_CPU_KVCACHE_SPACE = "1", VLLM_CPU_OMP_THREADS_BIND = "0-1", VLLM_CPU_NUM_OF_RESERVED_CPU = "0" }\n')
+        'env = { VLLM_CPU_KVCACHE_SPACE = "1", VLLM_CPU_OMP_THREADS_BIND = "0-1", VLLM_CPU_NUM_OF_RESERVED_CPU = "0" }\n'
+    )
     handle = start_serve([str(profile)], tmp_path_factory.mktemp("small-engine") / "serve.stderr")
     yield handle.engine
     stop_serve(handle)
 
 
 def test_more_sessions_than_max_num_seqs_fail_on_waiting(constrained_engine, tmp_path):
-    result, claims, _ = run("capacity", constrained_engine, tmp_path, "--sessions", "4", "--input-tokens", "500",
-                            "--window-s", "2")
+    result, claims, _ = run(
+        "capacity", constrained_engine, tmp_path, "--sessions", "4", "--input-tokens", "500", "--window-s", "2"
+    )
     assert result.returncode == 1
     c = criteria(claims, "capacity")
     assert c["all_streams_started"] == "FAIL" and c["waiting"] == "FAIL"
@@ -122,8 +178,9 @@ def test_more_sessions_than_max_num_seqs_fail_on_waiting(constrained_engine, tmp
 
 def test_kv_budget_too_small_fails_on_waiting_with_the_cache_full(constrained_engine, tmp_path):
     # 3 sessions fit max_num_seqs, but 3 x 3,000 tokens exceed the KV cache
-    result, claims, _ = run("capacity", constrained_engine, tmp_path, "--sessions", "3", "--input-tokens", "3000",
-                            "--window-s", "2")
+    result, claims, _ = run(
+        "capacity", constrained_engine, tmp_path, "--sessions", "3", "--input-tokens", "3000", "--window-s", "2"
+    )
     assert result.returncode == 1
     c = criteria(claims, "capacity")
     assert c["waiting"] == "FAIL" or c["preemptions"] == "FAIL"
@@ -145,18 +202,40 @@ def test_search_finds_max_num_seqs(constrained_engine, tmp_path):
     # one the client had cancelled in the trial before, handed over late by the starved front end. The
     # engine really had that request waiting, so the trial rightly failed; the search can only find
     # max_num_seqs on an engine nobody else is using.
-    result = loadproof("run", "capacity", "--url", constrained_engine.url, "--endpoint", "completions",
-                       "--tokenizer", str(constrained_engine.tokenizer), "--out", str(tmp_path),
-                       "--input-tokens", "300", "--window-s", "2", "--skip-probe-check", "--max-gap-s", "60",
-                       "--search", "sessions", "--sessions", "1", "--search-max", "4")
+    result = loadproof(
+        "run",
+        "capacity",
+        "--url",
+        constrained_engine.url,
+        "--endpoint",
+        "completions",
+        "--tokenizer",
+        str(constrained_engine.tokenizer),
+        "--out",
+        str(tmp_path),
+        "--input-tokens",
+        "300",
+        "--window-s",
+        "2",
+        "--skip-probe-check",
+        "--max-gap-s",
+        "60",
+        "--search",
+        "sessions",
+        "--sessions",
+        "1",
+        "--search-max",
+        "4",
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     (folder,) = tmp_path.iterdir()
     summary = json.loads((folder / "search.json").read_text())
     failed = {}
     for trial_dir in folder.glob("capacity-*"):
         trial = {c["name"]: c for c in json.loads((trial_dir / "claims.json").read_text())["claims"]}
-        failed[trial_dir.name] = {k: v["formula"] for k, v in trial.items()
-                                  if ".criteria." in k and v["value"] == "FAIL"}
+        failed[trial_dir.name] = {
+            k: v["formula"] for k, v in trial.items() if ".criteria." in k and v["value"] == "FAIL"
+        }
     assert summary["largest_pass"] == 3 and summary["smallest_fail"] == 4, (failed, result.stdout)
     assert [t["value"] for t in summary["trials"]] == [1, 2, 4, 3]
     assert len(list(folder.glob("capacity-*/claims.json"))) == 4
@@ -172,8 +251,15 @@ def test_a_run_on_a_busy_engine_fails_before_sending_anything(constrained_engine
 
     host, port = constrained_engine.url.removeprefix("http://").split(":")
     conn = http.client.HTTPConnection(host, int(port), timeout=60)
-    body = json.dumps({"model": constrained_engine.model, "prompt": "Count on and on:", "max_tokens": 3000,
-                       "ignore_eos": True, "stream": True})
+    body = json.dumps(
+        {
+            "model": constrained_engine.model,
+            "prompt": "Count on and on:",
+            "max_tokens": 3000,
+            "ignore_eos": True,
+            "stream": True,
+        }
+    )
     conn.request("POST", "/v1/completions", body=body, headers={"Content-Type": "application/json"})
     response = conn.getresponse()
     stop = threading.Event()
@@ -188,9 +274,26 @@ def test_a_run_on_a_busy_engine_fails_before_sending_anything(constrained_engine
     reader = threading.Thread(target=drain, daemon=True)
     reader.start()
     try:
-        result = loadproof("run", "capacity", "--url", constrained_engine.url, "--endpoint", "completions",
-                           "--tokenizer", str(constrained_engine.tokenizer), "--out", str(tmp_path),
-                           "--sessions", "1", "--input-tokens", "300", "--window-s", "1", "--idle-timeout-s", "3")
+        result = loadproof(
+            "run",
+            "capacity",
+            "--url",
+            constrained_engine.url,
+            "--endpoint",
+            "completions",
+            "--tokenizer",
+            str(constrained_engine.tokenizer),
+            "--out",
+            str(tmp_path),
+            "--sessions",
+            "1",
+            "--input-tokens",
+            "300",
+            "--window-s",
+            "1",
+            "--idle-timeout-s",
+            "3",
+        )
     finally:
         stop.set()
         conn.close()  # the engine aborts it; the next test starts on an idle engine

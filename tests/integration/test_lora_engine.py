@@ -24,20 +24,45 @@ MIX = "gemma-3-270m=0.5,adapter-a=0.3,adapter-b=0.2"
 
 
 def load(url: str, out: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "loadproof", "run", "load", "--url", url, "--out", str(out), *args],
-                          capture_output=True, text=True, timeout=900)
+    return subprocess.run(
+        [sys.executable, "-m", "loadproof", "run", "load", "--url", url, "--out", str(out), *args],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
 
 
 def test_a_mix_of_the_base_model_and_two_adapters(tmp_path: Path):
-    adapters = {name: make_lora(tmp_path / name, rank=8, seed=seed) for seed, name in enumerate(("adapter-a", "adapter-b"))}
-    profile = small_embedded(tmp_path, "\n[lora]\nadapters = { "
-                             + ", ".join(f'{name} = "{path}"' for name, path in adapters.items())
-                             + " }\nmax_loras = 1\nmax_cpu_loras = 1\nmax_lora_rank = 8\n")
+    adapters = {
+        name: make_lora(tmp_path / name, rank=8, seed=seed) for seed, name in enumerate(("adapter-a", "adapter-b"))
+    }
+    profile = small_embedded(
+        tmp_path,
+        "\n[lora]\nadapters = { "
+        + ", ".join(f'{name} = "{path}"' for name, path in adapters.items())
+        + " }\nmax_loras = 1\nmax_cpu_loras = 1\nmax_lora_rank = 8\n",
+    )
     handle = start_serve([str(profile)], tmp_path / "serve.stderr")
     try:
         url = handle.engine.url
-        ran = load(url, tmp_path / "mix", "--profile", str(profile), "--rate", "4", "-n", "30", "--input-tokens", "64",
-                   "--output-tokens", "8", "--model-mix", MIX, "--slo", "ttft=10s")
+        ran = load(
+            url,
+            tmp_path / "mix",
+            "--profile",
+            str(profile),
+            "--rate",
+            "4",
+            "-n",
+            "30",
+            "--input-tokens",
+            "64",
+            "--output-tokens",
+            "8",
+            "--model-mix",
+            MIX,
+            "--slo",
+            "ttft=10s",
+        )
         bad = load(url, tmp_path / "bad", "--rate", "4", "-n", "3", "--model-mix", "gemma-3-270m=1,adapter-c=1")
     finally:
         stop_serve(handle)

@@ -69,14 +69,24 @@ class Prometheus:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         config = workdir / "prometheus.yml"
-        jobs = "".join(f"  - job_name: {job}\n    static_configs:\n      - targets: ['{target}']\n"
-                       for job in ("sim", "sim-copy"))
+        jobs = "".join(
+            f"  - job_name: {job}\n    static_configs:\n      - targets: ['{target}']\n" for job in ("sim", "sim-copy")
+        )
         config.write_text(f"global:\n  scrape_interval: {SCRAPE}\n  scrape_timeout: 200ms\nscrape_configs:\n{jobs}")
         self.log = workdir / "prometheus.log"
         with open(self.log, "wb") as out:
-            self.proc = subprocess.Popen([binary, f"--config.file={config}", f"--storage.tsdb.path={workdir / 'data'}",
-                                          f"--web.listen-address=127.0.0.1:{self.port}", "--log.level=warn"],
-                                         stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            self.proc = subprocess.Popen(
+                [
+                    binary,
+                    f"--config.file={config}",
+                    f"--storage.tsdb.path={workdir / 'data'}",
+                    f"--web.listen-address=127.0.0.1:{self.port}",
+                    "--log.level=warn",
+                ],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+            )
         deadline = time.monotonic() + 30
         while not self._ready():
             if self.proc.poll() is not None or time.monotonic() > deadline:
@@ -131,8 +141,9 @@ async def until_equal(sim: SimProcess, source: MetricsSource, within_s: float = 
         own, seen = sim_metrics(sim), await read(source)
         if seen == own:
             return seen
-        assert time.monotonic() < deadline, {k: (own.get(k), seen.get(k)) for k in own.keys() | seen.keys()
-                                             if own.get(k) != seen.get(k)}
+        assert time.monotonic() < deadline, {
+            k: (own.get(k), seen.get(k)) for k in own.keys() | seen.keys() if own.get(k) != seen.get(k)
+        }
         await asyncio.sleep(0.1)
 
 
@@ -167,9 +178,15 @@ async def test_a_prometheus_source_reads_what_the_engines_own_metrics_say(sim_an
     assert await read(MetricsSource.parse(f"prometheus+{prometheus.url}?job=nothing-here")) == {}
 
 
-def loadproof_run(scenario: str, url: str, out: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], Path | None]:
-    result = subprocess.run([sys.executable, "-m", "loadproof", "run", scenario, "--url", url, "--out", str(out), *args],
-                            capture_output=True, text=True, timeout=200)
+def loadproof_run(
+    scenario: str, url: str, out: Path, *args: str
+) -> tuple[subprocess.CompletedProcess[str], Path | None]:
+    result = subprocess.run(
+        [sys.executable, "-m", "loadproof", "run", scenario, "--url", url, "--out", str(out), *args],
+        capture_output=True,
+        text=True,
+        timeout=200,
+    )
     runs = sorted(out.glob(f"{scenario}-*"))
     return result, runs[-1] if runs else None
 
@@ -181,9 +198,23 @@ def claims_of(run: Path) -> dict[str, dict]:
 def test_capacity_passes_with_a_prometheus_server_as_its_only_metrics_source(sim_and_prometheus, tmp_path):
     sim, prometheus = sim_and_prometheus
     source = f"prometheus+{prometheus.url}?job=sim"
-    result, run = loadproof_run("capacity", sim.url, tmp_path / "runs", "--tokenizer", str(tokenizer_path()),
-                                "--engine-metrics", source, "--sessions", "4", "--input-tokens", "2048",
-                                "--window-s", "2", "--max-gap-s", "1")
+    result, run = loadproof_run(
+        "capacity",
+        sim.url,
+        tmp_path / "runs",
+        "--tokenizer",
+        str(tokenizer_path()),
+        "--engine-metrics",
+        source,
+        "--sessions",
+        "4",
+        "--input-tokens",
+        "2048",
+        "--window-s",
+        "2",
+        "--max-gap-s",
+        "1",
+    )
     assert run is not None, result.stderr
     claims = claims_of(run)
     criteria = {k: v["value"] for k, v in claims.items() if ".criteria." in k}
@@ -204,16 +235,33 @@ def sim_tokenizer_folder(folder: Path, template: str) -> Path:
 
 
 # the simulator's chat template (sim.text.CHAT_TEMPLATE), as a model folder's jinja2 template
-SIM_TEMPLATE = ("{% for message in messages %}{% if message['role'] == 'user' %}"
-                + CHAT_TEMPLATE.replace("{content}", "{{ message['content'] }}")
-                + "{% else %}{{ message['content'] }}{% endif %}{% endfor %}")
+SIM_TEMPLATE = (
+    "{% for message in messages %}{% if message['role'] == 'user' %}"
+    + CHAT_TEMPLATE.replace("{content}", "{{ message['content'] }}")
+    + "{% else %}{{ message['content'] }}{% endif %}{% endfor %}"
+)
 
 
 def test_local_token_counts_plan_exact_chat_prompts_and_a_wrong_template_stops_at_the_check(tmp_path):
     with SimProcess(tmp_path / "sim.log", config=SIM_CONFIG) as sim:
         good = sim_tokenizer_folder(tmp_path / "good", SIM_TEMPLATE)
-        result, run = loadproof_run("prefill", sim.url, tmp_path / "runs", "--endpoint", "chat", "--token-counts",
-                                    "local", "--tokenizer", str(good), "-l", "1500", "-r", "1", "--decode-tokens", "4")
+        result, run = loadproof_run(
+            "prefill",
+            sim.url,
+            tmp_path / "runs",
+            "--endpoint",
+            "chat",
+            "--token-counts",
+            "local",
+            "--tokenizer",
+            str(good),
+            "-l",
+            "1500",
+            "-r",
+            "1",
+            "--decode-tokens",
+            "4",
+        )
         assert result.returncode == 0, result.stderr[-2000:]
         assert run is not None
         plan = json.loads((run / "manifest.json").read_text())["plan"]
@@ -226,8 +274,21 @@ def test_local_token_counts_plan_exact_chat_prompts_and_a_wrong_template_stops_a
         served = sim_metrics(sim)["request_success_total"]
 
         wrong = sim_tokenizer_folder(tmp_path / "wrong", "System: be brief.\n" + SIM_TEMPLATE)
-        result, _ = loadproof_run("prefill", sim.url, tmp_path / "runs-wrong", "--endpoint", "chat", "--token-counts",
-                                  "local", "--tokenizer", str(wrong), "-l", "1500", "-r", "1")
+        result, _ = loadproof_run(
+            "prefill",
+            sim.url,
+            tmp_path / "runs-wrong",
+            "--endpoint",
+            "chat",
+            "--token-counts",
+            "local",
+            "--tokenizer",
+            str(wrong),
+            "-l",
+            "1500",
+            "-r",
+            "1",
+        )
         assert result.returncode == 2
         errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
         assert len(errors) == 1 and errors[0].startswith("error: --token-counts local:"), result.stderr

@@ -34,8 +34,10 @@ def pair_profile(folder: Path, relay_port: int, ports: tuple[int, int]) -> Path:
     path = folder / "embedded-pd.toml"
     text = text.replace("port = 8080", f"port = {relay_port}").replace('"/dev/shm/loadproof-kv"', f'"{folder / "kv"}"')
     text += f"\n[disaggregation.prefill]\nport = {ports[0]}\n\n[disaggregation.decode]\nport = {ports[1]}\n"
-    path.write_text(text.replace('\nendpoint = "completions"', '\nendpoint = "completions"\nenforce_eager = true', 1),
-                    encoding="utf-8")
+    path.write_text(
+        text.replace('\nendpoint = "completions"', '\nendpoint = "completions"\nenforce_eager = true', 1),
+        encoding="utf-8",
+    )
     return path
 
 
@@ -56,13 +58,36 @@ def test_interference_and_the_openai_sdk_through_a_prefill_decode_pair(tmp_path:
         wait_until(lambda: ready(relay), 900, "both instances behind the relay", every_s=0.5)
         for instance in instances:  # stop_serve checks that nothing of either instance is left
             handle.groups |= {os.getpgid(pid) for pid in processes_with(f"--port {instance}")}
-        ran = subprocess.run([sys.executable, "-m", "loadproof", "run", "interference", "--url", relay,
-                              "--engine-metrics", relay + "/engine/metrics", "--profile", str(profile), "-m", "2",
-                              "--session-tokens", "512", "--newcomer-tokens", "2048", "--window-s", "2",
-                              "--out", str(tmp_path / "runs")], capture_output=True, text=True, timeout=900)
+        ran = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "loadproof",
+                "run",
+                "interference",
+                "--url",
+                relay,
+                "--engine-metrics",
+                relay + "/engine/metrics",
+                "--profile",
+                str(profile),
+                "-m",
+                "2",
+                "--session-tokens",
+                "512",
+                "--newcomer-tokens",
+                "2048",
+                "--window-s",
+                "2",
+                "--out",
+                str(tmp_path / "runs"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
         client = openai.OpenAI(base_url=relay + "/v1", api_key="unused", max_retries=0)
-        stream = client.completions.create(model="gemma-3-270m", prompt="The harbor at dawn", max_tokens=8,
-                                           stream=True)
+        stream = client.completions.create(model="gemma-3-270m", prompt="The harbor at dawn", max_tokens=8, stream=True)
         text = "".join(chunk.choices[0].text for chunk in stream if chunk.choices)
         client.close()
         (session,) = (tmp_path / "kv").iterdir()  # this serve session's own subfolder of storage_path
@@ -79,8 +104,9 @@ def test_interference_and_the_openai_sdk_through_a_prefill_decode_pair(tmp_path:
     # 2 streams, the newcomer, 2 follow-ups: each prefilled on the prefill instance first
     assert claims["interference.pd.requests"] == 5
     assert 0 < claims["interference.newcomer_prefill_hop_s"] < claims["interference.newcomer_ttft_s"]
-    newcomer = json.loads(next(line for line in (runs[-1] / "requests.jsonl").read_text().splitlines()
-                               if '"int-newcomer"' in line))
+    newcomer = json.loads(
+        next(line for line in (runs[-1] / "requests.jsonl").read_text().splitlines() if '"int-newcomer"' in line)
+    )
     kept = (newcomer["prompt_tokens"] - 1) // BLOCK * BLOCK
     written = claims["interference.newcomer_kv_bytes"]  # the tensors, and each of its 18 files' safetensors header
     assert kept * KV_BYTES_PER_TOKEN < written < kept * KV_BYTES_PER_TOKEN + 18 * 256

@@ -40,7 +40,10 @@ def pair(tmp_path) -> Iterator[tuple[SimProcess, SimProcess, RelayProcess]]:
 async def test_each_request_is_prefilled_on_one_instance_then_streamed_from_the_other(pair):
     prefill, decode, relay = pair
     async with StreamingClient(relay.url, api_key=KEY) as client:
-        recs = [await client.stream(spec(i, prompt=f"{i} " + "word " * 40, max_tokens=12, ignore_eos=True)) for i in range(3)]
+        recs = [
+            await client.stream(spec(i, prompt=f"{i} " + "word " * 40, max_tokens=12, ignore_eos=True))
+            for i in range(3)
+        ]
     assert all(r.ok and r.output_tokens == 12 for r in recs), [r.error_message for r in recs]
     # the prefill instance generated one token a request, the decode instance all of them
     assert requests_served(prefill.url) == 3 and generated(prefill.url) == 3

@@ -37,20 +37,67 @@ def test_a_contract_from_a_wrong_profile_fails_on_the_figures_it_got_wrong(engin
     sim = tmp_path / "wrong.toml"
     sim.write_text(WRONG)
     contract = tmp_path / "contract.json"
-    planned = loadproof("plan", str(sim), "--simulate", "capacity", "--sessions", "2", "-l", "512", "--window-s", "3",
-                        "--prediction-out", str(contract))
+    planned = loadproof(
+        "plan",
+        str(sim),
+        "--simulate",
+        "capacity",
+        "--sessions",
+        "2",
+        "-l",
+        "512",
+        "--window-s",
+        "3",
+        "--prediction-out",
+        str(contract),
+    )
     assert planned.returncode == 0, planned.stderr[-2000:]
     promised = {f["claim"]: f for f in json.loads(contract.read_text())["figures"]}
-    assert set(promised) == {"capacity.cold_ttft_median_s", "capacity.cold_ttft_max_s",
-                             "capacity.window_aggregate_tokens_per_s"}
+    assert set(promised) == {
+        "capacity.cold_ttft_median_s",
+        "capacity.cold_ttft_max_s",
+        "capacity.window_aggregate_tokens_per_s",
+    }
 
-    mismatch = loadproof("run", "capacity", "--url", engine.url, "--tokenizer", str(engine.tokenizer), "-n", "3",
-                         "-l", "512", "--window-s", "3", "--prediction", str(contract), "--out", str(tmp_path / "runs"))
+    mismatch = loadproof(
+        "run",
+        "capacity",
+        "--url",
+        engine.url,
+        "--tokenizer",
+        str(engine.tokenizer),
+        "-n",
+        "3",
+        "-l",
+        "512",
+        "--window-s",
+        "3",
+        "--prediction",
+        str(contract),
+        "--out",
+        str(tmp_path / "runs"),
+    )
     assert mismatch.returncode == 2 and "predicted for sessions = 2, this run has 3" in mismatch.stderr
     assert not (tmp_path / "runs").exists()  # refused before anything was sent
 
-    ran = loadproof("run", "capacity", "--url", engine.url, "--tokenizer", str(engine.tokenizer), "-n", "2",
-                    "-l", "512", "--window-s", "3", "--prediction", str(contract), "--out", str(tmp_path / "runs"))
+    ran = loadproof(
+        "run",
+        "capacity",
+        "--url",
+        engine.url,
+        "--tokenizer",
+        str(engine.tokenizer),
+        "-n",
+        "2",
+        "-l",
+        "512",
+        "--window-s",
+        "3",
+        "--prediction",
+        str(contract),
+        "--out",
+        str(tmp_path / "runs"),
+    )
     assert ran.returncode == 1, ran.stderr[-3000:]
     assert "the prediction contract failed: capacity.cold_ttft_median_s" in ran.stderr
     [run] = (tmp_path / "runs").iterdir()

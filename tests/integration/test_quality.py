@@ -22,10 +22,31 @@ pytestmark = [pytest.mark.engine, pytest.mark.timeout(600)]
 def test_quality_slice_scores_item_by_item(engine, tmp_path):
     started = time.monotonic()
     result = subprocess.run(
-        [sys.executable, "-m", "loadproof", "run", "quality", "--url", engine.url, "--endpoint", "completions",
-         "--tokenizer", str(engine.tokenizer), "--out", str(tmp_path), "--gsm8k-items", "5",
-         "--retrieval-lengths", "1024,2048", "--suites", "gsm8k,authored,retrieval,image"],
-        capture_output=True, text=True, timeout=500)
+        [
+            sys.executable,
+            "-m",
+            "loadproof",
+            "run",
+            "quality",
+            "--url",
+            engine.url,
+            "--endpoint",
+            "completions",
+            "--tokenizer",
+            str(engine.tokenizer),
+            "--out",
+            str(tmp_path),
+            "--gsm8k-items",
+            "5",
+            "--retrieval-lengths",
+            "1024,2048",
+            "--suites",
+            "gsm8k,authored,retrieval,image",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=500,
+    )
     elapsed_s = time.monotonic() - started
     assert result.returncode == 0, result.stdout + result.stderr
     (run_dir,) = tmp_path.iterdir()
@@ -59,7 +80,9 @@ def test_quality_slice_scores_item_by_item(engine, tmp_path):
     records = [json.loads(line) for line in (run_dir / "requests.jsonl").read_text().splitlines()]
     assert len(records) == 5 + len(tasks) + 4 and all(r["output_text"] == "" for r in records)
     assert "## Quality" in (run_dir / "report.md").read_text()
-    print(f"quality slice: {elapsed_s:.0f} s wall; gsm8k {claims['quality.gsm8k.correct']['value']}/5 flexible, "
-          f"{claims['quality.gsm8k.correct_strict']['value']}/5 strict; authored "
-          f"{claims['quality.authored.plain.correct']['value']}/{len(tasks)}; retrieval 2048 "
-          f"{claims['quality.retrieval.2048.retrieved']['value']}/2")
+    print(
+        f"quality slice: {elapsed_s:.0f} s wall; gsm8k {claims['quality.gsm8k.correct']['value']}/5 flexible, "
+        f"{claims['quality.gsm8k.correct_strict']['value']}/5 strict; authored "
+        f"{claims['quality.authored.plain.correct']['value']}/{len(tasks)}; retrieval 2048 "
+        f"{claims['quality.retrieval.2048.retrieved']['value']}/2"
+    )

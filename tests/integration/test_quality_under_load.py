@@ -55,16 +55,46 @@ def check_under_load_run(run_dir: Path, rate: float, items: int, rate_tolerance:
 def test_quality_under_load_scores_each_item_idle_and_under_load(engine, tmp_path):
     started = time.monotonic()
     result = subprocess.run(
-        [sys.executable, "-m", "loadproof", "run", "quality", "--url", engine.url, "--endpoint", "completions",
-         "--tokenizer", str(engine.tokenizer), "--out", str(tmp_path), "--suites", "authored", "--modes", "plain",
-         "--authored-items", str(ITEMS), "--under-load-rate", str(RATE), "--under-load-arrival", "constant",
-         "--under-load-input-tokens", "64", "--under-load-output-tokens", "4"],
-        capture_output=True, text=True, timeout=800)
+        [
+            sys.executable,
+            "-m",
+            "loadproof",
+            "run",
+            "quality",
+            "--url",
+            engine.url,
+            "--endpoint",
+            "completions",
+            "--tokenizer",
+            str(engine.tokenizer),
+            "--out",
+            str(tmp_path),
+            "--suites",
+            "authored",
+            "--modes",
+            "plain",
+            "--authored-items",
+            str(ITEMS),
+            "--under-load-rate",
+            str(RATE),
+            "--under-load-arrival",
+            "constant",
+            "--under-load-input-tokens",
+            "64",
+            "--under-load-output-tokens",
+            "4",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=800,
+    )
     elapsed_s = time.monotonic() - started
     assert result.returncode == 0, result.stdout + result.stderr
     (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
     claims = check_under_load_run(run_dir, RATE, ITEMS, rate_tolerance=0.2)
     publish_and_verify(run_dir, tmp_path / "bundle")  # the claims recompute from the published run alone
-    print(f"quality under load: {elapsed_s:.0f} s wall; {claims['quality.under_load.changed']['value']} of "
-          f"{claims['quality.under_load.items']['value']} answers changed; load "
-          f"{claims['load.achieved_rate_rps']['printed']} requests/s over {claims['load.requests']['value']} requests")
+    print(
+        f"quality under load: {elapsed_s:.0f} s wall; {claims['quality.under_load.changed']['value']} of "
+        f"{claims['quality.under_load.items']['value']} answers changed; load "
+        f"{claims['load.achieved_rate_rps']['printed']} requests/s over {claims['load.requests']['value']} requests"
+    )

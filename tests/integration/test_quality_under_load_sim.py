@@ -19,10 +19,27 @@ pytestmark = pytest.mark.timeout(180)
 
 def test_quality_under_load_on_the_simulator(tmp_path: Path):
     with SimProcess(tmp_path / "sim.log", config={"time_scale": 10.0}) as sim:
-        code, claims, run = run_scenario(sim, tmp_path, "quality", "--endpoint", "completions", "--suites", "authored",
-                                         "--modes", "plain", "--authored-items", "6", "--under-load-rate", "4",
-                                         "--under-load-arrival", "constant", "--under-load-input-tokens", "128",
-                                         "--under-load-output-tokens", "8")
+        code, claims, run = run_scenario(
+            sim,
+            tmp_path,
+            "quality",
+            "--endpoint",
+            "completions",
+            "--suites",
+            "authored",
+            "--modes",
+            "plain",
+            "--authored-items",
+            "6",
+            "--under-load-rate",
+            "4",
+            "--under-load-arrival",
+            "constant",
+            "--under-load-input-tokens",
+            "128",
+            "--under-load-output-tokens",
+            "8",
+        )
     assert code == 0, claims
     check_under_load_run(run, rate=4.0, items=6, rate_tolerance=0.2)
     plan = json.loads((run / "manifest.json").read_text())["plan"]["under_load"]

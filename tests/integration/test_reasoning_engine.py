@@ -45,8 +45,12 @@ N = 8  # prompts of 192 tokens: the template's worked examples take 118 of them 
 
 
 def run_load(url: str, out: Path, *args: str) -> tuple[int, dict, Path]:
-    proc = subprocess.run([sys.executable, "-m", "loadproof", "run", "load", "--url", url, "--out", str(out), *args],
-                          capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(
+        [sys.executable, "-m", "loadproof", "run", "load", "--url", url, "--out", str(out), *args],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     runs = sorted(out.glob("load-*"))
     assert runs and (runs[-1] / "claims.json").is_file(), proc.stderr[-2000:]
     claims = {c["name"]: c for c in json.loads((runs[-1] / "claims.json").read_text())["claims"]}
@@ -58,8 +62,18 @@ def test_the_engine_streams_reasoning_apart_and_the_claims_hold(tmp_path: Path):
     profile.write_text(PROFILE, encoding="utf-8")
     handle = start_serve([str(profile), "--eager"], tmp_path / "serve.stderr")
     try:
-        common = ["--tokenizer", str(handle.engine.tokenizer), "--rate", "1", "--input-tokens", "192",
-                  "--output-tokens", "40", "--seed", "7"]
+        common = [
+            "--tokenizer",
+            str(handle.engine.tokenizer),
+            "--rate",
+            "1",
+            "--input-tokens",
+            "192",
+            "--output-tokens",
+            "40",
+            "--seed",
+            "7",
+        ]
         code, claims, run = run_load(handle.engine.url, tmp_path / "on", *common, "-n", str(N), "--thinking", "on")
         off_code, off_claims, _ = run_load(handle.engine.url, tmp_path / "off", *common, "-n", "3", "--thinking", "off")
     finally:

@@ -23,14 +23,44 @@ REASONING = 12  # round(0.3 * 40): the simulator reasons for 30% of max_tokens u
 
 def test_a_thinking_load_run_draws_reasoning_and_answer_apart_and_verifies(tmp_path: Path):
     with SimProcess(tmp_path / "sim.log", "--reasoning-share", "0.3", config={"time_scale": 10.0}) as sim:
-        code, claims, run = run_scenario(sim, tmp_path / "on", "load", "--rate", "6", "-n", str(N),
-                                         "--input-tokens", "128", "--output-tokens", str(OUT), "--thinking", "on",
-                                         "--seed", "3")
-        off_code, off_claims, off_run = run_scenario(sim, tmp_path / "off", "load", "--rate", "6", "-n", "4",
-                                                     "--input-tokens", "128", "--output-tokens", "8",
-                                                     "--thinking", "off")
-        asked = {"model": "sim", "messages": [{"role": "user", "content": "Why?"}], "max_tokens": 10,
-                 "ignore_eos": True}
+        code, claims, run = run_scenario(
+            sim,
+            tmp_path / "on",
+            "load",
+            "--rate",
+            "6",
+            "-n",
+            str(N),
+            "--input-tokens",
+            "128",
+            "--output-tokens",
+            str(OUT),
+            "--thinking",
+            "on",
+            "--seed",
+            "3",
+        )
+        off_code, off_claims, off_run = run_scenario(
+            sim,
+            tmp_path / "off",
+            "load",
+            "--rate",
+            "6",
+            "-n",
+            "4",
+            "--input-tokens",
+            "128",
+            "--output-tokens",
+            "8",
+            "--thinking",
+            "off",
+        )
+        asked = {
+            "model": "sim",
+            "messages": [{"role": "user", "content": "Why?"}],
+            "max_tokens": 10,
+            "ignore_eos": True,
+        }
         thought = sim_json(sim.url, {**asked, "chat_template_kwargs": {"enable_thinking": True}})
         plain = sim_json(sim.url, asked)  # a request that does not ask for thinking gets none
     assert thought["choices"][0]["message"]["reasoning"] == "Let"  # round(0.3 * 10) tokens of one byte
@@ -63,7 +93,8 @@ def test_a_thinking_load_run_draws_reasoning_and_answer_apart_and_verifies(tmp_p
 
 
 def sim_json(url: str, body: dict) -> dict:
-    request = urllib.request.Request(url + "/v1/chat/completions", data=json.dumps(body).encode(),
-                                     headers={"Content-Type": "application/json"})
+    request = urllib.request.Request(
+        url + "/v1/chat/completions", data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+    )
     with urllib.request.urlopen(request, timeout=30) as resp:
         return json.loads(resp.read())

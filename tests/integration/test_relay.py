@@ -39,9 +39,13 @@ class RelayProcess:
         self.log = log
         self._err = open(log, "wb")
         port = free_port()
-        self.proc = subprocess.Popen([sys.executable, "-m", "loadproof", "relay", "--upstream", upstream,
-                                      "--port", str(port), *args], stdout=subprocess.PIPE, stderr=self._err,
-                                     text=True, env=env)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "loadproof", "relay", "--upstream", upstream, "--port", str(port), *args],
+            stdout=subprocess.PIPE,
+            stderr=self._err,
+            text=True,
+            env=env,
+        )
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
         assert f"listening on http://127.0.0.1:{port}" in line, line + log.read_text()
@@ -80,8 +84,12 @@ def relay_factory(tmp_path) -> Iterator:
 
 
 def spec(i: int = 0, deadline_s: float | None = 60) -> RequestSpec:
-    return RequestSpec(request_id=f"r{i}", endpoint="completions",
-                       body=request_body("completions", "m", "hi", max_tokens=8), deadline_s=deadline_s)
+    return RequestSpec(
+        request_id=f"r{i}",
+        endpoint="completions",
+        body=request_body("completions", "m", "hi", max_tokens=8),
+        deadline_s=deadline_s,
+    )
 
 
 def chunks(n: int) -> list[bytes]:
@@ -131,8 +139,9 @@ async def test_a_silent_upstream_keeps_an_idle_timeout_client_connected(sse_serv
     relay = relay_factory(upstream.url, "--heartbeat-s", "0.8")
     timeout = aiohttp.ClientTimeout(total=None, sock_read=3)
     async with aiohttp.ClientSession(timeout=timeout) as s:
-        async with s.post(relay.url + "/v1/completions", data=spec().body,
-                          headers={"Authorization": f"Bearer {KEY}"}) as resp:
+        async with s.post(
+            relay.url + "/v1/completions", data=spec().body, headers={"Authorization": f"Bearer {KEY}"}
+        ) as resp:
             decoder, events = SSEDecoder(), []
             async for data in resp.content.iter_any():
                 events += decoder.feed(data)
@@ -173,8 +182,11 @@ async def test_client_leaving_closes_the_upstream_within_a_second(sse_server, re
     while not upstream.disconnects:
         assert time.monotonic() - left < 1.0, "the upstream kept streaming for a client that left"
         await asyncio.sleep(0.02)
-    await eventually(lambda: metric(relay.url, "loadproof_relay_client_disconnects_total"), 10,
-                     "the relay logged the client's leaving")
+    await eventually(
+        lambda: metric(relay.url, "loadproof_relay_client_disconnects_total"),
+        10,
+        "the relay logged the client's leaving",
+    )
     assert await metric(relay.url, "loadproof_relay_in_flight") == 0
     assert await metric(relay.url, "loadproof_relay_client_disconnects_total") == 1
 
@@ -185,14 +197,16 @@ async def test_a_client_leaving_after_done_is_a_complete_request_not_a_disconnec
     # whole stream, stops at [DONE] and closes (as the openai SDKs, GuideLLM and AIPerf may) before the relay
     # sees the end
     pieces = [completion_chunk("x", 1), b"data: [DO", b"NE]\n\n", b"never sent"]
-    upstream = await sse_server([Script(pieces=pieces, pause_s=0.05, hang_after=3),
-                                 Script(pieces=pieces, hang_after=1)])
+    upstream = await sse_server(
+        [Script(pieces=pieces, pause_s=0.05, hang_after=3), Script(pieces=pieces, hang_after=1)]
+    )
     relay = relay_factory(upstream.url)
     # the first client reads to [DONE]; the second leaves after its first event, mid-stream
     async with aiohttp.ClientSession() as s:
         for until in (b"data: [DONE]", b"data: {"):
-            resp = await s.post(relay.url + "/v1/completions", data=spec().body,
-                                headers={"Authorization": f"Bearer {KEY}"})
+            resp = await s.post(
+                relay.url + "/v1/completions", data=spec().body, headers={"Authorization": f"Bearer {KEY}"}
+            )
             async for line in resp.content:
                 if line.startswith(until):
                     break
@@ -206,8 +220,16 @@ async def test_a_client_leaving_after_done_is_a_complete_request_not_a_disconnec
 @pytest.mark.asyncio
 async def test_pool_rejects_the_one_too_many_and_recovers_every_slot(sse_server, relay_factory):
     hang = Script(pieces=chunks(3), hang_after=1)
-    upstream = await sse_server([hang, hang, Script(status=500, pieces=[b'{"error":{"message":"boom"}}']),
-                                 hang, Script(pieces=chunks(2)), Script(pieces=chunks(2))])
+    upstream = await sse_server(
+        [
+            hang,
+            hang,
+            Script(status=500, pieces=[b'{"error":{"message":"boom"}}']),
+            hang,
+            Script(pieces=chunks(2)),
+            Script(pieces=chunks(2)),
+        ]
+    )
     relay = relay_factory(upstream.url, "--max-in-flight", "2", "--deadline-s", "2")
     async with StreamingClient(relay.url, api_key=KEY) as client:
         hanging = [asyncio.create_task(client.stream(spec(i, deadline_s=None))) for i in range(2)]
@@ -242,6 +264,7 @@ async def test_body_size_limit(sse_server, relay_factory):
 def in_flight_is(url: str, n: int) -> Callable[[], Awaitable[bool]]:
     async def check() -> bool:
         return await metric(url, "loadproof_relay_in_flight") == n
+
     return check
 
 
@@ -252,12 +275,19 @@ def auth(key: str = KEY) -> bytes:
 def post(path: str, body: bytes, extra: bytes = b"", length: int | None = None) -> bytes:
     """A raw HTTP/1.1 POST, for what a client library would not send (a stall, a lie about the length)."""
     size = len(body) if length is None else length
-    return (f"POST {path} HTTP/1.1\r\nHost: relay\r\nContent-Type: application/json\r\n"
-            f"Content-Length: {size}\r\n").encode() + extra + b"\r\n" + body
+    return (
+        (
+            f"POST {path} HTTP/1.1\r\nHost: relay\r\nContent-Type: application/json\r\nContent-Length: {size}\r\n"
+        ).encode()
+        + extra
+        + b"\r\n"
+        + body
+    )
 
 
-async def exchange(url: str, data: bytes, *, then: bytes = b"", wait_s: float = 0.0,
-                   timeout_s: float = 10.0) -> tuple[bytes, float]:
+async def exchange(
+    url: str, data: bytes, *, then: bytes = b"", wait_s: float = 0.0, timeout_s: float = 10.0
+) -> tuple[bytes, float]:
     """Send `data` (then, after `wait_s`, `then`) on one connection; read until the relay closes it.
     Returns what came back and the seconds from the first send to the close."""
     host, port = url.rsplit("/", 1)[1].split(":")
@@ -292,8 +322,11 @@ async def test_metrics_need_the_key_when_keys_are_set(sse_server, relay_factory)
     upstream = await sse_server([Script(pieces=chunks(1))])
     keyed = relay_factory(upstream.url)
     async with aiohttp.ClientSession() as s:
-        for headers, expected in (({}, 401), ({"Authorization": "Bearer sk-wrong"}, 401),
-                                  ({"Authorization": f"Bearer {KEY}"}, 200)):
+        for headers, expected in (
+            ({}, 401),
+            ({"Authorization": "Bearer sk-wrong"}, 401),
+            ({"Authorization": f"Bearer {KEY}"}, 200),
+        ):
             async with s.get(keyed.url + "/metrics", headers=headers) as r:
                 text = await r.text()
                 assert r.status == expected, (headers, r.status)
@@ -352,8 +385,11 @@ async def test_a_client_leaving_a_non_streamed_request_closes_the_upstream_and_f
         while not left_at:
             assert time.monotonic() - left < 1.0, "the upstream kept generating for a client that left"
             await asyncio.sleep(0.02)
-        await eventually(lambda: metric(relay.url, "loadproof_relay_client_disconnects_total"), 10,
-                         "the relay counted the client's leaving")
+        await eventually(
+            lambda: metric(relay.url, "loadproof_relay_client_disconnects_total"),
+            10,
+            "the relay counted the client's leaving",
+        )
         assert await metric(relay.url, "loadproof_relay_in_flight") == 0
         assert await metric(relay.url, "loadproof_relay_client_disconnects_total") == 1
         rows = [json.loads(line) for line in relay.stop().splitlines() if line.startswith("{")]
@@ -363,13 +399,17 @@ async def test_a_client_leaving_a_non_streamed_request_closes_the_upstream_and_f
 
 
 @pytest.mark.asyncio
-@pytest.mark.parametrize("stall, args", [
-    ("body", ("--body-timeout-s", "1")),  # 10 of 100 declared bytes, then nothing
-    ("body", ("--body-timeout-s", "60", "--deadline-s", "1")),  # the body's time never outlasts the deadline
-    ("head", ("--body-timeout-s", "1")),  # half a request head, then nothing
-])
-async def test_a_stalled_upload_is_answered_408_within_the_bound_and_frees_its_slot(sse_server, relay_factory,
-                                                                                    stall, args):
+@pytest.mark.parametrize(
+    "stall, args",
+    [
+        ("body", ("--body-timeout-s", "1")),  # 10 of 100 declared bytes, then nothing
+        ("body", ("--body-timeout-s", "60", "--deadline-s", "1")),  # the body's time never outlasts the deadline
+        ("head", ("--body-timeout-s", "1")),  # half a request head, then nothing
+    ],
+)
+async def test_a_stalled_upload_is_answered_408_within_the_bound_and_frees_its_slot(
+    sse_server, relay_factory, stall, args
+):
     upstream = await sse_server([Script(pieces=chunks(1))])
     relay = relay_factory(upstream.url, *args)
     request = post("/v1/completions", b'{"model": "m", "p', auth(), length=100)
@@ -406,41 +446,53 @@ async def test_slow_uploads_hold_pool_slots_so_the_one_too_many_gets_429_at_once
 
 
 @pytest.mark.asyncio
-async def test_http_framing_chunked_upload_expect_continue_pipelining_http10_and_bad_requests(sse_server,
-                                                                                               relay_factory):
+async def test_http_framing_chunked_upload_expect_continue_pipelining_http10_and_bad_requests(
+    sse_server, relay_factory
+):
     upstream = await sse_server([Script(pieces=chunks(2))])
     relay = relay_factory(upstream.url)
     body = request_body("completions", "m", "hi", max_tokens=8)
     # a chunked upload, in pieces with a pause between: the upstream gets exactly the body
-    head = (b"POST /v1/completions HTTP/1.1\r\nHost: r\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n"
-            + auth() + b"\r\n")
-    framed = b"".join(b"%x;ext=1\r\n%b\r\n" % (len(body[i:i + 7]), body[i:i + 7]) for i in range(0, len(body), 7))
-    answer, _ = await exchange(relay.url, head + framed[:30], then=framed[30:] + b"0\r\nTrailer: x\r\n\r\n",
-                               wait_s=0.2)
+    head = (
+        b"POST /v1/completions HTTP/1.1\r\nHost: r\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n"
+        + auth()
+        + b"\r\n"
+    )
+    framed = b"".join(b"%x;ext=1\r\n%b\r\n" % (len(body[i : i + 7]), body[i : i + 7]) for i in range(0, len(body), 7))
+    answer, _ = await exchange(relay.url, head + framed[:30], then=framed[30:] + b"0\r\nTrailer: x\r\n\r\n", wait_s=0.2)
     assert statuses(answer) == [200] and b"transfer-encoding: chunked" in answer and answer.endswith(b"0\r\n\r\n")
     assert upstream.bodies[-1] == body
     # Expect: 100-continue: the relay says go on only to a request it will take
-    answer, _ = await exchange(relay.url, post("/v1/completions", b"", auth() + b"Expect: 100-continue\r\n"
-                                               b"Connection: close\r\n", length=len(body)), then=body, wait_s=0.3)
+    answer, _ = await exchange(
+        relay.url,
+        post("/v1/completions", b"", auth() + b"Expect: 100-continue\r\nConnection: close\r\n", length=len(body)),
+        then=body,
+        wait_s=0.3,
+    )
     assert statuses(answer) == [100, 200]
-    answer, _ = await exchange(relay.url, post("/v1/completions", b"", auth("sk-wrong") + b"Expect: 100-continue\r\n",
-                                               length=len(body)))
+    answer, _ = await exchange(
+        relay.url, post("/v1/completions", b"", auth("sk-wrong") + b"Expect: 100-continue\r\n", length=len(body))
+    )
     assert statuses(answer) == [401]
     # two requests in one write, on one kept-alive connection: two answers, in order
-    answer, _ = await exchange(relay.url, post("/v1/completions", body, auth()) +
-                               b"GET /health HTTP/1.1\r\nHost: r\r\nConnection: close\r\n\r\n")
+    answer, _ = await exchange(
+        relay.url,
+        post("/v1/completions", body, auth()) + b"GET /health HTTP/1.1\r\nHost: r\r\nConnection: close\r\n\r\n",
+    )
     assert statuses(answer) == [200, 200] and answer.rstrip().endswith(b"}") and b"data: [DONE]" in answer
     # HTTP/1.0: the stream is not chunked and ends with the connection
     answer, _ = await exchange(relay.url, post("/v1/completions", body, auth()).replace(b"HTTP/1.1", b"HTTP/1.0"))
     assert statuses(answer) == [200] and b"transfer-encoding" not in answer and answer.endswith(DONE_EVENT)
     # what no client should send
-    for bad, status in ((b"GARBAGE\r\n\r\n", 400),
-                        (post("/v1/completions", body, auth() + b"Transfer-Encoding: chunked\r\n"), 400),
-                        (b"POST /v1/completions HTTP/1.1\r\nHost: r\r\nTransfer-Encoding: gzip\r\n\r\n", 501),
-                        (b"GET /v1/completions HTTP/1.1\r\nHost: r\r\nConnection: close\r\n\r\n", 405),
-                        (b"GET /v2/anything?key=x HTTP/1.1\r\nHost: r\r\nConnection: close\r\n\r\n", 404),
-                        (b"GET /health HTTP/2.0\r\n\r\n", 505),
-                        (b"GET /health HTTP/1.1\r\nX: " + b"y" * 70_000 + b"\r\n\r\n", 431)):
+    for bad, status in (
+        (b"GARBAGE\r\n\r\n", 400),
+        (post("/v1/completions", body, auth() + b"Transfer-Encoding: chunked\r\n"), 400),
+        (b"POST /v1/completions HTTP/1.1\r\nHost: r\r\nTransfer-Encoding: gzip\r\n\r\n", 501),
+        (b"GET /v1/completions HTTP/1.1\r\nHost: r\r\nConnection: close\r\n\r\n", 405),
+        (b"GET /v2/anything?key=x HTTP/1.1\r\nHost: r\r\nConnection: close\r\n\r\n", 404),
+        (b"GET /health HTTP/2.0\r\n\r\n", 505),
+        (b"GET /health HTTP/1.1\r\nX: " + b"y" * 70_000 + b"\r\n\r\n", 431),
+    ):
         answer, _ = await exchange(relay.url, bad)
         assert statuses(answer) == [status], (bad[:60], answer[:200])
     log = relay.stop()
@@ -471,12 +523,13 @@ async def test_tokenize_detokenize_version_and_the_engines_metrics_are_forwarded
     async def record(request: web.Request) -> web.Response:
         seen.append((request.method, request.path, await request.read(), request.headers.get("Authorization")))
         if request.path == "/metrics":
-            return web.Response(text="# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running 3.0\n",
-                                content_type="text/plain")
+            return web.Response(
+                text="# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running 3.0\n",
+                content_type="text/plain",
+            )
         if request.path == "/version":
             return web.json_response({"version": "0.32.0"})
-        return web.json_response({"count": 7, "tokens": [1, 2, 3]} if request.path == "/tokenize"
-                                 else {"prompt": "hi"})
+        return web.json_response({"count": 7, "tokens": [1, 2, 3]} if request.path == "/tokenize" else {"prompt": "hi"})
 
     app = web.Application()
     for path in ("/tokenize", "/detokenize"):
@@ -497,8 +550,9 @@ async def test_tokenize_detokenize_version_and_the_engines_metrics_are_forwarded
                 async with s.post(relay.url + path, json=body) as r:
                     assert r.status == 401  # the API's key, as on /v1
                 async with s.post(relay.url + path, json=body, headers=keyed) as r:
-                    assert r.status == 200 and (await r.json()) == ({"count": 7, "tokens": [1, 2, 3]}
-                                                                     if path == "/tokenize" else {"prompt": "hi"})
+                    assert r.status == 200 and (await r.json()) == (
+                        {"count": 7, "tokens": [1, 2, 3]} if path == "/tokenize" else {"prompt": "hi"}
+                    )
             async with s.get(relay.url + "/version", headers=keyed) as r:
                 assert r.status == 200 and (await r.json()) == {"version": "0.32.0"}
             async with s.get(relay.url + "/engine/metrics") as r:
@@ -518,14 +572,22 @@ async def test_tokenize_detokenize_version_and_the_engines_metrics_are_forwarded
         # the engine's figures only under /engine/metrics, the relay's only under /metrics
         assert "vllm:num_requests_running 3.0" in engine_text and "loadproof_relay" not in engine_text
         assert "vllm:" not in relay_text and "loadproof_relay_in_flight" in relay_text
-        assert [(m, p) for m, p, _, _ in seen] == [("POST", "/tokenize"), ("POST", "/detokenize"), ("GET", "/version"),
-                                                   ("GET", "/metrics")]
+        assert [(m, p) for m, p, _, _ in seen] == [
+            ("POST", "/tokenize"),
+            ("POST", "/detokenize"),
+            ("GET", "/version"),
+            ("GET", "/metrics"),
+        ]
         assert seen[0][2] == b'{"model": "m", "prompt": "hi"}'  # the body, byte for byte
         assert {a for _, _, _, a in seen} == {f"Bearer {env_key}"}  # the upstream's key, never the client's
         log = relay.stop()
         assert KEY not in log and env_key not in log
         rows = [json.loads(line) for line in log.splitlines() if line.startswith("{")]
-        assert {r["path"] for r in rows if r["outcome"] == "ok"} == {"/tokenize", "/detokenize", "/version",
-                                                                     "/engine/metrics"}
+        assert {r["path"] for r in rows if r["outcome"] == "ok"} == {
+            "/tokenize",
+            "/detokenize",
+            "/version",
+            "/engine/metrics",
+        }
     finally:
         await runner.cleanup()

@@ -23,8 +23,18 @@ from tests.integration.test_relay import KEY, RelayProcess
 
 pytestmark = [pytest.mark.engine, pytest.mark.timeout(900)]
 
-CRITERIA = {"engine_idle_before", "all_streams_started", "prompt_tokens", "running", "waiting", "preemptions",
-            "streams_progress", "cold_prefix_cache", "probes", "drain"}
+CRITERIA = {
+    "engine_idle_before",
+    "all_streams_started",
+    "prompt_tokens",
+    "running",
+    "waiting",
+    "preemptions",
+    "streams_progress",
+    "cold_prefix_cache",
+    "probes",
+    "drain",
+}
 KEY_ENV = "LOADPROOF_TEST_RELAY_KEY"
 
 
@@ -36,12 +46,33 @@ def relay(engine, tmp_path_factory) -> Iterator[RelayProcess]:
         proc.stop()
 
 
-def capacity_through(relay: RelayProcess, engine, out: Path, *args: str,
-                     engine_metrics: bool = True) -> tuple[subprocess.CompletedProcess[str], Path]:
+def capacity_through(
+    relay: RelayProcess, engine, out: Path, *args: str, engine_metrics: bool = True
+) -> tuple[subprocess.CompletedProcess[str], Path]:
     metrics = ["--engine-metrics", relay.url + "/engine/metrics"] if engine_metrics else []
-    argv = [sys.executable, "-m", "loadproof", "run", "capacity", "--url", relay.url, *metrics,
-            "--api-key-env", KEY_ENV, "--tokenizer", str(engine.tokenizer.parent), "--sessions", "4",
-            "--input-tokens", "1536", "--window-s", "6", "--out", str(out), *args]
+    argv = [
+        sys.executable,
+        "-m",
+        "loadproof",
+        "run",
+        "capacity",
+        "--url",
+        relay.url,
+        *metrics,
+        "--api-key-env",
+        KEY_ENV,
+        "--tokenizer",
+        str(engine.tokenizer.parent),
+        "--sessions",
+        "4",
+        "--input-tokens",
+        "1536",
+        "--window-s",
+        "6",
+        "--out",
+        str(out),
+        *args,
+    ]
     result = subprocess.run(argv, capture_output=True, text=True, timeout=600, env={**os.environ, KEY_ENV: KEY})
     runs = sorted(out.glob("capacity-*"))
     assert len(runs) == 1, result.stdout + result.stderr
@@ -76,8 +107,9 @@ def relay_metrics(relay: RelayProcess) -> str:
 
 
 @pytest.mark.parametrize("endpoint", ["chat", "completions"])
-def test_the_demos_capacity_passes_through_the_relay_with_the_engines_metrics_beside_it(engine, relay, tmp_path,
-                                                                                      endpoint):
+def test_the_demos_capacity_passes_through_the_relay_with_the_engines_metrics_beside_it(
+    engine, relay, tmp_path, endpoint
+):
     result, run = capacity_through(relay, engine, tmp_path, "--endpoint", endpoint)
     manifest = check_pass(result, run)
     assert manifest["target"]["token_counts"] == "engine"
@@ -102,8 +134,9 @@ def test_local_token_counts_pass_through_the_relay(engine, relay, tmp_path):
     manifest = check_pass(result, run)
     assert manifest["target"]["token_counts"] == "local"
     source = manifest["plan"]["overhead_source"]
-    assert source.startswith("local: the chat template (chat_template.jinja) rendered locally; checked on the engine "
-                             "(usage.prompt_tokens "), source
+    assert source.startswith(
+        "local: the chat template (chat_template.jinja) rendered locally; checked on the engine (usage.prompt_tokens "
+    ), source
     rows = [json.loads(line) for line in relay.stop().splitlines() if line.startswith("{")]
     paths = {r["path"] for r in rows}
     assert {"/tokenize", "/engine/metrics", "/v1/chat/completions", "/v1/completions"} <= paths

@@ -46,9 +46,15 @@ TOKENS = 8  # what the upstream sends, whatever max_tokens asks
 REQUESTS = 8  # per tool
 CONCURRENCY = 4
 # no client may reach past 127.0.0.1: the hub is offline and every other address goes to a closed port
-SEALED = {**OFFLINE, "HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9",
-          "http_proxy": "http://127.0.0.1:9", "https_proxy": "http://127.0.0.1:9", "no_proxy": "127.0.0.1,localhost",
-          "HF_HUB_DISABLE_TELEMETRY": "1"}
+SEALED = {
+    **OFFLINE,
+    "HTTP_PROXY": "http://127.0.0.1:9",
+    "HTTPS_PROXY": "http://127.0.0.1:9",
+    "http_proxy": "http://127.0.0.1:9",
+    "https_proxy": "http://127.0.0.1:9",
+    "no_proxy": "127.0.0.1,localhost",
+    "HF_HUB_DISABLE_TELEMETRY": "1",
+}
 
 
 @dataclass
@@ -63,11 +69,17 @@ def _chunk(chat: bool, model: str, i: int, finish: str | None) -> bytes:
     common = {"id": "cmpl-relay-test", "created": 1_700_000_000, "model": model}
     if chat:
         delta = {"role": "assistant", "content": " tok"} if i == 0 else {"content": " tok"}
-        body = {**common, "object": "chat.completion.chunk",
-                "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]}
+        body = {
+            **common,
+            "object": "chat.completion.chunk",
+            "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+        }
     else:
-        body = {**common, "object": "text_completion",
-                "choices": [{"index": 0, "text": " tok", "logprobs": None, "finish_reason": finish}]}
+        body = {
+            **common,
+            "object": "text_completion",
+            "choices": [{"index": 0, "text": " tok", "logprobs": None, "finish_reason": finish}],
+        }
     body["usage"] = {"prompt_tokens": 16, "completion_tokens": i + 1, "total_tokens": 17 + i}
     return b"data: " + json.dumps(body).encode() + b"\n\n"
 
@@ -84,11 +96,22 @@ async def upstream() -> AsyncIterator[Upstream]:
             await asyncio.sleep(GAP_S)
             usage = {"prompt_tokens": 16, "completion_tokens": TOKENS, "total_tokens": 16 + TOKENS}
             text = " tok" * TOKENS
-            choice = ({"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "length"}
-                      if chat else {"index": 0, "text": text, "finish_reason": "length"})
+            choice = (
+                {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "length"}
+                if chat
+                else {"index": 0, "text": text, "finish_reason": "length"}
+            )
             kind = "chat.completion" if chat else "text_completion"
-            return web.json_response({"id": "cmpl-relay-test", "object": kind, "created": 1_700_000_000,
-                                      "model": model, "choices": [choice], "usage": usage})
+            return web.json_response(
+                {
+                    "id": "cmpl-relay-test",
+                    "object": kind,
+                    "created": 1_700_000_000,
+                    "model": model,
+                    "choices": [choice],
+                    "usage": usage,
+                }
+            )
         state.streams += 1
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await resp.prepare(request)
@@ -97,9 +120,14 @@ async def upstream() -> AsyncIterator[Upstream]:
             for i in range(TOKENS):
                 await resp.write(_chunk(chat, model, i, "length" if i == TOKENS - 1 else None))
                 await _silent(request, GAP_S if i == 0 else 0.01)  # a stall between two tokens
-            final = {"id": "cmpl-relay-test", "object": "chat.completion.chunk" if chat else "text_completion",
-                     "created": 1_700_000_000, "model": model, "choices": [],
-                     "usage": {"prompt_tokens": 16, "completion_tokens": TOKENS, "total_tokens": 16 + TOKENS}}
+            final = {
+                "id": "cmpl-relay-test",
+                "object": "chat.completion.chunk" if chat else "text_completion",
+                "created": 1_700_000_000,
+                "model": model,
+                "choices": [],
+                "usage": {"prompt_tokens": 16, "completion_tokens": TOKENS, "total_tokens": 16 + TOKENS},
+            }
             await resp.write(b"data: " + json.dumps(final).encode() + b"\n\n")
             await resp.write(b"data: [DONE]\n\n")
             await resp.write_eof()
@@ -153,16 +181,23 @@ def relay(upstream: Upstream, tmp_path: Path) -> Iterator[RelayProcess]:
 
 
 async def heartbeats(url: str) -> tuple[float, float]:
-    return (await metric(url, 'loadproof_relay_heartbeats_total{phase="before_first_byte"}'),
-            await metric(url, 'loadproof_relay_heartbeats_total{phase="between_events"}'))
+    return (
+        await metric(url, 'loadproof_relay_heartbeats_total{phase="before_first_byte"}'),
+        await metric(url, 'loadproof_relay_heartbeats_total{phase="between_events"}'),
+    )
 
 
 async def run_tool(argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> str:
     """A tool's command line, run to its end (the upstream in this process keeps serving meanwhile)."""
     cwd.mkdir(parents=True, exist_ok=True)
-    proc = await asyncio.create_subprocess_exec(*argv, cwd=cwd, env=env or {**os.environ, **SEALED},
-                                                stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-                                                stderr=asyncio.subprocess.STDOUT)
+    proc = await asyncio.create_subprocess_exec(
+        *argv,
+        cwd=cwd,
+        env=env or {**os.environ, **SEALED},
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
     out, _ = await asyncio.wait_for(proc.communicate(), 300)
     text = out.decode(errors="replace")
     assert proc.returncode == 0, f"{argv[0]} exited {proc.returncode}:\n{text[-3000:]}"
@@ -172,8 +207,13 @@ async def run_tool(argv: list[str], cwd: Path, env: dict[str, str] | None = None
 async def starts_on_this_cpu(argv: list[str], cwd: Path) -> bool:
     """False when the command dies of SIGILL (an instruction this CPU lacks); any other end is True."""
     cwd.mkdir(parents=True, exist_ok=True)
-    proc = await asyncio.create_subprocess_exec(*argv, cwd=cwd, stdin=asyncio.subprocess.DEVNULL,
-                                                stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
+    proc = await asyncio.create_subprocess_exec(
+        *argv,
+        cwd=cwd,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
     return await asyncio.wait_for(proc.wait(), 300) != -signal.SIGILL
 
 
@@ -199,9 +239,13 @@ async def test_real_clients_stream_through_heartbeats_before_and_between_tokens(
     client = openai.AsyncOpenAI(base_url=relay.url + "/v1", api_key=KEY, max_retries=0)
 
     async def chat_stream() -> str:
-        stream = await client.chat.completions.create(model="static", messages=[{"role": "user", "content": "hi"}],
-                                                      max_tokens=TOKENS, stream=True,
-                                                      stream_options={"include_usage": True})
+        stream = await client.chat.completions.create(
+            model="static",
+            messages=[{"role": "user", "content": "hi"}],
+            max_tokens=TOKENS,
+            stream=True,
+            stream_options={"include_usage": True},
+        )
         text, usage = "", None
         async for chunk in stream:
             text += "".join(c.delta.content or "" for c in chunk.choices)
@@ -215,8 +259,9 @@ async def test_real_clients_stream_through_heartbeats_before_and_between_tokens(
 
     texts = await asyncio.gather(chat_stream(), chat_stream(), completion_stream(), completion_stream())
     assert texts == [" tok" * TOKENS] * 4
-    whole = await client.chat.completions.create(model="static", messages=[{"role": "user", "content": "hi"}],
-                                                 max_tokens=TOKENS)
+    whole = await client.chat.completions.create(
+        model="static", messages=[{"role": "user", "content": "hi"}], max_tokens=TOKENS
+    )
     assert whole.choices[0].message.content == " tok" * TOKENS and whole.usage.completion_tokens == TOKENS
     wrong = openai.AsyncOpenAI(base_url=relay.url + "/v1", api_key="sk-wrong", max_retries=0)
     with pytest.raises(openai.AuthenticationError):
@@ -241,21 +286,50 @@ async def test_real_clients_stream_through_heartbeats_before_and_between_tokens(
     assert curl, "curl is one of the clients this test runs: install it (apt-get install curl)"
     auth = ["-H", f"Authorization: Bearer {KEY}", "-H", "Content-Type: application/json"]
     body = {"model": "static", "messages": [{"role": "user", "content": "hi"}], "max_tokens": TOKENS}
-    out = await run_tool([curl, "-sS", "-N", "--fail-with-body", *auth, "-d",
-                          json.dumps({**body, "stream": True, "stream_options": {"include_usage": True}}),
-                          relay.url + "/v1/chat/completions"], tmp_path / "curl")
-    events = [line[len("data: "):] for line in out.splitlines() if line.startswith("data: ")]
+    out = await run_tool(
+        [
+            curl,
+            "-sS",
+            "-N",
+            "--fail-with-body",
+            *auth,
+            "-d",
+            json.dumps({**body, "stream": True, "stream_options": {"include_usage": True}}),
+            relay.url + "/v1/chat/completions",
+        ],
+        tmp_path / "curl",
+    )
+    events = [line[len("data: ") :] for line in out.splitlines() if line.startswith("data: ")]
     assert events[-1] == "[DONE]", out[-500:]
     chunks = [json.loads(e) for e in events[:-1]]
     assert "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c["choices"]) == " tok" * TOKENS
     assert chunks[-1]["usage"]["completion_tokens"] == TOKENS
     assert all(line == "" or line.startswith("data: ") for line in out.splitlines()), out[:500]  # SSE only
-    whole = json.loads(await run_tool([curl, "-sS", "--fail-with-body", *auth, "-d", json.dumps(body),
-                                       relay.url + "/v1/chat/completions"], tmp_path / "curl"))
+    whole = json.loads(
+        await run_tool(
+            [curl, "-sS", "--fail-with-body", *auth, "-d", json.dumps(body), relay.url + "/v1/chat/completions"],
+            tmp_path / "curl",
+        )
+    )
     assert whole["choices"][0]["message"]["content"] == " tok" * TOKENS
-    denied = await run_tool([curl, "-sS", "-o", "/dev/null", "-w", "%{http_code}", "-H", "Authorization: Bearer sk-wrong",
-                             "-H", "Content-Type: application/json", "-d", json.dumps(body),
-                             relay.url + "/v1/chat/completions"], tmp_path / "curl")
+    denied = await run_tool(
+        [
+            curl,
+            "-sS",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+            "-H",
+            "Authorization: Bearer sk-wrong",
+            "-H",
+            "Content-Type: application/json",
+            "-d",
+            json.dumps(body),
+            relay.url + "/v1/chat/completions",
+        ],
+        tmp_path / "curl",
+    )
     assert denied.strip() == "401", denied
     await check("curl", 1)
     timings["curl"] = time.monotonic() - t0
@@ -278,13 +352,38 @@ async def test_real_clients_stream_through_heartbeats_before_and_between_tokens(
     if vllm_runs:
         t0 = time.monotonic()
         work = tmp_path / "vllm"
-        await run_tool([*vllm_cli, "--base-url", relay.url,
-                        "--model", "static", "--tokenizer", tokenizer, "--dataset-name", "random",
-                        "--random-input-len", "16", "--random-output-len", str(TOKENS),
-                        "--num-prompts", str(REQUESTS), "--max-concurrency", str(CONCURRENCY), "--request-rate", "inf",
-                        "--disable-tqdm", "--save-result", "--save-detailed", "--result-dir", str(work),
-                        "--result-filename", "result.json"],
-                       work, {**os.environ, **SEALED, "OPENAI_API_KEY": KEY})
+        await run_tool(
+            [
+                *vllm_cli,
+                "--base-url",
+                relay.url,
+                "--model",
+                "static",
+                "--tokenizer",
+                tokenizer,
+                "--dataset-name",
+                "random",
+                "--random-input-len",
+                "16",
+                "--random-output-len",
+                str(TOKENS),
+                "--num-prompts",
+                str(REQUESTS),
+                "--max-concurrency",
+                str(CONCURRENCY),
+                "--request-rate",
+                "inf",
+                "--disable-tqdm",
+                "--save-result",
+                "--save-detailed",
+                "--result-dir",
+                str(work),
+                "--result-filename",
+                "result.json",
+            ],
+            work,
+            {**os.environ, **SEALED, "OPENAI_API_KEY": KEY},
+        )
         result = json.loads((work / "result.json").read_text())
         errors = [e for e in result.get("errors", []) if e]
         assert (result["completed"], result.get("failed", 0)) == (REQUESTS, 0), errors[:1]
@@ -295,14 +394,27 @@ async def test_real_clients_stream_through_heartbeats_before_and_between_tokens(
     # -- GuideLLM
     t0 = time.monotonic()
     work = tmp_path / "guidellm"
-    await run_tool([str(tools["guidellm"]), "run",
-                    "--backend", f"kind=openai_http,target={relay.url},model=static,api_key={KEY},"
-                                 "request_format=/v1/chat/completions,validate_backend=false",
-                    "--tokenizer", f"kind=huggingface_auto,model={tokenizer}",
-                    "--data", f"kind=synthetic_text,prompt_tokens=16,output_tokens={TOKENS}",
-                    "--profile", f"kind=concurrent,streams={CONCURRENCY}",
-                    "--constraint", f"kind=max_requests,count={REQUESTS}",
-                    "--output", f"kind=json,path={work / 'result.json'}", "--disable-console-interactive"], work)
+    await run_tool(
+        [
+            str(tools["guidellm"]),
+            "run",
+            "--backend",
+            f"kind=openai_http,target={relay.url},model=static,api_key={KEY},"
+            "request_format=/v1/chat/completions,validate_backend=false",
+            "--tokenizer",
+            f"kind=huggingface_auto,model={tokenizer}",
+            "--data",
+            f"kind=synthetic_text,prompt_tokens=16,output_tokens={TOKENS}",
+            "--profile",
+            f"kind=concurrent,streams={CONCURRENCY}",
+            "--constraint",
+            f"kind=max_requests,count={REQUESTS}",
+            "--output",
+            f"kind=json,path={work / 'result.json'}",
+            "--disable-console-interactive",
+        ],
+        work,
+    )
     bench = json.loads((work / "result.json").read_text())["benchmarks"][0]
     errored = bench["requests"].get("errored") or []
     assert (len(bench["requests"]["successful"]), len(errored)) == (REQUESTS, 0), errored[:1]
@@ -315,12 +427,43 @@ async def test_real_clients_stream_through_heartbeats_before_and_between_tokens(
     t0 = time.monotonic()
     work = tmp_path / "aiperf"
     env = {k: v for k, v in {**os.environ, **SEALED}.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
-    await run_tool([str(tools["aiperf"]), "profile", "--model", "static", "--url", relay.url, "--api-key", KEY,
-                    "--endpoint-type", "chat", "--streaming", "--concurrency", str(CONCURRENCY),
-                    "--request-count", str(REQUESTS), "--tokenizer", tokenizer, "--synthetic-input-tokens-mean", "16",
-                    "--output-tokens-mean", str(TOKENS), "--artifact-dir", str(work), "--ui-type", "none",
-                    "--no-server-metrics", "--no-gpu-telemetry", "--random-seed", "1", "--workers-max", "1"],
-                   work, env)
+    await run_tool(
+        [
+            str(tools["aiperf"]),
+            "profile",
+            "--model",
+            "static",
+            "--url",
+            relay.url,
+            "--api-key",
+            KEY,
+            "--endpoint-type",
+            "chat",
+            "--streaming",
+            "--concurrency",
+            str(CONCURRENCY),
+            "--request-count",
+            str(REQUESTS),
+            "--tokenizer",
+            tokenizer,
+            "--synthetic-input-tokens-mean",
+            "16",
+            "--output-tokens-mean",
+            str(TOKENS),
+            "--artifact-dir",
+            str(work),
+            "--ui-type",
+            "none",
+            "--no-server-metrics",
+            "--no-gpu-telemetry",
+            "--random-seed",
+            "1",
+            "--workers-max",
+            "1",
+        ],
+        work,
+        env,
+    )
     data = json.loads((work / "profile_export_aiperf.json").read_text())
     assert data["request_count"]["avg"] == REQUESTS and not data.get("error_summary"), data.get("error_summary")
     assert data["output_sequence_length"]["avg"] == TOKENS
@@ -331,13 +474,20 @@ async def test_real_clients_stream_through_heartbeats_before_and_between_tokens(
     rows = [json.loads(line) for line in relay.stop().splitlines() if line.startswith("{")]
     # besides the wrong keys (the SDK's, curl's) and the client that left, only `vllm bench serve`'s probe of vLLM's
     # /tokenize, which the relay forwards to the engine behind the API's key, and `vllm bench serve` sends it without one
-    assert sorted((r["outcome"], r["path"]) for r in rows if r["outcome"] != "ok") == sorted([
-        ("client_disconnect", "/v1/completions"), *([("unauthorized", "/tokenize")] if vllm_runs else []),
-        ("unauthorized", "/v1/chat/completions"), ("unauthorized", "/v1/completions")]), rows
+    assert sorted((r["outcome"], r["path"]) for r in rows if r["outcome"] != "ok") == sorted(
+        [
+            ("client_disconnect", "/v1/completions"),
+            *([("unauthorized", "/tokenize")] if vllm_runs else []),
+            ("unauthorized", "/v1/chat/completions"),
+            ("unauthorized", "/v1/completions"),
+        ]
+    ), rows
     print("seconds per client:", json.dumps({k: round(v, 2) for k, v in timings.items()}), file=sys.stderr)
     if not vllm_runs:
-        pytest.skip("every other client passed; vllm bench serve (the engine's own vLLM build) dies of SIGILL on "
-                    "this CPU, which lacks an instruction it needs (AVX-512), so it was not run")
+        pytest.skip(
+            "every other client passed; vllm bench serve (the engine's own vLLM build) dies of SIGILL on "
+            "this CPU, which lacks an instruction it needs (AVX-512), so it was not run"
+        )
 
 
 NODE_CLIENT = r"""
@@ -387,9 +537,14 @@ async def test_a_streamed_tool_call_passes_the_relay_unchanged(engine, tmp_path)
     # the city bounded: unbounded, the small model repeats a letter inside it past max_tokens, and the SDK's
     # stream helper raises LengthFinishReasonError (seen on the embedded engine, 2026-12-01)
     tools[0]["function"]["parameters"]["properties"]["city"]["maxLength"] = 24
-    ask = {"model": engine.model, "messages": [{"role": "user", "content": "What is the weather in Oslo?"}],
-           "max_tokens": 128, "temperature": 0.0, "tools": tools,
-           "tool_choice": {"type": "function", "function": {"name": "get_weather"}}}
+    ask = {
+        "model": engine.model,
+        "messages": [{"role": "user", "content": "What is the weather in Oslo?"}],
+        "max_tokens": 128,
+        "temperature": 0.0,
+        "tools": tools,
+        "tool_choice": {"type": "function", "function": {"name": "get_weather"}},
+    }
     relay = RelayProcess(engine.url, tmp_path / "relay.log")
     try:
         # each client closed here: an unclosed one leaves its keep-alive socket to the garbage collector,

@@ -19,8 +19,8 @@ import pytest
 
 from loadproof.client import StreamingClient
 from loadproof.records import RequestRecord
-from tests.integration.test_relay import KEY, RelayProcess, metric
 from tests.integration.sim_process import SimProcess, spec, until_tokens
+from tests.integration.test_relay import KEY, RelayProcess, metric
 from tests.polling import eventually
 
 pytestmark = pytest.mark.timeout(60)
@@ -71,8 +71,9 @@ async def test_an_engine_hung_mid_stream_gets_heartbeats_then_the_deadline_error
     front = relay("--heartbeat-s", "0.5", "--deadline-s", "3")
     async with StreamingClient(front.url, api_key=KEY) as client:
         live = RequestRecord(request_id="hung", endpoint="completions")
-        task = asyncio.create_task(client.stream(spec(prompt="y" * 400, max_tokens=4000, ignore_eos=True,
-                                                      deadline_s=30), live))
+        task = asyncio.create_task(
+            client.stream(spec(prompt="y" * 400, max_tokens=4000, ignore_eos=True, deadline_s=30), live)
+        )
         await until_tokens(live, 2)
         held = sim.state()
         sim.set_faults("hang")
@@ -101,7 +102,10 @@ async def test_a_client_leaving_the_relay_frees_the_engines_blocks(sim, relay):
             await task
     assert held["running"] and held["num_free_blocks"] <= held["num_gpu_blocks"] - 500 // 16
     assert sim.wait_idle(within_s=1.0) < 1.0
-    await eventually(lambda: metric(front.url, "loadproof_relay_client_disconnects_total"), 10,
-                     "the relay counted the client's leaving")
+    await eventually(
+        lambda: metric(front.url, "loadproof_relay_client_disconnects_total"),
+        10,
+        "the relay counted the client's leaving",
+    )
     assert await metric(front.url, "loadproof_relay_in_flight") == 0
     assert await metric(front.url, "loadproof_relay_client_disconnects_total") == 1

@@ -19,17 +19,33 @@ pytestmark = [pytest.mark.engine, pytest.mark.timeout(120)]
 
 # hash ids per request (512-token blocks in the trace, 128 tokens here); expected hits in blocks of 128:
 # 0, 2, 3, 0, 2, 1, 3, 0, 3, 4 -> 2,304 of 4,096 text tokens (+ the engine's overhead each)
-BLOCKS = [[0, 1, 2], [0, 1, 3], [0, 1, 2, 4], [5, 6], [5, 6, 7], [0, 8], [5, 6, 7, 9], [10, 11, 12], [10, 11, 12],
-          [0, 1, 2, 4, 13]]
+BLOCKS = [
+    [0, 1, 2],
+    [0, 1, 3],
+    [0, 1, 2, 4],
+    [5, 6],
+    [5, 6, 7],
+    [0, 8],
+    [5, 6, 7, 9],
+    [10, 11, 12],
+    [10, 11, 12],
+    [0, 1, 2, 4, 13],
+]
 
 
 @pytest.mark.parametrize("endpoint", ["completions", "chat"])
 def test_the_engines_prefix_hit_rate_tracks_the_traces(engine, tmp_path: Path, endpoint: str):
     trace = tmp_path / "tiny.jsonl"
-    trace.write_text("".join(json.dumps({"timestamp": 600 * i, "input_length": 512 * len(ids), "output_length": 2,
-                                         "hash_ids": ids}) + "\n" for i, ids in enumerate(BLOCKS)))
-    result, claims, run_dir = run("replay", engine, tmp_path, "--trace", str(trace), "--block-tokens", "128",
-                                  "--endpoint", endpoint)
+    trace.write_text(
+        "".join(
+            json.dumps({"timestamp": 600 * i, "input_length": 512 * len(ids), "output_length": 2, "hash_ids": ids})
+            + "\n"
+            for i, ids in enumerate(BLOCKS)
+        )
+    )
+    result, claims, run_dir = run(
+        "replay", engine, tmp_path, "--trace", str(trace), "--block-tokens", "128", "--endpoint", endpoint
+    )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     value = {name: c["value"] for name, c in claims.items()}
     plan = json.loads((run_dir / "manifest.json").read_text())["plan"]
@@ -50,9 +66,28 @@ def test_a_sharegpt_file_through_chat_is_planned_exactly_to_the_token(engine, tm
     """Text tokens + one overhead measured on a probe is off by 1-2 tokens on chat for most of these prompts
     (the template's text merges differently with each); each prompt sent is counted as rendered instead."""
     example = Path(__file__).resolve().parents[2] / "docs" / "examples" / "conversations.sharegpt.json"
-    result = loadproof("run", "load", "--url", engine.url, "--endpoint", "chat", "--tokenizer", str(engine.tokenizer),
-                       "--out", str(tmp_path), "--dataset", str(example), "--rate", "4", "-n", "28",
-                       "--output-tokens", "4", "--dataset-output", "option")
+    result = loadproof(
+        "run",
+        "load",
+        "--url",
+        engine.url,
+        "--endpoint",
+        "chat",
+        "--tokenizer",
+        str(engine.tokenizer),
+        "--out",
+        str(tmp_path),
+        "--dataset",
+        str(example),
+        "--rate",
+        "4",
+        "-n",
+        "28",
+        "--output-tokens",
+        "4",
+        "--dataset-output",
+        "option",
+    )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     (run_dir,) = tmp_path.glob("load-*")
     claims = {c["name"]: c["value"] for c in json.loads((run_dir / "claims.json").read_text())["claims"]}

@@ -28,15 +28,37 @@ SLICE = str(files("loadproof") / "data" / "traces" / "mooncake-conversation-300.
 
 def test_the_mooncake_slice_replays_with_the_engines_hit_rate_beside_the_traces(tmp_path: Path):
     with SimProcess(tmp_path / "sim.log", config={"time_scale": 10.0}) as sim:
-        code, claims, run = run_scenario(sim, tmp_path, "replay", "--trace", SLICE, "--format", "mooncake",
-                                         "--block-tokens", "32", "--time-scale", "10", "--max-requests", "120",
-                                         "--max-output-tokens", "4", "--slo", "ttft=2s")
+        code, claims, run = run_scenario(
+            sim,
+            tmp_path,
+            "replay",
+            "--trace",
+            SLICE,
+            "--format",
+            "mooncake",
+            "--block-tokens",
+            "32",
+            "--time-scale",
+            "10",
+            "--max-requests",
+            "120",
+            "--max-output-tokens",
+            "4",
+            "--slo",
+            "ttft=2s",
+        )
     assert code == 0, claims
     value = {name: c["value"] for name, c in claims.items()}
     assert value["replay.requests"] == value["replay.planned_requests"] == 120 and value["replay.failed_requests"] == 0
     assert value["replay.input_tokens_mismatched"] == 0 and value["replay.output_tokens_mismatched"] == 0
-    for name in ("replay.ttft_s.p50", "replay.ttft_s.p99", "replay.send_lag_s.p99", "replay.goodput_rps",
-                 "replay.slo_attainment_pct", "replay.e2el_from_intended_s.p50"):
+    for name in (
+        "replay.ttft_s.p50",
+        "replay.ttft_s.p99",
+        "replay.send_lag_s.p99",
+        "replay.goodput_rps",
+        "replay.slo_attainment_pct",
+        "replay.e2el_from_intended_s.p50",
+    ):
         assert name in value, name
     expected, engine = value["replay.prefix_hit_rate.expected_pct"], value["replay.prefix_hit_rate.engine_pct"]
     assert expected > 2  # the slice's first 120 rows share their first blocks
@@ -59,9 +81,25 @@ def test_a_model_mix_shares_each_prefix_only_within_its_model(tmp_path: Path):
     """The slice replayed half to the base model, half to an adapter: the simulator keys its cache by adapter as
     vLLM does, so the expectation keyed by model matches the engine's rate, and is below the unmixed one."""
     with SimProcess(tmp_path / "sim.log", config={"time_scale": 10.0, "lora_modules": ["adapter-a"]}) as sim:
-        code, claims, run = run_scenario(sim, tmp_path, "replay", "--trace", SLICE, "--format", "mooncake",
-                                         "--block-tokens", "32", "--time-scale", "10", "--max-requests", "120",
-                                         "--max-output-tokens", "4", "--model-mix", "sim=1,adapter-a=1")
+        code, claims, run = run_scenario(
+            sim,
+            tmp_path,
+            "replay",
+            "--trace",
+            SLICE,
+            "--format",
+            "mooncake",
+            "--block-tokens",
+            "32",
+            "--time-scale",
+            "10",
+            "--max-requests",
+            "120",
+            "--max-output-tokens",
+            "4",
+            "--model-mix",
+            "sim=1,adapter-a=1",
+        )
     assert code == 0, claims
     value = {name: c["value"] for name, c in claims.items()}
     assert value["replay.model.sim.requests"] + value["replay.model.adapter-a.requests"] == 120
@@ -72,23 +110,50 @@ def test_a_model_mix_shares_each_prefix_only_within_its_model(tmp_path: Path):
     assert all(r["model"] == plan["models"][r["batch"]] for r in records)
     unmixed = dict(plan, models=[])  # the same requests as if one model served them all
     typed = msgspec.convert(unmixed, ReplayPlan)
-    alone = sum(expected_hits(typed.text_tokens, [by_model(typed, i, ids) for i, ids in enumerate(typed.hash_ids)],
-                              typed.block_tokens))
+    alone = sum(
+        expected_hits(
+            typed.text_tokens, [by_model(typed, i, ids) for i, ids in enumerate(typed.hash_ids)], typed.block_tokens
+        )
+    )
     mixed = msgspec.convert(plan, ReplayPlan)
-    apart = sum(expected_hits(mixed.text_tokens, [by_model(mixed, i, ids) for i, ids in enumerate(mixed.hash_ids)],
-                              mixed.block_tokens))
+    apart = sum(
+        expected_hits(
+            mixed.text_tokens, [by_model(mixed, i, ids) for i, ids in enumerate(mixed.hash_ids)], mixed.block_tokens
+        )
+    )
     assert apart < alone  # prefixes a request shared with the other model's requests are no hits here
     publish_and_verify(run, tmp_path / "bundle")
 
 
 def test_a_bad_trace_is_one_line_and_exit_2(tmp_path: Path):
     trace = tmp_path / "t.jsonl"
-    trace.write_text('{"timestamp": 5, "input_length": 10, "output_length": 1, "hash_ids": [1]}\n'
-                     '{"timestamp": 2, "input_length": 10, "output_length": 1, "hash_ids": [2]}\n')
+    trace.write_text(
+        '{"timestamp": 5, "input_length": 10, "output_length": 1, "hash_ids": [1]}\n'
+        '{"timestamp": 2, "input_length": 10, "output_length": 1, "hash_ids": [2]}\n'
+    )
     with SimProcess(tmp_path / "sim.log") as sim:
-        proc = subprocess.run([sys.executable, "-m", "loadproof", "run", "replay", "--url", sim.url, "--tokenizer",
-                               str(tokenizer_path()), "--trace", str(trace), "--block-tokens", "32", "--out",
-                               str(tmp_path)], capture_output=True, text=True, timeout=60)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "loadproof",
+                "run",
+                "replay",
+                "--url",
+                sim.url,
+                "--tokenizer",
+                str(tokenizer_path()),
+                "--trace",
+                str(trace),
+                "--block-tokens",
+                "32",
+                "--out",
+                str(tmp_path),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     assert proc.returncode == 2, proc.stderr
     lines = [line for line in proc.stderr.splitlines() if line.startswith("error")]
     assert len(lines) == 1 and "t.jsonl: line 2: timestamp goes back" in lines[0], proc.stderr
@@ -99,14 +164,26 @@ def test_a_sharegpt_and_a_parquet_data_set_run_through_load(tmp_path: Path):
     import pyarrow.parquet as pq
 
     sharegpt = tmp_path / "sg.json"
-    sharegpt.write_text(json.dumps([{"id": str(i), "conversations": [
-        {"from": "human", "value": f"Question {i}: tell me about the river stone. " * (1 + i % 4)},
-        {"from": "gpt", "value": "It is a stone. " * (1 + i % 3)}]} for i in range(30)]))
+    sharegpt.write_text(
+        json.dumps(
+            [
+                {
+                    "id": str(i),
+                    "conversations": [
+                        {"from": "human", "value": f"Question {i}: tell me about the river stone. " * (1 + i % 4)},
+                        {"from": "gpt", "value": "It is a stone. " * (1 + i % 3)},
+                    ],
+                }
+                for i in range(30)
+            ]
+        )
+    )
     parquet = tmp_path / "d.parquet"
     pq.write_table(pa.table({"question": [f"What is {i} squared?" for i in range(30)], "n": [3] * 30}), parquet)
     with SimProcess(tmp_path / "sim.log", config={"time_scale": 10.0}) as sim:
-        code, claims, run = run_scenario(sim, tmp_path / "a", "load", "--rate", "20", "-n", "12", "--dataset",
-                                         str(sharegpt))
+        code, claims, run = run_scenario(
+            sim, tmp_path / "a", "load", "--rate", "20", "-n", "12", "--dataset", str(sharegpt)
+        )
         assert code == 0, claims
         value = {name: c["value"] for name, c in claims.items()}
         plan = json.loads((run / "manifest.json").read_text())["plan"]
@@ -119,9 +196,22 @@ def test_a_sharegpt_and_a_parquet_data_set_run_through_load(tmp_path: Path):
         replies = {i: len(("It is a stone. " * (1 + i % 3)).encode()) for i in range(30)}
         sent = plan["dataset"]["rows_sent"]
         assert sorted(r["output_tokens"] for r in records) == sorted(replies[row] for row in sent)
-        code, claims, run = run_scenario(sim, tmp_path / "b", "load", "--rate", "20", "-n", "40", "--dataset",
-                                         str(parquet), "--dataset-columns", "prompt=question,output_tokens=n",
-                                         "--dataset-sample", "first", "--dataset-repeat")
+        code, claims, run = run_scenario(
+            sim,
+            tmp_path / "b",
+            "load",
+            "--rate",
+            "20",
+            "-n",
+            "40",
+            "--dataset",
+            str(parquet),
+            "--dataset-columns",
+            "prompt=question,output_tokens=n",
+            "--dataset-sample",
+            "first",
+            "--dataset-repeat",
+        )
     assert code == 0, claims
     value = {name: c["value"] for name, c in claims.items()}
     plan = json.loads((run / "manifest.json").read_text())["plan"]
@@ -140,15 +230,35 @@ def test_a_bailian_format_agent_trace_replays_with_its_sessions_hits(tmp_path: P
         for s in range(3):
             own = [1000 * (s + 1) + j for j in range(2 + 3 * turn)]
             ids = [1, 2, 3, 4] + own
-            rows.append({"chat_id": chat, "parent_chat_id": -1 if turn == 0 else chat - 3, "timestamp": 0.2 * chat,
-                         "input_length": 16 * len(ids), "output_length": 2, "type": "text", "turn": turn + 1,
-                         "hash_ids": ids})
+            rows.append(
+                {
+                    "chat_id": chat,
+                    "parent_chat_id": -1 if turn == 0 else chat - 3,
+                    "timestamp": 0.2 * chat,
+                    "input_length": 16 * len(ids),
+                    "output_length": 2,
+                    "type": "text",
+                    "turn": turn + 1,
+                    "hash_ids": ids,
+                }
+            )
             chat += 1
     trace = tmp_path / "bailian.jsonl"
     trace.write_text("".join(json.dumps(r) + "\n" for r in rows))
     with SimProcess(tmp_path / "sim.log", config={"time_scale": 10.0}) as sim:
-        code, claims, run = run_scenario(sim, tmp_path, "replay", "--trace", str(trace), "--format", "bailian",
-                                         "--time-scale", "2", "--max-output-tokens", "2")
+        code, claims, run = run_scenario(
+            sim,
+            tmp_path,
+            "replay",
+            "--trace",
+            str(trace),
+            "--format",
+            "bailian",
+            "--time-scale",
+            "2",
+            "--max-output-tokens",
+            "2",
+        )
     assert code == 0, claims
     value = {name: c["value"] for name, c in claims.items()}
     assert value["replay.requests"] == 9 and value["replay.failed_requests"] == 0

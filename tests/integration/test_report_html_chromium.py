@@ -68,10 +68,20 @@ REAL = {
     "quality": "h200-2026-11-30/gemma-quality",
 }
 CASES = [*REAL, "soak", "ab"]
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                  "--disable-dev-shm-usage", "--hide-scrollbars", "--force-device-scale-factor=1",
-                  "--remote-debugging-port=0"]
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+    "--hide-scrollbars",
+    "--force-device-scale-factor=1",
+    "--remote-debugging-port=0",
+]
 
 
 def headings(case: str) -> list[str]:
@@ -97,8 +107,10 @@ def _chromium_binary() -> str | None:
 def _install_chromium() -> str:
     """apt-get install chromium, non-interactive and quiet, once per machine (a lock for parallel runs)."""
     if os.geteuid() != 0 or shutil.which("apt-get") is None:
-        pytest.skip("Chromium is not installed and cannot be installed here (needs root and apt-get): "
-                    "report.html not opened in a browser")
+        pytest.skip(
+            "Chromium is not installed and cannot be installed here (needs root and apt-get): "
+            "report.html not opened in a browser"
+        )
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     with open(Path(tempfile.gettempdir()) / "loadproof-chromium-install.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -125,8 +137,12 @@ def chromium(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     print(f"\nchromium: {version.strip()}, {how}", file=sys.stderr)
     profile = tmp_path_factory.mktemp("chromium-profile")
     log = open(profile.parent / "chromium.log", "w")
-    proc = subprocess.Popen([_chromium_binary() or "chromium", *CHROMIUM_FLAGS, f"--user-data-dir={profile}",
-                             "about:blank"], stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(
+        [_chromium_binary() or "chromium", *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "about:blank"],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     try:
         port_file = profile / "DevToolsActivePort"
         deadline = time.monotonic() + 30
@@ -167,8 +183,11 @@ class DevTools:
 
     async def call(self, method: str, session: str | None = None, **params: Any) -> dict[str, Any]:
         msg_id = next(self.ids)
-        await self.ws.send_str(json.dumps({"id": msg_id, "method": method, "params": params,
-                                           **({"sessionId": session} if session else {})}))
+        await self.ws.send_str(
+            json.dumps(
+                {"id": msg_id, "method": method, "params": params, **({"sessionId": session} if session else {})}
+            )
+        )
         while True:
             msg = await self.receive()
             if msg.get("id") == msg_id:
@@ -244,8 +263,9 @@ async def open_page(browser_ws: str, url: str, width: int) -> Page:
             sid = (await dt.call("Target.attachToTarget", targetId=target, flatten=True))["sessionId"]
             for domain in ("Page", "Runtime", "Log", "Network"):
                 await dt.call(f"{domain}.enable", sid)
-            await dt.call("Emulation.setDeviceMetricsOverride", sid, width=width, height=900, deviceScaleFactor=1,
-                          mobile=False)
+            await dt.call(
+                "Emulation.setDeviceMetricsOverride", sid, width=width, height=900, deviceScaleFactor=1, mobile=False
+            )
             seen = len(dt.events)
             nav = await dt.call("Page.navigate", sid, url=url)
             if nav.get("errorText"):
@@ -257,9 +277,13 @@ async def open_page(browser_ws: str, url: str, width: int) -> Page:
                 raise RuntimeError(f"inspection script failed: {result['exceptionDetails']}")
             page.facts = result["result"]["value"]
             size = (await dt.call("Page.getLayoutMetrics", sid))["cssContentSize"]
-            shot = await dt.call("Page.captureScreenshot", sid, format="png", captureBeyondViewport=True,
-                                 clip={"x": 0, "y": 0, "width": max(size["width"], width), "height": size["height"],
-                                       "scale": 1})
+            shot = await dt.call(
+                "Page.captureScreenshot",
+                sid,
+                format="png",
+                captureBeyondViewport=True,
+                clip={"x": 0, "y": 0, "width": max(size["width"], width), "height": size["height"], "scale": 1},
+            )
             page.png = base64.b64decode(shot["data"])
             page.problems += complaints(dt.events[seen:])
         finally:
@@ -276,8 +300,10 @@ def complaints(events: list[dict[str, Any]]) -> list[str]:
             d = p["exceptionDetails"]
             out.append(f"uncaught exception: {d.get('exception', {}).get('description') or d.get('text')}")
         elif method == "Runtime.consoleAPICalled" and p["type"] in ("error", "warning", "assert"):
-            out.append(f"console.{p['type']}: " + " ".join(str(a.get("value", a.get("description")))
-                                                          for a in p.get("args", [])))
+            out.append(
+                f"console.{p['type']}: "
+                + " ".join(str(a.get("value", a.get("description"))) for a in p.get("args", []))
+            )
         elif method == "Log.entryAdded" and p["entry"]["level"] in ("error", "warning"):
             entry = p["entry"]
             out.append(f"browser log {entry['level']} ({entry['source']}): {entry['text']} {entry.get('url', '')}")
@@ -293,12 +319,19 @@ def complaints(events: list[dict[str, Any]]) -> list[str]:
 # --- the runs ---------------------------------------------------------------------------------------
 
 
-def _write(root: Path, name: str, manifest: dict[str, Any], records: list[RequestRecord],
-           samples: list[EngineSample] = ()) -> Path:  # type: ignore[assignment]
+def _write(
+    root: Path, name: str, manifest: dict[str, Any], records: list[RequestRecord], samples: list[EngineSample] = ()
+) -> Path:  # type: ignore[assignment]
     with RunWriter(root / name) as writer:
-        writer.write_manifest({"run_id": name, "target": {"model": "gemma-3-270m", "endpoint": "completions"},
-                               "start_wall_time": "2026-11-30T10:00:00Z", "end_wall_time": "2026-11-30T10:05:00Z",
-                               **manifest})
+        writer.write_manifest(
+            {
+                "run_id": name,
+                "target": {"model": "gemma-3-270m", "endpoint": "completions"},
+                "start_wall_time": "2026-11-30T10:00:00Z",
+                "end_wall_time": "2026-11-30T10:05:00Z",
+                **manifest,
+            }
+        )
         for record in records:
             writer.append(record)
         for sample in samples:
@@ -309,29 +342,68 @@ def _write(root: Path, name: str, manifest: dict[str, Any], records: list[Reques
 
 def soak_run(root: Path) -> Path:
     """Two families over 40 s, one request timed out, the engine's memory sampled: a FAIL on errors."""
-    records = [stream(f"soak-{i}", send=i * 2.0, first=i * 2.0 + 0.12 + 0.03 * (i % 5) + (0.4 if i % 3 == 0 else 0),
-                      rate=40.0 if i < 10 else 36.0, tokens=60 if i % 3 else 20,
-                      family="long" if i % 3 == 0 else "short", scenario="soak", ok=i != 7) for i in range(20)]
-    samples = [EngineSample(t_ns=i * 10 * S, source="engine", values={"process_rss_bytes": (2048 + 3 * i) * 1024**2})
-               for i in range(5)]
-    plan = {"clients": 2, "duration_s": 40, "long_every": 3, "long_requests": True, "max_error_rate": 0.0,
-            "max_latency_drift": 0.25, "max_rss_growth_mib": 100.0}
+    records = [
+        stream(
+            f"soak-{i}",
+            send=i * 2.0,
+            first=i * 2.0 + 0.12 + 0.03 * (i % 5) + (0.4 if i % 3 == 0 else 0),
+            rate=40.0 if i < 10 else 36.0,
+            tokens=60 if i % 3 else 20,
+            family="long" if i % 3 == 0 else "short",
+            scenario="soak",
+            ok=i != 7,
+        )
+        for i in range(20)
+    ]
+    samples = [
+        EngineSample(t_ns=i * 10 * S, source="engine", values={"process_rss_bytes": (2048 + 3 * i) * 1024**2})
+        for i in range(5)
+    ]
+    plan = {
+        "clients": 2,
+        "duration_s": 40,
+        "long_every": 3,
+        "long_requests": True,
+        "max_error_rate": 0.0,
+        "max_latency_drift": 0.25,
+        "max_rss_growth_mib": 100.0,
+    }
     return _write(root, "soak-synthetic", {"scenario": "soak", "plan": plan}, records, samples)
 
 
 def ab_run(root: Path) -> Path:
     """Six rounds of two arms, arm b about 20% faster; both arms generate the same lengths."""
     order = [["a", "b"], ["b", "a"], ["b", "a"], ["a", "b"], ["a", "b"], ["b", "a"]]
-    records = [stream(f"ab-{r}-{arm}-{k}", send=r * 20.0 + pos * 10 + k,
-                      first=r * 20.0 + pos * 10 + k + (0.2 if arm == "a" else 0.17) + 0.01 * ((r * 3 + k) % 4),
-                      rate=(10.0 if arm == "a" else 12.0) + k * 0.3 + 0.4 * ((r * 7) % 3), tokens=40, scenario="ab",
-                      family=arm, repeat=r, batch=pos, prompt_id=f"english-{k:02d}")
-               for r, arms in enumerate(order) for pos, arm in enumerate(arms) for k in range(3)]
+    records = [
+        stream(
+            f"ab-{r}-{arm}-{k}",
+            send=r * 20.0 + pos * 10 + k,
+            first=r * 20.0 + pos * 10 + k + (0.2 if arm == "a" else 0.17) + 0.01 * ((r * 3 + k) % 4),
+            rate=(10.0 if arm == "a" else 12.0) + k * 0.3 + 0.4 * ((r * 7) % 3),
+            tokens=40,
+            scenario="ab",
+            family=arm,
+            repeat=r,
+            batch=pos,
+            prompt_id=f"english-{k:02d}",
+        )
+        for r, arms in enumerate(order)
+        for pos, arm in enumerate(arms)
+        for k in range(3)
+    ]
     target = {"url": "http://127.0.0.1:8000", "model": "m", "endpoint": "completions"}
-    plan = {"arms": {"a": {"target": target, "settings": {"temperature": 0.0}},
-                     "b": {"target": target, "settings": {"temperature": 0.7}}},
-            "order": order, "order_seed": 7, "prompts": [f"english-{k:02d}" for k in range(3)], "family": "english",
-            "bootstrap_seed": 20240607, "resamples": 2000}
+    plan = {
+        "arms": {
+            "a": {"target": target, "settings": {"temperature": 0.0}},
+            "b": {"target": target, "settings": {"temperature": 0.7}},
+        },
+        "order": order,
+        "order_seed": 7,
+        "prompts": [f"english-{k:02d}" for k in range(3)],
+        "family": "english",
+        "bootstrap_seed": 20240607,
+        "resamples": 2000,
+    }
     return _write(root, "ab-synthetic", {"scenario": "ab", "plan": plan}, records)
 
 
@@ -407,11 +479,16 @@ def catches_planted_errors(chromium: str, tmp_path: Path, artefacts: Path) -> No
     path = run_dir("prefill", tmp_path)
     html = (path / "report.html").read_text(encoding="utf-8")
     broken = path / "broken.html"
-    broken.write_text(html.replace("</body>", "<script>throw new Error('planted')</script>\n"
-                                   "<script>console.error('planted console error')</script>\n"
-                                   '<img src="missing.png" alt="">\n'
-                                   '<link rel="stylesheet" href="http://127.0.0.1:9/planted.css">\n</body>'),
-                      encoding="utf-8")
+    broken.write_text(
+        html.replace(
+            "</body>",
+            "<script>throw new Error('planted')</script>\n"
+            "<script>console.error('planted console error')</script>\n"
+            '<img src="missing.png" alt="">\n'
+            '<link rel="stylesheet" href="http://127.0.0.1:9/planted.css">\n</body>',
+        ),
+        encoding="utf-8",
+    )
     page = look(chromium, broken, WIDE, artefacts / f"{PLANTED}.png")
     text = "\n".join(page.problems)
     assert "uncaught exception: Error: planted" in text

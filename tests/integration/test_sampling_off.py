@@ -31,8 +31,11 @@ def test_sampling_off_leaves_the_samples_and_their_claims_absent(tmp_path: Path,
         assert manifest["options"]["sample_interval_s"] == 0 and manifest["telemetry"]["sampled"] is False
         assert len(engine_samples) == 2  # before the first request and after the last
         assert not telemetry.exists() or telemetry.read_text() == ""
-        assert not [name for name in claims if name.startswith(("telemetry.", "load.engine_running", "load.engine_waiting",
-                                                               "load.engine_kv"))]
+        assert not [
+            name
+            for name in claims
+            if name.startswith(("telemetry.", "load.engine_running", "load.engine_waiting", "load.engine_kv"))
+        ]
         assert "- samples absent: sampling off (--sample-interval-s 0)" in report
     else:
         assert manifest["telemetry"].get("sampled", True) is True

@@ -29,8 +29,20 @@ SCALE = 10.0  # modeled seconds per wall second
 
 
 def run_scenario(sim: SimProcess, out: Path, scenario: str, *args: str) -> tuple[int, dict[str, Any], Path]:
-    argv = [sys.executable, "-m", "loadproof", "run", scenario, "--url", sim.url, "--tokenizer", str(tokenizer_path()),
-            "--out", str(out), *args]
+    argv = [
+        sys.executable,
+        "-m",
+        "loadproof",
+        "run",
+        scenario,
+        "--url",
+        sim.url,
+        "--tokenizer",
+        str(tokenizer_path()),
+        "--out",
+        str(out),
+        *args,
+    ]
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=110)
     runs = sorted(out.glob(f"{scenario}-*"))
     assert runs, proc.stderr[-2000:]
@@ -42,8 +54,19 @@ def run_scenario(sim: SimProcess, out: Path, scenario: str, *args: str) -> tuple
 def test_capacity_passes_and_the_server_agrees_with_the_virtual_clock(tmp_path: Path):
     config = {"time_scale": SCALE, "max_model_len": 8192, "num_gpu_blocks": 4096}
     with SimProcess(tmp_path / "sim.log", config=config) as sim:
-        code, claims, _ = run_scenario(sim, tmp_path, "capacity", "--sessions", "4", "--input-tokens", "2048",
-                                       "--window-s", "2", "--max-gap-s", "1")
+        code, claims, _ = run_scenario(
+            sim,
+            tmp_path,
+            "capacity",
+            "--sessions",
+            "4",
+            "--input-tokens",
+            "2048",
+            "--window-s",
+            "2",
+            "--max-gap-s",
+            "1",
+        )
     assert code == 0, claims["capacity.verdict"]
     assert claims["capacity.probes_retrieved"]["value"] == 4
     pred = predict_capacity(SimConfig(**config), 4, 2048, 2.0 * SCALE)
@@ -59,12 +82,34 @@ def test_a_capacity_run_shows_its_phases_as_plain_lines_with_the_engines_figures
     says what the KV cache holds."""
     config = {"time_scale": SCALE, "max_model_len": 8192, "num_gpu_blocks": 4096}
     profile = tmp_path / "sim.toml"
-    profile.write_text('name = "sim"\nengine = "sim"\n[model]\npath = "sim"\nserved_name = "sim"\n'
-                       'max_model_len = 8192\n[serving]\nendpoint = "chat"\n')
+    profile.write_text(
+        'name = "sim"\nengine = "sim"\n[model]\npath = "sim"\nserved_name = "sim"\n'
+        'max_model_len = 8192\n[serving]\nendpoint = "chat"\n'
+    )
     with SimProcess(tmp_path / "sim.log", config=config) as sim:
-        argv = [sys.executable, "-m", "loadproof", "run", "capacity", "--url", sim.url, "--tokenizer",
-                str(tokenizer_path()), "--out", str(tmp_path), "--profile", str(profile), "--startup-log",
-                str(sim.log), "--sessions", "4", "--input-tokens", "2048", "--window-s", "2"]
+        argv = [
+            sys.executable,
+            "-m",
+            "loadproof",
+            "run",
+            "capacity",
+            "--url",
+            sim.url,
+            "--tokenizer",
+            str(tokenizer_path()),
+            "--out",
+            str(tmp_path),
+            "--profile",
+            str(profile),
+            "--startup-log",
+            str(sim.log),
+            "--sessions",
+            "4",
+            "--input-tokens",
+            "2048",
+            "--window-s",
+            "2",
+        ]
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=110)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "\x1b[" not in proc.stderr
@@ -74,8 +119,11 @@ def test_a_capacity_run_shows_its_phases_as_plain_lines_with_the_engines_figures
     assert re.search(r"engine: running 4, waiting 0, KV \d+%", cold), cold
     assert "prompt tokens completed 8,192/8,192 (engine counter" in cold
     assert re.search(r"~[\d,]+ in the KV cache \(estimate from KV usage", cold), cold
-    rates = re.search(r"0:02 measured; per stream ([\d.,]+) / [\d.,]+ / ([\d.,]+) tokens/s \(min / median / max over "
-                      r"4\), together ([\d.,]+) tokens/s; engine: running 4, waiting 0", window)
+    rates = re.search(
+        r"0:02 measured; per stream ([\d.,]+) / [\d.,]+ / ([\d.,]+) tokens/s \(min / median / max over "
+        r"4\), together ([\d.,]+) tokens/s; engine: running 4, waiting 0",
+        window,
+    )
     assert rates, window
     assert "engine at the end: running 0, waiting 0" in drain
     # the window's live figures are the report's, from the same chunks
@@ -90,8 +138,19 @@ def test_a_capacity_run_shows_its_phases_as_plain_lines_with_the_engines_figures
 def test_one_session_more_than_max_num_seqs_fails_for_that_reason(tmp_path: Path):
     config = {"time_scale": SCALE, "max_model_len": 8192, "max_num_seqs": 3}
     with SimProcess(tmp_path / "sim.log", config=config) as sim:
-        code, claims, _ = run_scenario(sim, tmp_path, "capacity", "--sessions", "4", "--input-tokens", "1024",
-                                       "--window-s", "1", "--admission-stall-s", "1")
+        code, claims, _ = run_scenario(
+            sim,
+            tmp_path,
+            "capacity",
+            "--sessions",
+            "4",
+            "--input-tokens",
+            "1024",
+            "--window-s",
+            "1",
+            "--admission-stall-s",
+            "1",
+        )
     assert code == 1
     assert claims["capacity.criteria.all_streams_started"]["value"] == "FAIL"
     evidence = claims["capacity.criteria.all_streams_started"]["formula"]
@@ -103,16 +162,18 @@ def test_kv_exhaustion_shows_as_preemptions(tmp_path: Path):
     # 4 x 1024-token prompts fit (4 x 64 blocks of 16 = 256 of 300 blocks), their growth does not
     config = {"time_scale": SCALE, "max_model_len": 4096, "num_gpu_blocks": 300, "reserve_full_sequence": False}
     with SimProcess(tmp_path / "sim.log", config=config) as sim:
-        code, claims, _ = run_scenario(sim, tmp_path, "capacity", "--sessions", "4", "--input-tokens", "1024",
-                                       "--window-s", "3")
+        code, claims, _ = run_scenario(
+            sim, tmp_path, "capacity", "--sessions", "4", "--input-tokens", "1024", "--window-s", "3"
+        )
     assert code == 1
     assert claims["capacity.criteria.preemptions"]["value"] == "FAIL"
 
 
 def test_wrong_answers_fail_the_probes(tmp_path: Path):
     with SimProcess(tmp_path / "sim.log", "--fault", "wrong_answer", config={"time_scale": SCALE}) as sim:
-        code, claims, _ = run_scenario(sim, tmp_path, "capacity", "--sessions", "2", "--input-tokens", "1024",
-                                       "--window-s", "1")
+        code, claims, _ = run_scenario(
+            sim, tmp_path, "capacity", "--sessions", "2", "--input-tokens", "1024", "--window-s", "1"
+        )
     assert code == 1
     assert claims["capacity.criteria.probes"]["value"] == "FAIL"
     assert claims["capacity.probes_retrieved"]["value"] == 0
@@ -128,8 +189,19 @@ def test_a_hung_engine_ends_a_prefill_repeat_at_its_deadline(tmp_path: Path):
 
 def test_interference_newcomer_waits_for_its_own_prefill(tmp_path: Path):
     with SimProcess(tmp_path / "sim.log", config={"time_scale": SCALE, "max_model_len": 16384}) as sim:
-        code, claims, _ = run_scenario(sim, tmp_path, "interference", "--sessions", "2", "--session-tokens", "1024",
-                                       "--newcomer-tokens", "6144", "--window-s", "1")
+        code, claims, _ = run_scenario(
+            sim,
+            tmp_path,
+            "interference",
+            "--sessions",
+            "2",
+            "--session-tokens",
+            "1024",
+            "--newcomer-tokens",
+            "6144",
+            "--window-s",
+            "1",
+        )
     # the newcomer's 6,144 tokens cost >= 6.144 modeled seconds of prefill (1 ms a token by default)
     assert claims["interference.newcomer_ttft_s"]["value"] * SCALE >= 6.144
     assert claims["interference.during_tokens_per_s"]["value"] < claims["interference.before_tokens_per_s"]["value"]

@@ -51,7 +51,9 @@ def alive(pid: int) -> bool:
 def gone_within(pids: list[int], pgid: int, within_s: float) -> None:
     deadline = time.monotonic() + within_s
     while any(alive(p) for p in pids) or _group_members({pgid}):
-        assert time.monotonic() < deadline, f"left behind: {[p for p in pids if alive(p)]}, group {_group_members({pgid})}"
+        assert time.monotonic() < deadline, (
+            f"left behind: {[p for p in pids if alive(p)]}, group {_group_members({pgid})}"
+        )
         time.sleep(0.05)
 
 
@@ -75,8 +77,13 @@ def shell_engine(tmp_path: Path, then: str) -> EngineProcess:
     """An engine that starts a child (`sleep 300`, its pid in child.pid), then runs `then` (`exit 1`: it dies
     before it is ready, leaving the child; `wait`: it never becomes ready)."""
     script = f"sleep 300 & echo $! > {tmp_path}/child.pid; {then}"
-    engine = EngineProcess(engines.get("sim"), LaunchCommand(argv=["sh", "-c", script], env={}), "127.0.0.1",
-                           free_port(), tmp_path / "engine.log")
+    engine = EngineProcess(
+        engines.get("sim"),
+        LaunchCommand(argv=["sh", "-c", script], env={}),
+        "127.0.0.1",
+        free_port(),
+        tmp_path / "engine.log",
+    )
     engine.start()
     assert engine.pid is not None
     STARTED_GROUPS.append(engine.pid)
@@ -121,8 +128,12 @@ def test_every_way_out_of_the_readiness_wait_stops_the_whole_group(tmp_path, way
             if time.monotonic() - began > 0.5:
                 raise KeyboardInterrupt
 
-    expected: type[BaseException] = {"exit": EngineStartError, "timeout": EngineStartError,
-                                     "cancel": EngineStartCancelled, "ctrl_c": KeyboardInterrupt}[way_out]
+    expected: type[BaseException] = {
+        "exit": EngineStartError,
+        "timeout": EngineStartError,
+        "cancel": EngineStartCancelled,
+        "ctrl_c": KeyboardInterrupt,
+    }[way_out]
     began_wait = time.monotonic()
     with pytest.raises(expected) as raised:
         engine.wait_ready("tiny", timeout_s=1.0 if way_out == "timeout" else 60.0, status=status, cancel=cancel)
@@ -149,9 +160,15 @@ def test_after_start_failed_nothing_of_the_group_is_alive(tmp_path):
             assert not alive(child) and not _group_members({pgids[-1]}), "the old engine's child is still up"
             (tmp_path / "child.pid").unlink()
 
-    supervisor = Supervisor(launch, served_name="tiny", gpus_needed=0, ready_timeout_s=30,
-                            events_path=tmp_path / "events.jsonl", on_event=on_event,
-                            policy=SupervisorPolicy(max_restarts=1, backoff_initial_s=0.1, jitter=0.0))
+    supervisor = Supervisor(
+        launch,
+        served_name="tiny",
+        gpus_needed=0,
+        ready_timeout_s=30,
+        events_path=tmp_path / "events.jsonl",
+        on_event=on_event,
+        policy=SupervisorPolicy(max_restarts=1, backoff_initial_s=0.1, jitter=0.0),
+    )
     assert supervisor.run() == FAILED
     assert [e["kind"] for e in events] == ["start", "start_failed", "restart", "start", "start_failed", "give_up"]
     assert len(children) == 2 and not any(alive(c) for c in children)
@@ -160,8 +177,9 @@ def test_after_start_failed_nothing_of_the_group_is_alive(tmp_path):
 def test_stop_interrupts_the_readiness_wait_within_a_second(tmp_path):
     """stop() used to be ignored until the ready timeout (900 s by default) passed."""
     launch, pgids = shell_launcher(tmp_path, "wait")
-    supervisor = Supervisor(launch, served_name="tiny", gpus_needed=0, ready_timeout_s=900,
-                            events_path=tmp_path / "events.jsonl")
+    supervisor = Supervisor(
+        launch, served_name="tiny", gpus_needed=0, ready_timeout_s=900, events_path=tmp_path / "events.jsonl"
+    )
     outcome: list[str] = []
     thread = threading.Thread(target=lambda: outcome.append(supervisor.run()), daemon=True)
     thread.start()
@@ -181,13 +199,16 @@ def test_stop_interrupts_the_readiness_wait_within_a_second(tmp_path):
 
 # -- `loadproof serve PROFILE [--relay]` with the simulator as its engine, interrupted -----------------------
 
+
 def sim_profile(tmp_path: Path, *, load_s: float = 0.0, extra_args: tuple[str, ...] = ()) -> Path:
     sim_config = tmp_path / "sim.json"
     sim_config.write_text(json.dumps({"load_s": load_s}))
     profile = tmp_path / "sim-profile.toml"
-    profile.write_text(f'name = "sim"\nengine = "sim"\n[model]\npath = "{sim_config}"\nserved_name = "tiny"\n'
-                       f'max_model_len = 8192\n[serving]\nendpoint = "completions"\nready_timeout_s = 120\n'
-                       f'extra_args = {json.dumps(list(extra_args))}\n')
+    profile.write_text(
+        f'name = "sim"\nengine = "sim"\n[model]\npath = "{sim_config}"\nserved_name = "tiny"\n'
+        f'max_model_len = 8192\n[serving]\nendpoint = "completions"\nready_timeout_s = 120\n'
+        f"extra_args = {json.dumps(list(extra_args))}\n"
+    )
     return profile
 
 
@@ -205,8 +226,9 @@ class Serve:
         if target != "--embedded":  # the embedded engine lives in loadproof's cache; the rest logs in the test's
             env["LOADPROOF_HOME"] = str(tmp_path / "home")
         with open(self.stdout_path, "wb") as out, open(self.stderr_path, "wb") as err:
-            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env,
-                                         start_new_session=True)
+            self.proc = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env, start_new_session=True
+            )
 
     def output(self) -> str:
         return self.stdout_path.read_text() + self.stderr_path.read_text()
@@ -247,7 +269,7 @@ class Serve:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
-            raise AssertionError(f"serve still running {within_s:g} s after Ctrl-C:\n{self.output()[-3000:]}")
+            raise AssertionError(f"serve still running {within_s:g} s after Ctrl-C:\n{self.output()[-3000:]}") from None
 
     def kill(self) -> None:
         if self.proc.poll() is None:
@@ -283,11 +305,13 @@ def port_closed(port: int) -> bool:
 
 def stream(url: str, key: str | None = None) -> tuple[threading.Thread, list[bytes]]:
     """A long streaming completion, read in a thread; returns once its first chunks arrived."""
-    body = json.dumps({"model": "tiny", "prompt": "Tell me everything.", "max_tokens": 4000, "stream": True,
-                       "ignore_eos": True}).encode()
+    body = json.dumps(
+        {"model": "tiny", "prompt": "Tell me everything.", "max_tokens": 4000, "stream": True, "ignore_eos": True}
+    ).encode()
     headers = {"Content-Type": "application/json", **({"Authorization": f"Bearer {key}"} if key else {})}
-    resp = urllib.request.urlopen(urllib.request.Request(url + "/v1/completions", data=body, headers=headers),
-                                  timeout=30)
+    resp = urllib.request.urlopen(
+        urllib.request.Request(url + "/v1/completions", data=body, headers=headers), timeout=30
+    )
     chunks: list[bytes] = []
 
     def read() -> None:
@@ -327,8 +351,9 @@ def assert_all_gone(run: Serve, interrupted_at: float) -> None:
     starts = [e for e in run.events() if e["kind"] == "start"]
     assert starts, run.kinds()
     for start in starts:
-        assert not alive(start["pid"]) and not _group_members({start["pid"]}), \
+        assert not alive(start["pid"]) and not _group_members({start["pid"]}), (
             f"engine group {start['pid']} left after Ctrl-C: {_group_members({start['pid']})}"
+        )
     if run.relay_port is not None:
         assert port_closed(run.relay_port), "the relay still listens"
     assert run.kinds()[-1] == "stopped"
@@ -339,8 +364,9 @@ def assert_all_gone(run: Serve, interrupted_at: float) -> None:
 def test_ctrl_c_during_start_up_leaves_nothing(tmp_path, serve, relay):
     run = serve(sim_profile(tmp_path, load_s=120), "--probe-interval-s", "1", relay=relay)
     start = run.wait_for("start")
-    wait_until(lambda: "loading for" in Path(start["log"]).read_text(errors="replace"), 30,
-               "the engine says it is loading")
+    wait_until(
+        lambda: "loading for" in Path(start["log"]).read_text(errors="replace"), 30, "the engine says it is loading"
+    )
     assert alive(start["pid"]) and run.kinds() == ["start"]  # loading, not ready
     if relay:
         assert run.relay_port is not None

@@ -18,11 +18,38 @@ pytestmark = [pytest.mark.engine, pytest.mark.timeout(300)]
 
 
 def test_agent_turns_call_tools_and_reuse_the_shared_prefix(engine, tmp_path: Path):
-    result = loadproof("run", "sessions", "--url", engine.url, "--endpoint", "chat", "--tokenizer",
-                       str(engine.tokenizer), "--out", str(tmp_path), "-u", "2", "-t", "3", "--first-tokens", "128",
-                       "--system-tokens", "1000", "--tool-definitions-tokens", "1000", "--tool-count", "4",
-                       "--tool-turns", "2", "--tool-result-tokens", "128", "--output-tokens", "40",
-                       "--stagger-s", "8")
+    result = loadproof(
+        "run",
+        "sessions",
+        "--url",
+        engine.url,
+        "--endpoint",
+        "chat",
+        "--tokenizer",
+        str(engine.tokenizer),
+        "--out",
+        str(tmp_path),
+        "-u",
+        "2",
+        "-t",
+        "3",
+        "--first-tokens",
+        "128",
+        "--system-tokens",
+        "1000",
+        "--tool-definitions-tokens",
+        "1000",
+        "--tool-count",
+        "4",
+        "--tool-turns",
+        "2",
+        "--tool-result-tokens",
+        "128",
+        "--output-tokens",
+        "40",
+        "--stagger-s",
+        "8",
+    )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     (run_dir,) = tmp_path.glob("sessions-*")
     value = {c["name"]: c["value"] for c in json.loads((run_dir / "claims.json").read_text())["claims"]}
@@ -31,8 +58,10 @@ def test_agent_turns_call_tools_and_reuse_the_shared_prefix(engine, tmp_path: Pa
     # the engine forced a call on every agent turn: a tool of the plan's, arguments as its schema says
     assert value["sessions.agent.tool_turns"] == 4 and value["sessions.agent.turns_without_call"] == 0
     assert value["sessions.agent.tool_calls"] >= 4 and plan["tool_call_mode"] == "tools"
-    records = sorted((json.loads(line) for line in (run_dir / "requests.jsonl").read_text().splitlines()),
-                     key=lambda r: (r["prompt_id"], r["batch"]))
+    records = sorted(
+        (json.loads(line) for line in (run_dir / "requests.jsonl").read_text().splitlines()),
+        key=lambda r: (r["prompt_id"], r["batch"]),
+    )
     for r in records:
         calls = r.get("tool_calls") or []
         assert bool(calls) == (r["batch"] < 2), r

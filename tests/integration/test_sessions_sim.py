@@ -18,9 +18,27 @@ pytestmark = pytest.mark.timeout(180)
 
 def test_warm_turns_carry_the_history_and_hit_the_prefix_cache(tmp_path: Path):
     with SimProcess(tmp_path / "sim.log", config={"time_scale": 10.0}) as sim:
-        code, claims, run = run_scenario(sim, tmp_path, "sessions", "--endpoint", "completions", "-u", "3", "-t", "3",
-                                         "--first-tokens", "800", "--turn-tokens", "64", "--tool-tokens", "32",
-                                         "--output-tokens", "12", "--think-time-s", "uniform:0:0.2")
+        code, claims, run = run_scenario(
+            sim,
+            tmp_path,
+            "sessions",
+            "--endpoint",
+            "completions",
+            "-u",
+            "3",
+            "-t",
+            "3",
+            "--first-tokens",
+            "800",
+            "--turn-tokens",
+            "64",
+            "--tool-tokens",
+            "32",
+            "--output-tokens",
+            "12",
+            "--think-time-s",
+            "uniform:0:0.2",
+        )
     assert code == 0, claims
     value = {name: c["value"] for name, c in claims.items()}
     assert value["sessions.requests"] == 9 and value["sessions.failed_requests"] == 0
@@ -47,26 +65,49 @@ def test_warm_turns_carry_the_history_and_hit_the_prefix_cache(tmp_path: Path):
 
 
 def test_users_take_sharegpt_conversations_as_their_messages(tmp_path: Path):
-    convo = lambda i: {"conversations": [{"from": "human", "value": f"Conversation {i} opens with a question."},  # noqa: E731
-                                          {"from": "gpt", "value": "Yes."},
-                                          {"from": "human", "value": f"And a follow-up number {i}, longer."}]}
+    convo = lambda i: {  # noqa: E731
+        "conversations": [
+            {"from": "human", "value": f"Conversation {i} opens with a question."},
+            {"from": "gpt", "value": "Yes."},
+            {"from": "human", "value": f"And a follow-up number {i}, longer."},
+        ]
+    }
     sharegpt = tmp_path / "multi.json"
     sharegpt.write_text(json.dumps([convo(i) for i in range(5)]))
     with SimProcess(tmp_path / "sim.log", config={"time_scale": 10.0}) as sim:
-        code, claims, run = run_scenario(sim, tmp_path, "sessions", "--endpoint", "completions", "-u", "2", "-t", "3",
-                                         "--turn-tokens", "40", "--output-tokens", "8", "--dataset", str(sharegpt))
+        code, claims, run = run_scenario(
+            sim,
+            tmp_path,
+            "sessions",
+            "--endpoint",
+            "completions",
+            "-u",
+            "2",
+            "-t",
+            "3",
+            "--turn-tokens",
+            "40",
+            "--output-tokens",
+            "8",
+            "--dataset",
+            str(sharegpt),
+        )
     assert code == 0, claims
     plan = json.loads((run / "manifest.json").read_text())["plan"]
     rows = plan["dataset"]["rows_sent"]
     assert len(rows) == 2 and plan["dataset"]["messages_from_data"] == 4  # two turns each; the third is filler
-    records = sorted((json.loads(line) for line in (run / "requests.jsonl").read_text().splitlines()),
-                     key=lambda r: (r["prompt_id"], r["batch"]))
+    records = sorted(
+        (json.loads(line) for line in (run / "requests.jsonl").read_text().splitlines()),
+        key=lambda r: (r["prompt_id"], r["batch"]),
+    )
     for u, row in enumerate(rows):
         turns = [r for r in records if r["prompt_id"] == f"u{u}"]
         first = len(f"Conversation {row} opens with a question.\n".encode())
         assert turns[0]["prompt_tokens"] == first + plan["overhead_tokens"]
         second = len(f"And a follow-up number {row}, longer.\n".encode())
-        assert turns[1]["prompt_tokens"] - turns[0]["prompt_tokens"] == len(turns[0]["output_text"].encode()) + 1 + second
+        assert (
+            turns[1]["prompt_tokens"] - turns[0]["prompt_tokens"] == len(turns[0]["output_text"].encode()) + 1 + second
+        )
         assert turns[2]["prompt_tokens"] - turns[1]["prompt_tokens"] == len(turns[1]["output_text"].encode()) + 1 + 40
 
 
@@ -77,28 +118,70 @@ def test_users_take_prompts_or_message_conversations_from_other_data_set_formats
     parquet = tmp_path / "prompts.parquet"
     pq.write_table(pa.table({"question": [f"Prompt row {i} asks something." for i in range(10)]}), parquet)
     chats = tmp_path / "chats.jsonl"
-    chats.write_text("".join(json.dumps({"messages": [{"role": "user", "content": f"Chat {i} begins."},
-                                                      {"role": "assistant", "content": "Fine."},
-                                                      {"role": "user", "content": f"Chat {i} goes on."}]}) + "\n"
-                             for i in range(4)))
+    chats.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "messages": [
+                        {"role": "user", "content": f"Chat {i} begins."},
+                        {"role": "assistant", "content": "Fine."},
+                        {"role": "user", "content": f"Chat {i} goes on."},
+                    ]
+                }
+            )
+            + "\n"
+            for i in range(4)
+        )
+    )
     with SimProcess(tmp_path / "sim.log", config={"time_scale": 10.0}) as sim:
         # a file of prompts: every message is a row (2 users x 3 turns = 6 rows)
-        code, claims, run = run_scenario(sim, tmp_path / "p", "sessions", "--endpoint", "completions", "-u", "2",
-                                         "-t", "3", "--output-tokens", "8", "--dataset", str(parquet),
-                                         "--dataset-columns", "prompt=question")
+        code, claims, run = run_scenario(
+            sim,
+            tmp_path / "p",
+            "sessions",
+            "--endpoint",
+            "completions",
+            "-u",
+            "2",
+            "-t",
+            "3",
+            "--output-tokens",
+            "8",
+            "--dataset",
+            str(parquet),
+            "--dataset-columns",
+            "prompt=question",
+        )
         assert code == 0, claims
         plan = json.loads((run / "manifest.json").read_text())["plan"]
         rows = plan["dataset"]["rows_sent"]
         assert plan["dataset"]["format"] == "parquet" and len(rows) == 6 and plan["dataset"]["messages_from_data"] == 6
-        records = sorted((json.loads(line) for line in (run / "requests.jsonl").read_text().splitlines()),
-                         key=lambda r: (r["prompt_id"], r["batch"]))
+        records = sorted(
+            (json.loads(line) for line in (run / "requests.jsonl").read_text().splitlines()),
+            key=lambda r: (r["prompt_id"], r["batch"]),
+        )
         first = [r for r in records if r["batch"] == 0]
         assert sorted(r["prompt_tokens"] for r in first) == sorted(
-            len(f"Prompt row {rows[u * 3]} asks something.\n".encode()) + plan["overhead_tokens"] for u in range(2))
+            len(f"Prompt row {rows[u * 3]} asks something.\n".encode()) + plan["overhead_tokens"] for u in range(2)
+        )
         # JSONL of messages: a conversation per user, its user messages as the turns (filler after them)
-        code, claims, run = run_scenario(sim, tmp_path / "m", "sessions", "--endpoint", "completions", "-u", "2",
-                                         "-t", "3", "--turn-tokens", "40", "--output-tokens", "8", "--dataset",
-                                         str(chats))
+        code, claims, run = run_scenario(
+            sim,
+            tmp_path / "m",
+            "sessions",
+            "--endpoint",
+            "completions",
+            "-u",
+            "2",
+            "-t",
+            "3",
+            "--turn-tokens",
+            "40",
+            "--output-tokens",
+            "8",
+            "--dataset",
+            str(chats),
+        )
     assert code == 0, claims
     plan = json.loads((run / "manifest.json").read_text())["plan"]
     assert plan["dataset"]["format"] == "jsonl" and plan["dataset"]["messages_from_data"] == 4
@@ -114,27 +197,61 @@ def test_agent_turns_on_the_completions_endpoint_append_each_answer_and_its_tool
     half a second after the first (--stagger-s): the simulator caches a prompt's blocks once it is prefilled,
     the expectation at its send, so two first turns at the same instant would differ by the shared prefix."""
     with SimProcess(tmp_path / "sim.log", config={"time_scale": 10.0}) as sim:
-        code, claims, run = run_scenario(sim, tmp_path, "sessions", "--endpoint", "completions", "-u", "2", "-t", "3",
-                                         "--first-tokens", "200", "--system-tokens", "300",
-                                         "--tool-definitions-tokens", "900", "--tool-count", "3", "--tool-turns", "2",
-                                         "--tool-result-tokens", "48", "--output-tokens", "8", "--stagger-s", "1",
-                                         "--engine-block-tokens", "16", "--engine-kv-tokens", "65536")
+        code, claims, run = run_scenario(
+            sim,
+            tmp_path,
+            "sessions",
+            "--endpoint",
+            "completions",
+            "-u",
+            "2",
+            "-t",
+            "3",
+            "--first-tokens",
+            "200",
+            "--system-tokens",
+            "300",
+            "--tool-definitions-tokens",
+            "900",
+            "--tool-count",
+            "3",
+            "--tool-turns",
+            "2",
+            "--tool-result-tokens",
+            "48",
+            "--output-tokens",
+            "8",
+            "--stagger-s",
+            "1",
+            "--engine-block-tokens",
+            "16",
+            "--engine-kv-tokens",
+            "65536",
+        )
     assert code == 0, claims
     value = {name: c["value"] for name, c in claims.items()}
     assert value["sessions.requests"] == 6 and value["sessions.completed_sessions"] == 2
     assert value["sessions.agent.tool_turns"] == 4 and value["sessions.agent.turns_without_call"] == 4
     plan = json.loads((run / "manifest.json").read_text())["plan"]
     assert plan["tool_call_mode"] == "text" and plan["tool_names"] == ["read_file", "write_file", "edit_file"]
-    assert 300 + 800 < plan["shared_prefix_tokens"] < 300 + 1000 and plan["kv_source"] == "--engine-block-tokens, --engine-kv-tokens"
-    records = sorted((json.loads(line) for line in (run / "requests.jsonl").read_text().splitlines()),
-                     key=lambda r: (r["prompt_id"], r["batch"]))
+    assert (
+        300 + 800 < plan["shared_prefix_tokens"] < 300 + 1000
+        and plan["kv_source"] == "--engine-block-tokens, --engine-kv-tokens"
+    )
+    records = sorted(
+        (json.loads(line) for line in (run / "requests.jsonl").read_text().splitlines()),
+        key=lambda r: (r["prompt_id"], r["batch"]),
+    )
     for u in ("u0", "u1"):
         turns = [r for r in records if r["prompt_id"] == u]
         assert turns[0]["prompt_tokens"] == plan["overhead_tokens"] + plan["shared_prefix_tokens"] + 200
         for before, after in zip(turns, turns[1:]):  # the answer, a newline, the result: no user message
             assert after["prompt_tokens"] - before["prompt_tokens"] == len(before["output_text"].encode()) + 1 + 48
     for t in range(3):  # the simulator's own hits (16-token blocks, as vLLM's) beside the unbounded expectation
-        engine, expected = value[f"sessions.turn{t}.engine_hit_pct"], value[f"sessions.turn{t}.expected_hit_pct.unbounded"]
+        engine, expected = (
+            value[f"sessions.turn{t}.engine_hit_pct"],
+            value[f"sessions.turn{t}.expected_hit_pct.unbounded"],
+        )
         assert abs(engine - expected) < 3, (t, engine, expected)
         assert value[f"sessions.turn{t}.expected_hit_pct.bounded"] == expected  # 65,536 tokens hold it all
     assert value["sessions.expected_hit_pct.read_against"] == "either"
@@ -147,10 +264,30 @@ def test_a_primed_shared_prefix_is_cached_before_every_users_first_turn(tmp_path
     its own (family prime) that no turn's figure counts, and the expectation runs it through the cache
     first."""
     with SimProcess(tmp_path / "sim.log", config={"time_scale": 10.0}) as sim:
-        code, claims, run = run_scenario(sim, tmp_path, "sessions", "--endpoint", "completions", "-u", "3", "-t", "2",
-                                         "--first-tokens", "64", "--system-tokens", "600", "--turn-tokens", "32",
-                                         "--output-tokens", "8", "--prime-shared", "--engine-block-tokens", "16",
-                                         "--engine-kv-tokens", "65536")
+        code, claims, run = run_scenario(
+            sim,
+            tmp_path,
+            "sessions",
+            "--endpoint",
+            "completions",
+            "-u",
+            "3",
+            "-t",
+            "2",
+            "--first-tokens",
+            "64",
+            "--system-tokens",
+            "600",
+            "--turn-tokens",
+            "32",
+            "--output-tokens",
+            "8",
+            "--prime-shared",
+            "--engine-block-tokens",
+            "16",
+            "--engine-kv-tokens",
+            "65536",
+        )
     assert code == 0, claims
     value = {name: c["value"] for name, c in claims.items()}
     assert value["sessions.requests"] == value["sessions.planned_requests"] == 6
@@ -173,11 +310,34 @@ def test_a_model_mix_gives_each_user_one_model_and_primes_each_models_shared_pre
     turn still finds it cached; each model's figures are claimed apart, and the expectation keyed by model
     agrees with the engine's hits."""
     with SimProcess(tmp_path / "sim.log", config={"time_scale": 10.0, "lora_modules": ["adapter-a"]}) as sim:
-        code, claims, run = run_scenario(sim, tmp_path, "sessions", "--endpoint", "completions", "-u", "6", "-t", "2",
-                                         "--first-tokens", "64", "--system-tokens", "600", "--turn-tokens", "32",
-                                         "--output-tokens", "8", "--prime-shared", "--engine-block-tokens", "16",
-                                         "--engine-kv-tokens", "65536", "--model-mix", "sim=1,adapter-a=1",
-                                         "--seed", "3")
+        code, claims, run = run_scenario(
+            sim,
+            tmp_path,
+            "sessions",
+            "--endpoint",
+            "completions",
+            "-u",
+            "6",
+            "-t",
+            "2",
+            "--first-tokens",
+            "64",
+            "--system-tokens",
+            "600",
+            "--turn-tokens",
+            "32",
+            "--output-tokens",
+            "8",
+            "--prime-shared",
+            "--engine-block-tokens",
+            "16",
+            "--engine-kv-tokens",
+            "65536",
+            "--model-mix",
+            "sim=1,adapter-a=1",
+            "--seed",
+            "3",
+        )
     assert code == 0, claims
     value = {name: c["value"] for name, c in claims.items()}
     records = [json.loads(line) for line in (run / "requests.jsonl").read_text().splitlines()]
@@ -201,10 +361,31 @@ def test_a_users_tools_and_response_format_are_asked_and_every_answer_checked(tm
     the conversation goes on with the text standing in for the call."""
     tools = Path(__file__).resolve().parents[2] / "docs" / "examples" / "tools-weather.json"
     with SimProcess(tmp_path / "sim.log", config={"time_scale": 10.0}) as sim:
-        code, claims, run = run_scenario(sim, tmp_path, "sessions", "--endpoint", "chat", "-u", "2", "-t", "3",
-                                         "--first-tokens", "64", "--turn-tokens", "32", "--output-tokens", "8",
-                                         "--tools", str(tools), "--tool-turns", "1", "--tool-result-tokens", "48",
-                                         "--response-format", "json")
+        code, claims, run = run_scenario(
+            sim,
+            tmp_path,
+            "sessions",
+            "--endpoint",
+            "chat",
+            "-u",
+            "2",
+            "-t",
+            "3",
+            "--first-tokens",
+            "64",
+            "--turn-tokens",
+            "32",
+            "--output-tokens",
+            "8",
+            "--tools",
+            str(tools),
+            "--tool-turns",
+            "1",
+            "--tool-result-tokens",
+            "48",
+            "--response-format",
+            "json",
+        )
     value = {name: c["value"] for name, c in claims.items()}
     assert value["sessions.requests"] == 6 and value["sessions.failed_requests"] == 0, claims
     assert value["sessions.output_checked"] == 6 and value["sessions.output_valid_pct"] == 0
@@ -219,10 +400,34 @@ def test_a_users_tools_and_response_format_are_asked_and_every_answer_checked(tm
     publish_and_verify(run, tmp_path / "bundle")
 
 
-TIER = ("--endpoint", "completions", "-u", "6", "-t", "2", "--first-tokens", "800", "--turn-tokens", "32",
-        "--output-tokens", "8", "--think-time-s", "3", "--stagger-s", "2", "--engine-kv-tokens", "4096",
-        "--engine-block-tokens", "16", "--cpu-tier-tokens", "65536", "--kv-bytes-per-token", "18432",
-        "--h2d-gbps", "50")
+TIER = (
+    "--endpoint",
+    "completions",
+    "-u",
+    "6",
+    "-t",
+    "2",
+    "--first-tokens",
+    "800",
+    "--turn-tokens",
+    "32",
+    "--output-tokens",
+    "8",
+    "--think-time-s",
+    "3",
+    "--stagger-s",
+    "2",
+    "--engine-kv-tokens",
+    "4096",
+    "--engine-block-tokens",
+    "16",
+    "--cpu-tier-tokens",
+    "65536",
+    "--kv-bytes-per-token",
+    "18432",
+    "--h2d-gbps",
+    "50",
+)
 
 
 @pytest.mark.parametrize("tier_blocks", [4096, 0])
@@ -230,8 +435,12 @@ def test_second_turns_beyond_the_gpu_cache_come_back_from_a_cpu_tier(tmp_path: P
     """Six histories of 800 tokens against a GPU cache of 256 blocks (4,096 tokens: five of them fill it), one
     user after another: by each second turn the GPU has evicted that user's history. With a tier the engine's
     connector supplies about what the replay expects and the warm turns hit; without one they recompute."""
-    config = {"time_scale": 10.0, "num_gpu_blocks": 256, "cpu_tier_blocks": tier_blocks,
-              "cpu_tier_s_per_token": 1e-6 if tier_blocks else 0.0}
+    config = {
+        "time_scale": 10.0,
+        "num_gpu_blocks": 256,
+        "cpu_tier_blocks": tier_blocks,
+        "cpu_tier_s_per_token": 1e-6 if tier_blocks else 0.0,
+    }
     with SimProcess(tmp_path / "sim.log", config=config) as sim:
         code, claims, run = run_scenario(sim, tmp_path, "sessions", *TIER)
     assert code == 0, claims

@@ -8,10 +8,7 @@ faults are set at start (`--fault`) or at run time through its control endpoint 
 from __future__ import annotations
 
 import asyncio
-import json
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -122,8 +119,10 @@ async def test_error_event_makes_the_200_stream_a_stream_error(sim_factory, endp
 
 
 @pytest.mark.asyncio
-@pytest.mark.parametrize(("fault", "status", "message"), [("http_500", 500, "simulated internal error"),
-                                                          ("http_503", 503, "simulated overload")])
+@pytest.mark.parametrize(
+    ("fault", "status", "message"),
+    [("http_500", 500, "simulated internal error"), ("http_503", 503, "simulated overload")],
+)
 async def test_http_faults_are_typed_http_errors_after_the_spared_requests(sim_factory, fault, status, message):
     sim = sim_factory()
     sim.set_faults(fault, after_requests=1)
@@ -147,6 +146,7 @@ async def test_refuse_refuses_new_connections_while_open_streams_finish(sim_fact
 
         async def closed() -> bool:
             return not await asyncio.to_thread(sim.healthy)
+
         await eventually(closed, 10, "the simulator stopped taking connections")
         async with StreamingClient(sim.url) as fresh:
             refused = await fresh.stream(spec(1))
@@ -211,8 +211,9 @@ async def test_a_non_streaming_client_leaving_frees_its_blocks_too(sim_factory):
 
     async def ask() -> None:
         async with aiohttp.ClientSession() as session:
-            async with session.post(sim.url + "/v1/completions", data=body,
-                                    headers={"Content-Type": "application/json"}) as resp:
+            async with session.post(
+                sim.url + "/v1/completions", data=body, headers={"Content-Type": "application/json"}
+            ) as resp:
                 await resp.read()
 
     task = asyncio.create_task(ask())

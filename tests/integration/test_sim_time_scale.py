@@ -36,8 +36,9 @@ async def test_at_time_scale_20_the_engines_mean_ttft_is_in_the_clients_seconds(
     with SimProcess(tmp_path / "sim.log", "--time-scale", "20") as sim:
         before = ttft_histogram(sim.url)
         async with StreamingClient(sim.url) as client:  # 8 prompts of ~10,000 tokens at once: ~0.6 s wall each
-            records = await asyncio.gather(*[client.stream(spec(i, prompt="word " * 2000, max_tokens=4))
-                                             for i in range(8)])
+            records = await asyncio.gather(
+                *[client.stream(spec(i, prompt="word " * 2000, max_tokens=4)) for i in range(8)]
+            )
         after = ttft_histogram(sim.url)
     assert all(r.ok for r in records), [r.error_message for r in records]
     assert after["count"] - before["count"] == 8

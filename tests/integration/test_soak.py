@@ -14,10 +14,35 @@ def test_short_soak_stops_by_itself_with_memory_and_drift(engine, tmp_path):
     # every 2nd request of a client is long: two requests per client fit in 12 s even on a loaded machine
     started = time.monotonic()
     result = subprocess.run(
-        [sys.executable, "-m", "loadproof", "run", "soak", "--url", engine.url, "--endpoint", "completions",
-         "--duration-s", "12", "--clients", "2", "--long-every", "2", "--long-tokens", "1024",
-         "--tokenizer", str(engine.tokenizer), "--max-latency-drift", "10", "--out", str(tmp_path)],
-        capture_output=True, text=True, timeout=240)
+        [
+            sys.executable,
+            "-m",
+            "loadproof",
+            "run",
+            "soak",
+            "--url",
+            engine.url,
+            "--endpoint",
+            "completions",
+            "--duration-s",
+            "12",
+            "--clients",
+            "2",
+            "--long-every",
+            "2",
+            "--long-tokens",
+            "1024",
+            "--tokenizer",
+            str(engine.tokenizer),
+            "--max-latency-drift",
+            "10",
+            "--out",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert time.monotonic() - started < 120  # the duration plus what was in flight, not forever
     (run_dir,) = tmp_path.iterdir()

@@ -31,8 +31,25 @@ draft_schedule = { "1-4" = 5, "5-32" = 3 }
 
 
 def run(kind: str, url: str, profile: Path, out: Path, *args: str) -> tuple[dict, Path]:
-    proc = subprocess.run([sys.executable, "-m", "loadproof", "run", kind, "--url", url, "--profile", str(profile),
-                           "--out", str(out), *args], capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "loadproof",
+            "run",
+            kind,
+            "--url",
+            url,
+            "--profile",
+            str(profile),
+            "--out",
+            str(out),
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     runs = sorted(out.glob(f"{kind}-*"))
     assert proc.returncode == 0 and runs, proc.stderr[-3000:]
     claims = {c["name"]: c["value"] for c in json.loads((runs[-1] / "claims.json").read_text())["claims"]}
@@ -44,10 +61,38 @@ def test_the_draft_schedule_by_batch_size_is_what_the_engine_ran(tmp_path: Path)
     handle = start_serve([str(profile)], tmp_path / "serve.stderr")
     try:
         url = handle.engine.url
-        tp, tp_run = run("throughput", url, profile, tmp_path / "tp", "--families", "edit", "--concurrency", "1,8",
-                         "--num-prompts", "1", "--max-tokens", "48")
-        ab, _ = run("ab", url, profile, tmp_path / "ab", "--family", "edit", "--num-prompts", "1", "--max-tokens",
-                    "24", "--repeats", "2", "--a", "temperature=0", "--b", "temperature=1")
+        tp, tp_run = run(
+            "throughput",
+            url,
+            profile,
+            tmp_path / "tp",
+            "--families",
+            "edit",
+            "--concurrency",
+            "1,8",
+            "--num-prompts",
+            "1",
+            "--max-tokens",
+            "48",
+        )
+        ab, _ = run(
+            "ab",
+            url,
+            profile,
+            tmp_path / "ab",
+            "--family",
+            "edit",
+            "--num-prompts",
+            "1",
+            "--max-tokens",
+            "24",
+            "--repeats",
+            "2",
+            "--a",
+            "temperature=0",
+            "--b",
+            "temperature=1",
+        )
     finally:
         stop_serve(handle)
     shown = {k: v for k, v in {**tp, **ab}.items() if "spec" in k or "aggregate" in k}

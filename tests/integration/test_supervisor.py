@@ -27,8 +27,12 @@ pytestmark = [pytest.mark.engine, pytest.mark.timeout(600)]
 
 def serve(tmp_path: Path, *args: str, profile: Path | None = None) -> subprocess.Popen[str]:
     target = [str(profile)] if profile else ["--embedded", "--eager"]
-    return subprocess.Popen([sys.executable, "-m", "loadproof", "serve", *target, "--out", str(tmp_path), *args],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "loadproof", "serve", *target, "--out", str(tmp_path), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def wait_serving(proc: subprocess.Popen[str]) -> int:
@@ -64,8 +68,10 @@ def group_pids(pgid: int) -> list[int]:
 
 def test_a_profile_needing_gpus_this_host_lacks_is_refused(tmp_path):
     profile = tmp_path / "gpu.toml"
-    profile.write_text('name = "gpu"\nengine = "vllm"\n[model]\npath = "m"\nserved_name = "m"\nmax_model_len = 4096\n'
-                       '[parallel]\ntensor = 2\n')
+    profile.write_text(
+        'name = "gpu"\nengine = "vllm"\n[model]\npath = "m"\nserved_name = "m"\nmax_model_len = 4096\n'
+        "[parallel]\ntensor = 2\n"
+    )
     proc = serve(tmp_path, profile=profile)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 3
@@ -75,10 +81,12 @@ def test_a_profile_needing_gpus_this_host_lacks_is_refused(tmp_path):
 
 def test_an_engine_that_cannot_start_is_retried_a_bounded_number_of_times(tmp_path):
     profile = tmp_path / "broken.toml"
-    profile.write_text('name = "broken"\nengine = "embedded"\n[model]\npath = "embedded:gemma3-270m"\n'
-                       'served_name = "gemma-3-270m"\ndtype = "bfloat16"\nmax_model_len = 4096\n'
-                       '[serving]\nendpoint = "completions"\nenforce_eager = true\n'
-                       'extra_args = ["--max-num-seqs", "0"]\n')
+    profile.write_text(
+        'name = "broken"\nengine = "embedded"\n[model]\npath = "embedded:gemma3-270m"\n'
+        'served_name = "gemma-3-270m"\ndtype = "bfloat16"\nmax_model_len = 4096\n'
+        '[serving]\nendpoint = "completions"\nenforce_eager = true\n'
+        'extra_args = ["--max-num-seqs", "0"]\n'
+    )
     proc = serve(tmp_path, "--max-restarts", "1", "--backoff-s", "0.5", profile=profile)
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == 3, err
@@ -94,14 +102,28 @@ def test_crash_then_hang_restart_once_then_fail_with_the_relay_answering_503_dur
     from loadproof.engines.process import free_port
 
     relay_port = free_port()
-    proc = serve(tmp_path, "--relay", "--relay-port", str(relay_port), "--max-restarts", "1", "--backoff-s", "0.5",
-                 "--probe-interval-s", "1", "--probe-timeout-s", "3", profile=small_embedded(tmp_path))
+    proc = serve(
+        tmp_path,
+        "--relay",
+        "--relay-port",
+        str(relay_port),
+        "--max-restarts",
+        "1",
+        "--backoff-s",
+        "0.5",
+        "--probe-interval-s",
+        "1",
+        "--probe-timeout-s",
+        "3",
+        profile=small_embedded(tmp_path),
+    )
     relay = f"http://127.0.0.1:{relay_port}"
     body = json.dumps({"model": "gemma-3-270m", "prompt": "Hello", "max_tokens": 2}).encode()
 
     def through_relay() -> tuple[int, bytes]:
-        request = urllib.request.Request(relay + "/v1/completions", data=body,
-                                         headers={"Content-Type": "application/json"})
+        request = urllib.request.Request(
+            relay + "/v1/completions", data=body, headers={"Content-Type": "application/json"}
+        )
         try:
             with urllib.request.urlopen(request, timeout=30) as resp:
                 return resp.status, resp.read()
@@ -123,8 +145,12 @@ def test_crash_then_hang_restart_once_then_fail_with_the_relay_answering_503_dur
         status, answer = through_relay()
         assert status == 200 and json.loads(answer)["choices"], answer
         group = engine_group(port)
-        core = [p for p in group_pids(group) if "EngineCore" in Path(f"/proc/{p}/cmdline").read_text()
-                or "EngineCore" in Path(f"/proc/{p}/comm").read_text()]
+        core = [
+            p
+            for p in group_pids(group)
+            if "EngineCore" in Path(f"/proc/{p}/cmdline").read_text()
+            or "EngineCore" in Path(f"/proc/{p}/comm").read_text()
+        ]
         assert core, "no engine-core process found"
         for pid in core:
             os.kill(pid, signal.SIGSTOP)  # a hang: the API server still runs
@@ -144,11 +170,11 @@ def test_crash_then_hang_restart_once_then_fail_with_the_relay_answering_503_dur
     kinds = [e["kind"] for e in events(tmp_path)]
     # a liveness probe in flight when the engine was killed may fail (the connection dropped) before the
     # supervisor sees the exit, a second later: it is logged, and the exit still brings the restart
-    crash = kinds[:kinds.index("restart")]
+    crash = kinds[: kinds.index("restart")]
     assert [k for k in crash if k != "probe_failed"] == ["start", "ready", "exit"], kinds
     assert crash.count("probe_failed") <= 1, kinds
-    assert kinds[len(crash):len(crash) + 3] == ["restart", "start", "ready"], kinds
-    assert "probe_failed" in kinds[len(crash):] and kinds[-1] == "give_up"
+    assert kinds[len(crash) : len(crash) + 3] == ["restart", "start", "ready"], kinds
+    assert "probe_failed" in kinds[len(crash) :] and kinds[-1] == "give_up"
     assert "liveness probe failed" in events(tmp_path)[-1]["reason"]
     deadline = time.monotonic() + 10
     while _group_members({group}):  # zombies are not counted: they are gone, only not yet reaped

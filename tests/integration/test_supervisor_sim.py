@@ -30,9 +30,17 @@ from tests.polling import wait_until
 pytestmark = pytest.mark.timeout(90)
 
 # small but not tight: a probe of one token takes ~25 ms on the simulator, a start about a second
-POLICY = SupervisorPolicy(probe_interval_s=0.5, probe_timeout_s=2.0, max_probe_failures=2, max_restarts=1,
-                          restart_window_s=600, stable_after_s=600, backoff_initial_s=0.2, backoff_max_s=1.0,
-                          jitter=0.0)
+POLICY = SupervisorPolicy(
+    probe_interval_s=0.5,
+    probe_timeout_s=2.0,
+    max_probe_failures=2,
+    max_restarts=1,
+    restart_window_s=600,
+    stable_after_s=600,
+    backoff_initial_s=0.2,
+    backoff_max_s=1.0,
+    jitter=0.0,
+)
 
 
 @dataclass
@@ -61,8 +69,11 @@ class Supervised:
         return kinds
 
     def set_faults(self, *active: str) -> None:
-        request = urllib.request.Request(self.url + "/sim/faults", data=json.dumps({"active": list(active)}).encode(),
-                                         headers={"Content-Type": "application/json"})
+        request = urllib.request.Request(
+            self.url + "/sim/faults",
+            data=json.dumps({"active": list(active)}).encode(),
+            headers={"Content-Type": "application/json"},
+        )
         with urllib.request.urlopen(request, timeout=10) as resp:
             assert resp.status == 200
 
@@ -84,13 +95,24 @@ def supervise(tmp_path: Path) -> Iterator[Callable[..., Supervised]]:
             nonlocal launches
             launches += 1
             argv = [sys.executable, "-m", "loadproof", "sim", "--port", str(port), *sim_args]
-            engine = EngineProcess(engines.get("sim"), LaunchCommand(argv=argv, env={}),
-                                   "127.0.0.1", port, tmp_path / f"sim-{launches}.log")
+            engine = EngineProcess(
+                engines.get("sim"),
+                LaunchCommand(argv=argv, env={}),
+                "127.0.0.1",
+                port,
+                tmp_path / f"sim-{launches}.log",
+            )
             engine.start()
             return engine
 
-        supervisor = Supervisor(launch, served_name="sim", gpus_needed=0, ready_timeout_s=30,
-                                events_path=tmp_path / "events.jsonl", policy=policy)
+        supervisor = Supervisor(
+            launch,
+            served_name="sim",
+            gpus_needed=0,
+            ready_timeout_s=30,
+            events_path=tmp_path / "events.jsonl",
+            policy=policy,
+        )
         outcome: list[str] = []
         thread = threading.Thread(target=lambda: outcome.append(supervisor.run()), daemon=True)
         handle = Supervised(supervisor, thread, port, outcome)
@@ -129,7 +151,9 @@ def test_an_exit_is_seen_within_seconds_when_probes_are_an_hour_apart(supervise)
     run.wait_for(lambda k: "ready" in k, within_s=40)
     run.set_faults("crash")  # the next completion kills the engine; the probe will not send one for an hour
     body = json.dumps({"model": "sim", "prompt": "hello", "max_tokens": 1}).encode()
-    request = urllib.request.Request(run.url + "/v1/completions", data=body, headers={"Content-Type": "application/json"})
+    request = urllib.request.Request(
+        run.url + "/v1/completions", data=body, headers={"Content-Type": "application/json"}
+    )
     with pytest.raises(OSError):
         urllib.request.urlopen(request, timeout=10).read()
     died = time.monotonic()
@@ -148,8 +172,11 @@ def test_a_hang_behind_a_healthy_health_check_is_caught_by_the_probe_and_restart
         assert resp.status == 200  # /health says fine while nothing can be generated
     kinds = run.wait_for(lambda k: k.count("ready") == 2, within_s=60)
     assert run.supervisor.state == READY
-    wait_until(lambda: requests_served(run.url) >= 2, 10 * POLICY.probe_interval_s + 5,
-               "the restarted engine answered two probes")
+    wait_until(
+        lambda: requests_served(run.url) >= 2,
+        10 * POLICY.probe_interval_s + 5,
+        "the restarted engine answered two probes",
+    )
     run.supervisor.stop()
     assert run.finish() == STOPPED
     assert kinds == ["start", "ready", "probe_failed", "probe_failed", "restart", "start", "ready"]
@@ -187,11 +214,16 @@ def test_an_engine_busy_with_a_long_stream_is_not_probed_and_not_restarted(super
     def gauge(name: str) -> float:
         with urllib.request.urlopen(run.url + "/metrics", timeout=10) as resp:
             lines = resp.read().decode().splitlines()
-        return sum(float(line.rsplit(" ", 1)[1]) for line in lines if line.startswith(name + "{") or
-                   line.startswith(name + " "))
+        return sum(
+            float(line.rsplit(" ", 1)[1])
+            for line in lines
+            if line.startswith(name + "{") or line.startswith(name + " ")
+        )
 
     body = json.dumps({"model": "sim", "prompt": "hello", "max_tokens": 500, "ignore_eos": True}).encode()
-    request = urllib.request.Request(run.url + "/v1/completions", data=body, headers={"Content-Type": "application/json"})
+    request = urllib.request.Request(
+        run.url + "/v1/completions", data=body, headers={"Content-Type": "application/json"}
+    )
     long_one = threading.Thread(target=lambda: urllib.request.urlopen(request, timeout=60).read(), daemon=True)
     long_one.start()
     busy = []

@@ -18,8 +18,21 @@ pytestmark = pytest.mark.timeout(180)
 
 def test_a_load_run_needs_no_tokenizer_where_the_engine_tokenizes(tmp_path: Path):
     with SimProcess(tmp_path / "sim.log", config={"time_scale": 10.0}) as sim:
-        argv = [sys.executable, "-m", "loadproof", "run", "load", "--url", sim.url, "--rate", "5", "-n", "20",
-                "--out", str(tmp_path)]
+        argv = [
+            sys.executable,
+            "-m",
+            "loadproof",
+            "run",
+            "load",
+            "--url",
+            sim.url,
+            "--rate",
+            "5",
+            "-n",
+            "20",
+            "--out",
+            str(tmp_path),
+        ]
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=150)
     assert proc.returncode == 0, proc.stderr[-3000:]
     (run,) = tmp_path.glob("load-*")

@@ -43,11 +43,41 @@ def tune_argv(tmp_path: Path, port: int) -> list[str]:
     (tmp_path / "sim.toml").write_text(SIM)
     (tmp_path / "deploy.toml").write_text(
         f'name = "sim-tune"\nengine = "sim"\n[model]\npath = "{tmp_path / "sim.toml"}"\nserved_name = "tiny"\n'
-        'max_model_len = 4096\n[serving]\nendpoint = "completions"\nready_timeout_s = 60\n[scheduler]\nmax_num_seqs = 2\n')
-    return [sys.executable, "-m", "loadproof", "tune", str(tmp_path / "deploy.toml"), "--sim", str(tmp_path / "sim.toml"),
-            "--grid", "max_num_seqs=1,2,4", "--slo", "ttft=300ms,tpot=50ms", "--rate", "8", "--search-max", "64",
-            "--search-resolution", "25%", "--duration-s", "2", "--input-tokens", "128", "--output-tokens", "16",
-            "--max-real", "2", "--port", str(port), "--tokenizer", str(tokenizer_path()), "-o", str(tmp_path / "tune")]
+        'max_model_len = 4096\n[serving]\nendpoint = "completions"\nready_timeout_s = 60\n[scheduler]\nmax_num_seqs = 2\n'
+    )
+    return [
+        sys.executable,
+        "-m",
+        "loadproof",
+        "tune",
+        str(tmp_path / "deploy.toml"),
+        "--sim",
+        str(tmp_path / "sim.toml"),
+        "--grid",
+        "max_num_seqs=1,2,4",
+        "--slo",
+        "ttft=300ms,tpot=50ms",
+        "--rate",
+        "8",
+        "--search-max",
+        "64",
+        "--search-resolution",
+        "25%",
+        "--duration-s",
+        "2",
+        "--input-tokens",
+        "128",
+        "--output-tokens",
+        "16",
+        "--max-real",
+        "2",
+        "--port",
+        str(port),
+        "--tokenizer",
+        str(tokenizer_path()),
+        "-o",
+        str(tmp_path / "tune"),
+    ]
 
 
 def lines(path: Path, kind: str) -> list[dict]:
@@ -84,8 +114,9 @@ def test_a_tune_measures_the_front_first_stops_each_engine_and_resumes_after_an_
     env = {**os.environ, "LOADPROOF_HOME": str(tmp_path / "home")}
     folder = tmp_path / "tune"
     journal = folder / "tune.jsonl"
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True
+    )
     deadline = time.monotonic() + 200
     # the second real point's engine is up and its search has started: interrupt there
     while not ((done := lines(journal, "measured")) and (second := second_point_ready(folder, done[0]["point"]))):

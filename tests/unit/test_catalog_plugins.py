@@ -77,16 +77,27 @@ def _code_strings(path: Path) -> list[tuple[int, str, str | None]]:
     """(line, text, the top-level name it is assigned to) of every string in the code: docstrings and
     comments left out, the literal parts of f-strings in."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
-                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
-                  and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
     out = []
     for statement in tree.body:
-        targets = statement.targets if isinstance(statement, ast.Assign) else (
-            [statement.target] if isinstance(statement, ast.AnnAssign) else [])
+        targets = (
+            statement.targets
+            if isinstance(statement, ast.Assign)
+            else ([statement.target] if isinstance(statement, ast.AnnAssign) else [])
+        )
         owner = next((t.id for t in targets if isinstance(t, ast.Name)), None)
-        out += [(node.lineno, node.value, owner) for node in ast.walk(statement)
-                if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings]
+        out += [
+            (node.lineno, node.value, owner)
+            for node in ast.walk(statement)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
+        ]
     return out
 
 
@@ -97,17 +108,23 @@ def names_a_scenario(text: str, names: list[str]) -> bool:
 
 def test_the_scan_finds_a_scenario_name_however_it_is_written(tmp_path):
     code = tmp_path / "code.py"
-    code.write_text('"""capacity in a docstring is words."""\n# a comment on load\n'
-                    'def f(run, fam):\n    """throughput here too."""\n'
-                    '    return run == "capacity" or f"throughput.{fam}.c1" or "quality.gsm8k".split(".")\n')
+    code.write_text(
+        '"""capacity in a docstring is words."""\n# a comment on load\n'
+        'def f(run, fam):\n    """throughput here too."""\n'
+        '    return run == "capacity" or f"throughput.{fam}.c1" or "quality.gsm8k".split(".")\n'
+    )
     found = [text for _, text, _ in _code_strings(code) if names_a_scenario(text, list(catalog.SCENARIOS))]
     assert found == ["capacity", "throughput.", "quality.gsm8k"]
 
 
 def test_report_compare_export_verify_and_publish_never_name_a_scenario():
     names = list(catalog.SCENARIOS)
-    found = [f"{path.relative_to(SRC)}:{line}: {text!r}" for path in _generic_files()
-             for line, text, owner in _code_strings(path)
-             if names_a_scenario(text, names) and (path.relative_to(SRC).as_posix(), owner) not in NOT_A_SCENARIO]
-    assert not found, "a generic part branches on a scenario; declare it in the scenario's catalog entry:\n" + \
-        "\n".join(found)
+    found = [
+        f"{path.relative_to(SRC)}:{line}: {text!r}"
+        for path in _generic_files()
+        for line, text, owner in _code_strings(path)
+        if names_a_scenario(text, names) and (path.relative_to(SRC).as_posix(), owner) not in NOT_A_SCENARIO
+    ]
+    assert not found, (
+        "a generic part branches on a scenario; declare it in the scenario's catalog entry:\n" + "\n".join(found)
+    )

@@ -75,8 +75,11 @@ def imports_of(module: str) -> Iterator[Import]:
                     target = _owning_module(name) if name.startswith("loadproof") else name
                     yield Import(module, target, child.lineno, in_function, type_only)
                 continue
-            yield from walk(child, in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)),
-                            type_only or (isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test)))
+            yield from walk(
+                child,
+                in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)),
+                type_only or (isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test)),
+            )
 
     yield from walk(ast.parse(path.read_text(encoding="utf-8")), False, False)
 
@@ -114,8 +117,10 @@ def test_imports_only_go_down_the_layers() -> None:
             continue
         source, target = package_of(imp.module), package_of(imp.target)
         if source != target and layers.get(target, 99) >= layers.get(source, -1):
-            upward.append(f"{MODULES[imp.module].relative_to(ROOT)}:{imp.line} {source} (layer "
-                          f"{layers.get(source)}) imports {imp.target} ({target}, layer {layers.get(target)})")
+            upward.append(
+                f"{MODULES[imp.module].relative_to(ROOT)}:{imp.line} {source} (layer "
+                f"{layers.get(source)}) imports {imp.target} ({target}, layer {layers.get(target)})"
+            )
     assert upward == []
 
 
@@ -178,8 +183,11 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
 
 
 def test_no_module_over_500_lines() -> None:
-    long = {str(p.relative_to(ROOT)): n for p in MODULES.values()
-            if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
+    long = {
+        str(p.relative_to(ROOT)): n
+        for p in MODULES.values()
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+    }
     assert long == {}
 
 

@@ -12,11 +12,9 @@ import sys
 import typer
 from rich.markup import escape
 
-from loadproof.cli import ui
+from loadproof.cli import compare, demo, export, plan, publish, report, run, serve, sim, tune, ui  # noqa: F401  (each module registers its commands, in this order)
 from loadproof.cli.apps import app, run_app  # noqa: F401  (re-exported: `from loadproof.cli import app`)
 from loadproof.errors import EngineStartError, LoadproofError
-
-from loadproof.cli import demo, serve, run, report, plan, compare, sim, tune, publish, export  # noqa: E402,F401,I001  (each module registers its commands, in this order)
 
 
 def main() -> None:

@@ -52,8 +52,11 @@ def show(report: Report) -> None:
         ui.table(table.console, table.header, table.rows)
     criteria = criteria_rows(claims)
     if criteria:
-        ui.table(f"{report.run.manifest.scenario} acceptance: {verdict_of(claims)}",
-                 ["criterion", "status", "evidence"], [list(row) for row in criteria])
+        ui.table(
+            f"{report.run.manifest.scenario} acceptance: {verdict_of(claims)}",
+            ["criterion", "status", "evidence"],
+            [list(row) for row in criteria],
+        )
     shown = {name for table in tables for name in table.claims}
     figures = [c for c in claims if c.kind not in ACCEPTANCE and c.name not in shown]
     dist_header, dist_rows, figures = distribution_table(figures)
@@ -62,10 +65,17 @@ def show(report: Report) -> None:
     if figures:
         ui.table("Figures", ["claim", "value", "unit"], [[c.name, c.printed, c.unit] for c in figures])
     failed = request_counts(report.run)[1]
-    ui.err.print(requests_line(report.run) + ("; see error_kind in requests.jsonl" if failed else ""),
-                 style="yellow" if failed else None, markup=False, highlight=False)
-    ui.out.print(f"claims: {report.run.path / 'claims.json'}\nreport: {report.run.path / 'report.md'}",
-                 markup=False, highlight=False)
+    ui.err.print(
+        requests_line(report.run) + ("; see error_kind in requests.jsonl" if failed else ""),
+        style="yellow" if failed else None,
+        markup=False,
+        highlight=False,
+    )
+    ui.out.print(
+        f"claims: {report.run.path / 'claims.json'}\nreport: {report.run.path / 'report.md'}",
+        markup=False,
+        highlight=False,
+    )
 
 
 def show_report(run_path: Path) -> None:

@@ -7,7 +7,7 @@ Exit 0 ACCEPT, 1 REJECT, 2 bad input (a missing run, runs of different scenarios
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -19,11 +19,11 @@ from loadproof.report.compare import (
     DEFAULT_SEED,
     NO_VERDICT,
     Side,
+    add_answer_changes,
     build_side,
     compare,
     legend,
     parse_percent,
-    add_answer_changes,
     render_markdown,
     table,
 )
@@ -43,14 +43,22 @@ def load_side(text: str) -> Side:
 def compare_command(
     base: Annotated[str, typer.Argument(metavar="BASE", help=f"the baseline {RunsArgument}")],
     cand: Annotated[str, typer.Argument(metavar="CAND", help=f"the candidate {RunsArgument}")],
-    baseline: Annotated[Optional[list[str]], typer.Option(help="another baseline (repeatable)")] = None,
-    max_slowdown: Annotated[Optional[str], typer.Option(
-        metavar="PCT", help="REJECT when a throughput or latency claim is worse than this, against any baseline")] = None,
-    require: Annotated[Optional[list[str]], typer.Option(
-        metavar="SCENARIO", help="the candidate must hold SCENARIO.verdict == PASS (repeatable)")] = None,
-    out: Annotated[Optional[Path], typer.Option(help="also write the comparison as Markdown to this file")] = None,
+    baseline: Annotated[list[str] | None, typer.Option(help="another baseline (repeatable)")] = None,
+    max_slowdown: Annotated[
+        str | None,
+        typer.Option(
+            metavar="PCT", help="REJECT when a throughput or latency claim is worse than this, against any baseline"
+        ),
+    ] = None,
+    require: Annotated[
+        list[str] | None,
+        typer.Option(metavar="SCENARIO", help="the candidate must hold SCENARIO.verdict == PASS (repeatable)"),
+    ] = None,
+    out: Annotated[Path | None, typer.Option(help="also write the comparison as Markdown to this file")] = None,
     seed: Annotated[int, typer.Option(help="seed of the bootstrap intervals (with repeats)")] = DEFAULT_SEED,
-    anyway: Annotated[bool, typer.Option(help="compare runs whose scenario or workload differs (said on screen)")] = False,
+    anyway: Annotated[
+        bool, typer.Option(help="compare runs whose scenario or workload differs (said on screen)")
+    ] = False,
 ) -> None:
     """Change of every shared claim against every baseline, side by side; ACCEPT or REJECT against budgets."""
     budget = parse_percent(max_slowdown) if max_slowdown is not None else None

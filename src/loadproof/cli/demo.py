@@ -30,9 +30,18 @@ def demo(
     windows), soak (2 clients for 20 s, every third request long), quality (5 GSM8K problems, the
     authored tasks in plain mode, retrieval at 1,024 and 2,048 tokens).
     """
-    outcome = run_demo(with_serving(packaged_profile("embedded"), eager, None), out, console, ui.status,
-                       ui.err.rule, max_tokens=max_tokens, prompts=prompts)
+    outcome = run_demo(
+        with_serving(packaged_profile("embedded"), eager, None),
+        out,
+        console,
+        ui.status,
+        ui.err.rule,
+        max_tokens=max_tokens,
+        prompts=prompts,
+    )
     ui.table("Demo summary", ["scenario", "verdict"], [[k, v or "measured"] for k, v in outcome.verdicts.items()])
-    ui.out.print("wall time: " + ", ".join(f"{k.removesuffix('_s').replace('_', ' ')} {v:.0f} s"
-                                            for k, v in outcome.timings_s.items()))
+    ui.out.print(
+        "wall time: "
+        + ", ".join(f"{k.removesuffix('_s').replace('_', ' ')} {v:.0f} s" for k, v in outcome.timings_s.items())
+    )
     outcome.conclude()

@@ -4,7 +4,7 @@ CSV or Parquet tables, for pandas, DuckDB and the like."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -17,8 +17,9 @@ from loadproof.store.export import EXPORT_MANIFEST, check_format, export_run
 def export(
     run_dir: Annotated[Path, typer.Argument(metavar="RUN_DIR")],
     fmt: Annotated[str, typer.Option("--format", help="csv, or parquet (needs pyarrow: the parquet extra)")] = "csv",
-    out: Annotated[Optional[Path], typer.Option(help="folder for the tables, new or empty (default: RUN_DIR/export)")]
-    = None,
+    out: Annotated[
+        Path | None, typer.Option(help="folder for the tables, new or empty (default: RUN_DIR/export)")
+    ] = None,
 ) -> None:
     """Write one table per kind of data, and export.json listing their columns and units."""
     check_format(fmt)  # before anything is read or created
@@ -26,6 +27,9 @@ def export(
     for table in result.tables:
         ui.out.print(f"{table.file}: {table.rows:,} rows", markup=False, highlight=False)
     if result.num_torn_lines:
-        ui.err.print(f"note: {result.num_torn_lines} torn last line(s) of an interrupted run were skipped",
-                     markup=False, highlight=False)
+        ui.err.print(
+            f"note: {result.num_torn_lines} torn last line(s) of an interrupted run were skipped",
+            markup=False,
+            highlight=False,
+        )
     ui.out.print(f"tables, columns and units: {result.path / EXPORT_MANIFEST}", markup=False, highlight=False)

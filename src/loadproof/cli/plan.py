@@ -6,7 +6,7 @@ from __future__ import annotations
 import inspect
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
@@ -20,30 +20,63 @@ from loadproof.errors import UsageError
 from loadproof.planner.profile_plan import ProfilePlan, model_config_path, plan_profile
 from loadproof.sim.config import is_sim_profile, load_sim_config
 from loadproof.sim.contract import DEFAULT_TOLERANCE_PCT
-from loadproof.sim.predict import (SIMULATED, capacity_options, check_applies, deployment_config, load_cli_options,
-                                   predict_capacity_run, replay_cli_options)
+from loadproof.sim.predict import (
+    SIMULATED,
+    capacity_options,
+    check_applies,
+    deployment_config,
+    load_cli_options,
+    predict_capacity_run,
+    replay_cli_options,
+)
 
 
 def plan(
     ctx: typer.Context,
     profile_path: Annotated[Path, typer.Argument(metavar="PROFILE", help="profile TOML")],
-    startup_log: Annotated[Optional[Path], typer.Option(help="the engine's startup log: plan from the memory it "
-                                                          "found, and compare with the tokens it reported")] = None,
-    input_tokens: Annotated[Optional[int], typer.Option("--input-tokens", "-l", help="L: how many sessions of L fit")] = None,
+    startup_log: Annotated[
+        Path | None,
+        typer.Option(
+            help="the engine's startup log: plan from the memory it found, and compare with the tokens it reported"
+        ),
+    ] = None,
+    input_tokens: Annotated[
+        int | None, typer.Option("--input-tokens", "-l", help="L: how many sessions of L fit")
+    ] = None,
     growth_tokens: Annotated[int, typer.Option(help="tokens each session generates while held (with -l)")] = 0,
-    model_config: Annotated[Optional[Path], typer.Option(help="the model's config.json (default: the profile's model folder)")] = None,
-    simulate: Annotated[Optional[str], typer.Option(help="predict a scenario on the simulator: capacity, prefill, "
-                                                    "load (the options of `sim predict-load`) or replay (those of "
-                                                    "`sim predict-replay`)")] = None,
-    sim: Annotated[Optional[Path], typer.Option("--sim", help="calibrated sim profile giving the step costs "
-                                                "(`loadproof sim calibrate`)")] = None,
+    model_config: Annotated[
+        Path | None, typer.Option(help="the model's config.json (default: the profile's model folder)")
+    ] = None,
+    simulate: Annotated[
+        str | None,
+        typer.Option(
+            help="predict a scenario on the simulator: capacity, prefill, "
+            "load (the options of `sim predict-load`) or replay (those of "
+            "`sim predict-replay`)"
+        ),
+    ] = None,
+    sim: Annotated[
+        Path | None,
+        typer.Option("--sim", help="calibrated sim profile giving the step costs (`loadproof sim calibrate`)"),
+    ] = None,
     sessions: Annotated[int, typer.Option(help="N for --simulate capacity")] = 4,
     window_s: Annotated[float, typer.Option(help="W for --simulate capacity")] = 60.0,
-    ranges: Annotated[bool, typer.Option(help="--simulate capacity, or load at one rate: the range each figure "
-                                         "has over the profile's open assumptions, and what drives it")] = True,
-    prediction_out: Annotated[Optional[Path], typer.Option(help="write the prediction as a contract that `run "
-                                                           "capacity|load --prediction FILE` is judged against")] = None,
-    tolerance: Annotated[float, typer.Option(help="the contract's tolerance on each figure, percent")] = DEFAULT_TOLERANCE_PCT,
+    ranges: Annotated[
+        bool,
+        typer.Option(
+            help="--simulate capacity, or load at one rate: the range each figure "
+            "has over the profile's open assumptions, and what drives it"
+        ),
+    ] = True,
+    prediction_out: Annotated[
+        Path | None,
+        typer.Option(
+            help="write the prediction as a contract that `run capacity|load --prediction FILE` is judged against"
+        ),
+    ] = None,
+    tolerance: Annotated[
+        float, typer.Option(help="the contract's tolerance on each figure, percent")
+    ] = DEFAULT_TOLERANCE_PCT,
     **values: Any,
 ) -> None:
     """KV cache capacity of a profile, in theory, beside what the engine reported; with --simulate, the
@@ -76,8 +109,12 @@ def plan(
     contract_of = ContractRequest(prediction_out, tolerance, sim if sim is not None else profile_path)
     if simulate == "load":
         lengths = None if input_tokens is None else str(input_tokens)
-        predict_load(config, {**values, "input_tokens": lengths}, "plan --simulate load",
-                     contract_of if (ranges or prediction_out) else None)
+        predict_load(
+            config,
+            {**values, "input_tokens": lengths},
+            "plan --simulate load",
+            contract_of if (ranges or prediction_out) else None,
+        )
     elif simulate == "replay":
         predict_replay(config, values, "plan --simulate replay")
     else:
@@ -89,10 +126,21 @@ def plan(
 
 def show_plan(profile: Profile, planned: ProfilePlan, input_tokens: int | None, growth_tokens: int) -> None:
     dep, kv = planned.deployment, planned.plan
-    ui.table(f"KV cache plan for {profile.name} (theory; a capacity run measures)",
-             ["stage", "layers", "groups", "block bytes", "blocks", "blocks per request"],
-             [[str(s.stage), str(s.layers), str(len(s.groups)), f"{s.block_bytes:,}", f"{s.num_blocks:,}",
-               f"{s.blocks_per_request:,}"] for s in kv.stages])
+    ui.table(
+        f"KV cache plan for {profile.name} (theory; a capacity run measures)",
+        ["stage", "layers", "groups", "block bytes", "blocks", "blocks per request"],
+        [
+            [
+                str(s.stage),
+                str(s.layers),
+                str(len(s.groups)),
+                f"{s.block_bytes:,}",
+                f"{s.num_blocks:,}",
+                f"{s.blocks_per_request:,}",
+            ]
+            for s in kv.stages
+        ],
+    )
     rows = [
         ["KV budget per GPU", planned.budget_source],
         ["parallelism", f"TP {dep.tensor_parallel} x PP {dep.pipeline_parallel}"],
@@ -104,12 +152,20 @@ def show_plan(profile: Profile, planned: ProfilePlan, input_tokens: int | None, 
     ]
     offload = profile.kv_cache.offload_gib
     if offload is not None:
-        rows.append([f"CPU tier ({offload:g} GiB, {profile.kv_cache.offload_backend})",
-                     f"{kv.cpu_tier_tokens(offload, dep.tensor_parallel):,} tokens beside the GPU's (theory)"])
+        rows.append(
+            [
+                f"CPU tier ({offload:g} GiB, {profile.kv_cache.offload_backend})",
+                f"{kv.cpu_tier_tokens(offload, dep.tensor_parallel):,} tokens beside the GPU's (theory)",
+            ]
+        )
     if input_tokens:
         grown = f" + {growth_tokens:,} generated" if growth_tokens else ""
-        rows.append([f"sessions of {input_tokens:,}{grown} tokens that fit",
-                     f"{kv.sessions_fitting(input_tokens, dep.block_size, growth_tokens):,} (theory)"])
+        rows.append(
+            [
+                f"sessions of {input_tokens:,}{grown} tokens that fit",
+                f"{kv.sessions_fitting(input_tokens, dep.block_size, growth_tokens):,} (theory)",
+            ]
+        )
     if planned.reported is not None and planned.reported.kv_cache_tokens:
         rows.append(["engine reported", f"{planned.reported.kv_cache_tokens:,} tokens"])
         rows.append(["prediction error", f"{planned.error_pct:+.2f}%"])
@@ -131,7 +187,8 @@ def _simulated_options() -> list[inspect.Parameter]:
 
 
 # typer reads the signature as given: plan's own parameters with their annotations evaluated, then the generated
-_fixed = [p for p in inspect.signature(plan, eval_str=True).parameters.values()
-          if p.kind is not inspect.Parameter.VAR_KEYWORD]
+_fixed = [
+    p for p in inspect.signature(plan, eval_str=True).parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD
+]
 plan.__signature__ = inspect.Signature(_fixed + _simulated_options())  # type: ignore[attr-defined]
 app.command()(plan)

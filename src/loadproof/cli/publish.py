@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -17,18 +17,24 @@ from loadproof.verify.display import shown
 
 @app.command()
 def publish(
-    run_dirs: Annotated[list[Path], typer.Argument(
-        metavar="RUN_DIR...", help="run directories to publish; a load search or sweep folder publishes its trials "
-        "(and a search its own claims)")],
+    run_dirs: Annotated[
+        list[Path],
+        typer.Argument(
+            metavar="RUN_DIR...",
+            help="run directories to publish; a load search or sweep folder publishes its trials "
+            "(and a search its own claims)",
+        ),
+    ],
     out: Annotated[Path, typer.Option(help="the bundle folder to write (must not exist, or be empty)")],
-    engine_image: Annotated[Optional[str], typer.Option(help="the engine's container image id, for provenance")] = None,
+    engine_image: Annotated[str | None, typer.Option(help="the engine's container image id, for provenance")] = None,
 ) -> None:
     """Write a sanitized bundle: data without addresses, hosts, keys or paths, claims, config, SHA256SUMS."""
     publication = write_bundle(run_dirs, out, engine_image=engine_image)
     for run in publication.runs:
         ui.out.print(f"{run.run_id}: {run.num_claims} claims", markup=False, highlight=False)
-    ui.out.print(f"bundle: {publication.path}\ncheck it with: loadproof verify {publication.path}",
-                 markup=False, highlight=False)
+    ui.out.print(
+        f"bundle: {publication.path}\ncheck it with: loadproof verify {publication.path}", markup=False, highlight=False
+    )
 
 
 @app.command()
@@ -40,9 +46,10 @@ def verify(bundle: Annotated[Path, typer.Argument(metavar="BUNDLE")]) -> None:
         result = check_bundle(bundle)
     except UsageError:
         raise
-    except Exception as exc:  # noqa: BLE001  last resort: a crafted bundle must never print a traceback
-        ui.out.print(f"FAILED: verify stopped on {shown(type(exc).__name__)}: {shown(str(exc))}",
-                     markup=False, highlight=False)
+    except Exception as exc:
+        ui.out.print(
+            f"FAILED: verify stopped on {shown(type(exc).__name__)}: {shown(str(exc))}", markup=False, highlight=False
+        )
         raise typer.Exit(1) from None
     for line in result.lines():
         ui.out.print(line, markup=False, highlight=False)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import replace
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
@@ -55,11 +55,12 @@ def parameter(option: CliOption, panel: str | None = None) -> inspect.Parameter:
     decls = [f"{option.flag}/{option.off_flag}", *option.flags[1:]] if option.shape == "flag" else list(option.flags)
     kind: Any = {"flag": bool, "list": str, "pairs": list[str]}.get(option.shape, option.type)
     if not option.required and option.default is None and option.shape != "flag":
-        kind = Optional[kind]
+        kind = kind | None
     info = typer.Option(*decls, help=help_text, rich_help_panel=panel, show_default=option.shape != "pairs")
     default = inspect.Parameter.empty if option.required else option.default
-    return inspect.Parameter(option.field, inspect.Parameter.KEYWORD_ONLY, annotation=Annotated[kind, info],
-                             default=default)
+    return inspect.Parameter(
+        option.field, inspect.Parameter.KEYWORD_ONLY, annotation=Annotated[kind, info], default=default
+    )
 
 
 def build_command(scenario: type[Scenario]) -> Any:

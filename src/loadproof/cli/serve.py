@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -14,7 +14,8 @@ from loadproof.config.profile import load_profile, packaged_profile
 from loadproof.errors import UsageError
 from loadproof.relay.serve import relay_config
 from loadproof.relay.serve import run as run_relay
-from loadproof.supervisor.serving import ServeOptions, dry_run, serve as serve_profile
+from loadproof.supervisor.serving import ServeOptions, dry_run
+from loadproof.supervisor.serving import serve as serve_profile
 
 
 def _say(text: str) -> None:
@@ -27,11 +28,11 @@ def _result(text: str) -> None:
 
 @app.command()
 def serve(
-    profile_path: Annotated[Optional[Path], typer.Argument(metavar="PROFILE", help="profile TOML")] = None,
+    profile_path: Annotated[Path | None, typer.Argument(metavar="PROFILE", help="profile TOML")] = None,
     embedded_engine: Annotated[bool, typer.Option("--embedded", help="the embedded default engine")] = False,
     dry_run_only: Annotated[bool, typer.Option("--dry-run", help="print the engine command and exit")] = False,
     eager: Annotated[bool, typer.Option(help="skip graph compilation: faster start, slower decode")] = False,
-    port: Annotated[Optional[int], typer.Option(help="engine port on 127.0.0.1; default: a free one")] = None,
+    port: Annotated[int | None, typer.Option(help="engine port on 127.0.0.1; default: a free one")] = None,
     with_relay: Annotated[bool, typer.Option("--relay", help="also run the relay in front of the engine")] = False,
     relay_port: Annotated[int, typer.Option(help="the relay's port")] = 8080,
     max_restarts: Annotated[int, typer.Option(help="restarts allowed within the restart window, then FAILED")] = 3,
@@ -43,9 +44,14 @@ def serve(
     """Launch and supervise the engine of a profile (or the embedded default) until Ctrl-C."""
     if embedded_engine == (profile_path is not None):
         raise UsageError("give either a PROFILE or --embedded")
-    options = ServeOptions(max_restarts=max_restarts, probe_interval_s=probe_interval_s,
-                           probe_timeout_s=probe_timeout_s, backoff_s=backoff_s,
-                           relay_port=relay_port if with_relay else None, out=out)
+    options = ServeOptions(
+        max_restarts=max_restarts,
+        probe_interval_s=probe_interval_s,
+        probe_timeout_s=probe_timeout_s,
+        backoff_s=backoff_s,
+        relay_port=relay_port if with_relay else None,
+        out=out,
+    )
     profile = packaged_profile("embedded") if embedded_engine else load_profile(profile_path)  # type: ignore[arg-type]
     profile = with_serving(profile, eager, port)
     if dry_run_only:
@@ -69,18 +75,39 @@ def relay(
     deadline_s: Annotated[float, typer.Option(help="total deadline per request")] = 3600.0,
     heartbeat_s: Annotated[float, typer.Option(help="SSE heartbeat interval while the engine is silent")] = 5.0,
     max_body_mib: Annotated[float, typer.Option(help="request body limit")] = 64.0,
-    body_timeout_s: Annotated[float, typer.Option(
-        help="the request head and body must arrive within this (never past the deadline); 408 after")] = 60.0,
-    keys_file: Annotated[Optional[Path], typer.Option(help="API keys, one a line (also LOADPROOF_RELAY_KEYS)")] = None,
-    prefill_upstream: Annotated[Optional[str], typer.Option(
-        help="a disaggregated pair: the prefill instance's base URL (--upstream is then the decode instance)")] = None,
-    kv_connector: Annotated[str, typer.Option(help="the pair's KV connector: ExampleConnector or NixlConnector")] =
-        "ExampleConnector",
-    kv_storage: Annotated[Optional[Path], typer.Option(
-        help="ExampleConnector's shared folder: the relay reports the bytes written there per prompt")] = None,
+    body_timeout_s: Annotated[
+        float,
+        typer.Option(help="the request head and body must arrive within this (never past the deadline); 408 after"),
+    ] = 60.0,
+    keys_file: Annotated[Path | None, typer.Option(help="API keys, one a line (also LOADPROOF_RELAY_KEYS)")] = None,
+    prefill_upstream: Annotated[
+        str | None,
+        typer.Option(
+            help="a disaggregated pair: the prefill instance's base URL (--upstream is then the decode instance)"
+        ),
+    ] = None,
+    kv_connector: Annotated[
+        str, typer.Option(help="the pair's KV connector: ExampleConnector or NixlConnector")
+    ] = "ExampleConnector",
+    kv_storage: Annotated[
+        Path | None,
+        typer.Option(help="ExampleConnector's shared folder: the relay reports the bytes written there per prompt"),
+    ] = None,
 ) -> None:
     """The streaming relay alone, in front of an OpenAI-compatible engine (or a prefill/decode pair)."""
-    run_relay(relay_config(upstream, max_in_flight=max_in_flight, deadline_s=deadline_s, heartbeat_s=heartbeat_s,
-                           max_body_mib=max_body_mib, body_timeout_s=body_timeout_s, keys_file=keys_file,
-                           prefill_upstream=prefill_upstream, kv_connector=kv_connector, kv_storage=kv_storage),
-              host, port)
+    run_relay(
+        relay_config(
+            upstream,
+            max_in_flight=max_in_flight,
+            deadline_s=deadline_s,
+            heartbeat_s=heartbeat_s,
+            max_body_mib=max_body_mib,
+            body_timeout_s=body_timeout_s,
+            keys_file=keys_file,
+            prefill_upstream=prefill_upstream,
+            kv_connector=kv_connector,
+            kv_storage=kv_storage,
+        ),
+        host,
+        port,
+    )

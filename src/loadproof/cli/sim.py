@@ -8,7 +8,7 @@ import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
@@ -18,42 +18,72 @@ from loadproof.cli.run import parameter
 from loadproof.errors import UsageError
 from loadproof.scenarios.capacity import CapacityOptions
 from loadproof.sim.calibrate import Calibration
-from loadproof.sim.calibration import (CalibrationLimits, FitShares, calibrate_from_published, calibrate_from_runs,
-                                       grid as grid_spec, measure_grid)
+from loadproof.sim.calibration import (
+    CalibrationLimits,
+    FitShares,
+    calibrate_from_published,
+    calibrate_from_runs,
+    measure_grid,
+)
+from loadproof.sim.calibration import grid as grid_spec
 from loadproof.sim.config import FaultConfig, SimConfig, load_sim_config
 from loadproof.sim.contract import capacity_ranges, contract, load_ranges, write_contract
-from loadproof.sim.predict import (CapacityForecast, LoadForecast, PredictedRun, ReplayForecast, load_cli_options,
-                                   predict_load_sweep, predict_replay_trace, rate_sweep, replay_cli_options,
-                                   replay_options)
+from loadproof.sim.predict import (
+    CapacityForecast,
+    LoadForecast,
+    PredictedRun,
+    ReplayForecast,
+    load_cli_options,
+    predict_load_sweep,
+    predict_replay_trace,
+    rate_sweep,
+    replay_cli_options,
+    replay_options,
+)
 from loadproof.sim.ranges import RangedPrediction
 from loadproof.sim.run import serve
 from loadproof.workloads.arrivals import rate_text
 
-sim_app = typer.Typer(help="loadproof's engine simulator: failure cases on demand, what-if capacity.",
-                      invoke_without_command=True, no_args_is_help=False)
+sim_app = typer.Typer(
+    help="loadproof's engine simulator: failure cases on demand, what-if capacity.",
+    invoke_without_command=True,
+    no_args_is_help=False,
+)
 app.add_typer(sim_app, name="sim")
 
 
 @sim_app.callback(invoke_without_command=True)
 def sim(
     ctx: typer.Context,
-    config: Annotated[Optional[Path], typer.Option("--config", help="sim profile TOML/JSON (see `sim calibrate`)")] = None,
+    config: Annotated[Path | None, typer.Option("--config", help="sim profile TOML/JSON (see `sim calibrate`)")] = None,
     host: Annotated[str, typer.Option(help="address to listen on")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="port to listen on")] = 8100,
-    time_scale: Annotated[Optional[float], typer.Option(help="modeled seconds per wall second")] = None,
-    fault: Annotated[Optional[list[str]], typer.Option(help="fault active from start (repeatable): crash, hang, slow, "
-                                                       "error_event, http_500, http_503, refuse, wrong_answer, drop")] = None,
-    served_model_name: Annotated[Optional[str], typer.Option(help="model name it serves (default: the sim "
-                                                             "profile's)")] = None,
-    max_model_len: Annotated[Optional[int], typer.Option(help="context window (default: the sim profile's)")] = None,
-    api_key: Annotated[Optional[str], typer.Option(help="require this key on /v1, as vLLM's --api-key")] = None,
-    reasoning_share: Annotated[Optional[float], typer.Option(help="a reasoning model: the share of a chat request's "
-                                                             "output streamed as reasoning first, when it asks "
-                                                             "for thinking (0 <= share < 1)")] = None,
-    max_num_seqs: Annotated[Optional[int], typer.Option(help="as vLLM's (default: the sim profile's)")] = None,
-    max_num_batched_tokens: Annotated[Optional[int], typer.Option(help="as vLLM's (default: the sim profile's)")] = None,
-    long_prefill_token_threshold: Annotated[Optional[int], typer.Option(help="as vLLM's, 0: no cap (default: the "
-                                                                        "sim profile's)")] = None,
+    time_scale: Annotated[float | None, typer.Option(help="modeled seconds per wall second")] = None,
+    fault: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="fault active from start (repeatable): crash, hang, slow, "
+            "error_event, http_500, http_503, refuse, wrong_answer, drop"
+        ),
+    ] = None,
+    served_model_name: Annotated[
+        str | None, typer.Option(help="model name it serves (default: the sim profile's)")
+    ] = None,
+    max_model_len: Annotated[int | None, typer.Option(help="context window (default: the sim profile's)")] = None,
+    api_key: Annotated[str | None, typer.Option(help="require this key on /v1, as vLLM's --api-key")] = None,
+    reasoning_share: Annotated[
+        float | None,
+        typer.Option(
+            help="a reasoning model: the share of a chat request's "
+            "output streamed as reasoning first, when it asks "
+            "for thinking (0 <= share < 1)"
+        ),
+    ] = None,
+    max_num_seqs: Annotated[int | None, typer.Option(help="as vLLM's (default: the sim profile's)")] = None,
+    max_num_batched_tokens: Annotated[int | None, typer.Option(help="as vLLM's (default: the sim profile's)")] = None,
+    long_prefill_token_threshold: Annotated[
+        int | None, typer.Option(help="as vLLM's, 0: no cap (default: the sim profile's)")
+    ] = None,
 ) -> None:
     """Serve the simulator (OpenAI-compatible, vLLM's /metrics, fault control at /sim/faults)."""
     if ctx.invoked_subcommand is not None:
@@ -74,8 +104,11 @@ def sim(
         if max_model_len < 16:
             raise UsageError("--max-model-len must be >= 16")
         updates["max_model_len"] = max_model_len
-    for flag, value, least in (("max_num_seqs", max_num_seqs, 1), ("max_num_batched_tokens", max_num_batched_tokens, 1),
-                               ("long_prefill_token_threshold", long_prefill_token_threshold, 0)):
+    for flag, value, least in (
+        ("max_num_seqs", max_num_seqs, 1),
+        ("max_num_batched_tokens", max_num_batched_tokens, 1),
+        ("long_prefill_token_threshold", long_prefill_token_threshold, 0),
+    ):
         if value is not None:
             if value < least:
                 raise UsageError(f"--{flag.replace('_', '-')} must be >= {least}")
@@ -84,58 +117,113 @@ def sim(
         try:
             updates["faults"] = FaultConfig.model_validate({**cfg.faults.model_dump(), "active": list(fault)})
         except Exception:
-            raise UsageError(f"unknown fault in {', '.join(fault)}; known: crash, hang, slow, error_event, http_500, "
-                             "http_503, refuse, wrong_answer, drop") from None
+            raise UsageError(
+                f"unknown fault in {', '.join(fault)}; known: crash, hang, slow, error_event, http_500, "
+                "http_503, refuse, wrong_answer, drop"
+            ) from None
     serve(cfg.model_copy(update=updates), host, port, api_key=api_key)
 
 
 @sim_app.command("calibrate")
 def calibrate_cmd(
-    runs: Annotated[Optional[list[Path]], typer.Argument(metavar="RUN_DIR...", help="prefill, throughput and capacity runs")] = None,
+    runs: Annotated[
+        list[Path] | None, typer.Argument(metavar="RUN_DIR...", help="prefill, throughput and capacity runs")
+    ] = None,
     out: Annotated[Path, typer.Option("--out", "-o", help="sim profile to write (TOML)")] = Path("sim-profile.toml"),
-    ttft: Annotated[Optional[list[str]], typer.Option(help="INPUT_TOKENS:SECONDS, a cold single-request TTFT")] = None,
-    decode: Annotated[Optional[list[str]], typer.Option(help="BATCH:CONTEXT:TOKENS_PER_S, a per-stream decode rate")] = None,
-    kv_tokens: Annotated[Optional[int], typer.Option(help="KV cache tokens (default: the runs' engine startup report)")] = None,
-    block_size: Annotated[Optional[int], typer.Option(help="KV block size (default: the engine's)")] = None,
-    max_num_seqs: Annotated[Optional[int], typer.Option(help="default: the runs' profile, else 256")] = None,
-    max_num_batched_tokens: Annotated[Optional[int], typer.Option(help="per-step token budget (default: the engine's)")] = None,
-    max_model_len: Annotated[Optional[int], typer.Option(help="default: the runs' profile")] = None,
-    decode_context_share: Annotated[Optional[float], typer.Option(help="with one decode point: the share of a decode "
-                                                                  "step that grows with context (default 0.5)")] = None,
+    ttft: Annotated[list[str] | None, typer.Option(help="INPUT_TOKENS:SECONDS, a cold single-request TTFT")] = None,
+    decode: Annotated[
+        list[str] | None, typer.Option(help="BATCH:CONTEXT:TOKENS_PER_S, a per-stream decode rate")
+    ] = None,
+    kv_tokens: Annotated[
+        int | None, typer.Option(help="KV cache tokens (default: the runs' engine startup report)")
+    ] = None,
+    block_size: Annotated[int | None, typer.Option(help="KV block size (default: the engine's)")] = None,
+    max_num_seqs: Annotated[int | None, typer.Option(help="default: the runs' profile, else 256")] = None,
+    max_num_batched_tokens: Annotated[
+        int | None, typer.Option(help="per-step token budget (default: the engine's)")
+    ] = None,
+    max_model_len: Annotated[int | None, typer.Option(help="default: the runs' profile")] = None,
+    decode_context_share: Annotated[
+        float | None,
+        typer.Option(help="with one decode point: the share of a decode step that grows with context (default 0.5)"),
+    ] = None,
     model: Annotated[str, typer.Option(help="model name the simulator serves")] = "sim",
-    published: Annotated[Optional[Path], typer.Option(help="a published-figures TOML file (docs/simulator.md)")] = None,
-    acceptance: Annotated[Optional[float], typer.Option(help="speculative acceptance rate (default: fitted)")] = None,
-    spec_from: Annotated[Optional[Path], typer.Option(help="a throughput run with drafts (and its --profile): the "
-                                                      "draft schedule and acceptance by position it measured, "
-                                                      "applied to a fit from runs without drafts")] = None,
-    prefill_attention_share: Annotated[Optional[float], typer.Option(
-        help="with one prompt length: the share of prefill that is attention (default 0.5 with --published)")] = None,
-    frontend_s_per_token: Annotated[Optional[float], typer.Option(
-        help="request overhead per prompt token that overlaps other prefills (default: from capacity runs, else 0; "
-             "with --published 3.2e-6)")] = None,
-    pipeline_stages: Annotated[Optional[int], typer.Option(help="pipeline-parallel stages (default: the runs' profile, else 1)")] = None,
-    cuda_graph_max: Annotated[Optional[int], typer.Option(help="largest CUDA-graph batch (default: the runs' profile; "
-                                                          "none: decode steps not padded)")] = None,
-    grid: Annotated[bool, typer.Option("--grid", help="measure a grid on a real engine first (--url, --tokenizer): "
-                                       "a capacity run at each concurrency x context")] = False,
-    url: Annotated[Optional[str], typer.Option(help="with --grid: the engine's base URL")] = None,
-    tokenizer: Annotated[Optional[str], typer.Option(help="with --grid: the engine's tokenizer (exact-length prompts)")] = None,
+    published: Annotated[Path | None, typer.Option(help="a published-figures TOML file (docs/simulator.md)")] = None,
+    acceptance: Annotated[float | None, typer.Option(help="speculative acceptance rate (default: fitted)")] = None,
+    spec_from: Annotated[
+        Path | None,
+        typer.Option(
+            help="a throughput run with drafts (and its --profile): the "
+            "draft schedule and acceptance by position it measured, "
+            "applied to a fit from runs without drafts"
+        ),
+    ] = None,
+    prefill_attention_share: Annotated[
+        float | None,
+        typer.Option(
+            help="with one prompt length: the share of prefill that is attention (default 0.5 with --published)"
+        ),
+    ] = None,
+    frontend_s_per_token: Annotated[
+        float | None,
+        typer.Option(
+            help="request overhead per prompt token that overlaps other prefills (default: from capacity runs, else 0; "
+            "with --published 3.2e-6)"
+        ),
+    ] = None,
+    pipeline_stages: Annotated[
+        int | None, typer.Option(help="pipeline-parallel stages (default: the runs' profile, else 1)")
+    ] = None,
+    cuda_graph_max: Annotated[
+        int | None,
+        typer.Option(help="largest CUDA-graph batch (default: the runs' profile; none: decode steps not padded)"),
+    ] = None,
+    grid: Annotated[
+        bool,
+        typer.Option(
+            "--grid",
+            help="measure a grid on a real engine first (--url, --tokenizer): "
+            "a capacity run at each concurrency x context",
+        ),
+    ] = False,
+    url: Annotated[str | None, typer.Option(help="with --grid: the engine's base URL")] = None,
+    tokenizer: Annotated[
+        str | None, typer.Option(help="with --grid: the engine's tokenizer (exact-length prompts)")
+    ] = None,
     concurrency: Annotated[str, typer.Option(help="with --grid: sessions per run")] = "1,4,8",
     context: Annotated[str, typer.Option(help="with --grid: prompt tokens per session")] = "1024,4096",
     window_s: Annotated[float, typer.Option(help="with --grid: each run's shared-generation window")] = 10.0,
     runs_out: Annotated[Path, typer.Option(help="with --grid: where the grid's run directories go")] = Path("runs"),
-    grid_arg: Annotated[Optional[list[str]], typer.Option("--grid-arg", help="with --grid: one more argument for "
-                                                          "every `run capacity` (e.g. --grid-arg=--profile=P.toml)")] = None,
+    grid_arg: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--grid-arg",
+            help="with --grid: one more argument for every `run capacity` (e.g. --grid-arg=--profile=P.toml)",
+        ),
+    ] = None,
 ) -> None:
     """Fit the simulator's step cost to measured runs (prefill, throughput, capacity) or published figures."""
-    limits = CalibrationLimits(kv_tokens=kv_tokens, block_size=block_size, max_num_seqs=max_num_seqs,
-                               max_num_batched_tokens=max_num_batched_tokens, max_model_len=max_model_len,
-                               pipeline_stages=pipeline_stages, cuda_graph_max=cuda_graph_max, model=model)
-    shares = FitShares(acceptance=acceptance, prefill_attention_share=prefill_attention_share,
-                       decode_context_share=decode_context_share, frontend_s_per_token=frontend_s_per_token)
+    limits = CalibrationLimits(
+        kv_tokens=kv_tokens,
+        block_size=block_size,
+        max_num_seqs=max_num_seqs,
+        max_num_batched_tokens=max_num_batched_tokens,
+        max_model_len=max_model_len,
+        pipeline_stages=pipeline_stages,
+        cuda_graph_max=cuda_graph_max,
+        model=model,
+    )
+    shares = FitShares(
+        acceptance=acceptance,
+        prefill_attention_share=prefill_attention_share,
+        decode_context_share=decode_context_share,
+        frontend_s_per_token=frontend_s_per_token,
+    )
     if published is not None:
         if runs or ttft or decode or spec_from:
-            raise UsageError("--published calibrates from the file alone: leave out run directories, --ttft, --decode, --spec-from")
+            raise UsageError(
+                "--published calibrates from the file alone: leave out run directories, --ttft, --decode, --spec-from"
+            )
         done = calibrate_from_published(published, out, limits, shares)
     else:
         measured = list(runs or [])
@@ -157,23 +245,52 @@ def _say(line: str) -> None:
 def _print_calibration(cal: Calibration, out: Path) -> None:
     c = cal.config.cost
     block = cal.config.block_size
-    ui.table(f"Sim profile {out}", ["parameter", "value"], [
-        ["KV cache", f"{cal.config.kv_cache_tokens:,} tokens ({cal.config.num_gpu_blocks:,} x {block})"],
-        ["max_num_seqs / budget", f"{cal.config.max_num_seqs} / {cal.config.max_num_batched_tokens} tokens per step"],
-        ["step overhead", f"{c.step_overhead_s * 1e3:.3f} ms"],
-        ["prefill", f"{c.prefill_s_per_token * 1e6:.3f} us/token + {c.prefill_s_per_token_ctx * 1e12:.4f} ps/token/ctx"],
-        ["decode", f"{c.decode_s_per_seq * 1e3:.4f} ms/query token + {c.decode_s_per_ctx_token * 1e9:.4f} ns/ctx token"
-                   f" + {c.decode_s_per_ctx_token_max * 1e9:.4f} ns x longest ctx"
-                   + (f"; at least {c.decode_kv_floor_s_per_token * 1e12:.1f} ps/resident token"
-                      if c.decode_kv_floor_s_per_token else "")],
-        ["speculative", (", ".join(f"batch <= {b}: {k} drafts" for b, k in c.spec_draft_by_batch)
-                         + (f"; accepted by position {', '.join(f'{100 * p:.1f}' for p in c.spec_accepted_by_pos)}%, "
-                            f"{100 * c.spec_drafted_share:.1f}% of steps drafted" if c.spec_accepted_by_pos
-                            else f"; acceptance {c.spec_acceptance:.3f}")) if c.spec_draft_by_batch else "none"],
-        ["pipeline", f"{c.pipeline_stages} stage(s)"],
-        ["CUDA graphs", f"up to batch {max(c.cuda_graph_sizes)}" if c.cuda_graph_sizes else "not modeled"],
-        ["request overhead", f"{c.request_overhead_s * 1e3:.1f} ms + {c.request_overhead_s_per_token * 1e6:.3f} us/token"],
-    ])
+    ui.table(
+        f"Sim profile {out}",
+        ["parameter", "value"],
+        [
+            ["KV cache", f"{cal.config.kv_cache_tokens:,} tokens ({cal.config.num_gpu_blocks:,} x {block})"],
+            [
+                "max_num_seqs / budget",
+                f"{cal.config.max_num_seqs} / {cal.config.max_num_batched_tokens} tokens per step",
+            ],
+            ["step overhead", f"{c.step_overhead_s * 1e3:.3f} ms"],
+            [
+                "prefill",
+                f"{c.prefill_s_per_token * 1e6:.3f} us/token + {c.prefill_s_per_token_ctx * 1e12:.4f} ps/token/ctx",
+            ],
+            [
+                "decode",
+                f"{c.decode_s_per_seq * 1e3:.4f} ms/query token + {c.decode_s_per_ctx_token * 1e9:.4f} ns/ctx token"
+                f" + {c.decode_s_per_ctx_token_max * 1e9:.4f} ns x longest ctx"
+                + (
+                    f"; at least {c.decode_kv_floor_s_per_token * 1e12:.1f} ps/resident token"
+                    if c.decode_kv_floor_s_per_token
+                    else ""
+                ),
+            ],
+            [
+                "speculative",
+                (
+                    ", ".join(f"batch <= {b}: {k} drafts" for b, k in c.spec_draft_by_batch)
+                    + (
+                        f"; accepted by position {', '.join(f'{100 * p:.1f}' for p in c.spec_accepted_by_pos)}%, "
+                        f"{100 * c.spec_drafted_share:.1f}% of steps drafted"
+                        if c.spec_accepted_by_pos
+                        else f"; acceptance {c.spec_acceptance:.3f}"
+                    )
+                )
+                if c.spec_draft_by_batch
+                else "none",
+            ],
+            ["pipeline", f"{c.pipeline_stages} stage(s)"],
+            ["CUDA graphs", f"up to batch {max(c.cuda_graph_sizes)}" if c.cuda_graph_sizes else "not modeled"],
+            [
+                "request overhead",
+                f"{c.request_overhead_s * 1e3:.1f} ms + {c.request_overhead_s_per_token * 1e6:.3f} us/token",
+            ],
+        ],
+    )
     for line in cal.used:
         _say(f"used: {line}")
     for line in cal.residuals:
@@ -184,8 +301,14 @@ def _print_calibration(cal: Calibration, out: Path) -> None:
 
 # --- predictions: the columns of a predicted open-loop run, by the claims `run load` computes ---
 PREDICTION_HEAD = ["ok", "output tok/s", "TTFT p50 (s)", "TTFT p99", "TPOT p50", "TPOT p99", "ITL p99", "E2EL p50"]
-LATENCY_COLUMNS = ("load.ttft_s.p50", "load.ttft_s.p99", "load.tpot_s.p50", "load.tpot_s.p99", "load.itl_s.p99",
-                   "load.e2el_s.p50")
+LATENCY_COLUMNS = (
+    "load.ttft_s.p50",
+    "load.ttft_s.p99",
+    "load.tpot_s.p50",
+    "load.tpot_s.p99",
+    "load.itl_s.p99",
+    "load.e2el_s.p50",
+)
 SLO_HEAD = ["goodput (req/s)", "SLO attainment"]
 
 
@@ -204,12 +327,22 @@ def prediction_row(run: PredictedRun, slo: bool) -> list[str]:
 def show_capacity(forecast: CapacityForecast, config: SimConfig) -> None:
     opts = forecast.options
     by_name = {c.name: c for c in forecast.claims}
-    title = (f"Predicted: {opts.sessions} session(s) x {opts.input_tokens:,} tokens sent together, window "
-             f"{opts.window_s:g} s (simulated {forecast.modeled_s:,.1f} s in {forecast.num_steps:,} steps, "
-             f"{forecast.wall_s:.2f} s wall)")
-    rows = [[name.split(".", 1)[1], by_name[name].printed, by_name[name].unit] for name in (
-        "capacity.cold_ttft_median_s", "capacity.cold_ttft_max_s", "capacity.window_aggregate_tokens_per_s",
-        "capacity.window_per_stream_min_tokens_per_s", "capacity.window_per_stream_max_tokens_per_s") if name in by_name]
+    title = (
+        f"Predicted: {opts.sessions} session(s) x {opts.input_tokens:,} tokens sent together, window "
+        f"{opts.window_s:g} s (simulated {forecast.modeled_s:,.1f} s in {forecast.num_steps:,} steps, "
+        f"{forecast.wall_s:.2f} s wall)"
+    )
+    rows = [
+        [name.split(".", 1)[1], by_name[name].printed, by_name[name].unit]
+        for name in (
+            "capacity.cold_ttft_median_s",
+            "capacity.cold_ttft_max_s",
+            "capacity.window_aggregate_tokens_per_s",
+            "capacity.window_per_stream_min_tokens_per_s",
+            "capacity.window_per_stream_max_tokens_per_s",
+        )
+        if name in by_name
+    ]
     if forecast.scenario == "capacity":
         rows.append(["acceptance (predicted)", str(forecast.verdict), forecast.reason])
     ui.table(title, ["figure", "value", "unit"], rows)
@@ -220,27 +353,38 @@ def show_load(forecast: LoadForecast, config: SimConfig) -> None:
     opts = forecast.sweep.options
     slo = bool(opts.slo)
     rows = [[rate_text(p.rate_rps), *prediction_row(p.run, slo)] for p in forecast.rates]
-    ui.table(f"Predicted open-loop load: {opts.num_requests} requests per rate, {opts.arrival} arrivals, seed "
-             f"{opts.seed}, input {opts.input_tokens}, output {opts.output_tokens} ({forecast.wall_s:.2f} s wall)",
-             ["rate (req/s)", *PREDICTION_HEAD] + (SLO_HEAD if slo else []), rows)
+    ui.table(
+        f"Predicted open-loop load: {opts.num_requests} requests per rate, {opts.arrival} arrivals, seed "
+        f"{opts.seed}, input {opts.input_tokens}, output {opts.output_tokens} ({forecast.wall_s:.2f} s wall)",
+        ["rate (req/s)", *PREDICTION_HEAD] + (SLO_HEAD if slo else []),
+        rows,
+    )
     if slo:
         share = f"{opts.attainment * 100:g}% of requests"
         best = forecast.best_rate_rps
-        _say(f"highest rate meeting the SLO ({share}): {rate_text(best)} requests/s" if best is not None
-             else f"no rate given met the SLO ({share})")
+        _say(
+            f"highest rate meeting the SLO ({share}): {rate_text(best)} requests/s"
+            if best is not None
+            else f"no rate given met the SLO ({share})"
+        )
     _say(f"model: {config.source}")
 
 
 def show_replay(forecast: ReplayForecast, config: SimConfig) -> None:
     opts = forecast.options
     slo = bool(opts.slo)
-    ui.table(f"Predicted replay: {forecast.num_requests} requests of {Path(opts.trace).name} ({opts.format}), time "
-             f"scale {opts.time_scale:g}, block {opts.block} tokens, {forecast.capped_inputs} inputs capped "
-             f"({forecast.wall_s:.2f} s wall)", PREDICTION_HEAD + (SLO_HEAD if slo else []),
-             [prediction_row(forecast.run, slo)])
-    _say(f"prefix-cache hit rate: expected from the trace {forecast.expected_hit_pct:.2f}%, the modeled engine "
-         f"{forecast.modeled_hit_pct:.2f}% ({config.block_size}-token KV blocks, "
-         f"{config.num_gpu_blocks * config.block_size:,} tokens of cache)")
+    ui.table(
+        f"Predicted replay: {forecast.num_requests} requests of {Path(opts.trace).name} ({opts.format}), time "
+        f"scale {opts.time_scale:g}, block {opts.block} tokens, {forecast.capped_inputs} inputs capped "
+        f"({forecast.wall_s:.2f} s wall)",
+        PREDICTION_HEAD + (SLO_HEAD if slo else []),
+        [prediction_row(forecast.run, slo)],
+    )
+    _say(
+        f"prefix-cache hit rate: expected from the trace {forecast.expected_hit_pct:.2f}%, the modeled engine "
+        f"{forecast.modeled_hit_pct:.2f}% ({config.block_size}-token KV blocks, "
+        f"{config.num_gpu_blocks * config.block_size:,} tokens of cache)"
+    )
     _say(f"model: {config.source}")
 
 
@@ -278,23 +422,33 @@ def _progress(line: str) -> None:
 
 
 def _show_ranges(result: RangedPrediction) -> None:
-    ui.table(f"Ranges over the open assumptions ({result.predictions} predictions)",
-             ["figure", "point", "low", "high", "width", "driven by"],
-             [[f.claim, f"{f.point:,.4g}", f"{f.low:,.4g}", f"{f.high:,.4g}", f"{f.width_pct:.1f}%", f.driver or "-"]
-              for f in result.figures])
+    ui.table(
+        f"Ranges over the open assumptions ({result.predictions} predictions)",
+        ["figure", "point", "low", "high", "width", "driven by"],
+        [
+            [f.claim, f"{f.point:,.4g}", f"{f.low:,.4g}", f"{f.high:,.4g}", f"{f.width_pct:.1f}%", f.driver or "-"]
+            for f in result.figures
+        ],
+    )
     for a in result.assumptions:
         values = ", ".join(str(v) for v in a.values)
-        _say(f"assumption {a.name} = {a.point}: " + (f"pinned by {a.pinned_by}" if a.pinned_by else f"open ({values})")
-             + f"; {a.what}")
+        _say(
+            f"assumption {a.name} = {a.point}: "
+            + (f"pinned by {a.pinned_by}" if a.pinned_by else f"open ({values})")
+            + f"; {a.what}"
+        )
 
 
-def _write(ranged: ContractRequest, scenario: str, options: dict[str, Any], result: RangedPrediction,
-           config: SimConfig) -> None:
+def _write(
+    ranged: ContractRequest, scenario: str, options: dict[str, Any], result: RangedPrediction, config: SimConfig
+) -> None:
     if ranged.out is None:
         return
     write_contract(ranged.out, contract(scenario, options, result, config, ranged.sim_profile, ranged.tolerance_pct))
-    _say(f"prediction contract: {ranged.out} (tolerance {ranged.tolerance_pct:g}%); judge a run against it with "
-         f"`loadproof run {scenario} ... --prediction {ranged.out}`")
+    _say(
+        f"prediction contract: {ranged.out} (tolerance {ranged.tolerance_pct:g}%); judge a run against it with "
+        f"`loadproof run {scenario} ... --prediction {ranged.out}`"
+    )
 
 
 def predict_replay(config: SimConfig, values: dict[str, Any], source: str) -> None:
@@ -302,12 +456,16 @@ def predict_replay(config: SimConfig, values: dict[str, Any], source: str) -> No
     show_replay(predict_replay_trace(config, *replay_options(values, source)), config)
 
 
-PROFILE_PARAMETER = inspect.Parameter("profile", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=Annotated[
-    Path, typer.Argument(metavar="SIM_PROFILE", help="a sim profile (`loadproof sim calibrate`)")])
+PROFILE_PARAMETER = inspect.Parameter(
+    "profile",
+    inspect.Parameter.POSITIONAL_OR_KEYWORD,
+    annotation=Annotated[Path, typer.Argument(metavar="SIM_PROFILE", help="a sim profile (`loadproof sim calibrate`)")],
+)
 
 
-def _predict_command(name: str, options: list[Any], run: Callable[[SimConfig, dict[str, Any], str], None],
-                     doc: str) -> None:
+def _predict_command(
+    name: str, options: list[Any], run: Callable[[SimConfig, dict[str, Any], str], None], doc: str
+) -> None:
     """`sim NAME SIM_PROFILE [options]`: the options generated from the scenario's model."""
 
     def command(profile: Path, **values: Any) -> None:
@@ -319,11 +477,21 @@ def _predict_command(name: str, options: list[Any], run: Callable[[SimConfig, di
     sim_app.command(name)(command)
 
 
-_predict_command("predict-load", load_cli_options(), predict_load, """Predict what `loadproof run load` measures
+_predict_command(
+    "predict-load",
+    load_cli_options(),
+    predict_load,
+    """Predict what `loadproof run load` measures
     at each rate, on the virtual clock (seconds of wall time): the same schedule and lengths (same seed), the same
     claims (metrics.load), and the highest rate meeting the SLO. --attainment is a fraction, as `run load`'s
-    (90 is still read as 90%, with a deprecation line).""")
-_predict_command("predict-replay", replay_cli_options(), predict_replay, """Predict what `loadproof run replay`
+    (90 is still read as 90%, with a deprecation line).""",
+)
+_predict_command(
+    "predict-replay",
+    replay_cli_options(),
+    predict_replay,
+    """Predict what `loadproof run replay`
     measures, on the virtual clock: the trace's send times and lengths shaped as `run replay` shapes them, its
     shared blocks as shared KV blocks, the same claims, and the prefix-cache hit rate beside the one the trace
-    promises.""")
+    promises.""",
+)

@@ -71,8 +71,15 @@ class LiveView:
     passed since the last line. Use as a context manager; `tick` is one pass of the timer.
     """
 
-    def __init__(self, status: LiveStatus, console: Console | None = None, *, every_s: float = PLAIN_EVERY_S,
-                 refresh_s: float = REFRESH_S, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        status: LiveStatus,
+        console: Console | None = None,
+        *,
+        every_s: float = PLAIN_EVERY_S,
+        refresh_s: float = REFRESH_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.status = status
         self.console = console or err
         self.every_s = every_s
@@ -139,9 +146,13 @@ def table(title: str, header: list[str], rows: list[list[str]], console: Console
     prose = [any(" " in row[i] for row in rows) for i in range(len(header))]
     # a column that does not wrap does not wrap its header either: it needs the whole header (else rich
     # squeezes a prose column to nothing to make room: the sessions turn table lost its turn column)
-    needed = [max([_longest_word(header[i]) if prose[i] else len(header[i])]
-                  + [len(row[i]) if not prose[i] else _longest_word(row[i]) for row in rows])
-              for i in range(len(header))]
+    needed = [
+        max(
+            [_longest_word(header[i]) if prose[i] else len(header[i])]
+            + [len(row[i]) if not prose[i] else _longest_word(row[i]) for row in rows]
+        )
+        for i in range(len(header))
+    ]
     if sum(needed) + 3 * len(header) + 1 > console.width:  # cells, padding and borders
         _blocks(title, header, rows, console)
         return
@@ -166,8 +177,13 @@ def _blocks(title: str, header: list[str], rows: list[list[str]], console: Conso
         console.print(row[0], style="bold", markup=False, highlight=False, soft_wrap=False, overflow="fold")
         for name, cell in zip(header[1:], row[1:]):
             if cell:
-                console.print(f"  {name}: {cell}" if name else f"  {cell}", markup=False, highlight=False,
-                              soft_wrap=False, overflow="fold")
+                console.print(
+                    f"  {name}: {cell}" if name else f"  {cell}",
+                    markup=False,
+                    highlight=False,
+                    soft_wrap=False,
+                    overflow="fold",
+                )
 
 
 class Stopwatch:

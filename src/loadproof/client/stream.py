@@ -25,8 +25,15 @@ import msgspec
 
 from loadproof.errors import Disconnected, HTTPStatusError, RequestError, RequestTimeout, StreamError
 from loadproof.protocol.openai import (
-    KV_BYTES_HEADER, PATHS, PREFILL_S_HEADER, EmbeddingsAnswer, ToolCallDelta, chunk_decoder,
-    embeddings_decoder, error_message, rerank_decoder,
+    KV_BYTES_HEADER,
+    PATHS,
+    PREFILL_S_HEADER,
+    EmbeddingsAnswer,
+    ToolCallDelta,
+    chunk_decoder,
+    embeddings_decoder,
+    error_message,
+    rerank_decoder,
 )
 from loadproof.protocol.sse import DONE, SSEDecoder
 from loadproof.protocol.urls import url_of

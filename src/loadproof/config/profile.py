@@ -30,8 +30,8 @@ class ModelSpec(StrictModel):
 
 class ServingSpec(StrictModel):
     endpoint: Literal["completions", "chat", "embeddings", "rerank"] = Field(
-        default="chat", description="the API the scenarios use; base models want completions, pooling models "
-        "embeddings or rerank"
+        default="chat",
+        description="the API the scenarios use; base models want completions, pooling models embeddings or rerank",
     )
     host: str = "127.0.0.1"
     port: int | None = Field(default=None, ge=1, le=65535, description="None picks a free port")
@@ -44,15 +44,18 @@ class ServingSpec(StrictModel):
     extra_args: list[str] = Field(default_factory=list, description="passed to the engine as they are")
     env: dict[str, str] = Field(default_factory=dict, description="environment for the engine process")
     runner: Literal["generate", "pooling"] = Field(
-        default="generate", description="pooling: serve the model as an embedding model (vLLM's --runner pooling, "
-        "SGLang's --is-embedding), measured on the embeddings endpoint"
+        default="generate",
+        description="pooling: serve the model as an embedding model (vLLM's --runner pooling, "
+        "SGLang's --is-embedding), measured on the embeddings endpoint",
     )
 
     @model_validator(mode="after")
     def _runner_endpoint(self) -> ServingSpec:
         if (self.runner == "pooling") != (self.endpoint in ("embeddings", "rerank")):
-            raise ValueError(f"runner = {self.runner!r} with endpoint = {self.endpoint!r}: a pooling model is "
-                             "measured on the embeddings or rerank endpoint, and only a pooling model serves them")
+            raise ValueError(
+                f"runner = {self.runner!r} with endpoint = {self.endpoint!r}: a pooling model is "
+                "measured on the embeddings or rerank endpoint, and only a pooling model serves them"
+            )
         return self
 
 
@@ -79,24 +82,39 @@ class ParallelSpec(StrictModel):
 class KVCacheSpec(StrictModel):
     dtype: str = Field(default="auto", description="auto (the model's dtype), fp8, fp8_e4m3, ...")
     block_size: int | None = Field(default=None, ge=1, description="tokens per block; default: the engine's")
-    budget_gib_per_gpu: float | None = Field(default=None, gt=0, description="KV memory per GPU (vLLM "
-                                             "--kv-cache-memory-bytes; VLLM_CPU_KVCACHE_SPACE on CPU)")
+    budget_gib_per_gpu: float | None = Field(
+        default=None,
+        gt=0,
+        description="KV memory per GPU (vLLM --kv-cache-memory-bytes; VLLM_CPU_KVCACHE_SPACE on CPU)",
+    )
     memory_utilization: float | None = Field(default=None, gt=0, le=1, description="vLLM --gpu-memory-utilization")
     num_blocks_override: int | None = Field(default=None, ge=1, description="vLLM --num-gpu-blocks-override")
-    offload_gib: float | None = Field(default=None, gt=0, description="a CPU tier: KV cache offloaded to host "
-                                      "memory, GiB in all (vLLM --kv-offloading-size, summed over TP ranks)")
-    offload_backend: Literal["native", "lmcache"] = Field(default="native", description="the CPU tier's backend "
-                                                           "(vLLM --kv-offloading-backend)")
+    offload_gib: float | None = Field(
+        default=None,
+        gt=0,
+        description="a CPU tier: KV cache offloaded to host "
+        "memory, GiB in all (vLLM --kv-offloading-size, summed over TP ranks)",
+    )
+    offload_backend: Literal["native", "lmcache"] = Field(
+        default="native", description="the CPU tier's backend (vLLM --kv-offloading-backend)"
+    )
 
 
 class SchedulerSpec(StrictModel):
     max_num_seqs: int | None = Field(default=None, ge=1)
     max_num_batched_tokens: int | None = Field(default=None, ge=1, description="chunked-prefill token budget")
-    long_prefill_token_threshold: int | None = Field(default=None, ge=0, description="vLLM: the most tokens a "
-                                                     "prompt prefills in one step while others share the engine "
-                                                     "(0: no cap); budget / T long prompts then prefill at once")
-    max_num_partial_prefills: int | None = Field(default=None, ge=1, description="vLLM: above 1, the threshold's "
-                                                 "default becomes 4% of max_model_len (0.26; 0.32 refuses it)")
+    long_prefill_token_threshold: int | None = Field(
+        default=None,
+        ge=0,
+        description="vLLM: the most tokens a "
+        "prompt prefills in one step while others share the engine "
+        "(0: no cap); budget / T long prompts then prefill at once",
+    )
+    max_num_partial_prefills: int | None = Field(
+        default=None,
+        ge=1,
+        description="vLLM: above 1, the threshold's default becomes 4% of max_model_len (0.26; 0.32 refuses it)",
+    )
 
     def long_prefill_threshold(self, max_model_len: int) -> int:
         """vLLM's long_prefill_token_threshold as this sets it: given, else 4% of max_model_len when
@@ -113,8 +131,10 @@ class SpeculativeSpec(StrictModel):
     model: str | None = Field(default=None, description="draft model, where the method needs one")
     draft_tokens: int = Field(ge=1, description="tokens drafted per step (with a schedule: the most it drafts)")
     draft_schedule: dict[str, int] | None = Field(
-        default=None, description='draft length by batch size, inclusive ranges from 1, e.g. {"1-4": 5, "5-32": 3} '
-        "(a batch larger than the last range keeps its length); not every engine has it")
+        default=None,
+        description='draft length by batch size, inclusive ranges from 1, e.g. {"1-4": 5, "5-32": 3} '
+        "(a batch larger than the last range keeps its length); not every engine has it",
+    )
 
     @field_validator("draft_schedule")
     @classmethod
@@ -127,8 +147,10 @@ class SpeculativeSpec(StrictModel):
     def _within_draft_tokens(self) -> SpeculativeSpec:
         longest = max((k for _, _, k in self.schedule), default=0)
         if longest > self.draft_tokens:
-            raise ValueError(f"draft_schedule asks for {longest} draft tokens, more than draft_tokens "
-                             f"({self.draft_tokens}), the most the engine is set up to draft")
+            raise ValueError(
+                f"draft_schedule asks for {longest} draft tokens, more than draft_tokens "
+                f"({self.draft_tokens}), the most the engine is set up to draft"
+            )
         return self
 
     @property
@@ -172,13 +194,22 @@ def schedule_ranges(schedule: dict[str, int]) -> list[tuple[int, int, int]]:
 class LoraSpec(StrictModel):
     """LoRA adapters served beside the base model, each by its name (what a request's `model` asks for)."""
 
-    adapters: dict[str, str] = Field(description="name -> the adapter's folder (adapter_config.json and its "
-                                     "weights), e.g. { support = \"/adapters/support\" }")
-    max_loras: int = Field(default=1, ge=1, description="adapters one batch may hold at once (vLLM --max-loras; "
-                           "SGLang --max-loras-per-batch)")
+    adapters: dict[str, str] = Field(
+        description="name -> the adapter's folder (adapter_config.json and its "
+        'weights), e.g. { support = "/adapters/support" }'
+    )
+    max_loras: int = Field(
+        default=1,
+        ge=1,
+        description="adapters one batch may hold at once (vLLM --max-loras; SGLang --max-loras-per-batch)",
+    )
     max_lora_rank: int = Field(default=16, ge=1, description="the largest rank of an adapter (--max-lora-rank)")
-    max_cpu_loras: int | None = Field(default=None, ge=1, description="adapters kept in host memory, the rest "
-                                      "loaded from their folder when asked for (vLLM --max-cpu-loras)")
+    max_cpu_loras: int | None = Field(
+        default=None,
+        ge=1,
+        description="adapters kept in host memory, the rest "
+        "loaded from their folder when asked for (vLLM --max-cpu-loras)",
+    )
 
     @model_validator(mode="after")
     def _sane(self) -> LoraSpec:
@@ -188,8 +219,9 @@ class LoraSpec(StrictModel):
         if bad:
             raise ValueError(f"lora.adapters: {bad[0]!r} is no adapter name (no spaces, '=' or ',')")
         if self.max_cpu_loras is not None and self.max_cpu_loras < self.max_loras:
-            raise ValueError(f"lora.max_cpu_loras ({self.max_cpu_loras}) is less than lora.max_loras "
-                             f"({self.max_loras})")
+            raise ValueError(
+                f"lora.max_cpu_loras ({self.max_cpu_loras}) is less than lora.max_loras ({self.max_loras})"
+            )
         return self
 
 
@@ -197,11 +229,18 @@ class RoleSpec(StrictModel):
     """One instance of a disaggregated pair: what it changes of the profile's settings."""
 
     port: int | None = Field(default=None, ge=1, le=65535, description="None picks a free port")
-    gpus: str | None = Field(default=None, description="CUDA_VISIBLE_DEVICES for this instance, e.g. \"1\"; "
-                             "None: the same GPUs as the other (two instances on one GPU)")
+    gpus: str | None = Field(
+        default=None,
+        description='CUDA_VISIBLE_DEVICES for this instance, e.g. "1"; '
+        "None: the same GPUs as the other (two instances on one GPU)",
+    )
     budget_gib_per_gpu: float | None = Field(default=None, gt=0, description="its KV memory per GPU")
-    memory_utilization: float | None = Field(default=None, gt=0, le=1, description="its --gpu-memory-utilization "
-                                             "(two instances on one GPU: each at most half)")
+    memory_utilization: float | None = Field(
+        default=None,
+        gt=0,
+        le=1,
+        description="its --gpu-memory-utilization (two instances on one GPU: each at most half)",
+    )
     max_num_batched_tokens: int | None = Field(default=None, ge=1)
     extra_args: list[str] = Field(default_factory=list, description="more engine arguments for this instance")
 
@@ -211,18 +250,25 @@ class DisaggregationSpec(StrictModel):
     each request to the prefill instance (one token) and then to the decode instance (relay.prefill)."""
 
     connector: Literal["ExampleConnector", "NixlConnector"] = Field(
-        default="ExampleConnector", description="vLLM's KV connector: ExampleConnector (a shared folder; two instances "
-        "on one GPU) or NixlConnector (GPU to GPU; needs the nixl package)")
-    storage_path: str | None = Field(default=None, description="ExampleConnector's shared folder (a tmpfs such as "
-                                     "/dev/shm/...: every prompt's KV cache is written there and never deleted)")
+        default="ExampleConnector",
+        description="vLLM's KV connector: ExampleConnector (a shared folder; two instances "
+        "on one GPU) or NixlConnector (GPU to GPU; needs the nixl package)",
+    )
+    storage_path: str | None = Field(
+        default=None,
+        description="ExampleConnector's shared folder (a tmpfs such as "
+        "/dev/shm/...: every prompt's KV cache is written there and never deleted)",
+    )
     prefill: RoleSpec = Field(default_factory=RoleSpec)
     decode: RoleSpec = Field(default_factory=RoleSpec)
 
     @model_validator(mode="after")
     def _storage(self) -> DisaggregationSpec:
         if (self.connector == "ExampleConnector") != (self.storage_path is not None):
-            raise ValueError("disaggregation.storage_path is ExampleConnector's shared folder: give it with that "
-                             "connector and only with it")
+            raise ValueError(
+                "disaggregation.storage_path is ExampleConnector's shared folder: give it with that "
+                "connector and only with it"
+            )
         return self
 
 
@@ -273,7 +319,9 @@ def parse_profile(data: dict, source: str) -> Profile:
 def packaged_profiles() -> dict[str, str]:
     """Name -> TOML text of every profile shipped in the package."""
     root = resources.files("loadproof") / "profiles"
-    return {p.name.removesuffix(".toml"): p.read_text(encoding="utf-8") for p in root.iterdir() if p.name.endswith(".toml")}
+    return {
+        p.name.removesuffix(".toml"): p.read_text(encoding="utf-8") for p in root.iterdir() if p.name.endswith(".toml")
+    }
 
 
 def packaged_profile(name: str) -> Profile:

@@ -138,5 +138,5 @@ def flag_value(argv: Sequence[str], flag: str) -> str | None:
         if arg == flag and i + 1 < len(argv):
             value = argv[i + 1]
         elif arg.startswith(flag + "="):
-            value = arg[len(flag) + 1:]
+            value = arg[len(flag) + 1 :]
     return value

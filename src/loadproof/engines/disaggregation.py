@@ -34,8 +34,10 @@ def role_profile(profile: Profile, role: Role) -> Profile:
     if pd is None:
         raise ValueError(f"profile {profile.name} has no [disaggregation]")
     if not engines.get(profile.engine).kv_transfer:
-        raise UsageError(f"[disaggregation]: loadproof launches a prefill/decode pair on vLLM (its KV connectors), "
-                         f"not on {profile.engine}")
+        raise UsageError(
+            f"[disaggregation]: loadproof launches a prefill/decode pair on vLLM (its KV connectors), "
+            f"not on {profile.engine}"
+        )
     spec: RoleSpec = pd.prefill if role == "prefill" else pd.decode
     transfer: dict[str, object] = {"kv_connector": pd.connector, "kv_role": "kv_both"}
     env = dict(profile.serving.env)
@@ -50,12 +52,30 @@ def role_profile(profile: Profile, role: Role) -> Profile:
     if role == "prefill" and pd.connector == "ExampleConnector":
         args.append("--no-enable-chunked-prefill")  # the connector saves what the first step computed: all of it
         batched = max(batched or 0, profile.model.max_model_len)
-    serving = profile.serving.model_copy(update={
-        "port": spec.port,  # the profile's own port is the pair's: the relay's
-        "extra_args": [*profile.serving.extra_args, *args, *spec.extra_args], "env": env})
-    kv = profile.kv_cache.model_copy(update={
-        k: v for k, v in (("budget_gib_per_gpu", spec.budget_gib_per_gpu),
-                          ("memory_utilization", spec.memory_utilization)) if v is not None})
+    serving = profile.serving.model_copy(
+        update={
+            "port": spec.port,  # the profile's own port is the pair's: the relay's
+            "extra_args": [*profile.serving.extra_args, *args, *spec.extra_args],
+            "env": env,
+        }
+    )
+    kv = profile.kv_cache.model_copy(
+        update={
+            k: v
+            for k, v in (
+                ("budget_gib_per_gpu", spec.budget_gib_per_gpu),
+                ("memory_utilization", spec.memory_utilization),
+            )
+            if v is not None
+        }
+    )
     scheduler = profile.scheduler.model_copy(update={"max_num_batched_tokens": batched})
-    return profile.model_copy(update={"name": f"{profile.name}-{role}", "disaggregation": None, "serving": serving,
-                                      "kv_cache": kv, "scheduler": scheduler})
+    return profile.model_copy(
+        update={
+            "name": f"{profile.name}-{role}",
+            "disaggregation": None,
+            "serving": serving,
+            "kv_cache": kv,
+            "scheduler": scheduler,
+        }
+    )

@@ -101,8 +101,9 @@ class EngineProcess:
             )
         self._pgid = self._proc.pid  # the leader of a new session leads its process group
 
-    def wait_ready(self, served_name: str, timeout_s: float, status: Status | None = None,
-                   cancel: threading.Event | None = None) -> None:
+    def wait_ready(
+        self, served_name: str, timeout_s: float, status: Status | None = None, cancel: threading.Event | None = None
+    ) -> None:
         """Return once the engine serves `served_name`; else stop the whole group and raise.
 
         `cancel` (a supervisor's stop) ends the wait within about a second with EngineStartCancelled.
@@ -114,8 +115,9 @@ class EngineProcess:
             self.stop()
             raise
 
-    def _wait_ready(self, served_name: str, timeout_s: float, status: Status | None,
-                    cancel: threading.Event | None) -> None:
+    def _wait_ready(
+        self, served_name: str, timeout_s: float, status: Status | None, cancel: threading.Event | None
+    ) -> None:
         assert self._proc is not None
         start = time.monotonic()
         deadline = start + timeout_s

@@ -47,15 +47,40 @@ class SGLangEngine(EngineDefaults):
         """vLLM's fields, and `separate_reasoning` (the reasoning streamed apart, as `reasoning_content`)."""
         return {**super().thinking_body(enable, effort), "separate_reasoning": True}
 
-    def launch_command(self, profile: Profile, python: str, model_path: str, port: int,
-                       node_rank: int = 0) -> LaunchCommand:
-        model, serving, par, kv, sched = profile.model, profile.serving, profile.parallel, profile.kv_cache, profile.scheduler
-        argv = [python, "-m", "sglang.launch_server", "--model-path", model_path,
-                "--served-model-name", model.served_name, "--context-length", str(model.max_model_len),
-                "--dtype", model.dtype, "--host", serving.host, "--port", str(port)]
+    def launch_command(
+        self, profile: Profile, python: str, model_path: str, port: int, node_rank: int = 0
+    ) -> LaunchCommand:
+        model, serving, par, kv, sched = (
+            profile.model,
+            profile.serving,
+            profile.parallel,
+            profile.kv_cache,
+            profile.scheduler,
+        )
+        argv = [
+            python,
+            "-m",
+            "sglang.launch_server",
+            "--model-path",
+            model_path,
+            "--served-model-name",
+            model.served_name,
+            "--context-length",
+            str(model.max_model_len),
+            "--dtype",
+            model.dtype,
+            "--host",
+            serving.host,
+            "--port",
+            str(port),
+        ]
         notes: list[str] = []
-        for flag, value in (("--tokenizer-path", model.tokenizer), ("--quantization", model.quantization),
-                            ("--revision", model.revision), ("--load-format", model.load_format)):
+        for flag, value in (
+            ("--tokenizer-path", model.tokenizer),
+            ("--quantization", model.quantization),
+            ("--revision", model.revision),
+            ("--load-format", model.load_format),
+        ):
             if value:
                 argv += [flag, value]
         if par.tensor > 1:
@@ -65,8 +90,14 @@ class SGLangEngine(EngineDefaults):
         if par.layer_split:
             notes.append(f"unsupported: SGLang has no uneven pipeline layer split ({par.layer_split})")
         if par.nodes > 1:
-            argv += ["--nnodes", str(par.nodes), "--node-rank", str(node_rank), "--dist-init-addr",
-                     f"{par.head_address}:50000"]
+            argv += [
+                "--nnodes",
+                str(par.nodes),
+                "--node-rank",
+                str(node_rank),
+                "--dist-init-addr",
+                f"{par.head_address}:50000",
+            ]
         if kv.dtype != "auto":
             argv += ["--kv-cache-dtype", "fp8_e4m3" if kv.dtype == "fp8" else kv.dtype]
         if kv.block_size:
@@ -74,11 +105,15 @@ class SGLangEngine(EngineDefaults):
         if kv.memory_utilization is not None:
             argv += ["--mem-fraction-static", str(kv.memory_utilization)]
         if kv.budget_gib_per_gpu is not None:
-            notes.append("unsupported: SGLang sizes its KV pool by memory fraction or --max-total-tokens, "
-                         f"not by GiB ({kv.budget_gib_per_gpu:g} GiB per GPU)")
+            notes.append(
+                "unsupported: SGLang sizes its KV pool by memory fraction or --max-total-tokens, "
+                f"not by GiB ({kv.budget_gib_per_gpu:g} GiB per GPU)"
+            )
         if kv.offload_gib is not None:
-            notes.append(f"unsupported: offload_gib = {kv.offload_gib:g} (vLLM's --kv-offloading-size) has no SGLang "
-                         "equivalent rendered here (its hierarchical cache is sized differently)")
+            notes.append(
+                f"unsupported: offload_gib = {kv.offload_gib:g} (vLLM's --kv-offloading-size) has no SGLang "
+                "equivalent rendered here (its hierarchical cache is sized differently)"
+            )
         if kv.num_blocks_override is not None:
             notes.append("unsupported: SGLang has no block-count override")
         if sched.max_num_seqs is not None:
@@ -86,8 +121,10 @@ class SGLangEngine(EngineDefaults):
         if sched.max_num_batched_tokens is not None:
             argv += ["--chunked-prefill-size", str(sched.max_num_batched_tokens)]
         if sched.long_prefill_token_threshold is not None or sched.max_num_partial_prefills is not None:
-            notes.append("unsupported: long_prefill_token_threshold and max_num_partial_prefills are vLLM's; SGLang "
-                         "prefills one chunked prompt at a time")
+            notes.append(
+                "unsupported: long_prefill_token_threshold and max_num_partial_prefills are vLLM's; SGLang "
+                "prefills one chunked prompt at a time"
+            )
         if serving.enforce_eager:
             argv.append("--disable-cuda-graph")
         if serving.runner == "pooling":
@@ -98,20 +135,38 @@ class SGLangEngine(EngineDefaults):
             if algorithm is None:
                 notes.append(f"unsupported: speculative method {spec.method!r} has no SGLang equivalent")
             else:
-                argv += ["--speculative-algorithm", algorithm, "--speculative-num-steps", str(spec.draft_tokens),
-                         "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", str(spec.draft_tokens + 1)]
+                argv += [
+                    "--speculative-algorithm",
+                    algorithm,
+                    "--speculative-num-steps",
+                    str(spec.draft_tokens),
+                    "--speculative-eagle-topk",
+                    "1",
+                    "--speculative-num-draft-tokens",
+                    str(spec.draft_tokens + 1),
+                ]
                 if spec.model:
                     argv += ["--speculative-draft-model-path", spec.model]
             if spec.draft_schedule:
-                notes.append(f"unsupported: SGLang takes one draft length; the schedule {spec.draft_schedule} "
-                             "is not applied")
+                notes.append(
+                    f"unsupported: SGLang takes one draft length; the schedule {spec.draft_schedule} is not applied"
+                )
         lora = profile.lora
         if lora is not None:
-            argv += ["--enable-lora", "--lora-paths", *[f"{name}={path}" for name, path in lora.adapters.items()],
-                     "--max-loras-per-batch", str(lora.max_loras), "--max-lora-rank", str(lora.max_lora_rank)]
+            argv += [
+                "--enable-lora",
+                "--lora-paths",
+                *[f"{name}={path}" for name, path in lora.adapters.items()],
+                "--max-loras-per-batch",
+                str(lora.max_loras),
+                "--max-lora-rank",
+                str(lora.max_lora_rank),
+            ]
             if lora.max_cpu_loras is not None:
-                notes.append(f"unsupported: max_cpu_loras = {lora.max_cpu_loras} (vLLM's --max-cpu-loras) has no "
-                             "SGLang equivalent rendered here")
+                notes.append(
+                    f"unsupported: max_cpu_loras = {lora.max_cpu_loras} (vLLM's --max-cpu-loras) has no "
+                    "SGLang equivalent rendered here"
+                )
         if profile.cuda_graphs.capture_sizes:
             argv += ["--cuda-graph-bs", *[str(n) for n in profile.cuda_graphs.capture_sizes]]
         if profile.cuda_graphs.max_capture_size:

@@ -39,22 +39,38 @@ class SimEngine(EngineDefaults):
 
     def launch_command(self, profile: Profile, python: str, model_path: str, port: int) -> LaunchCommand:
         model, serving = profile.model, profile.serving
-        argv = [sys.executable, "-m", "loadproof", "sim", "--host", serving.host, "--port", str(port),
-                "--served-model-name", model.served_name, "--max-model-len", str(model.max_model_len)]
+        argv = [
+            sys.executable,
+            "-m",
+            "loadproof",
+            "sim",
+            "--host",
+            serving.host,
+            "--port",
+            str(port),
+            "--served-model-name",
+            model.served_name,
+            "--max-model-len",
+            str(model.max_model_len),
+        ]
         if model_path != DEFAULTS:
             argv += ["--config", model_path]
         sched = profile.scheduler
-        for flag, value in (("--max-num-seqs", sched.max_num_seqs), ("--max-num-batched-tokens",
-                                                                    sched.max_num_batched_tokens)):
+        for flag, value in (
+            ("--max-num-seqs", sched.max_num_seqs),
+            ("--max-num-batched-tokens", sched.max_num_batched_tokens),
+        ):
             if value is not None:
                 argv += [flag, str(value)]
         if sched.long_prefill_token_threshold is not None or sched.max_num_partial_prefills is not None:
             argv += ["--long-prefill-token-threshold", str(sched.long_prefill_threshold(model.max_model_len))]
         default = Profile(name="-", engine="sim", model=model)
-        notes = [f"unsupported: the simulator does not take [{section}] from a deployment profile (its sim "
-                 "profile, model.path, models the engine)" for section in ("parallel", "kv_cache", "speculative",
-                                                                           "cuda_graphs", "cpu_offload_gib")
-                 if getattr(profile, section) != getattr(default, section)]
+        notes = [
+            f"unsupported: the simulator does not take [{section}] from a deployment profile (its sim "
+            "profile, model.path, models the engine)"
+            for section in ("parallel", "kv_cache", "speculative", "cuda_graphs", "cpu_offload_gib")
+            if getattr(profile, section) != getattr(default, section)
+        ]
         return LaunchCommand(argv=argv + serving.extra_args, env=dict(serving.env), notes=tuple(notes))
 
     def cluster_commands(self, profile: Profile, python: str, model_path: str, port: int) -> list[NodeCommand]:
@@ -71,8 +87,10 @@ class SimEngine(EngineDefaults):
             return None
         start = log_text.rfind("\n", 0, match.start()) + 1
         end = log_text.find("\n", match.end())
-        return StartupReport(kv_cache_tokens=int(match.group(1).replace(",", "")),
-                             line=log_text[start: end if end >= 0 else None].strip())
+        return StartupReport(
+            kv_cache_tokens=int(match.group(1).replace(",", "")),
+            line=log_text[start : end if end >= 0 else None].strip(),
+        )
 
 
 SIM = SimEngine()

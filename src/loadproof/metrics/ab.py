@@ -22,6 +22,7 @@ import random
 import statistics
 from collections import defaultdict
 from collections.abc import Callable, Sequence
+
 from loadproof.metrics.claims import Claim, Direction, count, fact, number
 from loadproof.metrics.figures import LinePlot, Panel, Series
 from loadproof.metrics.load import slo_claims, span_s
@@ -72,8 +73,9 @@ def percentile_interval(stats: list[float], level: float = LEVEL) -> tuple[float
     return quantile(ordered, tail), quantile(ordered, 1 - tail)
 
 
-def paired_bootstrap_change(pairs: Sequence[tuple[float, float]], rng: random.Random,
-                            resamples: int = DEFAULT_RESAMPLES, level: float = LEVEL) -> tuple[float, float] | None:
+def paired_bootstrap_change(
+    pairs: Sequence[tuple[float, float]], rng: random.Random, resamples: int = DEFAULT_RESAMPLES, level: float = LEVEL
+) -> tuple[float, float] | None:
     """Percentile interval of (mean b - mean a) / mean a, resampling (a, b) pairs; None below 2 pairs."""
     if len(pairs) < 2:
         return None
@@ -87,8 +89,9 @@ def paired_bootstrap_change(pairs: Sequence[tuple[float, float]], rng: random.Ra
     return percentile_interval(stats, level) if stats else None
 
 
-def round_figures(records: list[RequestRecord], metric: Callable[[RequestRecord], float | None]
-                  ) -> list[tuple[int, float, float]]:
+def round_figures(
+    records: list[RequestRecord], metric: Callable[[RequestRecord], float | None]
+) -> list[tuple[int, float, float]]:
     """(round, a, b) for every round where both arms have a figure: the median of the metric per arm."""
     values: dict[tuple[int, str], list[float]] = defaultdict(list)
     for rec in records:
@@ -97,8 +100,11 @@ def round_figures(records: list[RequestRecord], metric: Callable[[RequestRecord]
             if value is not None:
                 values[(rec.repeat, rec.family)].append(value)
     rounds = sorted({r for r, _ in values})
-    return [(r, statistics.median(values[(r, "a")]), statistics.median(values[(r, "b")]))
-            for r in rounds if values.get((r, "a")) and values.get((r, "b"))]
+    return [
+        (r, statistics.median(values[(r, "a")]), statistics.median(values[(r, "b")]))
+        for r in rounds
+        if values.get((r, "a")) and values.get((r, "b"))
+    ]
 
 
 def aggregate_tokens_per_s(batch: list[RequestRecord], _samples: Sequence[EngineSample]) -> float | None:
@@ -127,20 +133,38 @@ def spec_mean_accepted_length(batch: list[RequestRecord], samples: Sequence[Engi
 # figures of an arm's whole batch in a round (its requests together, and its engine's counters around the batch:
 # the /metrics samples the run took of that arm's target, `source` = the arm): name -> (function, unit, decimals,
 # better, what it is)
-BATCH_METRICS: dict[str, tuple[Callable[[list[RequestRecord], Sequence[EngineSample]], float | None], str, int,
-                               Direction, str]] = {
-    "aggregate_tokens_per_s": (aggregate_tokens_per_s, "tokens/s", 1, "higher",
-                               "the batch's output tokens / (its last end - its first send)"),
-    "spec_acceptance_pct": (spec_acceptance_pct, "%", 2, "higher", "accepted / draft tokens x 100, the arm's engine "
-                            "counters' growth around its batch (metrics.spec_decode)"),
-    "spec_mean_accepted_length": (spec_mean_accepted_length, "tokens", 3, "higher", "1 + accepted tokens / drafts, "
-                                  "the arm's engine counters' growth around its batch"),
+BATCH_METRICS: dict[
+    str, tuple[Callable[[list[RequestRecord], Sequence[EngineSample]], float | None], str, int, Direction, str]
+] = {
+    "aggregate_tokens_per_s": (
+        aggregate_tokens_per_s,
+        "tokens/s",
+        1,
+        "higher",
+        "the batch's output tokens / (its last end - its first send)",
+    ),
+    "spec_acceptance_pct": (
+        spec_acceptance_pct,
+        "%",
+        2,
+        "higher",
+        "accepted / draft tokens x 100, the arm's engine counters' growth around its batch (metrics.spec_decode)",
+    ),
+    "spec_mean_accepted_length": (
+        spec_mean_accepted_length,
+        "tokens",
+        3,
+        "higher",
+        "1 + accepted tokens / drafts, the arm's engine counters' growth around its batch",
+    ),
 }
 
 
-def batch_figures(records: list[RequestRecord], samples: Sequence[EngineSample],
-                  metric: Callable[[list[RequestRecord], Sequence[EngineSample]], float | None]
-                  ) -> dict[str, dict[int, float]]:
+def batch_figures(
+    records: list[RequestRecord],
+    samples: Sequence[EngineSample],
+    metric: Callable[[list[RequestRecord], Sequence[EngineSample]], float | None],
+) -> dict[str, dict[int, float]]:
     """arm -> round -> the metric of the arm's batch in that round (absent where it has none, e.g. no drafts)."""
     batches: dict[tuple[int, str], list[RequestRecord]] = defaultdict(list)
     for rec in records:
@@ -158,11 +182,25 @@ def ab_claims(plan: AbPlan, records: list[RequestRecord], samples: Sequence[Engi
     seed = plan.bootstrap_seed
     resamples = plan.resamples
     ab = [r for r in records if r.scenario == "ab" and r.family in ARMS]
-    claims = [count("ab.rounds", len(plan.order), "rounds", "rounds planned; each sends the batch once per arm",
-                    direction="neither")]
+    claims = [
+        count(
+            "ab.rounds",
+            len(plan.order),
+            "rounds",
+            "rounds planned; each sends the batch once per arm",
+            direction="neither",
+        )
+    ]
     for arm in ARMS:
-        claims.append(count(f"ab.failed_requests.{arm}", sum(1 for r in ab if r.family == arm and not r.ok),
-                            "requests", f"records of arm {arm} with ok == false", direction="lower"))
+        claims.append(
+            count(
+                f"ab.failed_requests.{arm}",
+                sum(1 for r in ab if r.family == arm and not r.ok),
+                "requests",
+                f"records of arm {arm} with ok == false",
+                direction="lower",
+            )
+        )
     for name, (metric, unit, decimals) in METRICS.items():
         rows = round_figures(ab, metric)
         per_round = f"median over the arm's requests in a round, mean over {len(rows)} rounds with both arms"
@@ -172,26 +210,52 @@ def ab_claims(plan: AbPlan, records: list[RequestRecord], samples: Sequence[Engi
         paired = sorted(set(by_arm["a"]) & set(by_arm["b"]))
         if paired:
             per_round = f"{what}; mean over {len(paired)} rounds with both arms"
-            claims += compared(name, [(r, by_arm["a"][r], by_arm["b"][r]) for r in paired], unit, decimals, better,
-                               per_round, seed, resamples)
+            claims += compared(
+                name,
+                [(r, by_arm["a"][r], by_arm["b"][r]) for r in paired],
+                unit,
+                decimals,
+                better,
+                per_round,
+                seed,
+                resamples,
+            )
             continue
         for arm in ARMS:  # one arm only (drafts on one side): its figure, nothing to compare it with
             if by_arm[arm]:
-                claims.append(number(f"ab.{name}.{arm}", statistics.fmean(by_arm[arm].values()), unit,
-                                     f"{name} of arm {arm}: {what}; mean over its {len(by_arm[arm])} rounds (the "
-                                     "other arm has none)", decimals, direction=better))
+                claims.append(
+                    number(
+                        f"ab.{name}.{arm}",
+                        statistics.fmean(by_arm[arm].values()),
+                        unit,
+                        f"{name} of arm {arm}: {what}; mean over its {len(by_arm[arm])} rounds (the "
+                        "other arm has none)",
+                        decimals,
+                        direction=better,
+                    )
+                )
     return claims
 
 
-def compared(name: str, rows: list[tuple[int, float, float]], unit: str, decimals: int, better: Direction,
-             per_round: str, seed: int, resamples: int) -> list[Claim]:
+def compared(
+    name: str,
+    rows: list[tuple[int, float, float]],
+    unit: str,
+    decimals: int,
+    better: Direction,
+    per_round: str,
+    seed: int,
+    resamples: int,
+) -> list[Claim]:
     """`ab.<name>.a`, `.b`, `.change`, and the bootstrap interval of the change over the rounds' pairs."""
     if not rows:
         return []
     a = statistics.fmean(row[1] for row in rows)
     b = statistics.fmean(row[2] for row in rows)
-    claims = [number(f"ab.{name}.a", a, unit, f"{name} of arm a: {per_round}", decimals, direction=better),
-              number(f"ab.{name}.b", b, unit, f"{name} of arm b: {per_round}", decimals, direction=better)]
+    claims = [
+        number(f"ab.{name}.a", a, unit, f"{name} of arm a: {per_round}", decimals, direction=better),
+        number(f"ab.{name}.b", b, unit, f"{name} of arm b: {per_round}", decimals, direction=better),
+    ]
     change = relative_change(a, b)
     if change is None:
         return claims
@@ -199,12 +263,16 @@ def compared(name: str, rows: list[tuple[int, float, float]], unit: str, decimal
     ci = paired_bootstrap_change([(row[1], row[2]) for row in rows], random.Random(seed), resamples)
     if ci is None:
         return claims
-    how = (f"percentile bootstrap {LEVEL:.0%} interval of (b - a) / a, rounds resampled in pairs, "
-           f"{resamples} draws, random.Random({seed})")
+    how = (
+        f"percentile bootstrap {LEVEL:.0%} interval of (b - a) / a, rounds resampled in pairs, "
+        f"{resamples} draws, random.Random({seed})"
+    )
     significant = ci[0] > 0 or ci[1] < 0
-    claims += [number(f"ab.{name}.ci_low", ci[0], "", how, 4, direction="neither"),
-               number(f"ab.{name}.ci_high", ci[1], "", how, 4, direction="neither"),
-               fact(f"ab.{name}.significant", significant, "the interval [ci_low, ci_high] excludes 0")]
+    claims += [
+        number(f"ab.{name}.ci_low", ci[0], "", how, 4, direction="neither"),
+        number(f"ab.{name}.ci_high", ci[1], "", how, 4, direction="neither"),
+        fact(f"ab.{name}.significant", significant, "the interval [ci_low, ci_high] excludes 0"),
+    ]
     return claims
 
 
@@ -214,15 +282,26 @@ def claims_of_run(run, plan: AbPlan) -> list[Claim]:
 
 # --- report panels (catalog entry `figures`) ---------------------------------------------------------
 
+
 def figures(run: Run, plan: AbPlan, claims: list[Claim]) -> list[Panel]:
     """Per round, each arm's figure (the median over its requests in that round), one plot a metric (report.html)."""
     out: list[Panel] = []
     for name, (metric, unit, _) in METRICS.items():
         rows = round_figures(run.records, metric)
         if rows:
-            out.append(LinePlot(
-                title=f"{name} per round, by arm", x_label="round", y_label=unit, y_from_zero=True, dots=True,
-                series=[Series("a", [(float(r), a) for r, a, _ in rows]), Series("b", [(float(r), b) for r, _, b in rows])],
-                caption=f"Each point: the median {name} over the arm's requests in that round. The arms ran in a "
-                        "seeded random order within each round (order in the manifest)."))
+            out.append(
+                LinePlot(
+                    title=f"{name} per round, by arm",
+                    x_label="round",
+                    y_label=unit,
+                    y_from_zero=True,
+                    dots=True,
+                    series=[
+                        Series("a", [(float(r), a) for r, a, _ in rows]),
+                        Series("b", [(float(r), b) for r, _, b in rows]),
+                    ],
+                    caption=f"Each point: the median {name} over the arm's requests in that round. The arms ran in a "
+                    "seeded random order within each round (order in the manifest).",
+                )
+            )
     return out

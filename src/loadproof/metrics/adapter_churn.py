@@ -22,8 +22,10 @@ from loadproof.metrics.distribution import summarize
 from loadproof.records import RequestRecord
 from loadproof.units import NS_PER_S
 
-REPLAY = ("the adapters' requests replayed in send order through an LRU cache of lora.slots adapters (the "
-          "profile's max_cpu_loras, else max_loras)")
+REPLAY = (
+    "the adapters' requests replayed in send order through an LRU cache of lora.slots adapters (the "
+    "profile's max_cpu_loras, else max_loras)"
+)
 
 
 def lora_of(profile: Any) -> tuple[list[str], int] | None:
@@ -59,25 +61,63 @@ def churn_claims(records: list[RequestRecord], profile: Any) -> list[Claim]:
     if not flags:
         return []
     asked = len({r.model for r, _ in flags})
-    claims = [count("load.lora.adapters", asked, "adapters", "distinct adapters the run's requests asked for",
-                    direction="neither"),
-              count("load.lora.slots", slots, "adapters", "the engine's adapter slots (the profile's max_cpu_loras, "
-                    "else max_loras)", direction="neither"),
-              count("load.lora.cold_requests", sum(c for _, c in flags), "requests", f"requests cold by {REPLAY}",
-                    direction="lower")]
+    claims = [
+        count(
+            "load.lora.adapters",
+            asked,
+            "adapters",
+            "distinct adapters the run's requests asked for",
+            direction="neither",
+        ),
+        count(
+            "load.lora.slots",
+            slots,
+            "adapters",
+            "the engine's adapter slots (the profile's max_cpu_loras, else max_loras)",
+            direction="neither",
+        ),
+        count(
+            "load.lora.cold_requests",
+            sum(c for _, c in flags),
+            "requests",
+            f"requests cold by {REPLAY}",
+            direction="lower",
+        ),
+    ]
     ttft = {}
     for phase, cold in (("cold", True), ("warm", False)):
-        summary = summarize([(r.first_token_ns - r.send_ns) / NS_PER_S for r, c in flags  # type: ignore[operator]
-                             if c is cold and r.ok and r.first_token_ns is not None])
+        summary = summarize(
+            [
+                (r.first_token_ns - r.send_ns) / NS_PER_S
+                for r, c in flags  # type: ignore[operator]
+                if c is cold and r.ok and r.first_token_ns is not None
+            ]
+        )
         if summary is not None:
             ttft[phase] = summary.stat("p50")
-            claims.append(number(f"load.lora.{phase}_ttft_s.p50", ttft[phase], "s", f"p50 of t_first_token - t_send "
-                                 f"over the successful {phase} adapter requests, {phase} by {REPLAY} "
-                                 f"({summary.method})", 4, direction="lower"))
+            claims.append(
+                number(
+                    f"load.lora.{phase}_ttft_s.p50",
+                    ttft[phase],
+                    "s",
+                    f"p50 of t_first_token - t_send "
+                    f"over the successful {phase} adapter requests, {phase} by {REPLAY} "
+                    f"({summary.method})",
+                    4,
+                    direction="lower",
+                )
+            )
     if len(ttft) == 2:
-        claims.append(number("load.lora.cold_cost_s", ttft["cold"] - ttft["warm"], "s", "load.lora.cold_ttft_s.p50 - "
-                             "load.lora.warm_ttft_s.p50: what loading an adapter adds to a first token", 4,
-                             direction="lower"))
+        claims.append(
+            number(
+                "load.lora.cold_cost_s",
+                ttft["cold"] - ttft["warm"],
+                "s",
+                "load.lora.cold_ttft_s.p50 - load.lora.warm_ttft_s.p50: what loading an adapter adds to a first token",
+                4,
+                direction="lower",
+            )
+        )
     return claims
 
 

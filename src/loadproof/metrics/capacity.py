@@ -66,8 +66,11 @@ def max_gap_ns(record: RequestRecord, start_ns: int, end_ns: int) -> int:
 
 def _values(samples: list[Sample], key: str, start_ns: int, end_ns: int | None) -> list[float]:
     """The gauge's values in samples from `start_ns` to `end_ns` (None: to the last sample)."""
-    return [s.values[key] for s in samples
-            if start_ns <= s.t_ns and (end_ns is None or s.t_ns <= end_ns) and key in s.values]
+    return [
+        s.values[key]
+        for s in samples
+        if start_ns <= s.t_ns and (end_ns is None or s.t_ns <= end_ns) and key in s.values
+    ]
 
 
 def _first_at_or_after(samples: list[Sample], t_ns: int) -> Sample | None:
@@ -87,68 +90,136 @@ def shared_window(plan: CapacityPlan, sessions: list[Session]) -> Window | None:
     return Window(start, start + int(plan.window_s * NS_PER_S))
 
 
-def evaluate_capacity(plan: CapacityPlan, records: list[RequestRecord], samples: list[Sample],
-                      events: list[Event]) -> CapacityResult:
+def evaluate_capacity(
+    plan: CapacityPlan, records: list[RequestRecord], samples: list[Sample], events: list[Event]
+) -> CapacityResult:
     by_id = {r.request_id: r for r in records}
     sessions: list[Session] = [(s, by_id.get(s.request_id)) for s in plan.sessions]
     samples = sorted(samples, key=lambda s: s.t_ns)
     baseline = samples[0].values if samples else {}
     window = shared_window(plan, sessions)
-    criteria = [engine_idle_before(baseline) if plan.idle_timeout_s is not None else None,
-                all_streams_started(sessions, events)]
+    criteria = [
+        engine_idle_before(baseline) if plan.idle_timeout_s is not None else None,
+        all_streams_started(sessions, events),
+    ]
     if window is None:
         criteria.append(cold_phase_waiting(sessions, samples, events))
     criteria.append(prompt_tokens(sessions, plan.input_tokens))
     if window is not None:
-        criteria += [running(samples, window, len(sessions)), waiting(samples, window),
-                     preemptions(samples, baseline, window), streams_progress(sessions, window, plan.max_gap_s),
-                     cold_prefix_cache(samples, baseline, window)]
+        criteria += [
+            running(samples, window, len(sessions)),
+            waiting(samples, window),
+            preemptions(samples, baseline, window),
+            streams_progress(sessions, window, plan.max_gap_s),
+            cold_prefix_cache(samples, baseline, window),
+        ]
     criteria += [probes(sessions, plan.check_probes), drain(plan, records, samples, events, baseline)]
     judged = [c for c in criteria if c is not None]
-    return CapacityResult(criteria=judged,
-                          claims=capacity_figures(plan, sessions, samples, baseline, window)
-                          + acceptance_claims("capacity", judged))
+    return CapacityResult(
+        criteria=judged,
+        claims=capacity_figures(plan, sessions, samples, baseline, window) + acceptance_claims("capacity", judged),
+    )
 
 
-def capacity_figures(plan: CapacityPlan, sessions: list[Session], samples: list[Sample], baseline: dict[str, float],
-                     window: Window | None) -> list[Claim]:
+def capacity_figures(
+    plan: CapacityPlan,
+    sessions: list[Session],
+    samples: list[Sample],
+    baseline: dict[str, float],
+    window: Window | None,
+) -> list[Claim]:
     claims = [
         count("capacity.sessions", len(sessions), "sessions", "N, the sessions started together", direction="neither"),
-        count("capacity.input_tokens", plan.input_tokens, "tokens", "planned input tokens per session (L)",
-              direction="neither"),
-        number("capacity.window_s", float(plan.window_s), "s", "W, the shared generation window", 1,
-               direction="neither"),
+        count(
+            "capacity.input_tokens",
+            plan.input_tokens,
+            "tokens",
+            "planned input tokens per session (L)",
+            direction="neither",
+        ),
+        number(
+            "capacity.window_s", float(plan.window_s), "s", "W, the shared generation window", 1, direction="neither"
+        ),
     ]
     ttfts = [r.ttft_ns / NS_PER_S for _, r in sessions if r is not None and r.ttft_ns is not None]
     if ttfts:
-        claims += [number("capacity.cold_ttft_median_s", statistics.median(ttfts), "s",
-                          "median over sessions of t_first_token - t_send (cold: prefix-cache hits checked)", 2,
-                          direction="lower"),
-                   number("capacity.cold_ttft_max_s", max(ttfts), "s", "max over sessions of t_first_token - t_send",
-                          2, direction="lower")]
+        claims += [
+            number(
+                "capacity.cold_ttft_median_s",
+                statistics.median(ttfts),
+                "s",
+                "median over sessions of t_first_token - t_send (cold: prefix-cache hits checked)",
+                2,
+                direction="lower",
+            ),
+            number(
+                "capacity.cold_ttft_max_s",
+                max(ttfts),
+                "s",
+                "max over sessions of t_first_token - t_send",
+                2,
+                direction="lower",
+            ),
+        ]
     if window is not None:
         hits = _cold_prefix_hits(samples, baseline, window)
         if hits is not None:
-            claims.append(count("capacity.prefix_cache_hits", int(hits[0]), "tokens",
-                                "prefix_cache_hits_total at window start - before sending", direction="lower"))
-        per_stream = [window_tokens(r, window.start_ns, window.end_ns) / plan.window_s for _, r in sessions
-                      if r is not None]
+            claims.append(
+                count(
+                    "capacity.prefix_cache_hits",
+                    int(hits[0]),
+                    "tokens",
+                    "prefix_cache_hits_total at window start - before sending",
+                    direction="lower",
+                )
+            )
+        per_stream = [
+            window_tokens(r, window.start_ns, window.end_ns) / plan.window_s for _, r in sessions if r is not None
+        ]
         claims += [
-            number("capacity.window_aggregate_tokens_per_s", sum(per_stream), "tokens/s",
-                   "tokens of all streams inside the window / W (usage per chunk); not any one user's rate",
-                   direction="higher"),
-            number("capacity.window_per_stream_min_tokens_per_s", min(per_stream), "tokens/s",
-                   "min over streams of the stream's tokens inside the window / W", direction="higher"),
-            number("capacity.window_per_stream_max_tokens_per_s", max(per_stream), "tokens/s",
-                   "max over streams of the stream's tokens inside the window / W", direction="higher"),
+            number(
+                "capacity.window_aggregate_tokens_per_s",
+                sum(per_stream),
+                "tokens/s",
+                "tokens of all streams inside the window / W (usage per chunk); not any one user's rate",
+                direction="higher",
+            ),
+            number(
+                "capacity.window_per_stream_min_tokens_per_s",
+                min(per_stream),
+                "tokens/s",
+                "min over streams of the stream's tokens inside the window / W",
+                direction="higher",
+            ),
+            number(
+                "capacity.window_per_stream_max_tokens_per_s",
+                max(per_stream),
+                "tokens/s",
+                "max over streams of the stream's tokens inside the window / W",
+                direction="higher",
+            ),
         ]
     if plan.check_probes:
-        claims.append(count("capacity.probes_retrieved", sum(_stated(s, r) for s, r in sessions), "sessions",
-                            "sessions whose answer states the planted value", direction="higher"))
+        claims.append(
+            count(
+                "capacity.probes_retrieved",
+                sum(_stated(s, r) for s, r in sessions),
+                "sessions",
+                "sessions whose answer states the planted value",
+                direction="higher",
+            )
+        )
     if plan.theoretical_full_windows is not None:
-        claims.append(number("capacity.theoretical_full_windows", float(plan.theoretical_full_windows), "windows",
-                             "engine-reported KV cache tokens / max_model_len: theory, not capacity", 2,
-                             direction="neither"))
+        claims.append(
+            number(
+                "capacity.theoretical_full_windows",
+                float(plan.theoretical_full_windows),
+                "windows",
+                "engine-reported KV cache tokens / max_model_len: theory, not capacity",
+                2,
+                direction="neither",
+            )
+        )
     return claims
 
 
@@ -162,8 +233,11 @@ def engine_idle_before(baseline: dict[str, float]) -> Criterion:
     if running_ is None or waiting_ is None:
         return Criterion("engine_idle_before", "FAIL", "no running/waiting gauges before the run")
     ok = running_ == 0 and waiting_ == 0
-    return Criterion("engine_idle_before", "PASS" if ok else "FAIL",
-                     f"before the first session: running {running_:g}, waiting {waiting_:g} (want 0 and 0)")
+    return Criterion(
+        "engine_idle_before",
+        "PASS" if ok else "FAIL",
+        f"before the first session: running {running_:g}, waiting {waiting_:g} (want 0 and 0)",
+    )
 
 
 def all_streams_started(sessions: list[Session], events: list[Event]) -> Criterion:
@@ -172,13 +246,21 @@ def all_streams_started(sessions: list[Session], events: list[Event]) -> Criteri
     missing = [s.session_id for s, r in sessions if r is None or r.first_token_ns is None]
     if not missing:
         return Criterion("all_streams_started", "PASS", f"{n}/{n} sessions produced a first token")
-    errors = sorted({f"{r.error_kind}: {r.error_message}" for _, r in sessions
-                     if r is not None and r.error_kind and r.error_kind != "cancelled"})
+    errors = sorted(
+        {
+            f"{r.error_kind}: {r.error_message}"
+            for _, r in sessions
+            if r is not None and r.error_kind and r.error_kind != "cancelled"
+        }
+    )
     stall = next((e.evidence for e in events if e.kind == "admission_stalled"), None)
-    return Criterion("all_streams_started", "FAIL",
-                     f"{n - len(missing)}/{n} sessions produced a first token; missing {', '.join(missing[:5])}"
-                     + (f"; errors: {'; '.join(errors[:3])}" if errors else "")
-                     + (f"; {stall}" if stall else ""))
+    return Criterion(
+        "all_streams_started",
+        "FAIL",
+        f"{n - len(missing)}/{n} sessions produced a first token; missing {', '.join(missing[:5])}"
+        + (f"; errors: {'; '.join(errors[:3])}" if errors else "")
+        + (f"; {stall}" if stall else ""),
+    )
 
 
 def cold_phase_waiting(sessions: list[Session], samples: list[Sample], events: list[Event]) -> Criterion | None:
@@ -188,18 +270,25 @@ def cold_phase_waiting(sessions: list[Session], samples: list[Sample], events: l
     values = _values(samples, "num_requests_waiting", sent_ns, _cancel_ns(events))
     if not values:
         return None
-    return Criterion("waiting", "PASS" if max(values) == 0 else "FAIL",
-                     f"num_requests_waiting max {max(values):g} over {len(values)} samples of the cold phase (want 0)")
+    return Criterion(
+        "waiting",
+        "PASS" if max(values) == 0 else "FAIL",
+        f"num_requests_waiting max {max(values):g} over {len(values)} samples of the cold phase (want 0)",
+    )
 
 
 def prompt_tokens(sessions: list[Session], planned: int) -> Criterion:
     """usage.prompt_tokens is the planned L for every session, as the engine counted it."""
-    wrong = [(s.session_id, r.prompt_tokens if r else None) for s, r in sessions
-             if r is None or r.prompt_tokens != planned]
+    wrong = [
+        (s.session_id, r.prompt_tokens if r else None) for s, r in sessions if r is None or r.prompt_tokens != planned
+    ]
     n = len(sessions)
-    return Criterion("prompt_tokens", "FAIL" if wrong else "PASS",
-                     f"usage.prompt_tokens == {planned} for {n - len(wrong)}/{n} sessions"
-                     + (f"; e.g. {wrong[0][0]} had {wrong[0][1]}" if wrong else ""))
+    return Criterion(
+        "prompt_tokens",
+        "FAIL" if wrong else "PASS",
+        f"usage.prompt_tokens == {planned} for {n - len(wrong)}/{n} sessions"
+        + (f"; e.g. {wrong[0][0]} had {wrong[0][1]}" if wrong else ""),
+    )
 
 
 def running(samples: list[Sample], window: Window, n: int) -> Criterion:
@@ -208,9 +297,11 @@ def running(samples: list[Sample], window: Window, n: int) -> Criterion:
     if not values:
         return Criterion("running", "FAIL", "no /metrics sample inside the window")
     ok = min(values) == n and max(values) == n
-    return Criterion("running", "PASS" if ok else "FAIL",
-                     f"num_requests_running min {min(values):g}, max {max(values):g} over {len(values)} samples "
-                     f"(want {n})")
+    return Criterion(
+        "running",
+        "PASS" if ok else "FAIL",
+        f"num_requests_running min {min(values):g}, max {max(values):g} over {len(values)} samples (want {n})",
+    )
 
 
 def waiting(samples: list[Sample], window: Window) -> Criterion:
@@ -218,8 +309,11 @@ def waiting(samples: list[Sample], window: Window) -> Criterion:
     values = _values(samples, "num_requests_waiting", window.start_ns, window.end_ns)
     if not values:
         return Criterion("waiting", "FAIL", "no /metrics sample inside the window")
-    return Criterion("waiting", "PASS" if max(values) == 0 else "FAIL",
-                     f"num_requests_waiting max {max(values):g} over {len(values)} samples (want 0)")
+    return Criterion(
+        "waiting",
+        "PASS" if max(values) == 0 else "FAIL",
+        f"num_requests_waiting max {max(values):g} over {len(values)} samples (want 0)",
+    )
 
 
 def preemptions(samples: list[Sample], baseline: dict[str, float], window: Window) -> Criterion:
@@ -229,23 +323,34 @@ def preemptions(samples: list[Sample], baseline: dict[str, float], window: Windo
     if "num_preemptions_total" not in baseline or not values:
         return Criterion("preemptions", "FAIL", "the engine exposes no preemption counter")
     delta = max(values) - baseline["num_preemptions_total"]
-    return Criterion("preemptions", "PASS" if delta == 0 else "FAIL", f"num_preemptions_total grew by {delta:g} (want 0)")
+    return Criterion(
+        "preemptions", "PASS" if delta == 0 else "FAIL", f"num_preemptions_total grew by {delta:g} (want 0)"
+    )
 
 
 def streams_progress(sessions: list[Session], window: Window, max_gap_s: float) -> Criterion:
     """No stream ended before the window closed, and none was silent longer than `max_gap_s` inside it."""
-    ended = [(s.session_id, r) for s, r in sessions
-             if r is not None and r.error_kind != "cancelled" and r.end_ns < window.end_ns]
+    ended = [
+        (s.session_id, r)
+        for s, r in sessions
+        if r is not None and r.error_kind != "cancelled" and r.end_ns < window.end_ns
+    ]
     if ended:
         sid, r = ended[0]
         why = r.finish_reason or r.error_kind or "ended"
-        return Criterion("streams_progress", "FAIL",
-                         f"{len(ended)} stream(s) ended before the window closed, e.g. {sid} "
-                         f"({why}, {(window.end_ns - r.end_ns) / NS_PER_S:.1f} s early)")
+        return Criterion(
+            "streams_progress",
+            "FAIL",
+            f"{len(ended)} stream(s) ended before the window closed, e.g. {sid} "
+            f"({why}, {(window.end_ns - r.end_ns) / NS_PER_S:.1f} s early)",
+        )
     gaps = [(s.session_id, max_gap_ns(r, window.start_ns, window.end_ns) / NS_PER_S) for s, r in sessions if r]
     sid, worst = max(gaps, key=lambda g: g[1])
-    return Criterion("streams_progress", "PASS" if worst <= max_gap_s else "FAIL",
-                     f"longest silence inside the window {worst:.2f} s ({sid}), bound {max_gap_s:g} s")
+    return Criterion(
+        "streams_progress",
+        "PASS" if worst <= max_gap_s else "FAIL",
+        f"longest silence inside the window {worst:.2f} s ({sid}), bound {max_gap_s:g} s",
+    )
 
 
 def _cold_prefix_hits(samples: list[Sample], baseline: dict[str, float], window: Window) -> tuple[float, float] | None:
@@ -255,8 +360,10 @@ def _cold_prefix_hits(samples: list[Sample], baseline: dict[str, float], window:
     if "prefix_cache_hits_total" not in baseline or at_start is None:
         return None
     values = at_start.values
-    return (values.get("prefix_cache_hits_total", 0.0) - baseline["prefix_cache_hits_total"],
-            values.get("prefix_cache_queries_total", 0.0) - baseline.get("prefix_cache_queries_total", 0.0))
+    return (
+        values.get("prefix_cache_hits_total", 0.0) - baseline["prefix_cache_hits_total"],
+        values.get("prefix_cache_queries_total", 0.0) - baseline.get("prefix_cache_queries_total", 0.0),
+    )
 
 
 def cold_prefix_cache(samples: list[Sample], baseline: dict[str, float], window: Window) -> Criterion:
@@ -264,8 +371,11 @@ def cold_prefix_cache(samples: list[Sample], baseline: dict[str, float], window:
     hits = _cold_prefix_hits(samples, baseline, window)
     if hits is None:
         return Criterion("cold_prefix_cache", "FAIL", "no prefix-cache counters to check coldness")
-    return Criterion("cold_prefix_cache", "PASS" if hits[0] == 0 else "FAIL",
-                     f"{hits[0]:,.0f} prefix-cache hits of {hits[1]:,.0f} queried tokens in the cold phase (want 0)")
+    return Criterion(
+        "cold_prefix_cache",
+        "PASS" if hits[0] == 0 else "FAIL",
+        f"{hits[0]:,.0f} prefix-cache hits of {hits[1]:,.0f} queried tokens in the cold phase (want 0)",
+    )
 
 
 def probes(sessions: list[Session], check: bool) -> Criterion:
@@ -273,13 +383,21 @@ def probes(sessions: list[Session], check: bool) -> Criterion:
     if not check:
         return Criterion("probes", "SKIPPED", "probe check skipped by option (e.g. random weights)")
     missed = [s.session_id for s, r in sessions if not _stated(s, r)]
-    return Criterion("probes", "FAIL" if missed else "PASS",
-                     f"{len(sessions) - len(missed)}/{len(sessions)} planted facts retrieved"
-                     + (f"; missed {', '.join(missed[:5])}" if missed else ""))
+    return Criterion(
+        "probes",
+        "FAIL" if missed else "PASS",
+        f"{len(sessions) - len(missed)}/{len(sessions)} planted facts retrieved"
+        + (f"; missed {', '.join(missed[:5])}" if missed else ""),
+    )
 
 
-def drain(plan: CapacityPlan, records: list[RequestRecord], samples: list[Sample], events: list[Event],
-          baseline: dict[str, float]) -> Criterion:
+def drain(
+    plan: CapacityPlan,
+    records: list[RequestRecord],
+    samples: list[Sample],
+    events: list[Event],
+    baseline: dict[str, float],
+) -> Criterion:
     """Every request the run sent has left the engine: the first sample taken after cancel and after the
     last of the run's connections closed shows 0 running, 0 waiting and KV back near idle, within the
     bound. Those are the engine's only two places for a request, so a queued session whose client left
@@ -293,20 +411,33 @@ def drain(plan: CapacityPlan, records: list[RequestRecord], samples: list[Sample
     queued = sum(r.first_token_ns is None and r.send_ns <= cancel_ns for r in records)
     sent = f"all {len(records)} requests sent ({queued} without a first token at cancel)"
     after = [s for s in samples if s.t_ns >= closed_ns]
-    drained = next((s for s in after if s.values.get("num_requests_running", 1) == 0
-                    and s.values.get("num_requests_waiting", 1) == 0
-                    and s.values.get("kv_cache_usage_perc", 1.0) <= idle_kv + kv_bound), None)
+    drained = next(
+        (
+            s
+            for s in after
+            if s.values.get("num_requests_running", 1) == 0
+            and s.values.get("num_requests_waiting", 1) == 0
+            and s.values.get("kv_cache_usage_perc", 1.0) <= idle_kv + kv_bound
+        ),
+        None,
+    )
     if drained is not None and (drained.t_ns - cancel_ns) / NS_PER_S <= bound:
         v = drained.values
-        return Criterion("drain", "PASS",
-                         f"{sent} closed {(closed_ns - cancel_ns) / NS_PER_S:.2f} s after cancel; then running 0, "
-                         f"waiting 0, KV {v.get('kv_cache_usage_perc', 0) * 100:.1f}% (idle {idle_kv * 100:.1f}% + "
-                         f"{kv_bound * 100:.0f}%) {(drained.t_ns - cancel_ns) / NS_PER_S:.1f} s after cancel "
-                         f"(bound {bound:g} s)")
+        return Criterion(
+            "drain",
+            "PASS",
+            f"{sent} closed {(closed_ns - cancel_ns) / NS_PER_S:.2f} s after cancel; then running 0, "
+            f"waiting 0, KV {v.get('kv_cache_usage_perc', 0) * 100:.1f}% (idle {idle_kv * 100:.1f}% + "
+            f"{kv_bound * 100:.0f}%) {(drained.t_ns - cancel_ns) / NS_PER_S:.1f} s after cancel "
+            f"(bound {bound:g} s)",
+        )
     last = after[-1].values if after else {}
-    return Criterion("drain", "FAIL",
-                     f"not drained within {bound:g} s of cancel ({sent}): running {last.get('num_requests_running')}, "
-                     f"waiting {last.get('num_requests_waiting')}, KV {_pct(last.get('kv_cache_usage_perc'))}")
+    return Criterion(
+        "drain",
+        "FAIL",
+        f"not drained within {bound:g} s of cancel ({sent}): running {last.get('num_requests_running')}, "
+        f"waiting {last.get('num_requests_waiting')}, KV {_pct(last.get('kv_cache_usage_perc'))}",
+    )
 
 
 def claims_of_run(run, plan: CapacityPlan) -> list[Claim]:
@@ -319,6 +450,7 @@ def _pct(fraction: float | None) -> str:
 
 # --- report panels (catalog entry `figures`) ---------------------------------------------------------
 
+
 def figures(run: Run, plan: CapacityPlan, claims: list[Claim]) -> list[Panel]:
     """Cumulative tokens of every stream over time, the shared window shaded (report.html)."""
     recs = [r for r in planned_records(run.records, [s.request_id for s in plan.sessions]) if r.chunk_ns]
@@ -330,15 +462,23 @@ def figures(run: Run, plan: CapacityPlan, claims: list[Claim]) -> list[Panel]:
     if plan.window_s and len(started) == len(plan.sessions):
         start = (max(started) - t0) / NS_PER_S
         spans.append(Span(start, start + plan.window_s, f"shared window, W = {plan.window_s:g} s", "#2ca02c"))
-    return [LinePlot(title=f"Tokens per stream over time ({len(recs)} streams)",
-                     series=[Series(r.prompt_id or r.request_id, cumulative_tokens(r, t0)) for r in recs],
-                     x_label="seconds since the first send", y_label="cumulative output tokens", spans=spans,
-                     caption="One line per stream: tokens from the server's per-chunk usage. The shaded band is the "
-                             "shared generation window: from the last stream's first token, W seconds.")]
+    return [
+        LinePlot(
+            title=f"Tokens per stream over time ({len(recs)} streams)",
+            series=[Series(r.prompt_id or r.request_id, cumulative_tokens(r, t0)) for r in recs],
+            x_label="seconds since the first send",
+            y_label="cumulative output tokens",
+            spans=spans,
+            caption="One line per stream: tokens from the server's per-chunk usage. The shaded band is the "
+            "shared generation window: from the last stream's first token, W seconds.",
+        )
+    ]
 
 
 def cumulative_tokens(record: RequestRecord, t0_ns: int) -> list[Point]:
     """(seconds since t0, output tokens so far) at the send and at every chunk, thinned."""
     totals = list(accumulate(record.chunk_tokens))
-    return thin([((record.send_ns - t0_ns) / NS_PER_S, 0.0)]
-                + [((t - t0_ns) / NS_PER_S, float(n)) for t, n in zip(record.chunk_ns, totals)])
+    return thin(
+        [((record.send_ns - t0_ns) / NS_PER_S, 0.0)]
+        + [((t - t0_ns) / NS_PER_S, float(n)) for t, n in zip(record.chunk_ns, totals)]
+    )

@@ -73,15 +73,24 @@ def fill(pattern: str, parts: Mapping[str, object] | None) -> str:
     return _PLACEHOLDER.sub(lambda m: str(parts[m.group(1)]), pattern)
 
 
-def number(name: str, value: float | int, unit: str, formula: str, decimals: int = 1, *,
-           direction: Direction, parts: Mapping[str, object] | None = None) -> Claim:
+def number(
+    name: str,
+    value: float | int,
+    unit: str,
+    formula: str,
+    decimals: int = 1,
+    *,
+    direction: Direction,
+    parts: Mapping[str, object] | None = None,
+) -> Claim:
     """A figure printed with `decimals` places (an int as itself); `verify` compares at that precision."""
     printed = f"{value:.{decimals}f}" if isinstance(value, float) else str(value)
     return Claim(fill(name, parts), value, unit, printed, formula, "figure", direction, name)
 
 
-def count(name: str, value: int, unit: str, formula: str, *, direction: Direction,
-          parts: Mapping[str, object] | None = None) -> Claim:
+def count(
+    name: str, value: int, unit: str, formula: str, *, direction: Direction, parts: Mapping[str, object] | None = None
+) -> Claim:
     """A whole number of things (requests, sessions, items, tokens counted)."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"claim {name}: a count is a whole number (got {type(value).__name__})")
@@ -110,9 +119,13 @@ class Criterion:
 def acceptance_claims(prefix: str, criteria: list[Criterion]) -> list[Claim]:
     """`<prefix>.verdict` (PASS only if no criterion failed) and one `<prefix>.criteria.<name>` per criterion."""
     verdict = "FAIL" if any(c.failed for c in criteria) else "PASS"
-    out = [Claim(f"{prefix}.verdict", verdict, "", verdict, "PASS only if every criterion passed", "verdict", "neither")]
-    out += [Claim(f"{prefix}.criteria.{c.name}", c.status, "", c.status, c.evidence, "criterion", "neither")
-            for c in criteria]
+    out = [
+        Claim(f"{prefix}.verdict", verdict, "", verdict, "PASS only if every criterion passed", "verdict", "neither")
+    ]
+    out += [
+        Claim(f"{prefix}.criteria.{c.name}", c.status, "", c.status, c.evidence, "criterion", "neither")
+        for c in criteria
+    ]
     return out
 
 

@@ -32,23 +32,56 @@ def constraint_claims(scenario: str, records: Iterable[RequestRecord], options: 
     invalid = [r for r in checked if not r.output_valid]
     parts = {"scenario": scenario}
     claims = [
-        count("<scenario>.output_checked", len(checked), "requests", "successful requests whose answer was checked "
-              "against the constraint (output_valid set)", direction="neither", parts=parts),
-        count("<scenario>.output_invalid", len(invalid), "requests", "checked requests with output_valid == false",
-              direction="lower", parts=parts),
+        count(
+            "<scenario>.output_checked",
+            len(checked),
+            "requests",
+            "successful requests whose answer was checked against the constraint (output_valid set)",
+            direction="neither",
+            parts=parts,
+        ),
+        count(
+            "<scenario>.output_invalid",
+            len(invalid),
+            "requests",
+            "checked requests with output_valid == false",
+            direction="lower",
+            parts=parts,
+        ),
     ]
     if checked:
-        claims.append(number("<scenario>.output_valid_pct", 100.0 * (len(checked) - len(invalid)) / len(checked), "%",
-                             "checked requests with output_valid == true / checked requests x 100", 1,
-                             direction="higher", parts=parts))
+        claims.append(
+            number(
+                "<scenario>.output_valid_pct",
+                100.0 * (len(checked) - len(invalid)) / len(checked),
+                "%",
+                "checked requests with output_valid == true / checked requests x 100",
+                1,
+                direction="higher",
+                parts=parts,
+            )
+        )
     if invalid:
         reason, times = Counter(r.output_invalid_reason or "" for r in invalid).most_common(1)[0]
-        claims.append(fact("<scenario>.output_invalid_reason", f"{reason} ({times} of {len(invalid)})",
-                           "the commonest output_invalid_reason among the invalid answers, and how many gave it",
-                           parts=parts))
+        claims.append(
+            fact(
+                "<scenario>.output_invalid_reason",
+                f"{reason} ({times} of {len(invalid)})",
+                "the commonest output_invalid_reason among the invalid answers, and how many gave it",
+                parts=parts,
+            )
+        )
     if options.get("tools") is not None and checked:
         calls = sum(len(r.tool_calls) for r in checked)
-        claims.append(number("<scenario>.tool_calls_per_request", calls / len(checked), "calls",
-                             "sum over checked requests of len(tool_calls) / checked requests", 2,
-                             direction="neither", parts=parts))
+        claims.append(
+            number(
+                "<scenario>.tool_calls_per_request",
+                calls / len(checked),
+                "calls",
+                "sum over checked requests of len(tool_calls) / checked requests",
+                2,
+                direction="neither",
+                parts=parts,
+            )
+        )
     return claims

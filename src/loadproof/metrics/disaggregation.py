@@ -35,13 +35,30 @@ def disaggregation_claims(records: list[RequestRecord], prefix: str) -> list[Cla
     prefill = [r.prefill_hop_ns / NS_PER_S for r in done]  # type: ignore[operator]
     decode = [decode_side_ns(r) / NS_PER_S for r in done]
     claims = [
-        count(f"{prefix}.pd.requests", len(done), "requests", "requests the relay prefilled on the prefill instance "
-              "first that had a first token", direction="neither"),
-        number(f"{prefix}.pd.prefill_hop_s.mean", sum(prefill) / len(prefill), "s", "mean over those requests of the "
-               "relay's prefill hop (sent to the prefill instance -> its answer)", 3, direction="lower"),
+        count(
+            f"{prefix}.pd.requests",
+            len(done),
+            "requests",
+            "requests the relay prefilled on the prefill instance first that had a first token",
+            direction="neither",
+        ),
+        number(
+            f"{prefix}.pd.prefill_hop_s.mean",
+            sum(prefill) / len(prefill),
+            "s",
+            "mean over those requests of the relay's prefill hop (sent to the prefill instance -> its answer)",
+            3,
+            direction="lower",
+        ),
         number(f"{prefix}.pd.prefill_hop_s.max", max(prefill), "s", "largest prefill hop", 3, direction="lower"),
-        number(f"{prefix}.pd.decode_side_s.mean", sum(decode) / len(decode), "s", "mean of TTFT - prefill hop (the "
-               "decode instance's queue, KV load and first step)", 3, direction="lower"),
+        number(
+            f"{prefix}.pd.decode_side_s.mean",
+            sum(decode) / len(decode),
+            "s",
+            "mean of TTFT - prefill hop (the decode instance's queue, KV load and first step)",
+            3,
+            direction="lower",
+        ),
         number(f"{prefix}.pd.decode_side_s.max", max(decode), "s", "largest TTFT - prefill hop", 3, direction="lower"),
     ]
     sized = [r for r in done if r.kv_bytes is not None]
@@ -49,11 +66,23 @@ def disaggregation_claims(records: list[RequestRecord], prefix: str) -> list[Cla
         total = sum(r.kv_bytes for r in sized)  # type: ignore[misc]
         seconds = sum(decode_side_ns(r) for r in sized) / NS_PER_S
         claims += [
-            number(f"{prefix}.pd.kv_bytes_per_request", total / len(sized), "bytes", "mean over requests of the bytes "
-                   "the KV connector wrote for the prompt", 0, direction="neither"),
-            number(f"{prefix}.pd.kv_gb_per_s", total / seconds / 1e9 if seconds > 0 else 0.0, "GB/s",
-                   "sum of KV bytes / sum of decode sides over those requests: the rate the decode side took the KV "
-                   "cache in at, a lower bound on the connector's read rate", 2, direction="higher"),
+            number(
+                f"{prefix}.pd.kv_bytes_per_request",
+                total / len(sized),
+                "bytes",
+                "mean over requests of the bytes the KV connector wrote for the prompt",
+                0,
+                direction="neither",
+            ),
+            number(
+                f"{prefix}.pd.kv_gb_per_s",
+                total / seconds / 1e9 if seconds > 0 else 0.0,
+                "GB/s",
+                "sum of KV bytes / sum of decode sides over those requests: the rate the decode side took the KV "
+                "cache in at, a lower bound on the connector's read rate",
+                2,
+                direction="higher",
+            ),
         ]
     return claims
 
@@ -63,12 +92,31 @@ def request_claims(record: RequestRecord | None, name: str) -> list[Claim]:
     if record is None or not hops([record]):
         return []
     claims = [
-        number(f"{name}_prefill_hop_s", record.prefill_hop_ns / NS_PER_S, "s",  # type: ignore[operator]
-               "its prefill hop (relay -> prefill instance -> answer)", 3, direction="lower"),
-        number(f"{name}_decode_side_s", decode_side_ns(record) / NS_PER_S, "s", "its TTFT - its prefill hop", 3,
-               direction="lower"),
+        number(
+            f"{name}_prefill_hop_s",
+            record.prefill_hop_ns / NS_PER_S,
+            "s",  # type: ignore[operator]
+            "its prefill hop (relay -> prefill instance -> answer)",
+            3,
+            direction="lower",
+        ),
+        number(
+            f"{name}_decode_side_s",
+            decode_side_ns(record) / NS_PER_S,
+            "s",
+            "its TTFT - its prefill hop",
+            3,
+            direction="lower",
+        ),
     ]
     if record.kv_bytes is not None:
-        claims.append(count(f"{name}_kv_bytes", record.kv_bytes, "bytes", "the bytes the KV connector wrote for its "
-                            "prompt", direction="neither"))
+        claims.append(
+            count(
+                f"{name}_kv_bytes",
+                record.kv_bytes,
+                "bytes",
+                "the bytes the KV connector wrote for its prompt",
+                direction="neither",
+            )
+        )
     return claims

@@ -61,8 +61,10 @@ class Summary:
     def method(self) -> str:
         if self.exact:
             return f"exact over {self.count} values, percentiles interpolated linearly (numpy's default)"
-        return (f"{self.count} values: mean, std and max exact; percentiles from a log-linear histogram, "
-                f"within {HISTOGRAM_RELATIVE_ERROR * 100:.2f}% of exact")
+        return (
+            f"{self.count} values: mean, std and max exact; percentiles from a log-linear histogram, "
+            f"within {HISTOGRAM_RELATIVE_ERROR * 100:.2f}% of exact"
+        )
 
 
 def summarize(values: Sequence[float]) -> Summary | None:
@@ -74,11 +76,13 @@ def summarize(values: Sequence[float]) -> Summary | None:
     std = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / n)
     if n <= EXACT_LIMIT:
         ordered = sorted(values)
-        return Summary(n, mean, std, float(ordered[-1]), {k: percentile(ordered, p) for k, p in PERCENTILES.items()},
-                       True)
+        return Summary(
+            n, mean, std, float(ordered[-1]), {k: percentile(ordered, p) for k, p in PERCENTILES.items()}, True
+        )
     histogram = Histogram(values)
-    return Summary(n, mean, std, float(max(values)), {k: histogram.percentile(p) for k, p in PERCENTILES.items()},
-                   False)
+    return Summary(
+        n, mean, std, float(max(values)), {k: histogram.percentile(p) for k, p in PERCENTILES.items()}, False
+    )
 
 
 class Histogram:

@@ -60,7 +60,9 @@ def energy_window(rows: Sequence[TelemetrySample], start_ns: int, end_ns: int) -
     indices = sorted({g.index for g in rows[0].gpus or ()})
     joules = []
     for index in indices:
-        points = [(r.t_ns, g.energy_mj) for r in rows for g in r.gpus or () if g.index == index and g.energy_mj is not None]
+        points = [
+            (r.t_ns, g.energy_mj) for r in rows for g in r.gpus or () if g.index == index and g.energy_mj is not None
+        ]
         start, end = _at(points, start_ns), _at(points, end_ns)
         if start is None or end is None:
             return None
@@ -92,27 +94,65 @@ def energy_claims(run: Run, plan: Any) -> list[Claim]:
         return []
     window = energy_window(run.telemetry, min(r.send_ns for r in records), max(r.end_ns for r in records))
     if window is None:
-        return [fact("energy.unavailable", "the telemetry samples do not cover the run's window on every GPU",
-                     "why this run has no energy figures (telemetry)")]
+        return [
+            fact(
+                "energy.unavailable",
+                "the telemetry samples do not cover the run's window on every GPU",
+                "why this run has no energy figures (telemetry)",
+            )
+        ]
     claims = [
         number("energy.window_s", window.seconds, "s", WINDOW, 2, direction="neither"),
-        number("energy.joules", window.joules, "J", "the GPUs' energy counters' growth over the window, summed "
-               "(nvmlDeviceGetTotalEnergyConsumption, interpolated between telemetry samples)", 1, direction="lower"),
-        number("energy.avg_power_w", window.joules / window.seconds, "W", "joules / the window", 1,
-               direction="neither"),
+        number(
+            "energy.joules",
+            window.joules,
+            "J",
+            "the GPUs' energy counters' growth over the window, summed "
+            "(nvmlDeviceGetTotalEnergyConsumption, interpolated between telemetry samples)",
+            1,
+            direction="lower",
+        ),
+        number(
+            "energy.avg_power_w", window.joules / window.seconds, "W", "joules / the window", 1, direction="neither"
+        ),
     ]
     for index, joules in enumerate(window.joules_by_gpu):
-        claims.append(number("energy.gpu<gpu>.joules", joules, "J", "this GPU's energy counter's growth over the "
-                             "window", 1, direction="lower", parts={"gpu": index}))
+        claims.append(
+            number(
+                "energy.gpu<gpu>.joules",
+                joules,
+                "J",
+                "this GPU's energy counter's growth over the window",
+                1,
+                direction="lower",
+                parts={"gpu": index},
+            )
+        )
     output = sum(r.output_tokens or 0 for r in records if r.ok)
     slo = getattr(plan, "slo", None) or {}
     good = sum(r.output_tokens or 0 for r in records if r.ok and meets(slo_values(r), slo)) if slo else None
     if output:
-        claims.append(number("energy.joules_per_output_token", window.joules / output, "J/token",
-                             "joules / output tokens of the successful requests", 4, direction="lower"))
+        claims.append(
+            number(
+                "energy.joules_per_output_token",
+                window.joules / output,
+                "J/token",
+                "joules / output tokens of the successful requests",
+                4,
+                direction="lower",
+            )
+        )
     if good:
-        claims.append(number("energy.joules_per_good_token", window.joules / good, "J/token",
-                             "joules / output tokens of the requests that met every SLO", 4, direction="lower"))
+        claims.append(
+            number(
+                "energy.joules_per_good_token",
+                window.joules / good,
+                "J/token",
+                "joules / output tokens of the requests that met every SLO",
+                4,
+                direction="lower",
+            )
+        )
     return claims + cost_claims(run, window, output, good)
 
 
@@ -130,12 +170,27 @@ def cost_claims(run: Run, window: EnergyWindow, output: int, good: int | None) -
         return []
     claims = [number("cost.total", cost, "price units", how, 6, direction="lower")]
     if output:
-        claims.append(number("cost.per_million_output_tokens", cost / output * 1e6, "price units",
-                             "cost.total / output tokens of the successful requests x 1e6", 4, direction="lower"))
+        claims.append(
+            number(
+                "cost.per_million_output_tokens",
+                cost / output * 1e6,
+                "price units",
+                "cost.total / output tokens of the successful requests x 1e6",
+                4,
+                direction="lower",
+            )
+        )
     if good:
-        claims.append(number("cost.per_million_good_tokens", cost / good * 1e6, "price units",
-                             "cost.total / output tokens of the requests that met every SLO x 1e6", 4,
-                             direction="lower"))
+        claims.append(
+            number(
+                "cost.per_million_good_tokens",
+                cost / good * 1e6,
+                "price units",
+                "cost.total / output tokens of the requests that met every SLO x 1e6",
+                4,
+                direction="lower",
+            )
+        )
     return claims
 
 

@@ -15,7 +15,6 @@ tokens to set beside the engine's: it generates nothing, and its first token is 
 
 from __future__ import annotations
 
-
 from loadproof.metrics.claims import Claim, count, number
 from loadproof.records import POOLING, RequestRecord
 from loadproof.rundir import EngineSample
@@ -26,7 +25,9 @@ from loadproof.units import NS_PER_S
 ENGINE_SOURCES = (None, "engine")
 
 
-def bracket(samples: list[EngineSample], records: list[RequestRecord]) -> tuple[dict[str, float], dict[str, float]] | None:
+def bracket(
+    samples: list[EngineSample], records: list[RequestRecord]
+) -> tuple[dict[str, float], dict[str, float]] | None:
     """The engine's values at the last sample at or before the first send and the last at or after the end of
     the last response; None without both."""
     samples = [s for s in samples if s.source in ENGINE_SOURCES]
@@ -51,24 +52,53 @@ def agreement_claims(records: list[RequestRecord], samples: list[EngineSample]) 
 
     def pair(name: str, client: float, engine: float, unit: str, what: str, decimals: int) -> None:
         # an agreement check, not a performance figure: no side is better
-        claims.append(number(f"crosscheck.{name}.client", client, unit, f"client: {what}", decimals,
-                             direction="neither"))
-        claims.append(number(f"crosscheck.{name}.engine", engine, unit, "engine: growth of its own counter "
-                             "between the /metrics samples bracketing the run", decimals, direction="neither"))
+        claims.append(
+            number(f"crosscheck.{name}.client", client, unit, f"client: {what}", decimals, direction="neither")
+        )
+        claims.append(
+            number(
+                f"crosscheck.{name}.engine",
+                engine,
+                unit,
+                "engine: growth of its own counter between the /metrics samples bracketing the run",
+                decimals,
+                direction="neither",
+            )
+        )
         if engine:
-            claims.append(number(f"crosscheck.{name}.diff_pct", (client - engine) / engine * 100, "%",
-                                 "(client - engine) / engine x 100", 2, direction="neither"))
+            claims.append(
+                number(
+                    f"crosscheck.{name}.diff_pct",
+                    (client - engine) / engine * 100,
+                    "%",
+                    "(client - engine) / engine x 100",
+                    2,
+                    direction="neither",
+                )
+            )
 
     if "prompt_tokens_total" in first and "prompt_tokens_total" in last:
         client = sum(r.prompt_tokens or 0 for r in records if r.first_token_ns is not None)
-        pair("prompt_tokens", client, last["prompt_tokens_total"] - first["prompt_tokens_total"], "tokens",
-             "sum of usage.prompt_tokens of requests that got a first token", 0)
+        pair(
+            "prompt_tokens",
+            client,
+            last["prompt_tokens_total"] - first["prompt_tokens_total"],
+            "tokens",
+            "sum of usage.prompt_tokens of requests that got a first token",
+            0,
+        )
     if all(r.endpoint in POOLING for r in records):  # no generated token, no first token of its own
         return claims
     if "generation_tokens_total" in first and "generation_tokens_total" in last:
         client = sum(r.output_tokens or 0 for r in records)
-        pair("generation_tokens", client, last["generation_tokens_total"] - first["generation_tokens_total"],
-             "tokens", "sum of usage.completion_tokens of every request, cancelled ones included", 0)
+        pair(
+            "generation_tokens",
+            client,
+            last["generation_tokens_total"] - first["generation_tokens_total"],
+            "tokens",
+            "sum of usage.completion_tokens of every request, cancelled ones included",
+            0,
+        )
     keys = ("ttft_seconds_sum", "ttft_seconds_count")
     if all(k in first and k in last for k in keys):
         engine_count = last["ttft_seconds_count"] - first["ttft_seconds_count"]
@@ -76,12 +106,31 @@ def agreement_claims(records: list[RequestRecord], samples: list[EngineSample]) 
         ttfts = [(r.ttft_ns - (r.prefill_hop_ns or 0)) / NS_PER_S for r in records if r.ttft_ns is not None]
         if engine_count > 0 and ttfts:
             engine = (last["ttft_seconds_sum"] - first["ttft_seconds_sum"]) / engine_count
-            pair("ttft_mean_s", sum(ttfts) / len(ttfts), engine, "s",
-                 "mean over requests of t_first_token - t_send (- the prefill hop, behind a disaggregated pair)", 3)
-            claims.append(count("crosscheck.ttft_count.client", len(ttfts), "requests",
-                                "requests of the run that got a first token", direction="neither"))
-            claims.append(count("crosscheck.ttft_count.engine", int(engine_count), "requests",
-                                "growth of the TTFT histogram's count; more than the client's means other "
-                                "requests ran meanwhile (a supervisor's probe, a warm-up) and the means differ",
-                                direction="neither"))
+            pair(
+                "ttft_mean_s",
+                sum(ttfts) / len(ttfts),
+                engine,
+                "s",
+                "mean over requests of t_first_token - t_send (- the prefill hop, behind a disaggregated pair)",
+                3,
+            )
+            claims.append(
+                count(
+                    "crosscheck.ttft_count.client",
+                    len(ttfts),
+                    "requests",
+                    "requests of the run that got a first token",
+                    direction="neither",
+                )
+            )
+            claims.append(
+                count(
+                    "crosscheck.ttft_count.engine",
+                    int(engine_count),
+                    "requests",
+                    "growth of the TTFT histogram's count; more than the client's means other "
+                    "requests ran meanwhile (a supervisor's probe, a warm-up) and the means differ",
+                    direction="neither",
+                )
+            )
     return claims

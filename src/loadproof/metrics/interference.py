@@ -23,49 +23,82 @@ from loadproof.units import NS_PER_S
 from loadproof.workloads.answer_window import states
 
 
-def interference_claims(plan: InterferencePlan, records: list[RequestRecord],
-                        samples: list[EngineSample]) -> list[Claim]:
+def interference_claims(
+    plan: InterferencePlan, records: list[RequestRecord], samples: list[EngineSample]
+) -> list[Claim]:
     samples = sorted(samples, key=lambda s: s.t_ns)
     by_id = {r.request_id: r for r in records}
     streams = [by_id.get(s.request_id) for s in plan.sessions]
     newcomer = by_id.get(plan.newcomer.request_id)
     window_ns = int(plan.window_s * NS_PER_S)
-    claims: list[Claim] = [count("interference.sessions", len(streams), "sessions", "M, streams already generating",
-                                 direction="neither")]
+    claims: list[Claim] = [
+        count("interference.sessions", len(streams), "sessions", "M, streams already generating", direction="neither")
+    ]
     criteria: list[Criterion] = []
     started = [r for r in streams if r is not None and r.first_token_ns is not None]
     if len(started) < len(streams):
-        criteria.append(Criterion("streams_started", "FAIL", f"{len(started)}/{len(streams)} sessions produced a first token"))
+        criteria.append(
+            Criterion("streams_started", "FAIL", f"{len(started)}/{len(streams)} sessions produced a first token")
+        )
     else:
-        criteria.append(Criterion("streams_started", "PASS", f"{len(streams)}/{len(streams)} sessions produced a first token"))
+        criteria.append(
+            Criterion("streams_started", "PASS", f"{len(streams)}/{len(streams)} sessions produced a first token")
+        )
         t0 = max(r.first_token_ns for r in started)  # type: ignore[type-var]
 
         def rate(a: int, b: int) -> float:
             return sum(window_tokens(r, a, b) for r in started) * NS_PER_S / (b - a) if b > a else 0.0
 
-        claims.append(number("interference.before_tokens_per_s", rate(t0, t0 + window_ns), "tokens/s",
-                             "tokens of the M streams in [t0, t0 + W] / W; aggregate, not one user's rate",
-                             direction="higher"))
+        claims.append(
+            number(
+                "interference.before_tokens_per_s",
+                rate(t0, t0 + window_ns),
+                "tokens/s",
+                "tokens of the M streams in [t0, t0 + W] / W; aggregate, not one user's rate",
+                direction="higher",
+            )
+        )
         if newcomer is not None and newcomer.first_token_ns is not None:
             claims += [
-                number("interference.during_tokens_per_s", rate(newcomer.send_ns, newcomer.first_token_ns), "tokens/s",
-                       "tokens of the M streams from the newcomer's send to its first token / that span",
-                       direction="higher"),
-                number("interference.after_tokens_per_s",
-                       rate(newcomer.first_token_ns, newcomer.first_token_ns + window_ns), "tokens/s",
-                       "tokens of the M streams in [newcomer first token, + W] / W", direction="higher"),
-                number("interference.newcomer_ttft_s", newcomer.ttft_ns / NS_PER_S, "s",  # type: ignore[operator]
-                       "newcomer t_first_token - t_send, while the M streams generate", 2, direction="lower"),
+                number(
+                    "interference.during_tokens_per_s",
+                    rate(newcomer.send_ns, newcomer.first_token_ns),
+                    "tokens/s",
+                    "tokens of the M streams from the newcomer's send to its first token / that span",
+                    direction="higher",
+                ),
+                number(
+                    "interference.after_tokens_per_s",
+                    rate(newcomer.first_token_ns, newcomer.first_token_ns + window_ns),
+                    "tokens/s",
+                    "tokens of the M streams in [newcomer first token, + W] / W",
+                    direction="higher",
+                ),
+                number(
+                    "interference.newcomer_ttft_s",
+                    newcomer.ttft_ns / NS_PER_S,
+                    "s",  # type: ignore[operator]
+                    "newcomer t_first_token - t_send, while the M streams generate",
+                    2,
+                    direction="lower",
+                ),
             ]
             if plan.longest_gap:
-                claims.append(number(
-                    "interference.during_longest_gap_s",
-                    longest_gap(started, newcomer.send_ns, newcomer.first_token_ns + window_ns) / NS_PER_S, "s",
-                    "longest wait between two token chunks of any of the M streams from the newcomer's send to W after "
-                    "its first token: the worst stall a reader saw", 3, direction="lower"))
+                claims.append(
+                    number(
+                        "interference.during_longest_gap_s",
+                        longest_gap(started, newcomer.send_ns, newcomer.first_token_ns + window_ns) / NS_PER_S,
+                        "s",
+                        "longest wait between two token chunks of any of the M streams from the newcomer's send to W after "
+                        "its first token: the worst stall a reader saw",
+                        3,
+                        direction="lower",
+                    )
+                )
             claims += request_claims(newcomer, "interference.newcomer")
-            criteria.append(Criterion("newcomer_first_token", "PASS",
-                                      f"first token after {newcomer.ttft_ns / NS_PER_S:.2f} s"))  # type: ignore[operator]
+            criteria.append(
+                Criterion("newcomer_first_token", "PASS", f"first token after {newcomer.ttft_ns / NS_PER_S:.2f} s")
+            )  # type: ignore[operator]
         else:
             why = f"{newcomer.error_kind}: {newcomer.error_message}" if newcomer else "never sent"
             criteria.append(Criterion("newcomer_first_token", "FAIL", f"the newcomer produced no token ({why})"))
@@ -83,16 +116,40 @@ def interference_claims(plan: InterferencePlan, records: list[RequestRecord],
             missing_hits.append(s.session_id)
     n = len(plan.sessions)
     done = sum(1 for r in followups if r is not None and r.ok)
-    claims.append(count("interference.followup_prefix_cache_hits", int(hits), "tokens",
-                        "sum over follow-ups of prefix_cache_hits_total growth across the follow-up", direction="higher"))
-    criteria.append(Criterion("followup_warm", "FAIL" if missing_hits or done < n else "PASS",
-                              f"{done - len(missing_hits)}/{n} follow-ups hit the prefix cache ({hits:g} tokens)"
-                              + (f"; cold: {', '.join(missing_hits)}" if missing_hits else "")))
+    claims.append(
+        count(
+            "interference.followup_prefix_cache_hits",
+            int(hits),
+            "tokens",
+            "sum over follow-ups of prefix_cache_hits_total growth across the follow-up",
+            direction="higher",
+        )
+    )
+    criteria.append(
+        Criterion(
+            "followup_warm",
+            "FAIL" if missing_hits or done < n else "PASS",
+            f"{done - len(missing_hits)}/{n} follow-ups hit the prefix cache ({hits:g} tokens)"
+            + (f"; cold: {', '.join(missing_hits)}" if missing_hits else ""),
+        )
+    )
     if plan.check_probes:
-        claims.append(count("interference.followup_retrieved", retrieved, "sessions",
-                            "follow-ups whose answer states the session's planted value", direction="higher"))
-        criteria.append(Criterion("followup_probes", "PASS" if retrieved == n else "FAIL",
-                                  f"{retrieved}/{n} follow-ups stated their planted fact"))
+        claims.append(
+            count(
+                "interference.followup_retrieved",
+                retrieved,
+                "sessions",
+                "follow-ups whose answer states the session's planted value",
+                direction="higher",
+            )
+        )
+        criteria.append(
+            Criterion(
+                "followup_probes",
+                "PASS" if retrieved == n else "FAIL",
+                f"{retrieved}/{n} follow-ups stated their planted fact",
+            )
+        )
     else:
         criteria.append(Criterion("followup_probes", "SKIPPED", "probe check skipped by option (e.g. random weights)"))
     claims += disaggregation_claims(records, "interference")
@@ -114,6 +171,7 @@ def claims_of_run(run, plan: InterferencePlan) -> list[Claim]:
 
 
 # --- report panels (catalog entry `figures`) ---------------------------------------------------------
+
 
 def figures(run: Run, plan: InterferencePlan, claims: list[Claim]) -> list[Panel]:
     """The M streams' aggregate token rate over time, the newcomer's prefill and the windows shaded (report.html)."""
@@ -144,8 +202,15 @@ def figures(run: Run, plan: InterferencePlan, claims: list[Claim]) -> list[Panel
             spans.append(Span(sent, first, "during: newcomer prefill", "#d62728"))
             if plan.window_s:
                 spans.append(Span(first, first + plan.window_s, "after", "#1f77b4"))
-    return [LinePlot(title=f"Aggregate token rate of the {len(streams)} running streams",
-                     series=[Series("M streams", points)], x_label="seconds since the first send",
-                     y_label="tokens/s, all M streams", spans=spans, marks=marks,
-                     caption=f"Tokens of the M streams per {width:.2f} s bin (server per-chunk usage) / bin width. "
-                             "Shaded: the before window, the newcomer's prefill (send to first token), the after window.")]
+    return [
+        LinePlot(
+            title=f"Aggregate token rate of the {len(streams)} running streams",
+            series=[Series("M streams", points)],
+            x_label="seconds since the first send",
+            y_label="tokens/s, all M streams",
+            spans=spans,
+            marks=marks,
+            caption=f"Tokens of the M streams per {width:.2f} s bin (server per-chunk usage) / bin width. "
+            "Shaded: the before window, the newcomer's prefill (send to first token), the after window.",
+        )
+    ]

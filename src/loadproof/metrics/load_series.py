@@ -79,26 +79,58 @@ def search_claims(trials: list[dict[str, Any]], attainment: float, slo: str) -> 
     passed = [t["rate_rps"] for t in trials if t["passed"]]
     claims = [
         fact("load.search.slo", slo, "the per-request SLOs every trial was judged on (--slo)"),
-        number("load.search.attainment_target_pct", attainment * 100, "%", "the SLO attainment a trial must reach "
-               "(--attainment x 100)", 2, direction="neither"),
-        count("load.search.trials", len(trials), "runs", "trials run (each a run directory of the search)",
-              direction="neither"),
+        number(
+            "load.search.attainment_target_pct",
+            attainment * 100,
+            "%",
+            "the SLO attainment a trial must reach (--attainment x 100)",
+            2,
+            direction="neither",
+        ),
+        count(
+            "load.search.trials",
+            len(trials),
+            "runs",
+            "trials run (each a run directory of the search)",
+            direction="neither",
+        ),
     ]
     if passed:
         best = max(passed)
-        claims.insert(0, number("load.search.max_rate_rps", float(best), "requests/s", "the highest rate (the trial "
-                                "plan's rate_rps) of a trial whose load.slo_attainment_pct >= the target and whose "
-                                "load.client_limited is no", 4, direction="higher"))
+        claims.insert(
+            0,
+            number(
+                "load.search.max_rate_rps",
+                float(best),
+                "requests/s",
+                "the highest rate (the trial "
+                "plan's rate_rps) of a trial whose load.slo_attainment_pct >= the target and whose "
+                "load.client_limited is no",
+                4,
+                direction="higher",
+            ),
+        )
         failed = [t["rate_rps"] for t in trials if not t["passed"] and t["rate_rps"] > best]
         if failed:
-            claims.insert(1, number("load.search.min_failing_rate_rps", float(min(failed)), "requests/s", "the "
-                                    "lowest rate of a failing trial above load.search.max_rate_rps: the rate that "
-                                    "meets the SLO lies in between", 4, direction="neither"))
+            claims.insert(
+                1,
+                number(
+                    "load.search.min_failing_rate_rps",
+                    float(min(failed)),
+                    "requests/s",
+                    "the "
+                    "lowest rate of a failing trial above load.search.max_rate_rps: the rate that "
+                    "meets the SLO lies in between",
+                    4,
+                    direction="neither",
+                ),
+            )
     return claims
 
 
-def judge_trials(trials: list[tuple[float | None, list[Claim]]], attainment: float
-                 ) -> tuple[list[dict[str, Any]], list[Claim]]:
+def judge_trials(
+    trials: list[tuple[float | None, list[Claim]]], attainment: float
+) -> tuple[list[dict[str, Any]], list[Claim]]:
     """(each trial's row, the search's claims) from each trial's (plan rate_rps, recomputed claims), in the
     order tried: what `loadproof report` recomputes from a search folder and `verify` from a bundle."""
     rows = []

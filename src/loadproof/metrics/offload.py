@@ -39,20 +39,34 @@ def offload_claims(records: list[RequestRecord], samples: list[EngineSample]) ->
     if queried > 0:
         hits = grew(HITS)
         claims += [
-            count("offload.external_queried_tokens", round(queried), "tokens", f"{QUERIES}: {WINDOW}",
-                  direction="neither"),
+            count(
+                "offload.external_queried_tokens", round(queried), "tokens", f"{QUERIES}: {WINDOW}", direction="neither"
+            ),
             count("offload.external_hit_tokens", round(hits), "tokens", f"{HITS}: {WINDOW}", direction="higher"),
-            number("offload.external_hit_pct", 100 * hits / queried, "%", f"{HITS} / {QUERIES} x 100, each the "
-                   f"{WINDOW}: the share of the prompt tokens asked of the connector's tier that it had", 2,
-                   direction="higher"),
+            number(
+                "offload.external_hit_pct",
+                100 * hits / queried,
+                "%",
+                f"{HITS} / {QUERIES} x 100, each the "
+                f"{WINDOW}: the share of the prompt tokens asked of the connector's tier that it had",
+                2,
+                direction="higher",
+            ),
         ]
-    sources = {k[len(BY_SOURCE):]: grew(k) for k in last if k.startswith(BY_SOURCE)}
+    sources = {k[len(BY_SOURCE) :]: grew(k) for k in last if k.startswith(BY_SOURCE)}
     if any(v > 0 for s, v in sources.items() if s != "device"):
         for source, tokens in sorted(sources.items()):
-            claims.append(count("offload.cached_tokens.<source>", round(tokens), "tokens",
-                                f"prompt_tokens_cached_by_source_total{{source}}: {WINDOW}; the tier that supplied "
-                                "them (device: the GPU's own prefix cache; host: the CPU tier)", direction="neither",
-                                parts={"source": source}))
+            claims.append(
+                count(
+                    "offload.cached_tokens.<source>",
+                    round(tokens),
+                    "tokens",
+                    f"prompt_tokens_cached_by_source_total{{source}}: {WINDOW}; the tier that supplied "
+                    "them (device: the GPU's own prefix cache; host: the CPU tier)",
+                    direction="neither",
+                    parts={"source": source},
+                )
+            )
     return claims
 
 

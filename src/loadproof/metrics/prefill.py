@@ -37,8 +37,17 @@ def prefill_claims(plan: PrefillPlan, records: list[RequestRecord], samples: lis
             continue
         ttft = rec.ttft_ns / NS_PER_S
         ttfts.append(ttft)
-        claims.append(number("prefill.r<i>.ttft_s", ttft, "s", "t_first_token - t_send of repeat i", 2,
-                             direction="lower", parts={"i": i}))
+        claims.append(
+            number(
+                "prefill.r<i>.ttft_s",
+                ttft,
+                "s",
+                "t_first_token - t_send of repeat i",
+                2,
+                direction="lower",
+                parts={"i": i},
+            )
+        )
         if rec.prompt_tokens != planned:
             wrong_tokens.append(f"r{i} had {rec.prompt_tokens}")
         hits = counter_delta(samples, "prefix_cache_hits_total", rec.send_ns, rec.end_ns)
@@ -46,22 +55,58 @@ def prefill_claims(plan: PrefillPlan, records: list[RequestRecord], samples: lis
             warm.append(f"r{i}: {hits if hits is not None else 'no counter'}")
         hits_total += hits or 0.0
     if ttfts:
-        claims.append(number("prefill.cold_ttft_median_s", statistics.median(ttfts), "s",
-                             "median over R cold repeats of t_first_token - t_send", 2, direction="lower"))
+        claims.append(
+            number(
+                "prefill.cold_ttft_median_s",
+                statistics.median(ttfts),
+                "s",
+                "median over R cold repeats of t_first_token - t_send",
+                2,
+                direction="lower",
+            )
+        )
     rates = [r for r in (decode_rate_per_s(rec) for rec in recs if rec) if r is not None]
     if rates:
-        claims.append(number("prefill.decode_tokens_per_s", statistics.median(rates), "tokens/s",
-                             "median over repeats of (output_tokens - 1) / (t_last_token - t_first_token), at L tokens "
-                             "of context", direction="higher"))
-    claims.append(count("prefill.prefix_cache_hits", int(hits_total), "tokens",
-                        "sum over repeats of prefix_cache_hits_total growth across the repeat", direction="lower"))
-    criteria.append(Criterion("completed", "FAIL" if failed else "PASS",
-                              f"{len(ttfts)}/{len(recs)} repeats completed" + (f"; {', '.join(failed)}" if failed else "")))
-    criteria.append(Criterion("prompt_tokens", "FAIL" if wrong_tokens else "PASS",
-                              f"usage.prompt_tokens == {planned} for {len(ttfts) - len(wrong_tokens)}/{len(ttfts)} repeats"
-                              + (f"; {', '.join(wrong_tokens)}" if wrong_tokens else "")))
-    criteria.append(Criterion("cold_prefix_cache", "FAIL" if warm else "PASS",
-                              "0 prefix-cache hits in every repeat" if not warm else f"hits: {', '.join(warm)}"))
+        claims.append(
+            number(
+                "prefill.decode_tokens_per_s",
+                statistics.median(rates),
+                "tokens/s",
+                "median over repeats of (output_tokens - 1) / (t_last_token - t_first_token), at L tokens of context",
+                direction="higher",
+            )
+        )
+    claims.append(
+        count(
+            "prefill.prefix_cache_hits",
+            int(hits_total),
+            "tokens",
+            "sum over repeats of prefix_cache_hits_total growth across the repeat",
+            direction="lower",
+        )
+    )
+    criteria.append(
+        Criterion(
+            "completed",
+            "FAIL" if failed else "PASS",
+            f"{len(ttfts)}/{len(recs)} repeats completed" + (f"; {', '.join(failed)}" if failed else ""),
+        )
+    )
+    criteria.append(
+        Criterion(
+            "prompt_tokens",
+            "FAIL" if wrong_tokens else "PASS",
+            f"usage.prompt_tokens == {planned} for {len(ttfts) - len(wrong_tokens)}/{len(ttfts)} repeats"
+            + (f"; {', '.join(wrong_tokens)}" if wrong_tokens else ""),
+        )
+    )
+    criteria.append(
+        Criterion(
+            "cold_prefix_cache",
+            "FAIL" if warm else "PASS",
+            "0 prefix-cache hits in every repeat" if not warm else f"hits: {', '.join(warm)}",
+        )
+    )
     return claims + acceptance_claims("prefill", criteria)
 
 

@@ -82,8 +82,9 @@ def chained_keys(segments: Sequence[tuple[Hashable, int]], block_tokens: int) ->
     return keys
 
 
-def mooncake_segments(text_tokens: int, hash_ids: Sequence[Hashable], trace_block_tokens: int,
-                      lead_tokens: int = 0) -> list[tuple[Hashable, int]]:
+def mooncake_segments(
+    text_tokens: int, hash_ids: Sequence[Hashable], trace_block_tokens: int, lead_tokens: int = 0
+) -> list[tuple[Hashable, int]]:
     """A replayed Mooncake prompt as segments: the engine's leading overhead (`lead_tokens`, the same for
     every prompt), then one segment per hash id, `trace_block_tokens` each, the last cut to what remains of
     `text_tokens`."""
@@ -161,8 +162,10 @@ def simulate(requests: Sequence[PrefixRequest], num_blocks: int | None, block_to
     pool = _Pool(total_blocks + 1 if unbounded else max(0, num_blocks - 1))  # type: ignore[operator]
     outcome = Outcome(hits=[0] * len(requests))
     # events: (time, 0 = end before 1 = send at the same time, index)
-    events = sorted([(r.send_ns, 1, i) for i, r in enumerate(requests)]
-                    + [(max(r.end_ns, r.send_ns), 0, i) for i, r in enumerate(requests)])
+    events = sorted(
+        [(r.send_ns, 1, i) for i, r in enumerate(requests)]
+        + [(max(r.end_ns, r.send_ns), 0, i) for i, r in enumerate(requests)]
+    )
     held: dict[int, list[int]] = {}
     for _, kind, i in events:
         r = requests[i]

@@ -63,22 +63,41 @@ def verdict(row: Row, strict: bool = False) -> tuple[str | None, bool] | None:
 
 
 def _skipped(name: str, reasons: list[str], parts: Mapping[str, object] | None = None) -> Claim:
-    return fact(name, reasons[0] if reasons else "skipped",
-                "every item was skipped; the reason recorded in answers.jsonl", parts)
+    return fact(
+        name,
+        reasons[0] if reasons else "skipped",
+        "every item was skipped; the reason recorded in answers.jsonl",
+        parts,
+    )
 
 
-def _count(prefix: str, rows: list[Row], correct_word: str = "correct",
-           parts: Mapping[str, object] | None = None) -> list[Claim]:
+def _count(
+    prefix: str, rows: list[Row], correct_word: str = "correct", parts: Mapping[str, object] | None = None
+) -> list[Claim]:
     """`<prefix>.<correct_word>` and `<prefix>.items`, or `<prefix>.skipped` with the reason; `prefix` may
     hold placeholders filled from `parts`."""
     asked = [r for r in rows if not r.skipped]
     if not asked:
         return [_skipped(f"{prefix}.skipped", [str(r.skipped) for r in rows], parts)]
     good = sum(bool(verdict(r)[1]) for r in asked)  # type: ignore[index]
-    return [count(f"{prefix}.{correct_word}", good, "items", f"count of items judged {correct_word}",
-                  direction="higher", parts=parts),
-            count(f"{prefix}.items", len(asked), "items", "count of items asked (not skipped)", direction="neither",
-                  parts=parts)]
+    return [
+        count(
+            f"{prefix}.{correct_word}",
+            good,
+            "items",
+            f"count of items judged {correct_word}",
+            direction="higher",
+            parts=parts,
+        ),
+        count(
+            f"{prefix}.items",
+            len(asked),
+            "items",
+            "count of items asked (not skipped)",
+            direction="neither",
+            parts=parts,
+        ),
+    ]
 
 
 def idle(rows: list[Row]) -> list[Row]:
@@ -98,17 +117,38 @@ def quality_claims(all_rows: list[Row]) -> list[Claim]:
         flexible = sum(verdict(r)[1] for r in asked)  # type: ignore[index]
         strict = sum(verdict(r, strict=True)[1] for r in asked)  # type: ignore[index]
         claims += [
-            count("quality.gsm8k.correct", flexible, "items",
-                  "count of items whose flexible extraction (last number) equals the reference after "
-                  "removing commas, '$' and a trailing period", direction="higher"),
-            count("quality.gsm8k.correct_strict", strict, "items",
-                  "count of items whose '#### <number>' equals the reference after the same normalization",
-                  direction="higher"),
+            count(
+                "quality.gsm8k.correct",
+                flexible,
+                "items",
+                "count of items whose flexible extraction (last number) equals the reference after "
+                "removing commas, '$' and a trailing period",
+                direction="higher",
+            ),
+            count(
+                "quality.gsm8k.correct_strict",
+                strict,
+                "items",
+                "count of items whose '#### <number>' equals the reference after the same normalization",
+                direction="higher",
+            ),
             count("quality.gsm8k.items", len(asked), "items", "count of GSM8K items asked", direction="neither"),
-            number("quality.gsm8k.accuracy", flexible / len(asked), "fraction",
-                   "quality.gsm8k.correct / quality.gsm8k.items (flexible extraction)", 3, direction="higher"),
-            number("quality.gsm8k.accuracy_strict", strict / len(asked), "fraction",
-                   "quality.gsm8k.correct_strict / quality.gsm8k.items", 3, direction="higher"),
+            number(
+                "quality.gsm8k.accuracy",
+                flexible / len(asked),
+                "fraction",
+                "quality.gsm8k.correct / quality.gsm8k.items (flexible extraction)",
+                3,
+                direction="higher",
+            ),
+            number(
+                "quality.gsm8k.accuracy_strict",
+                strict / len(asked),
+                "fraction",
+                "quality.gsm8k.correct_strict / quality.gsm8k.items",
+                3,
+                direction="higher",
+            ),
         ]
     elif gsm8k:
         claims.append(_skipped("quality.gsm8k.skipped", [str(r.skipped) for r in gsm8k]))
@@ -132,8 +172,15 @@ def quality_claims(all_rows: list[Row]) -> list[Claim]:
     if "image" in by_suite:
         claims += _count("quality.image", by_suite["image"])
     errors = sum(1 for r in rows if r.error)
-    claims.append(count("quality.request_errors", errors, "items",
-                        "count of items whose request failed (scored as wrong)", direction="lower"))
+    claims.append(
+        count(
+            "quality.request_errors",
+            errors,
+            "items",
+            "count of items whose request failed (scored as wrong)",
+            direction="lower",
+        )
+    )
     return claims
 
 
@@ -158,10 +205,22 @@ def under_load_claims(all_rows: list[Row]) -> list[Claim]:
     if not matched:
         return []
     both = compared(all_rows)
-    claims = [count("quality.under_load.items", len(both), "items", "count of items asked idle and under load, "
-                    "neither request failed", direction="neither"),
-              count("quality.under_load.request_errors", sum(1 for _, u in matched if u.error), "items",
-                    "count of items whose under-load request failed", direction="lower")]
+    claims = [
+        count(
+            "quality.under_load.items",
+            len(both),
+            "items",
+            "count of items asked idle and under load, neither request failed",
+            direction="neither",
+        ),
+        count(
+            "quality.under_load.request_errors",
+            sum(1 for _, u in matched if u.error),
+            "items",
+            "count of items whose under-load request failed",
+            direction="lower",
+        ),
+    ]
     if not both:
         return claims
     n = len(both)
@@ -169,18 +228,52 @@ def under_load_claims(all_rows: list[Row]) -> list[Claim]:
     good_idle = sum(bool(verdict(i)[1]) for i, _ in both)  # type: ignore[index]
     good_load = sum(bool(verdict(u)[1]) for _, u in both)  # type: ignore[index]
     return claims + [
-        count("quality.under_load.changed", moved, "items", "count of quality.under_load.items whose whole answer "
-              "text under load differs from the idle one (answer_sha256 differ)", direction="lower"),
-        number("quality.under_load.changed_share", moved / n, "fraction",
-               "quality.under_load.changed / quality.under_load.items", 3, direction="lower"),
-        count("quality.under_load.correct_idle", good_idle, "items", "count of quality.under_load.items judged "
-              "correct when asked idle", direction="higher"),
-        count("quality.under_load.correct", good_load, "items", "count of quality.under_load.items judged correct "
-              "when asked under load", direction="higher"),
-        number("quality.under_load.accuracy_idle", good_idle / n, "fraction",
-               "quality.under_load.correct_idle / quality.under_load.items", 3, direction="higher"),
-        number("quality.under_load.accuracy", good_load / n, "fraction",
-               "quality.under_load.correct / quality.under_load.items", 3, direction="higher"),
+        count(
+            "quality.under_load.changed",
+            moved,
+            "items",
+            "count of quality.under_load.items whose whole answer "
+            "text under load differs from the idle one (answer_sha256 differ)",
+            direction="lower",
+        ),
+        number(
+            "quality.under_load.changed_share",
+            moved / n,
+            "fraction",
+            "quality.under_load.changed / quality.under_load.items",
+            3,
+            direction="lower",
+        ),
+        count(
+            "quality.under_load.correct_idle",
+            good_idle,
+            "items",
+            "count of quality.under_load.items judged correct when asked idle",
+            direction="higher",
+        ),
+        count(
+            "quality.under_load.correct",
+            good_load,
+            "items",
+            "count of quality.under_load.items judged correct when asked under load",
+            direction="higher",
+        ),
+        number(
+            "quality.under_load.accuracy_idle",
+            good_idle / n,
+            "fraction",
+            "quality.under_load.correct_idle / quality.under_load.items",
+            3,
+            direction="higher",
+        ),
+        number(
+            "quality.under_load.accuracy",
+            good_load / n,
+            "fraction",
+            "quality.under_load.correct / quality.under_load.items",
+            3,
+            direction="higher",
+        ),
     ]
 
 
@@ -190,13 +283,22 @@ def claims_of_run(run, plan) -> list[Claim]:
     claims = quality_claims(run.answers) + under_load_claims(run.answers)
     claims += constraint_claims("quality", [r for r in run.records if r.family != LOAD_FAMILY], run.manifest.options)
     if plan is not None and plan.under_load is not None:
-        claims += load_claims([r for r in run.records if r.family == LOAD_FAMILY], plan.under_load.load, run.events,
-                              run.samples)
+        claims += load_claims(
+            [r for r in run.records if r.family == LOAD_FAMILY], plan.under_load.load, run.events, run.samples
+        )
     return claims
 
 
-CHANGE_KINDS = ("same_answer", "changed_answer_both_correct", "same_errors", "new_errors", "fixed_errors",
-                "only_in_base", "only_in_candidate", "skipped")
+CHANGE_KINDS = (
+    "same_answer",
+    "changed_answer_both_correct",
+    "same_errors",
+    "new_errors",
+    "fixed_errors",
+    "only_in_base",
+    "only_in_candidate",
+    "skipped",
+)
 
 
 def answer_changes(base, cand) -> dict[str, list[dict[str, Any]]]:
@@ -219,8 +321,12 @@ def compare_answers(base_rows: list[Row], cand_rows: list[Row]) -> dict[str, lis
     out: dict[str, list[dict[str, Any]]] = {kind: [] for kind in CHANGE_KINDS}
     for k in list(base) + [k for k in cand if k not in base]:
         b, c = base.get(k), cand.get(k)
-        entry: dict[str, Any] = {"suite": k[0], "item_id": k[1], "mode": k[2],
-                                 "expected": next(r.expected for r in (b, c) if r is not None)}
+        entry: dict[str, Any] = {
+            "suite": k[0],
+            "item_id": k[1],
+            "mode": k[2],
+            "expected": next(r.expected for r in (b, c) if r is not None),
+        }
         if b is None or c is None:
             row = b if c is None else c
             assert row is not None
@@ -230,8 +336,10 @@ def compare_answers(base_rows: list[Row], cand_rows: list[Row]) -> dict[str, lis
             continue
         vb, vc = verdict(b), verdict(c)
         if vb is None or vc is None:
-            entry.update(base=f"skipped: {b.skipped}" if vb is None else vb[0],
-                         candidate=f"skipped: {c.skipped}" if vc is None else vc[0])
+            entry.update(
+                base=f"skipped: {b.skipped}" if vb is None else vb[0],
+                candidate=f"skipped: {c.skipped}" if vc is None else vc[0],
+            )
             out["skipped"].append(entry)
             continue
         entry.update(base=vb[0], candidate=vc[0])
@@ -248,12 +356,22 @@ def compare_answers(base_rows: list[Row], cand_rows: list[Row]) -> dict[str, lis
 
 # --- report panels (catalog entry `figures`) ---------------------------------------------------------
 
+
 def figures(run: Run, plan: QualityPlan, claims: list[Claim]) -> list[Panel]:
     """The table of checks (report.md): correct, items and share per suite, mode, language and length."""
     rows = quality_rows(claims)
-    panels: list[Panel] = [Table(title="Quality", header=["check", "correct", "items", "share"], rows=rows,
-                                 intro=["Scored item by item (answers.jsonl); GSM8K by lm-eval's strict and "
-                                        "flexible extraction."])] if rows else []
+    panels: list[Panel] = (
+        [
+            Table(
+                title="Quality",
+                header=["check", "correct", "items", "share"],
+                rows=rows,
+                intro=["Scored item by item (answers.jsonl); GSM8K by lm-eval's strict and flexible extraction."],
+            )
+        ]
+        if rows
+        else []
+    )
     return panels + under_load_panels(run, claims)
 
 
@@ -263,12 +381,18 @@ def _cell(text: str | None) -> str:
 
 
 UNDER_LOAD_FIGURES = (
-    ("items compared", "quality.under_load.items"), ("answers changed", "quality.under_load.changed"),
-    ("changed share", "quality.under_load.changed_share"), ("accuracy idle", "quality.under_load.accuracy_idle"),
+    ("items compared", "quality.under_load.items"),
+    ("answers changed", "quality.under_load.changed"),
+    ("changed share", "quality.under_load.changed_share"),
+    ("accuracy idle", "quality.under_load.accuracy_idle"),
     ("accuracy under load", "quality.under_load.accuracy"),
-    ("under-load request errors", "quality.under_load.request_errors"), ("load requests", "load.requests"),
-    ("load rate achieved (requests/s)", "load.achieved_rate_rps"), ("load TTFT p50 (s)", "load.ttft_s.p50"),
-    ("load E2EL p50 (s)", "load.e2el_s.p50"), ("load failed requests", "load.failed_requests"))
+    ("under-load request errors", "quality.under_load.request_errors"),
+    ("load requests", "load.requests"),
+    ("load rate achieved (requests/s)", "load.achieved_rate_rps"),
+    ("load TTFT p50 (s)", "load.ttft_s.p50"),
+    ("load E2EL p50 (s)", "load.e2el_s.p50"),
+    ("load failed requests", "load.failed_requests"),
+)
 
 
 def under_load_panels(run: Run, claims: list[Claim]) -> list[Panel]:
@@ -278,19 +402,52 @@ def under_load_panels(run: Run, claims: list[Claim]) -> list[Panel]:
     if items is None:
         return []
     shown = [(what, name) for what, name in UNDER_LOAD_FIGURES if name in by_name]
-    panels: list[Panel] = [Table(
-        title="Quality under load", header=["figure", "value"], rows=[[what, by_name[name].printed] for what, name in shown],
-        intro=["Every item asked idle, then again while an open-loop load ran on the same target; greedy decoding, "
-               "so an answer that changed shows the engine's output depends on what else it batches."],
-        console="Quality under load", claims=[name for _, name in shown])]
+    panels: list[Panel] = [
+        Table(
+            title="Quality under load",
+            header=["figure", "value"],
+            rows=[[what, by_name[name].printed] for what, name in shown],
+            intro=[
+                "Every item asked idle, then again while an open-loop load ran on the same target; greedy decoding, "
+                "so an answer that changed shows the engine's output depends on what else it batches."
+            ],
+            console="Quality under load",
+            claims=[name for _, name in shown],
+        )
+    ]
     moved = [(i, u) for i, u in compared(run.answers) if changed(i, u)]
     if moved:
-        panels.append(Table(title="Answers changed under load", header=[
-            "item", "mode", "from char", "idle answer", "under-load answer", "correct idle", "correct under load"],
-            rows=[[u.item_id, u.mode, str(u.answer_diff_at), _cell(u.idle_answer_text), _cell(u.answer_text),
-                   str(verdict(i)[1]).lower(), str(verdict(u)[1]).lower()] for i, u in moved],  # type: ignore[index]
-            intro=[f"Each answer is cut to 64 characters from a little before the first character that differs "
-                   f"({len(moved)} of {int(items.value)} items)."], console="Answers changed under load"))
+        panels.append(
+            Table(
+                title="Answers changed under load",
+                header=[
+                    "item",
+                    "mode",
+                    "from char",
+                    "idle answer",
+                    "under-load answer",
+                    "correct idle",
+                    "correct under load",
+                ],
+                rows=[
+                    [
+                        u.item_id,
+                        u.mode,
+                        str(u.answer_diff_at),
+                        _cell(u.idle_answer_text),
+                        _cell(u.answer_text),
+                        str(verdict(i)[1]).lower(),
+                        str(verdict(u)[1]).lower(),
+                    ]
+                    for i, u in moved
+                ],  # type: ignore[index]
+                intro=[
+                    f"Each answer is cut to 64 characters from a little before the first character that differs "
+                    f"({len(moved)} of {int(items.value)} items)."
+                ],
+                console="Answers changed under load",
+            )
+        )
     return panels
 
 

@@ -31,12 +31,18 @@ from loadproof.units import NS_PER_S
 
 STATS = ("p50", "p90", "p99")
 TTFT_FORMULA = "t_first_token - t_send: TTFT, the first token of either kind (reasoning or answer)"
-TTFA_FORMULA = "t_first_answer - t_send: send to the first chunk of the answer (content or a tool call), after any reasoning"
-ANSWER_TPOT_FORMULA = ("(t_last_token - t_first_answer) / (answer_tokens - 1), requests with 2 or more answer "
-                       "tokens: the answer's time per output token after its first chunk")
-REASONING_COUNT = ("reasoning tokens of a request: the client's count of the completion tokens that arrived on "
-                   "reasoning chunks (per-chunk usage), else the engine's usage.completion_tokens_details."
-                   "reasoning_tokens")
+TTFA_FORMULA = (
+    "t_first_answer - t_send: send to the first chunk of the answer (content or a tool call), after any reasoning"
+)
+ANSWER_TPOT_FORMULA = (
+    "(t_last_token - t_first_answer) / (answer_tokens - 1), requests with 2 or more answer "
+    "tokens: the answer's time per output token after its first chunk"
+)
+REASONING_COUNT = (
+    "reasoning tokens of a request: the client's count of the completion tokens that arrived on "
+    "reasoning chunks (per-chunk usage), else the engine's usage.completion_tokens_details."
+    "reasoning_tokens"
+)
 ANSWER_COUNT = "answer tokens of a request: usage.completion_tokens - its reasoning tokens"
 
 
@@ -45,8 +51,11 @@ def streamed_reasoning(record: RequestRecord) -> bool:
     whose first chunk came after the first token (reasoning came first)."""
     if (record.reasoning_tokens or 0) > 0 or (record.engine_reasoning_tokens or 0) > 0 or record.reasoning_text:
         return True
-    return (record.first_token_ns is not None and record.first_answer_ns is not None
-            and record.first_answer_ns > record.first_token_ns)
+    return (
+        record.first_token_ns is not None
+        and record.first_answer_ns is not None
+        and record.first_answer_ns > record.first_token_ns
+    )
 
 
 def reasoning_count(record: RequestRecord) -> int | None:
@@ -84,8 +93,9 @@ def has_reasoning(records: Iterable[RequestRecord]) -> bool:
     return any(streamed_reasoning(r) for r in records)
 
 
-def reasoning_claims(prefix: str, records: Iterable[RequestRecord],
-                     parts: Mapping[str, object] | None = None) -> list[Claim]:
+def reasoning_claims(
+    prefix: str, records: Iterable[RequestRecord], parts: Mapping[str, object] | None = None
+) -> list[Claim]:
     """Claims `<prefix>.reasoning.*` over the successful records, none when no record streamed reasoning.
     `prefix` may hold `<part>` placeholders (`throughput.<family>.c<N>`), filled from `parts`."""
     records = list(records)
@@ -94,9 +104,17 @@ def reasoning_claims(prefix: str, records: Iterable[RequestRecord],
     ok = [r for r in records if succeeded(r)]
     name = f"{prefix}.reasoning"
     parts = dict(parts or {})
-    claims = [count(f"{name}.requests", sum(streamed_reasoning(r) for r in ok), "requests",
-                    "successful requests that streamed reasoning (a reasoning token count, or the first answer "
-                    "chunk after the first token)", direction="neither", parts=parts)]
+    claims = [
+        count(
+            f"{name}.requests",
+            sum(streamed_reasoning(r) for r in ok),
+            "requests",
+            "successful requests that streamed reasoning (a reasoning token count, or the first answer "
+            "chunk after the first token)",
+            direction="neither",
+            parts=parts,
+        )
+    ]
     claims += _percentiles(f"{name}.ttft_s", [r.ttft_ns for r in ok if r.ttft_ns is not None], TTFT_FORMULA, 3, parts)
     claims += _percentiles(f"{name}.ttfa_s", [r.ttfa_ns for r in ok if r.ttfa_ns is not None], TTFA_FORMULA, 3, parts)
     counted = [(reasoning_count(r), answer_count(r)) for r in ok]
@@ -106,63 +124,121 @@ def reasoning_claims(prefix: str, records: Iterable[RequestRecord],
         reasoning_total = sum(rc for rc, _ in known)
         answer_total = sum(ac for _, ac in known)
         claims += [
-            count(f"{name}.reasoning_tokens", reasoning_total, "tokens", f"sum {over} of the {REASONING_COUNT}",
-                  direction="neither", parts=parts),
-            number(f"{name}.reasoning_tokens_mean", reasoning_total / len(known), "tokens",
-                   f"mean {over} of the {REASONING_COUNT}", direction="neither", parts=parts),
-            count(f"{name}.answer_tokens", answer_total, "tokens", f"sum {over} of the {ANSWER_COUNT}",
-                  direction="neither", parts=parts),
-            number(f"{name}.answer_tokens_mean", answer_total / len(known), "tokens",
-                   f"mean {over} of the {ANSWER_COUNT}", direction="neither", parts=parts),
+            count(
+                f"{name}.reasoning_tokens",
+                reasoning_total,
+                "tokens",
+                f"sum {over} of the {REASONING_COUNT}",
+                direction="neither",
+                parts=parts,
+            ),
+            number(
+                f"{name}.reasoning_tokens_mean",
+                reasoning_total / len(known),
+                "tokens",
+                f"mean {over} of the {REASONING_COUNT}",
+                direction="neither",
+                parts=parts,
+            ),
+            count(
+                f"{name}.answer_tokens",
+                answer_total,
+                "tokens",
+                f"sum {over} of the {ANSWER_COUNT}",
+                direction="neither",
+                parts=parts,
+            ),
+            number(
+                f"{name}.answer_tokens_mean",
+                answer_total / len(known),
+                "tokens",
+                f"mean {over} of the {ANSWER_COUNT}",
+                direction="neither",
+                parts=parts,
+            ),
         ]
-    claims += _percentiles(f"{name}.answer_tpot_s", [t for t in map(answer_tpot_ns, ok) if t is not None],
-                           ANSWER_TPOT_FORMULA, 4, parts)
+    claims += _percentiles(
+        f"{name}.answer_tpot_s", [t for t in map(answer_tpot_ns, ok) if t is not None], ANSWER_TPOT_FORMULA, 4, parts
+    )
     return claims
 
 
-def _percentiles(name: str, values_ns: list[float], formula: str, decimals: int,
-                 parts: Mapping[str, object]) -> list[Claim]:
+def _percentiles(
+    name: str, values_ns: list[float], formula: str, decimals: int, parts: Mapping[str, object]
+) -> list[Claim]:
     summary = summarize(values_ns)
     if summary is None:
         return []
-    return [number(f"{name}.<stat>", summary.stat(stat) / NS_PER_S, "s",
-                   f"{PERCENTILES[stat]:g}th percentile of {formula} ({summary.method})", decimals,
-                   direction="lower", parts={**parts, "stat": stat}) for stat in STATS]
+    return [
+        number(
+            f"{name}.<stat>",
+            summary.stat(stat) / NS_PER_S,
+            "s",
+            f"{PERCENTILES[stat]:g}th percentile of {formula} ({summary.method})",
+            decimals,
+            direction="lower",
+            parts={**parts, "stat": stat},
+        )
+        for stat in STATS
+    ]
 
 
 # --- report panels (every scenario whose runs can reason: `reasoning_panels`) -------------------------------
 
 SUFFIX = ".reasoning.requests"
-COLUMNS = (("TTFT p50 s", "ttft_s.p50"), ("first answer p50 s", "ttfa_s.p50"), ("TTFT p90 s", "ttft_s.p90"),
-           ("first answer p90 s", "ttfa_s.p90"), ("reasoning tokens (mean)", "reasoning_tokens_mean"),
-           ("answer tokens (mean)", "answer_tokens_mean"), ("answer TPOT p50 s", "answer_tpot_s.p50"))
+COLUMNS = (
+    ("TTFT p50 s", "ttft_s.p50"),
+    ("first answer p50 s", "ttfa_s.p50"),
+    ("TTFT p90 s", "ttft_s.p90"),
+    ("first answer p90 s", "ttfa_s.p90"),
+    ("reasoning tokens (mean)", "reasoning_tokens_mean"),
+    ("answer tokens (mean)", "answer_tokens_mean"),
+    ("answer TPOT p50 s", "answer_tpot_s.p50"),
+)
 
 
 def reasoning_panels(claims: list[Claim]) -> list[Panel]:
     """Reasoning and answer drawn apart, one row per group that streamed reasoning (none elsewhere): the
     table (report.md, the console) and TTFT beside time to first answer token (report.html)."""
     by_name = {c.name: c for c in claims}
-    groups = [c.name[:-len(SUFFIX)] for c in claims if c.name.endswith(SUFFIX)]
+    groups = [c.name[: -len(SUFFIX)] for c in claims if c.name.endswith(SUFFIX)]
     if not groups:
         return []
 
     def cell(group: str, key: str) -> Claim | None:
         return by_name.get(f"{group}.reasoning.{key}")
 
-    rows = [[group, by_name[group + SUFFIX].printed] + [(c.printed if (c := cell(group, key)) else "n/a")
-                                                       for _, key in COLUMNS] for group in groups]
-    table = Table(title="Reasoning and answer", header=["group", "requests that reasoned"] + [h for h, _ in COLUMNS],
-                  rows=rows, intro=["TTFT is the first token of either kind; the first answer token comes after the "
-                                    "reasoning. Tokens split usage.completion_tokens into reasoning and answer."],
-                  console="Reasoning and answer (TTFT beside time to first answer token)",
-                  claims=[c.name for c in claims if ".reasoning." in c.name])
+    rows = [
+        [group, by_name[group + SUFFIX].printed]
+        + [(c.printed if (c := cell(group, key)) else "n/a") for _, key in COLUMNS]
+        for group in groups
+    ]
+    table = Table(
+        title="Reasoning and answer",
+        header=["group", "requests that reasoned"] + [h for h, _ in COLUMNS],
+        rows=rows,
+        intro=[
+            "TTFT is the first token of either kind; the first answer token comes after the "
+            "reasoning. Tokens split usage.completion_tokens into reasoning and answer."
+        ],
+        console="Reasoning and answer (TTFT beside time to first answer token)",
+        claims=[c.name for c in claims if ".reasoning." in c.name],
+    )
 
     def values(key: str) -> list[float | None]:
         return [float(c.value) if (c := cell(g, key)) else None for g in groups]  # type: ignore[arg-type]
 
-    bars = BarPlot(title="TTFT beside time to first answer token", groups=groups,
-                   series=[Bars("TTFT p50", values("ttft_s.p50")), Bars("first answer token p50", values("ttfa_s.p50")),
-                           Bars("TTFT p90", values("ttft_s.p90")), Bars("first answer token p90", values("ttfa_s.p90"))],
-                   y_label="s", caption="Send to the first token of either kind (TTFT) and to the first token of the "
-                   "answer, after the reasoning: the wait a reader of the answer sees.")
+    bars = BarPlot(
+        title="TTFT beside time to first answer token",
+        groups=groups,
+        series=[
+            Bars("TTFT p50", values("ttft_s.p50")),
+            Bars("first answer token p50", values("ttfa_s.p50")),
+            Bars("TTFT p90", values("ttft_s.p90")),
+            Bars("first answer token p90", values("ttfa_s.p90")),
+        ],
+        y_label="s",
+        caption="Send to the first token of either kind (TTFT) and to the first token of the "
+        "answer, after the reasoning: the wait a reader of the answer sees.",
+    )
     return [table, bars]

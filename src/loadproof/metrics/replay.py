@@ -49,64 +49,124 @@ def by_model(plan: ReplayPlan, i: int, ids: list[Any]) -> list[Any]:
 
 def renamed(claim: Claim) -> Claim:
     """A `load.*` claim as `replay.*`."""
-    return dataclasses.replace(claim, name=SCENARIO + claim.name[len("load"):],
-                               pattern=SCENARIO + claim.pattern[len("load"):])
+    return dataclasses.replace(
+        claim, name=SCENARIO + claim.name[len("load") :], pattern=SCENARIO + claim.pattern[len("load") :]
+    )
 
 
 def claims_of_run(run: Any, plan: ReplayPlan) -> list[Claim]:
     records = [r for r in run.records if r.scenario == SCENARIO]
     claims = [renamed(c) for c in load_claims(records, plan, run.events, run.samples)]  # type: ignore[arg-type]
-    claims.insert(0, fact("replay.trace", f"{plan.format} trace {plan.sha256[:12]}: {plan.planned_requests} requests "
-                          f"from {plan.trace_rows} rows, time scale {plan.time_scale:g}, block {plan.block_tokens} "
-                          "tokens", "the trace replayed: its format, the first 12 hex digits of its sha256 (the plan "
-                          "has all of it and the file's name), requests, rows read, time scale, block tokens"))
-    claims.append(count("replay.capped_inputs", plan.capped_inputs, "requests", "requests whose input was cut to "
-                        "--max-input-tokens or the served context", direction="neither"))
+    claims.insert(
+        0,
+        fact(
+            "replay.trace",
+            f"{plan.format} trace {plan.sha256[:12]}: {plan.planned_requests} requests "
+            f"from {plan.trace_rows} rows, time scale {plan.time_scale:g}, block {plan.block_tokens} "
+            "tokens",
+            "the trace replayed: its format, the first 12 hex digits of its sha256 (the plan "
+            "has all of it and the file's name), requests, rows read, time scale, block tokens",
+        ),
+    )
+    claims.append(
+        count(
+            "replay.capped_inputs",
+            plan.capped_inputs,
+            "requests",
+            "requests whose input was cut to --max-input-tokens or the served context",
+            direction="neither",
+        )
+    )
     claims += prefix_claims(records, plan, run.events, run.samples)
     claims += bounded_claims(records, plan, claims)
     return claims
 
 
-def prefix_claims(records: list[RequestRecord], plan: ReplayPlan, events: list[Event],
-                  samples: list[EngineSample]) -> list[Claim]:
+def prefix_claims(
+    records: list[RequestRecord], plan: ReplayPlan, events: list[Event], samples: list[EngineSample]
+) -> list[Claim]:
     sent = sorted({r.batch for r in records if r.batch is not None and 0 <= r.batch < len(plan.text_tokens)})
     claims: list[Claim] = []
     if sent:
-        blocks = [by_model(plan, i, ids) for i, ids in enumerate(plan.hash_ids)] \
-            if len(plan.hash_ids) == len(plan.text_tokens) else [[] for _ in plan.text_tokens]
+        blocks = (
+            [by_model(plan, i, ids) for i, ids in enumerate(plan.hash_ids)]
+            if len(plan.hash_ids) == len(plan.text_tokens)
+            else [[] for _ in plan.text_tokens]
+        )
         hits = expected_hits(plan.text_tokens, blocks, plan.block_tokens)
         asked = sum(plan.text_tokens[i] + plan.overhead_tokens for i in sent)
-        claims.append(number("replay.prefix_hit_rate.expected_pct", 100 * sum(hits[i] for i in sent) / asked, "%",
-                             "sum over requests sent of the expected hit (leading blocks an earlier request of the "
-                             "trace carried whole x block tokens, at most the text) / sum of their prompt tokens "
-                             "(text + the engine's overhead) x 100", 2, direction="neither"))
+        claims.append(
+            number(
+                "replay.prefix_hit_rate.expected_pct",
+                100 * sum(hits[i] for i in sent) / asked,
+                "%",
+                "sum over requests sent of the expected hit (leading blocks an earlier request of the "
+                "trace carried whole x block tokens, at most the text) / sum of their prompt tokens "
+                "(text + the engine's overhead) x 100",
+                2,
+                direction="neither",
+            )
+        )
     reported = reported_hit_pct([r for r in records if succeeded(r)])
     if reported is not None:
-        claims.append(number("replay.prefix_hit_rate.reported_pct", reported, "%", "sum of usage.prompt_tokens_details"
-                             ".cached_tokens / sum of usage.prompt_tokens over the successful requests that report it "
-                             "x 100: the engine's hits request by request (vLLM with --enable-prompt-tokens-details)",
-                             2, direction="higher"))
+        claims.append(
+            number(
+                "replay.prefix_hit_rate.reported_pct",
+                reported,
+                "%",
+                "sum of usage.prompt_tokens_details"
+                ".cached_tokens / sum of usage.prompt_tokens over the successful requests that report it "
+                "x 100: the engine's hits request by request (vLLM with --enable-prompt-tokens-details)",
+                2,
+                direction="higher",
+            )
+        )
     t0 = schedule_start_ns(records, events)
     if not records or t0 is None:
         return claims
     end_ns = max(r.end_ns for r in records)
-    ordered = sorted((s for s in samples if "prefix_cache_queries_total" in s.values and "prefix_cache_hits_total" in s.values),
-                     key=lambda s: s.t_ns)
+    ordered = sorted(
+        (s for s in samples if "prefix_cache_queries_total" in s.values and "prefix_cache_hits_total" in s.values),
+        key=lambda s: s.t_ns,
+    )
     before = [s.values for s in ordered if s.t_ns <= t0]
     after = [s.values for s in ordered if s.t_ns >= end_ns]
     if before and after:
         queries = after[-1]["prefix_cache_queries_total"] - before[-1]["prefix_cache_queries_total"]
         hits_grown = after[-1]["prefix_cache_hits_total"] - before[-1]["prefix_cache_hits_total"]
-        claims.append(count("replay.engine_prefix_cache_queries", int(round(queries)), "tokens", "growth of "
-                            "prefix_cache_queries_total from the last sample at or before the schedule's start to the "
-                            "last at or after the last response's end", direction="neither"))
-        claims.append(count("replay.engine_prefix_cache_hits", int(round(hits_grown)), "tokens", "growth of "
-                            "prefix_cache_hits_total over the same samples", direction="higher"))
+        claims.append(
+            count(
+                "replay.engine_prefix_cache_queries",
+                int(round(queries)),
+                "tokens",
+                "growth of "
+                "prefix_cache_queries_total from the last sample at or before the schedule's start to the "
+                "last at or after the last response's end",
+                direction="neither",
+            )
+        )
+        claims.append(
+            count(
+                "replay.engine_prefix_cache_hits",
+                int(round(hits_grown)),
+                "tokens",
+                "growth of prefix_cache_hits_total over the same samples",
+                direction="higher",
+            )
+        )
         if queries > 0:
-            claims.append(number("replay.prefix_hit_rate.engine_pct", 100 * hits_grown / queries, "%",
-                                 "engine prefix_cache_hits_total growth / prefix_cache_queries_total growth x 100, "
-                                 "from the last sample at or before the schedule's start to the last at or after the "
-                                 "last response's end", 2, direction="higher"))
+            claims.append(
+                number(
+                    "replay.prefix_hit_rate.engine_pct",
+                    100 * hits_grown / queries,
+                    "%",
+                    "engine prefix_cache_hits_total growth / prefix_cache_queries_total growth x 100, "
+                    "from the last sample at or before the schedule's start to the last at or after the "
+                    "last response's end",
+                    2,
+                    direction="higher",
+                )
+            )
     return claims
 
 
@@ -117,14 +177,23 @@ def cache_requests(records: list[RequestRecord], plan: ReplayPlan) -> list[Prefi
     (its first token: the engine looks a request up when it schedules it, first come first served, and a
     queued request's send would be too early) and its end, its output tokens (those it got; else asked)."""
     kv = plan.kv_block_tokens or plan.block_tokens
-    sent = sorted((r for r in records if r.batch is not None and 0 <= r.batch < len(plan.text_tokens)
-                   and r.first_token_ns is not None), key=lambda r: (r.send_ns, r.batch))
+    sent = sorted(
+        (
+            r
+            for r in records
+            if r.batch is not None and 0 <= r.batch < len(plan.text_tokens) and r.first_token_ns is not None
+        ),
+        key=lambda r: (r.send_ns, r.batch),
+    )
     out = []
     for r in sent:
         i = r.batch
         text = plan.text_tokens[i]
-        ids: list[Any] = (by_model(plan, i, plan.hash_ids[i]) if len(plan.hash_ids) == len(plan.text_tokens)
-                          else [f"r{i}.{j}" for j in range(-(-text // plan.block_tokens))])
+        ids: list[Any] = (
+            by_model(plan, i, plan.hash_ids[i])
+            if len(plan.hash_ids) == len(plan.text_tokens)
+            else [f"r{i}.{j}" for j in range(-(-text // plan.block_tokens))]
+        )
         keys = chained_keys(mooncake_segments(text, ids, plan.block_tokens, plan.overhead_tokens), kv)
         output = r.output_tokens if r.output_tokens is not None else (r.planned_output_tokens or 0)
         start = r.first_token_ns if r.first_token_ns is not None else r.send_ns  # taken up first come first served
@@ -145,34 +214,66 @@ def bounded_claims(records: list[RequestRecord], plan: ReplayPlan, claims: list[
     bounded = simulate(reqs, plan.kv_blocks, kv)
     unbounded = simulate(reqs, None, kv)
     working = working_set_tokens(reqs, kv)
-    out = [fact("replay.prefix_cache.size", f"{plan.kv_blocks} blocks x {kv} tokens ({usable:,} usable tokens, "
-                f"source: {plan.kv_source}); the trace's prompt blocks {working:,} tokens "
-                f"({working / usable if usable else float('inf'):.1f}x the cache)",
-                "the engine's KV blocks (its null block not usable) x tokens per block, where they came from "
-                "(options or the engine's /metrics cache_config_info), and the distinct full prompt blocks of the "
-                "requests prefilled x tokens per block"),
-           count("replay.prefix_cache.evictions", bounded.evictions, "blocks", "cached blocks the model of the "
-                 "engine's cache evicted to make room (least recently used first)", direction="neither"),
-           number("replay.prefix_hit_rate.bounded_pct", 100 * sum(bounded.hits) / asked, "%",
-                  "sum over the requests prefilled (a first token) of the hit an LRU cache of the engine's size "
-                  "would give (in send order; running requests' blocks pinned; whole KV blocks; the last prompt "
-                  "token computed) / sum of their prompt tokens (text + the engine's overhead) x 100", 2,
-                  direction="neither"),
-           number("replay.prefix_hit_rate.unbounded_blocks_pct", 100 * sum(unbounded.hits) / asked, "%",
-                  "the same with nothing ever evicted: the unbounded expectation in the engine's whole KV blocks",
-                  2, direction="neither")]
+    out = [
+        fact(
+            "replay.prefix_cache.size",
+            f"{plan.kv_blocks} blocks x {kv} tokens ({usable:,} usable tokens, "
+            f"source: {plan.kv_source}); the trace's prompt blocks {working:,} tokens "
+            f"({working / usable if usable else float('inf'):.1f}x the cache)",
+            "the engine's KV blocks (its null block not usable) x tokens per block, where they came from "
+            "(options or the engine's /metrics cache_config_info), and the distinct full prompt blocks of the "
+            "requests prefilled x tokens per block",
+        ),
+        count(
+            "replay.prefix_cache.evictions",
+            bounded.evictions,
+            "blocks",
+            "cached blocks the model of the engine's cache evicted to make room (least recently used first)",
+            direction="neither",
+        ),
+        number(
+            "replay.prefix_hit_rate.bounded_pct",
+            100 * sum(bounded.hits) / asked,
+            "%",
+            "sum over the requests prefilled (a first token) of the hit an LRU cache of the engine's size "
+            "would give (in send order; running requests' blocks pinned; whole KV blocks; the last prompt "
+            "token computed) / sum of their prompt tokens (text + the engine's overhead) x 100",
+            2,
+            direction="neither",
+        ),
+        number(
+            "replay.prefix_hit_rate.unbounded_blocks_pct",
+            100 * sum(unbounded.hits) / asked,
+            "%",
+            "the same with nothing ever evicted: the unbounded expectation in the engine's whole KV blocks",
+            2,
+            direction="neither",
+        ),
+    ]
     exceeds = working > usable
     against = "bounded" if exceeds else "unbounded"
     reference = next((c for c in claims if c.name == "replay.prefix_hit_rate.expected_pct"), None)
     reference_value = 100 * sum(bounded.hits) / asked if exceeds else (reference.value if reference else None)
-    out.append(fact("replay.prefix_hit_rate.read_against", against, "bounded where the trace's prompt blocks "
-                    "exceed the engine's usable KV tokens (eviction must cost hits), else unbounded (expected_pct)"))
+    out.append(
+        fact(
+            "replay.prefix_hit_rate.read_against",
+            against,
+            "bounded where the trace's prompt blocks "
+            "exceed the engine's usable KV tokens (eviction must cost hits), else unbounded (expected_pct)",
+        )
+    )
     engine = next((c for c in claims if c.name == "replay.prefix_hit_rate.engine_pct"), None)
     if engine is not None and isinstance(reference_value, (int, float)):
-        out.append(number("replay.prefix_hit_rate.engine_minus_read_against_pp",
-                          float(engine.value) - float(reference_value), "pp",
-                          "engine_pct - the expectation read against (bounded_pct or expected_pct)", 2,
-                          direction="neither"))
+        out.append(
+            number(
+                "replay.prefix_hit_rate.engine_minus_read_against_pp",
+                float(engine.value) - float(reference_value),
+                "pp",
+                "engine_pct - the expectation read against (bounded_pct or expected_pct)",
+                2,
+                direction="neither",
+            )
+        )
     return out
 
 
@@ -180,30 +281,46 @@ def figures(run: Any, plan: ReplayPlan, claims: list[Claim]) -> list[Table]:
     """The prefix cache: the engine's hit rates beside the unbounded and bounded expectations, and which one
     its figure is to be read against (report.md and the console)."""
     by_name = {c.name: c for c in claims}
-    shown = [(name, label) for name, label in (
-        ("replay.prefix_hit_rate.expected_pct", "expected, unbounded cache (trace blocks)"),
-        ("replay.prefix_hit_rate.unbounded_blocks_pct", "expected, unbounded cache (the engine's KV blocks)"),
-        ("replay.prefix_hit_rate.bounded_pct", "expected, a cache of the engine's size (LRU, running pinned)"),
-        ("replay.prefix_hit_rate.engine_pct", "the engine's counters"),
-        ("replay.prefix_hit_rate.reported_pct", "the responses' cached tokens"),
-        ("replay.prefix_hit_rate.engine_minus_read_against_pp", "engine - the expectation read against"),
-    ) if name in by_name]
+    shown = [
+        (name, label)
+        for name, label in (
+            ("replay.prefix_hit_rate.expected_pct", "expected, unbounded cache (trace blocks)"),
+            ("replay.prefix_hit_rate.unbounded_blocks_pct", "expected, unbounded cache (the engine's KV blocks)"),
+            ("replay.prefix_hit_rate.bounded_pct", "expected, a cache of the engine's size (LRU, running pinned)"),
+            ("replay.prefix_hit_rate.engine_pct", "the engine's counters"),
+            ("replay.prefix_hit_rate.reported_pct", "the responses' cached tokens"),
+            ("replay.prefix_hit_rate.engine_minus_read_against_pp", "engine - the expectation read against"),
+        )
+        if name in by_name
+    ]
     if "replay.prefix_hit_rate.engine_pct" not in by_name and "replay.prefix_hit_rate.reported_pct" not in by_name:
         return []
     against = by_name.get("replay.prefix_hit_rate.read_against")
     size = by_name.get("replay.prefix_cache.size")
     if against is None:
-        intro = ["The engine's KV cache size is unknown (--kv-blocks, or its /metrics cache_config_info): read its "
-                 "rate against the unbounded expectation, which a cache smaller than the trace's working set "
-                 "cannot reach."]
+        intro = [
+            "The engine's KV cache size is unknown (--kv-blocks, or its /metrics cache_config_info): read its "
+            "rate against the unbounded expectation, which a cache smaller than the trace's working set "
+            "cannot reach."
+        ]
     elif against.value == "bounded":
-        intro = [f"Cache: {size.value if size else ''}.",
-                 "The trace's prompt blocks outgrow the engine's KV cache: read the engine's rate against the "
-                 "expectation at its size (bounded); the unbounded one is what a cache that never evicts would hit."]
+        intro = [
+            f"Cache: {size.value if size else ''}.",
+            "The trace's prompt blocks outgrow the engine's KV cache: read the engine's rate against the "
+            "expectation at its size (bounded); the unbounded one is what a cache that never evicts would hit.",
+        ]
     else:
-        intro = [f"Cache: {size.value if size else ''}.",
-                 "The engine's KV cache holds the trace's prompt blocks: read its rate against the unbounded "
-                 "expectation."]
-    return [Table(title="Prefix cache: the engine against the expectations", header=["figure", "value"],
-                  rows=[[label, f"{by_name[name].printed} {by_name[name].unit}"] for name, label in shown], intro=intro,
-                  console="Prefix cache", claims=[name for name, _ in shown])]
+        intro = [
+            f"Cache: {size.value if size else ''}.",
+            "The engine's KV cache holds the trace's prompt blocks: read its rate against the unbounded expectation.",
+        ]
+    return [
+        Table(
+            title="Prefix cache: the engine against the expectations",
+            header=["figure", "value"],
+            rows=[[label, f"{by_name[name].printed} {by_name[name].unit}"] for name, label in shown],
+            intro=intro,
+            console="Prefix cache",
+            claims=[name for name, _ in shown],
+        )
+    ]

@@ -41,8 +41,13 @@ def ttft_s(r: RequestRecord) -> float:
     return (r.first_token_ns - r.send_ns) / NS_PER_S  # type: ignore[operator]
 
 
-def expected_tier_claims(requests: list[PrefixRequest], turns: list[int], plan: SessionsPlan,
-                         ok: list[RequestRecord], samples: list[EngineSample]) -> list[Claim]:
+def expected_tier_claims(
+    requests: list[PrefixRequest],
+    turns: list[int],
+    plan: SessionsPlan,
+    ok: list[RequestRecord],
+    samples: list[EngineSample],
+) -> list[Claim]:
     """`requests`: the successful turns (and a priming request) in send order as the prefix cache sees them,
     `turns` the indices of the users' turns among them; `ok` the successful turns."""
     block, gpu, tier = plan.block_tokens, plan.kv_cache_tokens, plan.cpu_tier_tokens
@@ -51,20 +56,42 @@ def expected_tier_claims(requests: list[PrefixRequest], turns: list[int], plan: 
     on_gpu = simulate(requests, gpu // block, block).hits
     with_tier = simulate(requests, max(gpu, tier) // block, block).hits
     expected = sum(max(0, with_tier[i] - on_gpu[i]) for i in turns)
-    claims = [count("sessions.tier.expected_tokens", expected, "tokens", "sum over the successful turns of the "
-                    "expected hit through a cache of max(kv_cache_tokens, cpu_tier_tokens) // block_tokens blocks "
-                    "- the expected hit through one of kv_cache_tokens // block_tokens (metrics.prefix_cache): the "
-                    "prompt tokens the CPU tier should supply", direction="neither")]
+    claims = [
+        count(
+            "sessions.tier.expected_tokens",
+            expected,
+            "tokens",
+            "sum over the successful turns of the "
+            "expected hit through a cache of max(kv_cache_tokens, cpu_tier_tokens) // block_tokens blocks "
+            "- the expected hit through one of kv_cache_tokens // block_tokens (metrics.prefix_cache): the "
+            "prompt tokens the CPU tier should supply",
+            direction="neither",
+        )
+    ]
     around = bracket(samples, ok)
     if around is not None and HITS in around[1]:
         served = around[1][HITS] - around[0].get(HITS, 0.0)
-        claims.append(count("sessions.tier.served_tokens", round(served), "tokens", f"{HITS}'s growth between the "
-                            "/metrics samples bracketing the run: prompt tokens the engine's KV connector supplied",
-                            direction="higher"))
+        claims.append(
+            count(
+                "sessions.tier.served_tokens",
+                round(served),
+                "tokens",
+                f"{HITS}'s growth between the "
+                "/metrics samples bracketing the run: prompt tokens the engine's KV connector supplied",
+                direction="higher",
+            )
+        )
         if expected > 0:
-            claims.append(number("sessions.tier.served_over_expected_pct", 100 * served / expected, "%",
-                                 "sessions.tier.served_tokens / sessions.tier.expected_tokens x 100", 2,
-                                 direction="higher"))
+            claims.append(
+                number(
+                    "sessions.tier.served_over_expected_pct",
+                    100 * served / expected,
+                    "%",
+                    "sessions.tier.served_tokens / sessions.tier.expected_tokens x 100",
+                    2,
+                    direction="higher",
+                )
+            )
     return claims
 
 
@@ -72,8 +99,11 @@ def transfer_claims(ok: list[RequestRecord], plan: SessionsPlan) -> list[Claim]:
     if not (plan.kv_bytes_per_token and plan.h2d_gbps):
         return []
     cold = [r for r in ok if r.batch == 0 and r.prompt_tokens and r.first_token_ns is not None]
-    warm = [r for r in ok if r.batch > 0 and r.prompt_tokens and r.cached_tokens is not None
-            and r.first_token_ns is not None]
+    warm = [
+        r
+        for r in ok
+        if r.batch > 0 and r.prompt_tokens and r.cached_tokens is not None and r.first_token_ns is not None
+    ]
     if not cold or not warm:
         return []
     per_token = sum(map(ttft_s, cold)) / sum(r.prompt_tokens for r in cold)  # type: ignore[misc]
@@ -81,31 +111,74 @@ def transfer_claims(ok: list[RequestRecord], plan: SessionsPlan) -> list[Claim]:
     floor = min(map(ttft_s, warm))
     transfer = [r.cached_tokens / rate for r in warm]  # type: ignore[operator]
     recompute = [r.cached_tokens * per_token for r in warm]  # type: ignore[operator]
-    bound = [floor + t + (r.prompt_tokens - r.cached_tokens) * per_token  # type: ignore[operator]
-             for t, r in zip(transfer, warm)]
+    bound = [
+        floor + t + (r.prompt_tokens - r.cached_tokens) * per_token  # type: ignore[operator]
+        for t, r in zip(transfer, warm)
+    ]
     over = [ttft_s(r) / b for r, b in zip(warm, bound) if b > 0]
-    claims = [number("sessions.tier.cold_s_per_token", per_token, "s/token", "sum of the cold turns' TTFT / sum "
-                     "of their prompt_tokens: r, the seconds a prompt token took to prefill in this run", 8,
-                     direction="neither"),
-              number("sessions.tier.floor_s", floor, "s", "the smallest TTFT of the successful warm turns: the "
-                     "bound's fixed part", 4, direction="neither")]
+    claims = [
+        number(
+            "sessions.tier.cold_s_per_token",
+            per_token,
+            "s/token",
+            "sum of the cold turns' TTFT / sum "
+            "of their prompt_tokens: r, the seconds a prompt token took to prefill in this run",
+            8,
+            direction="neither",
+        ),
+        number(
+            "sessions.tier.floor_s",
+            floor,
+            "s",
+            "the smallest TTFT of the successful warm turns: the bound's fixed part",
+            4,
+            direction="neither",
+        ),
+    ]
     for name, values, how in (
-            ("transfer_s", transfer, "cached_tokens x kv_bytes_per_token / (h2d_gbps x 1e9): loading the turn's "
-                                     "cached tokens over the host-to-device link"),
-            ("recompute_s", recompute, "cached_tokens x sessions.tier.cold_s_per_token: prefilling them again"),
-            ("bound_s", bound, "sessions.tier.floor_s + transfer + (prompt_tokens - cached_tokens) x "
-                               "sessions.tier.cold_s_per_token"),
-            ("ttft_over_bound", over, "TTFT / bound")):
+        (
+            "transfer_s",
+            transfer,
+            "cached_tokens x kv_bytes_per_token / (h2d_gbps x 1e9): loading the turn's "
+            "cached tokens over the host-to-device link",
+        ),
+        ("recompute_s", recompute, "cached_tokens x sessions.tier.cold_s_per_token: prefilling them again"),
+        (
+            "bound_s",
+            bound,
+            "sessions.tier.floor_s + transfer + (prompt_tokens - cached_tokens) x sessions.tier.cold_s_per_token",
+        ),
+        ("ttft_over_bound", over, "TTFT / bound"),
+    ):
         summary = summarize(values)
         for stat in STATS if summary is not None else ():
-            claims.append(number(f"sessions.tier.{name}.<stat>", summary.stat(stat), "ratio" if name ==  # type: ignore[union-attr]
-                                 "ttft_over_bound" else "s", f"{stat} over the successful warm turns of {how} "
-                                 f"({summary.method})", 4, direction="lower" if name == "ttft_over_bound"  # type: ignore[union-attr]
-                                 else "neither", parts={"stat": stat}))
+            claims.append(
+                number(
+                    f"sessions.tier.{name}.<stat>",
+                    summary.stat(stat),
+                    "ratio"
+                    if name  # type: ignore[union-attr]
+                    == "ttft_over_bound"
+                    else "s",
+                    f"{stat} over the successful warm turns of {how} ({summary.method})",
+                    4,
+                    direction="lower"
+                    if name == "ttft_over_bound"  # type: ignore[union-attr]
+                    else "neither",
+                    parts={"stat": stat},
+                )
+            )
     within = sum(ttft_s(r) <= b for r, b in zip(warm, bound))
-    claims.append(number("sessions.tier.within_bound_pct", 100 * within / len(warm), "%", "successful warm turns "
-                         "whose TTFT <= its bound / successful warm turns reporting cached tokens x 100", 2,
-                         direction="higher"))
+    claims.append(
+        number(
+            "sessions.tier.within_bound_pct",
+            100 * within / len(warm),
+            "%",
+            "successful warm turns whose TTFT <= its bound / successful warm turns reporting cached tokens x 100",
+            2,
+            direction="higher",
+        )
+    )
     return claims
 
 

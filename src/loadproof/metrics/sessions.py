@@ -47,58 +47,132 @@ def claims_of_run(run: Any, plan: SessionsPlan) -> list[Claim]:
     complete = sum(len(t) == plan.turns and all(succeeded(r) for r in t) for t in by_user.values())
     claims = [
         count("sessions.planned_requests", plan.users * plan.turns, "requests", "users x turns", direction="neither"),
-        count("sessions.requests", len(records), "requests", "turns sent (a user stops at its first failed turn)",
-              direction="neither"),
-        count("sessions.failed_requests", len(records) - len(ok), "requests", "turns that failed, timed out, were "
-              "cancelled or got no token", direction="lower"),
-        count("sessions.completed_sessions", complete, "sessions", "users whose every turn succeeded",
-              direction="higher"),
+        count(
+            "sessions.requests",
+            len(records),
+            "requests",
+            "turns sent (a user stops at its first failed turn)",
+            direction="neither",
+        ),
+        count(
+            "sessions.failed_requests",
+            len(records) - len(ok),
+            "requests",
+            "turns that failed, timed out, were cancelled or got no token",
+            direction="lower",
+        ),
+        count(
+            "sessions.completed_sessions", complete, "sessions", "users whose every turn succeeded", direction="higher"
+        ),
     ]
     for phase, rows in (("cold", [r for r in ok if r.batch == 0]), ("warm", [r for r in ok if r.batch > 0])):
         summary = summarize([(r.first_token_ns - r.send_ns) / NS_PER_S for r in rows])  # type: ignore[operator]
         if summary is None:
             continue
         for stat in TTFT_STATS:
-            claims.append(number("sessions.ttft_s.<phase>.<stat>", summary.stat(stat), "s",
-                                 f"{stat} of t_first_token - t_send over the successful {phase} turns "
-                                 f"({'each user first' if phase == 'cold' else 'every later turn'}; "
-                                 f"{summary.method})", 4, direction="lower", parts={"phase": phase, "stat": stat}))
+            claims.append(
+                number(
+                    "sessions.ttft_s.<phase>.<stat>",
+                    summary.stat(stat),
+                    "s",
+                    f"{stat} of t_first_token - t_send over the successful {phase} turns "
+                    f"({'each user first' if phase == 'cold' else 'every later turn'}; "
+                    f"{summary.method})",
+                    4,
+                    direction="lower",
+                    parts={"phase": phase, "stat": stat},
+                )
+            )
     cold = summarize([(r.first_token_ns - r.send_ns) / NS_PER_S for r in ok if r.batch == 0])  # type: ignore[operator]
     warm = summarize([(r.first_token_ns - r.send_ns) / NS_PER_S for r in ok if r.batch > 0])  # type: ignore[operator]
     if cold is not None and warm is not None and cold.stat("p50") > 0:
-        claims.append(number("sessions.warm_over_cold_ttft_p50", warm.stat("p50") / cold.stat("p50"), "ratio",
-                             "p50 TTFT of warm turns / p50 TTFT of cold turns (below 1: the history's reuse pays)", 3,
-                             direction="lower"))
+        claims.append(
+            number(
+                "sessions.warm_over_cold_ttft_p50",
+                warm.stat("p50") / cold.stat("p50"),
+                "ratio",
+                "p50 TTFT of warm turns / p50 TTFT of cold turns (below 1: the history's reuse pays)",
+                3,
+                direction="lower",
+            )
+        )
     for turn in range(plan.turns):
         rows = [r for r in ok if r.batch == turn]
         ttft = summarize([(r.first_token_ns - r.send_ns) / NS_PER_S for r in rows])  # type: ignore[operator]
         if ttft is None:
             continue
-        claims.append(number("sessions.turn<t>.ttft_s.p50", ttft.stat("p50"), "s", "p50 of t_first_token - t_send "
-                             "over the successful turns t (0 is the first)", 4, direction="lower", parts={"t": turn}))
+        claims.append(
+            number(
+                "sessions.turn<t>.ttft_s.p50",
+                ttft.stat("p50"),
+                "s",
+                "p50 of t_first_token - t_send over the successful turns t (0 is the first)",
+                4,
+                direction="lower",
+                parts={"t": turn},
+            )
+        )
         context = [r.prompt_tokens for r in rows if r.prompt_tokens is not None]
         if context:
-            claims.append(number("sessions.turn<t>.context_tokens_mean", sum(context) / len(context), "tokens",
-                                 "mean usage.prompt_tokens of the successful turns t: the context each sent", 1,
-                                 direction="neither", parts={"t": turn}))
+            claims.append(
+                number(
+                    "sessions.turn<t>.context_tokens_mean",
+                    sum(context) / len(context),
+                    "tokens",
+                    "mean usage.prompt_tokens of the successful turns t: the context each sent",
+                    1,
+                    direction="neither",
+                    parts={"t": turn},
+                )
+            )
         ttfa = summarize([r.ttfa_ns / NS_PER_S for r in rows if r.ttfa_ns is not None])
         if ttfa is not None:
-            claims.append(number("sessions.turn<t>.ttfa_s.p50", ttfa.stat("p50"), "s", f"p50 of {TTFA_FORMULA}, over "
-                                 "the successful turns t", 4, direction="lower", parts={"t": turn}))
+            claims.append(
+                number(
+                    "sessions.turn<t>.ttfa_s.p50",
+                    ttfa.stat("p50"),
+                    "s",
+                    f"p50 of {TTFA_FORMULA}, over the successful turns t",
+                    4,
+                    direction="lower",
+                    parts={"t": turn},
+                )
+            )
         hit = reported_hit_pct(rows)
         if hit is not None:
-            claims.append(number("sessions.turn<t>.engine_hit_pct", hit, "%", "sum of usage.prompt_tokens_details."
-                                 "cached_tokens / sum of usage.prompt_tokens over the successful turns t that report "
-                                 "it x 100: the engine's own prefix-cache hits, request by request", 2,
-                                 direction="higher", parts={"t": turn}))
-    spans = [(max(r.end_ns for r in t) - min(r.send_ns for r in t)) / NS_PER_S
-             for t in by_user.values() if len(t) == plan.turns and all(succeeded(r) for r in t)]
+            claims.append(
+                number(
+                    "sessions.turn<t>.engine_hit_pct",
+                    hit,
+                    "%",
+                    "sum of usage.prompt_tokens_details."
+                    "cached_tokens / sum of usage.prompt_tokens over the successful turns t that report "
+                    "it x 100: the engine's own prefix-cache hits, request by request",
+                    2,
+                    direction="higher",
+                    parts={"t": turn},
+                )
+            )
+    spans = [
+        (max(r.end_ns for r in t) - min(r.send_ns for r in t)) / NS_PER_S
+        for t in by_user.values()
+        if len(t) == plan.turns and all(succeeded(r) for r in t)
+    ]
     span = summarize(spans)
     if span is not None:
         for stat in ("mean", "p50", "max"):
-            claims.append(number("sessions.session_s.<stat>", span.stat(stat), "s", f"{stat} over completed sessions "
-                                 "of (the last turn's end - the first turn's send), think time included", 3,
-                                 direction="lower", parts={"stat": stat}))
+            claims.append(
+                number(
+                    "sessions.session_s.<stat>",
+                    span.stat(stat),
+                    "s",
+                    f"{stat} over completed sessions "
+                    "of (the last turn's end - the first turn's send), think time included",
+                    3,
+                    direction="lower",
+                    parts={"stat": stat},
+                )
+            )
     asked = sum(r.prompt_tokens or 0 for r in ok)
     reusable = 0
     for turns in by_user.values():
@@ -106,19 +180,39 @@ def claims_of_run(run: Any, plan: SessionsPlan) -> list[Claim]:
             if succeeded(r) and succeeded(before):
                 reusable += before.prompt_tokens or 0
     if asked:
-        claims.append(number("sessions.prefix_hit_rate.reusable_pct", 100 * reusable / asked, "%", "sum over "
-                             "successful warm turns of the same user's previous prompt_tokens / sum of prompt_tokens "
-                             "of every successful turn x 100: what a prefix cache that kept every conversation could "
-                             "serve (the shared system prompt's reuse across users not counted)", 2,
-                             direction="neither"))
-    for phase, rows in (("cold", [r for r in ok if r.batch == 0]), ("warm", [r for r in ok if r.batch > 0]),
-                        ("all", ok)):
+        claims.append(
+            number(
+                "sessions.prefix_hit_rate.reusable_pct",
+                100 * reusable / asked,
+                "%",
+                "sum over "
+                "successful warm turns of the same user's previous prompt_tokens / sum of prompt_tokens "
+                "of every successful turn x 100: what a prefix cache that kept every conversation could "
+                "serve (the shared system prompt's reuse across users not counted)",
+                2,
+                direction="neither",
+            )
+        )
+    for phase, rows in (
+        ("cold", [r for r in ok if r.batch == 0]),
+        ("warm", [r for r in ok if r.batch > 0]),
+        ("all", ok),
+    ):
         hit = reported_hit_pct(rows)
         if hit is not None:
-            claims.append(number("sessions.engine_hit_pct.<phase>", hit, "%", "sum of usage.prompt_tokens_details."
-                                 f"cached_tokens / sum of usage.prompt_tokens over the successful {phase} turns that "
-                                 "report it x 100", 2, direction="neither" if phase == "cold" else "higher",
-                                 parts={"phase": phase}))
+            claims.append(
+                number(
+                    "sessions.engine_hit_pct.<phase>",
+                    hit,
+                    "%",
+                    "sum of usage.prompt_tokens_details."
+                    f"cached_tokens / sum of usage.prompt_tokens over the successful {phase} turns that "
+                    "report it x 100",
+                    2,
+                    direction="neither" if phase == "cold" else "higher",
+                    parts={"phase": phase},
+                )
+            )
     claims += engine_hit_claims(records, run.samples)
     claims += agent_claims(ok, plan) + expected_claims(ok, plan, primed, run.samples) + transfer_claims(ok, plan)
     claims += reasoning_claims(SCENARIO, records)
@@ -134,13 +228,29 @@ def agent_claims(ok: list[RequestRecord], plan: SessionsPlan) -> list[Claim]:
         return []
     asked = [r for r in ok if r.batch < plan.tool_turns]
     return [
-        count("sessions.agent.tool_turns", len(asked), "turns", "successful turns that asked for a tool call "
-              "(turns 0 to tool_turns - 1)", direction="neither"),
-        count("sessions.agent.tool_calls", sum(len(r.tool_calls) for r in asked), "calls", "tool calls the engine "
-              "answered them with (each call's name, id and arguments joined from its deltas)", direction="neither"),
-        count("sessions.agent.turns_without_call", sum(not r.tool_calls for r in asked), "turns", "successful tool "
-              "turns answered with no tool call (text only: the completions endpoint, or an engine that did not "
-              "force the call)", direction="lower"),
+        count(
+            "sessions.agent.tool_turns",
+            len(asked),
+            "turns",
+            "successful turns that asked for a tool call (turns 0 to tool_turns - 1)",
+            direction="neither",
+        ),
+        count(
+            "sessions.agent.tool_calls",
+            sum(len(r.tool_calls) for r in asked),
+            "calls",
+            "tool calls the engine answered them with (each call's name, id and arguments joined from its deltas)",
+            direction="neither",
+        ),
+        count(
+            "sessions.agent.turns_without_call",
+            sum(not r.tool_calls for r in asked),
+            "turns",
+            "successful tool "
+            "turns answered with no tool call (text only: the completions endpoint, or an engine that did not "
+            "force the call)",
+            direction="lower",
+        ),
     ]
 
 
@@ -155,13 +265,24 @@ def prefix_requests(ok: list[RequestRecord], plan: SessionsPlan) -> list[PrefixR
         own = ("prime",) if r.family == PRIME else ("user", r.prompt_id)
         # the shared prefix is one model's: vLLM keys a block by the LoRA adapter that computed it (--model-mix)
         segments = [(("shared", r.model), min(shared, prompt)), (own, prompt - min(shared, prompt))]
-        out.append(PrefixRequest(send_ns=r.send_ns, end_ns=r.end_ns, keys=chained_keys(segments, plan.block_tokens or 1),
-                                 prompt_tokens=prompt, output_tokens=r.output_tokens or 0))
+        out.append(
+            PrefixRequest(
+                send_ns=r.send_ns,
+                end_ns=r.end_ns,
+                keys=chained_keys(segments, plan.block_tokens or 1),
+                prompt_tokens=prompt,
+                output_tokens=r.output_tokens or 0,
+            )
+        )
     return out
 
 
-def expected_claims(ok: list[RequestRecord], plan: SessionsPlan, primed: list[RequestRecord] | None = None,
-                    samples: Sequence[EngineSample] = ()) -> list[Claim]:
+def expected_claims(
+    ok: list[RequestRecord],
+    plan: SessionsPlan,
+    primed: list[RequestRecord] | None = None,
+    samples: Sequence[EngineSample] = (),
+) -> list[Claim]:
     """The hits an unbounded cache and one of the engine's size would serve, per turn and in all, beside the
     engine's (plans with the engine's block size), and with a CPU tier what it should supply
     (metrics.session_tier). A successful priming request goes through the cache first (its hits are no
@@ -177,50 +298,83 @@ def expected_claims(ok: list[RequestRecord], plan: SessionsPlan, primed: list[Re
     caches = {"unbounded": None}
     if plan.kv_cache_tokens:
         caches["bounded"] = plan.kv_cache_tokens // block
-    how = {"unbounded": "a cache that never evicts",
-           "bounded": f"a cache of the engine's size, kv_cache_tokens // block_tokens blocks (vLLM's LRU block pool, "
-                      "running requests pinned: metrics.prefix_cache)"}
-    primer = " (after the priming request, family prime, which every turn's shared prefix can hit)" if len(turns) < len(
-        ordered) else ""
+    how = {
+        "unbounded": "a cache that never evicts",
+        "bounded": "a cache of the engine's size, kv_cache_tokens // block_tokens blocks (vLLM's LRU block pool, "
+        "running requests pinned: metrics.prefix_cache)",
+    }
+    primer = (
+        " (after the priming request, family prime, which every turn's shared prefix can hit)"
+        if len(turns) < len(ordered)
+        else ""
+    )
     claims = []
     for cache, blocks in caches.items():
         hits = simulate(requests, blocks, block).hits
         for turn in range(plan.turns):
             idx = [i for i in turns if ordered[i].batch == turn]
             if idx:
-                claims.append(number(
-                    "sessions.turn<t>.expected_hit_pct.<cache>",
-                    100 * sum(hits[i] for i in idx) / sum(ordered[i].prompt_tokens for i in idx), "%",  # type: ignore[misc]
-                    f"sum of the expected hit tokens / sum of usage.prompt_tokens over the successful turns t x 100; "
-                    f"each turn's expected hit: its leading blocks of block_tokens (the shared prefix, then its "
-                    f"user's history) already cached when it was sent, at most (prompt_tokens - 1) // block_tokens "
-                    f"of them, the turns replayed in send order through {how[cache]}{primer}", 2, direction="neither",
-                    parts={"t": turn, "cache": cache}))
-        claims.append(number("sessions.expected_hit_pct.<cache>",
-                             100 * sum(hits[i] for i in turns) / sum(ordered[i].prompt_tokens for i in turns),  # type: ignore[misc]
-                             "%", f"the same over every successful turn, through {how[cache]}{primer}", 2,
-                             direction="neither", parts={"cache": cache}))
+                claims.append(
+                    number(
+                        "sessions.turn<t>.expected_hit_pct.<cache>",
+                        100 * sum(hits[i] for i in idx) / sum(ordered[i].prompt_tokens for i in idx),
+                        "%",  # type: ignore[misc]
+                        f"sum of the expected hit tokens / sum of usage.prompt_tokens over the successful turns t x 100; "
+                        f"each turn's expected hit: its leading blocks of block_tokens (the shared prefix, then its "
+                        f"user's history) already cached when it was sent, at most (prompt_tokens - 1) // block_tokens "
+                        f"of them, the turns replayed in send order through {how[cache]}{primer}",
+                        2,
+                        direction="neither",
+                        parts={"t": turn, "cache": cache},
+                    )
+                )
+        claims.append(
+            number(
+                "sessions.expected_hit_pct.<cache>",
+                100 * sum(hits[i] for i in turns) / sum(ordered[i].prompt_tokens for i in turns),  # type: ignore[misc]
+                "%",
+                f"the same over every successful turn, through {how[cache]}{primer}",
+                2,
+                direction="neither",
+                parts={"cache": cache},
+            )
+        )
     working = working_set_tokens(requests, block)
-    claims.append(count("sessions.working_set_tokens", working, "tokens", "distinct full prompt blocks over the "
-                        "successful turns (and the priming request) x block_tokens: what an unbounded cache would "
-                        "end up holding", direction="neither"))
+    claims.append(
+        count(
+            "sessions.working_set_tokens",
+            working,
+            "tokens",
+            "distinct full prompt blocks over the "
+            "successful turns (and the priming request) x block_tokens: what an unbounded cache would "
+            "end up holding",
+            direction="neither",
+        )
+    )
     if plan.kv_cache_tokens:
-        claims.append(fact("sessions.expected_hit_pct.read_against",
-                           "bounded" if working > plan.kv_cache_tokens else "either",
-                           "bounded where sessions.working_set_tokens exceeds the engine's kv_cache_tokens (the "
-                           "engine must evict, and its hit rate is to be read against the bounded expectation), "
-                           "else either (the two agree but for running requests' pinned blocks)"))
+        claims.append(
+            fact(
+                "sessions.expected_hit_pct.read_against",
+                "bounded" if working > plan.kv_cache_tokens else "either",
+                "bounded where sessions.working_set_tokens exceeds the engine's kv_cache_tokens (the "
+                "engine must evict, and its hit rate is to be read against the bounded expectation), "
+                "else either (the two agree but for running requests' pinned blocks)",
+            )
+        )
     return claims + expected_tier_claims(requests, turns, plan, ok, list(samples))
-
 
 
 def engine_hit_claims(records: list[RequestRecord], samples: list[EngineSample]) -> list[Claim]:
     if not records:
         return []
-    start, end = min(r.send_ns for r in records if r.send_ns) if any(r.send_ns for r in records) else 0, \
-        max(r.end_ns for r in records)
-    ordered = sorted((s for s in samples if "prefix_cache_queries_total" in s.values and "prefix_cache_hits_total" in s.values),
-                     key=lambda s: s.t_ns)
+    start, end = (
+        min(r.send_ns for r in records if r.send_ns) if any(r.send_ns for r in records) else 0,
+        max(r.end_ns for r in records),
+    )
+    ordered = sorted(
+        (s for s in samples if "prefix_cache_queries_total" in s.values and "prefix_cache_hits_total" in s.values),
+        key=lambda s: s.t_ns,
+    )
     before = [s.values for s in ordered if s.t_ns <= start]
     after = [s.values for s in ordered if s.t_ns >= end]
     if not before or not after:
@@ -229,45 +383,83 @@ def engine_hit_claims(records: list[RequestRecord], samples: list[EngineSample])
     hits = after[-1]["prefix_cache_hits_total"] - before[-1]["prefix_cache_hits_total"]
     if queries <= 0:
         return []
-    return [number("sessions.prefix_hit_rate.engine_pct", 100 * hits / queries, "%", "engine prefix_cache_hits_total "
-                   "growth / prefix_cache_queries_total growth x 100, from the last sample at or before the first "
-                   "send to the last at or after the last end", 2, direction="higher")]
+    return [
+        number(
+            "sessions.prefix_hit_rate.engine_pct",
+            100 * hits / queries,
+            "%",
+            "engine prefix_cache_hits_total "
+            "growth / prefix_cache_queries_total growth x 100, from the last sample at or before the first "
+            "send to the last at or after the last end",
+            2,
+            direction="higher",
+        )
+    ]
 
 
 # --- report panels (catalog entry `figures`) ---------------------------------------------------------
 
-TURN_COLUMNS = (("context_tokens_mean", "context"), ("ttft_s.p50", "TTFT p50 s"), ("ttfa_s.p50", "answer p50 s"),
-                ("engine_hit_pct", "engine hit %"), ("expected_hit_pct.unbounded", "unbounded %"),
-                ("expected_hit_pct.bounded", "bounded %"))
+TURN_COLUMNS = (
+    ("context_tokens_mean", "context"),
+    ("ttft_s.p50", "TTFT p50 s"),
+    ("ttfa_s.p50", "answer p50 s"),
+    ("engine_hit_pct", "engine hit %"),
+    ("expected_hit_pct.unbounded", "unbounded %"),
+    ("expected_hit_pct.bounded", "bounded %"),
+)
 
 
 def figures(run: Any, plan: SessionsPlan, claims: list[Claim]) -> list[Table]:
     """Turn by turn: the context, TTFT, first answer, and the engine's hits beside the two expectations
     (report.md and the console)."""
     by_name = {c.name: c for c in claims}
-    columns = [(key, label) for key, label in TURN_COLUMNS
-               if any(f"sessions.turn{t}.{key}" in by_name for t in range(plan.turns))]
-    rows = [[f"{t} call" if t < plan.tool_turns else str(t)]
-            + [by_name[f"sessions.turn{t}.{key}"].printed if f"sessions.turn{t}.{key}" in by_name else "-"
-               for key, _ in columns] for t in range(plan.turns)]
+    columns = [
+        (key, label)
+        for key, label in TURN_COLUMNS
+        if any(f"sessions.turn{t}.{key}" in by_name for t in range(plan.turns))
+    ]
+    rows = [
+        [f"{t} call" if t < plan.tool_turns else str(t)]
+        + [
+            by_name[f"sessions.turn{t}.{key}"].printed if f"sessions.turn{t}.{key}" in by_name else "-"
+            for key, _ in columns
+        ]
+        for t in range(plan.turns)
+    ]
     if not any(key.startswith("expected") for key, _ in columns):
         return []
-    total = [("engine hits, every turn", "sessions.engine_hit_pct.all"),
-             ("the engine's counters", "sessions.prefix_hit_rate.engine_pct"),
-             ("expected, unbounded", "sessions.expected_hit_pct.unbounded"),
-             ("expected, the engine's size", "sessions.expected_hit_pct.bounded")]
+    total = [
+        ("engine hits, every turn", "sessions.engine_hit_pct.all"),
+        ("the engine's counters", "sessions.prefix_hit_rate.engine_pct"),
+        ("expected, unbounded", "sessions.expected_hit_pct.unbounded"),
+        ("expected, the engine's size", "sessions.expected_hit_pct.bounded"),
+    ]
     against = by_name.get("sessions.expected_hit_pct.read_against")
-    intro = ["Expected hits: the turns replayed through a prefix cache that never evicts (unbounded) and one of the "
-             "engine's size (bounded); the engine's: each response's cached tokens.",
-             ", ".join(f"{label}: {by_name[name].printed}%" for label, name in total if name in by_name) + "."]
+    intro = [
+        "Expected hits: the turns replayed through a prefix cache that never evicts (unbounded) and one of the "
+        "engine's size (bounded); the engine's: each response's cached tokens.",
+        ", ".join(f"{label}: {by_name[name].printed}%" for label, name in total if name in by_name) + ".",
+    ]
     if plan.kv_cache_tokens:
-        intro.append(f"Engine KV cache {plan.kv_cache_tokens:,} tokens in blocks of {plan.block_tokens} "
-                     f"({plan.kv_source}); working set {by_name['sessions.working_set_tokens'].printed} tokens: read "
-                     "the engine's hits against " + ("the bounded expectation (it must evict)."
-                                                     if against and against.value == "bounded" else
-                                                     "either expectation (the working set fits)."))
+        intro.append(
+            f"Engine KV cache {plan.kv_cache_tokens:,} tokens in blocks of {plan.block_tokens} "
+            f"({plan.kv_source}); working set {by_name['sessions.working_set_tokens'].printed} tokens: read "
+            "the engine's hits against "
+            + (
+                "the bounded expectation (it must evict)."
+                if against and against.value == "bounded"
+                else "either expectation (the working set fits)."
+            )
+        )
     else:
         intro.append("The engine's KV cache size is unknown (--engine-kv-tokens): only the unbounded expectation.")
-    return [Table(title="Prefix reuse by turn", header=["turn", *[label for _, label in columns]], rows=rows,
-                  intro=intro, console="Prefix reuse by turn",
-                  claims=[f"sessions.turn{t}.{key}" for t in range(plan.turns) for key, _ in columns])]
+    return [
+        Table(
+            title="Prefix reuse by turn",
+            header=["turn", *[label for _, label in columns]],
+            rows=rows,
+            intro=intro,
+            console="Prefix reuse by turn",
+            claims=[f"sessions.turn{t}.{key}" for t in range(plan.turns) for key, _ in columns],
+        )
+    ]

@@ -26,8 +26,12 @@ def _outside_by_half(telemetry: list[TelemetrySample], middle_ns: int) -> str:
     return f"; host CPU used outside loadproof: {a:.0f}% then {b:.0f}%"
 
 
-def soak_claims(plan: SoakPlan, records: list[RequestRecord], samples: list[EngineSample],
-                telemetry: list[TelemetrySample] | None = None) -> list[Claim]:
+def soak_claims(
+    plan: SoakPlan,
+    records: list[RequestRecord],
+    samples: list[EngineSample],
+    telemetry: list[TelemetrySample] | None = None,
+) -> list[Claim]:
     records = sorted((r for r in records if r.scenario == "soak"), key=lambda r: r.send_ns)
     if not records:
         return acceptance_claims("soak", [Criterion("requests", "FAIL", "no request was recorded")])
@@ -38,12 +42,24 @@ def soak_claims(plan: SoakPlan, records: list[RequestRecord], samples: list[Engi
         count("soak.requests", len(records), "requests", "records of the run", direction="neither"),
         count("soak.errors", len(failed), "requests", "records with ok == false", direction="lower"),
         number("soak.error_rate", rate, "", "errors / requests", 4, direction="lower"),
-        number("soak.duration_s", (max(r.end_ns for r in records) - records[0].send_ns) / NS_PER_S, "s",
-               "last completion - first send", 1, direction="neither"),
+        number(
+            "soak.duration_s",
+            (max(r.end_ns for r in records) - records[0].send_ns) / NS_PER_S,
+            "s",
+            "last completion - first send",
+            1,
+            direction="neither",
+        ),
     ]
-    criteria = [Criterion("errors", "PASS" if rate <= plan.max_error_rate else "FAIL",
-                          f"{len(failed)}/{len(records)} failed" + (f" ({dict(kinds)})" if kinds else "")
-                          + f"; bound {plan.max_error_rate:g}")]
+    criteria = [
+        Criterion(
+            "errors",
+            "PASS" if rate <= plan.max_error_rate else "FAIL",
+            f"{len(failed)}/{len(records)} failed"
+            + (f" ({dict(kinds)})" if kinds else "")
+            + f"; bound {plan.max_error_rate:g}",
+        )
+    ]
     middle = records[0].send_ns + (records[-1].send_ns - records[0].send_ns) // 2
     host = _outside_by_half(telemetry or [], middle)
     for family in ("short", "long"):
@@ -53,27 +69,67 @@ def soak_claims(plan: SoakPlan, records: list[RequestRecord], samples: list[Engi
         if len(first) >= 2 and len(second) >= 2:
             a, b = statistics.median(first), statistics.median(second)
             drift = (b - a) / a
-            claims += [number(f"soak.{family}.latency_median_first_half_s", a, "s",
-                              "median send -> last token, first half", 3, direction="lower"),
-                       number(f"soak.{family}.latency_median_second_half_s", b, "s",
-                              "median send -> last token, second half", 3, direction="lower"),
-                       number(f"soak.{family}.latency_drift", drift, "", "(second - first) / first", 3,
-                              direction="lower")]
-            criteria.append(Criterion(f"{family}_latency_drift", "PASS" if drift <= plan.max_latency_drift else "FAIL",
-                                      f"median latency {a:.3f} s then {b:.3f} s ({drift:+.1%}); bound "
-                                      f"+{plan.max_latency_drift:.0%}{host}"))
+            claims += [
+                number(
+                    f"soak.{family}.latency_median_first_half_s",
+                    a,
+                    "s",
+                    "median send -> last token, first half",
+                    3,
+                    direction="lower",
+                ),
+                number(
+                    f"soak.{family}.latency_median_second_half_s",
+                    b,
+                    "s",
+                    "median send -> last token, second half",
+                    3,
+                    direction="lower",
+                ),
+                number(f"soak.{family}.latency_drift", drift, "", "(second - first) / first", 3, direction="lower"),
+            ]
+            criteria.append(
+                Criterion(
+                    f"{family}_latency_drift",
+                    "PASS" if drift <= plan.max_latency_drift else "FAIL",
+                    f"median latency {a:.3f} s then {b:.3f} s ({drift:+.1%}); bound "
+                    f"+{plan.max_latency_drift:.0%}{host}",
+                )
+            )
     for source in ("engine", "relay"):
-        rss = [s.values["process_rss_bytes"] for s in sorted(samples, key=lambda s: s.t_ns)
-               if s.source == source and "process_rss_bytes" in s.values]
+        rss = [
+            s.values["process_rss_bytes"]
+            for s in sorted(samples, key=lambda s: s.t_ns)
+            if s.source == source and "process_rss_bytes" in s.values
+        ]
         if len(rss) >= 2:
             growth = (rss[-1] - rss[0]) / 1024**2
-            claims += [number(f"soak.{source}_rss_first_mib", rss[0] / 1024**2, "MiB", "resident memory, first sample",
-                              0, direction="neither"),
-                       number(f"soak.{source}_rss_growth_mib", growth, "MiB", "resident memory, last - first sample",
-                              1, direction="lower")]
-            criteria.append(Criterion(f"{source}_memory", "PASS" if growth <= plan.max_rss_growth_mib else "FAIL",
-                                      f"{source} RSS grew {growth:+.1f} MiB over {len(rss)} samples; bound "
-                                      f"{plan.max_rss_growth_mib:g} MiB"))
+            claims += [
+                number(
+                    f"soak.{source}_rss_first_mib",
+                    rss[0] / 1024**2,
+                    "MiB",
+                    "resident memory, first sample",
+                    0,
+                    direction="neither",
+                ),
+                number(
+                    f"soak.{source}_rss_growth_mib",
+                    growth,
+                    "MiB",
+                    "resident memory, last - first sample",
+                    1,
+                    direction="lower",
+                ),
+            ]
+            criteria.append(
+                Criterion(
+                    f"{source}_memory",
+                    "PASS" if growth <= plan.max_rss_growth_mib else "FAIL",
+                    f"{source} RSS grew {growth:+.1f} MiB over {len(rss)} samples; bound "
+                    f"{plan.max_rss_growth_mib:g} MiB",
+                )
+            )
     return claims + acceptance_claims("soak", criteria)
 
 

@@ -44,8 +44,7 @@ ACCEPTED = "spec_decode_num_accepted_tokens_total"
 PER_POS = "spec_decode_num_accepted_tokens_per_pos_total_"  # + the position, 0 first
 TOTALS = (DRAFTS, DRAFT_TOKENS, ACCEPTED)
 GENERATED = "generation_tokens_total"
-WINDOW = ("growth from the last /metrics sample at or before the window's start to the first at or after its "
-          "end")
+WINDOW = "growth from the last /metrics sample at or before the window's start to the first at or after its end"
 
 
 @dataclass(frozen=True)
@@ -71,9 +70,12 @@ def spec_window(samples: Sequence[EngineSample], start_ns: int, end_ns: int) -> 
     drafts = b[DRAFTS] - a[DRAFTS]
     if drafts <= 0:
         return None
-    positions = sorted(int(k[len(PER_POS):]) for k in b if k.startswith(PER_POS) and k[len(PER_POS):].isdigit())
-    by_pos = tuple(b.get(f"{PER_POS}{p}", 0.0) - a.get(f"{PER_POS}{p}", 0.0) for p in range(max(positions) + 1)) \
-        if positions else ()
+    positions = sorted(int(k[len(PER_POS) :]) for k in b if k.startswith(PER_POS) and k[len(PER_POS) :].isdigit())
+    by_pos = (
+        tuple(b.get(f"{PER_POS}{p}", 0.0) - a.get(f"{PER_POS}{p}", 0.0) for p in range(max(positions) + 1))
+        if positions
+        else ()
+    )
     generated = b[GENERATED] - a[GENERATED] if GENERATED in a and GENERATED in b else None
     return SpecWindow(drafts, b[DRAFT_TOKENS] - a[DRAFT_TOKENS], b[ACCEPTED] - a[ACCEPTED], by_pos, generated)
 
@@ -84,18 +86,39 @@ ENGINE_LENGTH, ENGINE_RATE = "spec_accept_length", "spec_accept_rate"  # SGLang'
 def spec_gauge_claims(level: str, parts: dict[str, Any], samples: Sequence[EngineSample], end_ns: int) -> list[Claim]:
     """`<level>.spec_decode.engine_accept_length` and `engine_accept_rate_pct` from an engine that reports gauges
     instead of counters (SGLang), read at the first sample at or after `end_ns`; none where they are 0 or absent."""
-    after = sorted((s for s in samples if s.t_ns >= end_ns and s.values.get(ENGINE_LENGTH, 0.0) > 0),
-                   key=lambda s: s.t_ns)
+    after = sorted(
+        (s for s in samples if s.t_ns >= end_ns and s.values.get(ENGINE_LENGTH, 0.0) > 0), key=lambda s: s.t_ns
+    )
     if not after:
         return []
     values, base = after[0].values, f"{level}.spec_decode"
-    how = ("at the first /metrics sample at or after the window's end: the engine's mean over its last logging "
-           "interval (SGLang keeps no draft counters), not a figure of this window alone")
-    claims = [number(f"{base}.engine_accept_length", values[ENGINE_LENGTH], "tokens", f"sglang:spec_accept_length {how}",
-                     3, direction="higher", parts=parts)]
+    how = (
+        "at the first /metrics sample at or after the window's end: the engine's mean over its last logging "
+        "interval (SGLang keeps no draft counters), not a figure of this window alone"
+    )
+    claims = [
+        number(
+            f"{base}.engine_accept_length",
+            values[ENGINE_LENGTH],
+            "tokens",
+            f"sglang:spec_accept_length {how}",
+            3,
+            direction="higher",
+            parts=parts,
+        )
+    ]
     if values.get(ENGINE_RATE, 0.0) > 0:
-        claims.append(number(f"{base}.engine_accept_rate_pct", 100 * values[ENGINE_RATE], "%",
-                             f"sglang:spec_accept_rate x 100 {how}", 2, direction="higher", parts=parts))
+        claims.append(
+            number(
+                f"{base}.engine_accept_rate_pct",
+                100 * values[ENGINE_RATE],
+                "%",
+                f"sglang:spec_accept_rate x 100 {how}",
+                2,
+                direction="higher",
+                parts=parts,
+            )
+        )
     return claims
 
 
@@ -107,48 +130,121 @@ def unavailable_claims(run: Any, claims: Sequence[Claim]) -> list[Claim]:
     method = (profile.get("speculative") or {}).get("method") if isinstance(profile, dict) else None
     if method is None or any(".spec_decode." in c.name for c in claims) or not run.records:
         return []
-    seen = "no /metrics samples around the run" if not run.samples else (
-        "the engine's /metrics show no draft counters (vLLM's spec_decode_num_drafts_total and the rest) and no "
-        "acceptance gauge above 0 (SGLang's spec_accept_length) around the run")
-    return [fact("spec_decode.unavailable", f"the profile asks for {method} drafts, but {seen}",
-                 "why this run has no speculative-decoding figures though its profile drafts")]
+    seen = (
+        "no /metrics samples around the run"
+        if not run.samples
+        else (
+            "the engine's /metrics show no draft counters (vLLM's spec_decode_num_drafts_total and the rest) and no "
+            "acceptance gauge above 0 (SGLang's spec_accept_length) around the run"
+        )
+    )
+    return [
+        fact(
+            "spec_decode.unavailable",
+            f"the profile asks for {method} drafts, but {seen}",
+            "why this run has no speculative-decoding figures though its profile drafts",
+        )
+    ]
 
 
-def spec_claims(level: str, parts: dict[str, Any], window: SpecWindow | None, what: str,
-                requests: int | None = None) -> list[Claim]:
+def spec_claims(
+    level: str, parts: dict[str, Any], window: SpecWindow | None, what: str, requests: int | None = None
+) -> list[Claim]:
     """`<level>.spec_decode.*` for one window (`what` says which, for the formulas; `requests`: how many
     started in it, for the tokens per step); none without one."""
     if window is None:
         return []
     base = f"{level}.spec_decode"
     claims = [
-        count(f"{base}.drafts", round(window.drafts), "steps", f"{DRAFTS} {WINDOW} ({what}): verification steps "
-              "that carried a draft, one per sequence", direction="neither", parts=parts),
-        count(f"{base}.draft_tokens", round(window.draft_tokens), "tokens", f"{DRAFT_TOKENS} {WINDOW} ({what})",
-              direction="neither", parts=parts),
-        count(f"{base}.accepted_tokens", round(window.accepted), "tokens", f"{ACCEPTED} {WINDOW} ({what})",
-              direction="higher", parts=parts),
-        number(f"{base}.mean_accepted_length", 1 + window.accepted / window.drafts, "tokens", "1 + accepted tokens / "
-               f"drafts, the counters' {WINDOW} ({what}): tokens a verification step yields a sequence, the target "
-               "model's own included", 3, direction="higher", parts=parts),
+        count(
+            f"{base}.drafts",
+            round(window.drafts),
+            "steps",
+            f"{DRAFTS} {WINDOW} ({what}): verification steps that carried a draft, one per sequence",
+            direction="neither",
+            parts=parts,
+        ),
+        count(
+            f"{base}.draft_tokens",
+            round(window.draft_tokens),
+            "tokens",
+            f"{DRAFT_TOKENS} {WINDOW} ({what})",
+            direction="neither",
+            parts=parts,
+        ),
+        count(
+            f"{base}.accepted_tokens",
+            round(window.accepted),
+            "tokens",
+            f"{ACCEPTED} {WINDOW} ({what})",
+            direction="higher",
+            parts=parts,
+        ),
+        number(
+            f"{base}.mean_accepted_length",
+            1 + window.accepted / window.drafts,
+            "tokens",
+            "1 + accepted tokens / "
+            f"drafts, the counters' {WINDOW} ({what}): tokens a verification step yields a sequence, the target "
+            "model's own included",
+            3,
+            direction="higher",
+            parts=parts,
+        ),
     ]
-    claims.insert(3, number(f"{base}.mean_draft_length", window.draft_tokens / window.drafts, "tokens",
-                            f"draft tokens / drafts, the counters' {WINDOW} ({what}): the draft length the steps ran "
-                            "with (a schedule by batch size sets it; n-gram lookup can propose fewer)", 3,
-                            direction="neither", parts=parts))
+    claims.insert(
+        3,
+        number(
+            f"{base}.mean_draft_length",
+            window.draft_tokens / window.drafts,
+            "tokens",
+            f"draft tokens / drafts, the counters' {WINDOW} ({what}): the draft length the steps ran "
+            "with (a schedule by batch size sets it; n-gram lookup can propose fewer)",
+            3,
+            direction="neither",
+            parts=parts,
+        ),
+    )
     if window.draft_tokens > 0:
-        claims.insert(3, number(f"{base}.acceptance_pct", 100 * window.accepted / window.draft_tokens, "%",
-                                f"accepted tokens / draft tokens x 100, the counters' {WINDOW} ({what})", 2,
-                                direction="higher", parts=parts))
+        claims.insert(
+            3,
+            number(
+                f"{base}.acceptance_pct",
+                100 * window.accepted / window.draft_tokens,
+                "%",
+                f"accepted tokens / draft tokens x 100, the counters' {WINDOW} ({what})",
+                2,
+                direction="higher",
+                parts=parts,
+            ),
+        )
     steps = window.generated - requests - window.accepted if window.generated is not None and requests else None
     if steps is not None and steps > 0:
-        claims.append(number(f"{base}.tokens_per_step", (window.generated - requests) / steps, "tokens",
-                             f"(generated - requests) / (generated - requests - accepted), generation_tokens_total's "
-                             f"and the accepted counter's {WINDOW} ({what}): the tokens a decode step yields a "
-                             "sequence over every step, drafted or not (each request's first token comes from its "
-                             "prefill)", 3, direction="higher", parts=parts))
+        claims.append(
+            number(
+                f"{base}.tokens_per_step",
+                (window.generated - requests) / steps,
+                "tokens",
+                f"(generated - requests) / (generated - requests - accepted), generation_tokens_total's "
+                f"and the accepted counter's {WINDOW} ({what}): the tokens a decode step yields a "
+                "sequence over every step, drafted or not (each request's first token comes from its "
+                "prefill)",
+                3,
+                direction="higher",
+                parts=parts,
+            )
+        )
     for k, accepted in enumerate(window.accepted_by_pos):
-        claims.append(number(f"{base}.pos<k>.acceptance_pct", 100 * accepted / window.drafts, "%",
-                             f"accepted tokens at draft position k / drafts x 100, the counters' {WINDOW} ({what}); "
-                             "k = 0 is the first drafted token", 2, direction="higher", parts={**parts, "k": k}))
+        claims.append(
+            number(
+                f"{base}.pos<k>.acceptance_pct",
+                100 * accepted / window.drafts,
+                "%",
+                f"accepted tokens at draft position k / drafts x 100, the counters' {WINDOW} ({what}); "
+                "k = 0 is the first drafted token",
+                2,
+                direction="higher",
+                parts={**parts, "k": k},
+            )
+        )
     return claims

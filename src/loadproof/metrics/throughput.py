@@ -67,15 +67,26 @@ def throughput_claims(records: Iterable[RequestRecord]) -> list[Claim]:
         failed = sum(1 for rec in group if not rec.ok)
         if rates:
             # c1: one user's rate; cN: each stream's among N (documented apart)
-            name, name_parts, formula = (("throughput.<family>.c1.decode_tokens_per_s", {"family": family},
-                                          DECODE_FORMULA) if conc == 1 else
-                                         (f"{level}.decode_tokens_per_s", parts,
-                                          DECODE_FORMULA + f", each stream among {conc}"))
-            claims.append(number(name, statistics.median(rates), "tokens/s", formula, direction="higher",
-                                 parts=name_parts))
+            name, name_parts, formula = (
+                ("throughput.<family>.c1.decode_tokens_per_s", {"family": family}, DECODE_FORMULA)
+                if conc == 1
+                else (f"{level}.decode_tokens_per_s", parts, DECODE_FORMULA + f", each stream among {conc}")
+            )
+            claims.append(
+                number(name, statistics.median(rates), "tokens/s", formula, direction="higher", parts=name_parts)
+            )
         if ttfts:
-            claims.append(number(f"{level}.ttft_median_s", statistics.median(ttfts), "s", TTFT_FORMULA, 3,
-                                 direction="lower", parts=parts))
+            claims.append(
+                number(
+                    f"{level}.ttft_median_s",
+                    statistics.median(ttfts),
+                    "s",
+                    TTFT_FORMULA,
+                    3,
+                    direction="lower",
+                    parts=parts,
+                )
+            )
         if conc > 1:
             batches: dict[tuple[int, int], list[RequestRecord]] = defaultdict(list)
             for rec in group:
@@ -83,17 +94,48 @@ def throughput_claims(records: Iterable[RequestRecord]) -> list[Claim]:
             aggregates = [batch_aggregate_per_s(b) for _, b in sorted(batches.items())]
             valid = [a for a in aggregates if a is not None]
             if valid:
-                claims.append(number(f"{level}.aggregate_tokens_per_s", statistics.median(valid), "tokens/s",
-                                     AGGREGATE_FORMULA, direction="higher", parts=parts))
-            claims.append(count(f"{level}.failed_batches", len(aggregates) - len(valid), "batches",
-                                "count of batches with a failed request", direction="lower", parts=parts))
-        claims.append(count(f"{level}.failed_requests", failed, "requests", "count of records with ok == false",
-                            direction="lower", parts=parts))
+                claims.append(
+                    number(
+                        f"{level}.aggregate_tokens_per_s",
+                        statistics.median(valid),
+                        "tokens/s",
+                        AGGREGATE_FORMULA,
+                        direction="higher",
+                        parts=parts,
+                    )
+                )
+            claims.append(
+                count(
+                    f"{level}.failed_batches",
+                    len(aggregates) - len(valid),
+                    "batches",
+                    "count of batches with a failed request",
+                    direction="lower",
+                    parts=parts,
+                )
+            )
+        claims.append(
+            count(
+                f"{level}.failed_requests",
+                failed,
+                "requests",
+                "count of records with ok == false",
+                direction="lower",
+                parts=parts,
+            )
+        )
         out_tokens = [rec.output_tokens for rec in group if rec.ok and rec.output_tokens is not None]
         if out_tokens:
-            claims.append(number(f"{level}.mean_output_tokens", statistics.fmean(out_tokens), "tokens",
-                                 "mean of usage.completion_tokens over successful requests", direction="neither",
-                                 parts=parts))
+            claims.append(
+                number(
+                    f"{level}.mean_output_tokens",
+                    statistics.fmean(out_tokens),
+                    "tokens",
+                    "mean of usage.completion_tokens over successful requests",
+                    direction="neither",
+                    parts=parts,
+                )
+            )
         claims += reasoning_claims(level, group, parts)
     return claims
 
@@ -102,9 +144,13 @@ def claims_of_run(run, plan) -> list[Claim]:
     """The claims are pure functions of the records (a run splits by `repeat` for compare); the plan
     (families, concurrency, settings) only says what was asked."""
     drafts = spec_decode_claims(run.records, run.samples)
-    return (throughput_claims(run.records) + drafts + unavailable_claims(run, drafts)
-            + constraint_claims("throughput", run.records, run.manifest.options)
-            + slo_claims(run.records, getattr(plan, "slo", {}), span_s(run.records), "throughput"))
+    return (
+        throughput_claims(run.records)
+        + drafts
+        + unavailable_claims(run, drafts)
+        + constraint_claims("throughput", run.records, run.manifest.options)
+        + slo_claims(run.records, getattr(plan, "slo", {}), span_s(run.records), "throughput")
+    )
 
 
 def spec_decode_claims(records: Iterable[RequestRecord], samples: Sequence[EngineSample]) -> list[Claim]:
@@ -116,9 +162,17 @@ def spec_decode_claims(records: Iterable[RequestRecord], samples: Sequence[Engin
     spans = level_spans(records)
     for (family, conc), window in level_spec_windows(records, samples).items():
         parts = {"family": family, "N": conc}
-        claims += spec_claims("throughput.<family>.c<N>", parts, window, "the level's first send to its last end",
-                              started[(family, conc)]) if window is not None else \
-            spec_gauge_claims("throughput.<family>.c<N>", parts, samples, spans[(family, conc)][1])
+        claims += (
+            spec_claims(
+                "throughput.<family>.c<N>",
+                parts,
+                window,
+                "the level's first send to its last end",
+                started[(family, conc)],
+            )
+            if window is not None
+            else spec_gauge_claims("throughput.<family>.c<N>", parts, samples, spans[(family, conc)][1])
+        )
     return claims
 
 
@@ -143,16 +197,19 @@ def level_spans(records: Iterable[RequestRecord]) -> dict[tuple[str, int], tuple
     return spans
 
 
-def level_spec_windows(records: Iterable[RequestRecord],
-                       samples: Sequence[EngineSample]) -> dict[tuple[str, int], SpecWindow | None]:
+def level_spec_windows(
+    records: Iterable[RequestRecord], samples: Sequence[EngineSample]
+) -> dict[tuple[str, int], SpecWindow | None]:
     """Each (family, concurrency) level's draft counters, from its first send to its last end."""
     return {level: spec_window(samples, start, end) for level, (start, end) in level_spans(records).items()}
 
 
 # --- report panels (catalog entry `figures`) ---------------------------------------------------------
 
-TABLE_INTRO = ["c1 is the median single-request decode rate over the family's prompts. Columns c4, c8 are",
-               "batch aggregate throughput: all streams together, not any one user's rate."]
+TABLE_INTRO = [
+    "c1 is the median single-request decode rate over the family's prompts. Columns c4, c8 are",
+    "batch aggregate throughput: all streams together, not any one user's rate.",
+]
 
 
 def figures(run: Run, plan: ThroughputPlan, claims: list[Claim]) -> list[Panel]:
@@ -186,9 +243,14 @@ def throughput_table(claims: list[Claim]) -> Table:
             claim = by_name.get(f"throughput.{fam}.c{n}.{key}")
             row.append(claim.printed if claim else "n/a")
         rows.append(row)
-    return Table(title="Throughput", intro=TABLE_INTRO, header=header, rows=rows,
-                 console="Throughput (tokens/s): c1 = one user's decode rate; c4, c8 = aggregate of all streams",
-                 claims=[c.name for c in claims if c.name.startswith("throughput.")])
+    return Table(
+        title="Throughput",
+        intro=TABLE_INTRO,
+        header=header,
+        rows=rows,
+        console="Throughput (tokens/s): c1 = one user's decode rate; c4, c8 = aggregate of all streams",
+        claims=[c.name for c in claims if c.name.startswith("throughput.")],
+    )
 
 
 def throughput_bars(records: list[RequestRecord]) -> list[Panel]:
@@ -207,18 +269,28 @@ def throughput_bars(records: list[RequestRecord]) -> list[Panel]:
         return statistics.median(values) if values else None
 
     def decode(fam: str, n: int) -> float | None:
-        values = [v for v in (decode_rate_per_s(r) for r in recs if r.family == fam and r.concurrency == n)
-                  if v is not None]
+        values = [
+            v for v in (decode_rate_per_s(r) for r in recs if r.family == fam and r.concurrency == n) if v is not None
+        ]
         return statistics.median(values) if values else None
 
     groups = [f"c{n}" for n in levels]
     return [
-        BarPlot(title="Aggregate throughput by concurrency and task family", groups=groups,
-                series=[Bars(f, [aggregate(f, n) for n in levels]) for f in families], y_label="tokens/s, all streams",
-                x_label="concurrency",
-                caption="Median over batches of output tokens / (last completion - first send): all streams together, "
-                        "not any one user's rate (at c1, one request from send to end)."),
-        BarPlot(title="One stream's decode rate by concurrency and task family", groups=groups,
-                series=[Bars(f, [decode(f, n) for n in levels]) for f in families], y_label="tokens/s, one stream",
-                x_label="concurrency", caption="Median over requests of (output_tokens - 1) / (t_last_token - t_first_token)."),
+        BarPlot(
+            title="Aggregate throughput by concurrency and task family",
+            groups=groups,
+            series=[Bars(f, [aggregate(f, n) for n in levels]) for f in families],
+            y_label="tokens/s, all streams",
+            x_label="concurrency",
+            caption="Median over batches of output tokens / (last completion - first send): all streams together, "
+            "not any one user's rate (at c1, one request from send to end).",
+        ),
+        BarPlot(
+            title="One stream's decode rate by concurrency and task family",
+            groups=groups,
+            series=[Bars(f, [decode(f, n) for n in levels]) for f in families],
+            y_label="tokens/s, one stream",
+            x_label="concurrency",
+            caption="Median over requests of (output_tokens - 1) / (t_last_token - t_first_token).",
+        ),
     ]

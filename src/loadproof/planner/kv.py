@@ -75,12 +75,15 @@ class ModelShape:
         window = cfg.get("sliding_window")
         types = cfg.get("layer_types")
         if types:
-            layers = tuple(Layer("sliding", int(window)) if t == "sliding_attention" and window else Layer("full")
-                           for t in types[:num_layers])
+            layers = tuple(
+                Layer("sliding", int(window)) if t == "sliding_attention" and window else Layer("full")
+                for t in types[:num_layers]
+            )
         elif window and (cfg.get("sliding_window_pattern") or cfg.get("_sliding_window_pattern")):
             pattern = int(cfg.get("sliding_window_pattern") or cfg["_sliding_window_pattern"])
-            layers = tuple(Layer("full") if (i + 1) % pattern == 0 else Layer("sliding", int(window))
-                           for i in range(num_layers))
+            layers = tuple(
+                Layer("full") if (i + 1) % pattern == 0 else Layer("sliding", int(window)) for i in range(num_layers)
+            )
         elif window and cfg.get("use_sliding_window", False):
             layers = tuple(Layer("sliding", int(window)) for _ in range(num_layers))
         else:
@@ -179,8 +182,11 @@ def _over_groups(groups: list[str], full: int, sliding: Callable[[int], int]) ->
 
 def _blocks_per_request(groups: list[str], length: int, block_size: int, in_flight: int) -> int:
     """vLLM's startup sizing of one request (`max_memory_usage_bytes`), in blocks over all groups."""
-    return _over_groups(groups, math.ceil(length / block_size),
-                        lambda window: math.ceil(min(window - 1 + in_flight, length) / block_size) + 1)
+    return _over_groups(
+        groups,
+        math.ceil(length / block_size),
+        lambda window: math.ceil(min(window - 1 + in_flight, length) / block_size) + 1,
+    )
 
 
 def _blocks_held(groups: list[str], length: int, block_size: int, batches: int) -> int:
@@ -193,8 +199,9 @@ def _blocks_held(groups: list[str], length: int, block_size: int, batches: int) 
 def _blocks_to_admit(groups: list[str], prompt: int, block_size: int, in_flight: int, max_model_len: int) -> int:
     """Free blocks vLLM's admission gate asks of a new request of `prompt` tokens, over all groups."""
     full = math.ceil(prompt / block_size)
-    return _over_groups(groups, full, lambda window: min(
-        full, math.ceil(min(window - 1 + in_flight, max_model_len) / block_size) + 1))
+    return _over_groups(
+        groups, full, lambda window: min(full, math.ceil(min(window - 1 + in_flight, max_model_len) / block_size) + 1)
+    )
 
 
 def plan_kv(shape: ModelShape, dep: Deployment) -> KVPlan:
@@ -203,13 +210,14 @@ def plan_kv(shape: ModelShape, dep: Deployment) -> KVPlan:
     nbytes = dtype_bytes(dep.kv_cache_dtype, shape.dtype)
     split = list(dep.layer_split) if dep.layer_split else _even_split(len(shape.layers), dep.pipeline_parallel)
     if sum(split) != len(shape.layers) or len(split) != dep.pipeline_parallel:
-        raise ConfigError(f"layer split {split} does not cover {len(shape.layers)} layers in "
-                          f"{dep.pipeline_parallel} stages")
+        raise ConfigError(
+            f"layer split {split} does not cover {len(shape.layers)} layers in {dep.pipeline_parallel} stages"
+        )
     in_flight = dep.max_num_batched_tokens * dep.batches_in_flight  # vLLM's max_in_flight_tokens
     stages: list[StagePlan] = []
     start = 0
     for index, count in enumerate(split):
-        layers = shape.layers[start:start + count]
+        layers = shape.layers[start : start + count]
         start += count
         if shape.mla_dim is not None and dep.kv_cache_dtype == "fp8_ds_mla":
             page = dep.block_size * FP8_DS_MLA_BYTES_PER_TOKEN
@@ -235,8 +243,16 @@ def plan_kv(shape: ModelShape, dep: Deployment) -> KVPlan:
         stages.append(StagePlan(index, count, page, block_bytes, num_blocks, per_request, groups))
     concurrency = min(s.num_blocks / s.blocks_per_request for s in stages)
     bytes_per_token = sum(s.page_bytes_per_layer * s.layers for s in stages) / dep.block_size / len(stages)
-    return KVPlan(bytes_per_token, stages, int(concurrency * dep.max_model_len), concurrency, dep.max_model_len,
-                  block_size=dep.block_size, in_flight_tokens=in_flight, concurrent_batches=dep.batches_in_flight)
+    return KVPlan(
+        bytes_per_token,
+        stages,
+        int(concurrency * dep.max_model_len),
+        concurrency,
+        dep.max_model_len,
+        block_size=dep.block_size,
+        in_flight_tokens=in_flight,
+        concurrent_batches=dep.batches_in_flight,
+    )
 
 
 def _even_split(num_layers: int, stages: int) -> list[int]:

@@ -40,8 +40,10 @@ def model_config_path(profile: Profile, override: Path | None = None) -> Path:
     else:
         path = Path(model_path_for(profile)) / "config.json"
         if profile.model.path.startswith("embedded:") and not path.is_file():
-            raise UsageError("the embedded model is not prepared yet: run `loadproof serve --embedded` or "
-                             "`loadproof demo` once, or pass --model-config")
+            raise UsageError(
+                "the embedded model is not prepared yet: run `loadproof serve --embedded` or "
+                "`loadproof demo` once, or pass --model-config"
+            )
     if not path.is_file():
         raise UsageError(f"no model config at {path}; pass --model-config PATH (a config.json or its folder)")
     return path
@@ -98,8 +100,10 @@ def plan_profile(profile: Profile, config_path: Path, startup_log: str | None = 
     elif env_budget is not None:
         budget, source = env_budget[0] * GIB, env_budget[1]
     elif kv.num_blocks_override is None:
-        raise UsageError("the profile names no KV budget (kv_cache.budget_gib_per_gpu): give the engine's "
-                         "startup log with --startup-log to plan from the memory it found")
+        raise UsageError(
+            "the profile names no KV budget (kv_cache.budget_gib_per_gpu): give the engine's "
+            "startup log with --startup-log to plan from the memory it found"
+        )
     else:
         budget, source = 0, "num_blocks_override"
     if kv.num_blocks_override is not None:
@@ -121,7 +125,9 @@ def plan_profile(profile: Profile, config_path: Path, startup_log: str | None = 
     warnings = []
     limit = position_limit(config)
     if limit is not None and profile.model.max_model_len > limit:
-        warnings.append(f"max_model_len {profile.model.max_model_len:,} is past the {limit:,} positions the model "
-                        "config covers: vLLM refuses it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1, and then a prompt "
-                        "past that length can crash the engine mid-run (a device-side assert)")
+        warnings.append(
+            f"max_model_len {profile.model.max_model_len:,} is past the {limit:,} positions the model "
+            "config covers: vLLM refuses it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1, and then a prompt "
+            "past that length can crash the engine mid-run (a device-side assert)"
+        )
     return ProfilePlan(plan_kv(shape, dep), dep, source, reported, scheduling, block_source, tuple(warnings))

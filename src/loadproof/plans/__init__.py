@@ -72,14 +72,17 @@ def load_plan(run: Run) -> Plan:
     if version < 1:
         raise RunDirError(f"{where}: plan_version {version!r} of the {scenario} plan is not a version number")
     if version > schema.version:
-        raise RunDirError(f"{where}: the {scenario} plan is version {version}, newer than this loadproof reads "
-                          f"(up to {schema.version}); use a newer loadproof")
+        raise RunDirError(
+            f"{where}: the {scenario} plan is version {version}, newer than this loadproof reads "
+            f"(up to {schema.version}); use a newer loadproof"
+        )
     raw: Any = run.manifest.plan
     if version < schema.version:
         raw = schema.upgrade(raw, version, run.manifest)
     if raw is None:
-        raise RunDirError(f"{run.path}: the {scenario} run was interrupted before its plan was written; "
-                          "nothing to report")
+        raise RunDirError(
+            f"{run.path}: the {scenario} run was interrupted before its plan was written; nothing to report"
+        )
     try:
         return msgspec.convert(raw, schema)
     except msgspec.ValidationError as exc:
@@ -89,8 +92,11 @@ def load_plan(run: Run) -> Plan:
 def workload_difference(a: Plan, b: Plan) -> list[str]:
     """`name a vs b` for each workload setting that differs between two plans of one scenario."""
     wa, wb = a.workload(), b.workload()
-    return [f"{key} {_shown(wa.get(key))} vs {_shown(wb.get(key))}" for key in dict.fromkeys([*wa, *wb])
-            if wa.get(key) != wb.get(key)]
+    return [
+        f"{key} {_shown(wa.get(key))} vs {_shown(wb.get(key))}"
+        for key in dict.fromkeys([*wa, *wb])
+        if wa.get(key) != wb.get(key)
+    ]
 
 
 def workload_text(plan: Plan) -> str:

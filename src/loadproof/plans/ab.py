@@ -30,5 +30,8 @@ class AbPlan(Plan, kw_only=True):
     slo: dict[str, float] = {}  # --slo: per-request SLOs in seconds, by name (the good tokens)
 
     def workload(self) -> dict[str, Any]:
-        return {"family": self.family, "prompts": self.prompts,
-                **{f"arm {arm} settings": self.arms[arm].settings if arm in self.arms else None for arm in ARMS}}
+        return {
+            "family": self.family,
+            "prompts": self.prompts,
+            **{f"arm {arm} settings": self.arms[arm].settings if arm in self.arms else None for arm in ARMS},
+        }

@@ -39,5 +39,9 @@ class CapacityPlan(Plan, kw_only=True):
     haystack_additive: bool | None = None
 
     def workload(self) -> dict[str, Any]:
-        return {"sessions": len(self.sessions), "input_tokens": self.input_tokens, "window_s": self.window_s,
-                "negative control": not all(s.planted for s in self.sessions)}
+        return {
+            "sessions": len(self.sessions),
+            "input_tokens": self.input_tokens,
+            "window_s": self.window_s,
+            "negative control": not all(s.planted for s in self.sessions),
+        }

@@ -37,5 +37,7 @@ class DatasetRef(msgspec.Struct, kw_only=True):
 
     def key(self) -> str:
         """What makes two runs' data the same workload."""
-        return f"{self.format}:{self.sha256[:16]}:{self.sample}:{self.seed}:{self.min_input_tokens}:" \
-               f"{self.max_input_tokens}:{self.output_from}"
+        return (
+            f"{self.format}:{self.sha256[:16]}:{self.sample}:{self.seed}:{self.min_input_tokens}:"
+            f"{self.max_input_tokens}:{self.output_from}"
+        )

@@ -36,5 +36,9 @@ class InterferencePlan(Plan, kw_only=True):
     longest_gap: bool = False  # claims interference.during_longest_gap_s (runs made before it existed do not)
 
     def workload(self) -> dict[str, Any]:
-        return {"sessions": len(self.sessions), "session_tokens": self.session_tokens,
-                "newcomer_tokens": self.newcomer_tokens, "window_s": self.window_s}
+        return {
+            "sessions": len(self.sessions),
+            "session_tokens": self.session_tokens,
+            "newcomer_tokens": self.newcomer_tokens,
+            "window_s": self.window_s,
+        }

@@ -82,11 +82,19 @@ class LoadPlan(Plan, kw_only=True):
         return f"{self.rate_rps:g}"
 
     def workload(self) -> dict[str, Any]:
-        return {"rate": self.rate_text, "arrival": self.arrival, "burstiness": self.burstiness,
-                "ramp_up_s": self.ramp_up_s, "max_concurrency": self.max_concurrency,
-                "num_requests": self.num_requests, "duration_s": self.duration_s,
-                "input_tokens": self.input_tokens.text, "output_tokens": self.output_tokens.text,
-                "shared_prefix_tokens": self.shared_prefix_tokens, "ignore_eos": self.ignore_eos,
-                **({"dataset": self.dataset.key()} if self.dataset is not None else {}),
-                **({"model_mix": {m.model: m.weight for m in self.model_mix}} if self.model_mix else {}),
-                **({"inputs_per_request": self.inputs_per_request} if self.endpoint in POOLING else {})}
+        return {
+            "rate": self.rate_text,
+            "arrival": self.arrival,
+            "burstiness": self.burstiness,
+            "ramp_up_s": self.ramp_up_s,
+            "max_concurrency": self.max_concurrency,
+            "num_requests": self.num_requests,
+            "duration_s": self.duration_s,
+            "input_tokens": self.input_tokens.text,
+            "output_tokens": self.output_tokens.text,
+            "shared_prefix_tokens": self.shared_prefix_tokens,
+            "ignore_eos": self.ignore_eos,
+            **({"dataset": self.dataset.key()} if self.dataset is not None else {}),
+            **({"model_mix": {m.model: m.weight for m in self.model_mix}} if self.model_mix else {}),
+            **({"inputs_per_request": self.inputs_per_request} if self.endpoint in POOLING else {}),
+        }

@@ -67,7 +67,10 @@ class QualityPlan(Plan, kw_only=True, omit_defaults=True):
     num_skipped: int
 
     def workload(self) -> dict[str, Any]:
-        return {"suites": self.suites, "gsm8k items": self.gsm8k.items if self.gsm8k else None,
-                "authored modes": sorted(self.authored.modes) if self.authored else None,
-                "retrieval lengths": self.retrieval.lengths if self.retrieval else None,
-                **({"under load rps": self.under_load.rate_rps} if self.under_load else {})}
+        return {
+            "suites": self.suites,
+            "gsm8k items": self.gsm8k.items if self.gsm8k else None,
+            "authored modes": sorted(self.authored.modes) if self.authored else None,
+            "retrieval lengths": self.retrieval.lengths if self.retrieval else None,
+            **({"under load rps": self.under_load.rate_rps} if self.under_load else {}),
+        }

@@ -54,8 +54,15 @@ class ReplayPlan(Plan, kw_only=True):
     kv_source: str | None = None  # where they came from: "options" or "metrics" (its cache_config_info)
 
     def workload(self) -> dict[str, Any]:
-        return {"trace": self.sha256[:16], "format": self.format, "time_scale": self.time_scale,
-                "start_offset_s": self.start_offset_s, "max_requests": self.max_requests,
-                "block_tokens": self.block_tokens, "max_input_tokens": self.max_input_tokens,
-                "max_output_tokens": self.max_output_tokens, "max_concurrency": self.max_concurrency,
-                "ignore_eos": self.ignore_eos}
+        return {
+            "trace": self.sha256[:16],
+            "format": self.format,
+            "time_scale": self.time_scale,
+            "start_offset_s": self.start_offset_s,
+            "max_requests": self.max_requests,
+            "block_tokens": self.block_tokens,
+            "max_input_tokens": self.max_input_tokens,
+            "max_output_tokens": self.max_output_tokens,
+            "max_concurrency": self.max_concurrency,
+            "ignore_eos": self.ignore_eos,
+        }

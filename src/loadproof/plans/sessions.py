@@ -56,12 +56,29 @@ class SessionsPlan(Plan, kw_only=True):
     model_mix: list[MixedModel] = []  # --model-mix: each model's weight; each user's model is in its records
 
     def workload(self) -> dict[str, Any]:
-        return {"users": self.users, "turns": self.turns, "first_tokens": self.first_tokens,
-                "turn_tokens": self.turn_tokens, "system_tokens": self.system_tokens, "tool_tokens": self.tool_tokens,
-                "output_tokens": self.output_tokens, "think_time": self.think_time, "stagger_s": self.stagger_s,
-                "ignore_eos": self.ignore_eos, **({"prime_shared": True} if self.prime_shared else {}),
-                **({"model_mix": {m.model: m.weight for m in self.model_mix}} if self.model_mix else {}),
-                **({"dataset": self.dataset.key()} if self.dataset is not None else {}),
-                **({"tool_definitions_tokens": self.tool_definitions_tokens, "tools_in_prompt": self.tools_in_prompt,
-                    "tool_turns": self.tool_turns, "tool_result_tokens": self.tool_result_tokens,
-                    "tool_choice": self.tool_choice} if self.tool_turns or self.tool_definitions_tokens else {})}
+        return {
+            "users": self.users,
+            "turns": self.turns,
+            "first_tokens": self.first_tokens,
+            "turn_tokens": self.turn_tokens,
+            "system_tokens": self.system_tokens,
+            "tool_tokens": self.tool_tokens,
+            "output_tokens": self.output_tokens,
+            "think_time": self.think_time,
+            "stagger_s": self.stagger_s,
+            "ignore_eos": self.ignore_eos,
+            **({"prime_shared": True} if self.prime_shared else {}),
+            **({"model_mix": {m.model: m.weight for m in self.model_mix}} if self.model_mix else {}),
+            **({"dataset": self.dataset.key()} if self.dataset is not None else {}),
+            **(
+                {
+                    "tool_definitions_tokens": self.tool_definitions_tokens,
+                    "tools_in_prompt": self.tools_in_prompt,
+                    "tool_turns": self.tool_turns,
+                    "tool_result_tokens": self.tool_result_tokens,
+                    "tool_choice": self.tool_choice,
+                }
+                if self.tool_turns or self.tool_definitions_tokens
+                else {}
+            ),
+        }

@@ -17,5 +17,8 @@ class SoakPlan(Plan, kw_only=True):
     max_rss_growth_mib: float
 
     def workload(self) -> dict[str, Any]:
-        return {"duration_s": self.duration_s, "clients": self.clients,
-                "long_every": self.long_every if self.long_requests else 0}
+        return {
+            "duration_s": self.duration_s,
+            "clients": self.clients,
+            "long_every": self.long_every if self.long_requests else 0,
+        }

@@ -32,6 +32,11 @@ class ThroughputPlan(Plan, kw_only=True):
         return raw
 
     def workload(self) -> dict[str, Any]:
-        return {"families": self.families, "concurrency": self.concurrency, "max_tokens": self.max_tokens,
-                "prompts per family": self.num_prompts, "temperature": self.temperature,
-                "ignore_eos": self.ignore_eos}
+        return {
+            "families": self.families,
+            "concurrency": self.concurrency,
+            "max_tokens": self.max_tokens,
+            "prompts per family": self.num_prompts,
+            "temperature": self.temperature,
+            "ignore_eos": self.ignore_eos,
+        }

@@ -23,8 +23,12 @@ ENDPOINTS: tuple[str, ...] = ("completions", "chat", "embeddings", "rerank")
 GENERATING: tuple[str, ...] = ("completions", "chat")  # the endpoints that stream generated tokens; the others
 # are a pooling model's (records.POOLING): one JSON answer
 
-PATHS: dict[str, str] = {"completions": "/v1/completions", "chat": "/v1/chat/completions",
-                         "embeddings": "/v1/embeddings", "rerank": "/v1/rerank"}
+PATHS: dict[str, str] = {
+    "completions": "/v1/completions",
+    "chat": "/v1/chat/completions",
+    "embeddings": "/v1/embeddings",
+    "rerank": "/v1/rerank",
+}
 # what loadproof's relay measured of a disaggregated pair's prefill hop, on the answer (relay.prefill)
 PREFILL_S_HEADER = "x-loadproof-prefill-s"
 KV_BYTES_HEADER = "x-loadproof-kv-bytes"
@@ -165,8 +169,11 @@ def rerank_body(model: str, query: str, documents: list[str], extra: dict[str, A
 
 def embeddings_body(model: str, inputs: list[str], extra: dict[str, Any] | None = None) -> bytes:
     """`/v1/embeddings`: one input as a string, several as a list (one vector each), as floats."""
-    body: dict[str, Any] = {"model": model, "input": inputs[0] if len(inputs) == 1 else inputs,
-                            "encoding_format": "float"}
+    body: dict[str, Any] = {
+        "model": model,
+        "input": inputs[0] if len(inputs) == 1 else inputs,
+        "encoding_format": "float",
+    }
     if extra:
         body.update(extra)
     return _encoder.encode(body)

@@ -55,7 +55,7 @@ class SSEDecoder:
         if buf[:6] == b"data: ":
             parts = buf[6:end].split(b"\n\ndata: ")
             if buf.count(b"\n", 0, end) == 2 * (len(parts) - 1):
-                self._buf = buf[end + 2:]
+                self._buf = buf[end + 2 :]
                 return parts
         blocks = buf.split(b"\n\n")
         self._buf = blocks.pop()

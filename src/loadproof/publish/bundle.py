@@ -45,8 +45,19 @@ from loadproof.publish.leaks import find_leak, known_secrets
 from loadproof.publish.sanitize import Sanitizer
 from loadproof.publish.shapes import PLACEHOLDERS
 from loadproof.report.build import REPORT, render_markdown
-from loadproof.store.run_dir import (ANSWERS, CHUNKS, EVENTS, MANIFEST, METRICS, REQUESTS, TELEMETRY, Run, load_run,
-                                    read_jsonl, write_claims)
+from loadproof.store.run_dir import (
+    ANSWERS,
+    CHUNKS,
+    EVENTS,
+    MANIFEST,
+    METRICS,
+    REQUESTS,
+    TELEMETRY,
+    Run,
+    load_run,
+    read_jsonl,
+    write_claims,
+)
 from loadproof.store.schema import manifest_json
 from loadproof.verify import verify
 from loadproof.verify.checksums import write_sums
@@ -54,8 +65,10 @@ from loadproof.verify.layout import BUNDLE_JSON, FORMAT, FORMAT_VERSION, RUNS_DI
 from loadproof.workloads.answer_window import ANSWER_WINDOW_CHARS  # what the probe claims read of an answer
 
 DATA_FILES = (REQUESTS, CHUNKS, METRICS, EVENTS, TELEMETRY, ANSWERS)  # answers: quality runs' scored items
-RAW_DATA_NOTE = ("raw data is not rounded: times are integer ns on each run's monotonic clock, token counts "
-                 "integers, samples as recorded; only the printed figures in claims.json are rounded")
+RAW_DATA_NOTE = (
+    "raw data is not rounded: times are integer ns on each run's monotonic clock, token counts "
+    "integers, samples as recorded; only the printed figures in claims.json are rounded"
+)
 
 
 @dataclass
@@ -70,6 +83,7 @@ class PublishedRun:
 @dataclass
 class Series:
     """A search or sweep folder given to publish: its trial run directories in order."""
+
     kind: str  # "search" or "sweep"
     source: Path
     trials: list[Path]
@@ -99,8 +113,9 @@ def expand_series(paths: Sequence[Path]) -> tuple[list[Path], list[Series]]:
             trials = [path / str(entry["run_dir"]) for entry in entries]
             attainment = float(summary["attainment"]) if kind == "search" else None
         except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise UsageError(f"{path / name} is not a {kind} summary loadproof wrote: {type(exc).__name__}: {exc}") \
-                from None
+            raise UsageError(
+                f"{path / name} is not a {kind} summary loadproof wrote: {type(exc).__name__}: {exc}"
+            ) from None
         for trial in trials:
             if trial.parent != path or not trial.is_dir():
                 raise UsageError(f"{path / name} names a trial that is not a run folder inside it: {trial.name}")
@@ -111,8 +126,9 @@ def expand_series(paths: Sequence[Path]) -> tuple[list[Path], list[Series]]:
     return runs, series
 
 
-def publish(run_dirs: Sequence[Path], out: Path, engine_image: str | None = None,
-            sanitizer: Sanitizer | None = None) -> Publication:
+def publish(
+    run_dirs: Sequence[Path], out: Path, engine_image: str | None = None, sanitizer: Sanitizer | None = None
+) -> Publication:
     if not run_dirs:
         raise UsageError("publish needs at least one RUN_DIR")
     if out.exists() and not out.is_dir():
@@ -152,11 +168,16 @@ def publish(run_dirs: Sequence[Path], out: Path, engine_image: str | None = None
             "runs": entries,
             **({"series": publication.series} if publication.series else {}),
         }
-        (staging / BUNDLE_JSON).write_text(json.dumps(bundle_meta, indent=2, ensure_ascii=False) + "\n",
-                                           encoding="utf-8")
+        (staging / BUNDLE_JSON).write_text(
+            json.dumps(bundle_meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+        )
         write_sums(staging)
-        leak = find_leak(staging, known_secrets(sanitizer), sanitizer.known_hosts,
-                         tool_text=f"{RAW_DATA_NOTE} loadproof {__version__}")
+        leak = find_leak(
+            staging,
+            known_secrets(sanitizer),
+            sanitizer.known_hosts,
+            tool_text=f"{RAW_DATA_NOTE} loadproof {__version__}",
+        )
         if leak:
             raise UsageError(f"publish refused, no bundle written: {leak}, which the sanitizer should have removed")
         check = verify(staging)
@@ -177,21 +198,28 @@ def _load(path: Path) -> tuple[Run, list[Claim]]:
         run = load_run(path)
     except LoadproofError:
         raise
-    except Exception as exc:  # noqa: BLE001  a malformed row fails in msgspec or a KeyError; one line for the user
+    except Exception as exc:
         raise UsageError(f"{path} does not load as a run: {type(exc).__name__}: {exc}") from None
     try:
         claims = compute_claims(run)
     except LoadproofError as exc:
         raise UsageError(f"{path}: claims cannot be computed: {exc}") from None
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         raise UsageError(f"{path}: claims cannot be computed: {type(exc).__name__}: {exc}") from None
     if not claims:
         raise UsageError(f"{path} produces no claims; nothing to publish")
     return run, claims
 
 
-def _publish_run(staging: Path, source: Path, run: Run, original: list[Claim], sanitizer: Sanitizer,
-                 engine_image: str | None, publication: Publication) -> tuple[PublishedRun, dict[str, Any]]:
+def _publish_run(
+    staging: Path,
+    source: Path,
+    run: Run,
+    original: list[Claim],
+    sanitizer: Sanitizer,
+    engine_image: str | None,
+    publication: Publication,
+) -> tuple[PublishedRun, dict[str, Any]]:
     raw = manifest_json(run.manifest)
     declared = declarations(raw.get("scenario"))
     manifest = sanitizer.declared(raw, declared[MANIFEST])
@@ -212,24 +240,33 @@ def _publish_run(staging: Path, source: Path, run: Run, original: list[Claim], s
         if name == REQUESTS:
             rows = [_without_output(row, expected) for row in rows]
         _write_jsonl(target / name, [sanitizer.declared(row, declared[name]) for row in rows])
-    manifest["publication"] = {**provenance(manifest, sanitizer.text(engine_image) if engine_image else None),
-                               "num_torn_lines_dropped": torn, "raw_data": RAW_DATA_NOTE}
+    manifest["publication"] = {
+        **provenance(manifest, sanitizer.text(engine_image) if engine_image else None),
+        "num_torn_lines_dropped": torn,
+        "raw_data": RAW_DATA_NOTE,
+    }
     (target / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
     published_run = load_run(target)
     try:
         claims = compute_claims(published_run)
-    except Exception as exc:  # noqa: BLE001
-        raise UsageError(f"{source}: sanitizing broke the claims ({type(exc).__name__}: {exc}); "
-                         "no bundle written") from None
+    except Exception as exc:
+        raise UsageError(
+            f"{source}: sanitizing broke the claims ({type(exc).__name__}: {exc}); no bundle written"
+        ) from None
     difference = claims_difference(original, claims, sanitizer)
     if difference:
         raise UsageError(f"{source}: sanitizing changed a claim, no bundle written: {difference}")
     write_claims(target, claims_payload(run_id, claims))
     (target / REPORT).write_text(render_markdown(published_run, claims), encoding="utf-8")
-    entry = {"run_id": run_id, "path": f"{RUNS_DIR}/{folder}", "scenario": manifest.get("scenario"),
-             "num_records": len(published_run.records), "num_claims": len(claims),
-             "provenance": manifest["publication"]}
+    entry = {
+        "run_id": run_id,
+        "path": f"{RUNS_DIR}/{folder}",
+        "scenario": manifest.get("scenario"),
+        "num_records": len(published_run.records),
+        "num_claims": len(claims),
+        "provenance": manifest["publication"],
+    }
     return PublishedRun(run_id, folder, source, len(claims), torn), entry
 
 
@@ -240,8 +277,11 @@ def _publish_series(staging: Path, series: Series, publication: Publication, san
     name = re.sub(r"[^A-Za-z0-9._-]", "_", sanitizer.text(series.source.name)).strip("._") or series.kind
     if any(s["series_id"] == name for s in publication.series):
         raise UsageError(f"two series would publish as {name} (the same folder given twice?): {series.source}")
-    entry: dict[str, Any] = {"kind": series.kind, "series_id": name,
-                             "runs": [f"{RUNS_DIR}/{folder_of[t]}" for t in series.trials]}
+    entry: dict[str, Any] = {
+        "kind": series.kind,
+        "series_id": name,
+        "runs": [f"{RUNS_DIR}/{folder_of[t]}" for t in series.trials],
+    }
     if series.kind != "search":
         return entry
     entry["path"] = f"{SERIES_DIR}/{name}"
@@ -300,8 +340,10 @@ def claims_difference(before: list[Claim], after: list[Claim], sanitizer: Saniti
         else:
             same = _same_value(b.value, a.value) and a.printed == b.printed
         if b.unit != a.unit or not same:
-            return (f"{sanitizer.text(b.name)} was {sanitizer.text(repr(b.value))} ({sanitizer.text(b.printed)}), "
-                    f"is {a.value!r} ({a.printed}) after sanitizing")
+            return (
+                f"{sanitizer.text(b.name)} was {sanitizer.text(repr(b.value))} ({sanitizer.text(b.printed)}), "
+                f"is {a.value!r} ({a.printed}) after sanitizing"
+            )
     return None
 
 
@@ -317,8 +359,9 @@ def _without_output(row: dict[str, Any], expected: list[str]) -> dict[str, Any]:
     row = dict(row)
     row.pop("reasoning_text", None)  # the model's own words: never published
     if isinstance(row.get("tool_calls"), list):  # which tools were called, not what with
-        row["tool_calls"] = [{k: v for k, v in c.items() if k != "arguments"} if isinstance(c, dict) else c
-                             for c in row["tool_calls"]]
+        row["tool_calls"] = [
+            {k: v for k, v in c.items() if k != "arguments"} if isinstance(c, dict) else c for c in row["tool_calls"]
+        ]
     text = row.pop("output_text", None)
     if isinstance(text, str) and expected:
         head = text[:ANSWER_WINDOW_CHARS]

@@ -40,47 +40,110 @@ from loadproof import catalog
 from loadproof.store.run_dir import ANSWERS, CHUNKS, EVENTS, MANIFEST, METRICS, REQUESTS, TELEMETRY
 
 TEXT, NAME, PLANTED, URL, HOST, HEADER, PATH, NUMBER, SECRET, ARGV, CONFIG = (
-    "text", "name", "planted", "url", "host", "header", "path", "number", "secret", "argv", "config")
+    "text",
+    "name",
+    "planted",
+    "url",
+    "host",
+    "header",
+    "path",
+    "number",
+    "secret",
+    "argv",
+    "config",
+)
 KINDS = frozenset({TEXT, NAME, PLANTED, URL, HOST, HEADER, PATH, NUMBER, SECRET, ARGV, CONFIG})
 ANY = "*"
 
 MANIFEST_FIELDS = {
-    "run_id": NAME, "scenario": NAME, "options": CONFIG, "plan_version": NUMBER, "schema.*": NUMBER,
-    "target.url": URL, "target.model": NAME, "target.endpoint": NAME, "target.api_key_used": NUMBER,
-    "target.extra_body": CONFIG, "target.tokenizer": PATH, "target.tokenizer_source": NAME,
-    "target.metrics.kind": NAME, "target.metrics.url": URL, "target.token_counts": NAME,
-    "target.thinking": NAME, "target.reasoning_effort": NAME,
-    "engine_version": NAME, "versions.*": NAME, "git": NAME, "start_wall_time": NAME, "end_wall_time": NAME,
-    "clock_anchor.*": NUMBER, "num_records": NUMBER,
-    "profile": CONFIG, "profiles": CONFIG, "workers": CONFIG,
-    "engine.kind": NAME, "engine.launch": ARGV, "engine.env": CONFIG, "engine.ready_after_s": NUMBER,
-    "engine.startup_report.line": TEXT, "engine.startup_report.*": NUMBER,
-    "telemetry.gpus": NUMBER, "telemetry.names.*": NAME, "telemetry.driver": NAME, "telemetry.note": TEXT,
-    "telemetry.energy_note": TEXT, "price.*": NUMBER,
+    "run_id": NAME,
+    "scenario": NAME,
+    "options": CONFIG,
+    "plan_version": NUMBER,
+    "schema.*": NUMBER,
+    "target.url": URL,
+    "target.model": NAME,
+    "target.endpoint": NAME,
+    "target.api_key_used": NUMBER,
+    "target.extra_body": CONFIG,
+    "target.tokenizer": PATH,
+    "target.tokenizer_source": NAME,
+    "target.metrics.kind": NAME,
+    "target.metrics.url": URL,
+    "target.token_counts": NAME,
+    "target.thinking": NAME,
+    "target.reasoning_effort": NAME,
+    "engine_version": NAME,
+    "versions.*": NAME,
+    "git": NAME,
+    "start_wall_time": NAME,
+    "end_wall_time": NAME,
+    "clock_anchor.*": NUMBER,
+    "num_records": NUMBER,
+    "profile": CONFIG,
+    "profiles": CONFIG,
+    "workers": CONFIG,
+    "engine.kind": NAME,
+    "engine.launch": ARGV,
+    "engine.env": CONFIG,
+    "engine.ready_after_s": NUMBER,
+    "engine.startup_report.line": TEXT,
+    "engine.startup_report.*": NUMBER,
+    "telemetry.gpus": NUMBER,
+    "telemetry.names.*": NAME,
+    "telemetry.driver": NAME,
+    "telemetry.note": TEXT,
+    "telemetry.energy_note": TEXT,
+    "price.*": NUMBER,
     "schedule.*": NUMBER,
-    "search.folder": NAME, "search.point": NAME, "search.*": NUMBER,
-    "sweep.folder": NAME, "sweep.point": NAME, "sweep.*": NUMBER,
+    "search.folder": NAME,
+    "search.point": NAME,
+    "search.*": NUMBER,
+    "sweep.folder": NAME,
+    "sweep.point": NAME,
+    "sweep.*": NUMBER,
     "publication": CONFIG,  # replaced by publish's own; a published run published again carries one
     # a prediction contract (`run --prediction`): its figures' claim names and values judge the run
-    "prediction.format": NAME, "prediction.scenario": NAME, "prediction.options": CONFIG,
-    "prediction.tolerance_pct": NUMBER, "prediction.made_at": NAME, "prediction.sim_profile.*": NAME,
-    "prediction.calibration_inputs.*.*": NAME, "prediction.figures.*.claim": NAME,
-    "prediction.figures.*.driver": NAME, "prediction.figures.*.*": NUMBER,
-    "prediction.assumptions.*.name": NAME, "prediction.assumptions.*.point": NAME,
-    "prediction.assumptions.*.values.*": NAME, "prediction.assumptions.*.pinned_by": TEXT,
+    "prediction.format": NAME,
+    "prediction.scenario": NAME,
+    "prediction.options": CONFIG,
+    "prediction.tolerance_pct": NUMBER,
+    "prediction.made_at": NAME,
+    "prediction.sim_profile.*": NAME,
+    "prediction.calibration_inputs.*.*": NAME,
+    "prediction.figures.*.claim": NAME,
+    "prediction.figures.*.driver": NAME,
+    "prediction.figures.*.*": NUMBER,
+    "prediction.assumptions.*.name": NAME,
+    "prediction.assumptions.*.point": NAME,
+    "prediction.assumptions.*.values.*": NAME,
+    "prediction.assumptions.*.pinned_by": TEXT,
     "prediction.source": TEXT,
 }
 REQUEST_FIELDS = {
-    "request_id": NAME, "endpoint": NAME, "scenario": NAME, "family": NAME, "prompt_id": NAME, "error_kind": NAME,
+    "request_id": NAME,
+    "endpoint": NAME,
+    "scenario": NAME,
+    "family": NAME,
+    "prompt_id": NAME,
+    "error_kind": NAME,
     "model": NAME,
-    "finish_reason": NAME, "error_message": TEXT, "output_text": PLANTED, "reasoning_text": PLANTED,
-    "tool_calls.*.name": NAME, "tool_calls.*.id": NAME, "tool_calls.*.arguments": PLANTED,
+    "finish_reason": NAME,
+    "error_message": TEXT,
+    "output_text": PLANTED,
+    "reasoning_text": PLANTED,
+    "tool_calls.*.name": NAME,
+    "tool_calls.*.id": NAME,
+    "tool_calls.*.arguments": PLANTED,
     "output_invalid_reason": TEXT,
-    **{name: NUMBER for name in """concurrency batch repeat ok http_status send_ns first_token_ns last_token_ns
+    **{
+        name: NUMBER
+        for name in """concurrency batch repeat ok http_status send_ns first_token_ns last_token_ns
         end_ns prompt_tokens output_tokens client_output_tokens cached_tokens num_chunks num_heartbeats chunk_usage
         intended_send_ns dispatch_ns planned_input_tokens planned_output_tokens worker chunk_ns
         chunk_tokens first_answer_ns reasoning_tokens engine_reasoning_tokens output_valid vectors prefill_hop_ns
-        kv_bytes""".split()},
+        kv_bytes""".split()
+    },
 }
 RUN_FILES: dict[str, dict[str, str]] = {
     MANIFEST: MANIFEST_FIELDS,
@@ -88,17 +151,42 @@ RUN_FILES: dict[str, dict[str, str]] = {
     CHUNKS: {"request_id": NAME, "t_ns": NUMBER, "tokens": NUMBER},
     METRICS: {"t_ns": NUMBER, "wall_time_s": NUMBER, "values.*": NUMBER, "source": NAME},
     # the kind, then the event's own fields: counts and times, and these
-    EVENTS: {"kind": NAME, "t_ns": NUMBER, "wall_time_s": NUMBER, "evidence": TEXT, "reason": TEXT, "outcome": NAME,
-             "log": PATH, "url": URL},
+    EVENTS: {
+        "kind": NAME,
+        "t_ns": NUMBER,
+        "wall_time_s": NUMBER,
+        "evidence": TEXT,
+        "reason": TEXT,
+        "outcome": NAME,
+        "log": PATH,
+        "url": URL,
+    },
     TELEMETRY: {"t_ns": NUMBER, "wall_time_s": NUMBER, "host.*": NUMBER, "gpus.*.*": NUMBER, "xid_events.*.*": NUMBER},
-    ANSWERS: {"suite": NAME, "item_id": NAME, "mode": NAME, "request_id": NAME, "lang": NAME, "error": NAME,
-              "expected": TEXT, "extracted": TEXT, "extracted_strict": TEXT, "extracted_flexible": TEXT,
-              "skipped": TEXT, "correct": NUMBER, "correct_strict": NUMBER, "correct_flexible": NUMBER,
-              "length_tokens": NUMBER, "depth": NUMBER,
-              # quality under load: the digest of the whole answer, and a changed answer's windows (model
-              # text, cut to 64 characters like the extracted answers)
-              "under_load": NUMBER, "answer_sha256": NAME, "answer_diff_at": NUMBER, "answer_text": TEXT,
-              "idle_answer_text": TEXT},
+    ANSWERS: {
+        "suite": NAME,
+        "item_id": NAME,
+        "mode": NAME,
+        "request_id": NAME,
+        "lang": NAME,
+        "error": NAME,
+        "expected": TEXT,
+        "extracted": TEXT,
+        "extracted_strict": TEXT,
+        "extracted_flexible": TEXT,
+        "skipped": TEXT,
+        "correct": NUMBER,
+        "correct_strict": NUMBER,
+        "correct_flexible": NUMBER,
+        "length_tokens": NUMBER,
+        "depth": NUMBER,
+        # quality under load: the digest of the whole answer, and a changed answer's windows (model
+        # text, cut to 64 characters like the extracted answers)
+        "under_load": NUMBER,
+        "answer_sha256": NAME,
+        "answer_diff_at": NUMBER,
+        "answer_text": TEXT,
+        "idle_answer_text": TEXT,
+    },
 }
 PLAN = "plan"
 
@@ -106,6 +194,7 @@ PLAN = "plan"
 @dataclass
 class Node:
     """One segment of the declared paths: the kind declared here (if any) and the longer paths below it."""
+
     kind: str | None = None
     children: dict[str, Node] = field(default_factory=dict)
 

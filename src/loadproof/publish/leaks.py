@@ -40,8 +40,10 @@ MIN_CHARS = 4
 MIN_HOST_CHARS = 2
 MIN_DIGITS = 6
 MIN_WORD_CHARS = 8  # a value of letters only, shorter than this, is a word, not a key
-NOT_SECRETS = frozenset("""true false none null yes no on off auto default enabled disabled required optional
-    bearer basic token digest unset empty changeme dummy placeholder""".split())
+NOT_SECRETS = frozenset(
+    """true false none null yes no on off auto default enabled disabled required optional
+    bearer basic token digest unset empty changeme dummy placeholder""".split()
+)
 NOT_SECRET_VARIABLES = frozenset({"PWD", "OLDPWD"})
 RENDERED = frozenset({"report.md", "claims.json"})  # rendered from the data files, in the tool's own words
 ALNUM = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
@@ -97,8 +99,9 @@ def encodings(value: str) -> set[bytes]:
     return {f.encode("utf-8") for f in forms if f}
 
 
-def find_leak(folder: Path, secrets: Mapping[str, str], hosts: frozenset[str] | set[str],
-              tool_text: str = "") -> str | None:
+def find_leak(
+    folder: Path, secrets: Mapping[str, str], hosts: frozenset[str] | set[str], tool_text: str = ""
+) -> str | None:
     """The first file under `folder` that holds a known secret or host name, as one line without the value.
 
     `tool_text` is text publish itself writes into the data files (the raw-data note): a plain-word host
@@ -106,14 +109,17 @@ def find_leak(folder: Path, secrets: Mapping[str, str], hosts: frozenset[str] | 
     """
     tool_words = {w.lower() for w in re.findall(r"[A-Za-z]+", tool_text)}
     needles = [(needle, value.isdigit(), what) for value, what in secrets.items() for needle in encodings(value)]
-    host_needles = [(needle.lower(), name.isalpha(), "a host name or address of this machine or of the runs")
-                    for name in hosts if len(name) >= MIN_HOST_CHARS and name.lower() not in tool_words
-                    for needle in encodings(name)]
+    host_needles = [
+        (needle.lower(), name.isalpha(), "a host name or address of this machine or of the runs")
+        for name in hosts
+        if len(name) >= MIN_HOST_CHARS and name.lower() not in tool_words
+        for needle in encodings(name)
+    ]
     for path in sorted(p for p in folder.rglob("*") if p.is_file()):
         data = path.read_bytes()
         where = path.relative_to(folder).as_posix()
         for needle, whole_number, what in needles:
-            if (_whole(data, needle, ALNUM) if whole_number else needle in data):
+            if _whole(data, needle, ALNUM) if whole_number else needle in data:
                 return f"{where} holds {what}"
         lowered = data.lower()
         for needle, plain_word, what in host_needles:

@@ -28,17 +28,47 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-SECRET_WORDS = frozenset("""password passwd passphrase pass pw pwd secret secrets credential credentials cred creds
+SECRET_WORDS = frozenset(
+    """password passwd passphrase pass pw pwd secret secrets credential credentials cred creds
     cookie cookies authorization auth authn authz oauth apikey bearer jwt signature sig otp totp privatekey
-    sessionid sessiontoken sessionkey csrf xsrf hmac""".split())
-SECRET_SUFFIXES = ("password", "passwd", "passphrase", "secret", "apikey", "credential", "credentials", "cookie",
-                   "privatekey", "auth")
+    sessionid sessiontoken sessionkey csrf xsrf hmac""".split()
+)
+SECRET_SUFFIXES = (
+    "password",
+    "passwd",
+    "passphrase",
+    "secret",
+    "apikey",
+    "credential",
+    "credentials",
+    "cookie",
+    "privatekey",
+    "auth",
+)
 AMBIGUOUS_WORDS = frozenset({"token", "tokens", "key", "keys"})
-COUNT_WORDS = frozenset("""num n max min count counts total len length size limit budget per rate ratio pct perc
-    percent avg mean median ns us ms s sec secs seconds usage id ids index idx first last""".split())
+COUNT_WORDS = frozenset(
+    """num n max min count counts total len length size limit budget per rate ratio pct perc
+    percent avg mean median ns us ms s sec secs seconds usage id ids index idx first last""".split()
+)
 NOT_SECRET_LAST = frozenset({"error", "errors", "exception", "warning"})
-HOST_FIELDS = frozenset({"host", "hostname", "hostnames", "hosts", "node", "nodename", "server", "upstream",
-                         "fqdn", "machine", "instance", "ip", "addr", "address"})
+HOST_FIELDS = frozenset(
+    {
+        "host",
+        "hostname",
+        "hostnames",
+        "hosts",
+        "node",
+        "nodename",
+        "server",
+        "upstream",
+        "fqdn",
+        "machine",
+        "instance",
+        "ip",
+        "addr",
+        "address",
+    }
+)
 HOST_NAMES = frozenset({"head_address", "node_name", "host_name", "master_addr", "master_address"})
 AUTH_SCHEMES = frozenset({"bearer", "basic", "token", "digest", "negotiate", "ntlm", "apikey", "key"})
 PAIR_NAME_KEYS = frozenset({"name", "key", "variable", "var", "header", "param", "parameter"})
@@ -69,8 +99,11 @@ def _kind(name: str) -> str | None:
         return "secret"
     ambiguous = [i for i, w in enumerate(words) if w in AMBIGUOUS_WORDS or w.endswith(("token", "tokens"))]
     if ambiguous:
-        if any(words[i].endswith("s") for i in ambiguous) or ambiguous[-1] != len(words) - 1 \
-                or any(w in COUNT_WORDS for w in words):
+        if (
+            any(words[i].endswith("s") for i in ambiguous)
+            or ambiguous[-1] != len(words) - 1
+            or any(w in COUNT_WORDS for w in words)
+        ):
             return "count"
         return "secret"
     if words[-1] in HOST_FIELDS or name.lower().lstrip("-").replace("-", "_") in HOST_NAMES:
@@ -86,14 +119,14 @@ def is_count(value: Any) -> bool:
     (`uniform:8:24`, `lognormal:512:0.6`), a boolean, null."""
     if value is None or isinstance(value, (bool, int, float)):
         return True
-    return isinstance(value, str) and (NUMBER_RE.fullmatch(value.strip()) is not None
-                                       or LENGTHS_RE.fullmatch(value.strip()) is not None)
+    return isinstance(value, str) and (
+        NUMBER_RE.fullmatch(value.strip()) is not None or LENGTHS_RE.fullmatch(value.strip()) is not None
+    )
 
 
 def secret_flag(item: str) -> bool:
     """A real `--flag` with a secret-named name: the value after it, not a value itself."""
     return CANONICAL_FLAG_RE.fullmatch(item) is not None and field_kind(item) in ("secret", "count")
-
 
 
 def children(obj: dict[str, Any] | list[Any], kind: str | None) -> Iterator[tuple[Any, Any, str | None]]:
@@ -117,8 +150,12 @@ def children(obj: dict[str, Any] | list[Any], kind: str | None) -> Iterator[tupl
         return
     pending: str | None = None
     curl = False
-    if len(obj) == 2 and isinstance(obj[0], str) and not obj[0].startswith("-") \
-            and field_kind(obj[0]) in ("secret", "count"):
+    if (
+        len(obj) == 2
+        and isinstance(obj[0], str)
+        and not obj[0].startswith("-")
+        and field_kind(obj[0]) in ("secret", "count")
+    ):
         pending = field_kind(obj[0])  # a `[name, value]` header or variable pair
         yield 0, obj[0], kind
         yield 1, obj[1], pending
@@ -136,4 +173,3 @@ def children(obj: dict[str, Any] | list[Any], kind: str | None) -> Iterator[tupl
                 pending = field_kind(item)
                 if pending is None and curl and item in ("-u", "--user"):
                     pending = "secret"
-

@@ -34,14 +34,23 @@ import socket
 from collections.abc import Iterable
 from typing import Any
 
-from loadproof.publish.fields import (ARGV, CONFIG, HEADER, HOST, NAME, NUMBER, PATH, PLANTED, SECRET, TEXT, URL,
-                                      Node)
+from loadproof.publish.fields import ARGV, CONFIG, HEADER, HOST, NAME, NUMBER, PATH, PLANTED, SECRET, TEXT, URL, Node
 from loadproof.publish.names import IDENTIFIER_RE, NUMBER_RE, children, field_kind, is_count
 from loadproof.publish.scanner import TRIGGERS, scan
-from loadproof.publish.shapes import (PLACEHOLDERS, PUBLIC_HOSTS, REDACTED, STOP_HOSTS, WORD_EDGE, is_address,
-                                      not_private_address, pem_blocks, replace_shapes, url_hosts)
 from loadproof.publish.shapes import HOST as HOST_PLACEHOLDER
 from loadproof.publish.shapes import PATH as PATH_PLACEHOLDER
+from loadproof.publish.shapes import (
+    PLACEHOLDERS,
+    PUBLIC_HOSTS,
+    REDACTED,
+    STOP_HOSTS,
+    WORD_EDGE,
+    is_address,
+    not_private_address,
+    pem_blocks,
+    replace_shapes,
+    url_hosts,
+)
 from loadproof.publish.shapes import SECRET as SECRET_PLACEHOLDER
 from loadproof.publish.shapes import URL as URL_PLACEHOLDER
 
@@ -173,9 +182,9 @@ class Sanitizer:
         s, spans = self._spans(s)
         for span in spans:
             if span.kind == "host":
-                self._remember(s[span.start:span.end])
+                self._remember(s[span.start : span.end])
             else:
-                self._secret(s[span.start:span.end], "a value after a secret-named name in text")
+                self._secret(s[span.start : span.end], "a value after a secret-named name in text")
 
     def _spans(self, s: str) -> tuple[str, list[Any]]:
         """`s` with its PEM private key blocks replaced, and the scanner's spans in that text."""
@@ -299,9 +308,9 @@ class Sanitizer:
         if spans:
             parts, last = [], 0
             for span in spans:
-                parts.append(s[last:span.start])
+                parts.append(s[last : span.start])
                 if span.kind == "secret":
-                    self._secret(s[span.start:span.end], "a value after a secret-named name in text")
+                    self._secret(s[span.start : span.end], "a value after a secret-named name in text")
                     parts.append(SECRET_PLACEHOLDER)
                 else:
                     parts.append(HOST_PLACEHOLDER)
@@ -311,8 +320,9 @@ class Sanitizer:
         if self._known:
             if self._known_re is None:
                 names = sorted(self._known, key=len, reverse=True)
-                self._known_re = re.compile(rf"(?<![{WORD_EDGE}])(?:" + "|".join(map(re.escape, names))
-                                            + rf")(?![{WORD_EDGE}])", re.IGNORECASE)
+                self._known_re = re.compile(
+                    rf"(?<![{WORD_EDGE}])(?:" + "|".join(map(re.escape, names)) + rf")(?![{WORD_EDGE}])", re.IGNORECASE
+                )
             s = self._known_re.sub(HOST_PLACEHOLDER, s)
         return s
 

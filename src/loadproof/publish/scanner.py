@@ -23,17 +23,57 @@ import binascii
 import re
 from dataclasses import dataclass
 
-from loadproof.publish.names import (AUTH_SCHEMES, CANONICAL_FLAG_RE, IDENTIFIER_RE, NUMBER_RE, PAIR_NAME_KEYS,
-                                     PAIR_VALUE_KEYS, field_kind, secret_flag)
+from loadproof.publish.names import (
+    AUTH_SCHEMES,
+    CANONICAL_FLAG_RE,
+    IDENTIFIER_RE,
+    NUMBER_RE,
+    PAIR_NAME_KEYS,
+    PAIR_VALUE_KEYS,
+    field_kind,
+    secret_flag,
+)
 from loadproof.publish.shapes import PLACEHOLDERS, is_address
 
 _HOSTISH_RE = re.compile(r"\[?([A-Za-z0-9][A-Za-z0-9.\-]*+)\]?(?::\d{1,5})?")
 # Words one of which is in every name the scanner acts on: a secret-, count- or host-named name
 # (publish.names), a pair's name or value key, `Bearer`/`Basic`, curl's `-u`/`--user`. The scanner
 # looks for these (in the text lowered, ASCII only, so positions keep) and reads only the names around them.
-TRIGGERS = ("pass", "pw", "secret", "cred", "cookie", "auth", "key", "bearer", "basic", "jwt", "sig", "otp",
-            "session", "csrf", "xsrf", "hmac", "token", "host", "node", "server", "upstream", "fqdn", "machine",
-            "instance", "ip", "addr", "val", "name", "var", "header", "param", "user", "-u")
+TRIGGERS = (
+    "pass",
+    "pw",
+    "secret",
+    "cred",
+    "cookie",
+    "auth",
+    "key",
+    "bearer",
+    "basic",
+    "jwt",
+    "sig",
+    "otp",
+    "session",
+    "csrf",
+    "xsrf",
+    "hmac",
+    "token",
+    "host",
+    "node",
+    "server",
+    "upstream",
+    "fqdn",
+    "machine",
+    "instance",
+    "ip",
+    "addr",
+    "val",
+    "name",
+    "var",
+    "header",
+    "param",
+    "user",
+    "-u",
+)
 _TRIGGER_RE = re.compile("|".join(map(re.escape, TRIGGERS)))
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
@@ -41,7 +81,8 @@ _NAME_RUN_RE = re.compile(r"[A-Za-z0-9_.\-]*+")
 # a candidate name, its closing quote and a separator; names start where a run of name characters starts
 _CANDIDATE_RE = re.compile(
     r"(?<![A-Za-z0-9_.\-])(?P<name>[A-Za-z0-9_.\-]++)(?P<close>\\*+[\"'])?"
-    r"(?P<sep>[ \t]*+(?:=>|=(?!=)|:(?![:/=]))[ \t]*+|[ \t]++|,[ \t]*+)")
+    r"(?P<sep>[ \t]*+(?:=>|=(?!=)|:(?![:/=]))[ \t]*+|[ \t]++|,[ \t]*+)"
+)
 _QUOTE_RE = re.compile(r"\\*+[\"']")
 _WORD_END_RE = re.compile(r"(?:[^\s\"'`\\]|\\(?![\"']))*+")
 _SCALAR_END_RE = re.compile(r"[^\s,;}\])\"'\\]*+")
@@ -267,8 +308,13 @@ class _Scanner:
         if inner_end - inner_start > self.HOST_MAX or inner_end <= inner_start:
             return start
         found = _HOSTISH_RE.fullmatch(s, inner_start, inner_end)
-        if found is None or is_address(found.group(1)) or NUMBER_RE.fullmatch(found.group(1)) \
-                or found.group(1).lower() in AUTH_SCHEMES or field_kind(found.group(1)) == "secret":
+        if (
+            found is None
+            or is_address(found.group(1))
+            or NUMBER_RE.fullmatch(found.group(1))
+            or found.group(1).lower() in AUTH_SCHEMES
+            or field_kind(found.group(1)) == "secret"
+        ):
             return start  # not a host name (an address goes by its own rule; `--host Bearer X` is scanned on)
         self.spans.append(Span("host", found.start(1), found.end(1)))
         return max(end, start)
@@ -285,8 +331,9 @@ class _Scanner:
             # a word starting with `-` is a flag only when shaped like one (`--api-key`): `-000000000000PW`
             # after `--api-key` is its value, even though `PW` names a secret (issue #25)
             flag = CANONICAL_FLAG_RE.fullmatch(name) is not None
-            if (field_kind(name) == "secret" and (flag or (sep.strip() and not name.startswith("-")))) \
-                    or (name.lower() == "bearer" and not sep.strip()):
+            if (field_kind(name) == "secret" and (flag or (sep.strip() and not name.startswith("-")))) or (
+                name.lower() == "bearer" and not sep.strip()
+            ):
                 return m.start()
             at = m.end()
         return None
@@ -295,4 +342,3 @@ class _Scanner:
 def scan(s: str) -> list[Span]:
     """Secret values (and host values) after secret-named (host-named) names in free text, in order."""
     return _Scanner(s).run()
-

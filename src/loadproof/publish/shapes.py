@@ -43,42 +43,66 @@ PLACEHOLDERS = ("<url>", "<email>", "<secret>", "<ip>", "<host>", "<path>", REDA
 SECRET, HOST, URL, PATH, IP = "<secret>", "<host>", "<url>", "<path>", "<ip>"
 
 # Public hosts a reader needs to see (where an image or a model came from); never private endpoints.
-PUBLIC_HOSTS = frozenset({"docker.io", "ghcr.io", "nvcr.io", "quay.io", "huggingface.co", "github.com", "pypi.org",
-                          "registry.k8s.io", "gcr.io", "pytorch.org", "download.pytorch.org", "files.pythonhosted.org"})
+PUBLIC_HOSTS = frozenset(
+    {
+        "docker.io",
+        "ghcr.io",
+        "nvcr.io",
+        "quay.io",
+        "huggingface.co",
+        "github.com",
+        "pypi.org",
+        "registry.k8s.io",
+        "gcr.io",
+        "pytorch.org",
+        "download.pytorch.org",
+        "files.pythonhosted.org",
+    }
+)
 # Words never learned as host names: loadproof's own vocabulary (its scenarios' names among them, from the
 # catalog) and words that name nothing private.
-STOP_HOSTS = frozenset(SCENARIOS) | frozenset("""localhost localdomain local none null true false auto any all default
+STOP_HOSTS = frozenset(SCENARIOS) | frozenset(
+    """localhost localdomain local none null true false auto any all default
     unknown example test
     host server node head worker master main primary leader router proxy relay gateway api app web www backend
     frontend service svc inference serve serving engine model models llm gpu gpus cpu cluster internal
     vllm sglang tgi triton trtllm ollama ray openai nvidia cuda torch python loadproof docker podman kubernetes
     telemetry compare english chinese code completions
-    chat metrics health embedded sim simulator url email secret ip path key token bearer basic digest""".split())
-FILE_EXTENSIONS = frozenset("""py pyc pyi md rst txt json jsonl ndjson html htm css js mjs ts tsx jsx yaml yml toml
+    chat metrics health embedded sim simulator url email secret ip path key token bearer basic digest""".split()
+)
+FILE_EXTENSIONS = frozenset(
+    """py pyc pyi md rst txt json jsonl ndjson html htm css js mjs ts tsx jsx yaml yml toml
     ini cfg conf config csv tsv log out err sh bash zsh fish ps1 bat cmd c h cc cpp cxx hpp cu cuh rs go java kt
     rb pl php lua r so dll dylib a o lib bin pt pth safetensors gguf ggml onnx npz npy pkl pickle parquet arrow
     tar gz tgz bz2 xz zst zip whl egg lock sum mod png jpg jpeg gif svg webp pdf ipynb md5 sha256 env tmp bak
-    pid sock jinja j2 tmpl tpl proto pb service socket timer mount target spec patch diff sql db sqlite""".split())
+    pid sock jinja j2 tmpl tpl proto pb service socket timer mount target spec patch diff sql db sqlite""".split()
+)
 # Suffixes that make a two-label name (`a.b`) a host; three labels or more need none (module docstring).
 # Real TLDs that are also common file extensions (py, md, sh, rs, pl, so, zip, ...) are left out on purpose.
-HOST_SUFFIXES = frozenset("""
+HOST_SUFFIXES = frozenset(
+    """
     com net org edu gov mil int info biz io ai co dev app cloud tech xyz online site top me tv cc
     us uk de fr nl eu ch at be se no fi dk es pt ie it cz sk ro hu gr il in jp cn kr tw hk sg au nz ca
     br mx ar ru ua tr za
     local lan internal intranet corp home localdomain localhost private cluster example test invalid arpa lab
-""".split())
+""".split()
+)
 # First labels of dotted names that are code or loadproof's own names (claim names start with their
 # scenario's), not hosts.
-CODE_PREFIXES = frozenset(SCENARIOS) | frozenset("""self cls os sys re np torch vllm sglang asyncio aiohttp msgspec json
+CODE_PREFIXES = frozenset(SCENARIOS) | frozenset(
+    """self cls os sys re np torch vllm sglang asyncio aiohttp msgspec json
     typing loadproof
     transformers tokenizers ray triton uvicorn fastapi starlette pydantic http urllib socket ssl subprocess
     concurrent multiprocessing collections builtins math numpy pandas requests httpx grpc logging signal
     threading queue importlib pathlib functools itertools dataclasses enum abc contextlib io time datetime
     flashinfer xformers nccl cupy jax tensorflow tf huggingface_hub safetensors openai anthropic
-    telemetry engine usage criteria""".split())
+    telemetry engine usage criteria""".split()
+)
 # The first folders of absolute paths that name a host's file system even alone (`/root`, `/tmp`).
-HOST_ROOTS = frozenset("""home root tmp work workspace mnt data opt srv var usr scratch nfs lustre gpfs users
-    private etc proc sys dev run media models cache""".split())
+HOST_ROOTS = frozenset(
+    """home root tmp work workspace mnt data opt srv var usr scratch nfs lustre gpfs users
+    private etc proc sys dev run media models cache""".split()
+)
 API_ROUTE_ROOTS = frozenset({"v1", "v2"})  # `/v1/chat/completions` is an API route, not a host path
 
 _KEY_PATTERNS = [
@@ -105,7 +129,9 @@ _IPV6_RUN_RE = re.compile(r"(?<![0-9A-Fa-f:.])[0-9A-Fa-f.]*+:[0-9A-Fa-f.]*+:[0-9
 _HEX_GROUP_RE = re.compile(r"[0-9A-Fa-f]{1,4}")
 _IPV4_TAIL_RE = re.compile(r"\d{1,3}(?:\.\d{1,3}){3}(?!\d)")
 _AWS_HOST_RE = re.compile(r"(?<![\w-])ip-\d{1,3}-\d{1,3}-\d{1,3}-\d{1,3}(?![\w])")
-_FQDN_RE = re.compile(r"(?<![\w.-])((?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+([A-Za-z]{2,63}))(?![\w-]|\.\w)")
+_FQDN_RE = re.compile(
+    r"(?<![\w.-])((?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+([A-Za-z]{2,63}))(?![\w-]|\.\w)"
+)
 _HOST_PORT_RE = re.compile(r"(?:^|(?<=[\s(=@,\[\"']))([A-Za-z][A-Za-z0-9-]*+):(\d{2,5})(?!\d)")
 _LOCALHOST_RE = re.compile(r"(?<![\w.-])localhost(?![\w-])", re.IGNORECASE)
 _CAMEL_RE = re.compile(r"[a-z][A-Z]")
@@ -130,7 +156,6 @@ def pem_blocks(s: str) -> list[tuple[int, int]]:
         pos = stop
 
 
-
 def is_address(text: str) -> bool:
     try:
         ipaddress.ip_address(text.split("%", 1)[0])
@@ -147,11 +172,10 @@ def not_private_address(text: str) -> bool:
     return address.is_loopback or address.is_unspecified
 
 
-
 def _url(m: re.Match[str]) -> str:
     url = m.group(0)
     trimmed = url.rstrip(".,;:!?)]}")
-    return "<url>" + url[len(trimmed):]
+    return "<url>" + url[len(trimmed) :]
 
 
 def _posix_path(m: re.Match[str]) -> str:
@@ -195,8 +219,11 @@ def _ipv6_ends(run: str, a: int) -> list[int]:
         j = group.end()
         if j < n and run[j] == ".":  # an IPv4 tail
             v4 = _IPV4_TAIL_RE.match(run, i)
-            if v4 is not None and all(int(o) <= 255 for o in v4.group().split(".")) \
-                    and (groups + 2 <= 7 if double else groups == 6):
+            if (
+                v4 is not None
+                and all(int(o) <= 255 for o in v4.group().split("."))
+                and (groups + 2 <= 7 if double else groups == 6)
+            ):
                 end_at(v4.end())
             break
         if j < n and run[j] not in ":.":
@@ -269,7 +296,6 @@ def _fqdn(m: re.Match[str]) -> str:
     return HOST
 
 
-
 def replace_shapes(s: str, on_key: Callable[[re.Match[str]], str]) -> str:
     """Every shape above in `s` replaced by its placeholder; `on_key` replaces a key shape (and remembers it)."""
     s = _KEY_RE.sub(on_key, s)
@@ -293,8 +319,9 @@ def replace_shapes(s: str, on_key: Callable[[re.Match[str]], str]) -> str:
     return s
 
 
-def _from_marks(s: str, mark: re.Pattern[str], run_chars: str, pattern: re.Pattern[str],
-                repl: Callable[[re.Match[str]], str]) -> str:
+def _from_marks(
+    s: str, mark: re.Pattern[str], run_chars: str, pattern: re.Pattern[str], repl: Callable[[re.Match[str]], str]
+) -> str:
     """`pattern.sub(repl, s)` for a pattern that matches only from the start of a run of `run_chars` holding
     a `mark` (a dot and two letters for a dotted name, a colon and two digits for `name:port`): the mark is
     found first (a literal: fast), then the run's start, walking back at most to where the last try ended."""
@@ -308,7 +335,7 @@ def _from_marks(s: str, mark: re.Pattern[str], run_chars: str, pattern: re.Patte
             start -= 1
         m = None if start > 0 and s[start - 1] in run_chars else pattern.match(s, start)
         if m is not None:
-            parts += [s[last:m.start()], repl(m)]
+            parts += [s[last : m.start()], repl(m)]
             last = pos = m.end()
         else:
             pos = hit.start() + 1
@@ -353,5 +380,11 @@ def _occurrences(s: str, marker: str) -> Iterator[int]:
 
 def url_hosts(s: str) -> list[str]:
     """The host part (`host`, `host:port`, `[v6]:port`) of every URL in `s`."""
-    return [m.group(0).split("://", 1)[1].split("/", 1)[0].split("?", 1)[0].rsplit("@", 1)[-1]
-            for m in _URL_RE.finditer(s)] if "://" in s else []
+    return (
+        [
+            m.group(0).split("://", 1)[1].split("/", 1)[0].split("?", 1)[0].rsplit("@", 1)[-1]
+            for m in _URL_RE.finditer(s)
+        ]
+        if "://" in s
+        else []
+    )

@@ -92,7 +92,7 @@ class Relay(RelayState):
         for conn in list(self.connections):
             try:
                 conn.tick(now)
-            except Exception as exc:  # noqa: BLE001  (one connection's bug must not stop every timer)
+            except Exception as exc:
                 internal_error(exc)
                 conn.abort()
         for handler in log.handlers:  # access lines are written in batches (relay.serve.BatchedLineHandler)

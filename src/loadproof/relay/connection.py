@@ -8,10 +8,16 @@ import asyncio
 from loadproof.protocol.openai import error_body
 from loadproof.protocol.sse import HEARTBEAT, encode_data
 from loadproof.relay.http import (
-    MAX_HEAD_BYTES, BadMessage, ChunkedDecoder, RequestHead, internal_error, parse_request_head, response_head,
+    MAX_HEAD_BYTES,
+    BadMessage,
+    ChunkedDecoder,
+    RequestHead,
+    internal_error,
+    parse_request_head,
+    response_head,
 )
 from loadproof.relay.prefill import GENERATION_PATHS, PrefillOutcome
-from loadproof.relay.state import ENGINE_METRICS, ROUTES, Answer, RelayState
+from loadproof.relay.state import ENGINE_METRICS, ROUTES, RelayState
 from loadproof.relay.stream import StreamWatch
 from loadproof.relay.upstream import UpstreamConnection
 
@@ -81,7 +87,7 @@ class ClientConnection(asyncio.Protocol):
                 self.buf += data
                 if len(self.buf) > MAX_HEAD_BYTES and self.transport is not None:
                     self.transport.pause_reading()
-        except Exception as exc:  # noqa: BLE001  (never leak a slot or an upstream on a bug)
+        except Exception as exc:
             internal_error(exc)
             self.abort()
 
@@ -136,8 +142,9 @@ class ClientConnection(asyncio.Protocol):
         if state == _STREAM:
             self._stream_error("the relay stopped before the stream ended", "relay_stopped")
         elif state in (_BODY, _WAIT, _BUFFER):
-            self._answer(503, error_body("the relay stopped before the answer", "service_unavailable", 503),
-                         "relay_stopped")
+            self._answer(
+                503, error_body("the relay stopped before the answer", "service_unavailable", 503), "relay_stopped"
+            )
         self.close()
 
     def tick(self, now: float) -> None:
@@ -159,14 +166,20 @@ class ClientConnection(asyncio.Protocol):
         elif state == _WAIT or state == _BUFFER:
             if now >= self.deadline_at:
                 self.relay.metrics.upstream_errors += 1
-                message = ("upstream sent no response headers within the deadline" if state == _WAIT
-                           else "upstream did not answer within the deadline")
+                message = (
+                    "upstream sent no response headers within the deadline"
+                    if state == _WAIT
+                    else "upstream did not answer within the deadline"
+                )
                 self._answer(504, error_body(message, "upstream_error", 504), "deadline")
         elif state == _BODY:
             if now >= self.timer_at:
                 seconds = min(self.relay.config.body_timeout_s, self.relay.config.deadline_s)
-                self._answer(408, error_body(f"the request body did not arrive within {seconds:g} s",
-                                             "invalid_request_error", 408), "body_timeout")
+                self._answer(
+                    408,
+                    error_body(f"the request body did not arrive within {seconds:g} s", "invalid_request_error", 408),
+                    "body_timeout",
+                )
         elif state == _HEAD:
             if now >= self.timer_at:
                 if self.buf:  # a request head begun and not finished in time
@@ -198,7 +211,7 @@ class ClientConnection(asyncio.Protocol):
         except BadMessage as exc:
             self._reject(exc.status, exc.message)
             return
-        self.buf = buf[end + 4:]
+        self.buf = buf[end + 4 :]
         self._begin(req)
 
     def _begin(self, req: RequestHead) -> None:
@@ -278,10 +291,11 @@ class ClientConnection(asyncio.Protocol):
         assert self.relay.prefill is not None and self.req is not None
         try:
             outcome = await self.relay.prefill.run(self.req.path, body, self.loop)  # type: ignore[arg-type]
-        except Exception as exc:  # noqa: BLE001  (a bug must answer the client, not leave it to the deadline)
+        except Exception as exc:
             internal_error(exc)
-            outcome = PrefillOutcome(answer=(502, error_body("relay error in the prefill hop", "upstream_error", 502),
-                                             "prefill_error"))
+            outcome = PrefillOutcome(
+                answer=(502, error_body("relay error in the prefill hop", "upstream_error", 502), "prefill_error")
+            )
         self.connecting = None
         if self.state != _WAIT:
             return
@@ -305,12 +319,15 @@ class ClientConnection(asyncio.Protocol):
     async def _connect(self, head: bytes, body: bytes) -> None:
         try:
             conn = await self.relay.pool.connect()
-        except (OSError, asyncio.TimeoutError) as exc:
+        except (TimeoutError, OSError) as exc:
             self.connecting = None
             if self.state == _WAIT:
                 self.relay.metrics.upstream_errors += 1
-                self._answer(502, error_body(f"upstream unreachable ({type(exc).__name__})", "upstream_error", 502),
-                             "upstream_unreachable")
+                self._answer(
+                    502,
+                    error_body(f"upstream unreachable ({type(exc).__name__})", "upstream_error", 502),
+                    "upstream_unreachable",
+                )
             return
         self.connecting = None
         if self.state != _WAIT or self.upstream is not None:  # the request ended while connecting
@@ -328,9 +345,15 @@ class ClientConnection(asyncio.Protocol):
             assert req is not None and self.transport is not None
             self.state = _STREAM
             self.chunked_out = req.http11
-            self.transport.write(response_head(200, content_type, chunked=req.http11,
-                                               close=not (req.http11 and req.keep_alive),
-                                               extra=_STREAM_HEADERS + self.extra_headers))
+            self.transport.write(
+                response_head(
+                    200,
+                    content_type,
+                    chunked=req.http11,
+                    close=not (req.http11 and req.keep_alive),
+                    extra=_STREAM_HEADERS + self.extra_headers,
+                )
+            )
             self.head_sent = True
             self.last_write = self.loop.time()  # type: ignore[union-attr]
             if self.paused and self.upstream is not None:
@@ -366,8 +389,7 @@ class ClientConnection(asyncio.Protocol):
                 self._end_stream("ok")
         elif self.state == _BUFFER:
             body = b"".join(self.resp_parts)
-            self._answer(self.resp_status, body, "ok" if self.resp_status == 200 else "upstream_status",
-                         self.resp_type)
+            self._answer(self.resp_status, body, "ok" if self.resp_status == 200 else "upstream_status", self.resp_type)
 
     def upstream_lost(self, why: str) -> None:
         self.upstream = None
@@ -375,11 +397,17 @@ class ClientConnection(asyncio.Protocol):
         if self.state == _STREAM:
             self._stream_error(f"upstream failed mid-stream ({why})", "upstream_error")
         elif self.state == _WAIT:
-            self._answer(502, error_body(f"upstream closed the connection before answering ({why})",
-                                         "upstream_error", 502), "upstream_unreachable")
+            self._answer(
+                502,
+                error_body(f"upstream closed the connection before answering ({why})", "upstream_error", 502),
+                "upstream_unreachable",
+            )
         elif self.state == _BUFFER:
-            self._answer(502, error_body(f"upstream failed before its answer was complete ({why})",
-                                         "upstream_error", 502), "upstream_error")
+            self._answer(
+                502,
+                error_body(f"upstream failed before its answer was complete ({why})", "upstream_error", 502),
+                "upstream_error",
+            )
 
     # -- ending a request -------------------------------------------------------------------------
 
@@ -397,14 +425,14 @@ class ClientConnection(asyncio.Protocol):
         self._log(200, outcome)
         self._finish(close=not (self.chunked_out and self.req.keep_alive))
 
-    def _answer(self, status: int, body: bytes, outcome: str | None,
-                content_type: str = "application/json") -> None:
+    def _answer(self, status: int, body: bytes, outcome: str | None, content_type: str = "application/json") -> None:
         """A whole answer with its length; `outcome` None: not a relayed request, not logged."""
         req = self.req
         assert req is not None and self.transport is not None
         close = not req.keep_alive or not self._skip_body()
-        self.transport.write(response_head(status, content_type, length=len(body), close=close,
-                                           extra=self.extra_headers) + body)
+        self.transport.write(
+            response_head(status, content_type, length=len(body), close=close, extra=self.extra_headers) + body
+        )
         if outcome is not None:
             self._log(status, outcome)
         self._finish(close)
@@ -482,6 +510,4 @@ class ClientConnection(asyncio.Protocol):
         req = self.req
         assert req is not None
         path = req.path if req.path in ROUTES else "(other)"  # an arbitrary path could hold anything
-        self.relay.access_log(req.method, path, status, outcome, self.head_sent,
-                              self.loop.time() - self.started)  # type: ignore[union-attr]
-
+        self.relay.access_log(req.method, path, status, outcome, self.head_sent, self.loop.time() - self.started)  # type: ignore[union-attr]

@@ -19,10 +19,22 @@ from urllib.parse import urlsplit
 MAX_HEAD_BYTES = 64 * 1024  # request line and headers together
 _HEX = b"0123456789abcdefABCDEF"
 REASONS = {
-    100: "Continue", 200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found",
-    405: "Method Not Allowed", 408: "Request Timeout", 413: "Content Too Large", 429: "Too Many Requests",
-    431: "Request Header Fields Too Large", 500: "Internal Server Error", 501: "Not Implemented",
-    502: "Bad Gateway", 503: "Service Unavailable", 504: "Gateway Timeout", 505: "HTTP Version Not Supported",
+    100: "Continue",
+    200: "OK",
+    400: "Bad Request",
+    401: "Unauthorized",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    408: "Request Timeout",
+    413: "Content Too Large",
+    429: "Too Many Requests",
+    431: "Request Header Fields Too Large",
+    500: "Internal Server Error",
+    501: "Not Implemented",
+    502: "Bad Gateway",
+    503: "Service Unavailable",
+    504: "Gateway Timeout",
+    505: "HTTP Version Not Supported",
 }
 
 
@@ -145,7 +157,7 @@ class ChunkedDecoder:
                     break
                 out.append(buf[pos:stop])
                 pos, need = stop, 0
-                if buf[pos:pos + 2] == b"\r\n":  # the usual case: the CRLF after the data is here too
+                if buf[pos : pos + 2] == b"\r\n":  # the usual case: the CRLF after the data is here too
                     pos += 2
                     state = _SIZE
                 else:
@@ -165,7 +177,7 @@ class ChunkedDecoder:
             elif state == _DATA_END:
                 if end - pos < 2:
                     break
-                if buf[pos:pos + 2] != b"\r\n":
+                if buf[pos : pos + 2] != b"\r\n":
                     raise BadMessage(400, "chunk data not followed by CRLF")
                 pos += 2
                 state = _SIZE
@@ -177,7 +189,7 @@ class ChunkedDecoder:
                     break
                 if eol == pos:
                     self.done = True
-                    self.rest = buf[pos + 2:]
+                    self.rest = buf[pos + 2 :]
                     pos = end
                     break
                 pos = eol + 2
@@ -198,11 +210,21 @@ def http_date() -> bytes:
     return _date_cache[1]
 
 
-def response_head(status: int, content_type: str | None, *, length: int | None = None, chunked: bool = False,
-                  close: bool = False, extra: bytes = b"") -> bytes:
+def response_head(
+    status: int,
+    content_type: str | None,
+    *,
+    length: int | None = None,
+    chunked: bool = False,
+    close: bool = False,
+    extra: bytes = b"",
+) -> bytes:
     """A response's status line and headers, ending in the blank line."""
     head = b"HTTP/1.1 %d %s\r\ndate: %s\r\nserver: loadproof-relay\r\n" % (
-        status, REASONS.get(status, "Unknown").encode(), http_date())
+        status,
+        REASONS.get(status, "Unknown").encode(),
+        http_date(),
+    )
     if content_type:
         head += b"content-type: " + content_type.encode("latin-1") + b"\r\n"
     if length is not None:
@@ -220,5 +242,6 @@ def internal_error(exc: BaseException) -> None:
     while tb is not None and tb.tb_next is not None:
         tb = tb.tb_next
     where = f"{tb.tb_frame.f_code.co_filename.rsplit('/', 1)[-1]}:{tb.tb_lineno}" if tb is not None else "?"
-    logging.getLogger("loadproof.relay").error(json.dumps({"event": "internal_error", "error": type(exc).__name__,
-                                                           "at": where}))
+    logging.getLogger("loadproof.relay").error(
+        json.dumps({"event": "internal_error", "error": type(exc).__name__, "at": where})
+    )

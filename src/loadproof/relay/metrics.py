@@ -40,16 +40,18 @@ class _Collector:
         heartbeats.add_metric(["before_first_byte"], m.heartbeats_waiting)
         heartbeats.add_metric(["between_events"], m.heartbeats_between)
         yield heartbeats
-        for name, text, value in (("rejected", "requests refused: pool full", m.rejected),
-                                  ("upstream_errors", "upstream failures", m.upstream_errors),
-                                  ("client_disconnects", "clients that left mid-request", m.disconnects)):
+        for name, text, value in (
+            ("rejected", "requests refused: pool full", m.rejected),
+            ("upstream_errors", "upstream failures", m.upstream_errors),
+            ("client_disconnects", "clients that left mid-request", m.disconnects),
+        ):
             yield CounterMetricFamily(f"loadproof_relay_{name}", text, value=value)
         hop = m.prefill
         if hop is not None:
             for name, text, value in (
-                    ("prefill_requests", "requests sent to the prefill instance first", hop.requests),
-                    ("prefill_failures", "prefill hops that failed (the client got the error)", hop.failures),
-                    ("prefill_seconds", "time of the successful prefill hops, summed", hop.seconds),
-                    ("kv_bytes", "bytes the KV connector wrote for the prompts, where the relay reads them",
-                     hop.kv_bytes)):
+                ("prefill_requests", "requests sent to the prefill instance first", hop.requests),
+                ("prefill_failures", "prefill hops that failed (the client got the error)", hop.failures),
+                ("prefill_seconds", "time of the successful prefill hops, summed", hop.seconds),
+                ("kv_bytes", "bytes the KV connector wrote for the prompts, where the relay reads them", hop.kv_bytes),
+            ):
                 yield CounterMetricFamily(f"loadproof_relay_{name}", text, value=value)

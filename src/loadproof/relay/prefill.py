@@ -28,8 +28,14 @@ from loadproof.relay.upstream import UpstreamConnection, UpstreamPool
 GENERATION_PATHS = ("/v1/completions", "/v1/chat/completions")
 KV_CONNECTORS = ("ExampleConnector", "NixlConnector")  # what the hop knows how to pass on
 # NixlConnector's request to the prefill instance: keep the blocks for a remote decode (vLLM's toy proxy)
-_NIXL_PREFILL = {"do_remote_decode": True, "do_remote_prefill": False, "remote_engine_id": None,
-                 "remote_block_ids": None, "remote_host": None, "remote_port": None}
+_NIXL_PREFILL = {
+    "do_remote_decode": True,
+    "do_remote_prefill": False,
+    "remote_engine_id": None,
+    "remote_block_ids": None,
+    "remote_host": None,
+    "remote_port": None,
+}
 # ExampleConnector names a prompt's folder by the md5 of its token ids (int64), cut to whole blocks; the block
 # size is the engine's, which the relay is not told: these are tried, smallest first
 _BLOCK_SIZES = (16, 32, 64, 128, 256, 8, 1)
@@ -45,6 +51,7 @@ class PrefillConfig:
 @dataclass(frozen=True)
 class PrefillOutcome:
     """The decode instance's body and the headers for the client; or, when the prefill failed, the answer."""
+
     body: bytes = b""
     headers: bytes = b""
     answer: tuple[int, bytes, str] | None = None  # status, body, outcome
@@ -73,10 +80,15 @@ class PrefillHop:
         started = loop.time()
         try:
             status, answer = await self._post(path, prefill, loop)
-        except (OSError, ConnectionError, asyncio.TimeoutError) as exc:
+        except (TimeoutError, OSError, ConnectionError) as exc:
             self.failures += 1
-            return PrefillOutcome(answer=(502, error_body(f"prefill instance unreachable ({type(exc).__name__})",
-                                                          "upstream_error", 502), "prefill_unreachable"))
+            return PrefillOutcome(
+                answer=(
+                    502,
+                    error_body(f"prefill instance unreachable ({type(exc).__name__})", "upstream_error", 502),
+                    "prefill_unreachable",
+                )
+            )
         seconds = loop.time() - started
         if status != 200:
             self.failures += 1
@@ -102,8 +114,10 @@ class PrefillHop:
     async def _post(self, path: str, body: bytes, loop: asyncio.AbstractEventLoop) -> tuple[int, bytes]:
         conn = self.pool.take(loop.time()) or await self.pool.connect()
         answer = _Collected(self.pool, loop)
-        head = (f"POST {self.pool.target(path)} HTTP/1.1\r\nhost: {self.pool.host_header}\r\n{self._fields}"
-                f"content-type: application/json\r\ncontent-length: {len(body)}\r\n\r\n").encode("latin-1")
+        head = (
+            f"POST {self.pool.target(path)} HTTP/1.1\r\nhost: {self.pool.host_header}\r\n{self._fields}"
+            f"content-type: application/json\r\ncontent-length: {len(body)}\r\n\r\n"
+        ).encode("latin-1")
         conn.send(head, body, answer)
         try:
             return await answer.done

@@ -9,8 +9,8 @@ import os
 import signal
 import sys
 import threading
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -38,9 +38,19 @@ def load_keys(keys_file: Path | None) -> tuple[str, ...]:
     return tuple(keys)
 
 
-def relay_config(upstream: str, *, max_in_flight: int, deadline_s: float, heartbeat_s: float, max_body_mib: float,
-                 body_timeout_s: float, keys_file: Path | None, prefill_upstream: str | None = None,
-                 kv_connector: str = "ExampleConnector", kv_storage: Path | None = None) -> RelayConfig:
+def relay_config(
+    upstream: str,
+    *,
+    max_in_flight: int,
+    deadline_s: float,
+    heartbeat_s: float,
+    max_body_mib: float,
+    body_timeout_s: float,
+    keys_file: Path | None,
+    prefill_upstream: str | None = None,
+    kv_connector: str = "ExampleConnector",
+    kv_storage: Path | None = None,
+) -> RelayConfig:
     """`loadproof relay`'s options, checked once, as a RelayConfig (API keys from the file or
     LOADPROOF_RELAY_KEYS; the key to the upstream from LOADPROOF_UPSTREAM_API_KEY)."""
     for option, url in (("--upstream", upstream), ("--prefill-upstream", prefill_upstream)):
@@ -50,15 +60,26 @@ def relay_config(upstream: str, *, max_in_flight: int, deadline_s: float, heartb
         raise UsageError("--kv-storage is the prefill/decode pair's shared folder: give --prefill-upstream too")
     if kv_connector not in KV_CONNECTORS:
         raise UsageError(f"--kv-connector {kv_connector!r}: the relay knows {', '.join(KV_CONNECTORS)}")
-    prefill = (PrefillConfig(prefill_upstream, kv_connector, str(kv_storage) if kv_storage else None)
-               if prefill_upstream is not None else None)
+    prefill = (
+        PrefillConfig(prefill_upstream, kv_connector, str(kv_storage) if kv_storage else None)
+        if prefill_upstream is not None
+        else None
+    )
     if max_in_flight < 1 or deadline_s <= 0 or heartbeat_s <= 0 or max_body_mib <= 0 or body_timeout_s <= 0:
-        raise UsageError("--max-in-flight, --deadline-s, --heartbeat-s, --max-body-mib and --body-timeout-s "
-                         "must be positive")
-    return RelayConfig(upstream=upstream, max_in_flight=max_in_flight, deadline_s=deadline_s,
-                       heartbeat_s=heartbeat_s, body_timeout_s=body_timeout_s,
-                       max_body_bytes=int(max_body_mib * 1024 * 1024), api_keys=load_keys(keys_file),
-                       upstream_api_key=os.environ.get(UPSTREAM_KEY_ENV), prefill=prefill)
+        raise UsageError(
+            "--max-in-flight, --deadline-s, --heartbeat-s, --max-body-mib and --body-timeout-s must be positive"
+        )
+    return RelayConfig(
+        upstream=upstream,
+        max_in_flight=max_in_flight,
+        deadline_s=deadline_s,
+        heartbeat_s=heartbeat_s,
+        body_timeout_s=body_timeout_s,
+        max_body_bytes=int(max_body_mib * 1024 * 1024),
+        api_keys=load_keys(keys_file),
+        upstream_api_key=os.environ.get(UPSTREAM_KEY_ENV),
+        prefill=prefill,
+    )
 
 
 class BatchedLineHandler(logging.Handler):
@@ -75,7 +96,7 @@ class BatchedLineHandler(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         try:
             self.lines.append(self.format(record))
-        except Exception:  # noqa: BLE001  (logging's own convention)
+        except Exception:
             self.handleError(record)
         if len(self.lines) >= self.limit:
             self.flush()
@@ -109,8 +130,14 @@ class RelayServer:
     long as they take; a second Ctrl-C cuts it short), closes what is left, and re-raises the signal it
     caught, so the caller's own handling (Ctrl-C -> exit 130) still happens."""
 
-    def __init__(self, relay: Relay, host: str, port: int, drain_s: float | None = DRAIN_S,
-                 on_ready: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        relay: Relay,
+        host: str,
+        port: int,
+        drain_s: float | None = DRAIN_S,
+        on_ready: Callable[[], None] | None = None,
+    ) -> None:
         self.relay, self.host, self.port, self.drain_s, self.on_ready = relay, host, port, drain_s, on_ready
         self._should_exit = False
         self.force_exit = False
@@ -178,9 +205,15 @@ class RelayServer:
 def _quiet_exception_handler(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
     """asyncio's report of an unhandled error, by type only: its message may hold an address or a prompt."""
     exc = context.get("exception")
-    logging.getLogger("loadproof.relay").error(json.dumps(
-        {"event": "internal_error", "error": type(exc).__name__ if exc is not None else "unknown",
-         "where": str(context.get("message", "")).split("(", 1)[0][:80]}))  # no callback arguments: data
+    logging.getLogger("loadproof.relay").error(
+        json.dumps(
+            {
+                "event": "internal_error",
+                "error": type(exc).__name__ if exc is not None else "unknown",
+                "where": str(context.get("message", "")).split("(", 1)[0][:80],
+            }
+        )
+    )  # no callback arguments: data
 
 
 def run(config: RelayConfig, host: str, port: int) -> None:
@@ -189,7 +222,10 @@ def run(config: RelayConfig, host: str, port: int) -> None:
     relay = Relay(config)
 
     def ready() -> None:
-        print(f"relay listening on http://{host}:{port} (upstream from config; "
-              f"{len(config.api_keys)} API key(s); pool {config.max_in_flight})", flush=True)
+        print(
+            f"relay listening on http://{host}:{port} (upstream from config; "
+            f"{len(config.api_keys)} API key(s); pool {config.max_in_flight})",
+            flush=True,
+        )
 
     RelayServer(relay, host, port, on_ready=ready).run()

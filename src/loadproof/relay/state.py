@@ -20,9 +20,19 @@ from loadproof.relay.upstream import UpstreamPool
 
 log = logging.getLogger("loadproof.relay")
 
-ROUTES = {"/v1/chat/completions": "POST", "/v1/completions": "POST", "/v1/embeddings": "POST", "/v1/rerank": "POST",
-          "/v1/models": "GET", "/tokenize": "POST", "/detokenize": "POST", "/version": "GET", "/engine/metrics": "GET",
-          "/health": "GET", "/metrics": "GET"}
+ROUTES = {
+    "/v1/chat/completions": "POST",
+    "/v1/completions": "POST",
+    "/v1/embeddings": "POST",
+    "/v1/rerank": "POST",
+    "/v1/models": "GET",
+    "/tokenize": "POST",
+    "/detokenize": "POST",
+    "/version": "GET",
+    "/engine/metrics": "GET",
+    "/health": "GET",
+    "/metrics": "GET",
+}
 # the engine's own /metrics, under a path of its own: the relay's /metrics never holds an engine figure, and a
 # scraper that reads the engine through the relay cannot take the relay's counters for the engine's
 ENGINE_METRICS = "/engine/metrics"
@@ -31,6 +41,7 @@ _UPSTREAM_PATHS = {ENGINE_METRICS: "/metrics"}
 
 class Answer(NamedTuple):
     """A whole answer the relay gives itself; `outcome` None: not a relayed request, not logged."""
+
     status: int
     body: bytes
     outcome: str | None
@@ -39,6 +50,7 @@ class Answer(NamedTuple):
 
 class Connection(Protocol):
     """A client connection as the relay's timer and its stop see it (relay.connection.ClientConnection)."""
+
     def idle(self) -> bool: ...
     def tick(self, now: float) -> None: ...
     def close(self) -> None: ...
@@ -55,8 +67,11 @@ class RelayState:
         self._keys = tuple(key.encode() for key in config.api_keys)
         auth = f"authorization: Bearer {config.upstream_api_key}\r\n" if config.upstream_api_key else ""
         self._upstream_fields = f"host: {self.pool.host_header}\r\n{auth}accept: */*\r\n".encode("latin-1")
-        self.prefill = (PrefillHop(config.prefill, config.upstream_keepalive_s, f"{auth}accept: */*\r\n")
-                        if config.prefill is not None else None)
+        self.prefill = (
+            PrefillHop(config.prefill, config.upstream_keepalive_s, f"{auth}accept: */*\r\n")
+            if config.prefill is not None
+            else None
+        )
         self.metrics.prefill = self.prefill
         self._heads: dict[tuple[str, str], bytes] = {}
         self.connections: set[Connection] = set()
@@ -79,20 +94,25 @@ class RelayState:
         if method is None:
             return Answer(404, error_body("not found", "invalid_request_error", 404), "not_found")
         if req.method != method:
-            return Answer(405, error_body(f"{req.method} not allowed here", "invalid_request_error", 405),
-                          "method_not_allowed")
+            return Answer(
+                405, error_body(f"{req.method} not allowed here", "invalid_request_error", 405), "method_not_allowed"
+            )
         if req.path == "/health":
             return Answer(*self.health(), None)
         if req.path == "/metrics":
             if self.authorized(req.headers):
-                return Answer(200, generate_latest(self.metrics.registry), None,
-                              "text/plain; version=0.0.4; charset=utf-8")
+                return Answer(
+                    200, generate_latest(self.metrics.registry), None, "text/plain; version=0.0.4; charset=utf-8"
+                )
             return Answer(401, error_body("missing or invalid API key", "authentication_error", 401), None)
         if not self.authorized(req.headers):
             return Answer(401, error_body("missing or invalid API key", "authentication_error", 401), "unauthorized")
         if self.paused_reason:
-            return Answer(503, error_body(f"engine unavailable: {self.paused_reason}", "service_unavailable", 503),
-                          "engine_unavailable")
+            return Answer(
+                503,
+                error_body(f"engine unavailable: {self.paused_reason}", "service_unavailable", 503),
+                "engine_unavailable",
+            )
         if req.content_length is not None and req.content_length > self.config.max_body_bytes:
             return self.too_large()
         return None
@@ -107,8 +127,11 @@ class RelayState:
         if self.metrics.in_flight < config.max_in_flight:
             return None
         self.metrics.rejected += 1
-        return Answer(429, error_body(f"relay busy: all {config.max_in_flight} slots in use; retry later",
-                                      "rate_limit_error", 429), "rejected")
+        return Answer(
+            429,
+            error_body(f"relay busy: all {config.max_in_flight} slots in use; retry later", "rate_limit_error", 429),
+            "rejected",
+        )
 
     def upstream_head(self, method: str, path: str, length: int | None) -> bytes:
         start = self._heads.get((method, path))
@@ -124,8 +147,18 @@ class RelayState:
         requests = self.metrics.requests
         requests[outcome] = requests.get(outcome, 0) + 1
         if log.isEnabledFor(logging.INFO):
-            log.info(json.dumps({"method": method, "path": path, "status": status, "outcome": outcome,
-                                 "stream": stream, "duration_s": round(seconds, 3)}))
+            log.info(
+                json.dumps(
+                    {
+                        "method": method,
+                        "path": path,
+                        "status": status,
+                        "outcome": outcome,
+                        "stream": stream,
+                        "duration_s": round(seconds, 3),
+                    }
+                )
+            )
 
     def health(self) -> tuple[int, bytes]:
         if self.paused_reason:

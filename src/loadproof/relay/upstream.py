@@ -30,8 +30,18 @@ _HEAD, _CHUNKED, _LENGTH, _UNTIL_CLOSE, _IDLE = range(5)
 
 
 class UpstreamConnection(asyncio.Protocol):
-    __slots__ = ("pool", "transport", "handler", "reusable", "closed", "idle_since", "_state", "_buf",
-                 "_chunks", "_remaining")
+    __slots__ = (
+        "pool",
+        "transport",
+        "handler",
+        "reusable",
+        "closed",
+        "idle_since",
+        "_state",
+        "_buf",
+        "_chunks",
+        "_remaining",
+    )
 
     def __init__(self, pool: UpstreamPool) -> None:
         self.pool = pool
@@ -63,7 +73,7 @@ class UpstreamConnection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         try:
             self._received(data)
-        except Exception as exc:  # noqa: BLE001  (the handler must hear of it, or its slot would leak)
+        except Exception as exc:
             internal_error(exc)
             self._fail("relay error")
 
@@ -87,7 +97,7 @@ class UpstreamConnection(asyncio.Protocol):
             if len(data) >= self._remaining:
                 extra = len(data) > self._remaining
                 if self._remaining:
-                    self.handler.upstream_body(data[:self._remaining])
+                    self.handler.upstream_body(data[: self._remaining])
                 self._remaining = 0
                 self._complete(not extra)
             else:
@@ -114,7 +124,7 @@ class UpstreamConnection(asyncio.Protocol):
             except BadMessage:
                 self._fail("malformed response head")
                 return
-            buf = buf[end + 4:]
+            buf = buf[end + 4 :]
             if 100 <= status < 200:  # an interim answer: the real one follows
                 continue
             break
@@ -217,8 +227,12 @@ class UpstreamPool:
         idle = self._idle
         while idle:
             conn = idle.pop()
-            if (not conn.closed and now - conn.idle_since < self.keepalive_s and conn.transport is not None
-                    and not conn.transport.is_closing()):
+            if (
+                not conn.closed
+                and now - conn.idle_since < self.keepalive_s
+                and conn.transport is not None
+                and not conn.transport.is_closing()
+            ):
                 return conn
             conn.close()
         return None
@@ -226,9 +240,15 @@ class UpstreamPool:
     async def connect(self) -> UpstreamConnection:
         loop = asyncio.get_running_loop()
         _, conn = await asyncio.wait_for(
-            loop.create_connection(lambda: UpstreamConnection(self), self.host, self.port, ssl=self.ssl,
-                                   server_hostname=self.host if self.ssl else None),
-            self.connect_timeout_s)
+            loop.create_connection(
+                lambda: UpstreamConnection(self),
+                self.host,
+                self.port,
+                ssl=self.ssl,
+                server_hostname=self.host if self.ssl else None,
+            ),
+            self.connect_timeout_s,
+        )
         return conn
 
     def put(self, conn: UpstreamConnection, now: float) -> None:

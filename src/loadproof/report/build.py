@@ -69,8 +69,13 @@ def render_markdown(run: Run, claims: list[Claim], with_plot: bool = False, pane
     criteria = criteria_rows(claims)
     if criteria:
         verdict = verdict_of(claims)
-        lines += ["", f"## Acceptance: {verdict.printed if verdict else '?'}", "", "| criterion | status | evidence |",
-                  "|---|---|---|"]
+        lines += [
+            "",
+            f"## Acceptance: {verdict.printed if verdict else '?'}",
+            "",
+            "| criterion | status | evidence |",
+            "|---|---|---|",
+        ]
         lines += [f"| {name} | {status} | {evidence} |" for name, status, evidence in criteria]
     for table in tables_of(run_panels(run, claims) if panels is None else panels):
         lines += ["", f"## {table.title}", ""] + table.intro + ([""] if table.intro else []) + table_lines(table)
@@ -78,7 +83,7 @@ def render_markdown(run: Run, claims: list[Claim], with_plot: bool = False, pane
     lines += [f"| `{c.name}` | {c.printed} | {c.unit} | {c.formula} |" for c in claims if c.kind != "criterion"]
     if with_plot:
         note = run.manifest.telemetry.note if run.manifest.telemetry is not None else None
-        lines += ["", "## Telemetry", "", "![telemetry over the run](telemetry.svg)"] + ([f"", note] if note else [])
+        lines += ["", "## Telemetry", "", "![telemetry over the run](telemetry.svg)"] + (["", note] if note else [])
     mismatch = _token_count_note(run)
     if mismatch:
         lines += ["", mismatch]
@@ -86,8 +91,9 @@ def render_markdown(run: Run, claims: list[Claim], with_plot: bool = False, pane
 
 
 def table_lines(table: Table) -> list[str]:
-    return (["| " + " | ".join(table.header) + " |", "|" + "---|" * len(table.header)]
-            + ["| " + " | ".join(row) + " |" for row in table.rows])
+    return ["| " + " | ".join(table.header) + " |", "|" + "---|" * len(table.header)] + [
+        "| " + " | ".join(row) + " |" for row in table.rows
+    ]
 
 
 def request_counts(run: Run) -> tuple[int, int, int]:
@@ -106,12 +112,17 @@ def requests_line(run: Run) -> str:
 
 
 def _token_count_note(run: Run) -> str:
-    pairs = [(r.output_tokens, r.client_output_tokens) for r in run.records
-             if r.ok and r.output_tokens is not None and r.client_output_tokens is not None]
+    pairs = [
+        (r.output_tokens, r.client_output_tokens)
+        for r in run.records
+        if r.ok and r.output_tokens is not None and r.client_output_tokens is not None
+    ]
     if not pairs:
         return ""
     server = sum(p[0] for p in pairs)
     client = sum(p[1] for p in pairs)
     diff = (client - server) / server * 100 if server else 0.0
-    return (f"Output tokens: server usage {server}, client tokenizer re-count {client} ({diff:+.1f}%); "
-            "rates use the server's count. Re-tokenizing decoded text can merge or split tokens.")
+    return (
+        f"Output tokens: server usage {server}, client tokenizer re-count {client} ({diff:+.1f}%); "
+        "rates use the server's count. Re-tokenizing decoded text can merge or split tokens."
+    )

@@ -50,7 +50,8 @@ DEFAULT_SEED = 20_240_607
 BUDGETS: dict[str, tuple[str, str]] = {"tokens/s": (HIGHER, "throughput"), "s": (LOWER, "latency")}
 # a scenario's answer-by-answer comparison, where its catalog entry names one
 answer_functions: Registry[Callable[[Run, Run], dict[str, list[Any]]]] = Registry.over(
-    "scenario", column("answer_changes"))
+    "scenario", column("answer_changes")
+)
 
 
 def budget_of(claim: Claim) -> str | None:
@@ -123,8 +124,9 @@ def split_repeats(run: Run) -> list[Run]:
     return [replace(run, records=[r for r in run.records if r.repeat == k]) for k in repeats]
 
 
-def build_side(label: str, runs: Sequence[Run], claims_of: Callable[[Run], list[Claim]],
-               plan_of: Callable[[Run], Plan] = load_plan) -> Side:
+def build_side(
+    label: str, runs: Sequence[Run], claims_of: Callable[[Run], list[Claim]], plan_of: Callable[[Run], Plan] = load_plan
+) -> Side:
     """Claims of every run (`claims_of`, e.g. metrics.compute_claims), its plan, one sample per repeat."""
     scenarios = sorted({str(r.manifest.scenario) for r in runs})
     if len(scenarios) > 1:
@@ -142,12 +144,24 @@ def build_side(label: str, runs: Sequence[Run], claims_of: Callable[[Run], list[
             meaning.setdefault(c.name, c)
             split = [p[c.name].value for p in per_repeat if c.name in p and is_numeric(p[c.name])]
             samples.setdefault(c.name, []).extend(split or [c.value])
-    return Side(label=label, runs=list(runs), claims=all_claims, samples=samples, printed=printed,
-                plans=[plan_of(run) for run in runs], meaning=meaning)
+    return Side(
+        label=label,
+        runs=list(runs),
+        claims=all_claims,
+        samples=samples,
+        printed=printed,
+        plans=[plan_of(run) for run in runs],
+        meaning=meaning,
+    )
 
 
-def bootstrap_change_ci(base: Sequence[float], cand: Sequence[float], rng: random.Random,
-                        resamples: int = DEFAULT_RESAMPLES, level: float = LEVEL) -> tuple[float, float] | None:
+def bootstrap_change_ci(
+    base: Sequence[float],
+    cand: Sequence[float],
+    rng: random.Random,
+    resamples: int = DEFAULT_RESAMPLES,
+    level: float = LEVEL,
+) -> tuple[float, float] | None:
     """Percentile interval of (mean cand - mean base) / mean base, each side resampled with replacement.
 
     None unless both sides hold at least 2 values (one value says nothing about its own spread).
@@ -214,7 +228,9 @@ class Comparison:
     differences: list[str] = field(default_factory=list)  # how the runs differ, when compared anyway
 
 
-def compare_sides(base: Side, cand: Side, seed: int = DEFAULT_SEED, resamples: int = DEFAULT_RESAMPLES) -> BaselineComparison:
+def compare_sides(
+    base: Side, cand: Side, seed: int = DEFAULT_SEED, resamples: int = DEFAULT_RESAMPLES
+) -> BaselineComparison:
     changes = {}
     for name, values in cand.samples.items():
         if not base.samples.get(name):
@@ -223,13 +239,23 @@ def compare_sides(base: Side, cand: Side, seed: int = DEFAULT_SEED, resamples: i
         assert b is not None and c is not None
         claim = cand.meaning[name]
         ci = bootstrap_change_ci(base.samples[name], values, random.Random(seed), resamples)
-        changes[name] = Change(name, claim.direction, budget_of(claim), b, c, relative_change(b, c), ci,
-                               base.repeats(name), cand.repeats(name))
+        changes[name] = Change(
+            name,
+            claim.direction,
+            budget_of(claim),
+            b,
+            c,
+            relative_change(b, c),
+            ci,
+            base.repeats(name),
+            cand.repeats(name),
+        )
     return BaselineComparison(baseline=base, changes=changes)
 
 
-def decide(cand: Side, baselines: list[BaselineComparison], max_slowdown: float | None,
-           required: Sequence[str]) -> list[str]:
+def decide(
+    cand: Side, baselines: list[BaselineComparison], max_slowdown: float | None, required: Sequence[str]
+) -> list[str]:
     """The reasons to REJECT the candidate; none means ACCEPT."""
     reasons = []
     verdicts = cand.verdicts()
@@ -249,8 +275,10 @@ def decide(cand: Side, baselines: list[BaselineComparison], max_slowdown: float 
                 worse = -ch.change if ch.direction == HIGHER else ch.change
                 if worse > max_slowdown + 1e-12:
                     like = cand.printed.get(ch.name)
-                    reasons.append(f"{ch.name}: {ch.change:+.1%} vs {bc.baseline.label} ({ch.budget} worse than "
-                                   f"the {max_slowdown * 100:g}% budget; {_fmt(ch.base, like)} -> {_fmt(ch.cand, like)})")
+                    reasons.append(
+                        f"{ch.name}: {ch.change:+.1%} vs {bc.baseline.label} ({ch.budget} worse than "
+                        f"the {max_slowdown * 100:g}% budget; {_fmt(ch.base, like)} -> {_fmt(ch.cand, like)})"
+                    )
     return reasons
 
 
@@ -273,18 +301,28 @@ def unlike(cand: Side, baselines: Sequence[Side]) -> list[str]:
     return out
 
 
-def compare(cand: Side, baselines: Sequence[Side], *, max_slowdown: float | None = None,
-            required: Sequence[str] = (), seed: int = DEFAULT_SEED, resamples: int = DEFAULT_RESAMPLES,
-            anyway: bool = False) -> Comparison:
+def compare(
+    cand: Side,
+    baselines: Sequence[Side],
+    *,
+    max_slowdown: float | None = None,
+    required: Sequence[str] = (),
+    seed: int = DEFAULT_SEED,
+    resamples: int = DEFAULT_RESAMPLES,
+    anyway: bool = False,
+) -> Comparison:
     differences = unlike(cand, baselines)
     if differences and not anyway:
-        raise UsageError(f"not compared, the runs differ: {'; '.join(differences)}; "
-                         "pass --anyway to compare them anyway")
+        raise UsageError(
+            f"not compared, the runs differ: {'; '.join(differences)}; pass --anyway to compare them anyway"
+        )
     comparisons = [compare_sides(base, cand, seed, resamples) for base in baselines]
     for bc in comparisons:  # a scenario's own claims are named after it; engine agreement and telemetry are not
         if not any(n.split(".", 1)[0] == cand.scenario for n in bc.changes):
-            raise UsageError(f"no shared claim between {bc.baseline.label} ({bc.baseline.scenario} run) and "
-                             f"{cand.label} ({cand.scenario} run): compare runs of the same scenario and workload")
+            raise UsageError(
+                f"no shared claim between {bc.baseline.label} ({bc.baseline.scenario} run) and "
+                f"{cand.label} ({cand.scenario} run): compare runs of the same scenario and workload"
+            )
     names = [n for n in cand.samples if any(n in bc.changes for bc in comparisons)]
     reasons = decide(cand, comparisons, max_slowdown, required)
     verdict = REJECT if reasons else ACCEPT
@@ -294,15 +332,29 @@ def compare(cand: Side, baselines: Sequence[Side], *, max_slowdown: float | None
     for bc in comparisons:
         for run_id, failed_verdict, failed in bc.baseline.verdicts():
             if failed_verdict.value == "FAIL":
-                notes.append(f"baseline run {run_id} failed its acceptance ({failed_verdict.name}: "
-                             f"{', '.join(criterion_name(c) for c in failed)}); its figures are shown as measured")
+                notes.append(
+                    f"baseline run {run_id} failed its acceptance ({failed_verdict.name}: "
+                    f"{', '.join(criterion_name(c) for c in failed)}); its figures are shown as measured"
+                )
     if any(not bc.descriptive for bc in comparisons):
-        notes.append("Repeats of one side ran one after another, not interleaved with the other side: the interval "
-                     "covers repeat-to-repeat noise, not drift of the machine between the sides "
-                     "(`loadproof run ab` interleaves).")
-    return Comparison(candidate=cand, baselines=comparisons, names=names, verdict=verdict, reasons=reasons, seed=seed,
-                      resamples=resamples, max_slowdown=max_slowdown, required=list(required), notes=notes,
-                      differences=differences)
+        notes.append(
+            "Repeats of one side ran one after another, not interleaved with the other side: the interval "
+            "covers repeat-to-repeat noise, not drift of the machine between the sides "
+            "(`loadproof run ab` interleaves)."
+        )
+    return Comparison(
+        candidate=cand,
+        baselines=comparisons,
+        names=names,
+        verdict=verdict,
+        reasons=reasons,
+        seed=seed,
+        resamples=resamples,
+        max_slowdown=max_slowdown,
+        required=list(required),
+        notes=notes,
+        differences=differences,
+    )
 
 
 def add_answer_changes(comparison: Comparison) -> None:
@@ -354,7 +406,7 @@ def table(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
     """The change table: candidate, then for each baseline its value, the change and (with repeats) the CI."""
     with_ci = [not bc.descriptive for bc in comparison.baselines]
     header = ["claim", "better", "candidate"]
-    for i, (bc, ci) in enumerate(zip(comparison.baselines, with_ci), start=1):
+    for i, ci in enumerate(with_ci, start=1):
         header += [f"B{i}", f"change vs B{i}"] + ([f"95% CI vs B{i}"] if ci else [])
     rows = []
     cand = comparison.candidate
@@ -380,8 +432,13 @@ def legend(comparison: Comparison) -> list[str]:
     for i, bc in enumerate(comparison.baselines, start=1):
         side = bc.baseline
         single = _repeats(side) == "1 repeat" and _repeats(cand) == "1 repeat"
-        how = (DESCRIPTIVE if single else DESCRIPTIVE_ONE_SIDE) if bc.descriptive else (
-            f"{LEVEL:.0%} percentile bootstrap interval, {comparison.resamples} resamples, seed {comparison.seed}")
+        how = (
+            (DESCRIPTIVE if single else DESCRIPTIVE_ONE_SIDE)
+            if bc.descriptive
+            else (
+                f"{LEVEL:.0%} percentile bootstrap interval, {comparison.resamples} resamples, seed {comparison.seed}"
+            )
+        )
         lines.append(f"- B{i}: {side.label} ({side.scenario}; run {side.run_ids}; {_repeats(side)}): {how}")
     return lines
 
@@ -395,11 +452,18 @@ def render_markdown(comparison: Comparison) -> str:
     lines = [f"# loadproof compare: {comparison.verdict}", ""]
     lines += legend(comparison)
     lines += [f"- runs differ, compared anyway: {d}" for d in comparison.differences]
-    lines += ["", "Change = (candidate - baseline) / baseline, against every baseline. `better` says which way is "
-              "good for the claim, as the claim states it (neither: not judged).", ""]
+    lines += [
+        "",
+        "Change = (candidate - baseline) / baseline, against every baseline. `better` says which way is "
+        "good for the claim, as the claim states it (neither: not judged).",
+        "",
+    ]
     if all(bc.descriptive for bc in comparison.baselines):
-        single = all(len(v) == 1 for side in [comparison.candidate] + [bc.baseline for bc in comparison.baselines]
-                     for v in side.samples.values())
+        single = all(
+            len(v) == 1
+            for side in [comparison.candidate] + [bc.baseline for bc in comparison.baselines]
+            for v in side.samples.values()
+        )
         lines += [f"_{DESCRIPTIVE if single else DESCRIPTIVE_ONE_SIDE}_", ""]
     header, rows = table(comparison)
     lines.append("| " + " | ".join(header) + " |")
@@ -408,7 +472,9 @@ def render_markdown(comparison: Comparison) -> str:
     lines += ["", f"## Decision: {comparison.verdict}", ""]
     budgets = []
     if comparison.max_slowdown is not None:
-        budgets.append(f"max slowdown {comparison.max_slowdown * 100:g}% (throughput and latency, against every baseline)")
+        budgets.append(
+            f"max slowdown {comparison.max_slowdown * 100:g}% (throughput and latency, against every baseline)"
+        )
     budgets += [f"require {s}.verdict == PASS" for s in comparison.required]
     lines.append("Budgets: " + ("; ".join(budgets) if budgets else "none given (only failed acceptances reject)"))
     lines.append("")

@@ -53,17 +53,23 @@ def render_html(run: Run, markdown: str, panels: Sequence[Panel] = ()) -> str:
     images = {"telemetry.svg": telemetry_svg(run.telemetry)}
     head, sep, tail = markdown.partition("\n## Claims\n")
     title = f"<h1>loadproof run {escape(run.run_id, quote=False)}</h1>"
-    body = [markdown_to_html(head, images).replace(
-        title, f'<h1>loadproof run <span class="name">{escape(run.run_id, quote=False)}</span></h1>', 1)]
+    body = [
+        markdown_to_html(head, images).replace(
+            title, f'<h1>loadproof run <span class="name">{escape(run.run_id, quote=False)}</span></h1>', 1
+        )
+    ]
     figs = figures(run, panels)
     if figs:
         body.append("<h2>Figures</h2>")
         body += [f"<figure>\n{svg}<figcaption>{escape(caption)}</figcaption>\n</figure>" for svg, caption in figs]
     if sep:
         body.append(markdown_to_html("## Claims\n" + tail, images))
-    return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-            f"<title>loadproof run {escape(run.run_id)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n"
-            + "\n".join(body) + "\n</body>\n</html>\n")
+    return (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f"<title>loadproof run {escape(run.run_id)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n"
+        + "\n".join(body)
+        + "\n</body>\n</html>\n"
+    )
 
 
 # --- the Markdown subset report.md uses: headings, lists, tables, paragraphs, `code`, images ---------
@@ -115,22 +121,35 @@ def markdown_to_html(text: str, images: dict[str, str]) -> str:
                 rows.append(lines[i])
                 i += 1
             body = [r for r in rows[1:] if not set(r) <= set("|-: ")]
-            html = ['<div class="table"><table>',
-                    "<tr>" + "".join(f"<th>{_inline(c)}</th>" for c in _cells(rows[0])) + "</tr>"]
+            html = [
+                '<div class="table"><table>',
+                "<tr>" + "".join(f"<th>{_inline(c)}</th>" for c in _cells(rows[0])) + "</tr>",
+            ]
             labels = [c.strip("`") for c in _cells(rows[0])]
-            html += ["<tr>" + "".join(_td(c, labels[k] if k < len(labels) else "") for k, c in enumerate(_cells(r)))
-                     + "</tr>" for r in body]
+            html += [
+                "<tr>"
+                + "".join(_td(c, labels[k] if k < len(labels) else "") for k, c in enumerate(_cells(r)))
+                + "</tr>"
+                for r in body
+            ]
             out.append("\n".join(html + ["</table></div>"]))
         elif _IMAGE.match(line.strip()):
             alt, src = _IMAGE.match(line.strip()).groups()  # type: ignore[union-attr]
             svg = images.get(src)
-            out.append(f"<figure>\n{svg}<figcaption>{escape(alt)}</figcaption>\n</figure>" if svg
-                       else f"<p>[{escape(alt)}]</p>")
+            out.append(
+                f"<figure>\n{svg}<figcaption>{escape(alt)}</figcaption>\n</figure>"
+                if svg
+                else f"<p>[{escape(alt)}]</p>"
+            )
             i += 1
         else:
             para = []
-            while (i < len(lines) and lines[i].strip() and not lines[i].startswith(("#", "- ", "|"))
-                   and not _IMAGE.match(lines[i].strip())):
+            while (
+                i < len(lines)
+                and lines[i].strip()
+                and not lines[i].startswith(("#", "- ", "|"))
+                and not _IMAGE.match(lines[i].strip())
+            ):
                 para.append(_inline(lines[i]))
                 i += 1
             out.append("<p>" + "\n".join(para) + "</p>")
@@ -148,13 +167,22 @@ def figures(run: Run, panels: Sequence[Panel] = ()) -> list[Figure]:
 def plot_figure(panel: Panel) -> Figure | None:
     """A plot panel drawn (None: a table, or a plot without data)."""
     if isinstance(panel, LinePlot):
-        svg = line_chart(panel.title, [(s.name, s.points) for s in panel.series], panel.x_label, panel.y_label,
-                         spans=[(s.start, s.end, s.label, s.color) for s in panel.spans],
-                         marks=[(m.x, m.label) for m in panel.marks], step=panel.step, y_from_zero=panel.y_from_zero,
-                         x_from_zero=panel.x_from_zero, dots=panel.dots)
+        svg = line_chart(
+            panel.title,
+            [(s.name, s.points) for s in panel.series],
+            panel.x_label,
+            panel.y_label,
+            spans=[(s.start, s.end, s.label, s.color) for s in panel.spans],
+            marks=[(m.x, m.label) for m in panel.marks],
+            step=panel.step,
+            y_from_zero=panel.y_from_zero,
+            x_from_zero=panel.x_from_zero,
+            dots=panel.dots,
+        )
     elif isinstance(panel, BarPlot):
-        svg = bar_chart(panel.title, panel.groups, [(b.name, b.values) for b in panel.series], panel.y_label,
-                        panel.x_label)
+        svg = bar_chart(
+            panel.title, panel.groups, [(b.name, b.values) for b in panel.series], panel.y_label, panel.x_label
+        )
     else:
         return None
     return (svg, panel.caption) if svg else None
@@ -172,9 +200,28 @@ def ttft_figure(run: Run) -> list[Figure]:
     series = []
     for name, values in groups.items():
         values.sort()
-        series.append((f"{name} (n={len(values)})",
-                       [(values[0], 0.0)] + [(v, (i + 1) / len(values)) for i, v in enumerate(values)]))
-    svg = line_chart(f"TTFT distribution ({total} requests)", series, "time to first token, s",
-                     "fraction of requests at or below", step=True, x_from_zero=True)
-    return [(svg, "Empirical CDF of t_first_token - t_send over every request that produced a first token "
-                  "(streams cancelled after it included).")] if svg else []
+        series.append(
+            (
+                f"{name} (n={len(values)})",
+                [(values[0], 0.0)] + [(v, (i + 1) / len(values)) for i, v in enumerate(values)],
+            )
+        )
+    svg = line_chart(
+        f"TTFT distribution ({total} requests)",
+        series,
+        "time to first token, s",
+        "fraction of requests at or below",
+        step=True,
+        x_from_zero=True,
+    )
+    return (
+        [
+            (
+                svg,
+                "Empirical CDF of t_first_token - t_send over every request that produced a first token "
+                "(streams cancelled after it included).",
+            )
+        ]
+        if svg
+        else []
+    )

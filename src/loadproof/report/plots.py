@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from html import escape
+
 from loadproof.rundir import TelemetrySample
 
 PANEL_HEIGHT = 150  # one telemetry panel: title, plot, time axis
@@ -24,10 +25,16 @@ def _series(rows: list[TelemetrySample]) -> list[tuple[str, str, list[tuple[floa
     if outside:  # what else on the machine competed with the run
         out.append(("host CPU used outside loadproof", "%", outside))
     if any(r.gpus for r in rows):
-        temp = [((r.t_ns - t0) / 1e9, max(g.temp_c for g in r.gpus if g.temp_c is not None)) for r in rows
-                if r.gpus and all(g.temp_c is not None for g in r.gpus)]
-        power = [((r.t_ns - t0) / 1e9, sum(g.power_w for g in r.gpus if g.power_w is not None)) for r in rows
-                 if r.gpus and all(g.power_w is not None for g in r.gpus)]
+        temp = [
+            ((r.t_ns - t0) / 1e9, max(g.temp_c for g in r.gpus if g.temp_c is not None))
+            for r in rows
+            if r.gpus and all(g.temp_c is not None for g in r.gpus)
+        ]
+        power = [
+            ((r.t_ns - t0) / 1e9, sum(g.power_w for g in r.gpus if g.power_w is not None))
+            for r in rows
+            if r.gpus and all(g.power_w is not None for g in r.gpus)
+        ]
         if temp:
             out.append(("hottest GPU", "°C", temp))
         if power:
@@ -45,8 +52,10 @@ def telemetry_svg(rows: list[TelemetrySample]) -> str:
     if not panels:
         return ""
     height = PANEL_HEIGHT * len(panels)
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{CHART_WIDTH}" height="{height}" '
-             f'viewBox="0 0 {CHART_WIDTH} {height}" font-family="sans-serif" font-size="11">']
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{CHART_WIDTH}" height="{height}" '
+        f'viewBox="0 0 {CHART_WIDTH} {height}" font-family="sans-serif" font-size="11">'
+    ]
     for i, (title, unit, points) in enumerate(panels):
         top = i * PANEL_HEIGHT
         xs = [p[0] for p in points]
@@ -55,8 +64,10 @@ def telemetry_svg(rows: list[TelemetrySample]) -> str:
         y_min = min(0.0, min(ys))
         frame = Frame((0.0, x_max), (y_min, y_max + 0.05 * (y_max - y_min)), top + 26, height=top + PANEL_HEIGHT)
         path = " ".join(f"{frame.x(x):.1f},{frame.y(y):.1f}" for x, y in points)
-        parts.append(f'<text x="8" y="{top + 16}" font-weight="bold">{escape(title)} ({escape(unit)}); '
-                     f"max {y_max:.1f}, over {x_max:.0f} s</text>")
+        parts.append(
+            f'<text x="8" y="{top + 16}" font-weight="bold">{escape(title)} ({escape(unit)}); '
+            f"max {y_max:.1f}, over {x_max:.0f} s</text>"
+        )
         parts += frame.axes("seconds since the first sample", unit)
         parts.append(f'<polyline fill="none" stroke="#1f77b4" stroke-width="1.5" points="{path}"/>')
     parts.append("</svg>")
@@ -65,8 +76,7 @@ def telemetry_svg(rows: list[TelemetrySample]) -> str:
 
 # --- generic charts for the HTML report: hand-written SVG, every text escaped ---------------------------
 
-PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
-           "#bcbd22", "#17becf")
+PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
 CHART_WIDTH, CHART_HEIGHT = 720, 300
 MAX_LEGEND = 12  # more series than this: the legend says how many instead of naming each
 
@@ -92,8 +102,14 @@ def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
 class Frame:
     """Maps data to pixels inside a chart; draws the axes, grid and labels."""
 
-    def __init__(self, x_range: tuple[float, float], y_range: tuple[float, float], top: int,
-                 width: int = CHART_WIDTH, height: int = CHART_HEIGHT) -> None:
+    def __init__(
+        self,
+        x_range: tuple[float, float],
+        y_range: tuple[float, float],
+        top: int,
+        width: int = CHART_WIDTH,
+        height: int = CHART_HEIGHT,
+    ) -> None:
         self.x0, self.x1 = x_range if x_range[1] > x_range[0] else (x_range[0], x_range[0] + 1.0)
         self.y0, self.y1 = y_range if y_range[1] > y_range[0] else (y_range[0], y_range[0] + 1.0)
         self.left, self.right, self.top, self.bottom = 64, width - 16, top, height - 40
@@ -108,27 +124,34 @@ class Frame:
         out = []
         for t in nice_ticks(self.y0, self.y1):
             if self.y0 <= t <= self.y1:
-                out.append(f'<line x1="{self.left}" y1="{self.y(t):.1f}" x2="{self.right}" y2="{self.y(t):.1f}" '
-                           'stroke="#e5e5e5"/>')
+                out.append(
+                    f'<line x1="{self.left}" y1="{self.y(t):.1f}" x2="{self.right}" y2="{self.y(t):.1f}" '
+                    'stroke="#e5e5e5"/>'
+                )
                 out.append(f'<text x="{self.left - 6}" y="{self.y(t) + 4:.1f}" text-anchor="end">{t:g}</text>')
         if x_ticks:
             for t in nice_ticks(self.x0, self.x1, 8):
                 if self.x0 <= t <= self.x1:
                     out.append(f'<text x="{self.x(t):.1f}" y="{self.bottom + 14}" text-anchor="middle">{t:g}</text>')
-        out += [f'<line x1="{self.left}" y1="{self.bottom}" x2="{self.right}" y2="{self.bottom}" stroke="#555"/>',
-                f'<line x1="{self.left}" y1="{self.top}" x2="{self.left}" y2="{self.bottom}" stroke="#555"/>',
-                f'<text x="{(self.left + self.right) / 2:.0f}" y="{self.bottom + 32}" text-anchor="middle">'
-                f'{escape(x_label)}</text>',
-                f'<text transform="translate(14,{(self.top + self.bottom) / 2:.0f}) rotate(-90)" '
-                f'text-anchor="middle">{escape(y_label)}</text>']
+        out += [
+            f'<line x1="{self.left}" y1="{self.bottom}" x2="{self.right}" y2="{self.bottom}" stroke="#555"/>',
+            f'<line x1="{self.left}" y1="{self.top}" x2="{self.left}" y2="{self.bottom}" stroke="#555"/>',
+            f'<text x="{(self.left + self.right) / 2:.0f}" y="{self.bottom + 32}" text-anchor="middle">'
+            f"{escape(x_label)}</text>",
+            f'<text transform="translate(14,{(self.top + self.bottom) / 2:.0f}) rotate(-90)" '
+            f'text-anchor="middle">{escape(y_label)}</text>',
+        ]
         return out
 
 
 def _open(title: str, names: list[str], width: int = CHART_WIDTH, height: int = CHART_HEIGHT) -> tuple[list[str], int]:
     """The svg element, its title and legend; returns the parts and the y where the plot area starts."""
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-             f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="11" role="img">',
-             f'<title>{escape(title)}</title>', f'<text x="8" y="16" font-size="13" font-weight="bold">{escape(title)}</text>']
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="11" role="img">',
+        f"<title>{escape(title)}</title>",
+        f'<text x="8" y="16" font-size="13" font-weight="bold">{escape(title)}</text>',
+    ]
     top = 28
     if len(names) > MAX_LEGEND:
         parts.append(f'<text x="8" y="{top + 8}">{len(names)} series, one colour each (cycled)</text>')
@@ -165,17 +188,27 @@ def place_labels(labels: Sequence[tuple[float, float, str]], left: float, right:
             lo, x, anchor = max(left, end - width), end, "end"
         hi = lo + width
         row = 0
-        while any(r == row and lo < h + 4 and l < hi + 4 for r, l, h in placed):
+        while any(r == row and lo < h + 4 and left < hi + 4 for r, left, h in placed):
             row += 1
         placed.append((row, lo, hi))
         out.append((x, row, anchor))
     return out
 
 
-def line_chart(title: str, series: list[tuple[str, Points]], x_label: str, y_label: str, *,
-               spans: Sequence[tuple[float, float, str, str]] = (), marks: Sequence[tuple[float, str]] = (),
-               step: bool = False, y_from_zero: bool = True, x_from_zero: bool = False, dots: bool = False,
-               height: int = CHART_HEIGHT) -> str:
+def line_chart(
+    title: str,
+    series: list[tuple[str, Points]],
+    x_label: str,
+    y_label: str,
+    *,
+    spans: Sequence[tuple[float, float, str, str]] = (),
+    marks: Sequence[tuple[float, str]] = (),
+    step: bool = False,
+    y_from_zero: bool = True,
+    x_from_zero: bool = False,
+    dots: bool = False,
+    height: int = CHART_HEIGHT,
+) -> str:
     """Lines (or steps) of (x, y) points; `spans` shade (x0, x1, label, colour), `marks` draw labelled vertical lines.
 
     The labels of spans and marks sit in a band above the data (the y range grows to make room), kept
@@ -185,7 +218,9 @@ def line_chart(title: str, series: list[tuple[str, Points]], x_label: str, y_lab
     series = [(name, pts) for name, pts in series if pts]
     if not series:
         return ""
-    xs = [x for _, pts in series for x, _ in pts] + [s[0] for s in spans] + [s[1] for s in spans] + [m[0] for m in marks]
+    xs = (
+        [x for _, pts in series for x, _ in pts] + [s[0] for s in spans] + [s[1] for s in spans] + [m[0] for m in marks]
+    )
     ys = [y for _, pts in series for _, y in pts]
     parts, top = _open(title, [name for name, _ in series], height=height)
     y_low = min(0.0, min(ys)) if y_from_zero else min(ys)
@@ -202,16 +237,22 @@ def line_chart(title: str, series: list[tuple[str, Points]], x_label: str, y_lab
         share = min(band / (frame.bottom - frame.top), 0.5)
         frame = Frame(x_range, (y_low, frame.y0 + (frame.y1 - frame.y0) / (1 - share)), top, height=height)
     for x0, x1, _, fill in spans:
-        parts.append(f'<rect x="{frame.x(x0):.1f}" y="{frame.top}" width="{max(frame.x(x1) - frame.x(x0), 1.0):.1f}" '
-                     f'height="{frame.bottom - frame.top}" fill="{fill}" fill-opacity="0.18"/>')
+        parts.append(
+            f'<rect x="{frame.x(x0):.1f}" y="{frame.top}" width="{max(frame.x(x1) - frame.x(x0), 1.0):.1f}" '
+            f'height="{frame.bottom - frame.top}" fill="{fill}" fill-opacity="0.18"/>'
+        )
     parts += frame.axes(x_label, y_label)
     for x, _ in marks:
-        parts.append(f'<line x1="{frame.x(x):.1f}" y1="{frame.top}" x2="{frame.x(x):.1f}" y2="{frame.bottom}" '
-                     'stroke="#d62728" stroke-dasharray="4 3"/>')
+        parts.append(
+            f'<line x1="{frame.x(x):.1f}" y1="{frame.top}" x2="{frame.x(x):.1f}" y2="{frame.bottom}" '
+            'stroke="#d62728" stroke-dasharray="4 3"/>'
+        )
     labels = [(label, "#333") for _, _, label, _ in spans] + [(label, "#d62728") for _, label in marks]
     for (x, row, anchor), (label, fill) in zip(placed, labels):
-        parts.append(f'<text x="{x:.1f}" y="{frame.top + 11 + LABEL_ROW * row}" text-anchor="{anchor}" '
-                     f'fill="{fill}">{escape(label)}</text>')
+        parts.append(
+            f'<text x="{x:.1f}" y="{frame.top + 11 + LABEL_ROW * row}" text-anchor="{anchor}" '
+            f'fill="{fill}">{escape(label)}</text>'
+        )
     for i, (_, pts) in enumerate(series):
         coords = []
         for j, (x, y) in enumerate(pts):
@@ -221,14 +262,21 @@ def line_chart(title: str, series: list[tuple[str, Points]], x_label: str, y_lab
         parts.append(f'<polyline fill="none" stroke="{color(i)}" stroke-width="1.5" points="{" ".join(coords)}"/>')
         if dots:
             radius = 4.5 if i == 0 else 2.5
-            parts += [f'<circle cx="{frame.x(x):.1f}" cy="{frame.y(y):.1f}" r="{radius}" fill="{color(i)}"/>'
-                      for x, y in pts]
+            parts += [
+                f'<circle cx="{frame.x(x):.1f}" cy="{frame.y(y):.1f}" r="{radius}" fill="{color(i)}"/>' for x, y in pts
+            ]
     parts.append("</svg>")
     return "\n".join(parts) + "\n"
 
 
-def bar_chart(title: str, groups: list[str], series: list[tuple[str, list[float | None]]], y_label: str,
-              x_label: str = "", height: int = CHART_HEIGHT) -> str:
+def bar_chart(
+    title: str,
+    groups: list[str],
+    series: list[tuple[str, list[float | None]]],
+    y_label: str,
+    x_label: str = "",
+    height: int = CHART_HEIGHT,
+) -> str:
     """Grouped bars: one group per entry of `groups`, one bar per series (None: no bar), value printed on top."""
     values = [v for _, vals in series for v in vals if v is not None]
     if not groups or not values:
@@ -240,23 +288,30 @@ def bar_chart(title: str, groups: list[str], series: list[tuple[str, list[float 
     bar = slot * 0.8 / max(len(series), 1)
     for g, group in enumerate(groups):
         x_group = frame.left + g * slot + slot * 0.1
-        parts.append(f'<text x="{frame.left + (g + 0.5) * slot:.1f}" y="{frame.bottom + 14}" '
-                     f'text-anchor="middle">{escape(group)}</text>')
+        parts.append(
+            f'<text x="{frame.left + (g + 0.5) * slot:.1f}" y="{frame.bottom + 14}" '
+            f'text-anchor="middle">{escape(group)}</text>'
+        )
         for i, (_, vals) in enumerate(series):
             v = vals[g] if g < len(vals) else None
             if v is None:
                 continue
             x = x_group + i * bar
-            parts.append(f'<rect x="{x:.1f}" y="{frame.y(v):.1f}" width="{bar * 0.9:.1f}" '
-                         f'height="{frame.bottom - frame.y(v):.1f}" fill="{color(i)}"/>')
-            parts.append(f'<text x="{x + bar * 0.45:.1f}" y="{frame.y(v) - 3:.1f}" text-anchor="middle" '
-                         f'font-size="10">{v:.1f}</text>')
+            parts.append(
+                f'<rect x="{x:.1f}" y="{frame.y(v):.1f}" width="{bar * 0.9:.1f}" '
+                f'height="{frame.bottom - frame.y(v):.1f}" fill="{color(i)}"/>'
+            )
+            parts.append(
+                f'<text x="{x + bar * 0.45:.1f}" y="{frame.y(v) - 3:.1f}" text-anchor="middle" '
+                f'font-size="10">{v:.1f}</text>'
+            )
     parts.append("</svg>")
     return "\n".join(parts) + "\n"
 
 
-def scatter_chart(title: str, series: list[tuple[str, list[tuple[float, float, str]]]], x_label: str,
-                  y_label: str) -> str:
+def scatter_chart(
+    title: str, series: list[tuple[str, list[tuple[float, float, str]]]], x_label: str, y_label: str
+) -> str:
     """Labelled points (x, y, label), one colour a series; both axes from 0. The first series' labels are
     drawn beside its points (later series share the labels of the points they sit on)."""
     series = [(name, pts) for name, pts in series if pts]
@@ -269,9 +324,13 @@ def scatter_chart(title: str, series: list[tuple[str, list[tuple[float, float, s
     parts += frame.axes(x_label, y_label)
     for i, (_, pts) in enumerate(series):
         for x, y, label in pts:
-            parts.append(f'<circle cx="{frame.x(x):.1f}" cy="{frame.y(y):.1f}" r="{5 if i == 0 else 3.5}" '
-                         f'fill="{color(i)}" fill-opacity="{0.35 if i == 0 else 1}"/>')
+            parts.append(
+                f'<circle cx="{frame.x(x):.1f}" cy="{frame.y(y):.1f}" r="{5 if i == 0 else 3.5}" '
+                f'fill="{color(i)}" fill-opacity="{0.35 if i == 0 else 1}"/>'
+            )
             if i == 0:
-                parts.append(f'<text x="{frame.x(x) + 7:.1f}" y="{frame.y(y) + 4:.1f}" font-size="9">{escape(label)}</text>')
+                parts.append(
+                    f'<text x="{frame.x(x) + 7:.1f}" y="{frame.y(y) + 4:.1f}" font-size="9">{escape(label)}</text>'
+                )
     parts.append("</svg>")
     return "\n".join(parts) + "\n"

@@ -175,5 +175,17 @@ class Manifest(msgspec.Struct, kw_only=True, omit_defaults=True):
         return self.engine.startup_report if self.engine is not None else None
 
 
-__all__ = ["ClockAnchor", "EngineInfo", "Manifest", "MetricsSourceInfo", "Price", "Publication", "Schedule",
-           "SchemaVersions", "SeriesPoint", "StartupReport", "Target", "TelemetryInfo"]
+__all__ = [
+    "ClockAnchor",
+    "EngineInfo",
+    "Manifest",
+    "MetricsSourceInfo",
+    "Price",
+    "Publication",
+    "Schedule",
+    "SchemaVersions",
+    "SeriesPoint",
+    "StartupReport",
+    "Target",
+    "TelemetryInfo",
+]

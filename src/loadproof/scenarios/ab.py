@@ -43,8 +43,18 @@ from loadproof.telemetry.server_metrics import MetricsScraper
 from loadproof.workloads.prompts import FAMILIES, Prompt, load_family
 
 # request-body keys an arm may set; anything else is a typo until proven otherwise
-SAMPLING_KEYS = ("temperature", "top_p", "top_k", "min_p", "seed", "max_tokens", "presence_penalty",
-                 "frequency_penalty", "repetition_penalty", "ignore_eos")
+SAMPLING_KEYS = (
+    "temperature",
+    "top_p",
+    "top_k",
+    "min_p",
+    "seed",
+    "max_tokens",
+    "presence_penalty",
+    "frequency_penalty",
+    "repetition_penalty",
+    "ignore_eos",
+)
 
 
 class AbOptions(StrictModel):
@@ -52,23 +62,35 @@ class AbOptions(StrictModel):
     num_prompts: int = Field(default=4, ge=1, description="prompts in the batch")
     concurrency: int = Field(default=1, ge=1, description="requests of the batch in flight at once")
     max_tokens: int = Field(default=128, ge=2, description="output tokens asked per request")
-    repeats: int = Field(default=5, ge=2, description="rounds; each sends the batch once per arm",
-                         json_schema_extra=cli(aliases=["-r"]))
-    seed: int = Field(default=731, description="sampling seed: round r sends seed + r with every request (the same "
-                      "to both arms), unless an arm sets its own")
+    repeats: int = Field(
+        default=5, ge=2, description="rounds; each sends the batch once per arm", json_schema_extra=cli(aliases=["-r"])
+    )
+    seed: int = Field(
+        default=731,
+        description="sampling seed: round r sends seed + r with every request (the same "
+        "to both arms), unless an arm sets its own",
+    )
     order_seed: int = Field(default=20_240_607, description="seed of the random order of the arms")
-    bootstrap_seed: int = Field(default=20_240_607, description="seed of the confidence interval's resampling "
-                                "(stored in the manifest)")
+    bootstrap_seed: int = Field(
+        default=20_240_607, description="seed of the confidence interval's resampling (stored in the manifest)"
+    )
     resamples: int = Field(default=DEFAULT_RESAMPLES, ge=100, json_schema_extra=cli(hidden=True))
-    a: dict[str, float | int | bool] = Field(default_factory=dict, description="arm a: a sampling setting",
-                                             json_schema_extra=cli(aliases=["--a-setting"]))
-    b: dict[str, float | int | bool] = Field(default_factory=dict, description="arm b: a sampling setting",
-                                             json_schema_extra=cli(aliases=["--b-setting"]))
+    a: dict[str, float | int | bool] = Field(
+        default_factory=dict, description="arm a: a sampling setting", json_schema_extra=cli(aliases=["--a-setting"])
+    )
+    b: dict[str, float | int | bool] = Field(
+        default_factory=dict, description="arm b: a sampling setting", json_schema_extra=cli(aliases=["--b-setting"])
+    )
     deadline_s: float | None = Field(default=None, gt=0, description="per-request deadline in seconds")
-    slo: Slo | None = Field(default=None, description=f"per-request SLOs: which requests are good, for goodput and "
-                            f"the energy and cost per good token: {SLO_SYNTAX}", json_schema_extra=cli(text=True))
-    warmup: bool = Field(default=True, description="one unrecorded request per arm first",
-                         json_schema_extra=cli(hidden=True))
+    slo: Slo | None = Field(
+        default=None,
+        description=f"per-request SLOs: which requests are good, for goodput and "
+        f"the energy and cost per good token: {SLO_SYNTAX}",
+        json_schema_extra=cli(text=True),
+    )
+    warmup: bool = Field(
+        default=True, description="one unrecorded request per arm first", json_schema_extra=cli(hidden=True)
+    )
 
     @field_validator("family")
     @classmethod
@@ -124,8 +146,12 @@ class AbScenario(Scenario):
             command = setup.command
             arm_profile = getattr(command, f"{arm}_profile")
             profile = load_profile(arm_profile) if arm_profile is not None else setup.profile
-            targets[arm] = resolve_target(setup.target_options, profile, url=getattr(command, f"{arm}_url"),
-                                          model=getattr(command, f"{arm}_model"))
+            targets[arm] = resolve_target(
+                setup.target_options,
+                profile,
+                url=getattr(command, f"{arm}_url"),
+                model=getattr(command, f"{arm}_model"),
+            )
             profiles[arm] = profile.model_dump() if profile else None
         if targets["a"] == targets["b"] and setup.options.a == setup.options.b:
             console.say("note: the two arms are identical (an A/A run): the interval should include 0")
@@ -172,13 +198,25 @@ class AbScenario(Scenario):
             clients, scrapers = {}, {}
             for arm in ARMS:
                 target = self.targets[arm]
-                clients[arm] = await stack.enter_async_context(StreamingClient(
-                    target.url, api_key=target.api_key, max_connections=opts.concurrency + 4, on_record=sink,
-                    on_start=live.starting(self.name)))
+                clients[arm] = await stack.enter_async_context(
+                    StreamingClient(
+                        target.url,
+                        api_key=target.api_key,
+                        max_connections=opts.concurrency + 4,
+                        on_record=sink,
+                        on_start=live.starting(self.name),
+                    )
+                )
                 # each arm's /metrics around each of its batches (source: the arm): its draft counters per round
-                scrapers[arm] = await stack.enter_async_context(MetricsScraper(
-                    target.metrics, engines.get(target.engine).metric_names, interval_s=None,
-                    api_key=target.metrics_api_key, sink=partial(self._sample, writer, arm)))
+                scrapers[arm] = await stack.enter_async_context(
+                    MetricsScraper(
+                        target.metrics,
+                        engines.get(target.engine).metric_names,
+                        interval_s=None,
+                        api_key=target.metrics_api_key,
+                        sink=partial(self._sample, writer, arm),
+                    )
+                )
             if opts.warmup:
                 for arm in ARMS:
                     await clients[arm].stream(self._spec(arm, f"warmup-{arm}", prompts[0], None))
@@ -186,13 +224,20 @@ class AbScenario(Scenario):
             for round_index, arms in enumerate(order):
                 for position, arm in enumerate(arms):
                     live.detail = f"round {round_index + 1}/{len(order)}, arm {arm}"
-                    labels = {"scenario": self.name, "family": arm, "concurrency": opts.concurrency,
-                              "repeat": round_index, "batch": position}
+                    labels = {
+                        "scenario": self.name,
+                        "family": arm,
+                        "concurrency": opts.concurrency,
+                        "repeat": round_index,
+                        "batch": position,
+                    }
                     await scrapers[arm].sample()
                     for start in range(0, len(prompts), opts.concurrency):
-                        wave = prompts[start:start + opts.concurrency]
-                        specs = [self._spec(arm, f"ab-r{round_index:02d}-{arm}-{start + j:03d}", p, labels)
-                                 for j, p in enumerate(wave)]
+                        wave = prompts[start : start + opts.concurrency]
+                        specs = [
+                            self._spec(arm, f"ab-r{round_index:02d}-{arm}-{start + j:03d}", p, labels)
+                            for j, p in enumerate(wave)
+                        ]
                         await asyncio.gather(*(clients[arm].stream(spec) for spec in specs))
                     await scrapers[arm].sample()
         return failed
@@ -204,8 +249,19 @@ class AbScenario(Scenario):
     def _spec(self, arm: str, request_id: str, prompt: Prompt, labels: dict[str, Any] | None) -> RequestSpec:
         opts = self.options
         target = self.targets[arm]
-        body = request_body(target.endpoint, target.model, prompt.text, max_tokens=opts.max_tokens,
-                            temperature=0.0, seed=opts.seed + (labels or {}).get("repeat", 0),
-                            extra={**target.extra_body, **self.settings(arm)})
-        return RequestSpec(request_id=request_id, endpoint=target.endpoint, body=body, deadline_s=opts.deadline_s,
-                           labels={**labels, "prompt_id": prompt.id} if labels else None)
+        body = request_body(
+            target.endpoint,
+            target.model,
+            prompt.text,
+            max_tokens=opts.max_tokens,
+            temperature=0.0,
+            seed=opts.seed + (labels or {}).get("repeat", 0),
+            extra={**target.extra_body, **self.settings(arm)},
+        )
+        return RequestSpec(
+            request_id=request_id,
+            endpoint=target.endpoint,
+            body=body,
+            deadline_s=opts.deadline_s,
+            labels={**labels, "prompt_id": prompt.id} if labels else None,
+        )

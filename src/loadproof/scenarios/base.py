@@ -125,4 +125,3 @@ class TokenCounter:
     def __call__(self, record: RequestRecord) -> None:
         if record.output_text:
             record.client_output_tokens = self.count(record.output_text)
-

@@ -16,11 +16,11 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from loadproof.client import StreamingClient
+from loadproof.config.base import StrictModel
 from loadproof.engines import startup_report
+from loadproof.errors import UsageError
 from loadproof.plans import attach_plan
 from loadproof.plans.capacity import CapacityPlan, CapacitySession
-from loadproof.config.base import StrictModel
-from loadproof.errors import UsageError
 from loadproof.records import RequestRecord
 from loadproof.scenarios.base import Setup
 from loadproof.scenarios.demo import DemoSetup
@@ -46,31 +46,51 @@ from loadproof.units import NS_PER_S as NS
 
 
 class CapacityOptions(StrictModel):
-    sessions: int = Field(default=4, ge=1, description="N, sessions started together", json_schema_extra=cli(aliases=["-n"]))
-    input_tokens: int = Field(default=2048, ge=64, description="L, input tokens per session, exactly",
-                              json_schema_extra=cli(aliases=["-l"]))
+    sessions: int = Field(
+        default=4, ge=1, description="N, sessions started together", json_schema_extra=cli(aliases=["-n"])
+    )
+    input_tokens: int = Field(
+        default=2048, ge=64, description="L, input tokens per session, exactly", json_schema_extra=cli(aliases=["-l"])
+    )
     window_s: float = Field(default=10.0, gt=0, description="W, seconds of shared generation")
-    max_tokens: int | None = Field(default=None, ge=16, description="output tokens asked per session; "
-                                   "default: what the context window leaves, so streams outlast the window")
+    max_tokens: int | None = Field(
+        default=None,
+        ge=16,
+        description="output tokens asked per session; "
+        "default: what the context window leaves, so streams outlast the window",
+    )
     stagger_s: float = Field(default=0.0, ge=0, description="pause between session starts")
     num_probes: int = Field(default=1, ge=1, description="facts planted per session (the first is asked)")
-    check_probes: bool = Field(default=True, description="score retrieval: every session's answer states its planted "
-                               "fact", json_schema_extra=cli("--skip-probe-check", invert=True, help=(
-                                   "do not score retrieval (random weights); said in the verdict")))
-    plant_probes: bool = Field(default=True, description="plant the fact each session is asked about",
-                               json_schema_extra=cli("--negative-control", invert=True, help=(
-                                   "ask about facts never planted: retrieval must FAIL")))
+    check_probes: bool = Field(
+        default=True,
+        description="score retrieval: every session's answer states its planted fact",
+        json_schema_extra=cli(
+            "--skip-probe-check", invert=True, help=("do not score retrieval (random weights); said in the verdict")
+        ),
+    )
+    plant_probes: bool = Field(
+        default=True,
+        description="plant the fact each session is asked about",
+        json_schema_extra=cli(
+            "--negative-control", invert=True, help=("ask about facts never planted: retrieval must FAIL")
+        ),
+    )
     max_gap_s: float = Field(default=5.0, gt=0, description="longest silence a stream may have inside the window")
     drain_timeout_s: float = Field(default=30.0, gt=0, description="bound on the engine letting go after cancel")
-    kv_idle_bound: float = Field(default=0.02, ge=0, le=1, description="KV usage after drain <= idle + this",
-                                 json_schema_extra=cli(hidden=True))
-    first_token_timeout_s: float = Field(default=7200.0, gt=0, description="bound on the cold phase",
-                                         json_schema_extra=cli(hidden=True))
-    admission_stall_s: float = Field(default=10.0, gt=0, description="end the cold phase once sessions have "
-                                     "waited this long while every running one was decoding")
-    sample_interval_s: Annotated[float, needs_samples(
-        "the verdict reads the engine's running, waiting and KV gauges through the window")] = Field(
-        default=0.5, ge=0, description=SAMPLING_NEEDED)
+    kv_idle_bound: float = Field(
+        default=0.02, ge=0, le=1, description="KV usage after drain <= idle + this", json_schema_extra=cli(hidden=True)
+    )
+    first_token_timeout_s: float = Field(
+        default=7200.0, gt=0, description="bound on the cold phase", json_schema_extra=cli(hidden=True)
+    )
+    admission_stall_s: float = Field(
+        default=10.0,
+        gt=0,
+        description="end the cold phase once sessions have waited this long while every running one was decoding",
+    )
+    sample_interval_s: Annotated[
+        float, needs_samples("the verdict reads the engine's running, waiting and KV gauges through the window")
+    ] = Field(default=0.5, ge=0, description=SAMPLING_NEEDED)
     idle_timeout_s: float = idle_timeout_field()
     use_cache_salt: bool = cache_salt_field()
     seed: int = Field(default=731, json_schema_extra=cli(hidden=True))
@@ -79,12 +99,18 @@ class CapacityOptions(StrictModel):
 class CapacityCommand(StrictModel):
     """What `loadproof run capacity` takes beyond a run's options: the engine's log, and a search."""
 
-    startup_log: ExistingPath | None = Field(default=None, description="engine startup log: KV tokens for the "
-                                             "theoretical count")
+    startup_log: ExistingPath | None = Field(
+        default=None, description="engine startup log: KV tokens for the theoretical count"
+    )
     search: Literal["sessions", "input-tokens"] | None = Field(
-        default=None, description="find the largest passing 'sessions' or 'input-tokens'")
-    search_max: int | None = Field(default=None, ge=1, description="upper bound of the search (default: "
-                                   f"{SEARCH_MAXIMUM['sessions']} sessions, {SEARCH_MAXIMUM['input_tokens']:,} tokens)")
+        default=None, description="find the largest passing 'sessions' or 'input-tokens'"
+    )
+    search_max: int | None = Field(
+        default=None,
+        ge=1,
+        description="upper bound of the search (default: "
+        f"{SEARCH_MAXIMUM['sessions']} sessions, {SEARCH_MAXIMUM['input_tokens']:,} tokens)",
+    )
 
 
 class CapacityScenario(MetricsScenario):
@@ -121,15 +147,26 @@ class CapacityScenario(MetricsScenario):
         if max_model_len is not None and opts.input_tokens >= max_model_len:
             raise UsageError(f"--input-tokens {opts.input_tokens} does not fit the served context of {max_model_len}")
         max_tokens = opts.max_tokens or (min(max_model_len - opts.input_tokens, 100_000) if max_model_len else 4096)
-        prompts = [hs.builder.build(f"s{i:03d}", opts.input_tokens, num_probes=opts.num_probes,
-                                    plant=opts.plant_probes) for i in range(opts.sessions)]
+        prompts = [
+            hs.builder.build(f"s{i:03d}", opts.input_tokens, num_probes=opts.num_probes, plant=opts.plant_probes)
+            for i in range(opts.sessions)
+        ]
         theory = None
         if self.startup_kv_tokens and max_model_len:
             theory = round(self.startup_kv_tokens / max_model_len, 4)
         plan = CapacityPlan(
-            sessions=[CapacitySession(request_id=f"cap-{p.session_id}", session_id=p.session_id, salt=p.salt,
-                                      key=p.asked.key, expected=p.asked.value, planted=p.asked.planted,
-                                      probe_depths=[pr.depth for pr in p.probes]) for p in prompts],
+            sessions=[
+                CapacitySession(
+                    request_id=f"cap-{p.session_id}",
+                    session_id=p.session_id,
+                    salt=p.salt,
+                    key=p.asked.key,
+                    expected=p.asked.value,
+                    planted=p.asked.planted,
+                    probe_depths=[pr.depth for pr in p.probes],
+                )
+                for p in prompts
+            ],
             input_tokens=opts.input_tokens,
             max_tokens=max_tokens,
             window_s=opts.window_s,
@@ -155,22 +192,41 @@ class CapacityScenario(MetricsScenario):
         attach_plan(manifest, plan)
         writer.write_manifest(manifest)
         await self.wait_until_idle(writer, opts.idle_timeout_s)
-        records = [new_record(self.target, s.request_id, self.name, p, opts.sessions)
-                   for s, p in zip(plan.sessions, prompts)]
-        async with MetricsScraper(self.target.metrics, self.metric_names, interval_s=opts.sample_interval_s,
-                                  sink=writer.metric_sample, api_key=self.target.metrics_api_key) as scraper:
+        records = [
+            new_record(self.target, s.request_id, self.name, p, opts.sessions) for s, p in zip(plan.sessions, prompts)
+        ]
+        async with MetricsScraper(
+            self.target.metrics,
+            self.metric_names,
+            interval_s=opts.sample_interval_s,
+            sink=writer.metric_sample,
+            api_key=self.target.metrics_api_key,
+        ) as scraper:
             live.watch_engine(scraper.samples)
-            async with StreamingClient(self.target.url, api_key=self.target.api_key, max_connections=opts.sessions + 4,
-                                       **live.hooks(writer.append)) as client:
+            async with StreamingClient(
+                self.target.url,
+                api_key=self.target.api_key,
+                max_connections=opts.sessions + 4,
+                **live.hooks(writer.append),
+            ) as client:
                 async with LiveSessions(client) as sessions:
                     live.cold_phase(opts.sessions, opts.input_tokens, plan.engine_kv_cache_tokens)
                     writer.event("sessions_start", t_ns=time.perf_counter_ns(), sessions=opts.sessions)
                     for i, (prompt, record) in enumerate(zip(prompts, records)):
                         if i and opts.stagger_s:
                             await asyncio.sleep(opts.stagger_s)
-                        sessions.start(session_spec(self.target, record.request_id, prompt.text, prompt.salt,
-                                                    plan.max_tokens, seed=opts.seed, use_cache_salt=opts.use_cache_salt),
-                                       record)
+                        sessions.start(
+                            session_spec(
+                                self.target,
+                                record.request_id,
+                                prompt.text,
+                                prompt.salt,
+                                plan.max_tokens,
+                                seed=opts.seed,
+                                use_cache_salt=opts.use_cache_salt,
+                            ),
+                            record,
+                        )
                     stall = AdmissionStall(scraper.latest, records, opts.admission_stall_s)
                     started = await sessions.wait_first_tokens(records, opts.first_token_timeout_s, stalled=stall)
                     if stall.evidence:
@@ -210,5 +266,8 @@ class CapacityScenario(MetricsScenario):
 
 def demo(setup: DemoSetup) -> CapacityScenario:
     """For `loadproof demo`: 4 sessions of 1,536 tokens, a 6 s window."""
-    return CapacityScenario(setup.target, CapacityOptions(sessions=4, input_tokens=1536, window_s=6.0),
-                            startup_kv_tokens=setup.kv_cache_tokens)
+    return CapacityScenario(
+        setup.target,
+        CapacityOptions(sessions=4, input_tokens=1536, window_s=6.0),
+        startup_kv_tokens=setup.kv_cache_tokens,
+    )

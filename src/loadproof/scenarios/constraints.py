@@ -15,8 +15,15 @@ from loadproof.config.base import StrictModel
 from loadproof.errors import UsageError
 from loadproof.scenarios.options import cli
 from loadproof.scenarios.target import Target
-from loadproof.workloads.constraints import (CHOICES, RESPONSE_FORMAT_SYNTAX, Constraint, ResponseFormat, ToolSet,
-                                             parse_response_format, parse_tools)
+from loadproof.workloads.constraints import (
+    CHOICES,
+    RESPONSE_FORMAT_SYNTAX,
+    Constraint,
+    ResponseFormat,
+    ToolSet,
+    parse_response_format,
+    parse_tools,
+)
 
 
 def _as_value_error(parse: Any) -> Any:
@@ -36,14 +43,22 @@ Format = Annotated[ResponseFormat, PlainValidator(_as_value_error(parse_response
 
 
 class ConstraintOptions(StrictModel):
-    tools: Tools | None = Field(default=None, json_schema_extra=cli(text=True),
-                                description="declare these tools in every request: a JSON file of OpenAI tool "
-                                "definitions; each call's arguments are checked against its tool's parameters")
-    tool_choice: str | None = Field(default=None, description="with --tools: auto, required (every answer must call "
-                                    "a tool) or the name of one tool of the file (every answer must call it)")
-    response_format: Format | None = Field(default=None, json_schema_extra=cli(text=True),
-                                           description=f"ask every answer as {RESPONSE_FORMAT_SYNTAX}; each answer "
-                                           "is checked against it")
+    tools: Tools | None = Field(
+        default=None,
+        json_schema_extra=cli(text=True),
+        description="declare these tools in every request: a JSON file of OpenAI tool "
+        "definitions; each call's arguments are checked against its tool's parameters",
+    )
+    tool_choice: str | None = Field(
+        default=None,
+        description="with --tools: auto, required (every answer must call "
+        "a tool) or the name of one tool of the file (every answer must call it)",
+    )
+    response_format: Format | None = Field(
+        default=None,
+        json_schema_extra=cli(text=True),
+        description=f"ask every answer as {RESPONSE_FORMAT_SYNTAX}; each answer is checked against it",
+    )
 
     @model_validator(mode="after")
     def _constraints(self) -> ConstraintOptions:
@@ -51,8 +66,10 @@ class ConstraintOptions(StrictModel):
             if self.tools is None:
                 raise ValueError(f"--tool-choice {self.tool_choice} applies with --tools FILE")
             if self.tool_choice not in CHOICES and self.tool_choice not in self.tools.names:
-                raise ValueError(f"--tool-choice {self.tool_choice} names no tool of {self.tools} (it declares "
-                                 f"{', '.join(self.tools.names)}); or give auto or required")
+                raise ValueError(
+                    f"--tool-choice {self.tool_choice} names no tool of {self.tools} (it declares "
+                    f"{', '.join(self.tools.names)}); or give auto or required"
+                )
         if self.constrained:
             # a constrained answer ends where the model stops: a scenario that forces max_tokens cannot check it
             if getattr(self, "ignore_eos", False):
@@ -67,8 +84,9 @@ class ConstraintOptions(StrictModel):
         return self.tools is not None or self.response_format is not None
 
     def _given(self) -> str:
-        return " and ".join(flag for flag, v in (("--tools", self.tools), ("--response-format", self.response_format))
-                            if v is not None)
+        return " and ".join(
+            flag for flag, v in (("--tools", self.tools), ("--response-format", self.response_format)) if v is not None
+        )
 
     def constraint(self, endpoint: str) -> Constraint | None:
         """What every request asks and every answer is checked against (None: nothing). Tools and response

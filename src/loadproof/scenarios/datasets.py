@@ -15,30 +15,55 @@ from loadproof.scenarios.options import cli
 from loadproof.workloads.datasets import FORMATS, SAMPLES, parse_columns, resolve
 
 Columns = Annotated[dict[str, str], BeforeValidator(parse_columns)]
-_DEFAULTS = {"dataset_format": "auto", "dataset_columns": {}, "dataset_sample": "random", "dataset_repeat": False,
-             "dataset_min_input_tokens": None, "dataset_max_input_tokens": None, "dataset_output": "data"}
+_DEFAULTS = {
+    "dataset_format": "auto",
+    "dataset_columns": {},
+    "dataset_sample": "random",
+    "dataset_repeat": False,
+    "dataset_min_input_tokens": None,
+    "dataset_max_input_tokens": None,
+    "dataset_output": "data",
+}
 
 
 class DatasetOptions(StrictModel):
-    dataset: str | None = Field(default=None, description="send the prompts of this data set file or folder instead "
-                                "of synthetic ones (ShareGPT JSON, JSONL, Parquet, Arrow; local only)")
-    dataset_format: Literal[FORMATS] = Field(default="auto", description="the data set's format; auto: by its "
-                                             "extension (.json sharegpt, .jsonl, .parquet, .arrow)")  # type: ignore[valid-type]
-    dataset_columns: Columns = Field(default={}, description="FIELD=COLUMN,... maps prompt, messages, output_tokens "
-                                     "or conversations to the data set's own names", json_schema_extra=cli(text=True))
-    dataset_sample: Literal[SAMPLES] = Field(default="random", description="random: a seeded uniform sample of the "
-                                             "usable rows, shuffled; first: the first rows in file order")  # type: ignore[valid-type]
-    dataset_repeat: bool = Field(default=False, description="with fewer usable rows than requests, send them again "
-                                 "in the same order")
-    dataset_min_input_tokens: int | None = Field(default=None, ge=1, description="drop rows whose prompt is shorter "
-                                                 "(tokens as the engine counts them)")
-    dataset_max_input_tokens: int | None = Field(default=None, ge=1, description="drop rows whose prompt is longer "
-                                                 "(the served context drops them too)")
-    dataset_output: Literal["data", "option"] = Field(default="data", description="data: each row's own output "
-                                                      "length where it has one (ShareGPT: its reply's tokens), else "
-                                                      "--output-tokens; option: always --output-tokens")
-    skip_bad_rows: bool = Field(default=False, description="skip rows that do not parse, counting them, instead of "
-                                "stopping at the first")
+    dataset: str | None = Field(
+        default=None,
+        description="send the prompts of this data set file or folder instead "
+        "of synthetic ones (ShareGPT JSON, JSONL, Parquet, Arrow; local only)",
+    )
+    dataset_format: Literal[FORMATS] = Field(
+        default="auto",
+        description="the data set's format; auto: by its extension (.json sharegpt, .jsonl, .parquet, .arrow)",
+    )  # type: ignore[valid-type]
+    dataset_columns: Columns = Field(
+        default={},
+        description="FIELD=COLUMN,... maps prompt, messages, output_tokens "
+        "or conversations to the data set's own names",
+        json_schema_extra=cli(text=True),
+    )
+    dataset_sample: Literal[SAMPLES] = Field(
+        default="random",
+        description="random: a seeded uniform sample of the usable rows, shuffled; first: the first rows in file order",
+    )  # type: ignore[valid-type]
+    dataset_repeat: bool = Field(
+        default=False, description="with fewer usable rows than requests, send them again in the same order"
+    )
+    dataset_min_input_tokens: int | None = Field(
+        default=None, ge=1, description="drop rows whose prompt is shorter (tokens as the engine counts them)"
+    )
+    dataset_max_input_tokens: int | None = Field(
+        default=None, ge=1, description="drop rows whose prompt is longer (the served context drops them too)"
+    )
+    dataset_output: Literal["data", "option"] = Field(
+        default="data",
+        description="data: each row's own output "
+        "length where it has one (ShareGPT: its reply's tokens), else "
+        "--output-tokens; option: always --output-tokens",
+    )
+    skip_bad_rows: bool = Field(
+        default=False, description="skip rows that do not parse, counting them, instead of stopping at the first"
+    )
 
     @model_validator(mode="after")
     def _dataset_options(self) -> DatasetOptions:
@@ -51,7 +76,11 @@ class DatasetOptions(StrictModel):
                 resolve(self.dataset, self.dataset_format)  # the file is there (a hub id says so), its format known
             except UsageError as exc:
                 raise ValueError(str(exc)) from None
-        if self.dataset is not None and self.dataset_min_input_tokens and self.dataset_max_input_tokens \
-                and self.dataset_min_input_tokens > self.dataset_max_input_tokens:
+        if (
+            self.dataset is not None
+            and self.dataset_min_input_tokens
+            and self.dataset_max_input_tokens
+            and self.dataset_min_input_tokens > self.dataset_max_input_tokens
+        ):
             raise ValueError("--dataset-min-input-tokens is above --dataset-max-input-tokens")
         return self

@@ -61,13 +61,28 @@ def demo_scenarios(setup: DemoSetup) -> list[Scenario]:
 def engine_manifest(profile: Profile, engine: EngineProcess, startup: StartupReport | None) -> dict[str, Any]:
     """What every demo run's manifest says of the engine the demo started (the manifest's `profile` and
     `engine`: its launch arguments and environment, startup report and time to ready)."""
-    return {"profile": profile.model_dump(), "engine": {
-        "kind": profile.engine, "launch": engine.command.argv[1:], "env": engine.command.env,
-        "startup_report": startup.as_dict() if startup else None, "ready_after_s": engine.ready_after_s}}
+    return {
+        "profile": profile.model_dump(),
+        "engine": {
+            "kind": profile.engine,
+            "launch": engine.command.argv[1:],
+            "env": engine.command.env,
+            "startup_report": startup.as_dict() if startup else None,
+            "ready_after_s": engine.ready_after_s,
+        },
+    }
 
 
-def run_demo(profile: Profile, out: Path, console: Console, phase: Phase, rule: Callable[[str], None], *,
-             max_tokens: int, prompts: int) -> DemoOutcome:
+def run_demo(
+    profile: Profile,
+    out: Path,
+    console: Console,
+    phase: Phase,
+    rule: Callable[[str], None],
+    *,
+    max_tokens: int,
+    prompts: int,
+) -> DemoOutcome:
     """Install (once) and start the embedded engine of `profile`, run every demo scenario against it (each
     announced with `rule(name)`), and stop it, whatever happens. A scenario's FAIL is in the outcome's
     verdicts, not raised."""
@@ -89,10 +104,20 @@ def run_demo(profile: Profile, out: Path, console: Console, phase: Phase, rule: 
     try:
         console.say(f"engine ready at {engine.url} after {outcome.timings_s['engine_start_s']:.0f} s")
         startup = engine.startup_report()
-        target = Target(url=engine.url, model=profile.model.served_name, endpoint=profile.serving.endpoint,
-                        tokenizer_path=embedded.tokenizer_path_for(profile), engine=profile.engine).resolve()
-        setup = DemoSetup(target=target, max_tokens=max_tokens, prompts=prompts,
-                          kv_cache_tokens=startup.kv_cache_tokens if startup else None, engine_url=engine.url)
+        target = Target(
+            url=engine.url,
+            model=profile.model.served_name,
+            endpoint=profile.serving.endpoint,
+            tokenizer_path=embedded.tokenizer_path_for(profile),
+            engine=profile.engine,
+        ).resolve()
+        setup = DemoSetup(
+            target=target,
+            max_tokens=max_tokens,
+            prompts=prompts,
+            kv_cache_tokens=startup.kv_cache_tokens if startup else None,
+            engine_url=engine.url,
+        )
         extra = engine_manifest(profile, engine, startup)
         for scenario in demo_scenarios(setup):
             rule(scenario.name)

@@ -35,24 +35,28 @@ from loadproof.scenarios.long_context import (
 from loadproof.scenarios.options import SAMPLING_NEEDED, cli, needs_samples
 from loadproof.store.run_dir import RunWriter
 from loadproof.telemetry.server_metrics import MetricsScraper
-
 from loadproof.units import NS_PER_S as NS
 
 
 class InterferenceOptions(StrictModel):
-    sessions: int = Field(default=3, ge=1, description="M, streams already generating", json_schema_extra=cli(aliases=["-m"]))
+    sessions: int = Field(
+        default=3, ge=1, description="M, streams already generating", json_schema_extra=cli(aliases=["-m"])
+    )
     session_tokens: int = Field(default=2048, ge=64, description="L_m, input tokens per session")
     newcomer_tokens: int = Field(default=8192, ge=64, description="L_big, input tokens of the newcomer")
     window_s: float = Field(default=5.0, gt=0, description="W, the before and after windows")
-    followup_tokens: int = Field(default=32, ge=4, description="tokens asked per follow-up answer",
-                                 json_schema_extra=cli(hidden=True))
-    check_probes: bool = Field(default=True, description="score retrieval: every follow-up states its session's fact",
-                               json_schema_extra=cli("--skip-probe-check", invert=True,
-                                                     help="do not score retrieval (random weights)"))
+    followup_tokens: int = Field(
+        default=32, ge=4, description="tokens asked per follow-up answer", json_schema_extra=cli(hidden=True)
+    )
+    check_probes: bool = Field(
+        default=True,
+        description="score retrieval: every follow-up states its session's fact",
+        json_schema_extra=cli("--skip-probe-check", invert=True, help="do not score retrieval (random weights)"),
+    )
     first_token_timeout_s: float = Field(default=7200.0, gt=0, json_schema_extra=cli(hidden=True))
-    sample_interval_s: Annotated[float, needs_samples(
-        "the verdict reads the engine's prefix-cache hits across each follow-up")] = Field(
-        default=0.5, ge=0, description=SAMPLING_NEEDED)
+    sample_interval_s: Annotated[
+        float, needs_samples("the verdict reads the engine's prefix-cache hits across each follow-up")
+    ] = Field(default=0.5, ge=0, description=SAMPLING_NEEDED)
     idle_timeout_s: float = idle_timeout_field()
     use_cache_salt: bool = cache_salt_field()
     seed: int = Field(default=731, json_schema_extra=cli(hidden=True))
@@ -79,41 +83,88 @@ class InterferenceScenario(MetricsScenario):
         sessions = [hs.builder.build(f"m{i:02d}", opts.session_tokens) for i in range(opts.sessions)]
         newcomer = hs.builder.build("newcomer", opts.newcomer_tokens)
         plan = InterferencePlan(
-            window_s=opts.window_s, session_tokens=opts.session_tokens, newcomer_tokens=opts.newcomer_tokens,
-            check_probes=opts.check_probes, max_tokens=max_tokens,
-            sessions=[InterferenceSession(request_id=f"int-{p.session_id}",
-                                          followup_request_id=f"int-{p.session_id}-followup",
-                                          session_id=p.session_id, salt=p.salt, expected=p.asked.value)
-                      for p in sessions],
+            window_s=opts.window_s,
+            session_tokens=opts.session_tokens,
+            newcomer_tokens=opts.newcomer_tokens,
+            check_probes=opts.check_probes,
+            max_tokens=max_tokens,
+            sessions=[
+                InterferenceSession(
+                    request_id=f"int-{p.session_id}",
+                    followup_request_id=f"int-{p.session_id}-followup",
+                    session_id=p.session_id,
+                    salt=p.salt,
+                    expected=p.asked.value,
+                )
+                for p in sessions
+            ],
             newcomer=Newcomer(request_id="int-newcomer", salt=newcomer.salt),
-            overhead_tokens=hs.builder.overhead_tokens, overhead_source=hs.overhead_source, longest_gap=True,
+            overhead_tokens=hs.builder.overhead_tokens,
+            overhead_source=hs.overhead_source,
+            longest_gap=True,
         )
         attach_plan(manifest, plan)
         writer.write_manifest(manifest)
         await self.wait_until_idle(writer, opts.idle_timeout_s)
-        records = [new_record(self.target, s.request_id, self.name, p, opts.sessions, batch=0)
-                   for s, p in zip(plan.sessions, sessions)]
+        records = [
+            new_record(self.target, s.request_id, self.name, p, opts.sessions, batch=0)
+            for s, p in zip(plan.sessions, sessions)
+        ]
         new_rec = new_record(self.target, "int-newcomer", self.name, newcomer, 1, batch=1)
         new_rec.family = "newcomer"
-        async with MetricsScraper(self.target.metrics, self.metric_names, interval_s=opts.sample_interval_s,
-                                  sink=writer.metric_sample, api_key=self.target.metrics_api_key) as scraper:
+        async with MetricsScraper(
+            self.target.metrics,
+            self.metric_names,
+            interval_s=opts.sample_interval_s,
+            sink=writer.metric_sample,
+            api_key=self.target.metrics_api_key,
+        ) as scraper:
             live.watch_engine(scraper.samples)
-            async with StreamingClient(self.target.url, api_key=self.target.api_key, max_connections=opts.sessions + 4,
-                                       **live.hooks(writer.append)) as client:
+            async with StreamingClient(
+                self.target.url,
+                api_key=self.target.api_key,
+                max_connections=opts.sessions + 4,
+                **live.hooks(writer.append),
+            ) as client:
                 async with LiveSessions(client) as streams:
                     live.cold_phase(opts.sessions, opts.session_tokens)
                     for prompt, record in zip(sessions, records):
-                        streams.start(session_spec(self.target, record.request_id, prompt.text, prompt.salt, max_tokens,
-                                                   seed=opts.seed, use_cache_salt=opts.use_cache_salt), record)
+                        streams.start(
+                            session_spec(
+                                self.target,
+                                record.request_id,
+                                prompt.text,
+                                prompt.salt,
+                                max_tokens,
+                                seed=opts.seed,
+                                use_cache_salt=opts.use_cache_salt,
+                            ),
+                            record,
+                        )
                     if await streams.wait_first_tokens(records, opts.first_token_timeout_s):
                         before_start = max(r.first_token_ns for r in records)  # type: ignore[type-var]
                         writer.event("before_window", t_ns=before_start)
                         live.window("before window", before_start, before_start + int(opts.window_s * NS), records)
                         await _sleep_until(before_start + int(opts.window_s * NS))
-                        live.window("newcomer prefill", time.perf_counter_ns(), None, records,
-                                    detail=f"{opts.newcomer_tokens:,} tokens, until its first token")
-                        streams.start(session_spec(self.target, new_rec.request_id, newcomer.text, newcomer.salt,
-                                                   max_tokens, seed=opts.seed, use_cache_salt=opts.use_cache_salt), new_rec)
+                        live.window(
+                            "newcomer prefill",
+                            time.perf_counter_ns(),
+                            None,
+                            records,
+                            detail=f"{opts.newcomer_tokens:,} tokens, until its first token",
+                        )
+                        streams.start(
+                            session_spec(
+                                self.target,
+                                new_rec.request_id,
+                                newcomer.text,
+                                newcomer.salt,
+                                max_tokens,
+                                seed=opts.seed,
+                                use_cache_salt=opts.use_cache_salt,
+                            ),
+                            new_rec,
+                        )
                         if await streams.wait_first_tokens([new_rec], opts.first_token_timeout_s):
                             after_end = new_rec.first_token_ns + int(opts.window_s * NS)  # type: ignore[operator]
                             live.window("after window", new_rec.first_token_ns, after_end, records)  # type: ignore[arg-type]
@@ -125,8 +176,16 @@ class InterferenceScenario(MetricsScenario):
                 for spec_info, prompt in zip(plan.sessions, sessions):
                     rec = new_record(self.target, spec_info.followup_request_id, self.name, prompt, 1, batch=2)
                     rec.family = "followup"
-                    spec = session_spec(self.target, rec.request_id, prompt.followup(), prompt.salt, opts.followup_tokens,
-                                        seed=opts.seed, use_cache_salt=opts.use_cache_salt, ignore_eos=False)
+                    spec = session_spec(
+                        self.target,
+                        rec.request_id,
+                        prompt.followup(),
+                        prompt.salt,
+                        opts.followup_tokens,
+                        seed=opts.seed,
+                        use_cache_salt=opts.use_cache_salt,
+                        ignore_eos=False,
+                    )
                     await scraper.sample()
                     await client.stream(spec, rec)
                     await scraper.sample()
@@ -140,5 +199,6 @@ async def _sleep_until(t_ns: int) -> None:
 
 def demo(setup: DemoSetup) -> InterferenceScenario:
     """For `loadproof demo`: 3 sessions of 1,024 tokens, a 6,144-token newcomer, 4 s windows."""
-    return InterferenceScenario(setup.target, InterferenceOptions(sessions=3, session_tokens=1024,
-                                                                  newcomer_tokens=6144, window_s=4.0))
+    return InterferenceScenario(
+        setup.target, InterferenceOptions(sessions=3, session_tokens=1024, newcomer_tokens=6144, window_s=4.0)
+    )

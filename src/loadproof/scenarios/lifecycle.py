@@ -37,8 +37,23 @@ from loadproof.scenarios.recording import (
 )
 from loadproof.scenarios.target import TargetOptions, resolve_target
 
-__all__ = ["Checked", "Console", "Outcome", "Setup", "TargetOptions", "check", "conclude", "failed_criteria",
-           "record", "report", "resolve_target", "run_command", "run_once", "setup", "verdict_of"]
+__all__ = [
+    "Checked",
+    "Console",
+    "Outcome",
+    "Setup",
+    "TargetOptions",
+    "check",
+    "conclude",
+    "failed_criteria",
+    "record",
+    "report",
+    "resolve_target",
+    "run_command",
+    "run_once",
+    "setup",
+    "verdict_of",
+]
 
 
 @dataclass
@@ -63,8 +78,10 @@ def check(scenario: type[Scenario], values: dict[str, Any]) -> Checked:
     profile = load_profile(target.profile) if target.profile is not None else None
     endpoint = profile.serving.endpoint if profile is not None else target.endpoint
     if endpoint not in scenario.endpoints:
-        raise UsageError(f"`run {scenario.name}` does not measure the {endpoint} endpoint (it measures "
-                         f"{' or '.join(scenario.endpoints)}); `run load` measures embeddings and rerank")
+        raise UsageError(
+            f"`run {scenario.name}` does not measure the {endpoint} endpoint (it measures "
+            f"{' or '.join(scenario.endpoints)}); `run load` measures embeddings and rerank"
+        )
     scenario.check_endpoint(options, endpoint)
     return Checked(options, command, target, profile, scenario.tokenizer, _contract(scenario, options, target))
 
@@ -75,8 +92,9 @@ def _contract(scenario: type[Scenario], options: Any, target: TargetOptions) -> 
         return None
     prediction = read_prediction(target.prediction)
     if prediction.scenario != scenario.name:
-        raise UsageError(f"--prediction {target.prediction}: a prediction of `{prediction.scenario}`, not of "
-                         f"`run {scenario.name}`")
+        raise UsageError(
+            f"--prediction {target.prediction}: a prediction of `{prediction.scenario}`, not of `run {scenario.name}`"
+        )
     why = mismatched_options(prediction, options.model_dump(mode="json"))
     if why is not None:
         raise UsageError(f"--prediction {target.prediction}: {why}")
@@ -84,11 +102,19 @@ def _contract(scenario: type[Scenario], options: Any, target: TargetOptions) -> 
 
 
 def setup(checked: Checked) -> Setup:
-    return Setup(profile=checked.profile, options=checked.options, command=checked.command, out=checked.target.out,
-                 target_options=checked.target, tokenizer=checked.tokenizer,
-                 manifest_extra={"profile": checked.profile.model_dump() if checked.profile else None,
-                                 "price": checked.target.price,
-                                 **({"prediction": as_manifest(checked.prediction)} if checked.prediction else {})})
+    return Setup(
+        profile=checked.profile,
+        options=checked.options,
+        command=checked.command,
+        out=checked.target.out,
+        target_options=checked.target,
+        tokenizer=checked.tokenizer,
+        manifest_extra={
+            "profile": checked.profile.model_dump() if checked.profile else None,
+            "price": checked.target.price,
+            **({"prediction": as_manifest(checked.prediction)} if checked.prediction else {}),
+        },
+    )
 
 
 def run_command(scenario: type[Scenario], values: dict[str, Any], console: Console) -> None:

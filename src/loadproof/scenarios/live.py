@@ -130,10 +130,16 @@ class Snapshot:
         engine completed so far, else of the KV estimate, else of first tokens. The pace is taken up to
         when the figure last moved, so between two completions the ETA counts down."""
         start = self.phases[-1 if index is None else index].start_ns
-        choices = ((self.growth("prompt_tokens_total"), self.prompt_counter_moved_ns, self.prompt_tokens_planned,
-                    "completed prompt tokens"),
-                   (self.kv_estimate(), self.t_ns, self.prompt_tokens_planned, "the KV estimate"),
-                   (self.first_tokens, self.last_first_token_ns, self.sessions, "first tokens"))
+        choices = (
+            (
+                self.growth("prompt_tokens_total"),
+                self.prompt_counter_moved_ns,
+                self.prompt_tokens_planned,
+                "completed prompt tokens",
+            ),
+            (self.kv_estimate(), self.t_ns, self.prompt_tokens_planned, "the KV estimate"),
+            (self.first_tokens, self.last_first_token_ns, self.sessions, "first tokens"),
+        )
         for done, at, total, source in choices:
             if done and total and done > 0 and at > start:
                 return max(0.0, ((at - start) * (total - done) / done - (self.t_ns - at)) / NS), source
@@ -212,8 +218,15 @@ class LiveStatus:
         """The client's `on_start` and `on_record` (`sink`, then `ended`): `StreamingClient(..., **hooks)`."""
         return {"on_start": self.started, "on_record": self.recording(sink)}
 
-    def phase(self, name: str, kind: str = REQUESTS, *, detail: str = "", end_ns: int | None = None,
-              records: Sequence[RequestRecord] = ()) -> None:
+    def phase(
+        self,
+        name: str,
+        kind: str = REQUESTS,
+        *,
+        detail: str = "",
+        end_ns: int | None = None,
+        records: Sequence[RequestRecord] = (),
+    ) -> None:
         self.detail = ""
         now = self.clock()
         self.phases.append(Phase(name, kind, now, detail, end_ns, tuple(records), now))
@@ -221,11 +234,16 @@ class LiveStatus:
     def cold_phase(self, sessions: int, input_tokens: int, kv_cache_tokens: int | None = None) -> None:
         """Sessions of `input_tokens` are being sent and prefilled; `kv_cache_tokens`, the engine's KV size
         when known, turns KV usage into an estimate of the tokens it holds."""
-        self.sessions, self.prompt_tokens_planned, self.kv_cache_tokens = sessions, sessions * input_tokens, kv_cache_tokens
+        self.sessions, self.prompt_tokens_planned, self.kv_cache_tokens = (
+            sessions,
+            sessions * input_tokens,
+            kv_cache_tokens,
+        )
         self.phase("cold phase", COLD)
 
-    def window(self, name: str, start_ns: int, end_ns: int | None, records: Sequence[RequestRecord],
-               detail: str = "") -> None:
+    def window(
+        self, name: str, start_ns: int, end_ns: int | None, records: Sequence[RequestRecord], detail: str = ""
+    ) -> None:
         """A measured window over `records`' streams, from `start_ns` (possibly just past) to `end_ns`, or,
         with None, until the next phase."""
         self.detail = ""
@@ -279,7 +297,7 @@ class _Reader:
         samples = status.engine_samples
         if samples:
             n = len(samples)
-            for sample in samples[self.samples_seen:n]:  # when the prompt-token counter last moved
+            for sample in samples[self.samples_seen : n]:  # when the prompt-token counter last moved
                 value = sample.values.get("prompt_tokens_total")
                 if value != self.prompt_counter:
                     self.prompt_counter, self.prompt_counter_moved = value, sample.t_ns
@@ -287,16 +305,33 @@ class _Reader:
             latest = samples[n - 1]
             engine, age = latest.values, (now - latest.t_ns) / NS
         windows = {i: self._window(i, phases, now) for i, p in enumerate(phases) if p.kind == WINDOW}
-        return Snapshot(t_ns=now, scenario=status.scenario, phases=phases, detail=status.detail,
-                        planned=status.planned, sent=status.sent, done=status.done, errors=status.errors,
-                        cancelled=status.cancelled, first_tokens=done_firsts + first_tokens,
-                        waiting_first_s=oldest / NS if oldest else None,
-                        rate=rate, rate_unit=unit, ttft_p50_s=self.ttft_p50, ttft_count=self.ttft_of,
-                        engine=engine, engine_baseline=status.engine_baseline, engine_age_s=age,
-                        sessions=status.sessions, prompt_tokens_planned=status.prompt_tokens_planned,
-                        kv_cache_tokens=status.kv_cache_tokens, windows=windows, engine_samples=samples or (),
-                        prompt_counter_moved_ns=self.prompt_counter_moved,
-                        last_first_token_ns=max(last_first, status.last_first_token_ns))
+        return Snapshot(
+            t_ns=now,
+            scenario=status.scenario,
+            phases=phases,
+            detail=status.detail,
+            planned=status.planned,
+            sent=status.sent,
+            done=status.done,
+            errors=status.errors,
+            cancelled=status.cancelled,
+            first_tokens=done_firsts + first_tokens,
+            waiting_first_s=oldest / NS if oldest else None,
+            rate=rate,
+            rate_unit=unit,
+            ttft_p50_s=self.ttft_p50,
+            ttft_count=self.ttft_of,
+            engine=engine,
+            engine_baseline=status.engine_baseline,
+            engine_age_s=age,
+            sessions=status.sessions,
+            prompt_tokens_planned=status.prompt_tokens_planned,
+            kv_cache_tokens=status.kv_cache_tokens,
+            windows=windows,
+            engine_samples=samples or (),
+            prompt_counter_moved_ns=self.prompt_counter_moved,
+            last_first_token_ns=max(last_first, status.last_first_token_ns),
+        )
 
     @staticmethod
     def _in_flight(status: LiveStatus, now: int) -> tuple[int, int, int, int, int]:
@@ -368,7 +403,8 @@ class _Reader:
             streams=len(per),
             per_stream=(min(rates), statistics.median(rates), max(rates)) if rates else None,
             together=sum(per) / elapsed if rates else None,
-            unit=unit)
+            unit=unit,
+        )
         if end is not None and now - end >= FINAL_AFTER_S * NS:
             state[1] = figures
         return figures
@@ -409,15 +445,20 @@ def _cold(snap: Snapshot, index: int, closed: bool) -> list[str]:
     parts += _engine(snap)
     done = snap.growth("prompt_tokens_total")
     if done is not None:
-        parts.append(f"prompt tokens completed {done:,.0f}/{snap.prompt_tokens_planned:,} "
-                     "(engine counter: prefills that finished)")
+        parts.append(
+            f"prompt tokens completed {done:,.0f}/{snap.prompt_tokens_planned:,} "
+            "(engine counter: prefills that finished)"
+        )
     held = snap.kv_estimate()
     if held is not None:
         parts.append(f"~{held:,.0f} in the KV cache (estimate from KV usage, prefills in progress too)")
     if not closed:
         eta, source = snap.eta(index)
-        parts.append(f"ETA {clock_text(eta)} (from the rate of {source} so far)" if eta is not None
-                     else "ETA: once the first prefill completes")
+        parts.append(
+            f"ETA {clock_text(eta)} (from the rate of {source} so far)"
+            if eta is not None
+            else "ETA: once the first prefill completes"
+        )
     return parts
 
 
@@ -427,13 +468,18 @@ def _window(snap: Snapshot, index: int, closed: bool) -> list[str]:
         timing = f"{clock_text(w.elapsed_s)} so far"
     else:
         planned = w.elapsed_s + w.left_s if not closed else None
-        timing = (f"{clock_text(w.left_s)} left of {clock_text(planned)}" if planned is not None
-                  else f"{clock_text(w.elapsed_s)} measured")
+        timing = (
+            f"{clock_text(w.left_s)} left of {clock_text(planned)}"
+            if planned is not None
+            else f"{clock_text(w.elapsed_s)} measured"
+        )
     parts = [timing]
     if w.per_stream is not None and w.together is not None:
         low, mid, high = w.per_stream
-        parts.append(f"per stream {low:,.1f} / {mid:,.1f} / {high:,.1f} {w.unit} (min / median / max over "
-                     f"{w.streams}), together {w.together:,.1f} {w.unit}")
+        parts.append(
+            f"per stream {low:,.1f} / {mid:,.1f} / {high:,.1f} {w.unit} (min / median / max over "
+            f"{w.streams}), together {w.together:,.1f} {w.unit}"
+        )
     if snap.errors:
         parts.append(f"{snap.errors} failed")
     return parts + _engine(snap)
@@ -457,8 +503,9 @@ def _requests(snap: Snapshot, index: int, closed: bool) -> list[str]:
         parts.append(f"oldest in flight waiting {snap.waiting_first_s:.0f} s for its first token")
     if not closed and phase.end_ns is not None:
         left = (phase.end_ns - snap.t_ns) / NS
-        parts.append(f"{clock_text(left)} left" if left > 0 else
-                     f"no new requests; {snap.sent - snap.done} in flight finishing")
+        parts.append(
+            f"{clock_text(left)} left" if left > 0 else f"no new requests; {snap.sent - snap.done} in flight finishing"
+        )
     elif not closed and snap.planned and snap.done:
         elapsed = (snap.t_ns - phase.start_ns) / NS
         parts.append(f"~{clock_text(elapsed * (snap.planned - snap.done) / snap.done)} left at this pace")
@@ -485,7 +532,11 @@ def _engine(snap: Snapshot, lead: str = "engine: ") -> list[str]:
 
 
 VIEWS: dict[str, Callable[[Snapshot, int, bool], list[str]]] = {
-    COLD: _cold, WINDOW: _window, DRAIN: _drain, REQUESTS: _requests}
+    COLD: _cold,
+    WINDOW: _window,
+    DRAIN: _drain,
+    REQUESTS: _requests,
+}
 
 
 def clock_text(seconds: float) -> str:

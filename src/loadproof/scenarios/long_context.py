@@ -50,39 +50,75 @@ def haystack_target(target: Target, seed: int, probe: str = PROBE_TEXT) -> Hayst
     return HaystackTarget(target, HaystackBuilder(tokens, overhead_tokens=overhead, seed=seed, style=style), source)
 
 
-def session_spec(target: Target, request_id: str, text: str, salt: str, max_tokens: int, *, seed: int,
-                 use_cache_salt: bool, deadline_s: float | None = None, ignore_eos: bool = True) -> RequestSpec:
+def session_spec(
+    target: Target,
+    request_id: str,
+    text: str,
+    salt: str,
+    max_tokens: int,
+    *,
+    seed: int,
+    use_cache_salt: bool,
+    deadline_s: float | None = None,
+    ignore_eos: bool = True,
+) -> RequestSpec:
     extra = dict(target.extra_body)
     if use_cache_salt:
         extra["cache_salt"] = salt
-    body = request_body(target.endpoint, target.model, text, max_tokens=max_tokens, temperature=0.0, seed=seed,
-                        ignore_eos=ignore_eos, extra=extra)
+    body = request_body(
+        target.endpoint,
+        target.model,
+        text,
+        max_tokens=max_tokens,
+        temperature=0.0,
+        seed=seed,
+        ignore_eos=ignore_eos,
+        extra=extra,
+    )
     return RequestSpec(request_id=request_id, endpoint=target.endpoint, body=body, deadline_s=deadline_s)
 
 
-def new_record(target: Target, request_id: str, scenario: str, prompt: HaystackPrompt, concurrency: int,
-               **labels: Any) -> RequestRecord:
-    return RequestRecord(request_id=request_id, endpoint=target.endpoint, scenario=scenario, family=scenario,
-                         prompt_id=prompt.session_id, concurrency=concurrency, **labels)
+def new_record(
+    target: Target, request_id: str, scenario: str, prompt: HaystackPrompt, concurrency: int, **labels: Any
+) -> RequestRecord:
+    return RequestRecord(
+        request_id=request_id,
+        endpoint=target.endpoint,
+        scenario=scenario,
+        family=scenario,
+        prompt_id=prompt.session_id,
+        concurrency=concurrency,
+        **labels,
+    )
 
 
 IDLE_POLL_S = 0.25
 # the scenarios that build exact-length prompts: with the model's tokenizer, or the engine's /tokenize
-EXACT_LENGTH = TokenizerUse(required=False, engine=True, needed=True,
-                            purpose="exact-length prompts (default: the engine's own /tokenize, where it has one)")
+EXACT_LENGTH = TokenizerUse(
+    required=False,
+    engine=True,
+    needed=True,
+    purpose="exact-length prompts (default: the engine's own /tokenize, where it has one)",
+)
 
 
 def idle_timeout_field() -> Any:
     """The options field of the idle guard's bound (`MetricsScenario.wait_until_idle`)."""
-    return Field(default=120.0, gt=0, description="wait up to this long, before the run, for the engine to report "
-                 "0 running and 0 waiting; else fail with 'engine busy'")
+    return Field(
+        default=120.0,
+        gt=0,
+        description="wait up to this long, before the run, for the engine to report "
+        "0 running and 0 waiting; else fail with 'engine busy'",
+    )
 
 
 def cache_salt_field() -> Any:
     """The options field that sends vLLM's cache_salt (`--no-cache-salt` turns it off)."""
-    return Field(default=True, description="send vLLM's cache_salt with each session, so no run reuses "
-                 "another's prefix cache", json_schema_extra=cli("--no-cache-salt", invert=True,
-                                                                 help="do not send vLLM's cache_salt"))
+    return Field(
+        default=True,
+        description="send vLLM's cache_salt with each session, so no run reuses another's prefix cache",
+        json_schema_extra=cli("--no-cache-salt", invert=True, help="do not send vLLM's cache_salt"),
+    )
 
 
 class MetricsScenario(Scenario):
@@ -98,41 +134,56 @@ class MetricsScenario(Scenario):
         be checked: the event says so and the run's own criteria will show what that costs."""
         start = time.monotonic()
         said_waiting = False
-        async with MetricsScraper(self.target.metrics, self.metric_names, interval_s=None,
-                                  api_key=self.target.metrics_api_key) as probe:
+        async with MetricsScraper(
+            self.target.metrics, self.metric_names, interval_s=None, api_key=self.target.metrics_api_key
+        ) as probe:
             while True:
                 sample = probe.samples[-1] if probe.samples else None
                 values = sample.values if sample else {}
                 if sample is not None and not values:  # none of the engine's metrics: not the engine's source
                     if self.target.metrics.kind == "exposition":
-                        raise UsageError(f"the metrics at {self.target.metrics.shown} show none of the engine's: behind "
-                                         "`loadproof relay` they are at RELAY/engine/metrics (--engine-metrics)")
+                        raise UsageError(
+                            f"the metrics at {self.target.metrics.shown} show none of the engine's: behind "
+                            "`loadproof relay` they are at RELAY/engine/metrics (--engine-metrics)"
+                        )
                     sample = None  # a Prometheus selector that matches nothing, or nothing scraped yet
                 running, waiting = values.get("num_requests_running"), values.get("num_requests_waiting")
                 waited = time.monotonic() - start
                 if sample is None and probe.last_failure is not None and probe.last_failure.status in (401, 403, 404):
-                    raise UsageError(f"the engine's metrics at {self.target.metrics.shown} answered {probe.last_error}: "
-                                     "check --engine-metrics (a relay's /engine/metrics takes the API key)")
+                    raise UsageError(
+                        f"the engine's metrics at {self.target.metrics.shown} answered {probe.last_error}: "
+                        "check --engine-metrics (a relay's /engine/metrics takes the API key)"
+                    )
                 if sample is not None and running is None and waiting is None:
                     writer.event("engine_idle", t_ns=time.perf_counter_ns(), checked=False, waited_s=round(waited, 3))
-                    self.status(f"engine idle: not checked (its metrics at {self.target.metrics.shown} show no running "
-                                "or waiting gauge)")
+                    self.status(
+                        f"engine idle: not checked (its metrics at {self.target.metrics.shown} show no running "
+                        "or waiting gauge)"
+                    )
                     return
                 if running == 0 and waiting == 0:
                     writer.event("engine_idle", t_ns=time.perf_counter_ns(), checked=True, waited_s=round(waited, 3))
-                    self.status("engine idle: 0 running, 0 waiting" + (f" after {waited:.1f} s" if said_waiting else ""))
+                    self.status(
+                        "engine idle: 0 running, 0 waiting" + (f" after {waited:.1f} s" if said_waiting else "")
+                    )
                     return
                 if waited >= timeout_s:
                     if sample is None:
                         why = probe.last_error or "its selector matches none of the engine's metrics"
-                        raise EngineBusy(f"the engine's metrics at {self.target.metrics.shown} did not answer for "
-                                         f"{timeout_s:g} s before the run ({why})")
-                    raise EngineBusy(f"engine busy: {running or 0:g} running, {waiting or 0:g} waiting before the run "
-                                     f"(waited {waited:.0f} s for it to be idle)")
+                        raise EngineBusy(
+                            f"the engine's metrics at {self.target.metrics.shown} did not answer for "
+                            f"{timeout_s:g} s before the run ({why})"
+                        )
+                    raise EngineBusy(
+                        f"engine busy: {running or 0:g} running, {waiting or 0:g} waiting before the run "
+                        f"(waited {waited:.0f} s for it to be idle)"
+                    )
                 if sample is not None and not said_waiting:
                     said_waiting = True
-                    self.status(f"waiting for the engine to be idle: {running or 0:g} running, "
-                                f"{waiting or 0:g} waiting (up to {timeout_s:g} s)")
+                    self.status(
+                        f"waiting for the engine to be idle: {running or 0:g} running, "
+                        f"{waiting or 0:g} waiting (up to {timeout_s:g} s)"
+                    )
                 await asyncio.sleep(IDLE_POLL_S)
                 await probe.sample()
 
@@ -156,8 +207,7 @@ class LiveSessions:
         self.records.append(record)
         self.tasks.append(asyncio.create_task(self.client.stream(spec, record)))
 
-    async def wait_first_tokens(self, records: list[RequestRecord], timeout_s: float,
-                                stalled=None) -> bool:
+    async def wait_first_tokens(self, records: list[RequestRecord], timeout_s: float, stalled=None) -> bool:
         """True once every record has its first token; False if a stream ended first, time ran out,
         or `stalled()` says the engine will not admit the rest."""
         deadline = time.monotonic() + timeout_s
@@ -171,7 +221,6 @@ class LiveSessions:
             if time.monotonic() > deadline or (stalled is not None and stalled()):
                 return False
             await asyncio.sleep(0.05)
-
 
     def _tasks_of(self, records: list[RequestRecord]) -> list[asyncio.Task[RequestRecord]]:
         by_record = {id(r): t for t, r in zip(self.tasks, self.records)}
@@ -210,8 +259,10 @@ class AdmissionStall:
             self._since = self._since or now
             if now - self._since >= self.stall_s:
                 kv = values.get("kv_cache_usage_perc")
-                self.evidence = (f"the engine kept {waiting:g} waiting for {now - self._since:.0f} s while all "
-                                 f"{started} running were decoding" + (f" (KV cache {kv * 100:.0f}% used)" if kv is not None else ""))
+                self.evidence = (
+                    f"the engine kept {waiting:g} waiting for {now - self._since:.0f} s while all "
+                    f"{started} running were decoding" + (f" (KV cache {kv * 100:.0f}% used)" if kv is not None else "")
+                )
                 return True
         else:
             self._since = None

@@ -42,8 +42,15 @@ from loadproof.errors import ConfigError
 Shape = Literal["value", "flag", "list", "pairs"]
 
 
-def cli(flag: str | None = None, *, aliases: list[str] | None = None, invert: bool = False,
-        help: str | None = None, hidden: bool = False, text: bool = False) -> dict[str, Any]:
+def cli(
+    flag: str | None = None,
+    *,
+    aliases: list[str] | None = None,
+    invert: bool = False,
+    help: str | None = None,
+    hidden: bool = False,
+    text: bool = False,
+) -> dict[str, Any]:
     """How a field appears on the command line: `Field(..., json_schema_extra=cli(...))`."""
     spec: dict[str, Any] = {}
     if flag is not None:
@@ -63,12 +70,18 @@ def cli(flag: str | None = None, *, aliases: list[str] | None = None, invert: bo
 
 def idle_timeout_field() -> Any:
     """`--idle-timeout-s`, as the open-loop scenarios take it (the idle guard before a run)."""
-    return Field(default=120.0, ge=0, description="wait up to this long, before the run, for the engine to report 0 "
-                 "running and 0 waiting (0: do not wait)")
+    return Field(
+        default=120.0,
+        ge=0,
+        description="wait up to this long, before the run, for the engine to report 0 "
+        "running and 0 waiting (0: do not wait)",
+    )
 
 
-SAMPLING_OFF = ("seconds between /metrics samples (0: sampling off: the engine's /metrics only before and after "
-                "the run, no GPU or host telemetry)")
+SAMPLING_OFF = (
+    "seconds between /metrics samples (0: sampling off: the engine's /metrics only before and after "
+    "the run, no GPU or host telemetry)"
+)
 SAMPLING_NEEDED = "seconds between /metrics samples (0 refused: the verdict needs them)"
 
 
@@ -158,7 +171,7 @@ def cli_options(model: type[BaseModel]) -> list[CliOption]:
         off_flag = None
         invert = bool(spec.get("invert"))
         if shape == "flag":
-            off_flag = "--" + flag[len("--no-"):] if flag.startswith("--no-") else "--no-" + flag[2:]
+            off_flag = "--" + flag[len("--no-") :] if flag.startswith("--no-") else "--no-" + flag[2:]
             default = (not default) if invert else bool(default)
         elif shape == "list":
             default = None if default is None else ",".join(str(v) for v in default)
@@ -192,8 +205,9 @@ def from_cli(model: type[BaseModel], values: dict[str, Any], source: str) -> Any
         raise options_error(exc, options, values, source) from None
 
 
-def options_error(exc: ValidationError, options: dict[str, CliOption], values: dict[str, Any],
-                  source: str) -> ConfigError:
+def options_error(
+    exc: ValidationError, options: dict[str, CliOption], values: dict[str, Any], source: str
+) -> ConfigError:
     """The first error as `--flag VALUE: what is wrong` (`source: ...` when no one option is at fault)."""
     err = exc.errors()[0]
     bound = _BOUNDS.get(err["type"])
@@ -217,8 +231,12 @@ def _number(value: Any) -> str:
 
 
 # pydantic's bound errors, said the way the help says them
-_BOUNDS = {"greater_than_equal": (">=", "ge"), "greater_than": (">", "gt"), "less_than_equal": ("<=", "le"),
-           "less_than": ("<", "lt")}
+_BOUNDS = {
+    "greater_than_equal": (">=", "ge"),
+    "greater_than": (">", "gt"),
+    "less_than_equal": ("<=", "le"),
+    "less_than": ("<", "lt"),
+}
 
 
 def _shape(annotation: Any) -> tuple[Shape, Any]:
@@ -267,7 +285,8 @@ def _pairs(items: list[str], option: CliOption) -> dict[str, Any]:
         except json.JSONDecodeError:
             value = None
         if not key.strip() or not isinstance(value, (int, float, bool)):
-            raise ConfigError(f"{option.flag} takes KEY=VALUE with a number or true/false, e.g. temperature=0.7 "
-                              f"(got {item!r})")
+            raise ConfigError(
+                f"{option.flag} takes KEY=VALUE with a number or true/false, e.g. temperature=0.7 (got {item!r})"
+            )
         pairs[key.strip()] = value
     return pairs

@@ -33,7 +33,9 @@ from loadproof.telemetry.server_metrics import MetricsScraper
 
 
 class PrefillOptions(StrictModel):
-    input_tokens: int = Field(default=4096, ge=64, description="L, input tokens, exactly", json_schema_extra=cli(aliases=["-l"]))
+    input_tokens: int = Field(
+        default=4096, ge=64, description="L, input tokens, exactly", json_schema_extra=cli(aliases=["-l"])
+    )
     repeats: int = Field(default=3, ge=1, description="R, cold repeats", json_schema_extra=cli(aliases=["-r"]))
     decode_tokens: int = Field(default=64, ge=2, description="tokens generated after the first")
     deadline_s: float | None = Field(default=None, gt=0, description="per-repeat deadline in seconds")
@@ -56,21 +58,39 @@ class PrefillScenario(MetricsScenario):
         live.planned = opts.repeats
         hs = haystack_target(self.target, opts.seed)
         prompts = [hs.builder.build(f"p{r:02d}", opts.input_tokens) for r in range(opts.repeats)]
-        attach_plan(manifest, PrefillPlan(
-            input_tokens=opts.input_tokens,
-            repeats=[PrefillRepeat(request_id=f"prefill-{p.session_id}", salt=p.salt) for p in prompts],
-            overhead_tokens=hs.builder.overhead_tokens, overhead_source=hs.overhead_source,
-        ))
+        attach_plan(
+            manifest,
+            PrefillPlan(
+                input_tokens=opts.input_tokens,
+                repeats=[PrefillRepeat(request_id=f"prefill-{p.session_id}", salt=p.salt) for p in prompts],
+                overhead_tokens=hs.builder.overhead_tokens,
+                overhead_source=hs.overhead_source,
+            ),
+        )
         writer.write_manifest(manifest)
         await self.wait_until_idle(writer, opts.idle_timeout_s)
-        async with MetricsScraper(self.target.metrics, self.metric_names, interval_s=None,
-                                  sink=writer.metric_sample, api_key=self.target.metrics_api_key) as scraper:
-            async with StreamingClient(self.target.url, api_key=self.target.api_key,
-                                       **live.hooks(writer.append)) as client:
+        async with MetricsScraper(
+            self.target.metrics,
+            self.metric_names,
+            interval_s=None,
+            sink=writer.metric_sample,
+            api_key=self.target.metrics_api_key,
+        ) as scraper:
+            async with StreamingClient(
+                self.target.url, api_key=self.target.api_key, **live.hooks(writer.append)
+            ) as client:
                 for r, prompt in enumerate(prompts):
                     record = new_record(self.target, f"prefill-{prompt.session_id}", self.name, prompt, 1, repeat=r)
-                    spec = session_spec(self.target, record.request_id, prompt.text, prompt.salt, opts.decode_tokens + 1,
-                                        seed=opts.seed, use_cache_salt=opts.use_cache_salt, deadline_s=opts.deadline_s)
+                    spec = session_spec(
+                        self.target,
+                        record.request_id,
+                        prompt.text,
+                        prompt.salt,
+                        opts.decode_tokens + 1,
+                        seed=opts.seed,
+                        use_cache_salt=opts.use_cache_salt,
+                        deadline_s=opts.deadline_s,
+                    )
                     await scraper.sample()
                     live.phase(f"repeat {r + 1}/{opts.repeats}", detail=f"{opts.input_tokens:,} tokens, cold")
                     await client.stream(spec, record)

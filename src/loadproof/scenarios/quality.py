@@ -62,45 +62,77 @@ from loadproof.workloads.synthetic import Lengths
 
 
 class QualityOptions(ConstraintOptions):  # --tools, --response-format (scenarios/constraints.py)
-    suites: Annotated[list[str], among(SUITES, "suites")] = Field(default_factory=lambda: list(SUITES),
-                                                                  description="suites")
-    gsm8k_items: int = Field(default=200, ge=0, le=200, description="first N problems of the packaged 200-problem "
-                             "GSM8K subset")
+    suites: Annotated[list[str], among(SUITES, "suites")] = Field(
+        default_factory=lambda: list(SUITES), description="suites"
+    )
+    gsm8k_items: int = Field(
+        default=200, ge=0, le=200, description="first N problems of the packaged 200-problem GSM8K subset"
+    )
     gsm8k_max_tokens: int = Field(default=256, ge=16, json_schema_extra=cli(hidden=True))
     authored_modes: Annotated[list[str], among(MODES, "authored modes")] = Field(
-        default_factory=lambda: list(MODES), description="authored-task modes: plain, low-thinking",
-        json_schema_extra=cli("--modes"))
-    authored_items: int | None = Field(default=None, ge=1, description="the first N authored tasks (default: all "
-                                       f"{len(authored.load_tasks())})")
+        default_factory=lambda: list(MODES),
+        description="authored-task modes: plain, low-thinking",
+        json_schema_extra=cli("--modes"),
+    )
+    authored_items: int | None = Field(
+        default=None, ge=1, description=f"the first N authored tasks (default: all {len(authored.load_tasks())})"
+    )
     authored_max_tokens: int = Field(default=64, ge=8, json_schema_extra=cli(hidden=True))
-    thinking_mode: bool = Field(default=False, description="the model has a thinking mode (enable_thinking; "
-                                "default: from the profile)", json_schema_extra=cli("--thinking-model"))
-    thinking_max_tokens: int = Field(default=2048, ge=64, description="output budget of plain mode when the model thinks",
-                                     json_schema_extra=cli(hidden=True))
-    retrieval_lengths: list[int] = Field(default_factory=lambda: [1024, 4096, 16384], description="retrieval prompt "
-                                         "lengths in tokens; those over max_model_len are skipped")
+    thinking_mode: bool = Field(
+        default=False,
+        description="the model has a thinking mode (enable_thinking; default: from the profile)",
+        json_schema_extra=cli("--thinking-model"),
+    )
+    thinking_max_tokens: int = Field(
+        default=2048,
+        ge=64,
+        description="output budget of plain mode when the model thinks",
+        json_schema_extra=cli(hidden=True),
+    )
+    retrieval_lengths: list[int] = Field(
+        default_factory=lambda: [1024, 4096, 16384],
+        description="retrieval prompt lengths in tokens; those over max_model_len are skipped",
+    )
     retrieval_depths: list[float] = Field(default_factory=lambda: [0.25, 0.75], json_schema_extra=cli(hidden=True))
     image_max_tokens: int = Field(default=16, ge=4, json_schema_extra=cli(hidden=True))
     concurrency: int = Field(default=4, ge=1, description="requests in flight at once")
     seed: int = Field(default=731, json_schema_extra=cli(hidden=True))
     deadline_s: float | None = Field(default=900.0, gt=0, description="per-request deadline in seconds")
     # --- under load (docs/quality.md, "Under load"): the load scenario's options, composed ---
-    under_load_rate: float | None = Field(default=None, ge=0, description="also ask every item while an open-loop "
-                                          "load of R requests/s runs on the same target, and count the answers that "
-                                          "changed (0 or absent: off)")
-    under_load_input_tokens: TokenLengths = Field(default=Lengths("fixed", 1024), description="the load's prompt "
-                                                  "tokens (as run load's --input-tokens)", json_schema_extra=cli(text=True))
-    under_load_output_tokens: TokenLengths = Field(default=Lengths("fixed", 128), description="the load's output "
-                                                   "tokens (as run load's --output-tokens)",
-                                                   json_schema_extra=cli(text=True))
-    under_load_arrival: Literal["poisson", "constant"] = Field(default="poisson", description="the gaps between "
-                                                               "the load's sends")
-    idle_timeout_s: float = Field(default=120.0, gt=0, description="with --under-load-rate: wait up to this long, "
-                                  "before the idle asking, for the engine to report 0 running and 0 waiting; else "
-                                  "fail with 'engine busy'")
-    under_load_max_s: float = Field(default=1800.0, gt=0, description="the load's schedule is drawn for this many "
-                                    "seconds and cut where the last under-load item ends; if the items outlast it, "
-                                    "the load stops first")
+    under_load_rate: float | None = Field(
+        default=None,
+        ge=0,
+        description="also ask every item while an open-loop "
+        "load of R requests/s runs on the same target, and count the answers that "
+        "changed (0 or absent: off)",
+    )
+    under_load_input_tokens: TokenLengths = Field(
+        default=Lengths("fixed", 1024),
+        description="the load's prompt tokens (as run load's --input-tokens)",
+        json_schema_extra=cli(text=True),
+    )
+    under_load_output_tokens: TokenLengths = Field(
+        default=Lengths("fixed", 128),
+        description="the load's output tokens (as run load's --output-tokens)",
+        json_schema_extra=cli(text=True),
+    )
+    under_load_arrival: Literal["poisson", "constant"] = Field(
+        default="poisson", description="the gaps between the load's sends"
+    )
+    idle_timeout_s: float = Field(
+        default=120.0,
+        gt=0,
+        description="with --under-load-rate: wait up to this long, "
+        "before the idle asking, for the engine to report 0 running and 0 waiting; else "
+        "fail with 'engine busy'",
+    )
+    under_load_max_s: float = Field(
+        default=1800.0,
+        gt=0,
+        description="the load's schedule is drawn for this many "
+        "seconds and cut where the last under-load item ends; if the items outlast it, "
+        "the load stops first",
+    )
 
     @field_validator("retrieval_lengths")
     @classmethod
@@ -126,10 +158,16 @@ class QualityOptions(ConstraintOptions):  # --tools, --response-format (scenario
         """The load beside the under-load asking, as `run load` would take it: one schedule drawn for
         `under_load_max_s` at `under_load_rate`, measured beside the items (no idle guard)."""
         try:
-            return LoadOptions(rate=self.under_load_rate, arrival=self.under_load_arrival,
-                               duration_s=self.under_load_max_s, input_tokens=self.under_load_input_tokens,
-                               output_tokens=self.under_load_output_tokens, seed=self.seed,
-                               deadline_s=self.deadline_s or 600.0, idle_timeout_s=0.0)
+            return LoadOptions(
+                rate=self.under_load_rate,
+                arrival=self.under_load_arrival,
+                duration_s=self.under_load_max_s,
+                input_tokens=self.under_load_input_tokens,
+                output_tokens=self.under_load_output_tokens,
+                seed=self.seed,
+                deadline_s=self.deadline_s or 600.0,
+                idle_timeout_s=0.0,
+            )
         except ValidationError as exc:
             first = exc.errors()[0]
             raise ValueError(f"the load beside the items: {first['msg'].removeprefix('Value error, ')}") from None
@@ -201,8 +239,11 @@ class QualityScenario(MetricsScenario):
     name = "quality"
     Options = QualityOptions
     summary = "GSM8K subset, authored tasks, long-context retrieval and image checks, scored item by item."
-    tokenizer = TokenizerUse(required=False, engine=True,
-                             purpose="needed for retrieval (default: the engine's own /tokenize, where it has one)")
+    tokenizer = TokenizerUse(
+        required=False,
+        engine=True,
+        purpose="needed for retrieval (default: the engine's own /tokenize, where it has one)",
+    )
     options: QualityOptions
 
     @classmethod
@@ -221,8 +262,11 @@ class QualityScenario(MetricsScenario):
         skipped: list[dict[str, Any]] = []
         gsm8k_plan = self._gsm8k(jobs) if "gsm8k" in opts.suites else None
         authored_plan = self._authored(jobs, skipped) if "authored" in opts.suites else None
-        retrieval_plan = (await asyncio.to_thread(self._retrieval, jobs, skipped, max_model_len)
-                          if "retrieval" in opts.suites else None)
+        retrieval_plan = (
+            await asyncio.to_thread(self._retrieval, jobs, skipped, max_model_len)
+            if "retrieval" in opts.suites
+            else None
+        )
         load = await asyncio.to_thread(self._load_requests) if opts.under_load_rate else None
         texts: dict[str, str] = {}
 
@@ -233,19 +277,34 @@ class QualityScenario(MetricsScenario):
             record.output_text = ""  # answers are scored from memory; a model can echo the question
             writer.append(record)
 
-        async with StreamingClient(self.target.url, api_key=self.target.api_key,
-                                   max_connections=opts.concurrency + 4, on_record=sink, on_start=live.started) as client:
+        async with StreamingClient(
+            self.target.url,
+            api_key=self.target.api_key,
+            max_connections=opts.concurrency + 4,
+            on_record=sink,
+            on_start=live.started,
+        ) as client:
             image_plan = await self._image(client, jobs, skipped) if "image" in opts.suites else None
             plan = QualityPlan(
-                suites=opts.suites, endpoint=self.target.endpoint, max_model_len=max_model_len, gsm8k=gsm8k_plan,
-                authored=authored_plan, retrieval=retrieval_plan, image=image_plan,
-                under_load=load[0] if load else None, num_items=len(jobs) + len(skipped), num_skipped=len(skipped))
+                suites=opts.suites,
+                endpoint=self.target.endpoint,
+                max_model_len=max_model_len,
+                gsm8k=gsm8k_plan,
+                authored=authored_plan,
+                retrieval=retrieval_plan,
+                image=image_plan,
+                under_load=load[0] if load else None,
+                num_items=len(jobs) + len(skipped),
+                num_skipped=len(skipped),
+            )
             attach_plan(manifest, plan)
             writer.write_manifest(manifest)
             for row in skipped:
                 writer.answer(row)
             live.planned = len(jobs) * (2 if load else 1)
-            live.phase("requests", detail=f"{len(jobs)} items, {opts.concurrency} at a time" + (", idle" if load else ""))
+            live.phase(
+                "requests", detail=f"{len(jobs)} items, {opts.concurrency} at a time" + (", idle" if load else "")
+            )
             idle_answers: dict[tuple[str, str, str], str] | None = {} if load else None
             if load is not None:  # idle means nothing else on the engine, as the idle guard checks it
                 await self.wait_until_idle(writer, opts.idle_timeout_s)
@@ -255,8 +314,15 @@ class QualityScenario(MetricsScenario):
                 attach_plan(manifest, msgspec.structs.replace(plan, under_load=cut))
                 writer.write_manifest(manifest)
 
-    async def _ask(self, client: StreamingClient, jobs: list[Job], writer: RunWriter, live: LiveStatus,
-                   texts: dict[str, str], idle_answers: dict[tuple[str, str, str], str] | None) -> None:
+    async def _ask(
+        self,
+        client: StreamingClient,
+        jobs: list[Job],
+        writer: RunWriter,
+        live: LiveStatus,
+        texts: dict[str, str],
+        idle_answers: dict[tuple[str, str, str], str] | None,
+    ) -> None:
         """Ask `jobs`, `concurrency` at a time, each scored into its answers row as it ends. With under load
         on (`idle_answers` not None) every row gets its answer's digest; an idle answer is kept there, and an
         under-load one compared with it."""
@@ -282,38 +348,71 @@ class QualityScenario(MetricsScenario):
         opts = self.options.load_options()
         hs = haystack_target(self.target, opts.seed, PROBE_LINE)  # its prompts end with a line's newline
         plan, requests = synthetic_requests(opts, schedule_offsets(opts), hs, self.target.max_model_len)
-        return UnderLoadPlan(rate_rps=float(self.options.under_load_rate or 0), max_s=self.options.under_load_max_s,
-                             drawn_requests=len(requests), load=plan), requests
+        return UnderLoadPlan(
+            rate_rps=float(self.options.under_load_rate or 0),
+            max_s=self.options.under_load_max_s,
+            drawn_requests=len(requests),
+            load=plan,
+        ), requests
 
-    async def _under_load(self, client: StreamingClient, jobs: list[Job], writer: RunWriter, manifest: dict[str, Any],
-                          live: LiveStatus, texts: dict[str, str], idle_answers: dict[tuple[str, str, str], str],
-                          load: tuple[UnderLoadPlan, list[Planned]]) -> UnderLoadPlan:
+    async def _under_load(
+        self,
+        client: StreamingClient,
+        jobs: list[Job],
+        writer: RunWriter,
+        manifest: dict[str, Any],
+        live: LiveStatus,
+        texts: dict[str, str],
+        idle_answers: dict[tuple[str, str, str], str],
+        load: tuple[UnderLoadPlan, list[Planned]],
+    ) -> UnderLoadPlan:
         """Every job again while the load runs: the schedule starts first (its first request sent), the
         items follow, and the schedule is cut once the last item has ended; its requests still in flight
         finish. The plan of what the load sent, for the manifest."""
         plan, requests = load
         schedule = CutSchedule(requests)
         live.phase("under load", detail=f"{len(jobs)} items beside {describe(plan.load)}")
-        sender = asyncio.create_task(send_schedule(
-            self, writer, manifest, LiveStatus(LOAD_FAMILY), schedule, plan.load.schedule_span_s,
-            describe(plan.load), None, 1.0, family=LOAD_FAMILY))
+        sender = asyncio.create_task(
+            send_schedule(
+                self,
+                writer,
+                manifest,
+                LiveStatus(LOAD_FAMILY),
+                schedule,
+                plan.load.schedule_span_s,
+                describe(plan.load),
+                None,
+                1.0,
+                family=LOAD_FAMILY,
+            )
+        )
         try:
             started = asyncio.create_task(schedule.started.wait())
             await asyncio.wait({sender, started}, return_when=asyncio.FIRST_COMPLETED)
             started.cancel()
             if not sender.done():
-                await self._ask(client, [replace(job, row={**job.row, "under_load": True}) for job in jobs], writer,
-                                live, texts, idle_answers)
+                await self._ask(
+                    client,
+                    [replace(job, row={**job.row, "under_load": True}) for job in jobs],
+                    writer,
+                    live,
+                    texts,
+                    idle_answers,
+                )
         finally:
             schedule.done = True
             await sender
         sent = schedule.taken
         span_s = round(requests[sent - 1].offset_ns / NS_PER_S, 9) if sent else 0.0
-        self.status(f"load: cut where the last under-load item ended, {sent} of the {len(requests)} drawn requests "
-                    f"sent over {span_s:.1f} s" if schedule.done and sent < len(requests) else
-                    f"load: all {len(requests)} drawn requests sent before the last item ended (raise --under-load-max-s)")
-        return msgspec.structs.replace(plan, load=msgspec.structs.replace(plan.load, planned_requests=sent,
-                                                                             schedule_span_s=span_s))
+        self.status(
+            f"load: cut where the last under-load item ended, {sent} of the {len(requests)} drawn requests "
+            f"sent over {span_s:.1f} s"
+            if schedule.done and sent < len(requests)
+            else f"load: all {len(requests)} drawn requests sent before the last item ended (raise --under-load-max-s)"
+        )
+        return msgspec.structs.replace(
+            plan, load=msgspec.structs.replace(plan.load, planned_requests=sent, schedule_span_s=span_s)
+        )
 
     # ----- planning -----
 
@@ -345,13 +444,23 @@ class QualityScenario(MetricsScenario):
         for problem in problems:
             expected = problem.expected
             prompt = gsm8k.chat_prompt(problem.question) if self._chat else gsm8k.fewshot_prompt(problem.question)
-            jobs.append(Job(row={"suite": "gsm8k", "item_id": problem.id, "mode": "plain"}, prompt=prompt,
-                            max_tokens=self._budget("plain", opts.gsm8k_max_tokens),
-                            stop=None if self._chat else list(gsm8k.STOP), extra=self._extra("plain"),
-                            score=lambda text, e=expected: gsm8k.score(text, e)))
-        return Gsm8kPlan(file=gsm8k.SUBSET_FILE, sha256=data_sha256(gsm8k.SUBSET_FILE), items=len(problems),
-                         prompt="chat instruction" if self._chat else f"{len(gsm8k.EXEMPLARS)}-shot completion",
-                         max_tokens=opts.gsm8k_max_tokens)
+            jobs.append(
+                Job(
+                    row={"suite": "gsm8k", "item_id": problem.id, "mode": "plain"},
+                    prompt=prompt,
+                    max_tokens=self._budget("plain", opts.gsm8k_max_tokens),
+                    stop=None if self._chat else list(gsm8k.STOP),
+                    extra=self._extra("plain"),
+                    score=lambda text, e=expected: gsm8k.score(text, e),
+                )
+            )
+        return Gsm8kPlan(
+            file=gsm8k.SUBSET_FILE,
+            sha256=data_sha256(gsm8k.SUBSET_FILE),
+            items=len(problems),
+            prompt="chat instruction" if self._chat else f"{len(gsm8k.EXEMPLARS)}-shot completion",
+            max_tokens=opts.gsm8k_max_tokens,
+        )
 
     def _low_thinking_skip_reason(self) -> str | None:
         if not self._chat:
@@ -362,7 +471,7 @@ class QualityScenario(MetricsScenario):
 
     def _authored(self, jobs: list[Job], skipped: list[dict[str, Any]]) -> AuthoredPlan:
         opts = self.options
-        tasks = authored.load_tasks()[:opts.authored_items]
+        tasks = authored.load_tasks()[: opts.authored_items]
         modes: dict[str, str] = {}
         for mode in opts.authored_modes:
             reason = self._low_thinking_skip_reason() if mode == "low-thinking" else None
@@ -377,24 +486,44 @@ class QualityScenario(MetricsScenario):
                 else:
                     prompt = authored.completion_prompt(task)
                     stop = ["\n\n", "Question:"] if task.multiline else ["\n", "Question:"]
-                jobs.append(Job(row=row, prompt=prompt, max_tokens=self._budget(mode, opts.authored_max_tokens),
-                                stop=stop, extra=self._extra(mode), score=lambda text, t=task: authored.check(t, text)))
-        return AuthoredPlan(file=authored.AUTHORED_FILE, sha256=data_sha256(authored.AUTHORED_FILE), tasks=len(tasks),
-                            modes=modes, max_tokens=opts.authored_max_tokens)
+                jobs.append(
+                    Job(
+                        row=row,
+                        prompt=prompt,
+                        max_tokens=self._budget(mode, opts.authored_max_tokens),
+                        stop=stop,
+                        extra=self._extra(mode),
+                        score=lambda text, t=task: authored.check(t, text),
+                    )
+                )
+        return AuthoredPlan(
+            file=authored.AUTHORED_FILE,
+            sha256=data_sha256(authored.AUTHORED_FILE),
+            tasks=len(tasks),
+            modes=modes,
+            max_tokens=opts.authored_max_tokens,
+        )
 
     def _retrieval(self, jobs: list[Job], skipped: list[dict[str, Any]], max_model_len: int | None) -> RetrievalPlan:
         opts = self.options
         plan = RetrievalPlan(lengths=opts.retrieval_lengths, depths=opts.retrieval_depths, asked_lengths=[])
         room = self._budget("plain", retrieval.MAX_TOKENS)
         fits = [L for L in opts.retrieval_lengths if max_model_len is None or L + room <= max_model_len]
-        self._skip_retrieval(skipped, [L for L in opts.retrieval_lengths if L not in fits],
-                             f"longer than the model's max_model_len {max_model_len} with the answer")
+        self._skip_retrieval(
+            skipped,
+            [L for L in opts.retrieval_lengths if L not in fits],
+            f"longer than the model's max_model_len {max_model_len} with the answer",
+        )
         if not fits:
             return plan
         if self.target.tokenizer_source is None:
-            self._skip_retrieval(skipped, fits, "no --tokenizer, and the target does not count tokens (/tokenize): "
-                                                "retrieval prompts are built to an exact token length with the "
-                                                "model's tokenizer")
+            self._skip_retrieval(
+                skipped,
+                fits,
+                "no --tokenizer, and the target does not count tokens (/tokenize): "
+                "retrieval prompts are built to an exact token length with the "
+                "model's tokenizer",
+            )
             return plan
         try:
             hs = haystack_target(self.target, opts.seed)
@@ -403,18 +532,37 @@ class QualityScenario(MetricsScenario):
             return plan
         items = retrieval.build_items(hs.builder, fits, opts.retrieval_depths)
         for item in items:
-            jobs.append(Job(row={"suite": "retrieval", "item_id": item.item_id, "mode": "plain"},
-                            prompt=item.prompt.text, max_tokens=room, extra=self._extra("plain"),
-                            score=lambda text, i=item: retrieval.score(i, text)))
-        return RetrievalPlan(lengths=opts.retrieval_lengths, depths=opts.retrieval_depths, asked_lengths=fits,
-                             overhead_tokens=hs.builder.overhead_tokens, overhead_source=hs.overhead_source,
-                             salts={item.item_id: item.prompt.salt for item in items})
+            jobs.append(
+                Job(
+                    row={"suite": "retrieval", "item_id": item.item_id, "mode": "plain"},
+                    prompt=item.prompt.text,
+                    max_tokens=room,
+                    extra=self._extra("plain"),
+                    score=lambda text, i=item: retrieval.score(i, text),
+                )
+            )
+        return RetrievalPlan(
+            lengths=opts.retrieval_lengths,
+            depths=opts.retrieval_depths,
+            asked_lengths=fits,
+            overhead_tokens=hs.builder.overhead_tokens,
+            overhead_source=hs.overhead_source,
+            salts={item.item_id: item.prompt.salt for item in items},
+        )
 
     def _skip_retrieval(self, skipped: list[dict[str, Any]], lengths: list[int], reason: str) -> None:
         for length in lengths:
             for depth in self.options.retrieval_depths:
-                skipped.append({"suite": "retrieval", "item_id": retrieval.item_id(length, depth), "mode": "plain",
-                                "length_tokens": length, "depth": depth, "skipped": reason})
+                skipped.append(
+                    {
+                        "suite": "retrieval",
+                        "item_id": retrieval.item_id(length, depth),
+                        "mode": "plain",
+                        "length_tokens": length,
+                        "depth": depth,
+                        "skipped": reason,
+                    }
+                )
 
     async def _image(self, client: StreamingClient, jobs: list[Job], skipped: list[dict[str, Any]]) -> ImagePlan:
         tasks = images.image_tasks()
@@ -422,8 +570,13 @@ class QualityScenario(MetricsScenario):
         if not self._chat:
             reason = "completions endpoint: images are sent as chat content parts"
         else:
-            probe = Job(row={"item_id": "image-probe", "mode": "plain"}, prompt="", max_tokens=1,
-                        messages=images.probe_messages(), extra=self._extra("plain"))
+            probe = Job(
+                row={"item_id": "image-probe", "mode": "plain"},
+                prompt="",
+                max_tokens=1,
+                messages=images.probe_messages(),
+                extra=self._extra("plain"),
+            )
             record = await client.stream(self._spec(probe, family="image-probe"))
             if record.http_status == 400:
                 reason = f"the server does not accept images (HTTP 400: {(record.error_message or '')[:120]})"
@@ -434,9 +587,16 @@ class QualityScenario(MetricsScenario):
             if reason:
                 skipped.append({**row, "skipped": reason})
                 continue
-            jobs.append(Job(row=row, prompt=task.question, messages=images.chat_messages(task.question, task.data_url()),
-                            max_tokens=self._budget("plain", self.options.image_max_tokens), extra=self._extra("plain"),
-                            score=lambda text, t=task.task(): authored.check(t, text)))
+            jobs.append(
+                Job(
+                    row=row,
+                    prompt=task.question,
+                    messages=images.chat_messages(task.question, task.data_url()),
+                    max_tokens=self._budget("plain", self.options.image_max_tokens),
+                    extra=self._extra("plain"),
+                    score=lambda text, t=task.task(): authored.check(t, text),  # noqa: B008 (binds this task now)
+                )
+            )
         return ImagePlan(items=len(tasks), status=f"skipped: {reason}" if reason else "asked")
 
     def _spec(self, job: Job, family: str | None = None) -> RequestSpec:
@@ -446,16 +606,33 @@ class QualityScenario(MetricsScenario):
             extra["stop"] = job.stop
         if job.messages is not None:
             extra["messages"] = job.messages  # replaces the plain-text message request_body builds
-        body = request_body(self.target.endpoint, self.target.model, job.prompt, max_tokens=job.max_tokens,
-                            temperature=0.0, seed=self.options.seed, extra=extra)
-        labels = {"scenario": self.name, "family": family or job.row["suite"], "prompt_id": job.row["item_id"],
-                  "concurrency": self.options.concurrency}
-        return RequestSpec(request_id=job.request_id, endpoint=self.target.endpoint, body=body,
-                           deadline_s=self.options.deadline_s, labels=labels)
+        body = request_body(
+            self.target.endpoint,
+            self.target.model,
+            job.prompt,
+            max_tokens=job.max_tokens,
+            temperature=0.0,
+            seed=self.options.seed,
+            extra=extra,
+        )
+        labels = {
+            "scenario": self.name,
+            "family": family or job.row["suite"],
+            "prompt_id": job.row["item_id"],
+            "concurrency": self.options.concurrency,
+        }
+        return RequestSpec(
+            request_id=job.request_id,
+            endpoint=self.target.endpoint,
+            body=body,
+            deadline_s=self.options.deadline_s,
+            labels=labels,
+        )
 
 
 def demo(setup: DemoSetup) -> QualityScenario:
     """For `loadproof demo`: 5 GSM8K problems, the authored tasks in plain mode, retrieval at 1,024 and 2,048
     tokens."""
-    return QualityScenario(setup.target, QualityOptions(gsm8k_items=5, authored_modes=["plain"],
-                                                        retrieval_lengths=[1024, 2048]))
+    return QualityScenario(
+        setup.target, QualityOptions(gsm8k_items=5, authored_modes=["plain"], retrieval_lengths=[1024, 2048])
+    )

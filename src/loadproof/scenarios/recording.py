@@ -34,9 +34,12 @@ from loadproof.store.run_dir import RunWriter
 from loadproof.telemetry.sampler import TelemetrySampler
 
 FAILURE = "see the criteria above"  # a scenario's `failure` line, unless it says more
-NOT_SAMPLED = TelemetryInfo(sampled=False, note="sampling off (--sample-interval-s 0): the engine's /metrics only "
-                            "before and after the run, no GPU or host telemetry",
-                            energy_note="no GPU energy counter: sampling off (--sample-interval-s 0)")
+NOT_SAMPLED = TelemetryInfo(
+    sampled=False,
+    note="sampling off (--sample-interval-s 0): the engine's /metrics only "
+    "before and after the run, no GPU or host telemetry",
+    energy_note="no GPU energy counter: sampling off (--sample-interval-s 0)",
+)
 
 
 class Console(Protocol):
@@ -109,7 +112,9 @@ def report(run_path: Path, console: Console) -> Outcome:
     return Outcome(run_path, built, verdict_of(built.claims))
 
 
-def run_once(scenario: Recordable, out: Path, console: Console, manifest_extra: dict[str, Any] | None = None) -> Outcome:
+def run_once(
+    scenario: Recordable, out: Path, console: Console, manifest_extra: dict[str, Any] | None = None
+) -> Outcome:
     """One run of `scenario`: recorded, reported, shown."""
     return report(record(scenario, out, console, manifest_extra), console)
 
@@ -134,8 +139,9 @@ def failed_criteria(claims: list[Claim]) -> list[Claim]:
     return [c for c in criteria_of(claims) if c.printed == "FAIL"]
 
 
-def common_manifest(run_id: str, scenario: str, options: Any, target: Target,
-                    extra: dict[str, Any] | None = None) -> dict[str, Any]:
+def common_manifest(
+    run_id: str, scenario: str, options: Any, target: Target, extra: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """The manifest fields every scenario writes before its first request."""
     return {
         "run_id": run_id,
@@ -170,8 +176,9 @@ def git_hash() -> str | None:
         return None
     if result.returncode != 0:
         return None
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here,
-                           capture_output=True, text=True, timeout=5).stdout.strip()
+    dirty = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=no"], cwd=here, capture_output=True, text=True, timeout=5
+    ).stdout.strip()
     return result.stdout.strip() + ("-dirty" if dirty else "")
 
 

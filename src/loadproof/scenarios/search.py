@@ -50,8 +50,14 @@ class SearchResult:
         return f"largest passing {self.parameter}: {self.largest_pass}{bound}"
 
 
-def search(parameter: str, start: int, maximum: int, run_trial: Callable[[int], Trial],
-           resolution: int = 1, on_trial: Callable[[Trial], None] | None = None) -> SearchResult:
+def search(
+    parameter: str,
+    start: int,
+    maximum: int,
+    run_trial: Callable[[int], Trial],
+    resolution: int = 1,
+    on_trial: Callable[[Trial], None] | None = None,
+) -> SearchResult:
     if not 1 <= start <= maximum:
         raise ValueError(f"start {start} must lie in [1, {maximum}]")
     result = SearchResult(parameter)
@@ -118,12 +124,25 @@ def capacity_search(scenario: Any, setup: Setup, console: Console) -> SearchResu
 
     start = base[key]
     result = search(key, min(start, maximum), maximum, trial, resolution=resolution_of(key, start), on_trial=record)
-    (folder / "search.json").write_text(json.dumps({
-        "parameter": key, "fixed": {k: v for k, v in base.items() if k != key}, "maximum": maximum,
-        "largest_pass": result.largest_pass, "smallest_fail": result.smallest_fail,
-        "trials": [t.__dict__ for t in result.trials]}, indent=2) + "\n")
-    console.table(f"Capacity search over {key}", [key, "verdict", "reason", "run"],
-                  [[str(t.value), t.verdict, t.reason, t.run_dir] for t in result.trials])
+    (folder / "search.json").write_text(
+        json.dumps(
+            {
+                "parameter": key,
+                "fixed": {k: v for k, v in base.items() if k != key},
+                "maximum": maximum,
+                "largest_pass": result.largest_pass,
+                "smallest_fail": result.smallest_fail,
+                "trials": [t.__dict__ for t in result.trials],
+            },
+            indent=2,
+        )
+        + "\n"
+    )
+    console.table(
+        f"Capacity search over {key}",
+        [key, "verdict", "reason", "run"],
+        [[str(t.value), t.verdict, t.reason, t.run_dir] for t in result.trials],
+    )
     console.result(result.summary)
     if result.largest_pass is None:
         raise AcceptanceFailed(result.summary)

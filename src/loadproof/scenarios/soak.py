@@ -14,11 +14,11 @@ import msgspec
 from pydantic import Field
 
 from loadproof.client import StreamingClient
+from loadproof.client.stream import RequestSpec
 from loadproof.config.base import StrictModel
 from loadproof.plans import attach_plan
 from loadproof.plans.soak import SoakPlan
 from loadproof.protocol.openai import request_body
-from loadproof.client.stream import RequestSpec
 from loadproof.scenarios.base import Setup, TokenizerUse
 from loadproof.scenarios.demo import DemoSetup
 from loadproof.scenarios.live import LiveStatus
@@ -28,29 +28,40 @@ from loadproof.scenarios.recording import Console
 from loadproof.scenarios.target import Target
 from loadproof.store.run_dir import RunWriter
 from loadproof.telemetry.server_metrics import MetricsScraper, MetricsSource
-from loadproof.workloads.prompts import DEFAULT_FAMILIES, load_family
 from loadproof.units import NS_PER_S as NS
+from loadproof.workloads.prompts import DEFAULT_FAMILIES, load_family
 
 PROCESS_METRICS = {"process_rss_bytes": "process_resident_memory_bytes"}
 
 
 class SoakOptions(StrictModel):
     duration_s: float = Field(default=300.0, gt=0, description="no request starts after this many seconds")
-    clients: int = Field(default=4, ge=1, description="K concurrent client loops", json_schema_extra=cli(aliases=["-k"]))
-    long_every: int = Field(default=5, ge=0, description="every Nth request of a client is long (needs --tokenizer "
-                            "or the engine's /tokenize; 0: none)")
+    clients: int = Field(
+        default=4, ge=1, description="K concurrent client loops", json_schema_extra=cli(aliases=["-k"])
+    )
+    long_every: int = Field(
+        default=5,
+        ge=0,
+        description="every Nth request of a client is long (needs --tokenizer or the engine's /tokenize; 0: none)",
+    )
     long_tokens: int = Field(default=4096, ge=64, description="input tokens of a long request")
     short_max_tokens: int = Field(default=64, ge=1, json_schema_extra=cli(hidden=True))
     long_max_tokens: int = Field(default=32, ge=1, json_schema_extra=cli(hidden=True))
     deadline_s: float = Field(default=600.0, gt=0, description="per-request deadline in seconds")
-    grace_s: float = Field(default=60.0, ge=0, description="after the duration, wait this long for requests in flight",
-                           json_schema_extra=cli(hidden=True))
-    sample_interval_s: Annotated[float, needs_samples(
-        "the verdict reads the resident memory of the engine and the relay sampled through the run")] = Field(
-        default=2.0, ge=0, description=SAMPLING_NEEDED)
+    grace_s: float = Field(
+        default=60.0,
+        ge=0,
+        description="after the duration, wait this long for requests in flight",
+        json_schema_extra=cli(hidden=True),
+    )
+    sample_interval_s: Annotated[
+        float,
+        needs_samples("the verdict reads the resident memory of the engine and the relay sampled through the run"),
+    ] = Field(default=2.0, ge=0, description=SAMPLING_NEEDED)
     max_error_rate: float = Field(default=0.0, ge=0, le=1, json_schema_extra=cli(hidden=True))
-    max_latency_drift: float = Field(default=0.25, ge=0, description="allowed second-half vs first-half median "
-                                     "latency growth")
+    max_latency_drift: float = Field(
+        default=0.25, ge=0, description="allowed second-half vs first-half median latency growth"
+    )
     max_rss_growth_mib: float = Field(default=512.0, ge=0, description="allowed resident memory growth")
     seed: int = Field(default=731, json_schema_extra=cli(hidden=True))
 
@@ -66,12 +77,18 @@ class SoakScenario(MetricsScenario):
     Options = SoakOptions
     CommandOptions = SoakCommand
     summary = "K clients for a duration, short and long requests mixed: errors, latency drift, memory over time."
-    tokenizer = TokenizerUse(required=False, engine=True,
-                             purpose="for long requests (default: the engine's own /tokenize, where it has one)")
+    tokenizer = TokenizerUse(
+        required=False, engine=True, purpose="for long requests (default: the engine's own /tokenize, where it has one)"
+    )
     options: SoakOptions
 
-    def __init__(self, target: Target, options: SoakOptions, engine_metrics_url: str | None = None,
-                 relay_metrics_url: str | None = None) -> None:
+    def __init__(
+        self,
+        target: Target,
+        options: SoakOptions,
+        engine_metrics_url: str | None = None,
+        relay_metrics_url: str | None = None,
+    ) -> None:
         super().__init__(target, options)
         # the engine's memory: the target's metrics source, unless a base URL is given here (the demo's)
         self.engine_metrics = MetricsSource.beside(engine_metrics_url) if engine_metrics_url else target.metrics
@@ -90,11 +107,23 @@ class SoakScenario(MetricsScenario):
         live = live or LiveStatus(self.name)
         rng = random.Random(opts.seed)
         shorts = [p for family in DEFAULT_FAMILIES for p in load_family(family)]
-        builder = haystack_target(self.target, opts.seed).builder if opts.long_every and self.target.tokenizer_source else None
-        attach_plan(manifest, SoakPlan(duration_s=opts.duration_s, clients=opts.clients, long_every=opts.long_every,
-                                       long_requests=builder is not None, max_error_rate=opts.max_error_rate,
-                                       max_latency_drift=opts.max_latency_drift,
-                                       max_rss_growth_mib=opts.max_rss_growth_mib))
+        builder = (
+            haystack_target(self.target, opts.seed).builder
+            if opts.long_every and self.target.tokenizer_source
+            else None
+        )
+        attach_plan(
+            manifest,
+            SoakPlan(
+                duration_s=opts.duration_s,
+                clients=opts.clients,
+                long_every=opts.long_every,
+                long_requests=builder is not None,
+                max_error_rate=opts.max_error_rate,
+                max_latency_drift=opts.max_latency_drift,
+                max_rss_growth_mib=opts.max_rss_growth_mib,
+            ),
+        )
         writer.write_manifest(manifest)
         scrapers = []
         # the relay's /metrics takes the key its API takes (the one this run sends through it); the engine's
@@ -103,9 +132,15 @@ class SoakScenario(MetricsScenario):
         engine_key = self.target.api_key if self.engine_metrics.same_origin(self.target.url) else None
         for role, source, key in (("engine", self.engine_metrics, engine_key), ("relay", relay, self.target.api_key)):
             if source is not None:
-                scrapers.append(MetricsScraper(  # each row of metrics.jsonl says whose /metrics it read
-                    source, PROCESS_METRICS, interval_s=opts.sample_interval_s, api_key=key,
-                    sink=lambda s, role=role: writer.metric_sample(msgspec.structs.replace(s, source=role))))
+                scrapers.append(
+                    MetricsScraper(  # each row of metrics.jsonl says whose /metrics it read
+                        source,
+                        PROCESS_METRICS,
+                        interval_s=opts.sample_interval_s,
+                        api_key=key,
+                        sink=lambda s, role=role: writer.metric_sample(msgspec.structs.replace(s, source=role)),
+                    )
+                )
         start = time.monotonic()
         end = start + opts.duration_s
 
@@ -120,21 +155,44 @@ class SoakScenario(MetricsScenario):
                 else:
                     chosen = rng.choice(shorts)
                     text, max_tokens, family, pid = chosen.text, opts.short_max_tokens, "short", chosen.id
-                body = request_body(self.target.endpoint, self.target.model, text, max_tokens=max_tokens,
-                                    seed=opts.seed, extra=self.target.extra_body)
-                labels = {"scenario": self.name, "family": family, "prompt_id": pid, "batch": k, "repeat": n,
-                          "concurrency": opts.clients}
-                await client.stream(RequestSpec(request_id=f"soak-c{k}-{n:05d}", endpoint=self.target.endpoint,
-                                                body=body, deadline_s=opts.deadline_s, labels=labels))
+                body = request_body(
+                    self.target.endpoint,
+                    self.target.model,
+                    text,
+                    max_tokens=max_tokens,
+                    seed=opts.seed,
+                    extra=self.target.extra_body,
+                )
+                labels = {
+                    "scenario": self.name,
+                    "family": family,
+                    "prompt_id": pid,
+                    "batch": k,
+                    "repeat": n,
+                    "concurrency": opts.clients,
+                }
+                await client.stream(
+                    RequestSpec(
+                        request_id=f"soak-c{k}-{n:05d}",
+                        endpoint=self.target.endpoint,
+                        body=body,
+                        deadline_s=opts.deadline_s,
+                        labels=labels,
+                    )
+                )
 
-        async with StreamingClient(self.target.url, api_key=self.target.api_key, max_connections=opts.clients + 4,
-                                   **live.hooks(writer.append)) as client:
+        async with StreamingClient(
+            self.target.url, api_key=self.target.api_key, max_connections=opts.clients + 4, **live.hooks(writer.append)
+        ) as client:
             for scraper in scrapers:
                 await scraper.__aenter__()
             if scrapers:
                 live.watch_engine(scrapers[0].samples)  # the engine's (or, without one, the relay's) memory
-            live.phase("requests", end_ns=time.perf_counter_ns() + int((end - time.monotonic()) * NS),
-                       detail=f"{opts.clients} clients")
+            live.phase(
+                "requests",
+                end_ns=time.perf_counter_ns() + int((end - time.monotonic()) * NS),
+                detail=f"{opts.clients} clients",
+            )
             try:
                 loops = [asyncio.create_task(client_loop(client, k)) for k in range(opts.clients)]
                 _, pending = await asyncio.wait(loops, timeout=opts.duration_s + opts.grace_s)
@@ -148,5 +206,8 @@ class SoakScenario(MetricsScenario):
 
 def demo(setup: DemoSetup) -> SoakScenario:
     """For `loadproof demo`: 2 clients for 20 s, every third request long."""
-    return SoakScenario(setup.target, SoakOptions(duration_s=20.0, clients=2, long_every=3, long_tokens=1024,
-                                                  max_latency_drift=1.0), engine_metrics_url=setup.engine_url)
+    return SoakScenario(
+        setup.target,
+        SoakOptions(duration_s=20.0, clients=2, long_every=3, long_tokens=1024, max_latency_drift=1.0),
+        engine_metrics_url=setup.engine_url,
+    )

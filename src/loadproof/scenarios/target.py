@@ -148,8 +148,11 @@ class Target:
                 raise UsageError(f"{self.url} lists no models at /v1/models; pass --model")
             model = names[0]
         length = entries[names.index(model)].get("max_model_len")
-        served = Served(max_model_len=length if isinstance(length, int) and not isinstance(length, bool) else None,
-                        version=self._version(), models=tuple(names))
+        served = Served(
+            max_model_len=length if isinstance(length, int) and not isinstance(length, bool) else None,
+            version=self._version(),
+            models=tuple(names),
+        )
         resolved = replace(self, model=model, served=served)
         if self.endpoint in POOLING:
             resolved._probe_pooling()
@@ -169,20 +172,26 @@ class Target:
         is one line."""
         url = self.request_url
         rerank = self.endpoint == "rerank"
-        body = ({"model": self.model, "query": EMBEDDINGS_PROBE, "documents": [EMBEDDINGS_PROBE]} if rerank
-                else {"model": self.model, "input": EMBEDDINGS_PROBE})
+        body = (
+            {"model": self.model, "query": EMBEDDINGS_PROBE, "documents": [EMBEDDINGS_PROBE]}
+            if rerank
+            else {"model": self.model, "input": EMBEDDINGS_PROBE}
+        )
         what = "rerank" if rerank else "embed"
         try:
             answer = fetch_json(url, self.api_key, body, timeout_s=60)
         except Unanswered as exc:
             if exc.status is None:
                 raise EnvironmentFailure(f"cannot reach {url}: {exc}") from None
-            raise UsageError(f"{self.url} does not {what} with model {self.model!r}: {url} answered {exc} (serve "
-                             "a pooling model, e.g. vLLM's --runner pooling)") from None
+            raise UsageError(
+                f"{self.url} does not {what} with model {self.model!r}: {url} answered {exc} (serve "
+                "a pooling model, e.g. vLLM's --runner pooling)"
+            ) from None
         items = answer.get("results" if rerank else "data") if isinstance(answer, dict) else None
         if not isinstance(items, list) or not items:
-            raise UsageError(f"{url} answered no {'score' if rerank else 'vector'} for one input: it does not "
-                             f"serve {self.endpoint}")
+            raise UsageError(
+                f"{url} answered no {'score' if rerank else 'vector'} for one input: it does not serve {self.endpoint}"
+            )
 
     def _probe_tokenize(self) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.model, "prompt": TOKENIZE_PROBE, "add_special_tokens": False}
@@ -256,37 +265,56 @@ class TargetOptions(StrictModel):
     url: HttpUrl = Field(description="base URL of the OpenAI-compatible server")
     tokenizer: ExistingPath | None = Field(default=None, description="the model's tokenizer.json (or its folder)")
     model: str | None = Field(default=None, description="model name; default: the first at /v1/models")
-    endpoint: str = Field(default="chat", description="completions, chat, embeddings or rerank (embeddings and "
-                          "rerank: `run load` only, against a pooling model)")
+    endpoint: str = Field(
+        default="chat",
+        description="completions, chat, embeddings or rerank (embeddings and "
+        "rerank: `run load` only, against a pooling model)",
+    )
     profile: Path | None = Field(default=None, description="profile TOML: endpoint, model name, thinking")
     api_key_env: str | None = Field(default=None, description="name of the environment variable holding the API key")
     disable_thinking: bool = Field(default=False, description="send enable_thinking=false (chat); as --thinking off")
     thinking: Thinking | None = Field(
-        default=None, description="a reasoning model's thinking (chat): off (enable_thinking=false), low "
+        default=None,
+        description="a reasoning model's thinking (chat): off (enable_thinking=false), low "
         "(enable_thinking=true, reasoning_effort=low) or on (enable_thinking=true); default: the model's own, "
-        "or the profile's serving.thinking")
-    reasoning_effort: str | None = Field(default=None, description="reasoning_effort sent with each chat "
-                                         "request (e.g. low, medium, high); with --thinking low, instead of low")
+        "or the profile's serving.thinking",
+    )
+    reasoning_effort: str | None = Field(
+        default=None,
+        description="reasoning_effort sent with each chat "
+        "request (e.g. low, medium, high); with --thinking low, instead of low",
+    )
     engine_metrics: Annotated[MetricsSource | None, PlainValidator(_metrics_source)] = Field(
-        default=None, json_schema_extra=cli(text=True),
+        default=None,
+        json_schema_extra=cli(text=True),
         description="where the engine's metrics come from: its /metrics URL (a bare http://HOST:PORT "
         "gets /metrics; through `loadproof relay`: RELAY/engine/metrics), or prometheus+http://HOST:9090?LABEL=VALUE "
-        "for a Prometheus server's query API (e.g. ?job=vllm); default: --url's /metrics")
+        "for a Prometheus server's query API (e.g. ?job=vllm); default: --url's /metrics",
+    )
     token_counts: TokenCounts = Field(
-        default="engine", description="where exact-length prompts count the tokens the engine adds (BOS, chat "
+        default="engine",
+        description="where exact-length prompts count the tokens the engine adds (BOS, chat "
         "template): engine (its /tokenize) or local (the tokenizer folder's chat template rendered here, checked "
-        "against the engine's usage.prompt_tokens before the run)")
+        "against the engine's usage.prompt_tokens before the run)",
+    )
     out: Path = Field(default=Path("runs"), description="where run directories go")
     price_per_gpu_hour: float | None = Field(
-        default=None, gt=0, description="what one GPU-hour costs (any currency): cost per million (good) tokens, "
-        "from the GPUs NVML sees and the run's window")
+        default=None,
+        gt=0,
+        description="what one GPU-hour costs (any currency): cost per million (good) tokens, "
+        "from the GPUs NVML sees and the run's window",
+    )
     prediction: Path | None = Field(
-        default=None, description="a prediction contract (`loadproof plan ... --simulate ... --prediction-out FILE`): "
+        default=None,
+        description="a prediction contract (`loadproof plan ... --simulate ... --prediction-out FILE`): "
         "the run is judged against it figure by figure (claims prediction.*), and fails when a figure misses its "
-        "tolerance")
+        "tolerance",
+    )
     price_per_kwh: float | None = Field(
-        default=None, gt=0, description="what a kWh costs (any currency): cost per million (good) tokens from the "
-        "GPUs' energy counters")
+        default=None,
+        gt=0,
+        description="what a kWh costs (any currency): cost per million (good) tokens from the GPUs' energy counters",
+    )
 
     @field_validator("endpoint")
     @classmethod
@@ -339,8 +367,9 @@ class TargetOptions(StrictModel):
         return os.environ.get(self.api_key_env) if self.api_key_env else None
 
 
-def resolve_target(options: TargetOptions, profile: Profile | None, *, tokenize: bool = False,
-                   **overrides: Any) -> Target:
+def resolve_target(
+    options: TargetOptions, profile: Profile | None, *, tokenize: bool = False, **overrides: Any
+) -> Target:
     """The target the options (and the profile) name, resolved on its server (`Target.resolve`; with
     `tokenize`, its /tokenize asked where no `--tokenizer` was given): the first requests a command sends.
     `overrides` that are not None replace options (an A/B arm's URL or model)."""
@@ -351,16 +380,30 @@ def resolve_target(options: TargetOptions, profile: Profile | None, *, tokenize:
         model = model or profile.model.served_name
     engine = profile.engine if profile is not None else Target.engine
     thinking, effort = reasoning_mode(options, profile, endpoint)
-    extra_body = engines.get(engine).thinking_body(None if thinking is None else thinking != "off", effort) \
-        if thinking is not None or effort is not None else {}
-    target = Target(url=options.url, model=model or "", endpoint=endpoint,  # type: ignore[arg-type]
-                    api_key=options.api_key, extra_body=extra_body, tokenizer_path=options.tokenizer,
-                    engine=engine, metrics=options.engine_metrics,  # type: ignore[arg-type]  # None: beside the URL
-                    token_counts=options.token_counts, thinking=thinking, reasoning_effort=effort)
+    extra_body = (
+        engines.get(engine).thinking_body(None if thinking is None else thinking != "off", effort)
+        if thinking is not None or effort is not None
+        else {}
+    )
+    target = Target(
+        url=options.url,
+        model=model or "",
+        endpoint=endpoint,  # type: ignore[arg-type]
+        api_key=options.api_key,
+        extra_body=extra_body,
+        tokenizer_path=options.tokenizer,
+        engine=engine,
+        metrics=options.engine_metrics,  # type: ignore[arg-type]  # None: beside the URL
+        token_counts=options.token_counts,
+        thinking=thinking,
+        reasoning_effort=effort,
+    )
     return target.resolve(tokenize=tokenize)
 
 
-def reasoning_mode(options: TargetOptions, profile: Profile | None, endpoint: str) -> tuple[Thinking | None, str | None]:
+def reasoning_mode(
+    options: TargetOptions, profile: Profile | None, endpoint: str
+) -> tuple[Thinking | None, str | None]:
     """The thinking mode and reasoning effort a run sends: `--thinking` (`--disable-thinking` is `off`),
     else the profile's `serving.thinking = "disable"`; `low` sends the effort `low` unless
     `--reasoning-effort` names another. None, None on the completions endpoint (no chat template), where
@@ -369,8 +412,10 @@ def reasoning_mode(options: TargetOptions, profile: Profile | None, endpoint: st
     if endpoint != "chat":
         if options.thinking is not None or options.reasoning_effort is not None:
             flag = "--thinking" if options.thinking is not None else "--reasoning-effort"
-            raise UsageError(f"{flag} needs the chat endpoint: the completions endpoint has no chat template to "
-                             "switch thinking (--endpoint chat)")
+            raise UsageError(
+                f"{flag} needs the chat endpoint: the completions endpoint has no chat template to "
+                "switch thinking (--endpoint chat)"
+            )
         return None, None
     if asked is None and profile is not None and profile.serving.thinking == "disable":
         asked = "off"

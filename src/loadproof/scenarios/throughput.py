@@ -32,8 +32,9 @@ from loadproof.workloads.prompts import DEFAULT_FAMILIES, FAMILIES, Prompt, load
 
 
 class ThroughputOptions(ConstraintOptions):  # --tools, --response-format (scenarios/constraints.py)
-    families: Annotated[list[str], among(FAMILIES, "families")] = Field(default_factory=lambda: list(DEFAULT_FAMILIES),
-                                                                        description="task families")
+    families: Annotated[list[str], among(FAMILIES, "families")] = Field(
+        default_factory=lambda: list(DEFAULT_FAMILIES), description="task families"
+    )
     concurrency: list[int] = Field(default_factory=lambda: [1, 4, 8], description="concurrency levels")
     max_tokens: int = Field(default=1024, ge=2, description="output tokens asked per request")
     temperature: float = Field(default=0.0, ge=0.0, json_schema_extra=cli(hidden=True))
@@ -42,10 +43,17 @@ class ThroughputOptions(ConstraintOptions):  # --tools, --response-format (scena
     seed: int = Field(default=731, description="sampling seed sent with every request")
     ignore_eos: bool = Field(default=False, description="generate exactly max_tokens")
     deadline_s: float | None = Field(default=None, gt=0, description="per-request deadline in seconds")
-    slo: Slo | None = Field(default=None, description=f"per-request SLOs: which requests are good, for goodput and "
-                            f"the energy and cost per good token: {SLO_SYNTAX}", json_schema_extra=cli(text=True))
-    warmup: bool = Field(default=True, description="one unrecorded request first, so start-up costs are not measured",
-                         json_schema_extra=cli(hidden=True))
+    slo: Slo | None = Field(
+        default=None,
+        description=f"per-request SLOs: which requests are good, for goodput and "
+        f"the energy and cost per good token: {SLO_SYNTAX}",
+        json_schema_extra=cli(text=True),
+    )
+    warmup: bool = Field(
+        default=True,
+        description="one unrecorded request first, so start-up costs are not measured",
+        json_schema_extra=cli(hidden=True),
+    )
 
     @field_validator("concurrency")
     @classmethod
@@ -67,8 +75,10 @@ def plan(options: ThroughputOptions) -> list[list[tuple[Prompt, dict[str, Any]]]
                     for i, prompt in enumerate(singles):
                         waves.append([(prompt, _labels(family, conc, repeat, i))])
                 else:
-                    wave = [(prompts[(repeat * conc + j) % len(prompts)], _labels(family, conc, repeat, 0))
-                            for j in range(conc)]
+                    wave = [
+                        (prompts[(repeat * conc + j) % len(prompts)], _labels(family, conc, repeat, 0))
+                        for j in range(conc)
+                    ]
                     waves.append(wave)
     return waves
 
@@ -91,10 +101,20 @@ class ThroughputScenario(Scenario):
         counter = TokenCounter(self.target.tokenizer_path) if self.target.tokenizer_path else None
         constraint = opts.constraint(self.target.endpoint)  # --tools, --response-format: chat only, checked first
         waves = plan(opts)
-        attach_plan(manifest, ThroughputPlan(
-            families=opts.families, concurrency=opts.concurrency, max_tokens=opts.max_tokens,
-            num_prompts=opts.num_prompts, repeats=opts.repeats, temperature=opts.temperature,
-            ignore_eos=opts.ignore_eos, seed=opts.seed, slo=dict(opts.slo or {})))
+        attach_plan(
+            manifest,
+            ThroughputPlan(
+                families=opts.families,
+                concurrency=opts.concurrency,
+                max_tokens=opts.max_tokens,
+                num_prompts=opts.num_prompts,
+                repeats=opts.repeats,
+                temperature=opts.temperature,
+                ignore_eos=opts.ignore_eos,
+                seed=opts.seed,
+                slo=dict(opts.slo or {}),
+            ),
+        )
         writer.write_manifest(manifest)
         live.planned = sum(len(w) for w in waves)
         failed = 0
@@ -112,21 +132,33 @@ class ThroughputScenario(Scenario):
             live.ended(record)
 
         max_conc = max(opts.concurrency)
-        async with StreamingClient(self.target.url, api_key=self.target.api_key, max_connections=max_conc + 4,
-                                   on_record=sink, on_start=live.starting(self.name)) as client:
+        async with StreamingClient(
+            self.target.url,
+            api_key=self.target.api_key,
+            max_connections=max_conc + 4,
+            on_record=sink,
+            on_start=live.starting(self.name),
+        ) as client:
             if opts.warmup:
                 await client.stream(self._spec("warmup", load_family(opts.families[0])[0], {}))
             # /metrics before and after the measured waves (not the warm-up), so the engine's own token
             # counters and TTFT histogram can be set beside the client's (metrics/engine_agreement.py)
             metric_names = engines.get(self.target.engine).metric_names
-            async with MetricsScraper(self.target.metrics, metric_names, interval_s=None, sink=writer.metric_sample,
-                                      api_key=self.target.metrics_api_key) as scraper:
+            async with MetricsScraper(
+                self.target.metrics,
+                metric_names,
+                interval_s=None,
+                sink=writer.metric_sample,
+                api_key=self.target.metrics_api_key,
+            ) as scraper:
                 live.phase("requests")
                 for wave_index, wave in enumerate(waves):
                     level = wave[0][1]
                     live.detail = f"{level['family']}, concurrency {level['concurrency']}"
-                    specs = [self._spec(f"tp-{wave_index:04d}-{j}", prompt, labels)
-                             for j, (prompt, labels) in enumerate(wave)]
+                    specs = [
+                        self._spec(f"tp-{wave_index:04d}-{j}", prompt, labels)
+                        for j, (prompt, labels) in enumerate(wave)
+                    ]
                     await asyncio.gather(*(client.stream(spec) for spec in specs))
                     following = waves[wave_index + 1][0][1] if wave_index + 1 < len(waves) else level
                     if (following["family"], following["concurrency"]) != (level["family"], level["concurrency"]):
@@ -136,12 +168,22 @@ class ThroughputScenario(Scenario):
     def _spec(self, request_id: str, prompt: Prompt, labels: dict[str, Any]) -> RequestSpec:
         opts = self.options
         body = request_body(
-            self.target.endpoint, self.target.model, prompt.text,
-            max_tokens=opts.max_tokens, temperature=opts.temperature, seed=opts.seed,
-            ignore_eos=opts.ignore_eos, extra=request_extra(opts, self.target),
+            self.target.endpoint,
+            self.target.model,
+            prompt.text,
+            max_tokens=opts.max_tokens,
+            temperature=opts.temperature,
+            seed=opts.seed,
+            ignore_eos=opts.ignore_eos,
+            extra=request_extra(opts, self.target),
         )
-        return RequestSpec(request_id=request_id, endpoint=self.target.endpoint, body=body,
-                           deadline_s=opts.deadline_s, labels={**labels, "prompt_id": prompt.id} if labels else None)
+        return RequestSpec(
+            request_id=request_id,
+            endpoint=self.target.endpoint,
+            body=body,
+            deadline_s=opts.deadline_s,
+            labels={**labels, "prompt_id": prompt.id} if labels else None,
+        )
 
 
 def demo(setup: DemoSetup) -> ThroughputScenario:

@@ -59,13 +59,17 @@ def require_token_source(target: Target) -> None:
     if target.tokenizer_path is not None:
         return
     if target.token_counts == "local":
-        raise UsageError("--token-counts local counts with the model's tokenizer and chat template here: give "
-                         "--tokenizer PATH (the tokenizer's folder)")
+        raise UsageError(
+            "--token-counts local counts with the model's tokenizer and chat template here: give "
+            "--tokenizer PATH (the tokenizer's folder)"
+        )
     if target.tokenizer_source == "engine":
         return
     why = f" ({target.tokenize_url} answered {target.served.tokenize_error})" if target.served.tokenize_error else ""
-    raise UsageError(f"exact-length prompts need the model's tokenizer: the target does not count tokens for us"
-                     f"{why}; give --tokenizer PATH (tokenizer.json or its folder)")
+    raise UsageError(
+        f"exact-length prompts need the model's tokenizer: the target does not count tokens for us"
+        f"{why}; give --tokenizer PATH (tokenizer.json or its folder)"
+    )
 
 
 class EngineTokens:
@@ -90,13 +94,15 @@ class EngineTokens:
         try:
             count = fetch_json(self.url, self.api_key, body, timeout_s=30)["count"]
         except Unanswered as exc:
-            raise UsageError(f"{self.url} did not count a prompt's tokens ({exc}): give the model's tokenizer "
-                             "with --tokenizer PATH") from None
+            raise UsageError(
+                f"{self.url} did not count a prompt's tokens ({exc}): give the model's tokenizer with --tokenizer PATH"
+            ) from None
         except (KeyError, TypeError):
             count = None
         if not isinstance(count, int) or isinstance(count, bool):
-            raise UsageError(f"{self.url} answered without a token count: give the model's tokenizer with "
-                             "--tokenizer PATH")
+            raise UsageError(
+                f"{self.url} answered without a token count: give the model's tokenizer with --tokenizer PATH"
+            )
         self._known[(text, special)] = count
         return count
 
@@ -124,9 +130,13 @@ def tokenize_overhead_tokens(target: Target, tokens: Tokens, probe: str = PROBE_
         body.update({k: v for k, v in target.extra_body.items() if k == "chat_template_kwargs"})
     else:
         body["prompt"] = probe
-    count = _tokenize(target, body, "the tokens the engine adds around a prompt cannot be measured there; pass "
-                      "--token-counts local to count them with the model's tokenizer and chat template here "
-                      "(checked against the engine's usage.prompt_tokens)")
+    count = _tokenize(
+        target,
+        body,
+        "the tokens the engine adds around a prompt cannot be measured there; pass "
+        "--token-counts local to count them with the model's tokenizer and chat template here "
+        "(checked against the engine's usage.prompt_tokens)",
+    )
     return count - local, "engine /tokenize"
 
 
@@ -192,15 +202,17 @@ def local_overhead_tokens(target: Target, tokens: Tokens, probe: str = PROBE_TEX
         raise UsageError(
             f"--token-counts local: {how} makes the check prompt {planned} tokens, but the engine counted "
             f"{counted} (usage.prompt_tokens): its tokenizer or chat template is not the one at "
-            f"{target.tokenizer_path}; nothing else was sent")
+            f"{target.tokenizer_path}; nothing else was sent"
+        )
     return planned - text_tokens, f"local: {how}; checked on the engine (usage.prompt_tokens {counted} == {planned})"
 
 
 def engine_prompt_tokens(target: Target, text: str) -> int:
     """usage.prompt_tokens of one non-streamed, one-token request of `text` in the target's shape."""
     extra = {k: v for k, v in target.extra_body.items() if k == "chat_template_kwargs"}
-    body = json.loads(request_body(target.endpoint, target.model, text, max_tokens=1, temperature=0.0, stream=False,
-                                   extra=extra))
+    body = json.loads(
+        request_body(target.endpoint, target.model, text, max_tokens=1, temperature=0.0, stream=False, extra=extra)
+    )
     url = target.request_url
     try:
         answer = fetch_json(url, target.api_key, body, timeout_s=CHECK_TIMEOUT_S)
@@ -219,8 +231,9 @@ class ChatTemplate:
     `tojson` filter, `raise_exception` and `strftime_now`, and the tokenizer's special tokens as variables."""
 
     def __init__(self, source: str, origin: str, special: dict[str, str]) -> None:
-        env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
-                                            extensions=[loopcontrols, _Generation])
+        env = ImmutableSandboxedEnvironment(
+            trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols, _Generation]
+        )
         env.filters["tojson"] = _tojson
         env.globals["raise_exception"] = _raise_exception
         env.globals["strftime_now"] = lambda fmt: datetime.now().strftime(fmt)
@@ -250,13 +263,16 @@ class ChatTemplate:
         template = _json_file(folder / "chat_template.json").get("chat_template")
         if isinstance(template, str):
             return cls(template, "chat_template.json", special)
-        raise UsageError(f"--token-counts local with the chat endpoint needs the model's chat template: {folder} "
-                         "has no chat_template.jinja, nor a chat_template in tokenizer_config.json")
+        raise UsageError(
+            f"--token-counts local with the chat endpoint needs the model's chat template: {folder} "
+            "has no chat_template.jinja, nor a chat_template in tokenizer_config.json"
+        )
 
     def render(self, messages: list[dict[str, Any]], add_generation_prompt: bool = True, **kwargs: Any) -> str:
         try:
-            return self.template.render({**self.special, **kwargs, "messages": messages,
-                                         "add_generation_prompt": add_generation_prompt})
+            return self.template.render(
+                {**self.special, **kwargs, "messages": messages, "add_generation_prompt": add_generation_prompt}
+            )
         except TemplateError as exc:
             raise UsageError(f"the chat template in {self.origin} failed to render: {exc}") from None
 
@@ -283,8 +299,9 @@ def _special_tokens(config: dict[str, Any]) -> dict[str, str]:
     return tokens
 
 
-def _tojson(value: Any, ensure_ascii: bool = False, indent: int | None = None, separators: Any = None,
-            sort_keys: bool = False) -> str:
+def _tojson(
+    value: Any, ensure_ascii: bool = False, indent: int | None = None, separators: Any = None, sort_keys: bool = False
+) -> str:
     return json.dumps(value, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
 
 

@@ -23,9 +23,9 @@ from loadproof.config.base import StrictModel
 
 WHAT = {
     "concurrent_long_prefills": "how many long prompts the scheduler prefills at once (vLLM's "
-                                "long_prefill_token_threshold = budget / k; 1: no threshold, one at a time)",
+    "long_prefill_token_threshold = budget / k; 1: no threshold, one at a time)",
     "pipeline_batching": "how the pipeline stages run the decoding sessions: alternating micro-batches, one per "
-                         "stage (vLLM's batch queue), or one batch",
+    "stage (vLLM's batch queue), or one batch",
     "kv_read_efficiency": "the share of the GPU's memory bandwidth a decode step reads the KV cache at",
     "draft_acceptance": "the speculative drafts' acceptance on the scenario's own text",
     "frontend_s_per_token": "upload and tokenization per prompt token, which a batch overlaps with other prefills",
@@ -130,11 +130,28 @@ def scheduler_assumptions(config: Any, *, prefills_pinned_by: str = "") -> list[
         out.append(pinned("concurrent_long_prefills", k_now, prefills_pinned_by))
     else:
         ways = sorted({*PREFILL_WAYS, k_now})
-        out.append(Assumption(name="concurrent_long_prefills", point=k_now, variants=[
-            Variant(value=k, overrides={} if k == k_now else {"long_prefill_token_threshold": 0 if k == 1 else budget // k})
-            for k in ways]))
+        out.append(
+            Assumption(
+                name="concurrent_long_prefills",
+                point=k_now,
+                variants=[
+                    Variant(
+                        value=k,
+                        overrides={} if k == k_now else {"long_prefill_token_threshold": 0 if k == 1 else budget // k},
+                    )
+                    for k in ways
+                ],
+            )
+        )
     if config.cost.pipeline_stages > 1:
         now = config.cost.pipeline_batching
-        out.append(Assumption(name="pipeline_batching", point=now, variants=[
-            Variant(value=b, overrides={} if b == now else {"cost.pipeline_batching": b}) for b in BATCHING]))
+        out.append(
+            Assumption(
+                name="pipeline_batching",
+                point=now,
+                variants=[
+                    Variant(value=b, overrides={} if b == now else {"cost.pipeline_batching": b}) for b in BATCHING
+                ],
+            )
+        )
     return out

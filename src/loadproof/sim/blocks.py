@@ -120,4 +120,3 @@ class CpuTier:
             self._hashes.move_to_end(h)
             n += 1
         return n
-

@@ -34,9 +34,9 @@ from typing import Any
 import msgspec
 
 from loadproof.errors import UsageError
-from loadproof.sim.config import CostModel, SimConfig
 from loadproof.plans import load_plan
 from loadproof.plans.capacity import CapacityPlan
+from loadproof.sim.config import CostModel, SimConfig
 from loadproof.store.run_dir import Run, load_run
 from loadproof.units import NS_PER_S
 
@@ -133,8 +133,9 @@ def parse_ttft(text: str) -> TtftPoint:
 def parse_decode(text: str) -> DecodePoint:
     try:
         batch, context, rate = text.split(":")
-        return DecodePoint(int(batch), float(context.replace(",", "").replace("_", "")), 1.0 / float(rate),
-                           f"--decode {text}")
+        return DecodePoint(
+            int(batch), float(context.replace(",", "").replace("_", "")), 1.0 / float(rate), f"--decode {text}"
+        )
     except (ValueError, ZeroDivisionError):
         raise UsageError(f"--decode {text!r}: want BATCH:CONTEXT_TOKENS:TOKENS_PER_S, e.g. 1:1000004:416.32") from None
 
@@ -166,8 +167,10 @@ def points_from_runs(paths: list[Path]) -> tuple[list[TtftPoint], list[DecodePoi
             profile = profile_facts(run)
             facts.setdefault("engine", profile.engine)
             facts.setdefault("max_model_len", profile.model.max_model_len)
-            for key, value in (("max_num_seqs", profile.scheduler.max_num_seqs),
-                               ("max_num_batched_tokens", profile.scheduler.max_num_batched_tokens)):
+            for key, value in (
+                ("max_num_seqs", profile.scheduler.max_num_seqs),
+                ("max_num_batched_tokens", profile.scheduler.max_num_batched_tokens),
+            ):
                 if value:
                     facts.setdefault(key, value)
             if profile.kv_cache.block_size:
@@ -190,7 +193,9 @@ def points_from_runs(paths: list[Path]) -> tuple[list[TtftPoint], list[DecodePoi
             if not record.ok or record.ttft_ns is None:
                 continue
             if scenario == "prefill":
-                ttft.append(TtftPoint(record.prompt_tokens or 0, record.ttft_ns / NS_PER_S, f"{run.run_id}/{record.request_id}"))
+                ttft.append(
+                    TtftPoint(record.prompt_tokens or 0, record.ttft_ns / NS_PER_S, f"{run.run_id}/{record.request_id}")
+                )
             elif record.concurrency == 1:
                 short.setdefault(run.run_id, []).append((record.prompt_tokens or 0, record.ttft_ns / NS_PER_S))
             out = record.output_tokens or 0
@@ -199,16 +204,29 @@ def points_from_runs(paths: list[Path]) -> tuple[list[TtftPoint], list[DecodePoi
                 context = (record.prompt_tokens or 0) + out / 2
                 # grouped by prompt length too: a prefill run's decode after L tokens is a context point
                 length = (record.prompt_tokens or 0) if scenario == "prefill" else 0
-                decode.setdefault((f"{run.run_id} {scenario}", record.concurrency, length), []).append((context, per_token))
+                decode.setdefault((f"{run.run_id} {scenario}", record.concurrency, length), []).append(
+                    (context, per_token)
+                )
     # A throughput run's short prompts at concurrency 1 give one TTFT point, their median: an engine's first
     # requests after start can take far longer (kernels compiled on first use: 0.72 s against 0.02 s on an
     # eager H200 engine), and a few such requests must not decide the prefill fit.
     for run_id, rows in short.items():
-        ttft.append(TtftPoint(round(statistics.median(n for n, _ in rows)), statistics.median(t for _, t in rows),
-                              f"{run_id}: median of {len(rows)} requests at concurrency 1"))
-    points = [DecodePoint(batch, statistics.median(c for c, _ in rows), statistics.median(s for _, s in rows),
-                          f"{origin} c{batch}: median of {len(rows)} requests")
-              for (origin, batch, _), rows in sorted(decode.items())] + extra_decode
+        ttft.append(
+            TtftPoint(
+                round(statistics.median(n for n, _ in rows)),
+                statistics.median(t for _, t in rows),
+                f"{run_id}: median of {len(rows)} requests at concurrency 1",
+            )
+        )
+    points = [
+        DecodePoint(
+            batch,
+            statistics.median(c for c, _ in rows),
+            statistics.median(s for _, s in rows),
+            f"{origin} c{batch}: median of {len(rows)} requests",
+        )
+        for (origin, batch, _), rows in sorted(decode.items())
+    ] + extra_decode
     if scenario_lengths := {p.input_tokens for p in ttft}:
         facts["ttft_lengths"] = sorted(scenario_lengths)
     facts["frontend_points"] = frontend
@@ -221,8 +239,13 @@ def kv_from_metrics(run: Run, plan: CapacityPlan | None = None) -> int | None:
     `plan`: the run's capacity plan (read from the run when not given)."""
     plan = plan if plan is not None else load_plan(run)
     length = plan.input_tokens if isinstance(plan, CapacityPlan) else 0
-    best = max(((v.get("kv_cache_usage_perc") or 0.0, v.get("num_requests_running") or 0.0)
-                for v in (s.values for s in run.samples)), default=(0.0, 0.0))
+    best = max(
+        (
+            (v.get("kv_cache_usage_perc") or 0.0, v.get("num_requests_running") or 0.0)
+            for v in (s.values for s in run.samples)
+        ),
+        default=(0.0, 0.0),
+    )
     usage, running = best
     if usage <= 0 or running <= 0 or not length:
         return None
@@ -240,17 +263,32 @@ def _capacity_points(run: Any, ttft: list[TtftPoint], decode: list[DecodePoint],
     ttft.append(TtftPoint(length, firsts[0][0], f"{run.run_id} first of {len(firsts)} cold TTFTs"))
     diffs = [b - a for (a, _), (b, _) in zip(firsts, firsts[1:])][:3]
     if diffs:
-        frontend.append(FrontendPoint(length, max(0.0, firsts[0][0] - statistics.median(diffs)),
-                                      f"{run.run_id}: first TTFT - median of the next {len(diffs)} spacings"))
+        frontend.append(
+            FrontendPoint(
+                length,
+                max(0.0, firsts[0][0] - statistics.median(diffs)),
+                f"{run.run_id}: first TTFT - median of the next {len(diffs)} spacings",
+            )
+        )
     claims_path = run.path / "claims.json"
-    claims = ({c["name"]: c["value"] for c in json.loads(claims_path.read_text(encoding="utf-8")).get("claims", [])}
-              if claims_path.is_file() else {})
+    claims = (
+        {c["name"]: c["value"] for c in json.loads(claims_path.read_text(encoding="utf-8")).get("claims", [])}
+        if claims_path.is_file()
+        else {}
+    )
     rate = claims.get("capacity.window_aggregate_tokens_per_s")
     sessions = len(firsts)
     if isinstance(rate, (int, float)) and rate > 0 and sessions == len(run.records):
         outputs = [r.output_tokens or 0 for _, r in firsts]
-        decode.append(DecodePoint(sessions, length + statistics.mean(outputs) / 2, sessions / rate,
-                                  f"{run.run_id} window: {sessions} streams", window=True))
+        decode.append(
+            DecodePoint(
+                sessions,
+                length + statistics.mean(outputs) / 2,
+                sessions / rate,
+                f"{run.run_id} window: {sessions} streams",
+                window=True,
+            )
+        )
 
 
 def nnls(rows: list[list[float]], ys: list[float]) -> list[float]:
@@ -300,14 +338,20 @@ def pipeline_factor(n_chunks: int, stages: int) -> float:
 
 def fit_frontend(points: list[FrontendPoint]) -> float:
     """Seconds per prompt token of the overhead requests pay concurrently (least squares through 0)."""
-    den = sum(p.input_tokens ** 2 for p in points)
+    den = sum(p.input_tokens**2 for p in points)
     return max(0.0, sum(p.seconds * p.input_tokens for p in points) / den) if den else 0.0
 
 
-def calibrate(ttft: list[TtftPoint], decode: list[DecodePoint], base: SimConfig, *,
-              decode_context_share: float | None = None, frontend: list[FrontendPoint] | None = None,
-              frontend_s_per_token: float | None = None,
-              prefill_attention_share: float | None = None) -> Calibration:
+def calibrate(
+    ttft: list[TtftPoint],
+    decode: list[DecodePoint],
+    base: SimConfig,
+    *,
+    decode_context_share: float | None = None,
+    frontend: list[FrontendPoint] | None = None,
+    frontend_s_per_token: float | None = None,
+    prefill_attention_share: float | None = None,
+) -> Calibration:
     """Fit the step costs; `base.cost` gives the structure (pipeline stages, CUDA-graph sizes)."""
     if not ttft:
         raise UsageError("no cold single-request TTFT to calibrate prefill from (give prefill runs or --ttft)")
@@ -324,14 +368,22 @@ def calibrate(ttft: list[TtftPoint], decode: list[DecodePoint], base: SimConfig,
         t0 = p.s_per_token * (1 - share)
         per_ctx = p.s_per_token * share / max(p.step_batch(structure.pipeline_stages) * p.context_tokens, 1.0)
         per_seq = 0.0
-        assumptions.append(f"one decode point: {share:.0%} of its {p.s_per_token * 1e3:.3f} ms step is taken as "
-                           f"proportional to resident context, the rest fixed per step (--decode-context-share)")
+        assumptions.append(
+            f"one decode point: {share:.0%} of its {p.s_per_token * 1e3:.3f} ms step is taken as "
+            f"proportional to resident context, the rest fixed per step (--decode-context-share)"
+        )
     else:
         stages = structure.pipeline_stages
-        rows = [[1 / p.s_per_token, structure.padded(p.step_batch(stages)) / p.s_per_token,
-                 p.step_batch(stages) * p.context_tokens / p.s_per_token,
-                 p.step_batch(stages) * p.context_tokens ** 2 / p.s_per_token,
-                 p.context_tokens / p.s_per_token] for p in decode]
+        rows = [
+            [
+                1 / p.s_per_token,
+                structure.padded(p.step_batch(stages)) / p.s_per_token,
+                p.step_batch(stages) * p.context_tokens / p.s_per_token,
+                p.step_batch(stages) * p.context_tokens**2 / p.s_per_token,
+                p.context_tokens / p.s_per_token,
+            ]
+            for p in decode
+        ]
         # The per-sequence terms beyond the summed context (context squared, the longest context) only
         # enter when they explain what the summed-context term cannot: with few points they coincide with
         # it, and the summed one is the physical default (every sequence's KV is read once per step).
@@ -348,15 +400,20 @@ def calibrate(ttft: list[TtftPoint], decode: list[DecodePoint], base: SimConfig,
     if frontend_s_per_token is not None:
         h1 = frontend_s_per_token
         if h1:
-            assumptions.append(f"request overhead growing with the prompt taken as {h1 * 1e6:.2f} us/token "
-                               "(--frontend-s-per-token)")
+            assumptions.append(
+                f"request overhead growing with the prompt taken as {h1 * 1e6:.2f} us/token (--frontend-s-per-token)"
+            )
     elif frontend:
         h1 = fit_frontend(frontend)
         if len({p.input_tokens for p in frontend}) == 1:
-            assumptions.append(f"overlapping request overhead seen at one prompt length only: taken as growing with "
-                               f"the prompt ({h1 * 1e6:.2f} us/token), none fixed")
-        used += [f"overlapping request overhead: {p.origin} ({p.seconds:.3f} s at {p.input_tokens:,} tokens)"
-                 for p in frontend]
+            assumptions.append(
+                f"overlapping request overhead seen at one prompt length only: taken as growing with "
+                f"the prompt ({h1 * 1e6:.2f} us/token), none fixed"
+            )
+        used += [
+            f"overlapping request overhead: {p.origin} ({p.seconds:.3f} s at {p.input_tokens:,} tokens)"
+            for p in frontend
+        ]
     else:
         h1 = 0.0
     budget = base.max_num_batched_tokens
@@ -366,51 +423,79 @@ def calibrate(ttft: list[TtftPoint], decode: list[DecodePoint], base: SimConfig,
     def chunks(length: int) -> int:
         return math.ceil(length / budget)
 
-    ys = [p.ttft_s - h1 * p.input_tokens - pipeline_factor(chunks(p.input_tokens), stages) * chunks(p.input_tokens) * t0
-          for p in ttft]
+    ys = [
+        p.ttft_s - h1 * p.input_tokens - pipeline_factor(chunks(p.input_tokens), stages) * chunks(p.input_tokens) * t0
+        for p in ttft
+    ]
     if len(lengths) == 1:
         p = ttft[0]
         h = 0.0
         work = max(statistics.median(ys), 0.0) / pipeline_factor(chunks(p.input_tokens), stages)
         if prefill_attention_share is None:
             a, b = work / p.input_tokens, 0.0
-            assumptions.append(f"one prompt length ({p.input_tokens:,} tokens): prefill taken as linear in length "
-                               "(no attention term, no fixed request overhead)")
+            assumptions.append(
+                f"one prompt length ({p.input_tokens:,} tokens): prefill taken as linear in length "
+                "(no attention term, no fixed request overhead)"
+            )
         else:
             a = work * (1 - prefill_attention_share) / p.input_tokens
-            b = work * prefill_attention_share / (p.input_tokens ** 2 / 2)
-            assumptions.append(f"one prompt length ({p.input_tokens:,} tokens): {prefill_attention_share:.0%} of its "
-                               "prefill taken as attention (quadratic in length), the rest linear, no fixed request "
-                               "overhead (--prefill-attention-share)")
+            b = work * prefill_attention_share / (p.input_tokens**2 / 2)
+            assumptions.append(
+                f"one prompt length ({p.input_tokens:,} tokens): {prefill_attention_share:.0%} of its "
+                "prefill taken as attention (quadratic in length), the rest linear, no fixed request "
+                "overhead (--prefill-attention-share)"
+            )
     else:
-        rows = [[1.0, pipeline_factor(chunks(p.input_tokens), stages) * p.input_tokens,
-                 pipeline_factor(chunks(p.input_tokens), stages) * p.input_tokens ** 2 / 2] for p in ttft]
-        h, a, b = nnls([[v / max(p.ttft_s, 1e-9) for v in r] for r, p in zip(rows, ttft)],
-                       [y / max(p.ttft_s, 1e-9) for y, p in zip(ys, ttft)])
+        rows = [
+            [
+                1.0,
+                pipeline_factor(chunks(p.input_tokens), stages) * p.input_tokens,
+                pipeline_factor(chunks(p.input_tokens), stages) * p.input_tokens**2 / 2,
+            ]
+            for p in ttft
+        ]
+        h, a, b = nnls(
+            [[v / max(p.ttft_s, 1e-9) for v in r] for r, p in zip(rows, ttft)],
+            [y / max(p.ttft_s, 1e-9) for y, p in zip(ys, ttft)],
+        )
     used += [f"prefill fit: {p.origin} (cold TTFT {p.ttft_s:.3f} s at {p.input_tokens:,} tokens)" for p in ttft]
-    cost = structure.model_copy(update=dict(
-        step_overhead_s=t0, prefill_s_per_token=a, prefill_s_per_token_ctx=b, decode_s_per_seq=per_seq,
-        decode_s_per_ctx_token=per_ctx, decode_s_per_ctx_token_max=kmax, decode_s_per_ctx_token_sq=per_sq,
-        request_overhead_s=h,
-        request_overhead_s_per_token=h1))
-    source = (f"calibrated from {len(ttft)} TTFT point(s) at {sorted(lengths)} tokens and {len(decode)} decode "
-              f"point(s)" + ("; assumed: " + "; ".join(assumptions) if assumptions else ""))
+    cost = structure.model_copy(
+        update=dict(
+            step_overhead_s=t0,
+            prefill_s_per_token=a,
+            prefill_s_per_token_ctx=b,
+            decode_s_per_seq=per_seq,
+            decode_s_per_ctx_token=per_ctx,
+            decode_s_per_ctx_token_max=kmax,
+            decode_s_per_ctx_token_sq=per_sq,
+            request_overhead_s=h,
+            request_overhead_s_per_token=h1,
+        )
+    )
+    source = (
+        f"calibrated from {len(ttft)} TTFT point(s) at {sorted(lengths)} tokens and {len(decode)} decode "
+        f"point(s)" + ("; assumed: " + "; ".join(assumptions) if assumptions else "")
+    )
     config = base.model_copy(update={"cost": cost, "source": source})
     cal = Calibration(config, ttft, decode, assumptions, used=used)
     for p in ttft:
         model = lone_ttft_s(cost, p.input_tokens, budget)
-        cal.residuals.append(f"TTFT {p.input_tokens:>9,} tokens: measured {p.ttft_s:8.3f} s, model {model:8.3f} s "
-                             f"({(model - p.ttft_s) / p.ttft_s:+.1%})")
+        cal.residuals.append(
+            f"TTFT {p.input_tokens:>9,} tokens: measured {p.ttft_s:8.3f} s, model {model:8.3f} s "
+            f"({(model - p.ttft_s) / p.ttft_s:+.1%})"
+        )
     for p in decode:
         model = cost.step_s([], [round(p.context_tokens)] * p.step_batch(cost.pipeline_stages))
-        cal.residuals.append(f"decode batch {p.batch:>3} at ~{p.context_tokens:,.0f} tokens: measured "
-                             f"{1 / p.s_per_token:8.2f} tokens/s, model {1 / model:8.2f} tokens/s "
-                             f"({(p.s_per_token - model) / model:+.1%})")
+        cal.residuals.append(
+            f"decode batch {p.batch:>3} at ~{p.context_tokens:,.0f} tokens: measured "
+            f"{1 / p.s_per_token:8.2f} tokens/s, model {1 / model:8.2f} tokens/s "
+            f"({(p.s_per_token - model) / model:+.1%})"
+        )
     return cal
 
 
 def lone_ttft_s(cost: CostModel, length: int, budget: int) -> float:
     """The model's cold TTFT of one prompt alone in the engine (closed form of what the simulator does)."""
     n = math.ceil(length / budget)
-    work = n * cost.step_overhead_s + cost.prefill_s_per_token * length + cost.prefill_s_per_token_ctx * length ** 2 / 2
+    work = n * cost.step_overhead_s + cost.prefill_s_per_token * length + cost.prefill_s_per_token_ctx * length**2 / 2
     return cost.request_overhead(length) + pipeline_factor(n, cost.pipeline_stages) * work

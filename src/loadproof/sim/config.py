@@ -56,33 +56,58 @@ class CostModel(StrictModel):
     prefill_s_per_token_ctx: float = Field(default=0.0, ge=0)
     decode_s_per_seq: float = Field(default=1e-3, ge=0)
     decode_s_per_ctx_token: float = Field(default=0.0, ge=0)
-    decode_s_per_ctx_token_max: float = Field(default=0.0, ge=0, description="per step, times the longest "
-                                              "decoding context")
-    decode_s_per_ctx_token_sq: float = Field(default=0.0, ge=0, description="per step, times the sum over "
-                                             "decoding sequences of context^2 (attention per context token that "
-                                             "rises with the sequence's own context)")
-    decode_kv_floor_s_per_token: float = Field(default=0.0, ge=0, description="a decode-only step lasts at least "
-                                               "this times the sum of the decoding contexts (the KV read)")
+    decode_s_per_ctx_token_max: float = Field(
+        default=0.0, ge=0, description="per step, times the longest decoding context"
+    )
+    decode_s_per_ctx_token_sq: float = Field(
+        default=0.0,
+        ge=0,
+        description="per step, times the sum over "
+        "decoding sequences of context^2 (attention per context token that "
+        "rises with the sequence's own context)",
+    )
+    decode_kv_floor_s_per_token: float = Field(
+        default=0.0,
+        ge=0,
+        description="a decode-only step lasts at least this times the sum of the decoding contexts (the KV read)",
+    )
     request_overhead_s: float = Field(default=0.0, ge=0, description="HTTP, tokenization, first scheduling")
-    request_overhead_s_per_token: float = Field(default=0.0, ge=0, description="the part of the request overhead "
-                                                "that grows with the prompt (upload, tokenization); requests "
-                                                "pay it concurrently, off the engine's critical path")
-    cuda_graph_sizes: list[int] = Field(default_factory=list, description="decode batch sizes with a captured "
-                                        "CUDA graph; a decode-only step is padded up to the next one")
-    spec_draft_by_batch: list[list[int]] = Field(default_factory=list, description="[[max_batch, draft_length], "
-                                                 "...]: speculative draft length by batch size (0 beyond the last)")
+    request_overhead_s_per_token: float = Field(
+        default=0.0,
+        ge=0,
+        description="the part of the request overhead "
+        "that grows with the prompt (upload, tokenization); requests "
+        "pay it concurrently, off the engine's critical path",
+    )
+    cuda_graph_sizes: list[int] = Field(
+        default_factory=list,
+        description="decode batch sizes with a captured CUDA graph; a decode-only step is padded up to the next one",
+    )
+    spec_draft_by_batch: list[list[int]] = Field(
+        default_factory=list,
+        description="[[max_batch, draft_length], ...]: speculative draft length by batch size (0 beyond the last)",
+    )
     spec_acceptance: float = Field(default=0.0, ge=0, le=1, description="per-draft-token acceptance rate")
-    spec_accepted_by_pos: list[float] = Field(default_factory=list, description="measured: the share of drafts "
-                                              "whose token at position k (0 first) was accepted; replaces "
-                                              "spec_acceptance where given (`sim calibrate --spec-from RUN`)")
-    spec_drafted_share: float = Field(default=1.0, ge=0, le=1, description="measured: the share of decode steps "
-                                      "that carried a draft (n-gram lookup finds none for some)")
+    spec_accepted_by_pos: list[float] = Field(
+        default_factory=list,
+        description="measured: the share of drafts "
+        "whose token at position k (0 first) was accepted; replaces "
+        "spec_acceptance where given (`sim calibrate --spec-from RUN`)",
+    )
+    spec_drafted_share: float = Field(
+        default=1.0,
+        ge=0,
+        le=1,
+        description="measured: the share of decode steps that carried a draft (n-gram lookup finds none for some)",
+    )
     spec_draft_s: float = Field(default=0.0, ge=0, description="per draft position per step")
     pipeline_stages: int = Field(default=1, ge=1)
     pipeline_batching: Literal["alternating", "one_batch"] = Field(
-        default="alternating", description="with stages: alternating, a step is scheduled while fewer than P are "
+        default="alternating",
+        description="with stages: alternating, a step is scheduled while fewer than P are "
         "in flight, so decoding sessions run as P alternating micro-batches (vLLM's batch queue); one_batch, "
-        "once no prompt is prefilling the in-flight steps are awaited first, so every session is in one step")
+        "once no prompt is prefilling the in-flight steps are awaited first, so every session is in one step",
+    )
     pp_transfer_s: float = Field(default=0.0, ge=0, description="per stage boundary per step")
 
     def draft_length(self, batch: int) -> int:
@@ -111,17 +136,23 @@ class CostModel(StrictModel):
             return 0.0
         k = self.draft_length(len(decode_contexts))
         q = len(decode_contexts) * (1 + k)
-        return (self.decode_s_per_seq * (self.padded(q) if graphs else q)
-                + self.decode_s_per_ctx_token * sum(decode_contexts)
-                + self.decode_s_per_ctx_token_max * max(decode_contexts)
-                + self.decode_s_per_ctx_token_sq * sum(c * c for c in decode_contexts) + self.spec_draft_s * k)
+        return (
+            self.decode_s_per_seq * (self.padded(q) if graphs else q)
+            + self.decode_s_per_ctx_token * sum(decode_contexts)
+            + self.decode_s_per_ctx_token_max * max(decode_contexts)
+            + self.decode_s_per_ctx_token_sq * sum(c * c for c in decode_contexts)
+            + self.spec_draft_s * k
+        )
 
     def step_s(self, prefill_chunks: list[tuple[int, int]], decode_contexts: list[int]) -> float:
         prefill_tokens = sum(n for _, n in prefill_chunks)
         attention = sum(n * (c0 + n / 2) for c0, n in prefill_chunks)
-        step = (self.step_overhead_s + self.prefill_s_per_token * prefill_tokens
-                + self.prefill_s_per_token_ctx * attention
-                + self.decode_s(decode_contexts, graphs=not prefill_chunks))
+        step = (
+            self.step_overhead_s
+            + self.prefill_s_per_token * prefill_tokens
+            + self.prefill_s_per_token_ctx * attention
+            + self.decode_s(decode_contexts, graphs=not prefill_chunks)
+        )
         if decode_contexts and not prefill_chunks:
             step = max(step, self.decode_kv_floor_s_per_token * sum(decode_contexts))
             step /= self.tokens_per_step(len(decode_contexts))
@@ -169,42 +200,75 @@ class CalibrationInput(StrictModel):
 
 class SimConfig(StrictModel):
     model: str = "sim"
-    lora_modules: list[str] = Field(default_factory=list, description="LoRA adapters listed at /v1/models beside "
-                                    "the model, as vLLM's --lora-modules lists them, and served as the model is")
+    lora_modules: list[str] = Field(
+        default_factory=list,
+        description="LoRA adapters listed at /v1/models beside "
+        "the model, as vLLM's --lora-modules lists them, and served as the model is",
+    )
     max_model_len: int = Field(default=32_768, ge=16)
-    runner: Literal["generate", "pooling"] = Field(default="generate", description="pooling: an embedding model, "
-                                                   "as vLLM's --runner pooling (it serves /v1/embeddings and "
-                                                   "/v1/rerank, each input a prefill; not completions)")
+    runner: Literal["generate", "pooling"] = Field(
+        default="generate",
+        description="pooling: an embedding model, "
+        "as vLLM's --runner pooling (it serves /v1/embeddings and "
+        "/v1/rerank, each input a prefill; not completions)",
+    )
     embedding_dim: int = Field(default=64, ge=1, le=65_536, description="the vectors' length, with runner pooling")
     block_size: int = Field(default=16, ge=1)
     num_gpu_blocks: int = Field(default=8_192, ge=1, description="KV budget in blocks of block_size tokens")
-    cpu_tier_blocks: int = Field(default=0, ge=0, description="a CPU tier (vLLM's --kv-offloading-size) in blocks: "
-                                 "every computed block is also kept there, least recently used out; 0: none")
-    cpu_tier_s_per_token: float = Field(default=0.0, ge=0, description="loading a token's KV from the CPU tier "
-                                        "(bytes a token / host-to-device bandwidth), added to the step that loads it")
+    cpu_tier_blocks: int = Field(
+        default=0,
+        ge=0,
+        description="a CPU tier (vLLM's --kv-offloading-size) in blocks: "
+        "every computed block is also kept there, least recently used out; 0: none",
+    )
+    cpu_tier_s_per_token: float = Field(
+        default=0.0,
+        ge=0,
+        description="loading a token's KV from the CPU tier "
+        "(bytes a token / host-to-device bandwidth), added to the step that loads it",
+    )
     max_num_seqs: int = Field(default=256, ge=1)
     max_num_batched_tokens: int = Field(default=2_048, ge=1, description="per-step token budget")
-    long_prefill_token_threshold: int = Field(default=0, ge=0, description="0: a prefill chunk may take the whole budget")
-    reserve_full_sequence: bool = Field(default=True, description="admit a waiting request only when its whole "
-                                        "prompt fits (vLLM's scheduler_reserve_full_isl, default since 2026)")
+    long_prefill_token_threshold: int = Field(
+        default=0, ge=0, description="0: a prefill chunk may take the whole budget"
+    )
+    reserve_full_sequence: bool = Field(
+        default=True,
+        description="admit a waiting request only when its whole "
+        "prompt fits (vLLM's scheduler_reserve_full_isl, default since 2026)",
+    )
     enable_prefix_caching: bool = True
     cost: CostModel = Field(default_factory=CostModel)
     time_scale: float = Field(default=1.0, gt=0, description="modeled seconds per wall second when serving")
-    load_s: float = Field(default=0.0, ge=0, description="seconds before the server listens, as an engine "
-                          "loading its weights (wall seconds: load_s / time_scale)")
+    load_s: float = Field(
+        default=0.0,
+        ge=0,
+        description="seconds before the server listens, as an engine "
+        "loading its weights (wall seconds: load_s / time_scale)",
+    )
     seed: int = 0
-    reasoning_share: float = Field(default=0.0, ge=0, lt=1, description="a reasoning model: the share of a "
-                                   "thinking chat request's output tokens streamed as reasoning before its answer "
-                                   "(only when the request asks for thinking); 0: never reasons")
+    reasoning_share: float = Field(
+        default=0.0,
+        ge=0,
+        lt=1,
+        description="a reasoning model: the share of a "
+        "thinking chat request's output tokens streamed as reasoning before its answer "
+        "(only when the request asks for thinking); 0: never reasons",
+    )
     reasoning_field: Literal["reasoning", "reasoning_content"] = Field(
-        default="reasoning", description="the delta field reasoning streams under: vLLM's since 0.10, or "
-        "reasoning_content (vLLM before 0.10, SGLang)")
+        default="reasoning",
+        description="the delta field reasoning streams under: vLLM's since 0.10, or "
+        "reasoning_content (vLLM before 0.10, SGLang)",
+    )
     faults: FaultConfig = Field(default_factory=FaultConfig)
     source: str = Field(default="defaults", description="where these figures came from (calibration inputs)")
-    inputs: list[CalibrationInput] = Field(default_factory=list, description="the calibration's inputs and their "
-                                           "sha256 (a run folder's: over its files' names and sha256)")
-    assumptions: list[Assumption] = Field(default_factory=list, description="what the inputs do not pin, each "
-                                          "with its plausible values (sim.assumptions)")
+    inputs: list[CalibrationInput] = Field(
+        default_factory=list,
+        description="the calibration's inputs and their sha256 (a run folder's: over its files' names and sha256)",
+    )
+    assumptions: list[Assumption] = Field(
+        default_factory=list, description="what the inputs do not pin, each with its plausible values (sim.assumptions)"
+    )
 
     @property
     def kv_cache_tokens(self) -> int:
@@ -256,8 +320,14 @@ def _toml(value: object) -> str:
 def is_sim_profile(path: Path) -> bool:
     """A sim profile has a [cost] table and no [model] table (a deployment profile has [model])."""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8")) if path.suffix != ".json" else json.loads(path.read_text())
+        data = (
+            tomllib.loads(path.read_text(encoding="utf-8")) if path.suffix != ".json" else json.loads(path.read_text())
+        )
     except (OSError, ValueError):
         return False
-    return isinstance(data, dict) and "cost" in data and "model" not in data or (
-        isinstance(data, dict) and isinstance(data.get("model"), str))
+    return (
+        isinstance(data, dict)
+        and "cost" in data
+        and "model" not in data
+        or (isinstance(data, dict) and isinstance(data.get("model"), str))
+    )

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from loadproof.errors import UsageError
-from loadproof.rundir.prediction import (AssumptionRange, InputDigest, PredictedFigure, Prediction, checked, encode)
+from loadproof.rundir.prediction import AssumptionRange, InputDigest, PredictedFigure, Prediction, checked, encode
 from loadproof.scenarios.capacity import CapacityOptions
 from loadproof.sim.config import SimConfig
 from loadproof.sim.predict import LOAD_FIELDS, RateSweep, predict_capacity_run, predict_load_sweep
@@ -33,6 +33,7 @@ def capacity_ranges(config: SimConfig, options: CapacityOptions, say: Callable[[
     def figures(cfg: SimConfig) -> dict[str, float | None]:
         claims = {c.name: c.value for c in predict_capacity_run(cfg, "capacity", options).claims}
         return {name: _number(claims.get(name)) for name in CAPACITY_FIGURES}
+
     return predict_ranges(config, figures, say)
 
 
@@ -43,6 +44,7 @@ def load_ranges(config: SimConfig, sweep: RateSweep, say: Callable[[str], None])
     def figures(cfg: SimConfig) -> dict[str, float | None]:
         run = predict_load_sweep(cfg, sweep).rates[0].run
         return {name: _number(run.value(name)) for name in LOAD_FIGURES}
+
     return predict_ranges(config, figures, say)
 
 
@@ -50,20 +52,33 @@ def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def contract(scenario: str, options: dict[str, Any], ranged: RangedPrediction, config: SimConfig, profile: Path,
-             tolerance_pct: float) -> Prediction:
+def contract(
+    scenario: str,
+    options: dict[str, Any],
+    ranged: RangedPrediction,
+    config: SimConfig,
+    profile: Path,
+    tolerance_pct: float,
+) -> Prediction:
     """The prediction file's contents: `options` is the scenario's options model dumped as JSON."""
     keep = CAPACITY_OPTIONS if scenario == "capacity" else LOAD_OPTIONS
     prediction = Prediction(
-        scenario=scenario, options={k: options[k] for k in keep if k in options}, tolerance_pct=tolerance_pct,
+        scenario=scenario,
+        options={k: options[k] for k in keep if k in options},
+        tolerance_pct=tolerance_pct,
         made_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         sim_profile=InputDigest(name=profile.name, sha256=hashlib.sha256(profile.read_bytes()).hexdigest()),
         calibration_inputs=[InputDigest(name=i.name, sha256=i.sha256) for i in config.inputs],
-        figures=[PredictedFigure(claim=f.claim, point=f.point, low=f.low, high=f.high, driver=f.driver)
-                 for f in ranged.figures],
-        assumptions=[AssumptionRange(name=a.name, point=a.point, values=a.values, pinned_by=a.pinned_by)
-                     for a in ranged.assumptions],
-        source=config.source)
+        figures=[
+            PredictedFigure(claim=f.claim, point=f.point, low=f.low, high=f.high, driver=f.driver)
+            for f in ranged.figures
+        ],
+        assumptions=[
+            AssumptionRange(name=a.name, point=a.point, values=a.values, pinned_by=a.pinned_by)
+            for a in ranged.assumptions
+        ],
+        source=config.source,
+    )
     return checked(prediction, "the prediction")
 
 

@@ -6,8 +6,13 @@ from loadproof.engines.vllm import VLLM_METRICS
 from loadproof.sim.scheduler import TTFT_BUCKETS_S, Scheduler
 
 _GAUGES = ("num_requests_running", "num_requests_waiting", "kv_cache_usage_perc")
-_COUNTERS = ("num_preemptions_total", "prefix_cache_queries_total", "prefix_cache_hits_total",
-             "prompt_tokens_total", "generation_tokens_total")
+_COUNTERS = (
+    "num_preemptions_total",
+    "prefix_cache_queries_total",
+    "prefix_cache_hits_total",
+    "prompt_tokens_total",
+    "generation_tokens_total",
+)
 
 
 def render_metrics(model: str, scheduler: Scheduler) -> str:
@@ -26,8 +31,10 @@ def render_metrics(model: str, scheduler: Scheduler) -> str:
             lines += [f"# TYPE {name.removesuffix('_total')} counter", f"{name}{{{labels}}} {values[key]}"]
         lines.append("# TYPE vllm:prompt_tokens_cached_by_source counter")
         for source in ("device", "host"):
-            lines.append(f'vllm:prompt_tokens_cached_by_source_total{{{labels},source="{source}"}} '
-                         f'{values[f"prompt_tokens_cached_by_source_total_{source}"]}')
+            lines.append(
+                f'vllm:prompt_tokens_cached_by_source_total{{{labels},source="{source}"}} '
+                f"{values[f'prompt_tokens_cached_by_source_total_{source}']}"
+            )
     c = scheduler.counters
     lines.append("# TYPE vllm:request_success counter")
     for reason, count in sorted(c.finished.items()):

@@ -49,19 +49,43 @@ from loadproof.workloads.traces import HASHED, read_trace, shape
 SIMULATED = ("capacity", "prefill", "load", "replay")  # what `plan --simulate` predicts
 
 # the options of `run load` a prediction honours, and where its defaults differ from a run's
-LOAD_FIELDS = ("rate", "num_requests", "input_tokens", "output_tokens", "arrival", "burstiness", "max_concurrency",
-               "seed", "slo", "attainment")
+LOAD_FIELDS = (
+    "rate",
+    "num_requests",
+    "input_tokens",
+    "output_tokens",
+    "arrival",
+    "burstiness",
+    "max_concurrency",
+    "seed",
+    "slo",
+    "attainment",
+)
 RATES_SYNTAX = "requests/s, one or several: 1,2,4,8 (inf: every request at once)"
 DEFAULT_ATTAINMENT = 0.9
 LOAD_CHANGES = {
     "rate": {"default": "1", "help": f"one predicted run per rate, {RATES_SYNTAX}"},
     "num_requests": {"default": 1000, "help": "requests per rate"},
-    "attainment": {"default": DEFAULT_ATTAINMENT, "help": "the SLO attainment (good / all requests, a fraction, as "
-                   "`run load --attainment`) a rate must reach to meet the SLO"},
+    "attainment": {
+        "default": DEFAULT_ATTAINMENT,
+        "help": "the SLO attainment (good / all requests, a fraction, as "
+        "`run load --attainment`) a rate must reach to meet the SLO",
+    },
 }
 # the options of `run replay` a prediction honours
-REPLAY_FIELDS = ("trace", "format", "time_scale", "max_requests", "start_offset_s", "block_tokens", "max_input_tokens",
-                 "max_output_tokens", "max_concurrency", "slo", "skip_bad_rows")
+REPLAY_FIELDS = (
+    "trace",
+    "format",
+    "time_scale",
+    "max_requests",
+    "start_offset_s",
+    "block_tokens",
+    "max_input_tokens",
+    "max_output_tokens",
+    "max_concurrency",
+    "slo",
+    "skip_bad_rows",
+)
 
 
 class ReplayEngine(StrictModel):
@@ -111,8 +135,10 @@ def read_attainment(value: float) -> tuple[float, str | None]:
     spelling of `sim predict-load --attainment 90`, read as value / 100."""
     if value > 1:
         fraction = value / 100
-        return fraction, (f"deprecated: --attainment {value:g} is a percentage; give a fraction, as `run load` "
-                          f"takes it: --attainment {fraction:g}")
+        return fraction, (
+            f"deprecated: --attainment {value:g} is a percentage; give a fraction, as `run load` "
+            f"takes it: --attainment {fraction:g}"
+        )
     return value, None
 
 
@@ -193,20 +219,35 @@ def predict_load_sweep(config: SimConfig, sweep: RateSweep) -> LoadForecast:
             raise UsageError(f"input + output tokens exceed the profile's max_model_len {config.max_model_len:,}")
         pred = predict_load(config, offsets, inputs, outputs, max_concurrency=opts.max_concurrency)
         every = rate is ALL_AT_ONCE
-        plan = LoadPlan(arrival=schedule.arrival, rate_rps=None if every else rate, all_at_once=every,  # type: ignore[arg-type]
-                        burstiness=schedule.burstiness, num_requests=opts.num_requests, max_concurrency=opts.max_concurrency,
-                        seed=opts.seed, planned_requests=len(offsets), rescaled=schedule.rescaled,
-                        schedule_span_s=round(offsets[-1], 9), input_tokens=_lengths(opts.input_tokens),
-                        output_tokens=_lengths(opts.output_tokens), slo=dict(opts.slo or {}),
-                        max_model_len=config.max_model_len)
+        plan = LoadPlan(
+            arrival=schedule.arrival,
+            rate_rps=None if every else rate,
+            all_at_once=every,  # type: ignore[arg-type]
+            burstiness=schedule.burstiness,
+            num_requests=opts.num_requests,
+            max_concurrency=opts.max_concurrency,
+            seed=opts.seed,
+            planned_requests=len(offsets),
+            rescaled=schedule.rescaled,
+            schedule_span_s=round(offsets[-1], 9),
+            input_tokens=_lengths(opts.input_tokens),
+            output_tokens=_lengths(opts.output_tokens),
+            slo=dict(opts.slo or {}),
+            max_model_len=config.max_model_len,
+        )
         run = PredictedRun(tuple(load_claims(pred.records, plan, [], [])), pred.num_steps, pred.modeled_s)
         out.append(RatePrediction(rate, run, *_verdict(run, opts.attainment) if opts.slo else (False, "")))
     return LoadForecast(sweep, tuple(out), time.perf_counter() - started)
 
 
 def _verdict(run: PredictedRun, attainment: float) -> tuple[bool, str]:
-    return trial_verdict({"slo_attainment_pct": run.value("load.slo_attainment_pct"),
-                          "client_limited": run.value("load.client_limited")}, attainment)
+    return trial_verdict(
+        {
+            "slo_attainment_pct": run.value("load.slo_attainment_pct"),
+            "client_limited": run.value("load.client_limited"),
+        },
+        attainment,
+    )
 
 
 def _lengths(spec: Lengths) -> LoadLengths:
@@ -236,35 +277,65 @@ def predict_replay_trace(config: SimConfig, options: ReplayOptions, engine: Repl
     """What `run replay` measures on the modeled engine (see the module doc)."""
     started = time.perf_counter()
     overhead = engine.overhead_tokens
-    read = read_trace(options.trace, options.format, start_offset_s=options.start_offset_s,
-                      max_requests=options.max_requests, skip_bad_rows=options.skip_bad_rows)
-    shaped = shape(read.rows, block_tokens=options.block, overhead_tokens=overhead,
-                   max_input_tokens=options.max_input_tokens, max_output_tokens=options.max_output_tokens,
-                   max_model_len=config.max_model_len)
+    read = read_trace(
+        options.trace,
+        options.format,
+        start_offset_s=options.start_offset_s,
+        max_requests=options.max_requests,
+        skip_bad_rows=options.skip_bad_rows,
+    )
+    shaped = shape(
+        read.rows,
+        block_tokens=options.block,
+        overhead_tokens=overhead,
+        max_input_tokens=options.max_input_tokens,
+        max_output_tokens=options.max_output_tokens,
+        max_model_len=config.max_model_len,
+    )
     first = read.rows[0].t_s
     offsets = [(row.t_s - first) / options.time_scale for row in read.rows]
     inputs = [s.text_tokens + overhead for s in shaped]
     outputs = [s.output_tokens for s in shaped]
-    hashes = [trace_block_hashes(s.blocks, s.text_tokens, overhead, options.block, config.block_size)
-              for s in shaped]
+    hashes = [trace_block_hashes(s.blocks, s.text_tokens, overhead, options.block, config.block_size) for s in shaped]
     pred = predict_load(config, offsets, inputs, outputs, max_concurrency=options.max_concurrency, hashes=hashes)
     blocks = [list(s.blocks) for s in shaped] if options.format in HASHED else [[] for _ in shaped]
     # the replay's claims are the load scenario's, computed on its plan (metrics.replay names them replay.*)
-    plan = ReplayPlan(trace=options.trace, format=options.format, sha256=read.sha256, trace_rows=read.lines,
-                      bad_rows=read.bad_rows, before_offset=read.before_offset, time_scale=options.time_scale,
-                      start_offset_s=options.start_offset_s, max_requests=options.max_requests,
-                      trace_span_s=round(read.rows[-1].t_s - first, 6), block_tokens=options.block,
-                      max_input_tokens=options.max_input_tokens, max_output_tokens=options.max_output_tokens,
-                      capped_inputs=sum(s.capped for s in shaped), planned_requests=len(shaped),
-                      schedule_span_s=round(offsets[-1], 9), max_concurrency=options.max_concurrency,
-                      slo=dict(options.slo or {}), max_model_len=config.max_model_len, overhead_tokens=overhead,
-                      text_tokens=[s.text_tokens for s in shaped],
-                      hash_ids=blocks if options.format in HASHED else [])
+    plan = ReplayPlan(
+        trace=options.trace,
+        format=options.format,
+        sha256=read.sha256,
+        trace_rows=read.lines,
+        bad_rows=read.bad_rows,
+        before_offset=read.before_offset,
+        time_scale=options.time_scale,
+        start_offset_s=options.start_offset_s,
+        max_requests=options.max_requests,
+        trace_span_s=round(read.rows[-1].t_s - first, 6),
+        block_tokens=options.block,
+        max_input_tokens=options.max_input_tokens,
+        max_output_tokens=options.max_output_tokens,
+        capped_inputs=sum(s.capped for s in shaped),
+        planned_requests=len(shaped),
+        schedule_span_s=round(offsets[-1], 9),
+        max_concurrency=options.max_concurrency,
+        slo=dict(options.slo or {}),
+        max_model_len=config.max_model_len,
+        overhead_tokens=overhead,
+        text_tokens=[s.text_tokens for s in shaped],
+        hash_ids=blocks if options.format in HASHED else [],
+    )
     run = PredictedRun(tuple(load_claims(pred.records, plan, [], [])), pred.num_steps, pred.modeled_s)  # type: ignore[arg-type]
     hits = expected_hits(plan.text_tokens, blocks, options.block)
     modeled = 100 * pred.prefix_cache_hits / pred.prefix_cache_queries if pred.prefix_cache_queries else 0.0
-    return ReplayForecast(options, run, len(shaped), plan.capped_inputs, 100 * sum(hits) / sum(inputs),
-                          modeled, time.perf_counter() - started)
+    return ReplayForecast(
+        options,
+        run,
+        len(shaped),
+        plan.capped_inputs,
+        100 * sum(hits) / sum(inputs),
+        modeled,
+        time.perf_counter() - started,
+    )
 
 
 @dataclass(frozen=True)
@@ -279,8 +350,9 @@ class CapacityForecast:
     wall_s: float
 
 
-def capacity_options(sessions: int, input_tokens: int, window_s: float,
-                     source: str = "plan --simulate") -> CapacityOptions:
+def capacity_options(
+    sessions: int, input_tokens: int, window_s: float, source: str = "plan --simulate"
+) -> CapacityOptions:
     return from_cli(CapacityOptions, {"sessions": sessions, "input_tokens": input_tokens, "window_s": window_s}, source)
 
 
@@ -289,19 +361,32 @@ def predict_capacity_run(config: SimConfig, scenario: str, options: CapacityOpti
     if scenario not in ("capacity", "prefill"):
         raise UsageError(f"--simulate {scenario!r}: the simulator predicts {', '.join(SIMULATED)}")
     if options.input_tokens >= config.max_model_len:
-        raise UsageError(f"--input-tokens {options.input_tokens:,} does not fit max_model_len "
-                         f"{config.max_model_len:,}")
+        raise UsageError(f"--input-tokens {options.input_tokens:,} does not fit max_model_len {config.max_model_len:,}")
     if scenario == "prefill":
         options = options.model_copy(update={"sessions": 1})
     started = time.perf_counter()
-    pred = predict_capacity(config, options.sessions, options.input_tokens, options.window_s,
-                            max_tokens=options.max_tokens, max_gap_s=options.max_gap_s,
-                            sample_interval_s=options.sample_interval_s,
-                            first_token_timeout_s=options.first_token_timeout_s,
-                            admission_stall_s=options.admission_stall_s)
+    pred = predict_capacity(
+        config,
+        options.sessions,
+        options.input_tokens,
+        options.window_s,
+        max_tokens=options.max_tokens,
+        max_gap_s=options.max_gap_s,
+        sample_interval_s=options.sample_interval_s,
+        first_token_timeout_s=options.first_token_timeout_s,
+        admission_stall_s=options.admission_stall_s,
+    )
     result = evaluate_capacity(pred.plan, pred.records, pred.samples, pred.events)
-    return CapacityForecast(scenario, options, tuple(result.claims), result.verdict, result.reason, pred.num_steps,
-                            pred.modeled_s, time.perf_counter() - started)
+    return CapacityForecast(
+        scenario,
+        options,
+        tuple(result.claims),
+        result.verdict,
+        result.reason,
+        pred.num_steps,
+        pred.modeled_s,
+        time.perf_counter() - started,
+    )
 
 
 def deployment_config(profile: Any, planned: Any, base: SimConfig) -> SimConfig:
@@ -311,10 +396,20 @@ def deployment_config(profile: Any, planned: Any, base: SimConfig) -> SimConfig:
     dep, sched = planned.deployment, profile.scheduler
     reported = planned.reported.kv_cache_tokens if planned.reported is not None else None
     kv_tokens = reported or planned.plan.kv_cache_tokens
-    return _drafting(profile, _scheduled(profile, base.model_copy(update={
-        "max_model_len": dep.max_model_len, "block_size": dep.block_size,
-        "num_gpu_blocks": max(1, kv_tokens // dep.block_size),
-        "long_prefill_token_threshold": sched.long_prefill_threshold(dep.max_model_len)})))
+    return _drafting(
+        profile,
+        _scheduled(
+            profile,
+            base.model_copy(
+                update={
+                    "max_model_len": dep.max_model_len,
+                    "block_size": dep.block_size,
+                    "num_gpu_blocks": max(1, kv_tokens // dep.block_size),
+                    "long_prefill_token_threshold": sched.long_prefill_threshold(dep.max_model_len),
+                }
+            ),
+        ),
+    )
 
 
 def _drafting(profile: Any, config: SimConfig) -> SimConfig:
@@ -325,9 +420,11 @@ def _drafting(profile: Any, config: SimConfig) -> SimConfig:
     if spec is None:
         return config.model_copy(update={"cost": cost.model_copy(update={"spec_draft_by_batch": []})})
     if cost.spec_acceptance <= 0 and not cost.spec_accepted_by_pos:
-        raise UsageError(f"{profile.name} drafts ({spec.method}, {spec.draft_tokens} tokens) but the sim profile "
-                         "has no draft acceptance: calibrate it with --spec-from RUN (a throughput run with drafts) "
-                         "or --acceptance A")
+        raise UsageError(
+            f"{profile.name} drafts ({spec.method}, {spec.draft_tokens} tokens) but the sim profile "
+            "has no draft acceptance: calibrate it with --spec-from RUN (a throughput run with drafts) "
+            "or --acceptance A"
+        )
     return config.model_copy(update={"cost": cost.model_copy(update={"spec_draft_by_batch": draft_by_batch(spec)})})
 
 
@@ -338,18 +435,35 @@ def simulator_deployment_config(profile: Any, base: SimConfig) -> SimConfig:
     sched = profile.scheduler
     length = profile.model.max_model_len
     given = sched.long_prefill_token_threshold is not None or sched.max_num_partial_prefills is not None
-    return _scheduled(profile, base.model_copy(update={
-        "max_model_len": length, "long_prefill_token_threshold": sched.long_prefill_threshold(length) if given
-        else base.long_prefill_token_threshold}))
+    return _scheduled(
+        profile,
+        base.model_copy(
+            update={
+                "max_model_len": length,
+                "long_prefill_token_threshold": sched.long_prefill_threshold(length)
+                if given
+                else base.long_prefill_token_threshold,
+            }
+        ),
+    )
 
 
 def _scheduled(profile: Any, config: SimConfig) -> SimConfig:
     """`config` with the profile's max_num_seqs and token budget, and its concurrent long prefills known."""
     sched = profile.scheduler
-    config = config.model_copy(update={
-        "max_num_seqs": sched.max_num_seqs or config.max_num_seqs,
-        "max_num_batched_tokens": sched.max_num_batched_tokens or config.max_num_batched_tokens})
+    config = config.model_copy(
+        update={
+            "max_num_seqs": sched.max_num_seqs or config.max_num_seqs,
+            "max_num_batched_tokens": sched.max_num_batched_tokens or config.max_num_batched_tokens,
+        }
+    )
     # the profile states the scheduler's settings: concurrent long prefills are known, not assumed
     assumptions = [a for a in config.assumptions if a.name != "concurrent_long_prefills"]
-    return config.model_copy(update={"assumptions": scheduler_assumptions(
-        config, prefills_pinned_by=f"the profile's scheduler ({profile.name})")[:1] + assumptions})
+    return config.model_copy(
+        update={
+            "assumptions": scheduler_assumptions(
+                config, prefills_pinned_by=f"the profile's scheduler ({profile.name})"
+            )[:1]
+            + assumptions
+        }
+    )

@@ -22,8 +22,14 @@ from loadproof.sim.config import CostModel, SimConfig, default_capture_sizes, ex
 
 # Peak memory bandwidth per GPU (bytes/s), for the KV-read prior of decode attention.
 GPU_BANDWIDTH = {
-    "rtx pro 6000": 1.792e12, "h200": 4.8e12, "h100": 3.35e12, "h20": 4.0e12, "b200": 8.0e12,
-    "a100": 2.0e12, "l40s": 0.864e12, "gb200": 8.0e12,
+    "rtx pro 6000": 1.792e12,
+    "h200": 4.8e12,
+    "h100": 3.35e12,
+    "h20": 4.0e12,
+    "b200": 8.0e12,
+    "a100": 2.0e12,
+    "l40s": 0.864e12,
+    "gb200": 8.0e12,
 }
 KV_READ_EFFICIENCY = 0.8  # share of peak bandwidth a decode-attention kernel reaches on long contexts
 DEFAULT_BUDGET = 8192  # vLLM's max_num_batched_tokens for the OpenAI server on GPUs of 70 GiB or more
@@ -81,7 +87,7 @@ def _num(path: Path, table: dict[str, Any], name: str, key: str, *, required: bo
 
 
 def parse_draft_schedule(text: Any, path: Path) -> list[list[int]]:
-    """"draft length 5 for batches of 1-4 sequences, 3 for batches of 5-32" or [[4, 5], [32, 3]]."""
+    """ "draft length 5 for batches of 1-4 sequences, 3 for batches of 5-32" or [[4, 5], [32, 3]]."""
     if text is None or text is False or text == "none":
         return []
     if isinstance(text, list):
@@ -92,7 +98,9 @@ def parse_draft_schedule(text: Any, path: Path) -> list[list[int]]:
         return sorted(rows)
     if not isinstance(text, str):
         raise _err(path, f"[deployment] speculative = {text!r}: want a draft schedule")
-    rows = [[int(hi), int(k)] for k, _lo, hi in re.findall(r"(\d+)\s+for\s+batch(?:es)?\s+of\s+(\d+)\s*-\s*(\d+)", text)]
+    rows = [
+        [int(hi), int(k)] for k, _lo, hi in re.findall(r"(\d+)\s+for\s+batch(?:es)?\s+of\s+(\d+)\s*-\s*(\d+)", text)
+    ]
     if not rows:
         raise _err(path, f"[deployment] speculative = {text!r}: no 'K for batches of A-B' in it")
     return sorted(rows)
@@ -126,8 +134,13 @@ def read_published(path: Path) -> Published:
     long_decode = None
     if "relay_input_tokens" in single or "relay_ttft_s" in single:
         length = _int(path, single, "single_request", "relay_input_tokens")
-        ttft.append((length, _num(path, single, "single_request", "relay_ttft_s"),  # type: ignore[arg-type]
-                     "[single_request] relay_ttft_s"))
+        ttft.append(
+            (
+                length,
+                _num(path, single, "single_request", "relay_ttft_s"),  # type: ignore[arg-type]
+                "[single_request] relay_ttft_s",
+            )
+        )
         rate = _num(path, single, "single_request", "relay_decode_tokens_per_s", required=False)
         if rate:
             long_decode = (length, rate)
@@ -150,17 +163,29 @@ def read_published(path: Path) -> Published:
         throughput[family] = row
     budget = dep.get("max_num_batched_tokens")
     return Published(
-        path=path, gpus=_int(path, dep, "deployment", "gpus", required=False) or tp * pp,
-        gpu_model=str(dep.get("gpu_model") or "unknown"), tensor_parallel=tp, pipeline_parallel=pp,
+        path=path,
+        gpus=_int(path, dep, "deployment", "gpus", required=False) or tp * pp,
+        gpu_model=str(dep.get("gpu_model") or "unknown"),
+        tensor_parallel=tp,
+        pipeline_parallel=pp,
         kv_cache_tokens=_int(path, dep, "deployment", "kv_cache_tokens"),  # type: ignore[arg-type]
         max_model_len=_int(path, dep, "deployment", "max_model_len"),  # type: ignore[arg-type]
         max_num_seqs=_int(path, dep, "deployment", "max_num_seqs"),  # type: ignore[arg-type]
-        max_num_batched_tokens=budget if isinstance(budget, int) and not isinstance(budget, bool) and budget > 0 else (
-            None if budget is None or isinstance(budget, str) else _int(path, dep, "deployment", "max_num_batched_tokens")),
+        max_num_batched_tokens=budget
+        if isinstance(budget, int) and not isinstance(budget, bool) and budget > 0
+        else (
+            None
+            if budget is None or isinstance(budget, str)
+            else _int(path, dep, "deployment", "max_num_batched_tokens")
+        ),
         kv_budget_gib_per_gpu=_num(path, dep, "deployment", "kv_budget_gib_per_gpu", required=False),
         cuda_graph_max_batch=_int(path, dep, "deployment", "cuda_graph_max_batch", required=False),
         draft_by_batch=parse_draft_schedule(dep.get("speculative"), path),
-        ttft=ttft, long_decode=long_decode, throughput=throughput, ignored=ignored)
+        ttft=ttft,
+        long_decode=long_decode,
+        throughput=throughput,
+        ignored=ignored,
+    )
 
 
 def gpu_bandwidth(model: str) -> float | None:
@@ -171,10 +196,16 @@ def gpu_bandwidth(model: str) -> float | None:
     return None
 
 
-def calibrate_published(pub: Published, *, block_size: int = 16, acceptance: float | None = None,
-                        prefill_attention_share: float = 0.5,
-                        frontend_s_per_token: float | None = None, kv_read_efficiency: float = KV_READ_EFFICIENCY,
-                        model: str = "sim") -> Calibration:
+def calibrate_published(
+    pub: Published,
+    *,
+    block_size: int = 16,
+    acceptance: float | None = None,
+    prefill_attention_share: float = 0.5,
+    frontend_s_per_token: float | None = None,
+    kv_read_efficiency: float = KV_READ_EFFICIENCY,
+    model: str = "sim",
+) -> Calibration:
     used: list[str] = []
     assumed: list[str] = []
     frontend_given = frontend_s_per_token
@@ -182,22 +213,33 @@ def calibrate_published(pub: Published, *, block_size: int = 16, acceptance: flo
         frontend_s_per_token = DEFAULT_FRONTEND_S_PER_TOKEN
     budget = pub.max_num_batched_tokens or DEFAULT_BUDGET
     if pub.max_num_batched_tokens is None:
-        assumed.append(f"max_num_batched_tokens not published: vLLM's default {DEFAULT_BUDGET} for the OpenAI server "
-                       "on GPUs of 70 GiB or more")
+        assumed.append(
+            f"max_num_batched_tokens not published: vLLM's default {DEFAULT_BUDGET} for the OpenAI server "
+            "on GPUs of 70 GiB or more"
+        )
     assumed.append(f"KV block size {block_size} (--block-size)")
     sizes = default_capture_sizes(pub.cuda_graph_max_batch) if pub.cuda_graph_max_batch else []
-    used.append(f"[deployment] kv_cache_tokens {pub.kv_cache_tokens:,}, max_model_len {pub.max_model_len:,}, "
-                f"max_num_seqs {pub.max_num_seqs}: the KV pool and scheduler limits")
-    used.append(f"[deployment] pipeline_parallel {pub.pipeline_parallel}: {pub.pipeline_parallel} pipeline stage(s) "
-                "with as many steps in flight")
+    used.append(
+        f"[deployment] kv_cache_tokens {pub.kv_cache_tokens:,}, max_model_len {pub.max_model_len:,}, "
+        f"max_num_seqs {pub.max_num_seqs}: the KV pool and scheduler limits"
+    )
+    used.append(
+        f"[deployment] pipeline_parallel {pub.pipeline_parallel}: {pub.pipeline_parallel} pipeline stage(s) "
+        "with as many steps in flight"
+    )
     if sizes:
-        used.append(f"[deployment] cuda_graph_max_batch {pub.cuda_graph_max_batch}: decode steps padded to vLLM's "
-                    f"capture sizes ({', '.join(map(str, sizes[:6]))}, ...)")
+        used.append(
+            f"[deployment] cuda_graph_max_batch {pub.cuda_graph_max_batch}: decode steps padded to vLLM's "
+            f"capture sizes ({', '.join(map(str, sizes[:6]))}, ...)"
+        )
     if pub.draft_by_batch:
-        used.append("[deployment] speculative: draft length by batch " + ", ".join(
-            f"<= {b}: {k}" for b, k in pub.draft_by_batch))
-    structure = CostModel(pipeline_stages=pub.pipeline_parallel, cuda_graph_sizes=sizes,
-                          spec_draft_by_batch=pub.draft_by_batch)
+        used.append(
+            "[deployment] speculative: draft length by batch "
+            + ", ".join(f"<= {b}: {k}" for b, k in pub.draft_by_batch)
+        )
+    structure = CostModel(
+        pipeline_stages=pub.pipeline_parallel, cuda_graph_sizes=sizes, spec_draft_by_batch=pub.draft_by_batch
+    )
 
     # 1. Short-prompt decode: per-token time x tokens per step = t0 + s * padded(B * (1 + k)), with the
     #    acceptance rate a of the families' text fitted over a grid (c1, c4 and c8 differ in k and B).
@@ -206,8 +248,11 @@ def calibrate_published(pub: Published, *, block_size: int = 16, acceptance: flo
     for c in conc:
         rates = [row[c] / (1 if c == 1 else c) for row in pub.throughput.values() if c in row]
         points.append((c, 1.0 / statistics.mean(rates)))
-        used.append(f"[throughput] c{c} (mean over {len(rates)} families"
-                    + ("" if c == 1 else f", aggregate / {c} as the per-stream rate, TTFT included") + "): decode fit")
+        used.append(
+            f"[throughput] c{c} (mean over {len(rates)} families"
+            + ("" if c == 1 else f", aggregate / {c} as the per-stream rate, TTFT included")
+            + "): decode fit"
+        )
     if len(points) < 2:
         raise UsageError(f"{pub.path}: [throughput] needs at least two concurrencies to fit the decode step")
 
@@ -229,9 +274,12 @@ def calibrate_published(pub: Published, *, block_size: int = 16, acceptance: flo
     if acceptance is None and pub.draft_by_batch:
         good = [a for a in grid if fits[a][2] <= err + 1e-4]
         pinned = max(good) - min(good) <= 0.1
-        used.append(f"acceptance of the short-prompt text fitted: {alpha_short:.2f} (relative fit error "
-                    f"{math.sqrt(err / len(points)):.1%}; {min(good):.2f}-{max(good):.2f} fit about as well"
-                    + ("" if pinned else ": the inputs do not pin it") + ")")
+        used.append(
+            f"acceptance of the short-prompt text fitted: {alpha_short:.2f} (relative fit error "
+            f"{math.sqrt(err / len(points)):.1%}; {min(good):.2f}-{max(good):.2f} fit about as well"
+            + ("" if pinned else ": the inputs do not pin it")
+            + ")"
+        )
     elif acceptance is not None:
         assumed.append(f"acceptance rate {acceptance:.2f} (--acceptance)")
 
@@ -239,13 +287,17 @@ def calibrate_published(pub: Published, *, block_size: int = 16, acceptance: flo
     bw = gpu_bandwidth(pub.gpu_model)
     per_ctx = 0.0
     if bw and pub.kv_budget_gib_per_gpu:
-        bytes_per_token = pub.kv_budget_gib_per_gpu * 2 ** 30 / pub.kv_cache_tokens
+        bytes_per_token = pub.kv_budget_gib_per_gpu * 2**30 / pub.kv_cache_tokens
         per_ctx = bytes_per_token * pub.pipeline_parallel / (bw * kv_read_efficiency)
-        used.append(f"[deployment] kv_budget_gib_per_gpu {pub.kv_budget_gib_per_gpu:g} / kv_cache_tokens: "
-                    f"{bytes_per_token:,.0f} KV bytes per token per GPU, read once per decode step per sequence")
-        assumed.append(f"decode attention reads each sequence's KV at {kv_read_efficiency:.0%} of the "
-                       f"{pub.gpu_model}'s {bw / 1e12:.2f} TB/s, stages one after another: "
-                       f"{per_ctx * 1e9:.3f} ns per context token per step")
+        used.append(
+            f"[deployment] kv_budget_gib_per_gpu {pub.kv_budget_gib_per_gpu:g} / kv_cache_tokens: "
+            f"{bytes_per_token:,.0f} KV bytes per token per GPU, read once per decode step per sequence"
+        )
+        assumed.append(
+            f"decode attention reads each sequence's KV at {kv_read_efficiency:.0%} of the "
+            f"{pub.gpu_model}'s {bw / 1e12:.2f} TB/s, stages one after another: "
+            f"{per_ctx * 1e9:.3f} ns per context token per step"
+        )
     else:
         assumed.append("no GPU bandwidth or KV budget known: decode cost taken as independent of context")
 
@@ -257,10 +309,14 @@ def calibrate_published(pub: Published, *, block_size: int = 16, acceptance: flo
         want = step * rate  # tokens per step it achieved
         k1 = structure.draft_length(1)
         alpha = min((i / 1000 for i in range(1000)), key=lambda a: abs(expected_tokens(a, k1) - want))
-        used.append(f"[single_request] relay_decode_tokens_per_s {rate:g} at {ctx:,} tokens: {want:.2f} tokens per "
-                    f"step, so acceptance {alpha:.3f} for long-context text")
-        assumed.append(f"the capacity scenario's output decodes like the long-context relay text (acceptance "
-                       f"{alpha:.3f}, not the short prompts' {alpha_short:.2f}): pass --acceptance to change it")
+        used.append(
+            f"[single_request] relay_decode_tokens_per_s {rate:g} at {ctx:,} tokens: {want:.2f} tokens per "
+            f"step, so acceptance {alpha:.3f} for long-context text"
+        )
+        assumed.append(
+            f"the capacity scenario's output decodes like the long-context relay text (acceptance "
+            f"{alpha:.3f}, not the short prompts' {alpha_short:.2f}): pass --acceptance to change it"
+        )
     elif pub.long_decode:
         used.append("[single_request] relay_decode_tokens_per_s: residual only (acceptance given or no drafts)")
 
@@ -276,49 +332,87 @@ def calibrate_published(pub: Published, *, block_size: int = 16, acceptance: flo
         length = round(statistics.mean(lengths))
         w = statistics.mean(w for _, w in work)
         a = w * (1 - prefill_attention_share) / length
-        b = w * prefill_attention_share / (length ** 2 / 2)
-        assumed.append(f"one prompt length (~{length:,} tokens): {prefill_attention_share:.0%} of prefill taken as "
-                       "attention, quadratic in length (--prefill-attention-share)")
+        b = w * prefill_attention_share / (length**2 / 2)
+        assumed.append(
+            f"one prompt length (~{length:,} tokens): {prefill_attention_share:.0%} of prefill taken as "
+            "attention, quadratic in length (--prefill-attention-share)"
+        )
     else:  # two lengths: linear + quadratic exactly
         (l1, w1), (l2, w2) = sorted(work)[0], sorted(work)[-1]
         b = max(0.0, (w2 / l2 - w1 / l1) / ((l2 - l1) / 2))
         a = max(0.0, w1 / l1 - b * l1 / 2)
     if frontend_given is None:
-        assumed.append(f"{frontend_s_per_token * 1e6:.1f} us per prompt token of the lone TTFT is upload and "
-                       "tokenization, which a batch overlaps with other prefills (as measured on two H200s: the MLA "
-                       "capacity runs in docs/runs; --frontend-s-per-token)")
+        assumed.append(
+            f"{frontend_s_per_token * 1e6:.1f} us per prompt token of the lone TTFT is upload and "
+            "tokenization, which a batch overlaps with other prefills (as measured on two H200s: the MLA "
+            "capacity runs in docs/runs; --frontend-s-per-token)"
+        )
     elif frontend_s_per_token:
-        assumed.append(f"request overhead that overlaps other prefills: {frontend_s_per_token * 1e6:.2f} us/token "
-                       "(--frontend-s-per-token)")
+        assumed.append(
+            f"request overhead that overlaps other prefills: {frontend_s_per_token * 1e6:.2f} us/token "
+            "(--frontend-s-per-token)"
+        )
     else:
-        assumed.append("no request overhead overlaps other prefills: the lone TTFT is all engine time "
-                       "(--frontend-s-per-token 0)")
+        assumed.append(
+            "no request overhead overlaps other prefills: the lone TTFT is all engine time (--frontend-s-per-token 0)"
+        )
     for name in pub.ignored:
         used.append(f"{name}: not used (not this deployment's figures)")
 
-    cost = structure.model_copy(update=dict(
-        step_overhead_s=t0, decode_s_per_seq=per_token, decode_s_per_ctx_token=per_ctx, spec_acceptance=alpha,
-        prefill_s_per_token=a, prefill_s_per_token_ctx=b, request_overhead_s_per_token=frontend_s_per_token))
-    source = (f"published figures {pub.path.name}: {len(pub.ttft)} cold TTFT(s), {len(points)} throughput "
-              f"concurrencies" + (", a long-context decode rate" if pub.long_decode else "") + "; assumed: "
-              + "; ".join(assumed))
-    config = SimConfig(model=model, max_model_len=pub.max_model_len, block_size=block_size,
-                       num_gpu_blocks=max(1, pub.kv_cache_tokens // block_size), max_num_seqs=pub.max_num_seqs,
-                       max_num_batched_tokens=budget, cost=cost, source=source)
-    cal = Calibration(config, [], [], assumed, used=used,
-                      short_acceptance=alpha_short if pub.draft_by_batch and acceptance is None else None)
-    for length, seconds, origin in pub.ttft:
+    cost = structure.model_copy(
+        update=dict(
+            step_overhead_s=t0,
+            decode_s_per_seq=per_token,
+            decode_s_per_ctx_token=per_ctx,
+            spec_acceptance=alpha,
+            prefill_s_per_token=a,
+            prefill_s_per_token_ctx=b,
+            request_overhead_s_per_token=frontend_s_per_token,
+        )
+    )
+    source = (
+        f"published figures {pub.path.name}: {len(pub.ttft)} cold TTFT(s), {len(points)} throughput "
+        f"concurrencies"
+        + (", a long-context decode rate" if pub.long_decode else "")
+        + "; assumed: "
+        + "; ".join(assumed)
+    )
+    config = SimConfig(
+        model=model,
+        max_model_len=pub.max_model_len,
+        block_size=block_size,
+        num_gpu_blocks=max(1, pub.kv_cache_tokens // block_size),
+        max_num_seqs=pub.max_num_seqs,
+        max_num_batched_tokens=budget,
+        cost=cost,
+        source=source,
+    )
+    cal = Calibration(
+        config,
+        [],
+        [],
+        assumed,
+        used=used,
+        short_acceptance=alpha_short if pub.draft_by_batch and acceptance is None else None,
+    )
+    for length, seconds, _origin in pub.ttft:
         got = lone_ttft_s(cost, length, budget)
-        cal.residuals.append(f"TTFT {length:>9,} tokens: published {seconds:8.3f} s, model {got:8.3f} s "
-                             f"({(got - seconds) / seconds:+.1%})")
+        cal.residuals.append(
+            f"TTFT {length:>9,} tokens: published {seconds:8.3f} s, model {got:8.3f} s "
+            f"({(got - seconds) / seconds:+.1%})"
+        )
     for b, spt in points:
         k = cost.draft_length(b)
         got = (t0 + per_token * cost.padded(b * (1 + k))) / expected_tokens(alpha_short, k)
-        cal.residuals.append(f"decode c{b:<3} short prompts: published {1 / spt:8.2f} tokens/s per stream, model "
-                             f"{1 / got:8.2f} ({(1 / got - 1 / spt) * spt:+.1%}) at acceptance {alpha_short:.2f}")
+        cal.residuals.append(
+            f"decode c{b:<3} short prompts: published {1 / spt:8.2f} tokens/s per stream, model "
+            f"{1 / got:8.2f} ({(1 / got - 1 / spt) * spt:+.1%}) at acceptance {alpha_short:.2f}"
+        )
     if pub.long_decode:
         ctx, rate = pub.long_decode
         got = 1 / cost.step_s([], [ctx])
-        cal.residuals.append(f"decode c1 at {ctx:,} tokens: published {rate:8.2f} tokens/s, model {got:8.2f} "
-                             f"({(got - rate) / rate:+.1%})")
+        cal.residuals.append(
+            f"decode c1 at {ctx:,} tokens: published {rate:8.2f} tokens/s, model {got:8.2f} "
+            f"({(got - rate) / rate:+.1%})"
+        )
     return cal

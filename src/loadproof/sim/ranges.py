@@ -40,7 +40,9 @@ class RangedPrediction:
     predictions: int  # how many predictions the range took
 
 
-def predict_ranges(config: Any, predict: Callable[[Any], Figures], say: Callable[[str], None] = lambda _: None) -> RangedPrediction:
+def predict_ranges(
+    config: Any, predict: Callable[[Any], Figures], say: Callable[[str], None] = lambda _: None
+) -> RangedPrediction:
     """`predict(config) -> {claim: value}` at the point, under each open assumption's values, and at each
     figure's corners (see the module doc)."""
     point = predict(config)
@@ -74,8 +76,11 @@ def predict_ranges(config: Any, predict: Callable[[Any], Figures], say: Callable
     figures = []
     for name in names:
         values = [v for figs in every if (v := figs.get(name)) is not None]
-        spreads = {a: (min(vs), max(vs)) for a, runs in alone.items()
-                   if (vs := [v for _, figs in runs if (v := figs.get(name)) is not None])}
+        spreads = {
+            a: (min(vs), max(vs))
+            for a, runs in alone.items()
+            if (vs := [v for _, figs in runs if (v := figs.get(name)) is not None])
+        }
         widest = max(spreads, key=lambda a: spreads[a][1] - spreads[a][0], default=None)
         if widest is not None and spreads[widest][1] == spreads[widest][0]:
             widest = None

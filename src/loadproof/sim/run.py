@@ -16,19 +16,31 @@ def serve(config: SimConfig, host: str, port: int, api_key: str | None = None) -
     sim = SimServer(config)
     app = RequireKey(sim.app, api_key) if api_key else sim.app
     # on SIGTERM or Ctrl-C, streams in flight are cut at once, as vLLM's server task is cancelled on a signal
-    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="critical",
-                                           access_log=False, lifespan="on", timeout_keep_alive=75,
-                                           timeout_graceful_shutdown=0))
+    server = uvicorn.Server(
+        uvicorn.Config(
+            app,
+            host=host,
+            port=port,
+            log_level="critical",
+            access_log=False,
+            lifespan="on",
+            timeout_keep_alive=75,
+            timeout_graceful_shutdown=0,
+        )
+    )
 
     def refuse() -> None:  # stop accepting: new connections are refused, open ones carry on
         for listener in getattr(server, "servers", []):
             listener.close()
 
     sim.on_refuse = refuse
-    print(f"sim listening on http://{host}:{port}: model {config.model!r}, KV {config.kv_cache_tokens:,} tokens "
-          f"({config.num_gpu_blocks:,} blocks of {config.block_size}), max_num_seqs {config.max_num_seqs}, "
-          f"budget {config.max_num_batched_tokens} tokens/step, time x{config.time_scale:g}"
-          + (f", faults {', '.join(config.faults.active)}" if config.faults.active else ""), flush=True)
+    print(
+        f"sim listening on http://{host}:{port}: model {config.model!r}, KV {config.kv_cache_tokens:,} tokens "
+        f"({config.num_gpu_blocks:,} blocks of {config.block_size}), max_num_seqs {config.max_num_seqs}, "
+        f"budget {config.max_num_batched_tokens} tokens/step, time x{config.time_scale:g}"
+        + (f", faults {', '.join(config.faults.active)}" if config.faults.active else ""),
+        flush=True,
+    )
     print(f"tokenizer for exact-length prompts: {tokenizer_path()}", flush=True)
     if api_key:
         print("API key required on /v1", flush=True)

@@ -26,8 +26,30 @@ from loadproof.sim.blocks import BlockPool, CpuTier
 from loadproof.sim.config import SimConfig
 
 # vLLM's time_to_first_token_seconds buckets
-TTFT_BUCKETS_S = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
-                  20.0, 40.0, 80.0, 160.0, 640.0, 2560.0)
+TTFT_BUCKETS_S = (
+    0.001,
+    0.005,
+    0.01,
+    0.02,
+    0.04,
+    0.06,
+    0.08,
+    0.1,
+    0.25,
+    0.5,
+    0.75,
+    1.0,
+    2.5,
+    5.0,
+    7.5,
+    10.0,
+    20.0,
+    40.0,
+    80.0,
+    160.0,
+    640.0,
+    2560.0,
+)
 
 
 @dataclass(eq=False)
@@ -229,8 +251,10 @@ class Scheduler:
 
     def step_duration_s(self, step: Step) -> float:
         """The forward pass, and before it the loading of any prefix the CPU tier gave back."""
-        return (self.config.cost.step_s(step.prefill_chunks, step.decode_contexts)
-                + step.loaded_tokens * self.config.cpu_tier_s_per_token)
+        return (
+            self.config.cost.step_s(step.prefill_chunks, step.decode_contexts)
+            + step.loaded_tokens * self.config.cpu_tier_s_per_token
+        )
 
     def complete(self, step: Step, now_s: float) -> list[Emitted]:
         """The step's forward pass is done at `now_s`: advance progress, sample tokens, finish requests."""
@@ -244,8 +268,9 @@ class Scheduler:
             request.num_computed += n
             if request.in_flight > 0:
                 continue  # a later chunk of this prompt is still in the pipeline
-            while (request.num_hashed < len(request.block_hashes)
-                   and (request.num_hashed + 1) * bs <= request.num_computed):
+            while (
+                request.num_hashed < len(request.block_hashes) and (request.num_hashed + 1) * bs <= request.num_computed
+            ):
                 self.pool.cache(request.block_ids[request.num_hashed], request.block_hashes[request.num_hashed])
                 self.cpu_tier.store(request.block_hashes[request.num_hashed])
                 request.num_hashed += 1
@@ -284,8 +309,9 @@ class Scheduler:
         return self.cpu_tier.continued_hit(request.block_hashes[gpu_blocks:max_blocks])
 
     def _allocate(self, request: SimRequest, num_new_tokens: int) -> bool:
-        need = (-(-(request.num_computed + request.in_flight + num_new_tokens) // self.config.block_size)
-                - len(request.block_ids))
+        need = -(-(request.num_computed + request.in_flight + num_new_tokens) // self.config.block_size) - len(
+            request.block_ids
+        )
         if need <= 0:
             return True
         got = self.pool.allocate(need)
@@ -326,10 +352,16 @@ class Scheduler:
             "num_preemptions_total": float(c.num_preemptions),
             "prefix_cache_queries_total": float(c.prefix_cache_queries),
             "prefix_cache_hits_total": float(c.prefix_cache_hits),
-            **({"external_prefix_cache_queries_total": float(c.external_queries),
-                "external_prefix_cache_hits_total": float(c.external_hits),
-                "prompt_tokens_cached_by_source_total_device": float(c.prefix_cache_hits),
-                "prompt_tokens_cached_by_source_total_host": float(c.external_hits)} if self.cpu_tier.num_blocks else {}),
+            **(
+                {
+                    "external_prefix_cache_queries_total": float(c.external_queries),
+                    "external_prefix_cache_hits_total": float(c.external_hits),
+                    "prompt_tokens_cached_by_source_total_device": float(c.prefix_cache_hits),
+                    "prompt_tokens_cached_by_source_total_host": float(c.external_hits),
+                }
+                if self.cpu_tier.num_blocks
+                else {}
+            ),
             "prompt_tokens_total": float(c.prompt_tokens),
             "generation_tokens_total": float(c.generation_tokens),
         }

@@ -19,8 +19,9 @@ import json
 import os
 import time
 import uuid
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator
+from typing import Any
 
 import msgspec
 from starlette.applications import Starlette
@@ -81,20 +82,23 @@ class SimServer:
         self._loop_task: asyncio.Task[None] | None = None
         self._t0 = time.perf_counter()
         self.on_refuse: Any = None  # set by the runner: closes the listening sockets
-        self.app = Starlette(routes=[
-            Route("/health", self.health),
-            Route("/version", self.version),
-            Route("/v1/models", self.models),
-            Route("/tokenize", self.tokenize, methods=["POST"]),
-            Route("/v1/completions", self.completions, methods=["POST"]),
-            Route("/v1/chat/completions", self.chat_completions, methods=["POST"]),
-            Route("/v1/embeddings", self.embeddings, methods=["POST"]),
-            Route("/v1/rerank", self.rerank, methods=["POST"]),
-            Route("/metrics", self.metrics),
-            Route("/sim/faults", self.get_faults, methods=["GET"]),
-            Route("/sim/faults", self.set_faults, methods=["POST"]),
-            Route("/sim/state", self.state),
-        ], lifespan=self._lifespan)
+        self.app = Starlette(
+            routes=[
+                Route("/health", self.health),
+                Route("/version", self.version),
+                Route("/v1/models", self.models),
+                Route("/tokenize", self.tokenize, methods=["POST"]),
+                Route("/v1/completions", self.completions, methods=["POST"]),
+                Route("/v1/chat/completions", self.chat_completions, methods=["POST"]),
+                Route("/v1/embeddings", self.embeddings, methods=["POST"]),
+                Route("/v1/rerank", self.rerank, methods=["POST"]),
+                Route("/metrics", self.metrics),
+                Route("/sim/faults", self.get_faults, methods=["GET"]),
+                Route("/sim/faults", self.set_faults, methods=["POST"]),
+                Route("/sim/state", self.state),
+            ],
+            lifespan=self._lifespan,
+        )
 
     # -- the engine loop --------------------------------------------------------------------------------
     def now_s(self) -> float:
@@ -153,9 +157,14 @@ class SimServer:
         salt = body.get("cache_salt")
         if body.get("model") in self.config.lora_modules:  # vLLM keys a block by the adapter that computed it
             salt = f"{salt or ''}|lora:{body['model']}"
-        request = SimRequest(f"sim-{uuid.uuid4().hex[:16]}", num_prompt, max_tokens,
-                             text.block_hashes(prompt_bytes, self.config.block_size, salt), arrival_s=self.now_s(),
-                             pooling=pooling)
+        request = SimRequest(
+            f"sim-{uuid.uuid4().hex[:16]}",
+            num_prompt,
+            max_tokens,
+            text.block_hashes(prompt_bytes, self.config.block_size, salt),
+            arrival_s=self.now_s(),
+            pooling=pooling,
+        )
         answer, natural_end = text.answer(prompt, wrong="wrong_answer" in self.faults.active)
         ignore_eos = bool(body.get("ignore_eos"))
         reasoning = 0
@@ -183,8 +192,12 @@ class SimServer:
         return JSONResponse({"version": f"loadproof-sim {__version__}"})
 
     async def models(self, request: Request) -> Response:
-        base = {"id": self.config.model, "object": "model", "owned_by": "loadproof-sim",
-                "max_model_len": self.config.max_model_len}
+        base = {
+            "id": self.config.model,
+            "object": "model",
+            "owned_by": "loadproof-sim",
+            "max_model_len": self.config.max_model_len,
+        }
         adapters = [dict(base, id=name, parent=self.config.model) for name in self.config.lora_modules]
         return JSONResponse({"object": "list", "data": [base, *adapters]})
 
@@ -194,11 +207,18 @@ class SimServer:
             return body
         prompt = text.chat_prompt(body["messages"]) if "messages" in body else str(body.get("prompt", ""))
         data = prompt.encode("utf-8")
-        return JSONResponse({"count": len(data), "max_model_len": self.config.max_model_len,
-                             "tokens": list(data) if len(data) <= 65_536 else []})
+        return JSONResponse(
+            {
+                "count": len(data),
+                "max_model_len": self.config.max_model_len,
+                "tokens": list(data) if len(data) <= 65_536 else [],
+            }
+        )
 
     async def metrics(self, request: Request) -> Response:
-        return PlainTextResponse(render_metrics(self.config.model, self.scheduler), media_type="text/plain; version=0.0.4")
+        return PlainTextResponse(
+            render_metrics(self.config.model, self.scheduler), media_type="text/plain; version=0.0.4"
+        )
 
     async def get_faults(self, request: Request) -> Response:
         return JSONResponse(self.faults.model_dump())
@@ -221,10 +241,17 @@ class SimServer:
 
     async def state(self, request: Request) -> Response:
         s = self.scheduler
-        return JSONResponse({"running": [r.request_id for r in s.running], "waiting": [r.request_id for r in s.waiting],
-                             "num_free_blocks": s.pool.num_free, "num_gpu_blocks": s.pool.num_blocks,
-                             "resident_tokens": s.resident_tokens(), "now_s": self.now_s(),
-                             **s.gauges()})
+        return JSONResponse(
+            {
+                "running": [r.request_id for r in s.running],
+                "waiting": [r.request_id for r in s.waiting],
+                "num_free_blocks": s.pool.num_free,
+                "num_gpu_blocks": s.pool.num_blocks,
+                "resident_tokens": s.resident_tokens(),
+                "now_s": self.now_s(),
+                **s.gauges(),
+            }
+        )
 
     async def completions(self, request: Request) -> Response:
         body = await _json_body(request)
@@ -261,11 +288,20 @@ class SimServer:
         tokens = await self._pool(request, body, inputs)
         if isinstance(tokens, Response):
             return tokens
-        data = [{"object": "embedding", "index": k, "embedding": text.embedding(i, self.config.embedding_dim)}
-                for k, i in enumerate(inputs)]
-        return JSONResponse({"id": f"embd-{uuid.uuid4().hex[:16]}", "object": "list", "created": int(time.time()),
-                             "model": self.config.model, "data": data,
-                             "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
+        data = [
+            {"object": "embedding", "index": k, "embedding": text.embedding(i, self.config.embedding_dim)}
+            for k, i in enumerate(inputs)
+        ]
+        return JSONResponse(
+            {
+                "id": f"embd-{uuid.uuid4().hex[:16]}",
+                "object": "list",
+                "created": int(time.time()),
+                "model": self.config.model,
+                "data": data,
+                "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+            }
+        )
 
     async def rerank(self, request: Request) -> Response:
         """A pooling model's /v1/rerank, as vLLM serves it for an embedding model: the query and each document
@@ -277,8 +313,12 @@ class SimServer:
             return body
         query, documents = body.get("query"), body.get("documents")
         documents = [documents] if isinstance(documents, str) else documents
-        if not isinstance(query, str) or not isinstance(documents, list) or not documents \
-                or not all(isinstance(d, str) for d in documents):
+        if (
+            not isinstance(query, str)
+            or not isinstance(documents, list)
+            or not documents
+            or not all(isinstance(d, str) for d in documents)
+        ):
             return _error(400, "query must be a string and documents a string or a non-empty list of strings")
         tokens = await self._pool(request, body, [query, *documents])
         if isinstance(tokens, Response):
@@ -286,10 +326,21 @@ class SimServer:
         dim = self.config.embedding_dim
         q = text.embedding(query, dim)
         scores = [sum(a * b for a, b in zip(q, text.embedding(d, dim))) for d in documents]  # unit vectors: cosine
-        results = sorted(({"index": k, "relevance_score": s, "document": {"text": d}}
-                          for k, (s, d) in enumerate(zip(scores, documents))), key=lambda r: -r["relevance_score"])
-        return JSONResponse({"id": f"rerank-{uuid.uuid4().hex[:16]}", "model": self.config.model, "results": results,
-                             "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
+        results = sorted(
+            (
+                {"index": k, "relevance_score": s, "document": {"text": d}}
+                for k, (s, d) in enumerate(zip(scores, documents))
+            ),
+            key=lambda r: -r["relevance_score"],
+        )
+        return JSONResponse(
+            {
+                "id": f"rerank-{uuid.uuid4().hex[:16]}",
+                "model": self.config.model,
+                "results": results,
+                "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+            }
+        )
 
     async def _pool(self, request: Request, body: dict[str, Any], inputs: list[str]) -> int | Response:
         """Each input a request of its own that prefills and ends; their prompt tokens, or the refusal."""
@@ -322,8 +373,11 @@ class SimServer:
         if body.get("model") not in (None, self.config.model, *self.config.lora_modules):
             return _error(404, f"The model `{body.get('model')}` does not exist.")
         if text.count_tokens(prompt) >= self.config.max_model_len:
-            return _error(400, f"This model's maximum context length is {self.config.max_model_len} tokens; "
-                               f"the prompt has {text.count_tokens(prompt)}")
+            return _error(
+                400,
+                f"This model's maximum context length is {self.config.max_model_len} tokens; "
+                f"the prompt has {text.count_tokens(prompt)}",
+            )
         return None
 
     async def _generate(self, http: Request, body: dict[str, Any], prompt: str, chat: bool) -> Response:
@@ -357,14 +411,21 @@ class SimServer:
         content = stream.text[:n] if n <= len(stream.text) else stream.text
         choice: dict[str, Any] = {"index": 0, "finish_reason": stream.request.finish_reason}
         if chat:
-            choice["message"] = {"role": "assistant", "content": content[stream.reasoning:]}
+            choice["message"] = {"role": "assistant", "content": content[stream.reasoning :]}
             if stream.reasoning:
-                choice["message"][self.config.reasoning_field] = content[:stream.reasoning]
+                choice["message"][self.config.reasoning_field] = content[: stream.reasoning]
         else:
             choice["text"] = content
-        return JSONResponse({"id": stream.request.request_id, "object": "chat.completion" if chat else "text_completion",
-                             "created": created, "model": self.config.model, "choices": [choice],
-                             "usage": _usage(stream.request)})
+        return JSONResponse(
+            {
+                "id": stream.request.request_id,
+                "object": "chat.completion" if chat else "text_completion",
+                "created": created,
+                "model": self.config.model,
+                "choices": [choice],
+                "usage": _usage(stream.request),
+            }
+        )
 
     def _request_fault(self) -> Response | None:
         f = self.faults
@@ -382,21 +443,36 @@ class SimServer:
 
     async def _sse(self, stream: Stream, chat: bool, created: int, usage_opts: dict[str, Any]) -> AsyncIterator[bytes]:
         request = stream.request
-        base = {"id": request.request_id, "object": "chat.completion.chunk" if chat else "text_completion",
-                "created": created, "model": self.config.model}
+        base = {
+            "id": request.request_id,
+            "object": "chat.completion.chunk" if chat else "text_completion",
+            "created": created,
+            "model": self.config.model,
+        }
         per_chunk_usage = bool(usage_opts.get("continuous_usage_stats"))
         finished = False
         try:
             if chat:
-                role: dict[str, Any] = {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
-                                                              "finish_reason": None}]}
+                role: dict[str, Any] = {
+                    **base,
+                    "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}],
+                }
                 if per_chunk_usage:  # vLLM's continuous usage stats ride on the role chunk too
                     role["usage"] = _usage(request)
                 yield encode_data(_json.encode(role))
             while (index := await stream.tokens.get()) is not None:
                 if index >= self.faults.after_tokens and "error_event" in self.faults.active:
-                    yield encode_data(_json.encode({"error": {"message": "simulated engine error mid-stream",
-                                                              "type": "InternalServerError", "code": 500}}))
+                    yield encode_data(
+                        _json.encode(
+                            {
+                                "error": {
+                                    "message": "simulated engine error mid-stream",
+                                    "type": "InternalServerError",
+                                    "code": 500,
+                                }
+                            }
+                        )
+                    )
                     return
                 if index >= self.faults.after_tokens and "drop" in self.faults.active:
                     raise DroppedConnection("simulated dropped connection")
@@ -413,7 +489,9 @@ class SimServer:
             finished = True
             last: dict[str, Any] = {"index": 0, "finish_reason": request.finish_reason}
             last["delta" if chat else "text"] = {} if chat else ""
-            yield encode_data(_json.encode({**base, "choices": [last], **({"usage": _usage(request)} if per_chunk_usage else {})}))
+            yield encode_data(
+                _json.encode({**base, "choices": [last], **({"usage": _usage(request)} if per_chunk_usage else {})})
+            )
             if usage_opts.get("include_usage"):
                 yield encode_data(_json.encode({**base, "choices": [], "usage": _usage(request)}))
             yield DONE_EVENT
@@ -437,8 +515,11 @@ async def _disconnected(http: Request) -> None:
 
 
 def _usage(request: SimRequest) -> dict[str, Any]:
-    usage: dict[str, Any] = {"prompt_tokens": request.prompt_tokens, "completion_tokens": request.num_output,
-                             "total_tokens": request.prompt_tokens + request.num_output}
+    usage: dict[str, Any] = {
+        "prompt_tokens": request.prompt_tokens,
+        "completion_tokens": request.num_output,
+        "total_tokens": request.prompt_tokens + request.num_output,
+    }
     if request.cached_tokens is not None:  # as vLLM with --enable-prompt-tokens-details, once scheduled
         usage["prompt_tokens_details"] = {"cached_tokens": request.cached_tokens}
     return usage

@@ -74,6 +74,11 @@ def measured_drafts(path: Path) -> MeasuredDrafts:
     schedule = draft_by_batch(spec)
     shown = ", ".join(f"{100 * p:.1f}" for p in accepted)
     levels = ", ".join(f"{family} c{conc}" for family, conc in sorted(windows))
-    return MeasuredDrafts(schedule, accepted, share, f"--spec-from {path.name}: {spec.method} drafts, accepted by "
-                          f"position {shown}% (levels {levels}); {100 * share:.1f}% of decode steps drafted; draft "
-                          f"length by batch {schedule}")
+    return MeasuredDrafts(
+        schedule,
+        accepted,
+        share,
+        f"--spec-from {path.name}: {spec.method} drafts, accepted by "
+        f"position {shown}% (levels {levels}); {100 * share:.1f}% of decode steps drafted; draft "
+        f"length by batch {schedule}",
+    )

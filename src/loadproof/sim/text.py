@@ -19,8 +19,28 @@ from pathlib import Path
 CHAT_TEMPLATE = "<|user|>\n{content}\n<|assistant|>\n"
 _FACT = re.compile(r"The secret code of (.+?) is (\d+)\.")
 _QUESTION = re.compile(r"[Ww]hat(?:, again,)? is the secret code of (.+?)\?")
-_WORDS = ("the", "river", "stone", "market", "north", "lamp", "quiet", "harbor", "window", "garden", "bright",
-          "road", "winter", "paper", "story", "hill", "bridge", "morning", "silver", "field")
+_WORDS = (
+    "the",
+    "river",
+    "stone",
+    "market",
+    "north",
+    "lamp",
+    "quiet",
+    "harbor",
+    "window",
+    "garden",
+    "bright",
+    "road",
+    "winter",
+    "paper",
+    "story",
+    "hill",
+    "bridge",
+    "morning",
+    "silver",
+    "field",
+)
 
 
 def tokenizer_path() -> Path:
@@ -47,7 +67,7 @@ def block_hashes(prompt: bytes, block_size: int, salt: str | None) -> list[int]:
     out = []
     parent = hashlib.blake2b((salt or "").encode(), digest_size=8).digest()
     for start in range(0, len(prompt) - block_size + 1, block_size):
-        parent = hashlib.blake2b(parent + prompt[start:start + block_size], digest_size=8).digest()
+        parent = hashlib.blake2b(parent + prompt[start : start + block_size], digest_size=8).digest()
         out.append(int.from_bytes(parent, "big"))
     return out
 

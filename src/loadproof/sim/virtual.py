@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import hashlib
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from loadproof.plans.capacity import CapacityPlan, CapacitySession
 from loadproof.records import RequestRecord
@@ -43,13 +44,18 @@ class VirtualRun:
     def __post_init__(self) -> None:
         self.scheduler = Scheduler(self.config)
 
-    def add(self, request_id: str, prompt_tokens: int, max_tokens: int, salt: str,
-            hashes: list[int] | None = None) -> SimRequest:
+    def add(
+        self, request_id: str, prompt_tokens: int, max_tokens: int, salt: str, hashes: list[int] | None = None
+    ) -> SimRequest:
         """A request arriving now; its prompt shares nothing (a salt of its own) unless `hashes` gives its full
         blocks' chained hashes (a replayed trace's shared blocks)."""
-        request = SimRequest(request_id, prompt_tokens, max_tokens,
-                             hashes if hashes is not None else salted_hashes(salt, prompt_tokens, self.config.block_size),
-                             arrival_s=self.now_s)
+        request = SimRequest(
+            request_id,
+            prompt_tokens,
+            max_tokens,
+            hashes if hashes is not None else salted_hashes(salt, prompt_tokens, self.config.block_size),
+            arrival_s=self.now_s,
+        )
         self.scheduler.add(request)
         self.token_times[request_id] = []
         return request
@@ -118,9 +124,18 @@ class CapacityPrediction:
     modeled_s: float
 
 
-def predict_capacity(config: SimConfig, sessions: int, input_tokens: int, window_s: float, *,
-                     max_tokens: int | None = None, max_gap_s: float = 5.0, sample_interval_s: float = 0.5,
-                     first_token_timeout_s: float = 7200.0, admission_stall_s: float = 10.0) -> CapacityPrediction:
+def predict_capacity(
+    config: SimConfig,
+    sessions: int,
+    input_tokens: int,
+    window_s: float,
+    *,
+    max_tokens: int | None = None,
+    max_gap_s: float = 5.0,
+    sample_interval_s: float = 0.5,
+    first_token_timeout_s: float = 7200.0,
+    admission_stall_s: float = 10.0,
+) -> CapacityPrediction:
     """The capacity scenario of `sessions` x `input_tokens` on the modeled engine (see the module doc)."""
     if max_tokens is None:  # as the scenario does: what the context window leaves, at most 100,000
         max_tokens = min(config.max_model_len - input_tokens, 100_000)
@@ -148,9 +163,14 @@ def predict_capacity(config: SimConfig, sessions: int, input_tokens: int, window
     run.advance(all_started, first_token_timeout_s)
     events: list[Event] = []
     if stall["since"] is not None:
-        events.append(Event(kind="admission_stalled", t_ns=int(run.now_s * NS_PER_S),
-                            evidence=f"{len(run.scheduler.waiting)} request(s) waited {admission_stall_s:g} s while "
-                                     f"all {len(run.scheduler.running)} running sessions were decoding"))
+        events.append(
+            Event(
+                kind="admission_stalled",
+                t_ns=int(run.now_s * NS_PER_S),
+                evidence=f"{len(run.scheduler.waiting)} request(s) waited {admission_stall_s:g} s while "
+                f"all {len(run.scheduler.running)} running sessions were decoding",
+            )
+        )
     started = [r for r in requests if r.first_token_s is not None]
     if len(started) == sessions:
         window_start = max(r.first_token_s for r in started)  # type: ignore[type-var]
@@ -167,24 +187,43 @@ def predict_capacity(config: SimConfig, sessions: int, input_tokens: int, window
     records = []
     for rid, request in zip(ids, requests):
         times = run.token_times[rid]
-        record = RequestRecord(request_id=rid, endpoint="completions", scenario="capacity", family="capacity",
-                               prompt_id=rid, concurrency=sessions, send_ns=0,
-                               prompt_tokens=input_tokens, output_tokens=len(times),
-                               chunk_ns=[int(t * NS_PER_S) for t in times], chunk_tokens=[1] * len(times),
-                               num_chunks=len(times))
+        record = RequestRecord(
+            request_id=rid,
+            endpoint="completions",
+            scenario="capacity",
+            family="capacity",
+            prompt_id=rid,
+            concurrency=sessions,
+            send_ns=0,
+            prompt_tokens=input_tokens,
+            output_tokens=len(times),
+            chunk_ns=[int(t * NS_PER_S) for t in times],
+            chunk_tokens=[1] * len(times),
+            num_chunks=len(times),
+        )
         if times:
             record.first_token_ns, record.last_token_ns = int(times[0] * NS_PER_S), int(times[-1] * NS_PER_S)
             record.output_text = "predicted"  # the simulator answers every probe right
         if request.finish_reason == "length":
             record.ok, record.finish_reason, record.end_ns = True, "length", int(times[-1] * NS_PER_S)
         else:
-            record.error_kind, record.error_message, record.end_ns = "cancelled", "cancelled by the client", int(cancel_s * NS_PER_S)
+            record.error_kind, record.error_message, record.end_ns = (
+                "cancelled",
+                "cancelled by the client",
+                int(cancel_s * NS_PER_S),
+            )
         records.append(record)
     plan = CapacityPlan(
         sessions=[CapacitySession(request_id=rid, session_id=rid, expected="predicted") for rid in ids],
-        input_tokens=input_tokens, max_tokens=max_tokens, window_s=window_s, max_gap_s=max_gap_s,
-        drain_timeout_s=30.0, kv_idle_bound=0.02, check_probes=True,
-        max_model_len=config.max_model_len, engine_kv_cache_tokens=config.kv_cache_tokens,
+        input_tokens=input_tokens,
+        max_tokens=max_tokens,
+        window_s=window_s,
+        max_gap_s=max_gap_s,
+        drain_timeout_s=30.0,
+        kv_idle_bound=0.02,
+        check_probes=True,
+        max_model_len=config.max_model_len,
+        engine_kv_cache_tokens=config.kv_cache_tokens,
         theoretical_full_windows=round(config.kv_cache_tokens / config.max_model_len, 4),
     )
     return CapacityPrediction(plan, records, run.samples, events, run.num_steps, run.now_s)
@@ -199,8 +238,15 @@ class LoadPrediction:
     prefix_cache_queries: int = 0
 
 
-def predict_load(config: SimConfig, offsets_s: list[float], input_tokens: list[int], output_tokens: list[int],
-                 *, max_concurrency: int | None = None, hashes: list[list[int]] | None = None) -> LoadPrediction:
+def predict_load(
+    config: SimConfig,
+    offsets_s: list[float],
+    input_tokens: list[int],
+    output_tokens: list[int],
+    *,
+    max_concurrency: int | None = None,
+    hashes: list[list[int]] | None = None,
+) -> LoadPrediction:
     """Open-loop traffic on the modeled engine: request i is sent at offsets_s[i] (the schedule `run load`
     draws), reaches the engine after its request overhead, and decodes exactly output_tokens[i] tokens
     (ignore_eos). With `max_concurrency` a request waits for a free slot, as the client's cap does. The
@@ -231,8 +277,13 @@ def predict_load(config: SimConfig, offsets_s: list[float], input_tokens: list[i
     def admit() -> None:
         while arrived and arrived[0][0] <= run.now_s + 1e-12:
             _, i = arrived.pop(0)
-            requests[i] = run.add(f"load-{i:06d}", input_tokens[i], output_tokens[i], salt=f"load-{i}",
-                                  hashes=hashes[i] if hashes is not None else None)
+            requests[i] = run.add(
+                f"load-{i:06d}",
+                input_tokens[i],
+                output_tokens[i],
+                salt=f"load-{i}",
+                hashes=hashes[i] if hashes is not None else None,
+            )
 
     def next_event() -> float:
         times = [arrived[0][0]] if arrived else []
@@ -253,9 +304,9 @@ def predict_load(config: SimConfig, offsets_s: list[float], input_tokens: list[i
         target = next_event()
         seen = completions()
         if max_concurrency:  # a finished request frees a slot: stop there too
-            until = lambda: run.now_s >= target or completions() != seen  # noqa: E731
+            until = lambda target=target, seen=seen: run.now_s >= target or completions() != seen  # noqa: E731
         else:
-            until = lambda: run.now_s >= target  # noqa: E731
+            until = lambda target=target: run.now_s >= target  # noqa: E731
         if run.advance(until, float("inf")):
             continue
         # idle: nothing to schedule and nothing in flight
@@ -266,11 +317,20 @@ def predict_load(config: SimConfig, offsets_s: list[float], input_tokens: list[i
     for i in range(n):
         times = run.token_times.get(f"load-{i:06d}", [])
         send_ns = int(sent.get(i, offsets_s[i]) * NS_PER_S)
-        record = RequestRecord(request_id=f"load-{i:06d}", endpoint="completions", scenario="load", family="load",
-                               prompt_id=f"load-{i:06d}", concurrency=cap, send_ns=send_ns,
-                               prompt_tokens=input_tokens[i], output_tokens=len(times),
-                               chunk_ns=[int(t * NS_PER_S) for t in times], chunk_tokens=[1] * len(times),
-                               num_chunks=len(times))
+        record = RequestRecord(
+            request_id=f"load-{i:06d}",
+            endpoint="completions",
+            scenario="load",
+            family="load",
+            prompt_id=f"load-{i:06d}",
+            concurrency=cap,
+            send_ns=send_ns,
+            prompt_tokens=input_tokens[i],
+            output_tokens=len(times),
+            chunk_ns=[int(t * NS_PER_S) for t in times],
+            chunk_tokens=[1] * len(times),
+            num_chunks=len(times),
+        )
         record.intended_send_ns = int(offsets_s[i] * NS_PER_S)
         record.dispatch_ns = record.intended_send_ns
         record.planned_input_tokens, record.planned_output_tokens = input_tokens[i], output_tokens[i]
@@ -278,14 +338,19 @@ def predict_load(config: SimConfig, offsets_s: list[float], input_tokens: list[i
             record.first_token_ns, record.last_token_ns = int(times[0] * NS_PER_S), int(times[-1] * NS_PER_S)
             record.ok, record.finish_reason, record.end_ns = True, "length", record.last_token_ns
         else:
-            record.error_kind, record.error_message, record.end_ns = "never_scheduled", "the engine never ran it", send_ns
+            record.error_kind, record.error_message, record.end_ns = (
+                "never_scheduled",
+                "the engine never ran it",
+                send_ns,
+            )
         records.append(record)
     counters = run.scheduler.counters
     return LoadPrediction(records, run.num_steps, run.now_s, counters.prefix_cache_hits, counters.prefix_cache_queries)
 
 
-def trace_block_hashes(blocks: list[Any], text_tokens: int, overhead_tokens: int, block_tokens: int,
-                       block_size: int) -> list[int]:
+def trace_block_hashes(
+    blocks: list[Any], text_tokens: int, overhead_tokens: int, block_tokens: int, block_size: int
+) -> list[int]:
     """The chained hashes of the engine's full KV blocks (`block_size`) of a replayed prompt: the engine's
     overhead (the same for every prompt), then the trace's blocks of `block_tokens`, each named by its id, the
     last cut to the text. Two prompts share a KV block exactly when they share every token up to its end, as

@@ -55,12 +55,16 @@ INT, FLOAT, BOOL, STR, JSON = "int64", "float64", "bool", "string", "json"
 T_NS = "ns, run clock"  # a time point on the run's monotonic clock (perf_counter_ns)
 DURATION_NS = "ns"
 WALL_S = "s, Unix time"
-TIME_NOTE = ("t_ns and the *_ns time points of requests are integer nanoseconds on the run's monotonic clock "
-             "(perf_counter_ns), comparable within this run only; in wall-clock nanoseconds a time point is "
-             "clock_anchor.wall_time_ns + (t_ns - clock_anchor.perf_counter_ns). wall_time_s is Unix time in "
-             "seconds, read when the row was written. ttft_ns and latency_ns are durations in nanoseconds.")
-TYPES_NOTE = ("int64, float64, bool, string; json is a string column holding JSON text. In CSV a null is an "
-              "empty cell and a bool is true or false.")
+TIME_NOTE = (
+    "t_ns and the *_ns time points of requests are integer nanoseconds on the run's monotonic clock "
+    "(perf_counter_ns), comparable within this run only; in wall-clock nanoseconds a time point is "
+    "clock_anchor.wall_time_ns + (t_ns - clock_anchor.perf_counter_ns). wall_time_s is Unix time in "
+    "seconds, read when the row was written. ttft_ns and latency_ns are durations in nanoseconds."
+)
+TYPES_NOTE = (
+    "int64, float64, bool, string; json is a string column holding JSON text. In CSV a null is an "
+    "empty cell and a bool is true or false."
+)
 
 
 @dataclass(frozen=True)
@@ -93,8 +97,13 @@ class TableFile:
     rows: int
 
     def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "file": self.file, "rows": self.rows, "description": self.description,
-                "columns": [c.describe() for c in self.columns]}
+        return {
+            "name": self.name,
+            "file": self.file,
+            "rows": self.rows,
+            "description": self.description,
+            "columns": [c.describe() for c in self.columns],
+        }
 
 
 @dataclass
@@ -121,7 +130,7 @@ def check_format(fmt: str) -> None:
         raise UsageError(f"--format must be csv or parquet (got {fmt!r})")
     if fmt == "parquet":
         try:
-            import pyarrow  # noqa: F401
+            import pyarrow
             import pyarrow.parquet  # noqa: F401
         except ImportError:
             raise UsageError(f"--format parquet needs pyarrow: {PARQUET_INSTALL}") from None
@@ -183,6 +192,7 @@ def _manifest(run: Run, result: Export) -> dict[str, Any]:
 
 # ---------------------------------------------------------------------------------------------- tables
 
+
 def tables(run: Run) -> list[_Table]:
     """The tables of a run, in the order they are written."""
     out = [_requests(run), _chunks(run), _metrics(run), _events(run), *_telemetry(run)]
@@ -195,15 +205,29 @@ def _requests(run: Run) -> _Table:
     info = msgspec.inspect.type_info(RequestRecord)
     assert isinstance(info, msgspec.inspect.StructType)
     names = [f.name for f in info.fields if f.name not in ("chunk_ns", "chunk_tokens", "tool_calls")]
-    columns = [Column(f.name, _struct_type("RequestRecord", f.name, f.type), _request_unit(f.name))
-               for f in info.fields if f.name in names]
+    columns = [
+        Column(f.name, _struct_type("RequestRecord", f.name, f.type), _request_unit(f.name))
+        for f in info.fields
+        if f.name in names
+    ]
     columns += [
-        Column("ttft_ns", INT, DURATION_NS, "time to first token; null without a first token",
-               derived="first_token_ns - send_ns"),
-        Column("latency_ns", INT, DURATION_NS, "send to last token; null without a last token",
-               derived="last_token_ns - send_ns"),
-        Column("tool_calls", STR, None, "the answer's tool calls, a JSON array of {name, arguments, id}; null "
-               "without one"),
+        Column(
+            "ttft_ns",
+            INT,
+            DURATION_NS,
+            "time to first token; null without a first token",
+            derived="first_token_ns - send_ns",
+        ),
+        Column(
+            "latency_ns",
+            INT,
+            DURATION_NS,
+            "send to last token; null without a last token",
+            derived="last_token_ns - send_ns",
+        ),
+        Column(
+            "tool_calls", STR, None, "the answer's tool calls, a JSON array of {name, arguments, id}; null without one"
+        ),
     ]
 
     def rows() -> Iterator[list[Any]]:  # load_run validated every field against RequestRecord
@@ -238,9 +262,12 @@ def _request_unit(name: str) -> str | None:
 
 
 def _chunks(run: Run) -> _Table:
-    columns = [Column("request_id", STR), Column("chunk_index", INT, None, "0-based position in the request"),
-               Column("t_ns", INT, T_NS, "arrival of the chunk"),
-               Column("tokens", INT, "tokens", "tokens the chunk added (0 without per-chunk usage)")]
+    columns = [
+        Column("request_id", STR),
+        Column("chunk_index", INT, None, "0-based position in the request"),
+        Column("t_ns", INT, T_NS, "arrival of the chunk"),
+        Column("tokens", INT, "tokens", "tokens the chunk added (0 without per-chunk usage)"),
+    ]
 
     def rows() -> Iterator[list[Any]]:
         for record in run.records:
@@ -266,28 +293,36 @@ def _chunks(run: Run) -> _Table:
         if ids:
             yield [ids, indexes, times, tokens]
 
-    return _Table("chunks", "one row per token-bearing chunk (chunks.jsonl), long format", columns, rows,
-                  column_batches)
+    return _Table(
+        "chunks", "one row per token-bearing chunk (chunks.jsonl), long format", columns, rows, column_batches
+    )
 
 
 def _metrics(run: Run) -> _Table:
-    columns = [Column("t_ns", INT, T_NS, "when the scrape started"), Column("wall_time_s", FLOAT, WALL_S),
-               Column("metric", STR, None, "loadproof's name for the engine metric"),
-               Column("value", FLOAT, None, "the metric's value in that sample (counters are cumulative)")]
+    columns = [
+        Column("t_ns", INT, T_NS, "when the scrape started"),
+        Column("wall_time_s", FLOAT, WALL_S),
+        Column("metric", STR, None, "loadproof's name for the engine metric"),
+        Column("value", FLOAT, None, "the metric's value in that sample (counters are cumulative)"),
+    ]
 
     def rows() -> Iterator[list[Any]]:
         for sample in run.samples:
             for name, value in sample.values.items():
                 yield [sample.t_ns, sample.wall_time_s, name, value]
 
-    return _Table("metrics", "the engine's /metrics samples (metrics.jsonl), long: one row per sample and metric",
-                  columns, rows)
+    return _Table(
+        "metrics", "the engine's /metrics samples (metrics.jsonl), long: one row per sample and metric", columns, rows
+    )
 
 
 def _events(run: Run) -> _Table:
-    columns = [Column("t_ns", INT, T_NS, "null for events stored without one"),
-               Column("wall_time_s", FLOAT, WALL_S), Column("kind", STR),
-               Column("fields", JSON, None, "every other field of the event, as one JSON object")]
+    columns = [
+        Column("t_ns", INT, T_NS, "null for events stored without one"),
+        Column("wall_time_s", FLOAT, WALL_S),
+        Column("kind", STR),
+        Column("fields", JSON, None, "every other field of the event, as one JSON object"),
+    ]
 
     def rows() -> Iterator[list[Any]]:
         for event in run.events:
@@ -297,12 +332,27 @@ def _events(run: Run) -> _Table:
     return _Table("events", "scenario and supervisor events (events.jsonl)", columns, rows)
 
 
-_UNIT_SUFFIXES = (("_bytes", "bytes"), ("_pct", "%"), ("_w", "W"), ("_c", "degrees C"), ("_mhz", "MHz"),
-                  ("_kbps", "KB/s"), ("_kib", "KiB, cumulative counter"), ("_width", "lanes"),
-                  ("_width_max", "lanes"), ("_ns", T_NS), ("_s", "s"), ("_tokens", "tokens"))
-_DESCRIPTIONS = {"throttle_reasons": "NVML clock throttle reasons bitmask", "oom_kills": "kernel OOM kills so far",
-                 "cpu_outside_pct": "share of the host's CPU used outside loadproof's process tree",
-                 "pcie_gen": "current PCIe generation", "pcie_gen_max": "maximum PCIe generation"}
+_UNIT_SUFFIXES = (
+    ("_bytes", "bytes"),
+    ("_pct", "%"),
+    ("_w", "W"),
+    ("_c", "degrees C"),
+    ("_mhz", "MHz"),
+    ("_kbps", "KB/s"),
+    ("_kib", "KiB, cumulative counter"),
+    ("_width", "lanes"),
+    ("_width_max", "lanes"),
+    ("_ns", T_NS),
+    ("_s", "s"),
+    ("_tokens", "tokens"),
+)
+_DESCRIPTIONS = {
+    "throttle_reasons": "NVML clock throttle reasons bitmask",
+    "oom_kills": "kernel OOM kills so far",
+    "cpu_outside_pct": "share of the host's CPU used outside loadproof's process tree",
+    "pcie_gen": "current PCIe generation",
+    "pcie_gen_max": "maximum PCIe generation",
+}
 
 
 def _unit(name: str) -> str | None:
@@ -313,22 +363,37 @@ def _fields(kind: type[msgspec.Struct], skip: tuple[str, ...] = ()) -> list[Colu
     """A column per field of a run directory type (rundir), typed by the field's type."""
     info = msgspec.inspect.type_info(kind)
     assert isinstance(info, msgspec.inspect.StructType)
-    return [Column(f.name, _struct_type(kind.__name__, f.name, f.type), _unit(f.name), _DESCRIPTIONS.get(f.name, ""))
-            for f in info.fields if f.name not in skip]
+    return [
+        Column(f.name, _struct_type(kind.__name__, f.name, f.type), _unit(f.name), _DESCRIPTIONS.get(f.name, ""))
+        for f in info.fields
+        if f.name not in skip
+    ]
 
 
 def _telemetry(run: Run) -> list[_Table]:
     head = [Column("t_ns", INT, T_NS), Column("wall_time_s", FLOAT, WALL_S)]
     host_fields = _fields(HostSample)
-    host_columns = [*head, *host_fields, Column("num_gpus", INT, None, "GPUs in the sample (null: no GPU telemetry)"),
-                    Column("xid_events", JSON, None, "NVML Xid critical-error events since the last sample "
-                           "(device is the GPU index); null when none")]
+    host_columns = [
+        *head,
+        *host_fields,
+        Column("num_gpus", INT, None, "GPUs in the sample (null: no GPU telemetry)"),
+        Column(
+            "xid_events",
+            JSON,
+            None,
+            "NVML Xid critical-error events since the last sample (device is the GPU index); null when none",
+        ),
+    ]
 
     def host_rows() -> Iterator[list[Any]]:
         for row in run.telemetry:
-            yield [row.t_ns, row.wall_time_s, *(getattr(row.host, c.name) for c in host_fields),
-                   None if row.gpus is None else len(row.gpus),
-                   _json(msgspec.to_builtins(row.xid_events)) if row.xid_events else None]
+            yield [
+                row.t_ns,
+                row.wall_time_s,
+                *(getattr(row.host, c.name) for c in host_fields),
+                None if row.gpus is None else len(row.gpus),
+                _json(msgspec.to_builtins(row.xid_events)) if row.xid_events else None,
+            ]
 
     gpu_fields = _fields(GPUSample, skip=("index",))
     gpu_columns = [*head, Column("gpu", INT, None, "the GPU's NVML index"), *gpu_fields]
@@ -340,8 +405,12 @@ def _telemetry(run: Run) -> list[_Table]:
 
     return [
         _Table("telemetry_host", "one row per telemetry sample (telemetry.jsonl): the host", host_columns, host_rows),
-        _Table("telemetry_gpu", "one row per telemetry sample and GPU (telemetry.jsonl); none without GPU telemetry",
-               gpu_columns, gpu_rows),
+        _Table(
+            "telemetry_gpu",
+            "one row per telemetry sample and GPU (telemetry.jsonl); none without GPU telemetry",
+            gpu_columns,
+            gpu_rows,
+        ),
     ]
 
 
@@ -361,6 +430,7 @@ def _json(value: Any) -> str:
 
 
 # ---------------------------------------------------------------------------------------------- writers
+
 
 def _write_csv(path: Path, table: _Table) -> int:
     """Header, then one line per row; a null is an empty cell, a bool `true`/`false`, a float its repr."""
@@ -385,15 +455,21 @@ def _write_parquet(path: Path, table: _Table) -> int:
     import pyarrow.parquet as pq  # the same extra
 
     arrow_types = {INT: pa.int64(), FLOAT: pa.float64(), BOOL: pa.bool_(), STR: pa.string(), JSON: pa.string()}
-    schema = pa.schema([
-        pa.field(c.name, arrow_types[c.type], metadata={k: str(v) for k, v in c.describe().items() if k != "name"})
-        for c in table.columns])
+    schema = pa.schema(
+        [
+            pa.field(c.name, arrow_types[c.type], metadata={k: str(v) for k, v in c.describe().items() if k != "name"})
+            for c in table.columns
+        ]
+    )
     count = 0
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)  # like open(path, "x")
     with os.fdopen(fd, "wb") as handle, pq.ParquetWriter(handle, schema) as writer:
         for columns in _column_batches(table):
-            writer.write_batch(pa.RecordBatch.from_arrays(
-                [pa.array(col, type=f.type) for col, f in zip(columns, schema)], schema=schema))
+            writer.write_batch(
+                pa.RecordBatch.from_arrays(
+                    [pa.array(col, type=f.type) for col, f in zip(columns, schema)], schema=schema
+                )
+            )
             count += len(columns[0])
     return count
 

@@ -30,8 +30,14 @@ MAX_INT_DIGITS = 40  # nanosecond times have 19 digits
 MAX_NUMBER_CHARS = 100  # json.dumps and msgspec write at most 24 characters per float
 _LONG_DIGITS = re.compile(rb"\d{%d}" % (MAX_INT_DIGITS + 1))
 _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
-_KINDS = ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
-          (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+_KINDS = (
+    (stat.S_ISLNK, "a symbolic link"),
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
 
 
 class JSONRefused(ValueError):
@@ -77,8 +83,9 @@ def read_regular(path: Path, max_bytes: int | None = None) -> bytes:
     return data
 
 
-def iter_lines(path: Path, max_file_bytes: int | None = None,
-               max_line_bytes: int | None = None) -> Iterator[tuple[int, bytes, bool]]:
+def iter_lines(
+    path: Path, max_file_bytes: int | None = None, max_line_bytes: int | None = None
+) -> Iterator[tuple[int, bytes, bool]]:
     """(line number, bytes, complete) of each line of a regular file; `complete` is False only for a
     last line with no newline (where an interrupted append stops)."""
     with os.fdopen(open_regular(path, max_file_bytes), "rb") as handle:

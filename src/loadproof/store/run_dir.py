@@ -44,8 +44,16 @@ from loadproof.errors import RunDirError
 from loadproof.records import RequestRecord
 from loadproof.rundir import Answer, EngineSample, Event, Manifest, TelemetrySample
 from loadproof.store.files import JSONRefused, iter_lines, parse_json, read_json_file
-from loadproof.store.schema import (CURRENT, READERS, event_json, manifest_json, read_manifest, read_rows, typed,
-                                    versions_of)
+from loadproof.store.schema import (
+    CURRENT,
+    READERS,
+    event_json,
+    manifest_json,
+    read_manifest,
+    read_rows,
+    typed,
+    versions_of,
+)
 
 MANIFEST = "manifest.json"
 REQUESTS = "requests.jsonl"
@@ -194,9 +202,16 @@ def load_run(path: Path, limits: ReadLimits = ReadLimits()) -> Run:
     events, torn_events = _read_typed(path / EVENTS, "events", versions.events, limits)
     telemetry, torn_telemetry = _read_typed(path / TELEMETRY, "telemetry", versions.telemetry, limits)
     answers, torn_answers = _read_typed(path / ANSWERS, "answers", versions.answers, limits)
-    return Run(path=path, manifest=manifest, records=records, samples=samples, events=events, telemetry=telemetry,
-               answers=answers,
-               num_torn_lines=torn + torn_chunks + torn_samples + torn_events + torn_telemetry + torn_answers)
+    return Run(
+        path=path,
+        manifest=manifest,
+        records=records,
+        samples=samples,
+        events=events,
+        telemetry=telemetry,
+        answers=answers,
+        num_torn_lines=torn + torn_chunks + torn_samples + torn_events + torn_telemetry + torn_answers,
+    )
 
 
 def _read_typed(path: Path, kind: str, version: int, limits: ReadLimits) -> tuple[list[Any], int]:

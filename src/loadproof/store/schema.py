@@ -59,8 +59,13 @@ READERS: dict[str, dict[int, Callable[[Row], Any]]] = {
     "telemetry": {1: _as(TelemetrySample), 2: _as(TelemetrySample)},  # 2 adds GPUSample.energy_mj
     "answers": {1: _as(Answer)},
 }
-CURRENT = SchemaVersions(manifest=Manifest.version, metrics=EngineSample.version, events=Event.version,
-                         telemetry=TelemetrySample.version, answers=Answer.version)
+CURRENT = SchemaVersions(
+    manifest=Manifest.version,
+    metrics=EngineSample.version,
+    events=Event.version,
+    telemetry=TelemetrySample.version,
+    answers=Answer.version,
+)
 
 
 def versions_of(raw_manifest: Mapping[str, Any], where: Path) -> SchemaVersions:
@@ -79,8 +84,10 @@ def reader(kind: str, version: int, where: Path) -> Callable[[Row], Any]:
     if version not in readers:
         newest = max(readers)
         if version > newest:
-            raise RunDirError(f"{where} is schema version {version}, newer than this loadproof reads (up to "
-                              f"{newest}); use a newer loadproof")
+            raise RunDirError(
+                f"{where} is schema version {version}, newer than this loadproof reads (up to "
+                f"{newest}); use a newer loadproof"
+            )
         raise RunDirError(f"{where}: schema version {version} is not a version of this file")
     return readers[version]
 
@@ -119,8 +126,11 @@ def event_json(event: Event) -> Row:
     out: Row = msgspec.to_builtins(event)
     fields = out.pop("fields", {})
     head = {"wall_time_s": out.pop("wall_time_s", None), "kind": out.pop("kind")}
-    return {**{k: v for k, v in head.items() if v is not None}, **out,
-            **{k: v for k, v in fields.items() if k not in out and k not in head}}
+    return {
+        **{k: v for k, v in head.items() if v is not None},
+        **out,
+        **{k: v for k, v in fields.items() if k not in out and k not in head},
+    }
 
 
 def typed(value: T | Mapping[str, Any], kind: type[T], read: Callable[[Row], T] | None = None) -> T:
@@ -130,5 +140,4 @@ def typed(value: T | Mapping[str, Any], kind: type[T], read: Callable[[Row], T] 
     return (read or _as(kind))(dict(value))  # type: ignore[arg-type]
 
 
-__all__ = ["CURRENT", "READERS", "event_json", "manifest_json", "read_manifest", "read_rows", "typed",
-           "versions_of"]
+__all__ = ["CURRENT", "READERS", "event_json", "manifest_json", "read_manifest", "read_rows", "typed", "versions_of"]

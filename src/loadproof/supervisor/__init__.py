@@ -25,7 +25,22 @@ from loadproof.supervisor.policy import RestartBudget, RestartDecision, Supervis
 from loadproof.supervisor.probe import ProbeOutcome, ProbeResult, engine_work, probe
 
 __all__ = [
-    "FAILED", "READY", "REAL_CLOCK", "RESTARTING", "STARTING", "STOPPED", "Clock", "ProbeOutcome", "ProbeResult",
-    "RealClock", "RestartBudget", "RestartDecision", "ScriptedClock", "Supervisor", "SupervisorPolicy",
-    "engine_work", "probe", "visible_gpus",
+    "FAILED",
+    "READY",
+    "REAL_CLOCK",
+    "RESTARTING",
+    "STARTING",
+    "STOPPED",
+    "Clock",
+    "ProbeOutcome",
+    "ProbeResult",
+    "RealClock",
+    "RestartBudget",
+    "RestartDecision",
+    "ScriptedClock",
+    "Supervisor",
+    "SupervisorPolicy",
+    "engine_work",
+    "probe",
+    "visible_gpus",
 ]

@@ -31,12 +31,21 @@ WorkMeter = Callable[[EngineProcess], "tuple[float, ...] | None"]
 
 
 class Supervisor:
-    def __init__(self, launch: Callable[[], EngineProcess], served_name: str, gpus_needed: int,
-                 ready_timeout_s: float, events_path: Path, policy: SupervisorPolicy = SupervisorPolicy(),
-                 on_event: Callable[[dict[str, Any]], None] | None = None,
-                 gpu_counter: Callable[[], int] = visible_gpus, rng: random.Random | None = None,
-                 clock: Clock = REAL_CLOCK, prober: Prober = probe_engine,
-                 work_meter: WorkMeter = engine_work_of) -> None:
+    def __init__(
+        self,
+        launch: Callable[[], EngineProcess],
+        served_name: str,
+        gpus_needed: int,
+        ready_timeout_s: float,
+        events_path: Path,
+        policy: SupervisorPolicy = SupervisorPolicy(),  # noqa: B008 (frozen, shared safely)
+        on_event: Callable[[dict[str, Any]], None] | None = None,
+        gpu_counter: Callable[[], int] = visible_gpus,
+        rng: random.Random | None = None,
+        clock: Clock = REAL_CLOCK,
+        prober: Prober = probe_engine,
+        work_meter: WorkMeter = engine_work_of,
+    ) -> None:
         self._launch = launch
         self.served_name = served_name
         self.gpus_needed = gpus_needed
@@ -85,15 +94,19 @@ class Supervisor:
             while not self._stop.is_set():
                 gpus = self._gpu_counter()
                 if gpus < self.gpus_needed:
-                    return self._fail(f"the profile needs {self.gpus_needed} GPU(s), this host shows {gpus}: "
-                                      "refusing to start degraded")
+                    return self._fail(
+                        f"the profile needs {self.gpus_needed} GPU(s), this host shows {gpus}: "
+                        "refusing to start degraded"
+                    )
                 reason = self._start_and_watch()
                 if self._stop.is_set():
                     break
                 decision = budget.decide(self.clock.monotonic(), self.healthy_for_s)
                 if decision.give_up:
-                    return self._fail(f"{reason}; {decision.counted} restart(s) within "
-                                      f"{self.policy.restart_window_s:g} s already: giving up")
+                    return self._fail(
+                        f"{reason}; {decision.counted} restart(s) within "
+                        f"{self.policy.restart_window_s:g} s already: giving up"
+                    )
                 self.state = RESTARTING
                 self.event("restart", reason=reason, attempt=decision.attempt, delay_s=round(decision.delay_s, 2))
                 if self.clock.wait(self._stop, decision.delay_s):
@@ -133,8 +146,13 @@ class Supervisor:
             return f"start failed: {exc}"
         self.state = READY
         report = engine.startup_report()
-        self.event("ready", pid=engine.pid, url=engine.url, after_s=round(engine.ready_after_s or 0, 1),
-                   startup_report=report.line if report else None)
+        self.event(
+            "ready",
+            pid=engine.pid,
+            url=engine.url,
+            after_s=round(engine.ready_after_s or 0, 1),
+            startup_report=report.line if report else None,
+        )
         ready_at = self.clock.monotonic()
         failures = 0
         work = self._work(engine)
@@ -166,12 +184,15 @@ class Supervisor:
             if result.ok:
                 failures = 0
                 continue
-            if result.outcome is ProbeOutcome.TIMEOUT and before is not None and work is not None \
-                    and work != before:
+            if result.outcome is ProbeOutcome.TIMEOUT and before is not None and work is not None and work != before:
                 # Unanswered, but the engine is working: the probe waits in a FIFO queue behind long
                 # prefills (a capacity test's cold phase). A hung engine's counters stand still.
-                self.event("probe_slow", outcome=result.outcome.value, reason=str(result),
-                           evidence="prompt/generation counters or KV usage moved")
+                self.event(
+                    "probe_slow",
+                    outcome=result.outcome.value,
+                    reason=str(result),
+                    evidence="prompt/generation counters or KV usage moved",
+                )
                 continue
             failures += 1
             self.event("probe_failed", outcome=result.outcome.value, reason=str(result), consecutive=failures)

@@ -29,8 +29,7 @@ class SupervisorPolicy:
     hung_stop_grace_s: float = 5.0  # the same for an engine that failed its probes (it will not drain)
 
     def __post_init__(self) -> None:
-        for name in ("probe_interval_s", "probe_timeout_s", "restart_window_s", "backoff_initial_s",
-                     "backoff_max_s"):
+        for name in ("probe_interval_s", "probe_timeout_s", "restart_window_s", "backoff_initial_s", "backoff_max_s"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be > 0 (got {getattr(self, name)})")
         for name in ("stable_after_s", "stop_grace_s", "hung_stop_grace_s", "max_restarts"):

@@ -56,8 +56,9 @@ class ProbeResult:
 OK = ProbeResult(ProbeOutcome.OK)
 
 
-def probe(url: str, model: str, timeout_s: float, api_key: str | None = None, *,
-          embeddings: bool = False) -> ProbeResult:
+def probe(
+    url: str, model: str, timeout_s: float, api_key: str | None = None, *, embeddings: bool = False
+) -> ProbeResult:
     """A real one-token completion (`embeddings`: one short input embedded, for a pooling model, which serves
     no completion), sent with the engine's API key when it has one (the key is never part of the result)."""
     if embeddings:
@@ -112,15 +113,20 @@ def engine_work(url: str, metric_names: dict[str, str], api_key: str | None = No
 
 def probe_engine(engine: EngineProcess, served_name: str, timeout_s: float, cancel: threading.Event) -> ProbeResult:
     """`probe` on an engine process (its URL and key), waited for in a way a stop ends within 0.1 s."""
-    return _cancellable(lambda: probe(engine.url, served_name, timeout_s, engine.api_key), cancel,
-                        ProbeResult(ProbeOutcome.CANCELLED, "stopped while probing"))
+    return _cancellable(
+        lambda: probe(engine.url, served_name, timeout_s, engine.api_key),
+        cancel,
+        ProbeResult(ProbeOutcome.CANCELLED, "stopped while probing"),
+    )
 
 
-def probe_embedder(engine: EngineProcess, served_name: str, timeout_s: float,
-                   cancel: threading.Event) -> ProbeResult:
+def probe_embedder(engine: EngineProcess, served_name: str, timeout_s: float, cancel: threading.Event) -> ProbeResult:
     """`probe_engine` for a pooling model: one short input embedded."""
-    return _cancellable(lambda: probe(engine.url, served_name, timeout_s, engine.api_key, embeddings=True), cancel,
-                        ProbeResult(ProbeOutcome.CANCELLED, "stopped while probing"))
+    return _cancellable(
+        lambda: probe(engine.url, served_name, timeout_s, engine.api_key, embeddings=True),
+        cancel,
+        ProbeResult(ProbeOutcome.CANCELLED, "stopped while probing"),
+    )
 
 
 def engine_work_of(engine: EngineProcess) -> tuple[float, ...] | None:

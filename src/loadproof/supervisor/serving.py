@@ -51,8 +51,9 @@ class ServeOptions:
 
     def __post_init__(self) -> None:
         if self.max_restarts < 0 or self.probe_interval_s <= 0 or self.probe_timeout_s <= 0 or self.backoff_s <= 0:
-            raise UsageError("--max-restarts must be >= 0; --probe-interval-s, --probe-timeout-s and --backoff-s "
-                             "must be > 0")
+            raise UsageError(
+                "--max-restarts must be >= 0; --probe-interval-s, --probe-timeout-s and --backoff-s must be > 0"
+            )
 
 
 @dataclass(frozen=True)
@@ -75,15 +76,31 @@ def dry_run(profile: Profile) -> tuple[list[RenderedStep], list[str]]:
             steps.append(RenderedStep(f"the {role} instance", command.argv, command.env))
             notes += command.notes
             urls.append(f"http://{member.serving.host}:{port}")
-        relay = ["loadproof", "relay", "--upstream", urls[1], "--prefill-upstream", urls[0], "--kv-connector",
-                 pd.connector, "--port", str(profile.serving.port or 8080)]
+        relay = [
+            "loadproof",
+            "relay",
+            "--upstream",
+            urls[1],
+            "--prefill-upstream",
+            urls[0],
+            "--kv-connector",
+            pd.connector,
+            "--port",
+            str(profile.serving.port or 8080),
+        ]
         relay += ["--kv-storage", pd.storage_path] if pd.storage_path else []
         return [*steps, RenderedStep("this host, the relay (it routes each request to both)", relay, {})], notes
-    python, model_path, port = engine.interpreter(profile), embedded.model_path_for(profile), profile.serving.port or 8000
+    python, model_path, port = (
+        engine.interpreter(profile),
+        embedded.model_path_for(profile),
+        profile.serving.port or 8000,
+    )
     command = engine.launch_command(profile, python, model_path, port)
     if profile.parallel.nodes > 1:
-        steps = [RenderedStep(step.node, step.argv, step.env)
-                 for step in engine.cluster_commands(profile, python, model_path, port)]
+        steps = [
+            RenderedStep(step.node, step.argv, step.env)
+            for step in engine.cluster_commands(profile, python, model_path, port)
+        ]
     else:
         steps = [RenderedStep(None, command.argv, command.env)]
     return steps, list(command.notes)
@@ -94,8 +111,10 @@ def check_host_memory(profile: Profile, total_bytes: int | None = None) -> None:
     offload = profile.kv_cache.offload_gib
     total = host_memory_bytes() if total_bytes is None else total_bytes
     if offload is not None and total is not None and offload * 1024**3 > total:
-        raise UsageError(f"[kv_cache] offload_gib = {offload:g} is more than this host's memory "
-                         f"({total / 1024**3:.1f} GiB): the CPU tier lives in host memory")
+        raise UsageError(
+            f"[kv_cache] offload_gib = {offload:g} is more than this host's memory "
+            f"({total / 1024**3:.1f} GiB): the CPU tier lives in host memory"
+        )
 
 
 def serve(profile: Profile, options: ServeOptions, say: Say, result: Say, phase: Phase) -> None:
@@ -145,8 +164,11 @@ def _serve(profile: Profile, folder: Path, options: ServeOptions, say: Say, resu
         def on_event(row: dict[str, Any]) -> None:
             kind = row["kind"]
             detail = {k: v for k, v in row.items() if k not in ("wall_time_s", "kind", "state", "log")}
-            say(f"[{kind}] " + ("" if role == "engine" else f"{role}: ") +
-                ", ".join(f"{k}={v}" for k, v in detail.items()))
+            say(
+                f"[{kind}] "
+                + ("" if role == "engine" else f"{role}: ")
+                + ", ".join(f"{k}={v}" for k, v in detail.items())
+            )
             states[role] = row["state"]
             relay = relay_state.get("relay")
             if relay is not None:
@@ -154,23 +176,33 @@ def _serve(profile: Profile, folder: Path, options: ServeOptions, say: Say, resu
                 relay.paused_reason = "; ".join(down) or None
             if kind == "ready":
                 sup = supervisors[roles.index(role)]
-                result(f"serving {member.model.served_name}" + ("" if role == "engine" else f" ({role} instance)") +
-                       f" at http://{member.serving.host}:{port} (Ctrl-C stops it; log: "
-                       f"{row.get('log') or sup.engine.log_path})")
+                result(
+                    f"serving {member.model.served_name}"
+                    + ("" if role == "engine" else f" ({role} instance)")
+                    + f" at http://{member.serving.host}:{port} (Ctrl-C stops it; log: "
+                    f"{row.get('log') or sup.engine.log_path})"
+                )
+
         return on_event
 
     for role, member, port in zip(roles, members, ports):
-        supervisors.append(Supervisor(
-            launch=lambda member=member, port=port: embedded.launch(member, port),
-            served_name=member.model.served_name,
-            gpus_needed=member.parallel.gpus if engine.needs_gpus else 0,
-            ready_timeout_s=member.serving.ready_timeout_s,
-            events_path=folder / ("events.jsonl" if role == "engine" else f"events-{role}.jsonl"),
-            policy=SupervisorPolicy(probe_interval_s=options.probe_interval_s, probe_timeout_s=options.probe_timeout_s,
-                                    max_restarts=options.max_restarts, backoff_initial_s=options.backoff_s),
-            on_event=watcher(role, member, port),
-            prober=probe_embedder if member.serving.runner == "pooling" else probe_engine,
-        ))
+        supervisors.append(
+            Supervisor(
+                launch=lambda member=member, port=port: embedded.launch(member, port),
+                served_name=member.model.served_name,
+                gpus_needed=member.parallel.gpus if engine.needs_gpus else 0,
+                ready_timeout_s=member.serving.ready_timeout_s,
+                events_path=folder / ("events.jsonl" if role == "engine" else f"events-{role}.jsonl"),
+                policy=SupervisorPolicy(
+                    probe_interval_s=options.probe_interval_s,
+                    probe_timeout_s=options.probe_timeout_s,
+                    max_restarts=options.max_restarts,
+                    backoff_initial_s=options.backoff_s,
+                ),
+                on_event=watcher(role, member, port),
+                prober=probe_embedder if member.serving.runner == "pooling" else probe_engine,
+            )
+        )
     say(f"supervisor events: {folder}")
     relay_port = options.relay_port
     if profile.disaggregation is not None and relay_port is None:
@@ -190,8 +222,12 @@ def _serve(profile: Profile, folder: Path, options: ServeOptions, say: Say, resu
         raise EnvironmentFailure(f"FAILED: {(failed or supervisors)[0].failure}")
 
 
-def _supervise(supervisors: list[Any], say: Say, while_running: Callable[[], None] | None = None,
-               on_end: Callable[[], None] | None = None) -> str:
+def _supervise(
+    supervisors: list[Any],
+    say: Say,
+    while_running: Callable[[], None] | None = None,
+    on_end: Callable[[], None] | None = None,
+) -> str:
     """Each `supervisor.run()` in a thread of its own (then `on_end()` there, once one has ended),
     `while_running()` (or a wait) in this one; one supervisor that ends (FAILED) ends them all. However this
     thread leaves (a supervisor ended, Ctrl-C, SIGTERM, an error), every supervisor is stopped and waited
@@ -214,8 +250,10 @@ def _supervise(supervisors: list[Any], say: Say, while_running: Callable[[], Non
                 if on_end is not None:
                     on_end()
 
-    threads = [threading.Thread(target=supervise, args=(sup, done), name="loadproof-supervisor", daemon=True)
-               for sup, done in zip(supervisors, dones)]
+    threads = [
+        threading.Thread(target=supervise, args=(sup, done), name="loadproof-supervisor", daemon=True)
+        for sup, done in zip(supervisors, dones)
+    ]
     try:
         for thread in threads:
             thread.start()
@@ -249,15 +287,28 @@ def _stop_and_join(supervisor: Any, done: threading.Event) -> None:
         supervisor.kill_engine()
 
 
-def _serve_with_relay(supervisors: list[Any], relay_state: dict[str, Any], upstream: str,
-                      prefill: PrefillConfig | None, relay_port: int, engine_key: str | None, say: Say,
-                      result: Say) -> str:
+def _serve_with_relay(
+    supervisors: list[Any],
+    relay_state: dict[str, Any],
+    upstream: str,
+    prefill: PrefillConfig | None,
+    relay_port: int,
+    engine_key: str | None,
+    say: Say,
+    result: Say,
+) -> str:
     """The supervisors in threads, the relay in front (503 while an engine is not ready). Ctrl-C or SIGTERM
     stops the engines at once (streams in flight end with an in-band error) and the relay within
     RELAY_DRAIN_S; then `serve` exits 130, as without the relay."""
     configure_logging()
-    relay = Relay(RelayConfig(upstream=upstream, api_keys=load_keys(None),
-                              upstream_api_key=os.environ.get(UPSTREAM_KEY_ENV) or engine_key, prefill=prefill))
+    relay = Relay(
+        RelayConfig(
+            upstream=upstream,
+            api_keys=load_keys(None),
+            upstream_api_key=os.environ.get(UPSTREAM_KEY_ENV) or engine_key,
+            prefill=prefill,
+        )
+    )
     relay.paused_reason = "engine starting"
     relay_state["relay"] = relay
 
@@ -271,8 +322,10 @@ def _serve_with_relay(supervisors: list[Any], relay_state: dict[str, Any], upstr
     http = StopsTheEngineToo(relay, "127.0.0.1", relay_port, drain_s=RELAY_DRAIN_S)
 
     def relay_in_this_thread() -> None:
-        result(f"relay listening on http://127.0.0.1:{relay_port}" + (
-            f" (prefill on {prefill.upstream}, then decode on {upstream})" if prefill is not None else ""))
+        result(
+            f"relay listening on http://127.0.0.1:{relay_port}"
+            + (f" (prefill on {prefill.upstream}, then decode on {upstream})" if prefill is not None else "")
+        )
         http.run()  # returns when the supervisor ended, or re-raises Ctrl-C / SIGTERM once it drained
 
     def end_relay() -> None:

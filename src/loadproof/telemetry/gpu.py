@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-
 # NVML field ids (nvml.h): NVLink data throughput counters, KiB, per link (scopeId = link)
 NVLINK_DATA_TX = 138
 NVLINK_DATA_RX = 139
@@ -71,29 +70,34 @@ class GPUSampler:
             util = self._call(n.nvmlDeviceGetUtilizationRates, h)
             mem = self._call(n.nvmlDeviceGetMemoryInfo, h)
             power_mw = self._call(n.nvmlDeviceGetPowerUsage, h)
-            reasons_fn = getattr(n, "nvmlDeviceGetCurrentClocksEventReasons", None) or n.nvmlDeviceGetCurrentClocksThrottleReasons
-            out.append({
-                "index": index,
-                # cumulative mJ since the driver loaded (None where the GPU has no counter)
-                "energy_mj": self._call(n.nvmlDeviceGetTotalEnergyConsumption, h),
-                "temp_c": self._call(n.nvmlDeviceGetTemperature, h, n.NVML_TEMPERATURE_GPU),
-                "power_w": None if power_mw is None else power_mw / 1000.0,
-                "util_pct": None if util is None else util.gpu,
-                "mem_used_bytes": None if mem is None else mem.used,
-                "mem_total_bytes": None if mem is None else mem.total,
-                "sm_clock_mhz": self._call(n.nvmlDeviceGetClockInfo, h, n.NVML_CLOCK_SM),
-                "pcie_gen": self._call(n.nvmlDeviceGetCurrPcieLinkGeneration, h),
-                "pcie_width": self._call(n.nvmlDeviceGetCurrPcieLinkWidth, h),
-                "pcie_gen_max": self._call(n.nvmlDeviceGetMaxPcieLinkGeneration, h),
-                "pcie_width_max": self._call(n.nvmlDeviceGetMaxPcieLinkWidth, h),
-                "throttle_reasons": self._call(reasons_fn, h),
-                # KB/s over NVML's last 20 ms window, each direction
-                "pcie_tx_kbps": self._call(n.nvmlDeviceGetPcieThroughput, h, n.NVML_PCIE_UTIL_TX_BYTES),
-                "pcie_rx_kbps": self._call(n.nvmlDeviceGetPcieThroughput, h, n.NVML_PCIE_UTIL_RX_BYTES),
-                # cumulative KiB of data over all NVLinks (None where the GPU has none)
-                "nvlink_tx_kib": self._nvlink_total(h, NVLINK_DATA_TX),
-                "nvlink_rx_kib": self._nvlink_total(h, NVLINK_DATA_RX),
-            })
+            reasons_fn = (
+                getattr(n, "nvmlDeviceGetCurrentClocksEventReasons", None)
+                or n.nvmlDeviceGetCurrentClocksThrottleReasons
+            )
+            out.append(
+                {
+                    "index": index,
+                    # cumulative mJ since the driver loaded (None where the GPU has no counter)
+                    "energy_mj": self._call(n.nvmlDeviceGetTotalEnergyConsumption, h),
+                    "temp_c": self._call(n.nvmlDeviceGetTemperature, h, n.NVML_TEMPERATURE_GPU),
+                    "power_w": None if power_mw is None else power_mw / 1000.0,
+                    "util_pct": None if util is None else util.gpu,
+                    "mem_used_bytes": None if mem is None else mem.used,
+                    "mem_total_bytes": None if mem is None else mem.total,
+                    "sm_clock_mhz": self._call(n.nvmlDeviceGetClockInfo, h, n.NVML_CLOCK_SM),
+                    "pcie_gen": self._call(n.nvmlDeviceGetCurrPcieLinkGeneration, h),
+                    "pcie_width": self._call(n.nvmlDeviceGetCurrPcieLinkWidth, h),
+                    "pcie_gen_max": self._call(n.nvmlDeviceGetMaxPcieLinkGeneration, h),
+                    "pcie_width_max": self._call(n.nvmlDeviceGetMaxPcieLinkWidth, h),
+                    "throttle_reasons": self._call(reasons_fn, h),
+                    # KB/s over NVML's last 20 ms window, each direction
+                    "pcie_tx_kbps": self._call(n.nvmlDeviceGetPcieThroughput, h, n.NVML_PCIE_UTIL_TX_BYTES),
+                    "pcie_rx_kbps": self._call(n.nvmlDeviceGetPcieThroughput, h, n.NVML_PCIE_UTIL_RX_BYTES),
+                    # cumulative KiB of data over all NVLinks (None where the GPU has none)
+                    "nvlink_tx_kib": self._nvlink_total(h, NVLINK_DATA_TX),
+                    "nvlink_rx_kib": self._nvlink_total(h, NVLINK_DATA_RX),
+                }
+            )
         return out
 
     def _nvlink_total(self, handle, field_id: int) -> int | None:
@@ -115,8 +119,12 @@ class GPUSampler:
                 data = self.nvml.nvmlEventSetWait(self._events, 0)
             except self.nvml.NVMLError:
                 return found
-            found.append({"xid": int(data.eventData), "device": self.handles.index(data.device)
-                          if data.device in self.handles else None})
+            found.append(
+                {
+                    "xid": int(data.eventData),
+                    "device": self.handles.index(data.device) if data.device in self.handles else None,
+                }
+            )
 
     def close(self) -> None:
         try:

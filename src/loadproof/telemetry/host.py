@@ -34,7 +34,7 @@ def _tree_cpu_ticks(root: int, proc: Path = Path("/proc")) -> int | None:
             text = (proc / name / "stat").read_text()
         except OSError:  # gone since the listing
             continue
-        fields = text[text.rfind(")") + 2:].split()  # after "pid (comm) ": state, ppid, ...
+        fields = text[text.rfind(")") + 2 :].split()  # after "pid (comm) ": state, ppid, ...
         if len(fields) < 15:
             continue
         pid = int(name)

@@ -19,13 +19,17 @@ from loadproof.rundir.telemetry_sample import GPUSample, HostSample, TelemetrySa
 from loadproof.telemetry.gpu import GPUSampler, NoGPU
 from loadproof.telemetry.host import HostSampler
 
-
 _encode = msgspec.json.Encoder().encode
 
 
 class TelemetrySampler:
-    def __init__(self, path: Path, interval_s: float = 1.0, say: Callable[[str], None] | None = None,
-                 clock: Callable[[], int] = time.perf_counter_ns) -> None:
+    def __init__(
+        self,
+        path: Path,
+        interval_s: float = 1.0,
+        say: Callable[[str], None] | None = None,
+        clock: Callable[[], int] = time.perf_counter_ns,
+    ) -> None:
         self.path = path
         self.interval_s = interval_s
         self.clock = clock
@@ -48,8 +52,12 @@ class TelemetrySampler:
     def describe(self) -> TelemetryInfo:
         if self._gpu is None:
             return TelemetryInfo(gpus=0, note=self.gpu_note, energy_note=self.energy_note)
-        return TelemetryInfo(gpus=len(self._gpu.handles), names=self._gpu.names, driver=self._gpu.driver,
-                             energy_note=self._gpu.energy_note)
+        return TelemetryInfo(
+            gpus=len(self._gpu.handles),
+            names=self._gpu.names,
+            driver=self._gpu.driver,
+            energy_note=self._gpu.energy_note,
+        )
 
     def sample_once(self) -> TelemetrySample:
         t_ns, wall = self.clock(), time.time()

@@ -141,10 +141,11 @@ class MetricsSource:
         query API). ValueError, with what is wrong, for anything else."""
         text = spec.strip()
         prometheus = text.startswith(PROMETHEUS_SCHEME)
-        parts = urlsplit(text[len(PROMETHEUS_SCHEME):] if prometheus else text)
+        parts = urlsplit(text[len(PROMETHEUS_SCHEME) :] if prometheus else text)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError("not an http(s) URL, nor prometheus+http(s)://HOST:PORT?LABEL=VALUE for a Prometheus "
-                             "server")
+            raise ValueError(
+                "not an http(s) URL, nor prometheus+http(s)://HOST:PORT?LABEL=VALUE for a Prometheus server"
+            )
         if parts.fragment:
             raise ValueError("a metrics URL takes no #fragment")
         if not prometheus:
@@ -155,7 +156,9 @@ class MetricsSource:
             if not _LABEL.fullmatch(name) or name == "__name__":
                 raise ValueError(f"{name!r} is not a label name to select series by")
             matchers.append((name, value))
-        return cls("prometheus", urlunsplit((parts.scheme, parts.netloc, parts.path, "", "")), tuple(matchers), spec=text)
+        return cls(
+            "prometheus", urlunsplit((parts.scheme, parts.netloc, parts.path, "", "")), tuple(matchers), spec=text
+        )
 
     @classmethod
     def beside(cls, base_url: str) -> MetricsSource:
@@ -184,7 +187,7 @@ class MetricsSource:
         anchor = split_name(names["num_requests_running"])[0] if "num_requests_running" in names else engine_names[0]
         by = ", ".join(["__name__", *split])  # a split name's series stay apart by its label
         values = f'sum by ({by}) ({{__name__=~"{"|".join(engine_names)}"{matchers}}})'
-        scraped = f'min(timestamp({anchor}{{{matchers.lstrip(",")}}}))'
+        scraped = f"min(timestamp({anchor}{{{matchers.lstrip(',')}}}))"
         return f'{values} or label_replace({scraped}, "loadproof", "{_SCRAPE_TIME}", "", "")'
 
     @property
@@ -221,10 +224,11 @@ class MetricsSource:
                     raise MetricsUnavailable(f"HTTP {resp.status}, not Prometheus's query API", resp.status) from None
             if not isinstance(data, dict) or data.get("status") != "success":
                 error = data.get("error") if isinstance(data, dict) else None
-                raise MetricsUnavailable(f"HTTP {resp.status}: {str(error or 'not a Prometheus answer')[:200]}",
-                                         resp.status)
+                raise MetricsUnavailable(
+                    f"HTTP {resp.status}: {str(error or 'not a Prometheus answer')[:200]}", resp.status
+                )
             return _vector_reading(data, names)
-        except (aiohttp.ClientError, asyncio.TimeoutError, UnicodeDecodeError) as exc:
+        except (TimeoutError, aiohttp.ClientError, UnicodeDecodeError) as exc:
             raise MetricsUnavailable(type(exc).__name__) from None
 
 
@@ -268,9 +272,16 @@ class MetricsScraper:
     to the source as a bearer token (give it only where it belongs: see
     `MetricsSource.same_origin`)."""
 
-    def __init__(self, source: MetricsSource, names: dict[str, str], *, interval_s: float | None = 0.5,
-                 sink: Callable[[EngineSample], None] | None = None, api_key: str | None = None,
-                 clock: Callable[[], int] = time.perf_counter_ns) -> None:
+    def __init__(
+        self,
+        source: MetricsSource,
+        names: dict[str, str],
+        *,
+        interval_s: float | None = 0.5,
+        sink: Callable[[EngineSample], None] | None = None,
+        api_key: str | None = None,
+        clock: Callable[[], int] = time.perf_counter_ns,
+    ) -> None:
         self.source = source
         self.url = self.source.url
         self.names = names
@@ -342,8 +353,10 @@ class MetricsScraper:
         pause = 0.05
         while reading.scraped_s is not None and reading.scraped_s < asked_s:
             if time.monotonic() > give_up:
-                raise MetricsUnavailable(f"no scrape of the engine in {FRESH_WAIT_S:g} s (the last is "
-                                         f"{asked_s - reading.scraped_s:.0f} s older than the request)")
+                raise MetricsUnavailable(
+                    f"no scrape of the engine in {FRESH_WAIT_S:g} s (the last is "
+                    f"{asked_s - reading.scraped_s:.0f} s older than the request)"
+                )
             await asyncio.sleep(pause)
             pause = min(0.5, pause * 2)
             reading = await self.source.read(self._session, self.names)

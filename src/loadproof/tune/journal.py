@@ -25,10 +25,13 @@ class Journal:
             if not lines or lines[0].get("kind") != "tune":
                 raise UsageError(f"{self.path} is not a tune's journal; give another --out")
             if lines[0].get("tune") != header:
-                differs = sorted(k for k in {*header, *lines[0].get("tune", {})}
-                                 if header.get(k) != lines[0].get("tune", {}).get(k))
-                raise UsageError(f"{folder} holds another tune (its {', '.join(differs)} differ); give another --out "
-                                 "or the same options to resume it")
+                differs = sorted(
+                    k for k in {*header, *lines[0].get("tune", {})} if header.get(k) != lines[0].get("tune", {}).get(k)
+                )
+                raise UsageError(
+                    f"{folder} holds another tune (its {', '.join(differs)} differ); give another --out "
+                    "or the same options to resume it"
+                )
             self.entries = lines[1:]
         else:
             self._append({"kind": "tune", "tune": header})

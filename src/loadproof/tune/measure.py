@@ -30,16 +30,34 @@ def measure_point(point: Point, folder: Path, options: Any, say: Callable[[str],
     cmd = [sys.executable, "-m", "loadproof"]
     started = time.monotonic()
     with open(folder / "serve.log", "ab") as log:
-        serve = subprocess.Popen([*cmd, "serve", str(profile), "--port", str(options.port)], stdout=log,
-                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+        serve = subprocess.Popen(
+            [*cmd, "serve", str(profile), "--port", str(options.port)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         try:
             _wait_ready(url, serve, point.profile.serving.ready_timeout_s + 600, folder / "serve.log")
             ready_s = time.monotonic() - started
             say(f"  engine ready after {ready_s:.0f} s; rate search (log: {folder / 'load.log'})")
-            search = [*cmd, "run", "load", "--url", url, "--profile", str(profile), "--out", str(folder / "runs"),
-                      *(["--tokenizer", str(options.tokenizer)] if options.tokenizer else []), *options.run_load_args()]
+            search = [
+                *cmd,
+                "run",
+                "load",
+                "--url",
+                url,
+                "--profile",
+                str(profile),
+                "--out",
+                str(folder / "runs"),
+                *(["--tokenizer", str(options.tokenizer)] if options.tokenizer else []),
+                *options.run_load_args(),
+            ]
             with open(folder / "load.log", "ab") as load_log:
-                rc = subprocess.run(search, stdout=load_log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL).returncode
+                rc = subprocess.run(
+                    search, stdout=load_log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+                ).returncode
         finally:
             _stop(serve)
     if rc not in (0, 1):  # 1: no rate met the SLO (the search's own verdict)
@@ -50,18 +68,24 @@ def measure_point(point: Point, folder: Path, options: Any, say: Callable[[str],
     summary = json.loads(found[-1].read_text(encoding="utf-8"))
     best = summary.get("max_rate_rps")
     at_best = next((t for t in summary.get("trials", []) if t.get("rate_rps") == best), {})
-    return {"max_rate_rps": best, "min_failing_rate_rps": summary.get("min_failing_rate_rps"),
-            "ttft_p99_s": at_best.get("ttft_p99_s"), "search": str(found[-1].parent.relative_to(folder)),
-            "engine_ready_s": round(ready_s, 1), "seconds": round(time.monotonic() - started, 1),
-            "tried": [[t.get("rate_rps"), t.get("passed")] for t in summary.get("trials", [])]}
+    return {
+        "max_rate_rps": best,
+        "min_failing_rate_rps": summary.get("min_failing_rate_rps"),
+        "ttft_p99_s": at_best.get("ttft_p99_s"),
+        "search": str(found[-1].parent.relative_to(folder)),
+        "engine_ready_s": round(ready_s, 1),
+        "seconds": round(time.monotonic() - started, 1),
+        "tried": [[t.get("rate_rps"), t.get("passed")] for t in summary.get("trials", [])],
+    }
 
 
 def _wait_ready(url: str, serve: subprocess.Popen, timeout_s: float, log: Path) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if serve.poll() is not None:
-            raise LoadproofError(f"`loadproof serve` exited with code {serve.returncode} before the engine was "
-                                 f"ready: see {log}")
+            raise LoadproofError(
+                f"`loadproof serve` exited with code {serve.returncode} before the engine was ready: see {log}"
+            )
         try:
             with urllib.request.urlopen(f"{url}/v1/models", timeout=5) as answer:
                 if answer.status == 200:

@@ -35,7 +35,13 @@ def front(points: Sequence[Scored]) -> list[Scored]:
 
 def pareto_svg(title: str, predicted: Sequence[Scored], measured: Sequence[Scored]) -> str:
     """Goodput against TTFT p99: every point as predicted, and the measured ones."""
+
     def pts(scored: Sequence[Scored]) -> list[tuple[float, float, str]]:
         return [(p.ttft_p99_s, p.rate_rps, p.name) for p in scored if p.rate_rps > 0]
-    return scatter_chart(title, [("predicted", pts(predicted)), ("measured", pts(measured))],
-                         "TTFT p99 at that rate (s)", "highest rate meeting the SLO (requests/s)")
+
+    return scatter_chart(
+        title,
+        [("predicted", pts(predicted)), ("measured", pts(measured))],
+        "TTFT p99 at that rate (s)",
+        "highest rate meeting the SLO (requests/s)",
+    )

@@ -38,19 +38,21 @@ from loadproof.scenarios.load.options import LoadOptions
 from loadproof.scenarios.load.rate_search import rate_search
 from loadproof.scenarios.options import from_cli
 from loadproof.sim.config import SimConfig, is_sim_profile
-from loadproof.sim.predict import (RateSweep, deployment_config, predict_load_sweep,
-                                   simulator_deployment_config)
+from loadproof.sim.predict import RateSweep, deployment_config, predict_load_sweep, simulator_deployment_config
 from loadproof.tune.grid import Point, parse_axis, points
 from loadproof.tune.journal import Journal
 from loadproof.tune.measure import measure_point
 from loadproof.tune.pareto import Scored, dominated_by, pareto_svg
 
-GIB = 2 ** 30
+GIB = 2**30
 
 
 class TuneOptions(StrictModel):
-    grid: list[str] = Field(default_factory=list, description="KEY=V1,V2,...: a profile setting and its values "
-                            "(given whole by the command line, each --grid one)")
+    grid: list[str] = Field(
+        default_factory=list,
+        description="KEY=V1,V2,...: a profile setting and its values "
+        "(given whole by the command line, each --grid one)",
+    )
     slo: str = Field(description="the SLO the rate search holds, as `run load --slo`")
     attainment: float = Field(default=0.9, gt=0, le=1)
     rate: float = Field(default=1.0, gt=0, description="where each rate search starts, requests/s")
@@ -68,17 +70,46 @@ class TuneOptions(StrictModel):
 
     def load_options(self) -> LoadOptions:
         """The rate search's options, as `run load --search rate` takes them (validated here, once)."""
-        return from_cli(LoadOptions, {"rate": str(self.rate), "duration_s": self.duration_s,
-                                      "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
-                                      "slo": self.slo, "attainment": self.attainment, "search": "rate",
-                                      "search_max": self.search_max, "search_resolution": self.search_resolution,
-                                      "seed": self.seed}, "tune")
+        return from_cli(
+            LoadOptions,
+            {
+                "rate": str(self.rate),
+                "duration_s": self.duration_s,
+                "input_tokens": self.input_tokens,
+                "output_tokens": self.output_tokens,
+                "slo": self.slo,
+                "attainment": self.attainment,
+                "search": "rate",
+                "search_max": self.search_max,
+                "search_resolution": self.search_resolution,
+                "seed": self.seed,
+            },
+            "tune",
+        )
 
     def run_load_args(self) -> list[str]:
-        return ["--search", "rate", "--rate", f"{self.rate:g}", "--duration-s", f"{self.duration_s:g}",
-                "--input-tokens", self.input_tokens, "--output-tokens", self.output_tokens, "--slo", self.slo,
-                "--attainment", f"{self.attainment:g}", "--search-max", f"{self.search_max:g}",
-                "--search-resolution", self.search_resolution, "--seed", str(self.seed)]
+        return [
+            "--search",
+            "rate",
+            "--rate",
+            f"{self.rate:g}",
+            "--duration-s",
+            f"{self.duration_s:g}",
+            "--input-tokens",
+            self.input_tokens,
+            "--output-tokens",
+            self.output_tokens,
+            "--slo",
+            self.slo,
+            "--attainment",
+            f"{self.attainment:g}",
+            "--search-max",
+            f"{self.search_max:g}",
+            "--search-resolution",
+            self.search_resolution,
+            "--seed",
+            str(self.seed),
+        ]
 
 
 @dataclass
@@ -92,8 +123,11 @@ class PointResult:
     @property
     def status(self) -> str:
         front = f"dominated by {self.dominated_by} (predicted)" if self.dominated_by else "on the predicted front"
-        return f"{'measured' if self.measured else 'not measured: ' + self.pruned}; {front}" \
-            if self.predicted["max_rate_rps"] else f"pruned: {self.pruned}"
+        return (
+            f"{'measured' if self.measured else 'not measured: ' + self.pruned}; {front}"
+            if self.predicted["max_rate_rps"]
+            else f"pruned: {self.pruned}"
+        )
 
     @property
     def scored(self) -> Scored:
@@ -133,9 +167,13 @@ def predict_point(profile: Profile, base: SimConfig, opts: LoadOptions) -> dict[
     minimum = min(max(start / 64, 2 / opts.duration_s if opts.duration_s else 0.0), start)
     found = rate_search(start, passes, opts.search_resolution, maximum=opts.search_maximum, minimum=minimum)
     best = runs.get(found.largest_pass) if found.largest_pass is not None else None
-    return {"max_rate_rps": found.largest_pass, "min_failing_rate_rps": found.smallest_fail,
-            "ttft_p99_s": best.run.value("load.ttft_s.p99") if best else None, "kv_gib": kv_gib,
-            "tried": [[r, ok] for r, ok in found.tried]}
+    return {
+        "max_rate_rps": found.largest_pass,
+        "min_failing_rate_rps": found.smallest_fail,
+        "ttft_p99_s": best.run.value("load.ttft_s.p99") if best else None,
+        "kv_gib": kv_gib,
+        "tried": [[r, ok] for r, ok in found.tried],
+    }
 
 
 def header(profile_path: Path, sim_path: Path, options: TuneOptions) -> dict[str, Any]:
@@ -144,16 +182,24 @@ def header(profile_path: Path, sim_path: Path, options: TuneOptions) -> dict[str
     return {"profile": profile_path.name, "sim": sim_path.name, "sha256": digest, "options": kept}
 
 
-def tune(profile_path: Path, profile: Profile, sim_path: Path, base: SimConfig, options: TuneOptions,
-         say: Callable[[str], None]) -> Tune:
+def tune(
+    profile_path: Path,
+    profile: Profile,
+    sim_path: Path,
+    base: SimConfig,
+    options: TuneOptions,
+    say: Callable[[str], None],
+) -> Tune:
     if not options.grid:
         raise UsageError("give at least one --grid KEY=V1,V2,...")
     opts = options.load_options()
     grid = points(profile, [parse_axis(text) for text in options.grid])
     journal = Journal(options.out, header(profile_path, sim_path, options))
     if journal.resumed:
-        say(f"resuming the tune in {options.out}: {sum(e['kind'] == 'predicted' for e in journal.entries)} point(s) "
-            f"predicted, {sum(e['kind'] == 'measured' for e in journal.entries)} measured")
+        say(
+            f"resuming the tune in {options.out}: {sum(e['kind'] == 'predicted' for e in journal.entries)} point(s) "
+            f"predicted, {sum(e['kind'] == 'measured' for e in journal.entries)} measured"
+        )
     results = []
     for i, point in enumerate(grid, 1):
         done = journal.find("predicted", point.name)
@@ -172,8 +218,9 @@ def tune(profile_path: Path, profile: Profile, sim_path: Path, base: SimConfig, 
     spent: list[float] = []
     # the predicted front first, then the rest by predicted rate: a dominated point measured is a check
     # of the prediction, never a substitute for a front point
-    candidates = sorted((r for r in results if not r.pruned),
-                        key=lambda r: (r.dominated_by is not None, -r.predicted["max_rate_rps"]))
+    candidates = sorted(
+        (r for r in results if not r.pruned), key=lambda r: (r.dominated_by is not None, -r.predicted["max_rate_rps"])
+    )
     for r in candidates:
         r.measured = journal.find("measured", r.point.name)
         if r.measured is not None:
@@ -187,8 +234,11 @@ def tune(profile_path: Path, profile: Profile, sim_path: Path, base: SimConfig, 
             continue
         say(f"measuring {r.point.name} for real: serve, rate search, stop")
         t0 = time.monotonic()
-        r.measured = {"kind": "measured", "point": r.point.name,
-                      **measure_point(r.point, options.out / folder_name(r.point.name), options, say)}
+        r.measured = {
+            "kind": "measured",
+            "point": r.point.name,
+            **measure_point(r.point, options.out / folder_name(r.point.name), options, say),
+        }
         spent.append(time.monotonic() - t0)
         journal.add(r.measured)
     tuned = Tune(results, options.out, journal.resumed)
@@ -201,8 +251,16 @@ def folder_name(point: str) -> str:
     return "point-" + point.replace("=", "-").replace(",", "_")
 
 
-TABLE_HEAD = ["point", "predicted max rate (req/s)", "predicted TTFT p99 (s)", "KV (GiB)", "measured max rate",
-              "measured TTFT p99 (s)", "predicted vs measured", "status"]
+TABLE_HEAD = [
+    "point",
+    "predicted max rate (req/s)",
+    "predicted TTFT p99 (s)",
+    "KV (GiB)",
+    "measured max rate",
+    "measured TTFT p99 (s)",
+    "predicted vs measured",
+    "status",
+]
 
 
 def table_rows(tuned: Tune) -> list[list[str]]:
@@ -211,9 +269,18 @@ def table_rows(tuned: Tune) -> list[list[str]]:
     for r in tuned.results:
         p, m = r.predicted, r.measured or {}
         err = r.error_pct
-        rows.append([r.point.name, _num(p["max_rate_rps"]), _num(p["ttft_p99_s"], 3), f"{p['kv_gib']:g}",
-                     _num(m.get("max_rate_rps")), _num(m.get("ttft_p99_s"), 3), "" if err is None else f"{err:+.1f}%",
-                     r.status])
+        rows.append(
+            [
+                r.point.name,
+                _num(p["max_rate_rps"]),
+                _num(p["ttft_p99_s"], 3),
+                f"{p['kv_gib']:g}",
+                _num(m.get("max_rate_rps")),
+                _num(m.get("ttft_p99_s"), 3),
+                "" if err is None else f"{err:+.1f}%",
+                r.status,
+            ]
+        )
     return rows
 
 
@@ -221,14 +288,37 @@ def write_outputs(tuned: Tune) -> None:
     rows = ["| " + " | ".join(TABLE_HEAD) + " |", "|" + "---|" * len(TABLE_HEAD)]
     rows += ["| " + " | ".join(row) + " |" for row in table_rows(tuned)]
     (tuned.folder / "tune.md").write_text("# Tune\n\n" + "\n".join(rows) + "\n", encoding="utf-8")
-    measured = [Scored(r.point.name, r.measured.get("max_rate_rps") or 0.0, r.measured.get("ttft_p99_s") or 0.0,
-                       r.predicted["kv_gib"]) for r in tuned.results if r.measured]
+    measured = [
+        Scored(
+            r.point.name,
+            r.measured.get("max_rate_rps") or 0.0,
+            r.measured.get("ttft_p99_s") or 0.0,
+            r.predicted["kv_gib"],
+        )
+        for r in tuned.results
+        if r.measured
+    ]
     svg = pareto_svg("Tune: highest rate meeting the SLO against TTFT p99", [r.scored for r in tuned.results], measured)
     if svg:
         (tuned.folder / "pareto.svg").write_text(svg, encoding="utf-8")
-    (tuned.folder / "tune.json").write_text(json.dumps([
-        {"point": r.point.name, "settings": r.point.settings, "predicted": r.predicted, "measured": r.measured,
-         "pruned": r.pruned, "error_pct": r.error_pct} for r in tuned.results], indent=2) + "\n", encoding="utf-8")
+    (tuned.folder / "tune.json").write_text(
+        json.dumps(
+            [
+                {
+                    "point": r.point.name,
+                    "settings": r.point.settings,
+                    "predicted": r.predicted,
+                    "measured": r.measured,
+                    "pruned": r.pruned,
+                    "error_pct": r.error_pct,
+                }
+                for r in tuned.results
+            ],
+            indent=2,
+        )
+        + "\n",
+        encoding="utf-8",
+    )
 
 
 def _num(value: float | None, digits: int = 4) -> str:

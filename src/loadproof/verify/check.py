@@ -32,8 +32,15 @@ from loadproof.store.run_dir import CLAIMS, ReadLimits, load_run
 from loadproof.verify.checksums import FileProblem, Scan, check_sums, covered, scan
 from loadproof.verify.display import shown
 from loadproof.verify.intervals import matches_printed, printed_interval
-from loadproof.verify.layout import (BUNDLE_JSON, MAX_DOCUMENT_BYTES, MAX_ENTRIES, MAX_FILE_BYTES, RUNS_DIR, SERIES_DIR,
-                                     SUMS)
+from loadproof.verify.layout import (
+    BUNDLE_JSON,
+    MAX_DOCUMENT_BYTES,
+    MAX_ENTRIES,
+    MAX_FILE_BYTES,
+    RUNS_DIR,
+    SERIES_DIR,
+    SUMS,
+)
 
 BUNDLE_LIMITS = ReadLimits(max_file_bytes=MAX_FILE_BYTES, max_document_bytes=MAX_DOCUMENT_BYTES)
 _ABSENT = "(none)"
@@ -53,8 +60,10 @@ class ClaimCheck:
     def line(self) -> str:
         if self.ok:
             return f"ok  {shown(self.name)}  {shown(self.published)}"
-        return (f"MISMATCH  {shown(self.name)}  published {shown(self.published)} recomputed {shown(self.recomputed)}"
-                + (f"  ({shown(self.reason)})" if self.reason else ""))
+        return (
+            f"MISMATCH  {shown(self.name)}  published {shown(self.published)} recomputed {shown(self.recomputed)}"
+            + (f"  ({shown(self.reason)})" if self.reason else "")
+        )
 
 
 @dataclass
@@ -103,8 +112,10 @@ class VerifyResult:
     def summary(self) -> str:
         checks = self.checks
         verdict = "VERIFIED" if self.ok else "FAILED"
-        return (f"{verdict}: {len(checks) - self.num_mismatches}/{len(checks)} claims ok in {len(self.runs)} run(s), "
-                f"{self.num_mismatches} mismatched, {len(self.problems)} file problem(s)")
+        return (
+            f"{verdict}: {len(checks) - self.num_mismatches}/{len(checks)} claims ok in {len(self.runs)} run(s), "
+            f"{self.num_mismatches} mismatched, {len(self.problems)} file problem(s)"
+        )
 
 
 def verify(bundle: Path) -> VerifyResult:
@@ -141,9 +152,16 @@ def check_contract_inputs(runs: list[RunResult]) -> None:
             if other is None or other is run:
                 continue
             ok = other.digest == sha256
-            run.checks.append(ClaimCheck(run.run_id, f"prediction.calibration_input {name}", ok, sha256[:16],
-                                         (other.digest or "")[:16], "" if ok else "the bundle's run is not the one "
-                                         "the contract was calibrated on"))
+            run.checks.append(
+                ClaimCheck(
+                    run.run_id,
+                    f"prediction.calibration_input {name}",
+                    ok,
+                    sha256[:16],
+                    (other.digest or "")[:16],
+                    "" if ok else "the bundle's run is not the one the contract was calibrated on",
+                )
+            )
 
 
 def run_folder_problem(rel: str) -> str | None:
@@ -162,8 +180,9 @@ def _runs(bundle: Path, found: Scan, problems: list[FileProblem]) -> list[tuple[
         listed = _listed_runs(bundle, problems)
     seen = {rel for _, rel in listed}
     described = bool(listed)
-    folders = sorted({"/".join(rel.split("/")[:2]) for rel in found.files
-                      if rel.startswith(f"{RUNS_DIR}/") and rel.count("/") >= 2})
+    folders = sorted(
+        {"/".join(rel.split("/")[:2]) for rel in found.files if rel.startswith(f"{RUNS_DIR}/") and rel.count("/") >= 2}
+    )
     for rel in folders:
         if rel in seen or covered(rel, refused):
             continue
@@ -191,8 +210,9 @@ def _listed_runs(bundle: Path, problems: list[FileProblem]) -> list[tuple[str, s
         problems.append(FileProblem("UNREADABLE", BUNDLE_JSON, "not a bundle description (no list of runs)"))
         return []
     if len(entries) > MAX_ENTRIES:
-        problems.append(FileProblem("TOO_LARGE", BUNDLE_JSON, f"lists {len(entries):,} runs, over the "
-                                                              f"{MAX_ENTRIES:,}-entry cap"))
+        problems.append(
+            FileProblem("TOO_LARGE", BUNDLE_JSON, f"lists {len(entries):,} runs, over the {MAX_ENTRIES:,}-entry cap")
+        )
         return []
     listed: list[tuple[str, str]] = []
     seen: set[str] = set()
@@ -238,16 +258,18 @@ def verify_run(bundle: Path, run_id: str, rel: str) -> RunResult:
         if run.manifest.prediction is not None:
             result.contract_inputs = [(i.name, i.sha256) for i in run.manifest.prediction.calibration_inputs]
     except LoadproofError as exc:
-        result.problems.append(FileProblem("UNREADABLE", rel, f"claims cannot be recomputed: {_relative(str(exc), path)}"))
+        result.problems.append(
+            FileProblem("UNREADABLE", rel, f"claims cannot be recomputed: {_relative(str(exc), path)}")
+        )
         return result
-    except Exception as exc:  # noqa: BLE001  crafted data may break a claim function in any way; report, go on
+    except Exception as exc:
         result.problems.append(FileProblem("UNREADABLE", rel, f"claims cannot be recomputed: {_describe(exc)}"))
         return result
     if published is None:
         return result
     try:
         result.checks = compare_claims(run_id, published, recomputed)
-    except Exception as exc:  # noqa: BLE001  a crafted published value that breaks a comparison: a failure
+    except Exception as exc:
         result.problems.append(FileProblem("UNREADABLE", f"{rel}/{CLAIMS}", f"cannot be compared: {_describe(exc)}"))
     return result
 
@@ -260,8 +282,9 @@ def _listed_series(bundle: Path, problems: list[FileProblem]) -> list[dict[str, 
         return []  # _listed_runs said so
     entries = meta.get("series", []) if isinstance(meta, dict) else []
     if not isinstance(entries, list) or len(entries) > MAX_ENTRIES:
-        problems.append(FileProblem("UNREADABLE", BUNDLE_JSON, "`series` is not a list of at most "
-                                                              f"{MAX_ENTRIES:,} entries"))
+        problems.append(
+            FileProblem("UNREADABLE", BUNDLE_JSON, f"`series` is not a list of at most {MAX_ENTRIES:,} entries")
+        )
         return []
     out = []
     for number, entry in enumerate(entries, 1):
@@ -277,8 +300,9 @@ def verify_series(bundle: Path, entry: dict[str, Any], runs: dict[str, RunResult
     against series/<name>/claims.json; a sweep: only that every run it lists is in the bundle."""
     series_id, kind, listed = entry.get("series_id"), entry.get("kind"), entry.get("runs")
     name = series_id if isinstance(series_id, str) and _RUN_FOLDER.fullmatch(series_id) else None
-    result = RunResult(run_id=f"{kind if isinstance(kind, str) else 'series'}:{name or '?'}",
-                       path=f"{SERIES_DIR}/{name or '?'}")
+    result = RunResult(
+        run_id=f"{kind if isinstance(kind, str) else 'series'}:{name or '?'}", path=f"{SERIES_DIR}/{name or '?'}"
+    )
     problem = None
     if name is None or name in (".", ".."):
         problem = "has no series_id of letters, digits, '.', '_' and '-'"
@@ -295,8 +319,9 @@ def verify_series(bundle: Path, entry: dict[str, Any], runs: dict[str, RunResult
         if run is None:
             result.problems.append(FileProblem("MISSING", rel, f"series {name} lists a run the bundle does not"))
         elif run.recomputed is None:
-            result.problems.append(FileProblem("UNREADABLE", rel, f"series {name}: the trial's claims were not "
-                                                                  "recomputed"))
+            result.problems.append(
+                FileProblem("UNREADABLE", rel, f"series {name}: the trial's claims were not recomputed")
+            )
         else:
             trials.append((run.rate_rps, run.recomputed))
     if kind == "sweep" or result.problems:
@@ -306,15 +331,17 @@ def verify_series(bundle: Path, entry: dict[str, Any], runs: dict[str, RunResult
         result.problems.append(FileProblem("BAD_PATH", BUNDLE_JSON, f"series {name}: path is not {SERIES_DIR}/{name}"))
         return result
     if isinstance(attainment, bool) or not isinstance(attainment, (int, float)) or not 0 < attainment <= 1:
-        result.problems.append(FileProblem("UNREADABLE", BUNDLE_JSON, f"series {name}: attainment "
-                                                                      f"{_brief(attainment)} is not in (0, 1]"))
+        result.problems.append(
+            FileProblem("UNREADABLE", BUNDLE_JSON, f"series {name}: attainment {_brief(attainment)} is not in (0, 1]")
+        )
         return result
     for folder in (SERIES_DIR, rel):  # each step a real folder, never a link
         try:
             mode = os.lstat(bundle / folder).st_mode
         except OSError:
-            result.problems.append(FileProblem("MISSING", folder, f"{BUNDLE_JSON} lists a series folder the bundle "
-                                                                  "lacks"))
+            result.problems.append(
+                FileProblem("MISSING", folder, f"{BUNDLE_JSON} lists a series folder the bundle lacks")
+            )
             return result
         if not stat.S_ISDIR(mode):
             result.problems.append(FileProblem("UNSAFE", folder, "not a folder (a link is never followed)"))
@@ -322,9 +349,10 @@ def verify_series(bundle: Path, entry: dict[str, Any], runs: dict[str, RunResult
     published = _published_claims(bundle / rel, rel, name, result.problems)
     try:
         _, recomputed = judge_trials(trials, float(attainment))
-    except Exception as exc:  # noqa: BLE001  a crafted trial (no rate, odd figures): a failure, never a crash
-        result.problems.append(FileProblem("UNREADABLE", rel, f"the search's claims cannot be recomputed: "
-                                                              f"{_describe(exc)}"))
+    except Exception as exc:
+        result.problems.append(
+            FileProblem("UNREADABLE", rel, f"the search's claims cannot be recomputed: {_describe(exc)}")
+        )
         return result
     if published is not None:
         result.checks = compare_claims(result.run_id, published, recomputed)
@@ -345,8 +373,11 @@ def _published_claims(path: Path, rel: str, run_id: str, problems: list[FileProb
         problems.append(FileProblem("UNREADABLE", f"{rel}/{CLAIMS}", "not a claims file (no list of named claims)"))
         return None
     if payload.get("run_id") != run_id:
-        problems.append(FileProblem("CHANGED", f"{rel}/{CLAIMS}",
-                                    f"run_id {_brief(payload.get('run_id'))} is not the run's {run_id!r}"))
+        problems.append(
+            FileProblem(
+                "CHANGED", f"{rel}/{CLAIMS}", f"run_id {_brief(payload.get('run_id'))} is not the run's {run_id!r}"
+            )
+        )
     return claims
 
 
@@ -356,8 +387,7 @@ def compare_claims(run_id: str, published: list[dict[str, Any]], recomputed: lis
     checks: list[ClaimCheck] = []
     for claim in published:
         if claim["name"] in by_name:
-            checks.append(ClaimCheck(run_id, claim["name"], False, _printed(claim), _ABSENT,
-                                     "published twice"))
+            checks.append(ClaimCheck(run_id, claim["name"], False, _printed(claim), _ABSENT, "published twice"))
         by_name[claim["name"]] = claim
     recomputed_names = set()
     for claim in recomputed:
@@ -425,5 +455,5 @@ def _relative(message: str, folder: Path) -> str:
 def _describe(exc: BaseException) -> str:
     try:
         return f"{type(exc).__name__}: {exc}"
-    except Exception:  # noqa: BLE001  str() of a crafted exception argument can fail too
+    except Exception:
         return type(exc).__name__

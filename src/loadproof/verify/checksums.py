@@ -82,8 +82,11 @@ def scan(root: Path) -> Scan:
             rel = f"{folder}/{entry.name}" if folder else entry.name
             entries += 1
             if entries > MAX_ENTRIES:
-                result.problems.append(FileProblem("TOO_LARGE", ".", f"more than {MAX_ENTRIES:,} files and folders; "
-                                                                     "the rest was not looked at"))
+                result.problems.append(
+                    FileProblem(
+                        "TOO_LARGE", ".", f"more than {MAX_ENTRIES:,} files and folders; the rest was not looked at"
+                    )
+                )
                 return result
             why = bad_name(rel)
             if why is not None:
@@ -97,19 +100,34 @@ def scan(root: Path) -> Scan:
             if stat.S_ISDIR(info.st_mode):
                 pending.append(rel)
             elif stat.S_ISLNK(info.st_mode):
-                result.problems.append(FileProblem("UNSAFE", rel, f"a symbolic link (to {_link_target(root / rel)}); "
-                                                                  "verify reads regular files only, never follows"))
+                result.problems.append(
+                    FileProblem(
+                        "UNSAFE",
+                        rel,
+                        f"a symbolic link (to {_link_target(root / rel)}); "
+                        "verify reads regular files only, never follows",
+                    )
+                )
             elif not stat.S_ISREG(info.st_mode):
-                result.problems.append(FileProblem("UNSAFE", rel, f"{kind_of(info.st_mode)}; verify reads regular "
-                                                                  "files only and did not open it"))
+                result.problems.append(
+                    FileProblem(
+                        "UNSAFE", rel, f"{kind_of(info.st_mode)}; verify reads regular files only and did not open it"
+                    )
+                )
             elif info.st_size > MAX_FILE_BYTES:
-                result.problems.append(FileProblem("TOO_LARGE", rel, f"{info.st_size:,} bytes, over the "
-                                                                     f"{MAX_FILE_BYTES:,}-byte cap on one file"))
+                result.problems.append(
+                    FileProblem(
+                        "TOO_LARGE", rel, f"{info.st_size:,} bytes, over the {MAX_FILE_BYTES:,}-byte cap on one file"
+                    )
+                )
             else:
                 total += info.st_size
                 if total > MAX_BUNDLE_BYTES:
-                    result.problems.append(FileProblem("TOO_LARGE", ".", f"over {MAX_BUNDLE_BYTES:,} bytes in all; "
-                                                                         "the rest was not looked at"))
+                    result.problems.append(
+                        FileProblem(
+                            "TOO_LARGE", ".", f"over {MAX_BUNDLE_BYTES:,} bytes in all; the rest was not looked at"
+                        )
+                    )
                     return result
                 result.files.append(rel)
     result.files.sort()

@@ -20,6 +20,8 @@ FORMAT_VERSION = 1
 # docs/runs is 3.6 MiB (chunks of a 64-session capacity run) with lines up to 59 KiB; a chunk row of a
 # 128k-token answer is about 3 MiB. Past a cap a file is refused as TOO_LARGE, never read.
 MAX_FILE_BYTES = 256 * 1024**2  # any one file
-MAX_DOCUMENT_BYTES = 16 * 1024**2  # one JSON document: a JSONL line, manifest.json, claims.json, bundle.json; SHA256SUMS
+MAX_DOCUMENT_BYTES = (
+    16 * 1024**2
+)  # one JSON document: a JSONL line, manifest.json, claims.json, bundle.json; SHA256SUMS
 MAX_BUNDLE_BYTES = 2 * 1024**3  # all files together
 MAX_ENTRIES = 10_000  # files and folders in the bundle; runs in bundle.json; lines of SHA256SUMS

@@ -14,31 +14,51 @@ from loadproof.records import RequestRecord
 
 # generated tool definitions: a coding agent's tools, each taking one argument from a short list (a forced
 # call is then a few tokens, and always valid)
-TOOL_NAMES = ("read_file", "write_file", "edit_file", "list_dir", "search_code", "run_shell", "run_tests",
-              "git_diff", "fetch_url", "ask_user")
-TOOL_ARGUMENT = {"type": "object", "properties": {"target": {"type": "string", "enum": ["a", "b", "c"]}},
-                 "required": ["target"], "additionalProperties": False}
+TOOL_NAMES = (
+    "read_file",
+    "write_file",
+    "edit_file",
+    "list_dir",
+    "search_code",
+    "run_shell",
+    "run_tests",
+    "git_diff",
+    "fetch_url",
+    "ask_user",
+)
+TOOL_ARGUMENT = {
+    "type": "object",
+    "properties": {"target": {"type": "string", "enum": ["a", "b", "c"]}},
+    "required": ["target"],
+    "additionalProperties": False,
+}
 
 
 def tool_names(n: int) -> list[str]:
     """The generated tools' names: a coding agent's, numbered past the list's end."""
-    return [TOOL_NAMES[k % len(TOOL_NAMES)] + (f"_{k // len(TOOL_NAMES)}" if k >= len(TOOL_NAMES) else "")
-            for k in range(n)]
+    return [
+        TOOL_NAMES[k % len(TOOL_NAMES)] + (f"_{k // len(TOOL_NAMES)}" if k >= len(TOOL_NAMES) else "") for k in range(n)
+    ]
 
 
 def tool_definitions(names: list[str], descriptions: list[str]) -> list[dict[str, Any]]:
     """OpenAI tool definitions: each a function of one enumerated argument, described by its text, `strict` (a
     forced call's arguments constrained to the schema too, not only its name: vLLM's structural tags leave a
     non-strict tool's arguments free)."""
-    return [{"type": "function", "function": {"name": name, "description": text, "parameters": TOOL_ARGUMENT,
-                                              "strict": True}}
-            for name, text in zip(names, descriptions)]
+    return [
+        {
+            "type": "function",
+            "function": {"name": name, "description": text, "parameters": TOOL_ARGUMENT, "strict": True},
+        }
+        for name, text in zip(names, descriptions)
+    ]
 
 
 def tools_text(tools: list[dict[str, Any]]) -> str:
     """The definitions as the system message carries them: one JSON object a line in a <tools> block."""
-    lines = "".join(json.dumps({k: v for k, v in t["function"].items() if k != "strict"}, ensure_ascii=False) + "\n"
-                    for t in tools)
+    lines = "".join(
+        json.dumps({k: v for k, v in t["function"].items() if k != "strict"}, ensure_ascii=False) + "\n" for t in tools
+    )
     return f"# Tools\nCall one of these functions:\n<tools>\n{lines}</tools>\n"
 
 
@@ -59,8 +79,10 @@ class Conversation:
 
     @classmethod
     def opened(cls, system: str, first: str) -> Conversation:
-        return cls(([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": first}],
-                   system + first)
+        return cls(
+            ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": first}],
+            system + first,
+        )
 
     def say(self, content: str) -> None:
         """The user's next message."""
@@ -78,8 +100,19 @@ class Conversation:
         if result is not None and record.tool_calls and _json(record.tool_calls[0].arguments):
             call = record.tool_calls[0]
             call_id = call.id or call_id
-            self.messages.append({"role": "assistant", "content": reply, "tool_calls": [
-                {"id": call_id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}]})
+            self.messages.append(
+                {
+                    "role": "assistant",
+                    "content": reply,
+                    "tool_calls": [
+                        {
+                            "id": call_id,
+                            "type": "function",
+                            "function": {"name": call.name, "arguments": call.arguments},
+                        }
+                    ],
+                }
+            )
             self.messages.append({"role": "tool", "tool_call_id": call_id, "content": result})
             return
         self.messages.append({"role": "assistant", "content": reply})

@@ -82,7 +82,9 @@ class Segment:
     @property
     def area(self) -> float:
         """Expected arrivals in the segment (Lambda's growth across it)."""
-        return math.inf if math.isinf(self.end_s) else (self.rate_start + self.rate_end) / 2 * (self.end_s - self.start_s)
+        return (
+            math.inf if math.isinf(self.end_s) else (self.rate_start + self.rate_end) / 2 * (self.end_s - self.start_s)
+        )
 
 
 @dataclass(frozen=True)
@@ -104,8 +106,11 @@ class ArrivalSpec:
         if (self.rate_rps is None) == (not self.stages):
             raise ValueError("give a rate or stages, not both and not neither")
         rate = self.rate_rps
-        if rate is not None and rate is not ALL_AT_ONCE and not (
-                isinstance(rate, (int, float)) and not isinstance(rate, bool) and 0 < rate < math.inf):
+        if (
+            rate is not None
+            and rate is not ALL_AT_ONCE
+            and not (isinstance(rate, (int, float)) and not isinstance(rate, bool) and 0 < rate < math.inf)
+        ):
             raise ValueError("the rate must be a finite number > 0 (every request at once: ALL_AT_ONCE)")
         if any(not (s.rate_rps > 0 and math.isfinite(s.rate_rps) and s.duration_s > 0) for s in self.stages):
             raise ValueError("every stage needs a rate > 0 (not inf) and a duration > 0")
@@ -225,8 +230,15 @@ def intended_offsets(spec: ArrivalSpec, seed: int, *, rescale: bool = True) -> l
     rate = spec.constant_rps
     if spec.rescaled and rescale and rate is not None:
         n = spec.planned_count
-        raw = intended_offsets(ArrivalSpec(arrival=spec.arrival, rate_rps=rate, burstiness=spec.burstiness,
-                                           num_requests=n), seed, rescale=False) if n else []
+        raw = (
+            intended_offsets(
+                ArrivalSpec(arrival=spec.arrival, rate_rps=rate, burstiness=spec.burstiness, num_requests=n),
+                seed,
+                rescale=False,
+            )
+            if n
+            else []
+        )
         if not raw or raw[-1] <= 0:
             return raw
         factor = n / rate / raw[-1]
@@ -253,8 +265,9 @@ def intended_offsets(spec: ArrivalSpec, seed: int, *, rescale: bool = True) -> l
 
 def _bounded(n: int) -> int:
     if n > MAX_PLANNED_REQUESTS:
-        raise ValueError(f"the schedule plans about {n:,} requests, more than the {MAX_PLANNED_REQUESTS:,} one run "
-                         "may hold")
+        raise ValueError(
+            f"the schedule plans about {n:,} requests, more than the {MAX_PLANNED_REQUESTS:,} one run may hold"
+        )
     return n
 
 

@@ -90,12 +90,14 @@ def parse_tools(value: object) -> ToolSet:
     if isinstance(data, dict) and isinstance(data.get("tools"), list):
         data = data["tools"]  # a request body's `tools`, as some tools export them
     if not isinstance(data, list) or not data:
-        raise UsageError("a tools file is a non-empty JSON list of tool definitions ({\"type\": \"function\", "
-                         "\"function\": {\"name\": ..., \"parameters\": {...}}})")
+        raise UsageError(
+            'a tools file is a non-empty JSON list of tool definitions ({"type": "function", '
+            '"function": {"name": ..., "parameters": {...}}})'
+        )
     validators: dict[str, Validator] = {}
     for i, tool in enumerate(data):
         if not isinstance(tool, dict) or tool.get("type") != "function":
-            raise UsageError(f"tool {i}: type must be \"function\"")
+            raise UsageError(f'tool {i}: type must be "function"')
         function = tool.get("function")
         if not isinstance(function, dict):
             raise UsageError(f"tool {i}: function must be an object with a name")

@@ -42,6 +42,7 @@ def reader(name: str) -> Callable[[RowReader], RowReader]:
     def register(fn: RowReader) -> RowReader:
         READERS[name] = fn
         return fn
+
     return register
 
 
@@ -108,16 +109,19 @@ def read_sharegpt(path: Path, columns: dict[str, str]) -> Iterator[Row]:
                 if not eof and len(buf) - pos < MAX_OBJECT:
                     more()
                     continue
-                raise DatasetError(f"{path}: row {row} (line {line_at(pos)}): not JSON ({exc.msg}); the rest of the "
-                                   "file cannot be read") from None
+                raise DatasetError(
+                    f"{path}: row {row} (line {line_at(pos)}): not JSON ({exc.msg}); the rest of the "
+                    "file cannot be read"
+                ) from None
             except RecursionError:  # its end is still found, so the rows after it are read
                 found = _value_end(buf, pos)
                 if found is None:
                     if not eof and len(buf) - pos < MAX_OBJECT:
                         more()
                         continue
-                    raise DatasetError(f"{path}: row {row} (line {line_at(pos)}): {TOO_DEEP}; the rest of the file "
-                                       "cannot be read") from None
+                    raise DatasetError(
+                        f"{path}: row {row} (line {line_at(pos)}): {TOO_DEEP}; the rest of the file cannot be read"
+                    ) from None
                 value, end, problem = None, found, TOO_DEEP
             yield row, line_at(pos), BadRow(problem) if problem is not None else _object_or_bad(value)
             pos = end
@@ -217,6 +221,8 @@ def _present_columns(path: Path, columns: dict[str, str], names: list[str]) -> l
     """The columns of a table to read: those of `FIELDS` (as mapped) it has; DatasetError if none."""
     wanted = [c for c in wanted_columns(columns) if c in set(names)]
     if not wanted:
-        raise DatasetError(f"{path}: none of the columns {', '.join(wanted_columns(columns))} (its columns: "
-                           f"{', '.join(sorted(names))}); map them with --dataset-columns")
+        raise DatasetError(
+            f"{path}: none of the columns {', '.join(wanted_columns(columns))} (its columns: "
+            f"{', '.join(sorted(names))}); map them with --dataset-columns"
+        )
     return wanted

@@ -45,8 +45,15 @@ from loadproof.workloads.rows import TOO_DEEP
 
 FORMATS = ("auto", "sharegpt", "jsonl", "parquet", "arrow")
 SAMPLES = ("random", "first")
-_EXTENSIONS = {".json": "sharegpt", ".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet",
-               ".arrow": "arrow", ".feather": "arrow", ".ipc": "arrow"}
+_EXTENSIONS = {
+    ".json": "sharegpt",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".parquet": "parquet",
+    ".arrow": "arrow",
+    ".feather": "arrow",
+    ".ipc": "arrow",
+}
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 
@@ -170,9 +177,11 @@ def resolve(path_text: str, fmt: str) -> tuple[list[Path], str]:
     path = Path(path_text).expanduser()
     if not path.exists():
         if _HUB_ID.match(path_text) and not path_text.endswith(tuple(_EXTENSIONS)):
-            raise DatasetError(f"--dataset {path_text}: no such local file; it looks like a Hugging Face hub id, and "
-                               "loadproof downloads nothing at run time: download it first (e.g. `huggingface-cli "
-                               f"download {path_text} --repo-type dataset --local-dir DIR`) and pass the file or DIR")
+            raise DatasetError(
+                f"--dataset {path_text}: no such local file; it looks like a Hugging Face hub id, and "
+                "loadproof downloads nothing at run time: download it first (e.g. `huggingface-cli "
+                f"download {path_text} --repo-type dataset --local-dir DIR`) and pass the file or DIR"
+            )
         raise DatasetError(f"--dataset {path_text}: no such file or folder")
     if fmt not in FORMATS:
         raise DatasetError(f"--dataset-format {fmt}: takes {', '.join(FORMATS)}")
@@ -186,8 +195,10 @@ def resolve(path_text: str, fmt: str) -> tuple[list[Path], str]:
     if fmt == "auto":
         fmt = _EXTENSIONS.get(path.suffix.lower(), "")
         if not fmt:
-            raise DatasetError(f"--dataset {path_text}: cannot tell the format from the extension {path.suffix!r}: "
-                               "give --dataset-format sharegpt|jsonl|parquet|arrow")
+            raise DatasetError(
+                f"--dataset {path_text}: cannot tell the format from the extension {path.suffix!r}: "
+                "give --dataset-format sharegpt|jsonl|parquet|arrow"
+            )
     return [path], fmt
 
 
@@ -201,6 +212,7 @@ def file_digest(files: list[Path]) -> str:
 
 
 # --- rows -> items ----------------------------------------------------------------------------------------
+
 
 def to_item(row: int, value: dict[str, Any], fmt: str, columns: dict[str, str]) -> Item | str | None:
     """An item, a problem (str: the row is malformed) or None (a well-formed row with no prompt)."""
@@ -217,10 +229,17 @@ def to_item(row: int, value: dict[str, Any], fmt: str, columns: dict[str, str]) 
             if turn.get("from") in ("human", "user") and isinstance(turn.get("value"), str) and turn["value"].strip():
                 reply = turns[i + 1] if i + 1 < len(turns) and isinstance(turns[i + 1], dict) else {}
                 text = reply.get("value") if reply.get("from") in ("gpt", "assistant", "chatgpt", "bard") else None
-                humans = [t["value"] for t in turns[i:] if isinstance(t, dict) and t.get("from") in ("human", "user")
-                          and isinstance(t.get("value"), str) and t["value"].strip()]
-                return Item(row, prompt=turn["value"], reply=text if isinstance(text, str) and text else None,
-                            turns=humans)
+                humans = [
+                    t["value"]
+                    for t in turns[i:]
+                    if isinstance(t, dict)
+                    and t.get("from") in ("human", "user")
+                    and isinstance(t.get("value"), str)
+                    and t["value"].strip()
+                ]
+                return Item(
+                    row, prompt=turn["value"], reply=text if isinstance(text, str) and text else None, turns=humans
+                )
         return None
     prompt, messages = value.get(col("prompt")), value.get(col("messages"))
     output = value.get(col("output_tokens"))
@@ -336,14 +355,16 @@ def select(spec: DatasetSpec, n: int, count: Callable[[list[Item]], list[int]]) 
     items = reservoir
     if len(items) < n:
         if not spec.repeat:
-            raise DatasetError(f"--dataset {spec.path}: {len(items)} usable prompts for {n} requests ({_why(sel)}): "
-                               "send fewer requests, loosen the filters, or pass --dataset-repeat")
+            raise DatasetError(
+                f"--dataset {spec.path}: {len(items)} usable prompts for {n} requests ({_why(sel)}): "
+                "send fewer requests, loosen the filters, or pass --dataset-repeat"
+            )
         sel.repeated = n - len(items)
         items = [items[i % len(items)] for i in range(n)]
     unique = {id(i): i for i in items}  # each item once, in order
     uncounted = [i for i in unique.values() if i.input_tokens is None]
     for start in range(0, len(uncounted), BATCH):
-        chunk = uncounted[start:start + BATCH]
+        chunk = uncounted[start : start + BATCH]
         for item, tokens in zip(chunk, count(chunk)):
             item.input_tokens = tokens
     sel.items = items

@@ -33,22 +33,130 @@ from loadproof.workloads.tokens import LocalTokens, Tokens
 
 Style = Literal["completion", "chat"]
 
-_ADJ = ("amber", "quiet", "distant", "silver", "ancient", "bright", "hollow", "narrow", "patient", "restless",
-        "gentle", "crooked", "golden", "weathered", "hidden", "northern", "careful", "sudden", "humble", "lively",
-        "scarlet", "frozen", "busy", "modest", "curious", "tired", "clever", "open", "stone", "wooden")
-_NOUN = ("falcon", "merchant", "river", "lantern", "orchard", "engineer", "library", "harbour", "village",
-         "teacher", "bridge", "garden", "market", "painter", "station", "forest", "sailor", "tower", "valley",
-         "baker", "clock", "island", "farmer", "mountain", "choir", "workshop", "meadow", "courier", "castle",
-         "fisherman", "scholar", "mill", "canal", "shepherd", "theatre", "glacier", "printer", "vineyard")
-_VERB = ("crossed", "repaired", "painted", "visited", "described", "measured", "guarded", "followed", "carried",
-         "watched", "sketched", "cleaned", "counted", "opened", "mapped", "praised", "rebuilt", "studied",
-         "photographed", "remembered", "ignored", "admired", "inspected", "circled")
-_PLACE = ("near the old harbour", "beside the northern road", "under the stone arch", "across the quiet valley",
-          "behind the busy market", "along the frozen canal", "inside the wooden tower", "past the golden orchard",
-          "at the edge of the forest", "on the far side of the island", "below the weathered castle")
-_TIME = ("at dawn", "before the storm", "late in the evening", "during the long winter", "every spring",
-         "after the festival", "on a rainy Tuesday", "in the first week of autumn", "before anyone woke",
-         "while the bells rang", "long ago")
+_ADJ = (
+    "amber",
+    "quiet",
+    "distant",
+    "silver",
+    "ancient",
+    "bright",
+    "hollow",
+    "narrow",
+    "patient",
+    "restless",
+    "gentle",
+    "crooked",
+    "golden",
+    "weathered",
+    "hidden",
+    "northern",
+    "careful",
+    "sudden",
+    "humble",
+    "lively",
+    "scarlet",
+    "frozen",
+    "busy",
+    "modest",
+    "curious",
+    "tired",
+    "clever",
+    "open",
+    "stone",
+    "wooden",
+)
+_NOUN = (
+    "falcon",
+    "merchant",
+    "river",
+    "lantern",
+    "orchard",
+    "engineer",
+    "library",
+    "harbour",
+    "village",
+    "teacher",
+    "bridge",
+    "garden",
+    "market",
+    "painter",
+    "station",
+    "forest",
+    "sailor",
+    "tower",
+    "valley",
+    "baker",
+    "clock",
+    "island",
+    "farmer",
+    "mountain",
+    "choir",
+    "workshop",
+    "meadow",
+    "courier",
+    "castle",
+    "fisherman",
+    "scholar",
+    "mill",
+    "canal",
+    "shepherd",
+    "theatre",
+    "glacier",
+    "printer",
+    "vineyard",
+)
+_VERB = (
+    "crossed",
+    "repaired",
+    "painted",
+    "visited",
+    "described",
+    "measured",
+    "guarded",
+    "followed",
+    "carried",
+    "watched",
+    "sketched",
+    "cleaned",
+    "counted",
+    "opened",
+    "mapped",
+    "praised",
+    "rebuilt",
+    "studied",
+    "photographed",
+    "remembered",
+    "ignored",
+    "admired",
+    "inspected",
+    "circled",
+)
+_PLACE = (
+    "near the old harbour",
+    "beside the northern road",
+    "under the stone arch",
+    "across the quiet valley",
+    "behind the busy market",
+    "along the frozen canal",
+    "inside the wooden tower",
+    "past the golden orchard",
+    "at the edge of the forest",
+    "on the far side of the island",
+    "below the weathered castle",
+)
+_TIME = (
+    "at dawn",
+    "before the storm",
+    "late in the evening",
+    "during the long winter",
+    "every spring",
+    "after the festival",
+    "on a rainy Tuesday",
+    "in the first week of autumn",
+    "before anyone woke",
+    "while the bells rang",
+    "long ago",
+)
 _TEMPLATES = (
     "The {a} {n} {v} the {a2} {n2} {p} {t}.",
     "{T} the {a} {n} {v} the {n2} {p}.",
@@ -59,8 +167,28 @@ _TEMPLATES = (
     "Each {n} in the {a} {n2} {v} a {a2} map {t}.",
     "It is said that the {a} {n2} {v} the {n} {p}.",
 )
-_PAD_WORDS = ("river", "stone", "garden", "lamp", "window", "field", "road", "cloud", "table", "bread", "paper",
-              "music", "water", "light", "house", "boat", "tree", "wind", "door", "book")
+_PAD_WORDS = (
+    "river",
+    "stone",
+    "garden",
+    "lamp",
+    "window",
+    "field",
+    "road",
+    "cloud",
+    "table",
+    "bread",
+    "paper",
+    "music",
+    "water",
+    "light",
+    "house",
+    "boat",
+    "tree",
+    "wind",
+    "door",
+    "book",
+)
 
 
 @dataclass(frozen=True)
@@ -109,8 +237,15 @@ def retrieved(probe: Probe, output_text: str) -> bool:
 class HaystackBuilder:
     """Builds exact-length haystack prompts from a pool of pre-tokenized filler sentences."""
 
-    def __init__(self, tokenizer: Tokens | Tokenizer, *, overhead_tokens: int, seed: int = 731, pool_size: int = 4096,
-                 style: Style = "completion") -> None:
+    def __init__(
+        self,
+        tokenizer: Tokens | Tokenizer,
+        *,
+        overhead_tokens: int,
+        seed: int = 731,
+        pool_size: int = 4096,
+        style: Style = "completion",
+    ) -> None:
         if isinstance(tokenizer, Tokenizer):
             tokenizer = LocalTokens(tokenizer, f"tokenizer:{id(tokenizer)}")
         self._tok: Tokens = tokenizer
@@ -130,10 +265,19 @@ class HaystackBuilder:
     @staticmethod
     def _sentence(rng: random.Random) -> str:
         t = rng.choice(_TIME)
-        return rng.choice(_TEMPLATES).format(
-            a=rng.choice(_ADJ), a2=rng.choice(_ADJ), n=rng.choice(_NOUN), n2=rng.choice(_NOUN),
-            v=rng.choice(_VERB), p=rng.choice(_PLACE), t=t, T=t[0].upper() + t[1:],
-        ) + "\n"
+        return (
+            rng.choice(_TEMPLATES).format(
+                a=rng.choice(_ADJ),
+                a2=rng.choice(_ADJ),
+                n=rng.choice(_NOUN),
+                n2=rng.choice(_NOUN),
+                v=rng.choice(_VERB),
+                p=rng.choice(_PLACE),
+                t=t,
+                T=t[0].upper() + t[1:],
+            )
+            + "\n"
+        )
 
     def count(self, text: str) -> int:
         return self._tok.count(text)
@@ -153,8 +297,15 @@ class HaystackBuilder:
         with a letter: where `additive`, a text's count is the sum of its sentences')."""
         return self._pool, self._counts
 
-    def build(self, session_id: str, num_tokens: int, *, num_probes: int = 1, depths: list[float] | None = None,
-              plant: bool = True) -> HaystackPrompt:
+    def build(
+        self,
+        session_id: str,
+        num_tokens: int,
+        *,
+        num_probes: int = 1,
+        depths: list[float] | None = None,
+        plant: bool = True,
+    ) -> HaystackPrompt:
         """One prompt of exactly `num_tokens` tokens as the engine counts them (overhead included).
 
         `plant=False` asks about a fact that was never planted: a negative control whose retrieval
@@ -166,8 +317,10 @@ class HaystackBuilder:
         if len(depths) != num_probes or not all(0.0 <= d <= 1.0 for d in depths):
             raise UsageError("probe depths must be num_probes numbers between 0 and 1")
         keys = rng.sample(range(100, 1000), num_probes)
-        probes = tuple(Probe(key=f"session {k}", value=str(rng.randrange(1_000_000, 10_000_000)), depth=d,
-                             planted=plant) for k, d in zip(keys, depths))
+        probes = tuple(
+            Probe(key=f"session {k}", value=str(rng.randrange(1_000_000, 10_000_000)), depth=d, planted=plant)
+            for k, d in zip(keys, depths)
+        )
         asked = probes[0]
         salt_line = f"Archive {session_id}, salt {salt}.\n"
         probe_tokens = [self.count(p.sentence) if p.planted else 0 for p in probes]
@@ -175,8 +328,10 @@ class HaystackBuilder:
         tail_min = self.count(self._tail(asked, 0))
         body_budget = num_tokens - head - tail_min - sum(probe_tokens)
         if body_budget < 0:
-            raise UsageError(f"{num_tokens} tokens is too short for a haystack prompt "
-                             f"(salt, probe and question alone take {num_tokens - body_budget})")
+            raise UsageError(
+                f"{num_tokens} tokens is too short for a haystack prompt "
+                f"(salt, probe and question alone take {num_tokens - body_budget})"
+            )
         # filler sentences in seeded random order until the remaining budget fits in the tail's pad
         pieces: list[str] = []
         cumulative: list[int] = []
@@ -205,8 +360,16 @@ class HaystackBuilder:
             tail = self._fit_whole(context_body, asked, num_tokens - self.overhead_tokens)
             text = context_body + tail
         pad = tail[: len(tail) - len(_question(asked, self.style))]
-        return HaystackPrompt(session_id=session_id, salt=salt, text=text, num_tokens=num_tokens, probes=probes,
-                              asked=asked, context=context_body + pad, style=self.style)
+        return HaystackPrompt(
+            session_id=session_id,
+            salt=salt,
+            text=text,
+            num_tokens=num_tokens,
+            probes=probes,
+            asked=asked,
+            context=context_body + pad,
+            style=self.style,
+        )
 
     def _tail(self, probe: Probe, pad_words: int, extra: str = "") -> str:
         words = " ".join(_PAD_WORDS[i % len(_PAD_WORDS)] for i in range(pad_words))
@@ -247,4 +410,3 @@ class HaystackBuilder:
                 return self._tail(probe, words)
             words = max(0, words + (target - got))
         raise UsageError(f"cannot make a haystack prompt of exactly {target} tokens with this tokenizer")
-

@@ -32,7 +32,7 @@ def utf8_problem(text: str) -> str | None:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
-        offset = len(text[:exc.start].encode("utf-8", "surrogateescape"))
+        offset = len(text[: exc.start].encode("utf-8", "surrogateescape"))
         byte = text[exc.start].encode("utf-8", "surrogateescape")
         return f"not valid UTF-8 (byte 0x{byte.hex() if len(byte) == 1 else '??'} at byte {offset + 1} of the row)"
     return None

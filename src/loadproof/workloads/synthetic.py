@@ -129,8 +129,28 @@ def draw_lengths(spec: Lengths, n: int, seed: int, stream: str) -> list[int]:
     return spec.draw(n, random.Random(f"{seed}:{stream}"))
 
 
-_PAD_WORDS = ("river", "stone", "garden", "lamp", "window", "field", "road", "cloud", "table", "bread", "paper",
-              "music", "water", "light", "house", "boat", "tree", "wind", "door", "book")
+_PAD_WORDS = (
+    "river",
+    "stone",
+    "garden",
+    "lamp",
+    "window",
+    "field",
+    "road",
+    "cloud",
+    "table",
+    "bread",
+    "paper",
+    "music",
+    "water",
+    "light",
+    "house",
+    "boat",
+    "tree",
+    "wind",
+    "door",
+    "book",
+)
 
 
 def _pad(words: int, extra: str = "") -> str:
@@ -185,10 +205,14 @@ class SyntheticPrompts:
 
     def _shared_prefix(self, tokens: int) -> str:
         head = f"Archive shared context {self.run_salt}.\n"
-        body = self._fill(head, self.builder.count(head), tokens, random.Random(f"{self.seed}:prefix").randrange(self._n))
+        body = self._fill(
+            head, self.builder.count(head), tokens, random.Random(f"{self.seed}:prefix").randrange(self._n)
+        )
         if body is None:
-            raise UsageError(f"--shared-prefix-tokens {tokens} is too short for a shared prefix (at least "
-                             f"{self.builder.count(head) + self.pad_min} tokens)")
+            raise UsageError(
+                f"--shared-prefix-tokens {tokens} is too short for a shared prefix (at least "
+                f"{self.builder.count(head) + self.pad_min} tokens)"
+            )
         return body
 
     def _fill(self, head: str, head_tokens: int, target: int, start: int) -> str | None:
@@ -209,15 +233,15 @@ class SyntheticPrompts:
             if m == 0:
                 return None
             m -= 1
-        cycle = "".join(self._doubled[start:start + n]) * whole if whole else ""
-        text = head + cycle + "".join(self._doubled[start:start + m]) + pad
+        cycle = "".join(self._doubled[start : start + n]) * whole if whole else ""
+        text = head + cycle + "".join(self._doubled[start : start + m]) + pad
         if not self.builder.additive:
             text = self._exact(text, target)
         return text
 
     def _exact(self, text: str, target: int) -> str:
         """A tokenizer whose counts do not add up at line boundaries: adjust the pad on the whole text."""
-        body, pad = text[: text.rindex("Notes")], text[text.rindex("Notes"):]
+        body, pad = text[: text.rindex("Notes")], text[text.rindex("Notes") :]
         for _ in range(32):
             got = self.builder.count(body + pad)
             if got == target:
@@ -252,5 +276,9 @@ class SyntheticPrompts:
 
     def shortest(self) -> int:
         """The shortest prompt this can build (for request 0; longer indices may need a token more)."""
-        return (self.builder.overhead_tokens + self.shared_prefix_tokens + self.builder.count(self.request_line(0))
-                + self.pad_min)
+        return (
+            self.builder.overhead_tokens
+            + self.shared_prefix_tokens
+            + self.builder.count(self.request_line(0))
+            + self.pad_min
+        )

@@ -96,8 +96,9 @@ def _hashed(path: Path, fmt: str) -> Iterator[tuple[int, TraceRow | str]]:
     its session, turn and type."""
     block = HASHED[fmt]
     bailian = fmt == "bailian"
-    fields = ("timestamp", "input_length", "output_length", "hash_ids") + (("chat_id", "parent_chat_id")
-                                                                         if bailian else ())
+    fields = ("timestamp", "input_length", "output_length", "hash_ids") + (
+        ("chat_id", "parent_chat_id") if bailian else ()
+    )
     roots: dict[int, int] = {}  # Bailian: chat_id -> its session's first chat_id
     with open_text(path) as fh:
         for line_no, line in enumerate(fh, 1):
@@ -117,9 +118,12 @@ def _hashed(path: Path, fmt: str) -> Iterator[tuple[int, TraceRow | str]]:
             t, inp, out, ids = value["timestamp"], value["input_length"], value["output_length"], value["hash_ids"]
             problem = _number("timestamp", t) or _count("input_length", inp) or _count("output_length", out, 0)
             if bailian:
-                problem = (problem or _count("chat_id", value["chat_id"], 0)
-                           or _count("parent_chat_id", value["parent_chat_id"], -1)
-                           or (_count("turn", value["turn"]) if "turn" in value else None))
+                problem = (
+                    problem
+                    or _count("chat_id", value["chat_id"], 0)
+                    or _count("parent_chat_id", value["parent_chat_id"], -1)
+                    or (_count("turn", value["turn"]) if "turn" in value else None)
+                )
             if problem:
                 yield line_no, problem
                 continue
@@ -127,8 +131,10 @@ def _hashed(path: Path, fmt: str) -> Iterator[tuple[int, TraceRow | str]]:
                 yield line_no, "hash_ids is not a list of whole numbers"
                 continue
             if len(ids) != math.ceil(inp / block):
-                yield line_no, (f"{len(ids)} hash_ids for input_length {inp} (blocks of {block} need "
-                                f"{math.ceil(inp / block)})")
+                yield (
+                    line_no,
+                    (f"{len(ids)} hash_ids for input_length {inp} (blocks of {block} need {math.ceil(inp / block)})"),
+                )
                 continue
             row = TraceRow(line_no, float(t) / (1 if bailian else 1000), int(inp), int(out), list(ids), block)
             if bailian:
@@ -217,12 +223,18 @@ def _timestamp(text: str) -> float | None:
     except ValueError:
         return None
     if stamp.tzinfo is None:
-        stamp = stamp.replace(tzinfo=dt.timezone.utc)
+        stamp = stamp.replace(tzinfo=dt.UTC)
     return stamp.timestamp()
 
 
-def read_trace(path_text: str, fmt: str, *, start_offset_s: float = 0.0, max_requests: int | None = None,
-               skip_bad_rows: bool = False) -> TraceRead:
+def read_trace(
+    path_text: str,
+    fmt: str,
+    *,
+    start_offset_s: float = 0.0,
+    max_requests: int | None = None,
+    skip_bad_rows: bool = False,
+) -> TraceRead:
     """The trace's rows from `start_offset_s` after its first timestamp, at most `max_requests` of them."""
     path = Path(path_text).expanduser()
     if not path.is_file():
@@ -263,8 +275,10 @@ def read_trace(path_text: str, fmt: str, *, start_offset_s: float = 0.0, max_req
         if max_requests is not None and len(out.rows) >= max_requests:
             break
     if not out.rows:
-        raise TraceError(f"--trace {path_text}: no request to replay ({out.lines} rows read, {out.bad_rows} malformed, "
-                         f"{out.before_offset} before --start-offset-s {start_offset_s:g})")
+        raise TraceError(
+            f"--trace {path_text}: no request to replay ({out.lines} rows read, {out.bad_rows} malformed, "
+            f"{out.before_offset} before --start-offset-s {start_offset_s:g})"
+        )
     return out
 
 
@@ -286,14 +300,22 @@ class Shaped:
     capped: bool  # the input was cut to --max-input-tokens or the context
 
 
-def shape(rows: list[TraceRow], *, block_tokens: int, overhead_tokens: int, max_input_tokens: int | None,
-          max_output_tokens: int | None, max_model_len: int | None, min_tail: int = 1) -> list[Shaped]:
+def shape(
+    rows: list[TraceRow],
+    *,
+    block_tokens: int,
+    overhead_tokens: int,
+    max_input_tokens: int | None,
+    max_output_tokens: int | None,
+    max_model_len: int | None,
+    min_tail: int = 1,
+) -> list[Shaped]:
     """Scale (hashed formats: B over the trace's tokens per hash id), cap and block each row. An input is capped to `max_input_tokens` (text and
     overhead together) and to the context less one output token; a last part block shorter than `min_tail`
     (a block's head and shortest pad) is raised to it, or, where that passes the cap, dropped; an output is
     capped to `max_output_tokens` and to what the context leaves; at least 1."""
     out: list[Shaped] = []
-    for k, row in enumerate(rows):
+    for row in rows:
         if row.hash_ids is not None:
             tokens = math.ceil(row.input_tokens * block_tokens / row.trace_block)
         else:
@@ -349,8 +371,10 @@ class BlockPrompts:
         head = self.head(block)
         text = self.synthetic._fill(head, self.synthetic.builder.count(head), tokens, self._start(block))
         if text is None:
-            raise UsageError(f"a block of {tokens} tokens is too short for its head line and a pad "
-                             f"({self.shortest_block()} at least): raise --block-tokens or --max-input-tokens")
+            raise UsageError(
+                f"a block of {tokens} tokens is too short for its head line and a pad "
+                f"({self.shortest_block()} at least): raise --block-tokens or --max-input-tokens"
+            )
         if whole:
             self._blocks[block] = text
         return text

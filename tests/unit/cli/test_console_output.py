@@ -15,8 +15,10 @@ from loadproof.report.build import Report, requests_line
 from tests import rundir_values as rv
 
 NAMES = ["capacity.window_per_stream_min_tokens_per_s", "crosscheck.generation_tokens.diff_pct"]
-EVIDENCE = ("no stream ended before the window closed; longest silence 0.3 s (s002) inside the window of "
-            "4.0 s; running 4, waiting 0 in all 12 samples")
+EVIDENCE = (
+    "no stream ended before the window closed; longest silence 0.3 s (s002) inside the window of "
+    "4.0 s; running 4, waiting 0 in all 12 samples"
+)
 
 
 def narrow(width: int = 60) -> tuple[Console, io.StringIO]:
@@ -26,8 +28,12 @@ def narrow(width: int = 60) -> tuple[Console, io.StringIO]:
 
 def test_a_narrow_table_folds_the_evidence_and_keeps_names_whole():
     console, buffer = narrow()
-    ui.table("capacity acceptance: PASS", ["criterion", "status", "evidence"],
-             [["streams_progress", "PASS", EVIDENCE], ["all_streams_started", "PASS", "4/4 sessions"]], console)
+    ui.table(
+        "capacity acceptance: PASS",
+        ["criterion", "status", "evidence"],
+        [["streams_progress", "PASS", EVIDENCE], ["all_streams_started", "PASS", "4/4 sessions"]],
+        console,
+    )
     lines = buffer.getvalue().splitlines()
     assert max(len(line) for line in lines) <= 60
     assert any("all_streams_started" in line for line in lines)
@@ -37,7 +43,9 @@ def test_a_narrow_table_folds_the_evidence_and_keeps_names_whole():
 
 def test_names_wider_than_the_terminal_allows_stay_whole():
     console, buffer = narrow()
-    ui.table("Figures", ["claim", "value", "unit"], [[NAMES[0], "434.0", "tokens/s"], [NAMES[1], "-0.46", "%"]], console)
+    ui.table(
+        "Figures", ["claim", "value", "unit"], [[NAMES[0], "434.0", "tokens/s"], [NAMES[1], "-0.46", "%"]], console
+    )
     text = buffer.getvalue()
     assert all(len(line) <= 60 for line in text.splitlines())
     for name in NAMES:
@@ -53,7 +61,9 @@ def test_a_wide_table_is_one_table():
 
 def test_a_cell_is_data_never_markup():
     console, buffer = narrow(120)
-    ui.table("Figures", ["claim", "value"], [["energy.unavailable", "no counter (pip install 'loadproof[gpu]')"]], console)
+    ui.table(
+        "Figures", ["claim", "value"], [["energy.unavailable", "no counter (pip install 'loadproof[gpu]')"]], console
+    )
     assert "'loadproof[gpu]'" in buffer.getvalue()
 
 
@@ -62,8 +72,10 @@ def test_a_first_column_of_prose_is_never_squeezed_away_by_whole_headers():
     columns every turn and every header stays whole, as a table or as blocks (the turn column once
     rendered empty and a header cut to "bounded…")."""
     header = ["turn", "context", "TTFT p50 s", "answer p50 s", "engine hit %", "unbounded %", "bounded %"]
-    rows = [["0 call", "15968.0", "55.9298", "55.9298", "98.60", "98.60", "98.60"],
-            ["5", "16638.0", "25.7026", "25.7026", "98.47", "98.47", "98.47"]]
+    rows = [
+        ["0 call", "15968.0", "55.9298", "55.9298", "98.60", "98.60", "98.60"],
+        ["5", "16638.0", "25.7026", "25.7026", "98.47", "98.47", "98.47"],
+    ]
     for width in (80, 110):
         console, buffer = narrow(width)
         ui.table("Prefix reuse by turn", header, rows, console)
@@ -83,11 +95,17 @@ def test_streams_cancelled_after_the_window_are_planned_not_failed():
 
 
 def test_real_failures_and_unplanned_cancellations_still_count_as_failed():
-    records = [record(0, False, "cancelled", 2_000), record(1, False, "timeout", 900),
-               record(2, False, "cancelled", 500), record(3, True, None, 800)]
+    records = [
+        record(0, False, "cancelled", 2_000),
+        record(1, False, "timeout", 900),
+        record(2, False, "cancelled", 500),
+        record(3, True, None, 800),
+    ]
     run = rv.run_of(Path("x"), {"scenario": "capacity"}, records, events=[{"kind": "cancel", "t_ns": 1_000}])
     assert requests_line(run) == "4 requests recorded, 2 failed (1 cancelled after the window, as planned)"
-    soak = rv.run_of(Path("x"), {"scenario": "soak"}, [record(0, False, "cancelled", 2_000)])  # no window: none to cancel
+    soak = rv.run_of(
+        Path("x"), {"scenario": "soak"}, [record(0, False, "cancelled", 2_000)]
+    )  # no window: none to cancel
     assert requests_line(soak) == "1 request recorded, 1 failed"
 
 

@@ -26,18 +26,55 @@ def test_a_load_contract_at_one_rate_and_the_runs_it_refuses(tmp_path: Path):
     sim = tmp_path / "sim.toml"
     sim.write_text(SIM)
     contract = tmp_path / "load.json"
-    made = loadproof("plan", str(sim), "--simulate", "load", "--rate", "4", "-n", "40", "--input-tokens", "256",
-                     "--output-tokens", "16", "--prediction-out", str(contract), "--tolerance", "15")
+    made = loadproof(
+        "plan",
+        str(sim),
+        "--simulate",
+        "load",
+        "--rate",
+        "4",
+        "-n",
+        "40",
+        "--input-tokens",
+        "256",
+        "--output-tokens",
+        "16",
+        "--prediction-out",
+        str(contract),
+        "--tolerance",
+        "15",
+    )
     assert made.returncode == 0, made.stderr
     written = json.loads(contract.read_text())
     assert written["scenario"] == "load" and written["tolerance_pct"] == 15
     assert written["options"]["num_requests"] == 40 and written["options"]["rate"] == 4
-    assert [f["claim"] for f in written["figures"]] == ["load.ttft_s.p50", "load.ttft_s.p99", "load.tpot_s.p50",
-                                                       "load.e2el_s.p50", "load.output_tokens_per_s"]
+    assert [f["claim"] for f in written["figures"]] == [
+        "load.ttft_s.p50",
+        "load.ttft_s.p99",
+        "load.tpot_s.p50",
+        "load.e2el_s.p50",
+        "load.output_tokens_per_s",
+    ]
     assert written["sim_profile"]["name"] == "sim.toml" and "concurrent_long_prefills" not in contract.read_text()
     url = "http://127.0.0.1:9"
-    other = loadproof("run", "load", "--url", url, "--rate", "4", "-n", "41", "--input-tokens", "256",
-                      "--output-tokens", "16", "--prediction", str(contract), "--out", str(tmp_path / "runs"))
+    other = loadproof(
+        "run",
+        "load",
+        "--url",
+        url,
+        "--rate",
+        "4",
+        "-n",
+        "41",
+        "--input-tokens",
+        "256",
+        "--output-tokens",
+        "16",
+        "--prediction",
+        str(contract),
+        "--out",
+        str(tmp_path / "runs"),
+    )
     assert other.returncode == 2 and "predicted for num_requests = 40, this run has 41" in other.stderr
     wrong = loadproof("run", "capacity", "--url", url, "--prediction", str(contract), "--out", str(tmp_path / "runs"))
     assert wrong.returncode == 2 and "a prediction of `load`, not of `run capacity`" in wrong.stderr
@@ -50,15 +87,23 @@ def test_mistakes_are_one_line(tmp_path: Path):
     sim = tmp_path / "sim.toml"
     sim.write_text(SIM)
     cases = [
-        (["plan", str(sim), "--simulate", "replay", "--trace", "x", "--prediction-out", "p.json"],
-         "a contract is written for --simulate capacity or load"),
-        (["plan", str(sim), "--simulate", "load", "--rate", "1,2", "--prediction-out", str(tmp_path / "p.json")],
-         "takes one --rate"),
+        (
+            ["plan", str(sim), "--simulate", "replay", "--trace", "x", "--prediction-out", "p.json"],
+            "a contract is written for --simulate capacity or load",
+        ),
+        (
+            ["plan", str(sim), "--simulate", "load", "--rate", "1,2", "--prediction-out", str(tmp_path / "p.json")],
+            "takes one --rate",
+        ),
         (["plan", str(sim), "--simulate", "capacity", "--tolerance", "0"], "--tolerance 0: a percentage above 0"),
-        (["tune", str(sim), "--sim", str(sim), "--grid", "max_num_seqs=2", "--slo", "ttft=1s"],
-         "is a sim profile: tune varies a deployment profile"),
-        (["tune", "/nonexistent.toml", "--sim", str(sim), "--grid", "max_num_seqs=2", "--slo", "ttft=1s"],
-         "profile not found"),
+        (
+            ["tune", str(sim), "--sim", str(sim), "--grid", "max_num_seqs=2", "--slo", "ttft=1s"],
+            "is a sim profile: tune varies a deployment profile",
+        ),
+        (
+            ["tune", "/nonexistent.toml", "--sim", str(sim), "--grid", "max_num_seqs=2", "--slo", "ttft=1s"],
+            "profile not found",
+        ),
     ]
     for args, needle in cases:
         result = loadproof(*args)

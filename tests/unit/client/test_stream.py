@@ -42,8 +42,15 @@ async def one(url: str, s: RequestSpec | None = None, **kw) -> RequestRecord:
 
 @pytest.mark.asyncio
 async def test_accounting_identity_with_a_scripted_clock(sse_server):
-    pieces = [completion_chunk("", 0), completion_chunk("Hel", 1), completion_chunk("lo", 2),
-              completion_chunk(" wor", 4), completion_chunk("ld", 5, finish="length"), usage_only(5), DONE_EVENT]
+    pieces = [
+        completion_chunk("", 0),
+        completion_chunk("Hel", 1),
+        completion_chunk("lo", 2),
+        completion_chunk(" wor", 4),
+        completion_chunk("ld", 5, finish="length"),
+        usage_only(5),
+        DONE_EVENT,
+    ]
     server = await sse_server([Script(pieces=pieces, pause_s=0.01)])
     rec = await one(server.url, clock=scripted_clock())
     assert rec.ok, rec.error_message
@@ -59,8 +66,11 @@ async def test_accounting_identity_with_a_scripted_clock(sse_server):
 
 @pytest.mark.asyncio
 async def test_the_engines_cached_prompt_tokens_are_recorded(sse_server):
-    pieces = [completion_chunk("a", 1, prompt_tokens=300), usage_only(1, prompt_tokens=300, cached_tokens=256),
-              DONE_EVENT]
+    pieces = [
+        completion_chunk("a", 1, prompt_tokens=300),
+        usage_only(1, prompt_tokens=300, cached_tokens=256),
+        DONE_EVENT,
+    ]
     server = await sse_server([Script(pieces=pieces)])
     rec = await one(server.url)
     assert rec.ok and rec.prompt_tokens == 300 and rec.cached_tokens == 256
@@ -78,8 +88,12 @@ async def test_several_tokens_in_one_chunk_are_counted_from_usage(sse_server):
 
 @pytest.mark.asyncio
 async def test_first_token_is_the_first_non_empty_content_or_reasoning(sse_server):
-    pieces = [chat_chunk(content="", completion_tokens=0), chat_chunk(reasoning="think", completion_tokens=1),
-              chat_chunk(content="answer", completion_tokens=2), DONE_EVENT]
+    pieces = [
+        chat_chunk(content="", completion_tokens=0),
+        chat_chunk(reasoning="think", completion_tokens=1),
+        chat_chunk(content="answer", completion_tokens=2),
+        DONE_EVENT,
+    ]
     server = await sse_server([Script(pieces=pieces, pause_s=0.02)])
     rec = await one(server.url, spec("chat"))
     assert rec.ok
@@ -92,19 +106,29 @@ async def test_first_token_is_the_first_non_empty_content_or_reasoning(sse_serve
 
 @pytest.mark.asyncio
 async def test_tool_call_pieces_are_joined_by_index(sse_server):
-    pieces = [chat_chunk(reasoning="plan", completion_tokens=1),
-              chat_chunk(tool_calls=[{"index": 0, "id": "call_1", "type": "function",
-                                      "function": {"name": "get_weather", "arguments": ""}}], completion_tokens=2),
-              chat_chunk(tool_calls=[{"index": 0, "function": {"arguments": '{"city": '}}], completion_tokens=4),
-              chat_chunk(tool_calls=[{"index": 1, "id": "call_2", "function": {"name": "get_time",
-                                                                               "arguments": "{}"}}], completion_tokens=6),
-              chat_chunk(tool_calls=[{"index": 0, "function": {"arguments": '"Oslo"}'}}], completion_tokens=7),
-              DONE_EVENT]
+    pieces = [
+        chat_chunk(reasoning="plan", completion_tokens=1),
+        chat_chunk(
+            tool_calls=[
+                {"index": 0, "id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": ""}}
+            ],
+            completion_tokens=2,
+        ),
+        chat_chunk(tool_calls=[{"index": 0, "function": {"arguments": '{"city": '}}], completion_tokens=4),
+        chat_chunk(
+            tool_calls=[{"index": 1, "id": "call_2", "function": {"name": "get_time", "arguments": "{}"}}],
+            completion_tokens=6,
+        ),
+        chat_chunk(tool_calls=[{"index": 0, "function": {"arguments": '"Oslo"}'}}], completion_tokens=7),
+        DONE_EVENT,
+    ]
     server = await sse_server([Script(pieces=pieces)])
     rec = await one(server.url, spec("chat"))
     assert rec.ok and rec.output_text == ""
     assert [(c.name, c.arguments, c.id) for c in rec.tool_calls] == [
-        ("get_weather", '{"city": "Oslo"}', "call_1"), ("get_time", "{}", "call_2")]
+        ("get_weather", '{"city": "Oslo"}', "call_1"),
+        ("get_time", "{}", "call_2"),
+    ]
     assert rec.first_answer_ns == rec.chunk_ns[1]  # the first tool-call piece is the answer's start
     assert rec.first_token_ns == rec.chunk_ns[0]
     assert rec.reasoning_tokens == 1 and rec.output_tokens == 7
@@ -113,10 +137,14 @@ async def test_tool_call_pieces_are_joined_by_index(sse_server):
 
 @pytest.mark.asyncio
 async def test_an_answer_of_tool_calls_alone_has_a_first_token(sse_server):
-    pieces = [chat_chunk(content="", completion_tokens=0),
-              chat_chunk(tool_calls=[{"index": 0, "id": "c", "function": {"name": "f", "arguments": "{"}}],
-                         completion_tokens=3),
-              chat_chunk(tool_calls=[{"index": 0, "function": {"arguments": "}"}}], completion_tokens=4), DONE_EVENT]
+    pieces = [
+        chat_chunk(content="", completion_tokens=0),
+        chat_chunk(
+            tool_calls=[{"index": 0, "id": "c", "function": {"name": "f", "arguments": "{"}}], completion_tokens=3
+        ),
+        chat_chunk(tool_calls=[{"index": 0, "function": {"arguments": "}"}}], completion_tokens=4),
+        DONE_EVENT,
+    ]
     server = await sse_server([Script(pieces=pieces)])
     rec = await one(server.url, spec("chat"))
     assert rec.ok and rec.output_text == "" and rec.reasoning_tokens is None

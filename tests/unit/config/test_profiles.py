@@ -18,8 +18,9 @@ def test_packaged_profiles_exist():
 
 def test_unknown_key_is_an_error_not_dropped(tmp_path):
     path = tmp_path / "p.toml"
-    path.write_text('name = "x"\nengine = "vllm"\n[model]\npath = "m"\nserved_name = "m"\nmax_model_len = 4096\n'
-                    'max_num_seq = 8\n')
+    path.write_text(
+        'name = "x"\nengine = "vllm"\n[model]\npath = "m"\nserved_name = "m"\nmax_model_len = 4096\nmax_num_seq = 8\n'
+    )
     with pytest.raises(ConfigError, match=r"model\.max_num_seq: Extra inputs are not permitted"):
         load_profile(path)
 

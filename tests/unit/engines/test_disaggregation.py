@@ -13,12 +13,18 @@ from loadproof.engines.base import flag_value
 from loadproof.engines.disaggregation import role_profile
 from loadproof.errors import ConfigError, UsageError
 
-PAIR = {"name": "pair", "engine": "vllm", "model": {"path": "/m", "served_name": "m", "max_model_len": 131072},
-        "serving": {"port": 8080, "extra_args": ["--seed", "1"]},
-        "scheduler": {"max_num_batched_tokens": 4096},
-        "disaggregation": {"storage_path": "/dev/shm/kv",
-                           "prefill": {"port": 8100, "memory_utilization": 0.3, "budget_gib_per_gpu": 20},
-                           "decode": {"port": 8200, "memory_utilization": 0.4, "gpus": "1"}}}
+PAIR = {
+    "name": "pair",
+    "engine": "vllm",
+    "model": {"path": "/m", "served_name": "m", "max_model_len": 131072},
+    "serving": {"port": 8080, "extra_args": ["--seed", "1"]},
+    "scheduler": {"max_num_batched_tokens": 4096},
+    "disaggregation": {
+        "storage_path": "/dev/shm/kv",
+        "prefill": {"port": 8100, "memory_utilization": 0.3, "budget_gib_per_gpu": 20},
+        "decode": {"port": 8200, "memory_utilization": 0.4, "gpus": "1"},
+    },
+}
 
 
 def argv(profile):
@@ -31,8 +37,11 @@ def test_the_prefill_instance_runs_whole_prompts_and_both_share_the_connector_fo
     p, d = argv(prefill), argv(decode)
     for cmd in (p, d):
         config = json.loads(flag_value(cmd, "--kv-transfer-config"))
-        assert config == {"kv_connector": "ExampleConnector", "kv_role": "kv_both",
-                          "kv_connector_extra_config": {"shared_storage_path": "/dev/shm/kv"}}
+        assert config == {
+            "kv_connector": "ExampleConnector",
+            "kv_role": "kv_both",
+            "kv_connector_extra_config": {"shared_storage_path": "/dev/shm/kv"},
+        }
         assert flag_value(cmd, "--seed") == "1"
     assert "--no-enable-chunked-prefill" in p and flag_value(p, "--max-num-batched-tokens") == "131072"
     assert "--no-enable-chunked-prefill" not in d and flag_value(d, "--max-num-batched-tokens") == "4096"
@@ -53,11 +62,14 @@ def test_nixl_gives_each_instance_its_side_channel_port():
     assert len(ports) == 2
 
 
-@pytest.mark.parametrize("change, why", [
-    ({"disaggregation": {"connector": "ExampleConnector"}}, "storage_path is ExampleConnector's shared folder"),
-    ({"disaggregation": {"connector": "NixlConnector", "storage_path": "/x"}}, "storage_path"),
-    ({"serving": {"runner": "pooling", "endpoint": "embeddings"}}, "a generating model on one host"),
-])
+@pytest.mark.parametrize(
+    "change, why",
+    [
+        ({"disaggregation": {"connector": "ExampleConnector"}}, "storage_path is ExampleConnector's shared folder"),
+        ({"disaggregation": {"connector": "NixlConnector", "storage_path": "/x"}}, "storage_path"),
+        ({"serving": {"runner": "pooling", "endpoint": "embeddings"}}, "a generating model on one host"),
+    ],
+)
 def test_a_pair_that_cannot_run_is_one_line(change, why):
     with pytest.raises(ConfigError, match=why):
         parse_profile({**PAIR, **change}, "test")
@@ -71,7 +83,8 @@ def test_an_engine_without_kv_connectors_is_refused():
 def test_the_packaged_pair_dry_runs_both_instances_and_the_relay():
     assert packaged_profile("embedded-pd").disaggregation is not None
     path = resources.files("loadproof") / "profiles" / "embedded-pd.toml"
-    out = subprocess.run([sys.executable, "-m", "loadproof", "serve", str(path), "--dry-run"], capture_output=True,
-                         text=True, timeout=60).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "loadproof", "serve", str(path), "--dry-run"], capture_output=True, text=True, timeout=60
+    ).stdout
     assert out.count("--kv-transfer-config") == 2 and out.count("--no-enable-chunked-prefill") == 1
     assert "loadproof relay --upstream http://127.0.0.1:8002 --prefill-upstream http://127.0.0.1:8001" in out

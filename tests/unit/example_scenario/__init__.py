@@ -19,7 +19,12 @@ from loadproof.catalog import Entry
 
 NAME = "example"
 HERE = "tests.unit.example_scenario"
-ENTRY = Entry(scenario=f"{HERE}.scenario:ExampleScenario", plan=f"{HERE}.plan:ExamplePlan",
-              claims=f"{HERE}.metrics:claims_of_run", figures=f"{HERE}.metrics:figures", splits_by_repeat=True,
-              text_fields={"prompt": "text", "rounds.*.*": "name"})  # what publish does with the plan's strings
+ENTRY = Entry(
+    scenario=f"{HERE}.scenario:ExampleScenario",
+    plan=f"{HERE}.plan:ExamplePlan",
+    claims=f"{HERE}.metrics:claims_of_run",
+    figures=f"{HERE}.metrics:figures",
+    splits_by_repeat=True,
+    text_fields={"prompt": "text", "rounds.*.*": "name"},
+)  # what publish does with the plan's strings
 DOCS = Path(__file__).with_name("docs.md")

@@ -40,7 +40,19 @@ class ExampleScenario(Scenario):
             for repeat, ids in enumerate(rounds):
                 live.phase(f"round {repeat + 1}/{opts.rounds}")
                 for request_id in ids:
-                    body = request_body(self.target.endpoint, self.target.model, opts.prompt,
-                                        max_tokens=opts.max_tokens, ignore_eos=True, extra=self.target.extra_body)
-                    await client.stream(RequestSpec(request_id, self.target.endpoint, body, labels={
-                        "scenario": self.name, "family": "example", "repeat": repeat}))
+                    body = request_body(
+                        self.target.endpoint,
+                        self.target.model,
+                        opts.prompt,
+                        max_tokens=opts.max_tokens,
+                        ignore_eos=True,
+                        extra=self.target.extra_body,
+                    )
+                    await client.stream(
+                        RequestSpec(
+                            request_id,
+                            self.target.endpoint,
+                            body,
+                            labels={"scenario": self.name, "family": "example", "repeat": repeat},
+                        )
+                    )

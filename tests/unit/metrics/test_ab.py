@@ -27,15 +27,32 @@ def rec(arm, rnd, rate, ttft=0.1, i=0, ok=True):
     """11 tokens after a first token `ttft` s after send, at `rate` tokens/s."""
     send = rnd * 100.0 + (50.0 if arm == "b" else 0.0) + i * 5.0
     first = send + ttft
-    return RequestRecord(request_id=f"ab-r{rnd}-{arm}-{i}", endpoint="chat", scenario="ab", family=arm, repeat=rnd,
-                         ok=ok, send_ns=round(send * S), first_token_ns=round(first * S),
-                         last_token_ns=round((first + 10 / rate) * S), end_ns=round((first + 10 / rate) * S) + 1,
-                         output_tokens=11, error_kind=None if ok else "http_status")
+    return RequestRecord(
+        request_id=f"ab-r{rnd}-{arm}-{i}",
+        endpoint="chat",
+        scenario="ab",
+        family=arm,
+        repeat=rnd,
+        ok=ok,
+        send_ns=round(send * S),
+        first_token_ns=round(first * S),
+        last_token_ns=round((first + 10 / rate) * S),
+        end_ns=round((first + 10 / rate) * S) + 1,
+        output_tokens=11,
+        error_kind=None if ok else "http_status",
+    )
 
 
 def plan(rounds, seed=5):
-    return {"arms": {}, "order": [["a", "b"]] * rounds, "order_seed": 1, "prompts": ["english-00"], "family": "english",
-            "bootstrap_seed": seed, "resamples": 2000}
+    return {
+        "arms": {},
+        "order": [["a", "b"]] * rounds,
+        "order_seed": 1,
+        "prompts": ["english-00"],
+        "family": "english",
+        "bootstrap_seed": seed,
+        "resamples": 2000,
+    }
 
 
 def typed(rounds, seed=5):
@@ -44,7 +61,7 @@ def typed(rounds, seed=5):
 
 def test_round_figure_is_the_median_of_the_arm_in_that_round():
     records = [rec("a", 0, 10.0, i=0), rec("a", 0, 12.0, i=1), rec("a", 0, 20.0, i=2), rec("b", 0, 15.0)]
-    (rnd, a, b), = round_figures(records, decode_rate_per_s)
+    ((rnd, a, b),) = round_figures(records, decode_rate_per_s)
     assert rnd == 0 and a == pytest.approx(12.0) and b == pytest.approx(15.0)
 
 
@@ -78,7 +95,13 @@ def test_an_a_a_comparison_is_not_significant():
 
 
 def test_failed_requests_are_counted_not_measured():
-    records = [rec("a", 0, 10.0), rec("a", 0, 99.0, i=1, ok=False), rec("b", 0, 12.0), rec("a", 1, 10.0), rec("b", 1, 12.0)]
+    records = [
+        rec("a", 0, 10.0),
+        rec("a", 0, 99.0, i=1, ok=False),
+        rec("b", 0, 12.0),
+        rec("a", 1, 10.0),
+        rec("b", 1, 12.0),
+    ]
     claims = {c.name: c for c in ab_claims(typed(2), records)}
     assert claims["ab.failed_requests.a"].value == 1 and claims["ab.failed_requests.b"].value == 0
     assert claims["ab.decode_tokens_per_s.a"].value == pytest.approx(10.0, rel=1e-6)
@@ -126,8 +149,10 @@ def test_options_refuse_an_unknown_setting():
 
 
 def test_each_arm_sends_its_own_settings_to_its_own_target():
-    targets = {"a": Target(url="http://127.0.0.1:1", model="m1", endpoint="chat"),
-               "b": Target(url="http://127.0.0.1:2", model="m2", endpoint="completions")}
+    targets = {
+        "a": Target(url="http://127.0.0.1:1", model="m1", endpoint="chat"),
+        "b": Target(url="http://127.0.0.1:2", model="m2", endpoint="completions"),
+    }
     scenario = AbScenario(targets, AbOptions(a={"temperature": 0}, b={"temperature": 0.7, "top_p": 0.9}))
     from loadproof.workloads.prompts import load_family
 
@@ -152,8 +177,10 @@ async def test_the_scenario_interleaves_two_servers_in_the_recorded_order(sse_se
     pieces = [completion_chunk(f"t{i}", i + 1) for i in range(4)] + [DONE_EVENT]
     server_a = await sse_server([Script(pieces=pieces, pause_s=0.002)])
     server_b = await sse_server([Script(pieces=pieces, pause_s=0.004)])
-    targets = {"a": Target(url=server_a.url, model="m", endpoint="completions"),
-               "b": Target(url=server_b.url, model="m", endpoint="completions")}
+    targets = {
+        "a": Target(url=server_a.url, model="m", endpoint="completions"),
+        "b": Target(url=server_b.url, model="m", endpoint="completions"),
+    }
     options = AbOptions(num_prompts=2, repeats=3, max_tokens=4, order_seed=3, b={"temperature": 0.7})
     with RunWriter(tmp_path / "ab") as writer:
         manifest = {"run_id": "ab", "scenario": "ab"}
@@ -176,9 +203,15 @@ async def test_the_scenario_interleaves_two_servers_in_the_recorded_order(sse_se
 
 def spec_sample(arm, t_s, drafts, accepted):
     """The arm's engine counters at t_s: 3 draft tokens a draft."""
-    return {"t_ns": round(t_s * S), "source": arm, "values": {
-        "spec_decode_num_drafts_total": drafts, "spec_decode_num_draft_tokens_total": 3 * drafts,
-        "spec_decode_num_accepted_tokens_total": accepted}}
+    return {
+        "t_ns": round(t_s * S),
+        "source": arm,
+        "values": {
+            "spec_decode_num_drafts_total": drafts,
+            "spec_decode_num_draft_tokens_total": 3 * drafts,
+            "spec_decode_num_accepted_tokens_total": accepted,
+        },
+    }
 
 
 def test_batch_figures_pair_where_both_arms_have_one_and_stand_alone_otherwise():
@@ -189,13 +222,18 @@ def test_batch_figures_pair_where_both_arms_have_one_and_stand_alone_otherwise()
     # round r accepts 60 + 10 r of 90 draft tokens; arm a's engine draws no drafts
     samples = []
     for r in range(1, 4):
-        samples += [spec_sample("b", r * 100 + 49, 30 * r, 50 * r), spec_sample("b", r * 100 + 58, 30 * r + 30,
-                                                                                  50 * r + 60 + 10 * r)]
-        samples += [{"t_ns": round((r * 100 - 1) * S), "source": "a", "values": {}},
-                    {"t_ns": round((r * 100 + 8) * S), "source": "a", "values": {}}]
+        samples += [
+            spec_sample("b", r * 100 + 49, 30 * r, 50 * r),
+            spec_sample("b", r * 100 + 58, 30 * r + 30, 50 * r + 60 + 10 * r),
+        ]
+        samples += [
+            {"t_ns": round((r * 100 - 1) * S), "source": "a", "values": {}},
+            {"t_ns": round((r * 100 + 8) * S), "source": "a", "values": {}},
+        ]
     claims = {c.name: c.value for c in ab_claims(typed(3), records, rv.samples(samples))}
-    assert claims["ab.spec_acceptance_pct.b"] == pytest.approx(statistics.fmean([100 * 70 / 90, 100 * 80 / 90,
-                                                                                 100 * 90 / 90]))
+    assert claims["ab.spec_acceptance_pct.b"] == pytest.approx(
+        statistics.fmean([100 * 70 / 90, 100 * 80 / 90, 100 * 90 / 90])
+    )
     assert claims["ab.spec_mean_accepted_length.b"] == pytest.approx(1 + 80 / 30)
     assert "ab.spec_acceptance_pct.a" not in claims and "ab.spec_acceptance_pct.change" not in claims
     # both requests of a batch: 11 tokens each, the second sent 5 s after the first, each 1.1 s long
@@ -210,8 +248,17 @@ def docs_runs(_tmp_path):
     from tests import rundir_values as rv
 
     records = [rec(arm, r, 10.0 + r + (arm == "b"), i=i) for r in range(1, 4) for arm in "ab" for i in range(2)]
-    samples = [spec_sample(arm, r * 100 + (49 if arm == "b" else -1) + dt, 30 * r + (30 if dt else 0),
-                           50 * r + (60 + 10 * r + (arm == "b") if dt else 0))
-               for r in range(1, 4) for arm in "ab" for dt in (0, 9)]
-    return [rv.run_of(Path("ab-spec"), {"run_id": "ab-spec", "scenario": "ab", "plan": plan(3)}, records,
-                      samples=samples)]
+    samples = [
+        spec_sample(
+            arm,
+            r * 100 + (49 if arm == "b" else -1) + dt,
+            30 * r + (30 if dt else 0),
+            50 * r + (60 + 10 * r + (arm == "b") if dt else 0),
+        )
+        for r in range(1, 4)
+        for arm in "ab"
+        for dt in (0, 9)
+    ]
+    return [
+        rv.run_of(Path("ab-spec"), {"run_id": "ab-spec", "scenario": "ab", "plan": plan(3)}, records, samples=samples)
+    ]

@@ -15,8 +15,11 @@ from tests import rundir_values as rv
 from tests.unit.metrics import test_load
 
 S = 1_000_000_000
-PROFILE = {"name": "p", "engine": "vllm", "lora": {"adapters": {"a": "/a", "b": "/b", "c": "/c"}, "max_loras": 1,
-                                                   "max_cpu_loras": 2}}
+PROFILE = {
+    "name": "p",
+    "engine": "vllm",
+    "lora": {"adapters": {"a": "/a", "b": "/b", "c": "/c"}, "max_loras": 1, "max_cpu_loras": 2},
+}
 # a, b, a (warm), c (cold: evicts b), b (cold: evicts a), a (cold), base (no adapter)
 ORDER = ["a", "b", "a", "c", "b", "a", "base"]
 TTFT = {True: 0.9, False: 0.1}
@@ -24,16 +27,33 @@ TTFT = {True: 0.9, False: 0.1}
 
 def records() -> list[RequestRecord]:
     cold = [True, True, False, True, True, True, False]
-    return [RequestRecord(request_id=f"r{i}", endpoint="completions", scenario="load", model=m, ok=True,
-                          send_ns=(i + 1) * S, first_token_ns=(i + 1) * S + int(TTFT[c] * S) + i * 1000,
-                          last_token_ns=(i + 2) * S, end_ns=(i + 2) * S, output_tokens=4)
-            for i, (m, c) in enumerate(zip(ORDER, cold))]
+    return [
+        RequestRecord(
+            request_id=f"r{i}",
+            endpoint="completions",
+            scenario="load",
+            model=m,
+            ok=True,
+            send_ns=(i + 1) * S,
+            first_token_ns=(i + 1) * S + int(TTFT[c] * S) + i * 1000,
+            last_token_ns=(i + 2) * S,
+            end_ns=(i + 2) * S,
+            output_tokens=4,
+        )
+        for i, (m, c) in enumerate(zip(ORDER, cold))
+    ]
 
 
 def test_cold_by_the_lru_replay_and_the_cost():
     flags = cold_flags(records(), {"a", "b", "c"}, 2)
-    assert [(r.model, c) for r, c in flags] == [("a", True), ("b", True), ("a", False), ("c", True), ("b", True),
-                                                ("a", True)]
+    assert [(r.model, c) for r, c in flags] == [
+        ("a", True),
+        ("b", True),
+        ("a", False),
+        ("c", True),
+        ("b", True),
+        ("a", True),
+    ]
     got = {c.name: c.value for c in churn_claims(records(), PROFILE)}
     assert got["load.lora.adapters"] == 3 and got["load.lora.slots"] == 2 and got["load.lora.cold_requests"] == 5
     assert got["load.lora.cold_ttft_s.p50"] == pytest.approx(0.9, abs=1e-5)

@@ -16,21 +16,48 @@ N, L, W = 2, 1000, 4.0
 
 
 def make_run():
-    plan = {"sessions": [{"request_id": f"cap-s{i}", "session_id": f"s{i}", "expected": f"{1234560 + i}"}
-                         for i in range(N)],
-            "input_tokens": L, "window_s": W, "max_gap_s": 1.5, "drain_timeout_s": 5.0, "kv_idle_bound": 0.02,
-            "check_probes": True, "theoretical_full_windows": 30.25}
+    plan = {
+        "sessions": [
+            {"request_id": f"cap-s{i}", "session_id": f"s{i}", "expected": f"{1234560 + i}"} for i in range(N)
+        ],
+        "input_tokens": L,
+        "window_s": W,
+        "max_gap_s": 1.5,
+        "drain_timeout_s": 5.0,
+        "kv_idle_bound": 0.02,
+        "check_probes": True,
+        "theoretical_full_windows": 30.25,
+    }
     records = []
     for i in range(N):
         first = 10 * S + i * S  # s0 first token at 10 s, s1 at 11 s -> window [11, 15]
         times = [first + k * S // 2 for k in range(0, 14)]  # a chunk every 0.5 s until 16.5 s
-        records.append(RequestRecord(
-            request_id=f"cap-s{i}", endpoint="completions", scenario="capacity", ok=False, error_kind="cancelled",
-            send_ns=0, first_token_ns=first, last_token_ns=times[-1], end_ns=17 * S, prompt_tokens=L,
-            output_tokens=len(times) * 2, chunk_ns=times, chunk_tokens=[2] * len(times),
-            output_text=f" {1234560 + i}. And then the story went on"))
-    idle = {"num_requests_running": 0, "num_requests_waiting": 0, "num_preemptions_total": 3,
-            "prefix_cache_hits_total": 50, "prefix_cache_queries_total": 900, "kv_cache_usage_perc": 0.01}
+        records.append(
+            RequestRecord(
+                request_id=f"cap-s{i}",
+                endpoint="completions",
+                scenario="capacity",
+                ok=False,
+                error_kind="cancelled",
+                send_ns=0,
+                first_token_ns=first,
+                last_token_ns=times[-1],
+                end_ns=17 * S,
+                prompt_tokens=L,
+                output_tokens=len(times) * 2,
+                chunk_ns=times,
+                chunk_tokens=[2] * len(times),
+                output_text=f" {1234560 + i}. And then the story went on",
+            )
+        )
+    idle = {
+        "num_requests_running": 0,
+        "num_requests_waiting": 0,
+        "num_preemptions_total": 3,
+        "prefix_cache_hits_total": 50,
+        "prefix_cache_queries_total": 900,
+        "kv_cache_usage_perc": 0.01,
+    }
     busy = dict(idle, num_requests_running=N, prefix_cache_queries_total=2900, kv_cache_usage_perc=0.4)
     samples = [{"t_ns": -1 * S, "values": idle}]
     samples += [{"t_ns": t * S, "values": dict(busy)} for t in (11, 12, 13, 14, 15)]
@@ -66,18 +93,26 @@ def mutate(fn):
     return verdict(*run)
 
 
-@pytest.mark.parametrize(("name", "change"), [
-    ("waiting", lambda p, r, s, e: s[2]["values"].__setitem__("num_requests_waiting", 1)),
-    ("running", lambda p, r, s, e: s[3]["values"].__setitem__("num_requests_running", 1)),
-    ("preemptions", lambda p, r, s, e: s[4]["values"].__setitem__("num_preemptions_total", 4)),
-    ("prompt_tokens", lambda p, r, s, e: setattr(r[1], "prompt_tokens", L - 1)),
-    ("cold_prefix_cache", lambda p, r, s, e: s[1]["values"].__setitem__("prefix_cache_hits_total", 178)),
-    ("probes", lambda p, r, s, e: setattr(r[0], "output_text", " 7654321. and so on")),
-    ("drain", lambda p, r, s, e: s[-1]["values"].__setitem__("num_requests_running", 1)),
-    ("drain", lambda p, r, s, e: s[-1]["values"].__setitem__("kv_cache_usage_perc", 0.2)),
-    ("streams_progress", lambda p, r, s, e: (setattr(r[0], "chunk_ns", r[0].chunk_ns[:4] + r[0].chunk_ns[8:]),
-                                             setattr(r[0], "chunk_tokens", r[0].chunk_tokens[:4] + r[0].chunk_tokens[8:]))),
-])
+@pytest.mark.parametrize(
+    ("name", "change"),
+    [
+        ("waiting", lambda p, r, s, e: s[2]["values"].__setitem__("num_requests_waiting", 1)),
+        ("running", lambda p, r, s, e: s[3]["values"].__setitem__("num_requests_running", 1)),
+        ("preemptions", lambda p, r, s, e: s[4]["values"].__setitem__("num_preemptions_total", 4)),
+        ("prompt_tokens", lambda p, r, s, e: setattr(r[1], "prompt_tokens", L - 1)),
+        ("cold_prefix_cache", lambda p, r, s, e: s[1]["values"].__setitem__("prefix_cache_hits_total", 178)),
+        ("probes", lambda p, r, s, e: setattr(r[0], "output_text", " 7654321. and so on")),
+        ("drain", lambda p, r, s, e: s[-1]["values"].__setitem__("num_requests_running", 1)),
+        ("drain", lambda p, r, s, e: s[-1]["values"].__setitem__("kv_cache_usage_perc", 0.2)),
+        (
+            "streams_progress",
+            lambda p, r, s, e: (
+                setattr(r[0], "chunk_ns", r[0].chunk_ns[:4] + r[0].chunk_ns[8:]),
+                setattr(r[0], "chunk_tokens", r[0].chunk_tokens[:4] + r[0].chunk_tokens[8:]),
+            ),
+        ),
+    ],
+)
 def test_each_criterion_fails_for_its_own_reason(name, change):
     run = copy.deepcopy(make_run())
     change(*run)
@@ -151,8 +186,11 @@ def test_drain_counts_only_samples_after_every_connection_closed():
     plan, records, samples, events = run
     # a third request, queued when cancelled, whose connection closed only at 19 s; the idle-looking
     # sample at 18 s came before that and proves nothing about it
-    records.append(RequestRecord(request_id="cap-q", endpoint="completions", ok=False, error_kind="cancelled",
-                                 send_ns=0, end_ns=19 * S))
+    records.append(
+        RequestRecord(
+            request_id="cap-q", endpoint="completions", ok=False, error_kind="cancelled", send_ns=0, end_ns=19 * S
+        )
+    )
     result, criteria, _ = verdict(*run)
     assert criteria["drain"].status == "FAIL"
     assert "all 3 requests sent (1 without a first token at cancel)" in criteria["drain"].evidence
@@ -193,7 +231,9 @@ def test_cold_phase_waiting_without_a_cancel_reads_every_later_sample():
     samples.append({"t_ns": 10**15, "values": {"num_requests_waiting": 2}})  # long after the run, no cancel to bound it
     waited = capacity.cold_phase_waiting(sessions, rv.samples(samples), [])
     assert waited.status == "FAIL" and "max 2 over 7 samples" in waited.evidence
-    bounded = capacity.cold_phase_waiting(sessions, rv.samples(samples), rv.events(events))  # cancel at 17 s leaves the late sample out
+    bounded = capacity.cold_phase_waiting(
+        sessions, rv.samples(samples), rv.events(events)
+    )  # cancel at 17 s leaves the late sample out
     assert bounded.status == "PASS"
     assert capacity.cold_phase_waiting(sessions, [], []) is None  # no sample: no criterion, not a PASS
 

@@ -12,7 +12,9 @@ from loadproof.store.run_dir import Run
 from tests import rundir_values as rv
 from tests.unit.metrics import test_ab, test_sessions
 
-SLO = {"ttft": 0.35}  # of the sessions records: warm turns of 0.2 and 0.3 s meet it, cold 1.0, 1.2 and the failure do not
+SLO = {
+    "ttft": 0.35
+}  # of the sessions records: warm turns of 0.2 and 0.3 s meet it, cold 1.0, 1.2 and the failure do not
 
 
 def sessions_run(slo: dict[str, float] = SLO) -> Run:
@@ -21,8 +23,10 @@ def sessions_run(slo: dict[str, float] = SLO) -> Run:
 
 
 def throughput_run() -> Run:
-    records = [msgspec.structs.replace(r, scenario="throughput", family="english", concurrency=1)
-               for r in test_sessions.RECORDS]
+    records = [
+        msgspec.structs.replace(r, scenario="throughput", family="english", concurrency=1)
+        for r in test_sessions.RECORDS
+    ]
     plan = {"families": ["english"], "concurrency": [1], "max_tokens": 4, "slo": SLO}
     return rv.run_of(None, {"scenario": "throughput", "plan": plan}, records)
 

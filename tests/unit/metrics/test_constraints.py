@@ -19,8 +19,12 @@ OPTIONS = {"tools": "tools.json", "tool_choice": "required", "response_format": 
 
 
 def checked(record: RequestRecord, valid: bool | None, calls: int = 1, reason: str | None = None) -> RequestRecord:
-    return msgspec.structs.replace(record, output_valid=valid, output_invalid_reason=reason,
-                                   tool_calls=[ToolCall(name="get_weather", arguments="{}") for _ in range(calls)])
+    return msgspec.structs.replace(
+        record,
+        output_valid=valid,
+        output_invalid_reason=reason,
+        tool_calls=[ToolCall(name="get_weather", arguments="{}") for _ in range(calls)],
+    )
 
 
 def by_name(claims) -> dict:
@@ -29,11 +33,14 @@ def by_name(claims) -> dict:
 
 def test_the_claims_by_hand():
     base = RequestRecord(request_id="r", endpoint="chat", ok=True)
-    records = [checked(base, True), checked(base, True, calls=2),
-               checked(base, False, 0, "no tool call (tool_choice required)"),
-               checked(base, False, 1, "tool call 0 (get_weather) arguments: $: required"),
-               checked(base, False, 0, "no tool call (tool_choice required)"),
-               msgspec.structs.replace(base, ok=False)]  # failed: not checked, not counted
+    records = [
+        checked(base, True),
+        checked(base, True, calls=2),
+        checked(base, False, 0, "no tool call (tool_choice required)"),
+        checked(base, False, 1, "tool call 0 (get_weather) arguments: $: required"),
+        checked(base, False, 0, "no tool call (tool_choice required)"),
+        msgspec.structs.replace(base, ok=False),
+    ]  # failed: not checked, not counted
     claims = by_name(constraint_claims("load", records, OPTIONS))
     assert claims["load.output_checked"].value == 5 and claims["load.output_invalid"].value == 3
     assert claims["load.output_valid_pct"].printed == "40.0"  # 2 of 5
@@ -53,18 +60,26 @@ def test_no_constraint_no_claims_and_a_schema_alone_has_no_calls_per_request():
 
 
 def load_run() -> Run:
-    records = [checked(r, r.ok and i % 3 != 0, i % 2, None if i % 3 else "tool call 0: names no declared tool")
-               if r.ok else r for i, r in enumerate(test_load.RECORDS)]
-    manifest = {"run_id": "load-constrained", "scenario": "load", "options": OPTIONS,
-                "plan": msgspec.to_builtins(test_load.plan())}
+    records = [
+        checked(r, r.ok and i % 3 != 0, i % 2, None if i % 3 else "tool call 0: names no declared tool") if r.ok else r
+        for i, r in enumerate(test_load.RECORDS)
+    ]
+    manifest = {
+        "run_id": "load-constrained",
+        "scenario": "load",
+        "options": OPTIONS,
+        "plan": msgspec.to_builtins(test_load.plan()),
+    }
     return rv.run_of(Path("load-constrained"), manifest, records, events=test_load.EVENTS)
 
 
 def throughput_run() -> Run:
     manifest = throughput_manifest("throughput-constrained")
     manifest["options"] = {**manifest["options"], "response_format": "json"}
-    records = [checked(r, i % 2 == 0, 0, "answer: not JSON (Expecting value, char 0)")
-               for i, r in enumerate(throughput_records())]
+    records = [
+        checked(r, i % 2 == 0, 0, "answer: not JSON (Expecting value, char 0)")
+        for i, r in enumerate(throughput_records())
+    ]
     return rv.run_of(Path("throughput-constrained"), manifest, records)
 
 

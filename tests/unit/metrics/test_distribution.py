@@ -43,7 +43,8 @@ def test_summarize_reports_every_stat_and_says_how():
     s = summarize(values)
     assert s is not None and s.count == 1000
     assert [s.stat(k) for k in ("p50", "p90", "p99", "p99_9", "max")] == pytest.approx(
-        [500.5, 900.1, 990.01, 999.001, 1000])
+        [500.5, 900.1, 990.01, 999.001, 1000]
+    )
     assert "exact over 1000 values" in s.method
     assert summarize([]) is None
 
@@ -56,7 +57,7 @@ def test_the_histogram_is_within_its_stated_error():
     for p in (0.1, 1, 50, 90, 95, 99, 99.9, 99.99):
         exact = percentile(ordered, p)
         assert abs(histogram.percentile(p) - exact) <= HISTOGRAM_RELATIVE_ERROR * abs(exact) + 1e-15, p
-    assert HISTOGRAM_RELATIVE_ERROR == 2 ** -11
+    assert HISTOGRAM_RELATIVE_ERROR == 2**-11
 
 
 def test_negative_values_keep_their_order_in_the_histogram():

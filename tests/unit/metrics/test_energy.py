@@ -19,7 +19,10 @@ S = 1_000_000_000
 
 
 def row(t_s: float, *energy_mj: int | None) -> dict:
-    return {"t_ns": int(t_s * S), "gpus": [{"index": i, "power_w": 300.0, "energy_mj": e} for i, e in enumerate(energy_mj)]}
+    return {
+        "t_ns": int(t_s * S),
+        "gpus": [{"index": i, "power_w": 300.0, "energy_mj": e} for i, e in enumerate(energy_mj)],
+    }
 
 
 def test_the_window_interpolates_each_gpus_counter_and_sums_them():
@@ -40,8 +43,13 @@ def test_no_figure_outside_the_samples_or_without_a_counter():
 def run(telemetry: list[dict], info: dict, price: dict | None = None, slo: dict | None = None) -> Run:
     """The load test's records (sent from T0 over a few seconds), with telemetry around them; no SLO unless given."""
     plan = msgspec.to_builtins(test_load.plan(slo=slo or {}))
-    manifest = {"run_id": "energy", "scenario": "load", "plan": plan, "telemetry": info,
-                **({"price": price} if price else {})}
+    manifest = {
+        "run_id": "energy",
+        "scenario": "load",
+        "plan": plan,
+        "telemetry": info,
+        **({"price": price} if price else {}),
+    }
     return rv.run_of(Path("energy"), manifest, test_load.RECORDS, events=test_load.EVENTS, telemetry=telemetry)
 
 
@@ -60,8 +68,11 @@ def gpu_run(price: dict | None = None, slo: dict | None = None) -> Run:
 
 def docs_runs(_tmp_path: Path) -> list[Run]:
     """For the docs-formulas test: every energy and cost claim's pattern."""
-    return [gpu_run({"per_kwh": 0.3}, {"ttft": 10.0}), gpu_run({"per_gpu_hour": 2.0}),
-            run([], {"gpus": 0, "energy_note": "no GPU energy counter: NVML sees no GPU"})]
+    return [
+        gpu_run({"per_kwh": 0.3}, {"ttft": 10.0}),
+        gpu_run({"per_gpu_hour": 2.0}),
+        run([], {"gpus": 0, "energy_note": "no GPU energy counter: NVML sees no GPU"}),
+    ]
 
 
 def test_claims_per_token_per_good_token_and_cost():
@@ -75,7 +86,11 @@ def test_claims_per_token_per_good_token_and_cost():
     assert claims["energy.avg_power_w"] == pytest.approx(300, rel=1e-5)
     assert claims["energy.joules_per_output_token"] == pytest.approx(300 * (end - start) / tokens, rel=1e-5)
     good = sum(r.output_tokens or 0 for r in ok if r.ttft_ns is not None and r.ttft_ns <= 10 * S)
-    assert 0 < good < tokens or good == tokens and claims["energy.joules_per_good_token"] == pytest.approx(300 * (end - start) / good, rel=1e-5)
+    assert (
+        0 < good < tokens
+        or good == tokens
+        and claims["energy.joules_per_good_token"] == pytest.approx(300 * (end - start) / good, rel=1e-5)
+    )
     cost = 300 * (end - start) / 3.6e6 * 0.3
     assert claims["cost.total"] == pytest.approx(cost, rel=1e-5)
     assert claims["cost.per_million_good_tokens"] == pytest.approx(cost / good * 1e6, rel=1e-5)
@@ -90,7 +105,9 @@ def test_without_a_counter_the_run_says_why_and_no_figure_is_made_up():
     assert not any(name.startswith(("energy.joules", "cost.")) for name in claims)
     old = {c.name for c in compute_claims(run([row(0, None)], {"gpus": 1}))}  # before the counter was read
     assert not any(name.startswith(("energy.", "cost.")) for name in old)
-    short = {c.name: c.value for c in compute_claims(run([row(span()[0] + 0.5, 0), row(span()[1] + 1, 9)], {"gpus": 1}))}
+    short = {
+        c.name: c.value for c in compute_claims(run([row(span()[0] + 0.5, 0), row(span()[1] + 1, 9)], {"gpus": 1}))
+    }
     assert "do not cover" in short["energy.unavailable"]
     strict = {c.name: c.value for c in compute_claims(gpu_run({"per_kwh": 0.3}, {"ttft": 0.5}))}
     met = sum(r.output_tokens or 0 for r in ok_records() if r.ttft_ns is not None and r.ttft_ns <= S // 2)
@@ -110,12 +127,25 @@ def test_a_published_gpu_run_keeps_its_energy_and_price_and_verifies(tmp_path: P
     start, end = span()
     rows = [row(start - 1, 0, 0), row(end + 1, int(200_000 * (end - start + 2)), int(100_000 * (end - start + 2)))]
     plan = msgspec.to_builtins(test_load.plan())
-    path = write_run(tmp_path / "src", "load-gpu", "load", test_load.RECORDS,
-                     {"plan": plan, "price": {"per_gpu_hour": 3.5},
-                      "telemetry": {"gpus": 2, "names": ["NVIDIA H200", "NVIDIA H200"]}}, telemetry=rows)
-    nogpu = write_run(tmp_path / "src", "load-cpu", "load", test_load.RECORDS,
-                      {"plan": plan, "telemetry": {"gpus": 0, "energy_note": "no GPU energy counter: "
-                                                                     "NVML sees no GPU"}})
+    path = write_run(
+        tmp_path / "src",
+        "load-gpu",
+        "load",
+        test_load.RECORDS,
+        {
+            "plan": plan,
+            "price": {"per_gpu_hour": 3.5},
+            "telemetry": {"gpus": 2, "names": ["NVIDIA H200", "NVIDIA H200"]},
+        },
+        telemetry=rows,
+    )
+    nogpu = write_run(
+        tmp_path / "src",
+        "load-cpu",
+        "load",
+        test_load.RECORDS,
+        {"plan": plan, "telemetry": {"gpus": 0, "energy_note": "no GPU energy counter: NVML sees no GPU"}},
+    )
     publish([path, nogpu], tmp_path / "bundle")
     result = verify(tmp_path / "bundle")
     assert result.ok, result

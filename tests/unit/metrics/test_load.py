@@ -11,16 +11,25 @@ from loadproof.metrics import compute_claims
 from loadproof.metrics.load import load_claims, slo_values
 from loadproof.plans.load import LoadLengths, LoadPlan
 from loadproof.records import RequestRecord
-from loadproof.store.run_dir import Run
 from tests import rundir_values as rv
 
 S = 1_000_000_000
 T0 = 100 * S
 
 
-def rec(i: int, intended: float, send: float, ttft: float | None = None, gaps: tuple[float, ...] = (),
-        tokens: int | None = None, ok: bool = True, error: str | None = None, end: float | None = None,
-        dispatch: float | None = None, prompt_tokens: int = 64) -> RequestRecord:
+def rec(
+    i: int,
+    intended: float,
+    send: float,
+    ttft: float | None = None,
+    gaps: tuple[float, ...] = (),
+    tokens: int | None = None,
+    ok: bool = True,
+    error: str | None = None,
+    end: float | None = None,
+    dispatch: float | None = None,
+    prompt_tokens: int = 64,
+) -> RequestRecord:
     """A load record; times in seconds after the schedule's start."""
     chunk_ns: list[int] = []
     if ttft is not None:
@@ -31,21 +40,39 @@ def rec(i: int, intended: float, send: float, ttft: float | None = None, gaps: t
             chunk_ns.append(T0 + round(t * S))
     last = chunk_ns[-1] if chunk_ns else None
     return RequestRecord(
-        request_id=f"load-{i}", endpoint="completions", scenario="load", family="synthetic", batch=i, ok=ok,
-        error_kind=error, send_ns=T0 + round(send * S), intended_send_ns=T0 + round(intended * S),
+        request_id=f"load-{i}",
+        endpoint="completions",
+        scenario="load",
+        family="synthetic",
+        batch=i,
+        ok=ok,
+        error_kind=error,
+        send_ns=T0 + round(send * S),
+        intended_send_ns=T0 + round(intended * S),
         dispatch_ns=T0 + round((intended if dispatch is None else dispatch) * S),
-        first_token_ns=chunk_ns[0] if chunk_ns else None, last_token_ns=last,
+        first_token_ns=chunk_ns[0] if chunk_ns else None,
+        last_token_ns=last,
         end_ns=last + S // 100 if end is None and last is not None else T0 + round((end or send) * S),
         prompt_tokens=prompt_tokens if ttft is not None else None,
         output_tokens=tokens if tokens is not None else (len(chunk_ns) or None),
-        chunk_ns=chunk_ns, chunk_tokens=[1] * len(chunk_ns), planned_input_tokens=64, planned_output_tokens=4)
+        chunk_ns=chunk_ns,
+        chunk_tokens=[1] * len(chunk_ns),
+        planned_input_tokens=64,
+        planned_output_tokens=4,
+    )
 
 
 def plan(**changes) -> LoadPlan:
-    base = LoadPlan(arrival="poisson", rate_rps=1.0, seed=731, planned_requests=8, schedule_span_s=7.0,
-                    input_tokens=LoadLengths(kind="fixed", a=64, text="64"),
-                    output_tokens=LoadLengths(kind="fixed", a=4, text="4"),
-                    slo={"ttft": 0.5, "tpot": 0.1})
+    base = LoadPlan(
+        arrival="poisson",
+        rate_rps=1.0,
+        seed=731,
+        planned_requests=8,
+        schedule_span_s=7.0,
+        input_tokens=LoadLengths(kind="fixed", a=64, text="64"),
+        output_tokens=LoadLengths(kind="fixed", a=4, text="4"),
+        slo={"ttft": 0.5, "tpot": 0.1},
+    )
     return msgspec.structs.replace(base, **changes)
 
 
@@ -145,12 +172,28 @@ def test_without_an_slo_there_is_no_goodput_and_without_an_event_the_first_inten
 
 
 def test_engine_claims_from_the_samples_during_the_schedule():
-    samples = [{"t_ns": T0 - S, "values": {"num_preemptions_total": 2.0, "num_requests_waiting": 9.0}},
-               {"t_ns": T0 + 2 * S, "values": {"num_requests_waiting": 3.0, "num_requests_running": 5.0,
-                                               "kv_cache_usage_perc": 0.5, "num_preemptions_total": 3.0}},
-               {"t_ns": T0 + 4 * S, "values": {"num_requests_waiting": 1.0, "num_requests_running": 7.0,
-                                               "kv_cache_usage_perc": 0.25, "num_preemptions_total": 4.0}},
-               {"t_ns": T0 + 10 * S, "values": {"num_requests_waiting": 0.0, "num_preemptions_total": 6.0}}]
+    samples = [
+        {"t_ns": T0 - S, "values": {"num_preemptions_total": 2.0, "num_requests_waiting": 9.0}},
+        {
+            "t_ns": T0 + 2 * S,
+            "values": {
+                "num_requests_waiting": 3.0,
+                "num_requests_running": 5.0,
+                "kv_cache_usage_perc": 0.5,
+                "num_preemptions_total": 3.0,
+            },
+        },
+        {
+            "t_ns": T0 + 4 * S,
+            "values": {
+                "num_requests_waiting": 1.0,
+                "num_requests_running": 7.0,
+                "kv_cache_usage_perc": 0.25,
+                "num_preemptions_total": 4.0,
+            },
+        },
+        {"t_ns": T0 + 10 * S, "values": {"num_requests_waiting": 0.0, "num_preemptions_total": 6.0}},
+    ]
     got = claims(samples=samples)
     assert got["load.engine_waiting_max"] == 3  # the 9 before the start is not the run's
     assert got["load.engine_running_max"] == 7
@@ -162,9 +205,25 @@ def test_a_run_directory_computes_the_same_claims_through_compute_claims():
     manifest = {"run_id": "load-x", "scenario": "load", "plan": msgspec.to_builtins(plan()), "plan_version": 1}
     run = rv.run_of(Path("load-x"), manifest, RECORDS, events=EVENTS)
     names = {c.name for c in compute_claims(run)}
-    contract = {"load.achieved_rate_rps", "load.requests", "load.failed_requests", "load.output_tokens_per_s",
-                "load.goodput_rps", "load.slo_attainment_pct", "load.ttft_s.mean", "load.ttft_s.p50",
-                "load.ttft_s.p90", "load.ttft_s.p99", "load.itl_s.p50", "load.itl_s.p99", "load.tpot_s.p50",
-                "load.tpot_s.p99", "load.e2el_s.p50", "load.e2el_s.p99", "load.send_lag_s.p50", "load.send_lag_s.p99",
-                "load.send_lag_s.max"}
+    contract = {
+        "load.achieved_rate_rps",
+        "load.requests",
+        "load.failed_requests",
+        "load.output_tokens_per_s",
+        "load.goodput_rps",
+        "load.slo_attainment_pct",
+        "load.ttft_s.mean",
+        "load.ttft_s.p50",
+        "load.ttft_s.p90",
+        "load.ttft_s.p99",
+        "load.itl_s.p50",
+        "load.itl_s.p99",
+        "load.tpot_s.p50",
+        "load.tpot_s.p99",
+        "load.e2el_s.p50",
+        "load.e2el_s.p99",
+        "load.send_lag_s.p50",
+        "load.send_lag_s.p99",
+        "load.send_lag_s.max",
+    }
     assert contract <= names, contract - names

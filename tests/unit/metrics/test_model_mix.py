@@ -14,11 +14,14 @@ from tests.unit.metrics import test_load
 
 
 def mixed_run(slo: dict[str, float] | None = None) -> tuple[Run, list]:
-    records = [msgspec.structs.replace(r, model="adapter-a" if i % 2 else "base")
-               for i, r in enumerate(test_load.RECORDS)]
-    plan = msgspec.structs.replace(test_load.plan(), model_mix=[MixedModel(model="base", weight=0.5),
-                                                                MixedModel(model="adapter-a", weight=0.5)],
-                                   slo=slo if slo is not None else test_load.plan().slo)
+    records = [
+        msgspec.structs.replace(r, model="adapter-a" if i % 2 else "base") for i, r in enumerate(test_load.RECORDS)
+    ]
+    plan = msgspec.structs.replace(
+        test_load.plan(),
+        model_mix=[MixedModel(model="base", weight=0.5), MixedModel(model="adapter-a", weight=0.5)],
+        slo=slo if slo is not None else test_load.plan().slo,
+    )
     run = rv.run_of(None, {"scenario": "load", "plan": msgspec.to_builtins(plan)}, records, events=test_load.EVENTS)
     return run, records
 
@@ -33,16 +36,26 @@ def test_each_models_figures_come_from_its_own_records():
         assert got[f"load.model.{model}.share_pct"] == pytest.approx(100 * len(rows) / len(records))
         assert got[f"load.model.{model}.failed_requests"] == len(rows) - len(ok)
         tokens = sum(r.output_tokens or 0 for r in ok)
-        assert got[f"load.model.{model}.output_tokens_per_s"] == pytest.approx(tokens / got["load.duration_s"], rel=1e-6)
+        assert got[f"load.model.{model}.output_tokens_per_s"] == pytest.approx(
+            tokens / got["load.duration_s"], rel=1e-6
+        )
         if len(ok) == 1:
             assert got[f"load.model.{model}.ttft_s.p50"] == pytest.approx((ok[0].first_token_ns - ok[0].send_ns) / 1e9)
     assert sum(got[f"load.model.{m}.requests"] for m in ("base", "adapter-a")) == got["load.requests"]
 
 
 def test_no_mix_no_model_claims():
-    assert not any(".model." in c.name for c in compute_claims(rv.run_of(
-        None, {"scenario": "load", "plan": msgspec.to_builtins(test_load.plan())}, test_load.RECORDS,
-        events=test_load.EVENTS)))
+    assert not any(
+        ".model." in c.name
+        for c in compute_claims(
+            rv.run_of(
+                None,
+                {"scenario": "load", "plan": msgspec.to_builtins(test_load.plan())},
+                test_load.RECORDS,
+                events=test_load.EVENTS,
+            )
+        )
+    )
 
 
 def docs_runs(_tmp_path) -> list[Run]:  # tests/unit/metrics/test_docs_formulas.py

@@ -39,10 +39,13 @@ def test_the_counters_parse_with_each_tier_apart():
 
 def run(after: dict[str, float]) -> Run:
     """The load test's records with /metrics samples around them: zeros before, `after` after."""
-    samples = [{"t_ns": test_load.T0 - S, "values": {k: 0.0 for k in after}},
-               {"t_ns": test_load.T0 + 60 * S, "values": after}]
-    return rv.run_of(Path("offload"), {"run_id": "offload", "scenario": "load", "plan": {}}, test_load.RECORDS,
-                     samples=samples)
+    samples = [
+        {"t_ns": test_load.T0 - S, "values": {k: 0.0 for k in after}},
+        {"t_ns": test_load.T0 + 60 * S, "values": after},
+    ]
+    return rv.run_of(
+        Path("offload"), {"run_id": "offload", "scenario": "load", "plan": {}}, test_load.RECORDS, samples=samples
+    )
 
 
 def docs_runs(_tmp_path: Path) -> list[Run]:
@@ -67,6 +70,11 @@ def test_the_tier_served_three_quarters_of_what_it_was_asked():
 
 
 def test_without_a_connector_nothing_is_claimed():
-    flat = run({"external_prefix_cache_queries_total": 0.0, "external_prefix_cache_hits_total": 0.0,
-                "prompt_tokens_cached_by_source_total_device": 512.0})
+    flat = run(
+        {
+            "external_prefix_cache_queries_total": 0.0,
+            "external_prefix_cache_hits_total": 0.0,
+            "prompt_tokens_cached_by_source_total_device": 512.0,
+        }
+    )
     assert offload_claims(test_load.RECORDS, flat.samples) == []  # only the GPU's own cache: no tier to speak of

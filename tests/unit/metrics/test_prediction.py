@@ -8,8 +8,14 @@ from loadproof.rundir.prediction import InputDigest, PredictedFigure, Prediction
 
 
 def _contract(*figures: PredictedFigure, tolerance: float = 10.0) -> Prediction:
-    return Prediction(scenario="capacity", options={"sessions": 2}, tolerance_pct=tolerance, made_at="2026-12-02T00:00:00Z",
-                      sim_profile=InputDigest(name="sim.toml", sha256="0" * 64), figures=list(figures))
+    return Prediction(
+        scenario="capacity",
+        options={"sessions": 2},
+        tolerance_pct=tolerance,
+        made_at="2026-12-02T00:00:00Z",
+        sim_profile=InputDigest(name="sim.toml", sha256="0" * 64),
+        figures=list(figures),
+    )
 
 
 def _by_name(claims):
@@ -17,11 +23,20 @@ def _by_name(claims):
 
 
 def test_each_figure_gets_its_error_its_range_and_a_criterion():
-    measured = [number("capacity.cold_ttft_median_s", 11.0, "s", "f", 2, direction="lower"),
-                number("capacity.window_aggregate_tokens_per_s", 150.0, "tokens/s", "f", 1, direction="higher")]
-    contract = _contract(PredictedFigure(claim="capacity.cold_ttft_median_s", point=10.0, low=9.0, high=12.0),
-                         PredictedFigure(claim="capacity.window_aggregate_tokens_per_s", point=200.0, low=120.0,
-                                         high=210.0, driver="pipeline_batching"))
+    measured = [
+        number("capacity.cold_ttft_median_s", 11.0, "s", "f", 2, direction="lower"),
+        number("capacity.window_aggregate_tokens_per_s", 150.0, "tokens/s", "f", 1, direction="higher"),
+    ]
+    contract = _contract(
+        PredictedFigure(claim="capacity.cold_ttft_median_s", point=10.0, low=9.0, high=12.0),
+        PredictedFigure(
+            claim="capacity.window_aggregate_tokens_per_s",
+            point=200.0,
+            low=120.0,
+            high=210.0,
+            driver="pipeline_batching",
+        ),
+    )
     got = _by_name(prediction_claims(contract, measured))
     assert got["prediction.capacity.cold_ttft_median_s.error_pct"].value == 10.0  # (11 - 10) / 10
     assert got["prediction.capacity.cold_ttft_median_s.in_range"].value is True

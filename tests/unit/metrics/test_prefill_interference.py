@@ -14,10 +14,21 @@ S = 1_000_000_000
 
 def rec(rid, send, first, last, end, out=11, prompt=4096, chunks=None, text="", family="interference"):
     chunk_ns = chunks if chunks is not None else [int(first * S), int(last * S)]
-    return RequestRecord(request_id=rid, endpoint="completions", ok=True, send_ns=int(send * S),
-                         first_token_ns=int(first * S), last_token_ns=int(last * S), end_ns=int(end * S),
-                         output_tokens=out, prompt_tokens=prompt, chunk_ns=chunk_ns, chunk_tokens=[1] * len(chunk_ns),
-                         output_text=text, family=family)
+    return RequestRecord(
+        request_id=rid,
+        endpoint="completions",
+        ok=True,
+        send_ns=int(send * S),
+        first_token_ns=int(first * S),
+        last_token_ns=int(last * S),
+        end_ns=int(end * S),
+        output_tokens=out,
+        prompt_tokens=prompt,
+        chunk_ns=chunk_ns,
+        chunk_tokens=[1] * len(chunk_ns),
+        output_text=text,
+        family=family,
+    )
 
 
 def sample(t, hits):
@@ -47,10 +58,17 @@ def test_counter_delta_brackets_the_interval():
 
 def test_interference_before_during_after():
     every_half_second = lambda a, b: [int(x * S / 2) for x in range(int(a * 2), int(b * 2) + 1)]  # noqa: E731
-    plan = {"window_s": 2.0, "check_probes": True, "session_tokens": 1000, "newcomer_tokens": 9000,
-            "sessions": [{"request_id": "m0", "followup_request_id": "m0f", "session_id": "m0", "expected": "1111111"},
-                         {"request_id": "m1", "followup_request_id": "m1f", "session_id": "m1", "expected": "2222222"}],
-            "newcomer": {"request_id": "new"}}
+    plan = {
+        "window_s": 2.0,
+        "check_probes": True,
+        "session_tokens": 1000,
+        "newcomer_tokens": 9000,
+        "sessions": [
+            {"request_id": "m0", "followup_request_id": "m0f", "session_id": "m0", "expected": "1111111"},
+            {"request_id": "m1", "followup_request_id": "m1f", "session_id": "m1", "expected": "2222222"},
+        ],
+        "newcomer": {"request_id": "new"},
+    }
     # both streams from t=1 to 12 s: a token every 0.5 s, except m1 stalls during the newcomer's prefill (3..6 s)
     m0 = rec("m0", 0, 1.0, 12.0, 12.1, chunks=every_half_second(1, 12))
     m1 = rec("m1", 0, 1.0, 12.0, 12.1, chunks=[t for t in every_half_second(1, 12) if not 3.2 * S < t < 6 * S])

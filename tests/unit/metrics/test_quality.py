@@ -8,33 +8,67 @@ from tests import rundir_values as rv
 
 
 def g(item, flexible, strict=None, expected="18", **extra):
-    return {"suite": "gsm8k", "item_id": item, "mode": "plain", "extracted_strict": strict,
-            "extracted_flexible": flexible, "expected": expected, "correct_strict": None, "correct_flexible": None,
-            **extra}
+    return {
+        "suite": "gsm8k",
+        "item_id": item,
+        "mode": "plain",
+        "extracted_strict": strict,
+        "extracted_flexible": flexible,
+        "expected": expected,
+        "correct_strict": None,
+        "correct_flexible": None,
+        **extra,
+    }
 
 
 def a(item, lang, correct, mode="plain", extracted="x", **extra):
-    return {"suite": "authored", "item_id": item, "lang": lang, "mode": mode, "extracted": extracted,
-            "expected": "x", "correct": correct, **extra}
+    return {
+        "suite": "authored",
+        "item_id": item,
+        "lang": lang,
+        "mode": mode,
+        "extracted": extracted,
+        "expected": "x",
+        "correct": correct,
+        **extra,
+    }
 
 
 def r(length, depth, extracted, expected="4829105"):
-    return {"suite": "retrieval", "item_id": f"retrieval-{length}-d{depth}", "mode": "plain", "length_tokens": length,
-            "depth": depth / 100, "extracted": extracted, "expected": expected, "correct": extracted == expected}
+    return {
+        "suite": "retrieval",
+        "item_id": f"retrieval-{length}-d{depth}",
+        "mode": "plain",
+        "length_tokens": length,
+        "depth": depth / 100,
+        "extracted": extracted,
+        "expected": expected,
+        "correct": extracted == expected,
+    }
 
 
 ROWS = [
     g("gsm8k-test-0001", "18", "18"),
-    g("gsm8k-test-0002", "$18.", None),            # flexible only
-    g("gsm8k-test-0003", "18.00", "18.00"),        # lm-eval: not 18
+    g("gsm8k-test-0002", "$18.", None),  # flexible only
+    g("gsm8k-test-0003", "18.00", "18.00"),  # lm-eval: not 18
     g("gsm8k-test-0004", None, None, error="http_status"),
-    a("en-arith-01", "en", True), a("en-arith-02", "en", False), a("zh-arith-01", "zh", True),
+    a("en-arith-01", "en", True),
+    a("en-arith-02", "en", False),
+    a("zh-arith-01", "zh", True),
     a("code-eval-01", "code", True),
     a("en-arith-01", "en", None, mode="low-thinking", skipped="the model has no thinking mode"),
     a("zh-arith-01", "zh", None, mode="low-thinking", skipped="the model has no thinking mode"),
-    r(1024, 25, "4829105"), r(1024, 75, "1234567"), r(4096, 25, None),
-    {"suite": "retrieval", "item_id": "retrieval-16384-d25", "mode": "plain", "length_tokens": 16384, "depth": 0.25,
-     "skipped": "longer than the model's max_model_len 8192 with the answer"},
+    r(1024, 25, "4829105"),
+    r(1024, 75, "1234567"),
+    r(4096, 25, None),
+    {
+        "suite": "retrieval",
+        "item_id": "retrieval-16384-d25",
+        "mode": "plain",
+        "length_tokens": 16384,
+        "depth": 0.25,
+        "skipped": "longer than the model's max_model_len 8192 with the answer",
+    },
     {"suite": "image", "item_id": "image-colour-red", "mode": "plain", "skipped": "completions endpoint"},
 ]
 
@@ -87,28 +121,32 @@ def run_of(rows) -> Run:
 
 
 def test_answer_changes_item_by_item():
-    base = run_of([
-        g("gsm8k-test-0001", "18"),            # same answer, both right
-        g("gsm8k-test-0002", "18"),            # right -> wrong
-        g("gsm8k-test-0003", "7"),             # wrong -> right
-        g("gsm8k-test-0004", "7"),             # wrong in both, different wrong answers
-        g("gsm8k-test-0005", "18"),            # right in both, different form
-        a("en-arith-01", "en", True),
-        a("en-arith-01", "en", False, mode="low-thinking"),   # same id, another mode: matched separately
-        a("en-only-base", "en", True),
-        a("zh-skip", "zh", None, skipped="no thinking mode", mode="low-thinking"),
-    ])
-    cand = run_of([
-        g("gsm8k-test-0001", "18"),
-        g("gsm8k-test-0002", "81"),
-        g("gsm8k-test-0003", "18"),
-        g("gsm8k-test-0004", "9"),
-        g("gsm8k-test-0005", "$18."),
-        a("en-arith-01", "en", True),
-        a("en-arith-01", "en", True, mode="low-thinking"),
-        a("en-only-cand", "en", False),
-        a("zh-skip", "zh", True, mode="low-thinking"),
-    ])
+    base = run_of(
+        [
+            g("gsm8k-test-0001", "18"),  # same answer, both right
+            g("gsm8k-test-0002", "18"),  # right -> wrong
+            g("gsm8k-test-0003", "7"),  # wrong -> right
+            g("gsm8k-test-0004", "7"),  # wrong in both, different wrong answers
+            g("gsm8k-test-0005", "18"),  # right in both, different form
+            a("en-arith-01", "en", True),
+            a("en-arith-01", "en", False, mode="low-thinking"),  # same id, another mode: matched separately
+            a("en-only-base", "en", True),
+            a("zh-skip", "zh", None, skipped="no thinking mode", mode="low-thinking"),
+        ]
+    )
+    cand = run_of(
+        [
+            g("gsm8k-test-0001", "18"),
+            g("gsm8k-test-0002", "81"),
+            g("gsm8k-test-0003", "18"),
+            g("gsm8k-test-0004", "9"),
+            g("gsm8k-test-0005", "$18."),
+            a("en-arith-01", "en", True),
+            a("en-arith-01", "en", True, mode="low-thinking"),
+            a("en-only-cand", "en", False),
+            a("zh-skip", "zh", True, mode="low-thinking"),
+        ]
+    )
     changes = answer_changes(base, cand)
     ids = {kind: [(e["item_id"], e["mode"]) for e in entries] for kind, entries in changes.items()}
     assert ids["same_answer"] == [("gsm8k-test-0001", "plain"), ("en-arith-01", "plain")]

@@ -16,10 +16,26 @@ from tests import rundir_values as rv
 from tests.unit.metrics import test_load
 
 
-def row(item: str, text: str, correct: bool, under_load: bool = False, error: str | None = None,
-        mode: str = "plain", **extra) -> dict:
-    out = {"suite": "authored", "item_id": item, "lang": "en", "mode": mode, "extracted": text[:8], "expected": "x",
-           "correct": correct, "answer_sha256": digest(text), **extra}
+def row(
+    item: str,
+    text: str,
+    correct: bool,
+    under_load: bool = False,
+    error: str | None = None,
+    mode: str = "plain",
+    **extra,
+) -> dict:
+    out = {
+        "suite": "authored",
+        "item_id": item,
+        "lang": "en",
+        "mode": mode,
+        "extracted": text[:8],
+        "expected": "x",
+        "correct": correct,
+        "answer_sha256": digest(text),
+        **extra,
+    }
     if under_load:
         out["under_load"] = True
     if error:
@@ -30,21 +46,28 @@ def row(item: str, text: str, correct: bool, under_load: bool = False, error: st
 def loaded(item: str, idle_text: str, text: str, correct: bool, **extra) -> dict:
     """An under-load row as the scenario writes it: a changed answer keeps both windows."""
     found = change(idle_text, text)
-    windows = {} if found is None else {"answer_diff_at": found.at, "answer_text": found.under_load,
-                                        "idle_answer_text": found.idle}
+    windows = (
+        {}
+        if found is None
+        else {"answer_diff_at": found.at, "answer_text": found.under_load, "idle_answer_text": found.idle}
+    )
     return row(item, text, correct, under_load=True, **windows, **extra)
 
 
 ROWS = [
-    row("en-a", " 42", True), row("en-b", " Paris.", True), row("en-c", " 7", False), row("en-d", " cat", True),
-    row("en-e", " dog", True), row("en-f", "", False, error="http_status"),
+    row("en-a", " 42", True),
+    row("en-b", " Paris.", True),
+    row("en-c", " 7", False),
+    row("en-d", " cat", True),
+    row("en-e", " dog", True),
+    row("en-f", "", False, error="http_status"),
     row("en-s", "", False, skipped="no thinking mode", mode="low-thinking"),
-    loaded("en-a", " 42", " 42", True),                  # same
+    loaded("en-a", " 42", " 42", True),  # same
     loaded("en-b", " Paris.", " Paris, France.", True),  # changed, still right
-    loaded("en-c", " 7", " 42", True),                   # changed, fixed
-    loaded("en-d", " cat", " a cat", False),             # changed, broken
+    loaded("en-c", " 7", " 42", True),  # changed, fixed
+    loaded("en-d", " cat", " a cat", False),  # changed, broken
     loaded("en-e", " dog", "", False, error="timeout"),  # failed under load: not compared
-    loaded("en-f", "", " x", True),                      # failed idle: not compared
+    loaded("en-f", "", " x", True),  # failed idle: not compared
 ]
 
 
@@ -77,7 +100,9 @@ def test_no_under_load_rows_no_claims():
 def test_a_change_is_where_the_answers_first_differ_with_a_window_of_each():
     assert change("same", "same") is None
     found = change("The answer is 42 because six times seven.", "The answer is 41 because")
-    assert found.at == 15 and found.idle.startswith("The answer is 42") and found.under_load == "The answer is 41 because"
+    assert (
+        found.at == 15 and found.idle.startswith("The answer is 42") and found.under_load == "The answer is 41 because"
+    )
     late = change("x" * 100 + "A" + "y" * 100, "x" * 100 + "B")
     assert late.at == 100 and late.idle == "x" * 16 + "A" + "y" * 47 and late.under_load == "x" * 16 + "B"
     assert change("", "text").at == 0 and change("text", "text more").under_load == "text more"
@@ -86,14 +111,23 @@ def test_a_change_is_where_the_answers_first_differ_with_a_window_of_each():
 
 def quality_plan(sent: int) -> QualityPlan:
     load = test_load.plan(planned_requests=sent, slo={})
-    return QualityPlan(suites=["authored"], endpoint="chat", max_model_len=2048, num_items=6, num_skipped=0,
-                       under_load=UnderLoadPlan(rate_rps=1.0, max_s=60.0, drawn_requests=60, load=load))
+    return QualityPlan(
+        suites=["authored"],
+        endpoint="chat",
+        max_model_len=2048,
+        num_items=6,
+        num_skipped=0,
+        under_load=UnderLoadPlan(rate_rps=1.0, max_s=60.0, drawn_requests=60, load=load),
+    )
 
 
 def under_load_run() -> Run:
     records = [msgspec.structs.replace(r, scenario="quality", family=LOAD_FAMILY) for r in test_load.RECORDS]
-    manifest = {"run_id": "quality-under-load", "scenario": "quality",
-                "plan": msgspec.to_builtins(quality_plan(len(records)))}
+    manifest = {
+        "run_id": "quality-under-load",
+        "scenario": "quality",
+        "plan": msgspec.to_builtins(quality_plan(len(records))),
+    }
     return rv.run_of(Path("quality-under-load"), manifest, records, events=test_load.EVENTS, answers=ROWS)
 
 

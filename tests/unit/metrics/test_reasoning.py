@@ -4,8 +4,14 @@ import msgspec
 
 from loadproof.metrics import compute_claims
 from loadproof.metrics.engine_agreement import agreement_claims
-from loadproof.metrics.reasoning import (answer_count, answer_tpot_ns, reasoning_claims, reasoning_count, reasoning_panels,
-                                         streamed_reasoning)
+from loadproof.metrics.reasoning import (
+    answer_count,
+    answer_tpot_ns,
+    reasoning_claims,
+    reasoning_count,
+    reasoning_panels,
+    streamed_reasoning,
+)
 from loadproof.records import RequestRecord
 from loadproof.store.run_dir import load_run
 from tests import rundir_values as rv
@@ -15,15 +21,35 @@ from tests.unit.publish.synthetic import throughput_run
 S = 1_000_000_000
 
 
-def rec(i=0, send=0.0, first=1.0, answer=2.0, last=4.0, out=11, reasoning=5, engine_reasoning=None, ok=True,
-        text="", scenario="load"):
+def rec(
+    i=0,
+    send=0.0,
+    first=1.0,
+    answer=2.0,
+    last=4.0,
+    out=11,
+    reasoning=5,
+    engine_reasoning=None,
+    ok=True,
+    text="",
+    scenario="load",
+):
     """A request that reasoned from `first` to `answer`, then answered until `last`."""
     return RequestRecord(
-        request_id=f"r{i}", endpoint="chat", scenario=scenario, ok=ok, send_ns=int(send * S),
+        request_id=f"r{i}",
+        endpoint="chat",
+        scenario=scenario,
+        ok=ok,
+        send_ns=int(send * S),
         first_token_ns=None if first is None else int(first * S),
         first_answer_ns=None if answer is None else int(answer * S),
-        last_token_ns=None if last is None else int(last * S), end_ns=int((last or 0) * S) + 1,
-        output_tokens=out, reasoning_tokens=reasoning, engine_reasoning_tokens=engine_reasoning, reasoning_text=text)
+        last_token_ns=None if last is None else int(last * S),
+        end_ns=int((last or 0) * S) + 1,
+        output_tokens=out,
+        reasoning_tokens=reasoning,
+        engine_reasoning_tokens=engine_reasoning,
+        reasoning_text=text,
+    )
 
 
 def by_name(claims):
@@ -60,10 +86,12 @@ def test_no_claims_without_reasoning():
 
 
 def test_claims_per_run():
-    records = [rec(0, send=0, answer=2.0, last=4.0, out=11, reasoning=5),  # ttfa 2, tpot 2/5 = 0.4
-               rec(1, send=1, answer=4.0, last=5.0, out=13, reasoning=10),  # ttfa 3, 3 answer: 1/2 = 0.5
-               rec(2, send=2, first=3.0, answer=3.0, last=6.0, out=4, reasoning=None),  # plain: ttfa 1, 3/3 = 1
-               rec(3, ok=False, reasoning=99)]  # failed: not counted
+    records = [
+        rec(0, send=0, answer=2.0, last=4.0, out=11, reasoning=5),  # ttfa 2, tpot 2/5 = 0.4
+        rec(1, send=1, answer=4.0, last=5.0, out=13, reasoning=10),  # ttfa 3, 3 answer: 1/2 = 0.5
+        rec(2, send=2, first=3.0, answer=3.0, last=6.0, out=4, reasoning=None),  # plain: ttfa 1, 3/3 = 1
+        rec(3, ok=False, reasoning=99),
+    ]  # failed: not counted
     claims = by_name(reasoning_claims("load", records))
     assert claims["load.reasoning.requests"].value == 2
     assert claims["load.reasoning.ttfa_s.p50"].value == 2.0  # of 1, 2, 3
@@ -80,8 +108,10 @@ def test_claims_per_run():
 def test_a_prefix_with_placeholders():
     claims = reasoning_claims("throughput.<family>.c<N>", [rec()], parts={"family": "english", "N": 4})
     names = by_name(claims)
-    assert names["throughput.english.c4.reasoning.ttfa_s.p50"].pattern == \
-        "throughput.<family>.c<N>.reasoning.ttfa_s.<stat>"
+    assert (
+        names["throughput.english.c4.reasoning.ttfa_s.p50"].pattern
+        == "throughput.<family>.c<N>.reasoning.ttfa_s.<stat>"
+    )
     assert names["throughput.english.c4.reasoning.requests"].pattern == "throughput.<family>.c<N>.reasoning.requests"
 
 
@@ -89,8 +119,12 @@ def test_the_engine_counts_reasoning_inside_generation_tokens_and_the_crosscheck
     # completion_tokens include reasoning (11 = 5 reasoning + 6 answer; 13 = 10 + 3): the engine's generation
     # counter grew by 24, what the client's usage sums to, not the 9 answer tokens alone
     records = [rec(0, out=11, reasoning=5), rec(1, send=1, answer=4.0, last=5.0, out=13, reasoning=10)]
-    samples = rv.samples([{"t_ns": -S, "values": {"generation_tokens_total": 100.0}},
-                          {"t_ns": 10 * S, "values": {"generation_tokens_total": 124.0}}])
+    samples = rv.samples(
+        [
+            {"t_ns": -S, "values": {"generation_tokens_total": 100.0}},
+            {"t_ns": 10 * S, "values": {"generation_tokens_total": 124.0}},
+        ]
+    )
     claims = by_name(agreement_claims(records, samples))
     assert claims["crosscheck.generation_tokens.client"].value == 24
     assert claims["crosscheck.generation_tokens.diff_pct"].value == 0.0
@@ -117,8 +151,12 @@ def docs_runs(tmp_path):
 
 def test_the_runs_wired_in_make_reasoning_claims(tmp_path):
     names = {c.pattern for run in docs_runs(tmp_path) for c in compute_claims(run)}
-    assert {"throughput.<family>.c<N>.reasoning.ttfa_s.<stat>", "load.reasoning.ttfa_s.<stat>",
-            "load.reasoning.reasoning_tokens", "throughput.<family>.c<N>.reasoning.answer_tpot_s.<stat>"} <= names
+    assert {
+        "throughput.<family>.c<N>.reasoning.ttfa_s.<stat>",
+        "load.reasoning.ttfa_s.<stat>",
+        "load.reasoning.reasoning_tokens",
+        "throughput.<family>.c<N>.reasoning.answer_tpot_s.<stat>",
+    } <= names
 
 
 def test_the_report_draws_reasoning_and_answer_apart_only_where_a_run_reasoned():

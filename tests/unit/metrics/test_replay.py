@@ -10,8 +10,8 @@ import msgspec
 from loadproof.metrics.replay import claims_of_run, expected_hits, figures
 from loadproof.plans.replay import ReplayPlan
 from loadproof.store.run_dir import Run
-from tests.unit.metrics import test_load
 from tests import rundir_values as rv
+from tests.unit.metrics import test_load
 
 S = test_load.S
 T0 = test_load.T0
@@ -20,11 +20,28 @@ T0 = test_load.T0
 def plan(**changes) -> ReplayPlan:
     # 8 requests of 64 planned tokens (63 text + 1 overhead), blocks of 16 tokens (test_load's 7 records
     # are requests 0..6)
-    base = ReplayPlan(trace="data/t.jsonl", format="mooncake", sha256="ab" * 32, trace_rows=8, planned_requests=8,
-                      schedule_span_s=7.0, block_tokens=16, overhead_tokens=1, slo={"ttft": 0.5, "tpot": 0.1},
-                      text_tokens=[63] * 7 + [64],
-                      hash_ids=[[1, 2, 3, 4], [1, 2, 5, 6], [1, 2, 5, 7], [8, 9, 10, 11], [1, 9, 10, 11],
-                                [1, 2, 3, 4], [12, 13, 14, 15], [1, 2, 3, 4]])
+    base = ReplayPlan(
+        trace="data/t.jsonl",
+        format="mooncake",
+        sha256="ab" * 32,
+        trace_rows=8,
+        planned_requests=8,
+        schedule_span_s=7.0,
+        block_tokens=16,
+        overhead_tokens=1,
+        slo={"ttft": 0.5, "tpot": 0.1},
+        text_tokens=[63] * 7 + [64],
+        hash_ids=[
+            [1, 2, 3, 4],
+            [1, 2, 5, 6],
+            [1, 2, 5, 7],
+            [8, 9, 10, 11],
+            [1, 9, 10, 11],
+            [1, 2, 3, 4],
+            [12, 13, 14, 15],
+            [1, 2, 3, 4],
+        ],
+    )
     return msgspec.structs.replace(base, **changes)
 
 
@@ -38,18 +55,35 @@ def records():
 
 
 def samples(hits_before=100.0, hits_after=148.0, queries_before=1000.0, queries_after=1448.0):
-    return [{"t_ns": T0 - S, "values": {"prefix_cache_hits_total": hits_before,
-                                        "prefix_cache_queries_total": queries_before, "num_preemptions_total": 0.0}},
-            {"t_ns": T0 + 20 * S, "values": {"prefix_cache_hits_total": hits_after,
-                                             "prefix_cache_queries_total": queries_after,
-                                             "num_preemptions_total": 0.0}}]
+    return [
+        {
+            "t_ns": T0 - S,
+            "values": {
+                "prefix_cache_hits_total": hits_before,
+                "prefix_cache_queries_total": queries_before,
+                "num_preemptions_total": 0.0,
+            },
+        },
+        {
+            "t_ns": T0 + 20 * S,
+            "values": {
+                "prefix_cache_hits_total": hits_after,
+                "prefix_cache_queries_total": queries_after,
+                "num_preemptions_total": 0.0,
+            },
+        },
+    ]
 
 
 def run(p=None, recs=None, samp=None) -> Run:
     p = p or plan()
-    return rv.run_of(None, {"scenario": "replay", "plan": msgspec.to_builtins(p)},
-                     recs if recs is not None else records(), samples=samp if samp is not None else samples(),
-                     events=test_load.EVENTS)
+    return rv.run_of(
+        None,
+        {"scenario": "replay", "plan": msgspec.to_builtins(p)},
+        recs if recs is not None else records(),
+        samples=samp if samp is not None else samples(),
+        events=test_load.EVENTS,
+    )
 
 
 def values(r: Run) -> dict[str, object]:
@@ -70,13 +104,15 @@ def test_replay_claims_are_the_load_figures_renamed_plus_the_prefix_hit_rates():
     load = test_load.claims()
     for name, value in load.items():
         if name.startswith("load."):
-            assert got["replay." + name[len("load."):]] == value, name
+            assert got["replay." + name[len("load.") :]] == value, name
     assert not any(name.startswith("load.") for name in got)
     # records 0..6 were sent (batch = index): hits 0+32+48+0+16+48+0 = 144 of 7 x 64 = 448 prompt tokens
     assert abs(got["replay.prefix_hit_rate.expected_pct"] - 100 * 144 / 448) < 1e-9
     assert got["replay.engine_prefix_cache_hits"] == 48 and got["replay.engine_prefix_cache_queries"] == 448
     assert abs(got["replay.prefix_hit_rate.engine_pct"] - 100 * 48 / 448) < 1e-9
-    assert got["replay.capped_inputs"] == 0 and got["replay.trace"].startswith("mooncake trace abababababab: 8 requests")
+    assert got["replay.capped_inputs"] == 0 and got["replay.trace"].startswith(
+        "mooncake trace abababababab: 8 requests"
+    )
 
 
 def test_the_engines_reported_hits_are_summed_over_the_successful_requests_that_report_them():
@@ -86,8 +122,13 @@ def test_the_engines_reported_hits_are_summed_over_the_successful_requests_that_
     got = values(run(recs=recs))
     ok = [r for r in recs if r.ok and r.cached_tokens is not None and r.prompt_tokens]
     assert ok, "the hand-built records have successful requests that report"
-    assert abs(got["replay.prefix_hit_rate.reported_pct"]
-               - 100 * sum(r.cached_tokens for r in ok) / sum(r.prompt_tokens for r in ok)) < 1e-9
+    assert (
+        abs(
+            got["replay.prefix_hit_rate.reported_pct"]
+            - 100 * sum(r.cached_tokens for r in ok) / sum(r.prompt_tokens for r in ok)
+        )
+        < 1e-9
+    )
     assert "replay.prefix_hit_rate.reported_pct" not in values(run())  # nothing reported: no claim
 
 
@@ -123,8 +164,9 @@ def test_the_expectation_at_the_engines_size_beside_the_unbounded_one():
     assert abs(big["replay.prefix_hit_rate.bounded_pct"] - 100 * 128 / 384) < 1e-9
     assert abs(big["replay.prefix_hit_rate.engine_minus_read_against_pp"] - 100 * (48 - 144) / 448) < 1e-9
     # no size known (an older plan): no bounded claim
-    assert not any(name.startswith(("replay.prefix_cache.", "replay.prefix_hit_rate.bounded"))
-                   for name in values(run()))
+    assert not any(
+        name.startswith(("replay.prefix_cache.", "replay.prefix_hit_rate.bounded")) for name in values(run())
+    )
 
 
 def docs_runs(tmp_path):
@@ -138,8 +180,11 @@ def test_the_report_says_which_expectation_the_engines_rate_is_read_against():
     (table,) = figures(r, p, claims_of_run(r, p))
     assert "read the engine's rate against the expectation at its size (bounded)" in " ".join(table.intro)
     assert [row[0] for row in table.rows][:4] == [
-        "expected, unbounded cache (trace blocks)", "expected, unbounded cache (the engine's KV blocks)",
-        "expected, a cache of the engine's size (LRU, running pinned)", "the engine's counters"]
+        "expected, unbounded cache (trace blocks)",
+        "expected, unbounded cache (the engine's KV blocks)",
+        "expected, a cache of the engine's size (LRU, running pinned)",
+        "the engine's counters",
+    ]
     r = run()
     p = msgspec.convert(r.manifest.plan, ReplayPlan)
     (table,) = figures(r, p, claims_of_run(r, p))

@@ -3,8 +3,7 @@ pool with running requests pinned, every expected figure worked out by hand in t
 
 from __future__ import annotations
 
-from loadproof.metrics.prefix_cache import (PrefixRequest, chained_keys, mooncake_segments, simulate,
-                                            working_set_tokens)
+from loadproof.metrics.prefix_cache import PrefixRequest, chained_keys, mooncake_segments, simulate, working_set_tokens
 
 S = 1_000_000_000
 
@@ -46,8 +45,13 @@ def test_least_recently_used_blocks_are_evicted_first():
     # a pool of 5 blocks: one is the null block, 4 usable. A=[1,2] then B=[3,4] fill it; C=[5,6] needs two
     # and takes the least recently freed: A's. So A again misses, and B (freed after A) still hits.
     a, b, c = [1, 2, 7], [3, 4, 8], [5, 6, 9]  # 3 blocks each, the third makes (12 - 1) // 4 = 2 hittable
-    reqs = [req(0, 1, a, tokens=8), req(2, 3, b, tokens=8), req(4, 5, c, tokens=8), req(6, 7, b, tokens=9),
-            req(8, 9, a, tokens=9)]
+    reqs = [
+        req(0, 1, a, tokens=8),
+        req(2, 3, b, tokens=8),
+        req(4, 5, c, tokens=8),
+        req(6, 7, b, tokens=9),
+        req(8, 9, a, tokens=9),
+    ]
     # request 3: B's two blocks hit ((9 - 1) // 4 = 2), it takes one more block (its cut third) from the
     # head: C's tail; request 4: A was evicted by C: cold
     assert simulate(reqs, 5, 4).hits == [0, 0, 0, 8, 0]
@@ -68,8 +72,7 @@ def test_a_request_frees_its_blocks_tail_first_so_its_head_outlives_its_tail():
 def test_blocks_of_a_running_request_are_pinned_and_shared():
     # 4 usable blocks. A [1,2] runs from 0 to 10. B [3,4] (0..1), C [5,6] at 2 needs 2 blocks: only B's
     # are free (A's are pinned), so B is evicted, A survives; D = A's prefix at 3 hits while A runs.
-    reqs = [req(0, 10, [1, 2]), req(0, 1, [3, 4]), req(2, 3, [5, 6]), req(3, 4, [1, 2], tokens=9),
-            req(5, 6, [3, 4])]
+    reqs = [req(0, 10, [1, 2]), req(0, 1, [3, 4]), req(2, 3, [5, 6]), req(3, 4, [1, 2], tokens=9), req(5, 6, [3, 4])]
     out = simulate(reqs, 5, 4)
     assert out.hits == [0, 0, 0, 8, 0]
     assert out.short_blocks == 0

@@ -16,12 +16,25 @@ from tests.unit.metrics.test_sessions import T0, S, turn
 # four users, one after another: a cold turn of 64 tokens (0.5 s), then at 10 s + u a warm turn of 100 tokens
 # whose first 64 the engine had cached (TTFT 0.1, 0.2, 0.3, 0.4 s)
 RECORDS = [turn(u, 0, u, 0.5, 64) for u in range(4)] + [
-    msgspec.structs.replace(turn(u, 1, 10 + u, 0.1 * (u + 1), 100), cached_tokens=64) for u in range(4)]
-SAMPLES = [{"t_ns": T0 - S, "values": {"external_prefix_cache_hits_total": 5.0}},
-           {"t_ns": T0 + 20 * S, "values": {"external_prefix_cache_hits_total": 205.0}}]
+    msgspec.structs.replace(turn(u, 1, 10 + u, 0.1 * (u + 1), 100), cached_tokens=64) for u in range(4)
+]
+SAMPLES = [
+    {"t_ns": T0 - S, "values": {"external_prefix_cache_hits_total": 5.0}},
+    {"t_ns": T0 + 20 * S, "values": {"external_prefix_cache_hits_total": 205.0}},
+]
 # a GPU cache of two blocks of 16 (one usable: nothing of a history stays) and a tier of 64 blocks (all of it)
-PLAN = SessionsPlan(users=4, turns=2, first_tokens=60, turn_tokens=30, output_tokens=4, block_tokens=16,
-                    kv_cache_tokens=32, cpu_tier_tokens=1024, kv_bytes_per_token=1000, h2d_gbps=1.0)
+PLAN = SessionsPlan(
+    users=4,
+    turns=2,
+    first_tokens=60,
+    turn_tokens=30,
+    output_tokens=4,
+    block_tokens=16,
+    kv_cache_tokens=32,
+    cpu_tier_tokens=1024,
+    kv_bytes_per_token=1000,
+    h2d_gbps=1.0,
+)
 
 
 def values(plan: SessionsPlan = PLAN, samples: list[dict] = SAMPLES) -> dict[str, object]:

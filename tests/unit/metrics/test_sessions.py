@@ -18,21 +18,39 @@ T0 = 50 * S
 
 def turn(user: int, t: int, send: float, ttft: float, prompt: int, ok: bool = True) -> RequestRecord:
     first = T0 + round((send + ttft) * S)
-    return RequestRecord(request_id=f"sessions-u{user}-t{t}", endpoint="completions", scenario="sessions",
-                         family="cold" if t == 0 else "warm", prompt_id=f"u{user}", batch=t, ok=ok,
-                         error_kind=None if ok else "http_status", send_ns=T0 + round(send * S),
-                         first_token_ns=first if ok else None, last_token_ns=first + S // 10 if ok else None,
-                         end_ns=first + S // 10 + S // 100, prompt_tokens=prompt if ok else None,
-                         output_tokens=4 if ok else None, chunk_ns=[first, first + S // 10] if ok else [],
-                         chunk_tokens=[1, 3] if ok else [])
+    return RequestRecord(
+        request_id=f"sessions-u{user}-t{t}",
+        endpoint="completions",
+        scenario="sessions",
+        family="cold" if t == 0 else "warm",
+        prompt_id=f"u{user}",
+        batch=t,
+        ok=ok,
+        error_kind=None if ok else "http_status",
+        send_ns=T0 + round(send * S),
+        first_token_ns=first if ok else None,
+        last_token_ns=first + S // 10 if ok else None,
+        end_ns=first + S // 10 + S // 100,
+        prompt_tokens=prompt if ok else None,
+        output_tokens=4 if ok else None,
+        chunk_ns=[first, first + S // 10] if ok else [],
+        chunk_tokens=[1, 3] if ok else [],
+    )
 
 
 PLAN = SessionsPlan(users=2, turns=3, first_tokens=100, turn_tokens=20, output_tokens=4, think_time="0.5")
 # user 0: cold 1.0 s at 100 tokens, warm 0.2 and 0.3 s at 130, 160; user 1: cold 1.2 s, then its turn 1 fails
-RECORDS = [turn(0, 0, 0.0, 1.0, 100), turn(0, 1, 2.0, 0.2, 130), turn(0, 2, 3.0, 0.3, 160),
-           turn(1, 0, 0.5, 1.2, 100), turn(1, 1, 2.5, 0.4, 0, ok=False)]
-SAMPLES = [{"t_ns": T0 - S, "values": {"prefix_cache_hits_total": 10.0, "prefix_cache_queries_total": 50.0}},
-           {"t_ns": T0 + 10 * S, "values": {"prefix_cache_hits_total": 210.0, "prefix_cache_queries_total": 540.0}}]
+RECORDS = [
+    turn(0, 0, 0.0, 1.0, 100),
+    turn(0, 1, 2.0, 0.2, 130),
+    turn(0, 2, 3.0, 0.3, 160),
+    turn(1, 0, 0.5, 1.2, 100),
+    turn(1, 1, 2.5, 0.4, 0, ok=False),
+]
+SAMPLES = [
+    {"t_ns": T0 - S, "values": {"prefix_cache_hits_total": 10.0, "prefix_cache_queries_total": 50.0}},
+    {"t_ns": T0 + 10 * S, "values": {"prefix_cache_hits_total": 210.0, "prefix_cache_queries_total": 540.0}},
+]
 
 
 def run(records=RECORDS, samples=SAMPLES) -> Run:
@@ -47,7 +65,9 @@ def test_cold_and_warm_turns_sessions_and_hit_rates_by_hand():
     got = values(run())
     assert got["sessions.planned_requests"] == 6 and got["sessions.requests"] == 5
     assert got["sessions.failed_requests"] == 1 and got["sessions.completed_sessions"] == 1
-    assert got["sessions.ttft_s.cold.p50"] == pytest.approx(1.1) and got["sessions.ttft_s.cold.max"] == pytest.approx(1.2)
+    assert got["sessions.ttft_s.cold.p50"] == pytest.approx(1.1) and got["sessions.ttft_s.cold.max"] == pytest.approx(
+        1.2
+    )
     assert got["sessions.ttft_s.warm.p50"] == pytest.approx(0.25)  # the failed turn's latency is not counted
     assert got["sessions.warm_over_cold_ttft_p50"] == pytest.approx(0.25 / 1.1)
     assert got["sessions.turn2.ttft_s.p50"] == pytest.approx(0.3) and got["sessions.turn0.context_tokens_mean"] == 100
@@ -65,8 +85,7 @@ def test_no_engine_rate_without_its_counters_around_the_run():
 
 def test_the_engines_reported_hits_per_turn_and_phase_by_hand():
     cached = {(0, 0): 0, (0, 1): 96, (0, 2): 128, (1, 0): 16}  # the engine's cached_tokens, per user and turn
-    records = [msgspec.structs.replace(r, cached_tokens=cached.get((int(r.prompt_id[1:]), r.batch)))
-               for r in RECORDS]
+    records = [msgspec.structs.replace(r, cached_tokens=cached.get((int(r.prompt_id[1:]), r.batch))) for r in RECORDS]
     got = values(run(records))
     assert got["sessions.turn0.engine_hit_pct"] == pytest.approx(100 * 16 / 200)
     assert got["sessions.turn1.engine_hit_pct"] == pytest.approx(100 * 96 / 130)  # the failed turn not counted
@@ -88,10 +107,22 @@ def test_think_time_syntax():
 
 # agent turns and the prefix-cache expectations: 2 users x 2 turns, a 256-token shared prefix, blocks of 128;
 # turn 0 calls a tool (user 0 with a call, user 1 without), turn 1 answers; one request at a time
-AGENT = SessionsPlan(users=2, turns=2, first_tokens=100, turn_tokens=20, output_tokens=4, tool_turns=1,
-                     tool_result_tokens=150, tool_choice="required", tool_call_mode="tools",
-                     tool_definitions_tokens=200, tool_names=["read_file"], shared_prefix_tokens=256, block_tokens=128,
-                     kv_cache_tokens=4 * 128)
+AGENT = SessionsPlan(
+    users=2,
+    turns=2,
+    first_tokens=100,
+    turn_tokens=20,
+    output_tokens=4,
+    tool_turns=1,
+    tool_result_tokens=150,
+    tool_choice="required",
+    tool_call_mode="tools",
+    tool_definitions_tokens=200,
+    tool_names=["read_file"],
+    shared_prefix_tokens=256,
+    block_tokens=128,
+    kv_cache_tokens=4 * 128,
+)
 
 
 def agent_records() -> list[RequestRecord]:
@@ -99,9 +130,15 @@ def agent_records() -> list[RequestRecord]:
     rows = []
     for user, t, send, prompt in ((0, 0, 0.0, 400), (1, 0, 1.5, 400), (0, 1, 3.0, 600), (1, 1, 4.5, 600)):
         r = turn(user, t, send, 0.5, prompt)
-        rows.append(msgspec.structs.replace(r, end_ns=T0 + round((send + 1.0) * S), first_answer_ns=r.first_token_ns
-                                            + S // 10, tool_calls=call if (user, t) == (0, 0) else [],
-                                            cached_tokens={0: 0, 1: 256}[user] if t == 0 else 256))
+        rows.append(
+            msgspec.structs.replace(
+                r,
+                end_ns=T0 + round((send + 1.0) * S),
+                first_answer_ns=r.first_token_ns + S // 10,
+                tool_calls=call if (user, t) == (0, 0) else [],
+                cached_tokens={0: 0, 1: 256}[user] if t == 0 else 256,
+            )
+        )
     return rows
 
 

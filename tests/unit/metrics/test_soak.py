@@ -9,15 +9,30 @@ from loadproof.rundir import EngineSample
 from tests import rundir_values as rv
 
 S = 1_000_000_000
-PLAN = SoakPlan(duration_s=10.0, clients=1, long_every=0, long_requests=False, max_error_rate=0.0,
-                max_latency_drift=0.25, max_rss_growth_mib=100.0)
+PLAN = SoakPlan(
+    duration_s=10.0,
+    clients=1,
+    long_every=0,
+    long_requests=False,
+    max_error_rate=0.0,
+    max_latency_drift=0.25,
+    max_rss_growth_mib=100.0,
+)
 
 
 def rec(i: int, send: float, latency: float, ok: bool = True, family: str = "short") -> RequestRecord:
-    return RequestRecord(request_id=f"r{i}", endpoint="chat", scenario="soak", family=family, ok=ok,
-                         error_kind=None if ok else "timeout", send_ns=int(send * S),
-                         first_token_ns=int((send + 0.1) * S), last_token_ns=int((send + latency) * S),
-                         end_ns=int((send + latency) * S))
+    return RequestRecord(
+        request_id=f"r{i}",
+        endpoint="chat",
+        scenario="soak",
+        family=family,
+        ok=ok,
+        error_kind=None if ok else "timeout",
+        send_ns=int(send * S),
+        first_token_ns=int((send + 0.1) * S),
+        last_token_ns=int((send + latency) * S),
+        end_ns=int((send + latency) * S),
+    )
 
 
 def rss(t: float, mib: float, source: str = "engine") -> EngineSample:
@@ -49,5 +64,7 @@ def test_drift_evidence_says_how_busy_the_host_was_outside_loadproof_in_each_hal
     assert claims["soak.criteria.short_latency_drift"].value == "FAIL"  # the verdict does not change
     assert evidence.endswith("host CPU used outside loadproof: 2% then 60%"), evidence
     # runs recorded before the field existed: the evidence is what it was
-    old = {c.name: c for c in soak_claims(PLAN, records, [], rv.telemetry([{"t_ns": 0, "host": {"cpu_busy_pct": 99.0}}]))}
+    old = {
+        c.name: c for c in soak_claims(PLAN, records, [], rv.telemetry([{"t_ns": 0, "host": {"cpu_busy_pct": 99.0}}]))
+    }
     assert "outside" not in old["soak.criteria.short_latency_drift"].formula

@@ -19,20 +19,31 @@ from tests import rundir_values as rv
 from tests.unit.metrics import test_load
 
 S = 1_000_000_000
-NAMES = {"spec_decode_num_drafts_total": "vllm:spec_decode_num_drafts_total",
-         "spec_decode_num_accepted_tokens_per_pos_total": "vllm:spec_decode_num_accepted_tokens_per_pos_total{position}"}
+NAMES = {
+    "spec_decode_num_drafts_total": "vllm:spec_decode_num_drafts_total",
+    "spec_decode_num_accepted_tokens_per_pos_total": "vllm:spec_decode_num_accepted_tokens_per_pos_total{position}",
+}
 
 
 def counters(t_s: float, drafts: float, draft_tokens: float, accepted: float, *by_pos: float) -> dict:
-    values = {"spec_decode_num_drafts_total": drafts, "spec_decode_num_draft_tokens_total": draft_tokens,
-              "spec_decode_num_accepted_tokens_total": accepted}
+    values = {
+        "spec_decode_num_drafts_total": drafts,
+        "spec_decode_num_draft_tokens_total": draft_tokens,
+        "spec_decode_num_accepted_tokens_total": accepted,
+    }
     values.update({f"spec_decode_num_accepted_tokens_per_pos_total_{k}": v for k, v in enumerate(by_pos)})
     return {"t_ns": int(t_s * S), "values": values}
 
 
 def test_a_window_is_the_growth_between_the_samples_around_it():
-    samples = rv.samples([counters(0, 10, 30, 12, 7, 4, 1), counters(5, 11, 33, 13, 8, 4, 1),
-                          counters(20, 110, 330, 162, 87, 54, 21), counters(30, 200, 600, 300, 160, 100, 40)])
+    samples = rv.samples(
+        [
+            counters(0, 10, 30, 12, 7, 4, 1),
+            counters(5, 11, 33, 13, 8, 4, 1),
+            counters(20, 110, 330, 162, 87, 54, 21),
+            counters(30, 200, 600, 300, 160, 100, 40),
+        ]
+    )
     window = spec_window(samples, 6 * S, 19 * S)  # from the sample at 5 s to the one at 20 s
     assert window is not None and (window.drafts, window.draft_tokens, window.accepted) == (99, 297, 149)
     assert window.accepted_by_pos == (79, 50, 20)
@@ -42,7 +53,8 @@ def test_a_window_is_the_growth_between_the_samples_around_it():
     assert claims["load.spec_decode.mean_draft_length"] == pytest.approx(297 / 99)
     assert "load.spec_decode.tokens_per_step" not in claims  # no generation counter, no request count
     assert [claims[f"load.spec_decode.pos{k}.acceptance_pct"] for k in range(3)] == pytest.approx(
-        [100 * 79 / 99, 100 * 50 / 99, 100 * 20 / 99])
+        [100 * 79 / 99, 100 * 50 / 99, 100 * 20 / 99]
+    )
     assert claims["load.spec_decode.drafts"] == 99
 
 
@@ -67,25 +79,60 @@ def test_no_drafts_or_no_sample_on_a_side_is_no_claim():
 
 def throughput_run() -> Run:
     """Two levels one after the other, /metrics sampled around each: c1 accepts more than c4."""
-    records = [RequestRecord(request_id=f"c{c}-{i}", endpoint="chat", scenario="throughput", family="english",
-                             concurrency=c, batch=0, ok=True, send_ns=int((t0 + i * 0.1) * S),
-                             first_token_ns=int((t0 + 0.5) * S), last_token_ns=int((t0 + 2) * S),
-                             end_ns=int((t0 + 2 + i * 0.1) * S), output_tokens=32)
-               for c, t0 in ((1, 1.0), (4, 11.0)) for i in range(c)]
+    records = [
+        RequestRecord(
+            request_id=f"c{c}-{i}",
+            endpoint="chat",
+            scenario="throughput",
+            family="english",
+            concurrency=c,
+            batch=0,
+            ok=True,
+            send_ns=int((t0 + i * 0.1) * S),
+            first_token_ns=int((t0 + 0.5) * S),
+            last_token_ns=int((t0 + 2) * S),
+            end_ns=int((t0 + 2 + i * 0.1) * S),
+            output_tokens=32,
+        )
+        for c, t0 in ((1, 1.0), (4, 11.0))
+        for i in range(c)
+    ]
     samples = [counters(0, 0, 0, 0, 0, 0), counters(10, 40, 80, 60, 35, 25), counters(20, 100, 200, 110, 70, 40)]
     for sample, generated in zip(samples, (0.0, 150.0, 400.0)):
         sample["values"]["generation_tokens_total"] = generated
-    plan = msgspec.to_builtins(ThroughputPlan(families=["english"], concurrency=[1, 4], max_tokens=32,
-                                              num_prompts=1, repeats=1, temperature=0.0, ignore_eos=True, seed=0))
-    return rv.run_of(Path("throughput-spec"), {"run_id": "throughput-spec", "scenario": "throughput", "plan": plan},
-                     records, samples=samples)
+    plan = msgspec.to_builtins(
+        ThroughputPlan(
+            families=["english"],
+            concurrency=[1, 4],
+            max_tokens=32,
+            num_prompts=1,
+            repeats=1,
+            temperature=0.0,
+            ignore_eos=True,
+            seed=0,
+        )
+    )
+    return rv.run_of(
+        Path("throughput-spec"),
+        {"run_id": "throughput-spec", "scenario": "throughput", "plan": plan},
+        records,
+        samples=samples,
+    )
 
 
 def load_run() -> Run:
-    samples = [counters(test_load.T0 / S - 1, 5, 15, 6, 3, 2, 1), counters(test_load.T0 / S + 30, 65, 195, 96, 50, 30, 16)]
+    samples = [
+        counters(test_load.T0 / S - 1, 5, 15, 6, 3, 2, 1),
+        counters(test_load.T0 / S + 30, 65, 195, 96, 50, 30, 16),
+    ]
     plan = msgspec.to_builtins(test_load.plan())
-    return rv.run_of(Path("load-spec"), {"run_id": "load-spec", "scenario": "load", "plan": plan}, test_load.RECORDS,
-                     samples=samples, events=test_load.EVENTS)
+    return rv.run_of(
+        Path("load-spec"),
+        {"run_id": "load-spec", "scenario": "load", "plan": plan},
+        test_load.RECORDS,
+        samples=samples,
+        events=test_load.EVENTS,
+    )
 
 
 def docs_runs(tmp_path: Path) -> list[Run]:
@@ -117,17 +164,27 @@ vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0",model_name="m",pos
 
 
 def test_the_per_position_counter_is_kept_apart_by_its_label_from_either_source():
-    assert parse_metrics(EXPOSITION, NAMES) == {"spec_decode_num_drafts_total": 7.0,
-                                                "spec_decode_num_accepted_tokens_per_pos_total_0": 5.0,
-                                                "spec_decode_num_accepted_tokens_per_pos_total_1": 5.0}
+    assert parse_metrics(EXPOSITION, NAMES) == {
+        "spec_decode_num_drafts_total": 7.0,
+        "spec_decode_num_accepted_tokens_per_pos_total_0": 5.0,
+        "spec_decode_num_accepted_tokens_per_pos_total_1": 5.0,
+    }
     source = MetricsSource.parse("prometheus+http://prom:9090?job=vllm")
-    assert source.query(NAMES).startswith('sum by (__name__, position) ({__name__=~"vllm:spec_decode_num_accepted_'
-                                          'tokens_per_pos_total|vllm:spec_decode_num_drafts_total",job="vllm"})')
-    result = [{"metric": {"__name__": "vllm:spec_decode_num_drafts_total"}, "value": [9.0, "7"]},
-              {"metric": {"__name__": "vllm:spec_decode_num_accepted_tokens_per_pos_total", "position": "0"},
-               "value": [9.0, "5"]},
-              {"metric": {"__name__": "vllm:spec_decode_num_accepted_tokens_per_pos_total", "position": "1"},
-               "value": [9.0, "5"]}]
+    assert source.query(NAMES).startswith(
+        'sum by (__name__, position) ({__name__=~"vllm:spec_decode_num_accepted_'
+        'tokens_per_pos_total|vllm:spec_decode_num_drafts_total",job="vllm"})'
+    )
+    result = [
+        {"metric": {"__name__": "vllm:spec_decode_num_drafts_total"}, "value": [9.0, "7"]},
+        {
+            "metric": {"__name__": "vllm:spec_decode_num_accepted_tokens_per_pos_total", "position": "0"},
+            "value": [9.0, "5"],
+        },
+        {
+            "metric": {"__name__": "vllm:spec_decode_num_accepted_tokens_per_pos_total", "position": "1"},
+            "value": [9.0, "5"],
+        },
+    ]
     reading = _vector_reading({"status": "success", "data": {"result": result}}, NAMES)
     assert reading.values == parse_metrics(EXPOSITION, NAMES)
 
@@ -137,11 +194,18 @@ def test_a_load_run_plots_its_acceptance_over_time():
     from loadproof.plans import load_plan
 
     t0 = test_load.T0 / S
-    run = rv.run_of(Path("load-spec"), {"run_id": "load-spec", "scenario": "load",
-                                        "plan": msgspec.to_builtins(test_load.plan())}, test_load.RECORDS,
-                    samples=[counters(t0 - 1, 0, 0, 0), counters(t0 + 2, 10, 30, 15), counters(t0 + 4, 30, 90, 75),
-                             counters(t0 + 6, 30, 90, 75)],  # the last pair drafted nothing: no point
-                    events=test_load.EVENTS)
+    run = rv.run_of(
+        Path("load-spec"),
+        {"run_id": "load-spec", "scenario": "load", "plan": msgspec.to_builtins(test_load.plan())},
+        test_load.RECORDS,
+        samples=[
+            counters(t0 - 1, 0, 0, 0),
+            counters(t0 + 2, 10, 30, 15),
+            counters(t0 + 4, 30, 90, 75),
+            counters(t0 + 6, 30, 90, 75),
+        ],  # the last pair drafted nothing: no point
+        events=test_load.EVENTS,
+    )
     (panel,) = figures(run, load_plan(run), [])
     assert panel.series[0].points == [(2.0, pytest.approx(50.0)), (4.0, pytest.approx(100.0))]
     assert figures(load_run(), load_plan(load_run()), []) == []  # one window only: no line to draw
@@ -161,9 +225,12 @@ sglang:generation_tokens_total{model_name="meta-llama/Llama-3.1-8B-Instruct"} 7.
 def sglang_run(after_end: list[dict]) -> Run:
     """The throughput run's records with SGLang's gauges instead of vLLM's counters."""
     tp = throughput_run()
-    return rv.run_of(Path("throughput-sglang"), {"run_id": "throughput-sglang", "scenario": "throughput",
-                                                  "plan": msgspec.to_builtins(tp.manifest.plan)},
-                     tp.records, samples=after_end)
+    return rv.run_of(
+        Path("throughput-sglang"),
+        {"run_id": "throughput-sglang", "scenario": "throughput", "plan": msgspec.to_builtins(tp.manifest.plan)},
+        tp.records,
+        samples=after_end,
+    )
 
 
 def test_sglangs_gauges_are_its_word_for_its_last_interval_not_a_window():
@@ -172,13 +239,21 @@ def test_sglangs_gauges_are_its_word_for_its_last_interval_not_a_window():
     values = parse_metrics(SGLANG_EXPOSITION, SGLANG_METRICS)
     assert values["spec_accept_length"] == 2.9 and values["spec_accept_rate"] == 0.27
     # a sample after each level: c1 ends at 2.0 s, c4 at 13.3 s
-    got = {c.name: c.value for c in compute_claims(sglang_run([{"t_ns": 5 * S, "values": values},
-                                                               {"t_ns": 15 * S, "values": dict(values, spec_accept_length=3.5)}]))}
+    got = {
+        c.name: c.value
+        for c in compute_claims(
+            sglang_run(
+                [{"t_ns": 5 * S, "values": values}, {"t_ns": 15 * S, "values": dict(values, spec_accept_length=3.5)}]
+            )
+        )
+    }
     assert got["throughput.english.c1.spec_decode.engine_accept_length"] == 2.9
     assert got["throughput.english.c1.spec_decode.engine_accept_rate_pct"] == pytest.approx(27.0)
     assert got["throughput.english.c4.spec_decode.engine_accept_length"] == 3.5
     assert not any(name.endswith("acceptance_pct") for name in got)  # no counters: no window figures
-    off = {c.name for c in compute_claims(sglang_run([{"t_ns": 15 * S, "values": dict(values, spec_accept_length=0.0)}]))}
+    off = {
+        c.name for c in compute_claims(sglang_run([{"t_ns": 15 * S, "values": dict(values, spec_accept_length=0.0)}]))
+    }
     assert not any("spec_decode" in name for name in off)  # drafting off reports 0: no claim, never a zero
 
 
@@ -191,10 +266,21 @@ def docs_runs_sglang(_tmp_path: Path) -> list[Run]:
 def test_a_drafting_profile_without_the_engines_counters_says_why():
     tp = throughput_run()
     drafting = {"name": "p", "engine": "vllm", "speculative": {"method": "ngram", "draft_tokens": 3}}
-    manifest = {"run_id": "t", "scenario": "throughput", "plan": msgspec.to_builtins(tp.manifest.plan),
-                "profile": drafting}
-    bare = rv.run_of(Path("t"), manifest, tp.records, samples=[{"t_ns": 0, "values": {"generation_tokens_total": 1.0}},
-                                                              {"t_ns": 30 * S, "values": {"generation_tokens_total": 9.0}}])
+    manifest = {
+        "run_id": "t",
+        "scenario": "throughput",
+        "plan": msgspec.to_builtins(tp.manifest.plan),
+        "profile": drafting,
+    }
+    bare = rv.run_of(
+        Path("t"),
+        manifest,
+        tp.records,
+        samples=[
+            {"t_ns": 0, "values": {"generation_tokens_total": 1.0}},
+            {"t_ns": 30 * S, "values": {"generation_tokens_total": 9.0}},
+        ],
+    )
     got = {c.name: c.value for c in compute_claims(bare)}
     assert "ngram drafts" in got["spec_decode.unavailable"] and "no draft counters" in got["spec_decode.unavailable"]
     counted = rv.run_of(Path("t"), manifest, tp.records, samples=[msgspec.to_builtins(s) for s in tp.samples])
@@ -205,6 +291,15 @@ def test_a_drafting_profile_without_the_engines_counters_says_why():
 
 def docs_runs_unavailable(_tmp_path: Path) -> list[Run]:
     tp = throughput_run()
-    return [rv.run_of(Path("t"), {"run_id": "t", "scenario": "throughput", "plan": msgspec.to_builtins(tp.manifest.plan),
-                                  "profile": {"name": "p", "engine": "vllm", "speculative": {"method": "ngram"}}},
-                      tp.records)]
+    return [
+        rv.run_of(
+            Path("t"),
+            {
+                "run_id": "t",
+                "scenario": "throughput",
+                "plan": msgspec.to_builtins(tp.manifest.plan),
+                "profile": {"name": "p", "engine": "vllm", "speculative": {"method": "ngram"}},
+            },
+            tp.records,
+        )
+    ]

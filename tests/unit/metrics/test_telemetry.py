@@ -40,9 +40,21 @@ def test_host_only_rows_give_host_claims_and_no_gpu_claims():
 def _two_gpu_rows():
     rows = []
     for i in range(4):
-        gpus = [{"index": k, "util_pct": 90, "pcie_gen": 5, "pcie_width": 16, "pcie_gen_max": 5, "pcie_width_max": 16,
-                 "pcie_tx_kbps": 1000 * (i + 1) * (k + 1), "pcie_rx_kbps": 500,
-                 "nvlink_tx_kib": 1024**2 * i * (k + 1), "nvlink_rx_kib": 1024**2 * i} for k in range(2)]
+        gpus = [
+            {
+                "index": k,
+                "util_pct": 90,
+                "pcie_gen": 5,
+                "pcie_width": 16,
+                "pcie_gen_max": 5,
+                "pcie_width_max": 16,
+                "pcie_tx_kbps": 1000 * (i + 1) * (k + 1),
+                "pcie_rx_kbps": 500,
+                "nvlink_tx_kib": 1024**2 * i * (k + 1),
+                "nvlink_rx_kib": 1024**2 * i,
+            }
+            for k in range(2)
+        ]
         rows.append({"t_ns": i * 10**9, "gpus": gpus})
     return rows
 
@@ -82,9 +94,13 @@ def _stat(pid: int, comm: str, ppid: int, ticks: tuple[int, int, int, int]) -> s
 def test_the_process_tree_ticks_are_loadproof_and_its_descendants_only(tmp_path):
     from loadproof.telemetry.host import _tree_cpu_ticks
 
-    tree = {100: ("loadproof", 1, (50, 5, 7, 1)), 101: ("vllm (engine) core", 100, (400, 20, 0, 0)),
-            102: ("worker) x", 101, (900, 30, 0, 0)), 200: ("stranger", 1, (10_000, 0, 0, 0)),
-            201: ("stranger child", 200, (5_000, 0, 0, 0))}
+    tree = {
+        100: ("loadproof", 1, (50, 5, 7, 1)),
+        101: ("vllm (engine) core", 100, (400, 20, 0, 0)),
+        102: ("worker) x", 101, (900, 30, 0, 0)),
+        200: ("stranger", 1, (10_000, 0, 0, 0)),
+        201: ("stranger child", 200, (5_000, 0, 0, 0)),
+    }
     for pid, (comm, ppid, ticks) in tree.items():
         (tmp_path / str(pid)).mkdir()
         (tmp_path / str(pid) / "stat").write_text(_stat(pid, comm, ppid, ticks))
@@ -103,7 +119,8 @@ def test_a_child_burning_cpu_counts_inside_the_tree():
 
     before = _tree_cpu_ticks(os.getpid())
     assert before is not None
-    subprocess.run([sys.executable, "-c", "import time\nwhile time.process_time() < 0.3: pass"], check=True,
-                   timeout=120)
+    subprocess.run(
+        [sys.executable, "-c", "import time\nwhile time.process_time() < 0.3: pass"], check=True, timeout=120
+    )
     grown = (_tree_cpu_ticks(os.getpid()) - before) / os.sysconf("SC_CLK_TCK")
     assert grown >= 0.25, grown  # the reaped child's time is in this process's cutime

@@ -8,9 +8,18 @@ S = 1_000_000_000
 
 def rec(family="english", conc=1, batch=0, repeat=0, send=0.0, first=1.0, last=3.0, end=3.1, out=11, ok=True):
     return RequestRecord(
-        request_id=f"{family}-{conc}-{batch}-{repeat}-{send}", endpoint="completions", scenario="throughput",
-        family=family, concurrency=conc, batch=batch, repeat=repeat, ok=ok,
-        send_ns=int(send * S), first_token_ns=int(first * S), last_token_ns=int(last * S), end_ns=int(end * S),
+        request_id=f"{family}-{conc}-{batch}-{repeat}-{send}",
+        endpoint="completions",
+        scenario="throughput",
+        family=family,
+        concurrency=conc,
+        batch=batch,
+        repeat=repeat,
+        ok=ok,
+        send_ns=int(send * S),
+        first_token_ns=int(first * S),
+        last_token_ns=int(last * S),
+        end_ns=int(end * S),
         output_tokens=out,
     )
 
@@ -33,10 +42,15 @@ def test_batch_aggregate_spans_first_send_to_last_completion():
 
 def test_claims_use_contract_names_and_medians():
     records = [
-        rec(first=1, last=3, out=11), rec(first=1, last=2, out=11), rec(first=1, last=5, out=11),  # 5, 10, 2.5
-        rec(conc=4, repeat=0, send=0, end=2, out=10), rec(conc=4, repeat=0, send=0, end=2, out=10),  # 10/s
-        rec(conc=4, repeat=1, send=10, end=14, out=10), rec(conc=4, repeat=1, send=10, end=14, out=10),  # 5/s
-        rec(conc=4, repeat=2, send=20, end=21, out=10), rec(conc=4, repeat=2, send=20, end=21, ok=False),
+        rec(first=1, last=3, out=11),
+        rec(first=1, last=2, out=11),
+        rec(first=1, last=5, out=11),  # 5, 10, 2.5
+        rec(conc=4, repeat=0, send=0, end=2, out=10),
+        rec(conc=4, repeat=0, send=0, end=2, out=10),  # 10/s
+        rec(conc=4, repeat=1, send=10, end=14, out=10),
+        rec(conc=4, repeat=1, send=10, end=14, out=10),  # 5/s
+        rec(conc=4, repeat=2, send=20, end=21, out=10),
+        rec(conc=4, repeat=2, send=20, end=21, ok=False),
     ]
     claims = {c.name: c for c in throughput_claims(records)}
     assert claims["throughput.english.c1.decode_tokens_per_s"].value == 5.0

@@ -19,7 +19,7 @@ def offloading(gib: float, backend: str = "native", **extra):
 def test_the_tier_renders_as_vllms_flags_and_sglang_refuses_it():
     argv = engines.get("vllm").launch_command(offloading(189, "lmcache"), "python3", "/m", 8000).argv
     at = argv.index("--kv-offloading-size")
-    assert argv[at:at + 4] == ["--kv-offloading-size", "189", "--kv-offloading-backend", "lmcache"]
+    assert argv[at : at + 4] == ["--kv-offloading-size", "189", "--kv-offloading-backend", "lmcache"]
     notes = engines.get("sglang").launch_command(offloading(4), "python3", "/m", 8000).notes
     assert any("offload_gib" in n for n in notes)
 

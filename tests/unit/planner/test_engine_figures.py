@@ -33,8 +33,16 @@ LLAMA_CONFIG = Path(str(resources.files("loadproof") / "data" / "models" / "llam
 
 
 def gpu_profile(name: str, max_model_len: int, budget_gib: float | None = None, **extra):
-    data = {"name": name, "engine": "vllm", "model": {"path": f"/tmp/staged/{name}", "served_name": name,
-                                                      "dtype": "bfloat16", "max_model_len": max_model_len}}
+    data = {
+        "name": name,
+        "engine": "vllm",
+        "model": {
+            "path": f"/tmp/staged/{name}",
+            "served_name": name,
+            "dtype": "bfloat16",
+            "max_model_len": max_model_len,
+        },
+    }
     if budget_gib is not None:
         data["kv_cache"] = {"budget_gib_per_gpu": budget_gib}
     data.update(extra)
@@ -54,8 +62,9 @@ def test_cpu_gemma_exact():
 
 
 def test_gpu_gemma_h200_from_the_profiled_memory():
-    result = plan_profile(gpu_profile("gemma3-270m-bf16", 32768), GEMMA_CONFIG,
-                          log("startup-vllm-0.26-h200-gemma3-270m.log"))
+    result = plan_profile(
+        gpu_profile("gemma3-270m-bf16", 32768), GEMMA_CONFIG, log("startup-vllm-0.26-h200-gemma3-270m.log")
+    )
     assert result.reported.kv_cache_tokens == 12_428_071 and result.reported.max_concurrency == 379.27
     assert result.reported.kv_memory_gib == 127.31
     # 127.31 GiB is rounded in the log (+-0.005 GiB = +-0.004%)
@@ -65,8 +74,11 @@ def test_gpu_gemma_h200_from_the_profiled_memory():
 
 
 def test_gpu_gemma_h200_one_gib_exact():
-    result = plan_profile(gpu_profile("gemma3-270m-bf16", 32768, budget_gib=1.0), GEMMA_CONFIG,
-                          log("startup-vllm-0.26-h200-gemma3-270m-1gib.log"))
+    result = plan_profile(
+        gpu_profile("gemma3-270m-bf16", 32768, budget_gib=1.0),
+        GEMMA_CONFIG,
+        log("startup-vllm-0.26-h200-gemma3-270m-1gib.log"),
+    )
     assert result.reported.kv_cache_tokens == 97_615 and result.reported.max_concurrency == 2.98
     assert result.plan.kv_cache_tokens == 97_615
     assert round(result.plan.max_concurrency, 2) == 2.98
@@ -77,8 +89,9 @@ def test_gpu_gemma_h200_one_gib_exact():
 
 
 def test_gpu_llama_h200():
-    result = plan_profile(gpu_profile("llama-dummy", 131072), LLAMA_CONFIG,
-                          log("startup-vllm-0.26-h200-llama-8b-shape.log"))
+    result = plan_profile(
+        gpu_profile("llama-dummy", 131072), LLAMA_CONFIG, log("startup-vllm-0.26-h200-llama-8b-shape.log")
+    )
     assert result.reported.kv_cache_tokens == 919_824
     assert abs(result.error_pct) < 0.01
     assert round(result.plan.max_concurrency, 2) == 7.02
@@ -108,8 +121,9 @@ def test_the_reference_topology_holds_the_same_kv_per_gpu():
 def test_synchronous_batches_would_overpredict_the_gpu_by_half():
     # the planner's former figure: one batch in flight, as on the CPU build
     shape = ModelShape.from_config(json.loads(GEMMA_CONFIG.read_text()))
-    one = plan_kv(shape, Deployment(block_size=16, max_model_len=32768, max_num_batched_tokens=8192,
-                                    kv_bytes_per_gpu=2**30))
+    one = plan_kv(
+        shape, Deployment(block_size=16, max_model_len=32768, max_num_batched_tokens=8192, kv_bytes_per_gpu=2**30)
+    )
     assert one.kv_cache_tokens == 149_972  # +53.6% against the reported 97,615
 
 
@@ -124,8 +138,11 @@ def test_one_gib_gpu_gemma_fits_29_sessions_of_8000_tokens():
     With the 1,188-1,220 tokens each session had generated when the 5 s window closed, a session holds
     cdiv(9,220, 16) + 165 = 742 blocks: 29 x 742 = 21,518 still fits, 30 x 742 = 22,260 would not.
     """
-    result = plan_profile(gpu_profile("gemma3-270m-bf16", 32768, budget_gib=1.0), GEMMA_CONFIG,
-                          log("startup-vllm-0.26-h200-gemma3-270m-1gib.log"))
+    result = plan_profile(
+        gpu_profile("gemma3-270m-bf16", 32768, budget_gib=1.0),
+        GEMMA_CONFIG,
+        log("startup-vllm-0.26-h200-gemma3-270m-1gib.log"),
+    )
     plan = result.plan
     assert plan.sessions_fitting(8000) == 29
     assert plan.sessions_fitting(8000, 16) == 29  # the CLI's call
@@ -137,8 +154,9 @@ def test_one_gib_gpu_gemma_fits_29_sessions_of_8000_tokens():
 
 def test_sessions_count_window_blocks_not_whole_prompts_in_sliding_groups():
     shape = ModelShape.from_config(json.loads(GEMMA_CONFIG.read_text()))
-    cpu = plan_kv(shape, Deployment(block_size=128, max_model_len=32768, max_num_batched_tokens=2048,
-                                    kv_bytes_per_gpu=4 * 2**30))
+    cpu = plan_kv(
+        shape, Deployment(block_size=128, max_model_len=32768, max_num_batched_tokens=2048, kv_bytes_per_gpu=4 * 2**30)
+    )
     # 10,922 blocks; held: 63 (full) + 5 x 5 (window of 512 in 128-token blocks, +1 for alignment) = 88;
     # admission: 63 + 5 x min(63, the sliding cap cdiv(511 + 2,048, 128) + 1 = 21) = 168
     assert cpu.sessions_fitting(8000) == min(10922 // 88, 1 + (10922 - 168) // 88) == 123
@@ -146,15 +164,18 @@ def test_sessions_count_window_blocks_not_whole_prompts_in_sliding_groups():
     assert cpu.sessions_fitting(256) == 10922 // (6 * 2)
 
 
-@pytest.mark.parametrize(("engine", "extra", "batches"), [
-    ("embedded", {}, 1),
-    ("vllm", {}, 2),
-    ("vllm", {"serving": {"extra_args": ["--no-async-scheduling"]}}, 1),
-    ("vllm", {"parallel": {"pipeline": 2}}, 3),
-    ("vllm", {"parallel": {"pipeline": 2, "tensor": 2, "nodes": 2}}, 2),
-    ("vllm", {"speculative": {"method": "ngram", "draft_tokens": 3}}, 1),
-    ("vllm", {"speculative": {"method": "eagle3", "model": "d", "draft_tokens": 3}}, 2),
-])
+@pytest.mark.parametrize(
+    ("engine", "extra", "batches"),
+    [
+        ("embedded", {}, 1),
+        ("vllm", {}, 2),
+        ("vllm", {"serving": {"extra_args": ["--no-async-scheduling"]}}, 1),
+        ("vllm", {"parallel": {"pipeline": 2}}, 3),
+        ("vllm", {"parallel": {"pipeline": 2, "tensor": 2, "nodes": 2}}, 2),
+        ("vllm", {"speculative": {"method": "ngram", "draft_tokens": 3}}, 1),
+        ("vllm", {"speculative": {"method": "eagle3", "model": "d", "draft_tokens": 3}}, 2),
+    ],
+)
 def test_batches_in_flight_by_engine(engine, extra, batches):
     data = {"name": "t", "engine": engine, "model": {"path": "m", "served_name": "m", "max_model_len": 4096}}
     data.update(extra)
@@ -162,8 +183,12 @@ def test_batches_in_flight_by_engine(engine, extra, batches):
 
 
 def test_v1_runner_moe_with_pipeline_stages_keeps_one_batch_a_stage():
-    data = {"name": "t", "engine": "vllm", "model": {"path": "m", "served_name": "m", "max_model_len": 4096},
-            "parallel": {"pipeline": 2}}
+    data = {
+        "name": "t",
+        "engine": "vllm",
+        "model": {"path": "m", "served_name": "m", "max_model_len": 4096},
+        "parallel": {"pipeline": 2},
+    }
     moe = {"architectures": ["MixtralForCausalLM"], "num_local_experts": 8}
     assert concurrent_batches(parse_profile(data, "test"), moe)[0] == 2
     data["parallel"] = {"pipeline": 1}
@@ -172,11 +197,13 @@ def test_v1_runner_moe_with_pipeline_stages_keeps_one_batch_a_stage():
 
 def test_fixture_logs_are_what_the_engine_parser_reads():
     parser = engines.get("vllm")
-    for name, tokens in [("startup-vllm-0.26-h200-gemma3-270m.log", 12_428_071),
-                         ("startup-vllm-0.26-h200-gemma3-270m-1gib.log", 97_615),
-                         ("startup-vllm-0.26-h200-llama-8b-shape.log", 919_824),
-                         ("startup-vllm-0.26-2xh200-deepseek-v2-lite-shape-pp2.log", 4_793_472),
-                         ("startup-vllm-cpu-0.32-gemma3-270m.log", 991_390)]:
+    for name, tokens in [
+        ("startup-vllm-0.26-h200-gemma3-270m.log", 12_428_071),
+        ("startup-vllm-0.26-h200-gemma3-270m-1gib.log", 97_615),
+        ("startup-vllm-0.26-h200-llama-8b-shape.log", 919_824),
+        ("startup-vllm-0.26-2xh200-deepseek-v2-lite-shape-pp2.log", 4_793_472),
+        ("startup-vllm-cpu-0.32-gemma3-270m.log", 991_390),
+    ]:
         assert parser.parse_startup_report(log(name)).kv_cache_tokens == tokens
 
 
@@ -195,8 +222,10 @@ def test_a_window_past_the_model_positions_is_warned(tmp_path):
 
 
 def test_position_limits_follow_vllm_derivation():
-    assert position_limit({"max_position_embeddings": 131072,
-                           "rope_scaling": {"rope_type": "llama3", "factor": 8.0}}) == 131072
+    assert (
+        position_limit({"max_position_embeddings": 131072, "rope_scaling": {"rope_type": "llama3", "factor": 8.0}})
+        == 131072
+    )
     assert position_limit({"max_position_embeddings": 32768, "rope_scaling": {"type": "linear", "factor": 2}}) == 65536
     assert position_limit({"text_config": {"max_position_embeddings": 32768}}) == 32768
     assert position_limit({}) is None

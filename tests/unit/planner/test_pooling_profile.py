@@ -12,9 +12,11 @@ POOLING = {"endpoint": "embeddings", "runner": "pooling"}
 
 def test_vllm_and_sglang_serve_a_pooling_model():
     argv = engines.get("vllm").launch_command(gpu_profile("e5", 512, serving=POOLING), "python3", "/m", 8000).argv
-    assert argv[argv.index("--runner"):argv.index("--runner") + 2] == ["--runner", "pooling"]
-    assert "--is-embedding" in engines.get("sglang").launch_command(gpu_profile("e5", 512, serving=POOLING),
-                                                                    "python3", "/m", 8000).argv
+    assert argv[argv.index("--runner") : argv.index("--runner") + 2] == ["--runner", "pooling"]
+    assert (
+        "--is-embedding"
+        in engines.get("sglang").launch_command(gpu_profile("e5", 512, serving=POOLING), "python3", "/m", 8000).argv
+    )
     generating = engines.get("vllm").launch_command(gpu_profile("e5", 512), "python3", "/m", 8000).argv
     assert "--runner" not in generating
 

@@ -26,9 +26,15 @@ def run_of(manifest: dict, name: str = "capacity-run") -> Run:
 
 
 def capacity_plan(**changes) -> CapacityPlan:
-    plan = CapacityPlan(sessions=[CapacitySession(request_id="cap-s0", session_id="s0", expected="1234567")],
-                        input_tokens=1536, window_s=6.0, max_gap_s=5.0, drain_timeout_s=30.0, kv_idle_bound=0.02,
-                        idle_timeout_s=120.0)
+    plan = CapacityPlan(
+        sessions=[CapacitySession(request_id="cap-s0", session_id="s0", expected="1234567")],
+        input_tokens=1536,
+        window_s=6.0,
+        max_gap_s=5.0,
+        drain_timeout_s=30.0,
+        kv_idle_bound=0.02,
+        idle_timeout_s=120.0,
+    )
     return msgspec.structs.replace(plan, **changes)
 
 
@@ -52,19 +58,38 @@ def test_every_published_manifest_loads_through_its_versioned_schema(run_dir):
         written = msgspec.to_builtins(plan)
         assert {k: v for k, v in written.items() if k in stored} == stored
         # a field added since reads back as its default (the idle guard's timeout, replay's KV size, ...)
-        defaults = {f.encode_name: f.default_factory() if f.default_factory is not msgspec.NODEFAULT else f.default
-                    for f in msgspec.structs.fields(type(plan))}  # a mutable default ({}) is a factory
+        defaults = {
+            f.encode_name: f.default_factory() if f.default_factory is not msgspec.NODEFAULT else f.default
+            for f in msgspec.structs.fields(type(plan))
+        }  # a mutable default ({}) is a factory
         added = {k: v for k, v in written.items() if k not in stored}
         assert all(defaults.get(k, msgspec.NODEFAULT) is not msgspec.NODEFAULT for k in added), added
         assert added == {k: msgspec.to_builtins(defaults[k]) for k in added}
 
 
 def test_a_version_1_throughput_run_had_no_plan_and_its_options_stand_in():
-    options = {"families": ["english", "code"], "concurrency": [1, 4], "max_tokens": 256, "num_prompts": 4,
-               "temperature": 0.0, "ignore_eos": True, "seed": 731, "repeats": 1, "deadline_s": None}
+    options = {
+        "families": ["english", "code"],
+        "concurrency": [1, 4],
+        "max_tokens": 256,
+        "num_prompts": 4,
+        "temperature": 0.0,
+        "ignore_eos": True,
+        "seed": 731,
+        "repeats": 1,
+        "deadline_s": None,
+    }
     plan = load_plan(run_of({"scenario": "throughput", "options": options}, "throughput-run"))
-    assert plan == ThroughputPlan(families=["english", "code"], concurrency=[1, 4], max_tokens=256, num_prompts=4,
-                                  repeats=1, temperature=0.0, ignore_eos=True, seed=731)
+    assert plan == ThroughputPlan(
+        families=["english", "code"],
+        concurrency=[1, 4],
+        max_tokens=256,
+        num_prompts=4,
+        repeats=1,
+        temperature=0.0,
+        ignore_eos=True,
+        seed=731,
+    )
 
 
 def test_attach_plan_writes_the_version_and_reads_back_equal():
@@ -75,18 +100,30 @@ def test_attach_plan_writes_the_version_and_reads_back_equal():
     assert load_plan(run_of(json.loads(json.dumps(manifest)))) == capacity_plan()
 
 
-@pytest.mark.parametrize(("manifest", "said"), [
-    ({"plan_version": 2}, "runs/capacity-run/manifest.json: the capacity plan is version 2, newer than this loadproof "
-                          "reads (up to 1); use a newer loadproof"),
-    # a plan_version that is no integer does not fit the manifest's schema: read_manifest says so
-    ({"plan_version": "two"}, "runs/capacity-run/manifest.json does not fit the manifest schema: Expected `int | null`, "
-                              "got `str` - at `$.plan_version`"),
-    ({"plan_version": True}, "Expected `int | null`, got `bool` - at `$.plan_version`"),
-    ({"plan_version": 0}, "plan_version 0 of the capacity plan is not a version number"),
-    ({"plan": {"input_tokens": "1536"}}, "runs/capacity-run/manifest.json: the capacity plan (version 1) is malformed: "),
-    ({"plan": [1, 2]}, "does not fit the manifest schema: Expected `object | null`, got `array` - at `$.plan`"),
-    ({}, "runs/capacity-run: the capacity run was interrupted before its plan was written; nothing to report"),
-])
+@pytest.mark.parametrize(
+    ("manifest", "said"),
+    [
+        (
+            {"plan_version": 2},
+            "runs/capacity-run/manifest.json: the capacity plan is version 2, newer than this loadproof "
+            "reads (up to 1); use a newer loadproof",
+        ),
+        # a plan_version that is no integer does not fit the manifest's schema: read_manifest says so
+        (
+            {"plan_version": "two"},
+            "runs/capacity-run/manifest.json does not fit the manifest schema: Expected `int | null`, "
+            "got `str` - at `$.plan_version`",
+        ),
+        ({"plan_version": True}, "Expected `int | null`, got `bool` - at `$.plan_version`"),
+        ({"plan_version": 0}, "plan_version 0 of the capacity plan is not a version number"),
+        (
+            {"plan": {"input_tokens": "1536"}},
+            "runs/capacity-run/manifest.json: the capacity plan (version 1) is malformed: ",
+        ),
+        ({"plan": [1, 2]}, "does not fit the manifest schema: Expected `object | null`, got `array` - at `$.plan`"),
+        ({}, "runs/capacity-run: the capacity run was interrupted before its plan was written; nothing to report"),
+    ],
+)
 def test_a_bad_or_newer_plan_is_one_clear_line(manifest, said):
     raw = {"scenario": "capacity", "plan": msgspec.to_builtins(capacity_plan()), **manifest}
     if not manifest:
@@ -111,7 +148,10 @@ def test_a_malformed_plan_names_the_field():
 def test_workload_differences_name_each_setting_that_matters():
     assert workload_difference(capacity_plan(), capacity_plan(drain_timeout_s=60.0)) == []  # a bound, not the workload
     assert workload_difference(capacity_plan(input_tokens=2048, window_s=10.0), capacity_plan()) == [
-        "input_tokens 2048 vs 1536", "window_s 10 vs 6"]
-    negative = capacity_plan(sessions=[CapacitySession(request_id="cap-s0", session_id="s0", expected="1",
-                                                       planted=False)])
+        "input_tokens 2048 vs 1536",
+        "window_s 10 vs 6",
+    ]
+    negative = capacity_plan(
+        sessions=[CapacitySession(request_id="cap-s0", session_id="s0", expected="1", planted=False)]
+    )
     assert workload_difference(negative, capacity_plan()) == ["negative control True vs False"]

@@ -6,8 +6,9 @@ from hypothesis import strategies as st
 from loadproof.protocol.sse import DONE_EVENT, HEARTBEAT, SSEDecoder, encode_comment, encode_data
 
 payloads = st.lists(
-    st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\r\n"), max_size=40)
-    .map(lambda s: s.encode("utf-8")),
+    st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\r\n"), max_size=40).map(
+        lambda s: s.encode("utf-8")
+    ),
     max_size=12,
 )
 
@@ -24,8 +25,12 @@ def feed_in_pieces(stream: bytes, cuts: list[int]) -> tuple[list[bytes], SSEDeco
 
 
 @settings(max_examples=300)
-@given(payloads, st.lists(st.integers(min_value=0, max_value=10_000), max_size=20),
-       st.sampled_from([b"\n", b"\r\n", b"\r"]), st.sampled_from([None, HEARTBEAT, encode_comment("keep-alive")]))
+@given(
+    payloads,
+    st.lists(st.integers(min_value=0, max_value=10_000), max_size=20),
+    st.sampled_from([b"\n", b"\r\n", b"\r"]),
+    st.sampled_from([None, HEARTBEAT, encode_comment("keep-alive")]),
+)
 def test_any_split_and_line_ending_yields_the_same_events(items, cuts, eol, heartbeat):
     stream = b""
     for item in items:
@@ -60,7 +65,7 @@ def test_multibyte_character_split_inside_is_reassembled():
 
 def test_multi_line_data_is_joined_with_newlines():
     decoder = SSEDecoder()
-    assert decoder.feed(b"event: message\ndata: {\"a\":\ndata: 1}\nid: 3\n\n") == [b'{"a":\n1}']
+    assert decoder.feed(b'event: message\ndata: {"a":\ndata: 1}\nid: 3\n\n') == [b'{"a":\n1}']
     assert encode_data(b"x\ny") == b"data: x\ndata: y\n\n"
 
 
@@ -72,7 +77,7 @@ def test_data_without_space_and_comment_only_events():
 
 def test_truncated_event_stays_pending():
     decoder = SSEDecoder()
-    assert decoder.feed(b"data: {\"choices\"") == []
+    assert decoder.feed(b'data: {"choices"') == []
     assert decoder.pending == b'data: {"choices"'
 
 
@@ -98,11 +103,17 @@ def reference_events(stream: bytes) -> tuple[list[bytes], int]:
     return events, heartbeats
 
 
-blocks = st.lists(st.one_of(
-    payloads.map(lambda items: b"".join(encode_data(p) for p in items)),  # the common data-only events
-    st.just(b": ping\n\n"), st.just(b"\n"), st.just(b"\n\n"),  # comments, stray blank lines
-    st.just(b"event: message\ndata: {\"a\":\ndata: 1}\nid: 3\n\n"), st.just(b"data:{}\n\n"),
-), max_size=8)
+blocks = st.lists(
+    st.one_of(
+        payloads.map(lambda items: b"".join(encode_data(p) for p in items)),  # the common data-only events
+        st.just(b": ping\n\n"),
+        st.just(b"\n"),
+        st.just(b"\n\n"),  # comments, stray blank lines
+        st.just(b'event: message\ndata: {"a":\ndata: 1}\nid: 3\n\n'),
+        st.just(b"data:{}\n\n"),
+    ),
+    max_size=8,
+)
 
 
 @settings(max_examples=300)

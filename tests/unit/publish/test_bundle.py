@@ -7,10 +7,10 @@ import math
 import pytest
 
 from loadproof.errors import UsageError
+from loadproof.metrics.claims import Claim
 from loadproof.publish import publish
 from loadproof.publish.bundle import claims_difference
 from loadproof.publish.sanitize import Sanitizer
-from loadproof.metrics.claims import Claim
 from loadproof.verify import verify
 from tests.unit.publish.synthetic import HAND_CAPACITY, HAND_THROUGHPUT, capacity_run, read_jsonl, throughput_run
 
@@ -19,15 +19,25 @@ RUN = "runs/throughput-20261130-083713-1022"
 
 @pytest.fixture
 def bundle(tmp_path):
-    publish([throughput_run(tmp_path / "src"), capacity_run(tmp_path / "src")], tmp_path / "bundle",
-            engine_image="vllm/vllm-openai@sha256:" + "ab" * 32)
+    publish(
+        [throughput_run(tmp_path / "src"), capacity_run(tmp_path / "src")],
+        tmp_path / "bundle",
+        engine_image="vllm/vllm-openai@sha256:" + "ab" * 32,
+    )
     return tmp_path / "bundle"
 
 
 def test_bundle_layout_and_checksums(bundle):
     files = sorted(p.relative_to(bundle).as_posix() for p in bundle.rglob("*") if p.is_file())
-    expected_run_files = {"manifest.json", "requests.jsonl", "chunks.jsonl", "metrics.jsonl", "events.jsonl",
-                          "claims.json", "report.md"}
+    expected_run_files = {
+        "manifest.json",
+        "requests.jsonl",
+        "chunks.jsonl",
+        "metrics.jsonl",
+        "events.jsonl",
+        "claims.json",
+        "report.md",
+    }
     assert {f.split("/", 2)[2] for f in files if f.startswith(RUN)} == expected_run_files | {"telemetry.jsonl"}
     assert "bundle.json" in files and "SHA256SUMS" in files
     # sha256sum -c format, every file but itself, sorted; checked here with hashlib
@@ -83,13 +93,31 @@ def test_manifest_is_sanitized_and_carries_provenance(bundle):
 
 def test_answers_are_carried_when_present(tmp_path):
     run = throughput_run(tmp_path / "src")
-    (run / "answers.jsonl").write_text(json.dumps({"suite": "gsm8k", "item_id": "gsm8k-0007", "extracted": "72",
-                                                   "expected": "72", "correct": True,
-                                                   "skipped": "scored on gpu-node-07"}) + "\n")
+    (run / "answers.jsonl").write_text(
+        json.dumps(
+            {
+                "suite": "gsm8k",
+                "item_id": "gsm8k-0007",
+                "extracted": "72",
+                "expected": "72",
+                "correct": True,
+                "skipped": "scored on gpu-node-07",
+            }
+        )
+        + "\n"
+    )
     publish([run], tmp_path / "bundle")
     rows = read_jsonl(tmp_path / "bundle" / RUN / "answers.jsonl")
-    assert rows == [{"suite": "gsm8k", "item_id": "gsm8k-0007", "extracted": "72", "expected": "72", "correct": True,
-                     "skipped": "scored on <host>"}]
+    assert rows == [
+        {
+            "suite": "gsm8k",
+            "item_id": "gsm8k-0007",
+            "extracted": "72",
+            "expected": "72",
+            "correct": True,
+            "skipped": "scored on <host>",
+        }
+    ]
     assert verify(tmp_path / "bundle").ok
 
 
@@ -154,16 +182,30 @@ def test_claims_difference_allows_only_placeholder_renames():
     assert "became" in claims_difference([a], [other], sanitizer)
     moved = Claim(a.name, 7.31, "tokens/s", "7.3", "f", "figure", "neither")
     assert "after sanitizing" in claims_difference([a], [moved], sanitizer)
-    reason = Claim("quality.skipped", "no tokenizer at /home/a/t.json", "", "no tokenizer at /home/a/t.json", "f",
-                   "fact", "neither")
+    reason = Claim(
+        "quality.skipped",
+        "no tokenizer at /home/a/t.json",
+        "",
+        "no tokenizer at /home/a/t.json",
+        "f",
+        "fact",
+        "neither",
+    )
     clean = Claim("quality.skipped", "no tokenizer at <path>", "", "no tokenizer at <path>", "f", "fact", "neither")
     assert claims_difference([reason], [clean], sanitizer) is None
 
 
 def test_claims_difference_never_prints_a_private_string():
     sanitizer = Sanitizer(include_this_machine=False)
-    before = Claim("throughput.en Authorization: Token 9f8e7d6c5b4a", "at /home/alice/x", "", "at /home/alice/x", "f",
-                   "fact", "neither")
+    before = Claim(
+        "throughput.en Authorization: Token 9f8e7d6c5b4a",
+        "at /home/alice/x",
+        "",
+        "at /home/alice/x",
+        "f",
+        "fact",
+        "neither",
+    )
     one = Claim("throughput.y", 1, "", "1", "f", "figure", "neither")
     assert "9f8e7d6c5b4a" not in claims_difference([before], [one], sanitizer)
     changed = claims_difference([before], [Claim(before.name, "other", "", "other", "f", "fact", "neither")], sanitizer)

@@ -38,34 +38,67 @@ def test_each_kind_has_its_rule(s):
     assert s.value("Accept: */*", "header") == "Accept: */*"
     assert s.value("connect to 10.0.0.5 failed", "text") == "connect to <ip> failed"
     assert s.value("english@gpu7.acme.lab", "name") == "<email>"
-    assert s.value(["vllm", "serve", "--api-key", "-000000000000PW"], "argv") == ["vllm", "serve", "--api-key",
-                                                                                 "<secret>"]
-    assert s.value({"api_key": "x1", "port": 8000, "host": "dgx"}, "config") == \
-        {"api_key": "<secret>", "port": 8000, "host": "<host>"}
+    assert s.value(["vllm", "serve", "--api-key", "-000000000000PW"], "argv") == [
+        "vllm",
+        "serve",
+        "--api-key",
+        "<secret>",
+    ]
+    assert s.value({"api_key": "x1", "port": 8000, "host": "dgx"}, "config") == {
+        "api_key": "<secret>",
+        "port": 8000,
+        "host": "<host>",
+    }
 
 
 def test_an_undeclared_field_is_redacted_but_its_numbers_stay(s):
     node = tree({"kind": "name"})
-    row = {"kind": "cancel", "note": "on dgx", "t_ns": 17, "ok": True, "nested": {"why": "x", "n": [1, "y"]},
-           "password": 12345678, "api_key": "Zx9-local", "max_tokens": "12ab", "10.0.0.5:8000": 1, "Two Words": 2}
+    row = {
+        "kind": "cancel",
+        "note": "on dgx",
+        "t_ns": 17,
+        "ok": True,
+        "nested": {"why": "x", "n": [1, "y"]},
+        "password": 12345678,
+        "api_key": "Zx9-local",
+        "max_tokens": "12ab",
+        "10.0.0.5:8000": 1,
+        "Two Words": 2,
+    }
     assert s.declared(row, node) == {
-        "kind": "cancel", "note": "<redacted>", "t_ns": 17, "ok": True,
+        "kind": "cancel",
+        "note": "<redacted>",
+        "t_ns": 17,
+        "ok": True,
         "nested": {"why": "<redacted>", "n": [1, "<redacted>"]},
-        "password": "<secret>", "api_key": "<secret>", "max_tokens": "<secret>", "<redacted>": 1, "<redacted>~": 2}
+        "password": "<secret>",
+        "api_key": "<secret>",
+        "max_tokens": "<secret>",
+        "<redacted>": 1,
+        "<redacted>~": 2,
+    }
     assert {"12345678", "Zx9-local", "12ab"} <= set(s.known_secrets())
 
 
 def test_declared_keys_stay_and_map_keys_are_sanitized(s):
     node = tree({"values.*": "number", "labels.*": "text"})
     row = {"values": {"vllm:num_requests_running": 1.0, "gpu7.acme.lab:x": 2.0}, "labels": {"instance": "10.0.0.5"}}
-    assert s.declared(row, node) == {"values": {"vllm:num_requests_running": 1.0, "<host>:x": 2.0},
-                                     "labels": {"instance": "<ip>"}}
+    assert s.declared(row, node) == {
+        "values": {"vllm:num_requests_running": 1.0, "<host>:x": 2.0},
+        "labels": {"instance": "<ip>"},
+    }
 
 
 def test_learning_follows_the_declarations(s):
     node = declarations("capacity")["manifest.json"]
-    s.learn_declared({"target": {"url": "http://gpu-box-3:8000/v1"}, "profile": {"serving": {"host": "dgx-a100"}},
-                      "db": {"password": "hunter2x"}}, node)
+    s.learn_declared(
+        {
+            "target": {"url": "http://gpu-box-3:8000/v1"},
+            "profile": {"serving": {"host": "dgx-a100"}},
+            "db": {"password": "hunter2x"},
+        },
+        node,
+    )
     assert {"gpu-box-3", "dgx-a100"} <= s.known_hosts and "hunter2x" in s.known_secrets()
 
 
@@ -81,8 +114,10 @@ def test_every_scenario_declares_its_plan_fields_with_known_kinds(name):
 
 
 def test_planted_values_come_from_the_declarations_only():
-    plan = {"sessions": [{"expected": "6693470", "key": "session 870"}, {"expected": "6693471"}],
-            "other": {"expected": "not declared"}}
+    plan = {
+        "sessions": [{"expected": "6693470", "key": "session 870"}, {"expected": "6693471"}],
+        "other": {"expected": "not declared"},
+    }
     node = declarations("capacity")["manifest.json"].child(PLAN)[0]
     assert list(values_of_kind(plan, node, PLANTED)) == ["6693470", "6693471"]
     assert list(values_of_kind(plan, declarations("soak")["manifest.json"].child(PLAN)[0], PLANTED)) == []
@@ -93,8 +128,11 @@ def undeclared_strings(value: Any, node: Node | None, path: str = "") -> list[st
     if node is not None and node.kind is not None and not node.children:
         return []
     if isinstance(value, dict):
-        return [f for key, child in value.items()
-                for f in undeclared_strings(child, node.child(str(key))[0] if node else None, f"{path}.{key}")]
+        return [
+            f
+            for key, child in value.items()
+            for f in undeclared_strings(child, node.child(str(key))[0] if node else None, f"{path}.{key}")
+        ]
     if isinstance(value, list):
         sub = node.child("*")[0] if node is not None else None
         return [f for child in value for f in undeclared_strings(child, sub, f"{path}.*")]
@@ -105,8 +143,9 @@ def undeclared_strings(value: Any, node: Node | None, path: str = "") -> list[st
 def test_every_string_of_the_real_runs_is_declared(run):
     manifest = json.loads((run / "manifest.json").read_text())
     declared = declarations(manifest.get("scenario"))
-    missing = set(undeclared_strings({k: v for k, v in manifest.items() if k != "publication"},
-                                     declared["manifest.json"]))
+    missing = set(
+        undeclared_strings({k: v for k, v in manifest.items() if k != "publication"}, declared["manifest.json"])
+    )
     for name in RUN_FILES:
         if name != "manifest.json" and (run / name).is_file():
             for row in read_jsonl(run / name)[:200]:

@@ -76,8 +76,15 @@ def fragments(value: str) -> list[str]:
     if "\n" not in value:
         forms += [f"Authorization: {value}", f"secret: {value}"]
     if not any(c.isspace() for c in value):
-        forms += [f"key={value}", f"curl -u alice:{value} -s", f"Cookie: session={value}", f"Bearer {value}",
-                  f"--api-key {value} --port 8000", f"Authorization: Token {value}", f"HF_TOKEN={value}"]
+        forms += [
+            f"key={value}",
+            f"curl -u alice:{value} -s",
+            f"Cookie: session={value}",
+            f"Bearer {value}",
+            f"--api-key {value} --port 8000",
+            f"Authorization: Token {value}",
+            f"HF_TOKEN={value}",
+        ]
     forms.append(json.dumps(json.dumps({"api_key": value}))[1:-1])  # {\"api_key\": \"...\"}: JSON escaped twice
     return forms
 
@@ -248,8 +255,15 @@ def test_the_real_runs_hold_no_secret_named_field_but_the_probe_key():
     assert len(names) > 200
     # the probe's question (`session 870`): published all the same, capacity's catalog entry declares it text
     assert {n for n in names if field_kind(n) == "secret"} == {"key"}
-    assert {"prompt_tokens", "output_tokens", "tokens", "first_token_ns", "max_num_batched_tokens",
-            "prompt_tokens_total", "session_tokens"} <= {n for n in names if field_kind(n) == "count"}
+    assert {
+        "prompt_tokens",
+        "output_tokens",
+        "tokens",
+        "first_token_ns",
+        "max_num_batched_tokens",
+        "prompt_tokens_total",
+        "session_tokens",
+    } <= {n for n in names if field_kind(n) == "count"}
 
 
 def test_every_number_of_the_real_runs_survives_sanitizing():
@@ -264,8 +278,13 @@ def test_every_number_of_the_real_runs_survives_sanitizing():
 
     checked = 0
     for path in sorted((ROOT / "docs/runs").glob("*/*/runs/*/*")):
-        rows = [json.loads(path.read_text())] if path.name == "manifest.json" else \
-            read_jsonl(path)[:50] if path.suffix == ".jsonl" else []
+        rows = (
+            [json.loads(path.read_text())]
+            if path.name == "manifest.json"
+            else read_jsonl(path)[:50]
+            if path.suffix == ".jsonl"
+            else []
+        )
         for row in rows:
             before = numbers(row)
             assert numbers(sanitizer.value(row)) == before, path
@@ -318,14 +337,38 @@ def test_numbers_are_looked_for_as_whole_numbers(tmp_path):
 
 def test_known_secrets_skips_what_is_not_a_secret_and_reads_the_environment():
     sanitizer = Sanitizer(include_this_machine=False)
-    sanitizer.value({"password": "abc", "token": "true", "api_key_env": "MY_KEY_VAR", "auth": "VLLM_API_KEY",
-                     "pin": 1234, "key": "Token 9f8e7d6c5b4a", "secret": 12345, "passwd": 1234567,
-                     "note": "first token: 0.52 s", "pw": "1234abcdefgh"})
-    environ = {"MY_KEY_VAR": "from-the-named-variable", "HF_TOKEN": "hf-Zx9-local-77", "PWD": "/work/x",
-               "MAX_TOKENS": "128", "HOME": "/root", "VLLM_API_KEY": "EMPTY", "OPENAI_API_KEY": "test"}
+    sanitizer.value(
+        {
+            "password": "abc",
+            "token": "true",
+            "api_key_env": "MY_KEY_VAR",
+            "auth": "VLLM_API_KEY",
+            "pin": 1234,
+            "key": "Token 9f8e7d6c5b4a",
+            "secret": 12345,
+            "passwd": 1234567,
+            "note": "first token: 0.52 s",
+            "pw": "1234abcdefgh",
+        }
+    )
+    environ = {
+        "MY_KEY_VAR": "from-the-named-variable",
+        "HF_TOKEN": "hf-Zx9-local-77",
+        "PWD": "/work/x",
+        "MAX_TOKENS": "128",
+        "HOME": "/root",
+        "VLLM_API_KEY": "EMPTY",
+        "OPENAI_API_KEY": "test",
+    }
     found = known_secrets(sanitizer, environ)
-    assert set(found) == {"Token 9f8e7d6c5b4a", "9f8e7d6c5b4a", "1234567", "from-the-named-variable",
-                          "hf-Zx9-local-77", "1234abcdefgh"}
+    assert set(found) == {
+        "Token 9f8e7d6c5b4a",
+        "9f8e7d6c5b4a",
+        "1234567",
+        "from-the-named-variable",
+        "hf-Zx9-local-77",
+        "1234abcdefgh",
+    }
     assert found["hf-Zx9-local-77"] == "the value of the environment variable HF_TOKEN"
     assert "MY_KEY_VAR" in found["from-the-named-variable"]
 
@@ -333,11 +376,15 @@ def test_known_secrets_skips_what_is_not_a_secret_and_reads_the_environment():
 def test_publish_refuses_when_a_key_from_the_environment_is_in_the_data(tmp_path):
     run = throughput_run(tmp_path / "src")
     rows = read_jsonl(run / "requests.jsonl")
-    (run / "requests.jsonl").write_text("".join(json.dumps(r | {"error_message": "used Zx9-local-key-77 ok"}) + "\n"
-                                                for r in rows))
+    (run / "requests.jsonl").write_text(
+        "".join(json.dumps(r | {"error_message": "used Zx9-local-key-77 ok"}) + "\n" for r in rows)
+    )
     with mock.patch.dict(os.environ, {"MY_SERVICE_TOKEN": "Zx9-local-key-77"}):
-        with pytest.raises(UsageError, match=r"^publish refused, no bundle written: runs/[^ ]+/requests.jsonl holds "
-                                             r"the value of the environment variable MY_SERVICE_TOKEN"):
+        with pytest.raises(
+            UsageError,
+            match=r"^publish refused, no bundle written: runs/[^ ]+/requests.jsonl holds "
+            r"the value of the environment variable MY_SERVICE_TOKEN",
+        ):
             publish([run], tmp_path / "bundle", sanitizer=Sanitizer(include_this_machine=False))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["src"]
     publish([run], tmp_path / "bundle", sanitizer=Sanitizer(include_this_machine=False))  # without it: fine

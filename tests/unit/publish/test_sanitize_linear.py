@@ -19,11 +19,47 @@ from loadproof.publish.sanitize import Sanitizer
 SMALL, LARGE = 50_000, 100_000
 # a unit repeated, or (prefix, filler): the prefix once, then the filler to the size
 ADVERSARIAL: list[str | tuple[str, str]] = [
-    ("token=", "a"), ("password: ", "a"), ("--api-key ", "a"), ('"api_key": "', "\\\""), ("Bearer ", "a!"),
-    "ab:", ":", ".", "a.", "1:", "1::", "1.1.1.1:", "fe80::1%", "0123456789abcdef", "-eyJ", "eyJaaaaaaaaaaa.",
-    "--api-key ", "--api-key (", "key=token=", "host=host=", "tokens: 1 ", "x=y ", "Basic ", "Bearer Bearer ",
-    '\\"', "\\", "'", "curl -u ", "-----BEGIN PRIVATE KEY-----", '"name": "API_KEY", "value": ', "/a", "~/a",
-    "a@", "@a.", "sk-", "http://", "a://", "\\\\a", "dgx.", "a.b.c.", "Authorization: Bearer ",
+    ("token=", "a"),
+    ("password: ", "a"),
+    ("--api-key ", "a"),
+    ('"api_key": "', '\\"'),
+    ("Bearer ", "a!"),
+    "ab:",
+    ":",
+    ".",
+    "a.",
+    "1:",
+    "1::",
+    "1.1.1.1:",
+    "fe80::1%",
+    "0123456789abcdef",
+    "-eyJ",
+    "eyJaaaaaaaaaaa.",
+    "--api-key ",
+    "--api-key (",
+    "key=token=",
+    "host=host=",
+    "tokens: 1 ",
+    "x=y ",
+    "Basic ",
+    "Bearer Bearer ",
+    '\\"',
+    "\\",
+    "'",
+    "curl -u ",
+    "-----BEGIN PRIVATE KEY-----",
+    '"name": "API_KEY", "value": ',
+    "/a",
+    "~/a",
+    "a@",
+    "@a.",
+    "sk-",
+    "http://",
+    "a://",
+    "\\\\a",
+    "dgx.",
+    "a.b.c.",
+    "Authorization: Bearer ",
 ]
 
 
@@ -51,8 +87,10 @@ def assert_linear(item: str | tuple[str, str]) -> None:
         small, large = timed(sanitizer, small_text), timed(sanitizer, large_text)
         if large < 1.5 and large < 3 * small + 0.02:
             return
-    raise AssertionError(f"{item!r}: {small * 1000:.0f} ms for {SMALL:,} characters, {large * 1000:.0f} ms for "
-                         f"{LARGE:,}: more than linear, or over 1.5 s")
+    raise AssertionError(
+        f"{item!r}: {small * 1000:.0f} ms for {SMALL:,} characters, {large * 1000:.0f} ms for "
+        f"{LARGE:,}: more than linear, or over 1.5 s"
+    )
 
 
 @pytest.mark.parametrize("item", ADVERSARIAL, ids=[repr(a)[:30] for a in ADVERSARIAL])
@@ -61,7 +99,9 @@ def test_time_is_linear_in_the_input(item):
 
 
 @settings(max_examples=6, deadline=None, derandomize=True)
-@given(unit=st.text(alphabet=":.-=/\\\"' a1fF@%~<>", min_size=1, max_size=6),
-       name=st.sampled_from(["", "token", "--api-key", "host", "Authorization", "password", "name"]))
+@given(
+    unit=st.text(alphabet=":.-=/\\\"' a1fF@%~<>", min_size=1, max_size=6),
+    name=st.sampled_from(["", "token", "--api-key", "host", "Authorization", "password", "name"]),
+)
 def test_time_is_linear_on_drawn_units(unit, name):
     assert_linear(name + unit)

@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from hypothesis import example, HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from loadproof.publish import publish
@@ -24,8 +24,13 @@ from loadproof.records import RequestRecord
 from loadproof.rundir import EngineSample
 from loadproof.store.run_dir import RunWriter
 from loadproof.verify import verify
-from tests.unit.publish.synthetic import (HAND_THROUGHPUT, telemetry_rows, throughput_manifest, throughput_records,
-                                          write_jsonl)
+from tests.unit.publish.synthetic import (
+    HAND_THROUGHPUT,
+    telemetry_rows,
+    throughput_manifest,
+    throughput_records,
+    write_jsonl,
+)
 
 # a planted item: (the string planted, the needles that must not appear anywhere in the bundle)
 Planted = tuple[str, list[str]]
@@ -77,36 +82,71 @@ def email(draw) -> Planted:
 @st.composite
 def host_path(draw) -> Planted:
     user = draw(name)
-    template = draw(st.sampled_from([
-        "/home/{u}/models/llama-3.1-8b", "/root/{u}", "/tmp/{u}/tokenizer.json", "/work/{u}/ckpt",
-        "~/{u}/models", "~{u}/models/x", "C:\\Users\\{u}\\models", "/data/{u}/weights.safetensors",
-    ]))
+    template = draw(
+        st.sampled_from(
+            [
+                "/home/{u}/models/llama-3.1-8b",
+                "/root/{u}",
+                "/tmp/{u}/tokenizer.json",
+                "/work/{u}/ckpt",
+                "~/{u}/models",
+                "~{u}/models/x",
+                "C:\\Users\\{u}\\models",
+                "/data/{u}/weights.safetensors",
+            ]
+        )
+    )
     return template.format(u=user), [user]
 
 
 @st.composite
 def secret(draw) -> Planted:
     b = draw(body)
-    template = draw(st.sampled_from([
-        "sk-{b}", "sk-proj-{b}", "hf_{b}", "ghp_{b}", "Bearer {b}", "bearer {b}", "api_key={b}", "--api-key {b}",
-        "token: {b}", "password={b}", '"authorization": "Basic {b}=="', "xoxb-{b}", "nvapi-{b}",
-    ]))
+    template = draw(
+        st.sampled_from(
+            [
+                "sk-{b}",
+                "sk-proj-{b}",
+                "hf_{b}",
+                "ghp_{b}",
+                "Bearer {b}",
+                "bearer {b}",
+                "api_key={b}",
+                "--api-key {b}",
+                "token: {b}",
+                "password={b}",
+                '"authorization": "Basic {b}=="',
+                "xoxb-{b}",
+                "nvapi-{b}",
+            ]
+        )
+    )
     return template.format(b=b), [b]
 
 
-fixed = st.sampled_from([("127.0.0.1", ["127.0.0.1"]), ("localhost:8000", ["localhost"]), ("::1", ["::1"]),
-                         ("fe80::1%eth0", ["fe80::1"]), ("0.0.0.0:8000", ["0.0.0.0"])])
+fixed = st.sampled_from(
+    [
+        ("127.0.0.1", ["127.0.0.1"]),
+        ("localhost:8000", ["localhost"]),
+        ("::1", ["::1"]),
+        ("fe80::1%eth0", ["fe80::1"]),
+        ("0.0.0.0:8000", ["0.0.0.0"]),
+    ]
+)
 planted_item = st.one_of(ipv4(), ipv6(), hostname(), url(), email(), host_path(), secret(), fixed)
 separator = st.sampled_from([" ", ", ", "; ", " (", " | ", "\t", " at ", "="])
 
 
-def plant_strings(obj: Any, dirt: str, skip: frozenset[str] = frozenset(), open_maps: frozenset[str] = frozenset(),
-                  path: str = "") -> Any:
+def plant_strings(
+    obj: Any, dirt: str, skip: frozenset[str] = frozenset(), open_maps: frozenset[str] = frozenset(), path: str = ""
+) -> Any:
     """Every string value gets `dirt` appended, and every dict at a path in `open_maps` (those a run directory
     leaves open: the manifest's top level, a profile, options) or below it gets `dirt` as one more key."""
     if isinstance(obj, dict):
-        out = {k: (v if k in skip else plant_strings(v, dirt, skip, open_maps, f"{path}.{k}".lstrip(".")))
-               for k, v in obj.items()}
+        out = {
+            k: (v if k in skip else plant_strings(v, dirt, skip, open_maps, f"{path}.{k}".lstrip(".")))
+            for k, v in obj.items()
+        }
         if path in open_maps or any(path.startswith(f"{m}.") for m in open_maps if m):
             out[dirt.strip()] = dirt
         return out
@@ -119,14 +159,26 @@ def plant_strings(obj: Any, dirt: str, skip: frozenset[str] = frozenset(), open_
 
 def planted_run(root: Path, dirt: str) -> Path:
     name = "throughput-20261130-083713-1022"
-    manifest = plant_strings(throughput_manifest(name), dirt, skip=frozenset({"scenario"}),
-                             open_maps=frozenset({"", "profile", "options", "target.extra_body"}))
+    manifest = plant_strings(
+        throughput_manifest(name),
+        dirt,
+        skip=frozenset({"scenario"}),
+        open_maps=frozenset({"", "profile", "options", "target.extra_body"}),
+    )
     manifest["profile"]["legit"] = LEGIT  # a configuration: every string in it is sanitized as text
     with RunWriter(root / name) as writer:
         writer.write_manifest(manifest)
         for record in throughput_records():
-            for field in ("request_id", "endpoint", "family", "prompt_id", "error_kind", "error_message",
-                          "finish_reason", "output_text"):
+            for field in (
+                "request_id",
+                "endpoint",
+                "family",
+                "prompt_id",
+                "error_kind",
+                "error_message",
+                "finish_reason",
+                "output_text",
+            ):
                 setattr(record, field, (getattr(record, field) or "") + dirt)
             writer.append(record)
         # one record outside the claims, so `scenario` is planted too
@@ -137,10 +189,17 @@ def planted_run(root: Path, dirt: str) -> Path:
     return root / name
 
 
-LEGIT = {"model": "meta-llama/Llama-3.1-8B", "embedded": "embedded:gemma3-270m", "version": "0.32.0",
-         "metric": "vllm:num_requests_running", "claim": "throughput.english.c1.decode_tokens_per_s",
-         "driver": "570.86.15", "route": "/v1/completions", "git": "29ca9dcaf49085392a98eab2c9ac6693110f433e",
-         "numbers": [1536, 7.3, 0.25]}
+LEGIT = {
+    "model": "meta-llama/Llama-3.1-8B",
+    "embedded": "embedded:gemma3-270m",
+    "version": "0.32.0",
+    "metric": "vllm:num_requests_running",
+    "claim": "throughput.english.c1.decode_tokens_per_s",
+    "driver": "570.86.15",
+    "route": "/v1/completions",
+    "git": "29ca9dcaf49085392a98eab2c9ac6693110f433e",
+    "numbers": [1536, 7.3, 0.25],
+}
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -170,8 +229,11 @@ def test_nothing_planted_survives_and_claims_still_verify(items, seps):
         claims = json.loads(next(p for p in files if p.name == "claims.json").read_text())["claims"]
         for claim in claims:
             stem = claim["name"].split(".")
-            key = "throughput.english.c1.decode_tokens_per_s" if stem[-1] == "decode_tokens_per_s" and "c1" in stem \
+            key = (
+                "throughput.english.c1.decode_tokens_per_s"
+                if stem[-1] == "decode_tokens_per_s" and "c1" in stem
                 else None
+            )
             if key:  # the family is planted too, so match by shape; the figure is the hand-computed one
                 printed, value = HAND_THROUGHPUT[key]
                 assert claim["printed"] == printed and math.isclose(claim["value"], value, rel_tol=1e-9)

@@ -12,8 +12,10 @@ import pytest
 from loadproof.publish import sanitize
 from loadproof.publish.sanitize import Sanitizer
 
-PEM = ("-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\nBKcwggSjAgEAAoIBAQC7VJTUt9Us8cKj\n"
-       "-----END PRIVATE KEY-----")
+PEM = (
+    "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\nBKcwggSjAgEAAoIBAQC7VJTUt9Us8cKj\n"
+    "-----END PRIVATE KEY-----"
+)
 
 
 @pytest.fixture
@@ -23,34 +25,55 @@ def s():
 
 # (input, secrets that must be gone, text that must stay)
 TEXT_CASES = [
-    ('extra_args: ["--api-key", "correct horse battery staple"]', ["correct horse battery staple", "horse"],
-     ['extra_args: ["--api-key", "']),
+    (
+        'extra_args: ["--api-key", "correct horse battery staple"]',
+        ["correct horse battery staple", "horse"],
+        ['extra_args: ["--api-key", "'],
+    ),
     ('env.VLLM_API_KEY: "Zx9 local key"', ["Zx9 local key", "Zx9", "local key"], ['env.VLLM_API_KEY: "']),
     ("--api-key 'my secret key'", ["my secret key", "my secret", "key'"], ["--api-key '"]),
-    (f"private_key: {json.dumps(PEM)}", ["MIIEvQIBADANBgkqhkiG9w0BAQEFAASC", "BKcwggSjAgEAAoIBAQC7VJTUt9Us8cKj"],
-     ["private_key: "]),
-    (f"config follows\n{PEM}\nend", ["MIIEvQIBADANBgkqhkiG9w0BAQEFAASC", "BKcwggSjAgEAAoIBAQC7VJTUt9Us8cKj"],
-     ["config follows\n", "\nend"]),
+    (
+        f"private_key: {json.dumps(PEM)}",
+        ["MIIEvQIBADANBgkqhkiG9w0BAQEFAASC", "BKcwggSjAgEAAoIBAQC7VJTUt9Us8cKj"],
+        ["private_key: "],
+    ),
+    (
+        f"config follows\n{PEM}\nend",
+        ["MIIEvQIBADANBgkqhkiG9w0BAQEFAASC", "BKcwggSjAgEAAoIBAQC7VJTUt9Us8cKj"],
+        ["config follows\n", "\nend"],
+    ),
     ("--api-key -Xk2abcdEFGH", ["Xk2abcdEFGH"], ["--api-key "]),
     ("vllm serve m --api-key -Xk2abcdEFGH --port 8000", ["Xk2abcdEFGH"], ["vllm serve m --api-key ", "--port 8000"]),
     ('{"password": 12345678}', ["12345678"], ['{"password": ']),
-    ("pw=hunter2x db_pass=hunter3x DB_PASS=hunter4x", ["hunter2x", "hunter3x", "hunter4x"],
-     ["pw=", "db_pass=", "DB_PASS="]),
+    (
+        "pw=hunter2x db_pass=hunter3x DB_PASS=hunter4x",
+        ["hunter2x", "hunter3x", "hunter4x"],
+        ["pw=", "db_pass=", "DB_PASS="],
+    ),
     ("Authorization: Token 9f8e7d6c5b4a", ["9f8e7d6c5b4a", "Token"], ["Authorization: "]),
     ("Authorization: Basic dXNlcjpwYXNz", ["dXNlcjpwYXNz"], ["Authorization: "]),
     ("sent Basic dXNlcjpwYXNz upstream", ["dXNlcjpwYXNz"], ["sent Basic ", " upstream"]),
-    ("Proxy-Authorization: Digest username=\"a\", response=\"6629fae49393a053\"", ["6629fae49393a053"],
-     ["Proxy-Authorization: "]),
+    (
+        'Proxy-Authorization: Digest username="a", response="6629fae49393a053"',
+        ["6629fae49393a053"],
+        ["Proxy-Authorization: "],
+    ),
     ("Cookie: session=abcdef1234567", ["abcdef1234567"], ["Cookie: "]),
     ("Set-Cookie: sid=abcdef1234567; Path=/", ["abcdef1234567"], ["Set-Cookie: "]),
     ("curl -u alice:hunter2 http://h/v1/models", ["hunter2", "alice:"], ["curl -u "]),
     ("curl --user alice:hunter2 -s", ["hunter2"], ["curl --user ", " -s"]),
     ("key=abcdefgh1234", ["abcdefgh1234"], ["key="]),
     ("Bearer abc!def12345", ["abc!def12345", "def12345"], ["Bearer "]),
-    ('{"env":[{"name":"VLLM_API_KEY","value":"Zx9 local key"}]}', ["Zx9 local key"],
-     ['{"env":[{"name":"VLLM_API_KEY","value":"']),
-    ("env:\n- name: HF_TOKEN\n  value: hf-but-not-shaped-1234\n- name: PORT\n  value: 8000", ["hf-but-not-shaped-1234"],
-     ["- name: HF_TOKEN\n  value: ", "- name: PORT\n  value: 8000"]),
+    (
+        '{"env":[{"name":"VLLM_API_KEY","value":"Zx9 local key"}]}',
+        ["Zx9 local key"],
+        ['{"env":[{"name":"VLLM_API_KEY","value":"'],
+    ),
+    (
+        "env:\n- name: HF_TOKEN\n  value: hf-but-not-shaped-1234\n- name: PORT\n  value: 8000",
+        ["hf-but-not-shaped-1234"],
+        ["- name: HF_TOKEN\n  value: ", "- name: PORT\n  value: 8000"],
+    ),
     ('{\\"api_key\\": \\"abcdef123456\\"}', ["abcdef123456"], ['{\\"api_key\\": \\"']),
     ('{\\\\\\"api_key\\\\\\": \\\\\\"abcdef123456\\\\\\"}', ["abcdef123456"], ['{\\\\\\"api_key\\\\\\": ']),
     # an escaped quote inside the escaped value
@@ -73,9 +96,13 @@ def test_reported_text_leaks_are_closed(s, text, gone, kept):
 
 def test_reported_structural_leaks_are_closed(s):
     run = {
-        "profile": {"serving": {"extra_args": ["--api-key", "correct horse battery staple", "--port", "8000"],
-                                "env": {"VLLM_API_KEY": "Zx9 local key", "VLLM_LOGGING_LEVEL": "INFO"}},
-                    "tls": {"private_key": PEM, "cert_file": "server.pem"}},
+        "profile": {
+            "serving": {
+                "extra_args": ["--api-key", "correct horse battery staple", "--port", "8000"],
+                "env": {"VLLM_API_KEY": "Zx9 local key", "VLLM_LOGGING_LEVEL": "INFO"},
+            },
+            "tls": {"private_key": PEM, "cert_file": "server.pem"},
+        },
         "launch": ["vllm", "serve", "m", "--api-key", "-Xk2abcdEFGH", "--port", "8000"],
         "db": {"password": 12345678, "pw": "x y z", "db_pass": "a\nb", "DB_PASS": 3.5, "port": 5432},
         "headers": {"Authorization": "Token 9f8e7d6c5b4a", "Cookie": "session=abcdef1234567", "Accept": "*/*"},
@@ -83,9 +110,13 @@ def test_reported_structural_leaks_are_closed(s):
         "curl": ["curl", "-u", "alice:hunter2", "-s"],
     }
     assert s.value(run) == {
-        "profile": {"serving": {"extra_args": ["--api-key", "<secret>", "--port", "8000"],
-                                "env": {"VLLM_API_KEY": "<secret>", "VLLM_LOGGING_LEVEL": "INFO"}},
-                    "tls": {"private_key": "<secret>", "cert_file": "server.pem"}},
+        "profile": {
+            "serving": {
+                "extra_args": ["--api-key", "<secret>", "--port", "8000"],
+                "env": {"VLLM_API_KEY": "<secret>", "VLLM_LOGGING_LEVEL": "INFO"},
+            },
+            "tls": {"private_key": "<secret>", "cert_file": "server.pem"},
+        },
         "launch": ["vllm", "serve", "m", "--api-key", "<secret>", "--port", "8000"],
         "db": {"password": "<secret>", "pw": "<secret>", "db_pass": "<secret>", "DB_PASS": "<secret>", "port": 5432},
         "headers": {"Authorization": "<secret>", "Cookie": "<secret>", "Accept": "*/*"},
@@ -96,9 +127,15 @@ def test_reported_structural_leaks_are_closed(s):
 
 def test_a_whole_subtree_under_a_secret_name_goes():
     s = Sanitizer(include_this_machine=False)
-    assert s.value({"auth": {"user": "alice", "tokens": ["a", "b"]}, "credentials": [1, 2], "secret": None,
-                    "api_key": "", "token": False}) == \
-        {"auth": "<secret>", "credentials": "<secret>", "secret": None, "api_key": "", "token": False}
+    assert s.value(
+        {
+            "auth": {"user": "alice", "tokens": ["a", "b"]},
+            "credentials": [1, 2],
+            "secret": None,
+            "api_key": "",
+            "token": False,
+        }
+    ) == {"auth": "<secret>", "credentials": "<secret>", "secret": None, "api_key": "", "token": False}
 
 
 def test_a_plain_word_host_is_learned_and_removed_everywhere():
@@ -106,8 +143,9 @@ def test_a_plain_word_host_is_learned_and_removed_everywhere():
     s.learn({"host": "dgx"})
     assert s.value({"host": "dgx"}) == {"host": "<host>"}
     assert s.text("dgx: NCCL INFO Channel 00/08 : 0 1") == "<host>: NCCL INFO Channel 00/08 : 0 1"
-    assert s.text("DGX rebooted; engine-dgx.log kept; dgxs stays") == \
-        "<host> rebooted; engine-<host>.log kept; dgxs stays"
+    assert (
+        s.text("DGX rebooted; engine-dgx.log kept; dgxs stays") == "<host> rebooted; engine-<host>.log kept; dgxs stays"
+    )
 
 
 def test_this_machine_names_are_removed_as_plain_words(monkeypatch):

@@ -12,8 +12,15 @@ from loadproof.relay.serve import relay_config
 
 
 def test_the_prefill_request_is_the_same_prompt_for_one_token_not_streamed():
-    request = {"model": "m", "prompt": "hello", "max_tokens": 300, "stream": True, "min_tokens": 10,
-               "stream_options": {"include_usage": True}, "temperature": 0.7}
+    request = {
+        "model": "m",
+        "prompt": "hello",
+        "max_tokens": 300,
+        "stream": True,
+        "min_tokens": 10,
+        "stream_options": {"include_usage": True},
+        "temperature": 0.7,
+    }
     body = json.loads(prefill_body(request, "/v1/completions", PrefillConfig("http://p")))
     assert body == {"model": "m", "prompt": "hello", "max_tokens": 1, "stream": False, "temperature": 0.7}
     assert request["max_tokens"] == 300  # the decode instance's request is left as it was
@@ -21,10 +28,16 @@ def test_the_prefill_request_is_the_same_prompt_for_one_token_not_streamed():
 
 def test_chat_nixl_and_a_storage_folder_add_what_each_needs():
     request = {"model": "m", "messages": [], "max_completion_tokens": 50, "stream": True}
-    body = json.loads(prefill_body(request, "/v1/chat/completions",
-                                   PrefillConfig("http://p", "NixlConnector", kv_storage="/dev/shm/kv")))
+    body = json.loads(
+        prefill_body(
+            request, "/v1/chat/completions", PrefillConfig("http://p", "NixlConnector", kv_storage="/dev/shm/kv")
+        )
+    )
     assert body["max_completion_tokens"] == 1 and body["max_tokens"] == 1
-    assert body["kv_transfer_params"]["do_remote_decode"] is True and body["kv_transfer_params"]["do_remote_prefill"] is False
+    assert (
+        body["kv_transfer_params"]["do_remote_decode"] is True
+        and body["kv_transfer_params"]["do_remote_prefill"] is False
+    )
     assert body["return_token_ids"] is True
 
 

@@ -18,12 +18,12 @@ from loadproof.metrics.claims import Criterion, acceptance_claims, count, number
 from loadproof.report.compare import (
     DESCRIPTIVE,
     NO_VERDICT,
+    add_answer_changes,
     bootstrap_change_ci,
     budget_of,
     build_side,
     compare,
     parse_percent,
-    add_answer_changes,
     render_markdown,
     table,
 )
@@ -41,13 +41,30 @@ def side(tmp_path, label, rates):
 
 PLANS = {  # the smallest plan of each scenario these tests build sides of
     "throughput": throughput_plan([stream("x", send=0, first=0.1, rate=10, family="x")]),
-    "capacity": {"plan": {"sessions": [{"request_id": "cap-s0", "session_id": "s0", "expected": "1234567"}],
-                          "input_tokens": 1024, "window_s": 6.0, "max_gap_s": 5.0, "drain_timeout_s": 30.0,
-                          "kv_idle_bound": 0.02}},
-    "soak": {"plan": {"duration_s": 20.0, "clients": 2, "long_every": 0, "long_requests": False,
-                      "max_error_rate": 0.0, "max_latency_drift": 0.25, "max_rss_growth_mib": 512}},
-    "quality": {"plan": {"suites": ["gsm8k"], "endpoint": "chat", "max_model_len": None, "num_items": 5,
-                         "num_skipped": 0}},
+    "capacity": {
+        "plan": {
+            "sessions": [{"request_id": "cap-s0", "session_id": "s0", "expected": "1234567"}],
+            "input_tokens": 1024,
+            "window_s": 6.0,
+            "max_gap_s": 5.0,
+            "drain_timeout_s": 30.0,
+            "kv_idle_bound": 0.02,
+        }
+    },
+    "soak": {
+        "plan": {
+            "duration_s": 20.0,
+            "clients": 2,
+            "long_every": 0,
+            "long_requests": False,
+            "max_error_rate": 0.0,
+            "max_latency_drift": 0.25,
+            "max_rss_growth_mib": 512,
+        }
+    },
+    "quality": {
+        "plan": {"suites": ["gsm8k"], "endpoint": "chat", "max_model_len": None, "num_items": 5, "num_skipped": 0}
+    },
 }
 
 
@@ -111,8 +128,9 @@ def test_bootstrap_is_deterministic_for_a_seed():
 
 
 def test_bootstrap_excludes_zero_for_clearly_different_samples():
-    low, high = bootstrap_change_ci([10.0, 10.2, 9.9, 10.1, 10.05], [12.0, 12.1, 11.9, 12.2, 12.05],
-                                    random.Random(1), 2000)
+    low, high = bootstrap_change_ci(
+        [10.0, 10.2, 9.9, 10.1, 10.05], [12.0, 12.1, 11.9, 12.2, 12.05], random.Random(1), 2000
+    )
     assert 0 < low < 0.2 < high < 0.25  # the true change is +20%
 
 
@@ -127,22 +145,28 @@ def test_bootstrap_needs_two_values_on_each_side():
 
 
 def budget_sides(cand_tps, cand_ttft):
-    base = claim_side("base", [tps(100.0), number("throughput.x.c1.ttft_median_s", 1.0, "s", "f", 3, direction="lower")],
-                      "throughput")
-    cand = claim_side("cand", [tps(cand_tps),
-                               number("throughput.x.c1.ttft_median_s", cand_ttft, "s", "f", 3, direction="lower")],
-                      "throughput")
+    base = claim_side(
+        "base", [tps(100.0), number("throughput.x.c1.ttft_median_s", 1.0, "s", "f", 3, direction="lower")], "throughput"
+    )
+    cand = claim_side(
+        "cand",
+        [tps(cand_tps), number("throughput.x.c1.ttft_median_s", cand_ttft, "s", "f", 3, direction="lower")],
+        "throughput",
+    )
     return base, cand
 
 
-@pytest.mark.parametrize(("tps", "ttft", "verdict", "culprit"), [
-    (90.0, 1.0, "ACCEPT", None),  # throughput exactly 10% worse: within budget
-    (89.5, 1.0, "REJECT", "decode_tokens_per_s: -10.5%"),
-    (150.0, 1.0, "ACCEPT", None),  # better is never rejected
-    (100.0, 1.10, "ACCEPT", None),  # latency exactly 10% worse
-    (100.0, 1.105, "REJECT", "ttft_median_s: +10.5%"),
-    (100.0, 0.5, "ACCEPT", None),
-])
+@pytest.mark.parametrize(
+    ("tps", "ttft", "verdict", "culprit"),
+    [
+        (90.0, 1.0, "ACCEPT", None),  # throughput exactly 10% worse: within budget
+        (89.5, 1.0, "REJECT", "decode_tokens_per_s: -10.5%"),
+        (150.0, 1.0, "ACCEPT", None),  # better is never rejected
+        (100.0, 1.10, "ACCEPT", None),  # latency exactly 10% worse
+        (100.0, 1.105, "REJECT", "ttft_median_s: +10.5%"),
+        (100.0, 0.5, "ACCEPT", None),
+    ],
+)
 def test_max_slowdown_on_both_sides_of_the_threshold(tps, ttft, verdict, culprit):
     base, cand = budget_sides(tps, ttft)
     result = compare(cand, [base], max_slowdown=parse_percent("10%"))
@@ -162,8 +186,10 @@ def test_max_slowdown_against_any_baseline():
 
 def capacity_claims(verdict, aggregate):
     status = "FAIL" if verdict == "FAIL" else "PASS"
-    criteria = [Criterion("all_streams_started", "PASS", "4/4 sessions produced a first token"),
-                Criterion("running", status, "num_requests_running min 3, max 4 (want 4)")]
+    criteria = [
+        Criterion("all_streams_started", "PASS", "4/4 sessions produced a first token"),
+        Criterion("running", status, "num_requests_running min 3, max 4 (want 4)"),
+    ]
     return [tps(aggregate, "capacity.window_aggregate_tokens_per_s")] + acceptance_claims("capacity", criteria)
 
 
@@ -172,22 +198,27 @@ def test_a_failing_candidate_is_rejected_with_its_failure_and_kept_in_the_table(
     cand = claim_side("cand", capacity_claims("FAIL", 120.0))
     result = compare(cand, [base])
     assert result.verdict == "REJECT"
-    assert result.reasons == ["capacity.verdict FAIL in candidate run cand: running: num_requests_running min 3, "
-                              "max 4 (want 4)"]
+    assert result.reasons == [
+        "capacity.verdict FAIL in candidate run cand: running: num_requests_running min 3, max 4 (want 4)"
+    ]
     assert result.names == ["capacity.window_aggregate_tokens_per_s"]  # its figures are still compared
     assert "- REJECT: capacity.verdict FAIL" in render_markdown(result)
 
 
 def test_require_an_acceptance():
     base = claim_side("base", capacity_claims("PASS", 100.0))
-    assert compare(claim_side("cand", capacity_claims("PASS", 100.0)), [base], required=["capacity"]).verdict == "ACCEPT"
+    assert (
+        compare(claim_side("cand", capacity_claims("PASS", 100.0)), [base], required=["capacity"]).verdict == "ACCEPT"
+    )
     no_verdict = claim_side("cand", [tps(100.0, "capacity.window_aggregate_tokens_per_s")])
     result = compare(no_verdict, [base], required=["capacity"])
     assert result.verdict == "REJECT" and "has no capacity.verdict claim" in result.reasons[0]
 
 
 def test_a_failed_baseline_is_noted_not_rejected():
-    result = compare(claim_side("cand", capacity_claims("PASS", 100.0)), [claim_side("base", capacity_claims("FAIL", 90.0))])
+    result = compare(
+        claim_side("cand", capacity_claims("PASS", 100.0)), [claim_side("base", capacity_claims("FAIL", 90.0))]
+    )
     assert result.verdict == "ACCEPT"
     assert any("baseline run base failed its acceptance" in n for n in result.notes)
 
@@ -206,10 +237,12 @@ def test_direction_and_budget_come_from_the_claim_not_its_name():
     assert budget_of(number("quality.gsm8k.accuracy", 0.5, "fraction", "f", direction="higher")) is None
     assert budget_of(count("throughput.x.c1.failed_requests", 1, "requests", "f", direction="lower")) is None
     # a quality score named like nothing in particular is judged by its own direction
-    base = claim_side("base", [number("quality.new_suite.score", 0.50, "fraction", "f", 3, direction="higher")],
-                      "quality")
-    cand = claim_side("cand", [number("quality.new_suite.score", 0.40, "fraction", "f", 3, direction="higher")],
-                      "quality")
+    base = claim_side(
+        "base", [number("quality.new_suite.score", 0.50, "fraction", "f", 3, direction="higher")], "quality"
+    )
+    cand = claim_side(
+        "cand", [number("quality.new_suite.score", 0.40, "fraction", "f", 3, direction="higher")], "quality"
+    )
     result = compare(cand, [base])
     assert result.baselines[0].changes["quality.new_suite.score"].judgement == "worse"
     assert table(result)[1][0][1] == "higher"
@@ -225,12 +258,18 @@ def test_runs_of_different_scenarios_are_refused_in_one_line(tmp_path):
     assert "\n" not in message
 
 
-@pytest.mark.parametrize(("field", "value", "said"), [
-    ("sessions", [{"request_id": f"cap-s{i}", "session_id": f"s{i}", "expected": "1"} for i in range(8)],
-     "sessions 8 vs 1"),
-    ("input_tokens", 2048, "input_tokens 2048 vs 1024"),
-    ("window_s", 10.0, "window_s 10 vs 6"),
-])
+@pytest.mark.parametrize(
+    ("field", "value", "said"),
+    [
+        (
+            "sessions",
+            [{"request_id": f"cap-s{i}", "session_id": f"s{i}", "expected": "1"} for i in range(8)],
+            "sessions 8 vs 1",
+        ),
+        ("input_tokens", 2048, "input_tokens 2048 vs 1024"),
+        ("window_s", 10.0, "window_s 10 vs 6"),
+    ],
+)
 def test_runs_with_a_different_workload_are_refused_unless_asked(field, value, said):
     base = claim_side("base", capacity_claims("PASS", 100.0), **{field: value})
     cand = claim_side("cand", capacity_claims("PASS", 110.0))
@@ -251,8 +290,9 @@ def test_repeats_of_one_side_must_share_the_workload():
 
 def test_throughput_families_and_concurrency_are_part_of_the_workload(tmp_path):
     base = side(tmp_path, "base", [10.0])
-    cand = build_side("cand", [load_run(throughput_run(tmp_path, "cand", [10.0], families=("english", "code")))],
-                      compute_claims)
+    cand = build_side(
+        "cand", [load_run(throughput_run(tmp_path, "cand", [10.0], families=("english", "code")))], compute_claims
+    )
     with pytest.raises(UsageError, match="families english vs english,code"):
         compare(cand, [base])
 
@@ -265,8 +305,10 @@ def test_no_verdict_without_a_shared_figure_a_budget_applies_to():
     assert "## Decision: NO VERDICT" in render_markdown(result)
     # a failed acceptance still rejects: that needs no figure
     sessions = [count("capacity.sessions", 4, "sessions", "N", direction="neither")]
-    failed = compare(claim_side("cand", sessions + acceptance_claims("capacity", [Criterion("running", "FAIL", "3")])),
-                     [claim_side("base", sessions + acceptance_claims("capacity", [Criterion("running", "PASS", "4")]))])
+    failed = compare(
+        claim_side("cand", sessions + acceptance_claims("capacity", [Criterion("running", "FAIL", "3")])),
+        [claim_side("base", sessions + acceptance_claims("capacity", [Criterion("running", "PASS", "4")]))],
+    )
     assert failed.verdict == "REJECT" and failed.reasons == ["capacity.verdict FAIL in candidate run cand: running: 3"]
 
 
@@ -282,13 +324,19 @@ def test_quality_answers_listed_per_baseline(monkeypatch):
 
     def answer_changes(base, cand):
         seen.append((base.run_id, cand.run_id))
-        return {"same_answer": ["q1"], "fixed_errors": [],
-                "new_errors": [{"suite": "gsm8k", "item_id": "q7", "mode": "", "expected": "3", "base": "3",
-                                "candidate": "4"}]}
+        return {
+            "same_answer": ["q1"],
+            "fixed_errors": [],
+            "new_errors": [
+                {"suite": "gsm8k", "item_id": "q7", "mode": "", "expected": "3", "base": "3", "candidate": "4"}
+            ],
+        }
 
     monkeypatch.setitem(sys.modules, "loadproof.metrics.quality", types.SimpleNamespace(answer_changes=answer_changes))
     score = [count("quality.gsm8k.correct", 10, "items", "f", direction="higher")]
-    result = compare(claim_side("cand", score, "quality"), [claim_side("b1", score, "quality"), claim_side("b2", score, "quality")])
+    result = compare(
+        claim_side("cand", score, "quality"), [claim_side("b1", score, "quality"), claim_side("b2", score, "quality")]
+    )
     add_answer_changes(result)
     assert seen == [("b1", "cand"), ("b2", "cand")]
     text = render_markdown(result)
@@ -299,14 +347,25 @@ def test_quality_answers_listed_per_baseline(monkeypatch):
 def test_cli_exit_codes(tmp_path):
     base = throughput_run(tmp_path, "base", [10.0])
     cand = throughput_run(tmp_path, "cand", [8.0])
-    soak = write_run(tmp_path, "soak", "soak", [stream("s0", send=0, first=0.1, rate=10, scenario="soak", family="short")],
-                     PLANS["soak"])
-    soak2 = write_run(tmp_path, "soak2", "soak", [stream("s1", send=0, first=0.1, rate=12, scenario="soak", family="short")],
-                      PLANS["soak"])
+    soak = write_run(
+        tmp_path,
+        "soak",
+        "soak",
+        [stream("s0", send=0, first=0.1, rate=10, scenario="soak", family="short")],
+        PLANS["soak"],
+    )
+    soak2 = write_run(
+        tmp_path,
+        "soak2",
+        "soak",
+        [stream("s1", send=0, first=0.1, rate=12, scenario="soak", family="short")],
+        PLANS["soak"],
+    )
 
     def run(*args):
-        return subprocess.run([sys.executable, "-m", "loadproof", "compare", *map(str, args)],
-                              capture_output=True, text=True, timeout=60)
+        return subprocess.run(
+            [sys.executable, "-m", "loadproof", "compare", *map(str, args)], capture_output=True, text=True, timeout=60
+        )
 
     out = tmp_path / "cmp.md"
     rejected = run(base, cand, "--max-slowdown", "10%", "--out", out)

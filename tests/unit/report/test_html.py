@@ -20,8 +20,17 @@ def throughput_records():
     out = []
     for f, fam in enumerate(("english", "code")):
         out.append(stream(f"{fam}-c1", send=f * 10.0, first=f * 10.0 + 0.1, rate=20.0, family=fam))
-        out += [stream(f"{fam}-c4-{j}", send=50.0 + f * 10, first=50.2 + f * 10 + j * 0.01, rate=15.0, family=fam,
-                       concurrency=4) for j in range(4)]
+        out += [
+            stream(
+                f"{fam}-c4-{j}",
+                send=50.0 + f * 10,
+                first=50.2 + f * 10 + j * 0.01,
+                rate=15.0,
+                family=fam,
+                concurrency=4,
+            )
+            for j in range(4)
+        ]
     return out
 
 
@@ -41,24 +50,36 @@ def assert_self_contained(html):
 
 
 def test_throughput_report_writes_a_self_contained_page(tmp_path):
-    path = write_run(tmp_path, "tp", "throughput", throughput_records(),
-                     {"target": {"model": PLANTED, "endpoint": "completions"}, "engine_version": PLANTED},
-                     telemetry=telemetry())
+    path = write_run(
+        tmp_path,
+        "tp",
+        "throughput",
+        throughput_records(),
+        {"target": {"model": PLANTED, "endpoint": "completions"}, "engine_version": PLANTED},
+        telemetry=telemetry(),
+    )
     build_report(path)
     html = (path / "report.html").read_text(encoding="utf-8")
     assert html.startswith("<!DOCTYPE html>")
     assert_self_contained(html)
-    assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in html or "&lt;script&gt;alert('x')&lt;/script&gt;" in html
-    assert svg_titles(html) == ["Aggregate throughput by concurrency and task family",
-                                "One stream&#x27;s decode rate by concurrency and task family",
-                                "TTFT distribution (10 requests)"]
+    assert (
+        "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in html or "&lt;script&gt;alert('x')&lt;/script&gt;" in html
+    )
+    assert svg_titles(html) == [
+        "Aggregate throughput by concurrency and task family",
+        "One stream&#x27;s decode rate by concurrency and task family",
+        "TTFT distribution (10 requests)",
+    ]
     assert html.count("<svg") == 4  # the three above and the telemetry panels
     assert "<h2>Claims</h2>" in html and "<code>throughput.english.c1.decode_tokens_per_s</code>" in html
     assert html.index("<h2>Figures</h2>") < html.index("<h2>Claims</h2>")
 
 
 def test_planted_markup_in_a_family_name_is_escaped_inside_svg(tmp_path):
-    records = [stream("x1", send=0, first=0.1, rate=10, family=PLANTED), stream("x2", send=1, first=1.3, rate=10, family=PLANTED)]
+    records = [
+        stream("x1", send=0, first=0.1, rate=10, family=PLANTED),
+        stream("x2", send=1, first=1.3, rate=10, family=PLANTED),
+    ]
     run = load_run(write_run(tmp_path, "tp", "throughput", records))
     html = render_html(run, "# report\n", panels_of(run, []))
     assert_self_contained(html)
@@ -67,10 +88,28 @@ def test_planted_markup_in_a_family_name_is_escaped_inside_svg(tmp_path):
 
 def capacity_run(tmp_path):
     sessions = [{"request_id": f"cap-s{i}", "session_id": f"s{i}", "expected": "1"} for i in range(3)]
-    plan = {"sessions": sessions, "window_s": 4.0, "input_tokens": 64, "max_gap_s": 5.0, "drain_timeout_s": 30.0,
-            "kv_idle_bound": 0.02}
-    records = [stream(f"cap-s{i}", send=0.0, first=1.0 + i, rate=10.0, tokens=80, scenario="capacity",
-                      family="capacity", prompt_id=f"s{i}", ok=False) for i in range(3)]  # cancelled after the window
+    plan = {
+        "sessions": sessions,
+        "window_s": 4.0,
+        "input_tokens": 64,
+        "max_gap_s": 5.0,
+        "drain_timeout_s": 30.0,
+        "kv_idle_bound": 0.02,
+    }
+    records = [
+        stream(
+            f"cap-s{i}",
+            send=0.0,
+            first=1.0 + i,
+            rate=10.0,
+            tokens=80,
+            scenario="capacity",
+            family="capacity",
+            prompt_id=f"s{i}",
+            ok=False,
+        )
+        for i in range(3)
+    ]  # cancelled after the window
     return load_run(write_run(tmp_path, "cap", "capacity", records, {"plan": plan}))
 
 
@@ -84,14 +123,24 @@ def test_capacity_stream_timelines_with_the_window_shaded(tmp_path):
 
 
 def test_interference_rate_with_the_newcomer_prefill_marked(tmp_path):
-    sessions = [{"request_id": f"int-s{i}", "followup_request_id": f"int-f{i}", "session_id": f"s{i}", "expected": "1"}
-                for i in range(2)]
-    records = [stream(f"int-s{i}", send=0.0, first=0.5, rate=20.0, tokens=200, scenario="interference",
-                      family="interference") for i in range(2)]
-    records.append(stream("int-new", send=3.0, first=6.0, rate=20.0, tokens=5, scenario="interference",
-                          family="interference"))
-    plan = {"sessions": sessions, "newcomer": {"request_id": "int-new"}, "window_s": 2.0, "session_tokens": 64,
-            "newcomer_tokens": 64}
+    sessions = [
+        {"request_id": f"int-s{i}", "followup_request_id": f"int-f{i}", "session_id": f"s{i}", "expected": "1"}
+        for i in range(2)
+    ]
+    records = [
+        stream(f"int-s{i}", send=0.0, first=0.5, rate=20.0, tokens=200, scenario="interference", family="interference")
+        for i in range(2)
+    ]
+    records.append(
+        stream("int-new", send=3.0, first=6.0, rate=20.0, tokens=5, scenario="interference", family="interference")
+    )
+    plan = {
+        "sessions": sessions,
+        "newcomer": {"request_id": "int-new"},
+        "window_s": 2.0,
+        "session_tokens": 64,
+        "newcomer_tokens": 64,
+    }
     figs = plots(load_run(write_run(tmp_path, "int", "interference", records, {"plan": plan})))
     rate = next(svg for svg, _ in figs if "Aggregate token rate" in svg)
     for label in ("before", "during: newcomer prefill", "after", "newcomer sent"):
@@ -99,10 +148,27 @@ def test_interference_rate_with_the_newcomer_prefill_marked(tmp_path):
 
 
 def test_ab_rounds_by_arm(tmp_path):
-    records = [stream(f"ab-{r}-{arm}", send=r * 10.0 + (5 if arm == "b" else 0), first=r * 10.0 + 0.2, rate=rate,
-                      scenario="ab", family=arm, repeat=r) for r in range(3) for arm, rate in (("a", 10.0), ("b", 12.0))]
-    plan = {"arms": {arm: {"target": {}, "settings": {}} for arm in "ab"}, "order": [["a", "b"]] * 3, "order_seed": 1,
-            "prompts": ["p"], "family": "english", "bootstrap_seed": 2}
+    records = [
+        stream(
+            f"ab-{r}-{arm}",
+            send=r * 10.0 + (5 if arm == "b" else 0),
+            first=r * 10.0 + 0.2,
+            rate=rate,
+            scenario="ab",
+            family=arm,
+            repeat=r,
+        )
+        for r in range(3)
+        for arm, rate in (("a", 10.0), ("b", 12.0))
+    ]
+    plan = {
+        "arms": {arm: {"target": {}, "settings": {}} for arm in "ab"},
+        "order": [["a", "b"]] * 3,
+        "order_seed": 1,
+        "prompts": ["p"],
+        "family": "english",
+        "bootstrap_seed": 2,
+    }
     figs = plots(load_run(write_run(tmp_path, "ab", "ab", records, {"plan": plan})))
     titles = [svg_titles(svg)[0] for svg, _ in figs]
     assert "decode_tokens_per_s per round, by arm" in titles and "ttft_s per round, by arm" in titles
@@ -113,8 +179,11 @@ def test_no_figure_without_data(tmp_path):
 
 
 def test_markdown_subset():
-    html = markdown_to_html("# T <b>\n\n- a `x<y`\n- b\n\n| h1 | h2 |\n|---|---|\n| 1 | <i> |\n\ntext & more\n"
-                            "![telemetry](telemetry.svg)\n", {"telemetry.svg": "<svg></svg>"})
+    html = markdown_to_html(
+        "# T <b>\n\n- a `x<y`\n- b\n\n| h1 | h2 |\n|---|---|\n| 1 | <i> |\n\ntext & more\n"
+        "![telemetry](telemetry.svg)\n",
+        {"telemetry.svg": "<svg></svg>"},
+    )
     assert "<h1>T &lt;b&gt;</h1>" in html
     assert "<li>a <code>x&lt;y</code></li>" in html
     assert "<tr><th>h1</th><th>h2</th></tr>" in html and "<td>&lt;i&gt;</td>" in html

@@ -7,14 +7,25 @@ import json
 import pytest
 
 from loadproof.errors import UsageError
-from loadproof.rundir.prediction import encode, mismatched_options, read_prediction
-from loadproof.rundir.prediction import InputDigest, PredictedFigure, Prediction
+from loadproof.rundir.prediction import (
+    InputDigest,
+    PredictedFigure,
+    Prediction,
+    encode,
+    mismatched_options,
+    read_prediction,
+)
 
 
 def _good() -> Prediction:
-    return Prediction(scenario="capacity", options={"sessions": 24, "input_tokens": 1000004}, tolerance_pct=10.0,
-                      made_at="2026-12-02T00:00:00Z", sim_profile=InputDigest(name="sim.toml", sha256="a" * 64),
-                      figures=[PredictedFigure(claim="capacity.cold_ttft_max_s", point=2.0, low=1.5, high=3.0)])
+    return Prediction(
+        scenario="capacity",
+        options={"sessions": 24, "input_tokens": 1000004},
+        tolerance_pct=10.0,
+        made_at="2026-12-02T00:00:00Z",
+        sim_profile=InputDigest(name="sim.toml", sha256="a" * 64),
+        figures=[PredictedFigure(claim="capacity.cold_ttft_max_s", point=2.0, low=1.5, high=3.0)],
+    )
 
 
 def test_a_written_contract_reads_back(tmp_path):
@@ -23,13 +34,16 @@ def test_a_written_contract_reads_back(tmp_path):
     assert read_prediction(path) == _good()
 
 
-@pytest.mark.parametrize("change, message", [
-    ({"format": "other/9"}, "this loadproof reads loadproof.prediction/1"),
-    ({"figures": []}, "predicts no figure"),
-    ({"tolerance_pct": 0}, "not a percentage above 0"),
-    ({"figures": [{"claim": "x", "point": 5.0, "low": 1.0, "high": 2.0}]}, "outside its range"),
-    ({"surprise": 1}, "not a prediction file"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"format": "other/9"}, "this loadproof reads loadproof.prediction/1"),
+        ({"figures": []}, "predicts no figure"),
+        ({"tolerance_pct": 0}, "not a percentage above 0"),
+        ({"figures": [{"claim": "x", "point": 5.0, "low": 1.0, "high": 2.0}]}, "outside its range"),
+        ({"surprise": 1}, "not a prediction file"),
+    ],
+)
 def test_a_bad_contract_is_one_line_naming_the_problem(tmp_path, change, message):
     data = json.loads(encode(_good()))
     data.update(change)
@@ -51,5 +65,7 @@ def test_a_missing_or_huge_file_is_refused(tmp_path):
 
 def test_a_run_must_repeat_the_options_it_was_predicted_for():
     assert mismatched_options(_good(), {"sessions": 24, "input_tokens": 1000004, "window_s": 60.0}) is None
-    assert mismatched_options(_good(), {"sessions": 10, "input_tokens": 1000004}) == \
-        "predicted for sessions = 24, this run has 10"
+    assert (
+        mismatched_options(_good(), {"sessions": 10, "input_tokens": 1000004})
+        == "predicted for sessions = 24, this run has 10"
+    )

@@ -13,12 +13,15 @@ from loadproof.store.run_dir import RunWriter, load_run
 
 def test_the_engine_the_demo_started_reaches_the_manifest_whole(tmp_path):
     profile = packaged_profile("embedded")
-    engine = SimpleNamespace(command=SimpleNamespace(argv=["python", "-m", "vllm", "--port", "8123"],
-                                                     env={"VLLM_CPU_KVCACHE_SPACE": "4"}), ready_after_s=87.5)
+    engine = SimpleNamespace(
+        command=SimpleNamespace(argv=["python", "-m", "vllm", "--port", "8123"], env={"VLLM_CPU_KVCACHE_SPACE": "4"}),
+        ready_after_s=87.5,
+    )
     startup = StartupReport(kv_cache_tokens=32768, line="GPU KV cache size: 32,768 tokens")
     with RunWriter.create(tmp_path, "prefill") as writer:
-        writer.write_manifest({"run_id": writer.run_id, "scenario": "prefill",
-                               **engine_manifest(profile, engine, startup)})  # type: ignore[arg-type]
+        writer.write_manifest(
+            {"run_id": writer.run_id, "scenario": "prefill", **engine_manifest(profile, engine, startup)}
+        )  # type: ignore[arg-type]
     manifest = load_run(writer.path).manifest
     assert manifest.engine is not None and manifest.engine.startup_report is not None
     assert manifest.engine.launch == ["-m", "vllm", "--port", "8123"]

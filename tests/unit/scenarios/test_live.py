@@ -49,8 +49,9 @@ def chunk(record: RequestRecord, at_s: float, clock: FakeClock, tokens: int = 1)
     record.output_tokens = (record.output_tokens or 0) + tokens  # the usage so far, as the client keeps it
 
 
-def end(live: LiveStatus, record: RequestRecord, clock: FakeClock, at_s: float, *, ok: bool = True,
-        kind: str | None = None) -> None:
+def end(
+    live: LiveStatus, record: RequestRecord, clock: FakeClock, at_s: float, *, ok: bool = True, kind: str | None = None
+) -> None:
     record.end_ns, record.ok, record.error_kind = clock.t(at_s), ok, kind
     live.recording(lambda r: None)(record)
 
@@ -122,14 +123,30 @@ def test_a_request_waiting_for_its_first_token_is_shown_with_the_wait(clock):
 
 def test_cold_phase_eta_from_the_engines_completed_prompt_tokens(clock):
     live = LiveStatus("capacity", clock=clock)
-    samples = [engine(clock, 0.0, num_requests_running=0, num_requests_waiting=0, prompt_tokens_total=500.0,
-                      kv_cache_usage_perc=0.01)]
+    samples = [
+        engine(
+            clock,
+            0.0,
+            num_requests_running=0,
+            num_requests_waiting=0,
+            prompt_tokens_total=500.0,
+            kv_cache_usage_perc=0.01,
+        )
+    ]
     live.watch_engine(samples)
     live.cold_phase(sessions=4, input_tokens=1000)  # N x L = 4,000 prompt tokens planned
     records = [sent(live, clock, f"s{i}", 0.0) for i in range(4)]
     clock.at(10.0)
-    samples.append(engine(clock, 9.8, num_requests_running=3, num_requests_waiting=1, prompt_tokens_total=500.0,
-                          kv_cache_usage_perc=0.2))
+    samples.append(
+        engine(
+            clock,
+            9.8,
+            num_requests_running=3,
+            num_requests_waiting=1,
+            prompt_tokens_total=500.0,
+            kv_cache_usage_perc=0.2,
+        )
+    )
     snap = live.snapshot()
     assert snap.eta() == (None, "")  # no prefill completed, no KV size known, no first token: no basis
     text = line(snap)
@@ -139,8 +156,16 @@ def test_cold_phase_eta_from_the_engines_completed_prompt_tokens(clock):
     assert "ETA: once the first prefill completes" in text
     chunk(records[0], 19.0, clock)
     clock.at(20.0)
-    samples.append(engine(clock, 19.9, num_requests_running=4, num_requests_waiting=0, prompt_tokens_total=1500.0,
-                          kv_cache_usage_perc=0.4))
+    samples.append(
+        engine(
+            clock,
+            19.9,
+            num_requests_running=4,
+            num_requests_waiting=0,
+            prompt_tokens_total=1500.0,
+            kv_cache_usage_perc=0.4,
+        )
+    )
     snap = live.snapshot()
     eta, source = snap.eta()
     assert eta == pytest.approx(19.9 * 3 - 0.1)  # 1,000 of 4,000 in the 19.9 s to the sample that showed them
@@ -151,8 +176,16 @@ def test_cold_phase_eta_from_the_engines_completed_prompt_tokens(clock):
     assert "ETA 1:00 (from the rate of completed prompt tokens so far)" in text
     assert "in the KV cache" not in text  # the engine's KV size is not known: no estimate
     clock.at(30.0)  # no prefill completed since: the ETA counts down
-    samples.append(engine(clock, 29.9, num_requests_running=4, num_requests_waiting=0, prompt_tokens_total=1500.0,
-                          kv_cache_usage_perc=0.5))
+    samples.append(
+        engine(
+            clock,
+            29.9,
+            num_requests_running=4,
+            num_requests_waiting=0,
+            prompt_tokens_total=1500.0,
+            kv_cache_usage_perc=0.5,
+        )
+    )
     assert live.snapshot().eta()[0] == pytest.approx(19.9 * 3 - 10.1)
 
 
@@ -201,8 +234,10 @@ def test_window_countdown_and_per_stream_rates(clock):
     assert w.per_stream == (pytest.approx(10.0), pytest.approx(12.75), pytest.approx(15.5))
     assert w.together == pytest.approx(25.5)
     text = line(live.snapshot())
-    assert text.startswith("capacity window 0:02: 0:04 left of 0:06; per stream 10.0 / 12.8 / 15.5 tokens/s "
-                           "(min / median / max over 2), together 25.5 tokens/s")
+    assert text.startswith(
+        "capacity window 0:02: 0:04 left of 0:06; per stream 10.0 / 12.8 / 15.5 tokens/s "
+        "(min / median / max over 2), together 25.5 tokens/s"
+    )
     # the window ends at 16 s; chunks after it do not count, and once the drain began the figures stay
     chunk(a, 15.9, clock, tokens=4)
     chunk(a, 16.5, clock, tokens=100)
@@ -234,8 +269,10 @@ def test_an_ended_phase_shows_the_engine_as_it_was_when_the_next_one_began(clock
     clock.at(9.3)
     snap = live.snapshot()
     cold, window = line(snap, 1), line(snap, 2)
-    assert cold.startswith("capacity cold phase ended after 0:03: sessions sent 2/2, first tokens 2/2 (client); "
-                           "engine: running 2, waiting 0; prompt tokens completed 200/200")
+    assert cold.startswith(
+        "capacity cold phase ended after 0:03: sessions sent 2/2, first tokens 2/2 (client); "
+        "engine: running 2, waiting 0; prompt tokens completed 200/200"
+    )
     assert "ETA" not in cold
     assert "engine: running 2, waiting 0" in window  # not the drain's 0
     assert line(snap).endswith("waiting for the engine to let go: running 0, waiting 0")
@@ -257,8 +294,10 @@ def test_an_open_window_lasts_until_the_next_phase(clock):
     for i in range(1, 9):
         chunk(a, i * 0.5, clock)
     clock.at(4.0)
-    assert line(live.snapshot()).startswith("interference newcomer prefill 0:04 (8,192 tokens, until its first "
-                                            "token): 0:04 so far; per stream 2.0 / 2.0 / 2.0 tokens/s")
+    assert line(live.snapshot()).startswith(
+        "interference newcomer prefill 0:04 (8,192 tokens, until its first "
+        "token): 0:04 so far; per stream 2.0 / 2.0 / 2.0 tokens/s"
+    )
     live.phase("follow-ups")  # at 4 s: the chunks at 4.5 s and after are not the prefill's
     chunk(a, 4.5, clock)
     chunk(a, 5.0, clock)
@@ -272,8 +311,9 @@ def test_drain_says_what_the_engine_still_holds(clock):
     live.watch_engine(samples)
     live.drain()
     clock.at(1.0)
-    assert line(live.snapshot()) == ("capacity drain 0:01: waiting for the engine to let go: running 4, waiting 0, "
-                                     "KV 50%")
+    assert line(live.snapshot()) == (
+        "capacity drain 0:01: waiting for the engine to let go: running 4, waiting 0, KV 50%"
+    )
     samples.append(engine(clock, 1.0, num_requests_running=0, num_requests_waiting=0, kv_cache_usage_perc=0.01))
     clock.at(8.0)  # the sample is 7 s old by now: its age is said
     assert "running 0, waiting 0, KV 1% (/metrics 7 s ago)" in line(live.snapshot())

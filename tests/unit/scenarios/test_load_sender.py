@@ -15,9 +15,9 @@ import pytest
 
 from loadproof.client import RequestSpec
 from loadproof.metrics.load import load_claims
-from loadproof.rundir import Event
 from loadproof.plans.load import LoadLengths, LoadPlan
 from loadproof.records import RequestRecord
+from loadproof.rundir import Event
 from loadproof.scenarios.load.schedule import Planned
 from loadproof.scenarios.load.sender import SPIN_NS, OpenLoop
 from loadproof.workloads.arrivals import ArrivalSpec, intended_offsets
@@ -66,14 +66,22 @@ class FakeClient:
 
 
 def planned(offsets: list[float]) -> list[Planned]:
-    return [Planned(k, round(t * NS), RequestSpec(f"load-{k}", "completions", b"{}"), 8, 1)
-            for k, t in enumerate(offsets)]
+    return [
+        Planned(k, round(t * NS), RequestSpec(f"load-{k}", "completions", b"{}"), 8, 1) for k, t in enumerate(offsets)
+    ]
 
 
 def plan(n: int) -> LoadPlan:
     lengths = LoadLengths(kind="fixed", a=8, text="8")
-    return LoadPlan(arrival="poisson", rate_rps=50.0, seed=731, planned_requests=n, schedule_span_s=1.0,
-                    input_tokens=lengths, output_tokens=LoadLengths(kind="fixed", a=1, text="1"))
+    return LoadPlan(
+        arrival="poisson",
+        rate_rps=50.0,
+        seed=731,
+        planned_requests=n,
+        schedule_span_s=1.0,
+        input_tokens=lengths,
+        output_tokens=LoadLengths(kind="fixed", a=1, text="1"),
+    )
 
 
 def send(offsets: list[float], clock: ScriptedClock, **kwargs) -> tuple[OpenLoop, FakeClient]:
@@ -86,8 +94,9 @@ def send(offsets: list[float], clock: ScriptedClock, **kwargs) -> tuple[OpenLoop
 @pytest.mark.parametrize(("arrival", "burstiness"), [("poisson", 1.0), ("gamma", 0.5), ("gamma", 4.0)])
 def test_the_sends_keep_the_schedules_mean_and_coefficient_of_variation(arrival, burstiness):
     n, rate = 10_000, 50.0
-    offsets = intended_offsets(ArrivalSpec(arrival=arrival, rate_rps=rate, burstiness=burstiness, num_requests=n),
-                               seed=731)
+    offsets = intended_offsets(
+        ArrivalSpec(arrival=arrival, rate_rps=rate, burstiness=burstiness, num_requests=n), seed=731
+    )
     clock = ScriptedClock(oversleep_ns=300_000)  # every sleep wakes 0.3 ms late, as an epoll timeout may
     sender, client = send(offsets, clock, max_concurrency=None)
     records = sorted(client.records, key=lambda r: r.batch)
@@ -112,7 +121,9 @@ def test_a_late_client_shows_as_lag_and_is_called_client_limited():
     # each request costs the client 12 ms where the schedule leaves 10: it falls behind, 2 ms a request
     sender, client = send(offsets, clock, max_concurrency=None, cost_ns=12_000_000)
     records = sorted(client.records, key=lambda r: r.batch)
-    claims = {c.name: c for c in load_claims(records, plan(len(offsets)), [Event(kind="schedule_start", t_ns=sender.t0)], [])}
+    claims = {
+        c.name: c for c in load_claims(records, plan(len(offsets)), [Event(kind="schedule_start", t_ns=sender.t0)], [])
+    }
     assert claims["load.client_limited"].value is True, claims["load.client_limited"].formula
     assert claims["load.client_lag_s.max"].value > 1.0
 
@@ -122,8 +133,13 @@ def test_the_concurrency_cap_makes_the_queueing_explicit():
         clock = ScriptedClock()
         hold = asyncio.Event()
         client = FakeClient(clock, hold)
-        sender = OpenLoop(client, planned([0.1 * k for k in range(1, 6)]), max_concurrency=2, clock=clock,  # type: ignore[arg-type]
-                          sleep=clock.sleep)
+        sender = OpenLoop(
+            client,
+            planned([0.1 * k for k in range(1, 6)]),
+            max_concurrency=2,
+            clock=clock,  # type: ignore[arg-type]
+            sleep=clock.sleep,
+        )
         task = asyncio.create_task(sender.run())
         while sender.dispatched < 5:
             await asyncio.sleep(0)
@@ -140,7 +156,9 @@ def test_the_concurrency_cap_makes_the_queueing_explicit():
     assert len(records) == 5 and all(r.ok for r in records)
     waits = [(r.send_ns - r.dispatch_ns) / NS for r in records]
     assert waits[:2] == [0.0, 0.0] and all(w >= 1.5 for w in waits[2:])
-    claims = {c.name: c.value for c in load_claims(records, plan(5), [Event(kind="schedule_start", t_ns=sender.t0)], [])}
+    claims = {
+        c.name: c.value for c in load_claims(records, plan(5), [Event(kind="schedule_start", t_ns=sender.t0)], [])
+    }
     assert claims["load.queue_wait_s.max"] >= 1.5 and claims["load.client_lag_s.max"] < 0.01
     assert claims["load.send_lag_s.max"] >= 1.5
     for r in records[2:]:  # answered 0.1 s after their send, but 1.5 s and more after the schedule meant them
@@ -153,8 +171,13 @@ def test_an_interrupt_records_every_request_in_flight_and_says_how_far_it_got():
     async def main() -> tuple[OpenLoop, FakeClient]:
         clock = ScriptedClock()
         client = FakeClient(clock, asyncio.Event())  # nothing ever completes
-        sender = OpenLoop(client, planned([0.5 * k for k in range(1, 11)]), max_concurrency=None, clock=clock,  # type: ignore[arg-type]
-                          sleep=clock.sleep)
+        sender = OpenLoop(
+            client,
+            planned([0.5 * k for k in range(1, 11)]),
+            max_concurrency=None,
+            clock=clock,  # type: ignore[arg-type]
+            sleep=clock.sleep,
+        )
         task = asyncio.create_task(sender.run())
         while sender.dispatched < 4:
             await asyncio.sleep(0)

@@ -20,26 +20,44 @@ def loadproof(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "loadproof", *args], capture_output=True, text=True, timeout=60)
 
 
-@pytest.mark.parametrize(("args", "needle"), [
-    (["--search", "rate", "--duration-s", "5"], "--search rate finds the highest rate that meets an SLO: give --slo"),
-    (["--sweep", "1,2", "--rate", "3", "-n", "5"], "--sweep sets each run's rate: give --sweep or --rate, not both"),
-    (["--sweep", "1,2", "--stages", "1:5"], "--sweep sets each run's rate: --stages do not apply"),
-    (["--sweep", "1,0", "-n", "5"], "--sweep 1,0: every rate must be a number of requests/s > 0 (got 0)"),
-    (["--sweep", "1,-2", "-n", "5"], "--sweep 1,-2: every rate must be a number of requests/s > 0 (got -2)"),
-    (["--sweep", "1,,2", "-n", "5"], "--sweep 1,,2: takes auto, or rates in requests/s separated by commas"),
-    (["--sweep", "1,fast", "-n", "5"], "--sweep 1,fast: 'fast' is not a rate"),
-    (["--sweep", "2,2", "-n", "5"], "--sweep 2,2: the rate 2 is given twice"),
-    (["--sweep", "auto"], "--sweep auto sends --num-requests N"),
-    (["--sweep", "1,2"], "bound each run with --num-requests N or --duration-s D"),
-    (["--sweep", "1,2", "-n", "5", "--search", "rate", "--slo", "ttft=1s"], "give --sweep or --search rate, not both"),
-    (["--search", "rate", "--slo", "ttft=1s", "-n", "5", "--rate", "inf"], "--search rate starts at --rate R"),
-    (["--search", "rate", "--slo", "ttft=1s", "-n", "5", "--search-resolution", "fine"],
-     "--search-resolution fine: takes requests/s (e.g. 0.5) or a share of the rate (e.g. 10%)"),
-    (["--search", "rate", "--slo", "ttft=1s", "-n", "5", "--idle-timeout-s", "0"],
-     "--search rate starts every run on an idle engine"),
-    (["--search", "rate", "--slo", "ttft=1s", "-n", "5", "--rate", "50", "--search-max", "20"],
-     "--rate 50, where the search starts, is above --search-max 20"),
-])
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (
+            ["--search", "rate", "--duration-s", "5"],
+            "--search rate finds the highest rate that meets an SLO: give --slo",
+        ),
+        (
+            ["--sweep", "1,2", "--rate", "3", "-n", "5"],
+            "--sweep sets each run's rate: give --sweep or --rate, not both",
+        ),
+        (["--sweep", "1,2", "--stages", "1:5"], "--sweep sets each run's rate: --stages do not apply"),
+        (["--sweep", "1,0", "-n", "5"], "--sweep 1,0: every rate must be a number of requests/s > 0 (got 0)"),
+        (["--sweep", "1,-2", "-n", "5"], "--sweep 1,-2: every rate must be a number of requests/s > 0 (got -2)"),
+        (["--sweep", "1,,2", "-n", "5"], "--sweep 1,,2: takes auto, or rates in requests/s separated by commas"),
+        (["--sweep", "1,fast", "-n", "5"], "--sweep 1,fast: 'fast' is not a rate"),
+        (["--sweep", "2,2", "-n", "5"], "--sweep 2,2: the rate 2 is given twice"),
+        (["--sweep", "auto"], "--sweep auto sends --num-requests N"),
+        (["--sweep", "1,2"], "bound each run with --num-requests N or --duration-s D"),
+        (
+            ["--sweep", "1,2", "-n", "5", "--search", "rate", "--slo", "ttft=1s"],
+            "give --sweep or --search rate, not both",
+        ),
+        (["--search", "rate", "--slo", "ttft=1s", "-n", "5", "--rate", "inf"], "--search rate starts at --rate R"),
+        (
+            ["--search", "rate", "--slo", "ttft=1s", "-n", "5", "--search-resolution", "fine"],
+            "--search-resolution fine: takes requests/s (e.g. 0.5) or a share of the rate (e.g. 10%)",
+        ),
+        (
+            ["--search", "rate", "--slo", "ttft=1s", "-n", "5", "--idle-timeout-s", "0"],
+            "--search rate starts every run on an idle engine",
+        ),
+        (
+            ["--search", "rate", "--slo", "ttft=1s", "-n", "5", "--rate", "50", "--search-max", "20"],
+            "--rate 50, where the search starts, is above --search-max 20",
+        ),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(args, needle):
     result = loadproof(*BASE, *args)
     assert result.returncode == 2, result.stderr
@@ -53,18 +71,22 @@ def test_good_series_options_read_back():
     assert opts.sweep == "8,1,2.5" and opts.sweep_rates() == [8.0, 1.0, 2.5]
     again = LoadOptions.model_validate(opts.model_dump())
     assert again == opts
-    search = from_cli(LoadOptions, {"search": "rate", "slo": "ttft=1s", "num_requests": 10,
-                                    "search_resolution": "0.25"}, "load")
+    search = from_cli(
+        LoadOptions, {"search": "rate", "slo": "ttft=1s", "num_requests": 10, "search_resolution": "0.25"}, "load"
+    )
     assert not search.search_resolution.relative and search.search_resolution.value == 0.25
     assert LoadOptions.model_validate(search.model_dump()).search_resolution == search.search_resolution
 
 
-@pytest.mark.parametrize(("figures", "passed", "why"), [
-    ({"slo_attainment_pct": 99.0, "client_limited": False}, True, "SLO met 99.00% >= 99%"),
-    ({"slo_attainment_pct": 98.99, "client_limited": False}, False, "SLO met 98.99% < 99%"),
-    ({"slo_attainment_pct": 100.0, "client_limited": True}, False, "client-limited"),
-    ({"slo_attainment_pct": None}, False, "no request recorded"),
-])
+@pytest.mark.parametrize(
+    ("figures", "passed", "why"),
+    [
+        ({"slo_attainment_pct": 99.0, "client_limited": False}, True, "SLO met 99.00% >= 99%"),
+        ({"slo_attainment_pct": 98.99, "client_limited": False}, False, "SLO met 98.99% < 99%"),
+        ({"slo_attainment_pct": 100.0, "client_limited": True}, False, "client-limited"),
+        ({"slo_attainment_pct": None}, False, "no request recorded"),
+    ],
+)
 def test_a_trial_passes_on_attainment_and_a_kept_schedule(figures, passed, why):
     ok, reason = trial_verdict(figures, 0.99)
     assert ok is passed and why in reason
@@ -109,10 +131,12 @@ def fake_runs(tmp_path, interrupt_at: int, attainment_of=lambda rate: 100.0):
         path = out / f"load-{len(calls)}"
         path.mkdir()
         rps = 5.0 * len(calls)
-        claims = [count("load.requests", 10, "requests", "x", direction="neither"),
-                  number("load.request_throughput_rps", rps, "requests/s", "x", 3, direction="higher"),
-                  number("load.slo_attainment_pct", attainment_of(options.rate), "%", "x", 2, direction="higher"),
-                  fact("load.client_limited", False, "x")]
+        claims = [
+            count("load.requests", 10, "requests", "x", direction="neither"),
+            number("load.request_throughput_rps", rps, "requests/s", "x", 3, direction="higher"),
+            number("load.slo_attainment_pct", attainment_of(options.rate), "%", "x", 2, direction="higher"),
+            fact("load.client_limited", False, "x"),
+        ]
         return SimpleNamespace(run_path=path, report=SimpleNamespace(claims=claims))
 
     return run_trial, calls
@@ -123,8 +147,14 @@ def series_setup(tmp_path, **values):
     from loadproof.scenarios.target import Target
 
     opts = from_cli(LoadOptions, values, "load")
-    return Setup(profile=None, options=opts, command=None, out=tmp_path, target_options=None,  # type: ignore[arg-type]
-                 resolved=Target(url="http://127.0.0.1:9", model="m", endpoint="completions"))
+    return Setup(
+        profile=None,
+        options=opts,
+        command=None,
+        out=tmp_path,
+        target_options=None,  # type: ignore[arg-type]
+        resolved=Target(url="http://127.0.0.1:9", model="m", endpoint="completions"),
+    )
 
 
 def test_an_interrupted_sweep_keeps_every_finished_point_and_says_how_far_it_got(tmp_path):
@@ -135,12 +165,28 @@ def test_an_interrupted_sweep_keeps_every_finished_point_and_says_how_far_it_got
     run_trial, calls = fake_runs(tmp_path, interrupt_at=4)
     console = FakeConsole()
     with pytest.raises(KeyboardInterrupt):
-        sweep_command(series_setup(tmp_path, sweep="auto", sweep_points=3, num_requests=10, max_concurrency=6,
-                                   ramp_up_s=2.0, arrival="gamma", burstiness=0.5), console, run_trial)
+        sweep_command(
+            series_setup(
+                tmp_path,
+                sweep="auto",
+                sweep_points=3,
+                num_requests=10,
+                max_concurrency=6,
+                ramp_up_s=2.0,
+                arrival="gamma",
+                burstiness=0.5,
+            ),
+            console,
+            run_trial,
+        )
     synchronous, throughput, first = calls[0], calls[1], calls[2]
     assert synchronous.rate is ALL_AT_ONCE and synchronous.max_concurrency == 1  # one at a time
-    assert (synchronous.ramp_up_s, synchronous.duration_s, synchronous.arrival, synchronous.burstiness) == \
-        (0.0, None, "poisson", 1.0)  # all at once: no ramp, no gaps drawn
+    assert (synchronous.ramp_up_s, synchronous.duration_s, synchronous.arrival, synchronous.burstiness) == (
+        0.0,
+        None,
+        "poisson",
+        1.0,
+    )  # all at once: no ramp, no gaps drawn
     assert throughput.rate is ALL_AT_ONCE and throughput.max_concurrency == 6  # all at once, the cap as given
     assert first.rate == pytest.approx(5 + (10 - 5) / 3, rel=1e-3)  # r_sync + (r_max - r_sync) / K
     assert (first.ramp_up_s, first.arrival, first.burstiness, first.max_concurrency) == (2.0, "gamma", 0.5, 6)
@@ -163,8 +209,9 @@ def test_an_interrupted_search_keeps_every_finished_trial(tmp_path):
     run_trial, calls = fake_runs(tmp_path, interrupt_at=3)
     console = FakeConsole()
     with pytest.raises(KeyboardInterrupt):
-        rate_search_command(series_setup(tmp_path, search="rate", slo="ttft=1s", duration_s=5, rate=2), console,
-                            run_trial)
+        rate_search_command(
+            series_setup(tmp_path, search="rate", slo="ttft=1s", duration_s=5, rate=2), console, run_trial
+        )
     assert [(o.rate, o.duration_s, o.search) for o in calls] == [(2, 5, None), (4, 5, None), (8, 5, None)]
     (folder,) = tmp_path.glob("load-search-*")
     summary = json.loads((folder / "search.json").read_text())
@@ -181,6 +228,7 @@ def test_a_search_where_no_rate_passes_fails_with_exit_1(tmp_path):
 
     run_trial, calls = fake_runs(tmp_path, interrupt_at=0, attainment_of=lambda rate: 50.0)
     with pytest.raises(AcceptanceFailed, match="no rate met the SLO"):
-        rate_search_command(series_setup(tmp_path, search="rate", slo="ttft=1s", duration_s=10, rate=1), FakeConsole(),
-                            run_trial)
+        rate_search_command(
+            series_setup(tmp_path, search="rate", slo="ttft=1s", duration_s=10, rate=1), FakeConsole(), run_trial
+        )
     assert [o.rate for o in calls] == [1, 0.5, 0.25]  # halving down to 2 requests in 10 s

@@ -12,8 +12,15 @@ import pytest
 from loadproof.client import RequestSpec
 from loadproof.errors import UsageError
 from loadproof.records import RequestRecord
-from loadproof.scenarios.load.scaleout.clock import (ClockOffset, align, alignment_bound_ns, measure_offset, merge,
-                                                     shift_ns, to_worker_clock)
+from loadproof.scenarios.load.scaleout.clock import (
+    ClockOffset,
+    align,
+    alignment_bound_ns,
+    measure_offset,
+    merge,
+    shift_ns,
+    to_worker_clock,
+)
 from loadproof.scenarios.load.scaleout.parent import split_concurrency, split_schedule
 from loadproof.scenarios.load.scaleout.protocol import read_spool
 from loadproof.scenarios.load.scaleout.ray_tasks import RayHub, RayTasks, _host_port
@@ -22,8 +29,10 @@ from loadproof.store.run_dir import RunWriter
 
 
 def planned(n: int) -> list[Planned]:
-    return [Planned(i, i * 1_000_000, RequestSpec(request_id=f"r{i}", endpoint="/v1/completions", body=b"{}"), 10, 2)
-            for i in range(n)]
+    return [
+        Planned(i, i * 1_000_000, RequestSpec(request_id=f"r{i}", endpoint="/v1/completions", body=b"{}"), 10, 2)
+        for i in range(n)
+    ]
 
 
 def test_the_schedule_is_dealt_round_robin_and_every_request_goes_to_exactly_one_worker():
@@ -76,16 +85,29 @@ def test_a_time_mapped_onto_the_parent_clock_is_within_the_stated_bound():
     assert abs(t_worker + shift_ns(worker, parent) - t_parent) <= bound
     # the agreed start, turned into each clock, is the same instant within the same bound
     start_wall = event_wall + 5_000
-    assert abs((to_worker_clock(start_wall, worker) + shift_ns(worker, parent)) - to_worker_clock(start_wall, parent)) \
+    assert (
+        abs((to_worker_clock(start_wall, worker) + shift_ns(worker, parent)) - to_worker_clock(start_wall, parent))
         <= bound
+    )
     # and a bound too small fails the check: the test can fail
     assert abs(t_worker + shift_ns(worker, parent) + bound + 1 - t_parent) > bound
 
 
 def record(i: int, end: int, worker: int, batch: int = 0) -> RequestRecord:
-    return RequestRecord(request_id=f"r{i}", endpoint="/v1/completions", ok=True, send_ns=end - 100,
-                         first_token_ns=end - 50, last_token_ns=end - 10, end_ns=end, intended_send_ns=end - 120,
-                         dispatch_ns=end - 110, chunk_ns=[end - 50, end - 10], worker=worker, batch=batch)
+    return RequestRecord(
+        request_id=f"r{i}",
+        endpoint="/v1/completions",
+        ok=True,
+        send_ns=end - 100,
+        first_token_ns=end - 50,
+        last_token_ns=end - 10,
+        end_ns=end,
+        intended_send_ns=end - 120,
+        dispatch_ns=end - 110,
+        chunk_ns=[end - 50, end - 10],
+        worker=worker,
+        batch=batch,
+    )
 
 
 def test_records_are_shifted_onto_the_parent_clock_and_merged_in_order_of_their_end():
@@ -94,8 +116,13 @@ def test_records_are_shifted_onto_the_parent_clock_and_merged_in_order_of_their_
     merged = merge([(a, 0), (b, 1_000)])
     assert [(r.request_id, r.end_ns) for r in merged] == [("r0", 1_000), ("r1", 1_500), ("r2", 3_000), ("r3", 3_900)]
     r1 = merged[1]
-    assert (r1.send_ns, r1.first_token_ns, r1.intended_send_ns, r1.dispatch_ns, r1.chunk_ns) == \
-        (1_400, 1_450, 1_380, 1_390, [1_450, 1_490])
+    assert (r1.send_ns, r1.first_token_ns, r1.intended_send_ns, r1.dispatch_ns, r1.chunk_ns) == (
+        1_400,
+        1_450,
+        1_380,
+        1_390,
+        [1_450, 1_490],
+    )
     never = RequestRecord(request_id="x", endpoint="/v1/completions", first_token_ns=None, send_ns=0)
     assert align(never, 99).first_token_ns is None and never.send_ns == 0  # a time never taken stays untaken
 
@@ -113,8 +140,8 @@ def test_the_ray_hub_hands_over_what_was_posted_once_and_carries_the_stop_flag()
     hub = RayHub()
     assert hub.post(0, "clock", b"{}") is False
     assert hub.post(1, "requests", b"") is False  # nothing new: nothing kept
-    assert hub.post(1, "requests", b"{\"a\":1}\n") is False
-    assert hub.take() == [(0, "clock", b"{}"), (1, "requests", b"{\"a\":1}\n")]
+    assert hub.post(1, "requests", b'{"a":1}\n') is False
+    assert hub.take() == [(0, "clock", b"{}"), (1, "requests", b'{"a":1}\n')]
     assert hub.take() == []
     hub.stop()
     assert hub.post(0, "requests", b"x\n") is True
@@ -129,9 +156,15 @@ def test_ray_tasks_are_placed_round_robin_over_the_nodes_cpus():
         tasks.count(7)
 
 
-@pytest.mark.parametrize(("address", "host", "port"), [
-    ("127.0.0.1:6379", "127.0.0.1", 6379), ("ray://10.0.0.5:10001", "10.0.0.5", 10001), ("auto", "auto", None),
-    ("[::1]:6379", "::1", 6379), ("head.example:abc", "head.example:abc", None),
-])
+@pytest.mark.parametrize(
+    ("address", "host", "port"),
+    [
+        ("127.0.0.1:6379", "127.0.0.1", 6379),
+        ("ray://10.0.0.5:10001", "10.0.0.5", 10001),
+        ("auto", "auto", None),
+        ("[::1]:6379", "::1", 6379),
+        ("head.example:abc", "head.example:abc", None),
+    ],
+)
 def test_the_ray_address_is_split_into_host_and_port(address: str, host: str, port: int | None):
     assert _host_port(address) == (host, port)

@@ -8,12 +8,12 @@ import pytest
 
 from loadproof.metrics.quality import quality_claims
 from loadproof.plans import load_plan
+from loadproof.protocol.sse import DONE_EVENT
 from loadproof.report.build import build_report
 from loadproof.scenarios.base import Target
 from loadproof.scenarios.live import LiveStatus
 from loadproof.scenarios.quality import QualityOptions, QualityScenario
 from loadproof.store.run_dir import RunWriter, load_run
-from loadproof.protocol.sse import DONE_EVENT
 from loadproof.workloads.quality import authored, gsm8k
 from tests.conftest import Script
 from tests.sse_chunks import chat_chunk, completion_chunk, usage_only
@@ -84,8 +84,9 @@ async def test_completions_run_stores_scored_rows_and_no_question_text(sse_serve
 async def test_chat_thinking_model_modes_and_an_image_refusal(sse_server, tmp_path):
     refusal = Script(status=400, pieces=[b'{"error": {"message": "this model does not support images"}}'])
     server = await sse_server([refusal, answer_script("Paris", chat=True)])
-    target = Target(url=server.url, model="m", endpoint="chat",
-                    extra_body={"chat_template_kwargs": {"enable_thinking": False}})
+    target = Target(
+        url=server.url, model="m", endpoint="chat", extra_body={"chat_template_kwargs": {"enable_thinking": False}}
+    )
     options = QualityOptions(suites=["authored", "image"], thinking_mode=True, concurrency=2)
     path, _ = await run_quality(tmp_path, target, options)
     run = load_run(path)

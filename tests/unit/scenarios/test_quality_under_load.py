@@ -11,8 +11,8 @@ import pytest
 
 from loadproof.errors import ConfigError
 from loadproof.scenarios.base import Target
-from loadproof.scenarios.quality import CutSchedule, Job, QualityOptions, QualityScenario, compared_with_idle
 from loadproof.scenarios.options import from_cli
+from loadproof.scenarios.quality import CutSchedule, Job, QualityOptions, QualityScenario, compared_with_idle
 from loadproof.workloads.quality import authored
 from loadproof.workloads.quality.changes import digest
 
@@ -29,8 +29,12 @@ def test_an_idle_answer_is_kept_and_the_under_load_one_compared_with_it():
     assert idle == {("authored", "a", "plain"): " 42"}  # a failed idle request leaves nothing to compare
     assert compared_with_idle(job("a", True), " 42", True, idle) == {"answer_sha256": digest(" 42")}
     changed = compared_with_idle(job("a", True), " 41", True, idle)
-    assert changed == {"answer_sha256": digest(" 41"), "answer_diff_at": 2, "answer_text": " 41",
-                       "idle_answer_text": " 42"}
+    assert changed == {
+        "answer_sha256": digest(" 41"),
+        "answer_diff_at": 2,
+        "answer_text": " 41",
+        "idle_answer_text": " 42",
+    }
     assert "answer_diff_at" not in compared_with_idle(job("b", True), " x", True, idle)
     assert job("a", True).request_id == "a.plain.under-load" and job("a").request_id == "a.plain"
 
@@ -64,11 +68,17 @@ def test_options_compose_the_load_scenarios_and_off_by_default():
         QualityOptions(under_load_rate=-1)
 
 
-@pytest.mark.parametrize("values, says", [
-    ({"under_load_rate": "-2"}, "--under-load-rate -2"),
-    ({"under_load_rate": "2", "under_load_input_tokens": "zipf:1:2"}, "--under-load-input-tokens zipf:1:2"),
-    ({"under_load_rate": "5000", "under_load_max_s": "100000"}, "the load beside the items: the schedule would plan"),
-])
+@pytest.mark.parametrize(
+    "values, says",
+    [
+        ({"under_load_rate": "-2"}, "--under-load-rate -2"),
+        ({"under_load_rate": "2", "under_load_input_tokens": "zipf:1:2"}, "--under-load-input-tokens zipf:1:2"),
+        (
+            {"under_load_rate": "5000", "under_load_max_s": "100000"},
+            "the load beside the items: the schedule would plan",
+        ),
+    ],
+)
 def test_a_bad_under_load_option_is_one_line(values, says):
     with pytest.raises(ConfigError) as caught:
         from_cli(QualityOptions, values, "quality options")
@@ -76,16 +86,33 @@ def test_a_bad_under_load_option_is_one_line(values, says):
 
 
 def test_a_bad_under_load_option_exits_2_before_anything_is_sent():
-    result = subprocess.run([sys.executable, "-m", "loadproof", "run", "quality", "--url", "http://127.0.0.1:9",
-                             "--under-load-rate", "2", "--under-load-output-tokens", "0"],
-                            capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "loadproof",
+            "run",
+            "quality",
+            "--url",
+            "http://127.0.0.1:9",
+            "--under-load-rate",
+            "2",
+            "--under-load-output-tokens",
+            "0",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 2, result.stderr
     assert len(result.stderr.strip().splitlines()) == 1 and "--under-load-output-tokens" in result.stderr
 
 
 def test_authored_items_takes_the_first_n_tasks():
-    scenario = QualityScenario(Target(url="http://127.0.0.1:9", model="m", endpoint="completions"),
-                               QualityOptions(authored_items=3, authored_modes=["plain"]))
+    scenario = QualityScenario(
+        Target(url="http://127.0.0.1:9", model="m", endpoint="completions"),
+        QualityOptions(authored_items=3, authored_modes=["plain"]),
+    )
     jobs: list[Job] = []
     plan = scenario._authored(jobs, [])
     assert [j.row["item_id"] for j in jobs] == [t.id for t in authored.load_tasks()[:3]] and plan.tasks == 3

@@ -23,7 +23,9 @@ def scripted(threshold: float):
 def test_finds_the_highest_passing_rate_within_the_resolution(threshold, resolution):
     passes, tried = scripted(threshold)
     seen = []
-    result = rate_search(2.0, passes, resolution, maximum=1000, minimum=0.01, on_trial=lambda r, ok: seen.append((r, ok)))
+    result = rate_search(
+        2.0, passes, resolution, maximum=1000, minimum=0.01, on_trial=lambda r, ok: seen.append((r, ok))
+    )
     true_limit = threshold * 1.01  # where attainment crosses 99%
     low, high = result.largest_pass, result.smallest_fail
     assert low is not None and high is not None
@@ -58,8 +60,9 @@ def test_stops_at_the_maximum_and_the_minimum():
     assert "no rate met the SLO" in result.summary
 
 
-@pytest.mark.parametrize("text,expected", [("10%", Resolution(0.1, True)), ("0.5", Resolution(0.5, False)),
-                                           (" 2 ", Resolution(2.0, False))])
+@pytest.mark.parametrize(
+    "text,expected", [("10%", Resolution(0.1, True)), ("0.5", Resolution(0.5, False)), (" 2 ", Resolution(2.0, False))]
+)
 def test_resolution_parses(text, expected):
     assert parse_resolution(text) == expected
 

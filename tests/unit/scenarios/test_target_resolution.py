@@ -25,13 +25,16 @@ from tests.unit.scenarios.test_target import serve
 pytestmark = pytest.mark.timeout(60)
 
 
-@pytest.mark.parametrize(("base", "path", "url"), [
-    ("http://h:1", "/v1/models", "http://h:1/v1/models"),
-    ("http://h:1/", "/v1/models", "http://h:1/v1/models"),
-    ("http://gw/llm", "/tokenize", "http://gw/llm/tokenize"),
-    ("http://gw/llm/", "metrics", "http://gw/llm/metrics"),
-    ("https://gw/a/b", "/v1/chat/completions", "https://gw/a/b/v1/chat/completions"),
-])
+@pytest.mark.parametrize(
+    ("base", "path", "url"),
+    [
+        ("http://h:1", "/v1/models", "http://h:1/v1/models"),
+        ("http://h:1/", "/v1/models", "http://h:1/v1/models"),
+        ("http://gw/llm", "/tokenize", "http://gw/llm/tokenize"),
+        ("http://gw/llm/", "metrics", "http://gw/llm/metrics"),
+        ("https://gw/a/b", "/v1/chat/completions", "https://gw/a/b/v1/chat/completions"),
+    ],
+)
 def test_a_path_joins_the_base_url_keeping_its_prefix(base, path, url):
     assert url_of(base, path) == url
 
@@ -111,10 +114,12 @@ async def test_the_engine_sizes_prompts_exactly_as_a_local_tokenizer_of_the_same
     assert isinstance(tokens, EngineTokens) and tokens.source == "engine"
     overhead, how = await asyncio.to_thread(tokenize_overhead_tokens, target, tokens)
     assert (overhead, how) == (len("<u><a>"), "engine /tokenize")
-    builder = await asyncio.to_thread(HaystackBuilder, tokens, overhead_tokens=overhead, seed=3, pool_size=64,
-                                      style="chat")
-    local = HaystackBuilder(LocalTokens.load(tokenizer_path()), overhead_tokens=overhead, seed=3, pool_size=64,
-                            style="chat")
+    builder = await asyncio.to_thread(
+        HaystackBuilder, tokens, overhead_tokens=overhead, seed=3, pool_size=64, style="chat"
+    )
+    local = HaystackBuilder(
+        LocalTokens.load(tokenizer_path()), overhead_tokens=overhead, seed=3, pool_size=64, style="chat"
+    )
     assert builder.sentences == local.sentences  # the byte tokenizer counts as the fake engine does
     prompt = await asyncio.to_thread(builder.build, "s1", 900)
     assert overhead + len(prompt.text.encode()) == 900
@@ -128,11 +133,15 @@ async def test_the_engine_sizes_prompts_exactly_as_a_local_tokenizer_of_the_same
 async def test_a_target_that_does_not_tokenize_asks_for_the_tokenizer_in_one_line(server):
     _, url = server
     target = await asyncio.to_thread(resolved, url)
-    assert target.tokenizer_source is None and target.served.tokenize_error == "HTTP 404: not found"  # the server's own words
+    assert (
+        target.tokenizer_source is None and target.served.tokenize_error == "HTTP 404: not found"
+    )  # the server's own words
     with pytest.raises(UsageError) as caught:
         tokens_for(target)
     assert "\n" not in str(caught.value)
-    assert str(caught.value).endswith("answered HTTP 404: not found); give --tokenizer PATH (tokenizer.json or its folder)")
+    assert str(caught.value).endswith(
+        "answered HTTP 404: not found); give --tokenizer PATH (tokenizer.json or its folder)"
+    )
 
 
 def test_token_counts_local_without_a_tokenizer_is_one_line():
@@ -148,6 +157,17 @@ def test_an_unreachable_server_is_an_environment_failure_naming_the_url():
 
 def test_the_manifest_shape_keeps_its_keys(tmp_path: Path):
     described = Target(url="http://h:1", model="m", endpoint="chat", api_key="sk-9").describe()
-    assert list(described) == ["url", "model", "endpoint", "api_key_used", "extra_body", "tokenizer",
-                               "tokenizer_source", "metrics", "token_counts", "thinking", "reasoning_effort"]
+    assert list(described) == [
+        "url",
+        "model",
+        "endpoint",
+        "api_key_used",
+        "extra_body",
+        "tokenizer",
+        "tokenizer_source",
+        "metrics",
+        "token_counts",
+        "thinking",
+        "reasoning_effort",
+    ]
     assert "sk-9" not in json.dumps(described)

@@ -3,6 +3,7 @@ body, recorded in the manifest, refused on the completions endpoint."""
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 
 from loadproof.config.profile import Profile
@@ -11,16 +12,20 @@ from loadproof.rundir.manifest import Target as ManifestTarget
 from loadproof.scenarios import lifecycle, target
 from loadproof.scenarios.options import from_cli
 
-import msgspec
-
 
 def options(**given):
     return from_cli(lifecycle.TargetOptions, {"url": "http://h:1", **given}, "target")
 
 
 def profile(engine: str = "vllm", thinking: str = "unsupported", endpoint: str = "chat") -> Profile:
-    return Profile.model_validate({"name": "p", "engine": engine, "model": {"path": "m", "served_name": "m", "max_model_len": 4096},
-                                   "serving": {"endpoint": endpoint, "thinking": thinking}})
+    return Profile.model_validate(
+        {
+            "name": "p",
+            "engine": engine,
+            "model": {"path": "m", "served_name": "m", "max_model_len": 4096},
+            "serving": {"endpoint": endpoint, "thinking": thinking},
+        }
+    )
 
 
 @pytest.fixture
@@ -30,16 +35,21 @@ def resolved(monkeypatch):
     return lambda opts, prof=None: target.resolve_target(opts, prof)
 
 
-@pytest.mark.parametrize(("given", "body"), [
-    ({"thinking": "off"}, {"chat_template_kwargs": {"enable_thinking": False}}),
-    ({"disable_thinking": True}, {"chat_template_kwargs": {"enable_thinking": False}}),
-    ({"thinking": "on"}, {"chat_template_kwargs": {"enable_thinking": True}}),
-    ({"thinking": "low"}, {"chat_template_kwargs": {"enable_thinking": True}, "reasoning_effort": "low"}),
-    ({"thinking": "low", "reasoning_effort": "medium"},
-     {"chat_template_kwargs": {"enable_thinking": True}, "reasoning_effort": "medium"}),
-    ({"reasoning_effort": "high"}, {"reasoning_effort": "high"}),
-    ({}, {}),
-])
+@pytest.mark.parametrize(
+    ("given", "body"),
+    [
+        ({"thinking": "off"}, {"chat_template_kwargs": {"enable_thinking": False}}),
+        ({"disable_thinking": True}, {"chat_template_kwargs": {"enable_thinking": False}}),
+        ({"thinking": "on"}, {"chat_template_kwargs": {"enable_thinking": True}}),
+        ({"thinking": "low"}, {"chat_template_kwargs": {"enable_thinking": True}, "reasoning_effort": "low"}),
+        (
+            {"thinking": "low", "reasoning_effort": "medium"},
+            {"chat_template_kwargs": {"enable_thinking": True}, "reasoning_effort": "medium"},
+        ),
+        ({"reasoning_effort": "high"}, {"reasoning_effort": "high"}),
+        ({}, {}),
+    ],
+)
 def test_vllm_gets_the_chat_template_switch_and_a_top_level_effort(resolved, given, body):
     assert resolved(options(**given)).extra_body == body
 
@@ -71,12 +81,15 @@ def test_thinking_on_the_completions_endpoint_is_one_line(resolved):
     assert resolved(options(disable_thinking=True, endpoint="completions")).extra_body == {}
 
 
-@pytest.mark.parametrize(("given", "message"), [
-    ({"thinking": "lots"}, r"--thinking lots: Input should be 'off', 'low' or 'on'"),
-    ({"reasoning_effort": "very high"}, r"--reasoning-effort very high: must be a word"),
-    ({"thinking": "on", "disable_thinking": True}, r"--disable-thinking contradicts --thinking on"),
-    ({"thinking": "off", "reasoning_effort": "low"}, r"--reasoning-effort with thinking off"),
-])
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        ({"thinking": "lots"}, r"--thinking lots: Input should be 'off', 'low' or 'on'"),
+        ({"reasoning_effort": "very high"}, r"--reasoning-effort very high: must be a word"),
+        ({"thinking": "on", "disable_thinking": True}, r"--disable-thinking contradicts --thinking on"),
+        ({"thinking": "off", "reasoning_effort": "low"}, r"--reasoning-effort with thinking off"),
+    ],
+)
 def test_contradictions_and_bad_values_are_refused_offline(given, message):
     with pytest.raises(ConfigError, match=message):
         options(**given)

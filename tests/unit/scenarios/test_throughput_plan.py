@@ -56,16 +56,27 @@ async def test_the_scenario_writes_its_typed_plan_and_the_metrics_read_it(sse_se
             asked.append(1)
 
     monkeypatch.setattr(scenario_module, "MetricsScraper", lambda *a, **k: NoScraper())
-    server = await sse_server([Script(pieces=[completion_chunk(f"t{i}", i + 1) for i in range(4)] + [DONE_EVENT],
-                                      pause_s=0.002)])
+    server = await sse_server(
+        [Script(pieces=[completion_chunk(f"t{i}", i + 1) for i in range(4)] + [DONE_EVENT], pause_s=0.002)]
+    )
     options = ThroughputOptions(families=["code"], concurrency=[1, 2], max_tokens=4, num_prompts=1)
     with RunWriter(tmp_path / "tp") as writer:
         manifest = {"run_id": "tp", "scenario": "throughput", "options": options.model_dump()}
-        await ThroughputScenario(Target(url=server.url, model="m", endpoint="completions"), options).run(writer, manifest)
+        await ThroughputScenario(Target(url=server.url, model="m", endpoint="completions"), options).run(
+            writer, manifest
+        )
     run = load_run(tmp_path / "tp")
     assert run.manifest.plan_version == ThroughputPlan.version == 2
-    assert load_plan(run) == ThroughputPlan(families=["code"], concurrency=[1, 2], max_tokens=4, num_prompts=1,
-                                            repeats=1, temperature=0.0, ignore_eos=False, seed=731)
+    assert load_plan(run) == ThroughputPlan(
+        families=["code"],
+        concurrency=[1, 2],
+        max_tokens=4,
+        num_prompts=1,
+        repeats=1,
+        temperature=0.0,
+        ignore_eos=False,
+        seed=731,
+    )
     names = {c.name for c in compute_claims(run)}
     assert {"throughput.code.c1.decode_tokens_per_s", "throughput.code.c2.aggregate_tokens_per_s"} <= names
     assert len(asked) == 1  # one sample between the two levels, none after the last (the scraper's exit takes it)

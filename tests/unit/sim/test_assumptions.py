@@ -15,8 +15,9 @@ def test_an_assumptions_point_is_one_of_its_values_and_a_pinned_one_has_one_valu
     with pytest.raises(ValidationError, match="not among its values"):
         Assumption(name="kv_read_efficiency", point=0.8, variants=[Variant(value=0.7)])
     with pytest.raises(ValidationError, match="one value"):
-        Assumption(name="kv_read_efficiency", point=0.8, variants=[Variant(value=0.8), Variant(value=0.7)],
-                   pinned_by="a run")
+        Assumption(
+            name="kv_read_efficiency", point=0.8, variants=[Variant(value=0.8), Variant(value=0.7)], pinned_by="a run"
+        )
     with pytest.raises(ValidationError, match="unknown assumption"):
         Assumption(name="luck", point=1, variants=[Variant(value=1)])
 
@@ -35,8 +36,11 @@ def test_the_schedulers_assumptions_turn_concurrent_prefills_into_vllms_threshol
     found = scheduler_assumptions(SimConfig(max_num_batched_tokens=8192, cost=CostModel(pipeline_stages=2)))
     prefills, batching = found
     assert prefills.point == 1 and prefills.values == [1, 2, 4]
-    assert [v.overrides for v in prefills.variants] == [{}, {"long_prefill_token_threshold": 4096},
-                                                        {"long_prefill_token_threshold": 2048}]
+    assert [v.overrides for v in prefills.variants] == [
+        {},
+        {"long_prefill_token_threshold": 4096},
+        {"long_prefill_token_threshold": 2048},
+    ]
     assert batching.values == ["alternating", "one_batch"]
     one_stage = scheduler_assumptions(SimConfig(), prefills_pinned_by="the runs' engine settings")
     assert [a.name for a in one_stage] == ["concurrent_long_prefills"] and not one_stage[0].open
@@ -61,18 +65,28 @@ def test_concurrent_prefills_raise_the_median_cold_ttft():
     cost = CostModel(step_overhead_s=0.001, prefill_s_per_token=1e-4, decode_s_per_seq=1e-3)
     config = SimConfig(max_model_len=16_384, max_num_batched_tokens=1024, cost=cost)
     one = predict_capacity_run(config, "capacity", capacity_options(4, 4096, 2.0)).claims
-    four = predict_capacity_run(with_overrides(config, {"long_prefill_token_threshold": 256}), "capacity",
-                                capacity_options(4, 4096, 2.0)).claims
+    four = predict_capacity_run(
+        with_overrides(config, {"long_prefill_token_threshold": 256}), "capacity", capacity_options(4, 4096, 2.0)
+    ).claims
     median = "capacity.cold_ttft_median_s"
     assert next(c.value for c in four if c.name == median) > 1.3 * next(c.value for c in one if c.name == median)
 
 
 def test_a_range_spans_every_value_and_names_the_assumption_that_drives_it():
-    a = Assumption(name="kv_read_efficiency", point=0.8, variants=[
-        Variant(value=0.6, overrides={"cost.decode_s_per_seq": 3.0}), Variant(value=0.8),
-        Variant(value=0.9, overrides={"cost.decode_s_per_seq": 1.5})])
-    b = Assumption(name="concurrent_long_prefills", point=1, variants=[
-        Variant(value=1), Variant(value=2, overrides={"max_num_seqs": 10})])
+    a = Assumption(
+        name="kv_read_efficiency",
+        point=0.8,
+        variants=[
+            Variant(value=0.6, overrides={"cost.decode_s_per_seq": 3.0}),
+            Variant(value=0.8),
+            Variant(value=0.9, overrides={"cost.decode_s_per_seq": 1.5}),
+        ],
+    )
+    b = Assumption(
+        name="concurrent_long_prefills",
+        point=1,
+        variants=[Variant(value=1), Variant(value=2, overrides={"max_num_seqs": 10})],
+    )
     pinned = Assumption(name="frontend_s_per_token", point=0.0, variants=[Variant(value=0.0)], pinned_by="run x")
     config = SimConfig(max_num_seqs=5, cost=CostModel(decode_s_per_seq=2.0), assumptions=[a, b, pinned])
     calls = []

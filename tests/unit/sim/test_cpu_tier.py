@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
+from loadproof.engines.vllm import VLLM_METRICS
 from loadproof.sim.metrics import render_metrics
 from loadproof.sim.scheduler import Scheduler
 from loadproof.telemetry.server_metrics import parse_metrics
-from loadproof.engines.vllm import VLLM_METRICS
 from tests.unit.sim.test_scheduler import config, request, run_steps
 
 S_PER_TOKEN = 1e-4
@@ -52,4 +52,6 @@ def test_the_tiers_counters_are_served_as_vllm_names_them():
     values = parse_metrics(render_metrics("sim", s), VLLM_METRICS)
     assert values["external_prefix_cache_hits_total"] == 480
     assert values["prompt_tokens_cached_by_source_total_host"] == 480
-    assert "external_prefix_cache_hits_total" not in parse_metrics(render_metrics("sim", second_turn(0)[0]), VLLM_METRICS)
+    assert "external_prefix_cache_hits_total" not in parse_metrics(
+        render_metrics("sim", second_turn(0)[0]), VLLM_METRICS
+    )

@@ -14,19 +14,25 @@ from loadproof.sim.config import CostModel, SimConfig
 from loadproof.sim.predict import capacity_options, predict_capacity_run
 
 GRID = Path(__file__).resolve().parents[3] / "docs" / "runs" / "h200-2026-12-02-contract" / "grid" / "runs"
-GIB = 2 ** 30
+GIB = 2**30
 
 
 def test_the_floor_binds_a_decode_only_step_once_the_kv_read_outlasts_the_host_work():
     cost = CostModel(step_overhead_s=0.005, decode_s_per_seq=0.0, decode_kv_floor_s_per_token=1e-9)
     assert cost.step_s([], [1_000_000]) == pytest.approx(0.005)  # 1 ms of KV read hides under 5 ms
     assert cost.step_s([], [4_000_000, 4_000_000]) == pytest.approx(0.008)  # 8 ms of KV read: the floor
-    assert cost.step_s([(0, 512)], [4_000_000, 4_000_000]) == pytest.approx(0.005 + 1e-3 * 512)  # a prefill step: no floor
+    assert cost.step_s([(0, 512)], [4_000_000, 4_000_000]) == pytest.approx(
+        0.005 + 1e-3 * 512
+    )  # a prefill step: no floor
 
 
 def calibration(points: list[DecodePoint], kv_tokens: int = 1 << 20) -> Calibration:
-    config = SimConfig(block_size=16, num_gpu_blocks=kv_tokens // 16, max_model_len=1 << 20,
-                       cost=CostModel(step_overhead_s=0.005, decode_s_per_seq=0.0))
+    config = SimConfig(
+        block_size=16,
+        num_gpu_blocks=kv_tokens // 16,
+        max_model_len=1 << 20,
+        cost=CostModel(step_overhead_s=0.005, decode_s_per_seq=0.0),
+    )
     return Calibration(config=config, ttft_points=[], decode_points=points)
 
 
@@ -57,14 +63,17 @@ def test_the_h200_grid_of_2026_12_02_bounds_the_headlines_window_from_the_kv_rea
     """The grid decoded 24 x 525K fastest, so its fit charged nothing for context; its 24 x 1M window then
     came out 30% fast. With the floor, the window at 24 x 1,000,004 drops to the KV read's bound, and the
     fit's value stays the range's other end."""
-    limits = CalibrationLimits(kv_tokens=25_981_696, block_size=64, max_num_batched_tokens=16_384, max_num_seqs=24,
-                               max_model_len=1_048_576)
+    limits = CalibrationLimits(
+        kv_tokens=25_981_696, block_size=64, max_num_batched_tokens=16_384, max_num_seqs=24, max_model_len=1_048_576
+    )
     done = calibrate_from_runs(sorted(GRID.iterdir()), [], [], tmp_path / "sim.toml", limits, FitShares())
     config = done.calibration.config
     (assumption,) = [a for a in config.assumptions if a.name == "kv_read_efficiency"]
     assert assumption.point == 0.6 and assumption.values == ["fit", 0.6, 0.7, 0.8, 0.9]
     floor = window(config)
-    free = window(config.model_copy(update={"cost": config.cost.model_copy(update={"decode_kv_floor_s_per_token": 0.0})}))
+    free = window(
+        config.model_copy(update={"cost": config.cost.model_copy(update={"decode_kv_floor_s_per_token": 0.0})})
+    )
     # 24 x 1,000,068 resident at 400 ps a token: 9.6 ms a step, 24 tokens a step
     assert floor == pytest.approx(24 / (24 * 1_000_068 * 1152 / (4.8e12 * 0.6)), rel=0.01)
     assert free > 1.4 * floor

@@ -45,15 +45,32 @@ def test_packaged_profiles_are_not_sim_profiles():
 
 
 def test_calibration_recovers_a_known_cost_model():
-    truth = CostModel(step_overhead_s=0.02, prefill_s_per_token=8e-4, prefill_s_per_token_ctx=5e-8,
-                      decode_s_per_seq=1e-3, decode_s_per_ctx_token=2e-7, request_overhead_s=0.05)
+    truth = CostModel(
+        step_overhead_s=0.02,
+        prefill_s_per_token=8e-4,
+        prefill_s_per_token_ctx=5e-8,
+        decode_s_per_seq=1e-3,
+        decode_s_per_ctx_token=2e-7,
+        request_overhead_s=0.05,
+    )
     budget = 2048
-    ttft = [TtftPoint(L, truth.request_overhead_s + math.ceil(L / budget) * truth.step_overhead_s
-                      + truth.prefill_s_per_token * L + truth.prefill_s_per_token_ctx * L * L / 2, "truth")
-            for L in (512, 2048, 4096, 8192)]
-    decode = [DecodePoint(b, ctx, truth.step_overhead_s + truth.decode_s_per_seq * b
-                          + truth.decode_s_per_ctx_token * b * ctx, "truth")
-              for b, ctx in ((1, 200), (4, 200), (8, 300), (1, 4000))]
+    ttft = [
+        TtftPoint(
+            L,
+            truth.request_overhead_s
+            + math.ceil(L / budget) * truth.step_overhead_s
+            + truth.prefill_s_per_token * L
+            + truth.prefill_s_per_token_ctx * L * L / 2,
+            "truth",
+        )
+        for L in (512, 2048, 4096, 8192)
+    ]
+    decode = [
+        DecodePoint(
+            b, ctx, truth.step_overhead_s + truth.decode_s_per_seq * b + truth.decode_s_per_ctx_token * b * ctx, "truth"
+        )
+        for b, ctx in ((1, 200), (4, 200), (8, 300), (1, 4000))
+    ]
     cal = calibrate(ttft, decode, SimConfig(max_num_batched_tokens=budget))
     got = cal.config.cost
     for field in CostModel.model_fields:
@@ -65,8 +82,11 @@ def test_calibration_recovers_a_known_cost_model():
 
 
 def test_calibration_from_one_point_each_says_what_it_assumed():
-    cal = calibrate([parse_ttft("1000004:61.17")], [parse_decode("1:1000004:416.32")],
-                    SimConfig(max_num_batched_tokens=8192, max_model_len=1_048_576))
+    cal = calibrate(
+        [parse_ttft("1000004:61.17")],
+        [parse_decode("1:1000004:416.32")],
+        SimConfig(max_num_batched_tokens=8192, max_model_len=1_048_576),
+    )
     c = cal.config.cost
     assert c.prefill_s_per_token * 1_000_004 + math.ceil(1_000_004 / 8192) * c.step_overhead_s == pytest.approx(61.17)
     assert c.step_overhead_s + c.decode_s_per_ctx_token * 1_000_004 == pytest.approx(1 / 416.32)
@@ -89,13 +109,17 @@ def test_nnls_clamps_negative_coefficients():
 
 
 def test_answers_state_the_planted_code_and_a_wrong_one_under_the_fault():
-    prompt = ("salt\nThe secret code of session 7 is 0012345.\nfiller\n"
-              "Question: What is the secret code of session 7?\nAnswer: The secret code of session 7 is")
+    prompt = (
+        "salt\nThe secret code of session 7 is 0012345.\nfiller\n"
+        "Question: What is the secret code of session 7?\nAnswer: The secret code of session 7 is"
+    )
     right, _ = text.answer(prompt)
     wrong, _ = text.answer(prompt, wrong=True)
     assert right.startswith(" 0012345.") and not states(wrong, "0012345")
-    followup, _ = text.answer("The secret code of s1 is 7654321.\nQuestion: One more time: what is the secret code "
-                              "of s1? State the code first, then keep writing.")
+    followup, _ = text.answer(
+        "The secret code of s1 is 7654321.\nQuestion: One more time: what is the secret code "
+        "of s1? State the code first, then keep writing."
+    )
     assert "7654321" in followup[:20]
     unknown, _ = text.answer("Question: What is the secret code of nobody?")
     assert "I do not know" in unknown
@@ -152,8 +176,15 @@ def test_a_throughput_runs_one_at_a_time_requests_are_one_median_ttft_point():
     # first use), the rest about 0.02 s; those few must not each pull the prefill fit
     from loadproof.sim.calibrate import points_from_runs
 
-    run = (Path(__file__).parents[3] / "docs" / "runs" / "h200-2026-12-01" / "mla-2l-throughput" / "runs"
-           / "throughput-20261201-055720-20c6")
+    run = (
+        Path(__file__).parents[3]
+        / "docs"
+        / "runs"
+        / "h200-2026-12-01"
+        / "mla-2l-throughput"
+        / "runs"
+        / "throughput-20261201-055720-20c6"
+    )
     ttft, decode, _ = points_from_runs([run])
     assert len(ttft) == 1 and "median of" in ttft[0].origin
     assert ttft[0].ttft_s < 0.1 and 80 <= ttft[0].input_tokens <= 120

@@ -17,9 +17,18 @@ from loadproof.config.profile import SchedulerSpec
 from loadproof.errors import ConfigError, UsageError
 from loadproof.metrics.load import meets, samples_ns, slo_values, succeeded
 from loadproof.sim.config import CostModel, SimConfig, dump_sim_config
-from loadproof.sim.predict import (capacity_options, check_applies, deployment_config, parse_rates,
-                                   predict_capacity_run, predict_load_sweep, predict_replay_trace, rate_sweep,
-                                   read_attainment, replay_options)
+from loadproof.sim.predict import (
+    capacity_options,
+    check_applies,
+    deployment_config,
+    parse_rates,
+    predict_capacity_run,
+    predict_load_sweep,
+    predict_replay_trace,
+    rate_sweep,
+    read_attainment,
+    replay_options,
+)
 from loadproof.sim.virtual import predict_load
 from loadproof.workloads.arrivals import ALL_AT_ONCE, ArrivalSpec, intended_offsets
 from loadproof.workloads.synthetic import draw_lengths, parse_lengths
@@ -34,8 +43,17 @@ def p(values: list[float], q: float) -> float:
 
 
 def test_each_rate_gives_the_figures_of_the_load_formulas_on_the_same_schedule_and_records():
-    sweep = rate_sweep({"rate": "64,2", "num_requests": 40, "input_tokens": "uniform:100:300", "output_tokens": "8",
-                        "slo": "ttft=100ms", "attainment": 0.9, "seed": 5})
+    sweep = rate_sweep(
+        {
+            "rate": "64,2",
+            "num_requests": 40,
+            "input_tokens": "uniform:100:300",
+            "output_tokens": "8",
+            "slo": "ttft=100ms",
+            "attainment": 0.9,
+            "seed": 5,
+        }
+    )
     assert sweep.rates_rps == (2.0, 64.0) and sweep.notes == ()
     forecast = predict_load_sweep(CFG, sweep)
     for predicted in forecast.rates:
@@ -61,8 +79,12 @@ def test_each_rate_gives_the_figures_of_the_load_formulas_on_the_same_schedule_a
 
 
 def test_a_lone_request_has_the_closed_form_latencies():
-    forecast = predict_load_sweep(CFG, rate_sweep({"rate": "0.1", "num_requests": 5, "input_tokens": "256",
-                                                   "output_tokens": "8", "arrival": "constant"}))
+    forecast = predict_load_sweep(
+        CFG,
+        rate_sweep(
+            {"rate": "0.1", "num_requests": 5, "input_tokens": "256", "output_tokens": "8", "arrival": "constant"}
+        ),
+    )
     run = forecast.rates[0].run
     assert run.value("load.ttft_s.p50") == pytest.approx(0.02 + 0.01 + 256e-4)  # overhead, one step, the prefill
     assert run.value("load.tpot_s.p99") == pytest.approx(0.011)  # one decode step of one sequence
@@ -78,8 +100,9 @@ def test_rates_take_run_loads_parser_and_all_at_once():
             parse_rates(bad)
     with pytest.raises(ConfigError, match=r"^--rate 0: must be > 0"):
         rate_sweep({"rate": "0"})
-    burst = predict_load_sweep(CFG, rate_sweep({"rate": "inf", "num_requests": 6, "input_tokens": "64",
-                                                "output_tokens": "4"}))
+    burst = predict_load_sweep(
+        CFG, rate_sweep({"rate": "inf", "num_requests": 6, "input_tokens": "64", "output_tokens": "4"})
+    )
     run = burst.rates[0].run  # six sent at 0 reach the engine together: one prefill step of 6 x 64 tokens
     assert run.num_ok == 6 and run.value("load.ttft_s.max") == pytest.approx(0.02 + 0.01 + 6 * 64e-4)
 
@@ -126,7 +149,12 @@ def test_a_deployment_takes_the_engines_reported_kv_tokens_where_a_log_gave_them
     assert deployment_config(profile, planned, CFG).num_gpu_blocks == 1000
     planned.reported = SimpleNamespace(kv_cache_tokens=32_000)
     cfg = deployment_config(profile, planned, CFG)
-    assert (cfg.num_gpu_blocks, cfg.max_model_len, cfg.max_num_seqs, cfg.max_num_batched_tokens) == (2000, 8192, 32, 512)
+    assert (cfg.num_gpu_blocks, cfg.max_model_len, cfg.max_num_seqs, cfg.max_num_batched_tokens) == (
+        2000,
+        8192,
+        32,
+        512,
+    )
     # the profile states the scheduler: concurrent long prefills are pinned, not a range
     [prefills] = [a for a in cfg.assumptions if a.name == "concurrent_long_prefills"]
     assert prefills.pinned_by == "the profile's scheduler (p)" and cfg.long_prefill_token_threshold == 0
@@ -145,21 +173,37 @@ def test_an_option_of_one_prediction_is_refused_by_another():
         check_applies("load", {"trace"})
 
 
-BLOCKS = [[0, 1, 2], [0, 1, 3], [0, 1, 2, 4], [5, 6], [5, 6, 7], [0, 8], [5, 6, 7, 9], [10, 11, 12], [10, 11, 12],
-          [0, 1, 2, 4, 13]]  # test_replay_prediction.py's trace: 2,304 of 4,096 text tokens are expected hits
+BLOCKS = [
+    [0, 1, 2],
+    [0, 1, 3],
+    [0, 1, 2, 4],
+    [5, 6],
+    [5, 6, 7],
+    [0, 8],
+    [5, 6, 7, 9],
+    [10, 11, 12],
+    [10, 11, 12],
+    [0, 1, 2, 4, 13],
+]  # test_replay_prediction.py's trace: 2,304 of 4,096 text tokens are expected hits
 
 
 def _trace(tmp_path: Path) -> Path:
     trace = tmp_path / "tiny.jsonl"
-    trace.write_text("".join(json.dumps({"timestamp": 10_000 * i, "input_length": 512 * len(ids), "output_length": 2,
-                                         "hash_ids": ids}) + "\n" for i, ids in enumerate(BLOCKS)))
+    trace.write_text(
+        "".join(
+            json.dumps({"timestamp": 10_000 * i, "input_length": 512 * len(ids), "output_length": 2, "hash_ids": ids})
+            + "\n"
+            for i, ids in enumerate(BLOCKS)
+        )
+    )
     return trace
 
 
 def test_replay_predicts_the_trace_hits_in_process(tmp_path: Path):
     cfg = SimConfig(block_size=128, num_gpu_blocks=1000, max_model_len=4096)
-    forecast = predict_replay_trace(cfg, *replay_options({"trace": str(_trace(tmp_path)), "block_tokens": 128,
-                                                          "slo": "ttft=1s"}))
+    forecast = predict_replay_trace(
+        cfg, *replay_options({"trace": str(_trace(tmp_path)), "block_tokens": 128, "slo": "ttft=1s"})
+    )
     assert forecast.num_requests == 10 and forecast.run.num_ok == 10
     assert round(forecast.expected_hit_pct, 2) == round(forecast.modeled_hit_pct, 2) == 56.11
     assert forecast.run.value("load.slo_attainment_pct") == 100.0
@@ -180,8 +224,11 @@ def test_plan_simulate_load_runs_in_process_with_the_deprecated_attainment(tmp_p
         assert "input 256, output 8" in result.stdout
         assert "highest rate meeting the SLO (90% of requests): 2 requests/s" in result.stdout
         assert result.stderr.strip().splitlines() == [
-            "deprecated: --attainment 90 is a percentage; give a fraction, as `run load` takes it: --attainment 0.9"]
+            "deprecated: --attainment 90 is a percentage; give a fraction, as `run load` takes it: --attainment 0.9"
+        ]
     fraction = runner.invoke(app, ["sim", "predict-load", str(profile), "--input-tokens", "256", *args[:-1], "0.9"])
     assert fraction.exit_code == 0 and fraction.stderr == ""
     misplaced = runner.invoke(app, ["plan", str(profile), "--simulate", "capacity", "--rate", "2"])
-    assert isinstance(misplaced.exception, UsageError) and "--rate applies to --simulate load" in str(misplaced.exception)
+    assert isinstance(misplaced.exception, UsageError) and "--rate applies to --simulate load" in str(
+        misplaced.exception
+    )

@@ -54,20 +54,29 @@ def test_a_minimal_file_without_speculative_decoding(tmp_path: Path):
     assert cal.config.cost.spec_draft_by_batch == [] and cal.config.cost.pipeline_stages == 2
 
 
-@pytest.mark.parametrize("edit, needle", [
-    (lambda t: t.replace("[deployment]", "[deploy]"), "no [deployment] table"),
-    (lambda t: t.replace("kv_cache_tokens = 1000000\n", ""), "kv_cache_tokens is missing"),
-    (lambda t: t.replace("max_num_seqs = 8", "max_num_seqs = -3"), "max_num_seqs = -3"),
-    (lambda t: t.replace("max_num_seqs = 8", 'max_num_seqs = "many"'), "max_num_seqs"),
-    (lambda t: t.replace("cold_prefill_ttft_median_s = 4.0", "cold_prefill_ttft_median_s = 0"), "positive number"),
-    (lambda t: t.replace("cold_prefill_input_tokens = 100000", 'cold_prefill_input_tokens = "1M"'), "cold_prefill_input_tokens"),
-    (lambda t: t.replace("cold_prefill_ttft_median_s = 4.0\ncold_prefill_input_tokens = 100000\n", ""), "no cold TTFT"),
-    (lambda t: t.replace("c8 = 1200.0", "c8 = -1"), "english.c8"),
-    (lambda t: t.replace("c1 = 200.0, ", ""), "no c1"),
-    (lambda t: t.replace("[deployment]", '[deployment]\nspeculative = "sometimes"'), "speculative"),
-    (lambda t: t + "[[[", "not valid TOML"),
-    (lambda t: t.replace("pipeline_parallel = 2", 'pipeline_parallel = "two"'), "pipeline_parallel"),
-])
+@pytest.mark.parametrize(
+    "edit, needle",
+    [
+        (lambda t: t.replace("[deployment]", "[deploy]"), "no [deployment] table"),
+        (lambda t: t.replace("kv_cache_tokens = 1000000\n", ""), "kv_cache_tokens is missing"),
+        (lambda t: t.replace("max_num_seqs = 8", "max_num_seqs = -3"), "max_num_seqs = -3"),
+        (lambda t: t.replace("max_num_seqs = 8", 'max_num_seqs = "many"'), "max_num_seqs"),
+        (lambda t: t.replace("cold_prefill_ttft_median_s = 4.0", "cold_prefill_ttft_median_s = 0"), "positive number"),
+        (
+            lambda t: t.replace("cold_prefill_input_tokens = 100000", 'cold_prefill_input_tokens = "1M"'),
+            "cold_prefill_input_tokens",
+        ),
+        (
+            lambda t: t.replace("cold_prefill_ttft_median_s = 4.0\ncold_prefill_input_tokens = 100000\n", ""),
+            "no cold TTFT",
+        ),
+        (lambda t: t.replace("c8 = 1200.0", "c8 = -1"), "english.c8"),
+        (lambda t: t.replace("c1 = 200.0, ", ""), "no c1"),
+        (lambda t: t.replace("[deployment]", '[deployment]\nspeculative = "sometimes"'), "speculative"),
+        (lambda t: t + "[[[", "not valid TOML"),
+        (lambda t: t.replace("pipeline_parallel = 2", 'pipeline_parallel = "two"'), "pipeline_parallel"),
+    ],
+)
 def test_each_malformed_file_is_one_line(tmp_path: Path, edit, needle):
     with pytest.raises(UsageError) as info:
         read_published(write(tmp_path, edit(MINIMAL)))
@@ -80,22 +89,43 @@ def test_one_concurrency_cannot_fit_the_decode_step(tmp_path: Path):
 
 
 def test_draft_schedule_forms():
-    assert parse_draft_schedule("draft length 5 for batches of 1-4 sequences, 3 for batches of 5-32", Path("x")) == [[4, 5], [32, 3]]
+    assert parse_draft_schedule("draft length 5 for batches of 1-4 sequences, 3 for batches of 5-32", Path("x")) == [
+        [4, 5],
+        [32, 3],
+    ]
     assert parse_draft_schedule([[32, 3], [4, 5]], Path("x")) == [[4, 5], [32, 3]]
     assert parse_draft_schedule(None, Path("x")) == []
 
 
 def test_cli_bad_file_exits_2_with_one_line(tmp_path: Path):
     path = write(tmp_path, MINIMAL.replace("max_num_seqs = 8", "max_num_seqs = 0"))
-    proc = subprocess.run([sys.executable, "-m", "loadproof", "sim", "calibrate", "--published", str(path),
-                           "-o", str(tmp_path / "out.toml")], capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "loadproof",
+            "sim",
+            "calibrate",
+            "--published",
+            str(path),
+            "-o",
+            str(tmp_path / "out.toml"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 2
     assert len(proc.stderr.strip().splitlines()) == 1 and "max_num_seqs" in proc.stderr
 
 
 def test_cli_grid_needs_an_engine(tmp_path: Path):
-    proc = subprocess.run([sys.executable, "-m", "loadproof", "sim", "calibrate", "--grid", "-o", str(tmp_path / "o.toml")],
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "loadproof", "sim", "calibrate", "--grid", "-o", str(tmp_path / "o.toml")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 2 and "--grid needs --url" in proc.stderr
 
 
@@ -107,8 +137,14 @@ def test_the_published_calibration_lists_what_it_cannot_pin_and_each_value_still
     done = calibrate_from_published(EXAMPLE, tmp_path / "ref.toml", CalibrationLimits(), FitShares())
     config = load_sim_config(done.path)  # written and read back, assumptions included
     by_name = {a.name: a for a in config.assumptions}
-    assert set(by_name) == {"kv_read_efficiency", "frontend_s_per_token", "prefill_attention_share",
-                            "draft_acceptance", "concurrent_long_prefills", "pipeline_batching"}
+    assert set(by_name) == {
+        "kv_read_efficiency",
+        "frontend_s_per_token",
+        "prefill_attention_share",
+        "draft_acceptance",
+        "concurrent_long_prefills",
+        "pipeline_batching",
+    }
     assert all(a.open for a in config.assumptions)
     assert [i.name for i in config.inputs] == ["reference-published.toml"] and len(config.inputs[0].sha256) == 64
     # every efficiency re-derives the long text's acceptance so the 1M relay still decodes at 416.32 tokens/s
@@ -118,10 +154,12 @@ def test_the_published_calibration_lists_what_it_cannot_pin_and_each_value_still
         assert rate == pytest.approx(416.32, rel=0.01), variant.value
     # every front-end overhead re-fits the prefill so the lone 1M prompt still takes 61.14 s
     from loadproof.sim.calibrate import lone_ttft_s
+
     for variant in by_name["frontend_s_per_token"].variants:
         cost = with_overrides(config, variant.overrides).cost
         assert lone_ttft_s(cost, 999_936, 8192) == pytest.approx(61.14, rel=0.01), variant.value
-    given = calibrate_from_published(EXAMPLE, tmp_path / "given.toml", CalibrationLimits(),
-                                     FitShares(frontend_s_per_token=0.0, acceptance=0.5))
+    given = calibrate_from_published(
+        EXAMPLE, tmp_path / "given.toml", CalibrationLimits(), FitShares(frontend_s_per_token=0.0, acceptance=0.5)
+    )
     pinned = {a.name: a.pinned_by for a in given.calibration.config.assumptions}
     assert pinned["frontend_s_per_token"] == "--frontend-s-per-token" and pinned["draft_acceptance"] == "--acceptance"

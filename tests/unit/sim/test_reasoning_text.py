@@ -5,13 +5,16 @@ import pytest
 from loadproof.sim import text
 
 
-@pytest.mark.parametrize(("body", "thinks"), [
-    ({"chat_template_kwargs": {"enable_thinking": True}}, True),
-    ({"chat_template_kwargs": {"enable_thinking": False}}, False),
-    ({"chat_template_kwargs": {"enable_thinking": False}, "reasoning_effort": "low"}, False),
-    ({"reasoning_effort": "low"}, True),
-    ({}, False),  # not asked: a plain request never reasons
-])
+@pytest.mark.parametrize(
+    ("body", "thinks"),
+    [
+        ({"chat_template_kwargs": {"enable_thinking": True}}, True),
+        ({"chat_template_kwargs": {"enable_thinking": False}}, False),
+        ({"chat_template_kwargs": {"enable_thinking": False}, "reasoning_effort": "low"}, False),
+        ({"reasoning_effort": "low"}, True),
+        ({}, False),  # not asked: a plain request never reasons
+    ],
+)
 def test_a_request_thinks_as_a_thinking_chat_template_reads_it(body, thinks):
     assert text.thinks(body) is thinks
 

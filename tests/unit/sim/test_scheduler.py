@@ -11,8 +11,14 @@ from loadproof.sim.virtual import salted_hashes
 
 
 def config(**kw) -> SimConfig:
-    base = dict(max_model_len=4096, block_size=16, num_gpu_blocks=64, max_num_seqs=8, max_num_batched_tokens=256,
-                cost=CostModel(step_overhead_s=0.01, prefill_s_per_token=1e-4, decode_s_per_seq=1e-3))
+    base = dict(
+        max_model_len=4096,
+        block_size=16,
+        num_gpu_blocks=64,
+        max_num_seqs=8,
+        max_num_batched_tokens=256,
+        cost=CostModel(step_overhead_s=0.01, prefill_s_per_token=1e-4, decode_s_per_seq=1e-3),
+    )
     base.update(kw)
     return SimConfig(**base)
 
@@ -125,19 +131,35 @@ def test_a_finished_prompt_fully_cached_still_computes_one_token():
     assert [(r.request_id, n) for r, n in step.scheduled] == [("b", 16)]  # 3 of 4 blocks hit
 
 
-ops = st.lists(st.one_of(
-    st.tuples(st.just("add"), st.integers(1, 600), st.integers(1, 40), st.integers(0, 3)),
-    st.tuples(st.just("abort"), st.integers(0, 30)),
-    st.tuples(st.just("step"), st.integers(1, 6)),
-), min_size=1, max_size=60)
+ops = st.lists(
+    st.one_of(
+        st.tuples(st.just("add"), st.integers(1, 600), st.integers(1, 40), st.integers(0, 3)),
+        st.tuples(st.just("abort"), st.integers(0, 30)),
+        st.tuples(st.just("step"), st.integers(1, 6)),
+    ),
+    min_size=1,
+    max_size=60,
+)
 
 
 @settings(max_examples=150, deadline=None)
-@given(ops=ops, blocks=st.integers(8, 80), budget=st.integers(16, 512), seqs=st.integers(1, 6),
-       reserve=st.booleans(), threshold=st.sampled_from([0, 64]))
+@given(
+    ops=ops,
+    blocks=st.integers(8, 80),
+    budget=st.integers(16, 512),
+    seqs=st.integers(1, 6),
+    reserve=st.booleans(),
+    threshold=st.sampled_from([0, 64]),
+)
 def test_invariants_hold_under_any_sequence(ops, blocks, budget, seqs, reserve, threshold):
-    cfg = config(num_gpu_blocks=blocks, max_num_batched_tokens=budget, max_num_seqs=seqs,
-                 reserve_full_sequence=reserve, long_prefill_token_threshold=threshold, max_model_len=2048)
+    cfg = config(
+        num_gpu_blocks=blocks,
+        max_num_batched_tokens=budget,
+        max_num_seqs=seqs,
+        reserve_full_sequence=reserve,
+        long_prefill_token_threshold=threshold,
+        max_model_len=2048,
+    )
     s = Scheduler(cfg)
     added: list[str] = []
     first_admission: list[str] = []

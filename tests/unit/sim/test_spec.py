@@ -19,20 +19,41 @@ S = 1_000_000_000
 
 
 def counters(t_s: float, drafts: float, *by_pos: float) -> dict:
-    values = {"spec_decode_num_drafts_total": drafts, "spec_decode_num_draft_tokens_total": 3 * drafts,
-              "spec_decode_num_accepted_tokens_total": sum(by_pos)}
+    values = {
+        "spec_decode_num_drafts_total": drafts,
+        "spec_decode_num_draft_tokens_total": 3 * drafts,
+        "spec_decode_num_accepted_tokens_total": sum(by_pos),
+    }
     values.update({f"spec_decode_num_accepted_tokens_per_pos_total_{k}": v for k, v in enumerate(by_pos)})
     return {"t_ns": int(t_s * S), "values": values}
 
 
 def spec_run(tmp_path: Path, profile: dict | None, generated: tuple[float, ...] | None = None) -> Path:
-    records = [RequestRecord(request_id=f"c{c}-{i}", endpoint="chat", scenario="throughput", family="code",
-                             concurrency=c, batch=0, ok=True, send_ns=int(t0 * S), first_token_ns=int((t0 + 1) * S),
-                             last_token_ns=int((t0 + 5) * S), end_ns=int((t0 + 5) * S), output_tokens=64)
-               for c, t0 in ((1, 1.0), (8, 11.0)) for i in range(c)]
+    records = [
+        RequestRecord(
+            request_id=f"c{c}-{i}",
+            endpoint="chat",
+            scenario="throughput",
+            family="code",
+            concurrency=c,
+            batch=0,
+            ok=True,
+            send_ns=int(t0 * S),
+            first_token_ns=int((t0 + 1) * S),
+            last_token_ns=int((t0 + 5) * S),
+            end_ns=int((t0 + 5) * S),
+            output_tokens=64,
+        )
+        for c, t0 in ((1, 1.0), (8, 11.0))
+        for i in range(c)
+    ]
     path = write_run(tmp_path, "spec", "throughput", records, {"profile": profile} if profile else None)
     # c1 (K5): 100 drafts, accepted 90, 80, 70, 60, 50 by position; c8 (K3): 200 drafts, 150, 120, 90, 0, 0
-    rows = [counters(0, 0, 0, 0, 0, 0, 0), counters(10, 100, 90, 80, 70, 60, 50), counters(20, 300, 240, 200, 160, 60, 50)]
+    rows = [
+        counters(0, 0, 0, 0, 0, 0, 0),
+        counters(10, 100, 90, 80, 70, 60, 50),
+        counters(20, 300, 240, 200, 160, 60, 50),
+    ]
     for row, value in zip(rows, generated or ()):
         row["values"]["generation_tokens_total"] = value
     (path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -62,8 +83,11 @@ def test_the_drafted_share_counts_the_steps_that_drafted_nothing(tmp_path: Path)
     drafts = measured_drafts(spec_run(tmp_path, reference_profile(), generated=(0.0, 501.0, 1109.0)))
     assert drafts.drafted_share == pytest.approx(300 / 390)
     assert "76.9% of decode steps drafted" in drafts.source
-    cost = CostModel(spec_draft_by_batch=drafts.draft_by_batch, spec_accepted_by_pos=drafts.accepted_by_pos,
-                     spec_drafted_share=drafts.drafted_share)
+    cost = CostModel(
+        spec_draft_by_batch=drafts.draft_by_batch,
+        spec_accepted_by_pos=drafts.accepted_by_pos,
+        spec_drafted_share=drafts.drafted_share,
+    )
     assert cost.tokens_per_step(8) == pytest.approx(1 + 300 / 390 * (240 + 200 + 160) / 300)
 
 

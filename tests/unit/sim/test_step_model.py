@@ -14,9 +14,15 @@ from loadproof.sim.config import CostModel, SimConfig, default_capture_sizes, ex
 from loadproof.sim.virtual import VirtualRun
 
 ROOT = Path(__file__).parents[3]
-COST = CostModel(step_overhead_s=0.004, decode_s_per_seq=3e-4, decode_s_per_ctx_token=2e-9,
-                 decode_s_per_ctx_token_max=1e-9, cuda_graph_sizes=default_capture_sizes(128),
-                 spec_draft_by_batch=[[4, 5], [32, 3]], spec_acceptance=0.7)
+COST = CostModel(
+    step_overhead_s=0.004,
+    decode_s_per_seq=3e-4,
+    decode_s_per_ctx_token=2e-9,
+    decode_s_per_ctx_token_max=1e-9,
+    cuda_graph_sizes=default_capture_sizes(128),
+    spec_draft_by_batch=[[4, 5], [32, 3]],
+    spec_acceptance=0.7,
+)
 
 
 @settings(max_examples=200, deadline=None)
@@ -67,7 +73,7 @@ def test_docs_hold_the_leave_one_out_table_the_benchmark_computes():
     sys.modules["sim_accuracy"] = module
     spec.loader.exec_module(module)  # type: ignore[union-attr]
     doc = (ROOT / "docs" / "simulator.md").read_text()
-    held = doc[doc.index(module.MARK_BEGIN) + len(module.MARK_BEGIN):doc.index(module.MARK_END)].strip()
+    held = doc[doc.index(module.MARK_BEGIN) + len(module.MARK_BEGIN) : doc.index(module.MARK_END)].strip()
     assert held == module.loo_table([module.DOCS_RUNS]).strip()
 
 

@@ -36,26 +36,63 @@ def expected_tables(run: Path) -> dict[str, list[dict]]:
     """Each table as it should read back, built from the raw JSONL files (not through load_run)."""
     fields = [f for f in RequestRecord.__struct_fields__ if f not in ("chunk_ns", "chunk_tokens", "tool_calls")]
     defaults = RequestRecord(request_id="", endpoint="")  # a published run leaves out output_text
-    requests = [{**{f: row.get(f, getattr(defaults, f)) for f in fields},
-                 "ttft_ns": None if row["first_token_ns"] is None else row["first_token_ns"] - row["send_ns"],
-                 "latency_ns": None if row["last_token_ns"] is None else row["last_token_ns"] - row["send_ns"],
-                 "tool_calls": json.dumps(row["tool_calls"], separators=(",", ":")) if row.get("tool_calls") else None}
-                for row in jsonl(run / "requests.jsonl")]
-    chunks = [{"request_id": row["request_id"], "chunk_index": i, "t_ns": t, "tokens": n}
-              for row in jsonl(run / "chunks.jsonl") for i, (t, n) in enumerate(zip(row["t_ns"], row["tokens"]))]
-    metrics = [{"t_ns": s["t_ns"], "wall_time_s": s["wall_time_s"], "metric": name, "value": value}
-               for s in jsonl(run / "metrics.jsonl") for name, value in s["values"].items()]
-    events = [{"t_ns": e.get("t_ns"), "wall_time_s": e["wall_time_s"], "kind": e["kind"],
-               "fields": {k: v for k, v in e.items() if k not in ("t_ns", "wall_time_s", "kind")}}
-              for e in jsonl(run / "events.jsonl")]
+    requests = [
+        {
+            **{f: row.get(f, getattr(defaults, f)) for f in fields},
+            "ttft_ns": None if row["first_token_ns"] is None else row["first_token_ns"] - row["send_ns"],
+            "latency_ns": None if row["last_token_ns"] is None else row["last_token_ns"] - row["send_ns"],
+            "tool_calls": json.dumps(row["tool_calls"], separators=(",", ":")) if row.get("tool_calls") else None,
+        }
+        for row in jsonl(run / "requests.jsonl")
+    ]
+    chunks = [
+        {"request_id": row["request_id"], "chunk_index": i, "t_ns": t, "tokens": n}
+        for row in jsonl(run / "chunks.jsonl")
+        for i, (t, n) in enumerate(zip(row["t_ns"], row["tokens"]))
+    ]
+    metrics = [
+        {"t_ns": s["t_ns"], "wall_time_s": s["wall_time_s"], "metric": name, "value": value}
+        for s in jsonl(run / "metrics.jsonl")
+        for name, value in s["values"].items()
+    ]
+    events = [
+        {
+            "t_ns": e.get("t_ns"),
+            "wall_time_s": e["wall_time_s"],
+            "kind": e["kind"],
+            "fields": {k: v for k, v in e.items() if k not in ("t_ns", "wall_time_s", "kind")},
+        }
+        for e in jsonl(run / "events.jsonl")
+    ]
     telemetry = jsonl(run / "telemetry.jsonl")
-    host = [{"t_ns": r["t_ns"], "wall_time_s": r["wall_time_s"], **r["host"],
-             "num_gpus": len(r["gpus"]) if "gpus" in r else None, "xid_events": r.get("xid_events") or None}
-            for r in telemetry]
-    gpus = [{"t_ns": r["t_ns"], "wall_time_s": r["wall_time_s"], "gpu": g["index"],
-             **{k: v for k, v in g.items() if k != "index"}} for r in telemetry for g in r.get("gpus", [])]
-    tables = {"requests": requests, "chunks": chunks, "metrics": metrics, "events": events,
-              "telemetry_host": host, "telemetry_gpu": gpus}
+    host = [
+        {
+            "t_ns": r["t_ns"],
+            "wall_time_s": r["wall_time_s"],
+            **r["host"],
+            "num_gpus": len(r["gpus"]) if "gpus" in r else None,
+            "xid_events": r.get("xid_events") or None,
+        }
+        for r in telemetry
+    ]
+    gpus = [
+        {
+            "t_ns": r["t_ns"],
+            "wall_time_s": r["wall_time_s"],
+            "gpu": g["index"],
+            **{k: v for k, v in g.items() if k != "index"},
+        }
+        for r in telemetry
+        for g in r.get("gpus", [])
+    ]
+    tables = {
+        "requests": requests,
+        "chunks": chunks,
+        "metrics": metrics,
+        "events": events,
+        "telemetry_host": host,
+        "telemetry_gpu": gpus,
+    }
     if (run / "answers.jsonl").exists():
         tables["answers"] = jsonl(run / "answers.jsonl")
     return tables
@@ -63,13 +100,20 @@ def expected_tables(run: Path) -> dict[str, list[dict]]:
 
 def read_csv(path: Path, columns: list[dict]) -> list[dict]:
     """A CSV table typed by export.json: empty cell null, true/false, int64, float64, json."""
-    convert = {"int64": int, "float64": float, "bool": {"true": True, "false": False}.__getitem__, "string": str,
-               "json": json.loads}
+    convert = {
+        "int64": int,
+        "float64": float,
+        "bool": {"true": True, "false": False}.__getitem__,
+        "string": str,
+        "json": json.loads,
+    }
     with open(path, newline="", encoding="utf-8") as handle:
         reader = csv.reader(handle)
         assert next(reader) == [c["name"] for c in columns]
-        return [{c["name"]: None if cell == "" else convert[c["type"]](cell) for c, cell in zip(columns, line)}
-                for line in reader]
+        return [
+            {c["name"]: None if cell == "" else convert[c["type"]](cell) for c, cell in zip(columns, line)}
+            for line in reader
+        ]
 
 
 def read_parquet(path: Path, columns: list[dict]) -> list[dict]:
@@ -97,8 +141,10 @@ def exported(run: Path, fmt: str, out: Path) -> tuple[dict, dict[str, list[dict]
 
 def typed(rows: list[dict], csv_strings: bool) -> list[dict]:
     """Rows with each value tagged by its type, so 1 != 1.0 and True != 1; in CSV an empty string is null."""
-    return [{k: (type(v).__name__, v) if v != "" or not csv_strings else ("NoneType", None) for k, v in row.items()}
-            for row in rows]
+    return [
+        {k: (type(v).__name__, v) if v != "" or not csv_strings else ("NoneType", None) for k, v in row.items()}
+        for row in rows
+    ]
 
 
 @pytest.fixture(params=[INTERFERENCE, THROUGHPUT_2GPU, QUALITY], ids=["interference", "throughput-2gpu", "quality"])
@@ -134,7 +180,9 @@ def test_a_real_run_round_trips_exactly(real_run, fmt, tmp_path):
     assert columns["requests"]["ttft_ns"]["derived"] == "first_token_ns - send_ns"
     assert columns["telemetry_gpu"]["power_w"] == {"name": "power_w", "type": "float64", "unit": "W"}
     assert set(columns["requests"]) == set(RequestRecord.__struct_fields__) - {"chunk_ns", "chunk_tokens"} | {
-        "ttft_ns", "latency_ns"}  # tool_calls: one JSON text column
+        "ttft_ns",
+        "latency_ns",
+    }  # tool_calls: one JSON text column
 
 
 def odd_run(tmp_path: Path) -> Path:
@@ -143,21 +191,41 @@ def odd_run(tmp_path: Path) -> Path:
     needing CSV quoting."""
     with RunWriter.create(tmp_path, "quality") as writer:
         writer.write_manifest({"run_id": writer.run_id, "scenario": "quality"})
-        writer.append(RequestRecord(request_id="r1", endpoint="chat", ok=True, send_ns=10, first_token_ns=15,
-                                    last_token_ns=19, end_ns=20, output_text='a, "b"\nc', chunk_ns=[15, 19],
-                                    chunk_tokens=[1, 2], error_message=""))
+        writer.append(
+            RequestRecord(
+                request_id="r1",
+                endpoint="chat",
+                ok=True,
+                send_ns=10,
+                first_token_ns=15,
+                last_token_ns=19,
+                end_ns=20,
+                output_text='a, "b"\nc',
+                chunk_ns=[15, 19],
+                chunk_tokens=[1, 2],
+                error_message="",
+            )
+        )
         writer.append(RequestRecord(request_id="r2", endpoint="chat", error_kind="timeout", send_ns=30, end_ns=40))
         writer.event("restart", reason="probe failed", attempt=2)
         writer.event("cancel", t_ns=35, sessions=[1, 2])
         writer.metric_sample(EngineSample(t_ns=12, wall_time_s=1.5, values={"a": 1.0, "b": 2.5}))
-        for row in ({"suite": "s", "item_id": "1", "length_tokens": 1, "depth": 0.5},
-                    {"suite": "s", "item_id": "2", "length_tokens": 2, "depth": 1, "mode": "cot"},
-                    {"suite": "s", "item_id": "3", "correct": True}):
+        for row in (
+            {"suite": "s", "item_id": "1", "length_tokens": 1, "depth": 0.5},
+            {"suite": "s", "item_id": "2", "length_tokens": 2, "depth": 1, "mode": "cot"},
+            {"suite": "s", "item_id": "3", "correct": True},
+        ):
             writer.answer(row)
     with open(writer.path / "telemetry.jsonl", "w") as handle:
-        for row in ({"t_ns": 11, "wall_time_s": 1.25, "host": {"cpu_busy_pct": None, "mem_used_bytes": 5}},
-                    {"t_ns": 13, "wall_time_s": 1.75, "host": {"cpu_busy_pct": 3.5, "mem_used_bytes": 6},
-                     "xid_events": [{"xid": 79, "device": None}]}):
+        for row in (
+            {"t_ns": 11, "wall_time_s": 1.25, "host": {"cpu_busy_pct": None, "mem_used_bytes": 5}},
+            {
+                "t_ns": 13,
+                "wall_time_s": 1.75,
+                "host": {"cpu_busy_pct": 3.5, "mem_used_bytes": 6},
+                "xid_events": [{"xid": 79, "device": None}],
+            },
+        ):
             handle.write(json.dumps(row) + "\n")
     return writer.path
 
@@ -169,18 +237,31 @@ def test_odd_shapes_keep_their_values_and_types(tmp_path, fmt):
     assert tables["requests"][0]["output_text"] == 'a, "b"\nc'
     assert tables["requests"][1]["first_token_ns"] is None and tables["requests"][1]["ttft_ns"] is None
     assert [(c["request_id"], c["chunk_index"], c["t_ns"], c["tokens"]) for c in tables["chunks"]] == [
-        ("r1", 0, 15, 1), ("r1", 1, 19, 2)]  # r2 has no chunks
+        ("r1", 0, 15, 1),
+        ("r1", 1, 19, 2),
+    ]  # r2 has no chunks
     assert [(e["t_ns"], e["kind"], e["fields"]) for e in tables["events"]] == [
-        (None, "restart", {"reason": "probe failed", "attempt": 2}), (35, "cancel", {"sessions": [1, 2]})]
+        (None, "restart", {"reason": "probe failed", "attempt": 2}),
+        (35, "cancel", {"sessions": [1, 2]}),
+    ]
     assert tables["telemetry_gpu"] == [] and "power_w" in types["telemetry_gpu"]  # same columns as a GPU run
     host = tables["telemetry_host"]
     assert [(h["cpu_busy_pct"], h["mem_used_bytes"], h["num_gpus"], h["xid_events"]) for h in host] == [
-        (None, 5, None, None), (3.5, 6, None, [{"xid": 79, "device": None}])]
+        (None, 5, None, None),
+        (3.5, 6, None, [{"xid": 79, "device": None}]),
+    ]
     assert list(types["answers"]) == list(Answer.__struct_fields__)  # the typed row's fields, nothing else
     assert {k: types["answers"][k] for k in ("length_tokens", "depth", "mode", "correct")} == {
-        "length_tokens": "int64", "depth": "float64", "mode": "string", "correct": "bool"}
+        "length_tokens": "int64",
+        "depth": "float64",
+        "mode": "string",
+        "correct": "bool",
+    }
     assert [(a["length_tokens"], a["depth"], a["mode"], a["correct"]) for a in tables["answers"]] == [
-        (1, 0.5, "plain", None), (2, 1.0, "cot", None), (None, None, "plain", True)]
+        (1, 0.5, "plain", None),
+        (2, 1.0, "cot", None),
+        (None, None, "plain", True),
+    ]
     assert type(tables["answers"][1]["depth"]) is float and type(tables["answers"][0]["length_tokens"]) is int
 
 
@@ -223,19 +304,31 @@ def test_the_command_writes_next_to_the_run_by_default(tmp_path):
     assert result.exit_code == 0, result.output
     assert "requests.parquet: 2 rows" in result.output
     assert sorted(p.name for p in (run / "export").iterdir()) == [
-        "answers.parquet", "chunks.parquet", "events.parquet", "export.json", "metrics.parquet", "requests.parquet",
-        "telemetry_gpu.parquet", "telemetry_host.parquet"]
+        "answers.parquet",
+        "chunks.parquet",
+        "events.parquet",
+        "export.json",
+        "metrics.parquet",
+        "requests.parquet",
+        "telemetry_gpu.parquet",
+        "telemetry_host.parquet",
+    ]
 
 
-NO_PYARROW = "import sys; sys.modules['pyarrow'] = sys.modules['pyarrow.parquet'] = None; from loadproof.cli import main; "
+NO_PYARROW = (
+    "import sys; sys.modules['pyarrow'] = sys.modules['pyarrow.parquet'] = None; from loadproof.cli import main; "
+)
 
 
-@pytest.mark.parametrize(("args", "needle"), [
-    (["--format", "parquet"], "--format parquet needs pyarrow: pip install 'loadproof[parquet]'"),
-    (["--format", "xlsx"], "--format must be csv or parquet (got 'xlsx')"),
-    (["--out", "{run}"], "is not empty; give a new or empty folder"),
-    ([], "no run directory at"),
-])
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--format", "parquet"], "--format parquet needs pyarrow: pip install 'loadproof[parquet]'"),
+        (["--format", "xlsx"], "--format must be csv or parquet (got 'xlsx')"),
+        (["--out", "{run}"], "is not empty; give a new or empty folder"),
+        ([], "no run directory at"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(tmp_path, args, needle):
     run = odd_run(tmp_path) if args else tmp_path / "nope"
     argv = ["loadproof", "export", str(run), *(a.format(run=run) for a in args)]

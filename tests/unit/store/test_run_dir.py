@@ -11,9 +11,18 @@ from loadproof.store.run_dir import ReadLimits, RunWriter, load_run
 
 
 def record(i: int) -> RequestRecord:
-    return RequestRecord(request_id=f"r{i}", endpoint="chat", ok=True, send_ns=i, first_token_ns=i + 5,
-                         last_token_ns=i + 9, end_ns=i + 10, output_tokens=3, chunk_ns=[i + 5, i + 7, i + 9],
-                         chunk_tokens=[1, 1, 1])
+    return RequestRecord(
+        request_id=f"r{i}",
+        endpoint="chat",
+        ok=True,
+        send_ns=i,
+        first_token_ns=i + 5,
+        last_token_ns=i + 9,
+        end_ns=i + 10,
+        output_tokens=3,
+        chunk_ns=[i + 5, i + 7, i + 9],
+        chunk_tokens=[1, 1, 1],
+    )
 
 
 def test_records_are_on_disk_as_soon_as_they_are_appended(tmp_path):
@@ -56,13 +65,16 @@ def written_run(tmp_path):
     return writer.path
 
 
-@pytest.mark.parametrize("tail", [
-    '{"request_id": "r3", "family": "caf\u00e9'.encode()[:-1],  # cut inside the two bytes of é
-    '{"request_id": "r3", "family": "\u6f22'.encode()[:-2],  # inside a three-byte character
-    '{"request_id": "r3", "family": "\U0001f600'.encode()[:-3],  # inside a four-byte one
-    b'{"request_id": "r3", "endpo',  # an ASCII tear, as before
-    b"\x00" * 4096,  # blocks a power loss left unwritten
-])
+@pytest.mark.parametrize(
+    "tail",
+    [
+        '{"request_id": "r3", "family": "caf\u00e9'.encode()[:-1],  # cut inside the two bytes of é
+        '{"request_id": "r3", "family": "\u6f22'.encode()[:-2],  # inside a three-byte character
+        '{"request_id": "r3", "family": "\U0001f600'.encode()[:-3],  # inside a four-byte one
+        b'{"request_id": "r3", "endpo',  # an ASCII tear, as before
+        b"\x00" * 4096,  # blocks a power loss left unwritten
+    ],
+)
 def test_a_torn_last_line_is_skipped_wherever_it_was_cut(tmp_path, tail):
     path = written_run(tmp_path)
     with open(path / "requests.jsonl", "ab") as handle:
@@ -156,6 +168,12 @@ def test_manifest_writes_and_the_end_of_a_run_are_fsynced(tmp_path, monkeypatch)
     writer.event("cancel", t_ns=5)
     assert synced == []  # per request: flushed, not synced (see run_dir's docstring for the cost)
     writer.close()
-    assert sorted(synced) == sorted([str(writer.path / "requests.jsonl"), str(writer.path / "chunks.jsonl"),
-                                     str(writer.path / "events.jsonl"), str(writer.path)])
+    assert sorted(synced) == sorted(
+        [
+            str(writer.path / "requests.jsonl"),
+            str(writer.path / "chunks.jsonl"),
+            str(writer.path / "events.jsonl"),
+            str(writer.path),
+        ]
+    )
     assert not (writer.path / "manifest.json.tmp").exists()

@@ -14,9 +14,15 @@ from loadproof.store.schema import read_manifest
 
 def test_a_written_manifest_records_every_version_and_keeps_unknown_keys_at_the_top(tmp_path):
     with RunWriter.create(tmp_path, "load") as writer:
-        writer.write_manifest({"run_id": writer.run_id, "scenario": "load", "telemetry": TelemetryInfo(gpus=0),
-                               "sweep": {"folder": "p01", "index": 1, "point": "rate", "rate_rps": 2.5},
-                               "from_a_later_scenario": {"k": [1, 2]}})
+        writer.write_manifest(
+            {
+                "run_id": writer.run_id,
+                "scenario": "load",
+                "telemetry": TelemetryInfo(gpus=0),
+                "sweep": {"folder": "p01", "index": 1, "point": "rate", "rate_rps": 2.5},
+                "from_a_later_scenario": {"k": [1, 2]},
+            }
+        )
     raw = json.loads((writer.path / "manifest.json").read_text())
     assert raw["schema"] == {"manifest": 1, "metrics": 1, "events": 1, "telemetry": 2, "answers": 1}
     assert raw["from_a_later_scenario"] == {"k": [1, 2]} and "extra" not in raw
@@ -31,12 +37,15 @@ def test_a_manifest_without_versions_is_version_1():
     assert manifest.schema is None and manifest.plan == {"window_s": 6} and manifest.plan_version is None
 
 
-@pytest.mark.parametrize(("schema", "said"), [
-    ({"manifest": 2}, "manifest.json is schema version 2, newer than this loadproof reads (up to 1)"),
-    ({"metrics": 3}, "metrics.jsonl is schema version 3, newer than this loadproof reads (up to 1)"),
-    ({"events": 0}, "events.jsonl: schema version 0 is not a version of this file"),
-    ({"answers": "one"}, "schema is not a map of file kinds to version numbers"),
-])
+@pytest.mark.parametrize(
+    ("schema", "said"),
+    [
+        ({"manifest": 2}, "manifest.json is schema version 2, newer than this loadproof reads (up to 1)"),
+        ({"metrics": 3}, "metrics.jsonl is schema version 3, newer than this loadproof reads (up to 1)"),
+        ({"events": 0}, "events.jsonl: schema version 0 is not a version of this file"),
+        ({"answers": "one"}, "schema is not a map of file kinds to version numbers"),
+    ],
+)
 def test_a_version_this_loadproof_does_not_read_is_one_clear_line(tmp_path, schema, said):
     with RunWriter.create(tmp_path, "capacity") as writer:
         writer.write_manifest({"run_id": writer.run_id, "scenario": "capacity"})
@@ -54,8 +63,11 @@ def test_a_row_that_does_not_fit_its_type_names_the_file_and_the_row(tmp_path):
     with RunWriter.create(tmp_path, "capacity") as writer:
         writer.write_manifest({"run_id": writer.run_id, "scenario": "capacity"})
     (writer.path / "metrics.jsonl").write_text('{"t_ns": 1, "values": {}}\n{"t_ns": 2, "values": {"a": "full"}}\n')
-    with pytest.raises(RunDirError, match=r"metrics.jsonl: row 2 does not fit the metrics schema \(Expected `float`, "
-                                          r"got `str` - at `\$.values\[...\]`\)"):
+    with pytest.raises(
+        RunDirError,
+        match=r"metrics.jsonl: row 2 does not fit the metrics schema \(Expected `float`, "
+        r"got `str` - at `\$.values\[...\]`\)",
+    ):
         load_run(writer.path)
 
 
@@ -70,7 +82,11 @@ def test_events_are_flat_on_disk_and_typed_in_memory(tmp_path):
     assert rows[1] == {"wall_time_s": 100.5, "kind": "cancel", "t_ns": 9}
     run = load_run(writer.path)
     stalled, cancel = run.events
-    assert (stalled.kind, stalled.t_ns, stalled.evidence, stalled.fields) == ("admission_stalled", 5, "3 waited",
-                                                                              {"waiting": 3})
+    assert (stalled.kind, stalled.t_ns, stalled.evidence, stalled.fields) == (
+        "admission_stalled",
+        5,
+        "3 waited",
+        {"waiting": 3},
+    )
     assert cancel == Event(kind="cancel", t_ns=9, wall_time_s=100.5)
     assert run.samples == [EngineSample(t_ns=7, wall_time_s=1.5, values={"a": 1.0}, source="relay")]

@@ -39,8 +39,9 @@ class FakeEngine:
         self.ready_at: float | None = None
         self.stops: list[float] = []  # the grace of every stop() call
 
-    def wait_ready(self, served_name: str, timeout_s: float, status: Any = None,
-                   cancel: threading.Event | None = None) -> None:
+    def wait_ready(
+        self, served_name: str, timeout_s: float, status: Any = None, cancel: threading.Event | None = None
+    ) -> None:
         assert cancel is not None, "the supervisor must make its readiness wait cancellable"
         wait = min(self.script.ready_after_s, timeout_s)
         if self.clock.wait(cancel, wait):
@@ -99,10 +100,18 @@ class Rig:
         return [round(e["wall_time_s"] - offset, 3) for e in self.events() if e["kind"] == kind]
 
 
-def rig(tmp_path: Path, scripts: list[Script], policy: SupervisorPolicy, *,
-        probe: Callable[[FakeEngine, float], ProbeResult] | None = None,
-        work: Callable[[FakeEngine, float], tuple[float, ...] | None] | None = None,
-        gpus: int = 0, gpus_needed: int = 0, ready_timeout_s: float = 600.0, rng: Any = None) -> Rig:
+def rig(
+    tmp_path: Path,
+    scripts: list[Script],
+    policy: SupervisorPolicy,
+    *,
+    probe: Callable[[FakeEngine, float], ProbeResult] | None = None,
+    work: Callable[[FakeEngine, float], tuple[float, ...] | None] | None = None,
+    gpus: int = 0,
+    gpus_needed: int = 0,
+    ready_timeout_s: float = 600.0,
+    rng: Any = None,
+) -> Rig:
     """`scripts[i]` drives the i-th start (the last one repeats); `probe(engine, now)` answers each liveness
     probe (OK by default); `work(engine, now)` is what the engine's /metrics show."""
     clock = ScriptedClock()
@@ -122,7 +131,17 @@ def rig(tmp_path: Path, scripts: list[Script], policy: SupervisorPolicy, *,
         return work(engine, clock.monotonic()) if work is not None else None
 
     events_path = tmp_path / "events.jsonl"
-    supervisor = Supervisor(launch, served_name="m", gpus_needed=gpus_needed, ready_timeout_s=ready_timeout_s,  # type: ignore[arg-type]
-                            events_path=events_path, policy=policy, gpu_counter=lambda: gpus, clock=clock,
-                            prober=prober, work_meter=meter, rng=rng)
+    supervisor = Supervisor(
+        launch,
+        served_name="m",
+        gpus_needed=gpus_needed,
+        ready_timeout_s=ready_timeout_s,  # type: ignore[arg-type]
+        events_path=events_path,
+        policy=policy,
+        gpu_counter=lambda: gpus,
+        clock=clock,
+        prober=prober,
+        work_meter=meter,
+        rng=rng,
+    )
     return Rig(clock, supervisor, launched, events_path, probes)

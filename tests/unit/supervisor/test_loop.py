@@ -9,8 +9,9 @@ from loadproof.supervisor import FAILED, STOPPED, ProbeOutcome, ProbeResult, Scr
 from loadproof.supervisor.probe import OK
 from tests.unit.supervisor.fakes import Script, rig
 
-POLICY = SupervisorPolicy(probe_interval_s=10, probe_timeout_s=60, max_probe_failures=2, max_restarts=3,
-                          backoff_initial_s=100, jitter=0.0)
+POLICY = SupervisorPolicy(
+    probe_interval_s=10, probe_timeout_s=60, max_probe_failures=2, max_restarts=3, backoff_initial_s=100, jitter=0.0
+)
 TIMEOUT = ProbeResult(ProbeOutcome.TIMEOUT, "no answer within 60 s")
 
 
@@ -98,8 +99,13 @@ def test_a_timeout_while_the_engine_works_is_slow_not_hung(tmp_path):
 
 
 def test_a_timeout_while_the_counters_stand_still_is_a_hang(tmp_path):
-    r = rig(tmp_path, [Script(), Script()], POLICY, probe=lambda engine, now: TIMEOUT if engine.pid == 1000 else OK,
-            work=lambda engine, now: (5.0, 7.0, 0.1))
+    r = rig(
+        tmp_path,
+        [Script(), Script()],
+        POLICY,
+        probe=lambda engine, now: TIMEOUT if engine.pid == 1000 else OK,
+        work=lambda engine, now: (5.0, 7.0, 0.1),
+    )
     r.clock.after(500.0, r.supervisor.stop)
     assert r.run() == STOPPED
     assert r.kinds()[:6] == ["start", "ready", "probe_failed", "probe_failed", "restart", "start"]
@@ -160,8 +166,11 @@ def test_events_are_stamped_by_the_injected_clock(tmp_path):
 
 def test_the_whole_policy_runs_in_milliseconds(tmp_path):
     # a day of a flapping engine, one probe every 10 s: the scripted clock never sleeps
-    r = rig(tmp_path, [Script(lives_s=3_000.0)], SupervisorPolicy(max_restarts=100, restart_window_s=900,
-                                                                    stable_after_s=10_000, jitter=0.0))
+    r = rig(
+        tmp_path,
+        [Script(lives_s=3_000.0)],
+        SupervisorPolicy(max_restarts=100, restart_window_s=900, stable_after_s=10_000, jitter=0.0),
+    )
     r.clock.after(86_400.0, r.supervisor.stop)
     began = time.perf_counter()
     assert r.run() == STOPPED

@@ -13,8 +13,15 @@ import pytest
 from loadproof.supervisor import FAILED, RestartBudget, SupervisorPolicy
 from tests.unit.supervisor.fakes import Script, rig
 
-NO_JITTER = SupervisorPolicy(probe_interval_s=10, backoff_initial_s=5, backoff_max_s=40, jitter=0.0,
-                             max_restarts=6, restart_window_s=10_000, stable_after_s=10_000)
+NO_JITTER = SupervisorPolicy(
+    probe_interval_s=10,
+    backoff_initial_s=5,
+    backoff_max_s=40,
+    jitter=0.0,
+    max_restarts=6,
+    restart_window_s=10_000,
+    stable_after_s=10_000,
+)
 
 
 class Extreme(random.Random):
@@ -85,8 +92,14 @@ def test_the_window_expires_in_the_loop(tmp_path):
     # two quick crashes, then an engine that lives 1,000 s (past the 900 s window, short of the stable
     # period): its crash is restarted as a first attempt because the first two restarts expired; two more
     # quick crashes spend the budget again
-    policy = SupervisorPolicy(max_restarts=2, restart_window_s=900, stable_after_s=5_000, backoff_initial_s=5,
-                              jitter=0.0, probe_interval_s=3_600)
+    policy = SupervisorPolicy(
+        max_restarts=2,
+        restart_window_s=900,
+        stable_after_s=5_000,
+        backoff_initial_s=5,
+        jitter=0.0,
+        probe_interval_s=3_600,
+    )
     quick, long_lived = Script(lives_s=10.0), Script(lives_s=1_000.0)
     r = rig(tmp_path, [quick, quick, long_lived, quick], policy)
     assert r.run() == FAILED
@@ -97,8 +110,14 @@ def test_the_window_expires_in_the_loop(tmp_path):
 
 
 def test_within_the_window_the_same_crashes_give_up(tmp_path):
-    policy = SupervisorPolicy(max_restarts=2, restart_window_s=900, stable_after_s=5_000, backoff_initial_s=5,
-                              jitter=0.0, probe_interval_s=3_600)
+    policy = SupervisorPolicy(
+        max_restarts=2,
+        restart_window_s=900,
+        stable_after_s=5_000,
+        backoff_initial_s=5,
+        jitter=0.0,
+        probe_interval_s=3_600,
+    )
     quick, medium = Script(lives_s=10.0), Script(lives_s=500.0)  # 500 s: the first restarts still count
     r = rig(tmp_path, [quick, quick, medium], policy)
     assert r.run() == FAILED
@@ -108,8 +127,14 @@ def test_within_the_window_the_same_crashes_give_up(tmp_path):
 @pytest.mark.parametrize("healthy_s, restarted", [(700.0, True), (500.0, False)])
 def test_a_stable_period_clears_the_count(tmp_path, healthy_s, restarted):
     # max 1 restart, a window longer than the test: only the stable period (600 s of health) can clear it
-    policy = SupervisorPolicy(max_restarts=1, restart_window_s=100_000, stable_after_s=600, backoff_initial_s=5,
-                              jitter=0.0, probe_interval_s=3_600)
+    policy = SupervisorPolicy(
+        max_restarts=1,
+        restart_window_s=100_000,
+        stable_after_s=600,
+        backoff_initial_s=5,
+        jitter=0.0,
+        probe_interval_s=3_600,
+    )
     r = rig(tmp_path, [Script(lives_s=10.0), Script(lives_s=healthy_s), Script(lives_s=10.0)], policy)
     assert r.run() == FAILED
     restarts = [e for e in r.events() if e["kind"] == "restart"]

@@ -81,10 +81,16 @@ def engine_url() -> Iterator[str]:
     server.server_close()
 
 
-@pytest.mark.parametrize("mode, outcome", [("ok", ProbeOutcome.OK), ("500", ProbeOutcome.HTTP_ERROR),
-                                           ("garbage", ProbeOutcome.BAD_ANSWER),
-                                           ("no_choices", ProbeOutcome.BAD_ANSWER),
-                                           ("slow", ProbeOutcome.TIMEOUT)])
+@pytest.mark.parametrize(
+    "mode, outcome",
+    [
+        ("ok", ProbeOutcome.OK),
+        ("500", ProbeOutcome.HTTP_ERROR),
+        ("garbage", ProbeOutcome.BAD_ANSWER),
+        ("no_choices", ProbeOutcome.BAD_ANSWER),
+        ("slow", ProbeOutcome.TIMEOUT),
+    ],
+)
 def test_each_answer_has_its_outcome(engine_url, mode, outcome):
     Handler.mode = mode
     result = probe(engine_url, "m", timeout_s=0.3)

@@ -31,10 +31,19 @@ def fake_nvml(energy: dict[int, int | None]) -> types.ModuleType:
         raise NVMLError("Not Supported")
 
     n.nvmlEventSetCreate = refuse
-    for name in ("nvmlDeviceGetUtilizationRates", "nvmlDeviceGetMemoryInfo", "nvmlDeviceGetTemperature",
-                 "nvmlDeviceGetClockInfo", "nvmlDeviceGetCurrPcieLinkGeneration", "nvmlDeviceGetCurrPcieLinkWidth",
-                 "nvmlDeviceGetMaxPcieLinkGeneration", "nvmlDeviceGetMaxPcieLinkWidth",
-                 "nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetPcieThroughput", "nvmlDeviceGetFieldValues"):
+    for name in (
+        "nvmlDeviceGetUtilizationRates",
+        "nvmlDeviceGetMemoryInfo",
+        "nvmlDeviceGetTemperature",
+        "nvmlDeviceGetClockInfo",
+        "nvmlDeviceGetCurrPcieLinkGeneration",
+        "nvmlDeviceGetCurrPcieLinkWidth",
+        "nvmlDeviceGetMaxPcieLinkGeneration",
+        "nvmlDeviceGetMaxPcieLinkWidth",
+        "nvmlDeviceGetCurrentClocksEventReasons",
+        "nvmlDeviceGetPcieThroughput",
+        "nvmlDeviceGetFieldValues",
+    ):
         setattr(n, name, refuse)
     n.nvmlDeviceGetPowerUsage = lambda h: 350_000
 

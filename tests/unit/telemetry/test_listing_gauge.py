@@ -30,15 +30,24 @@ def test_the_latest_series_lists_are_counted():
 def test_a_prometheus_server_keeps_the_labels_the_lists_are_in():
     query = MetricsSource.parse("prometheus+http://127.0.0.1:9090").query(NAMES)
     assert "running_lora_adapters" in query and "waiting_lora_adapters" in query
-    result = [{"metric": {"__name__": "vllm:lora_requests_info", "running_lora_adapters": r,
-                          "waiting_lora_adapters": w}, "value": [1796000010.0, str(at)]} for r, w, at in SERIES]
+    result = [
+        {
+            "metric": {"__name__": "vllm:lora_requests_info", "running_lora_adapters": r, "waiting_lora_adapters": w},
+            "value": [1796000010.0, str(at)],
+        }
+        for r, w, at in SERIES
+    ]
     reading = _vector_reading({"status": "success", "data": {"result": result}}, NAMES)
     assert reading.values == {"lora_running_adapters": 2.0, "lora_waiting_adapters": 1.0}
 
 
 def test_the_load_run_claims_the_most_adapters_listed_while_it_ran():
-    samples = rv.samples([{"t_ns": 5, "values": {"lora_running_adapters": 2.0, "lora_waiting_adapters": 0.0}},
-                          {"t_ns": 10, "values": {"lora_running_adapters": 1.0, "lora_waiting_adapters": 1.0}},
-                          {"t_ns": 20, "values": {"lora_running_adapters": 0.0, "lora_waiting_adapters": 0.0}}])
+    samples = rv.samples(
+        [
+            {"t_ns": 5, "values": {"lora_running_adapters": 2.0, "lora_waiting_adapters": 0.0}},
+            {"t_ns": 10, "values": {"lora_running_adapters": 1.0, "lora_waiting_adapters": 1.0}},
+            {"t_ns": 20, "values": {"lora_running_adapters": 0.0, "lora_waiting_adapters": 0.0}},
+        ]
+    )
     got = {c.name: c.value for c in engine_claims(samples, 8, 30)}
     assert got == {"load.lora.engine_running_adapters_max": 1, "load.lora.engine_waiting_adapters_max": 1}

@@ -7,8 +7,11 @@ from loadproof.rundir import EngineSample
 from loadproof.store.run_dir import RunWriter, load_run
 from loadproof.telemetry.server_metrics import _vector_reading, parse_metrics
 
-NAMES = {"kv_cache_usage_perc": "vllm:kv_cache_usage_perc", "num_requests_running": "vllm:num_requests_running",
-         "num_requests_waiting": "vllm:num_requests_waiting"}
+NAMES = {
+    "kv_cache_usage_perc": "vllm:kv_cache_usage_perc",
+    "num_requests_running": "vllm:num_requests_running",
+    "num_requests_waiting": "vllm:num_requests_waiting",
+}
 EXPOSITION = """# TYPE vllm:kv_cache_usage_perc gauge
 vllm:kv_cache_usage_perc{engine="0"} NaN
 # TYPE vllm:num_requests_running gauge
@@ -35,9 +38,11 @@ def test_an_exposition_nan_or_infinity_is_left_out_and_the_run_reads_back(tmp_pa
 
 
 def test_a_prometheus_infinity_is_left_out_like_a_nan(tmp_path):
-    result = [{"metric": {"__name__": "vllm:num_requests_running"}, "value": [100.0, "+Inf"]},
-              {"metric": {"__name__": "vllm:num_requests_waiting"}, "value": [100.0, "2"]},
-              {"metric": {"__name__": "vllm:kv_cache_usage_perc"}, "value": [100.0, "-Inf"]}]
+    result = [
+        {"metric": {"__name__": "vllm:num_requests_running"}, "value": [100.0, "+Inf"]},
+        {"metric": {"__name__": "vllm:num_requests_waiting"}, "value": [100.0, "2"]},
+        {"metric": {"__name__": "vllm:kv_cache_usage_perc"}, "value": [100.0, "-Inf"]},
+    ]
     reading = _vector_reading({"status": "success", "data": {"result": result}}, NAMES)
     assert reading.values == {"num_requests_waiting": 2.0}
     assert _read_back(tmp_path, reading.values) == reading.values

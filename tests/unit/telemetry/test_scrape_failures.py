@@ -17,16 +17,20 @@ NAMES = {"num_requests_running": "vllm:num_requests_running"}
 def answering(status: int, body: object):
     async def handler(request: web.Request) -> web.Response:
         return web.json_response(body, status=status)
+
     return handler
 
 
 @pytest.mark.asyncio
-@pytest.mark.parametrize("prefix, status, body, message", [
-    ("", 401, {"error": "missing or invalid API key"}, "HTTP 401"),
-    ("", 404, {"detail": "Not Found"}, "HTTP 404"),
-    ("prometheus+", 400, {"status": "error", "error": "parse error"}, "HTTP 400: parse error"),
-    ("prometheus+", 404, "<html>", "HTTP 404: not a Prometheus answer"),
-])
+@pytest.mark.parametrize(
+    "prefix, status, body, message",
+    [
+        ("", 401, {"error": "missing or invalid API key"}, "HTTP 401"),
+        ("", 404, {"detail": "Not Found"}, "HTTP 404"),
+        ("prometheus+", 400, {"status": "error", "error": "parse error"}, "HTTP 400: parse error"),
+        ("prometheus+", 404, "<html>", "HTTP 404: not a Prometheus answer"),
+    ],
+)
 async def test_a_refused_reading_carries_the_status_and_keeps_its_message(prefix, status, body, message):
     url, runner = await serve(answering(status, body))
     try:

@@ -23,8 +23,12 @@ SHAPES = Path(__file__).resolve().parents[3] / "src" / "loadproof" / "data" / "m
 def test_a_grid_is_every_combination_each_a_valid_profile():
     base = packaged_profile("embedded")
     grid = points(base, [parse_axis("max_num_seqs=4,8"), parse_axis("scheduler.max_num_batched_tokens=512,2048")])
-    assert [p.name for p in grid] == ["max_num_seqs=4,max_num_batched_tokens=512", "max_num_seqs=4,max_num_batched_tokens=2048",
-                                      "max_num_seqs=8,max_num_batched_tokens=512", "max_num_seqs=8,max_num_batched_tokens=2048"]
+    assert [p.name for p in grid] == [
+        "max_num_seqs=4,max_num_batched_tokens=512",
+        "max_num_seqs=4,max_num_batched_tokens=2048",
+        "max_num_seqs=8,max_num_batched_tokens=512",
+        "max_num_seqs=8,max_num_batched_tokens=2048",
+    ]
     assert (grid[2].profile.scheduler.max_num_seqs, grid[2].profile.scheduler.max_num_batched_tokens) == (8, 512)
     with pytest.raises(UsageError, match="KEY=V1,V2"):
         parse_axis("max_num_seqs")
@@ -65,11 +69,14 @@ def test_a_point_is_predicted_by_the_rate_search_run_load_would_do(tmp_path):
     model.mkdir()
     shutil.copy(SHAPES / "llama-3.1-8b-shape" / "config.json", model / "config.json")
     profile_path = tmp_path / "p.toml"
-    profile_path.write_text(f'name = "t"\nengine = "vllm"\n[model]\npath = "{model}"\nserved_name = "m"\n'
-                            'max_model_len = 8192\n[kv_cache]\nbudget_gib_per_gpu = 4\n[scheduler]\nmax_num_seqs = 4\n')
+    profile_path.write_text(
+        f'name = "t"\nengine = "vllm"\n[model]\npath = "{model}"\nserved_name = "m"\n'
+        "max_model_len = 8192\n[kv_cache]\nbudget_gib_per_gpu = 4\n[scheduler]\nmax_num_seqs = 4\n"
+    )
     # 10 ms a step plus 1 ms a sequence: 4 sequences of 32 tokens take ~0.45 s, so about 8 requests/s fit
-    sim = SimConfig(max_model_len=8192, cost=CostModel(step_overhead_s=0.01, decode_s_per_seq=0.001,
-                                                       prefill_s_per_token=1e-5))
+    sim = SimConfig(
+        max_model_len=8192, cost=CostModel(step_overhead_s=0.01, decode_s_per_seq=0.001, prefill_s_per_token=1e-5)
+    )
     options = TuneOptions(slo="ttft=1s,tpot=50ms", duration_s=10, search_max=64).load_options()
     small = predict_point(load_profile(profile_path), sim, options)
     assert small["tried"][0] == [1.0, True] and small["max_rate_rps"] is not None
@@ -88,12 +95,16 @@ def test_a_draft_length_on_the_grid_changes_the_prediction_and_needs_an_acceptan
     model.mkdir()
     shutil.copy(SHAPES / "llama-3.1-8b-shape" / "config.json", model / "config.json")
     profile_path = tmp_path / "p.toml"
-    profile_path.write_text(f'name = "t"\nengine = "vllm"\n[model]\npath = "{model}"\nserved_name = "m"\n'
-                            'max_model_len = 8192\n[kv_cache]\nbudget_gib_per_gpu = 4\n[scheduler]\nmax_num_seqs = 4\n'
-                            '[speculative]\nmethod = "ngram"\ndraft_tokens = 1\n')
+    profile_path.write_text(
+        f'name = "t"\nengine = "vllm"\n[model]\npath = "{model}"\nserved_name = "m"\n'
+        "max_model_len = 8192\n[kv_cache]\nbudget_gib_per_gpu = 4\n[scheduler]\nmax_num_seqs = 4\n"
+        '[speculative]\nmethod = "ngram"\ndraft_tokens = 1\n'
+    )
     # a step: 10 ms + 0.2 ms a query token; 32 tokens a request at 1.8 or 2.95 tokens a step
-    sim = SimConfig(max_model_len=8192, cost=CostModel(step_overhead_s=0.01, decode_s_per_seq=0.0002,
-                                                       prefill_s_per_token=1e-5, spec_acceptance=0.8))
+    sim = SimConfig(
+        max_model_len=8192,
+        cost=CostModel(step_overhead_s=0.01, decode_s_per_seq=0.0002, prefill_s_per_token=1e-5, spec_acceptance=0.8),
+    )
     options = TuneOptions(slo="ttft=1s,tpot=20ms", duration_s=10, search_max=64).load_options()
     one, three = points(load_profile(profile_path), [parse_axis("speculative.draft_tokens=1,3")])
     fewer, more = (predict_point(p.profile, sim, options)["max_rate_rps"] for p in (one, three))

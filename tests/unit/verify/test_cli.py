@@ -29,8 +29,10 @@ def test_publish_then_verify_then_tamper(tmp_path):
     changed = loadproof("verify", str(tmp_path / "bundle"))
     assert changed.returncode == 1
     assert f"CHANGED  {TP}/requests.jsonl  sha256 differs from SHA256SUMS" in changed.stdout
-    assert any(line.startswith("MISMATCH  throughput.english.c1.decode_tokens_per_s  published 7.3 recomputed 8.0")
-               for line in changed.stdout.splitlines())
+    assert any(
+        line.startswith("MISMATCH  throughput.english.c1.decode_tokens_per_s  published 7.3 recomputed 8.0")
+        for line in changed.stdout.splitlines()
+    )
     assert changed.stdout.splitlines()[-1].startswith("FAILED")
 
     reseal(tmp_path / "bundle")

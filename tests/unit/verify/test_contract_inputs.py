@@ -25,11 +25,15 @@ def judged(root: Path, sha256: str) -> Path:
     """The synthetic capacity run, judged by a contract calibrated on the synthetic throughput run."""
     run = capacity_run(root)
     manifest = json.loads((run / "manifest.json").read_text())
-    manifest["prediction"] = {"scenario": "capacity", "options": {}, "tolerance_pct": 10.0,
-                              "made_at": "2026-12-03T00:00:00Z", "sim_profile": {"name": "sim.toml", "sha256": "0" * 64},
-                              "calibration_inputs": [{"name": NAME, "sha256": sha256},
-                                                     {"name": "--ttft 1000:0.5", "sha256": "1" * 64}],
-                              "figures": []}
+    manifest["prediction"] = {
+        "scenario": "capacity",
+        "options": {},
+        "tolerance_pct": 10.0,
+        "made_at": "2026-12-03T00:00:00Z",
+        "sim_profile": {"name": "sim.toml", "sha256": "0" * 64},
+        "calibration_inputs": [{"name": NAME, "sha256": sha256}, {"name": "--ttft 1000:0.5", "sha256": "1" * 64}],
+        "figures": [],
+    }
     (run / "manifest.json").write_text(json.dumps(manifest))
     return run
 

@@ -53,6 +53,7 @@ def test_the_untouched_copy_verifies(bundle):
 
 # ---- links and special files: refused, never followed, never opened ----------------------------------
 
+
 def symlink_to_outside_copy(bundle: Path) -> None:
     """requests.jsonl is a link to an identical file outside; the tamperer reseals through the link."""
     outside = bundle.parent / "outside-requests.jsonl"
@@ -121,8 +122,18 @@ def test_a_fifo_inside_the_bundle_is_refused_without_being_opened(bundle):
 
 # ---- path tricks ---------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name", ["../../etc/passwd", "/etc/passwd", "runs\\x\\requests.jsonl", "a\x00b",
-                                  "runs/x/../../../../etc/passwd", "x\x1b[2Ky"])
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "../../etc/passwd",
+        "/etc/passwd",
+        "runs\\x\\requests.jsonl",
+        "a\x00b",
+        "runs/x/../../../../etc/passwd",
+        "x\x1b[2Ky",
+    ],
+)
 def test_a_checksum_line_naming_a_path_outside_or_unprintable_is_a_bad_line(bundle, name):
     with open(bundle / "SHA256SUMS", "a", encoding="utf-8") as handle:
         handle.write("0" * 64 + "  " + name + "\n")
@@ -139,8 +150,10 @@ def test_a_file_listed_twice_is_a_bad_line(bundle):
     assert any(p.kind == "BAD_LINE" and "second time" in p.detail for p in verify(bundle).problems)
 
 
-@pytest.mark.parametrize("path", ["../..", "/etc", "runs/../..", "runs/x\x00y", "runs\\x", "runs/a/b", "runs/..",
-                                  "runs", 7, None, ["runs/x"]])
+@pytest.mark.parametrize(
+    "path",
+    ["../..", "/etc", "runs/../..", "runs/x\x00y", "runs\\x", "runs/a/b", "runs/..", "runs", 7, None, ["runs/x"]],
+)
 def test_a_bundle_json_run_path_outside_the_runs_folder_is_refused(bundle, path):
     meta = json.loads((bundle / "bundle.json").read_text())
     meta["runs"].append({"run_id": "evil", "path": path})
@@ -161,6 +174,7 @@ def test_a_file_name_with_control_characters_is_refused_and_escaped(bundle):
 
 
 # ---- sizes ---------------------------------------------------------------------------------------------
+
 
 def test_a_file_over_the_cap_is_refused_unread(bundle):
     big = bundle / RUN / "metrics.jsonl"
@@ -201,7 +215,9 @@ def test_a_deeply_nested_json_document_is_a_failure_not_a_recursion_error(bundle
     (bundle / rel).write_text(DEEP)
     reseal(bundle)
     result = verify(bundle)
-    assert any(p.path in (rel, RUN) and "nested deeper than 64" in p.detail for p in result.problems), result.lines()[:3]
+    assert any(p.path in (rel, RUN) and "nested deeper than 64" in p.detail for p in result.problems), result.lines()[
+        :3
+    ]
 
 
 @pytest.mark.parametrize("depth", [65, 900, 200_000])
@@ -216,6 +232,7 @@ def test_a_deeply_nested_data_row_is_a_failure(bundle, depth):
 def huge_printed(bundle: Path) -> None:
     def change(claims):
         claims[0]["printed"] = "1e1000000000"
+
     edit_claims(bundle, change)
 
 
@@ -223,6 +240,7 @@ def huge_printed(bundle: Path) -> None:
 def test_a_printed_figure_that_is_not_one_is_a_mismatch(bundle, printed):
     def change(claims):
         claims[0]["printed"] = printed
+
     edit_claims(bundle, change)
     result = verify(bundle)
     assert any(not c.ok and c.name == "prefill.input_tokens" for c in result.checks)
@@ -272,9 +290,11 @@ def test_a_data_row_that_is_not_an_object_is_a_failure_naming_file_and_line(bund
 
 # ---- terminal text -------------------------------------------------------------------------------------
 
+
 def control_characters(bundle: Path) -> None:
     def change(claims):
         claims[0]["name"] = FAKE_VERDICT + "\r\x07\x9b31m\u202eevil\u2066\ud800"
+
     edit_claims(bundle, change)
 
 
@@ -303,6 +323,7 @@ def test_control_characters_in_a_run_id_are_escaped(bundle):
 def test_a_very_long_claim_name_is_cut_on_screen(bundle):
     def change(claims):
         claims[0]["name"] = "n" * 100_000
+
     edit_claims(bundle, change)
     line = next(x for x in verify(bundle).lines() if x.startswith("MISMATCH  nnn"))
     assert len(line) < 1000 and "more characters" in line
@@ -310,13 +331,18 @@ def test_a_very_long_claim_name_is_cut_on_screen(bundle):
 
 # ---- the command, as a user runs it ---------------------------------------------------------------------
 
+
 @pytest.mark.timeout(300)
-@pytest.mark.parametrize("tamper", [symlink_to_outside_copy, fifo_in_place_of_data, deep_claims, huge_printed,
-                                    huge_integer_value, control_characters], ids=lambda f: f.__name__)
+@pytest.mark.parametrize(
+    "tamper",
+    [symlink_to_outside_copy, fifo_in_place_of_data, deep_claims, huge_printed, huge_integer_value, control_characters],
+    ids=lambda f: f.__name__,
+)
 def test_the_cli_prints_failed_with_a_reason_and_exits_1_never_a_traceback(bundle, tamper):
     tamper(bundle)
-    done = subprocess.run([sys.executable, "-m", "loadproof", "verify", str(bundle)], capture_output=True,
-                          timeout=120, cwd=ROOT)
+    done = subprocess.run(
+        [sys.executable, "-m", "loadproof", "verify", str(bundle)], capture_output=True, timeout=120, cwd=ROOT
+    )
     stdout, stderr = done.stdout.decode("utf-8"), done.stderr.decode("utf-8")
     assert done.returncode == 1, stdout[-2000:] + stderr[-2000:]
     assert "Traceback" not in stdout + stderr

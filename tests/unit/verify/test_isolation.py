@@ -63,8 +63,13 @@ print(f"isolated: {len(bundles)} bundles")
 def test_every_repository_bundle_verifies_without_client_tokenizer_or_web_libraries():
     bundles = sorted(str(p.parent) for p in (ROOT / "docs" / "runs").glob("**/SHA256SUMS"))
     assert len(bundles) >= 10
-    done = subprocess.run([sys.executable, "-c", SCRIPT, json.dumps(BLOCKED), json.dumps(bundles)],
-                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT, json.dumps(BLOCKED), json.dumps(bundles)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
     assert f"isolated: {len(bundles)} bundles" in done.stdout
     assert done.stdout.count("VERIFIED") == len(bundles)

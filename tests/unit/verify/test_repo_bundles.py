@@ -32,8 +32,12 @@ def test_bundle_verifies(bundle: Path):
 
 
 RUN_DIRS = sorted(p.parent for b in BUNDLES for p in (b / "runs").glob("*/manifest.json"))
-KINDS = (("metrics", "metrics.jsonl"), ("events", "events.jsonl"), ("telemetry", "telemetry.jsonl"),
-         ("answers", "answers.jsonl"))
+KINDS = (
+    ("metrics", "metrics.jsonl"),
+    ("events", "events.jsonl"),
+    ("telemetry", "telemetry.jsonl"),
+    ("answers", "answers.jsonl"),
+)
 
 
 def held(raw: object, typed: object, where: str) -> None:
@@ -41,8 +45,13 @@ def held(raw: object, typed: object, where: str) -> None:
     a struct's field for each key (the manifest's unknown keys in `extra`, an event's in `fields`)."""
     if isinstance(typed, msgspec.Struct):
         assert isinstance(raw, dict), where
-        spill = getattr(typed, "extra", None) if isinstance(typed, Manifest) else getattr(typed, "fields", None) \
-            if isinstance(typed, Event) else None
+        spill = (
+            getattr(typed, "extra", None)
+            if isinstance(typed, Manifest)
+            else getattr(typed, "fields", None)
+            if isinstance(typed, Event)
+            else None
+        )
         for key, value in raw.items():
             if key in typed.__struct_fields__ and key not in ("extra", "fields"):
                 held(value, getattr(typed, key), f"{where}.{key}")
@@ -75,8 +84,10 @@ def test_every_file_kind_reads_through_its_versions_typed_reader_losing_nothing(
     for kind, name in KINDS:
         rows = read_jsonl(run_dir / name)[0]
         typed = read_rows(kind, rows, getattr(versions, kind), run_dir / name)
-        assert typed == {"metrics": run.samples, "events": run.events, "telemetry": run.telemetry,
-                         "answers": run.answers}[kind]
+        assert (
+            typed
+            == {"metrics": run.samples, "events": run.events, "telemetry": run.telemetry, "answers": run.answers}[kind]
+        )
         for i, (row, value) in enumerate(zip(rows, typed)):
             held(row, value, f"{name}:{i + 1}")
             again = event_json(value) if kind == "events" else msgspec.to_builtins(value)

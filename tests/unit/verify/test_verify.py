@@ -52,32 +52,75 @@ def test_a_published_bundle_verifies(bundle):
     assert "ok  throughput.english.c1.decode_tokens_per_s  7.3" in result.lines()
 
 
-@pytest.mark.parametrize(("file", "where", "field", "change", "claim"), [
-    # r0's decode span 13.7 s -> 10 s: rates 10, 8, 6.25, median 8.0 instead of 7.3
-    (f"{TP}/requests.jsonl", lambda r: r["request_id"] == "tp-c1-0", "last_token_ns", lambda v: v - int(3.7 * S),
-     "throughput.english.c1.decode_tokens_per_s"),
-    # r0's TTFT 0.25 s -> 1.25 s: TTFTs 1.25, 0.2, 0.3, median 0.300 instead of 0.250
-    (f"{TP}/requests.jsonl", lambda r: r["request_id"] == "tp-c1-0", "send_ns", lambda v: v - 1 * S,
-     "throughput.english.c1.ttft_median_s"),
-    # batch 1 ends at 120 s instead of 110: 200 / 20 = 10, median (10 + 24) / 2 = 17.0 instead of 22.0
-    (f"{TP}/requests.jsonl", lambda r: r["request_id"] == "tp-c4-0-3", "end_ns", lambda v: v + 10 * S,
-     "throughput.english.c4.aggregate_tokens_per_s"),
-    # one stream of batch 2 reports 40 tokens instead of 30: mean 41.25 instead of 40.0
-    (f"{TP}/requests.jsonl", lambda r: r["request_id"] == "tp-c4-1-0", "output_tokens", lambda v: v + 10,
-     "throughput.english.c4.mean_output_tokens"),
-    # one chunk of s1 inside the window carries 4 tokens instead of 2: 20 / 4 s = 5.0, aggregate 9.5
-    (f"{CAP}/chunks.jsonl", lambda r: r["request_id"] == "cap-s1", "tokens", lambda v: [4] + v[1:],
-     "capacity.window_aggregate_tokens_per_s"),
-    # one /metrics sample inside the window shows 1 running stream instead of 2: the criterion fails
-    (f"{CAP}/metrics.jsonl", lambda r: r["t_ns"] == 13 * S, "values", lambda v: {**v, "num_requests_running": 1},
-     "capacity.criteria.running"),
-    # host memory peak 9.5 GiB -> 10.5 GiB
-    (f"{TP}/telemetry.jsonl", lambda r: r["t_ns"] == 60 * S, "host",
-     lambda v: {**v, "mem_used_bytes": v["mem_used_bytes"] + 1024**3}, "telemetry.host_max_mem_used_gib"),
-    # the cancel event 12 s later: the drain is no longer seen within its 5 s bound
-    (f"{CAP}/events.jsonl", lambda r: r["kind"] == "cancel", "t_ns", lambda v: v + 12 * S,
-     "capacity.criteria.drain"),
-])
+@pytest.mark.parametrize(
+    ("file", "where", "field", "change", "claim"),
+    [
+        # r0's decode span 13.7 s -> 10 s: rates 10, 8, 6.25, median 8.0 instead of 7.3
+        (
+            f"{TP}/requests.jsonl",
+            lambda r: r["request_id"] == "tp-c1-0",
+            "last_token_ns",
+            lambda v: v - int(3.7 * S),
+            "throughput.english.c1.decode_tokens_per_s",
+        ),
+        # r0's TTFT 0.25 s -> 1.25 s: TTFTs 1.25, 0.2, 0.3, median 0.300 instead of 0.250
+        (
+            f"{TP}/requests.jsonl",
+            lambda r: r["request_id"] == "tp-c1-0",
+            "send_ns",
+            lambda v: v - 1 * S,
+            "throughput.english.c1.ttft_median_s",
+        ),
+        # batch 1 ends at 120 s instead of 110: 200 / 20 = 10, median (10 + 24) / 2 = 17.0 instead of 22.0
+        (
+            f"{TP}/requests.jsonl",
+            lambda r: r["request_id"] == "tp-c4-0-3",
+            "end_ns",
+            lambda v: v + 10 * S,
+            "throughput.english.c4.aggregate_tokens_per_s",
+        ),
+        # one stream of batch 2 reports 40 tokens instead of 30: mean 41.25 instead of 40.0
+        (
+            f"{TP}/requests.jsonl",
+            lambda r: r["request_id"] == "tp-c4-1-0",
+            "output_tokens",
+            lambda v: v + 10,
+            "throughput.english.c4.mean_output_tokens",
+        ),
+        # one chunk of s1 inside the window carries 4 tokens instead of 2: 20 / 4 s = 5.0, aggregate 9.5
+        (
+            f"{CAP}/chunks.jsonl",
+            lambda r: r["request_id"] == "cap-s1",
+            "tokens",
+            lambda v: [4] + v[1:],
+            "capacity.window_aggregate_tokens_per_s",
+        ),
+        # one /metrics sample inside the window shows 1 running stream instead of 2: the criterion fails
+        (
+            f"{CAP}/metrics.jsonl",
+            lambda r: r["t_ns"] == 13 * S,
+            "values",
+            lambda v: {**v, "num_requests_running": 1},
+            "capacity.criteria.running",
+        ),
+        # host memory peak 9.5 GiB -> 10.5 GiB
+        (
+            f"{TP}/telemetry.jsonl",
+            lambda r: r["t_ns"] == 60 * S,
+            "host",
+            lambda v: {**v, "mem_used_bytes": v["mem_used_bytes"] + 1024**3},
+            "telemetry.host_max_mem_used_gib",
+        ),
+        # the cancel event 12 s later: the drain is no longer seen within its 5 s bound
+        (
+            f"{CAP}/events.jsonl",
+            lambda r: r["kind"] == "cancel",
+            "t_ns",
+            lambda v: v + 12 * S,
+            "capacity.criteria.drain",
+        ),
+    ],
+)
 def test_a_changed_number_with_resealed_checksums_is_a_claim_mismatch(bundle, file, where, field, change, claim):
     edit_rows(bundle / file, where, field, change)
     reseal(bundle)
@@ -88,8 +131,12 @@ def test_a_changed_number_with_resealed_checksums_is_a_claim_mismatch(bundle, fi
 
 
 def test_mismatch_line_names_both_figures(bundle):
-    edit_rows(bundle / f"{TP}/requests.jsonl", lambda r: r["request_id"] == "tp-c1-0", "last_token_ns",
-              lambda v: v - int(3.7 * S))
+    edit_rows(
+        bundle / f"{TP}/requests.jsonl",
+        lambda r: r["request_id"] == "tp-c1-0",
+        "last_token_ns",
+        lambda v: v - int(3.7 * S),
+    )
     reseal(bundle)
     lines = verify(bundle).lines()
     line = next(x for x in lines if "c1.decode_tokens_per_s" in x)
@@ -111,8 +158,15 @@ def test_a_removed_or_added_published_claim_is_a_mismatch(bundle):
     path = bundle / TP / "claims.json"
     payload = json.loads(path.read_text())
     payload["claims"] = [c for c in payload["claims"] if c["name"] != "throughput.english.c1.ttft_median_s"]
-    payload["claims"].append({"name": "throughput.english.c1.best_ever", "value": 99.0, "unit": "tokens/s",
-                              "printed": "99.0", "formula": "made up"})
+    payload["claims"].append(
+        {
+            "name": "throughput.english.c1.best_ever",
+            "value": 99.0,
+            "unit": "tokens/s",
+            "printed": "99.0",
+            "formula": "made up",
+        }
+    )
     path.write_text(json.dumps(payload))
     reseal(bundle)
     assert mismatched(verify(bundle)) == {"throughput.english.c1.ttft_median_s", "throughput.english.c1.best_ever"}
@@ -193,14 +247,19 @@ def test_published_claims_state_their_kind_and_direction(bundle):
     claims = {c["name"]: c for c in json.loads((bundle / TP / "claims.json").read_text())["claims"]}
     decode = claims["throughput.english.c1.decode_tokens_per_s"]
     assert (decode["kind"], decode["direction"]) == ("figure", "higher")
-    assert (claims["throughput.english.c1.failed_requests"]["kind"],
-            claims["throughput.english.c1.failed_requests"]["direction"]) == ("count", "lower")
+    assert (
+        claims["throughput.english.c1.failed_requests"]["kind"],
+        claims["throughput.english.c1.failed_requests"]["direction"],
+    ) == ("count", "lower")
 
 
-@pytest.mark.parametrize(("field", "value", "reason"), [
-    ("direction", "lower", "direction 'lower', recomputed 'higher'"),
-    ("kind", "count", "kind 'count', recomputed 'figure'"),
-])
+@pytest.mark.parametrize(
+    ("field", "value", "reason"),
+    [
+        ("direction", "lower", "direction 'lower', recomputed 'higher'"),
+        ("kind", "count", "kind 'count', recomputed 'figure'"),
+    ],
+)
 def test_a_changed_kind_or_direction_is_a_mismatch(bundle, field, value, reason):
     def change(claim):
         if claim["name"] == "throughput.english.c1.decode_tokens_per_s":

@@ -42,10 +42,26 @@ def test_every_reader_of_an_answer_uses_the_same_window(answer, stated):
     assert ("output_text" in _without_output({"output_text": answer}, [VALUE])) is stated  # publish keeps it
 
     record = RequestRecord(request_id="r1", endpoint="completions", ok=True, output_text=answer)
-    plan = convert({"sessions": [{"session_id": "s1", "request_id": "r1", "expected": VALUE}], "input_tokens": 1,
-                    "window_s": 1.0, "max_gap_s": 1.0, "drain_timeout_s": 1.0, "kv_idle_bound": 0.02}, CapacityPlan)
+    plan = convert(
+        {
+            "sessions": [{"session_id": "s1", "request_id": "r1", "expected": VALUE}],
+            "input_tokens": 1,
+            "window_s": 1.0,
+            "max_gap_s": 1.0,
+            "drain_timeout_s": 1.0,
+            "kv_idle_bound": 0.02,
+        },
+        CapacityPlan,
+    )
     assert claim(evaluate_capacity(plan, [record], [], []).claims, "capacity.probes_retrieved") == int(stated)
-    plan = convert({"sessions": [{"session_id": "s1", "request_id": "r0", "followup_request_id": "r1", "expected": VALUE}],
-                    "newcomer": {"request_id": "n"}, "window_s": 1.0, "session_tokens": 1, "newcomer_tokens": 1},
-                   InterferencePlan)
+    plan = convert(
+        {
+            "sessions": [{"session_id": "s1", "request_id": "r0", "followup_request_id": "r1", "expected": VALUE}],
+            "newcomer": {"request_id": "n"},
+            "window_s": 1.0,
+            "session_tokens": 1,
+            "newcomer_tokens": 1,
+        },
+        InterferencePlan,
+    )
     assert claim(interference_claims(plan, [record], []), "interference.followup_retrieved") == int(stated)

@@ -14,8 +14,15 @@ import statistics
 
 import pytest
 
-from loadproof.workloads.arrivals import (ALL_AT_ONCE, ArrivalSpec, Stage, intended_offsets, parse_rate, parse_stages,
-                                          rate_text)
+from loadproof.workloads.arrivals import (
+    ALL_AT_ONCE,
+    ArrivalSpec,
+    Stage,
+    intended_offsets,
+    parse_rate,
+    parse_stages,
+    rate_text,
+)
 
 N = 40_000
 
@@ -29,8 +36,10 @@ def mean_and_cv(values: list[float]) -> tuple[float, float]:
     return mean, statistics.pstdev(values) / mean
 
 
-@pytest.mark.parametrize(("arrival", "burstiness", "cv"), [("poisson", 1.0, 1.0), ("gamma", 4.0, 0.5),
-                                                           ("gamma", 0.5, 1 / math.sqrt(0.5)), ("gamma", 1.0, 1.0)])
+@pytest.mark.parametrize(
+    ("arrival", "burstiness", "cv"),
+    [("poisson", 1.0, 1.0), ("gamma", 4.0, 0.5), ("gamma", 0.5, 1 / math.sqrt(0.5)), ("gamma", 1.0, 1.0)],
+)
 def test_mean_and_coefficient_of_variation_of_the_gaps(arrival, burstiness, cv):
     rate = 8.0
     spec = ArrivalSpec(arrival=arrival, rate_rps=rate, burstiness=burstiness, num_requests=N)
@@ -47,8 +56,9 @@ def test_mean_and_coefficient_of_variation_of_the_gaps(arrival, burstiness, cv):
 
 def test_the_checks_would_catch_a_wrong_shape():
     """Bursty gamma (B = 0.25, CV 2) is far outside the Poisson bound: the test above can fail."""
-    offsets = intended_offsets(ArrivalSpec(arrival="gamma", rate_rps=8.0, burstiness=0.25, num_requests=N), seed=731,
-                               rescale=False)
+    offsets = intended_offsets(
+        ArrivalSpec(arrival="gamma", rate_rps=8.0, burstiness=0.25, num_requests=N), seed=731, rescale=False
+    )
     _, cv = mean_and_cv(gaps(offsets))
     assert cv == pytest.approx(2.0, rel=0.05)
     assert abs(cv - 1.0) > 0.5
@@ -121,8 +131,10 @@ def test_ramp_up_rises_linearly_then_holds_the_rate():
     assert constant == pytest.approx([2.0, math.sqrt(8.0), math.sqrt(12.0)])  # Lambda(t) = t^2 / 4 = 1, 2, 3
 
 
-@pytest.mark.parametrize(("text", "message"), [("0", "must be > 0"), ("-2", "must be > 0"), ("fast", "takes a number"),
-                                               ("nan", "must be > 0")])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [("0", "must be > 0"), ("-2", "must be > 0"), ("fast", "takes a number"), ("nan", "must be > 0")],
+)
 def test_bad_rates(text, message):
     with pytest.raises(ValueError, match=message):
         parse_rate(text)
@@ -136,8 +148,17 @@ def test_every_spelling_of_all_at_once_parses_to_the_one_typed_value(given):
     assert rate_text(parse_rate("2.50")) == "2.5"
 
 
-@pytest.mark.parametrize(("text", "message"), [("2-30", "RATE:SECONDS"), ("2:x", "two numbers"), ("0:5", "rate must be"),
-                                               ("2:0", "seconds must be"), ("inf:5", "rate must be"), ("", "takes")])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("2-30", "RATE:SECONDS"),
+        ("2:x", "two numbers"),
+        ("0:5", "rate must be"),
+        ("2:0", "seconds must be"),
+        ("inf:5", "rate must be"),
+        ("", "takes"),
+    ],
+)
 def test_bad_stages(text, message):
     with pytest.raises(ValueError, match=message):
         parse_stages(text)

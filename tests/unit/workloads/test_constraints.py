@@ -34,36 +34,50 @@ def test_the_examples_read_and_ask_what_the_api_names():
     body = Constraint(tools, "get_time", parse_response_format(f"json_schema:{SCHEMA}")).body()
     assert body["tools"] == json.loads(TOOLS.read_text())
     assert body["tool_choice"] == {"type": "function", "function": {"name": "get_time"}}
-    assert body["response_format"] == {"type": "json_schema", "json_schema": {
-        "name": "answer-schema", "schema": json.loads(SCHEMA.read_text())}}
+    assert body["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "answer-schema", "schema": json.loads(SCHEMA.read_text())},
+    }
     assert Constraint(tools, "required", parse_response_format("json")).body()["tool_choice"] == "required"
     assert Constraint(None, None, parse_response_format("json")).body() == {"response_format": {"type": "json_object"}}
 
 
-@pytest.mark.parametrize("content, says", [
-    ("{not json", "not JSON: Expecting property name enclosed in double quotes at line 1 column 2"),
-    ({"type": "function"}, "non-empty JSON list"),
-    ([], "non-empty JSON list"),
-    ([{"type": "retrieval"}], "tool 0: type must be \"function\""),
-    ([{"type": "function", "function": {"name": "has space"}}], "tool 0: function.name must be"),
-    ([{"type": "function", "function": {"name": "a"}}, {"type": "function", "function": {"name": "a"}}],
-     "tool 1 (a): function.name a is declared twice"),
-    ([{"type": "function", "function": {"name": "a", "parameters": {"type": "objec"}}}],
-     "tool 0 (a): function.parameters.type: not valid JSON Schema"),
-    ([{"type": "function", "function": {"name": "a", "parameters": {"properties": {"x": {"minimum": "1"}}}}}],
-     "tool 0 (a): function.parameters.properties.x.minimum: not valid JSON Schema"),
-])
+@pytest.mark.parametrize(
+    "content, says",
+    [
+        ("{not json", "not JSON: Expecting property name enclosed in double quotes at line 1 column 2"),
+        ({"type": "function"}, "non-empty JSON list"),
+        ([], "non-empty JSON list"),
+        ([{"type": "retrieval"}], 'tool 0: type must be "function"'),
+        ([{"type": "function", "function": {"name": "has space"}}], "tool 0: function.name must be"),
+        (
+            [{"type": "function", "function": {"name": "a"}}, {"type": "function", "function": {"name": "a"}}],
+            "tool 1 (a): function.name a is declared twice",
+        ),
+        (
+            [{"type": "function", "function": {"name": "a", "parameters": {"type": "objec"}}}],
+            "tool 0 (a): function.parameters.type: not valid JSON Schema",
+        ),
+        (
+            [{"type": "function", "function": {"name": "a", "parameters": {"properties": {"x": {"minimum": "1"}}}}}],
+            "tool 0 (a): function.parameters.properties.x.minimum: not valid JSON Schema",
+        ),
+    ],
+)
 def test_a_bad_tools_file_is_one_line_naming_the_tool_and_field(tmp_path, content, says):
     with pytest.raises(UsageError) as exc:
         parse_tools(str(write(tmp_path, content)))
     assert says in str(exc.value) and "\n" not in str(exc.value)
 
 
-@pytest.mark.parametrize("text, says", [
-    ("xml", "takes json, or json_schema:FILE"),
-    ("json_schema:", "takes json, or json_schema:FILE"),
-    ("json_schema:/no/such/file.json", "no such file"),
-])
+@pytest.mark.parametrize(
+    "text, says",
+    [
+        ("xml", "takes json, or json_schema:FILE"),
+        ("json_schema:", "takes json, or json_schema:FILE"),
+        ("json_schema:/no/such/file.json", "no such file"),
+    ],
+)
 def test_a_bad_response_format_is_one_line(text, says):
     with pytest.raises(UsageError, match=says):
         parse_response_format(text)
@@ -83,21 +97,31 @@ def verdict(constraint: Constraint, text: str = "", calls: list[ToolCall] = (), 
     return record
 
 
-@pytest.mark.parametrize("choice, calls, reason", [
-    ("required", [call()], None),
-    ("required", [call(), call("get_time", '{"timezone": "UTC"}')], None),
-    ("auto", [], None),  # auto: a text answer keeps the constraint
-    (None, [], None),
-    ("required", [], "no tool call (tool_choice required)"),
-    ("get_time", [], "no tool call (tool_choice get_time)"),
-    ("get_time", [call()], "tool call 0 (get_weather): not the tool tool_choice names (get_time)"),
-    ("required", [call("launch_rockets", "{}")], "tool call 0: names no declared tool"),
-    ("required", [call(arguments='{"city": "Oslo"')], "tool call 0 (get_weather) arguments: not JSON ("),
-    ("required", [call(arguments='{"city": "Oslo"}')], "tool call 0 (get_weather) arguments: $: required"),
-    ("required", [call(arguments='{"city": "Oslo", "unit": "kelvin"}')],
-     "tool call 0 (get_weather) arguments: $.unit: enum"),
-    ("required", [call(), call("get_time", '{"timezone": 3}')], "tool call 1 (get_time) arguments: $.timezone: type"),
-])
+@pytest.mark.parametrize(
+    "choice, calls, reason",
+    [
+        ("required", [call()], None),
+        ("required", [call(), call("get_time", '{"timezone": "UTC"}')], None),
+        ("auto", [], None),  # auto: a text answer keeps the constraint
+        (None, [], None),
+        ("required", [], "no tool call (tool_choice required)"),
+        ("get_time", [], "no tool call (tool_choice get_time)"),
+        ("get_time", [call()], "tool call 0 (get_weather): not the tool tool_choice names (get_time)"),
+        ("required", [call("launch_rockets", "{}")], "tool call 0: names no declared tool"),
+        ("required", [call(arguments='{"city": "Oslo"')], "tool call 0 (get_weather) arguments: not JSON ("),
+        ("required", [call(arguments='{"city": "Oslo"}')], "tool call 0 (get_weather) arguments: $: required"),
+        (
+            "required",
+            [call(arguments='{"city": "Oslo", "unit": "kelvin"}')],
+            "tool call 0 (get_weather) arguments: $.unit: enum",
+        ),
+        (
+            "required",
+            [call(), call("get_time", '{"timezone": 3}')],
+            "tool call 1 (get_time) arguments: $.timezone: type",
+        ),
+    ],
+)
 def test_tool_calls_are_checked_against_their_tools(choice, calls, reason):
     record = verdict(Constraint(parse_tools(str(TOOLS)), choice, None), calls=calls)
     assert record.output_valid is (reason is None)
@@ -105,14 +129,17 @@ def test_tool_calls_are_checked_against_their_tools(choice, calls, reason):
     assert record.output_invalid_reason is None or "Oslo" not in record.output_invalid_reason  # not the model's text
 
 
-@pytest.mark.parametrize("text, reason", [
-    ('{"summary": "s", "topics": ["a"], "sentiment": "neutral"}', None),
-    (' {"summary": "s", "topics": ["a"], "sentiment": "neutral"}\n', None),
-    ('{"summary": "s", "topics": [], "sentiment": "neutral"}', "answer: $.topics: minItems"),
-    ('{"summary": "s", "topics": ["a"], "sentiment": "glad", "extra": 1}', "answer: $: additionalProperties"),
-    ('{"summary": "s", "topics": ["a"], "senti', "answer: not JSON (Unterminated string"),
-    ("Sure! Here is", "answer: not JSON (Expecting value, char 0)"),
-])
+@pytest.mark.parametrize(
+    "text, reason",
+    [
+        ('{"summary": "s", "topics": ["a"], "sentiment": "neutral"}', None),
+        (' {"summary": "s", "topics": ["a"], "sentiment": "neutral"}\n', None),
+        ('{"summary": "s", "topics": [], "sentiment": "neutral"}', "answer: $.topics: minItems"),
+        ('{"summary": "s", "topics": ["a"], "sentiment": "glad", "extra": 1}', "answer: $: additionalProperties"),
+        ('{"summary": "s", "topics": ["a"], "senti', "answer: not JSON (Unterminated string"),
+        ("Sure! Here is", "answer: not JSON (Expecting value, char 0)"),
+    ],
+)
 def test_answers_are_checked_against_the_schema(text, reason):
     record = verdict(Constraint(None, None, parse_response_format(f"json_schema:{SCHEMA}")), text)
     assert record.output_valid is (reason is None)

@@ -21,8 +21,16 @@ def words(items):
 
 
 def sharegpt(path: Path, n: int, extra: list | None = None) -> Path:
-    rows = [{"id": str(i), "conversations": [{"from": "human", "value": f"question {i} " + "word " * (i % 9)},
-                                              {"from": "gpt", "value": "answer " * (1 + i % 5)}]} for i in range(n)]
+    rows = [
+        {
+            "id": str(i),
+            "conversations": [
+                {"from": "human", "value": f"question {i} " + "word " * (i % 9)},
+                {"from": "gpt", "value": "answer " * (1 + i % 5)},
+            ],
+        }
+        for i in range(n)
+    ]
     path.write_text(json.dumps(rows + (extra or [])), encoding="utf-8")
     return path
 
@@ -34,10 +42,17 @@ def jsonl(path: Path, rows: list) -> Path:
 
 def test_sharegpt_takes_the_first_human_turn_and_its_reply_streaming_across_chunks(tmp_path, monkeypatch):
     monkeypatch.setattr(dataset_readers, "CHUNK", 37)  # objects cut across reads
-    path = sharegpt(tmp_path / "sg.json", 20, extra=[{"id": "empty", "conversations": []},
-                                                     {"id": "gpt-first", "conversations": [
-                                                         {"from": "gpt", "value": "hello"},
-                                                         {"from": "human", "value": "late question"}]}])
+    path = sharegpt(
+        tmp_path / "sg.json",
+        20,
+        extra=[
+            {"id": "empty", "conversations": []},
+            {
+                "id": "gpt-first",
+                "conversations": [{"from": "gpt", "value": "hello"}, {"from": "human", "value": "late question"}],
+            },
+        ],
+    )
     sel = select(DatasetSpec(str(path), sample="first"), 21, words)
     assert sel.format == "sharegpt" and sel.rows == 22 and sel.no_prompt == 1 and sel.usable == 21
     assert [i.row for i in sel.items] == list(range(20)) + [21]
@@ -48,19 +63,37 @@ def test_sharegpt_takes_the_first_human_turn_and_its_reply_streaming_across_chun
 
 def test_a_sharegpt_conversation_keeps_every_human_turn_for_sessions(tmp_path):
     path = tmp_path / "multi.json"
-    path.write_text(json.dumps([{"conversations": [
-        {"from": "system", "value": "be kind"}, {"from": "human", "value": "first"}, {"from": "gpt", "value": "a"},
-        {"from": "human", "value": "  "}, {"from": "user", "value": "second"}, {"from": "gpt", "value": "b"},
-        {"from": "human", "value": "third"}]}]))
+    path.write_text(
+        json.dumps(
+            [
+                {
+                    "conversations": [
+                        {"from": "system", "value": "be kind"},
+                        {"from": "human", "value": "first"},
+                        {"from": "gpt", "value": "a"},
+                        {"from": "human", "value": "  "},
+                        {"from": "user", "value": "second"},
+                        {"from": "gpt", "value": "b"},
+                        {"from": "human", "value": "third"},
+                    ]
+                }
+            ]
+        )
+    )
     item = select(DatasetSpec(str(path)), 1, words).items[0]
     assert item.prompt == "first" and item.reply == "a" and item.turns == ["first", "second", "third"]
 
 
 def test_openai_jsonl_prompt_messages_and_output_tokens(tmp_path):
-    path = jsonl(tmp_path / "d.jsonl", [{"prompt": "one two", "output_tokens": 7},
-                                        {"messages": [{"role": "system", "content": "be brief"},
-                                                      {"role": "user", "content": "hi there"}]},
-                                        {"prompt": "   "}, {"other": 1}])
+    path = jsonl(
+        tmp_path / "d.jsonl",
+        [
+            {"prompt": "one two", "output_tokens": 7},
+            {"messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi there"}]},
+            {"prompt": "   "},
+            {"other": 1},
+        ],
+    )
     sel = select(DatasetSpec(str(path), sample="first"), 2, words)
     assert sel.items[0].prompt == "one two" and sel.items[0].output_tokens == 7
     assert sel.items[1].messages == [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi there"}]
@@ -94,13 +127,16 @@ def test_a_folder_reads_every_data_file_in_name_order(tmp_path):
     assert [(i.row, i.prompt) for i in sel.items] == [(0, "first file"), (1, "first file again"), (2, "second file")]
 
 
-@pytest.mark.parametrize("rows, problem", [
-    (['{"prompt": "ok"}', '{"prompt": "cut'], r"d\.jsonl: row 1 \(line 2\): not JSON"),
-    (['{"prompt": 5}'], r"row 0 \(line 1\): prompt is not a string \(int\)"),
-    (['{"prompt": "x", "output_tokens": 0}'], r"output_tokens must be a whole number >= 1 \(got 0\)"),
-    (['{"messages": [{"role": "user"}]}'], r"messages is not a list of messages"),
-    (['[1, 2]'], r"not a JSON object \(list\)"),
-])
+@pytest.mark.parametrize(
+    "rows, problem",
+    [
+        (['{"prompt": "ok"}', '{"prompt": "cut'], r"d\.jsonl: row 1 \(line 2\): not JSON"),
+        (['{"prompt": 5}'], r"row 0 \(line 1\): prompt is not a string \(int\)"),
+        (['{"prompt": "x", "output_tokens": 0}'], r"output_tokens must be a whole number >= 1 \(got 0\)"),
+        (['{"messages": [{"role": "user"}]}'], r"messages is not a list of messages"),
+        (["[1, 2]"], r"not a JSON object \(list\)"),
+    ],
+)
 def test_a_malformed_row_is_one_line_naming_file_and_row(tmp_path, rows, problem):
     path = jsonl(tmp_path / "d.jsonl", rows)
     with pytest.raises(DatasetError, match=problem) as info:
@@ -124,10 +160,13 @@ def bytes_jsonl(path: Path, rows: list[bytes]) -> Path:
     return path
 
 
-@pytest.mark.parametrize(("row", "problem"), [
-    (DEEP.encode(), r"d\.jsonl: row 1 \(line 2\): nested too deep to read"),
-    (NOT_UTF8, r"d\.jsonl: row 1 \(line 2\): not valid UTF-8 \(byte 0xe9 at byte 16 of the row\)"),
-])
+@pytest.mark.parametrize(
+    ("row", "problem"),
+    [
+        (DEEP.encode(), r"d\.jsonl: row 1 \(line 2\): nested too deep to read"),
+        (NOT_UTF8, r"d\.jsonl: row 1 \(line 2\): not valid UTF-8 \(byte 0xe9 at byte 16 of the row\)"),
+    ],
+)
 def test_a_row_too_deep_or_not_utf8_is_a_bad_row_like_any_other(tmp_path, row, problem):
     path = bytes_jsonl(tmp_path / "d.jsonl", [b'{"prompt": "fine"}', row, b'{"prompt": "also fine"}'])
     with pytest.raises(DatasetError, match=problem) as info:
@@ -181,8 +220,11 @@ def test_malformed_sharegpt(tmp_path):
 
 
 def test_a_hub_id_without_a_local_copy_is_one_clear_line(tmp_path):
-    with pytest.raises(UsageError, match=r"anon8231489123/ShareGPT_Vicuna_unfiltered: no such local file; it looks "
-                                         r"like a Hugging Face hub id.*downloads nothing at run time"):
+    with pytest.raises(
+        UsageError,
+        match=r"anon8231489123/ShareGPT_Vicuna_unfiltered: no such local file; it looks "
+        r"like a Hugging Face hub id.*downloads nothing at run time",
+    ):
         select(DatasetSpec("anon8231489123/ShareGPT_Vicuna_unfiltered"), 1, words)
     with pytest.raises(UsageError, match="no such file or folder"):
         select(DatasetSpec(str(tmp_path / "missing.jsonl")), 1, words)
@@ -203,8 +245,9 @@ def test_length_filters_sampling_and_repetition(tmp_path):
     assert [i.row for i in one.items] != sorted(i.row for i in one.items)  # shuffled, not file order
     with pytest.raises(DatasetError, match="100 usable prompts for 150 requests.*--dataset-repeat"):
         select(spec, 150, words)
-    cycled = select(DatasetSpec(str(path), min_input_tokens=4, max_input_tokens=8, sample="first", repeat=True),
-                    150, words)
+    cycled = select(
+        DatasetSpec(str(path), min_input_tokens=4, max_input_tokens=8, sample="first", repeat=True), 150, words
+    )
     assert cycled.repeated == 50 and [i.row for i in cycled.items[100:]] == [i.row for i in cycled.items[:50]]
     with pytest.raises(DatasetError, match="no usable prompt among 200 rows.*200 under"):
         select(DatasetSpec(str(path), min_input_tokens=50), 1, words)

@@ -14,11 +14,19 @@ def test_the_weights_are_relative_and_kept_in_order():
     assert mix_text(parse_mix("base=5,a=3")) == "base=5,a=3"
 
 
-@pytest.mark.parametrize("text, says", [
-    ("base=0,a=0", "sum to 0"), ("base=-1,a=2", "finite number >= 0"), ("base=x", "not a number"),
-    ("base=1,base=2", "given twice"), ("=1", "without a model name"), ("base", "NAME=WEIGHT"), ("", "NAME=WEIGHT"),
-    ("base=inf", "finite number"),
-])
+@pytest.mark.parametrize(
+    "text, says",
+    [
+        ("base=0,a=0", "sum to 0"),
+        ("base=-1,a=2", "finite number >= 0"),
+        ("base=x", "not a number"),
+        ("base=1,base=2", "given twice"),
+        ("=1", "without a model name"),
+        ("base", "NAME=WEIGHT"),
+        ("", "NAME=WEIGHT"),
+        ("base=inf", "finite number"),
+    ],
+)
 def test_bad_mixes_are_one_line(text, says):
     with pytest.raises(ValueError, match=says):
         parse_mix(text)

@@ -57,7 +57,7 @@ def test_a_shared_prefix_is_identical_across_the_runs_requests_and_exact(words):
     assert len(words.encode(prefix, add_special_tokens=False).ids) == 120
     assert all(t.startswith(prefix) for t in texts) and "s9" in prefix
     assert [len(words.encode(t, add_special_tokens=False).ids) + 2 for t in texts] == built == [400, 500, 600]
-    assert texts[0][len(prefix):].startswith("Archive 0, run s9.")
+    assert texts[0][len(prefix) :].startswith("Archive 0, run s9.")
     with pytest.raises(UsageError, match="too short for a shared prefix"):
         SyntheticPrompts(builder, run_salt="s9", seed=7, shared_prefix_tokens=3)
 
@@ -70,19 +70,34 @@ def test_a_length_below_the_shortest_prompt_is_raised_and_counted(words):
     assert raised == 1 and built == [shortest, shortest, shortest + 1]
 
 
-@pytest.mark.parametrize(("text", "expected"), [("512", Lengths("fixed", 512)), ("uniform:10:20", Lengths("uniform", 10, 20)),
-                                                ("normal:512:64", Lengths("normal", 512, 64)),
-                                                ("lognormal:512:0.5", Lengths("lognormal", 512, 0.5)),
-                                                (256, Lengths("fixed", 256))])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("512", Lengths("fixed", 512)),
+        ("uniform:10:20", Lengths("uniform", 10, 20)),
+        ("normal:512:64", Lengths("normal", 512, 64)),
+        ("lognormal:512:0.5", Lengths("lognormal", 512, 0.5)),
+        (256, Lengths("fixed", 256)),
+    ],
+)
 def test_lengths_parse_and_print_as_written(text, expected):
     assert parse_lengths(text) == expected
     assert parse_lengths(str(expected)) == expected
 
 
-@pytest.mark.parametrize(("text", "message"), [("zipf:1:2", "unknown distribution 'zipf'"), ("lognormal:512", "two numbers"),
-                                               ("0", "whole number of tokens >= 1"), ("12.5", "whole number"),
-                                               ("uniform:20:10", "LOW <= HIGH"), ("normal:512:-1", "STD >= 0"),
-                                               ("many", "must be a number"), ("uniform:a:3", "must be a number")])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("zipf:1:2", "unknown distribution 'zipf'"),
+        ("lognormal:512", "two numbers"),
+        ("0", "whole number of tokens >= 1"),
+        ("12.5", "whole number"),
+        ("uniform:20:10", "LOW <= HIGH"),
+        ("normal:512:-1", "STD >= 0"),
+        ("many", "must be a number"),
+        ("uniform:a:3", "must be a number"),
+    ],
+)
 def test_bad_lengths(text, message):
     with pytest.raises(ValueError, match=message):
         parse_lengths(text)
@@ -93,7 +108,9 @@ def test_draws_have_the_asked_shape_and_come_from_their_own_seeded_stream():
     uniform = draw_lengths(Lengths("uniform", 100, 200), n, 731, "input")
     assert min(uniform) == 100 and max(uniform) == 200
     normal = draw_lengths(Lengths("normal", 512, 64), n, 731, "input")
-    assert statistics.fmean(normal) == pytest.approx(512, rel=0.01) and statistics.pstdev(normal) == pytest.approx(64, rel=0.03)
+    assert statistics.fmean(normal) == pytest.approx(512, rel=0.01) and statistics.pstdev(normal) == pytest.approx(
+        64, rel=0.03
+    )
     lognormal = draw_lengths(Lengths("lognormal", 512, 0.5), n, 731, "output")
     assert statistics.median(lognormal) == pytest.approx(512, rel=0.02)  # the median is the first number
     assert draw_lengths(Lengths("normal", 512, 64), 50, 731, "input") == normal[:50]  # reproducible

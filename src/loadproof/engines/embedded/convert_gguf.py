@@ -34,9 +34,7 @@ def main(out_dir: Path) -> None:
 
     gguf_path = pkg.assemble(out_dir.parent / "gguf" / pkg.MODEL_NAME)
     print(f"assembled {gguf_path.name} (sha256 verified)", flush=True)
-    model = AutoModelForCausalLM.from_pretrained(
-        str(gguf_path.parent), gguf_file=gguf_path.name, dtype=torch.bfloat16
-    )
+    model = AutoModelForCausalLM.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name, dtype=torch.bfloat16)
     tokenizer = AutoTokenizer.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name)
     print("dequantized to bf16", flush=True)
     model.hf_quantizer = None
@@ -52,9 +50,7 @@ def main(out_dir: Path) -> None:
 def _prepend_bos(tokenizer_json: Path, bos: str) -> None:
     data = json.loads(tokenizer_json.read_text(encoding="utf-8"))
     vocab = data["model"]["vocab"]
-    bos_id = vocab[bos] if isinstance(vocab, dict) else next(
-        i for i, entry in enumerate(vocab) if entry[0] == bos
-    )
+    bos_id = vocab[bos] if isinstance(vocab, dict) else next(i for i, entry in enumerate(vocab) if entry[0] == bos)
     data["post_processor"] = {
         "type": "TemplateProcessing",
         "single": [{"SpecialToken": {"id": bos, "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}],

@@ -25,21 +25,39 @@ def main(model_dir: Path, out_dir: Path, rank: int, seed: int) -> None:
     config = config.get("text_config", config)
     hidden, layers = config["hidden_size"], config["num_hidden_layers"]
     head_dim = config.get("head_dim") or hidden // config["num_attention_heads"]
-    outs = {"q_proj": config["num_attention_heads"] * head_dim,
-            "v_proj": config.get("num_key_value_heads", config["num_attention_heads"]) * head_dim}
+    outs = {
+        "q_proj": config["num_attention_heads"] * head_dim,
+        "v_proj": config.get("num_key_value_heads", config["num_attention_heads"]) * head_dim,
+    }
     gen = torch.Generator().manual_seed(seed)
     tensors = {}
     for layer in range(layers):
         for proj, out in outs.items():
             key = f"base_model.model.model.layers.{layer}.self_attn.{proj}"
-            tensors[f"{key}.lora_A.weight"] = torch.randn(rank, hidden, generator=gen) / hidden ** 0.5
+            tensors[f"{key}.lora_A.weight"] = torch.randn(rank, hidden, generator=gen) / hidden**0.5
             tensors[f"{key}.lora_B.weight"] = torch.randn(out, rank, generator=gen) * 1e-3
     out_dir.mkdir(parents=True, exist_ok=True)
-    save_file({k: v.to(torch.bfloat16).contiguous() for k, v in tensors.items()}, str(out_dir / "adapter_model.safetensors"))
-    (out_dir / "adapter_config.json").write_text(json.dumps({
-        "peft_type": "LORA", "task_type": "CAUSAL_LM", "r": rank, "lora_alpha": 2 * rank, "lora_dropout": 0.0,
-        "target_modules": sorted(outs), "bias": "none", "base_model_name_or_path": str(model_dir),
-        "fan_in_fan_out": False, "inference_mode": True}, indent=2), encoding="utf-8")
+    save_file(
+        {k: v.to(torch.bfloat16).contiguous() for k, v in tensors.items()}, str(out_dir / "adapter_model.safetensors")
+    )
+    (out_dir / "adapter_config.json").write_text(
+        json.dumps(
+            {
+                "peft_type": "LORA",
+                "task_type": "CAUSAL_LM",
+                "r": rank,
+                "lora_alpha": 2 * rank,
+                "lora_dropout": 0.0,
+                "target_modules": sorted(outs),
+                "bias": "none",
+                "base_model_name_or_path": str(model_dir),
+                "fan_in_fan_out": False,
+                "inference_mode": True,
+            },
+            indent=2,
+        ),
+        encoding="utf-8",
+    )
 
 
 if __name__ == "__main__":

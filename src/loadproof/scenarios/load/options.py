@@ -20,16 +20,26 @@ from loadproof.scenarios.datasets import DatasetOptions
 from loadproof.scenarios.load.rate_search import RESOLUTION_SYNTAX, Resolution, parse_resolution
 from loadproof.scenarios.load.slo import SLO_SYNTAX, Slo
 from loadproof.scenarios.options import SAMPLING_OFF, cli
-from loadproof.workloads.arrivals import (ALL_AT_ONCE, ARRIVALS, MAX_PLANNED_REQUESTS, RATE_SYNTAX, ArrivalSpec,
-                                          RequestRate, Stage, parse_rate, parse_stages, rate_text)
+from loadproof.workloads.arrivals import (
+    ALL_AT_ONCE,
+    ARRIVALS,
+    MAX_PLANNED_REQUESTS,
+    RATE_SYNTAX,
+    ArrivalSpec,
+    RequestRate,
+    Stage,
+    parse_rate,
+    parse_stages,
+    rate_text,
+)
 from loadproof.workloads.model_mix import MIX_SYNTAX, mix_text, parse_mix
 from loadproof.workloads.synthetic import LENGTHS_SYNTAX, Lengths, parse_lengths
 
 # a rate, parsed once (`parse_rate`); stored as it is typed: "inf" for ALL_AT_ONCE, else the number
-Rate = Annotated[RequestRate, PlainValidator(parse_rate),
-                 PlainSerializer(lambda v: str(v) if v is ALL_AT_ONCE else v)]
-Stages = Annotated[tuple[Stage, ...], BeforeValidator(parse_stages),
-                   PlainSerializer(lambda v: ",".join(str(s) for s in v))]
+Rate = Annotated[RequestRate, PlainValidator(parse_rate), PlainSerializer(lambda v: str(v) if v is ALL_AT_ONCE else v)]
+Stages = Annotated[
+    tuple[Stage, ...], BeforeValidator(parse_stages), PlainSerializer(lambda v: ",".join(str(s) for s in v))
+]
 TokenLengths = Annotated[Lengths, BeforeValidator(parse_lengths), PlainSerializer(str)]
 ModelMix = Annotated[dict[str, float], BeforeValidator(parse_mix), PlainSerializer(mix_text)]
 SearchResolution = Annotated[Resolution, BeforeValidator(parse_resolution), PlainSerializer(str)]
@@ -79,62 +89,116 @@ def check_ray_address(value: str | None) -> str | None:
 
 class LoadOptions(DatasetOptions, ConstraintOptions):  # --dataset FILE (scenarios/datasets.py), --tools and
     # --response-format (scenarios/constraints.py) and their options
-    rate: Rate | None = Field(default=None, description=f"requests/s: {RATE_SYNTAX}",
-                              json_schema_extra=cli(text=True))
-    arrival: Literal["poisson", "constant", "gamma"] = Field(default="poisson", description="the gaps between "
-                                                             "sends: " + ", ".join(ARRIVALS))
-    burstiness: float = Field(default=1.0, gt=0, description="gamma's shape B (coefficient of variation 1/sqrt(B); "
-                              "1 is Poisson), with --arrival gamma")
-    max_concurrency: int | None = Field(default=None, ge=1, description="cap on requests in flight; the wait for a "
-                                        "slot shows as send lag")
-    ramp_up_s: float = Field(default=0.0, ge=0, description="the rate rises linearly from 0 to the first rate over "
-                             "this many seconds first")
-    stages: Stages | None = Field(default=None, description="RATE:SECONDS,... instead of --rate, e.g. 2:30,4:30",
-                                  json_schema_extra=cli(text=True))
-    num_requests: int | None = Field(default=None, ge=1, description="stop the schedule after N requests",
-                                     json_schema_extra=cli(aliases=["-n"]))
+    rate: Rate | None = Field(default=None, description=f"requests/s: {RATE_SYNTAX}", json_schema_extra=cli(text=True))
+    arrival: Literal["poisson", "constant", "gamma"] = Field(
+        default="poisson", description="the gaps between sends: " + ", ".join(ARRIVALS)
+    )
+    burstiness: float = Field(
+        default=1.0,
+        gt=0,
+        description="gamma's shape B (coefficient of variation 1/sqrt(B); 1 is Poisson), with --arrival gamma",
+    )
+    max_concurrency: int | None = Field(
+        default=None, ge=1, description="cap on requests in flight; the wait for a slot shows as send lag"
+    )
+    ramp_up_s: float = Field(
+        default=0.0, ge=0, description="the rate rises linearly from 0 to the first rate over this many seconds first"
+    )
+    stages: Stages | None = Field(
+        default=None, description="RATE:SECONDS,... instead of --rate, e.g. 2:30,4:30", json_schema_extra=cli(text=True)
+    )
+    num_requests: int | None = Field(
+        default=None, ge=1, description="stop the schedule after N requests", json_schema_extra=cli(aliases=["-n"])
+    )
     duration_s: float | None = Field(default=None, gt=0, description="stop the schedule at D seconds")
     seed: int = Field(default=731, description="seed of the send times, the lengths and the filler")
-    input_tokens: TokenLengths = Field(default=Lengths("fixed", 1024), description=f"prompt tokens, exactly: {LENGTHS_SYNTAX}",
-                                       json_schema_extra=cli(text=True))
-    output_tokens: TokenLengths = Field(default=Lengths("fixed", 128), description=f"output tokens (max_tokens): "
-                                        f"{LENGTHS_SYNTAX}", json_schema_extra=cli(text=True))
-    shared_prefix_tokens: int = Field(default=0, ge=0, description="tokens of prompt text every request of the run "
-                                      "shares at its start (0: none, every prompt salted from its first line)")
-    ignore_eos: bool = Field(default=True, description="generate exactly max_tokens (--no-ignore-eos: let the "
-                             "model stop)")
-    slo: Slo | None = Field(default=None, description=f"per-request SLOs for goodput: {SLO_SYNTAX}",
-                            json_schema_extra=cli(text=True))
-    model_mix: ModelMix | None = Field(default=None, description="which model or LoRA adapter each request asks "
-                                       f"for, drawn per request with the seed in proportion to the weights: "
-                                       f"{MIX_SYNTAX}", json_schema_extra=cli(text=True))
-    inputs_per_request: int = Field(default=1, ge=1, le=4096, description="embeddings (--endpoint embeddings): "
-                                    "texts each request embeds, one vector each (1: the input is one string)")
-    deadline_s: float = Field(default=600.0, gt=0, description="per-request deadline in seconds (a request past it "
-                              "fails as timed out)")
+    input_tokens: TokenLengths = Field(
+        default=Lengths("fixed", 1024),
+        description=f"prompt tokens, exactly: {LENGTHS_SYNTAX}",
+        json_schema_extra=cli(text=True),
+    )
+    output_tokens: TokenLengths = Field(
+        default=Lengths("fixed", 128),
+        description=f"output tokens (max_tokens): {LENGTHS_SYNTAX}",
+        json_schema_extra=cli(text=True),
+    )
+    shared_prefix_tokens: int = Field(
+        default=0,
+        ge=0,
+        description="tokens of prompt text every request of the run "
+        "shares at its start (0: none, every prompt salted from its first line)",
+    )
+    ignore_eos: bool = Field(
+        default=True, description="generate exactly max_tokens (--no-ignore-eos: let the model stop)"
+    )
+    slo: Slo | None = Field(
+        default=None, description=f"per-request SLOs for goodput: {SLO_SYNTAX}", json_schema_extra=cli(text=True)
+    )
+    model_mix: ModelMix | None = Field(
+        default=None,
+        description="which model or LoRA adapter each request asks "
+        f"for, drawn per request with the seed in proportion to the weights: "
+        f"{MIX_SYNTAX}",
+        json_schema_extra=cli(text=True),
+    )
+    inputs_per_request: int = Field(
+        default=1,
+        ge=1,
+        le=4096,
+        description="embeddings (--endpoint embeddings): "
+        "texts each request embeds, one vector each (1: the input is one string)",
+    )
+    deadline_s: float = Field(
+        default=600.0, gt=0, description="per-request deadline in seconds (a request past it fails as timed out)"
+    )
     sample_interval_s: float = Field(default=1.0, ge=0, description=SAMPLING_OFF)
-    idle_timeout_s: float = Field(default=120.0, ge=0, description="wait up to this long, before the run (and "
-                                  "before every point of a sweep or trial of a search), for the engine to report 0 "
-                                  "running and 0 waiting; else fail with 'engine busy' (0: do not wait, measure "
-                                  "beside whatever else the engine serves; not with --sweep or --search)")
+    idle_timeout_s: float = Field(
+        default=120.0,
+        ge=0,
+        description="wait up to this long, before the run (and "
+        "before every point of a sweep or trial of a search), for the engine to report 0 "
+        "running and 0 waiting; else fail with 'engine busy' (0: do not wait, measure "
+        "beside whatever else the engine serves; not with --sweep or --search)",
+    )
     # --- sweeps and the rate search (load/series.py) ---
-    sweep: Sweep | None = Field(default=None, description=f"one run per rate: {SWEEP_SYNTAX} (a synchronous run, a "
-                                "throughput run, then --sweep-points rates spread between the two)",
-                                json_schema_extra=cli(text=True))
-    sweep_points: int = Field(default=4, ge=1, le=64, description="rates --sweep auto spreads between the "
-                              "synchronous and the throughput run's request rates")
-    search: Literal["rate"] | None = Field(default=None, description="find the highest rate whose SLO attainment "
-                                           "meets --attainment (needs --slo; starts at --rate, default 1)")
-    attainment: float = Field(default=0.99, gt=0, le=1, description="the SLO attainment (good / all requests) a "
-                              "--search trial must reach to pass")
-    search_resolution: SearchResolution = Field(default=Resolution(0.1, True), description="when the search stops: "
-                                                f"{RESOLUTION_SYNTAX}", json_schema_extra=cli(text=True))
-    search_max: float | None = Field(default=None, gt=0, description="the highest rate the search tries, requests/s "
-                                     f"(default {SEARCH_MAX_RPS:g})")
+    sweep: Sweep | None = Field(
+        default=None,
+        description=f"one run per rate: {SWEEP_SYNTAX} (a synchronous run, a "
+        "throughput run, then --sweep-points rates spread between the two)",
+        json_schema_extra=cli(text=True),
+    )
+    sweep_points: int = Field(
+        default=4,
+        ge=1,
+        le=64,
+        description="rates --sweep auto spreads between the synchronous and the throughput run's request rates",
+    )
+    search: Literal["rate"] | None = Field(
+        default=None,
+        description="find the highest rate whose SLO attainment "
+        "meets --attainment (needs --slo; starts at --rate, default 1)",
+    )
+    attainment: float = Field(
+        default=0.99,
+        gt=0,
+        le=1,
+        description="the SLO attainment (good / all requests) a --search trial must reach to pass",
+    )
+    search_resolution: SearchResolution = Field(
+        default=Resolution(0.1, True),
+        description=f"when the search stops: {RESOLUTION_SYNTAX}",
+        json_schema_extra=cli(text=True),
+    )
+    search_max: float | None = Field(
+        default=None, gt=0, description=f"the highest rate the search tries, requests/s (default {SEARCH_MAX_RPS:g})"
+    )
     # --- scale-out of the load generator (load/scaleout/) ---
     workers: int | None = Field(default=None, ge=1, description="load-generating processes on this host (default 1)")
-    ray_address: str | None = Field(default=None, description="spread the load over a Ray cluster's nodes as Ray "
-                                    "tasks: auto, HOST:PORT or ray://HOST:PORT (the loadproof[ray] extra)")
+    ray_address: str | None = Field(
+        default=None,
+        description="spread the load over a Ray cluster's nodes as Ray "
+        "tasks: auto, HOST:PORT or ray://HOST:PORT (the loadproof[ray] extra)",
+    )
 
     @field_validator("ray_address")
     @classmethod
@@ -177,15 +241,24 @@ class LoadOptions(DatasetOptions, ConstraintOptions):  # --dataset FILE (scenari
         if not spec.all_at_once and math.isfinite(spec.end_s):
             expected = min(expected or math.inf, spec.expected_arrivals(spec.end_s))
         if expected > MAX_PLANNED_REQUESTS:
-            raise ValueError(f"the schedule would plan about {expected:,.0f} requests, more than the "
-                             f"{MAX_PLANNED_REQUESTS:,} one run may hold")
-        if self.shared_prefix_tokens and self.input_tokens.kind == "fixed" \
-                and self.shared_prefix_tokens >= self.input_tokens.a:
-            raise ValueError(f"--shared-prefix-tokens {self.shared_prefix_tokens} leaves nothing of "
-                             f"--input-tokens {self.input_tokens} to salt")
+            raise ValueError(
+                f"the schedule would plan about {expected:,.0f} requests, more than the "
+                f"{MAX_PLANNED_REQUESTS:,} one run may hold"
+            )
+        if (
+            self.shared_prefix_tokens
+            and self.input_tokens.kind == "fixed"
+            and self.shared_prefix_tokens >= self.input_tokens.a
+        ):
+            raise ValueError(
+                f"--shared-prefix-tokens {self.shared_prefix_tokens} leaves nothing of "
+                f"--input-tokens {self.input_tokens} to salt"
+            )
         if self.max_concurrency is not None and (self.workers or 1) > self.max_concurrency:  # scale-out
-            raise ValueError(f"--max-concurrency {self.max_concurrency} is split among the workers: give at least "
-                             f"one slot per worker (--workers {self.workers})")
+            raise ValueError(
+                f"--max-concurrency {self.max_concurrency} is split among the workers: give at least "
+                f"one slot per worker (--workers {self.workers})"
+            )
         return self
 
     def _check_series(self) -> None:
@@ -200,18 +273,23 @@ class LoadOptions(DatasetOptions, ConstraintOptions):  # --dataset FILE (scenari
             raise ValueError("--sweep sets each run's rate: give --sweep or --rate, not both")
         if self.search is not None:
             if self.slo is None:
-                raise ValueError("--search rate finds the highest rate that meets an SLO: give --slo, e.g. "
-                                 "--slo ttft=2s,tpot=50ms")
+                raise ValueError(
+                    "--search rate finds the highest rate that meets an SLO: give --slo, e.g. --slo ttft=2s,tpot=50ms"
+                )
             if self.all_at_once:
                 raise ValueError("--search rate starts at --rate R, a number of requests/s (not inf)")
             if self.rate is not None and self.rate > self.search_maximum:
-                raise ValueError(f"--rate {rate_text(self.rate)}, where the search starts, is above --search-max "
-                                 f"{self.search_maximum:g}")
+                raise ValueError(
+                    f"--rate {rate_text(self.rate)}, where the search starts, is above --search-max "
+                    f"{self.search_maximum:g}"
+                )
         if self.sweep == "auto" and self.num_requests is None:
             raise ValueError("--sweep auto sends --num-requests N in its synchronous and its throughput run: give -n N")
         if self.sweep == "auto" and self.scaled_out:
-            raise ValueError("--sweep auto's synchronous run sends one request at a time, which no set of workers "
-                             "can share: give --sweep with rates, or no --workers or --ray-address")
+            raise ValueError(
+                "--sweep auto's synchronous run sends one request at a time, which no set of workers "
+                "can share: give --sweep with rates, or no --workers or --ray-address"
+            )
         if self.num_requests is None and self.duration_s is None:
             raise ValueError("bound each run with --num-requests N or --duration-s D")
         if self.idle_timeout_s == 0:
@@ -219,14 +297,18 @@ class LoadOptions(DatasetOptions, ConstraintOptions):  # --dataset FILE (scenari
         if self.burstiness != 1.0 and self.arrival != "gamma":
             raise ValueError("--burstiness applies to --arrival gamma")
         if self.max_concurrency is not None and (self.workers or 1) > self.max_concurrency:
-            raise ValueError(f"--max-concurrency {self.max_concurrency} is split among the workers: give at least "
-                             f"one slot per worker (--workers {self.workers})")
+            raise ValueError(
+                f"--max-concurrency {self.max_concurrency} is split among the workers: give at least "
+                f"one slot per worker (--workers {self.workers})"
+            )
         top = max(self.sweep_rates(), default=self.search_maximum)
         if self.search is None or self.duration_s is not None or self.num_requests is not None:
             expected = min(self.num_requests or math.inf, top * (self.duration_s or math.inf))
             if expected > MAX_PLANNED_REQUESTS:
-                raise ValueError(f"a run at {top:g} requests/s would plan about {expected:,.0f} requests, more than "
-                                 f"the {MAX_PLANNED_REQUESTS:,} one run may hold")
+                raise ValueError(
+                    f"a run at {top:g} requests/s would plan about {expected:,.0f} requests, more than "
+                    f"the {MAX_PLANNED_REQUESTS:,} one run may hold"
+                )
 
     def sweep_rates(self) -> list[float]:
         """The rates of `--sweep 1,2,4,8`; [] for `--sweep auto`."""
@@ -257,6 +339,12 @@ class LoadOptions(DatasetOptions, ConstraintOptions):  # --dataset FILE (scenari
         return self.model_copy(update=update)
 
     def arrival_spec(self) -> ArrivalSpec:
-        return ArrivalSpec(arrival=self.arrival, rate_rps=self.rate, stages=self.stages or (),
-                           burstiness=self.burstiness, ramp_up_s=self.ramp_up_s, num_requests=self.num_requests,
-                           duration_s=self.duration_s)
+        return ArrivalSpec(
+            arrival=self.arrival,
+            rate_rps=self.rate,
+            stages=self.stages or (),
+            burstiness=self.burstiness,
+            ramp_up_s=self.ramp_up_s,
+            num_requests=self.num_requests,
+            duration_s=self.duration_s,
+        )

@@ -29,10 +29,14 @@ class Resolution:
 
     def describe(self) -> str:
         if self.relative:
-            return (f"resolution {self.value * 100:g}%: bisection stops once the smallest failing rate is within "
-                    f"{self.value * 100:g}% of the largest passing one")
-        return (f"resolution {self.value:g} requests/s: bisection stops once the smallest failing rate is within "
-                f"{self.value:g} requests/s of the largest passing one")
+            return (
+                f"resolution {self.value * 100:g}%: bisection stops once the smallest failing rate is within "
+                f"{self.value * 100:g}% of the largest passing one"
+            )
+        return (
+            f"resolution {self.value:g} requests/s: bisection stops once the smallest failing rate is within "
+            f"{self.value:g} requests/s of the largest passing one"
+        )
 
 
 RESOLUTION_SYNTAX = "requests/s (e.g. 0.5) or a share of the rate (e.g. 10%)"
@@ -71,15 +75,26 @@ class RateSearchResult:
     def summary(self) -> str:
         if self.largest_pass is None:
             lowest = min((r for r, _ in self.tried), default=None)
-            return f"no rate met the SLO (lowest tried: {lowest:g} requests/s)" if lowest is not None \
+            return (
+                f"no rate met the SLO (lowest tried: {lowest:g} requests/s)"
+                if lowest is not None
                 else "no rate was tried"
-        bound = (f"; {self.smallest_fail:g} requests/s fails" if self.smallest_fail is not None
-                 else " (the maximum tried)")
+            )
+        bound = (
+            f"; {self.smallest_fail:g} requests/s fails" if self.smallest_fail is not None else " (the maximum tried)"
+        )
         return f"highest rate meeting the SLO: {self.largest_pass:g} requests/s{bound}"
 
 
-def rate_search(start: float, passes: Callable[[float], bool], resolution: Resolution, *, maximum: float,
-                minimum: float, on_trial: Callable[[float, bool], None] | None = None) -> RateSearchResult:
+def rate_search(
+    start: float,
+    passes: Callable[[float], bool],
+    resolution: Resolution,
+    *,
+    maximum: float,
+    minimum: float,
+    on_trial: Callable[[float, bool], None] | None = None,
+) -> RateSearchResult:
     """The highest rate for which `passes(rate)` holds, with real trials:
 
     bracketing: from `start`, double while trials pass (up to `maximum`), or halve while they fail (down

@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from loadproof.plans import attach_plan
 from loadproof.errors import UsageError
+from loadproof.plans import attach_plan
 from loadproof.plans.load import LoadPlan, MixedModel
 from loadproof.protocol.openai import ENDPOINTS
 from loadproof.records import POOLING
@@ -41,8 +41,9 @@ from loadproof.workloads.model_mix import draw_models
 class LoadScenario(MetricsScenario):
     name = "load"
     Options = LoadOptions
-    summary = ("Open-loop load at a request rate: latencies from the intended and the actual send, send lag, "
-               "SLO goodput.")
+    summary = (
+        "Open-loop load at a request rate: latencies from the intended and the actual send, send lag, SLO goodput."
+    )
     tokenizer = EXACT_LENGTH
     endpoints = ENDPOINTS  # embeddings and rerank too: requests/s, latency, input tokens/s
     options: LoadOptions
@@ -86,8 +87,9 @@ class LoadScenario(MetricsScenario):
             await self.wait_until_idle(writer, opts.idle_timeout_s)
         else:
             writer.event("engine_idle", t_ns=time.perf_counter_ns(), checked=False, waited_s=0.0)
-            self.status("engine idle: not checked (--idle-timeout-s 0: the run measures beside whatever else the "
-                        "engine serves)")
+            self.status(
+                "engine idle: not checked (--idle-timeout-s 0: the run measures beside whatever else the engine serves)"
+            )
         if opts.scaled_out:  # --workers N / --ray-address: the schedule is sent by worker processes or Ray tasks
             await run_scaled_out(self, writer, manifest, live)
             return
@@ -95,11 +97,23 @@ class LoadScenario(MetricsScenario):
         plan, requests = self.plan()
         attach_plan(manifest, plan)
         writer.write_manifest(manifest)
-        self.status(f"schedule: {plan.planned_requests} requests over {plan.schedule_span_s:.1f} s "
-                    f"({describe(plan)}), built in {time.perf_counter() - started:.2f} s")
-        await send_schedule(self, writer, manifest, live, requests, plan.schedule_span_s, describe(plan),
-                            opts.max_concurrency, opts.sample_interval_s, family=self.family,
-                            check=constraint.check if constraint is not None else None)
+        self.status(
+            f"schedule: {plan.planned_requests} requests over {plan.schedule_span_s:.1f} s "
+            f"({describe(plan)}), built in {time.perf_counter() - started:.2f} s"
+        )
+        await send_schedule(
+            self,
+            writer,
+            manifest,
+            live,
+            requests,
+            plan.schedule_span_s,
+            describe(plan),
+            opts.max_concurrency,
+            opts.sample_interval_s,
+            family=self.family,
+            check=constraint.check if constraint is not None else None,
+        )
 
     @property
     def family(self) -> str:
@@ -119,13 +133,17 @@ def check_endpoint(options: LoadOptions, endpoint: str) -> None:
         return
     other = [name for name in options.slo or {} if name not in EMBEDDINGS_SLOS]
     if other:
-        raise UsageError(f"--slo {', '.join(other)}: an {endpoint} answer is one body, with no output tokens to "
-                         f"time; give {' or '.join(EMBEDDINGS_SLOS)}")
+        raise UsageError(
+            f"--slo {', '.join(other)}: an {endpoint} answer is one body, with no output tokens to "
+            f"time; give {' or '.join(EMBEDDINGS_SLOS)}"
+        )
     if options.constrained:
         raise UsageError(f"--tools and --response-format shape generated answers: not with --endpoint {endpoint}")
     if endpoint == "rerank" and options.dataset:
-        raise UsageError("--dataset with --endpoint rerank: a row is no query with documents; rerank runs on "
-                         "synthetic texts (--input-tokens, --inputs-per-request documents a query)")
+        raise UsageError(
+            "--dataset with --endpoint rerank: a row is no query with documents; rerank runs on "
+            "synthetic texts (--input-tokens, --inputs-per-request documents a query)"
+        )
 
 
 def check_mix(mix: dict[str, float], target: Target) -> None:
@@ -133,8 +151,10 @@ def check_mix(mix: dict[str, float], target: Target) -> None:
     served = target.served.models
     unknown = [name for name in mix if served and name not in served]
     if unknown:
-        raise UsageError(f"--model-mix names {', '.join(map(repr, unknown))}, which {target.url} does not serve; "
-                         f"/v1/models lists: {', '.join(served)}")
+        raise UsageError(
+            f"--model-mix names {', '.join(map(repr, unknown))}, which {target.url} does not serve; "
+            f"/v1/models lists: {', '.join(served)}"
+        )
 
 
 def mixed_models(mix: dict[str, float], seed: int, target: Target, n: int) -> list[str]:
@@ -143,8 +163,9 @@ def mixed_models(mix: dict[str, float], seed: int, target: Target, n: int) -> li
     return draw_models(mix, n, seed)
 
 
-def run_load(target: Target, options: LoadOptions, out: Path, console: Console,
-             manifest_extra: dict[str, Any] | None = None) -> Outcome:
+def run_load(
+    target: Target, options: LoadOptions, out: Path, console: Console, manifest_extra: dict[str, Any] | None = None
+) -> Outcome:
     """One load run of `options` (a plain run: `LoadOptions.one_run` derives a sweep's point or a search's
     trial), recorded into a new directory under `out`, reported and shown. `outcome.run_path` is the
     directory, `outcome.report.claims` its claims."""
@@ -153,5 +174,7 @@ def run_load(target: Target, options: LoadOptions, out: Path, console: Console,
 
 def demo(setup: DemoSetup) -> LoadScenario:
     """For `loadproof demo`: Poisson at 2 requests/s for 15 s, 128 tokens in, 32 out, with SLOs."""
-    return LoadScenario(setup.target, LoadOptions(rate=2.0, duration_s=15.0, input_tokens=128, output_tokens=32,
-                                                  slo="ttft=1s,tpot=100ms"))
+    return LoadScenario(
+        setup.target,
+        LoadOptions(rate=2.0, duration_s=15.0, input_tokens=128, output_tokens=32, slo="ttft=1s,tpot=100ms"),
+    )

@@ -48,23 +48,46 @@ def lengths_of(spec: Lengths) -> LoadLengths:
     return LoadLengths(kind=spec.kind, a=spec.a, b=spec.b, text=str(spec))
 
 
-def load_plan(opts: LoadOptions, offsets: list[float], hs: HaystackTarget, max_model_len: int | None, *,
-              input_tokens: LoadLengths, shared_prefix_tokens: int, clamped: int,
-              dataset: DatasetRef | None = None) -> LoadPlan:
+def load_plan(
+    opts: LoadOptions,
+    offsets: list[float],
+    hs: HaystackTarget,
+    max_model_len: int | None,
+    *,
+    input_tokens: LoadLengths,
+    shared_prefix_tokens: int,
+    clamped: int,
+    dataset: DatasetRef | None = None,
+) -> LoadPlan:
     """The plan of a run of `opts` whose schedule drew `offsets`, for the manifest."""
     spec = opts.arrival_spec()
     return LoadPlan(
-        arrival=opts.arrival, rate_rps=spec.constant_rps, all_at_once=spec.all_at_once,
-        burstiness=opts.burstiness, ramp_up_s=opts.ramp_up_s,
+        arrival=opts.arrival,
+        rate_rps=spec.constant_rps,
+        all_at_once=spec.all_at_once,
+        burstiness=opts.burstiness,
+        ramp_up_s=opts.ramp_up_s,
         stages=[LoadStage(rate_rps=s.rate_rps, duration_s=s.duration_s) for s in opts.stages or ()],
-        num_requests=opts.num_requests, duration_s=opts.duration_s, max_concurrency=opts.max_concurrency,
-        seed=opts.seed, planned_requests=len(offsets), rescaled=spec.rescaled,
+        num_requests=opts.num_requests,
+        duration_s=opts.duration_s,
+        max_concurrency=opts.max_concurrency,
+        seed=opts.seed,
+        planned_requests=len(offsets),
+        rescaled=spec.rescaled,
         schedule_span_s=round(offsets[-1], 9),
-        input_tokens=input_tokens, output_tokens=lengths_of(opts.output_tokens),
-        shared_prefix_tokens=shared_prefix_tokens, clamped_requests=clamped, ignore_eos=opts.ignore_eos,
-        deadline_s=opts.deadline_s, slo=dict(opts.slo or {}), endpoint=hs.target.endpoint,
-        max_model_len=max_model_len, overhead_tokens=hs.builder.overhead_tokens,
-        overhead_source=hs.overhead_source, haystack_additive=hs.builder.additive, dataset=dataset,
+        input_tokens=input_tokens,
+        output_tokens=lengths_of(opts.output_tokens),
+        shared_prefix_tokens=shared_prefix_tokens,
+        clamped_requests=clamped,
+        ignore_eos=opts.ignore_eos,
+        deadline_s=opts.deadline_s,
+        slo=dict(opts.slo or {}),
+        endpoint=hs.target.endpoint,
+        max_model_len=max_model_len,
+        overhead_tokens=hs.builder.overhead_tokens,
+        overhead_source=hs.overhead_source,
+        haystack_additive=hs.builder.additive,
+        dataset=dataset,
         inputs_per_request=opts.inputs_per_request if hs.target.endpoint in POOLING else 1,
     )
 

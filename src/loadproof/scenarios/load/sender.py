@@ -38,9 +38,19 @@ YIELD_EVERY = 32  # while behind, let the loop run after this many sends in a ro
 class OpenLoop:
     """Sends `requests` at their intended times, each as its own task; never waits for a response."""
 
-    def __init__(self, client: StreamingClient, requests: list[Planned], *, max_concurrency: int | None,
-                 scenario: str = "load", worker: int = 0, clock=time.perf_counter_ns, sleep=asyncio.sleep,
-                 start_ns: int | None = None, family: str = "synthetic") -> None:
+    def __init__(
+        self,
+        client: StreamingClient,
+        requests: list[Planned],
+        *,
+        max_concurrency: int | None,
+        scenario: str = "load",
+        worker: int = 0,
+        clock=time.perf_counter_ns,
+        sleep=asyncio.sleep,
+        start_ns: int | None = None,
+        family: str = "synthetic",
+    ) -> None:
         self.family = family  # what the prompts are, in each record: synthetic, dataset or trace
         self.start_ns = start_ns  # scale-out: the agreed start on this clock (default: LEAD_NS from now)
         self.client = client
@@ -79,12 +89,21 @@ class OpenLoop:
                     behind += 1
                     if behind % YIELD_EVERY == 0:
                         await sleep(0)
-                record = RequestRecord(request_id=item.spec.request_id, endpoint=item.spec.endpoint,
-                                       scenario=self.scenario, family=self.family, prompt_id=f"r{item.index}",
-                                       concurrency=cap, batch=item.index, intended_send_ns=target,
-                                       dispatch_ns=clock(), planned_input_tokens=item.input_tokens,
-                                       planned_output_tokens=item.output_tokens, worker=self.worker,
-                                       model=item.model)
+                record = RequestRecord(
+                    request_id=item.spec.request_id,
+                    endpoint=item.spec.endpoint,
+                    scenario=self.scenario,
+                    family=self.family,
+                    prompt_id=f"r{item.index}",
+                    concurrency=cap,
+                    batch=item.index,
+                    intended_send_ns=target,
+                    dispatch_ns=clock(),
+                    planned_input_tokens=item.input_tokens,
+                    planned_output_tokens=item.output_tokens,
+                    worker=self.worker,
+                    model=item.model,
+                )
                 task = create(self._one(item.spec, record, sem))
                 pending.add(task)
                 task.add_done_callback(done)
@@ -106,10 +125,19 @@ class OpenLoop:
             await self.client.stream(spec, record)
 
 
-async def send_schedule(scenario: MetricsScenario, writer: RunWriter, manifest: dict[str, Any], live: LiveStatus,
-                        requests: list[Planned], span_s: float, describe: str, cap: int | None,
-                        sample_interval_s: float | None, family: str = "synthetic",
-                        check: Callable[[RequestRecord], None] | None = None) -> None:
+async def send_schedule(
+    scenario: MetricsScenario,
+    writer: RunWriter,
+    manifest: dict[str, Any],
+    live: LiveStatus,
+    requests: list[Planned],
+    span_s: float,
+    describe: str,
+    cap: int | None,
+    sample_interval_s: float | None,
+    family: str = "synthetic",
+    check: Callable[[RequestRecord], None] | None = None,
+) -> None:
     """Send an open-loop schedule (run load, run replay): the engine's metrics sampled throughout, every
     record appended as it ends (its answer first given its verdict by `check`, with --tools or
     --response-format: the answer's text is then kept), and how far the schedule got written as `schedule_end`
@@ -131,12 +159,22 @@ async def send_schedule(scenario: MetricsScenario, writer: RunWriter, manifest: 
         live.phase("requests", end_ns=t0 + round(span_s * NS_PER_S), detail=describe)
 
     target = scenario.target
-    async with MetricsScraper(target.metrics, scenario.metric_names, interval_s=sample_interval_s or None,
-                              sink=writer.metric_sample, api_key=target.metrics_api_key) as scraper:
+    async with MetricsScraper(
+        target.metrics,
+        scenario.metric_names,
+        interval_s=sample_interval_s or None,
+        sink=writer.metric_sample,
+        api_key=target.metrics_api_key,
+    ) as scraper:
         live.watch_engine(scraper.samples)
-        async with StreamingClient(target.url, api_key=target.api_key,
-                                   max_connections=cap + 4 if cap else 0, on_record=live.recording(sink),
-                                   on_start=live.started, keep_text=check is not None) as client:
+        async with StreamingClient(
+            target.url,
+            api_key=target.api_key,
+            max_connections=cap + 4 if cap else 0,
+            on_record=live.recording(sink),
+            on_start=live.started,
+            keep_text=check is not None,
+        ) as client:
             sender = OpenLoop(client, requests, max_concurrency=cap, scenario=scenario.name, family=family)
             completed = False
             try:
@@ -144,17 +182,24 @@ async def send_schedule(scenario: MetricsScenario, writer: RunWriter, manifest: 
                 completed = True
             finally:
                 end_ns = time.perf_counter_ns()
-                reached = {"planned": total, "dispatched": sender.dispatched, "recorded": recorded,
-                           "failed": failed, "interrupted": not completed,
-                           "last_intended_offset_s": round(sender.last_offset_ns / NS_PER_S, 6),
-                           "elapsed_s": round((end_ns - sender.t0) / NS_PER_S, 6) if sender.t0 else 0.0}
+                reached = {
+                    "planned": total,
+                    "dispatched": sender.dispatched,
+                    "recorded": recorded,
+                    "failed": failed,
+                    "interrupted": not completed,
+                    "last_intended_offset_s": round(sender.last_offset_ns / NS_PER_S, 6),
+                    "elapsed_s": round((end_ns - sender.t0) / NS_PER_S, 6) if sender.t0 else 0.0,
+                }
                 writer.event("schedule_end", t_ns=end_ns, worker=0, **reached)
                 manifest["schedule"] = reached
                 if completed:
                     scenario.status(f"schedule: sent {sender.dispatched} of {total} requests, {failed} failed")
                 else:
-                    scenario.status(f"schedule interrupted: sent {sender.dispatched} of {total} requests (up to "
-                                    f"{sender.last_offset_ns / NS_PER_S:.1f} s of {span_s:.1f} s), {recorded} recorded")
+                    scenario.status(
+                        f"schedule interrupted: sent {sender.dispatched} of {total} requests (up to "
+                        f"{sender.last_offset_ns / NS_PER_S:.1f} s of {span_s:.1f} s), {recorded} recorded"
+                    )
 
 
 def raise_open_files_limit() -> None:

@@ -33,8 +33,15 @@ from loadproof.errors import AcceptanceFailed, UsageError
 from loadproof.metrics import compute_claims
 from loadproof.metrics.claims import claims_payload
 from loadproof.metrics.load import slo_text
-from loadproof.metrics.load_series import (POINT_FIGURES, SEARCH_JSON, SWEEP_JSON, point_figures, recompute_search,
-                                           search_claims, trial_verdict)
+from loadproof.metrics.load_series import (
+    POINT_FIGURES,
+    SEARCH_JSON,
+    SWEEP_JSON,
+    point_figures,
+    recompute_search,
+    search_claims,
+    trial_verdict,
+)
 from loadproof.report.series import sweep_figures, write_series_report
 from loadproof.scenarios.base import Setup
 from loadproof.scenarios.load.options import LoadOptions
@@ -48,8 +55,19 @@ from loadproof.workloads.arrivals import ALL_AT_ONCE, RequestRate
 RunTrial = Callable[[Target, LoadOptions, Path, Console, dict[str, Any]], Outcome]
 
 # the console's and the report's columns (the summary files keep every figure)
-SHOWN = ("achieved_rate_rps", "request_throughput_rps", "ttft_p50_s", "ttft_p99_s", "itl_p99_s", "e2el_p50_s",
-         "goodput_rps", "slo_attainment_pct", "engine_running_max", "engine_waiting_max", "engine_preemptions")
+SHOWN = (
+    "achieved_rate_rps",
+    "request_throughput_rps",
+    "ttft_p50_s",
+    "ttft_p99_s",
+    "itl_p99_s",
+    "e2el_p50_s",
+    "goodput_rps",
+    "slo_attainment_pct",
+    "engine_running_max",
+    "engine_waiting_max",
+    "engine_preemptions",
+)
 HEADINGS = {key: heading for key, _, heading in POINT_FIGURES}
 
 
@@ -88,12 +106,19 @@ def sweep_command(setup: Setup, console: Console, run_trial: RunTrial) -> list[d
     folder = _folder(setup, "load-sweep")
     console.say(f"sweep directory: {folder}")
     auto = opts.sweep == "auto"
-    planned: list[tuple[str, float | None]] = [("synchronous", None), ("throughput", None)] if auto \
-        else [("rate", r) for r in opts.sweep_rates()]
+    planned: list[tuple[str, float | None]] = (
+        [("synchronous", None), ("throughput", None)] if auto else [("rate", r) for r in opts.sweep_rates()]
+    )
     total = len(planned) + (opts.sweep_points if auto else 0)
     points: list[dict[str, Any]] = []
-    summary: dict[str, Any] = {"kind": "load-sweep", "sweep": opts.sweep, "points_planned": total,
-                               "options": opts.model_dump(mode="json"), "points": points, "completed": False}
+    summary: dict[str, Any] = {
+        "kind": "load-sweep",
+        "sweep": opts.sweep,
+        "points_planned": total,
+        "options": opts.model_dump(mode="json"),
+        "points": points,
+        "completed": False,
+    }
 
     def one(kind: str, rate: float | None) -> dict[str, Any]:
         index = len(points)
@@ -101,15 +126,21 @@ def sweep_command(setup: Setup, console: Console, run_trial: RunTrial) -> list[d
             label = f"synchronous: {opts.num_requests} requests one after another"
         elif kind == "throughput":
             label = f"throughput: {opts.num_requests} requests at once" + (
-                f", at most {opts.max_concurrency} in flight" if opts.max_concurrency else "")
+                f", at most {opts.max_concurrency} in flight" if opts.max_concurrency else ""
+            )
         else:
             label = f"{rate:g} requests/s"
         console.say(f"sweep point {index + 1} of {total}: {label}")
         run_rate: RequestRate = ALL_AT_ONCE if rate is None else rate  # synchronous, throughput: all at once
         extra = _manifest_extra(setup, "sweep", folder, index, point=kind, rate_rps=rate)
         outcome = run_trial(target, opts.one_run(run_rate, synchronous=kind == "synchronous"), folder, console, extra)
-        point = {"index": index, "kind": kind, "rate_rps": rate, "run_dir": outcome.run_path.name,
-                 **point_figures(outcome.report.claims)}
+        point = {
+            "index": index,
+            "kind": kind,
+            "rate_rps": rate,
+            "run_dir": outcome.run_path.name,
+            **point_figures(outcome.report.claims),
+        }
         points.append(point)
         _append(folder / "sweep.jsonl", point)
         _write_json(folder / SWEEP_JSON, summary)
@@ -121,23 +152,31 @@ def sweep_command(setup: Setup, console: Console, run_trial: RunTrial) -> list[d
         if auto:
             low, high = points[0]["request_throughput_rps"], points[1]["request_throughput_rps"]
             if not (isinstance(low, (int, float)) and isinstance(high, (int, float)) and low > 0 and high > 0):
-                raise AcceptanceFailed("sweep auto: the synchronous or the throughput run completed no request, so "
-                                       "there is no rate range to spread points over (see their run directories)")
+                raise AcceptanceFailed(
+                    "sweep auto: the synchronous or the throughput run completed no request, so "
+                    "there is no rate range to spread points over (see their run directories)"
+                )
             if high < low:
-                console.say(f"the throughput run ({high:.3f} requests/s) was slower than the synchronous one "
-                            f"({low:.3f}): the points are spread between them all the same")
+                console.say(
+                    f"the throughput run ({high:.3f} requests/s) was slower than the synchronous one "
+                    f"({low:.3f}): the points are spread between them all the same"
+                )
             rates = [round_rate(low + k * (high - low) / opts.sweep_points) for k in range(1, opts.sweep_points + 1)]
             summary["auto_rates_rps"] = rates
-            console.say("sweep auto: rates " + ", ".join(f"{r:g}" for r in rates) + " requests/s, between the "
-                        f"synchronous run's {low:.3f} and the throughput run's {high:.3f} requests/s")
+            console.say(
+                "sweep auto: rates " + ", ".join(f"{r:g}" for r in rates) + " requests/s, between the "
+                f"synchronous run's {low:.3f} and the throughput run's {high:.3f} requests/s"
+            )
             for rate in rates:
                 one("rate", rate)
         summary["completed"] = True
     except KeyboardInterrupt:
         summary["interrupted"] = True
         _write_json(folder / SWEEP_JSON, summary)
-        console.say(f"sweep interrupted: {len(points)} of {total} points finished (kept in {folder}); the point "
-                    "under way keeps what it finished in its own run directory")
+        console.say(
+            f"sweep interrupted: {len(points)} of {total} points finished (kept in {folder}); the point "
+            "under way keeps what it finished in its own run directory"
+        )
         _sweep_report(folder, summary, console)
         raise
     _write_json(folder / SWEEP_JSON, summary)
@@ -157,18 +196,29 @@ def _sweep_report(folder: Path, summary: dict[str, Any], console: Console) -> No
     if rows:
         console.table("Load sweep (engine running/waiting max and preemptions from its own /metrics)", header, rows)
     opts = summary["options"]
-    intro = [f"sweep {summary['sweep']}: {len(points)} of {summary['points_planned']} points"
-             + ("" if summary.get("completed") else " (interrupted)"),
-             f"each point: arrival {opts['arrival']}, bound "
-             + " and ".join(b for b in (f"{opts['num_requests']} requests" if opts["num_requests"] else "",
-                                        f"{opts['duration_s']:g} s" if opts["duration_s"] else "") if b)
-             + f", input {opts['input_tokens']} tokens, output {opts['output_tokens']} tokens"
-             + (f", SLO {slo_text(opts['slo'])}" if opts.get("slo") else ""),
-             "every point starts on an idle engine (the idle guard); engine columns are the engine's own /metrics "
-             "sampled through the point"]
+    intro = [
+        f"sweep {summary['sweep']}: {len(points)} of {summary['points_planned']} points"
+        + ("" if summary.get("completed") else " (interrupted)"),
+        f"each point: arrival {opts['arrival']}, bound "
+        + " and ".join(
+            b
+            for b in (
+                f"{opts['num_requests']} requests" if opts["num_requests"] else "",
+                f"{opts['duration_s']:g} s" if opts["duration_s"] else "",
+            )
+            if b
+        )
+        + f", input {opts['input_tokens']} tokens, output {opts['output_tokens']} tokens"
+        + (f", SLO {slo_text(opts['slo'])}" if opts.get("slo") else ""),
+        "every point starts on an idle engine (the idle guard); engine columns are the engine's own /metrics "
+        "sampled through the point",
+    ]
     if summary.get("auto_rates_rps"):
-        intro.append("auto rates: r_k = r_sync + k (r_max - r_sync) / K: " + ", ".join(
-            f"{r:g}" for r in summary["auto_rates_rps"]) + " requests/s")
+        intro.append(
+            "auto rates: r_k = r_sync + k (r_max - r_sync) / K: "
+            + ", ".join(f"{r:g}" for r in summary["auto_rates_rps"])
+            + " requests/s"
+        )
     write_series_report(folder, f"loadproof load sweep {folder.name}", intro, header, rows, sweep_figures(points))
 
 
@@ -188,16 +238,27 @@ def rate_search_command(setup: Setup, console: Console, run_trial: RunTrial) -> 
     minimum = min(minimum, start)
     slo = slo_text(opts.slo or {})
     console.say(f"search directory: {folder}")
-    console.say(f"rate search: the highest rate at which at least {opts.attainment * 100:g}% of requests meet "
-                f"{slo}; from {start:g} requests/s, doubling while trials pass (up to {maximum:g}), halving while "
-                f"they fail (down to {minimum:.3g}), then bisecting; {resolution.describe()}")
+    console.say(
+        f"rate search: the highest rate at which at least {opts.attainment * 100:g}% of requests meet "
+        f"{slo}; from {start:g} requests/s, doubling while trials pass (up to {maximum:g}), halving while "
+        f"they fail (down to {minimum:.3g}), then bisecting; {resolution.describe()}"
+    )
     trials: list[dict[str, Any]] = []
-    summary: dict[str, Any] = {"kind": "load-rate-search", "slo": dict(opts.slo or {}), "slo_text": slo,
-                               "attainment": opts.attainment, "resolution": str(resolution),
-                               "resolution_rps": None if resolution.relative else resolution.value,
-                               "resolution_relative": resolution.value if resolution.relative else None,
-                               "start_rps": start, "maximum_rps": maximum, "minimum_rps": minimum,
-                               "options": opts.model_dump(mode="json"), "trials": trials, "completed": False}
+    summary: dict[str, Any] = {
+        "kind": "load-rate-search",
+        "slo": dict(opts.slo or {}),
+        "slo_text": slo,
+        "attainment": opts.attainment,
+        "resolution": str(resolution),
+        "resolution_rps": None if resolution.relative else resolution.value,
+        "resolution_relative": resolution.value if resolution.relative else None,
+        "start_rps": start,
+        "maximum_rps": maximum,
+        "minimum_rps": minimum,
+        "options": opts.model_dump(mode="json"),
+        "trials": trials,
+        "completed": False,
+    }
 
     def passes(rate: float) -> bool:
         index = len(trials)
@@ -207,8 +268,14 @@ def rate_search_command(setup: Setup, console: Console, run_trial: RunTrial) -> 
         figures = point_figures(outcome.report.claims)
         passed, why = trial_verdict(figures, opts.attainment)
         console.say(f"  {'PASS' if passed else 'FAIL'}: {why}")
-        trial = {"index": index, "rate_rps": rate, "passed": passed, "reason": why,
-                 "run_dir": outcome.run_path.name, **figures}
+        trial = {
+            "index": index,
+            "rate_rps": rate,
+            "passed": passed,
+            "reason": why,
+            "run_dir": outcome.run_path.name,
+            **figures,
+        }
         trials.append(trial)
         _append(folder / "search.jsonl", trial)
         _write_json(folder / SEARCH_JSON, summary)
@@ -219,8 +286,10 @@ def rate_search_command(setup: Setup, console: Console, run_trial: RunTrial) -> 
     except KeyboardInterrupt:
         summary["interrupted"] = True
         _finish_search(folder, summary, console, None)
-        console.say(f"search interrupted after {len(trials)} finished trial(s) (kept in {folder}); the trial under "
-                    "way keeps what it finished in its own run directory")
+        console.say(
+            f"search interrupted after {len(trials)} finished trial(s) (kept in {folder}); the trial under "
+            "way keeps what it finished in its own run directory"
+        )
         raise
     summary["completed"] = True
     summary["stopped"] = result.stopped
@@ -242,22 +311,34 @@ def _finish_search(folder: Path, summary: dict[str, Any], console: Console, resu
     header = ["rate"] + [HEADINGS[k] for k in SHOWN] + ["verdict", "run"]
     rows = [[f"{t['rate_rps']:g}"] + _cells(t) + ["PASS" if t["passed"] else "FAIL", t["run_dir"]] for t in trials]
     if rows:
-        console.table(f"Rate search: SLO {summary['slo_text']}, attainment >= {summary['attainment'] * 100:g}% "
-                      "(engine running/waiting max and preemptions from its own /metrics)", header, rows)
-    intro = [f"SLO: {summary['slo_text']}; a trial passes when at least {summary['attainment'] * 100:g}% of its "
-             "requests meet it (load.slo_attainment_pct) and the client kept its schedule",
-             f"from {summary['start_rps']:g} requests/s: doubling while trials pass (up to {summary['maximum_rps']:g}), "
-             f"halving while they fail, then bisection; resolution {summary['resolution']}"
-             + (" of the largest passing rate" if summary["resolution_relative"] else " requests/s"),
-             "every trial starts on an idle engine (the idle guard); engine columns are the engine's own /metrics "
-             "sampled through the trial",
-             (result or f"interrupted after {len(trials)} trial(s)")]
+        console.table(
+            f"Rate search: SLO {summary['slo_text']}, attainment >= {summary['attainment'] * 100:g}% "
+            "(engine running/waiting max and preemptions from its own /metrics)",
+            header,
+            rows,
+        )
+    intro = [
+        f"SLO: {summary['slo_text']}; a trial passes when at least {summary['attainment'] * 100:g}% of its "
+        "requests meet it (load.slo_attainment_pct) and the client kept its schedule",
+        f"from {summary['start_rps']:g} requests/s: doubling while trials pass (up to {summary['maximum_rps']:g}), "
+        f"halving while they fail, then bisection; resolution {summary['resolution']}"
+        + (" of the largest passing rate" if summary["resolution_relative"] else " requests/s"),
+        "every trial starts on an idle engine (the idle guard); engine columns are the engine's own /metrics "
+        "sampled through the trial",
+        (result or f"interrupted after {len(trials)} trial(s)"),
+    ]
     write_series_report(folder, f"loadproof load rate search {folder.name}", intro, header, rows, {}, claims)
     if result is not None:
-        console.result(result + (f" (resolution {summary['resolution']}"
-                                 + (" of the rate)" if summary["resolution_relative"] else " requests/s)")))
-        console.result(f"search: {folder / SEARCH_JSON}; claims: {folder / 'claims.json'}; report: "
-                       f"{folder / 'report.md'}")
+        console.result(
+            result
+            + (
+                f" (resolution {summary['resolution']}"
+                + (" of the rate)" if summary["resolution_relative"] else " requests/s)")
+            )
+        )
+        console.result(
+            f"search: {folder / SEARCH_JSON}; claims: {folder / 'claims.json'}; report: {folder / 'report.md'}"
+        )
 
 
 # --- `loadproof report FOLDER` --------------------------------------------------------------------
@@ -278,12 +359,20 @@ def report_series(folder: Path, console: Console) -> None:
         after = {c.name: c.printed for c in claims}
         differ = sorted(n for n in before.keys() | after.keys() if before.get(n) != after.get(n))
         summary["trials"] = trials
-        result = next((f"highest rate meeting the SLO: {c.printed} requests/s" for c in claims
-                       if c.name == "load.search.max_rate_rps"), "no rate met the SLO")
+        result = next(
+            (
+                f"highest rate meeting the SLO: {c.printed} requests/s"
+                for c in claims
+                if c.name == "load.search.max_rate_rps"
+            ),
+            "no rate met the SLO",
+        )
         _finish_search(folder, summary, console, result)
         if differ and before:
-            raise UsageError(f"{folder}: recomputed claims differ from the stored claims.json: " + ", ".join(
-                f"{n} stored {before.get(n, '(none)')} recomputed {after.get(n, '(none)')}" for n in differ))
+            raise UsageError(
+                f"{folder}: recomputed claims differ from the stored claims.json: "
+                + ", ".join(f"{n} stored {before.get(n, '(none)')} recomputed {after.get(n, '(none)')}" for n in differ)
+            )
         console.result(f"recomputed from {len(trials)} trial run directories: every claim as stored")
         return
     summary = json.loads((folder / SWEEP_JSON).read_text(encoding="utf-8"))
@@ -291,5 +380,6 @@ def report_series(folder: Path, console: Console) -> None:
         point.update(point_figures(compute_claims(load_run(folder / point["run_dir"]))))
     _write_json(folder / SWEEP_JSON, summary)
     _sweep_report(folder, summary, console)
-    console.result(f"recomputed {len(summary['points'])} points from their run directories; report: "
-                   f"{folder / 'report.md'}")
+    console.result(
+        f"recomputed {len(summary['points'])} points from their run directories; report: {folder / 'report.md'}"
+    )

@@ -20,29 +20,43 @@ from loadproof.units import NS_PER_S
 from loadproof.workloads.synthetic import SyntheticPrompts, draw_lengths
 
 
-def synthetic_requests(opts: LoadOptions, offsets: list[float], hs: HaystackTarget, max_model_len: int | None,
-                       models: list[str] | None = None) -> tuple[LoadPlan, list[Planned]]:
+def synthetic_requests(
+    opts: LoadOptions,
+    offsets: list[float],
+    hs: HaystackTarget,
+    max_model_len: int | None,
+    models: list[str] | None = None,
+) -> tuple[LoadPlan, list[Planned]]:
     """The plan and every request: lengths drawn from the seed (clamped to the served context), prompts
     built to them exactly."""
     target = hs.target
     n = len(offsets)
     # embeddings: the inputs a request embeds; rerank: its query and the documents scored against it
     per = {"embeddings": opts.inputs_per_request, "rerank": opts.inputs_per_request + 1}.get(target.endpoint, 1)
-    prompts = SyntheticPrompts(hs.builder, run_salt=secrets.token_hex(8), seed=opts.seed,
-                               shared_prefix_tokens=opts.shared_prefix_tokens)
+    prompts = SyntheticPrompts(
+        hs.builder, run_salt=secrets.token_hex(8), seed=opts.seed, shared_prefix_tokens=opts.shared_prefix_tokens
+    )
     shortest = prompts.shortest()
     if opts.input_tokens.kind == "fixed" and opts.input_tokens.a < shortest:
-        raise UsageError(f"--input-tokens {opts.input_tokens} is shorter than the shortest synthetic prompt "
-                         f"({shortest} tokens: the engine's {hs.builder.overhead_tokens}, the shared prefix, a "
-                         "salt line and a pad)")
+        raise UsageError(
+            f"--input-tokens {opts.input_tokens} is shorter than the shortest synthetic prompt "
+            f"({shortest} tokens: the engine's {hs.builder.overhead_tokens}, the shared prefix, a "
+            "salt line and a pad)"
+        )
     inputs = draw_lengths(opts.input_tokens, n * per, opts.seed, "input")
     if target.endpoint in POOLING:
         return _pooling(opts, offsets, hs, max_model_len, prompts, inputs, per, models)
     outputs = draw_lengths(opts.output_tokens, n, opts.seed, "output")
-    if max_model_len is not None and opts.input_tokens.fixed and opts.output_tokens.fixed \
-            and inputs[0] + outputs[0] > max_model_len:
-        raise UsageError(f"--input-tokens {inputs[0]} + --output-tokens {outputs[0]} do not fit the served "
-                         f"context of {max_model_len}")
+    if (
+        max_model_len is not None
+        and opts.input_tokens.fixed
+        and opts.output_tokens.fixed
+        and inputs[0] + outputs[0] > max_model_len
+    ):
+        raise UsageError(
+            f"--input-tokens {inputs[0]} + --output-tokens {outputs[0]} do not fit the served "
+            f"context of {max_model_len}"
+        )
     drawn = list(zip(inputs, outputs))
     if max_model_len is not None:
         inputs = [min(i, max_model_len - 1) for i in inputs]
@@ -53,19 +67,39 @@ def synthetic_requests(opts: LoadOptions, offsets: list[float], hs: HaystackTarg
     extra = request_extra(opts, target)
     for k, (offset, text, length, out) in enumerate(zip(offsets, texts, built, outputs)):
         model = models[k] if models else ""  # --model-mix: the drawn model, else the target's
-        body = request_body(target.endpoint, model or target.model, text, max_tokens=out, temperature=0.0,
-                            ignore_eos=opts.ignore_eos, extra=extra)
-        spec = RequestSpec(request_id=f"load-{k:07d}", endpoint=target.endpoint, body=body,
-                           deadline_s=opts.deadline_s)
+        body = request_body(
+            target.endpoint,
+            model or target.model,
+            text,
+            max_tokens=out,
+            temperature=0.0,
+            ignore_eos=opts.ignore_eos,
+            extra=extra,
+        )
+        spec = RequestSpec(request_id=f"load-{k:07d}", endpoint=target.endpoint, body=body, deadline_s=opts.deadline_s)
         requests.append(Planned(k, round(offset * NS_PER_S), spec, length, out, model))
-    plan = load_plan(opts, offsets, hs, max_model_len, input_tokens=lengths_of(opts.input_tokens),
-                     shared_prefix_tokens=opts.shared_prefix_tokens, clamped=clamped)
+    plan = load_plan(
+        opts,
+        offsets,
+        hs,
+        max_model_len,
+        input_tokens=lengths_of(opts.input_tokens),
+        shared_prefix_tokens=opts.shared_prefix_tokens,
+        clamped=clamped,
+    )
     return plan, requests
 
 
-def _pooling(opts: LoadOptions, offsets: list[float], hs: HaystackTarget, max_model_len: int | None,
-             prompts: SyntheticPrompts, inputs: list[int], per: int,
-             models: list[str] | None) -> tuple[LoadPlan, list[Planned]]:
+def _pooling(
+    opts: LoadOptions,
+    offsets: list[float],
+    hs: HaystackTarget,
+    max_model_len: int | None,
+    prompts: SyntheticPrompts,
+    inputs: list[int],
+    per: int,
+    models: list[str] | None,
+) -> tuple[LoadPlan, list[Planned]]:
     """Embeddings: `per` prompts a request; rerank: the first of them the query, the rest its documents; each
     of its drawn length (cut to the served context)."""
     target = hs.target
@@ -77,13 +111,18 @@ def _pooling(opts: LoadOptions, offsets: list[float], hs: HaystackTarget, max_mo
         model = models[k] if models else ""
         group = slice(k * per, (k + 1) * per)
         if target.endpoint == "rerank":
-            body = rerank_body(model or target.model, texts[k * per], texts[k * per + 1:(k + 1) * per], extra)
+            body = rerank_body(model or target.model, texts[k * per], texts[k * per + 1 : (k + 1) * per], extra)
         else:
             body = embeddings_body(model or target.model, texts[group], extra)
-        spec = RequestSpec(request_id=f"load-{k:07d}", endpoint=target.endpoint, body=body,
-                           deadline_s=opts.deadline_s)
+        spec = RequestSpec(request_id=f"load-{k:07d}", endpoint=target.endpoint, body=body, deadline_s=opts.deadline_s)
         requests.append(Planned(k, round(offset * NS_PER_S), spec, sum(built[group]), 0, model))
-    plan = load_plan(opts, offsets, hs, max_model_len, input_tokens=lengths_of(opts.input_tokens),
-                     shared_prefix_tokens=opts.shared_prefix_tokens,
-                     clamped=sum(c != i for c, i in zip(cut, inputs)))
+    plan = load_plan(
+        opts,
+        offsets,
+        hs,
+        max_model_len,
+        input_tokens=lengths_of(opts.input_tokens),
+        shared_prefix_tokens=opts.shared_prefix_tokens,
+        clamped=sum(c != i for c, i in zip(cut, inputs)),
+    )
     return plan, requests

@@ -50,13 +50,18 @@ class Task:
 
 def load_tasks() -> list[Task]:
     path = resources.files("loadproof") / "data" / "quality" / AUTHORED_FILE
-    return [Task(row["id"], row["lang"], row["prompt"], row["check"], row["reference"])
-            for row in map(json.loads, path.read_text(encoding="utf-8").splitlines()) if row]
+    return [
+        Task(row["id"], row["lang"], row["prompt"], row["check"], row["reference"])
+        for row in map(json.loads, path.read_text(encoding="utf-8").splitlines())
+        if row
+    ]
 
 
 # A base model needs to see the answer format once: two worked exemplars, none of them a task below.
-_SHOTS = ("Question: What is 11 + 8? Reply with the number only.\nAnswer: 19\n\n"
-          "Question: Write the word 'bird' in capital letters. Reply with the word only.\nAnswer: BIRD\n\n")
+_SHOTS = (
+    "Question: What is 11 + 8? Reply with the number only.\nAnswer: 19\n\n"
+    "Question: Write the word 'bird' in capital letters. Reply with the word only.\nAnswer: BIRD\n\n"
+)
 
 
 def completion_prompt(task: Task) -> str:
@@ -166,7 +171,7 @@ def python_source(answer: str, function: str) -> str | None:
     lines = text[line_start:].splitlines()
     # a base model often writes the body at the indentation of its first line: dedent by that much
     if indent.strip() == "":
-        lines = [line[len(indent):] if line.startswith(indent) else line for line in lines]
+        lines = [line[len(indent) :] if line.startswith(indent) else line for line in lines]
     return "\n".join(lines).strip() + "\n"
 
 
@@ -205,9 +210,16 @@ def run_python(code: str, function: str, calls: list[list[Any]], timeout_s: floa
     payload = json.dumps({"code": code, "function": function, "calls": calls})
     with tempfile.TemporaryDirectory(prefix="loadproof-check-") as cwd:
         try:
-            done = subprocess.run([sys.executable, "-I", "-S", "-c", _HARNESS], input=payload, capture_output=True,
-                                  text=True, timeout=timeout_s, cwd=cwd, env={},
-                                  preexec_fn=_limit_child if os.name == "posix" else None)
+            done = subprocess.run(
+                [sys.executable, "-I", "-S", "-c", _HARNESS],
+                input=payload,
+                capture_output=True,
+                text=True,
+                timeout=timeout_s,
+                cwd=cwd,
+                env={},
+                preexec_fn=_limit_child if os.name == "posix" else None,
+            )
         except subprocess.TimeoutExpired:
             return "error: timeout"
     try:

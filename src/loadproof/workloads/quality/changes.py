@@ -36,4 +36,4 @@ def change(idle: str, under_load: str) -> Change | None:
         return None
     at = len(os.path.commonprefix([idle, under_load]))
     start = max(0, at - LEAD_CHARS)
-    return Change(at, idle[start:start + WINDOW_CHARS], under_load[start:start + WINDOW_CHARS])
+    return Change(at, idle[start : start + WINDOW_CHARS], under_load[start : start + WINDOW_CHARS])

@@ -27,23 +27,32 @@ _IGNORE = (re.compile(r","), re.compile(r"\$"), re.compile(r"(?s).*#### "), re.c
 
 # (question, chain-of-thought answer), authored for loadproof; short, to keep CPU prefill small
 EXEMPLARS: tuple[tuple[str, str], ...] = (
-    ("Tom has 3 boxes with 12 pencils in each box. He gives 10 pencils to his sister. "
-     "How many pencils does Tom have left?",
-     "Tom has 3 * 12 = 36 pencils. After giving away 10 he has 36 - 10 = 26 pencils.\n#### 26"),
-    ("A bakery sells muffins for $2 each. It sold 15 muffins on Monday and twice as many on Tuesday. "
-     "How much money did it make from muffins on those two days?",
-     "On Tuesday it sold 15 * 2 = 30 muffins. In total it sold 15 + 30 = 45 muffins. "
-     "It made 45 * 2 = $90.\n#### 90"),
-    ("Maria reads 20 pages every day. Her book has 180 pages and she has read for 4 days. "
-     "How many more days does she need to finish it?",
-     "She has read 20 * 4 = 80 pages. There are 180 - 80 = 100 pages left. "
-     "She needs 100 / 20 = 5 more days.\n#### 5"),
-    ("A farmer puts 48 apples into bags of 6 and sells each bag for $3. How much money does he get?",
-     "He fills 48 / 6 = 8 bags. He gets 8 * 3 = $24.\n#### 24"),
+    (
+        "Tom has 3 boxes with 12 pencils in each box. He gives 10 pencils to his sister. "
+        "How many pencils does Tom have left?",
+        "Tom has 3 * 12 = 36 pencils. After giving away 10 he has 36 - 10 = 26 pencils.\n#### 26",
+    ),
+    (
+        "A bakery sells muffins for $2 each. It sold 15 muffins on Monday and twice as many on Tuesday. "
+        "How much money did it make from muffins on those two days?",
+        "On Tuesday it sold 15 * 2 = 30 muffins. In total it sold 15 + 30 = 45 muffins. It made 45 * 2 = $90.\n#### 90",
+    ),
+    (
+        "Maria reads 20 pages every day. Her book has 180 pages and she has read for 4 days. "
+        "How many more days does she need to finish it?",
+        "She has read 20 * 4 = 80 pages. There are 180 - 80 = 100 pages left. "
+        "She needs 100 / 20 = 5 more days.\n#### 5",
+    ),
+    (
+        "A farmer puts 48 apples into bags of 6 and sells each bag for $3. How much money does he get?",
+        "He fills 48 / 6 = 8 bags. He gets 8 * 3 = $24.\n#### 24",
+    ),
 )
 
-CHAT_INSTRUCTION = ("Solve the following math problem step by step. Then write the final answer alone on the "
-                    "last line in the form \"#### <number>\".\n\n")
+CHAT_INSTRUCTION = (
+    "Solve the following math problem step by step. Then write the final answer alone on the "
+    'last line in the form "#### <number>".\n\n'
+)
 
 
 @dataclass(frozen=True)
@@ -61,8 +70,10 @@ class Problem:
 def load_subset(num_items: int | None = None) -> list[Problem]:
     """The first `num_items` problems of the packaged subset (all 200 by default), in file order."""
     path = resources.files("loadproof") / "data" / "quality" / SUBSET_FILE
-    problems = [Problem(row["id"], row["question"], row["answer"])
-                for row in map(json.loads, path.read_text(encoding="utf-8").splitlines())]
+    problems = [
+        Problem(row["id"], row["question"], row["answer"])
+        for row in map(json.loads, path.read_text(encoding="utf-8").splitlines())
+    ]
     return problems if num_items is None else problems[:num_items]
 
 
@@ -101,5 +112,10 @@ def is_correct(extracted: str | None, expected: str) -> bool:
 def score(text: str, expected: str) -> dict[str, object]:
     """The answer row fields for one model answer."""
     strict, flexible = extract_strict(text), extract_flexible(text)
-    return {"extracted_strict": strict, "extracted_flexible": flexible, "expected": expected,
-            "correct_strict": is_correct(strict, expected), "correct_flexible": is_correct(flexible, expected)}
+    return {
+        "extracted_strict": strict,
+        "extracted_flexible": flexible,
+        "expected": expected,
+        "correct_strict": is_correct(strict, expected),
+        "correct_flexible": is_correct(flexible, expected),
+    }

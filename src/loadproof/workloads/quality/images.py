@@ -19,10 +19,27 @@ from loadproof.workloads.quality.authored import Task
 SIZE = 224
 _COLOURS = {"red": (220, 30, 30), "green": (30, 160, 60), "blue": (30, 60, 210)}
 # segments a..g as boxes on a 100x180 grid: top, upper right, lower right, bottom, lower left, upper left, middle
-_SEGMENTS = {"a": (15, 0, 85, 15), "b": (85, 10, 100, 90), "c": (85, 90, 100, 170), "d": (15, 165, 85, 180),
-             "e": (0, 90, 15, 170), "f": (0, 10, 15, 90), "g": (15, 82, 85, 98)}
-_DIGITS = {0: "abcdef", 1: "bc", 2: "abged", 3: "abgcd", 4: "fgbc", 5: "afgcd", 6: "afgedc", 7: "abc", 8: "abcdefg",
-           9: "abcfgd"}
+_SEGMENTS = {
+    "a": (15, 0, 85, 15),
+    "b": (85, 10, 100, 90),
+    "c": (85, 90, 100, 170),
+    "d": (15, 165, 85, 180),
+    "e": (0, 90, 15, 170),
+    "f": (0, 10, 15, 90),
+    "g": (15, 82, 85, 98),
+}
+_DIGITS = {
+    0: "abcdef",
+    1: "bc",
+    2: "abged",
+    3: "abgcd",
+    4: "fgbc",
+    5: "afgcd",
+    6: "afgedc",
+    7: "abc",
+    8: "abcdefg",
+    9: "abcfgd",
+}
 
 
 @dataclass(frozen=True)
@@ -41,12 +58,33 @@ class ImageTask:
 
 
 def image_tasks() -> list[ImageTask]:
-    tasks = [ImageTask(f"image-colour-{name}", "What colour is the square in this picture? Reply with one word.",
-                       {"kind": "word", "accept": [name]}, ("square", name)) for name in _COLOURS]
-    tasks += [ImageTask(f"image-circles-{n}", "How many circles are in this picture? Reply with the number only.",
-                        {"kind": "number", "expected": str(n)}, ("circles", n)) for n in (2, 3, 5)]
-    tasks += [ImageTask(f"image-digit-{d}", "Which digit is shown in this picture? Reply with the digit only.",
-                        {"kind": "number", "expected": str(d)}, ("digit", d)) for d in (3, 7)]
+    tasks = [
+        ImageTask(
+            f"image-colour-{name}",
+            "What colour is the square in this picture? Reply with one word.",
+            {"kind": "word", "accept": [name]},
+            ("square", name),
+        )
+        for name in _COLOURS
+    ]
+    tasks += [
+        ImageTask(
+            f"image-circles-{n}",
+            "How many circles are in this picture? Reply with the number only.",
+            {"kind": "number", "expected": str(n)},
+            ("circles", n),
+        )
+        for n in (2, 3, 5)
+    ]
+    tasks += [
+        ImageTask(
+            f"image-digit-{d}",
+            "Which digit is shown in this picture? Reply with the digit only.",
+            {"kind": "number", "expected": str(d)},
+            ("digit", d),
+        )
+        for d in (3, 7)
+    ]
     return tasks
 
 
@@ -78,8 +116,12 @@ def png_data_url(image: Image.Image) -> str:
 
 def chat_messages(question: str, data_url: str) -> list[dict[str, Any]]:
     """One user message with the picture first, then the question, as OpenAI content parts."""
-    return [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": data_url}},
-                                         {"type": "text", "text": question}]}]
+    return [
+        {
+            "role": "user",
+            "content": [{"type": "image_url", "image_url": {"url": data_url}}, {"type": "text", "text": question}],
+        }
+    ]
 
 
 def probe_messages() -> list[dict[str, Any]]:

@@ -50,5 +50,10 @@ def score(item: RetrievalItem, answer: str) -> dict[str, object]:
     else:
         match = _DIGITS.search(answer_head(answer))
         extracted = match.group(0)[:16] if match else None
-    return {"length_tokens": item.length_tokens, "depth": item.depth, "extracted": extracted,
-            "expected": probe.value, "correct": extracted == probe.value}
+    return {
+        "length_tokens": item.length_tokens,
+        "depth": item.depth,
+        "extracted": extracted,
+        "expected": probe.value,
+        "correct": extracted == probe.value,
+    }

@@ -19,8 +19,13 @@ def test_checker_accepts_its_reference_and_rejects_wrong_answers(task):
     right = authored.check(task, task.reference)
     assert right["correct"] is True, right
     assert right["extracted"] is not None
-    other = next(t for t in TASKS if t.check["kind"] == task.check["kind"] and t.check != task.check
-                 and authored.check(task, t.reference)["extracted"] != right["extracted"])
+    other = next(
+        t
+        for t in TASKS
+        if t.check["kind"] == task.check["kind"]
+        and t.check != task.check
+        and authored.check(task, t.reference)["extracted"] != right["extracted"]
+    )
     for wrong in ("I do not know.", "", other.reference):
         assert authored.check(task, wrong)["correct"] is False, wrong
 
@@ -29,20 +34,23 @@ def by_id(ident: str) -> authored.Task:
     return next(t for t in TASKS if t.id == ident)
 
 
-@pytest.mark.parametrize("ident, answer, correct", [
-    ("en-arith-01", " 42\n", True),
-    ("en-arith-01", "The answer is 42.", True),
-    ("en-arith-01", "4,2", False),
-    ("en-reverse-01", " 'Enots'.", True),
-    ("en-upper-01", "lantern", False),
-    ("en-sort-01", "apple,mango ,pear", True),
-    ("en-capital-01", " Paris is the capital.", True),
-    ("zh-capital-01", "北京市", True),
-    ("zh-translate-01", "Cat。", True),
-    ("en-json-01", 'Sure: {"age": 36, "name": "Ada"} done', True),
-    ("en-json-01", '{"name": "Ada", "age": "36"}', False),
-    ("code-eval-05", "[1, 2, 3]", True),
-])
+@pytest.mark.parametrize(
+    "ident, answer, correct",
+    [
+        ("en-arith-01", " 42\n", True),
+        ("en-arith-01", "The answer is 42.", True),
+        ("en-arith-01", "4,2", False),
+        ("en-reverse-01", " 'Enots'.", True),
+        ("en-upper-01", "lantern", False),
+        ("en-sort-01", "apple,mango ,pear", True),
+        ("en-capital-01", " Paris is the capital.", True),
+        ("zh-capital-01", "北京市", True),
+        ("zh-translate-01", "Cat。", True),
+        ("en-json-01", 'Sure: {"age": 36, "name": "Ada"} done', True),
+        ("en-json-01", '{"name": "Ada", "age": "36"}', False),
+        ("code-eval-05", "[1, 2, 3]", True),
+    ],
+)
 def test_extraction_is_lenient_on_form_strict_on_content(ident, answer, correct):
     assert authored.check(by_id(ident), answer)["correct"] is correct
 
@@ -64,7 +72,9 @@ def test_python_checker_bounds_a_runaway_answer():
 
 
 def test_python_body_at_the_indentation_of_its_first_line_is_dedented():
-    assert authored.python_source("   def add(a, b):\n       return a + b", "add") == "def add(a, b):\n    return a + b\n"
+    assert (
+        authored.python_source("   def add(a, b):\n       return a + b", "add") == "def add(a, b):\n    return a + b\n"
+    )
 
 
 def test_extracted_answers_are_cut_short():

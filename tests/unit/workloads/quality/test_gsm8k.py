@@ -53,32 +53,49 @@ def test_exemplars_are_not_subset_items_and_the_prompt_is_lm_evals_format():
         assert "\n\n" not in answer and gsm8k.extract_strict(answer) is not None  # a stop never cuts an exemplar
 
 
-@pytest.mark.parametrize("text, strict, flexible", [
-    ("She makes 9 * 2 = $18 every day.\n#### 18", "18", "18"),
-    ("The answer is 1,000.\n#### 1,000", "1,000", "1,000"),
-    ("So it costs $5.50 in all.", None, "$5.50"),
-    ("#### -3\nThen 7 more", "-3", "7"),
-    ("I do not know.", None, None),
-    ("First 12, then 3 and finally 45.", None, "45."),
-    ("Answer: 5", None, "5"),
-    ("#### 2 and #### 4", "2", "4"),
-])
+@pytest.mark.parametrize(
+    "text, strict, flexible",
+    [
+        ("She makes 9 * 2 = $18 every day.\n#### 18", "18", "18"),
+        ("The answer is 1,000.\n#### 1,000", "1,000", "1,000"),
+        ("So it costs $5.50 in all.", None, "$5.50"),
+        ("#### -3\nThen 7 more", "-3", "7"),
+        ("I do not know.", None, None),
+        ("First 12, then 3 and finally 45.", None, "45."),
+        ("Answer: 5", None, "5"),
+        ("#### 2 and #### 4", "2", "4"),
+    ],
+)
 def test_extraction(text, strict, flexible):
     assert gsm8k.extract_strict(text) == strict
     assert gsm8k.extract_flexible(text) == flexible
 
 
-@pytest.mark.parametrize("extracted, expected, correct", [
-    ("18", "18", True), ("$18", "18", True), ("18.", "18", True), ("1,000", "1000", True),
-    ("$1,000.", "1000", True), ("18.00", "18", False), ("-3", "3", False), (None, "18", False),
-])
+@pytest.mark.parametrize(
+    "extracted, expected, correct",
+    [
+        ("18", "18", True),
+        ("$18", "18", True),
+        ("18.", "18", True),
+        ("1,000", "1000", True),
+        ("$1,000.", "1000", True),
+        ("18.00", "18", False),
+        ("-3", "3", False),
+        (None, "18", False),
+    ],
+)
 def test_normalized_exact_match(extracted, expected, correct):
     assert gsm8k.is_correct(extracted, expected) is correct
 
 
 def test_score_row_fields():
     row = gsm8k.score("9 * 2 = 18 dollars.\n#### 18", "18")
-    assert row == {"extracted_strict": "18", "extracted_flexible": "18", "expected": "18",
-                   "correct_strict": True, "correct_flexible": True}
+    assert row == {
+        "extracted_strict": "18",
+        "extracted_flexible": "18",
+        "expected": "18",
+        "correct_strict": True,
+        "correct_flexible": True,
+    }
     row = gsm8k.score("It is 18 dollars.", "18")
     assert row["correct_strict"] is False and row["correct_flexible"] is True

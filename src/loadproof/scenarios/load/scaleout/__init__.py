@@ -39,4 +39,3 @@ Modules: `clock` (the offsets, the mapping and its bound, the merge), `protocol`
 gives back: the job, its spool folder, its result), `worker` (one worker: a process or a Ray task),
 `processes` and `ray_tasks` (the two ways to start them), `parent` (split, start, merge).
 """
-

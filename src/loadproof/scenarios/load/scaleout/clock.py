@@ -27,8 +27,11 @@ class ClockOffset(msgspec.Struct, kw_only=True):
         return (self.bracket_ns + 1) // 2
 
 
-def measure_offset(samples: int = OFFSET_SAMPLES, wall: Callable[[], int] = time.time_ns,
-                   mono: Callable[[], int] = time.perf_counter_ns) -> ClockOffset:
+def measure_offset(
+    samples: int = OFFSET_SAMPLES,
+    wall: Callable[[], int] = time.time_ns,
+    mono: Callable[[], int] = time.perf_counter_ns,
+) -> ClockOffset:
     """Read the wall clock between two monotonic readings `samples` times; keep the tightest bracket."""
     best: ClockOffset | None = None
     for _ in range(max(1, samples)):

@@ -16,11 +16,25 @@ from loadproof.plans import attach_plan
 from loadproof.plans.load import LoadPlan
 from loadproof.scenarios.live import LiveStatus
 from loadproof.scenarios.load.options import LoadOptions
-from loadproof.scenarios.load.scaleout.clock import (OFFSET_SAMPLES, ClockOffset, alignment_bound_ns, measure_offset,
-                                                     merge, shift_ns, to_worker_clock)
+from loadproof.scenarios.load.scaleout.clock import (
+    OFFSET_SAMPLES,
+    ClockOffset,
+    alignment_bound_ns,
+    measure_offset,
+    merge,
+    shift_ns,
+    to_worker_clock,
+)
 from loadproof.scenarios.load.scaleout.processes import Processes
-from loadproof.scenarios.load.scaleout.protocol import (RECORDS, WorkerJob, WorkerResult, job_of, read_spool,
-                                                        result_of, spooled_clock)
+from loadproof.scenarios.load.scaleout.protocol import (
+    RECORDS,
+    WorkerJob,
+    WorkerResult,
+    job_of,
+    read_spool,
+    result_of,
+    spooled_clock,
+)
 from loadproof.scenarios.load.scaleout.ray_tasks import RayTasks
 from loadproof.scenarios.load.schedule import Planned, describe
 from loadproof.scenarios.target import Target
@@ -76,17 +90,29 @@ async def run_scaled_out(scenario: LoadRun, writer: RunWriter, manifest: dict[st
         shards = split_schedule(requests, n)
         caps = split_concurrency(opts.max_concurrency, n)
         parent_pid = os.getpid() if backend.how == "processes" else None
-        jobs = [job_of(k, scenario.target.url, shard, caps[k], parent_pid, scenario.family)
-                for k, shard in enumerate(shards)]
+        jobs = [
+            job_of(k, scenario.target.url, shard, caps[k], parent_pid, scenario.family)
+            for k, shard in enumerate(shards)
+        ]
         del requests, shards
-        where = (f"{n} worker processes" if backend.how == "processes"
-                 else f"{n} Ray tasks on {min(n, len(backend.nodes))} node(s) of {opts.ray_address}")  # type: ignore[union-attr]
-        manifest["workers"] = {"count": n, "how": backend.how, "ray_address": opts.ray_address, "split": SPLIT,
-                               "max_concurrency": caps}
+        where = (
+            f"{n} worker processes"
+            if backend.how == "processes"
+            else f"{n} Ray tasks on {min(n, len(backend.nodes))} node(s) of {opts.ray_address}"
+        )  # type: ignore[union-attr]
+        manifest["workers"] = {
+            "count": n,
+            "how": backend.how,
+            "ray_address": opts.ray_address,
+            "split": SPLIT,
+            "max_concurrency": caps,
+        }
         writer.write_manifest(manifest)
-        scenario.status(f"schedule: {plan.planned_requests} requests over {plan.schedule_span_s:.1f} s "
-                        f"({describe(plan)}), built in {time.perf_counter() - started:.2f} s; split round-robin "
-                        f"among {where}")
+        scenario.status(
+            f"schedule: {plan.planned_requests} requests over {plan.schedule_span_s:.1f} s "
+            f"({describe(plan)}), built in {time.perf_counter() - started:.2f} s; split round-robin "
+            f"among {where}"
+        )
         spool_root = writer.path / SPOOL
         spools = [spool_root / f"w{k}" for k in range(n)]
         parent = measure_offset()
@@ -101,17 +127,32 @@ async def run_scaled_out(scenario: LoadRun, writer: RunWriter, manifest: dict[st
 
         results: list[WorkerResult | None] = [None] * n
         completed = False
-        async with MetricsScraper(scenario.target.metrics, scenario.metric_names,
-                                  interval_s=opts.sample_interval_s or None, sink=writer.metric_sample,
-                                  api_key=scenario.target.metrics_api_key) as scraper:
+        async with MetricsScraper(
+            scenario.target.metrics,
+            scenario.metric_names,
+            interval_s=opts.sample_interval_s or None,
+            sink=writer.metric_sample,
+            api_key=scenario.target.metrics_api_key,
+        ) as scraper:
             live.watch_engine(scraper.samples)
             try:
                 await backend.run(jobs, spools, scenario.target.api_key, released, live, parent)
                 completed = True
             finally:
                 results = [result_of(spool) for spool in spools]
-                _merge_into(writer, manifest, jobs, spools, results, parent, t0[0] if t0 else None, completed,
-                            backend.how, scenario.status, plan.schedule_span_s)
+                _merge_into(
+                    writer,
+                    manifest,
+                    jobs,
+                    spools,
+                    results,
+                    parent,
+                    t0[0] if t0 else None,
+                    completed,
+                    backend.how,
+                    scenario.status,
+                    plan.schedule_span_s,
+                )
                 shutil.rmtree(spool_root, ignore_errors=True)
     finally:
         if isinstance(backend, RayTasks):
@@ -124,9 +165,19 @@ async def run_scaled_out(scenario: LoadRun, writer: RunWriter, manifest: dict[st
         raise EnvironmentFailure(f"load worker {missing[0]} ended without a result (see the schedule in the manifest)")
 
 
-def _merge_into(writer: RunWriter, manifest: dict[str, Any], jobs: list[WorkerJob], spools: list[Path],
-                results: list[WorkerResult | None], parent: ClockOffset, t0: int | None, completed: bool, how: str,
-                say: Callable[[str], None], span_s: float) -> None:
+def _merge_into(
+    writer: RunWriter,
+    manifest: dict[str, Any],
+    jobs: list[WorkerJob],
+    spools: list[Path],
+    results: list[WorkerResult | None],
+    parent: ClockOffset,
+    t0: int | None,
+    completed: bool,
+    how: str,
+    say: Callable[[str], None],
+    span_s: float,
+) -> None:
     """The workers' records merged into the run directory on the parent's clock; their schedule_end events;
     the manifest's `schedule` and `workers` (the clock alignment and its bound)."""
     shards = []
@@ -136,19 +187,40 @@ def _merge_into(writer: RunWriter, manifest: dict[str, Any], jobs: list[WorkerJo
         records = read_spool(spool / RECORDS) if clock is not None else []
         shift = shift_ns(clock, parent) if clock is not None else 0
         shards.append((records, shift))
-        row: dict[str, Any] = {"worker": job.worker, "requests": len(job.requests), "recorded": len(records),
-                               "max_concurrency": job.max_concurrency}
+        row: dict[str, Any] = {
+            "worker": job.worker,
+            "requests": len(job.requests),
+            "recorded": len(records),
+            "max_concurrency": job.max_concurrency,
+        }
         if result is not None:
             end = result.end_ns + shift
-            row.update(pid=result.pid, node=result.node, dispatched=result.dispatched, failed=result.failed,
-                       interrupted=result.interrupted, error=result.error,
-                       late_start_ms=round(result.late_ns / 1e6, 3))
-            writer.event("schedule_end", t_ns=end, worker=job.worker, planned=len(job.requests),
-                         dispatched=result.dispatched, recorded=len(records), failed=result.failed,
-                         interrupted=result.interrupted)
+            row.update(
+                pid=result.pid,
+                node=result.node,
+                dispatched=result.dispatched,
+                failed=result.failed,
+                interrupted=result.interrupted,
+                error=result.error,
+                late_start_ms=round(result.late_ns / 1e6, 3),
+            )
+            writer.event(
+                "schedule_end",
+                t_ns=end,
+                worker=job.worker,
+                planned=len(job.requests),
+                dispatched=result.dispatched,
+                recorded=len(records),
+                failed=result.failed,
+                interrupted=result.interrupted,
+            )
         if clock is not None:
-            row.update(offset_ns=clock.offset_ns, bracket_ns=clock.bracket_ns, shift_ns=shift,
-                       alignment_error_bound_ns=alignment_bound_ns(clock, parent))
+            row.update(
+                offset_ns=clock.offset_ns,
+                bracket_ns=clock.bracket_ns,
+                shift_ns=shift,
+                alignment_error_bound_ns=alignment_bound_ns(clock, parent),
+            )
             if result is not None and result.clock_end is not None:
                 row["drift_ns"] = result.clock_end.offset_ns - clock.offset_ns
         per_worker.append(row)
@@ -157,34 +229,49 @@ def _merge_into(writer: RunWriter, manifest: dict[str, Any], jobs: list[WorkerJo
         writer.append(record)
     parent_end = measure_offset()
     bounds = [row["alignment_error_bound_ns"] for row in per_worker if "alignment_error_bound_ns" in row]
-    manifest["workers"].update({
-        "start_ns": t0,
-        "clock": "t_parent = t_worker + (offset_worker - offset_parent); offset = time_ns() - perf_counter_ns() "
-                 f"at the midpoint of the tightest of {OFFSET_SAMPLES} bracketed readings, each within ceil(bracket "
-                 "/ 2); the bound assumes one wall clock (one host, or hosts whose clocks agree)",
-        "alignment_error_bound_ns": max(bounds) if bounds else None,
-        "parent_clock": {"offset_ns": parent.offset_ns, "bracket_ns": parent.bracket_ns,
-                         "drift_ns": parent_end.offset_ns - parent.offset_ns},
-        "per_worker": per_worker,
-    })
+    manifest["workers"].update(
+        {
+            "start_ns": t0,
+            "clock": "t_parent = t_worker + (offset_worker - offset_parent); offset = time_ns() - perf_counter_ns() "
+            f"at the midpoint of the tightest of {OFFSET_SAMPLES} bracketed readings, each within ceil(bracket "
+            "/ 2); the bound assumes one wall clock (one host, or hosts whose clocks agree)",
+            "alignment_error_bound_ns": max(bounds) if bounds else None,
+            "parent_clock": {
+                "offset_ns": parent.offset_ns,
+                "bracket_ns": parent.bracket_ns,
+                "drift_ns": parent_end.offset_ns - parent.offset_ns,
+            },
+            "per_worker": per_worker,
+        }
+    )
     dispatched = sum(r.dispatched for r in results if r is not None)
     failed = sum(not r.ok for r in merged)
     interrupted = not completed or any(r is None or r.interrupted for r in results)
     last_offset = max((r.last_intended_offset_ns for r in results if r is not None), default=0)
     end = max((r.end_ns + s for r, (_, s) in zip(results, shards) if r is not None), default=None)
     total = sum(len(job.requests) for job in jobs)
-    manifest["schedule"] = {"planned": total, "dispatched": dispatched, "recorded": len(merged), "failed": failed,
-                            "interrupted": interrupted, "last_intended_offset_s": round(last_offset / NS_PER_S, 6),
-                            "elapsed_s": round((end - t0) / NS_PER_S, 6) if end is not None and t0 else 0.0}
+    manifest["schedule"] = {
+        "planned": total,
+        "dispatched": dispatched,
+        "recorded": len(merged),
+        "failed": failed,
+        "interrupted": interrupted,
+        "last_intended_offset_s": round(last_offset / NS_PER_S, 6),
+        "elapsed_s": round((end - t0) / NS_PER_S, 6) if end is not None and t0 else 0.0,
+    }
     bound = manifest["workers"]["alignment_error_bound_ns"]
     if bound is not None:
-        say(f"workers: {len(jobs)} {'Ray tasks' if how == 'ray' else 'processes'}, records merged on this "
-            f"process's clock within {bound / 1000:.1f} us (clock alignment bound)")
+        say(
+            f"workers: {len(jobs)} {'Ray tasks' if how == 'ray' else 'processes'}, records merged on this "
+            f"process's clock within {bound / 1000:.1f} us (clock alignment bound)"
+        )
     late = [r for r in results if r is not None and r.late_ns > 1_000_000]
     for r in late:
         say(f"worker {r.worker} reached the start {r.late_ns / 1e6:.1f} ms late (its send lag shows it)")
     if interrupted:
-        say(f"schedule interrupted: sent {dispatched} of {total} requests (up to {last_offset / NS_PER_S:.1f} s of "
-            f"{span_s:.1f} s), {len(merged)} recorded")
+        say(
+            f"schedule interrupted: sent {dispatched} of {total} requests (up to {last_offset / NS_PER_S:.1f} s of "
+            f"{span_s:.1f} s), {len(merged)} recorded"
+        )
     else:
         say(f"schedule: sent {dispatched} of {total} requests, {failed} failed")

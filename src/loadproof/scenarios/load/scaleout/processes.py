@@ -16,8 +16,16 @@ from pathlib import Path
 from loadproof.errors import EnvironmentFailure
 from loadproof.scenarios.live import LiveStatus
 from loadproof.scenarios.load.scaleout.clock import ClockOffset
-from loadproof.scenarios.load.scaleout.protocol import (API_KEY_ENV, JOB, READY_TIMEOUT_S, STOP_TIMEOUT_S, Tail,
-                                                        WorkerJob, encode, show)
+from loadproof.scenarios.load.scaleout.protocol import (
+    API_KEY_ENV,
+    JOB,
+    READY_TIMEOUT_S,
+    STOP_TIMEOUT_S,
+    Tail,
+    WorkerJob,
+    encode,
+    show,
+)
 
 WORKER_MODULE = "loadproof.scenarios.load.scaleout.worker"  # what each worker process runs
 START_MARGIN_NS = 300_000_000  # every worker is ready: the start is this far ahead (the "go" must reach all)
@@ -34,8 +42,15 @@ class Processes:
     def count(self, asked: int | None) -> int:
         return asked or 1
 
-    async def run(self, jobs: list[WorkerJob], spools: list[Path], api_key: str | None,
-                  released: Callable[[int], None], live: LiveStatus, parent: ClockOffset) -> None:
+    async def run(
+        self,
+        jobs: list[WorkerJob],
+        spools: list[Path],
+        api_key: str | None,
+        released: Callable[[int], None],
+        live: LiveStatus,
+        parent: ClockOffset,
+    ) -> None:
         """Each worker leaves SPOOL/result.json and SPOOL/records/, also when interrupted."""
         env = {**os.environ, API_KEY_ENV: api_key or ""}
         procs: list[asyncio.subprocess.Process] = []
@@ -45,10 +60,19 @@ class Processes:
                 spool.mkdir(parents=True)
                 (spool / JOB).write_bytes(encode(job))
                 with open(spool / "stderr.log", "wb") as log:
-                    procs.append(await asyncio.create_subprocess_exec(
-                        sys.executable, "-m", WORKER_MODULE, str(spool),
-                        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=log,
-                        start_new_session=True, env=env))  # its own group: an interrupt reaches it once, from here
+                    procs.append(
+                        await asyncio.create_subprocess_exec(
+                            sys.executable,
+                            "-m",
+                            WORKER_MODULE,
+                            str(spool),
+                            stdin=asyncio.subprocess.PIPE,
+                            stdout=asyncio.subprocess.PIPE,
+                            stderr=log,
+                            start_new_session=True,
+                            env=env,
+                        )
+                    )  # its own group: an interrupt reaches it once, from here
             for k, proc in enumerate(procs):  # the start barrier, first half: every worker ready
                 assert proc.stdout is not None
                 try:

@@ -71,11 +71,30 @@ class WorkerResult(msgspec.Struct, kw_only=True):
     error: str | None = None
 
 
-def job_of(worker: int, url: str, requests: list[Planned], cap: int | None, parent_pid: int | None,
-           family: str = "synthetic") -> WorkerJob:
-    return WorkerJob(worker=worker, url=url, max_concurrency=cap, parent_pid=parent_pid, family=family, requests=[
-        JobRequest(p.index, p.offset_ns, p.spec.request_id, p.spec.endpoint, p.spec.body, p.spec.deadline_s,
-                   p.input_tokens, p.output_tokens, p.model) for p in requests])
+def job_of(
+    worker: int, url: str, requests: list[Planned], cap: int | None, parent_pid: int | None, family: str = "synthetic"
+) -> WorkerJob:
+    return WorkerJob(
+        worker=worker,
+        url=url,
+        max_concurrency=cap,
+        parent_pid=parent_pid,
+        family=family,
+        requests=[
+            JobRequest(
+                p.index,
+                p.offset_ns,
+                p.spec.request_id,
+                p.spec.endpoint,
+                p.spec.body,
+                p.spec.deadline_s,
+                p.input_tokens,
+                p.output_tokens,
+                p.model,
+            )
+            for p in requests
+        ],
+    )
 
 
 encode = msgspec.msgpack.Encoder().encode

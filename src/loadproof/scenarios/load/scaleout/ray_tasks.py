@@ -23,8 +23,18 @@ import msgspec
 from loadproof.errors import EnvironmentFailure, UsageError
 from loadproof.scenarios.live import LiveStatus
 from loadproof.scenarios.load.scaleout.clock import ClockOffset
-from loadproof.scenarios.load.scaleout.protocol import (CLOCK, READY_TIMEOUT_S, RECORDS, RESULT, STOP_TIMEOUT_S,
-                                                        Tail, WorkerJob, clock_json, encode, show)
+from loadproof.scenarios.load.scaleout.protocol import (
+    CLOCK,
+    READY_TIMEOUT_S,
+    RECORDS,
+    RESULT,
+    STOP_TIMEOUT_S,
+    Tail,
+    WorkerJob,
+    clock_json,
+    encode,
+    show,
+)
 from loadproof.scenarios.load.scaleout.worker import run_worker
 from loadproof.store.run_dir import CHUNKS, REQUESTS
 
@@ -84,9 +94,9 @@ def ray_worker(job_bytes: bytes, api_key: str | None, start_wall_ns: int, hub: A
             with contextlib.suppress(OSError), open(folder / RECORDS / REQUESTS, "rb") as handle:
                 handle.seek(pos)
                 data = handle.read()
-                data = data[:data.rfind(b"\n") + 1]
+                data = data[: data.rfind(b"\n") + 1]
                 pos += len(data)
-            with contextlib.suppress(Exception):  # noqa: BLE001 -- the hub gone: the return value still carries all
+            with contextlib.suppress(Exception):
                 if ray.get(hub.post.remote(job.worker, "requests", data)):
                     stop.set()
             if finished:
@@ -95,12 +105,22 @@ def ray_worker(job_bytes: bytes, api_key: str | None, start_wall_ns: int, hub: A
     pumper = threading.Thread(target=pump, name="loadproof-pump", daemon=True)
     pumper.start()
     try:
-        result = run_worker(job, folder / RECORDS, api_key, start_wall_ns,
-                            node=ray.get_runtime_context().get_node_id(), on_clock=on_clock, stop=stop)
+        result = run_worker(
+            job,
+            folder / RECORDS,
+            api_key,
+            start_wall_ns,
+            node=ray.get_runtime_context().get_node_id(),
+            on_clock=on_clock,
+            stop=stop,
+        )
         done.set()
         pumper.join()
-        return (msgspec.json.encode(result), (folder / RECORDS / REQUESTS).read_bytes(),
-                (folder / RECORDS / CHUNKS).read_bytes())
+        return (
+            msgspec.json.encode(result),
+            (folder / RECORDS / REQUESTS).read_bytes(),
+            (folder / RECORDS / CHUNKS).read_bytes(),
+        )
     finally:
         done.set()
         shutil.rmtree(folder, ignore_errors=True)
@@ -128,16 +148,23 @@ class RayTasks:
             try:
                 socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S).close()
             except OSError as exc:
-                raise EnvironmentFailure(f"cannot reach the Ray cluster at {self.address}: "
-                                         f"{exc.strerror or exc}") from None
+                raise EnvironmentFailure(
+                    f"cannot reach the Ray cluster at {self.address}: {exc.strerror or exc}"
+                ) from None
         extra = {"_node_ip_address": host} if host.startswith("127.") else {}  # a cluster of this machine's loopback
         try:
-            ray.init(address=self.address, log_to_driver=False, logging_level=logging.ERROR,
-                     ignore_reinit_error=True, **extra)
-        except Exception as exc:  # noqa: BLE001 -- Ray raises ConnectionError, RuntimeError, ValueError, ...
-            raise EnvironmentFailure(f"cannot connect to the Ray cluster at {self.address}: "
-                                     f"{str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}"
-                                     ) from None
+            ray.init(
+                address=self.address,
+                log_to_driver=False,
+                logging_level=logging.ERROR,
+                ignore_reinit_error=True,
+                **extra,
+            )
+        except Exception as exc:
+            raise EnvironmentFailure(
+                f"cannot connect to the Ray cluster at {self.address}: "
+                f"{str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}"
+            ) from None
         alive = [n for n in ray.nodes() if n.get("Alive") and n.get("Resources", {}).get("CPU", 0) >= 1]
         self.nodes = [n["NodeID"] for n in alive]
         self.cpus = [int(n["Resources"]["CPU"]) for n in alive]
@@ -155,23 +182,34 @@ class RayTasks:
         """One task per node by default; more than the cluster's CPUs would start some tasks late."""
         if asked is not None and asked > sum(self.cpus):
             self.close()
-            raise UsageError(f"--workers {asked}: the Ray cluster at {self.address} has {sum(self.cpus)} CPU(s) on "
-                             f"{len(self.nodes)} node(s); each worker task takes one")
+            raise UsageError(
+                f"--workers {asked}: the Ray cluster at {self.address} has {sum(self.cpus)} CPU(s) on "
+                f"{len(self.nodes)} node(s); each worker task takes one"
+            )
         return asked or len(self.nodes)
 
-    async def run(self, jobs: list[WorkerJob], spools: list[Path], api_key: str | None,
-                  released: Callable[[int], None], live: LiveStatus, parent: ClockOffset) -> None:
+    async def run(
+        self,
+        jobs: list[WorkerJob],
+        spools: list[Path],
+        api_key: str | None,
+        released: Callable[[int], None],
+        live: LiveStatus,
+        parent: ClockOffset,
+    ) -> None:
         """Each task's result and records come back to SPOOL/result.json and SPOOL/records/."""
         import ray  # optional (the loadproof[ray] extra); connect() found it
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy  # the same optional Ray
 
-        placement = [{"scheduling_strategy": NodeAffinitySchedulingStrategy(self._node_of(k), soft=False)}
-                     for k in range(len(jobs))]
+        placement = [
+            {"scheduling_strategy": NodeAffinitySchedulingStrategy(self._node_of(k), soft=False)}
+            for k in range(len(jobs))
+        ]
         ready = ray.remote(num_cpus=1, max_retries=0)(ray_ready)
         task = ray.remote(num_cpus=1, max_retries=0)(ray_worker)
         try:
             await asyncio.to_thread(ray.get, [ready.options(**p).remote() for p in placement], timeout=READY_TIMEOUT_S)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise EnvironmentFailure(f"the Ray tasks did not start on the cluster's nodes: {exc}") from None
         hub = ray.remote(num_cpus=0)(RayHub).remote()
         for spool in spools:
@@ -248,7 +286,7 @@ def _fetch(ray: Any, ref: Any, spool: Path) -> None:
     them (replacing the request lines posted as it ran, of which they are a prefix)."""
     try:
         result, requests, chunks = ray.get(ref)
-    except Exception:  # noqa: BLE001 -- cancelled or failed: what it posted is kept
+    except Exception:
         return
     (spool / RECORDS).mkdir(parents=True, exist_ok=True)
     (spool / RECORDS / REQUESTS).write_bytes(requests)

@@ -18,8 +18,16 @@ import msgspec
 from loadproof.client import RequestSpec, StreamingClient
 from loadproof.records import RequestRecord
 from loadproof.scenarios.load.scaleout.clock import ClockOffset, measure_offset, to_worker_clock
-from loadproof.scenarios.load.scaleout.protocol import (API_KEY_ENV, CLOCK, JOB, RECORDS, RESULT, WorkerJob,
-                                                        WorkerResult, clock_json)
+from loadproof.scenarios.load.scaleout.protocol import (
+    API_KEY_ENV,
+    CLOCK,
+    JOB,
+    RECORDS,
+    RESULT,
+    WorkerJob,
+    WorkerResult,
+    clock_json,
+)
 from loadproof.scenarios.load.schedule import Planned
 from loadproof.scenarios.load.sender import OpenLoop, raise_open_files_limit
 from loadproof.store.run_dir import RunWriter
@@ -33,9 +41,15 @@ class _Progress:
         self.end_ns = 0
 
 
-def run_worker(job: WorkerJob, records_dir: Path, api_key: str | None, start_wall_ns: int,
-               node: str | None = None, on_clock: Callable[[ClockOffset, int], None] | None = None,
-               stop: threading.Event | None = None) -> WorkerResult:
+def run_worker(
+    job: WorkerJob,
+    records_dir: Path,
+    api_key: str | None,
+    start_wall_ns: int,
+    node: str | None = None,
+    on_clock: Callable[[ClockOffset, int], None] | None = None,
+    stop: threading.Event | None = None,
+) -> WorkerResult:
     """Send `job`'s requests on the schedule from the agreed start (wall clock), each record appended to
     `records_dir` (requests.jsonl, chunks.jsonl) as it ends, on this process's monotonic clock. `stop` set
     (from another thread) ends the run as an interrupt does: what was in flight is recorded as cancelled."""
@@ -50,25 +64,49 @@ def run_worker(job: WorkerJob, records_dir: Path, api_key: str | None, start_wal
         asyncio.run(_drive(job, writer, start_ns, api_key, progress, stop))
     except (KeyboardInterrupt, asyncio.CancelledError):
         interrupted = True
-    except Exception as exc:  # noqa: BLE001 -- reported to the parent, which fails the run with it
+    except Exception as exc:
         error = f"{type(exc).__name__}: {exc}"
     finally:
         writer.close()
-    return WorkerResult(worker=job.worker, pid=os.getpid(), node=node, clock_start=clock_start,
-                        clock_end=measure_offset(), start_ns=start_ns, late_ns=progress.late_ns,
-                        planned=len(job.requests), dispatched=progress.dispatched, recorded=progress.recorded,
-                        failed=progress.failed, interrupted=interrupted or error is not None,
-                        last_intended_offset_ns=progress.last_offset_ns,
-                        end_ns=progress.end_ns or time.perf_counter_ns(), error=error)
+    return WorkerResult(
+        worker=job.worker,
+        pid=os.getpid(),
+        node=node,
+        clock_start=clock_start,
+        clock_end=measure_offset(),
+        start_ns=start_ns,
+        late_ns=progress.late_ns,
+        planned=len(job.requests),
+        dispatched=progress.dispatched,
+        recorded=progress.recorded,
+        failed=progress.failed,
+        interrupted=interrupted or error is not None,
+        last_intended_offset_ns=progress.last_offset_ns,
+        end_ns=progress.end_ns or time.perf_counter_ns(),
+        error=error,
+    )
 
 
-async def _drive(job: WorkerJob, writer: RunWriter, start_ns: int, api_key: str | None, progress: _Progress,
-                 stop: threading.Event | None = None) -> None:
+async def _drive(
+    job: WorkerJob,
+    writer: RunWriter,
+    start_ns: int,
+    api_key: str | None,
+    progress: _Progress,
+    stop: threading.Event | None = None,
+) -> None:
     raise_open_files_limit()
-    requests = [Planned(r.index, r.offset_ns, RequestSpec(request_id=r.request_id, endpoint=r.endpoint, body=r.body,
-                                                          deadline_s=r.deadline_s), r.input_tokens, r.output_tokens,
-                        r.model)
-                for r in job.requests]
+    requests = [
+        Planned(
+            r.index,
+            r.offset_ns,
+            RequestSpec(request_id=r.request_id, endpoint=r.endpoint, body=r.body, deadline_s=r.deadline_s),
+            r.input_tokens,
+            r.output_tokens,
+            r.model,
+        )
+        for r in job.requests
+    ]
     cap = job.max_concurrency
 
     def sink(record: RequestRecord) -> None:
@@ -81,10 +119,18 @@ async def _drive(job: WorkerJob, writer: RunWriter, start_ns: int, api_key: str 
         watchdog = asyncio.create_task(_watch(job.parent_pid, stop, asyncio.current_task()))
     sender = None
     try:
-        async with StreamingClient(job.url, api_key=api_key, max_connections=cap + 4 if cap else 0, on_record=sink,
-                                   keep_text=False) as client:
-            sender = OpenLoop(client, requests, max_concurrency=cap, scenario=job.scenario, worker=job.worker,
-                              family=job.family, start_ns=start_ns)
+        async with StreamingClient(
+            job.url, api_key=api_key, max_connections=cap + 4 if cap else 0, on_record=sink, keep_text=False
+        ) as client:
+            sender = OpenLoop(
+                client,
+                requests,
+                max_concurrency=cap,
+                scenario=job.scenario,
+                worker=job.worker,
+                family=job.family,
+                start_ns=start_ns,
+            )
             progress.late_ns = max(0, time.perf_counter_ns() - start_ns)
             await sender.run()
     finally:
