@@ -13,7 +13,9 @@ from rich.status import Status
 from rich.table import Table
 from rich.text import Text
 
-from loadproof.scenarios.live import END, PREPARING, LiveStatus, describe, line
+from loadproof.scenarios.live import LiveStatus
+from loadproof.scenarios.live_snapshot import END, PREPARING
+from loadproof.scenarios.live_views import describe, line
 
 out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)

@@ -19,6 +19,9 @@ Phases, each with its view (`describe`):
 - `drain`: the engine letting go after cancel: running, waiting, KV;
 - `requests`: requests done (of those planned), errors, tokens per second over the last few seconds,
   the TTFT median of the requests ended so far, and what the engine's samples show.
+
+What the reader returns is a `Snapshot` (`scenarios.live_snapshot`); the views that turn it into text are
+`scenarios.live_views`.
 """
 
 from __future__ import annotations
@@ -28,122 +31,31 @@ import time
 from bisect import bisect_left, bisect_right
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
 from typing import Any
 
 from loadproof.records import RequestRecord
 from loadproof.rundir import EngineSample
+from loadproof.scenarios.live_snapshot import (
+    COLD,
+    DRAIN,
+    END,
+    PREPARING,
+    REQUESTS,
+    WINDOW,
+    Phase,
+    Snapshot,
+    WindowFigures,
+)
 from loadproof.units import NS_PER_S as NS
 
 Clock = Callable[[], int]
 
-PREPARING, COLD, WINDOW, DRAIN, REQUESTS, END = "preparing", "cold", "window", "drain", "requests", "end"
 RATE_SPAN_S = 5.0  # "current" rate: tokens over about the last this many seconds
 TTFT_KEPT = 10_000  # the TTFT median is over at most the last this many first tokens
 TTFT_EVERY_S = 2.0  # and, over more than TTFT_CHEAP of them, recomputed at most this often
 TTFT_CHEAP = 2_000
-STALE_ENGINE_S = 5.0  # an engine sample older than this is shown with its age
 FINAL_AFTER_S = 1.0  # a closed window stops counting once this long past its end (late appends)
 MIN_WINDOW_S = 0.5  # rates of a window shorter than this so far are not shown (one chunk would look fast)
-
-
-@dataclass(frozen=True)
-class Phase:
-    """One phase of a run, as the scenario declared it."""
-
-    name: str
-    kind: str
-    start_ns: int
-    detail: str = ""
-    end_ns: int | None = None  # a window's planned end; a countdown's end for `requests` (soak's duration)
-    records: tuple[RequestRecord, ...] = ()  # a window's streams
-    declared_ns: int = 0  # when the scenario declared it (a window can start in the past)
-
-
-@dataclass(frozen=True)
-class WindowFigures:
-    elapsed_s: float
-    left_s: float | None  # None: the window ends on an event, not a clock (interference's newcomer prefill)
-    streams: int
-    per_stream: tuple[float, float, float] | None  # min, median, max
-    together: float | None
-    unit: str  # tokens/s (the server's per-chunk usage) or chunks/s (a server without it)
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    """Everything the views show, as of `t_ns`."""
-
-    t_ns: int
-    scenario: str
-    phases: tuple[Phase, ...]
-    detail: str
-    planned: int
-    sent: int
-    done: int
-    errors: int
-    cancelled: int
-    first_tokens: int
-    waiting_first_s: float | None  # the longest a request in flight has waited for its first token
-    rate: float | None
-    rate_unit: str
-    ttft_p50_s: float | None
-    ttft_count: int
-    engine: dict[str, float] | None
-    engine_baseline: dict[str, float]
-    engine_age_s: float | None
-    sessions: int
-    prompt_tokens_planned: int
-    kv_cache_tokens: int | None
-    windows: dict[int, WindowFigures] = field(default_factory=dict)
-    engine_samples: Sequence[EngineSample] = ()
-    prompt_counter_moved_ns: int = 0  # the first sample showing the engine's prompt-token counter at its value
-    last_first_token_ns: int = 0
-
-    def engine_at(self, t_ns: int) -> dict[str, float] | None:
-        """The engine's values in the last sample taken at or before `t_ns`."""
-        samples = self.engine_samples
-        for i in range(len(samples) - 1, -1, -1):  # from the end: a phase that just ended is near it
-            if samples[i].t_ns <= t_ns:
-                return samples[i].values
-        return None
-
-    @property
-    def phase(self) -> Phase:
-        return self.phases[-1]
-
-    def growth(self, name: str) -> float | None:
-        """How much an engine counter grew since the scenario started watching."""
-        if self.engine is None or name not in self.engine or name not in self.engine_baseline:
-            return None
-        return self.engine[name] - self.engine_baseline[name]
-
-    def kv_estimate(self) -> float | None:
-        """Tokens the KV cache holds beyond its state when watching began: KV usage x the engine's KV size."""
-        if not self.kv_cache_tokens:
-            return None
-        grown = self.growth("kv_cache_usage_perc")
-        return None if grown is None else max(0.0, grown) * self.kv_cache_tokens
-
-    def eta(self, index: int | None = None) -> tuple[float | None, str]:
-        """Seconds left in a cold phase, and what the estimate is from: the pace of the prompt tokens the
-        engine completed so far, else of the KV estimate, else of first tokens. The pace is taken up to
-        when the figure last moved, so between two completions the ETA counts down."""
-        start = self.phases[-1 if index is None else index].start_ns
-        choices = (
-            (
-                self.growth("prompt_tokens_total"),
-                self.prompt_counter_moved_ns,
-                self.prompt_tokens_planned,
-                "completed prompt tokens",
-            ),
-            (self.kv_estimate(), self.t_ns, self.prompt_tokens_planned, "the KV estimate"),
-            (self.first_tokens, self.last_first_token_ns, self.sessions, "first tokens"),
-        )
-        for done, at, total, source in choices:
-            if done and total and done > 0 and at > start:
-                return max(0.0, ((at - start) * (total - done) / done - (self.t_ns - at)) / NS), source
-        return None, ""
 
 
 class LiveStatus:
@@ -408,140 +320,3 @@ class _Reader:
         if end is not None and now - end >= FINAL_AFTER_S * NS:
             state[1] = figures
         return figures
-
-
-# ----- the views: text only, for any console -----
-
-
-def describe(snap: Snapshot, index: int | None = None) -> tuple[str, list[str]]:
-    """The heading and the parts of phase `index`'s view (default: the current phase). A phase that
-    has ended is described with its final figures ("ended after" its duration), the engine's as of the
-    last sample taken before the next phase was declared."""
-    index = len(snap.phases) - 1 if index is None else index
-    phase = snap.phases[index]
-    closed = index + 1 < len(snap.phases)
-    until = snap.phases[index + 1].start_ns if closed else snap.t_ns
-    if closed and snap.engine is not None:
-        snap = replace(snap, engine=snap.engine_at(snap.phases[index + 1].declared_ns), engine_age_s=None)
-    took = clock_text((until - phase.start_ns) / NS)
-    heading = f"{snap.scenario} {phase.name}" + (f" ended after {took}" if closed else f" {took}")
-    detail = phase.detail or (snap.detail if not closed else "")
-    if detail:
-        heading += f" ({detail})"
-    parts = VIEWS.get(phase.kind, lambda s, i, c: [])(snap, index, closed)
-    return heading, parts
-
-
-def line(snap: Snapshot, index: int | None = None) -> str:
-    """One plain line: the heading, then the parts."""
-    heading, parts = describe(snap, index)
-    return heading + (": " + "; ".join(parts) if parts else "")
-
-
-def _cold(snap: Snapshot, index: int, closed: bool) -> list[str]:
-    parts = [f"sessions sent {snap.sent}/{snap.sessions}, first tokens {snap.first_tokens}/{snap.sessions} (client)"]
-    if snap.errors:
-        parts[0] += f", {snap.errors} failed"
-    parts += _engine(snap)
-    done = snap.growth("prompt_tokens_total")
-    if done is not None:
-        parts.append(
-            f"prompt tokens completed {done:,.0f}/{snap.prompt_tokens_planned:,} "
-            "(engine counter: prefills that finished)"
-        )
-    held = snap.kv_estimate()
-    if held is not None:
-        parts.append(f"~{held:,.0f} in the KV cache (estimate from KV usage, prefills in progress too)")
-    if not closed:
-        eta, source = snap.eta(index)
-        parts.append(
-            f"ETA {clock_text(eta)} (from the rate of {source} so far)"
-            if eta is not None
-            else "ETA: once the first prefill completes"
-        )
-    return parts
-
-
-def _window(snap: Snapshot, index: int, closed: bool) -> list[str]:
-    w = snap.windows[index]
-    if w.left_s is None:
-        timing = f"{clock_text(w.elapsed_s)} so far"
-    else:
-        planned = w.elapsed_s + w.left_s if not closed else None
-        timing = (
-            f"{clock_text(w.left_s)} left of {clock_text(planned)}"
-            if planned is not None
-            else f"{clock_text(w.elapsed_s)} measured"
-        )
-    parts = [timing]
-    if w.per_stream is not None and w.together is not None:
-        low, mid, high = w.per_stream
-        parts.append(
-            f"per stream {low:,.1f} / {mid:,.1f} / {high:,.1f} {w.unit} (min / median / max over "
-            f"{w.streams}), together {w.together:,.1f} {w.unit}"
-        )
-    if snap.errors:
-        parts.append(f"{snap.errors} failed")
-    return parts + _engine(snap)
-
-
-def _drain(snap: Snapshot, index: int, closed: bool) -> list[str]:
-    engine = _engine(snap, lead="engine at the end: " if closed else "waiting for the engine to let go: ")
-    return engine or ["(no engine /metrics)"]
-
-
-def _requests(snap: Snapshot, index: int, closed: bool) -> list[str]:
-    phase = snap.phases[index]
-    done = f"{snap.done}/{snap.planned} done" if snap.planned else f"{snap.done} done"
-    parts = [f"{done}, {snap.errors} errors" + (f", {snap.cancelled} cancelled" if snap.cancelled else "")]
-    if snap.rate is not None and not closed:
-        parts.append(f"{snap.rate:,.0f} {snap.rate_unit} (last {RATE_SPAN_S:g} s)")
-    if snap.ttft_p50_s is not None:
-        last = f", last {TTFT_KEPT:,}" if snap.ttft_count > TTFT_KEPT else ""
-        parts.append(f"TTFT p50 {snap.ttft_p50_s:.2f} s ({snap.ttft_count:,} so far{last})")
-    if not closed and snap.waiting_first_s is not None and snap.waiting_first_s >= 1.0:
-        parts.append(f"oldest in flight waiting {snap.waiting_first_s:.0f} s for its first token")
-    if not closed and phase.end_ns is not None:
-        left = (phase.end_ns - snap.t_ns) / NS
-        parts.append(
-            f"{clock_text(left)} left" if left > 0 else f"no new requests; {snap.sent - snap.done} in flight finishing"
-        )
-    elif not closed and snap.planned and snap.done:
-        elapsed = (snap.t_ns - phase.start_ns) / NS
-        parts.append(f"~{clock_text(elapsed * (snap.planned - snap.done) / snap.done)} left at this pace")
-    return parts + _engine(snap)
-
-
-def _engine(snap: Snapshot, lead: str = "engine: ") -> list[str]:
-    values = snap.engine
-    if values is None:
-        return []
-    shown = []
-    if "num_requests_running" in values:
-        shown.append(f"running {values['num_requests_running']:g}")
-    if "num_requests_waiting" in values:
-        shown.append(f"waiting {values['num_requests_waiting']:g}")
-    if "kv_cache_usage_perc" in values:
-        shown.append(f"KV {values['kv_cache_usage_perc'] * 100:.0f}%")
-    if "process_rss_bytes" in values:
-        shown.append(f"RSS {values['process_rss_bytes'] / 2**20:,.0f} MiB")
-    if not shown:
-        return []
-    age = f" (/metrics {snap.engine_age_s:.0f} s ago)" if (snap.engine_age_s or 0) >= STALE_ENGINE_S else ""
-    return [lead + ", ".join(shown) + age]
-
-
-VIEWS: dict[str, Callable[[Snapshot, int, bool], list[str]]] = {
-    COLD: _cold,
-    WINDOW: _window,
-    DRAIN: _drain,
-    REQUESTS: _requests,
-}
-
-
-def clock_text(seconds: float) -> str:
-    """0:07, 12:30, 1:02:03."""
-    total = max(0, round(seconds))
-    hours, rest = divmod(total, 3600)
-    minutes, secs = divmod(rest, 60)
-    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"

@@ -8,7 +8,8 @@ import pytest
 from loadproof.records import RequestRecord
 from loadproof.rundir import EngineSample
 from loadproof.scenarios import live as live_module
-from loadproof.scenarios.live import TTFT_EVERY_S, LiveStatus, line
+from loadproof.scenarios.live import TTFT_EVERY_S, LiveStatus
+from loadproof.scenarios.live_views import line
 from loadproof.units import NS_PER_S as NS
 
 
