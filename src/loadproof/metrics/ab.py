@@ -25,7 +25,8 @@ from collections.abc import Callable, Sequence
 
 from loadproof.metrics.claims import Claim, Direction, count, fact, number
 from loadproof.metrics.figures import LinePlot, Panel, Series
-from loadproof.metrics.load import slo_claims, span_s
+from loadproof.metrics.latency import span_s
+from loadproof.metrics.slo import slo_claims
 from loadproof.metrics.spec_decode import SpecWindow, spec_window
 from loadproof.metrics.throughput import decode_rate_per_s
 from loadproof.plans.ab import ARMS, DEFAULT_RESAMPLES, AbPlan

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from loadproof.metrics.claims import Claim, fact, number
-from loadproof.metrics.load import meets, slo_values
+from loadproof.metrics.slo import meets, slo_values
 from loadproof.rundir import TelemetrySample
 from loadproof.units import NS_PER_S
 

@@ -28,6 +28,8 @@ For other scenarios (sessions): build each request's `PrefixRequest` with `chain
 segments its prompt is made of (a shared system prompt, each message, each reply, each with an id that
 names its content and its length) and call `simulate(requests, num_blocks, block_tokens)`; its
 `hits[i]` are request i's hit tokens (requests in the order given; events are ordered by their times).
+
+What the engine itself reported, to set beside the expectation: `reported_hit_pct`.
 Standard library only.
 """
 
@@ -36,6 +38,8 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
+
+from loadproof.records import RequestRecord
 
 
 @dataclass(frozen=True)
@@ -206,3 +210,12 @@ def working_set_tokens(requests: Sequence[PrefixRequest], block_tokens: int) -> 
     """Distinct prompt blocks over all the requests x block_tokens: what an unbounded cache would end up
     holding (compare it with the engine's cache: larger, and eviction must cost hits)."""
     return len({k for r in requests for k in r.keys}) * block_tokens
+
+
+def reported_hit_pct(records: list[RequestRecord]) -> float | None:
+    """The engine's per-request prefix-cache hits (usage.prompt_tokens_details.cached_tokens, which vLLM
+    reports with --enable-prompt-tokens-details) over the prompt tokens of the requests reporting them, %."""
+    rows = [r for r in records if r.cached_tokens is not None and r.prompt_tokens]
+    if not rows:
+        return None
+    return 100 * sum(r.cached_tokens for r in rows) / sum(r.prompt_tokens for r in rows)  # type: ignore[misc]

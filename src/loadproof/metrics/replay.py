@@ -15,8 +15,16 @@ from typing import Any
 
 from loadproof.metrics.claims import Claim, count, fact, number
 from loadproof.metrics.figures import Table
-from loadproof.metrics.load import load_claims, reported_hit_pct, schedule_start_ns, succeeded
-from loadproof.metrics.prefix_cache import PrefixRequest, chained_keys, mooncake_segments, simulate, working_set_tokens
+from loadproof.metrics.latency import succeeded
+from loadproof.metrics.load import load_claims, schedule_start_ns
+from loadproof.metrics.prefix_cache import (
+    PrefixRequest,
+    chained_keys,
+    mooncake_segments,
+    reported_hit_pct,
+    simulate,
+    working_set_tokens,
+)
 from loadproof.plans.replay import ReplayPlan
 from loadproof.records import RequestRecord
 from loadproof.rundir import EngineSample, Event

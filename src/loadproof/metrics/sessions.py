@@ -20,10 +20,12 @@ from loadproof.metrics.claims import Claim, count, fact, number
 from loadproof.metrics.constraints import constraint_claims
 from loadproof.metrics.distribution import summarize
 from loadproof.metrics.figures import Table
-from loadproof.metrics.load import model_claims, reported_hit_pct, slo_claims, span_s, succeeded
-from loadproof.metrics.prefix_cache import PrefixRequest, chained_keys, simulate, working_set_tokens
+from loadproof.metrics.latency import span_s, succeeded
+from loadproof.metrics.model_mix import model_claims
+from loadproof.metrics.prefix_cache import PrefixRequest, chained_keys, reported_hit_pct, simulate, working_set_tokens
 from loadproof.metrics.reasoning import TTFA_FORMULA, reasoning_claims
 from loadproof.metrics.session_tier import expected_tier_claims, transfer_claims
+from loadproof.metrics.slo import slo_claims
 from loadproof.plans.sessions import SessionsPlan
 from loadproof.records import RequestRecord
 from loadproof.rundir import EngineSample

@@ -13,8 +13,9 @@ from collections.abc import Iterable, Sequence
 from loadproof.metrics.claims import Claim, count, number
 from loadproof.metrics.constraints import constraint_claims
 from loadproof.metrics.figures import BarPlot, Bars, Panel, Table
-from loadproof.metrics.load import slo_claims, span_s
+from loadproof.metrics.latency import span_s
 from loadproof.metrics.reasoning import reasoning_claims
+from loadproof.metrics.slo import slo_claims
 from loadproof.metrics.spec_decode import SpecWindow, spec_claims, spec_gauge_claims, spec_window, unavailable_claims
 from loadproof.plans.throughput import ThroughputPlan
 from loadproof.records import RequestRecord

@@ -7,7 +7,8 @@ import msgspec
 import pytest
 
 from loadproof.metrics import compute_claims
-from loadproof.metrics.load import slo_claims, span_s
+from loadproof.metrics.latency import span_s
+from loadproof.metrics.slo import slo_claims
 from loadproof.store.run_dir import Run
 from tests import rundir_values as rv
 from tests.unit.metrics import test_ab, test_sessions

@@ -19,7 +19,7 @@ import pytest
 
 from loadproof.metrics import claim_functions, compute_claims
 from loadproof.metrics.claims import Claim, number
-from loadproof.metrics.load import SLO_DEFINITIONS
+from loadproof.metrics.slo import SLO_DEFINITIONS
 from loadproof.records import RequestRecord
 from loadproof.store.run_dir import Run, load_run
 from tests import rundir_values as rv

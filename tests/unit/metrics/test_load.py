@@ -8,7 +8,8 @@ import msgspec
 import pytest
 
 from loadproof.metrics import compute_claims
-from loadproof.metrics.load import load_claims, slo_values
+from loadproof.metrics.load import load_claims
+from loadproof.metrics.slo import slo_values
 from loadproof.plans.load import LoadLengths, LoadPlan
 from loadproof.records import RequestRecord
 from tests import rundir_values as rv

@@ -15,7 +15,8 @@ from typer.testing import CliRunner
 from loadproof.cli import app
 from loadproof.config.profile import SchedulerSpec
 from loadproof.errors import ConfigError, UsageError
-from loadproof.metrics.load import meets, samples_ns, slo_values, succeeded
+from loadproof.metrics.latency import samples_ns, succeeded
+from loadproof.metrics.slo import meets, slo_values
 from loadproof.sim.config import CostModel, SimConfig, dump_sim_config
 from loadproof.sim.predict import (
     capacity_options,

@@ -78,7 +78,7 @@ def test_docs_hold_the_leave_one_out_table_the_benchmark_computes():
 
 
 def test_open_loop_prediction_matches_the_closed_form_when_alone_and_queues_when_overloaded():
-    from loadproof.metrics.load import samples_ns
+    from loadproof.metrics.latency import samples_ns
     from loadproof.sim.virtual import predict_load
 
     cost = CostModel(step_overhead_s=0.01, prefill_s_per_token=1e-4, decode_s_per_seq=1e-3, request_overhead_s=0.02)

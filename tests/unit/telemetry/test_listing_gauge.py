@@ -3,7 +3,7 @@ was set, every old one still exposed. Read as `metric[label]`, the latest series
 engine's own exposition and from a Prometheus server alike; the load run claims the most seen."""
 
 from loadproof.engines.vllm import VLLM_METRICS
-from loadproof.metrics.load import engine_claims
+from loadproof.metrics.engine_state import engine_claims
 from loadproof.telemetry.server_metrics import MetricsSource, _vector_reading, parse_metrics
 from tests import rundir_values as rv
 

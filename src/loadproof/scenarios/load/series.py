@@ -32,7 +32,6 @@ from typing import Any
 from loadproof.errors import AcceptanceFailed, UsageError
 from loadproof.metrics import compute_claims
 from loadproof.metrics.claims import claims_payload
-from loadproof.metrics.load import slo_text
 from loadproof.metrics.load_series import (
     POINT_FIGURES,
     SEARCH_JSON,
@@ -42,6 +41,7 @@ from loadproof.metrics.load_series import (
     search_claims,
     trial_verdict,
 )
+from loadproof.metrics.slo import slo_text
 from loadproof.report.series import sweep_figures, write_series_report
 from loadproof.scenarios.base import Setup
 from loadproof.scenarios.load.options import LoadOptions

@@ -12,7 +12,7 @@ from typing import Annotated
 from pydantic import BeforeValidator
 
 from loadproof.config.base import split_pairs
-from loadproof.metrics.load import SLO_DEFINITIONS
+from loadproof.metrics.slo import SLO_DEFINITIONS
 
 SLO_SYNTAX = "NAME=VALUE with a unit (s or ms), comma-separated, e.g. ttft=2s,tpot=50ms,itl_p99=200ms,e2el=30s"
 

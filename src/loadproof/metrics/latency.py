@@ -1,0 +1,138 @@
+"""Each request's latencies (docs/scenarios.md, "load"), as pure functions of its record, and their statistics.
+
+Definitions follow vLLM's `bench serve` (0.32, `benchmarks/serve.py`, `calculate_metrics`) wherever it
+has one, so a cross-measurement agrees: latencies of successful requests only; ITL one sample per gap
+between successive token-bearing chunks, pooled over requests, not weighted by the tokens a chunk
+carries; TPOT (e2el - ttft) / (output_tokens - 1) for requests of more than one token; E2EL send to the
+last token-bearing chunk; percentiles linear (numpy's default) and std the population's
+(`metrics.distribution`). The load, replay, sessions, throughput and A/B figures all read them here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from loadproof.metrics.claims import Claim, number
+from loadproof.metrics.distribution import PERCENTILES, STATS, summarize
+from loadproof.records import RequestRecord
+from loadproof.units import NS_PER_S
+
+LAG_STATS = ("p50", "p99", "max")
+
+
+@dataclass(frozen=True)
+class Latency:
+    name: str  # the claim's middle part
+    formula: str
+    decimals: int
+    stats: tuple[str, ...] = STATS
+
+
+LATENCIES = (
+    Latency("ttft_s", "t_first_token - t_send, successful requests", 4),
+    Latency(
+        "itl_s",
+        "each gap between successive token-bearing chunks of a successful request, pooled over "
+        "requests, one sample per gap (not weighted by the chunk's tokens; vLLM bench serve's ITL)",
+        5,
+    ),
+    Latency("tpot_s", "(e2el - ttft) / (output_tokens - 1), successful requests of more than one token", 5),
+    Latency("e2el_s", "t_last_token - t_send, successful requests", 4),
+    Latency(
+        "ttft_from_intended_s",
+        "t_first_token - t_intended, successful requests: queueing in the client (the --max-concurrency cap) included",
+        4,
+    ),
+    Latency("e2el_from_intended_s", "t_last_token - t_intended, successful requests", 4),
+    Latency("send_lag_s", "t_send - t_intended, every request sent", 6),
+    Latency(
+        "client_lag_s", "t_dispatch - t_intended: how late the client released each request (its own lag)", 6, LAG_STATS
+    ),
+    Latency(
+        "queue_wait_s", "t_send - t_dispatch: the wait for a --max-concurrency slot, and the event loop's", 6, LAG_STATS
+    ),
+)
+
+# an embeddings answer is one body: its first token is its last, and it has no gaps or time per token
+EMBEDDINGS_LATENCIES = ("e2el_s", "e2el_from_intended_s", "send_lag_s", "client_lag_s", "queue_wait_s")
+
+
+def succeeded(record: RequestRecord) -> bool:
+    return record.ok and record.first_token_ns is not None and record.last_token_ns is not None
+
+
+def tpot_ns(record: RequestRecord) -> float | None:
+    """(e2el - ttft) / (output_tokens - 1), for more than one token."""
+    if (
+        record.output_tokens is None
+        or record.output_tokens < 2
+        or record.first_token_ns is None
+        or record.last_token_ns is None
+    ):
+        return None
+    return (record.last_token_ns - record.first_token_ns) / (record.output_tokens - 1)
+
+
+def samples_ns(records: list[RequestRecord]) -> dict[str, list[float]]:
+    """Every latency's values in ns, by `Latency.name`."""
+    ok = [r for r in records if succeeded(r)]
+    planned = [r for r in records if r.intended_send_ns is not None]
+    out: dict[str, list[float]] = {
+        "ttft_s": [r.first_token_ns - r.send_ns for r in ok],  # type: ignore[operator]
+        "itl_s": [gap for r in ok for gap in r.itl_ns()],
+        "tpot_s": [t for t in (tpot_ns(r) for r in ok) if t is not None],
+        "e2el_s": [r.last_token_ns - r.send_ns for r in ok],  # type: ignore[operator]
+        "ttft_from_intended_s": [
+            r.first_token_ns - r.intended_send_ns
+            for r in ok  # type: ignore[operator]
+            if r.intended_send_ns is not None
+        ],
+        "e2el_from_intended_s": [
+            r.last_token_ns - r.intended_send_ns
+            for r in ok  # type: ignore[operator]
+            if r.intended_send_ns is not None
+        ],
+        "send_lag_s": [r.send_ns - r.intended_send_ns for r in planned if r.send_ns],  # type: ignore[operator]
+        "client_lag_s": [
+            r.dispatch_ns - r.intended_send_ns
+            for r in planned  # type: ignore[operator]
+            if r.dispatch_ns is not None
+        ],
+        "queue_wait_s": [r.send_ns - r.dispatch_ns for r in records if r.dispatch_ns is not None and r.send_ns],
+    }
+    return out
+
+
+def latency_claims(records: list[RequestRecord], only: tuple[str, ...] | None = None) -> list[Claim]:
+    """Each latency's statistics (`only`: those latencies by name, e.g. an embeddings run's)."""
+    claims: list[Claim] = []
+    values = samples_ns(records)
+    for latency in LATENCIES:
+        if only is not None and latency.name not in only:
+            continue
+        summary = summarize(values[latency.name])
+        if summary is None:
+            continue
+        for stat in latency.stats:
+            what = {"mean": "mean", "std": "population standard deviation", "max": "max"}.get(
+                stat, f"{PERCENTILES.get(stat, 0):g}th percentile"
+            )
+            claims.append(
+                number(
+                    f"load.{latency.name}.<stat>",
+                    summary.stat(stat) / NS_PER_S,
+                    "s",
+                    f"{what} of {latency.formula} ({summary.method})",
+                    latency.decimals,
+                    direction="lower" if stat != "std" else "neither",
+                    parts={"stat": stat},
+                )
+            )
+    return claims
+
+
+def span_s(records: list[RequestRecord]) -> float:
+    """The first send to the last end of the records that were sent, in seconds (0: none sent): the duration of a
+    closed-loop run's goodput (throughput, sessions, ab)."""
+    sent = [r for r in records if r.send_ns]
+    return (max(r.end_ns for r in sent) - min(r.send_ns for r in sent)) / NS_PER_S if sent else 0.0
