@@ -32,13 +32,21 @@ from typing import Any
 from loadproof.catalog import column, entry
 from loadproof.errors import UsageError
 from loadproof.metrics import scenario_claims
-from loadproof.metrics.ab import DEFAULT_RESAMPLES, LEVEL, percentile_interval, relative_change
+from loadproof.metrics.ab import DEFAULT_RESAMPLES, LEVEL, relative_change
 from loadproof.metrics.claims import Claim, criteria_of, criterion_name, verdict_of
 from loadproof.plans import Plan, load_plan, workload_difference, workload_text
 from loadproof.registry import Registry
+from loadproof.report.change import (
+    HIGHER,
+    LOWER,
+    Change,
+    bootstrap_change_ci,
+    change_text,
+    ci_text,
+    figure_text,
+)
 from loadproof.store.run_dir import Run
 
-HIGHER, LOWER, NEITHER = "higher", "lower", "neither"
 ACCEPT, REJECT, NO_VERDICT = "ACCEPT", "REJECT", "NO VERDICT"
 NOTHING_BUDGETED = "no shared figure a budget applies to (a figure in tokens/s or s with a direction)"
 DESCRIPTIVE = "descriptive: sequential single runs, no confidence interval"
@@ -155,53 +163,6 @@ def build_side(
     )
 
 
-def bootstrap_change_ci(
-    base: Sequence[float],
-    cand: Sequence[float],
-    rng: random.Random,
-    resamples: int = DEFAULT_RESAMPLES,
-    level: float = LEVEL,
-) -> tuple[float, float] | None:
-    """Percentile interval of (mean cand - mean base) / mean base, each side resampled with replacement.
-
-    None unless both sides hold at least 2 values (one value says nothing about its own spread).
-    """
-    if len(base) < 2 or len(cand) < 2:
-        return None
-    stats = []
-    for _ in range(resamples):
-        b = [base[rng.randrange(len(base))] for _ in base]
-        c = [cand[rng.randrange(len(cand))] for _ in cand]
-        change = relative_change(sum(b) / len(b), sum(c) / len(c))
-        if change is not None:
-            stats.append(change)
-    return percentile_interval(stats, level) if stats else None
-
-
-@dataclass(frozen=True)
-class Change:
-    name: str
-    direction: str  # higher | lower | neither: the claim's own
-    budget: str | None  # throughput | latency when a budget applies to it
-    base: float
-    cand: float
-    change: float | None  # (cand - base) / base; None when base == 0
-    ci: tuple[float, float] | None
-    n_base: int
-    n_cand: int
-
-    @property
-    def significant(self) -> bool | None:
-        return None if self.ci is None else (self.ci[0] > 0 or self.ci[1] < 0)
-
-    @property
-    def judgement(self) -> str:
-        diff = self.cand - self.base
-        if self.direction == NEITHER or diff == 0:
-            return ""
-        return "better" if (diff > 0) == (self.direction == HIGHER) else "worse"
-
-
 @dataclass
 class BaselineComparison:
     baseline: Side
@@ -270,14 +231,14 @@ def decide(
     if max_slowdown is not None:
         for bc in baselines:
             for ch in bc.changes.values():
-                if ch.change is None or ch.budget is None:
+                if ch.change is None or ch.budget is None or ch.same:  # 0.0% (same) is never worse
                     continue
                 worse = -ch.change if ch.direction == HIGHER else ch.change
                 if worse > max_slowdown + 1e-12:
                     like = cand.printed.get(ch.name)
                     reasons.append(
                         f"{ch.name}: {ch.change:+.1%} vs {bc.baseline.label} ({ch.budget} worse than "
-                        f"the {max_slowdown * 100:g}% budget; {_fmt(ch.base, like)} -> {_fmt(ch.cand, like)})"
+                        f"the {max_slowdown * 100:g}% budget; {figure_text(ch.base, like)} -> {figure_text(ch.cand, like)})"
                     )
     return reasons
 
@@ -382,26 +343,6 @@ def item_label(item: Any, with_answers: bool = True) -> str:
     return label.replace("|", "\\|").replace("\n", " ")
 
 
-def _fmt(value: float, like: str | None = None) -> str:
-    if like is not None and "." in like:
-        return f"{value:.{len(like.split('.', 1)[1])}f}"
-    if like is not None and float(value).is_integer():
-        return str(int(value))
-    return f"{value:.4g}"
-
-
-def change_text(ch: Change) -> str:
-    if ch.change is None:
-        return "no change (0)" if ch.cand == ch.base else "from 0" + (f" ({ch.judgement})" if ch.judgement else "")
-    return f"{ch.change:+.1%}" + (f" ({ch.judgement})" if ch.judgement else "")
-
-
-def ci_text(ch: Change) -> str:
-    if ch.ci is None:
-        return "n/a (one value on a side)" if min(ch.n_base, ch.n_cand) < 2 else "n/a (baseline 0)"
-    return f"[{ch.ci[0]:+.1%}, {ch.ci[1]:+.1%}]" + (" significant" if ch.significant else " not significant")
-
-
 def table(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
     """The change table: candidate, then for each baseline its value, the change and (with repeats) the CI."""
     with_ci = [not bc.descriptive for bc in comparison.baselines]
@@ -412,13 +353,19 @@ def table(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
     cand = comparison.candidate
     for name in comparison.names:
         value = cand.value(name)
-        row = [name, cand.meaning[name].direction, _fmt(value, cand.printed.get(name)) if value is not None else "n/a"]
+        row = [
+            name,
+            cand.meaning[name].direction,
+            figure_text(value, cand.printed.get(name)) if value is not None else "n/a",
+        ]
         for bc, ci in zip(comparison.baselines, with_ci):
             ch = bc.changes.get(name)
             if ch is None:
                 row += ["n/a", "n/a"] + (["n/a"] if ci else [])
             else:
-                row += [_fmt(ch.base, bc.baseline.printed.get(name)), change_text(ch)] + ([ci_text(ch)] if ci else [])
+                row += [figure_text(ch.base, bc.baseline.printed.get(name)), change_text(ch)] + (
+                    [ci_text(ch)] if ci else []
+                )
         rows.append(row)
     return header, rows
 

@@ -184,6 +184,25 @@ def test_max_slowdown_against_any_baseline():
     assert len(result.reasons) == 1 and "vs fast" in result.reasons[0] and "-19.2%" in result.reasons[0]
 
 
+@pytest.mark.parametrize(
+    ("base_tps", "cand_tps"),
+    [
+        (12.5, 12.5),  # unchanged
+        (0.1 + 0.2, 0.3),  # a mean over repeats that differs in its last bits: -1.9e-16
+        (10_000.0, 9_999.9),  # -0.001%: below the 0.1% the change is printed at
+        (10_000.0, 10_000.1),
+    ],
+)
+def test_a_change_that_rounds_to_zero_reads_same_and_is_never_judged(base_tps, cand_tps):
+    base = claim_side("base", [tps(base_tps)], "throughput")
+    cand = claim_side("cand", [tps(cand_tps)], "throughput")
+    result = compare(cand, [base], max_slowdown=0.0)
+    _, rows = table(result)
+    row = next(r for r in rows if r[0] == "throughput.x.c1.decode_tokens_per_s")
+    assert row[4] == "0.0% (same)"  # never -0.0%, never (worse) or (better)
+    assert result.verdict == "ACCEPT"  # not worse than even a 0% budget: the table shows no change
+
+
 def capacity_claims(verdict, aggregate):
     status = "FAIL" if verdict == "FAIL" else "PASS"
     criteria = [
