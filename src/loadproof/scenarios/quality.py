@@ -22,217 +22,36 @@ scenario's open-loop sender (`load.sender.send_schedule`, family `load`) sends s
 load's shape at R requests/s to the same target; the schedule starts before the first under-load item and
 is cut where the last one ends. Each row stores the sha256 of its whole answer, and a changed answer a
 window of both texts (`workloads.quality.changes`).
+
+The options are `scenarios.quality_options`, the suites' items `scenarios.quality_items`, the load beside the
+under-load asking `scenarios.quality_under_load`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
-from importlib import resources
-from typing import Annotated, Any, Literal
+from dataclasses import replace
+from typing import Any
 
 import msgspec
-from pydantic import Field, ValidationError, field_validator, model_validator
 
-from loadproof.client import RequestSpec, StreamingClient
-from loadproof.errors import UsageError
+from loadproof.client import StreamingClient
 from loadproof.metrics.quality import LOAD_FAMILY
 from loadproof.plans import attach_plan
-from loadproof.plans.quality import AuthoredPlan, Gsm8kPlan, ImagePlan, QualityPlan, RetrievalPlan, UnderLoadPlan
-from loadproof.protocol.openai import request_body
+from loadproof.plans.quality import QualityPlan, UnderLoadPlan
 from loadproof.records import RequestRecord
 from loadproof.scenarios.base import Setup, TokenizerUse
-from loadproof.scenarios.constraints import ConstraintOptions
 from loadproof.scenarios.demo import DemoSetup
 from loadproof.scenarios.live import LiveStatus
-from loadproof.scenarios.load.options import LoadOptions, TokenLengths
-from loadproof.scenarios.load.schedule import Planned, describe, schedule_offsets
+from loadproof.scenarios.load.schedule import Planned, describe
 from loadproof.scenarios.load.sender import send_schedule
-from loadproof.scenarios.load.synthetic import synthetic_requests
-from loadproof.scenarios.long_context import MetricsScenario, haystack_target
-from loadproof.scenarios.options import among, cli
+from loadproof.scenarios.long_context import MetricsScenario
+from loadproof.scenarios.quality_items import Job, QualityItems
+from loadproof.scenarios.quality_options import QualityOptions
+from loadproof.scenarios.quality_under_load import CutSchedule, compared_with_idle, load_requests
 from loadproof.scenarios.recording import Console
-from loadproof.scenarios.token_counts import PROBE_LINE
 from loadproof.store.run_dir import RunWriter
 from loadproof.units import NS_PER_S
-from loadproof.workloads.quality import MODES, SUITES, authored, changes, gsm8k, images, retrieval
-from loadproof.workloads.synthetic import Lengths
-
-
-class QualityOptions(ConstraintOptions):  # --tools, --response-format (scenarios/constraints.py)
-    suites: Annotated[list[str], among(SUITES, "suites")] = Field(
-        default_factory=lambda: list(SUITES), description="suites"
-    )
-    gsm8k_items: int = Field(
-        default=200, ge=0, le=200, description="first N problems of the packaged 200-problem GSM8K subset"
-    )
-    gsm8k_max_tokens: int = Field(default=256, ge=16, json_schema_extra=cli(hidden=True))
-    authored_modes: Annotated[list[str], among(MODES, "authored modes")] = Field(
-        default_factory=lambda: list(MODES),
-        description="authored-task modes: plain, low-thinking",
-        json_schema_extra=cli("--modes"),
-    )
-    authored_items: int | None = Field(
-        default=None, ge=1, description=f"the first N authored tasks (default: all {len(authored.load_tasks())})"
-    )
-    authored_max_tokens: int = Field(default=64, ge=8, json_schema_extra=cli(hidden=True))
-    thinking_mode: bool = Field(
-        default=False,
-        description="the model has a thinking mode (enable_thinking; default: from the profile)",
-        json_schema_extra=cli("--thinking-model"),
-    )
-    thinking_max_tokens: int = Field(
-        default=2048,
-        ge=64,
-        description="output budget of plain mode when the model thinks",
-        json_schema_extra=cli(hidden=True),
-    )
-    retrieval_lengths: list[int] = Field(
-        default_factory=lambda: [1024, 4096, 16384],
-        description="retrieval prompt lengths in tokens; those over max_model_len are skipped",
-    )
-    retrieval_depths: list[float] = Field(default_factory=lambda: [0.25, 0.75], json_schema_extra=cli(hidden=True))
-    image_max_tokens: int = Field(default=16, ge=4, json_schema_extra=cli(hidden=True))
-    concurrency: int = Field(default=4, ge=1, description="requests in flight at once")
-    seed: int = Field(default=731, json_schema_extra=cli(hidden=True))
-    deadline_s: float | None = Field(default=900.0, gt=0, description="per-request deadline in seconds")
-    # --- under load (docs/quality.md, "Under load"): the load scenario's options, composed ---
-    under_load_rate: float | None = Field(
-        default=None,
-        ge=0,
-        description="also ask every item while an open-loop "
-        "load of R requests/s runs on the same target, and count the answers that "
-        "changed (0 or absent: off)",
-    )
-    under_load_input_tokens: TokenLengths = Field(
-        default=Lengths("fixed", 1024),
-        description="the load's prompt tokens (as run load's --input-tokens)",
-        json_schema_extra=cli(text=True),
-    )
-    under_load_output_tokens: TokenLengths = Field(
-        default=Lengths("fixed", 128),
-        description="the load's output tokens (as run load's --output-tokens)",
-        json_schema_extra=cli(text=True),
-    )
-    under_load_arrival: Literal["poisson", "constant"] = Field(
-        default="poisson", description="the gaps between the load's sends"
-    )
-    idle_timeout_s: float = Field(
-        default=120.0,
-        gt=0,
-        description="with --under-load-rate: wait up to this long, "
-        "before the idle asking, for the engine to report 0 running and 0 waiting; else "
-        "fail with 'engine busy'",
-    )
-    under_load_max_s: float = Field(
-        default=1800.0,
-        gt=0,
-        description="the load's schedule is drawn for this many "
-        "seconds and cut where the last under-load item ends; if the items outlast it, "
-        "the load stops first",
-    )
-
-    @field_validator("retrieval_lengths")
-    @classmethod
-    def _lengths(cls, value: list[int]) -> list[int]:
-        if any(v < 256 for v in value):
-            raise ValueError("retrieval lengths must be at least 256 tokens")
-        return value
-
-    @field_validator("retrieval_depths")
-    @classmethod
-    def _depths(cls, value: list[float]) -> list[float]:
-        if not value or any(not 0.0 <= d <= 1.0 for d in value):
-            raise ValueError("retrieval depths must be numbers between 0 and 1")
-        return value
-
-    @model_validator(mode="after")
-    def _load(self) -> QualityOptions:
-        if self.under_load_rate:
-            self.load_options()  # the load's options hold together, or one line now
-        return self
-
-    def load_options(self) -> LoadOptions:
-        """The load beside the under-load asking, as `run load` would take it: one schedule drawn for
-        `under_load_max_s` at `under_load_rate`, measured beside the items (no idle guard)."""
-        try:
-            return LoadOptions(
-                rate=self.under_load_rate,
-                arrival=self.under_load_arrival,
-                duration_s=self.under_load_max_s,
-                input_tokens=self.under_load_input_tokens,
-                output_tokens=self.under_load_output_tokens,
-                seed=self.seed,
-                deadline_s=self.deadline_s or 600.0,
-                idle_timeout_s=0.0,
-            )
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            raise ValueError(f"the load beside the items: {first['msg'].removeprefix('Value error, ')}") from None
-
-
-@dataclass
-class Job:
-    """One request to send and how to score its answer into an answers row."""
-
-    row: dict[str, Any]
-    prompt: str
-    max_tokens: int
-    stop: list[str] | None = None
-    messages: list[dict[str, Any]] | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-    score: Callable[[str], dict[str, Any]] = lambda text: {}
-
-    @property
-    def request_id(self) -> str:
-        return f"{self.row['item_id']}.{self.row['mode']}" + (".under-load" if self.row.get("under_load") else "")
-
-    @property
-    def key(self) -> tuple[str, str, str]:
-        return (self.row["suite"], self.row["item_id"], self.row["mode"])
-
-
-def compared_with_idle(job: Job, text: str, ok: bool, idle_answers: dict[tuple[str, str, str], str]) -> dict[str, Any]:
-    """An asked row's under-load fields: its answer's digest; idle, its answer kept for the second asking;
-    under load, where it first differs from the idle answer and a window of both, when they differ."""
-    fields: dict[str, Any] = {"answer_sha256": changes.digest(text)}
-    if not job.row.get("under_load"):
-        if ok:
-            idle_answers[job.key] = text
-        return fields
-    idle = idle_answers.get(job.key)
-    change = changes.change(idle, text) if idle is not None and ok else None
-    if change is not None:
-        fields.update(answer_diff_at=change.at, answer_text=change.under_load, idle_answer_text=change.idle)
-    return fields
-
-
-class CutSchedule(list):  # type: ignore[type-arg]
-    """The load's requests as the open-loop sender iterates them, cut once `done` is set: the sender asks
-    for its next request right after sending one, so at most one more is sent after the cut. `len` stays
-    the drawn count; `taken` counts those handed out, and `started` is set once the first has been sent."""
-
-    def __init__(self, requests: list[Planned]) -> None:
-        super().__init__(requests)
-        self.done = False
-        self.taken = 0
-        self.started = asyncio.Event()
-
-    def __iter__(self) -> Iterator[Planned]:
-        for item in super().__iter__():
-            if self.done:
-                break
-            if self.taken == 1:  # asked for the second: the first has been sent
-                self.started.set()
-            self.taken += 1
-            yield item
-        self.started.set()
-
-
-def data_sha256(name: str) -> str:
-    return hashlib.sha256((resources.files("loadproof") / "data" / "quality" / name).read_bytes()).hexdigest()
 
 
 class QualityScenario(MetricsScenario):
@@ -253,6 +72,11 @@ class QualityScenario(MetricsScenario):
             options = options.model_copy(update={"thinking_mode": True})
         return cls(setup.target, options)
 
+    @property
+    def items(self) -> QualityItems:
+        """The suites' items as this run asks them (its target, its options)."""
+        return QualityItems(self.target, self.options)
+
     async def run(self, writer: RunWriter, manifest: dict[str, Any], live: LiveStatus | None = None) -> None:
         opts = self.options
         live = live or LiveStatus(self.name)
@@ -260,14 +84,14 @@ class QualityScenario(MetricsScenario):
         max_model_len = self.target.max_model_len
         jobs: list[Job] = []
         skipped: list[dict[str, Any]] = []
-        gsm8k_plan = self._gsm8k(jobs) if "gsm8k" in opts.suites else None
-        authored_plan = self._authored(jobs, skipped) if "authored" in opts.suites else None
+        gsm8k_plan = self.items.gsm8k_jobs(jobs) if "gsm8k" in opts.suites else None
+        authored_plan = self.items.authored_jobs(jobs, skipped) if "authored" in opts.suites else None
         retrieval_plan = (
-            await asyncio.to_thread(self._retrieval, jobs, skipped, max_model_len)
+            await asyncio.to_thread(self.items.retrieval_jobs, jobs, skipped, max_model_len)
             if "retrieval" in opts.suites
             else None
         )
-        load = await asyncio.to_thread(self._load_requests) if opts.under_load_rate else None
+        load = await asyncio.to_thread(load_requests, self.target, opts) if opts.under_load_rate else None
         texts: dict[str, str] = {}
 
         def sink(record: RequestRecord) -> None:
@@ -284,7 +108,7 @@ class QualityScenario(MetricsScenario):
             on_record=sink,
             on_start=live.started,
         ) as client:
-            image_plan = await self._image(client, jobs, skipped) if "image" in opts.suites else None
+            image_plan = await self.items.image_jobs(client, jobs, skipped) if "image" in opts.suites else None
             plan = QualityPlan(
                 suites=opts.suites,
                 endpoint=self.target.endpoint,
@@ -330,7 +154,7 @@ class QualityScenario(MetricsScenario):
 
         async def one(job: Job) -> None:
             async with gate:
-                record = await client.stream(self._spec(job))
+                record = await client.stream(self.items.spec(job))
             text = texts.pop(record.request_id, "") if record.ok else ""
             row = {**job.row, **await asyncio.to_thread(job.score, text)}
             row["request_id"] = record.request_id
@@ -342,18 +166,6 @@ class QualityScenario(MetricsScenario):
             live.ended(record)
 
         await asyncio.gather(*(one(job) for job in jobs))
-
-    def _load_requests(self) -> tuple[UnderLoadPlan, list[Planned]]:
-        """The load beside the under-load asking, every body built before the first send (as `run load`)."""
-        opts = self.options.load_options()
-        hs = haystack_target(self.target, opts.seed, PROBE_LINE)  # its prompts end with a line's newline
-        plan, requests = synthetic_requests(opts, schedule_offsets(opts), hs, self.target.max_model_len)
-        return UnderLoadPlan(
-            rate_rps=float(self.options.under_load_rate or 0),
-            max_s=self.options.under_load_max_s,
-            drawn_requests=len(requests),
-            load=plan,
-        ), requests
 
     async def _under_load(
         self,
@@ -412,221 +224,6 @@ class QualityScenario(MetricsScenario):
         )
         return msgspec.structs.replace(
             plan, load=msgspec.structs.replace(plan.load, planned_requests=sent, schedule_span_s=span_s)
-        )
-
-    # ----- planning -----
-
-    def _extra(self, mode: str) -> dict[str, Any]:
-        """The target's extra body for a mode: plain leaves thinking at the model's default, low-thinking
-        switches it off."""
-        extra = dict(self.target.extra_body)
-        kwargs = dict(extra.pop("chat_template_kwargs", None) or {})
-        kwargs.pop("enable_thinking", None)
-        if mode == "low-thinking":
-            kwargs["enable_thinking"] = False
-        if kwargs:
-            extra["chat_template_kwargs"] = kwargs
-        return extra
-
-    def _budget(self, mode: str, max_tokens: int) -> int:
-        """A model that thinks by default needs room to think before it answers, in plain mode."""
-        if self.options.thinking_mode and mode == "plain" and self.target.endpoint == "chat":
-            return max(max_tokens, self.options.thinking_max_tokens)
-        return max_tokens
-
-    @property
-    def _chat(self) -> bool:
-        return self.target.endpoint == "chat"
-
-    def _gsm8k(self, jobs: list[Job]) -> Gsm8kPlan:
-        opts = self.options
-        problems = gsm8k.load_subset(opts.gsm8k_items)
-        for problem in problems:
-            expected = problem.expected
-            prompt = gsm8k.chat_prompt(problem.question) if self._chat else gsm8k.fewshot_prompt(problem.question)
-            jobs.append(
-                Job(
-                    row={"suite": "gsm8k", "item_id": problem.id, "mode": "plain"},
-                    prompt=prompt,
-                    max_tokens=self._budget("plain", opts.gsm8k_max_tokens),
-                    stop=None if self._chat else list(gsm8k.STOP),
-                    extra=self._extra("plain"),
-                    score=lambda text, e=expected: gsm8k.score(text, e),
-                )
-            )
-        return Gsm8kPlan(
-            file=gsm8k.SUBSET_FILE,
-            sha256=data_sha256(gsm8k.SUBSET_FILE),
-            items=len(problems),
-            prompt="chat instruction" if self._chat else f"{len(gsm8k.EXEMPLARS)}-shot completion",
-            max_tokens=opts.gsm8k_max_tokens,
-        )
-
-    def _low_thinking_skip_reason(self) -> str | None:
-        if not self._chat:
-            return "completions endpoint (base model): no chat template to switch thinking off"
-        if not self.options.thinking_mode:
-            return "the model has no thinking mode (profile serving.thinking = unsupported; --thinking-model if it has)"
-        return None
-
-    def _authored(self, jobs: list[Job], skipped: list[dict[str, Any]]) -> AuthoredPlan:
-        opts = self.options
-        tasks = authored.load_tasks()[: opts.authored_items]
-        modes: dict[str, str] = {}
-        for mode in opts.authored_modes:
-            reason = self._low_thinking_skip_reason() if mode == "low-thinking" else None
-            modes[mode] = f"skipped: {reason}" if reason else "asked"
-            for task in tasks:
-                row = {"suite": "authored", "item_id": task.id, "lang": task.lang, "mode": mode}
-                if reason:
-                    skipped.append({**row, "skipped": reason})
-                    continue
-                if self._chat:
-                    prompt, stop = task.prompt, None
-                else:
-                    prompt = authored.completion_prompt(task)
-                    stop = ["\n\n", "Question:"] if task.multiline else ["\n", "Question:"]
-                jobs.append(
-                    Job(
-                        row=row,
-                        prompt=prompt,
-                        max_tokens=self._budget(mode, opts.authored_max_tokens),
-                        stop=stop,
-                        extra=self._extra(mode),
-                        score=lambda text, t=task: authored.check(t, text),
-                    )
-                )
-        return AuthoredPlan(
-            file=authored.AUTHORED_FILE,
-            sha256=data_sha256(authored.AUTHORED_FILE),
-            tasks=len(tasks),
-            modes=modes,
-            max_tokens=opts.authored_max_tokens,
-        )
-
-    def _retrieval(self, jobs: list[Job], skipped: list[dict[str, Any]], max_model_len: int | None) -> RetrievalPlan:
-        opts = self.options
-        plan = RetrievalPlan(lengths=opts.retrieval_lengths, depths=opts.retrieval_depths, asked_lengths=[])
-        room = self._budget("plain", retrieval.MAX_TOKENS)
-        fits = [L for L in opts.retrieval_lengths if max_model_len is None or L + room <= max_model_len]
-        self._skip_retrieval(
-            skipped,
-            [L for L in opts.retrieval_lengths if L not in fits],
-            f"longer than the model's max_model_len {max_model_len} with the answer",
-        )
-        if not fits:
-            return plan
-        if self.target.tokenizer_source is None:
-            self._skip_retrieval(
-                skipped,
-                fits,
-                "no --tokenizer, and the target does not count tokens (/tokenize): "
-                "retrieval prompts are built to an exact token length with the "
-                "model's tokenizer",
-            )
-            return plan
-        try:
-            hs = haystack_target(self.target, opts.seed)
-        except UsageError as exc:  # e.g. a chat server without /tokenize: the template's length is unknown
-            self._skip_retrieval(skipped, fits, str(exc))
-            return plan
-        items = retrieval.build_items(hs.builder, fits, opts.retrieval_depths)
-        for item in items:
-            jobs.append(
-                Job(
-                    row={"suite": "retrieval", "item_id": item.item_id, "mode": "plain"},
-                    prompt=item.prompt.text,
-                    max_tokens=room,
-                    extra=self._extra("plain"),
-                    score=lambda text, i=item: retrieval.score(i, text),
-                )
-            )
-        return RetrievalPlan(
-            lengths=opts.retrieval_lengths,
-            depths=opts.retrieval_depths,
-            asked_lengths=fits,
-            overhead_tokens=hs.builder.overhead_tokens,
-            overhead_source=hs.overhead_source,
-            salts={item.item_id: item.prompt.salt for item in items},
-        )
-
-    def _skip_retrieval(self, skipped: list[dict[str, Any]], lengths: list[int], reason: str) -> None:
-        for length in lengths:
-            for depth in self.options.retrieval_depths:
-                skipped.append(
-                    {
-                        "suite": "retrieval",
-                        "item_id": retrieval.item_id(length, depth),
-                        "mode": "plain",
-                        "length_tokens": length,
-                        "depth": depth,
-                        "skipped": reason,
-                    }
-                )
-
-    async def _image(self, client: StreamingClient, jobs: list[Job], skipped: list[dict[str, Any]]) -> ImagePlan:
-        tasks = images.image_tasks()
-        reason = None
-        if not self._chat:
-            reason = "completions endpoint: images are sent as chat content parts"
-        else:
-            probe = Job(
-                row={"item_id": "image-probe", "mode": "plain"},
-                prompt="",
-                max_tokens=1,
-                messages=images.probe_messages(),
-                extra=self._extra("plain"),
-            )
-            record = await client.stream(self._spec(probe, family="image-probe"))
-            if record.http_status == 400:
-                reason = f"the server does not accept images (HTTP 400: {(record.error_message or '')[:120]})"
-            elif not record.ok:
-                reason = f"the image probe failed ({record.error_kind}: {(record.error_message or '')[:120]})"
-        for task in tasks:
-            row = {"suite": "image", "item_id": task.id, "mode": "plain"}
-            if reason:
-                skipped.append({**row, "skipped": reason})
-                continue
-            jobs.append(
-                Job(
-                    row=row,
-                    prompt=task.question,
-                    messages=images.chat_messages(task.question, task.data_url()),
-                    max_tokens=self._budget("plain", self.options.image_max_tokens),
-                    extra=self._extra("plain"),
-                    score=lambda text, t=task.task(): authored.check(t, text),  # noqa: B008 (binds this task now)
-                )
-            )
-        return ImagePlan(items=len(tasks), status=f"skipped: {reason}" if reason else "asked")
-
-    def _spec(self, job: Job, family: str | None = None) -> RequestSpec:
-        constraint = self.options.constraint(self.target.endpoint)
-        extra = {**job.extra, **(constraint.body() if constraint is not None else {})}
-        if job.stop:
-            extra["stop"] = job.stop
-        if job.messages is not None:
-            extra["messages"] = job.messages  # replaces the plain-text message request_body builds
-        body = request_body(
-            self.target.endpoint,
-            self.target.model,
-            job.prompt,
-            max_tokens=job.max_tokens,
-            temperature=0.0,
-            seed=self.options.seed,
-            extra=extra,
-        )
-        labels = {
-            "scenario": self.name,
-            "family": family or job.row["suite"],
-            "prompt_id": job.row["item_id"],
-            "concurrency": self.options.concurrency,
-        }
-        return RequestSpec(
-            request_id=job.request_id,
-            endpoint=self.target.endpoint,
-            body=body,
-            deadline_s=self.options.deadline_s,
-            labels=labels,
         )
 
 

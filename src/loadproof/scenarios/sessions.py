@@ -19,268 +19,43 @@ A user's own tools (`--tools FILE`, the same option as load's: `scenarios.constr
 definitions' place; `--tool-choice` is the agent turns' (default required) or, without agent turns, every
 turn's; `--response-format` is asked of every turn that is no agent turn. Those answers are checked against
 their schemas and counted as load counts them (`metrics.constraints`).
+
+The options are `scenarios.sessions_options`; the users' messages from a data set, `scenarios.sessions_dataset`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import math
 import random
 import secrets
 import time
-from typing import Annotated, Any, Literal
-
-from pydantic import BeforeValidator, Field, PlainSerializer, model_validator
+from typing import Any
 
 from loadproof.client import RequestSpec, StreamingClient
 from loadproof.engines import engines
 from loadproof.errors import UsageError
 from loadproof.metrics.sessions import PRIME
 from loadproof.plans import attach_plan
-from loadproof.plans.datasets import DatasetRef
 from loadproof.plans.load import MixedModel
 from loadproof.plans.sessions import SessionsPlan
 from loadproof.protocol.openai import request_body
 from loadproof.records import RequestRecord
 from loadproof.scenarios.base import Setup
-from loadproof.scenarios.constraints import ConstraintOptions
-from loadproof.scenarios.datasets import Columns
 from loadproof.scenarios.live import LiveStatus
-from loadproof.scenarios.load.options import ModelMix
 from loadproof.scenarios.load.scenario import check_mix, mixed_models
-from loadproof.scenarios.load.slo import SLO_SYNTAX, Slo
 from loadproof.scenarios.long_context import EXACT_LENGTH, MetricsScenario, haystack_target
-from loadproof.scenarios.options import cli, idle_timeout_field, sample_interval_field
 from loadproof.scenarios.recording import Console
+from loadproof.scenarios.sessions_dataset import messages_from_dataset
+from loadproof.scenarios.sessions_options import SessionsOptions
 from loadproof.scenarios.token_counts import PROBE_LINE
 from loadproof.store.run_dir import RunWriter
 from loadproof.telemetry.cache_config import read_cache_config
 from loadproof.telemetry.server_metrics import MetricsScraper
-from loadproof.workloads.agent import Conversation, tool_definitions, tool_names, tools_text
-from loadproof.workloads.constraints import CHOICES, Constraint, tool_choice_body
-from loadproof.workloads.datasets import FORMATS, DatasetSpec, content_text, resolve, select
-from loadproof.workloads.model_mix import MIX_SYNTAX
+from loadproof.workloads.agent import Conversation, tool_definitions, tools_text
+from loadproof.workloads.constraints import tool_choice_body
 from loadproof.workloads.synthetic import SyntheticPrompts
 
-THINK_SYNTAX = "seconds X, or uniform:LOW:HIGH"
 CACHE_INFO = "vllm:cache_config_info"  # vLLM's info gauge: block_size, kv_cache_size_tokens, num_gpu_blocks labels
-
-
-def parse_think(value: object) -> str:
-    text = f"{value:g}" if isinstance(value, (int, float)) and not isinstance(value, bool) else str(value).strip()
-    parts = text.split(":")
-    try:
-        numbers = [float(p) for p in (parts[1:] if parts[0] == "uniform" else parts)]
-    except ValueError:
-        raise ValueError(f"takes {THINK_SYNTAX} (got {text!r})") from None
-    if (
-        parts[0] == "uniform"
-        and len(numbers) == 2
-        and 0 <= numbers[0] <= numbers[1]
-        and all(map(math.isfinite, numbers))
-    ):
-        return f"uniform:{numbers[0]:g}:{numbers[1]:g}"
-    if len(parts) == 1 and len(numbers) == 1 and numbers[0] >= 0 and math.isfinite(numbers[0]):
-        return f"{numbers[0]:g}"
-    raise ValueError(f"takes {THINK_SYNTAX}, never negative (got {text!r})")
-
-
-Think = Annotated[str, BeforeValidator(parse_think), PlainSerializer(str)]
-
-
-class SessionsOptions(ConstraintOptions):  # --tools, --tool-choice, --response-format (scenarios/constraints.py)
-    users: int = Field(
-        default=4,
-        ge=1,
-        le=10_000,
-        description="concurrent users, each one conversation",
-        json_schema_extra=cli(aliases=["-u"]),
-    )
-    turns: int = Field(
-        default=4, ge=1, le=1000, description="turns per conversation", json_schema_extra=cli(aliases=["-t"])
-    )
-    first_tokens: int = Field(default=512, ge=8, description="tokens of each user's first message")
-    turn_tokens: int = Field(default=64, ge=8, description="tokens of each later user message")
-    system_tokens: int = Field(
-        default=0,
-        ge=0,
-        description="a system prompt of this many tokens every user shares (the agent pattern; 0: none)",
-    )
-    tool_tokens: int = Field(
-        default=0,
-        ge=0,
-        description="a tool output of this many tokens appended before each "
-        "later user message (the agent pattern; 0: none)",
-    )
-    output_tokens: int = Field(default=32, ge=1, description="tokens of each reply (max_tokens)")
-    think_time_s: Think = Field(
-        default="0",
-        description=f"wait after a reply before the next turn: {THINK_SYNTAX}",
-        json_schema_extra=cli(text=True),
-    )
-    stagger_s: float = Field(
-        default=0.0, ge=0, description="spread the users' first turns evenly over this many seconds"
-    )
-    ignore_eos: bool = Field(
-        default=True, description="generate exactly --output-tokens (--no-ignore-eos: let the model stop)"
-    )
-    dataset: str | None = Field(
-        default=None,
-        description="the users' messages from a data set: a ShareGPT file or "
-        "JSONL of `messages` gives each user a conversation (its user turns); a file of "
-        "prompts (JSONL, Parquet, Arrow) gives each message a row (seeded samples)",
-    )
-    dataset_format: Literal[FORMATS] = Field(
-        default="auto",
-        description="the data set's format; auto: by its "  # type: ignore[valid-type]
-        "extension (.json sharegpt, .jsonl, .parquet, .arrow)",
-    )
-    dataset_columns: Columns = Field(
-        default={},
-        description="FIELD=COLUMN,... maps prompt, messages or conversations to the data set's own names",
-        json_schema_extra=cli(text=True),
-    )
-    tool_definitions_tokens: int = Field(
-        default=0,
-        ge=0,
-        description="generated tool definitions of about this "
-        "many tokens (--tool-count tools, descriptions of filler), shared by every "
-        "user after the system prompt (the coding-agent shape; 0: none)",
-    )
-    tool_count: int = Field(default=8, ge=1, le=100, description="how many tools the generated definitions define")
-    tools_in_prompt: bool = Field(
-        default=True,
-        description="write the tool definitions into the system message "
-        "(--no-tools-in-prompt: leave them to the engine's chat template, for templates "
-        "that render `tools` themselves; the embedded Gemma's does not)",
-    )
-    tool_turns: int = Field(
-        default=0,
-        ge=0,
-        description="agent turns: turns 0 to N-1 each ask for a tool call, and "
-        "the next turn appends the call and a tool result (no user message)",
-    )
-    tool_choice: str | None = Field(
-        default=None,
-        description="the agent turns' tool_choice (default required), or "
-        "without --tool-turns every turn's: auto, required, or a tool's name (of "
-        "--tools FILE or the generated tools)",
-    )
-    tool_result_tokens: int = Field(default=256, ge=8, description="tokens of each tool result appended after a call")
-    prime_shared: bool = Field(
-        default=False,
-        description="before the users start, send the shared prefix (the "
-        "system prompt and tool definitions) once with a one-token reply, as a deployment "
-        "whose agents share it has it cached; the users' first turns then prefill only their "
-        "own message (its record is family prime, no turn's)",
-    )
-    engine_block_tokens: int | None = Field(
-        default=None,
-        ge=1,
-        description="the engine's KV block size in tokens, "
-        "for the prefix-cache expectations (default: its /metrics "
-        "cache_config_info)",
-    )
-    engine_kv_tokens: int | None = Field(
-        default=None,
-        ge=1,
-        description="the engine's KV cache in tokens, for the "
-        "bounded expectation (default: its /metrics cache_config_info; its startup "
-        "log's 'KV cache size')",
-    )
-    cpu_tier_tokens: int | None = Field(
-        default=None,
-        ge=1,
-        description="the engine's CPU tier for the KV cache in "
-        "tokens (`loadproof plan PROFILE` shows it), for the tokens the tier should "
-        "supply (docs/scenarios.md, sessions, A CPU tier)",
-    )
-    kv_bytes_per_token: int | None = Field(
-        default=None,
-        ge=1,
-        description="bytes one token's KV takes (`loadproof "
-        "plan`), for each warm turn's transfer from the tier (with --h2d-gbps)",
-    )
-    h2d_gbps: float | None = Field(
-        default=None,
-        gt=0,
-        description="the host-to-device bandwidth you measured, in "
-        "GB/s (1e9 bytes/s), for the transfer bound (with --kv-bytes-per-token)",
-    )
-    seed: int = Field(default=731, description="seed of the filler and the think times")
-    model_mix: ModelMix | None = Field(
-        default=None,
-        description="which model or LoRA adapter each user's "
-        f"conversation asks for, drawn per user with the seed: {MIX_SYNTAX} (the "
-        "shared prefix is shared within one model: --prime-shared primes each)",
-        json_schema_extra=cli(text=True),
-    )
-    deadline_s: float = Field(default=600.0, gt=0, description="per-request deadline in seconds")
-    slo: Slo | None = Field(
-        default=None,
-        description=f"per-request SLOs: which requests are good, for goodput and "
-        f"the energy and cost per good token: {SLO_SYNTAX}",
-        json_schema_extra=cli(text=True),
-    )
-    idle_timeout_s: float = idle_timeout_field()
-    sample_interval_s: float = sample_interval_field()
-
-    @model_validator(mode="after")
-    def _constraints(self) -> SessionsOptions:  # in place of ConstraintOptions': generated tools count too
-        if self.tools is not None and self.tool_definitions_tokens:
-            raise ValueError("--tools FILE and --tool-definitions-tokens both define the tools: give one")
-        if self.tool_turns > self.turns:
-            raise ValueError(f"--tool-turns {self.tool_turns} is more than --turns {self.turns}")
-        if (self.kv_bytes_per_token is None) != (self.h2d_gbps is None):
-            raise ValueError("the transfer bound needs both --kv-bytes-per-token and --h2d-gbps")
-        if self.prime_shared and not (self.system_tokens or self.tool_definitions_tokens or self.tools):
-            raise ValueError(
-                "--prime-shared needs a shared prefix to send: --system-tokens N, "
-                "--tool-definitions-tokens N or --tools FILE"
-            )
-        names = self.tool_names()
-        if self.tool_turns and not names:
-            raise ValueError("--tool-turns needs tools to call: --tool-definitions-tokens N or --tools FILE")
-        if self.tool_choice is not None and not names:
-            raise ValueError(
-                f"--tool-choice {self.tool_choice} needs tools: --tools FILE or --tool-definitions-tokens N"
-            )
-        if self.tool_choice is not None and self.tool_choice not in CHOICES and self.tool_choice not in names:
-            raise ValueError(
-                f"--tool-choice {self.tool_choice!r} names no tool: auto, required, or one of {', '.join(names)}"
-            )
-        return self
-
-    def tool_names(self) -> list[str]:
-        """The tools the requests declare: the file's, or the generated ones' (none without either)."""
-        if self.tools is not None:
-            return self.tools.names
-        return tool_names(self.tool_count) if self.tool_definitions_tokens else []
-
-    def turn_choice(self, turn: int) -> str | None:
-        """Turn `turn`'s tool_choice (None: not sent): an agent turn's is --tool-choice or required; with agent
-        turns the others' is none; without, --tool-choice as given."""
-        if turn < self.tool_turns:
-            return self.tool_choice or "required"
-        return "none" if self.tool_turns else self.tool_choice
-
-    def turn_constraint(self, turn: int) -> Constraint | None:
-        """What turn `turn`'s answer is checked against (None: nothing): with --tools or --response-format,
-        the file's tools (required on an agent turn) and, on a turn that is no agent turn, the format."""
-        if not self.constrained:
-            return None
-        agent = turn < self.tool_turns
-        choice = self.turn_choice(turn)
-        return Constraint(self.tools, choice if choice != "none" else None, None if agent else self.response_format)
-
-    @model_validator(mode="after")
-    def _dataset(self) -> SessionsOptions:
-        if self.dataset is not None:
-            try:
-                resolve(self.dataset, self.dataset_format)
-            except UsageError as exc:
-                raise ValueError(str(exc)) from None
-        return self
 
 
 def engine_cache_size(target: Any) -> tuple[int, int, str] | None:
@@ -314,74 +89,6 @@ class SessionsScenario(MetricsScenario):
             low, high = (float(x) for x in text.split(":")[1:])
             return rng.uniform(low, high)
         return float(text)
-
-    def _conversations(self, said: list[list[str]], builder: Any) -> DatasetRef:
-        """Replace the users' messages with the data set's (in place). A conversation per user where the rows
-        are conversations (ShareGPT: its human turns; JSONL `messages`: its user messages; filler where one
-        ends); otherwise one row's prompt per message, users x turns rows sampled with the seed."""
-        opts = self.options
-        _, fmt = resolve(opts.dataset, opts.dataset_format)  # type: ignore[arg-type]
-        spec = DatasetSpec(
-            path=opts.dataset,
-            format=fmt,
-            columns=dict(opts.dataset_columns),  # type: ignore[arg-type]
-            seed=opts.seed,
-            repeat=True,
-        )
-        probe = select(
-            DatasetSpec(
-                path=opts.dataset,
-                format=fmt,
-                columns=dict(opts.dataset_columns),  # type: ignore[arg-type]
-                sample="first",
-                seed=opts.seed,
-                repeat=True,
-            ),
-            1,
-            lambda items: [0] * len(items),
-        )
-        conversations = bool(probe.items) and (probe.items[0].turns is not None or probe.items[0].messages is not None)
-        n = opts.users if conversations else opts.users * opts.turns
-        sel = select(spec, n, lambda items: [0] * len(items))
-        from_data = 0
-        for k, item in enumerate(sel.items):
-            if conversations:
-                texts = (
-                    item.turns
-                    if item.turns is not None
-                    else [
-                        content_text(m.get("content")) for m in item.messages or () if m.get("role", "user") == "user"
-                    ]
-                )
-                places = [(k, t) for t in range(min(len(texts), opts.turns))]
-            else:
-                texts, places = [item.text()], [divmod(k, opts.turns)]
-            for (u, t), text in zip(places, texts):
-                said[u][t] = text if text.endswith("\n") else text + "\n"
-                from_data += 1
-        unit = "conversations" if conversations else "prompts"
-        self.status(
-            f"data set {sel.files[0]} ({sel.format}): {sel.usable} {unit}, {opts.users} users, {from_data} of "
-            f"{opts.users * opts.turns} messages from it"
-            + (" (filler where a conversation ends)" if conversations else "")
-        )
-        return DatasetRef(
-            path=str(opts.dataset),
-            format=sel.format,
-            files=sel.files,
-            sha256=sel.sha256,
-            columns=dict(opts.dataset_columns),
-            sample="random",
-            seed=opts.seed,
-            repeat=True,
-            rows=sel.rows,
-            bad_rows=sel.bad_rows,
-            no_prompt=sel.no_prompt,
-            usable=sel.usable,
-            repeated=sel.repeated,
-            rows_sent=[i.row for i in sel.items],
-            messages_from_data=from_data,
-        )
 
     def _cache_size(self) -> tuple[int | None, int | None, str | None]:
         """The engine's KV block size and cache size in tokens, and where they came from: the options, else its
@@ -464,7 +171,7 @@ class SessionsScenario(MetricsScenario):
         ]
         ref = None
         if opts.dataset is not None:  # the users' messages from the data set (filler where it has none)
-            ref = self._conversations(said, builder)
+            ref = messages_from_dataset(opts, said, self.status)
         tools = [
             [
                 message(f"Tool {u}.{t} {salt}.\n", opts.tool_tokens) if opts.tool_tokens and t else ""
@@ -538,7 +245,8 @@ class SessionsScenario(MetricsScenario):
                 else ""
             )
             + f", replies {opts.output_tokens}, think time {opts.think_time_s} s"
-            + (f"; engine KV {kv} tokens in blocks of {block} ({kv_source})" if block else "")
+            + (f"; engine KV {kv} tokens in blocks of {block}" if kv else f"; engine KV blocks of {block}" if block else "")
+            + (f" ({kv_source})" if block and kv_source else "")  # an unknown size or source is left out, never None
         )
         constrained = [opts.turn_constraint(t) for t in range(opts.turns)]
         if opts.tool_turns and not chat:

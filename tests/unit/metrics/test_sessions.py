@@ -97,7 +97,7 @@ def test_the_engines_reported_hits_per_turn_and_phase_by_hand():
 
 
 def test_think_time_syntax():
-    from loadproof.scenarios.sessions import parse_think
+    from loadproof.scenarios.sessions_options import parse_think
 
     assert parse_think(1.5) == "1.5" and parse_think("uniform:0.5:2") == "uniform:0.5:2" and parse_think("0") == "0"
     for bad in ("-1", "uniform:2:1", "exp:3", "soon", "uniform:1"):

@@ -12,7 +12,8 @@ from loadproof.protocol.sse import DONE_EVENT
 from loadproof.report.build import build_report
 from loadproof.scenarios.base import Target
 from loadproof.scenarios.live import LiveStatus
-from loadproof.scenarios.quality import QualityOptions, QualityScenario
+from loadproof.scenarios.quality import QualityScenario
+from loadproof.scenarios.quality_options import QualityOptions
 from loadproof.store.run_dir import RunWriter, load_run
 from loadproof.workloads.quality import authored, gsm8k
 from tests.conftest import Script

@@ -12,7 +12,9 @@ import pytest
 from loadproof.errors import ConfigError
 from loadproof.scenarios.base import Target
 from loadproof.scenarios.options import from_cli
-from loadproof.scenarios.quality import CutSchedule, Job, QualityOptions, QualityScenario, compared_with_idle
+from loadproof.scenarios.quality_items import Job, QualityItems
+from loadproof.scenarios.quality_options import QualityOptions
+from loadproof.scenarios.quality_under_load import CutSchedule, compared_with_idle
 from loadproof.workloads.quality import authored
 from loadproof.workloads.quality.changes import digest
 
@@ -109,12 +111,12 @@ def test_a_bad_under_load_option_exits_2_before_anything_is_sent():
 
 
 def test_authored_items_takes_the_first_n_tasks():
-    scenario = QualityScenario(
+    items = QualityItems(
         Target(url="http://127.0.0.1:9", model="m", endpoint="completions"),
         QualityOptions(authored_items=3, authored_modes=["plain"]),
     )
     jobs: list[Job] = []
-    plan = scenario._authored(jobs, [])
+    plan = items.authored_jobs(jobs, [])
     assert [j.row["item_id"] for j in jobs] == [t.id for t in authored.load_tasks()[:3]] and plan.tasks == 3
     with pytest.raises(ValueError):
         QualityOptions(authored_items=0)

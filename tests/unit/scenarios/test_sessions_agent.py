@@ -10,7 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from loadproof.records import RequestRecord, ToolCall
-from loadproof.scenarios.sessions import SessionsOptions
+from loadproof.scenarios.sessions_options import SessionsOptions
 from loadproof.workloads.agent import Conversation, tool_definitions, tool_names, tools_text
 from loadproof.workloads.constraints import tool_choice_body
 
