@@ -9,7 +9,7 @@ from loadproof.metrics import compute_claims
 from loadproof.metrics.claims import Claim, claims_payload, criteria_of, criterion_name, verdict_of
 from loadproof.metrics.figures import Panel, Table, panels_of, tables_of
 from loadproof.metrics.reasoning import reasoning_panels
-from loadproof.report.html import render_html
+from loadproof.report.html import render_html, table_cell
 from loadproof.report.plots import telemetry_svg
 from loadproof.store.run_dir import Run, load_run, write_claims
 
@@ -76,11 +76,15 @@ def render_markdown(run: Run, claims: list[Claim], with_plot: bool = False, pane
             "| criterion | status | evidence |",
             "|---|---|---|",
         ]
-        lines += [f"| {name} | {status} | {evidence} |" for name, status, evidence in criteria]
+        lines += [f"| {name} | {status} | {table_cell(evidence)} |" for name, status, evidence in criteria]
     for table in tables_of(run_panels(run, claims) if panels is None else panels):
         lines += ["", f"## {table.title}", ""] + table.intro + ([""] if table.intro else []) + table_lines(table)
     lines += ["", "## Claims", "", "| name | value | unit | formula |", "|---|---|---|---|"]
-    lines += [f"| `{c.name}` | {c.printed} | {c.unit} | {c.formula} |" for c in claims if c.kind != "criterion"]
+    lines += [
+        f"| `{c.name}` | {table_cell(c.printed)} | {c.unit} | {table_cell(c.formula)} |"
+        for c in claims
+        if c.kind != "criterion"
+    ]
     if with_plot:
         note = run.manifest.telemetry.note if run.manifest.telemetry is not None else None
         lines += ["", "## Telemetry", "", "![telemetry over the run](telemetry.svg)"] + (["", note] if note else [])
@@ -92,7 +96,7 @@ def render_markdown(run: Run, claims: list[Claim], with_plot: bool = False, pane
 
 def table_lines(table: Table) -> list[str]:
     return ["| " + " | ".join(table.header) + " |", "|" + "---|" * len(table.header)] + [
-        "| " + " | ".join(row) + " |" for row in table.rows
+        "| " + " | ".join(table_cell(c) for c in row) + " |" for row in table.rows
     ]
 
 

@@ -83,8 +83,20 @@ def _inline(text: str) -> str:
     return re.sub(r"^_(.+)_$", r"<em>\1</em>", html)
 
 
+_PIPE = re.compile(r"(?<!\\)\|")  # a cell separator: a | not escaped as \|
+
+
+def table_cell(text: object) -> str:
+    """A table cell of report.md: its text on one line, each `|` in it escaped as `\\|` (GitHub's Markdown
+    reads it so too), so an error's text or a formula such as `|a - b|` stays one cell."""
+    return _PIPE.sub(r"\\|", " ".join(str(text).splitlines()))
+
+
 def _cells(line: str) -> list[str]:
-    return [c.strip() for c in line.strip().strip("|").split("|")]
+    """A table row's cells, split at the pipes that are not escaped; an escaped one is a `|` in its cell."""
+    row = line.strip().removeprefix("|")
+    row = row[:-1] if row.endswith("|") and not row.endswith("\\|") else row
+    return [c.strip().replace("\\|", "|") for c in _PIPE.split(row)]
 
 
 def _td(cell: str, label: str) -> str:

@@ -2,8 +2,9 @@
 
 import re
 
-from loadproof.metrics.figures import panels_of
-from loadproof.report.build import build_report
+from loadproof.metrics.claims import fact, number
+from loadproof.metrics.figures import Table, panels_of
+from loadproof.report.build import build_report, render_markdown
 from loadproof.report.html import figures, markdown_to_html, render_html
 from loadproof.store.run_dir import load_run
 from tests import rundir_values as rv
@@ -200,3 +201,24 @@ def test_the_telemetry_figure_draws_the_cpu_used_outside_loadproof_where_samples
         row["host"]["cpu_outside_pct"] = 5.0 * i
     svg = telemetry_svg(rv.telemetry(rows))
     assert "host CPU used outside loadproof (%); max 20.0, over 4 s" in svg
+
+
+def test_a_cell_holding_a_pipe_stays_one_cell_in_report_md_and_report_html(tmp_path):
+    run = load_run(write_run(tmp_path, "tp", "throughput", throughput_records()))
+    claims = [
+        number("x.spread", 0.5, "s", "|a - b| / b over the requests", 3, direction="neither"),
+        fact("x.error", "HTTP 400: expected one of a | b", "the engine's own words | as said"),
+    ]
+    panel = Table(title="Failures", header=["kind", "message"], rows=[["http", "a | b\\|c"]])
+    markdown = render_markdown(run, claims, panels=[panel])
+    rows = [line for line in markdown.splitlines() if line.startswith("| `x.") or line.startswith("| http")]
+    assert len(rows) == 3
+    for line in rows:  # GitHub's reading: a | escaped as \| is no separator
+        assert len(re.split(r"(?<!\\)\|", line.strip().strip("|"))) == (2 if line.startswith("| http") else 4)
+    html = render_html(run, markdown)
+    assert "<td>|a - b| / b over the requests</td>" in html.replace(' class="text"', "")
+    assert "HTTP 400: expected one of a | b" in html and "the engine's own words | as said" in html
+    assert "<td>a | b|c</td>" in html.replace(' class="text"', "")
+    for tr in re.findall(r"<tr>.*?</tr>", html):
+        if "x.spread" in tr or "x.error" in tr:
+            assert tr.count("<td") == 4, tr
