@@ -62,12 +62,11 @@ LOAD_FIELDS = (
     "attainment",
 )
 RATES_SYNTAX = "requests/s, one or several: 1,2,4,8 (inf: every request at once)"
-DEFAULT_ATTAINMENT = 0.9
+# the attainment's default is run load's own (LoadOptions.attainment): a prediction judges a rate as its search would
 LOAD_CHANGES = {
     "rate": {"default": "1", "help": f"one predicted run per rate, {RATES_SYNTAX}"},
     "num_requests": {"default": 1000, "help": "requests per rate"},
     "attainment": {
-        "default": DEFAULT_ATTAINMENT,
         "help": "the SLO attainment (good / all requests, a fraction, as "
         "`run load --attainment`) a rate must reach to meet the SLO",
     },
@@ -155,12 +154,14 @@ class RateSweep:
 def rate_sweep(values: dict[str, Any], source: str = "sim predict-load") -> RateSweep:
     """A RateSweep from command-line values keyed by `LOAD_FIELDS` (None: the prediction's default)."""
     given = {k: v for k, v in values.items() if k in LOAD_FIELDS and v is not None}
-    given = {**{k: c["default"] for k, c in LOAD_CHANGES.items()}, **given}
+    given = {**{k: c["default"] for k, c in LOAD_CHANGES.items() if "default" in c}, **given}
     try:
         rates = parse_rates(given.pop("rate"))
     except ValueError as exc:
         raise ConfigError(f"--rate {values.get('rate')}: {exc}") from None
-    given["attainment"], note = read_attainment(float(given["attainment"]))
+    note = None
+    if "attainment" in given:  # else LoadOptions' own default
+        given["attainment"], note = read_attainment(float(given["attainment"]))
     options = from_cli(LoadOptions, {**given, "rate": rates[0]}, source)
     return RateSweep(options, rates, (note,) if note else ())
 

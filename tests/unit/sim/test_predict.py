@@ -17,11 +17,14 @@ from loadproof.config.profile import SchedulerSpec
 from loadproof.errors import ConfigError, UsageError
 from loadproof.metrics.latency import samples_ns, succeeded
 from loadproof.metrics.slo import meets, slo_values
+from loadproof.scenarios.load.options import LoadOptions
+from loadproof.scenarios.options import cli_options
 from loadproof.sim.config import CostModel, SimConfig, dump_sim_config
 from loadproof.sim.predict import (
     capacity_options,
     check_applies,
     deployment_config,
+    load_cli_options,
     parse_rates,
     predict_capacity_run,
     predict_load_sweep,
@@ -115,9 +118,23 @@ def test_attainment_is_a_fraction_and_the_old_percentage_still_reads():
     assert fraction == 0.9 and note is not None and note.startswith("deprecated: --attainment 90 is a percentage")
     old = rate_sweep({"rate": "1", "attainment": 90, "slo": "ttft=1s"})
     assert old.options.attainment == 0.9 and len(old.notes) == 1
-    assert rate_sweep({}).options.attainment == 0.9  # the prediction's default, as before (90%)
     with pytest.raises(ConfigError, match="--attainment"):
         rate_sweep({"attainment": 0})
+
+
+def test_predict_load_takes_run_loads_attainment_default(tmp_path: Path):
+    """One default, LoadOptions.attainment's: the prediction judges a rate as `run load --search rate` would."""
+    default = LoadOptions.model_fields["attainment"].default
+    assert rate_sweep({}).options.attainment == default == LoadOptions(rate=1, num_requests=1).attainment == 0.99
+    assert rate_sweep({"rate": "1", "slo": "ttft=1s"}).notes == ()
+    run_load = {o.field: o.default for o in cli_options(LoadOptions)}
+    assert {o.field: o.default for o in load_cli_options()}["attainment"] == run_load["attainment"] == default
+    profile = tmp_path / "sim.toml"
+    profile.write_text(dump_sim_config(CFG))
+    args = ["--rate", "1", "-n", "10", "--input-tokens", "64", "--output-tokens", "4", "--slo", "ttft=5s"]
+    result = CliRunner().invoke(app, ["sim", "predict-load", str(profile), *args])
+    assert result.exit_code == 0, result.output
+    assert f"highest rate meeting the SLO ({default * 100:g}% of requests)" in result.stdout
 
 
 def test_the_load_options_are_run_loads_validated_once():
