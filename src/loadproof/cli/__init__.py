@@ -10,7 +10,7 @@ import signal
 import sys
 
 import typer
-from rich.markup import escape
+from rich.text import Text
 
 from loadproof.cli import compare, demo, export, plan, publish, report, run, serve, sim, tune, ui  # noqa: F401  (each module registers its commands, in this order)
 from loadproof.cli.apps import app, run_app  # noqa: F401  (re-exported: `from loadproof.cli import app`)
@@ -25,7 +25,7 @@ def main() -> None:
     try:
         code = app(standalone_mode=False)
     except LoadproofError as exc:
-        ui.err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, markup=True, soft_wrap=True)
+        ui.err.print(Text.assemble(("error:", "bold red"), " ", str(exc)), highlight=False, soft_wrap=True)
         if isinstance(exc, EngineStartError) and exc.log_tail:
             ui.err.print(exc.log_tail, markup=False, highlight=False)
         sys.exit(exc.exit_code)

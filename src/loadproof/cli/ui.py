@@ -1,4 +1,10 @@
-"""Console output: a run's live view, spinners and tables on stderr/stdout through rich; one line per error."""
+"""Console output: a run's live view, spinners and tables on stderr/stdout through rich; one line per error.
+
+Every text printed here may carry what a user typed or a server said (options, prompts, model names,
+paths, error messages), so none of it is read as rich markup or emoji codes: both consoles have emoji off
+(`--input-tokens uniform:100:200` stays that, not an emoji for `:100:`), and text goes out as `rich.text.Text`
+or with `markup=False` (`[x]` stays `[x]`); styling is set by the code, on the Text, never inside the string.
+"""
 
 from __future__ import annotations
 
@@ -17,8 +23,8 @@ from loadproof.scenarios.live import LiveStatus
 from loadproof.scenarios.live_snapshot import END, PREPARING
 from loadproof.scenarios.live_views import describe, line
 
-out = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
+out = Console(soft_wrap=True, emoji=False)
+err = Console(stderr=True, soft_wrap=True, emoji=False)
 
 
 @contextmanager
@@ -46,9 +52,9 @@ def status(initial: str | None) -> Iterator[Callable[[str], None]]:
 
     def update(text: str) -> None:
         if not spinner:
-            spinner.append(err.status(text))
+            spinner.append(err.status(Text(text)))
             spinner[0].start()
-        spinner[0].update(text)
+        spinner[0].update(Text(text))
 
     if initial is not None:
         update(initial)
@@ -158,12 +164,12 @@ def table(title: str, header: list[str], rows: list[list[str]], console: Console
     if sum(needed) + 3 * len(header) + 1 > console.width:  # cells, padding and borders
         _blocks(title, header, rows, console)
         return
-    t = Table(title=title)
+    t = Table(title=Text(title, style="table.title"))  # titles, headers and cells are data, never markup
     for i, name in enumerate(header):
         if prose[i]:
-            t.add_column(name, justify="left", overflow="fold", min_width=needed[i])
+            t.add_column(Text(name), justify="left", overflow="fold", min_width=needed[i])
         else:
-            t.add_column(name, justify="left" if i == 0 else "right", no_wrap=True, min_width=needed[i])
+            t.add_column(Text(name), justify="left" if i == 0 else "right", no_wrap=True, min_width=needed[i])
     for row in rows:
         t.add_row(*(Text(cell) for cell in row))  # cells are data, never markup ("loadproof[gpu]" stays whole)
     console.print(t)
