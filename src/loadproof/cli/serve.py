@@ -93,6 +93,10 @@ def relay(
         Path | None,
         typer.Option(help="ExampleConnector's shared folder: the relay reports the bytes written there per prompt"),
     ] = None,
+    kv_block_size: Annotated[
+        int | None,
+        typer.Option(help="the engines' KV block size, which names --kv-storage's folders (default: tried)"),
+    ] = None,
 ) -> None:
     """The streaming relay alone, in front of an OpenAI-compatible engine (or a prefill/decode pair)."""
     run_relay(
@@ -107,6 +111,7 @@ def relay(
             prefill_upstream=prefill_upstream,
             kv_connector=kv_connector,
             kv_storage=kv_storage,
+            kv_block_size=kv_block_size,
         ),
         host,
         port,

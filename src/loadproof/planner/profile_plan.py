@@ -81,6 +81,23 @@ def block_size(profile: Profile, shape: ModelShape) -> tuple[int, str]:
     return engines.get(profile.engine).attention_block_size(shape.mla_dim is not None)
 
 
+def known_block_size(profile: Profile) -> int | None:
+    """The KV block size the engine will use for `profile`, where it is known before the engine starts
+    (`block_size`): the profile's, else the engine's pick, which for some engines depends on the model's
+    attention (its config.json, read here); None when it does and that config cannot be read (a model this
+    host has not downloaded)."""
+    if profile.kv_cache.block_size:
+        return profile.kv_cache.block_size
+    picks = {engines.get(profile.engine).attention_block_size(mla)[0] for mla in (False, True)}
+    if len(picks) == 1:  # the same whatever the attention: no config needed
+        return picks.pop()
+    try:
+        shape = ModelShape.from_config(json.loads(model_config_path(profile).read_text(encoding="utf-8")))
+    except (UsageError, OSError, ValueError, KeyError, TypeError):  # ConfigError is a UsageError
+        return None
+    return block_size(profile, shape)[0]
+
+
 def plan_profile(profile: Profile, config_path: Path, startup_log: str | None = None) -> ProfilePlan:
     engine = engines.get(profile.engine)
     try:

@@ -36,9 +36,9 @@ _NIXL_PREFILL = {
     "remote_host": None,
     "remote_port": None,
 }
-# ExampleConnector names a prompt's folder by the md5 of its token ids (int64), cut to whole blocks; the block
-# size is the engine's, which the relay is not told: these are tried, smallest first
-_BLOCK_SIZES = (16, 32, 64, 128, 256, 8, 1)
+# ExampleConnector names a prompt's folder by the md5 of its token ids (int64), cut to whole blocks of the engine's
+# block size: `serve` passes it (`--kv-block-size`, from the profile); a relay started by hand without it tries these
+GUESSED_BLOCK_SIZES = (16, 32, 64, 128, 256, 8, 1)
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,7 @@ class PrefillConfig:
     upstream: str  # the prefill instance's base URL
     connector: str = "ExampleConnector"  # the engines' KV connector: what the hop passes on (module docstring)
     kv_storage: str | None = None  # ExampleConnector's shared folder: the relay reads the bytes written there
+    block_size: int | None = None  # the engines' KV block size, which names a prompt's folder; None: guessed
 
 
 @dataclass(frozen=True)
@@ -105,7 +106,7 @@ class PrefillHop:
         if isinstance(params, dict):
             body = json.dumps({**request, "kv_transfer_params": params}).encode()
         if self.config.kv_storage is not None:
-            written = stored_bytes(self.config.kv_storage, prompt_token_ids(reply))
+            written = stored_bytes(self.config.kv_storage, prompt_token_ids(reply), self.config.block_size)
             if written is not None:
                 self.kv_bytes += written
                 headers += b"%s: %d\r\n" % (KV_BYTES_HEADER.encode(), written)
@@ -152,12 +153,13 @@ def prompt_token_ids(reply: dict[str, Any]) -> list[int] | None:
     return None
 
 
-def stored_bytes(storage: str, token_ids: list[int] | None) -> int | None:
+def stored_bytes(storage: str, token_ids: list[int] | None, block_size: int | None = None) -> int | None:
     """Bytes of the files ExampleConnector wrote for this prompt (its folder: the md5 of the token ids as
-    int64, cut to whole blocks: (n - 1) // block * block of them); None if no such folder is found."""
+    int64, cut to whole blocks: (n - 1) // block * block of them, at the engines' `block_size`, or each of
+    GUESSED_BLOCK_SIZES in turn where it is not known); None if no such folder is found."""
     if not token_ids:
         return None
-    for block in _BLOCK_SIZES:
+    for block in (block_size,) if block_size else GUESSED_BLOCK_SIZES:
         keep = (len(token_ids) - 1) // block * block
         if keep <= 0:
             continue

@@ -50,6 +50,7 @@ def relay_config(
     prefill_upstream: str | None = None,
     kv_connector: str = "ExampleConnector",
     kv_storage: Path | None = None,
+    kv_block_size: int | None = None,
 ) -> RelayConfig:
     """`loadproof relay`'s options, checked once, as a RelayConfig (API keys from the file or
     LOADPROOF_RELAY_KEYS; the key to the upstream from LOADPROOF_UPSTREAM_API_KEY)."""
@@ -60,8 +61,10 @@ def relay_config(
         raise UsageError("--kv-storage is the prefill/decode pair's shared folder: give --prefill-upstream too")
     if kv_connector not in KV_CONNECTORS:
         raise UsageError(f"--kv-connector {kv_connector!r}: the relay knows {', '.join(KV_CONNECTORS)}")
+    if kv_block_size is not None and (kv_storage is None or kv_block_size < 1):
+        raise UsageError("--kv-block-size is the engines' block size (>= 1), which names --kv-storage's folders")
     prefill = (
-        PrefillConfig(prefill_upstream, kv_connector, str(kv_storage) if kv_storage else None)
+        PrefillConfig(prefill_upstream, kv_connector, str(kv_storage) if kv_storage else None, kv_block_size)
         if prefill_upstream is not None
         else None
     )

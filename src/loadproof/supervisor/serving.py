@@ -25,6 +25,7 @@ from loadproof.engines import embedded, engines
 from loadproof.engines.disaggregation import ROLES, role_profile
 from loadproof.engines.process import Status, free_port
 from loadproof.errors import EnvironmentFailure, UsageError
+from loadproof.planner.profile_plan import known_block_size
 from loadproof.relay import Relay, RelayConfig
 from loadproof.relay.prefill import PrefillConfig
 from loadproof.relay.serve import UPSTREAM_KEY_ENV, RelayServer, configure_logging, load_keys
@@ -89,6 +90,8 @@ def dry_run(profile: Profile) -> tuple[list[RenderedStep], list[str]]:
             str(profile.serving.port or 8080),
         ]
         relay += ["--kv-storage", pd.storage_path] if pd.storage_path else []
+        block = known_block_size(profile) if pd.storage_path else None  # names the folders ExampleConnector writes
+        relay += ["--kv-block-size", str(block)] if block else []
         return [*steps, RenderedStep("this host, the relay (it routes each request to both)", relay, {})], notes
     python, model_path, port = (
         engine.interpreter(profile),
@@ -213,7 +216,8 @@ def _serve(profile: Profile, folder: Path, options: ServeOptions, say: Say, resu
         engine_key = engine.api_key(rendered.argv, {**os.environ, **rendered.env})
         base = [f"http://{m.serving.host}:{port}" for m, port in zip(members, ports)]
         pd = profile.disaggregation
-        prefill = PrefillConfig(base[0], pd.connector, pd.storage_path) if pd is not None else None
+        block = known_block_size(profile) if pd is not None and pd.storage_path else None  # ExampleConnector's
+        prefill = PrefillConfig(base[0], pd.connector, pd.storage_path, block) if pd is not None else None
         state = _serve_with_relay(supervisors, relay_state, base[-1], prefill, relay_port, engine_key, say, result)
     else:
         state = _supervise(supervisors, say)
