@@ -12,7 +12,7 @@ from pydantic import BeforeValidator, Field, model_validator
 from loadproof.config.base import StrictModel
 from loadproof.errors import UsageError
 from loadproof.scenarios.options import cli
-from loadproof.workloads.datasets import FORMATS, SAMPLES, parse_columns, resolve
+from loadproof.workloads.datasets import FORMATS, SAMPLES, check_readable, parse_columns
 
 Columns = Annotated[dict[str, str], BeforeValidator(parse_columns)]
 _DEFAULTS = {
@@ -72,8 +72,9 @@ class DatasetOptions(StrictModel):
             if given:
                 raise ValueError(f"--{given[0].replace('_', '-')} applies with --dataset FILE")
         else:
-            try:
-                resolve(self.dataset, self.dataset_format)  # the file is there (a hub id says so), its format known
+            try:  # the file is there (a hub id says so), of a known format, with a prompt to send: an empty or
+                # garbage file is one line before any run directory is made
+                check_readable(self.dataset, self.dataset_format, self.dataset_columns, self.skip_bad_rows)
             except UsageError as exc:
                 raise ValueError(str(exc)) from None
         if (

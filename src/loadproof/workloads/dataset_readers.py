@@ -176,18 +176,16 @@ def read_arrow(path: Path, columns: dict[str, str]) -> Iterator[Row]:
     pa = _pyarrow("Arrow")
     import pyarrow.ipc as ipc  # optional: the loadproof[parquet] extra, found by _pyarrow
 
-    source = pa.memory_map(str(path), "r")
     try:
-        batches: Any = ipc.open_file(source)
+        batches: Any = ipc.open_file(pa.memory_map(str(path), "r"))
         batch_list = (batches.get_batch(i) for i in range(batches.num_record_batches))
         schema = batches.schema
-    except pa.ArrowInvalid:
+    except (pa.ArrowInvalid, OSError):  # pyarrow says OSError of some bytes that are no Arrow at all
         try:
-            source = pa.memory_map(str(path), "r")
-            batches = ipc.open_stream(source)
+            batches = ipc.open_stream(pa.memory_map(str(path), "r"))
             batch_list = iter(batches)
             schema = batches.schema
-        except pa.ArrowInvalid as exc:
+        except (pa.ArrowInvalid, OSError) as exc:
             raise DatasetError(f"{path}: not an Arrow IPC file or stream ({exc})") from None
     wanted = _present_columns(path, columns, schema.names)
     row = 0

@@ -21,6 +21,8 @@ filters (`min_input_tokens`, `max_input_tokens`, on the prompt's tokens as the e
 rows and count them; of the rest, `first` keeps the first N in file order, `random` a uniform sample of
 N drawn with `random.Random("<seed>:dataset")` (reservoir sampling, so memory is N rows) and shuffled
 with the same stream; with fewer usable rows than N, `repeat` cycles them, else it is an error.
+`check_readable` reads a data set up to its first usable row: what the options check, before any run
+directory is made, so an empty or garbage file is one line and leaves nothing behind.
 
 Token counts come from the model's tokenizer, cached by the text's BLAKE2b digest (a prompt repeated in
 the file, or sampled again by a sweep's next run, is tokenized once per process).
@@ -34,7 +36,8 @@ import hashlib
 import json
 import random
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -266,18 +269,59 @@ def to_item(row: int, value: dict[str, Any], fmt: str, columns: dict[str, str]) 
     return None
 
 
+def check_readable(path_text: str, fmt: str, columns: dict[str, str], skip_bad_rows: bool = False) -> None:
+    """That a run can draw a prompt from the data set, checked with the options, before any run directory
+    exists: its rows are read up to the first usable one. DatasetError, one line naming the file and what is
+    wrong: an empty file, a file that is not of its format (a binary file, not JSON, not Parquet), a row
+    that does not parse (unless `skip_bad_rows`), or no row with a prompt at all."""
+    files, kind = resolve(path_text, fmt)
+    sel = Selection([], kind, [f.name for f in files], "")
+    with closing(_items(DatasetSpec(path_text, kind, columns, skip_bad_rows=skip_bad_rows), files, sel)) as items:
+        if next(items, None) is None:
+            raise DatasetError(_no_usable(path_text, sel))
+
+
+def _items(spec: DatasetSpec, files: list[Path], sel: Selection) -> Iterator[Item]:
+    """The usable items of the files in order, counting in `sel` the rows read, those without a prompt and,
+    with `skip_bad_rows`, those that do not parse (else the first of them is a DatasetError)."""
+    read = READERS[sel.format]
+    base = 0
+    for f in files:
+        last = -1
+        for row, line, value in read(f, spec.columns):
+            last = row
+            sel.rows += 1
+            problem: str | None = value if isinstance(value, BadRow) else None
+            if problem is None:
+                try:
+                    got = to_item(base + row, value, sel.format, spec.columns)
+                except RecursionError:  # a field nested just short of what json reads, too deep to walk here
+                    got = TOO_DEEP
+                if isinstance(got, str):
+                    problem = got
+                elif got is None:
+                    sel.no_prompt += 1
+                else:
+                    yield got
+            if problem is not None:
+                where = f"{f}: row {row}" + (f" (line {line})" if line is not None else "")
+                if not spec.skip_bad_rows:
+                    raise DatasetError(f"{where}: {problem} (--skip-bad-rows skips such rows, counting them)")
+                sel.bad_rows += 1
+                sel.first_bad = sel.first_bad or f"{where}: {problem}"
+        base += last + 1
+
+
 def select(spec: DatasetSpec, n: int, count: Callable[[list[Item]], list[int]]) -> Selection:
     """`n` items of the data set, filtered and sampled as `spec` says; `count(items)` gives each item's
     input tokens as the engine counts them (called in batches, only when a length filter needs them or
     for the items chosen)."""
     files, fmt = resolve(spec.path, spec.format)
-    read = READERS[fmt]
     sel = Selection([], fmt, [f.name for f in files], file_digest(files))
     rng = random.Random(f"{spec.seed}:dataset")
     reservoir: list[Item] = []
     seen = 0  # usable items offered to the sample
     filtering = spec.min_input_tokens is not None or spec.max_input_tokens is not None
-    pending: list[Item] = []
 
     def offer(items: list[Item]) -> bool:
         """Take usable items; False once `first` has all it needs."""
@@ -309,47 +353,19 @@ def select(spec: DatasetSpec, n: int, count: Callable[[list[Item]], list[int]]) 
                     reservoir[j] = item
         return not (spec.sample == "first" and len(reservoir) >= n)
 
-    base = 0
-    going = True
-    for f in files:
-        last = -1
-        for row, line, value in read(f, spec.columns):
-            last = row
-            sel.rows += 1
-            problem: str | None = value if isinstance(value, BadRow) else None
-            item = None
-            if problem is None:
-                try:
-                    got = to_item(base + row, value, fmt, spec.columns)
-                except RecursionError:  # a field nested just short of what json reads, too deep to walk here
-                    got = TOO_DEEP
-                if isinstance(got, str):
-                    problem = got
-                elif got is None:
-                    sel.no_prompt += 1
-                else:
-                    item = got
-            if problem is not None:
-                where = f"{f}: row {row}" + (f" (line {line})" if line is not None else "")
-                if not spec.skip_bad_rows:
-                    raise DatasetError(f"{where}: {problem} (--skip-bad-rows skips such rows, counting them)")
-                sel.bad_rows += 1
-                sel.first_bad = sel.first_bad or f"{where}: {problem}"
-                continue
-            if item is not None:
-                pending.append(item)
-                if len(pending) >= BATCH:
-                    going = offer(pending)
-                    pending = []
-                    if not going:
-                        break
-        base += last + 1
-        if not going:
-            break
-    if pending and going:
-        offer(pending)
+    pending: list[Item] = []
+    with closing(_items(spec, files, sel)) as items:
+        for item in items:
+            pending.append(item)
+            if len(pending) >= BATCH:
+                going, pending = offer(pending), []
+                if not going:
+                    break
+        else:
+            if pending:
+                offer(pending)
     if not reservoir:
-        raise DatasetError(f"--dataset {spec.path}: no usable prompt among {sel.rows} rows ({_why(sel)})")
+        raise DatasetError(_no_usable(spec.path, sel))
     if spec.sample == "random":
         rng.shuffle(reservoir)
     items = reservoir
@@ -369,6 +385,14 @@ def select(spec: DatasetSpec, n: int, count: Callable[[list[Item]], list[int]]) 
             item.input_tokens = tokens
     sel.items = items
     return sel
+
+
+def _no_usable(path_text: str, sel: Selection) -> str:
+    if not sel.rows:
+        return f"--dataset {path_text}: empty: no rows" + (
+            f" in its {len(sel.files)} files" if len(sel.files) > 1 else ""
+        )
+    return f"--dataset {path_text}: no usable prompt among {sel.rows} rows ({_why(sel)})"
 
 
 def _why(sel: Selection) -> str:
