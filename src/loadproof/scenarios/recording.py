@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import platform
+import shutil
 import subprocess
 import time
 from collections.abc import Callable
@@ -23,7 +24,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Protocol
 
-from loadproof.errors import AcceptanceFailed
+from loadproof.errors import AcceptanceFailed, UsageError
 from loadproof.metrics.claims import Claim, criteria_of
 from loadproof.metrics.claims import verdict_of as verdict_claim
 from loadproof.report.build import Report, build_report
@@ -80,7 +81,9 @@ class Outcome:
 
 
 def record(scenario: Recordable, out: Path, console: Console, manifest_extra: dict[str, Any] | None = None) -> Path:
-    """Create the run directory, write the manifest, run, and close the manifest even when interrupted."""
+    """Create the run directory, write the manifest, run, and close the manifest even when interrupted. A run
+    refused as a user's mistake before its first request (a data set left with no usable row by its filters)
+    removes its directory: `runs/` keeps no run that measured nothing for that reason."""
     writer = RunWriter.create(out, scenario.name)
     manifest = common_manifest(writer.run_id, scenario.name, scenario.options, scenario.target, manifest_extra)
     # --sample-interval-s 0 (where a scenario takes it): no sampler at all, so not even NVML is opened
@@ -91,17 +94,24 @@ def record(scenario: Recordable, out: Path, console: Console, manifest_extra: di
     console.say(f"run directory: {writer.path}")
     scenario.status = console.say
     live = LiveStatus(scenario.name)
+    refused = False
     try:
         with sampler if sampler is not None else contextlib.nullcontext(), console.live(live):
             try:
                 asyncio.run(scenario.run(writer, manifest, live))
             finally:
                 live.finish()
+    except UsageError:
+        refused = writer.num_records == 0
+        raise
     finally:
         manifest["end_wall_time"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         manifest["num_records"] = writer.num_records
         writer.write_manifest(manifest)
         writer.close()
+        if refused:
+            shutil.rmtree(writer.path, ignore_errors=True)
+            console.say(f"run directory removed: the run was refused before its first request ({writer.path})")
     return writer.path
 
 
