@@ -27,6 +27,21 @@ def decode_side_ns(record: RequestRecord) -> int:
     return record.ttft_ns - record.prefill_hop_ns  # type: ignore[operator]
 
 
+CLIENT_TTFT_MEAN = "mean over requests of t_first_token - t_send"
+DECODE_SIDE_MEAN = (
+    "mean over requests of TTFT - the prefill hop: the decode side's mean, not the client's TTFT (behind a "
+    "disaggregated pair the engine read is the decode instance, whose TTFT begins when the relay sends it "
+    "the request)"
+)
+
+
+def ttft_crosscheck_formula(records: list[RequestRecord]) -> str:
+    """What the client's figure of the TTFT crosscheck (`crosscheck.ttft_mean_s.client`) is, said as it is:
+    the client's mean TTFT, or, behind a disaggregated pair (a request with a prefill hop), the decode side's
+    mean, which is what the decode instance's own TTFT histogram measures."""
+    return DECODE_SIDE_MEAN if any(r.prefill_hop_ns is not None for r in records) else CLIENT_TTFT_MEAN
+
+
 def disaggregation_claims(records: list[RequestRecord], prefix: str) -> list[Claim]:
     """`<prefix>.pd.*` over every request with a prefill hop; none when no request had one (colocated)."""
     done = hops(records)

@@ -16,6 +16,7 @@ tokens to set beside the engine's: it generates nothing, and its first token is 
 from __future__ import annotations
 
 from loadproof.metrics.claims import Claim, count, number
+from loadproof.metrics.disaggregation import ttft_crosscheck_formula
 from loadproof.records import POOLING, RequestRecord
 from loadproof.rundir import EngineSample
 from loadproof.units import NS_PER_S
@@ -111,7 +112,7 @@ def agreement_claims(records: list[RequestRecord], samples: list[EngineSample]) 
                 sum(ttfts) / len(ttfts),
                 engine,
                 "s",
-                "mean over requests of t_first_token - t_send (- the prefill hop, behind a disaggregated pair)",
+                ttft_crosscheck_formula(records),  # behind a disaggregated pair: the decode side, said so
                 3,
             )
             claims.append(

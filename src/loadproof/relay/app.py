@@ -26,7 +26,7 @@ What it guarantees, and why (the relays people put in front of engines get each 
   limit; logs that hold no key, no prompt and no upstream address.
 
 It speaks HTTP/1.1 itself on asyncio protocols (relay.http the framing, relay.upstream the engine's side,
-relay.connection a client's side, relay.state what they share), one timer for all timeouts and heartbeats: Starlette on uvicorn with aiohttp to the upstream reached 0.46-0.73x nginx's throughput
+relay.connection a client's side and relay.exchange the answer to its request, relay.state what they share), one timer for all timeouts and heartbeats: Starlette on uvicorn with aiohttp to the upstream reached 0.46-0.73x nginx's throughput
 with +25 to +45 ms p99 per chunk at 64 streams, the time going to the framework's per-request and
 per-chunk layers (docs/relay-and-supervisor.md has the profile).
 """

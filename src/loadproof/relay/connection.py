@@ -1,12 +1,13 @@
 """One client's connection to the relay: its requests one at a time, each read, admitted, sent upstream, and
-answered (streamed or whole), with every timeout and heartbeat driven by the relay's one timer."""
+answered (streamed or whole; `relay.exchange`), with every timeout and heartbeat driven by the relay's one timer."""
 
 from __future__ import annotations
 
 import asyncio
 
 from loadproof.protocol.openai import error_body
-from loadproof.protocol.sse import HEARTBEAT, encode_data
+from loadproof.protocol.sse import HEARTBEAT
+from loadproof.relay.exchange import BODY, BUFFER, CLOSED, HEAD, HEARTBEAT_CHUNK, LINGER, STREAM, WAIT, Exchange
 from loadproof.relay.http import (
     MAX_HEAD_BYTES,
     BadMessage,
@@ -14,74 +15,34 @@ from loadproof.relay.http import (
     RequestHead,
     internal_error,
     parse_request_head,
-    response_head,
 )
 from loadproof.relay.prefill import GENERATION_PATHS, PrefillOutcome
-from loadproof.relay.state import ENGINE_METRICS, ROUTES, RelayState
-from loadproof.relay.stream import StreamWatch
-from loadproof.relay.upstream import UpstreamConnection
+from loadproof.relay.state import ENGINE_METRICS
 
-_HEARTBEAT_CHUNK = b"%x\r\n%b\r\n" % (len(HEARTBEAT), HEARTBEAT)
-_LAST_CHUNK = b"0\r\n\r\n"
-_STREAM_HEADERS = b"cache-control: no-cache\r\nx-accel-buffering: no\r\n"
 _CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
-_LINGER_S = 2.0  # after an answer sent before the body was read: how long the rest may still arrive
-_INF = float("inf")
-
-_HEAD, _BODY, _WAIT, _STREAM, _BUFFER, _LINGER, _CLOSED = range(7)
 
 
-class ClientConnection(asyncio.Protocol):
+class ClientConnection(Exchange, asyncio.Protocol):
     """One client's connection: its requests one at a time, each through the states
-    _HEAD (request line and headers) -> _BODY (upload, slot held) -> _WAIT (upstream asked) ->
-    _STREAM (events relayed) or _BUFFER (a non-streamed answer collected) -> back to _HEAD, or _LINGER
+    HEAD (request line and headers) -> BODY (upload, slot held) -> WAIT (upstream asked) ->
+    STREAM (events relayed) or BUFFER (a non-streamed answer collected) -> back to HEAD, or LINGER
     (answered before the body was read: the connection closes)."""
-
-    def __init__(self, relay: RelayState) -> None:
-        self.relay = relay
-        self.loop = relay.loop
-        self.transport: asyncio.Transport | None = None
-        self.state = _HEAD
-        self.buf = b""
-        self.timer_at = 0.0  # when the state's own timeout strikes (idle, head, body, linger)
-        self.paused = False
-        self._reset()
-
-    def _reset(self) -> None:
-        self.req: RequestHead | None = None
-        self.started = 0.0
-        self.deadline_at = _INF
-        self.slot = False
-        self.upstream: UpstreamConnection | None = None
-        self.connecting: asyncio.Future[None] | None = None
-        self.body_parts: list[bytes] = []
-        self.body_size = 0
-        self.body_chunks: ChunkedDecoder | None = None
-        self.body_read = True
-        self.head_sent = False
-        self.chunked_out = True
-        self.stream = StreamWatch()
-        self.last_write = 0.0
-        self.resp_status = 0
-        self.resp_type = ""
-        self.resp_parts: list[bytes] = []
-        self.extra_headers = b""  # the prefill hop's figures, for the client (relay.prefill)
 
     # -- the connection ---------------------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
+        self.transport = transport  # type: ignore[assignment]  # a server's connection: an asyncio.Transport
         self.relay.connections.add(self)
-        self.timer_at = self.loop.time() + self.relay.config.idle_timeout_s  # type: ignore[union-attr]
+        self.timer_at = self.loop.time() + self.relay.config.idle_timeout_s
 
     def data_received(self, data: bytes) -> None:
         try:
             state = self.state
-            if state == _HEAD:
+            if state == HEAD:
                 self._head_data(data)
-            elif state == _BODY:
+            elif state == BODY:
                 self._body_data(data)
-            elif state == _LINGER or state == _CLOSED:
+            elif state == LINGER or state == CLOSED:
                 pass
             else:  # a pipelined request: kept until this answer is sent
                 self.buf += data
@@ -97,17 +58,17 @@ class ClientConnection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.relay.connections.discard(self)
         state = self.state
-        self.state = _CLOSED
-        if state == _STREAM and self.stream.error_event:  # the client stopped at the engine's error: the outcome
+        self.state = CLOSED
+        if state == STREAM and self.stream.error_event:  # the client stopped at the engine's error: the outcome
             self.relay.metrics.upstream_errors += 1
             self._log(200, "upstream_error_event")
             self._release()
-        elif state == _STREAM and self.stream.done_sent:
+        elif state == STREAM and self.stream.done_sent:
             # the client read the whole stream and left before the upstream's end of body reached us
             # (clients stop at [DONE]): the request is complete, not abandoned
             self._log(200, "ok")
             self._release()
-        elif state in (_BODY, _WAIT, _STREAM, _BUFFER):
+        elif state in (BODY, WAIT, STREAM, BUFFER):
             self.relay.metrics.disconnects += 1
             self._log(200 if self.head_sent else 499, "client_disconnect")
             self._release()
@@ -128,7 +89,7 @@ class ClientConnection(asyncio.Protocol):
 
     def idle(self) -> bool:
         """Between requests with nothing of the next one read: closing loses nothing."""
-        return self.state == _HEAD and not self.buf
+        return self.state == HEAD and not self.buf
 
     def abort(self) -> None:
         """Drop the connection now; connection_lost releases what the request held."""
@@ -139,9 +100,9 @@ class ClientConnection(asyncio.Protocol):
         """The relay stops: a request in flight ends with an error the client can read (503, or an in-band
         error event in a stream), its upstream is closed, and so is the connection."""
         state = self.state
-        if state == _STREAM:
+        if state == STREAM:
             self._stream_error("the relay stopped before the stream ended", "relay_stopped")
-        elif state in (_BODY, _WAIT, _BUFFER):
+        elif state in (BODY, WAIT, BUFFER):
             self._answer(
                 503, error_body("the relay stopped before the answer", "service_unavailable", 503), "relay_stopped"
             )
@@ -150,29 +111,29 @@ class ClientConnection(asyncio.Protocol):
     def tick(self, now: float) -> None:
         """Every timeout and heartbeat, from the relay's one timer."""
         state = self.state
-        if state == _STREAM:
+        if state == STREAM:
             if now >= self.deadline_at:
                 self.relay.metrics.upstream_errors += 1
                 self._stream_error("the relay's deadline passed before the stream ended", "deadline")
             elif now - self.last_write >= self.relay.config.heartbeat_s:
                 if self.stream.at_boundary and not self.paused:  # a blank line mid-event would end the event
                     assert self.transport is not None
-                    self.transport.write(_HEARTBEAT_CHUNK if self.chunked_out else HEARTBEAT)
+                    self.transport.write(HEARTBEAT_CHUNK if self.chunked_out else HEARTBEAT)
                     if self.stream.got_body:
                         self.relay.metrics.heartbeats_between += 1
                     else:
                         self.relay.metrics.heartbeats_waiting += 1
                 self.last_write = now
-        elif state == _WAIT or state == _BUFFER:
+        elif state == WAIT or state == BUFFER:
             if now >= self.deadline_at:
                 self.relay.metrics.upstream_errors += 1
                 message = (
                     "upstream sent no response headers within the deadline"
-                    if state == _WAIT
+                    if state == WAIT
                     else "upstream did not answer within the deadline"
                 )
                 self._answer(504, error_body(message, "upstream_error", 504), "deadline")
-        elif state == _BODY:
+        elif state == BODY:
             if now >= self.timer_at:
                 seconds = min(self.relay.config.body_timeout_s, self.relay.config.deadline_s)
                 self._answer(
@@ -180,13 +141,13 @@ class ClientConnection(asyncio.Protocol):
                     error_body(f"the request body did not arrive within {seconds:g} s", "invalid_request_error", 408),
                     "body_timeout",
                 )
-        elif state == _HEAD:
+        elif state == HEAD:
             if now >= self.timer_at:
                 if self.buf:  # a request head begun and not finished in time
                     self._reject(408, "the request head did not arrive in time")
                 else:
                     self.close()  # idle
-        elif state == _LINGER and now >= self.timer_at:
+        elif state == LINGER and now >= self.timer_at:
             self.close()
 
     # -- the request ------------------------------------------------------------------------------
@@ -197,7 +158,7 @@ class ClientConnection(asyncio.Protocol):
                 data = data.lstrip(b"\r\n")
             if not data:
                 return
-            self.timer_at = self.loop.time() + self.relay.config.body_timeout_s  # type: ignore[union-attr]
+            self.timer_at = self.loop.time() + self.relay.config.body_timeout_s
         buf = self.buf + data if self.buf else data
         end = buf.find(b"\r\n\r\n", 0, MAX_HEAD_BYTES + 4)
         if end < 0:
@@ -217,7 +178,7 @@ class ClientConnection(asyncio.Protocol):
     def _begin(self, req: RequestHead) -> None:
         relay = self.relay
         config = relay.config
-        now = self.loop.time()  # type: ignore[union-attr]
+        now = self.loop.time()
         self.req = req
         self.started = now
         self.body_read = not (req.chunked or req.content_length)
@@ -235,7 +196,7 @@ class ClientConnection(asyncio.Protocol):
         if self.body_read:
             self._to_upstream(b"")
             return
-        self.state = _BODY
+        self.state = BODY
         self.timer_at = min(now + config.body_timeout_s, self.deadline_at)
         self.body_chunks = ChunkedDecoder() if req.chunked else None
         if req.expect_continue and not self.buf:
@@ -280,7 +241,7 @@ class ClientConnection(asyncio.Protocol):
     def _to_upstream(self, body: bytes) -> None:
         req = self.req
         assert req is not None
-        self.state = _WAIT
+        self.state = WAIT
         if self.relay.prefill is not None and req.method == "POST" and req.path in GENERATION_PATHS:
             self.connecting = asyncio.ensure_future(self._prefill_first(body))
             return
@@ -290,14 +251,14 @@ class ClientConnection(asyncio.Protocol):
         """A disaggregated pair: the prompt prefilled on the prefill instance, then the request to the decode one."""
         assert self.relay.prefill is not None and self.req is not None
         try:
-            outcome = await self.relay.prefill.run(self.req.path, body, self.loop)  # type: ignore[arg-type]
+            outcome = await self.relay.prefill.run(self.req.path, body, self.loop)
         except Exception as exc:
             internal_error(exc)
             outcome = PrefillOutcome(
                 answer=(502, error_body("relay error in the prefill hop", "upstream_error", 502), "prefill_error")
             )
         self.connecting = None
-        if self.state != _WAIT:
+        if self.state != WAIT:
             return
         if outcome.answer is not None:
             self._answer(*outcome.answer)
@@ -309,7 +270,7 @@ class ClientConnection(asyncio.Protocol):
         req = self.req
         assert req is not None
         head = self.relay.upstream_head(req.method, req.path, len(body) if body or req.method == "POST" else None)
-        conn = self.relay.pool.take(self.loop.time())  # type: ignore[union-attr]
+        conn = self.relay.pool.take(self.loop.time())
         if conn is not None:
             self.upstream = conn
             conn.send(head, body, self)
@@ -321,7 +282,7 @@ class ClientConnection(asyncio.Protocol):
             conn = await self.relay.pool.connect()
         except (TimeoutError, OSError) as exc:
             self.connecting = None
-            if self.state == _WAIT:
+            if self.state == WAIT:
                 self.relay.metrics.upstream_errors += 1
                 self._answer(
                     502,
@@ -330,184 +291,12 @@ class ClientConnection(asyncio.Protocol):
                 )
             return
         self.connecting = None
-        if self.state != _WAIT or self.upstream is not None:  # the request ended while connecting
-            self.relay.pool.put(conn, self.loop.time())  # type: ignore[union-attr]
+        if self.state != WAIT or self.upstream is not None:  # the request ended while connecting
+            self.relay.pool.put(conn, self.loop.time())
             return
         self.upstream = conn
         conn.send(head, body, self)
 
-    # -- the upstream's answer (called by UpstreamConnection) ---------------------------------------
-
-    def upstream_head(self, status: int, headers: dict[str, str]) -> None:
-        content_type = headers.get("content-type", "")
-        if status == 200 and content_type.startswith("text/event-stream"):
-            req = self.req
-            assert req is not None and self.transport is not None
-            self.state = _STREAM
-            self.chunked_out = req.http11
-            self.transport.write(
-                response_head(
-                    200,
-                    content_type,
-                    chunked=req.http11,
-                    close=not (req.http11 and req.keep_alive),
-                    extra=_STREAM_HEADERS + self.extra_headers,
-                )
-            )
-            self.head_sent = True
-            self.last_write = self.loop.time()  # type: ignore[union-attr]
-            if self.paused and self.upstream is not None:
-                self.upstream.pause_reading()
-        else:
-            self.state = _BUFFER
-            self.resp_status = status
-            self.resp_type = content_type or "application/json"
-
-    def upstream_body(self, data: bytes) -> None:
-        if self.state != _STREAM:
-            self.resp_parts.append(data)
-            return
-        self.stream.feed(data)
-        assert self.transport is not None
-        if self.chunked_out:
-            self.transport.write(b"%x\r\n%b\r\n" % (len(data), data))
-        else:
-            self.transport.write(data)
-        self.last_write = self.loop.time()  # type: ignore[union-attr]
-
-    def upstream_end(self, conn: UpstreamConnection) -> None:
-        self.upstream = None
-        self.relay.pool.put(conn, self.loop.time())  # type: ignore[union-attr]
-        if self.state == _STREAM:
-            if not self.stream.at_boundary:
-                self.relay.metrics.upstream_errors += 1
-                self._stream_error("upstream closed the stream mid-event", "upstream_error")
-            elif self.stream.error_event:
-                self.relay.metrics.upstream_errors += 1
-                self._end_stream("upstream_error_event")
-            else:
-                self._end_stream("ok")
-        elif self.state == _BUFFER:
-            body = b"".join(self.resp_parts)
-            self._answer(self.resp_status, body, "ok" if self.resp_status == 200 else "upstream_status", self.resp_type)
-
-    def upstream_lost(self, why: str) -> None:
-        self.upstream = None
-        self.relay.metrics.upstream_errors += 1
-        if self.state == _STREAM:
-            self._stream_error(f"upstream failed mid-stream ({why})", "upstream_error")
-        elif self.state == _WAIT:
-            self._answer(
-                502,
-                error_body(f"upstream closed the connection before answering ({why})", "upstream_error", 502),
-                "upstream_unreachable",
-            )
-        elif self.state == _BUFFER:
-            self._answer(
-                502,
-                error_body(f"upstream failed before its answer was complete ({why})", "upstream_error", 502),
-                "upstream_error",
-            )
-
-    # -- ending a request -------------------------------------------------------------------------
-
-    def _stream_error(self, message: str, outcome: str) -> None:
-        prefix = b"" if self.stream.at_boundary else b"\n\n"  # end a half-sent event first, so the error stands alone
-        event = prefix + encode_data(error_body(message, "upstream_error", 502))
-        assert self.transport is not None
-        self.transport.write(b"%x\r\n%b\r\n" % (len(event), event) if self.chunked_out else event)
-        self._end_stream(outcome)
-
-    def _end_stream(self, outcome: str) -> None:
-        assert self.transport is not None and self.req is not None
-        if self.chunked_out:
-            self.transport.write(_LAST_CHUNK)
-        self._log(200, outcome)
-        self._finish(close=not (self.chunked_out and self.req.keep_alive))
-
-    def _answer(self, status: int, body: bytes, outcome: str | None, content_type: str = "application/json") -> None:
-        """A whole answer with its length; `outcome` None: not a relayed request, not logged."""
-        req = self.req
-        assert req is not None and self.transport is not None
-        close = not req.keep_alive or not self._skip_body()
-        self.transport.write(
-            response_head(status, content_type, length=len(body), close=close, extra=self.extra_headers) + body
-        )
-        if outcome is not None:
-            self._log(status, outcome)
-        self._finish(close)
-
-    def _too_large(self) -> None:
-        self._answer(*self.relay.too_large())
-
-    def _reject(self, status: int, message: str) -> None:
-        """A request that could not be parsed: answer and close."""
-        assert self.transport is not None
-        body = error_body(message, "invalid_request_error", status)
-        self.transport.write(response_head(status, "application/json", length=len(body), close=True) + body)
-        self.buf = b""
-        self._linger()
-
-    def _skip_body(self) -> bool:
-        """Whether the connection can carry another request: the body was read, or is all here already."""
-        if self.body_read:
-            return True
-        req = self.req
-        assert req is not None
-        if self.state == _BODY or req.chunked:
-            return False
-        length = req.content_length or 0
-        if len(self.buf) >= length:
-            self.buf = self.buf[length:]
-            self.body_read = True
-            return True
-        return False
-
-    def _finish(self, close: bool) -> None:
-        self._release()
-        self._reset()
-        if close or self.state == _CLOSED:
-            self._linger()
-            return
-        self.state = _HEAD
-        now = self.loop.time()  # type: ignore[union-attr]
-        self.timer_at = now + self.relay.config.idle_timeout_s
-        if self.buf:  # a pipelined request: read next, before anything that arrives after it
-            self.timer_at = now + self.relay.config.body_timeout_s
-            self.loop.call_soon(self._pipelined)  # type: ignore[union-attr]
-        if self.transport is not None:
-            self.transport.resume_reading()
-
     def _pipelined(self) -> None:
-        if self.state == _HEAD and self.buf:
+        if self.state == HEAD and self.buf:
             self.data_received(b"")
-
-    def _release(self) -> None:
-        if self.upstream is not None:
-            self.upstream.detach()
-            self.upstream = None
-        if self.connecting is not None:
-            self.connecting.cancel()
-            self.connecting = None
-        if self.slot:
-            self.slot = False
-            self.relay.metrics.in_flight -= 1
-
-    def _linger(self) -> None:
-        """Close after the answer is sent; what the client still sends is read and dropped for a while
-        (closing at once with unread bytes would reset the connection and lose the answer)."""
-        if self.state == _CLOSED or self.transport is None:
-            return
-        self.state = _LINGER
-        self.buf = b""
-        if self.transport.can_write_eof():
-            self.transport.write_eof()
-            self.timer_at = self.loop.time() + _LINGER_S  # type: ignore[union-attr]
-        else:
-            self.transport.close()
-
-    def _log(self, status: int, outcome: str) -> None:
-        req = self.req
-        assert req is not None
-        path = req.path if req.path in ROUTES else "(other)"  # an arbitrary path could hold anything
-        self.relay.access_log(req.method, path, status, outcome, self.head_sent, self.loop.time() - self.started)  # type: ignore[union-attr]
