@@ -179,8 +179,8 @@ class QualityScenario(MetricsScenario):
         load: tuple[UnderLoadPlan, list[Planned]],
     ) -> UnderLoadPlan:
         """Every job again while the load runs: the schedule starts first (its first request sent), the
-        items follow, and the schedule is cut once the last item has ended; its requests still in flight
-        finish. The plan of what the load sent, for the manifest."""
+        items follow, and the schedule is cut once the last item has ended: nothing more is sent, and the
+        load's requests still in flight are cancelled there. The plan of what the load sent, for the manifest."""
         plan, requests = load
         schedule = CutSchedule(requests)
         live.phase("under load", detail=f"{len(jobs)} items beside {describe(plan.load)}")
@@ -196,6 +196,7 @@ class QualityScenario(MetricsScenario):
                 None,
                 1.0,
                 family=LOAD_FAMILY,
+                cut=schedule.cut,
             )
         )
         try:
@@ -212,14 +213,14 @@ class QualityScenario(MetricsScenario):
                     idle_answers,
                 )
         finally:
-            schedule.done = True
+            schedule.cut.set()
             await sender
-        sent = schedule.taken
+        sent = manifest["schedule"]["dispatched"]  # in schedule order: the first `sent` of those drawn
         span_s = round(requests[sent - 1].offset_ns / NS_PER_S, 9) if sent else 0.0
         self.status(
             f"load: cut where the last under-load item ended, {sent} of the {len(requests)} drawn requests "
-            f"sent over {span_s:.1f} s"
-            if schedule.done and sent < len(requests)
+            f"sent over {span_s:.1f} s, those still in flight cancelled there"
+            if sent < len(requests)
             else f"load: all {len(requests)} drawn requests sent before the last item ended (raise --under-load-max-s)"
         )
         return msgspec.structs.replace(

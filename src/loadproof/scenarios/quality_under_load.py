@@ -48,19 +48,20 @@ def compared_with_idle(job: Job, text: str, ok: bool, idle_answers: dict[tuple[s
 
 
 class CutSchedule(list):  # type: ignore[type-arg]
-    """The load's requests as the open-loop sender iterates them, cut once `done` is set: the sender asks
-    for its next request right after sending one, so at most one more is sent after the cut. `len` stays
-    the drawn count; `taken` counts those handed out, and `started` is set once the first has been sent."""
+    """The load's requests as the open-loop sender iterates them, and their cut: `cut`, set once the last
+    under-load item has ended, which the sender obeys at once (`OpenLoop`'s `cut`): the request it was waiting
+    to send is never sent, and the requests still in flight are cancelled. `len` stays the drawn count; `started`
+    is set once the first has been sent (the sender asks for the second)."""
 
     def __init__(self, requests: list[Planned]) -> None:
         super().__init__(requests)
-        self.done = False
+        self.cut = asyncio.Event()
         self.taken = 0
         self.started = asyncio.Event()
 
     def __iter__(self) -> Iterator[Planned]:
         for item in super().__iter__():
-            if self.done:
+            if self.cut.is_set():
                 break
             if self.taken == 1:  # asked for the second: the first has been sent
                 self.started.set()

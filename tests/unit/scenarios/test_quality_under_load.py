@@ -52,7 +52,7 @@ def test_the_schedule_is_cut_once_done_and_says_when_the_first_was_sent():
             if item == 1:
                 assert schedule.started.is_set()
             if item == 3:
-                schedule.done = True
+                schedule.cut.set()
         assert taken == [0, 1, 2, 3] and schedule.taken == 4 and len(schedule) == 10
 
     asyncio.run(go())

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from loadproof.client import RequestSpec, StreamingClient
@@ -50,7 +50,9 @@ class OpenLoop:
         sleep=asyncio.sleep,
         start_ns: int | None = None,
         family: str = "synthetic",
+        cut: asyncio.Event | None = None,
     ) -> None:
+        self.cut = cut  # once set, nothing more is sent and the requests in flight are cancelled (quality's load)
         self.family = family  # what the prompts are, in each record: synthetic, dataset or trace
         self.start_ns = start_ns  # scale-out: the agreed start on this clock (default: LEAD_NS from now)
         self.client = client
@@ -82,13 +84,15 @@ class OpenLoop:
                 if target > now:
                     behind = 0
                     if target - now > SPIN_NS:
-                        await sleep((target - now - SPIN_NS) / NS_PER_S)
-                    while clock() < target:
+                        await self._until_cut(sleep((target - now - SPIN_NS) / NS_PER_S))
+                    while clock() < target and not self._is_cut():
                         await sleep(0)
                 else:
                     behind += 1
                     if behind % YIELD_EVERY == 0:
                         await sleep(0)
+                if self._is_cut():
+                    break
                 record = RequestRecord(
                     request_id=item.spec.request_id,
                     endpoint=item.spec.endpoint,
@@ -109,13 +113,28 @@ class OpenLoop:
                 task.add_done_callback(done)
                 self.dispatched += 1
                 self.last_offset_ns = item.offset_ns
-            while pending:
-                await asyncio.wait(set(pending))
+            while pending and not self._is_cut():
+                await self._until_cut(asyncio.wait(set(pending)))
         finally:
             for task in pending:
                 task.cancel()  # an interrupt: every stream still open is recorded as cancelled
             if pending:
                 await asyncio.gather(*pending, return_exceptions=True)
+
+    def _is_cut(self) -> bool:
+        return self.cut is not None and self.cut.is_set()
+
+    async def _until_cut(self, wait: Coroutine[Any, Any, Any]) -> None:
+        """`wait`, ended early by the cut."""
+        if self.cut is None:
+            await wait
+            return
+        waits = {asyncio.ensure_future(wait), asyncio.ensure_future(self.cut.wait())}
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in waits:
+                task.cancel()
 
     async def _one(self, spec: RequestSpec, record: RequestRecord, sem: asyncio.Semaphore | None) -> None:
         if sem is None:
@@ -137,6 +156,7 @@ async def send_schedule(
     sample_interval_s: float | None,
     family: str = "synthetic",
     check: Callable[[RequestRecord], None] | None = None,
+    cut: asyncio.Event | None = None,
 ) -> None:
     """Send an open-loop schedule (run load, run replay): the engine's metrics sampled throughout, every
     record appended as it ends (its answer first given its verdict by `check`, with --tools or
@@ -175,7 +195,7 @@ async def send_schedule(
             on_start=live.started,
             keep_text=check is not None,
         ) as client:
-            sender = OpenLoop(client, requests, max_concurrency=cap, scenario=scenario.name, family=family)
+            sender = OpenLoop(client, requests, max_concurrency=cap, scenario=scenario.name, family=family, cut=cut)
             completed = False
             try:
                 await sender.run(started)
