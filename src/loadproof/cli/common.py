@@ -47,6 +47,8 @@ def show(report: Report) -> None:
     """A run's tables: the scenario's own (its report panels with a console title), the acceptance criteria
     with their evidence, every other figure."""
     claims = report.claims
+    for warning in report.warnings:  # first: what the figures below do not measure
+        ui.out.print(f"warning: {warning}", style="yellow", markup=False, highlight=False)
     tables = [t for t in tables_of(report.panels) if t.console]
     for table in tables:
         ui.table(table.console, table.header, table.rows)

@@ -16,7 +16,8 @@ reasoning, so a run of a plain model gets none of them:
   (t_last_token - t_first_answer) / (answer_tokens - 1).
 
 Whether a record streamed reasoning is read from what a published bundle keeps (publish drops the
-reasoning text): a reasoning token count, or a first answer chunk after the first token.
+reasoning text): a reasoning token count, or a first answer chunk after the first token. A run that asked
+for thinking and got none in any answer is warned of (`thinking_unheeded`), first in its report.
 """
 
 from __future__ import annotations
@@ -91,6 +92,27 @@ def succeeded(record: RequestRecord) -> bool:
 
 def has_reasoning(records: Iterable[RequestRecord]) -> bool:
     return any(streamed_reasoning(r) for r in records)
+
+
+def thinking_unheeded(thinking: str | None, effort: str | None, records: Iterable[RequestRecord]) -> str | None:
+    """The warning a run that asked a model to think (`--thinking low|on`, or a `--reasoning-effort` without
+    `--thinking off`) gets when none of its successful answers streamed reasoning: the model does not
+    reason, or its server does not stream reasoning apart, and the run measured a plain model. Known only
+    from the answers, so said in the run's report and summary; None otherwise (also with no answer)."""
+    if thinking in ("low", "on"):
+        asked = f"--thinking {thinking}"
+    elif thinking is None and effort is not None:
+        asked = f"--reasoning-effort {effort}"
+    else:
+        return None
+    ok = [r for r in records if succeeded(r)]
+    if not ok or has_reasoning(ok):
+        return None
+    return (
+        f"{asked} was asked, but none of the {len(ok)} successful answer{'s' if len(ok) != 1 else ''} streamed "
+        "reasoning: the model does not reason, or its server does not stream reasoning apart (vLLM: "
+        "--reasoning-parser); the figures are those of a model that did not think"
+    )
 
 
 def reasoning_claims(

@@ -8,7 +8,7 @@ from pathlib import Path
 from loadproof.metrics import compute_claims
 from loadproof.metrics.claims import Claim, claims_payload, criteria_of, criterion_name, verdict_of
 from loadproof.metrics.figures import Panel, Table, panels_of, tables_of
-from loadproof.metrics.reasoning import reasoning_panels
+from loadproof.metrics.reasoning import reasoning_panels, thinking_unheeded
 from loadproof.report.html import render_html, table_cell
 from loadproof.report.plots import telemetry_svg
 from loadproof.store.run_dir import Run, load_run, write_claims
@@ -23,6 +23,11 @@ class Report:
     claims: list[Claim]
     markdown: str
     panels: list[Panel] = field(default_factory=list)  # the scenario's (catalog entry `figures`)
+
+    @property
+    def warnings(self) -> list[str]:
+        """What the run asked for and its figures do not show, said first (`run_warnings`)."""
+        return run_warnings(self.run)
 
 
 def build_report(path: Path) -> Report:
@@ -44,6 +49,14 @@ def run_panels(run: Run, claims: list[Claim]) -> list[Panel]:
     return panels_of(run, claims) + reasoning_panels(claims)
 
 
+def run_warnings(run: Run) -> list[str]:
+    """What a run asked for that its figures do not show: thinking asked of a model whose answers streamed no
+    reasoning. Known only from the answers, so said first in report.md and in the run's summary."""
+    target = run.manifest.target
+    unheeded = thinking_unheeded(target.thinking, target.reasoning_effort, run.records)
+    return [unheeded] if unheeded else []
+
+
 def criteria_rows(claims: list[Claim]) -> list[tuple[str, str, str]]:
     """(criterion, status, evidence) of every acceptance criterion among the claims."""
     return [(criterion_name(c), c.printed, c.formula) for c in criteria_of(claims)]
@@ -54,6 +67,7 @@ def render_markdown(run: Run, claims: list[Claim], with_plot: bool = False, pane
     when not given), every claim, telemetry."""
     m = run.manifest
     lines = [f"# loadproof run {run.run_id}", ""]
+    lines += [f"- warning: {warning}" for warning in run_warnings(run)]  # first: what the figures do not measure
     lines.append(f"- scenario: {m.scenario}; model: {m.target.model} via /{m.target.endpoint}")
     if m.engine_version:
         lines.append(f"- engine version: {m.engine_version}")

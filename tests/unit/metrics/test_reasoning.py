@@ -11,8 +11,10 @@ from loadproof.metrics.reasoning import (
     reasoning_count,
     reasoning_panels,
     streamed_reasoning,
+    thinking_unheeded,
 )
 from loadproof.records import RequestRecord
+from loadproof.report.build import render_markdown
 from loadproof.store.run_dir import load_run
 from tests import rundir_values as rv
 from tests.unit.metrics import test_load
@@ -166,3 +168,30 @@ def test_the_report_draws_reasoning_and_answer_apart_only_where_a_run_reasoned()
     assert table.header[2:4] == ["TTFT p50 s", "first answer p50 s"]
     assert bars.groups == ["load"] and bars.series[1].values == [2.5]
     assert reasoning_panels(reasoning_claims("load", [rec(answer=1.0, reasoning=None)])) == []
+
+
+def plain(i=0):
+    """An answer of a model that did not think: no reasoning, its answer from its first token."""
+    return rec(i, first=1.0, answer=1.0, reasoning=None)
+
+
+def test_thinking_asked_of_a_model_that_streamed_no_reasoning_is_a_warning():
+    said = thinking_unheeded("low", "low", [plain(0), plain(1), rec(2, ok=False, reasoning=None)])
+    assert said is not None and said.startswith("--thinking low was asked, but none of the 2 successful answers")
+    assert "does not reason" in said
+    assert thinking_unheeded(None, "high", [plain()]).startswith("--reasoning-effort high was asked")
+    assert thinking_unheeded("on", None, [plain(), rec(1)]) is None  # one answer reasoned: the model thinks
+    assert thinking_unheeded("off", None, [plain()]) is None  # asked not to
+    assert thinking_unheeded(None, None, [plain()]) is None  # the model's default: nothing asked
+    assert thinking_unheeded("low", "low", [rec(0, ok=False, reasoning=None)]) is None  # no answer: nothing known
+
+
+def test_the_warning_comes_first_in_report_md(tmp_path):
+    target = {"model": "m", "endpoint": "chat", "thinking": "low", "reasoning_effort": "low"}
+    manifest = {"run_id": "load-plain", "scenario": "load", "plan": msgspec.to_builtins(test_load.plan())}
+    run = rv.run_of(None, {**manifest, "target": target}, test_load.RECORDS, events=test_load.EVENTS)
+    lines = render_markdown(run, compute_claims(run)).splitlines()
+    assert lines[2].startswith("- warning: --thinking low was asked, but none of the ")
+    assert lines[3].startswith("- scenario: load")
+    quiet = rv.run_of(None, {**manifest, "target": {**target, "thinking": None, "reasoning_effort": None}})
+    assert "warning" not in render_markdown(quiet, [])
