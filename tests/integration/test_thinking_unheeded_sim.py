@@ -6,14 +6,12 @@ front says so (a chat template's thinking switch is not served, and a model may 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from loadproof.sim.text import tokenizer_path
 from tests.integration.sim_process import SimProcess
+from tests.integration.test_dataset_check_sim import run_load
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -23,19 +21,7 @@ WARNING = "warning: --thinking low was asked, but none of the 4 successful answe
 def test_thinking_asked_of_a_model_that_does_not_reason_is_said_first(tmp_path: Path):
     out = tmp_path / "runs"
     with SimProcess(tmp_path / "sim.log", config={"time_scale": 10.0}) as sim:
-        argv = [
-            sys.executable,
-            "-m",
-            "loadproof",
-            "run",
-            "load",
-            "--url",
-            sim.url,
-            "--tokenizer",
-            str(tokenizer_path()),
-        ]
-        argv += ["--out", str(out), "--rate", "8", "-n", "4", "--output-tokens", "8", "--thinking", "low"]
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=110)
+        proc = run_load(sim, out, "--output-tokens", "8", "--thinking", "low")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.splitlines()[0].startswith(WARNING)  # the summary's first line
     (run,) = out.iterdir()
