@@ -104,13 +104,13 @@ def disaggregation_claims(records: list[RequestRecord], prefix: str) -> list[Cla
 
 def request_claims(record: RequestRecord | None, name: str) -> list[Claim]:
     """One request's split (`<name>_prefill_hop_s`, `_decode_side_s`, `_kv_bytes`), where it had a hop."""
-    if record is None or not hops([record]):
+    if record is None or record.prefill_hop_ns is None or not hops([record]):
         return []
     claims = [
         number(
             f"{name}_prefill_hop_s",
             record.prefill_hop_ns / NS_PER_S,
-            "s",  # type: ignore[operator]
+            "s",
             "its prefill hop (relay -> prefill instance -> answer)",
             3,
             direction="lower",

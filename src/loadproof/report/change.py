@@ -12,7 +12,8 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from loadproof.metrics.ab import DEFAULT_RESAMPLES, LEVEL, percentile_interval, relative_change
+from loadproof.metrics.ab import LEVEL, percentile_interval, relative_change
+from loadproof.plans.ab import DEFAULT_RESAMPLES
 
 HIGHER, LOWER, NEITHER = "higher", "lower", "neither"
 

@@ -32,9 +32,10 @@ from typing import Any
 from loadproof.catalog import column, entry
 from loadproof.errors import UsageError
 from loadproof.metrics import scenario_claims
-from loadproof.metrics.ab import DEFAULT_RESAMPLES, LEVEL, relative_change
+from loadproof.metrics.ab import LEVEL, relative_change
 from loadproof.metrics.claims import Claim, criteria_of, criterion_name, verdict_of
 from loadproof.plans import Plan, load_plan, workload_difference, workload_text
+from loadproof.plans.ab import DEFAULT_RESAMPLES
 from loadproof.registry import Registry
 from loadproof.report.change import (
     HIGHER,
@@ -139,7 +140,10 @@ def build_side(
     scenarios = sorted({str(r.manifest.scenario) for r in runs})
     if len(scenarios) > 1:
         raise UsageError(f"{label}: repeats must be runs of one scenario (got {', '.join(scenarios)})")
-    all_claims, samples, printed, meaning = [], {}, {}, {}
+    all_claims: list[list[Claim]] = []
+    samples: dict[str, list[float]] = {}
+    printed: dict[str, str] = {}
+    meaning: dict[str, Claim] = {}
     for run in runs:
         claims = claims_of(run)
         all_claims.append(claims)

@@ -290,8 +290,9 @@ class _Reader:
                 i = bisect_left(record.chunk_ns, phase.start_ns)
                 starts.append((i, sum(record.chunk_tokens[:i])))
             state = self.windows[index] = [starts, None]
-        if state[1] is not None:
-            return state[1]
+        final: WindowFigures | None = state[1]
+        if final is not None:
+            return final
         end = phase.end_ns
         if index + 1 < len(phases):  # a later phase began: the window ended then at the latest
             end = phases[index + 1].start_ns if end is None else min(end, phases[index + 1].start_ns)

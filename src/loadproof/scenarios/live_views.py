@@ -31,8 +31,12 @@ def describe(snap: Snapshot, index: int | None = None) -> tuple[str, list[str]]:
     detail = phase.detail or (snap.detail if not closed else "")
     if detail:
         heading += f" ({detail})"
-    parts = VIEWS.get(phase.kind, lambda s, i, c: [])(snap, index, closed)
+    parts = VIEWS.get(phase.kind, _nothing)(snap, index, closed)
     return heading, parts
+
+
+def _nothing(snap: Snapshot, index: int, closed: bool) -> list[str]:
+    return []  # a phase with no view of its own (preparing, end): its heading alone
 
 
 def line(snap: Snapshot, index: int | None = None) -> str:

@@ -199,7 +199,8 @@ def _batch_rows(batch: Any) -> list[Any]:
     """A record batch's rows as dicts; a row whose strings are not valid UTF-8 (Arrow does not check what
     a writer put in a string column) is a BadRow, found row by row once the batch fails to convert."""
     try:
-        return batch.to_pylist()
+        converted: list[Any] = batch.to_pylist()
+        return converted
     except UnicodeDecodeError:
         pass
     rows: list[Any] = []

@@ -36,7 +36,7 @@ import hashlib
 import json
 import random
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -219,7 +219,10 @@ def file_digest(files: list[Path]) -> str:
 
 def to_item(row: int, value: dict[str, Any], fmt: str, columns: dict[str, str]) -> Item | str | None:
     """An item, a problem (str: the row is malformed) or None (a well-formed row with no prompt)."""
-    col = lambda f: columns.get(f, f)  # noqa: E731
+
+    def col(name: str) -> str:
+        return columns.get(name, name)
+
     if fmt == "sharegpt":
         turns = value.get(col("conversations"))
         if turns is None:
@@ -276,12 +279,12 @@ def check_readable(path_text: str, fmt: str, columns: dict[str, str], skip_bad_r
     that does not parse (unless `skip_bad_rows`), or no row with a prompt at all."""
     files, kind = resolve(path_text, fmt)
     sel = Selection([], kind, [f.name for f in files], "")
-    with closing(_items(DatasetSpec(path_text, kind, columns, skip_bad_rows=skip_bad_rows), files, sel)) as items:
-        if next(items, None) is None:
+    with closing(_items(DatasetSpec(path_text, kind, columns, skip_bad_rows=skip_bad_rows), files, sel)) as usable:
+        if next(usable, None) is None:
             raise DatasetError(_no_usable(path_text, sel))
 
 
-def _items(spec: DatasetSpec, files: list[Path], sel: Selection) -> Iterator[Item]:
+def _items(spec: DatasetSpec, files: list[Path], sel: Selection) -> Generator[Item, None, None]:
     """The usable items of the files in order, counting in `sel` the rows read, those without a prompt and,
     with `skip_bad_rows`, those that do not parse (else the first of them is a DatasetError)."""
     read = READERS[sel.format]
@@ -354,8 +357,8 @@ def select(spec: DatasetSpec, n: int, count: Callable[[list[Item]], list[int]]) 
         return not (spec.sample == "first" and len(reservoir) >= n)
 
     pending: list[Item] = []
-    with closing(_items(spec, files, sel)) as items:
-        for item in items:
+    with closing(_items(spec, files, sel)) as usable:
+        for item in usable:
             pending.append(item)
             if len(pending) >= BATCH:
                 going, pending = offer(pending), []
