@@ -210,9 +210,10 @@ def discover(roots: list[Path]) -> list[MeasuredRun]:
 
 def predict_held_out(target: MeasuredRun, others: list[MeasuredRun]) -> dict[str, float | None] | str:
     from loadproof.errors import UsageError
-    from loadproof.sim.calibrate import calibrate, points_from_runs
+    from loadproof.sim.calibrate import calibrate
     from loadproof.sim.calibration import kv_read_floor
     from loadproof.sim.config import CostModel, SimConfig, default_capture_sizes
+    from loadproof.sim.points import points_from_runs
 
     ttft, decode, facts = points_from_runs([o.path for o in others])
     _, _, own = points_from_runs([target.path])  # the held-out run's settings (not its measurements)
@@ -267,8 +268,8 @@ def measured(target: MeasuredRun) -> dict[str, float | None]:
 
 
 def kv_from_metrics(target: MeasuredRun) -> int:
-    """The deployment's KV size when the bundle does not state it (see `calibrate.kv_from_metrics`)."""
-    from loadproof.sim.calibrate import kv_from_metrics as infer
+    """The deployment's KV size when the bundle does not state it (see `points.kv_from_metrics`)."""
+    from loadproof.sim.points import kv_from_metrics as infer
     from loadproof.store.run_dir import load_run
 
     tokens = infer(load_run(target.path))

@@ -20,8 +20,9 @@ from typing import Any
 from loadproof.engines import engines
 from loadproof.errors import UsageError
 from loadproof.sim.assumptions import Assumption, Variant, from_fits, pinned, scheduler_assumptions
-from loadproof.sim.calibrate import Calibration, calibrate, parse_decode, parse_ttft, points_from_runs
+from loadproof.sim.calibrate import Calibration, calibrate
 from loadproof.sim.config import CalibrationInput, CostModel, SimConfig, default_capture_sizes, dump_sim_config
+from loadproof.sim.points import parse_decode, parse_ttft, points_from_runs
 from loadproof.sim.published import (
     DEFAULT_FRONTEND_S_PER_TOKEN,
     KV_READ_EFFICIENCY,

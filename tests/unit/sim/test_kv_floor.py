@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from loadproof.sim.calibrate import Calibration, DecodePoint
+from loadproof.sim.calibrate import Calibration
 from loadproof.sim.calibration import CalibrationLimits, FitShares, calibrate_from_runs, kv_read_floor
 from loadproof.sim.config import CostModel, SimConfig
+from loadproof.sim.points import DecodePoint
 from loadproof.sim.predict import capacity_options, predict_capacity_run
 
 GRID = Path(__file__).resolve().parents[3] / "docs" / "runs" / "h200-2026-12-02-contract" / "grid" / "runs"
