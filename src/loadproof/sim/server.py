@@ -2,8 +2,8 @@
 
 One asyncio task drives the scheduler: it schedules a step, sleeps the step's modeled duration divided
 by `time_scale`, completes the step and hands each sampled token to its request's stream. Endpoints:
-/v1/completions and /v1/chat/completions (streaming or not; usage with `continuous_usage_stats`), or, as a
-pooling model (`runner = "pooling"`), /v1/embeddings and /v1/rerank,
+/v1/completions and /v1/chat/completions (streaming or not, the chunks shaped as vLLM 0.32's: `sim.stream`), or,
+as a pooling model (`runner = "pooling"`), /v1/embeddings and /v1/rerank,
 /tokenize, /v1/models, /version, /health, /metrics (vLLM's names; durations in the wall seconds its clients
 measure, whatever the time scale), and the control endpoint
 /sim/faults (GET, POST) with /sim/state for tests. A client that disconnects aborts its request, which
@@ -20,10 +20,8 @@ import os
 import time
 import uuid
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from typing import Any
 
-import msgspec
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
@@ -31,22 +29,15 @@ from starlette.routing import Route
 
 from loadproof import __version__
 from loadproof.protocol.sse import DONE_EVENT, encode_data
-from loadproof.sim import text
+from loadproof.sim import pooling, text
 from loadproof.sim.config import FaultConfig, SimConfig
 from loadproof.sim.metrics import render_metrics
 from loadproof.sim.scheduler import Scheduler, SimRequest
+from loadproof.sim.stream import Chunks, Stream, num_tokens, usage
 
-_json = msgspec.json.Encoder()
-
-
-@dataclass
-class Stream:
-    request: SimRequest
-    text: str
-    natural_end: int
-    ignore_eos: bool
-    reasoning: int = 0  # the first `reasoning` tokens of `text` are reasoning, streamed apart from the answer
-    tokens: asyncio.Queue[int | None] = field(default_factory=asyncio.Queue)
+_ERROR_EVENT = encode_data(
+    b'{"error":{"message":"simulated engine error mid-stream","type":"InternalServerError","code":500}}'
+)
 
 
 class RequireKey:
@@ -140,13 +131,11 @@ class SimServer:
                 stream = self.streams.get(emitted.request.request_id)
                 if stream is None:
                     continue
-                index = emitted.request.num_output - 1
-                stream.tokens.put_nowait(index)
-                if emitted.finished:
-                    stream.tokens.put_nowait(None)
-                elif not stream.ignore_eos and emitted.request.num_output >= stream.natural_end:
-                    self.scheduler.finish_stop(emitted.request)
-                    stream.tokens.put_nowait(None)
+                last = emitted.finished
+                if not last and not stream.ignore_eos and emitted.request.num_output >= stream.natural_end:
+                    self.scheduler.finish_stop(emitted.request)  # its finish reason rides on this token's chunk
+                    last = True
+                stream.tokens.put_nowait((emitted.request.num_output - 1, last))
 
     def _submit(self, prompt: str, body: dict[str, Any], chat: bool, pooling: bool = False) -> Stream:
         prompt_bytes = prompt.encode("utf-8")
@@ -281,66 +270,29 @@ class SimServer:
         body = await _json_body(request)
         if isinstance(body, Response):
             return body
-        inputs = body.get("input")
-        inputs = [inputs] if isinstance(inputs, str) else inputs
-        if not isinstance(inputs, list) or not inputs or not all(isinstance(i, str) for i in inputs):
+        inputs = pooling.embedding_inputs(body)
+        if inputs is None:
             return _error(400, "input must be a string or a non-empty list of strings")
         tokens = await self._pool(request, body, inputs)
         if isinstance(tokens, Response):
             return tokens
-        data = [
-            {"object": "embedding", "index": k, "embedding": text.embedding(i, self.config.embedding_dim)}
-            for k, i in enumerate(inputs)
-        ]
-        return JSONResponse(
-            {
-                "id": f"embd-{uuid.uuid4().hex[:16]}",
-                "object": "list",
-                "created": int(time.time()),
-                "model": self.config.model,
-                "data": data,
-                "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
-            }
-        )
+        return JSONResponse(pooling.embeddings(self.config.model, self.config.embedding_dim, inputs, tokens))
 
     async def rerank(self, request: Request) -> Response:
-        """A pooling model's /v1/rerank, as vLLM serves it for an embedding model: the query and each document
-        embedded (as /v1/embeddings), each document scored by its vector's cosine with the query's, best first."""
+        """A pooling model's /v1/rerank: the query and each document embedded (as /v1/embeddings) and scored."""
         if self.config.runner != "pooling":
             return JSONResponse({"detail": "Not Found"}, status_code=404)
         body = await _json_body(request)
         if isinstance(body, Response):
             return body
-        query, documents = body.get("query"), body.get("documents")
-        documents = [documents] if isinstance(documents, str) else documents
-        if (
-            not isinstance(query, str)
-            or not isinstance(documents, list)
-            or not documents
-            or not all(isinstance(d, str) for d in documents)
-        ):
+        asked = pooling.rerank_inputs(body)
+        if asked is None:
             return _error(400, "query must be a string and documents a string or a non-empty list of strings")
+        query, documents = asked
         tokens = await self._pool(request, body, [query, *documents])
         if isinstance(tokens, Response):
             return tokens
-        dim = self.config.embedding_dim
-        q = text.embedding(query, dim)
-        scores = [sum(a * b for a, b in zip(q, text.embedding(d, dim))) for d in documents]  # unit vectors: cosine
-        results = sorted(
-            (
-                {"index": k, "relevance_score": s, "document": {"text": d}}
-                for k, (s, d) in enumerate(zip(scores, documents))
-            ),
-            key=lambda r: -r["relevance_score"],
-        )
-        return JSONResponse(
-            {
-                "id": f"rerank-{uuid.uuid4().hex[:16]}",
-                "model": self.config.model,
-                "results": results,
-                "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
-            }
-        )
+        return JSONResponse(pooling.rerank(self.config.model, self.config.embedding_dim, query, documents, tokens))
 
     async def _pool(self, request: Request, body: dict[str, Any], inputs: list[str]) -> int | Response:
         """Each input a request of its own that prefills and ends; their prompt tokens, or the refusal."""
@@ -348,7 +300,7 @@ class SimServer:
         if refused is not None:
             return refused
         streams = [self._submit(i, {"max_tokens": 1, "ignore_eos": True}, chat=False, pooling=True) for i in inputs]
-        collect = asyncio.ensure_future(asyncio.gather(*map(_num_tokens, streams)))
+        collect = asyncio.ensure_future(asyncio.gather(*map(num_tokens, streams)))
         gone = asyncio.ensure_future(_disconnected(request))
         try:
             await asyncio.wait({collect, gone}, return_when=asyncio.FIRST_COMPLETED)
@@ -389,10 +341,12 @@ class SimServer:
         stream = self._submit(prompt, body, chat)
         created = int(time.time())
         if body.get("stream"):
-            usage_opts = body.get("stream_options") or {}
-            return StreamingResponse(self._sse(stream, chat, created, usage_opts), media_type="text/event-stream")
+            chunks = Chunks.of(
+                stream, self.config.model, created, chat, self.config.reasoning_field, body.get("stream_options")
+            )
+            return StreamingResponse(self._sse(chunks), media_type="text/event-stream")
         # a client that leaves before the whole answer aborts it, as with a stream (vLLM does both)
-        collect = asyncio.ensure_future(_num_tokens(stream))
+        collect = asyncio.ensure_future(num_tokens(stream))
         gone = asyncio.ensure_future(_disconnected(http))
         try:
             await asyncio.wait({collect, gone}, return_when=asyncio.FIRST_COMPLETED)
@@ -423,7 +377,7 @@ class SimServer:
                 "created": created,
                 "model": self.config.model,
                 "choices": [choice],
-                "usage": _usage(stream.request),
+                "usage": usage(stream.request),
             }
         )
 
@@ -441,88 +395,38 @@ class SimServer:
             self.on_refuse()
         return None
 
-    async def _sse(self, stream: Stream, chat: bool, created: int, usage_opts: dict[str, Any]) -> AsyncIterator[bytes]:
-        request = stream.request
-        base = {
-            "id": request.request_id,
-            "object": "chat.completion.chunk" if chat else "text_completion",
-            "created": created,
-            "model": self.config.model,
-        }
-        per_chunk_usage = bool(usage_opts.get("continuous_usage_stats"))
+    async def _sse(self, chunks: Chunks) -> AsyncIterator[bytes]:
+        """The stream's events as vLLM 0.32 sends them (`sim.stream`): the first only once the first token is
+        there (chat: its role chunk, then the token's), the finish reason on the last token's chunk."""
+        stream = chunks.stream
         finished = False
         try:
-            if chat:
-                role: dict[str, Any] = {
-                    **base,
-                    "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}],
-                }
-                if per_chunk_usage:  # vLLM's continuous usage stats ride on the role chunk too
-                    role["usage"] = _usage(request)
-                yield encode_data(_json.encode(role))
-            while (index := await stream.tokens.get()) is not None:
+            first, last = True, False
+            while not last:
+                index, last = await stream.tokens.get()
                 if index >= self.faults.after_tokens and "error_event" in self.faults.active:
-                    yield encode_data(
-                        _json.encode(
-                            {
-                                "error": {
-                                    "message": "simulated engine error mid-stream",
-                                    "type": "InternalServerError",
-                                    "code": 500,
-                                }
-                            }
-                        )
-                    )
+                    yield _ERROR_EVENT
                     return
                 if index >= self.faults.after_tokens and "drop" in self.faults.active:
                     raise DroppedConnection("simulated dropped connection")
-                piece = stream.text[index] if index < len(stream.text) else " "
-                choice: dict[str, Any] = {"index": 0, "finish_reason": None}
-                if chat:
-                    choice["delta"] = {self.config.reasoning_field if index < stream.reasoning else "content": piece}
-                else:
-                    choice["text"] = piece
-                chunk: dict[str, Any] = {**base, "choices": [choice]}
-                if per_chunk_usage:
-                    chunk["usage"] = _usage(request)
-                yield encode_data(_json.encode(chunk))
+                if first and (role := chunks.role()) is not None:
+                    yield role
+                first = False
+                yield chunks.token(index, last)
             finished = True
-            last: dict[str, Any] = {"index": 0, "finish_reason": request.finish_reason}
-            last["delta" if chat else "text"] = {} if chat else ""
-            yield encode_data(
-                _json.encode({**base, "choices": [last], **({"usage": _usage(request)} if per_chunk_usage else {})})
-            )
-            if usage_opts.get("include_usage"):
-                yield encode_data(_json.encode({**base, "choices": [], "usage": _usage(request)}))
+            if (final := chunks.final_usage()) is not None:
+                yield final
             yield DONE_EVENT
         finally:
             if not finished:
                 self._abort(stream)
             else:
-                self.streams.pop(request.request_id, None)
-
-
-async def _num_tokens(stream: Stream) -> int:
-    n = 0
-    while (index := await stream.tokens.get()) is not None:
-        n = index + 1
-    return n
+                self.streams.pop(stream.request.request_id, None)
 
 
 async def _disconnected(http: Request) -> None:
     while (await http.receive())["type"] != "http.disconnect":
         pass
-
-
-def _usage(request: SimRequest) -> dict[str, Any]:
-    usage: dict[str, Any] = {
-        "prompt_tokens": request.prompt_tokens,
-        "completion_tokens": request.num_output,
-        "total_tokens": request.prompt_tokens + request.num_output,
-    }
-    if request.cached_tokens is not None:  # as vLLM with --enable-prompt-tokens-details, once scheduled
-        usage["prompt_tokens_details"] = {"cached_tokens": request.cached_tokens}
-    return usage
 
 
 def _error(status: int, message: str, kind: str = "BadRequestError") -> Response:
