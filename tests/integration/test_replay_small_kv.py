@@ -9,17 +9,16 @@ keep whole blocks), which is what the expectation models."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
 from tests.integration.conftest import start_serve, stop_serve
+from tests.integration.cyclic_trace import assert_read_against_bounded, write_cyclic_trace
 from tests.integration.test_long_context import run
 
 pytestmark = [pytest.mark.engine, pytest.mark.timeout(600)]
 
-PREFIXES, ROUNDS = 6, 3
 # the embedded engine with 17 KV blocks of 128 tokens (16 usable: one is vLLM's null block), one KV group
 PROFILE = """
 name = "replay-small-kv"
@@ -52,22 +51,9 @@ def small_kv_engine(tmp_path_factory):
 
 
 def test_the_engine_is_read_against_the_expectation_at_its_size(small_kv_engine, tmp_path: Path):
-    # request i: prefix i % 6 (hash ids 100k..100k+3) and a block of its own; 500 ms apart in the trace
-    rows = []
-    for i in range(PREFIXES * ROUNDS):
-        ids = [100 * (i % PREFIXES) + j for j in range(4)] + [10_000 + i]
-        rows.append({"timestamp": 500 * i, "input_length": 512 * len(ids), "output_length": 2, "hash_ids": ids})
-    trace = tmp_path / "cyclic.jsonl"
-    trace.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    # the cyclic trace (tests/integration/cyclic_trace.py), 500 ms apart in the trace
+    trace = write_cyclic_trace(tmp_path / "cyclic.jsonl", gap_ms=500)
     result, claims, run_dir = run("replay", small_kv_engine, tmp_path, "--trace", str(trace), "--block-tokens", "128")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    value = {name: c["value"] for name, c in claims.items()}
-    plan = json.loads((run_dir / "manifest.json").read_text())["plan"]
-    assert (plan["kv_blocks"], plan["kv_block_tokens"], plan["kv_source"]) == (17, 128, "metrics")
-    assert value["replay.requests"] == 18 and value["replay.failed_requests"] == 0
-    assert value["replay.prefix_hit_rate.read_against"] == "bounded"
-    unbounded, bounded = value["replay.prefix_hit_rate.expected_pct"], value["replay.prefix_hit_rate.bounded_pct"]
-    assert unbounded > 45 and bounded < 5, value  # 12 of 18 requests would hit 4 of 5 blocks; LRU: none
-    engine = value["replay.prefix_hit_rate.engine_pct"]
-    assert abs(engine - bounded) < 5 and abs(engine - bounded) < abs(engine - unbounded), value
+    assert_read_against_bounded(claims, run_dir, blocks=17, block_tokens=128)
     assert "read the engine's rate against the expectation at its size (bounded)" in (run_dir / "report.md").read_text()

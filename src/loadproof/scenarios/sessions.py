@@ -245,7 +245,13 @@ class SessionsScenario(MetricsScenario):
                 else ""
             )
             + f", replies {opts.output_tokens}, think time {opts.think_time_s} s"
-            + (f"; engine KV {kv} tokens in blocks of {block}" if kv else f"; engine KV blocks of {block}" if block else "")
+            + (
+                f"; engine KV {kv} tokens in blocks of {block}"
+                if kv
+                else f"; engine KV blocks of {block}"
+                if block
+                else ""
+            )
             + (f" ({kv_source})" if block and kv_source else "")  # an unknown size or source is left out, never None
         )
         constrained = [opts.turn_constraint(t) for t in range(opts.turns)]

@@ -1,8 +1,10 @@
-"""The simulator's /metrics in vLLM's Prometheus names, labels `model_name` and `engine` as vLLM sets them."""
+"""The simulator's /metrics in vLLM's Prometheus names, labels `model_name` and `engine` as vLLM sets them,
+and vLLM's `cache_config_info` gauge describing its KV cache."""
 
 from __future__ import annotations
 
 from loadproof.engines.vllm import VLLM_METRICS
+from loadproof.sim.config import SimConfig
 from loadproof.sim.scheduler import TTFT_BUCKETS_S, Scheduler
 
 _GAUGES = ("num_requests_running", "num_requests_waiting", "kv_cache_usage_perc")
@@ -15,10 +17,39 @@ _COUNTERS = (
 )
 
 
+def cache_config_labels(config: SimConfig) -> dict[str, str]:
+    """vLLM's `cache_config_info` labels (its CacheConfig's fields as strings, and `engine`) for the simulator's
+    pool. vLLM counts its null block, which never holds KV, in `num_gpu_blocks` (and so in
+    `kv_cache_size_tokens`); the simulator's `num_gpu_blocks` blocks are all usable, so it reports one more, and a
+    reader that sets the null block aside (loadproof's replay and sessions expectations) gets its pool exactly.
+    `num_cpu_blocks` stays None as in vLLM, whose native offloading (the CPU tier) does not set it;
+    `gpu_memory_utilization` is vLLM's default (the simulator has no GPU)."""
+    blocks = config.num_gpu_blocks + 1
+    return {
+        "block_size": str(config.block_size),
+        "cache_dtype": "auto",
+        "enable_prefix_caching": str(config.enable_prefix_caching),
+        "gpu_memory_utilization": "0.92",
+        "is_attention_free": "False",
+        "kv_cache_size_tokens": str(blocks * config.block_size),
+        "num_cpu_blocks": "None",
+        "num_gpu_blocks": str(blocks),
+        "num_gpu_blocks_override": "None",
+        "prefix_caching_hash_algo": "sha256",
+        "sliding_window": "None",
+        "engine": "0",
+    }
+
+
 def render_metrics(model: str, scheduler: Scheduler) -> str:
     labels = f'engine="0",model_name="{model}"'
     values = scheduler.gauges()
-    lines: list[str] = []
+    info = ",".join(f'{k}="{v}"' for k, v in cache_config_labels(scheduler.config).items())
+    lines: list[str] = [
+        "# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig",
+        "# TYPE vllm:cache_config_info gauge",
+        f"vllm:cache_config_info{{{info}}} 1.0",
+    ]
     for key in _GAUGES:
         name = VLLM_METRICS[key]
         lines += [f"# TYPE {name} gauge", f"{name}{{{labels}}} {values[key]}"]
