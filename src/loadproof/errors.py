@@ -10,6 +10,9 @@
     │   │   └── EngineStartCancelled  stopped (a supervisor's stop, Ctrl-C) while it was starting
     │   └── EngineBusy            the engine still holds requests when a run that needs it idle begins
     ├── AcceptanceFailed          exit 1: a scenario ran and its verdict is FAIL
+    ├── NothingMeasured           exit 4: a run ended and measured nothing: every request failed, or none was
+    │                             recorded (for a search or sweep: none of its trials measured anything); the
+    │                             message names the most frequent error's own text and its count
     ├── MetricsUnavailable        one reading of the engine's metrics failed; the scraper counts it, never
     │                             fatal (carries `status`: the source's HTTP status, None if it never answered)
     └── RequestError              one request failed; stored in its RequestRecord, never fatal
@@ -18,7 +21,9 @@
         ├── RequestTimeout        the per-request deadline passed
         └── Disconnected          the connection closed before the stream ended
 
-The CLI maps these to exit codes in one place (`loadproof.cli`).
+Ctrl-C or SIGTERM (KeyboardInterrupt, no branch of the tree) is exit 130: what finished is kept, and an
+interrupted search says its figure is a lower bound. The CLI maps these to exit codes in one place
+(`loadproof.cli`).
 """
 
 from __future__ import annotations
@@ -64,6 +69,14 @@ class EngineBusy(EnvironmentFailure):
 
 class AcceptanceFailed(LoadproofError):
     exit_code = 1
+
+
+class NothingMeasured(LoadproofError):
+    """A run whose requests all failed (or that recorded none): no figure it printed measures the engine.
+    Its own exit code, so a script tells it apart from a FAIL verdict (the engine measured, and short) and
+    from an engine that never started."""
+
+    exit_code = 4
 
 
 class MetricsUnavailable(LoadproofError):

@@ -307,3 +307,28 @@ def test_a_run_on_a_busy_engine_fails_before_sending_anything(constrained_engine
     while constrained_engine.metric("vllm:num_requests_running") and time.monotonic() < deadline:
         time.sleep(0.2)
     assert constrained_engine.metric("vllm:num_requests_running") == 0
+
+
+def test_a_run_the_engine_refuses_outright_says_so_first_in_its_words_and_exits_4(constrained_engine, tmp_path):
+    """Issue #37: `--tools ... --tool-choice required` against an engine served without a tool-call parser (as
+    `loadproof serve --embedded` serves it, and as this second engine is; the session's has one) is refused
+    with HTTP 400 on every request. The run measured nothing: its first line says so with the engine's own
+    text and count, report.md and report.html open with it, and the exit code is 4, not 0."""
+    examples = Path(__file__).resolve().parents[2] / "docs" / "examples"
+    result = loadproof(
+        "run", "load", "--url", constrained_engine.url, "--endpoint", "chat",
+        "--tokenizer", str(constrained_engine.tokenizer), "--out", str(tmp_path),
+        "--rate", "1", "-n", "3", "--input-tokens", "96", "--output-tokens", "16", "--no-ignore-eos",
+        "--tools", str(examples / "tools-weather.json"), "--tool-choice", "required",
+    )  # fmt: skip
+    assert result.returncode == 4, result.stdout[-2000:] + result.stderr[-2000:]
+    first = result.stdout.splitlines()[0]
+    assert first.startswith("The run measured nothing: 3 of 3 requests failed; most frequent (3x): HTTP 400: "), first
+    assert "tool-call-parser" in first, first  # the engine's own reason, not a count
+    (run_dir,) = tmp_path.glob("load-*")
+    records = [json.loads(line) for line in (run_dir / "requests.jsonl").read_text().splitlines()]
+    assert [r["http_status"] for r in records] == [400, 400, 400]
+    assert first.removeprefix("The run measured nothing: ") in result.stderr.strip().splitlines()[-1]
+    report = (run_dir / "report.md").read_text().splitlines()
+    assert report[2] == "## Measured nothing" and report[4] == first.replace("`", "'"), report[:6]  # no code span
+    assert "tool-call-parser" in (run_dir / "report.html").read_text()

@@ -1,7 +1,8 @@
 """The command line. Thin: parses options, calls the packages, maps errors to exit codes in one place.
 
 Exit codes: 0 success / PASS, 1 acceptance FAIL or verification mismatch, 2 usage or input error,
-3 engine or environment failure, 130 interrupted.
+3 engine or environment failure, 4 the run measured nothing (every request failed; `errors.NothingMeasured`),
+130 interrupted.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from loadproof.cli import ui
 from loadproof.config.profile import Profile
 from loadproof.metrics.claims import ACCEPTANCE
 from loadproof.metrics.figures import tables_of
-from loadproof.report.build import Report, build_report, criteria_rows, request_counts, requests_line
+from loadproof.report.build import Report, build_report, criteria_rows
 from loadproof.report.distributions import distribution_table
 from loadproof.scenarios.lifecycle import verdict_of
 from loadproof.scenarios.live import LiveStatus
@@ -45,10 +45,14 @@ console = CliConsole()
 
 def show(report: Report) -> None:
     """A run's tables: the scenario's own (its report panels with a console title), the acceptance criteria
-    with their evidence, every other figure."""
+    with their evidence, every other figure; first of all, for a run that measured nothing, that it did."""
     claims = report.claims
     for warning in report.warnings:  # first: what the figures below do not measure
         ui.out.print(f"warning: {warning}", style="yellow", markup=False, highlight=False)
+    failures = report.failures
+    headline = failures.headline()
+    if headline is not None:
+        ui.out.print(headline[0].upper() + headline[1:], style="bold red", markup=False, highlight=False)
     tables = [t for t in tables_of(report.panels) if t.console]
     for table in tables:
         ui.table(table.console, table.header, table.rows)
@@ -66,10 +70,9 @@ def show(report: Report) -> None:
         ui.table("Distributions (std, p95, p99.9 in report.md)", dist_header, dist_rows)
     if figures:
         ui.table("Figures", ["claim", "value", "unit"], [[c.name, c.printed, c.unit] for c in figures])
-    failed = request_counts(report.run)[1]
     ui.err.print(
-        requests_line(report.run) + ("; see error_kind in requests.jsonl" if failed else ""),
-        style="yellow" if failed else None,
+        failures.line(),
+        style="yellow" if failures.failed else None,
         markup=False,
         highlight=False,
     )

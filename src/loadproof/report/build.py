@@ -9,6 +9,7 @@ from loadproof.metrics import compute_claims
 from loadproof.metrics.claims import Claim, claims_payload, criteria_of, criterion_name, verdict_of
 from loadproof.metrics.figures import Panel, Table, panels_of, tables_of
 from loadproof.metrics.reasoning import reasoning_panels, thinking_unheeded
+from loadproof.report.failures import Failures, failures_of
 from loadproof.report.html import render_html, table_cell
 from loadproof.report.plots import telemetry_svg
 from loadproof.store.run_dir import Run, load_run, write_claims
@@ -28,6 +29,11 @@ class Report:
     def warnings(self) -> list[str]:
         """What the run asked for and its figures do not show, said first (`run_warnings`)."""
         return run_warnings(self.run)
+
+    @property
+    def failures(self) -> Failures:
+        """Its requests that failed, and whether it measured anything at all."""
+        return failures_of(self.run)
 
 
 def build_report(path: Path) -> Report:
@@ -66,7 +72,11 @@ def render_markdown(run: Run, claims: list[Claim], with_plot: bool = False, pane
     """report.md: the run, its acceptance, each table among the scenario's report panels (`panels_of`
     when not given), every claim, telemetry."""
     m = run.manifest
+    failures = failures_of(run)
     lines = [f"# loadproof run {run.run_id}", ""]
+    headline = failures.headline()
+    if headline is not None:  # first, before anything that reads as a measurement
+        lines += ["## Measured nothing", "", _plain(headline[0].upper() + headline[1:]), ""]
     lines += [f"- warning: {warning}" for warning in run_warnings(run)]  # first: what the figures do not measure
     lines.append(f"- scenario: {m.scenario}; model: {m.target.model} via /{m.target.endpoint}")
     if m.engine_version:
@@ -75,7 +85,7 @@ def render_markdown(run: Run, claims: list[Claim], with_plot: bool = False, pane
     if startup is not None and startup.line:
         lines.append(f"- engine startup report: `{startup.line}` (the engine's own figure, not measured capacity)")
     ended = "unfinished" if m.end_wall_time is None else m.end_wall_time
-    lines.append(f"- started {m.start_wall_time}, ended {ended}; {requests_line(run)}")
+    lines.append(f"- started {m.start_wall_time}, ended {ended}; {_plain(failures.line())}")
     if run.num_torn_lines:
         lines.append(f"- {run.num_torn_lines} torn line(s) skipped (interrupted write)")
     if m.telemetry is not None and not m.telemetry.sampled:
@@ -114,21 +124,6 @@ def table_lines(table: Table) -> list[str]:
     ]
 
 
-def request_counts(run: Run) -> tuple[int, int, int]:
-    """(recorded, failed, cancelled as planned): the streams the scenario itself cancelled when its
-    window ended (capacity, interference: at or after its `cancel` event) did not fail."""
-    cancel_ns = min((e.t_ns for e in run.events if e.kind == "cancel" and e.t_ns is not None), default=None)
-    planned = sum(r.error_kind == "cancelled" and cancel_ns is not None and r.end_ns >= cancel_ns for r in run.records)
-    return len(run.records), sum(not r.ok for r in run.records) - planned, planned
-
-
-def requests_line(run: Run) -> str:
-    """`4 requests recorded, 0 failed (4 cancelled after the window, as planned)`."""
-    recorded, failed, planned = request_counts(run)
-    line = f"{recorded} request{'' if recorded == 1 else 's'} recorded, {failed} failed"
-    return line + (f" ({planned} cancelled after the window, as planned)" if planned else "")
-
-
 def _token_count_note(run: Run) -> str:
     pairs = [
         (r.output_tokens, r.client_output_tokens)
@@ -144,3 +139,9 @@ def _token_count_note(run: Run) -> str:
         f"Output tokens: server usage {server}, client tokenizer re-count {client} ({diff:+.1f}%); "
         "rates use the server's count. Re-tokenizing decoded text can merge or split tokens."
     )
+
+
+def _plain(text: str) -> str:
+    """Text taken from a run (an engine's error) as it was said, on one line, with no code span opened: the
+    one mark report.html reads inside a line."""
+    return " ".join(text.split()).replace("`", "'")

@@ -21,12 +21,13 @@ from loadproof.config.profile import Profile
 from loadproof.engines import embedded
 from loadproof.engines.base import StartupReport
 from loadproof.engines.process import EngineProcess, Status
-from loadproof.errors import AcceptanceFailed
+from loadproof.errors import AcceptanceFailed, NothingMeasured
 from loadproof.registry import Registry
 from loadproof.scenarios.base import Scenario, Target
 from loadproof.scenarios.recording import Console, run_once
 
 Phase = Callable[[str], AbstractContextManager[Status]]  # a named step with a status line (the CLI's spinner)
+NOTHING_MEASURED = "NOTHING MEASURED"  # a demo run's verdict where every request failed
 
 
 @dataclass(frozen=True)
@@ -40,11 +41,18 @@ class DemoSetup:
 
 @dataclass
 class DemoOutcome:
-    verdicts: dict[str, str | None] = field(default_factory=dict)  # scenario -> PASS, FAIL or None (measured)
+    # scenario -> PASS, FAIL, None (measured) or NOTHING_MEASURED (every request failed)
+    verdicts: dict[str, str | None] = field(default_factory=dict)
     timings_s: dict[str, float] = field(default_factory=dict)  # phase -> wall seconds, in order
+    nothing: dict[str, str] = field(default_factory=dict)  # scenario -> its line, where it measured nothing
 
     def conclude(self) -> None:
-        """Exit code 1 (AcceptanceFailed) when any scenario's verdict is FAIL, naming each."""
+        """Exit code 4 (NothingMeasured) when any scenario measured nothing, else 1 (AcceptanceFailed) when any
+        verdict is FAIL, naming each."""
+        if self.nothing:
+            raise NothingMeasured(
+                "a demo run measured nothing: " + "; ".join(f"{k}: {v}" for k, v in self.nothing.items())
+            )
         failed = [name for name, verdict in self.verdicts.items() if verdict == "FAIL"]
         if failed:
             raise AcceptanceFailed("a demo acceptance failed: " + ", ".join(failed))
@@ -121,7 +129,11 @@ def run_demo(
         extra = engine_manifest(profile, engine, startup)
         for scenario in demo_scenarios(setup):
             rule(scenario.name)
-            outcome.verdicts[scenario.name] = run_once(scenario, out, console, extra).verdict
+            ran = run_once(scenario, out, console, extra)
+            headline = ran.report.failures.headline()
+            if headline is not None:
+                outcome.nothing[scenario.name] = headline
+            outcome.verdicts[scenario.name] = NOTHING_MEASURED if headline is not None else ran.verdict
         timed("measurement_s")
     finally:
         with phase("stopping the engine"):

@@ -3,7 +3,9 @@
 - `record`: the run directory, the manifest (options, target, versions, clock anchor) written before the
   first request, telemetry sampled while it runs, the manifest's end time written even when interrupted;
 - `report` and `run_once`: claims.json, report.md and report.html from the directory alone, shown;
-- `conclude`: a FAIL verdict raises AcceptanceFailed (exit 1) with the scenario's `failure` line.
+- `conclude`: a run that measured nothing (every request failed, or none was recorded) raises NothingMeasured
+  (exit 4) with the most frequent error's own text; a FAIL verdict raises AcceptanceFailed (exit 1) with the
+  scenario's `failure` line.
 
 What is printed goes through a `Console` (the CLI's rich console), so this module needs no UI; while a
 run records, the console shows its `LiveStatus` (`scenarios.live`), which the scenario keeps up to date.
@@ -24,7 +26,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Protocol
 
-from loadproof.errors import AcceptanceFailed, UsageError
+from loadproof.errors import AcceptanceFailed, NothingMeasured, UsageError
 from loadproof.metrics.claims import Claim, criteria_of
 from loadproof.metrics.claims import verdict_of as verdict_claim
 from loadproof.report.build import Report, build_report
@@ -130,8 +132,12 @@ def run_once(
 
 
 def conclude(outcome: Outcome, failure: str = FAILURE) -> None:
-    """Exit code 1 (AcceptanceFailed) when the run's verdict is FAIL (`scenario: failure`), or when it broke
-    its prediction contract (each figure that missed, with its error)."""
+    """Exit code 4 (NothingMeasured) when the run measured nothing (every request failed, or none was
+    recorded), naming the most frequent error; else exit code 1 (AcceptanceFailed) when its verdict is FAIL
+    (`scenario: failure`), or when it broke its prediction contract (each figure that missed, with its error)."""
+    headline = outcome.report.failures.headline()
+    if headline is not None:
+        raise NothingMeasured(f"{outcome.report.run.manifest.scenario}: {headline}")
     if outcome.verdict == "FAIL":
         raise AcceptanceFailed(f"{outcome.report.run.manifest.scenario}: {failure}")
     contract = [c for c in outcome.report.claims if c.name.startswith("prediction.criteria.") and c.printed == "FAIL"]

@@ -1,5 +1,5 @@
-"""What a run prints: tables that keep names whole in a narrow terminal, and cancellations by design
-said apart from failures."""
+"""What a run prints: tables that keep names whole in a narrow terminal, cancellations by design said apart
+from failures, a failure's own words, and a run that measured nothing saying so first."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from rich.console import Console
 from loadproof.cli import common, ui
 from loadproof.metrics.claims import Claim
 from loadproof.records import RequestRecord
-from loadproof.report.build import Report, requests_line
+from loadproof.report.build import Report
+from loadproof.report.failures import failures_of
 from tests import rundir_values as rv
 
 NAMES = ["capacity.window_per_stream_min_tokens_per_s", "crosscheck.generation_tokens.diff_pct"]
@@ -91,7 +92,7 @@ def record(i: int, ok: bool, kind: str | None, end_ns: int) -> RequestRecord:
 def test_streams_cancelled_after_the_window_are_planned_not_failed():
     records = [record(i, False, "cancelled", 2_000) for i in range(4)]
     run = rv.run_of(Path("x"), {"scenario": "capacity"}, records, events=[{"kind": "cancel", "t_ns": 1_000}])
-    assert requests_line(run) == "4 requests recorded, 0 failed (4 cancelled after the window, as planned)"
+    assert failures_of(run).counts() == "4 requests recorded, 0 failed (4 cancelled after the window, as planned)"
 
 
 def test_real_failures_and_unplanned_cancellations_still_count_as_failed():
@@ -102,11 +103,11 @@ def test_real_failures_and_unplanned_cancellations_still_count_as_failed():
         record(3, True, None, 800),
     ]
     run = rv.run_of(Path("x"), {"scenario": "capacity"}, records, events=[{"kind": "cancel", "t_ns": 1_000}])
-    assert requests_line(run) == "4 requests recorded, 2 failed (1 cancelled after the window, as planned)"
+    assert failures_of(run).counts() == "4 requests recorded, 2 failed (1 cancelled after the window, as planned)"
     soak = rv.run_of(
         Path("x"), {"scenario": "soak"}, [record(0, False, "cancelled", 2_000)]
     )  # no window: none to cancel
-    assert requests_line(soak) == "1 request recorded, 1 failed"
+    assert failures_of(soak).counts() == "1 request recorded, 1 failed"
 
 
 def test_the_console_says_it_too(monkeypatch):
@@ -120,3 +121,34 @@ def test_the_console_says_it_too(monkeypatch):
     common.show(Report(run=run, claims=[verdict], markdown=""))
     assert "4 requests recorded, 0 failed (4 cancelled after the window, as planned)" in err_buffer.getvalue()
     assert "failed;" not in err_buffer.getvalue()
+
+
+def test_a_run_whose_every_request_failed_says_so_in_its_first_line_with_the_engines_words(monkeypatch):
+    out, out_buffer = narrow(200)
+    err, err_buffer = narrow(200)
+    monkeypatch.setattr(ui, "out", out)
+    monkeypatch.setattr(ui, "err", err)
+    said = "HTTP 400: tool_choice 'required' requires --tool-call-parser"
+    records = [
+        RequestRecord(
+            request_id=f"r{i}", endpoint="chat", ok=False, error_kind="http_status", http_status=400, error_message=said
+        )
+        for i in range(3)
+    ]
+    run = rv.run_of(Path("run"), {"scenario": "load"}, records)
+    failed = Claim("load.failed_requests", 3, "requests", "3", "records that failed", "count", "lower")
+    common.show(Report(run=run, claims=[failed], markdown=""))
+    first = out_buffer.getvalue().splitlines()[0]
+    assert first == f"The run measured nothing: 3 of 3 requests failed; most frequent (3x): {said}"
+    assert f"3 requests recorded, 3 failed; most frequent (3x): {said}" in err_buffer.getvalue()
+
+
+def test_a_partial_failure_names_its_most_frequent_error(monkeypatch):
+    out, out_buffer = narrow(200)
+    err, err_buffer = narrow(200)
+    monkeypatch.setattr(ui, "out", out)
+    monkeypatch.setattr(ui, "err", err)
+    records = [record(0, True, None, 900), record(1, False, "timeout", 900)]
+    common.show(Report(run=rv.run_of(Path("run"), {"scenario": "soak"}, records), claims=[], markdown=""))
+    assert "measured nothing" not in out_buffer.getvalue()
+    assert "2 requests recorded, 1 failed; most frequent (1x): timeout" in err_buffer.getvalue()
