@@ -27,9 +27,18 @@ def publish(
     ],
     out: Annotated[Path, typer.Option(help="the bundle folder to write (must not exist, or be empty)")],
     engine_image: Annotated[str | None, typer.Option(help="the engine's container image id, for provenance")] = None,
+    allow_interrupted: Annotated[
+        bool,
+        typer.Option(
+            "--allow-interrupted",
+            help="publish an interrupted rate search, its rate as a lower bound (load.search.rate_lower_bound_rps)",
+        ),
+    ] = False,
 ) -> None:
     """Write a sanitized bundle: data without addresses, hosts, keys or paths, claims, config, SHA256SUMS."""
-    publication = write_bundle(run_dirs, out, engine_image=engine_image)
+    publication = write_bundle(run_dirs, out, engine_image=engine_image, allow_interrupted=allow_interrupted)
+    for note in publication.notes:
+        ui.out.print(note, markup=False, highlight=False)
     for run in publication.runs:
         ui.out.print(f"{run.run_id}: {run.num_claims} claims", markup=False, highlight=False)
     ui.out.print(

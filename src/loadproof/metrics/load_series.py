@@ -10,7 +10,11 @@ recomputed from the folder alone:
 - a trial passes when its `load.slo_attainment_pct` >= the target (`--attainment` x 100) and the client
   kept its schedule (`load.client_limited` no: a rate the client could not offer proves nothing about
   the server);
-- `load.search.max_rate_rps`: the highest rate (the trial plan's `rate_rps`) of a passing trial.
+- `load.search.max_rate_rps`: the highest rate (the trial plan's `rate_rps`) of a passing trial, where a
+  trial above it failed and the search finished; otherwise that rate is a lower bound, never a result, and
+  is claimed as `load.search.rate_lower_bound_rps`: when no trial above it failed (the search reached
+  `--search-max`), or when the search was interrupted (search.json's `interrupted`, the one fact taken from
+  the summary beside the trial list and the target; `load.search.interrupted` says so).
 
 Standard library and msgspec only (through `metrics` and `store`): `verify` may reach this module.
 """
@@ -74,8 +78,9 @@ def trial_verdict(figures: dict[str, Any], attainment: float) -> tuple[bool, str
     return False, f"SLO met {met:.2f}% < {target:g}%"
 
 
-def search_claims(trials: list[dict[str, Any]], attainment: float, slo: str) -> list[Claim]:
-    """The search's claims from its trials: each {rate_rps, passed}, in the order tried."""
+def search_claims(trials: list[dict[str, Any]], attainment: float, slo: str, interrupted: bool = False) -> list[Claim]:
+    """The search's claims from its trials: each {rate_rps, passed}, in the order tried. `interrupted`: the
+    search was stopped before it finished, so its highest passing rate is a lower bound."""
     passed = [t["rate_rps"] for t in trials if t["passed"]]
     claims = [
         fact("load.search.slo", slo, "the per-request SLOs every trial was judged on (--slo)"),
@@ -95,44 +100,91 @@ def search_claims(trials: list[dict[str, Any]], attainment: float, slo: str) -> 
             direction="neither",
         ),
     ]
-    if passed:
-        best = max(passed)
+    if interrupted:
+        claims.insert(0, fact("load.search.interrupted", True, INTERRUPTED))
+    if not passed:
+        return claims
+    best = max(passed)
+    failed = [t["rate_rps"] for t in trials if not t["passed"] and t["rate_rps"] > best]
+    found = bool(failed) and not interrupted
+    claims.insert(
+        0,
+        number(
+            "load.search.max_rate_rps" if found else "load.search.rate_lower_bound_rps",
+            float(best),
+            "requests/s",
+            PASSING + ("" if found else LOWER_BOUND),
+            4,
+            direction="higher" if found else "neither",
+        ),
+    )
+    if failed:
         claims.insert(
-            0,
+            1,
             number(
-                "load.search.max_rate_rps",
-                float(best),
+                "load.search.min_failing_rate_rps",
+                float(min(failed)),
                 "requests/s",
-                "the highest rate (the trial "
-                "plan's rate_rps) of a trial whose load.slo_attainment_pct >= the target and whose "
-                "load.client_limited is no",
+                "the lowest rate of a failing trial above the highest passing one: the rate that meets the SLO "
+                "lies in between",
                 4,
-                direction="higher",
+                direction="neither",
             ),
         )
-        failed = [t["rate_rps"] for t in trials if not t["passed"] and t["rate_rps"] > best]
-        if failed:
-            claims.insert(
-                1,
-                number(
-                    "load.search.min_failing_rate_rps",
-                    float(min(failed)),
-                    "requests/s",
-                    "the "
-                    "lowest rate of a failing trial above load.search.max_rate_rps: the rate that "
-                    "meets the SLO lies in between",
-                    4,
-                    direction="neither",
-                ),
-            )
     return claims
 
 
+PASSING = (
+    "the highest rate (the trial plan's rate_rps) of a trial whose load.slo_attainment_pct >= the target and "
+    "whose load.client_limited is no"
+)
+LOWER_BOUND = (
+    ", where no trial above it failed or the search was interrupted: the rate that meets the SLO is at least "
+    "this, a lower bound, not a result"
+)
+INTERRUPTED = "the search was interrupted (Ctrl-C) before it finished: its rates bound the result, they do not give it"
+
+
+def search_result(claims: list[Claim], trials: list[dict[str, Any]]) -> str:
+    """The search's result in one line, from its claims: a lower bound and an interruption said first, never
+    printed as a result."""
+    by = {c.name: c for c in claims}
+    best, bound = by.get("load.search.max_rate_rps"), by.get("load.search.rate_lower_bound_rps")
+    failing = by.get("load.search.min_failing_rate_rps")
+    head = f"search interrupted after {len(trials)} finished trial(s): " if "load.search.interrupted" in by else ""
+    if best is not None and failing is not None:
+        return f"highest rate meeting the SLO: {best.printed} requests/s; {failing.printed} requests/s fails"
+    if bound is not None:
+        below = f", below {failing.printed} (a trial failed there)" if failing is not None else ""
+        why = (
+            "the search did not finish"
+            if head
+            else "every rate tried passed, up to --search-max; raise it to find where the SLO breaks"
+        )
+        return (
+            f"{head}a lower bound, not a result: the rate meeting the SLO is at least {bound.printed} "
+            f"requests/s{below} ({why})"
+        )
+    lowest = min((t["rate_rps"] for t in trials), default=None)
+    if lowest is None:
+        return f"{head}no rate was tried"
+    return f"{head}no rate met the SLO (lowest tried: {lowest:g} requests/s)"
+
+
+def lower_bound(claims: list[Claim], trials: list[dict[str, Any]]) -> str | None:
+    """The result line of a search whose rate is a lower bound, not a result (`search_result`); None where its
+    rate is a result, or no rate passed."""
+    if not any(c.name == "load.search.rate_lower_bound_rps" for c in claims):
+        return None
+    return search_result(claims, trials)
+
+
 def judge_trials(
-    trials: list[tuple[float | None, list[Claim]]], attainment: float
+    trials: list[tuple[float | None, list[Claim]]], attainment: float, interrupted: bool = False
 ) -> tuple[list[dict[str, Any]], list[Claim]]:
     """(each trial's row, the search's claims) from each trial's (plan rate_rps, recomputed claims), in the
-    order tried: what `loadproof report` recomputes from a search folder and `verify` from a bundle."""
+    order tried, and whether the search was interrupted: what `loadproof report` recomputes from a search
+    folder and `verify` from a bundle."""
     rows = []
     slo = ""
     for rate, claims in trials:
@@ -142,7 +194,7 @@ def judge_trials(
         passed, why = trial_verdict(figures, attainment)
         slo = next((str(c.value) for c in claims if c.name == "load.slo"), slo)
         rows.append({"rate_rps": rate, "passed": passed, "reason": why, **figures})
-    return rows, search_claims(rows, attainment, slo)
+    return rows, search_claims(rows, attainment, slo, interrupted)
 
 
 def trial_of(run: Run) -> tuple[float | None, list[Claim]]:
@@ -154,11 +206,18 @@ def trial_of(run: Run) -> tuple[float | None, list[Claim]]:
 
 def recompute_search(folder: Path) -> tuple[dict[str, Any], list[dict[str, Any]], list[Claim]]:
     """(search.json, the trials recomputed from their run directories, the search's claims): nothing but
-    the list of trial directories and the attainment target is taken from search.json."""
+    the list of trial directories, the attainment target and whether it was interrupted (absent: it was
+    not, as in searches written before the field was read) is taken from search.json."""
     summary = json.loads((folder / SEARCH_JSON).read_text(encoding="utf-8"))
     attainment = float(summary["attainment"])
     trials = [trial_of(load_run(folder / entry["run_dir"])) for entry in summary["trials"]]
-    rows, claims = judge_trials(trials, attainment)
+    rows, claims = judge_trials(trials, attainment, was_interrupted(summary))
     for row, entry in zip(rows, summary["trials"]):
         row["run_dir"] = entry["run_dir"]
     return summary, rows, claims
+
+
+def was_interrupted(summary: dict[str, Any]) -> bool:
+    """Whether a search's summary (search.json, or a bundle's series entry) says it was interrupted; a
+    summary without the field (written before it was read) was not."""
+    return summary.get("interrupted") is True

@@ -3,7 +3,9 @@
 A rate search or sweep folder (`run load --search rate` / `--sweep`) publishes as its trial runs plus a
 series entry: bundle.json's `series` lists the trial folders in order, and for a search
 `series/<name>/claims.json` holds `load.search.*` recomputed from the published trials, which `verify`
-recomputes again (docs/publish-and-verify.md, "Series").
+recomputes again (docs/publish-and-verify.md, "Series"). An interrupted search's rate is a lower bound, not
+a result: publish refuses it unless asked (`allow_interrupted`), and then its entry says `interrupted: true`
+and its claims name the rate `load.search.rate_lower_bound_rps`.
 
 Per run the bundle holds the run's data sanitized by each field's declared kind (numbers untouched),
 the manifest with a `publication` block of provenance, claims.json recomputed from the sanitized data,
@@ -88,6 +90,7 @@ class Series:
     source: Path
     trials: list[Path]
     attainment: float | None = None  # a search's target
+    interrupted: bool = False  # a search stopped before it finished: its rate a lower bound
 
 
 @dataclass
@@ -95,10 +98,12 @@ class Publication:
     path: Path
     runs: list[PublishedRun] = field(default_factory=list)
     series: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what a reader must know of a published figure (a bound)
 
 
-def expand_series(paths: Sequence[Path]) -> tuple[list[Path], list[Series]]:
-    """The run directories to publish, a search or sweep folder replaced by its trial runs, and the series."""
+def expand_series(paths: Sequence[Path], allow_interrupted: bool = False) -> tuple[list[Path], list[Series]]:
+    """The run directories to publish, a search or sweep folder replaced by its trial runs, and the series;
+    an interrupted search only with `allow_interrupted` (UsageError otherwise: its rate is a lower bound)."""
     runs: list[Path] = []
     series: list[Series] = []
     for path in paths:
@@ -116,18 +121,28 @@ def expand_series(paths: Sequence[Path]) -> tuple[list[Path], list[Series]]:
             raise UsageError(
                 f"{path / name} is not a {kind} summary loadproof wrote: {type(exc).__name__}: {exc}"
             ) from None
+        interrupted = kind == "search" and was_interrupted(summary)
+        if interrupted and not allow_interrupted:
+            raise UsageError(
+                f"publish refused, no bundle written: {path} is an interrupted search, so its rate is a lower bound, "
+                "not a result; --allow-interrupted publishes it as one (load.search.rate_lower_bound_rps)"
+            )
         for trial in trials:
             if trial.parent != path or not trial.is_dir():
                 raise UsageError(f"{path / name} names a trial that is not a run folder inside it: {trial.name}")
         if not trials:
             raise UsageError(f"{path}: the {kind} has no finished trial; nothing to publish")
         runs.extend(trials)
-        series.append(Series(kind, path, trials, attainment))
+        series.append(Series(kind, path, trials, attainment, interrupted))
     return runs, series
 
 
 def publish(
-    run_dirs: Sequence[Path], out: Path, engine_image: str | None = None, sanitizer: Sanitizer | None = None
+    run_dirs: Sequence[Path],
+    out: Path,
+    engine_image: str | None = None,
+    sanitizer: Sanitizer | None = None,
+    allow_interrupted: bool = False,
 ) -> Publication:
     if not run_dirs:
         raise UsageError("publish needs at least one RUN_DIR")
@@ -135,7 +150,7 @@ def publish(
         raise UsageError(f"{out} is a file; --out names a new bundle folder")
     if out.exists() and any(out.iterdir()):
         raise UsageError(f"{out} already exists and is not empty; publish writes a new bundle folder")
-    run_dirs, series = expand_series(run_dirs)
+    run_dirs, series = expand_series(run_dirs, allow_interrupted)
     sources = [(path, *_load(path)) for path in run_dirs]
     sanitizer = sanitizer or Sanitizer()
     for path, run, _ in sources:
@@ -287,7 +302,7 @@ def _publish_series(staging: Path, series: Series, publication: Publication, san
     entry["path"] = f"{SERIES_DIR}/{name}"
     trials = [trial_of(load_run(staging / rel)) for rel in entry["runs"]]
     try:
-        _, claims = judge_trials(trials, series.attainment or 0.0)
+        rows, claims = judge_trials(trials, series.attainment or 0.0, series.interrupted)
         _, _, original = recompute_search(series.source)
     except (ValueError, LoadproofError) as exc:
         raise UsageError(f"{series.source}: the search's claims cannot be recomputed: {exc}") from None
@@ -298,6 +313,10 @@ def _publish_series(staging: Path, series: Series, publication: Publication, san
     target.mkdir(parents=True)
     write_claims(target, claims_payload(name, claims))
     entry["attainment"] = series.attainment
+    entry["interrupted"] = series.interrupted
+    bound = lower_bound(claims, rows)
+    if bound is not None:
+        publication.notes.append(f"series {name}: {bound}")
     return entry
 
 

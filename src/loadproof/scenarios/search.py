@@ -4,7 +4,12 @@ Bracketing first (double from the start value while trials pass, up to the maxim
 between the largest pass and the smallest failure until they are `resolution` apart (`search`, which
 only decides what to try next). `capacity_search` runs it: every trial is a full capacity run through
 the run lifecycle, in its own run directory inside the search's folder; `search.jsonl` gets a line as
-each trial ends, and `search.json` the result.
+each trial ends, and `search.json` the result, an interrupted search's too (`interrupted: true`).
+
+The largest pass is the result only where a trial above it failed and the search finished; where every
+value up to the maximum passed, or the search was interrupted (Ctrl-C, exit 130), it is a lower bound,
+and the result line and search.json (`lower_bound`) say so first. A search none of whose trials measured
+anything (every request failed) is NothingMeasured (exit 4), with the engine's own words.
 """
 
 from __future__ import annotations
@@ -12,12 +17,13 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
 from loadproof.config.base import one_line
-from loadproof.errors import AcceptanceFailed
+from loadproof.errors import AcceptanceFailed, NothingMeasured
 from loadproof.metrics.claims import criterion_name
 from loadproof.scenarios.base import Setup
 from loadproof.scenarios.recording import Console, failed_criteria, run_once
@@ -41,13 +47,41 @@ class SearchResult:
     trials: list[Trial] = field(default_factory=list)
     largest_pass: int | None = None
     smallest_fail: int | None = None
+    maximum: int | None = None  # the largest value the search would try
+    interrupted: bool = False
+
+    @classmethod
+    def of(cls, parameter: str, trials: list[Trial], maximum: int, interrupted: bool) -> SearchResult:
+        """The result its finished trials give (an interrupted search's)."""
+        passed = [t.value for t in trials if t.verdict == "PASS"]
+        largest = max(passed, default=None)
+        failed = [t.value for t in trials if t.verdict != "PASS" and (largest is None or t.value > largest)]
+        return cls(parameter, list(trials), largest, min(failed, default=None), maximum, interrupted)
+
+    @property
+    def lower_bound(self) -> bool:
+        """Whether the largest pass only bounds the result from below: nothing above it failed, or the
+        search did not finish."""
+        return self.largest_pass is not None and (self.smallest_fail is None or self.interrupted)
 
     @property
     def summary(self) -> str:
+        head = f"search interrupted after {len(self.trials)} finished trial(s): " if self.interrupted else ""
         if self.largest_pass is None:
-            return f"no {self.parameter} passed (smallest tried: {self.trials[0].value if self.trials else '-'})"
-        bound = f", {self.smallest_fail} fails" if self.smallest_fail is not None else " (the maximum tried)"
-        return f"largest passing {self.parameter}: {self.largest_pass}{bound}"
+            return head + f"no {self.parameter} passed (smallest tried: {self.trials[0].value if self.trials else '-'})"
+        if not self.lower_bound:
+            return f"largest passing {self.parameter}: {self.largest_pass}, {self.smallest_fail} fails"
+        below = f", below {self.smallest_fail} (a trial failed there)" if self.smallest_fail is not None else ""
+        why = (
+            "the search did not finish"
+            if self.interrupted
+            else f"every value tried passed, up to the maximum {self.maximum}; raise --search-max to find where "
+            "it fails"
+        )
+        return (
+            f"{head}a lower bound, not a result: the largest passing {self.parameter} is at least "
+            f"{self.largest_pass}{below} ({why})"
+        )
 
 
 def search(
@@ -60,7 +94,7 @@ def search(
 ) -> SearchResult:
     if not 1 <= start <= maximum:
         raise ValueError(f"start {start} must lie in [1, {maximum}]")
-    result = SearchResult(parameter)
+    result = SearchResult(parameter, maximum=maximum)
 
     def attempt(value: int) -> bool:
         trial = run_trial(value)
@@ -100,7 +134,7 @@ def resolution_of(key: str, start: int) -> int:
 
 def capacity_search(scenario: Any, setup: Setup, console: Console) -> SearchResult:
     """The largest passing `setup.command.search` ('sessions' or 'input-tokens') of capacity runs with
-    `setup.options`; AcceptanceFailed when none passed."""
+    `setup.options`; AcceptanceFailed when none passed, NothingMeasured when no trial measured anything."""
     key = setup.command.search.replace("-", "_")
     maximum = setup.command.search_max or SEARCH_MAXIMUM[key]
     folder = setup.out / new_run_id("capacity-search")
@@ -108,6 +142,8 @@ def capacity_search(scenario: Any, setup: Setup, console: Console) -> SearchResu
     console.say(f"search directory: {folder}")
     base = setup.options.model_dump()
     _ = setup.target  # resolved once, before the first trial, and kept by every trial's setup
+    finished: list[Trial] = []
+    nothing: list[str] = []  # each trial's line where it measured nothing
 
     def trial(value: int) -> Trial:
         console.say(f"trial {key} = {value}")
@@ -115,38 +151,63 @@ def capacity_search(scenario: Any, setup: Setup, console: Console) -> SearchResu
         outcome = run_once(scenario.prepare(trial_setup, console), folder, console, trial_setup.manifest_extra)
         failed = failed_criteria(outcome.report.claims)
         reason = f"{criterion_name(failed[0])}: {failed[0].formula}" if failed else "every criterion passed"
+        headline = outcome.report.failures.headline()
+        if headline is not None:  # every request failed: the engine's own words say why
+            nothing.append(headline)
+            reason = headline
         console.say(f"  {outcome.verdict}: {reason}")
         return Trial(value, outcome.verdict or "FAIL", reason, outcome.run_path.name)
 
     def record(t: Trial) -> None:
+        finished.append(t)
         with open(folder / "search.jsonl", "a", encoding="utf-8") as handle:
             handle.write(json.dumps(t.__dict__) + "\n")
 
     start = base[key]
-    result = search(key, min(start, maximum), maximum, trial, resolution=resolution_of(key, start), on_trial=record)
+    try:
+        result = search(key, min(start, maximum), maximum, trial, resolution=resolution_of(key, start), on_trial=record)
+    except KeyboardInterrupt:
+        _finish(folder, key, base, SearchResult.of(key, finished, maximum, interrupted=True), console)
+        console.say(
+            f"search interrupted after {len(finished)} finished trial(s) (kept in {folder}); the trial under way "
+            "keeps what it finished in its own run directory"
+        )
+        raise
+    _finish(folder, key, base, result, console)
+    if result.trials and len(nothing) == len(result.trials):
+        raise NothingMeasured(f"capacity search: no trial measured anything; the last: {nothing[-1]}")
+    if result.largest_pass is None:
+        raise AcceptanceFailed(result.summary)
+    return result
+
+
+def _finish(folder: Path, key: str, base: dict[str, Any], result: SearchResult, console: Console) -> None:
+    """search.json and the console's result, the result first (a lower bound says so before its value), then
+    the trials' table."""
+    console.result(result.summary)
     (folder / "search.json").write_text(
         json.dumps(
             {
                 "parameter": key,
                 "fixed": {k: v for k, v in base.items() if k != key},
-                "maximum": maximum,
+                "maximum": result.maximum,
                 "largest_pass": result.largest_pass,
                 "smallest_fail": result.smallest_fail,
+                "lower_bound": result.lower_bound,
+                "interrupted": result.interrupted,
+                "result": result.summary,
                 "trials": [t.__dict__ for t in result.trials],
             },
             indent=2,
         )
         + "\n"
     )
-    console.table(
-        f"Capacity search over {key}",
-        [key, "verdict", "reason", "run"],
-        [[str(t.value), t.verdict, t.reason, t.run_dir] for t in result.trials],
-    )
-    console.result(result.summary)
-    if result.largest_pass is None:
-        raise AcceptanceFailed(result.summary)
-    return result
+    if result.trials:
+        console.table(
+            f"Capacity search over {key}",
+            [key, "verdict", "reason", "run"],
+            [[str(t.value), t.verdict, t.reason, t.run_dir] for t in result.trials],
+        )
 
 
 def _with_options(setup: Setup, values: dict[str, Any]) -> Setup:

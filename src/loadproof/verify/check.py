@@ -25,7 +25,7 @@ from typing import Any
 
 from loadproof.errors import LoadproofError, UsageError
 from loadproof.metrics.claims import Claim
-from loadproof.metrics.load_series import judge_trials, trial_of
+from loadproof.metrics.load_series import judge_trials, trial_of, was_interrupted
 from loadproof.store.digest import measurement_digest
 from loadproof.store.files import read_json_file
 from loadproof.store.run_dir import CLAIMS, ReadLimits, load_run
@@ -296,8 +296,9 @@ def _listed_series(bundle: Path, problems: list[FileProblem]) -> list[dict[str, 
 
 
 def verify_series(bundle: Path, entry: dict[str, Any], runs: dict[str, RunResult]) -> RunResult:
-    """A rate search's claims (load.search.*) recomputed from its trial runs' recomputed claims and plans,
-    against series/<name>/claims.json; a sweep: only that every run it lists is in the bundle."""
+    """A rate search's claims (load.search.*) recomputed from its trial runs' recomputed claims and plans and
+    whether it was interrupted (its entry's `interrupted`; absent: it was not), against
+    series/<name>/claims.json; a sweep: only that every run it lists is in the bundle."""
     series_id, kind, listed = entry.get("series_id"), entry.get("kind"), entry.get("runs")
     name = series_id if isinstance(series_id, str) and _RUN_FOLDER.fullmatch(series_id) else None
     result = RunResult(
@@ -335,6 +336,13 @@ def verify_series(bundle: Path, entry: dict[str, Any], runs: dict[str, RunResult
             FileProblem("UNREADABLE", BUNDLE_JSON, f"series {name}: attainment {_brief(attainment)} is not in (0, 1]")
         )
         return result
+    if not isinstance(entry.get("interrupted", False), bool):  # absent: a bundle from before it was published
+        result.problems.append(
+            FileProblem(
+                "UNREADABLE", BUNDLE_JSON, f"series {name}: interrupted {_brief(entry['interrupted'])} is not a boolean"
+            )
+        )
+        return result
     for folder in (SERIES_DIR, rel):  # each step a real folder, never a link
         try:
             mode = os.lstat(bundle / folder).st_mode
@@ -348,7 +356,7 @@ def verify_series(bundle: Path, entry: dict[str, Any], runs: dict[str, RunResult
             return result
     published = _published_claims(bundle / rel, rel, name, result.problems)
     try:
-        _, recomputed = judge_trials(trials, float(attainment))
+        _, recomputed = judge_trials(trials, float(attainment), was_interrupted(entry))
     except Exception as exc:
         result.problems.append(
             FileProblem("UNREADABLE", rel, f"the search's claims cannot be recomputed: {_describe(exc)}")

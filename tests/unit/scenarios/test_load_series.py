@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from loadproof.metrics.load_series import search_claims, trial_verdict
+from loadproof.metrics.load_series import search_claims, search_result, trial_verdict
 from loadproof.scenarios.load.options import LoadOptions
 from loadproof.scenarios.options import from_cli
 from loadproof.workloads.arrivals import ALL_AT_ONCE
@@ -102,6 +102,30 @@ def test_the_search_claims_follow_from_the_trials():
     assert "load.search.max_rate_rps" not in none and "load.search.min_failing_rate_rps" not in none
 
 
+def test_a_rate_no_failure_bounds_or_an_interrupted_search_gives_is_a_lower_bound_never_a_result():
+    passing = [{"rate_rps": r, "passed": True} for r in (1, 2, 4)]
+    for trials, interrupted in ((passing, False), (passing, True)):
+        claims = search_claims(trials, 0.9, "ttft <= 1 s", interrupted)
+        by = {c.name: c for c in claims}
+        assert "load.search.max_rate_rps" not in by
+        bound = by["load.search.rate_lower_bound_rps"]
+        assert bound.value == 4 and bound.direction == "neither" and "a lower bound, not a result" in bound.formula
+        assert ("load.search.interrupted" in by) is interrupted
+        said = search_result(claims, trials)
+        assert said.startswith(
+            "search interrupted after 3 finished trial(s): a lower bound" if interrupted else "a lower bound"
+        )
+        assert "at least 4.0000 requests/s" in said and "highest rate meeting the SLO" not in said
+    bisecting = passing + [{"rate_rps": 8, "passed": False}]
+    claims = search_claims(bisecting, 0.9, "", interrupted=True)  # stopped before the resolution was met
+    by = {c.name: c.value for c in claims}
+    assert by["load.search.rate_lower_bound_rps"] == 4 and by["load.search.min_failing_rate_rps"] == 8
+    assert by["load.search.interrupted"] is True and "load.search.max_rate_rps" not in by
+    assert search_result(claims, bisecting).startswith("search interrupted after 4 finished trial(s): a lower bound")
+    found = search_claims(bisecting, 0.9, "")
+    assert search_result(found, bisecting) == "highest rate meeting the SLO: 4.0000 requests/s; 8.0000 requests/s fails"
+
+
 class FakeConsole:
     def __init__(self):
         self.lines: list[str] = []
@@ -115,12 +139,14 @@ class FakeConsole:
         self.lines.append(title)
 
 
-def fake_runs(tmp_path, interrupt_at: int, attainment_of=lambda rate: 100.0):
+def fake_runs(tmp_path, interrupt_at: int, attainment_of=lambda rate: 100.0, failures=None):
     """A stand-in for `run_load`: each call records the options it was given, makes an empty run directory and
-    returns claims; the call numbered `interrupt_at` raises KeyboardInterrupt, as Ctrl-C during that run would."""
+    returns claims; the call numbered `interrupt_at` raises KeyboardInterrupt, as Ctrl-C during that run would.
+    `failures`: what its requests' failures were (none failed unless given)."""
     from types import SimpleNamespace
 
     from loadproof.metrics.claims import count, fact, number
+    from loadproof.report.failures import Failures
 
     calls: list[LoadOptions] = []
 
@@ -137,7 +163,9 @@ def fake_runs(tmp_path, interrupt_at: int, attainment_of=lambda rate: 100.0):
             number("load.slo_attainment_pct", attainment_of(options.rate), "%", "x", 2, direction="higher"),
             fact("load.client_limited", False, "x"),
         ]
-        return SimpleNamespace(run_path=path, report=SimpleNamespace(claims=claims))
+        return SimpleNamespace(
+            run_path=path, report=SimpleNamespace(claims=claims, failures=failures or Failures(10, 0, 0))
+        )
 
     return run_trial, calls
 
@@ -216,10 +244,49 @@ def test_an_interrupted_search_keeps_every_finished_trial(tmp_path):
     (folder,) = tmp_path.glob("load-search-*")
     summary = json.loads((folder / "search.json").read_text())
     assert [t["rate_rps"] for t in summary["trials"]] == [2, 4] and summary["interrupted"] is True
-    assert summary["max_rate_rps"] == 4  # both passed: the best so far, in claims.json too
+    assert summary["max_rate_rps"] == 4 and summary["lower_bound"] is True  # both passed: the best so far, a bound
     claims = {c["name"]: c["value"] for c in json.loads((folder / "claims.json").read_text())["claims"]}
-    assert claims["load.search.max_rate_rps"] == 4 and claims["load.search.trials"] == 2
-    assert any("search interrupted after 2 finished trial(s)" in line for line in console.lines)
+    assert "load.search.max_rate_rps" not in claims  # a bound is never a result
+    assert claims["load.search.rate_lower_bound_rps"] == 4 and claims["load.search.trials"] == 2
+    assert claims["load.search.interrupted"] is True
+    result = next(line for line in console.lines if "4.0000" in line)
+    assert result.startswith("search interrupted after 2 finished trial(s): a lower bound, not a result: ")
+    assert summary["result"] == result
+    report = (folder / "report.md").read_text()
+    assert report.index("search interrupted after 2 finished trial(s): a lower bound") < report.index("SLO:")
+
+
+def test_a_search_that_passes_up_to_its_maximum_says_its_rate_is_a_lower_bound(tmp_path):
+    import json
+
+    from loadproof.scenarios.load.series import rate_search_command
+
+    run_trial, calls = fake_runs(tmp_path, interrupt_at=0)
+    console = FakeConsole()
+    rate_search_command(
+        series_setup(tmp_path, search="rate", slo="ttft=1s", duration_s=5, rate=2, search_max=8), console, run_trial
+    )
+    assert [o.rate for o in calls] == [2, 4, 8]
+    (folder,) = tmp_path.glob("load-search-*")
+    summary = json.loads((folder / "search.json").read_text())
+    assert summary["lower_bound"] is True and summary["stopped"] == "maximum" and "interrupted" not in summary
+    assert summary["result"].startswith("a lower bound, not a result: the rate meeting the SLO is at least 8.0000")
+    assert not any("highest rate meeting the SLO" in line for line in console.lines)
+
+
+def test_a_search_none_of_whose_trials_measured_anything_is_nothing_measured(tmp_path):
+    from loadproof.errors import NothingMeasured
+    from loadproof.report.failures import Failures
+    from loadproof.scenarios.load.series import rate_search_command
+
+    refused = Failures(10, 10, 0, "HTTP 400: requires --tool-call-parser", 10)
+    run_trial, calls = fake_runs(tmp_path, interrupt_at=0, attainment_of=lambda rate: 0.0, failures=refused)
+    console = FakeConsole()
+    with pytest.raises(NothingMeasured, match=r"10 of 10 requests failed; most frequent \(10x\): HTTP 400: requires"):
+        rate_search_command(
+            series_setup(tmp_path, search="rate", slo="ttft=1s", duration_s=10, rate=1), console, run_trial
+        )
+    assert len(calls) == 3 and any("FAIL: the run measured nothing" in line for line in console.lines)
 
 
 def test_a_search_where_no_rate_passes_fails_with_exit_1(tmp_path):

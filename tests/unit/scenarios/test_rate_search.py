@@ -53,11 +53,10 @@ def test_stops_at_the_maximum_and_the_minimum():
     passes, tried = scripted(1e9)
     result = rate_search(3.0, passes, Resolution(0.1, True), maximum=20, minimum=0.5)
     assert tried == [3, 6, 12, 20] and result.largest_pass == 20 and result.smallest_fail is None
-    assert result.stopped == "maximum" and "(the maximum tried)" in result.summary
+    assert result.stopped == "maximum"
     passes, tried = scripted(0.01)
     result = rate_search(3.0, passes, Resolution(0.1, True), maximum=20, minimum=0.5)
     assert tried == [3, 1.5, 0.75] and result.largest_pass is None and result.stopped == "minimum"
-    assert "no rate met the SLO" in result.summary
 
 
 @pytest.mark.parametrize(

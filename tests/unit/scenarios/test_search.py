@@ -2,7 +2,7 @@
 
 import pytest
 
-from loadproof.scenarios.search import Trial, search
+from loadproof.scenarios.search import SearchResult, Trial, search
 
 
 def threshold_trials(limit: int):
@@ -42,3 +42,27 @@ def test_resolution_stops_bisection_early():
     result = search("input_tokens", 1024, 32768, run, resolution=256)
     assert result.largest_pass <= 5000 < result.smallest_fail
     assert result.smallest_fail - result.largest_pass <= 256
+
+
+def test_a_largest_pass_nothing_above_failed_is_a_lower_bound_said_first():
+    run, _ = threshold_trials(1000)
+    result = search("sessions", 2, 12, run)
+    assert result.lower_bound
+    assert result.summary == (
+        "a lower bound, not a result: the largest passing sessions is at least 12 (every value tried passed, up "
+        "to the maximum 12; raise --search-max to find where it fails)"
+    )
+    bracketed = search("sessions", 1, 64, threshold_trials(5)[0])
+    assert not bracketed.lower_bound and bracketed.summary == "largest passing sessions: 5, 6 fails"
+
+
+def test_an_interrupted_search_gives_a_lower_bound_from_its_finished_trials():
+    trials = [Trial(1, "PASS", "", "t1"), Trial(2, "PASS", "", "t2"), Trial(4, "FAIL", "", "t4")]
+    result = SearchResult.of("sessions", trials, 64, interrupted=True)
+    assert (result.largest_pass, result.smallest_fail, result.lower_bound) == (2, 4, True)
+    assert result.summary == (
+        "search interrupted after 3 finished trial(s): a lower bound, not a result: the largest passing sessions "
+        "is at least 2, below 4 (a trial failed there) (the search did not finish)"
+    )
+    nothing = SearchResult.of("sessions", [], 64, interrupted=True)
+    assert nothing.summary == "search interrupted after 0 finished trial(s): no sessions passed (smallest tried: -)"

@@ -69,21 +69,7 @@ class RateSearchResult:
     tried: list[tuple[float, bool]] = field(default_factory=list)  # (rate, passed) in the order tried
     largest_pass: float | None = None
     smallest_fail: float | None = None
-    stopped: str = ""  # why it stopped: resolution, maximum, minimum
-
-    @property
-    def summary(self) -> str:
-        if self.largest_pass is None:
-            lowest = min((r for r, _ in self.tried), default=None)
-            return (
-                f"no rate met the SLO (lowest tried: {lowest:g} requests/s)"
-                if lowest is not None
-                else "no rate was tried"
-            )
-        bound = (
-            f"; {self.smallest_fail:g} requests/s fails" if self.smallest_fail is not None else " (the maximum tried)"
-        )
-        return f"highest rate meeting the SLO: {self.largest_pass:g} requests/s{bound}"
+    stopped: str = ""  # why it stopped: resolution, maximum (largest_pass then only a lower bound), minimum
 
 
 def rate_search(

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from loadproof.errors import AcceptanceFailed, UsageError
+from loadproof.errors import AcceptanceFailed, NothingMeasured, UsageError
 from loadproof.metrics import compute_claims
 from loadproof.metrics.claims import claims_payload
 from loadproof.metrics.load_series import (
@@ -39,7 +39,9 @@ from loadproof.metrics.load_series import (
     point_figures,
     recompute_search,
     search_claims,
+    search_result,
     trial_verdict,
+    was_interrupted,
 )
 from loadproof.metrics.slo import slo_text
 from loadproof.report.series import sweep_figures, write_series_report
@@ -120,6 +122,8 @@ def sweep_command(setup: Setup, console: Console, run_trial: RunTrial) -> list[d
         "completed": False,
     }
 
+    nothing: list[str] = []  # each point's line where it measured nothing
+
     def one(kind: str, rate: float | None) -> dict[str, Any]:
         index = len(points)
         if kind == "synchronous":
@@ -134,6 +138,9 @@ def sweep_command(setup: Setup, console: Console, run_trial: RunTrial) -> list[d
         run_rate: RequestRate = ALL_AT_ONCE if rate is None else rate  # synchronous, throughput: all at once
         extra = _manifest_extra(setup, "sweep", folder, index, point=kind, rate_rps=rate)
         outcome = run_trial(target, opts.one_run(run_rate, synchronous=kind == "synchronous"), folder, console, extra)
+        headline = outcome.report.failures.headline()
+        if headline is not None:
+            nothing.append(headline)
         point = {
             "index": index,
             "kind": kind,
@@ -150,6 +157,8 @@ def sweep_command(setup: Setup, console: Console, run_trial: RunTrial) -> list[d
         for kind, rate in planned:
             one(kind, rate)
         if auto:
+            if nothing:
+                raise NothingMeasured(f"sweep auto: no rate range to spread points over: {nothing[0]}")
             low, high = points[0]["request_throughput_rps"], points[1]["request_throughput_rps"]
             if not (isinstance(low, (int, float)) and isinstance(high, (int, float)) and low > 0 and high > 0):
                 raise AcceptanceFailed(
@@ -182,6 +191,8 @@ def sweep_command(setup: Setup, console: Console, run_trial: RunTrial) -> list[d
     _write_json(folder / SWEEP_JSON, summary)
     _sweep_report(folder, summary, console)
     console.result(f"sweep: {len(points)} points; summary: {folder / SWEEP_JSON}; report: {folder / 'report.md'}")
+    if points and len(nothing) == len(points):
+        raise NothingMeasured(f"sweep: no point measured anything; the last: {nothing[-1]}")
     return points
 
 
@@ -260,6 +271,8 @@ def rate_search_command(setup: Setup, console: Console, run_trial: RunTrial) -> 
         "completed": False,
     }
 
+    nothing: list[str] = []  # each trial's line where it measured nothing
+
     def passes(rate: float) -> bool:
         index = len(trials)
         console.say(f"trial {index + 1}: {rate:g} requests/s")
@@ -267,6 +280,10 @@ def rate_search_command(setup: Setup, console: Console, run_trial: RunTrial) -> 
         outcome = run_trial(target, opts.one_run(rate), folder, console, extra)
         figures = point_figures(outcome.report.claims)
         passed, why = trial_verdict(figures, opts.attainment)
+        headline = outcome.report.failures.headline()
+        if headline is not None:  # every request failed: the engine's own words say why, not a 0% attainment
+            nothing.append(headline)
+            why = headline
         console.say(f"  {'PASS' if passed else 'FAIL'}: {why}")
         trial = {
             "index": index,
@@ -285,7 +302,7 @@ def rate_search_command(setup: Setup, console: Console, run_trial: RunTrial) -> 
         result = rate_search(start, passes, resolution, maximum=maximum, minimum=minimum)
     except KeyboardInterrupt:
         summary["interrupted"] = True
-        _finish_search(folder, summary, console, None)
+        _finish_search(folder, summary, console)
         console.say(
             f"search interrupted after {len(trials)} finished trial(s) (kept in {folder}); the trial under "
             "way keeps what it finished in its own run directory"
@@ -293,21 +310,39 @@ def rate_search_command(setup: Setup, console: Console, run_trial: RunTrial) -> 
         raise
     summary["completed"] = True
     summary["stopped"] = result.stopped
-    _finish_search(folder, summary, console, result.summary)
+    said = _finish_search(folder, summary, console)
+    if trials and len(nothing) == len(trials):
+        raise NothingMeasured(f"load search: no trial measured anything; the last: {nothing[-1]}")
     if result.largest_pass is None:
-        raise AcceptanceFailed(f"load search: {result.summary}")
+        raise AcceptanceFailed(f"load search: {said}")
     return summary
 
 
-def _finish_search(folder: Path, summary: dict[str, Any], console: Console, result: str | None) -> None:
+def _finish_search(folder: Path, summary: dict[str, Any], console: Console) -> str:
+    """search.json, claims.json and the folder's report from the search's trials, and its result shown, that
+    result first: an interrupted search, or one whose every rate passed, gives a lower bound, and says so
+    before the rate. Returns the result's line."""
     trials = summary["trials"]
-    claims = search_claims(trials, summary["attainment"], summary["slo_text"])
+    claims = search_claims(trials, summary["attainment"], summary["slo_text"], was_interrupted(summary))
     by_name = {c.name: c for c in claims}
-    best, worst = by_name.get("load.search.max_rate_rps"), by_name.get("load.search.min_failing_rate_rps")
-    summary["max_rate_rps"] = best.value if best else None
+    best = by_name.get("load.search.max_rate_rps") or by_name.get("load.search.rate_lower_bound_rps")
+    worst = by_name.get("load.search.min_failing_rate_rps")
+    summary["max_rate_rps"] = best.value if best else None  # the highest passing rate (tune reads it)
     summary["min_failing_rate_rps"] = worst.value if worst else None
+    summary["lower_bound"] = "load.search.rate_lower_bound_rps" in by_name  # max_rate_rps bounds the result
+    result = search_result(claims, trials)
+    summary["result"] = result
     _write_json(folder / SEARCH_JSON, summary)
     write_claims(folder, claims_payload(folder.name, claims))
+    console.result(
+        result
+        + (
+            f" (resolution {summary['resolution']}"
+            + (" of the rate)" if summary["resolution_relative"] else " requests/s)")
+            if "load.search.max_rate_rps" in by_name
+            else ""
+        )
+    )
     header = ["rate"] + [HEADINGS[k] for k in SHOWN] + ["verdict", "run"]
     rows = [[f"{t['rate_rps']:g}"] + _cells(t) + ["PASS" if t["passed"] else "FAIL", t["run_dir"]] for t in trials]
     if rows:
@@ -318,6 +353,7 @@ def _finish_search(folder: Path, summary: dict[str, Any], console: Console, resu
             rows,
         )
     intro = [
+        result,
         f"SLO: {summary['slo_text']}; a trial passes when at least {summary['attainment'] * 100:g}% of its "
         "requests meet it (load.slo_attainment_pct) and the client kept its schedule",
         f"from {summary['start_rps']:g} requests/s: doubling while trials pass (up to {summary['maximum_rps']:g}), "
@@ -325,20 +361,10 @@ def _finish_search(folder: Path, summary: dict[str, Any], console: Console, resu
         + (" of the largest passing rate" if summary["resolution_relative"] else " requests/s"),
         "every trial starts on an idle engine (the idle guard); engine columns are the engine's own /metrics "
         "sampled through the trial",
-        (result or f"interrupted after {len(trials)} trial(s)"),
     ]
     write_series_report(folder, f"loadproof load rate search {folder.name}", intro, header, rows, {}, claims)
-    if result is not None:
-        console.result(
-            result
-            + (
-                f" (resolution {summary['resolution']}"
-                + (" of the rate)" if summary["resolution_relative"] else " requests/s)")
-            )
-        )
-        console.result(
-            f"search: {folder / SEARCH_JSON}; claims: {folder / 'claims.json'}; report: {folder / 'report.md'}"
-        )
+    console.result(f"search: {folder / SEARCH_JSON}; claims: {folder / 'claims.json'}; report: {folder / 'report.md'}")
+    return result
 
 
 # --- `loadproof report FOLDER` --------------------------------------------------------------------
@@ -359,15 +385,7 @@ def report_series(folder: Path, console: Console) -> None:
         after = {c.name: c.printed for c in claims}
         differ = sorted(n for n in before.keys() | after.keys() if before.get(n) != after.get(n))
         summary["trials"] = trials
-        result = next(
-            (
-                f"highest rate meeting the SLO: {c.printed} requests/s"
-                for c in claims
-                if c.name == "load.search.max_rate_rps"
-            ),
-            "no rate met the SLO",
-        )
-        _finish_search(folder, summary, console, result)
+        _finish_search(folder, summary, console)
         if differ and before:
             raise UsageError(
                 f"{folder}: recomputed claims differ from the stored claims.json: "
