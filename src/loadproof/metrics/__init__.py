@@ -32,7 +32,7 @@ def compute_claims(run: Run) -> list[Claim]:
     plan = load_plan(run)
     claims = (
         scenario_claims(run, plan)
-        + agreement_claims(run.records, run.samples)
+        + agreement_claims(run.records, run.samples, run.manifest.crosscheck or 1)
         + offload_claims(run.records, run.samples)
         + telemetry_claims(run.telemetry)
         + energy_claims(run, plan)

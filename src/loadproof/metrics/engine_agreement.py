@@ -11,15 +11,27 @@ last response ends (every scenario takes them). Over that interval:
   its count (the engine's clock starts when the request reaches it, after HTTP and tokenization).
 Differences are (client - engine) / engine. An embeddings run (every record a vector's) has only the prompt
 tokens to set beside the engine's: it generates nothing, and its first token is the whole answer.
+
+The engine's counters count every request that reached it, the run's and any other: a supervisor's liveness
+probe (`loadproof serve` sends one when the engine's counters stood still for a probe interval, as they do
+between a sessions run's turns), a warm-up, another client. Their number shows in the TTFT histogram's count
+beside the run's. Their TTFTs are not the run's to know, and a few short probes move the engine's mean far
+from the run's, so since version 2 (`VERSION`, recorded in the manifest as `crosscheck`) the mean TTFTs are
+set side by side only when the engine counted exactly the run's first tokens; otherwise
+`crosscheck.ttft_mean_s.not_comparable` says how many it counted that the run did not send (or missed), in
+place of the engine's mean and the difference. A run without the field is version 1: the means side by side
+whatever the counts, as it was published.
 """
 
 from __future__ import annotations
 
-from loadproof.metrics.claims import Claim, count, number
+from loadproof.metrics.claims import Claim, count, fact, number
 from loadproof.metrics.disaggregation import ttft_crosscheck_formula
 from loadproof.records import POOLING, RequestRecord
 from loadproof.rundir import EngineSample
 from loadproof.units import NS_PER_S
+
+VERSION = 2  # the crosscheck's version, recorded in each run's manifest as `crosscheck` (None there: 1)
 
 # the samples of the engine the run measured: unlabelled, or labelled `engine` where a run samples several
 # (soak's relay, an A/B run's arms: each arm's own, which one bracket cannot pair)
@@ -44,18 +56,21 @@ def bracket(
     return before[-1].values, after[-1].values
 
 
-def agreement_claims(records: list[RequestRecord], samples: list[EngineSample]) -> list[Claim]:
+def agreement_claims(records: list[RequestRecord], samples: list[EngineSample], version: int = VERSION) -> list[Claim]:
+    """The crosscheck's claims, as its `version` computes them (the run's manifest records which)."""
     around = bracket(samples, records)
     if around is None:
         return []
     first, last = around
     claims: list[Claim] = []
 
-    def pair(name: str, client: float, engine: float, unit: str, what: str, decimals: int) -> None:
+    def pair(name: str, client: float, engine: float | None, unit: str, what: str, decimals: int) -> None:
         # an agreement check, not a performance figure: no side is better
         claims.append(
             number(f"crosscheck.{name}.client", client, unit, f"client: {what}", decimals, direction="neither")
         )
+        if engine is None:  # not the same requests: the caller says why
+            return
         claims.append(
             number(
                 f"crosscheck.{name}.engine",
@@ -107,14 +122,18 @@ def agreement_claims(records: list[RequestRecord], samples: list[EngineSample]) 
         ttfts = [(r.ttft_ns - (r.prefill_hop_ns or 0)) / NS_PER_S for r in records if r.ttft_ns is not None]
         if engine_count > 0 and ttfts:
             engine = (last["ttft_seconds_sum"] - first["ttft_seconds_sum"]) / engine_count
+            other = round(engine_count) - len(ttfts)  # first tokens the engine counted beyond the run's (< 0: fewer)
+            comparable = version < 2 or other == 0
             pair(
                 "ttft_mean_s",
                 sum(ttfts) / len(ttfts),
-                engine,
+                engine if comparable else None,
                 "s",
                 ttft_crosscheck_formula(records),  # behind a disaggregated pair: the decode side, said so
                 3,
             )
+            if not comparable:
+                claims.append(not_comparable(other, round(engine_count), len(ttfts)))
             claims.append(
                 count(
                     "crosscheck.ttft_count.client",
@@ -135,3 +154,23 @@ def agreement_claims(records: list[RequestRecord], samples: list[EngineSample]) 
                 )
             )
     return claims
+
+
+def not_comparable(other: int, engine: int, client: int) -> Claim:
+    """Why the mean TTFTs are not set side by side: the engine's is over other requests than the run's."""
+    if other > 0:
+        why = (
+            f"not comparable: {other} engine request(s) not sent by this run (the engine counted {engine} first "
+            f"tokens, the run received {client}; a supervisor's liveness probe, a warm-up, another client)"
+        )
+    else:
+        why = (
+            f"not comparable: the engine counted {-other} first token(s) fewer than this run received ({engine} "
+            f"against {client}; a restart resets its counters, or --engine-metrics reads another engine)"
+        )
+    return fact(
+        "crosscheck.ttft_mean_s.not_comparable",
+        why,
+        "stated in place of crosscheck.ttft_mean_s.engine and .diff_pct when the growth of the engine's TTFT "
+        "histogram count differs from the run's requests with a first token (crosscheck version 2)",
+    )

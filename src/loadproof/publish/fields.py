@@ -60,6 +60,7 @@ MANIFEST_FIELDS = {
     "scenario": NAME,
     "options": CONFIG,
     "plan_version": NUMBER,
+    "crosscheck": NUMBER,  # the crosscheck's version (metrics.engine_agreement)
     "schema.*": NUMBER,
     "target.url": URL,
     "target.model": NAME,

@@ -168,6 +168,7 @@ class Manifest(msgspec.Struct, kw_only=True, omit_defaults=True):
     num_records: int | None = None
     publication: Publication | None = None
     schema: SchemaVersions | None = None  # None: a version-1 run directory (before versions were recorded)
+    crosscheck: int | None = None  # the version of the crosscheck's claims (metrics.engine_agreement); None: 1
     extra: JSONObject = {}  # top-level keys without a field here, kept and written back as they were
 
     @property

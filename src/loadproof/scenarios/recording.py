@@ -29,6 +29,7 @@ from typing import Any, Protocol
 from loadproof.errors import AcceptanceFailed, NothingMeasured, UsageError
 from loadproof.metrics.claims import Claim, criteria_of
 from loadproof.metrics.claims import verdict_of as verdict_claim
+from loadproof.metrics.engine_agreement import VERSION as CROSSCHECK
 from loadproof.report.build import Report, build_report
 from loadproof.rundir.manifest import TelemetryInfo
 from loadproof.scenarios.live import LiveStatus
@@ -169,6 +170,7 @@ def common_manifest(
         "git": git_hash(),
         "start_wall_time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "clock_anchor": clock_anchor(),
+        "crosscheck": CROSSCHECK,  # how this loadproof computes the crosscheck's claims: they recompute so
         **(extra or {}),
     }
 

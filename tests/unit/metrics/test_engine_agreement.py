@@ -1,6 +1,17 @@
-from loadproof.metrics.engine_agreement import agreement_claims
+from pathlib import Path
+from types import SimpleNamespace
+
+import msgspec
+
+from loadproof.metrics import compute_claims
+from loadproof.metrics.engine_agreement import VERSION, agreement_claims
 from loadproof.records import RequestRecord
 from loadproof.rundir import EngineSample
+from loadproof.scenarios.recording import common_manifest
+from loadproof.store.run_dir import Run
+from loadproof.store.schema import read_manifest
+from tests import rundir_values as rv
+from tests.unit.metrics import test_load
 
 S = 1_000_000_000
 
@@ -57,3 +68,72 @@ def test_nothing_is_claimed_without_samples_around_the_run():
     records = [rec(0, 1.0, 1.5, 3.0, 100, 10)]
     assert agreement_claims(records, []) == []
     assert agreement_claims(records, [sample(2.0, prompt_tokens_total=1), sample(5.0, prompt_tokens_total=2)]) == []
+
+
+PROBED = [  # a run of two requests; the engine's TTFT histogram also counts two short probes it did not send
+    sample(0.5, prompt_tokens_total=0, generation_tokens_total=0, ttft_seconds_sum=0.0, ttft_seconds_count=0),
+    sample(9.0, prompt_tokens_total=304, generation_tokens_total=32, ttft_seconds_sum=2.02, ttft_seconds_count=4),
+]
+
+
+def probed_records() -> list[RequestRecord]:
+    return [rec(0, 1.0, 2.0, 3.0, 150, 15), rec(1, 4.0, 5.0, 6.0, 150, 15)]
+
+
+def test_engine_requests_the_run_did_not_send_make_the_mean_ttfts_not_comparable():
+    """Issue #37: the supervisor's probes are in the engine's TTFT histogram; its mean (0.505 s over 4) is not
+    the run's (1 s over 2), and a -49.5 % difference would be the probes', not a disagreement."""
+    got = {c.name: c for c in agreement_claims(probed_records(), PROBED)}
+    assert got["crosscheck.ttft_mean_s.client"].value == 1.0
+    assert "crosscheck.ttft_mean_s.engine" not in got and "crosscheck.ttft_mean_s.diff_pct" not in got
+    why = got["crosscheck.ttft_mean_s.not_comparable"]
+    assert why.kind == "fact" and why.value.startswith("not comparable: 2 engine request(s) not sent by this run")
+    assert got["crosscheck.ttft_count.client"].value == 2 and got["crosscheck.ttft_count.engine"].value == 4
+    assert got["crosscheck.prompt_tokens.diff_pct"].value is not None  # the token counters are still set beside
+
+
+def test_fewer_engine_first_tokens_than_the_runs_are_not_comparable_either():
+    restarted = [PROBED[0], sample(9.0, ttft_seconds_sum=0.9, ttft_seconds_count=1)]
+    got = {c.name: c.value for c in agreement_claims(probed_records(), restarted)}
+    assert got["crosscheck.ttft_mean_s.not_comparable"].startswith("not comparable: the engine counted 1 first token")
+    assert "crosscheck.ttft_mean_s.diff_pct" not in got
+
+
+def test_a_run_recorded_before_version_2_keeps_its_published_difference():
+    """Version 1 (a manifest without `crosscheck`, every bundle published before it): the means side by side."""
+    got = {c.name: c.value for c in agreement_claims(probed_records(), PROBED, version=1)}
+    assert abs(got["crosscheck.ttft_mean_s.engine"] - 0.505) < 1e-9
+    assert abs(got["crosscheck.ttft_mean_s.diff_pct"] - (1.0 - 0.505) / 0.505 * 100) < 1e-9
+    assert "crosscheck.ttft_mean_s.not_comparable" not in got
+
+
+def test_the_version_comes_from_the_runs_manifest():
+    for manifest, expected in (
+        ({}, "crosscheck.ttft_mean_s.diff_pct"),
+        ({"crosscheck": 2}, "crosscheck.ttft_mean_s.not_comparable"),
+    ):
+        names = {c.name for c in compute_claims(probed_run(manifest))}
+        assert expected in names
+
+
+def test_every_run_records_this_loadproofs_crosscheck_version():
+    manifest = common_manifest(
+        "r",
+        "throughput",
+        SimpleNamespace(model_dump=dict),
+        SimpleNamespace(describe=dict, served=SimpleNamespace(version=None)),
+    )
+    assert manifest["crosscheck"] == VERSION == 2
+    assert read_manifest(manifest).crosscheck == VERSION
+
+
+def probed_run(manifest: dict) -> Run:
+    """The probed run as a load run of its own (its plan test_load's), with `manifest`'s fields."""
+    fields = {"run_id": "probed", "scenario": "load", "plan": msgspec.to_builtins(test_load.plan()), **manifest}
+    samples = [msgspec.to_builtins(s) for s in PROBED]
+    return rv.run_of(Path("probed"), fields, probed_records(), samples=samples)
+
+
+def docs_runs(_tmp_path: Path) -> list[Run]:
+    """For the docs-formulas test: the crosscheck's not-comparable fact."""
+    return [probed_run({"crosscheck": VERSION})]
