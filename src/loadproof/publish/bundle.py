@@ -41,7 +41,15 @@ from loadproof import __version__
 from loadproof.errors import LoadproofError, UsageError
 from loadproof.metrics import compute_claims
 from loadproof.metrics.claims import Claim, claims_payload
-from loadproof.metrics.load_series import SEARCH_JSON, SWEEP_JSON, judge_trials, recompute_search, trial_of
+from loadproof.metrics.load_series import (
+    SEARCH_JSON,
+    SWEEP_JSON,
+    judge_trials,
+    lower_bound,
+    recompute_search,
+    trial_of,
+    was_interrupted,
+)
 from loadproof.publish.fields import PLAN, PLANTED, declarations, values_of_kind
 from loadproof.publish.leaks import find_leak, known_secrets
 from loadproof.publish.sanitize import Sanitizer
