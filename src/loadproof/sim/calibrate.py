@@ -117,12 +117,12 @@ def calibrate(
     kmax = per_sq = 0.0
     if len(distinct_decode) == 1 or decode_context_share is not None:
         share = 0.5 if decode_context_share is None else decode_context_share
-        p = decode[0]
-        t0 = p.s_per_token * (1 - share)
-        per_ctx = p.s_per_token * share / max(p.step_batch(structure.pipeline_stages) * p.context_tokens, 1.0)
+        only = decode[0]
+        t0 = only.s_per_token * (1 - share)
+        per_ctx = only.s_per_token * share / max(only.step_batch(structure.pipeline_stages) * only.context_tokens, 1.0)
         per_seq = 0.0
         assumptions.append(
-            f"one decode point: {share:.0%} of its {p.s_per_token * 1e3:.3f} ms step is taken as "
+            f"one decode point: {share:.0%} of its {only.s_per_token * 1e3:.3f} ms step is taken as "
             f"proportional to resident context, the rest fixed per step (--decode-context-share)"
         )
     else:
@@ -181,20 +181,20 @@ def calibrate(
         for p in ttft
     ]
     if len(lengths) == 1:
-        p = ttft[0]
+        lone = ttft[0]
         h = 0.0
-        work = max(statistics.median(ys), 0.0) / pipeline_factor(chunks(p.input_tokens), stages)
+        work = max(statistics.median(ys), 0.0) / pipeline_factor(chunks(lone.input_tokens), stages)
         if prefill_attention_share is None:
-            a, b = work / p.input_tokens, 0.0
+            a, b = work / lone.input_tokens, 0.0
             assumptions.append(
-                f"one prompt length ({p.input_tokens:,} tokens): prefill taken as linear in length "
+                f"one prompt length ({lone.input_tokens:,} tokens): prefill taken as linear in length "
                 "(no attention term, no fixed request overhead)"
             )
         else:
-            a = work * (1 - prefill_attention_share) / p.input_tokens
-            b = work * prefill_attention_share / (p.input_tokens**2 / 2)
+            a = work * (1 - prefill_attention_share) / lone.input_tokens
+            b = work * prefill_attention_share / (lone.input_tokens**2 / 2)
             assumptions.append(
-                f"one prompt length ({p.input_tokens:,} tokens): {prefill_attention_share:.0%} of its "
+                f"one prompt length ({lone.input_tokens:,} tokens): {prefill_attention_share:.0%} of its "
                 "prefill taken as attention (quadratic in length), the rest linear, no fixed request "
                 "overhead (--prefill-attention-share)"
             )
@@ -237,12 +237,12 @@ def calibrate(
             f"TTFT {p.input_tokens:>9,} tokens: measured {p.ttft_s:8.3f} s, model {model:8.3f} s "
             f"({(model - p.ttft_s) / p.ttft_s:+.1%})"
         )
-    for p in decode:
-        model = cost.step_s([], [round(p.context_tokens)] * p.step_batch(cost.pipeline_stages))
+    for d in decode:
+        model = cost.step_s([], [round(d.context_tokens)] * d.step_batch(cost.pipeline_stages))
         cal.residuals.append(
-            f"decode batch {p.batch:>3} at ~{p.context_tokens:,.0f} tokens: measured "
-            f"{1 / p.s_per_token:8.2f} tokens/s, model {1 / model:8.2f} tokens/s "
-            f"({(p.s_per_token - model) / model:+.1%})"
+            f"decode batch {d.batch:>3} at ~{d.context_tokens:,.0f} tokens: measured "
+            f"{1 / d.s_per_token:8.2f} tokens/s, model {1 / model:8.2f} tokens/s "
+            f"({(d.s_per_token - model) / model:+.1%})"
         )
     return cal
 

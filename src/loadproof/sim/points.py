@@ -211,8 +211,8 @@ def kv_from_metrics(run: Run, plan: CapacityPlan | None = None) -> int | None:
     """A capacity run's KV size when its manifest does not state it: the prompt tokens resident / the KV
     usage, at the /metrics sample with the highest usage (a configuration fact, not a performance figure).
     `plan`: the run's capacity plan (read from the run when not given)."""
-    plan = plan if plan is not None else load_plan(run)
-    length = plan.input_tokens if isinstance(plan, CapacityPlan) else 0
+    read = plan if plan is not None else load_plan(run)
+    length = read.input_tokens if isinstance(read, CapacityPlan) else 0
     best = max(
         (
             (v.get("kv_cache_usage_perc") or 0.0, v.get("num_requests_running") or 0.0)

@@ -50,13 +50,8 @@ def rerank(model: str, dim: int, query: str, documents: list[str], tokens: int) 
     cosine with the query's, best first."""
     q = text.embedding(query, dim)
     scores = [sum(a * b for a, b in zip(q, text.embedding(d, dim))) for d in documents]  # unit vectors: cosine
-    results = sorted(
-        (
-            {"index": k, "relevance_score": s, "document": {"text": d}}
-            for k, (s, d) in enumerate(zip(scores, documents))
-        ),
-        key=lambda r: -r["relevance_score"],
-    )
+    best_first = sorted(range(len(documents)), key=lambda k: -scores[k])
+    results = [{"index": k, "relevance_score": scores[k], "document": {"text": documents[k]}} for k in best_first]
     return {
         "id": f"rerank-{uuid.uuid4().hex[:16]}",
         "model": model,

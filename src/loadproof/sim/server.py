@@ -300,8 +300,8 @@ class SimServer:
         if refused is not None:
             return refused
         streams = [self._submit(i, {"max_tokens": 1, "ignore_eos": True}, chat=False, pooling=True) for i in inputs]
-        collect = asyncio.ensure_future(asyncio.gather(*map(num_tokens, streams)))
-        gone = asyncio.ensure_future(_disconnected(request))
+        collect: asyncio.Future[Any] = asyncio.ensure_future(asyncio.gather(*map(num_tokens, streams)))
+        gone: asyncio.Future[Any] = asyncio.ensure_future(_disconnected(request))
         try:
             await asyncio.wait({collect, gone}, return_when=asyncio.FIRST_COMPLETED)
         finally:
