@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from importlib import resources
 from typing import Any
 
@@ -88,7 +89,7 @@ class QualityItems:
                     max_tokens=self.budget("plain", opts.gsm8k_max_tokens),
                     stop=None if self.chat else list(gsm8k.STOP),
                     extra=self.extra("plain"),
-                    score=lambda text, e=expected: gsm8k.score(text, e),
+                    score=partial(gsm8k.score, expected=expected),
                 )
             )
         return Gsm8kPlan(
@@ -130,7 +131,7 @@ class QualityItems:
                         max_tokens=self.budget(mode, opts.authored_max_tokens),
                         stop=stop,
                         extra=self.extra(mode),
-                        score=lambda text, t=task: authored.check(t, text),
+                        score=partial(authored.check, task),
                     )
                 )
         return AuthoredPlan(
@@ -177,7 +178,7 @@ class QualityItems:
                     prompt=item.prompt.text,
                     max_tokens=room,
                     extra=self.extra("plain"),
-                    score=lambda text, i=item: retrieval.score(i, text),
+                    score=partial(retrieval.score, item),
                 )
             )
         return RetrievalPlan(
@@ -233,7 +234,7 @@ class QualityItems:
                     messages=images.chat_messages(task.question, task.data_url()),
                     max_tokens=self.budget("plain", self.options.image_max_tokens),
                     extra=self.extra("plain"),
-                    score=lambda text, t=task.task(): authored.check(t, text),  # noqa: B008 (binds this task now)
+                    score=partial(authored.check, task.task()),
                 )
             )
         return ImagePlan(items=len(tasks), status=f"skipped: {reason}" if reason else "asked")

@@ -171,7 +171,7 @@ class SessionsScenario(MetricsScenario):
         ]
         ref = None
         if opts.dataset is not None:  # the users' messages from the data set (filler where it has none)
-            ref = messages_from_dataset(opts, said, self.status)
+            ref = messages_from_dataset(opts, opts.dataset, said, self.status)
         tools = [
             [
                 message(f"Tool {u}.{t} {salt}.\n", opts.tool_tokens) if opts.tool_tokens and t else ""

@@ -9,23 +9,26 @@ from loadproof.scenarios.sessions_options import SessionsOptions
 from loadproof.workloads.datasets import DatasetSpec, content_text, resolve, select
 
 
-def messages_from_dataset(opts: SessionsOptions, said: list[list[str]], status: Callable[[str], None]) -> DatasetRef:
+def messages_from_dataset(
+    opts: SessionsOptions, dataset: str, said: list[list[str]], status: Callable[[str], None]
+) -> DatasetRef:
     """Replace the users' messages with the data set's (in place). A conversation per user where the rows
     are conversations (ShareGPT: its human turns; JSONL `messages`: its user messages; filler where one
-    ends); otherwise one row's prompt per message, users x turns rows sampled with the seed."""
-    _, fmt = resolve(opts.dataset, opts.dataset_format)  # type: ignore[arg-type]
+    ends); otherwise one row's prompt per message, users x turns rows sampled with the seed. `dataset` is
+    `opts.dataset`, given."""
+    _, fmt = resolve(dataset, opts.dataset_format)
     spec = DatasetSpec(
-        path=opts.dataset,
+        path=dataset,
         format=fmt,
-        columns=dict(opts.dataset_columns),  # type: ignore[arg-type]
+        columns=dict(opts.dataset_columns),
         seed=opts.seed,
         repeat=True,
     )
     probe = select(
         DatasetSpec(
-            path=opts.dataset,
+            path=dataset,
             format=fmt,
-            columns=dict(opts.dataset_columns),  # type: ignore[arg-type]
+            columns=dict(opts.dataset_columns),
             sample="first",
             seed=opts.seed,
             repeat=True,
@@ -56,7 +59,7 @@ def messages_from_dataset(opts: SessionsOptions, said: list[list[str]], status: 
         f"{opts.users * opts.turns} messages from it" + (" (filler where a conversation ends)" if conversations else "")
     )
     return DatasetRef(
-        path=str(opts.dataset),
+        path=dataset,
         format=sel.format,
         files=sel.files,
         sha256=sel.sha256,

@@ -87,10 +87,9 @@ class SessionsOptions(ConstraintOptions):  # --tools, --tool-choice, --response-
         "JSONL of `messages` gives each user a conversation (its user turns); a file of "
         "prompts (JSONL, Parquet, Arrow) gives each message a row (seeded samples)",
     )
-    dataset_format: Literal[FORMATS] = Field(
+    dataset_format: Literal[FORMATS] = Field(  # type: ignore[valid-type]
         default="auto",
-        description="the data set's format; auto: by its "  # type: ignore[valid-type]
-        "extension (.json sharegpt, .jsonl, .parquet, .arrow)",
+        description="the data set's format; auto: by its extension (.json sharegpt, .jsonl, .parquet, .arrow)",
     )
     dataset_columns: Columns = Field(
         default={},
