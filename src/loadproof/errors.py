@@ -3,13 +3,16 @@
     LoadproofError
     ├── UsageError                exit 2: the user's input is wrong (one clear line, no traceback)
     │   ├── ConfigError           a profile or option that does not validate
-    │   └── RunDirError           a run directory that is missing or unreadable
+    │   ├── RunDirError           a run directory that is missing or unreadable
+    │   └── PortInUse             a port to listen on, or to launch an engine on, is taken (another engine?)
     ├── EnvironmentFailure        exit 3: the engine or the machine failed, not the user
     │   ├── EngineInstallError    the embedded engine could not be installed or prepared
     │   ├── EngineStartError      the engine exited or never became ready
     │   │   └── EngineStartCancelled  stopped (a supervisor's stop, Ctrl-C) while it was starting
     │   └── EngineBusy            the engine still holds requests when a run that needs it idle begins
     ├── AcceptanceFailed          exit 1: a scenario ran and its verdict is FAIL
+    ├── Interrupted               exit 130: Ctrl-C or SIGTERM ended a command that keeps no run (serve, relay,
+    │                             sim) once what it ran is stopped; the message says what was stopped
     ├── NothingMeasured           exit 4: a run ended and measured nothing: every request failed, or none was
     │                             recorded (for a search or sweep: none of its trials measured anything); the
     │                             message names the most frequent error's own text and its count
@@ -45,6 +48,10 @@ class RunDirError(UsageError):
     pass
 
 
+class PortInUse(UsageError):
+    """Something already listens on the port loadproof is to listen on, or to launch an engine on."""
+
+
 class EnvironmentFailure(LoadproofError):
     exit_code = 3
 
@@ -77,6 +84,13 @@ class NothingMeasured(LoadproofError):
     from an engine that never started."""
 
     exit_code = 4
+
+
+class Interrupted(LoadproofError):
+    """Ctrl-C or SIGTERM ended a command that keeps no run directory (serve, relay, sim), after it stopped what it
+    ran: the message says what was stopped, in place of the run commands' "what finished is in the run directory"."""
+
+    exit_code = 130
 
 
 class MetricsUnavailable(LoadproofError):

@@ -15,7 +15,7 @@ from rich.text import Text
 
 from loadproof.cli import compare, demo, export, plan, publish, report, run, serve, sim, tune, ui  # noqa: F401  (each module registers its commands, in this order)
 from loadproof.cli.apps import app, run_app  # noqa: F401  (re-exported: `from loadproof.cli import app`)
-from loadproof.errors import EngineStartError, LoadproofError
+from loadproof.errors import EngineStartError, Interrupted, LoadproofError
 
 
 def main() -> None:
@@ -25,6 +25,9 @@ def main() -> None:
     signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         code = app(standalone_mode=False)
+    except Interrupted as exc:  # serve, relay, sim: no run directory; the message says what was stopped
+        ui.err.print(str(exc), markup=False, highlight=False)
+        sys.exit(exc.exit_code)
     except LoadproofError as exc:
         ui.err.print(Text.assemble(("error:", "bold red"), " ", str(exc)), highlight=False, soft_wrap=True)
         if isinstance(exc, EngineStartError) and exc.log_tail:

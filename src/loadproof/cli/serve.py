@@ -52,7 +52,7 @@ def serve(
         relay_port=relay_port if with_relay else None,
         out=out,
     )
-    profile = packaged_profile("embedded") if embedded_engine else load_profile(profile_path)  # type: ignore[arg-type]
+    profile = load_profile(profile_path) if profile_path is not None else packaged_profile("embedded")
     profile = with_serving(profile, eager, port)
     if dry_run_only:
         steps, notes = dry_run(profile)

@@ -3,8 +3,10 @@
 The engine runs in its own process group (vLLM forks an engine core and workers), so stopping sends
 SIGTERM to the whole group, waits, then SIGKILLs whatever is left: no orphan holds the port or the
 memory. Readiness is `/health` answering 200 and `/v1/models` listing the served name, within a bound
-sized to model load and warm-up, asked with the engine's API key where the profile gives one; a process
-that exits first is reported with the tail of its log. Every way out of the wait that is not "ready"
+sized to model load and warm-up, asked with the engine's API key where the profile gives one, and answered by
+the engine itself: its process alive, and the socket listening on the port one of its process group holds (an
+engine already on that port answers the same requests, and must not pass for this one). A process that exits
+first is reported with the cause its log gives (a port already in use named as such), else its log's tail. Every way out of the wait that is not "ready"
 (an early exit, the timeout, a cancellation, an exception, Ctrl-C) stops the whole group first: an
 engine core or worker left behind would keep the port and the GPU memory while a restart begins.
 """
@@ -21,11 +23,13 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from loadproof.engines.base import Engine, LaunchCommand, StartupReport
 from loadproof.errors import EngineStartCancelled, EngineStartError
+from loadproof.protocol.ports import in_use
+from loadproof.protocol.urls import base_url, url_of
 
 Status = Callable[[str], None]
 STOP_GRACE_S = 20.0  # SIGTERM to SIGKILL
@@ -44,6 +48,8 @@ _ERROR_LINE = re.compile(r"\b([A-Z]\w*(?:Error|Exception)): (.+)$")
 # its text may quote an error ("... can cause fd limit errors like `OSError: [Errno 24] Too many open
 # files`") that is not what stopped the engine
 _NOT_AN_ERROR = re.compile(r"\b(?:DEBUG|INFO|WARNING|WARN)(?:\s+\d\d-\d\d\s|:)")
+# the engine could not listen: Python's socket error (vLLM, SGLang, uvicorn), or loadproof sim's own line
+_PORT_TAKEN = re.compile(r"\[Errno 98\]|address already in use|port \d+ on \S+ is already in use", re.IGNORECASE)
 
 
 def root_cause(log_text: str) -> str | None:
@@ -55,6 +61,14 @@ def root_cause(log_text: str) -> str | None:
         if match and "Engine core initialization failed" not in match.group(2):
             return f"{match.group(1)}: {match.group(2).strip()}"[:500]
     return None
+
+
+def exit_cause(log_text: str, host: str, port: int) -> str | None:
+    """Why an engine exited, from its log: its port taken (by another engine: named, with what to do), else the
+    log's `root_cause`."""
+    if _PORT_TAKEN.search(log_text):
+        return in_use(host, port, "pass --port", "another process took it")
+    return root_cause(log_text)
 
 
 def log_tail(path: Path, max_lines: int = 30) -> str:
@@ -75,13 +89,14 @@ class EngineProcess:
         self._proc: subprocess.Popen[bytes] | None = None
         self._pgid: int | None = None
         self.ready_after_s: float | None = None
+        self._log_at_ready = 0  # the log's size when the engine became ready: what it wrote after is its run
         # the key the engine will demand on /v1 (its flag, else its environment, as the child inherits it);
         # sent by loadproof's own readiness and liveness requests, never logged
         self.api_key: str | None = engine.api_key(command.argv, {**os.environ, **command.env})
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        return base_url(self.host, self.port)
 
     @property
     def pid(self) -> int | None:
@@ -126,15 +141,15 @@ class EngineProcess:
                 raise EngineStartCancelled(f"stopped while the engine was starting (log: {self.log_path})")
             code = self._proc.poll()
             if code is not None:
-                text = self.log_path.read_text(encoding="utf-8", errors="replace") if self.log_path.exists() else ""
-                cause = root_cause(text)
+                cause = self.exit_cause()
                 raise EngineStartError(
                     f"engine exited with code {code} before it was ready: {cause or 'no error line in its log'} "
                     f"(log: {self.log_path})",
                     "" if cause else log_tail(self.log_path),
                 )
-            if self._serves(served_name):
+            if self._serves(served_name) and self._answers_itself():
                 self.ready_after_s = time.monotonic() - start
+                self._log_at_ready = self._log_size()
                 return
             if time.monotonic() > deadline:
                 raise EngineStartError(
@@ -150,14 +165,38 @@ class EngineProcess:
     def _serves(self, served_name: str) -> bool:
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
         try:
-            with urllib.request.urlopen(self.url + self.engine.health_path, timeout=2) as resp:
+            with urllib.request.urlopen(url_of(self.url, self.engine.health_path), timeout=2) as resp:
                 if resp.status != 200:
                     return False
-            request = urllib.request.Request(self.url + "/v1/models", headers=headers)
+            request = urllib.request.Request(url_of(self.url, "/v1/models"), headers=headers)
             with urllib.request.urlopen(request, timeout=2) as resp:
                 return served_name.encode() in resp.read()
         except (urllib.error.URLError, OSError, http.client.HTTPException):  # not up yet, or half up
             return False
+
+    def _answers_itself(self) -> bool:
+        """Whether what answered on the port is this engine: its process is alive and, where /proc tells, a
+        process of its group holds the socket listening there (not another engine that held the port first)."""
+        if self._proc is None or self._proc.poll() is not None or self._pgid is None:
+            return False
+        return listener_in_group(self._pgid, self.port) is not False
+
+    def _log_size(self) -> int:
+        try:
+            return self.log_path.stat().st_size
+        except OSError:
+            return 0
+
+    def exit_cause(self) -> str | None:
+        """Why the engine exited, from what its log says since it became ready (before: all of it); None when
+        the log names no cause."""
+        try:
+            with open(self.log_path, "rb") as log:
+                log.seek(self._log_at_ready)
+                text = log.read().decode("utf-8", errors="replace")
+        except OSError:
+            return None
+        return exit_cause(text, self.host, self.port)
 
     def startup_report(self) -> StartupReport | None:
         try:
@@ -212,9 +251,14 @@ def _signal_group(pgid: int, sig: int) -> None:
 
 def _group_alive(pgid: int) -> bool:
     """Whether any live (non-zombie) process is in this process group (Linux /proc; False elsewhere)."""
+    return any(True for _ in _group_members(pgid))
+
+
+def _group_members(pgid: int) -> Iterator[Path]:
+    """The /proc folders of the live (non-zombie) processes of a process group (none where there is no /proc)."""
     proc_root = Path("/proc")
     if not proc_root.is_dir():
-        return False
+        return
     for entry in proc_root.iterdir():
         if not entry.name.isdigit():
             continue
@@ -223,7 +267,40 @@ def _group_alive(pgid: int) -> bool:
         except (OSError, IndexError):
             continue
         if fields[0] != "Z" and int(fields[2]) == pgid:
-            return True
+            yield entry
+
+
+_TCP_LISTEN = "0A"  # the state column of /proc/net/tcp
+
+
+def listener_in_group(pgid: int, port: int) -> bool | None:
+    """Whether a process of group `pgid` holds the socket listening on `port`: True, False (another process
+    does), or None when this host cannot tell (no /proc/net/tcp, or no listening socket on the port in it)."""
+    sockets: set[str] = set()
+    tables = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            rows = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        tables += 1
+        for row in rows:  # sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
+            fields = row.split()
+            if len(fields) > 9 and fields[3] == _TCP_LISTEN and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                sockets.add(f"socket:[{fields[9]}]")
+    if not tables or not sockets:
+        return None
+    for member in _group_members(pgid):
+        try:
+            fds = list((member / "fd").iterdir())
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(fd) in sockets:
+                    return True
+            except OSError:
+                continue
     return False
 
 

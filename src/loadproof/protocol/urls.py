@@ -18,3 +18,10 @@ def path_of(base: str, path: str) -> str:
     """The path part of `url_of(base, path)`, what an HTTP request line names (its origin-form target):
     `http://gw/llm/` + `/v1/models` -> `/llm/v1/models`."""
     return posixpath.join(urlsplit(base).path or "/", path.lstrip("/"))
+
+
+def base_url(host: str, port: int, scheme: str = "http") -> str:
+    """The base URL of a server listening on `host:port`: `127.0.0.1`, 8000 -> `http://127.0.0.1:8000`; an IPv6
+    address in brackets (`::1` -> `http://[::1]:8000`)."""
+    bracketed = f"[{host}]" if ":" in host and not host.startswith("[") else host
+    return f"{scheme}://{bracketed}:{port}"

@@ -1,4 +1,5 @@
-"""Running the relay: keys from a file or the environment, one port, JSON access logs, a clean stop."""
+"""Running the relay: keys from a file or the environment, one port (a port another process holds is one line
+naming it, exit 2), JSON access logs, a clean stop (Ctrl-C: exit 130, saying the relay stopped)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from loadproof.errors import EnvironmentFailure, UsageError
+from loadproof.errors import Interrupted, UsageError
+from loadproof.protocol.ports import refusal
+from loadproof.protocol.urls import base_url
 from loadproof.relay.app import Relay, RelayConfig
 from loadproof.relay.prefill import KV_CONNECTORS, PrefillConfig
 
@@ -140,8 +143,10 @@ class RelayServer:
         port: int,
         drain_s: float | None = DRAIN_S,
         on_ready: Callable[[], None] | None = None,
+        remedy: str = "pass --port",
     ) -> None:
         self.relay, self.host, self.port, self.drain_s, self.on_ready = relay, host, port, drain_s, on_ready
+        self.remedy = remedy  # what to do when the port is taken, as the command that runs the relay spells it
         self._should_exit = False
         self.force_exit = False
         self._captured: list[int] = []
@@ -177,8 +182,8 @@ class RelayServer:
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
-        for sig in reversed(self._captured):
-            signal.raise_signal(sig)
+        for caught in reversed(self._captured):
+            signal.raise_signal(caught)
 
     async def serve(self) -> None:
         self._loop = asyncio.get_running_loop()
@@ -186,9 +191,8 @@ class RelayServer:
         self._wake = asyncio.Event()
         try:
             await self.relay.start(self.host, self.port)
-        except OSError as exc:
-            why = exc.strerror or type(exc).__name__
-            raise EnvironmentFailure(f"the relay cannot listen on {self.host}:{self.port}: {why}") from None
+        except OSError as exc:  # the port in use (exit 2, named), or an address this host does not have
+            raise refusal(exc, self.host, self.port, self.remedy, "another relay or engine?") from None
         if self.on_ready is not None:
             self.on_ready()
         try:
@@ -220,15 +224,19 @@ def _quiet_exception_handler(loop: asyncio.AbstractEventLoop, context: dict[str,
 
 
 def run(config: RelayConfig, host: str, port: int) -> None:
-    """`loadproof relay`: prints its address once it listens, serves until Ctrl-C or SIGTERM."""
+    """`loadproof relay`: prints its address once it listens, serves until Ctrl-C or SIGTERM (then Interrupted,
+    exit 130, once it stopped: it keeps no run directory)."""
     configure_logging()
     relay = Relay(config)
 
     def ready() -> None:
         print(
-            f"relay listening on http://{host}:{port} (upstream from config; "
+            f"relay listening on {base_url(host, port)} (upstream from config; "
             f"{len(config.api_keys)} API key(s); pool {config.max_in_flight})",
             flush=True,
         )
 
-    RelayServer(relay, host, port, on_ready=ready).run()
+    try:
+        RelayServer(relay, host, port, on_ready=ready).run()
+    except KeyboardInterrupt:
+        raise Interrupted("interrupted; the relay stopped") from None

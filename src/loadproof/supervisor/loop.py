@@ -166,8 +166,9 @@ class Supervisor:
                 code = engine.returncode
                 engine.stop(grace_s=self.policy.stop_grace_s)  # the leader is gone; its children may not be
                 self.engine = None
-                self.event("exit", code=code)
-                return f"engine exited with code {code}"
+                cause = engine.exit_cause()
+                self.event("exit", code=code, **({"cause": cause} if cause else {}))
+                return f"engine exited with code {code}: " + (cause or f"no error line in its log ({engine.log_path})")
             if self.clock.monotonic() < next_probe:
                 continue
             next_probe = self.clock.monotonic() + self.policy.probe_interval_s

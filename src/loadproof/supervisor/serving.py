@@ -3,9 +3,11 @@ disaggregated profile's two instances, each under a supervisor of its own, alway
 prefills each request on the one and decodes it on the other (relay.prefill).
 
 `ServeOptions` are the command's settings, checked once. `dry_run` renders the exact command(s) a
-profile would launch, host by host; `serve` prepares the engine (the embedded one installs itself once),
-runs the supervisor in a thread of its own and, with the relay, the relay in this one (503 while the
-engine is not ready), and leaves nothing of the engine's process group behind on any way out.
+profile would launch, host by host; `serve` checks that every port it is to listen on is free (the engine's,
+each instance's of a pair, the relay's: a port another process holds is one line, exit 2, before anything is
+installed or launched), prepares the engine (the embedded one installs itself once), runs the supervisor in a
+thread of its own and, with the relay, the relay in this one (503 while the engine is not ready), and leaves
+nothing of the engine's process group behind on any way out; Ctrl-C ends it with a line saying what it stopped.
 """
 
 from __future__ import annotations
@@ -24,8 +26,10 @@ from loadproof.config.profile import Profile
 from loadproof.engines import embedded, engines
 from loadproof.engines.disaggregation import ROLES, role_profile
 from loadproof.engines.process import Status, free_port
-from loadproof.errors import EnvironmentFailure, UsageError
+from loadproof.errors import EnvironmentFailure, Interrupted, UsageError
 from loadproof.planner.profile_plan import known_block_size
+from loadproof.protocol.ports import check_free
+from loadproof.protocol.urls import base_url
 from loadproof.relay import Relay, RelayConfig
 from loadproof.relay.prefill import PrefillConfig
 from loadproof.relay.serve import UPSTREAM_KEY_ENV, RelayServer, configure_logging, load_keys
@@ -76,7 +80,7 @@ def dry_run(profile: Profile) -> tuple[list[RenderedStep], list[str]]:
             command = engine.launch_command(member, engine.interpreter(member), embedded.model_path_for(member), port)
             steps.append(RenderedStep(f"the {role} instance", command.argv, command.env))
             notes += command.notes
-            urls.append(f"http://{member.serving.host}:{port}")
+            urls.append(base_url(member.serving.host, port))
         relay = [
             "loadproof",
             "relay",
@@ -126,7 +130,57 @@ def serve(profile: Profile, options: ServeOptions, say: Say, result: Say, phase:
     it serves, to `result`."""
     if profile.parallel.nodes > 1:
         raise UsageError("multi-node profiles are launched host by host: run --dry-run and start each step on its host")
+    check_ports(profile, options)
     folder = options.out / new_run_id("serve")
+    try:
+        _serve_session(profile, folder, options, say, result, phase)
+    except KeyboardInterrupt:  # every engine is stopped by now (`_supervise`), and nothing was measured
+        stopped = "both engines" if profile.disaggregation else "the engine"
+        if relay_port(profile, options) is not None:
+            stopped = f"the relay and {stopped}"
+        events = f" (supervisor events: {folder})" if folder.exists() else ""
+        raise Interrupted(f"interrupted; stopped {stopped}{events}") from None
+
+
+def relay_port(profile: Profile, options: ServeOptions) -> int | None:
+    """The relay's port: `--relay-port` with `--relay`; a pair's, always, the profile's port, else 8080."""
+    if options.relay_port is None and profile.disaggregation is not None:
+        return profile.serving.port or 8080  # the pair serves through the relay: it routes to both
+    return options.relay_port
+
+
+def check_ports(profile: Profile, options: ServeOptions) -> None:
+    """Every port `serve` is to listen on, free, before anything is installed or launched: an engine already on
+    one would answer the readiness probe in this one's place. A port taken is PortInUse (exit 2) naming it, a
+    port given twice a UsageError."""
+    wanted: list[tuple[str, int, str, str]] = []  # host, port, whose, what to do
+    if profile.disaggregation is None:
+        if profile.serving.port is not None:
+            wanted.append((profile.serving.host, profile.serving.port, "the engine", "pass --port"))
+    else:
+        for role in ROLES:
+            member = role_profile(profile, role)
+            if member.serving.port is not None:
+                fix = f"change [disaggregation.{role}] port in the profile"
+                wanted.append((member.serving.host, member.serving.port, f"the {role} instance", fix))
+    relay = relay_port(profile, options)
+    if relay is not None:
+        wanted.append(("127.0.0.1", relay, "the relay", _relay_remedy(options)))
+    for i, (_, port, whose, _) in enumerate(wanted):
+        for _, other, other_whose, _ in wanted[i + 1 :]:
+            if port == other:
+                raise UsageError(f"port {port} is given to both {whose} and {other_whose}: give each its own")
+    for host, port, _, fix in wanted:
+        check_free(host, port, fix)
+
+
+def _relay_remedy(options: ServeOptions) -> str:
+    """What to do when the relay's port is taken: another `--relay-port`, or for a pair (whose relay takes the
+    profile's port) another `--port`."""
+    return "pass --relay-port" if options.relay_port is not None else "pass --port"
+
+
+def _serve_session(profile: Profile, folder: Path, options: ServeOptions, say: Say, result: Say, phase: Phase) -> None:
     pd = profile.disaggregation
     if pd is None or pd.storage_path is None:
         _serve(profile, folder, options, say, result, phase)
@@ -182,7 +236,7 @@ def _serve(profile: Profile, folder: Path, options: ServeOptions, say: Say, resu
                 result(
                     f"serving {member.model.served_name}"
                     + ("" if role == "engine" else f" ({role} instance)")
-                    + f" at http://{member.serving.host}:{port} (Ctrl-C stops it; log: "
+                    + f" at {base_url(member.serving.host, port)} (Ctrl-C stops it; log: "
                     f"{row.get('log') or sup.engine.log_path})"
                 )
 
@@ -207,18 +261,17 @@ def _serve(profile: Profile, folder: Path, options: ServeOptions, say: Say, resu
             )
         )
     say(f"supervisor events: {folder}")
-    relay_port = options.relay_port
-    if profile.disaggregation is not None and relay_port is None:
-        relay_port = profile.serving.port or 8080  # the pair serves through the relay: it routes to both
-    if relay_port is not None:
+    relay_at = relay_port(profile, options)
+    if relay_at is not None:
         # the relay reaches the engine with LOADPROOF_UPSTREAM_API_KEY, else with the key the profile gives it
         rendered = engine.launch_command(members[-1], members[-1].serving.python, members[-1].model.path, 0)
         engine_key = engine.api_key(rendered.argv, {**os.environ, **rendered.env})
-        base = [f"http://{m.serving.host}:{port}" for m, port in zip(members, ports)]
+        base = [base_url(m.serving.host, port) for m, port in zip(members, ports)]
         pd = profile.disaggregation
         block = known_block_size(profile) if pd is not None and pd.storage_path else None  # ExampleConnector's
         prefill = PrefillConfig(base[0], pd.connector, pd.storage_path, block) if pd is not None else None
-        state = _serve_with_relay(supervisors, relay_state, base[-1], prefill, relay_port, engine_key, say, result)
+        at = (relay_at, _relay_remedy(options))
+        state = _serve_with_relay(supervisors, relay_state, base[-1], prefill, at, engine_key, say, result)
     else:
         state = _supervise(supervisors, say)
     failed = [sup for sup in supervisors if sup.state == FAILED]
@@ -296,14 +349,15 @@ def _serve_with_relay(
     relay_state: dict[str, Any],
     upstream: str,
     prefill: PrefillConfig | None,
-    relay_port: int,
+    at: tuple[int, str],
     engine_key: str | None,
     say: Say,
     result: Say,
 ) -> str:
     """The supervisors in threads, the relay in front (503 while an engine is not ready). Ctrl-C or SIGTERM
     stops the engines at once (streams in flight end with an in-band error) and the relay within
-    RELAY_DRAIN_S; then `serve` exits 130, as without the relay."""
+    RELAY_DRAIN_S; then `serve` exits 130, as without the relay. `at`: the relay's port, and what to do when
+    another process holds it."""
     configure_logging()
     relay = Relay(
         RelayConfig(
@@ -323,13 +377,17 @@ def _serve_with_relay(
             super().handle_exit(sig, frame)
 
     # a stream never holds `serve` up for long
-    http = StopsTheEngineToo(relay, "127.0.0.1", relay_port, drain_s=RELAY_DRAIN_S)
+    relay_port, remedy = at
 
-    def relay_in_this_thread() -> None:
+    def listening() -> None:  # said once the relay's socket listens, not before
         result(
-            f"relay listening on http://127.0.0.1:{relay_port}"
+            f"relay listening on {base_url('127.0.0.1', relay_port)}"
             + (f" (prefill on {prefill.upstream}, then decode on {upstream})" if prefill is not None else "")
         )
+
+    http = StopsTheEngineToo(relay, "127.0.0.1", relay_port, drain_s=RELAY_DRAIN_S, on_ready=listening, remedy=remedy)
+
+    def relay_in_this_thread() -> None:
         http.run()  # returns when the supervisor ended, or re-raises Ctrl-C / SIGTERM once it drained
 
     def end_relay() -> None:

