@@ -24,6 +24,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 
 from loadproof.metrics.claims import Claim, Direction, count, fact, number
+from loadproof.metrics.distribution import quantile
 from loadproof.metrics.figures import LinePlot, Panel, Series
 from loadproof.metrics.latency import span_s
 from loadproof.metrics.slo import slo_claims
@@ -61,14 +62,9 @@ def relative_change(base: float, cand: float) -> float | None:
     return None if base == 0 else (cand - base) / base
 
 
-def quantile(sorted_values: Sequence[float], q: float) -> float:
-    """Linear interpolation between closest ranks (numpy's default), of values already sorted."""
-    pos = (len(sorted_values) - 1) * q
-    lo, hi = math.floor(pos), math.ceil(pos)
-    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
-
-
 def percentile_interval(stats: list[float], level: float = LEVEL) -> tuple[float, float]:
+    """The central `level` interval of the bootstrap's statistics: their quantiles at each tail (numpy's
+    default interpolation, metrics/distribution.py)."""
     ordered = sorted(stats)
     tail = (1 - level) / 2
     return quantile(ordered, tail), quantile(ordered, 1 - tail)

@@ -4,7 +4,9 @@ computes them, so the two agree on the same data.
 - percentile p of n values: numpy.percentile's default ("linear", Hyndman and Fan's type 7): sort the
   values x[0..n-1], h = (n - 1) * p / 100, and interpolate x[floor(h)] + (h - floor(h)) * (x[floor(h)+1]
   - x[floor(h)]). p50 is the median; p100 the max. `statistics.quantiles(method="inclusive")` is the
-  same method.
+  same method. `quantile(ordered, q)` is the same for q = p / 100, its rank h = (n - 1) * q taken as
+  written (the A/B bootstrap's interval, metrics/ab.py): each keeps the figures it has always published,
+  which a rank computed the other way could move by a rounding step.
 - std: the population standard deviation (numpy.std's default, ddof 0).
 - Up to `EXACT_LIMIT` values (1,000,000) every figure is exact, from the sorted values. Above it the
   percentiles come from a log-linear (HDR-style) histogram: 1,024 equal buckets per power of two, so a
@@ -21,6 +23,7 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 EXACT_LIMIT = 1_000_000
 HISTOGRAM_BITS = 10  # 2**10 buckets per power of two
@@ -29,12 +32,29 @@ STATS = ("mean", "std", "p50", "p90", "p95", "p99", "p99_9", "max")
 PERCENTILES = {"p50": 50.0, "p90": 90.0, "p95": 95.0, "p99": 99.0, "p99_9": 99.9}
 
 
-def percentile(ordered: Sequence[float], p: float) -> float:
+class Ranked(Protocol):
+    """Values in ascending order, read by rank: a sorted list, or a `Histogram`."""
+
+    def __len__(self) -> int: ...
+
+    def __getitem__(self, rank: int, /) -> float: ...
+
+
+def percentile(ordered: Ranked, p: float) -> float:
     """The p-th percentile (0 <= p <= 100) of values sorted ascending, by linear interpolation."""
+    return _at_rank(ordered, (len(ordered) - 1) * p / 100.0)
+
+
+def quantile(ordered: Ranked, q: float) -> float:
+    """The q-quantile (0 <= q <= 1) of values sorted ascending: `percentile` at 100 q, by the same method."""
+    return _at_rank(ordered, (len(ordered) - 1) * q)
+
+
+def _at_rank(ordered: Ranked, h: float) -> float:
+    """The value at fractional rank h (0 <= h <= n - 1), interpolated linearly between its neighbours."""
     n = len(ordered)
     if n == 0:
         raise ValueError("the percentile of no values")
-    h = (n - 1) * p / 100.0
     lo = math.floor(h)
     if lo >= n - 1:
         return float(ordered[-1])
@@ -109,7 +129,12 @@ class Histogram:
         scale = 2 ** (HISTOGRAM_BITS + 1)
         return sign * math.ldexp(0.5 + (index + 0.5) / scale, exponent)
 
-    def _value_at(self, rank: int) -> float:
+    def __len__(self) -> int:
+        return self.count
+
+    def __getitem__(self, rank: int) -> float:
+        """The value of the given rank (ascending; -1 the last), as its bucket's middle stands for it."""
+        rank = rank + self.count if rank < 0 else rank
         seen = 0
         for key, n in self._buckets:
             seen += n
@@ -118,10 +143,5 @@ class Histogram:
         return self.middle(self._buckets[-1][0])
 
     def percentile(self, p: float) -> float:
-        h = (self.count - 1) * p / 100.0
-        lo = math.floor(h)
-        a = self._value_at(lo)
-        if lo >= self.count - 1:
-            return a
-        b = self._value_at(lo + 1)
-        return a + (b - a) * (h - lo)
+        """As `percentile` of the sorted values, each value its bucket's middle."""
+        return percentile(self, p)
