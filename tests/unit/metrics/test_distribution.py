@@ -10,7 +10,7 @@ import statistics
 import pytest
 
 from loadproof.metrics import distribution
-from loadproof.metrics.distribution import HISTOGRAM_RELATIVE_ERROR, Histogram, percentile, summarize
+from loadproof.metrics.distribution import HISTOGRAM_RELATIVE_ERROR, Histogram, percentile, quantile, summarize
 
 
 def test_a_hand_computed_case():
@@ -74,3 +74,17 @@ def test_above_the_exact_limit_the_histogram_takes_over(monkeypatch):
     assert s is not None and not s.exact and "within 0.05% of exact" in s.method
     assert s.mean == pytest.approx(statistics.fmean(values)) and s.max == max(values)  # still exact
     assert s.stat("p99") == pytest.approx(percentile(sorted(values), 99), rel=HISTOGRAM_RELATIVE_ERROR)
+
+
+def test_the_quantile_is_the_percentile_at_a_hundred_times_q():
+    """One method for both (the A/B bootstrap's interval reads `quantile`): numpy's linear default."""
+    assert quantile([15, 20, 35, 40, 50], 0.9) == pytest.approx(46.0)  # h = 3.6: 40 + 0.6 * 10
+    assert quantile([7], 0.025) == 7 and quantile([1, 3], 1.0) == 3
+    rng = random.Random(29)
+    for n in (2, 5, 40, 2000):
+        ordered = sorted(rng.gauss(0, 1) for _ in range(n))
+        expected = statistics.quantiles(ordered, n=40, method="inclusive")  # every 2.5%
+        assert [quantile(ordered, k / 40) for k in range(1, 40)] == pytest.approx(expected, rel=1e-12, abs=1e-15)
+        assert quantile(ordered, 0.975) == pytest.approx(percentile(ordered, 97.5), rel=1e-12)
+    with pytest.raises(ValueError):
+        quantile([], 0.5)
