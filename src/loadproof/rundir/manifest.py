@@ -38,8 +38,9 @@ class MetricsSourceInfo(msgspec.Struct, kw_only=True, omit_defaults=True, forbid
     url: str | None = None
 
 
-class Target(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    """The server measured (never its API key: only whether one was used)."""
+class TargetInfo(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """The server measured, as the manifest stores it under `target` (never its API key: only whether one was
+    used); the live target a run sends to is `scenarios.target.Target`."""
 
     url: str | None = None
     model: str | None = None
@@ -146,7 +147,7 @@ class Manifest(msgspec.Struct, kw_only=True, omit_defaults=True):
     run_id: str | None = None
     scenario: str | None = None
     options: JSONObject = {}
-    target: Target = msgspec.field(default_factory=Target)
+    target: TargetInfo = msgspec.field(default_factory=TargetInfo)
     engine_version: str | None = None
     versions: dict[str, str | None] = {}
     git: str | None = None
@@ -187,6 +188,6 @@ __all__ = [
     "SchemaVersions",
     "SeriesPoint",
     "StartupReport",
-    "Target",
+    "TargetInfo",
     "TelemetryInfo",
 ]

@@ -8,7 +8,7 @@ import pytest
 
 from loadproof.config.profile import Profile
 from loadproof.errors import ConfigError, UsageError
-from loadproof.rundir.manifest import Target as ManifestTarget
+from loadproof.rundir.manifest import TargetInfo
 from loadproof.scenarios import lifecycle, target
 from loadproof.scenarios.options import from_cli
 
@@ -68,7 +68,7 @@ def test_the_profile_switches_thinking_off_unless_told_otherwise(resolved):
 def test_the_mode_is_recorded_in_the_manifest(resolved):
     described = resolved(options(thinking="low")).describe()
     assert described["thinking"] == "low" and described["reasoning_effort"] == "low"
-    stored = msgspec.convert(described, ManifestTarget)  # the typed manifest takes it
+    stored = msgspec.convert(described, TargetInfo)  # the typed manifest takes it
     assert stored.thinking == "low" and stored.extra_body["reasoning_effort"] == "low"
 
 
