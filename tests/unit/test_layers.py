@@ -206,3 +206,26 @@ def test_imports_inside_functions_are_optional_dependencies_with_a_reason() -> N
         if "#" not in lines[imp.line - 1] and not lines[imp.line - 2].strip().startswith("#"):
             wrong.append(f"{where} imports {imp.target} inside a function without a comment saying why")
     assert wrong == []
+
+
+# The pure side (docs/architecture.md, "Layers"): what verifies a stranger's bundle, without a client, a
+# tokenizer, pydantic or a web framework (tests/unit/verify/test_isolation.py verifies bundles with those
+# unimportable). Besides the standard library it may import, at module level, only these, each for its reason;
+# an optional dependency imported inside a function (pyarrow for `export`) is the rule above's.
+PURE_SIDE = ("records", "units", "catalog", "rundir", "plans", "metrics", "store", "verify")
+PURE_SIDE_PACKAGES = {
+    "msgspec": "the run directory's types and their JSON",
+    "zstandard": "a bundle stores its records compressed (requests.jsonl.zst), which verify must read",
+}
+
+
+def test_the_pure_side_imports_only_the_standard_library_msgspec_and_zstandard() -> None:
+    stdlib = set(sys.stdlib_module_names)
+    wrong = [
+        f"{MODULES[imp.module].relative_to(ROOT)}:{imp.line} imports {imp.target}"
+        for imp in ALL_IMPORTS
+        if package_of(imp.module) in PURE_SIDE and not imp.in_function and not imp.type_only
+        if (top := imp.target.split(".")[0]) not in stdlib and top not in ("loadproof", "__future__")
+        if top not in PURE_SIDE_PACKAGES
+    ]
+    assert wrong == []

@@ -55,6 +55,7 @@ from loadproof.publish.leaks import find_leak, known_secrets
 from loadproof.publish.sanitize import Sanitizer
 from loadproof.publish.shapes import PLACEHOLDERS
 from loadproof.report.build import REPORT, render_markdown
+from loadproof.store.files import ZST, compressed
 from loadproof.store.run_dir import (
     ANSWERS,
     CHUNKS,
@@ -399,6 +400,6 @@ def _without_output(row: dict[str, Any], expected: list[str]) -> dict[str, Any]:
 
 
 def _write_jsonl(path: Path, rows: list[Any]) -> None:
-    with open(path, "w", encoding="utf-8") as handle:
-        for row in rows:
-            handle.write(json.dumps(row, ensure_ascii=False, separators=(",", ":")) + "\n")
+    """Stored compressed, as NAME.jsonl.zst (store.files reads either form; the leak check reads the content)."""
+    text = "".join(json.dumps(row, ensure_ascii=False, separators=(",", ":")) + "\n" for row in rows)
+    path.with_name(path.name + ZST).write_bytes(compressed(text.encode("utf-8")))

@@ -9,8 +9,9 @@ What is known (`known_secrets`):
   variable a secret-named field names (`"api_key_env": "MY_VAR"`);
 - the host names and addresses the sanitizer learned (this machine's, and every one in the runs).
 
-Each is looked for in every file of the staged bundle, byte for byte, as written plainly (UTF-8),
-JSON-escaped (with and without `ensure_ascii`, once and twice) and URL-encoded (`quote`, `quote_plus`).
+Each is looked for in every file of the staged bundle (a compressed one's content, decompressed), byte for
+byte, as written plainly (UTF-8), JSON-escaped (with and without `ensure_ascii`, once and twice) and
+URL-encoded (`quote`, `quote_plus`).
 Ignored, as too short or too common to mean anything: values under 4 characters (a host name learned
 from the runs or this machine counts from 2), booleans and words like `none`/`auto`/`bearer`,
 placeholders, a value that is itself a secret-named name of letters (`VLLM_API_KEY`, `api-key` name a
@@ -35,6 +36,7 @@ from urllib.parse import quote, quote_plus
 from loadproof.publish.names import field_kind, is_count
 from loadproof.publish.sanitize import Sanitizer
 from loadproof.publish.shapes import PLACEHOLDERS
+from loadproof.store.files import ZST, read_content
 
 MIN_CHARS = 4
 MIN_HOST_CHARS = 2
@@ -116,14 +118,14 @@ def find_leak(
         for needle in encodings(name)
     ]
     for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-        data = path.read_bytes()
+        data = read_content(path)  # a compressed file's content (NAME.jsonl.zst), not its compressed bytes
         where = path.relative_to(folder).as_posix()
         for needle, whole_number, what in needles:
             if _whole(data, needle, ALNUM) if whole_number else needle in data:
                 return f"{where} holds {what}"
         lowered = data.lower()
         for needle, plain_word, what in host_needles:
-            if plain_word and path.name in RENDERED:
+            if plain_word and path.name.removesuffix(ZST) in RENDERED:
                 continue
             if _whole(lowered, needle, WORD):
                 return f"{where} holds {what}"

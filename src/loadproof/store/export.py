@@ -1,4 +1,5 @@
-"""`loadproof export`: a run directory as tables, CSV or Parquet, for pandas, DuckDB and the like.
+"""`loadproof export`: a run directory as tables, CSV or Parquet, for pandas, DuckDB and the like. A published
+run (a bundle's `runs/<run_id>/`, records compressed as `NAME.jsonl.zst`) exports the same: `load_run` reads both.
 
 One file per kind of data, plus `export.json` (written last, so its presence means the export is
 complete) listing every table, its file, its row count and its columns with type and unit:
@@ -130,7 +131,7 @@ def check_format(fmt: str) -> None:
         raise UsageError(f"--format must be csv or parquet (got {fmt!r})")
     if fmt == "parquet":
         try:
-            import pyarrow
+            import pyarrow  # optional: loadproof[parquet]; the pure side must not need it
             import pyarrow.parquet  # noqa: F401
         except ImportError:
             raise UsageError(f"--format parquet needs pyarrow: {PARQUET_INSTALL}") from None

@@ -21,7 +21,8 @@ events, answers), each with a schema version the manifest records; `store.schema
 version, so a run directory written before versions existed (version 1) reads as one written today.
 
 Reading (`load_run`) goes through store.files: regular files only, never a symbolic link, optional
-size caps. A torn last line (no newline, cut anywhere, inside a UTF-8 character too) is skipped and
+size caps. Each JSONL file may be stored compressed, `NAME.jsonl.zst` (as `publish` writes a bundle's),
+and reads the same; RunWriter writes them plain, appending. A torn last line (no newline, cut anywhere, inside a UTF-8 character too) is skipped and
 counted; a bad line anywhere else, a row that is not a JSON object, or one that does not fit its type
 is a RunDirError naming the file and the line.
 """
@@ -43,7 +44,7 @@ import msgspec
 from loadproof.errors import RunDirError
 from loadproof.records import RequestRecord
 from loadproof.rundir import Answer, EngineSample, Event, Manifest, TelemetrySample
-from loadproof.store.files import JSONRefused, iter_lines, parse_json, read_json_file
+from loadproof.store.files import JSONRefused, content_path, iter_lines, parse_json, read_json_file
 from loadproof.store.schema import (
     CURRENT,
     READERS,
@@ -172,7 +173,8 @@ class Run:
 @dataclass(frozen=True)
 class ReadLimits:
     """Caps on what `load_run` reads (bytes); None is no cap, for run directories this machine wrote.
-    `max_document_bytes` caps manifest.json and each JSONL line."""
+    `max_file_bytes` caps a file as stored and, for a `.zst` one, its content too (with no cap, store.files'
+    MAX_DECOMPRESSED_BYTES still bounds that); `max_document_bytes` caps manifest.json and each JSONL line."""
 
     max_file_bytes: int | None = None
     max_document_bytes: int | None = None
@@ -244,13 +246,16 @@ def _records(path: Path, rows: list[dict[str, Any]], chunk_rows: list[dict[str, 
 def read_jsonl(path: Path, limits: ReadLimits = ReadLimits()) -> tuple[list[dict[str, Any]], int]:
     """Rows of a JSONL file and how many torn lines were skipped (a missing file has none).
 
-    Only the last line can be torn (an append cut short leaves no newline, possibly in the middle of
-    a UTF-8 character); it is skipped and counted. A line that does not parse anywhere else, or a row
-    that is not a JSON object, is a RunDirError naming the file and the line.
+    The file is `path` or, compressed, `path.zst` (as a bundle stores it; both at once is a RunDirError),
+    read through store.files either way. Only the last line can be torn (an append cut short leaves no
+    newline, possibly in the middle of a UTF-8 character); it is skipped and counted. A line that does
+    not parse anywhere else, or a row that is not a JSON object, is a RunDirError naming the file and
+    the line.
     """
     rows: list[dict[str, Any]] = []
     torn = 0
     try:
+        path = content_path(path)
         for number, raw, complete in iter_lines(path, limits.max_file_bytes, limits.max_document_bytes):
             if not raw.strip():
                 continue

@@ -4,7 +4,9 @@ Before anything is hashed or read the bundle's tree is scanned without following
 (`scan`): a symbolic link (to a file or a folder), a FIFO, a socket or a device is UNSAFE and never
 opened; a file over `MAX_FILE_BYTES`, a bundle over `MAX_BUNDLE_BYTES` or `MAX_ENTRIES` is TOO_LARGE;
 a name that could not be listed in SHA256SUMS or shown on a terminal (a control character, a
-backslash, bytes that are not UTF-8) is BAD_PATH.
+backslash, bytes that are not UTF-8) is BAD_PATH. A compressed file (`NAME.zst`) counts at the size its
+frame header declares, the only part of it the scan reads: over `MAX_FILE_BYTES` it is TOO_LARGE, without
+a readable header UNREADABLE, before a byte of it is decompressed. Checksums are of the files as stored.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from loadproof.errors import RunDirError
-from loadproof.store.files import kind_of, open_regular, read_regular
+from loadproof.store.files import ZST, content_size, kind_of, open_regular, read_regular
 from loadproof.verify.display import shown, unsafe_char
 from loadproof.verify.layout import MAX_BUNDLE_BYTES, MAX_DOCUMENT_BYTES, MAX_ENTRIES, MAX_FILE_BYTES, SUMS
 
@@ -121,7 +123,10 @@ def scan(root: Path) -> Scan:
                     )
                 )
             else:
-                total += info.st_size
+                size = _content_size(root, rel, info.st_size, result.problems)
+                if size is None:
+                    continue
+                total += size
                 if total > MAX_BUNDLE_BYTES:
                     result.problems.append(
                         FileProblem(
@@ -132,6 +137,30 @@ def scan(root: Path) -> Scan:
                 result.files.append(rel)
     result.files.sort()
     return result
+
+
+def _content_size(root: Path, rel: str, stored: int, problems: list[FileProblem]) -> int | None:
+    """A regular file's size as the bundle's caps count it: as stored, or for a `.zst` file its content's
+    size as its header declares it (which reading enforces); None, with a problem, when it is refused."""
+    if not rel.endswith(ZST):
+        return stored
+    try:
+        size = content_size(root / rel, MAX_FILE_BYTES)
+    except (OSError, RunDirError) as exc:
+        problems.append(FileProblem("UNREADABLE", rel, _relative(exc, root)))
+        return None
+    if size > MAX_FILE_BYTES:
+        problems.append(
+            FileProblem(
+                "TOO_LARGE", rel, f"decompresses to {size:,} bytes, over the {MAX_FILE_BYTES:,}-byte cap on one file"
+            )
+        )
+        return None
+    return size
+
+
+def _relative(exc: BaseException, root: Path) -> str:
+    return str(getattr(exc, "strerror", None) or exc).replace(f"{root}{os.sep}", "")
 
 
 def _link_target(path: Path) -> str:

@@ -13,6 +13,7 @@ from typing import Any
 
 from loadproof.records import RequestRecord
 from loadproof.rundir import EngineSample
+from loadproof.store.files import ZST, compressed, content_path, read_content
 from loadproof.store.run_dir import RunWriter
 
 S = 1_000_000_000
@@ -278,12 +279,19 @@ def capacity_run(root: Path, name: str = "capacity-20261130-083825-4a9e") -> Pat
 
 
 def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
-    with open(path, "w", encoding="utf-8") as handle:
-        handle.writelines(json.dumps(row) + "\n" for row in rows)
+    """Rows to `path`; where it is stored compressed (a bundle's `path.zst`), compressed as publish does."""
+    text = "".join(json.dumps(row) + "\n" for row in rows).encode("utf-8")
+    packed = path.with_name(path.name + ZST)
+    if packed.exists() and not path.exists():
+        packed.write_bytes(compressed(text))
+    else:
+        path.write_bytes(text)
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    """Rows of `path`, or of `path.zst` decompressed (a bundle's form)."""
+    text = read_content(content_path(path)).decode("utf-8")
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
 def reseal(bundle: Path) -> None:

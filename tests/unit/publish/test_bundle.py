@@ -11,6 +11,7 @@ from loadproof.metrics.claims import Claim
 from loadproof.publish import publish
 from loadproof.publish.bundle import claims_difference
 from loadproof.publish.sanitize import Sanitizer
+from loadproof.store.files import read_content
 from loadproof.verify import verify
 from tests.unit.publish.synthetic import HAND_CAPACITY, HAND_THROUGHPUT, capacity_run, read_jsonl, throughput_run
 
@@ -31,14 +32,14 @@ def test_bundle_layout_and_checksums(bundle):
     files = sorted(p.relative_to(bundle).as_posix() for p in bundle.rglob("*") if p.is_file())
     expected_run_files = {
         "manifest.json",
-        "requests.jsonl",
-        "chunks.jsonl",
-        "metrics.jsonl",
-        "events.jsonl",
+        "requests.jsonl.zst",  # the records compressed; manifest, claims and report plain
+        "chunks.jsonl.zst",
+        "metrics.jsonl.zst",
+        "events.jsonl.zst",
         "claims.json",
         "report.md",
     }
-    assert {f.split("/", 2)[2] for f in files if f.startswith(RUN)} == expected_run_files | {"telemetry.jsonl"}
+    assert {f.split("/", 2)[2] for f in files if f.startswith(RUN)} == expected_run_files | {"telemetry.jsonl.zst"}
     assert "bundle.json" in files and "SHA256SUMS" in files
     # sha256sum -c format, every file but itself, sorted; checked here with hashlib
     lines = (bundle / "SHA256SUMS").read_text().splitlines()
@@ -67,10 +68,10 @@ def test_published_claims_are_the_hand_computed_figures(bundle):
 def test_model_output_is_dropped_and_probe_answers_kept_as_planted_values(bundle):
     rows = read_jsonl(bundle / RUN / "requests.jsonl")
     assert rows and all("output_text" not in row for row in rows)
-    assert b"Lisbon" not in (bundle / RUN / "requests.jsonl").read_bytes()
+    assert b"Lisbon" not in read_content(bundle / RUN / "requests.jsonl.zst")
     cap = read_jsonl(bundle / "runs/capacity-20261130-083825-4a9e/requests.jsonl")
     assert [r["output_text"] for r in cap] == ["6693470", "6693471"]  # the plan's expected values, nothing more
-    assert b"secret code" not in (bundle / "runs/capacity-20261130-083825-4a9e/requests.jsonl").read_bytes()
+    assert b"secret code" not in read_content(bundle / "runs/capacity-20261130-083825-4a9e/requests.jsonl.zst")
 
 
 def test_manifest_is_sanitized_and_carries_provenance(bundle):

@@ -5,7 +5,7 @@ authorization schemes, PEM blocks, env lists, JSON escaped twice, a plain-word h
 of place of a real run (docs/runs: an interference run measured on an H200): secret-named fields, argv
 lists, env dicts, Kubernetes env lists, JSON inside strings, free text in the manifest, the records, the
 events and the /metrics samples' source (telemetry rows hold numbers only). Then they search every byte of the bundle for each planted
-value, plainly, JSON-escaped (once, twice) and URL-encoded.
+value (of a compressed file's content), plainly, JSON-escaped (once, twice) and URL-encoded.
 """
 
 from __future__ import annotations
@@ -28,6 +28,8 @@ from loadproof.errors import UsageError
 from loadproof.publish import publish
 from loadproof.publish.leaks import encodings, find_leak, known_secrets
 from loadproof.publish.sanitize import Sanitizer
+from loadproof.store import files
+from loadproof.store.files import read_content
 from loadproof.verify import verify
 from tests.unit.publish.synthetic import read_jsonl, throughput_run
 
@@ -146,7 +148,7 @@ def test_no_planted_secret_survives_publish_of_a_real_run(planted, number, host)
         publish([run], Path(tmp) / "bundle")
         files = sorted(p for p in (Path(tmp) / "bundle").rglob("*") if p.is_file())
         for path in files:
-            data = path.read_bytes()
+            data = read_content(path)  # what a reader gets: a compressed file's content, not its bytes
             for piece in pieces:
                 for form in forms(piece):
                     assert form not in data, f"{piece!r} survived as {form!r} in {path.name}"
@@ -299,8 +301,9 @@ REAL_RUNS = sorted((ROOT / "docs/runs").glob("*/*/runs/*"))
 
 
 @pytest.mark.parametrize("run", REAL_RUNS, ids=[r.parent.parent.name for r in REAL_RUNS])
-def test_every_real_run_publishes_again(run, tmp_path):
+def test_every_real_run_publishes_again(run, tmp_path, monkeypatch):
     # nothing in a real run is mistaken for a leak, and sanitizing it again moves no claim (publish checks)
+    monkeypatch.setattr(files, "COMPRESSION_LEVEL", 1)  # what is compressed, not how small: level 19 costs 10x
     publication = publish([run], tmp_path / "bundle")
     assert publication.runs[0].num_claims > 10 and verify(tmp_path / "bundle").ok
 
@@ -382,7 +385,7 @@ def test_publish_refuses_when_a_key_from_the_environment_is_in_the_data(tmp_path
     with mock.patch.dict(os.environ, {"MY_SERVICE_TOKEN": "Zx9-local-key-77"}):
         with pytest.raises(
             UsageError,
-            match=r"^publish refused, no bundle written: runs/[^ ]+/requests.jsonl holds "
+            match=r"^publish refused, no bundle written: runs/[^ ]+/requests.jsonl.zst holds "
             r"the value of the environment variable MY_SERVICE_TOKEN",
         ):
             publish([run], tmp_path / "bundle", sanitizer=Sanitizer(include_this_machine=False))

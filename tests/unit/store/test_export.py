@@ -19,17 +19,22 @@ from loadproof.records import RequestRecord
 from loadproof.rundir import Answer, EngineSample
 from loadproof.store import export as export_module
 from loadproof.store.export import export_run
+from loadproof.store.files import content_path, read_content
 from loadproof.store.run_dir import RunWriter, load_run
+from tests import bundles
 
-RUNS = Path(__file__).parents[3] / "docs" / "runs"
-INTERFERENCE = RUNS / "h200-2026-11-30/llama-interference/runs/interference-20261130-094226-4893"  # events, 1 GPU
-THROUGHPUT_2GPU = RUNS / "h200x2-2026-11-30/mla-pp2-throughput/runs/throughput-20261130-120955-976b"  # 2 GPUs
-QUALITY = RUNS / "h200-2026-11-30/gemma-quality/runs/quality-20261130-094708-95f0"  # answers, no metrics
+INTERFERENCE = bundles.one_run("h200-2026-11-30/llama-interference")  # events, 1 GPU
+THROUGHPUT_2GPU = bundles.one_run("h200x2-2026-11-30/mla-pp2-throughput")  # 2 GPUs
+QUALITY = bundles.one_run("h200-2026-11-30/gemma-quality")  # answers, no metrics
 ARROW = {"int64": pa.int64(), "float64": pa.float64(), "bool": pa.bool_(), "string": pa.string(), "json": pa.string()}
 
 
 def jsonl(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+    """Rows of a JSONL file, plain or compressed (`path.zst`, as a bundle stores it); none when it is absent."""
+    try:
+        return [json.loads(line) for line in read_content(content_path(path)).decode().splitlines()]
+    except FileNotFoundError:
+        return []
 
 
 def expected_tables(run: Path) -> dict[str, list[dict]]:
@@ -93,7 +98,7 @@ def expected_tables(run: Path) -> dict[str, list[dict]]:
         "telemetry_host": host,
         "telemetry_gpu": gpus,
     }
-    if (run / "answers.jsonl").exists():
+    if any(run.glob("answers.jsonl*")):
         tables["answers"] = jsonl(run / "answers.jsonl")
     return tables
 

@@ -28,7 +28,7 @@ def test_publish_then_verify_then_tamper(tmp_path):
     write_jsonl(tmp_path / "bundle" / TP / "requests.jsonl", rows)
     changed = loadproof("verify", str(tmp_path / "bundle"))
     assert changed.returncode == 1
-    assert f"CHANGED  {TP}/requests.jsonl  sha256 differs from SHA256SUMS" in changed.stdout
+    assert f"CHANGED  {TP}/requests.jsonl.zst  sha256 differs from SHA256SUMS" in changed.stdout  # as stored
     assert any(
         line.startswith("MISMATCH  throughput.english.c1.decode_tokens_per_s  published 7.3 recomputed 8.0")
         for line in changed.stdout.splitlines()

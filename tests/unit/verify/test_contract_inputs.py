@@ -14,6 +14,7 @@ import pytest
 from loadproof.errors import UsageError
 from loadproof.publish import publish
 from loadproof.store.digest import measurement_digest
+from loadproof.store.files import compressed
 from loadproof.store.run_dir import load_run
 from loadproof.verify.check import verify
 from tests.unit.publish.synthetic import capacity_run, reseal, throughput_run
@@ -62,7 +63,8 @@ def test_a_run_that_is_not_the_contracts_input_is_refused_by_publish_and_caught_
         publish([edited, judged(tmp_path / "src", digest)], tmp_path / "refused")
     # a bundle edited after publishing, its checksums resealed: verify names the input
     publish([source, judged(tmp_path / "src2", digest)], tmp_path / "bundle")
-    shutil.copy(edited / "requests.jsonl", tmp_path / "bundle" / "runs" / NAME / "requests.jsonl")
+    packed = tmp_path / "bundle" / "runs" / NAME / "requests.jsonl.zst"  # as publish stores it
+    packed.write_bytes(compressed((edited / "requests.jsonl").read_bytes()))
     reseal(tmp_path / "bundle")
     result = verify(tmp_path / "bundle")
     (check,) = [c for c in result.checks if c.name.startswith("prediction.calibration_input")]

@@ -1,6 +1,8 @@
 """Hostile bundles: a stranger's bundle never makes `verify` follow a link, open a FIFO, read past a cap,
-crash on a crafted value or paint the terminal. Each is a real bundle from docs/runs, copied and then
-tampered with (and, where the tamperer would, resealed); each ends in FAILED with its reason.
+crash on a crafted value or paint the terminal. Each is a real bundle from docs/runs, copied with its
+records plain (the form of bundles published before publish compressed them) and then tampered with
+(and, where the tamperer would, resealed); each ends in FAILED with its reason. The compressed form's own
+hostile files (a zstd bomb, a truncated or garbage .zst) are in test_compressed.py.
 """
 
 from __future__ import annotations
@@ -16,18 +18,18 @@ import pytest
 
 from loadproof.verify import verify
 from loadproof.verify.layout import MAX_DOCUMENT_BYTES, MAX_FILE_BYTES
+from tests import bundles
 from tests.unit.publish.synthetic import reseal
 
 ROOT = Path(__file__).resolve().parents[3]
-SOURCE = ROOT / "docs" / "runs" / "h200-2026-11-30" / "llama-prefill-100k"
+SOURCE = bundles.DOCS_RUNS / "h200-2026-11-30" / "llama-prefill-100k"
 RUN = "runs/prefill-20261130-093906-cbb5"
 FAKE_VERDICT = "x\x1b[2K\x1b[32mVERIFIED: 99/99 claims ok\x1b[8m"
 
 
 @pytest.fixture
 def bundle(tmp_path: Path) -> Path:
-    shutil.copytree(SOURCE, tmp_path / "bundle")
-    return tmp_path / "bundle"
+    return bundles.plain_copy(SOURCE, tmp_path / "bundle")
 
 
 def problems(result) -> set[tuple[str, str]]:

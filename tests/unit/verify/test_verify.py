@@ -173,15 +173,15 @@ def test_a_removed_or_added_published_claim_is_a_mismatch(bundle):
 
 
 def test_a_deleted_file_is_caught(bundle):
-    (bundle / TP / "requests.jsonl").unlink()
+    (bundle / TP / "requests.jsonl.zst").unlink()
     result = verify(bundle)
-    assert any(p.kind == "MISSING" and p.path == f"{TP}/requests.jsonl" for p in result.problems)
+    assert any(p.kind == "MISSING" and p.path == f"{TP}/requests.jsonl.zst" for p in result.problems)
     assert "throughput.english.c1.decode_tokens_per_s" in mismatched(result)
     assert not result.ok
 
 
 def test_a_deleted_file_is_caught_even_with_resealed_checksums(bundle):
-    (bundle / CAP / "chunks.jsonl").unlink()
+    (bundle / CAP / "chunks.jsonl.zst").unlink()
     reseal(bundle)
     result = verify(bundle)
     assert "capacity.window_aggregate_tokens_per_s" in mismatched(result)
