@@ -2,9 +2,11 @@
 (`Claim.pattern`, e.g. `throughput.<family>.c<N>.aggregate_tokens_per_s`) stands in backticks in a
 docs/*.md page.
 
-The claims come from every run published under docs/runs and from synthetic runs of every scenario,
-built here to reach every branch that names a claim (each criterion, each suite, mode, language and
-length, skipped groups, both soak families and memory sources, engine agreement, GPU telemetry).
+The claims come from a run of every kind published under docs/runs (tests/bundles.py; the claims of every
+bundle there are checked against the docs by tests/unit/verify/test_repo_bundles.py) and from synthetic
+runs of every scenario, built here to reach every branch that names a claim (each criterion, each suite,
+mode, language and length, skipped groups, both soak families and memory sources, engine agreement, GPU
+telemetry).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from loadproof.metrics.claims import Claim, number
 from loadproof.metrics.slo import SLO_DEFINITIONS
 from loadproof.records import RequestRecord
 from loadproof.store.run_dir import Run, load_run
+from tests import bundles
 from tests import rundir_values as rv
 from tests.unit.metrics import test_ab, test_capacity, test_load, test_quality, test_soak
 from tests.unit.metrics.test_prefill_interference import rec, sample
@@ -233,7 +236,9 @@ def test_a_scenario_test_module_can_contribute_its_runs(tmp_path, monkeypatch):
 
 
 def published_runs() -> list[Run]:
-    return [load_run(p.parent) for p in sorted((ROOT / "docs" / "runs").glob("**/runs/*/manifest.json"))]
+    """A run of every kind published (tests/bundles.py); tests/unit/verify/test_repo_bundles.py checks the claims
+    of every bundle under docs/runs against the docs."""
+    return [load_run(path) for path in bundles.runs()]
 
 
 def test_every_claim_a_run_can_produce_has_its_formula_in_docs(tmp_path):

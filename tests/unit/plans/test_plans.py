@@ -15,9 +15,9 @@ from loadproof.plans.capacity import CapacityPlan, CapacitySession
 from loadproof.plans.throughput import ThroughputPlan
 from loadproof.store.run_dir import Run, load_run
 from loadproof.store.schema import read_manifest
+from tests import bundles
 
-ROOT = Path(__file__).resolve().parents[3]
-PUBLISHED = sorted(p.parent for p in (ROOT / "docs" / "runs").glob("**/runs/*/manifest.json"))
+PUBLISHED = bundles.runs()  # a run of every kind published (tests/bundles.py; test_repo_bundles checks it)
 
 
 def run_of(manifest: dict, name: str = "capacity-run") -> Run:
@@ -44,7 +44,7 @@ def test_every_scenario_with_claims_has_a_plan_schema():
         assert issubclass(schemas.get(name), Plan)
 
 
-@pytest.mark.parametrize("run_dir", PUBLISHED, ids=[p.name for p in PUBLISHED])
+@pytest.mark.parametrize("run_dir", PUBLISHED, ids=[bundles.label(p) for p in PUBLISHED])
 def test_every_published_manifest_loads_through_its_versioned_schema(run_dir):
     run = load_run(run_dir)
     # bundles published before plans were typed have no version (read as 1); later ones carry theirs

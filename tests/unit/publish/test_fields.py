@@ -12,10 +12,12 @@ import pytest
 from loadproof import catalog
 from loadproof.publish.fields import KINDS, PLAN, PLANTED, RUN_FILES, Node, declarations, tree, values_of_kind
 from loadproof.publish.sanitize import Sanitizer
+from loadproof.store.files import ZST
+from tests import bundles
 from tests.unit.publish.synthetic import read_jsonl
 
 ROOT = Path(__file__).resolve().parents[3]
-REAL_RUNS = sorted((ROOT / "docs/runs").glob("*/*/runs/*"))
+REAL_RUNS = bundles.runs()  # a run of every kind published (tests/bundles.py)
 
 
 @pytest.fixture
@@ -139,7 +141,7 @@ def undeclared_strings(value: Any, node: Node | None, path: str = "") -> list[st
     return [path] if isinstance(value, str) and (node is None or node.kind is None) else []
 
 
-@pytest.mark.parametrize("run", REAL_RUNS, ids=[r.parent.parent.name for r in REAL_RUNS])
+@pytest.mark.parametrize("run", REAL_RUNS, ids=[bundles.label(r) for r in REAL_RUNS])
 def test_every_string_of_the_real_runs_is_declared(run):
     manifest = json.loads((run / "manifest.json").read_text())
     declared = declarations(manifest.get("scenario"))
@@ -147,7 +149,7 @@ def test_every_string_of_the_real_runs_is_declared(run):
         undeclared_strings({k: v for k, v in manifest.items() if k != "publication"}, declared["manifest.json"])
     )
     for name in RUN_FILES:
-        if name != "manifest.json" and (run / name).is_file():
+        if name != "manifest.json" and any((run / stored).is_file() for stored in (name, name + ZST)):
             for row in read_jsonl(run / name)[:200]:
                 missing |= {f"{name}{p}" for p in undeclared_strings(row, declared[name])}
     assert not missing, sorted(missing)

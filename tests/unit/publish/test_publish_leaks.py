@@ -13,7 +13,6 @@ from __future__ import annotations
 import base64
 import json
 import os
-import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -29,12 +28,12 @@ from loadproof.publish import publish
 from loadproof.publish.leaks import encodings, find_leak, known_secrets
 from loadproof.publish.sanitize import Sanitizer
 from loadproof.store import files
-from loadproof.store.files import read_content
+from loadproof.store.files import ZST, read_content
 from loadproof.verify import verify
+from tests import bundles
 from tests.unit.publish.synthetic import read_jsonl, throughput_run
 
-ROOT = Path(__file__).resolve().parents[3]
-REAL_RUN = ROOT / "docs/runs/h200-2026-11-30/llama-interference/runs/interference-20261130-094226-4893"
+REAL_RUN = bundles.one_run("h200-2026-11-30/llama-interference")  # copied plain, as a run directory holds it
 PEM = "-----BEGIN PRIVATE KEY-----\n{a}\n{b}\n-----END PRIVATE KEY-----"
 
 body = st.from_regex(r"[A-Za-z0-9]{14,24}", fullmatch=True)  # distinctive: never in a bundle by chance
@@ -143,7 +142,7 @@ def test_no_planted_secret_survives_publish_of_a_real_run(planted, number, host)
     value, pieces = planted
     with tempfile.TemporaryDirectory() as tmp:
         run = Path(tmp) / "src" / REAL_RUN.name
-        shutil.copytree(REAL_RUN, run)
+        bundles.plain_copy(REAL_RUN, run)
         plant(run, value, number, host)
         publish([run], Path(tmp) / "bundle")
         files = sorted(p for p in (Path(tmp) / "bundle").rglob("*") if p.is_file())
@@ -185,7 +184,7 @@ def test_publish_refuses_a_bundle_a_secret_would_survive_in(planted, host, how):
     value, pieces = planted
     with tempfile.TemporaryDirectory() as tmp:
         run = Path(tmp) / "src" / REAL_RUN.name
-        shutil.copytree(REAL_RUN, run)
+        bundles.plain_copy(REAL_RUN, run)
         environment = {}
         if how == "environment":
             # a key only the environment knows of, bare (no `Basic`, no PEM armour) where no name marks it,
@@ -214,7 +213,7 @@ def test_a_clean_run_with_this_machine_named_like_a_word_publishes(tmp_path, mon
     # a machine called "samples": a word of the raw-data note publish writes itself
     monkeypatch.setattr(sanitize, "this_machine", lambda: ("samples", "samples.acme.lab"))
     run = tmp_path / "src" / REAL_RUN.name
-    shutil.copytree(REAL_RUN, run)
+    bundles.plain_copy(REAL_RUN, run)
     publish([run], tmp_path / "bundle")
     assert verify(tmp_path / "bundle").ok
 
@@ -223,7 +222,7 @@ def test_a_token_count_distribution_is_a_count_not_a_secret(tmp_path):
     """`--output-tokens uniform:8:24` sits under a count-like name (`*_tokens`): it stays as it is, and the
     run publishes (it was taken for a secret, and the leak guard refused the whole bundle)."""
     run = tmp_path / "src" / REAL_RUN.name
-    shutil.copytree(REAL_RUN, run)
+    bundles.plain_copy(REAL_RUN, run)
     manifest = json.loads((run / "manifest.json").read_text())
     manifest["options"].update(output_tokens="uniform:8:24", input_tokens="lognormal:512:0.6")
     (run / "manifest.json").write_text(json.dumps(manifest))
@@ -232,6 +231,12 @@ def test_a_token_count_distribution_is_a_count_not_a_secret(tmp_path):
     options = json.loads(published.read_text())["options"]
     assert (options["output_tokens"], options["input_tokens"]) == ("uniform:8:24", "lognormal:512:0.6")
     assert verify(tmp_path / "bundle").ok
+
+
+def sample_files() -> list[Path]:
+    """Each file of the sample's runs (tests/bundles.py) by the name it has plain (`requests.jsonl`, whether it
+    is stored so or compressed)."""
+    return sorted({path.with_name(path.name.removesuffix(ZST)) for run in bundles.runs() for path in run.iterdir()})
 
 
 def test_the_real_runs_hold_no_secret_named_field_but_the_probe_key():
@@ -248,7 +253,7 @@ def test_the_real_runs_hold_no_secret_named_field_but_the_probe_key():
             for v in obj:
                 walk(v)
 
-    for path in (ROOT / "docs/runs").glob("*/*/runs/*/*"):
+    for path in sample_files():
         if path.suffix == ".json":
             walk(json.loads(path.read_text()))
         elif path.suffix == ".jsonl":
@@ -279,7 +284,7 @@ def test_every_number_of_the_real_runs_survives_sanitizing():
         return [(path, obj)] if isinstance(obj, (int, float)) and not isinstance(obj, bool) else []
 
     checked = 0
-    for path in sorted((ROOT / "docs/runs").glob("*/*/runs/*/*")):
+    for path in sample_files():
         rows = (
             [json.loads(path.read_text())]
             if path.name == "manifest.json"
@@ -297,10 +302,10 @@ def test_every_number_of_the_real_runs_survives_sanitizing():
 # the check itself ------------------------------------------------------------------------------------
 
 
-REAL_RUNS = sorted((ROOT / "docs/runs").glob("*/*/runs/*"))
+REAL_RUNS = bundles.runs()  # a run of every kind published (tests/bundles.py)
 
 
-@pytest.mark.parametrize("run", REAL_RUNS, ids=[r.parent.parent.name for r in REAL_RUNS])
+@pytest.mark.parametrize("run", REAL_RUNS, ids=[bundles.label(r) for r in REAL_RUNS])
 def test_every_real_run_publishes_again(run, tmp_path, monkeypatch):
     # nothing in a real run is mistaken for a leak, and sanitizing it again moves no claim (publish checks)
     monkeypatch.setattr(files, "COMPRESSION_LEVEL", 1)  # what is compressed, not how small: level 19 costs 10x

@@ -77,6 +77,13 @@ def test_a_plain_bundle_verifies_and_so_does_its_compressed_copy(bundle: Path):
     ]
 
 
+def test_the_repository_stores_its_bundles_records_compressed():
+    # scripts/compress-bundle.py converts a bundle published before publish compressed its records
+    for bundle in bundles.bundles():
+        assert not list(bundle.glob("runs/*/*.jsonl")), f"{bundle}: plain records; scripts/compress-bundle.py"
+        assert list(bundle.glob("runs/*/requests.jsonl.zst")), bundle
+
+
 @pytest.mark.parametrize("case", HOSTILE)
 def test_a_hostile_zst_is_one_run_dir_error_naming_the_file(tmp_path: Path, case: str):
     make, said = HOSTILE[case]

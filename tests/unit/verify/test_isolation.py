@@ -1,8 +1,11 @@
 """`verify` needs no client, tokenizer, model, web server or CLI library: proved in a subprocess where
-those cannot be imported, on every bundle the repository publishes.
+those cannot be imported, on a bundle of every kind the repository publishes (tests/bundles.py), records
+compressed as publish stores them, and one copied with its records plain, as older bundles hold them.
 
 The CLI (`loadproof verify`) itself needs typer and rich; the library path `loadproof.verify.verify()`
-needs neither, and this test blocks them too.
+needs neither, and this test blocks them too. What the pure side may import is standard library, msgspec
+and zstandard (a bundle's records are compressed), which stays importable here
+(tests/unit/test_layers.py checks the imports).
 """
 
 from __future__ import annotations
@@ -11,6 +14,8 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+
+from tests import bundles as sample
 
 ROOT = Path(__file__).resolve().parents[3]
 BLOCKED = ("aiohttp", "tokenizers", "pydantic", "starlette", "uvicorn", "typer", "rich", "prometheus_client", "PIL")
@@ -60,8 +65,9 @@ print(f"isolated: {len(bundles)} bundles")
 """
 
 
-def test_every_repository_bundle_verifies_without_client_tokenizer_or_web_libraries():
-    bundles = sorted(str(p.parent) for p in (ROOT / "docs" / "runs").glob("**/SHA256SUMS"))
+def test_every_kind_of_repository_bundle_verifies_without_client_tokenizer_or_web_libraries(tmp_path):
+    plain = sample.plain_copy(sample.bundles()[0], tmp_path / "plain")
+    bundles = [str(b) for b in sample.bundles()] + [str(plain)]
     assert len(bundles) >= 10
     done = subprocess.run(
         [sys.executable, "-c", SCRIPT, json.dumps(BLOCKED), json.dumps(bundles)],

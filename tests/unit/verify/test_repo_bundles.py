@@ -1,8 +1,13 @@
-"""Every bundle the repository publishes (docs/runs/) verifies offline, claim by claim, and each file kind of
-each of its runs reads through the typed reader of its schema version without losing a value."""
+"""Every bundle the repository publishes (docs/runs/) verifies offline, claim by claim, every claim it
+recomputes has its formula in the docs, and each file kind of each of its runs reads through the typed
+reader of its schema version without losing a value.
+
+This is the one module that walks every bundle; every other test reads the fixed sample of
+tests/bundles.py, which the last test here checks holds every kind of published run there is."""
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 
@@ -13,22 +18,37 @@ from loadproof.rundir import Event, Manifest
 from loadproof.store.run_dir import load_run, read_jsonl
 from loadproof.store.schema import READERS, event_json, manifest_json, read_manifest, read_rows, versions_of
 from loadproof.verify import verify
+from tests import bundles as sample
+from tests.unit.metrics.test_docs_formulas import docs_text, undocumented
 
-ROOT = Path(__file__).resolve().parents[3]
-BUNDLES = sorted(p.parent for p in (ROOT / "docs" / "runs").glob("**/SHA256SUMS"))
+BUNDLES = sorted(p.parent for p in sample.DOCS_RUNS.glob("**/SHA256SUMS"))
 
 
 def test_the_repository_publishes_bundles():
     assert BUNDLES, "docs/runs/ holds no bundle"
 
 
-@pytest.mark.parametrize("bundle", BUNDLES, ids=[str(b.relative_to(ROOT / "docs" / "runs")) for b in BUNDLES])
+@functools.cache
+def docs() -> str:
+    return docs_text()
+
+
+@pytest.mark.parametrize("bundle", BUNDLES, ids=[sample.label(b) for b in BUNDLES])
 def test_bundle_verifies(bundle: Path):
     result = verify(bundle)
     assert not result.problems, [str(p) for p in result.problems]
     bad = [c for c in result.checks if not c.ok]
     assert not bad, bad[:5]
     assert len(result.checks) > 10
+    missing = undocumented([c for run in result.runs for c in run.recomputed or []], docs())
+    assert not missing, f"claims with no formula in docs/*.md (document each name in backticks): {missing}"
+
+
+def test_the_fixed_sample_holds_every_kind_of_published_run():
+    published = set().union(*(sample.kinds(b) for b in BUNDLES))
+    assert set(sample.bundles()) <= set(BUNDLES), "tests/bundles.py names a bundle docs/runs lacks"
+    held = set().union(*(sample.kinds(b) for b in sample.bundles()))
+    assert published - held == set(), "add a bundle of each kind to tests/bundles.py's SAMPLE"
 
 
 RUN_DIRS = sorted(p.parent for b in BUNDLES for p in (b / "runs").glob("*/manifest.json"))
@@ -70,7 +90,7 @@ def held(raw: object, typed: object, where: str) -> None:
         assert raw == typed and (type(raw) is type(typed) or isinstance(typed, float)), (where, raw, typed)
 
 
-@pytest.mark.parametrize("run_dir", RUN_DIRS, ids=[str(r.relative_to(ROOT / "docs" / "runs")) for r in RUN_DIRS])
+@pytest.mark.parametrize("run_dir", RUN_DIRS, ids=[sample.label(r) for r in RUN_DIRS])
 def test_every_file_kind_reads_through_its_versions_typed_reader_losing_nothing(run_dir: Path):
     raw = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
     # bundles published before 2026-12-02 predate recorded versions (all version 1); later ones record theirs
