@@ -66,7 +66,7 @@ async def sse_server() -> AsyncIterator[Callable[[list[Script]], SSEServer]]:
             await resp.prepare(request)
             try:
                 if script.silence_first_s:
-                    await asyncio.sleep(script.silence_first_s)
+                    await asyncio.sleep(script.silence_first_s)  # sleep: the script's silence, as scripted
                 for i, piece in enumerate(script.pieces):
                     if script.drop_after is not None and i == script.drop_after:
                         request.transport.close()
@@ -74,12 +74,12 @@ async def sse_server() -> AsyncIterator[Callable[[list[Script]], SSEServer]]:
                     if script.hang_after is not None and i == script.hang_after:
                         # silent but connected, as a hung engine is; notice when the client leaves
                         while request.transport is not None and not request.transport.is_closing():
-                            await asyncio.sleep(0.02)
+                            await asyncio.sleep(0.02)  # sleep: hung until the client leaves, however long
                         state.disconnects.append(request.path)
                         return resp
                     await resp.write(piece)
                     if script.pause_s:
-                        await asyncio.sleep(script.pause_s)
+                        await asyncio.sleep(script.pause_s)  # sleep: the script's pause, as scripted
                 await resp.write_eof()
             except (ConnectionResetError, asyncio.CancelledError):
                 state.disconnects.append(request.path)

@@ -17,13 +17,14 @@ import re
 import signal
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from tests.polling import poll
 
 START_TIMEOUT_S = 1800  # installing the engine on a fresh machine included
 
@@ -94,18 +95,19 @@ def start_serve(args: list[str], log: Path) -> ServeHandle:
         )
     url = None
     engine_log = None
-    deadline = time.monotonic() + START_TIMEOUT_S
     assert proc.stdout is not None
-    while time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if not line:
-            break
-        match = re.search(r"at (http://127\.0\.0\.1:(\d+))", line)
-        if match:
-            url = match.group(1)
-            logged = re.search(r"log: (\S+)\)", line)
-            engine_log = Path(logged.group(1)) if logged else None
-            break
+    stdout = proc.stdout
+
+    def served() -> re.Match[str] | bool:
+        """The URL in the line that names it; True once the output ended (serve exited); False: read on."""
+        line = stdout.readline()
+        return re.search(r"at (http://127\.0\.0\.1:\d+)", line) or not line
+
+    found = poll(served, START_TIMEOUT_S, every_s=0)  # each call blocks on a line: no sleep between them
+    if isinstance(found, re.Match):
+        url = found.group(1)
+        logged = re.search(r"log: (\S+)\)", found.string)
+        engine_log = Path(logged.group(1)) if logged else None
     if url is None:
         proc.kill()
         proc.wait()

@@ -5,7 +5,6 @@ Shared by the fault, scenario, relay and supervisor tests that put the simulator
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import signal
@@ -23,6 +22,7 @@ from loadproof.client import RequestSpec
 from loadproof.engines.process import free_port
 from loadproof.protocol.openai import request_body
 from loadproof.records import RequestRecord
+from tests.polling import eventually, ready_while_running, wait_until
 
 START_TIMEOUT_S = 30.0  # a cold Python start on a loaded 2-core machine
 
@@ -43,12 +43,9 @@ class SimProcess:
             self.proc = subprocess.Popen(
                 argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
             )
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while not self.healthy():
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                pytest.fail(f"`loadproof sim {' '.join(args)}` did not come up:\n{log.read_text()[-3000:]}")
-            time.sleep(0.05)
+        if not ready_while_running(self.healthy, self.proc, START_TIMEOUT_S, every_s=0.05):
+            self.stop()
+            pytest.fail(f"`loadproof sim {' '.join(args)}` did not come up:\n{log.read_text()[-3000:]}")
 
     def healthy(self) -> bool:
         try:
@@ -73,12 +70,13 @@ class SimProcess:
     def wait_idle(self, within_s: float) -> float:
         """Seconds until nothing runs or waits and every KV block is free; fails past `within_s`."""
         started = time.monotonic()
-        while True:
+
+        def idle() -> bool:
             state = self.state()
-            if not state["running"] and not state["waiting"] and state["num_free_blocks"] == state["num_gpu_blocks"]:
-                return time.monotonic() - started
-            assert time.monotonic() - started < within_s, f"the simulator still holds the request: {state}"
-            time.sleep(0.02)
+            return not state["running"] and not state["waiting"] and state["num_free_blocks"] == state["num_gpu_blocks"]
+
+        wait_until(idle, within_s, lambda: f"the simulator still holds the request: {self.state()}")
+        return time.monotonic() - started
 
     def wait_exit(self, timeout_s: float = 10.0) -> int:
         return self.proc.wait(timeout=timeout_s)
@@ -120,7 +118,4 @@ def spec(
 
 async def until_tokens(record: RequestRecord, n: int, within_s: float = 10.0) -> None:
     """Wait until a live record has received `n` chunks with tokens."""
-    deadline = time.monotonic() + within_s
-    while len(record.chunk_ns or ()) < n:
-        assert time.monotonic() < deadline, "no tokens arrived"
-        await asyncio.sleep(0.01)
+    await eventually(lambda: len(record.chunk_ns or ()) >= n, within_s, f"{n} chunks with tokens", every_s=0.01)

@@ -8,7 +8,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -20,6 +19,7 @@ from loadproof.metrics.throughput import batch_aggregate_per_s, decode_rate_per_
 from loadproof.protocol.openai import request_body
 from loadproof.records import RequestRecord
 from loadproof.workloads.prompts import load_family
+from tests.polling import eventually, poll
 
 pytestmark = [pytest.mark.engine, pytest.mark.timeout(600)]
 
@@ -64,21 +64,25 @@ async def test_chat_endpoint_streams_with_the_added_template(engine):
 @pytest.mark.asyncio
 async def test_cancelled_stream_keeps_its_record_and_the_engine_frees_the_request(engine):
     seen: list[RequestRecord] = []
+    live = RequestRecord(request_id="it-0", endpoint="completions")
     async with StreamingClient(engine.url, on_record=seen.append) as client:
-        task = asyncio.create_task(client.stream(spec(engine, "Tell a very long story.", max_tokens=4000)))
-        while not seen and engine.metric("vllm:generation_tokens_total") == 0:
-            await asyncio.sleep(0.1)
-        await asyncio.sleep(2.0)
-        assert engine.metric("vllm:num_requests_running") == 1
+        task = asyncio.create_task(client.stream(spec(engine, "Tell a very long story.", max_tokens=4000), live))
+        # well under way: tokens are arriving, and the engine shows the request running
+        await eventually(lambda: sum(live.chunk_tokens) >= 8, 120, "the first tokens of the story", every_s=0.1)
+        await eventually(
+            lambda: engine.metric("vllm:num_requests_running") == 1, 30, "the engine running it", every_s=0.1
+        )
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
     assert len(seen) == 1 and seen[0].error_kind == "cancelled"
     assert 0 < sum(seen[0].chunk_tokens) < 4000
-    deadline = time.monotonic() + 15
-    while engine.metric("vllm:num_requests_running") != 0:
-        assert time.monotonic() < deadline, "the engine kept decoding for a client that left"
-        await asyncio.sleep(0.2)
+    await eventually(
+        lambda: engine.metric("vllm:num_requests_running") == 0,
+        15,
+        "the engine freeing the request of a client that left",
+        every_s=0.2,
+    )
 
 
 @pytest.mark.asyncio
@@ -157,13 +161,12 @@ def test_interrupted_run_keeps_every_finished_request(engine, tmp_path):
         stderr=subprocess.PIPE,
         text=True,
     )
-    deadline = time.monotonic() + 120
-    requests: list[Path] = []
-    while time.monotonic() < deadline:
+
+    def two_finished() -> list[Path]:
         requests = list(tmp_path.glob("*/requests.jsonl"))
-        if requests and len(requests[0].read_text().splitlines()) >= 2:
-            break
-        time.sleep(0.2)
+        return requests if requests and len(requests[0].read_text().splitlines()) >= 2 else []
+
+    requests = poll(two_finished, 120, every_s=0.2)  # the asserts below tell whether they came
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stderr

@@ -7,7 +7,6 @@ import json
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,7 @@ from loadproof.sim.text import tokenizer_path
 from tests.integration.bundles import publish_and_verify
 from tests.integration.sim_process import SimProcess
 from tests.integration.test_scenarios_sim import run_scenario
+from tests.polling import wait_until
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -103,13 +103,13 @@ def test_an_interrupted_load_run_keeps_every_finished_request(tmp_path: Path):
             "8",
         ]
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 60
-        while (
-            not list(tmp_path.glob("load-*/requests.jsonl"))
-            or len(next(tmp_path.glob("load-*/requests.jsonl")).read_text().splitlines()) < 5
-        ):
-            assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()[1][-2000:]
-            time.sleep(0.1)
+
+        def five_ended() -> bool:
+            assert proc.poll() is None, proc.communicate()[1][-2000:]
+            found = list(tmp_path.glob("load-*/requests.jsonl"))
+            return bool(found) and len(found[0].read_text().splitlines()) >= 5
+
+        wait_until(five_ended, 60, lambda: proc.communicate()[1][-2000:], every_s=0.1)
         proc.send_signal(signal.SIGINT)
         _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stderr[-2000:]

@@ -10,7 +10,6 @@ import json
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from loadproof.sim.text import tokenizer_path
 from tests.integration.bundles import publish_and_verify
 from tests.integration.sim_process import SimProcess
 from tests.integration.test_scenarios_sim import run_scenario
+from tests.polling import wait_until
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -68,10 +68,15 @@ def test_two_worker_processes_split_the_schedule_and_the_merged_bundle_verifies(
 def interrupt_after(argv: list[str], out: Path, records: int, timeout_s: float = 90) -> tuple[int, str]:
     """Start the CLI, send one SIGINT once `records` requests have ended (as the live spools show), wait."""
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + timeout_s
-    while sum(len(p.read_text().splitlines()) for p in out.glob("load-*/workers/w*/records/requests.jsonl")) < records:
-        assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()[1][-2000:]
-        time.sleep(0.1)
+
+    def ended() -> bool:
+        spools = out.glob("load-*/workers/w*/records/requests.jsonl")
+        if sum(len(p.read_text().splitlines()) for p in spools) >= records:
+            return True
+        assert proc.poll() is None, proc.communicate()[1][-2000:]
+        return False
+
+    wait_until(ended, timeout_s, lambda: proc.communicate()[1][-2000:], every_s=0.1)
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=90)
     return proc.returncode, stderr

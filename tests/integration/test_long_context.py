@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.conftest import start_serve, stop_serve
+from tests.polling import wait_until
 
 pytestmark = [pytest.mark.engine, pytest.mark.timeout(900)]
 
@@ -247,7 +248,6 @@ def test_a_run_on_a_busy_engine_fails_before_sending_anything(constrained_engine
     """Someone else's stream holds a slot: the run waits for the engine to be idle, then gives up."""
     import http.client
     import threading
-    import time
 
     host, port = constrained_engine.url.removeprefix("http://").split(":")
     conn = http.client.HTTPConnection(host, int(port), timeout=60)
@@ -303,10 +303,9 @@ def test_a_run_on_a_busy_engine_fails_before_sending_anything(constrained_engine
     assert "waiting for the engine to be idle: 1 running, 0 waiting" in result.stderr
     (run_dir,) = tmp_path.iterdir()
     assert (run_dir / "requests.jsonl").read_text() == ""  # nothing was sent
-    deadline = time.monotonic() + 60
-    while constrained_engine.metric("vllm:num_requests_running") and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert constrained_engine.metric("vllm:num_requests_running") == 0
+    wait_until(
+        lambda: constrained_engine.metric("vllm:num_requests_running") == 0, 60, "the engine idle again", every_s=0.2
+    )
 
 
 def test_a_run_the_engine_refuses_outright_says_so_first_in_its_words_and_exits_4(constrained_engine, tmp_path):

@@ -32,6 +32,7 @@ from loadproof.scenarios.token_counts import PROBE_TEXT
 from loadproof.sim.text import CHAT_TEMPLATE, tokenizer_path
 from loadproof.telemetry.server_metrics import MetricsScraper, MetricsSource, parse_metrics
 from tests.integration.sim_process import SimProcess, spec
+from tests.polling import eventually, ready_while_running
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -87,12 +88,9 @@ class Prometheus:
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
             )
-        deadline = time.monotonic() + 30
-        while not self._ready():
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                pytest.fail(f"prometheus did not come up:\n{self.log.read_text()[-2000:]}")
-            time.sleep(0.1)
+        if not ready_while_running(self._ready, self.proc, 30, every_s=0.1):
+            self.stop()
+            pytest.fail(f"prometheus did not come up:\n{self.log.read_text()[-2000:]}")
 
     def _ready(self) -> bool:
         """Serving, and both jobs scraped (Prometheus applies its targets up to 5 s after it starts)."""
@@ -136,15 +134,17 @@ async def read(source: MetricsSource) -> dict[str, float]:
 
 async def until_equal(sim: SimProcess, source: MetricsSource, within_s: float = 5.0) -> dict[str, float]:
     """Prometheus's reading once it shows what the simulator's /metrics show (a scrape or two later)."""
-    deadline = time.monotonic() + within_s
-    while True:
-        own, seen = sim_metrics(sim), await read(source)
-        if seen == own:
-            return seen
-        assert time.monotonic() < deadline, {
-            k: (own.get(k), seen.get(k)) for k in own.keys() | seen.keys() if own.get(k) != seen.get(k)
-        }
-        await asyncio.sleep(0.1)
+    last: dict[str, dict[str, float]] = {}
+
+    async def equal() -> dict[str, float] | None:
+        last["own"], last["seen"] = own, seen = sim_metrics(sim), await read(source)
+        return seen if seen == own else None
+
+    def differences() -> str:
+        own, seen = last["own"], last["seen"]
+        return str({k: (own.get(k), seen.get(k)) for k in own.keys() | seen.keys() if own.get(k) != seen.get(k)})
+
+    return await eventually(equal, within_s, differences, every_s=0.1)
 
 
 @pytest.mark.asyncio
@@ -159,18 +159,19 @@ async def test_a_prometheus_source_reads_what_the_engines_own_metrics_say(sim_an
     # every name the simulator exposes, the counters moved by the three requests
     assert set(values) == set(sim_metrics(sim)) and values["prompt_tokens_total"] > 0
     assert values["generation_tokens_total"] == 36 and values["request_success_total"] == 3
-    # without a selector, every label set is summed: both jobs scrape the same simulator (each on its own beat)
-    deadline = time.monotonic() + 5
-    while (await read(both_jobs))["generation_tokens_total"] != 2 * values["generation_tokens_total"]:
-        assert time.monotonic() < deadline, await read(both_jobs)
-        await asyncio.sleep(0.1)
+
+    async def summed() -> bool:  # without a selector, every label set is summed: both jobs scrape the same simulator
+        return (await read(both_jobs))["generation_tokens_total"] == 2 * values["generation_tokens_total"]
+
+    await eventually(summed, 5, "both jobs' generation_tokens_total summed", every_s=0.1)
     # a gauge follows a live request, and a selector that matches nothing gives absent values, never zeros
     async with StreamingClient(sim.url) as client:
         live = asyncio.create_task(client.stream(spec(9, max_tokens=100_000, ignore_eos=True)))
-        deadline = time.monotonic() + 5
-        while (await read(selected)).get("num_requests_running") != 1:
-            assert time.monotonic() < deadline, "Prometheus never showed the running request"
-            await asyncio.sleep(0.1)
+
+        async def shown_running() -> bool:
+            return (await read(selected)).get("num_requests_running") == 1
+
+        await eventually(shown_running, 5, "Prometheus showing the running request", every_s=0.1)
         assert sim_metrics(sim)["num_requests_running"] == 1
         live.cancel()
         await asyncio.gather(live, return_exceptions=True)

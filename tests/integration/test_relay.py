@@ -25,7 +25,7 @@ from loadproof.engines.process import free_port
 from loadproof.protocol.openai import request_body
 from loadproof.protocol.sse import DONE_EVENT, SSEDecoder
 from tests.conftest import Script
-from tests.polling import eventually, largest_while
+from tests.polling import eventually, largest_while, poll_async, wait_until
 from tests.sse_chunks import completion_chunk
 
 KEY = "sk-relay-test-7f3c9a"
@@ -50,14 +50,15 @@ class RelayProcess:
         line = self.proc.stdout.readline()
         assert f"listening on http://127.0.0.1:{port}" in line, line + log.read_text()
         self.url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 20
-        while True:  # the banner comes once it listens: this only makes sure
+
+        def listening() -> bool:
             try:
                 with socket.create_connection(("127.0.0.1", port), timeout=1):
-                    break
+                    return True
             except OSError:
-                assert time.monotonic() < deadline, log.read_text()
-                time.sleep(0.05)
+                return False
+
+        wait_until(listening, 20, log.read_text, every_s=0.05)  # the banner comes once it listens: this makes sure
 
     def stop(self) -> str:
         self.proc.terminate()
@@ -176,12 +177,9 @@ async def test_client_leaving_closes_the_upstream_within_a_second(sse_server, re
     async with aiohttp.ClientSession() as s:
         resp = await s.post(relay.url + "/v1/completions", data=spec().body, headers={"Authorization": f"Bearer {KEY}"})
         await resp.content.readany()
-        await asyncio.sleep(0.3)  # the client reads a while (the upstream goes on streaming), then leaves
+        await asyncio.sleep(0.3)  # sleep: the client reads a while (the upstream goes on streaming), then leaves
         resp.close()
-        left = time.monotonic()
-    while not upstream.disconnects:
-        assert time.monotonic() - left < 1.0, "the upstream kept streaming for a client that left"
-        await asyncio.sleep(0.02)
+    await eventually(lambda: upstream.disconnects, 1.0, "the upstream stopping for a client that left")
     await eventually(
         lambda: metric(relay.url, "loadproof_relay_client_disconnects_total"),
         10,
@@ -295,7 +293,7 @@ async def exchange(
     t0 = time.monotonic()
     writer.write(data)
     if then:
-        await asyncio.sleep(wait_s)
+        await asyncio.sleep(wait_s)  # sleep: the rest comes later, as from a slow client
         writer.write(then)
     try:
         out = await asyncio.wait_for(reader.read(-1), timeout_s)
@@ -361,12 +359,9 @@ async def test_a_client_leaving_a_non_streamed_request_closes_the_upstream_and_f
     async def slow_answer(request: web.Request) -> web.Response:  # a long non-streamed generation
         await request.read()
         arrived.append(True)
-        until = time.monotonic() + 30
-        while time.monotonic() < until:
-            if request.transport is None or request.transport.is_closing():
-                left_at.append(time.monotonic())
-                return web.Response(status=499)
-            await asyncio.sleep(0.02)
+        if await poll_async(lambda: request.transport is None or request.transport.is_closing(), 30):
+            left_at.append(time.monotonic())
+            return web.Response(status=499)
         return web.json_response({"choices": [{"index": 0, "text": "late"}]})
 
     app = web.Application()
@@ -381,10 +376,7 @@ async def test_a_client_leaving_a_non_streamed_request_closes_the_upstream_and_f
         await eventually(lambda: arrived, 10, "the request reached the upstream")
         assert await metric(relay.url, "loadproof_relay_in_flight") == 1  # waiting for the answer
         writer.close()  # the client gives up
-        left = time.monotonic()
-        while not left_at:
-            assert time.monotonic() - left < 1.0, "the upstream kept generating for a client that left"
-            await asyncio.sleep(0.02)
+        await eventually(lambda: left_at, 1.0, "the upstream stopping for a client that left")
         await eventually(
             lambda: metric(relay.url, "loadproof_relay_client_disconnects_total"),
             10,
@@ -510,10 +502,12 @@ async def test_on_the_real_engine_a_client_leaving_frees_the_engine_request(engi
             await resp.content.readany()
         await resp.content.readany()
         resp.close()
-        left = time.monotonic()
-    while engine.metric("vllm:num_requests_running") != 0:
-        assert time.monotonic() - left < 1.0, "the engine kept decoding for a client that left through the relay"
-        await asyncio.sleep(0.05)
+    await eventually(
+        lambda: engine.metric("vllm:num_requests_running") == 0,
+        1.0,
+        "the engine stopping for a client that left through the relay",
+        every_s=0.05,
+    )
 
 
 @pytest.mark.asyncio

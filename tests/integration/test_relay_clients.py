@@ -37,6 +37,7 @@ from aiohttp import web
 from loadproof.engines.embedded import ensure_engine, ensure_model, paths
 from loadproof.engines.embedded.peers import OFFLINE, VLLM_CLI, ensure_node_openai, ensure_peer
 from tests.integration.test_relay import KEY, RelayProcess, metric, serve_app
+from tests.polling import eventually, poll_async
 
 pytestmark = pytest.mark.timeout(900)  # installs included, on a fresh machine
 
@@ -93,7 +94,7 @@ async def upstream() -> AsyncIterator[Upstream]:
         chat = request.path.endswith("/chat/completions")
         model = str(body.get("model", "m"))
         if not body.get("stream"):
-            await asyncio.sleep(GAP_S)
+            await asyncio.sleep(GAP_S)  # sleep: the engine generating a whole answer, the behaviour under test
             usage = {"prompt_tokens": 16, "completion_tokens": TOKENS, "total_tokens": 16 + TOKENS}
             text = " tok" * TOKENS
             choice = (
@@ -155,11 +156,8 @@ class _Left(Exception):
 
 async def _silent(request: web.Request, seconds: float) -> None:
     """Sleep, noticing within 20 ms a client that left (as an engine notices the relay closing)."""
-    until = time.monotonic() + seconds
-    while time.monotonic() < until:
-        if request.transport is None or request.transport.is_closing():
-            raise _Left
-        await asyncio.sleep(min(0.02, max(0.0, until - time.monotonic())))
+    if await poll_async(lambda: request.transport is None or request.transport.is_closing(), seconds):
+        raise _Left
 
 
 @pytest.fixture(scope="module")
@@ -272,9 +270,7 @@ async def test_real_clients_stream_through_heartbeats_before_and_between_tokens(
         break
     await stream.close()
     left = time.monotonic()
-    while not upstream.disconnects:
-        assert time.monotonic() - left < 1.0, "the upstream kept going for a client that left"
-        await asyncio.sleep(0.01)
+    await eventually(lambda: upstream.disconnects, 1.0, "the upstream stopping for a client that left", every_s=0.01)
     timings["openai (Python) abort reached the upstream, s"] = upstream.disconnects[0] - left
     await client.close()
     await wrong.close()

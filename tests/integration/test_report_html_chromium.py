@@ -41,6 +41,7 @@ from loadproof.records import RequestRecord
 from loadproof.report.build import build_report
 from loadproof.rundir import EngineSample
 from loadproof.store.run_dir import RunWriter
+from tests.polling import ready_while_running
 from tests.unit.publish.synthetic import telemetry_rows
 from tests.unit.report.synthetic import stream
 
@@ -145,12 +146,13 @@ def chromium(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     )
     try:
         port_file = profile / "DevToolsActivePort"
-        deadline = time.monotonic() + 30
-        while not (port_file.exists() and len(port_file.read_text().splitlines()) >= 2):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                log.flush()
-                pytest.fail("chromium did not start:\n" + (profile.parent / "chromium.log").read_text()[-3000:])
-            time.sleep(0.05)
+
+        def written() -> bool:
+            return port_file.exists() and len(port_file.read_text().splitlines()) >= 2
+
+        if not ready_while_running(written, proc, 30, every_s=0.05):
+            log.flush()
+            pytest.fail("chromium did not start:\n" + (profile.parent / "chromium.log").read_text()[-3000:])
         port, path = port_file.read_text().splitlines()[:2]
         yield f"ws://127.0.0.1:{port}{path}"
     finally:

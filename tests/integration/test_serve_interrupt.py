@@ -49,12 +49,12 @@ def alive(pid: int) -> bool:
 
 
 def gone_within(pids: list[int], pgid: int, within_s: float) -> None:
-    deadline = time.monotonic() + within_s
-    while any(alive(p) for p in pids) or _group_members({pgid}):
-        assert time.monotonic() < deadline, (
-            f"left behind: {[p for p in pids if alive(p)]}, group {_group_members({pgid})}"
-        )
-        time.sleep(0.05)
+    wait_until(
+        lambda: not any(alive(p) for p in pids) and not _group_members({pgid}),
+        within_s,
+        lambda: f"left behind: {[p for p in pids if alive(p)]}, group {_group_members({pgid})}",
+        every_s=0.05,
+    )
 
 
 # -- the engine process and the supervisor, with a shell that leaves a child behind ------------------------
@@ -104,11 +104,7 @@ def shell_launcher(tmp_path: Path, then: str) -> tuple[Callable[[], EngineProces
 
 def child_pid(tmp_path: Path) -> int:
     path = tmp_path / "child.pid"
-    deadline = time.monotonic() + 10
-    while not path.exists() or not path.read_text().strip():
-        assert time.monotonic() < deadline, "the shell never started its child"
-        time.sleep(0.02)
-    return int(path.read_text())
+    return int(wait_until(lambda: path.exists() and path.read_text().strip(), 10, "the shell starting its child"))
 
 
 @pytest.mark.parametrize("way_out", ["exit", "timeout", "cancel", "ctrl_c"])
@@ -185,7 +181,7 @@ def test_stop_interrupts_the_readiness_wait_within_a_second(tmp_path):
     thread.start()
     child = child_pid(tmp_path)
     wait_until(lambda: "start" in (tmp_path / "events.jsonl").read_text(), 10, "the supervisor's start event")
-    time.sleep(0.3)  # the scenario, not a settle: stop() comes while the wait is well under way, not before it
+    time.sleep(0.3)  # sleep: the scenario, not a settle: stop() comes while the wait is well under way
     stopped_at = time.monotonic()
     supervisor.stop()
     thread.join(timeout=10)
@@ -241,22 +237,24 @@ class Serve:
         return [e["kind"] for e in self.events()]
 
     def wait_for(self, kind: str, within_s: float = 60.0) -> dict[str, Any]:
-        deadline = time.monotonic() + within_s
-        while True:
-            found = [e for e in self.events() if e["kind"] == kind]
-            if found:
-                return found[-1]
-            assert self.proc.poll() is None, f"serve ended before {kind!r}:\n{self.output()[-3000:]}"
-            assert time.monotonic() < deadline, f"no {kind!r} event: {self.kinds()}\n{self.output()[-3000:]}"
-            time.sleep(0.05)
+        def found() -> dict[str, Any] | None:
+            events = [e for e in self.events() if e["kind"] == kind]
+            assert events or self.proc.poll() is None, f"serve ended before {kind!r}:\n{self.output()[-3000:]}"
+            return events[-1] if events else None
+
+        return wait_until(
+            found, within_s, lambda: f"no {kind!r} event: {self.kinds()}\n{self.output()[-3000:]}", every_s=0.05
+        )
 
     def wait_serving(self, within_s: float = 60.0) -> str:
         """The engine's URL, once `serve` printed it (the relay stops answering 503 before that line)."""
-        deadline = time.monotonic() + within_s
-        while "serving tiny at" not in self.stdout_path.read_text():
-            assert self.proc.poll() is None, f"serve ended before it served:\n{self.output()[-3000:]}"
-            assert time.monotonic() < deadline, f"not serving: {self.kinds()}\n{self.output()[-3000:]}"
-            time.sleep(0.05)
+
+        def serving() -> bool:
+            said = "serving tiny at" in self.stdout_path.read_text()
+            assert said or self.proc.poll() is None, f"serve ended before it served:\n{self.output()[-3000:]}"
+            return said
+
+        wait_until(serving, within_s, lambda: f"not serving: {self.kinds()}\n{self.output()[-3000:]}", every_s=0.05)
         return self.wait_for("ready")["url"]
 
     def ctrl_c(self) -> float:
@@ -325,10 +323,15 @@ def stream(url: str, key: str | None = None) -> tuple[threading.Thread, list[byt
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
-    deadline = time.monotonic() + 20
-    while sum(c.startswith(b"data: {") for c in chunks) < 5:
-        assert time.monotonic() < deadline and reader.is_alive(), f"the stream did not start: {chunks[-3:]}"
-        time.sleep(0.02)
+
+    def started() -> bool:
+        reading = reader.is_alive()  # before the count: a reader that had ended has all its chunks counted
+        if sum(c.startswith(b"data: {") for c in chunks) >= 5:
+            return True
+        assert reading, f"the stream ended before it started: {chunks[-3:]}"
+        return False
+
+    wait_until(started, 20, lambda: f"the stream starting: {chunks[-3:]}")
     return reader, chunks
 
 
@@ -428,10 +431,13 @@ def test_ctrl_c_while_the_embedded_engine_starts_leaves_nothing(serve):
     ensure_model()
     run = serve("--embedded", "--eager")
     pgid = run.wait_for("start", within_s=60)["pid"]
-    deadline = time.monotonic() + 180
-    while len(_group_members({pgid})) < 2 and "ready" not in run.kinds():
-        assert time.monotonic() < deadline and alive(pgid), f"no engine core forked: {run.output()[-2000:]}"
-        time.sleep(0.2)
+
+    def forked() -> bool:
+        done = len(_group_members({pgid})) >= 2 or "ready" in run.kinds()
+        assert done or alive(pgid), f"the engine ended before its core forked: {run.output()[-2000:]}"
+        return done
+
+    wait_until(forked, 180, lambda: f"the engine core forked: {run.output()[-2000:]}", every_s=0.2)
     members = _group_members({pgid})
     interrupted = run.ctrl_c()
     code = run.wait_exit(60)

@@ -8,7 +8,6 @@ faults are set at start (`--fault`) or at run time through its control endpoint 
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -217,11 +216,14 @@ async def test_a_non_streaming_client_leaving_frees_its_blocks_too(sim_factory):
                 await resp.read()
 
     task = asyncio.create_task(ask())
-    deadline = time.monotonic() + 10
-    while not (during := sim.state())["running"]:
-        assert time.monotonic() < deadline and not task.done()
-        await asyncio.sleep(0.02)
-    await asyncio.sleep(0.2)  # a few decode steps
+
+    def running() -> dict | None:
+        assert not task.done(), "the request ended before it ran"
+        state = sim.state()
+        return state if state["running"] else None
+
+    during = await eventually(running, 10, "the request running")
+    await asyncio.sleep(0.2)  # sleep: the scenario: a few decode steps before the client leaves
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task

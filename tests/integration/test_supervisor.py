@@ -13,7 +13,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -21,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.conftest import _group_members, _processes_with, small_embedded
+from tests.polling import wait_until
 
 pytestmark = [pytest.mark.engine, pytest.mark.timeout(600)]
 
@@ -64,6 +64,11 @@ def group_pids(pgid: int) -> list[int]:
             except ProcessLookupError:
                 pass
     return out
+
+
+def stopped(pid: int) -> bool:
+    """Whether the process is stopped (SIGSTOP): its state in /proc is T."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "T"
 
 
 def test_a_profile_needing_gpus_this_host_lacks_is_refused(tmp_path):
@@ -135,11 +140,12 @@ def test_crash_then_hang_restart_once_then_fail_with_the_relay_answering_503_dur
         status, answer = through_relay()
         assert status == 200 and json.loads(answer)["choices"], answer
         os.killpg(engine_group(port), signal.SIGKILL)  # a crash
-        deadline = time.monotonic() + 30
-        while (reply := through_relay())[0] != 503:
-            assert time.monotonic() < deadline, "the relay never reported the restart"
-            time.sleep(0.2)
-        status, answer = reply
+
+        def restarting() -> tuple[int, bytes] | None:
+            reply = through_relay()
+            return reply if reply[0] == 503 else None
+
+        status, answer = wait_until(restarting, 30, "the relay reporting the restart", every_s=0.2)
         assert b"engine unavailable" in answer, answer
         assert wait_serving(proc) == port  # restarted on the same port
         status, answer = through_relay()
@@ -154,7 +160,7 @@ def test_crash_then_hang_restart_once_then_fail_with_the_relay_answering_503_dur
         assert core, "no engine-core process found"
         for pid in core:
             os.kill(pid, signal.SIGSTOP)  # a hang: the API server still runs
-        time.sleep(1.0)
+        wait_until(lambda: all(stopped(p) for p in core), 10, "the engine core stopped")
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5) as resp:
             assert resp.status == 200  # /health says fine while nothing can be generated
         _, err = proc.communicate(timeout=180)
@@ -176,7 +182,9 @@ def test_crash_then_hang_restart_once_then_fail_with_the_relay_answering_503_dur
     assert kinds[len(crash) : len(crash) + 3] == ["restart", "start", "ready"], kinds
     assert "probe_failed" in kinds[len(crash) :] and kinds[-1] == "give_up"
     assert "liveness probe failed" in events(tmp_path)[-1]["reason"]
-    deadline = time.monotonic() + 10
-    while _group_members({group}):  # zombies are not counted: they are gone, only not yet reaped
-        assert time.monotonic() < deadline, f"the hung engine was left behind: {_group_members({group})}"
-        time.sleep(0.2)
+    wait_until(  # zombies are not counted: they are gone, only not yet reaped
+        lambda: not _group_members({group}),
+        10,
+        lambda: f"the hung engine was left behind: {_group_members({group})}",
+        every_s=0.2,
+    )

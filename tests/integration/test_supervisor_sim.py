@@ -62,11 +62,11 @@ class Supervised:
         return [e["kind"] for e in self.events()]
 
     def wait_for(self, done: Callable[[list[str]], bool], within_s: float) -> list[str]:
-        deadline = time.monotonic() + within_s
-        while not done(kinds := self.kinds()):
-            assert time.monotonic() < deadline, f"supervisor events so far: {kinds}"
-            time.sleep(0.05)
-        return kinds
+        def kinds() -> list[str] | None:
+            kinds = self.kinds()
+            return kinds if done(kinds) else None
+
+        return wait_until(kinds, within_s, lambda: f"supervisor events so far: {self.kinds()}", every_s=0.05)
 
     def set_faults(self, *active: str) -> None:
         request = urllib.request.Request(
@@ -229,16 +229,18 @@ def test_an_engine_busy_with_a_long_stream_is_not_probed_and_not_restarted(super
     busy = []
     while long_one.is_alive():
         busy.append((gauge("vllm:num_requests_running"), gauge("vllm:num_requests_waiting")))
-        time.sleep(0.2)
+        time.sleep(0.2)  # sleep: the sampling rate of the gauges, not a wait
     running = [w for r, w in busy if r >= 1]  # while the stream held the one slot (before, it waited itself)
     assert len(running) >= 20, busy  # about 10 s of decoding, sampled 5 times a second
     assert max(running) == 0, busy  # nothing of the supervisor's queued behind it
     assert max(r for r, _ in busy) == 1
     after_long = gauge("vllm:request_success_total")
-    deadline = time.monotonic() + 10 * POLICY.probe_interval_s + 5
-    while gauge("vllm:request_success_total") < after_long + 2:  # idle again: probes resume and answer
-        assert time.monotonic() < deadline, "no probe answered once the engine was idle"
-        time.sleep(0.1)
+    wait_until(  # idle again: probes resume and answer
+        lambda: gauge("vllm:request_success_total") >= after_long + 2,
+        10 * POLICY.probe_interval_s + 5,
+        "probes answering once the engine was idle",
+        every_s=0.1,
+    )
     run.supervisor.stop()
     assert run.finish() == STOPPED
     kinds = run.kinds()

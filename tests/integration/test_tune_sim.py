@@ -13,7 +13,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -21,6 +20,7 @@ import pytest
 from loadproof.sim.text import tokenizer_path
 from loadproof.tune.tuning import folder_name
 from tests.integration.sim_process import free_port
+from tests.polling import wait_until
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -117,13 +117,17 @@ def test_a_tune_measures_the_front_first_stops_each_engine_and_resumes_after_an_
     proc = subprocess.Popen(
         argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True
     )
-    deadline = time.monotonic() + 200
-    # the second real point's engine is up and its search has started: interrupt there
-    while not ((done := lines(journal, "measured")) and (second := second_point_ready(folder, done[0]["point"]))):
-        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[1][-2000:]
-        time.sleep(0.2)
-    first = done[0]["point"]
-    time.sleep(1.0)
+
+    def searching() -> Path | None:
+        """The second real point's folder, once its engine is up and its search has started a trial."""
+        assert proc.poll() is None, proc.communicate()[1][-2000:]
+        done = lines(journal, "measured")
+        second = done and second_point_ready(folder, done[0]["point"])
+        return second if second and any(second.glob("runs/load-search-*/**/requests.jsonl")) else None
+
+    # interrupt there, during the second real point
+    second = wait_until(searching, 200, lambda: f"the second point's search: {lines(journal, 'measured')}", every_s=0.2)
+    first = lines(journal, "measured")[0]["point"]
     os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C in a terminal: the whole foreground group
     _, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 130, stderr[-2000:]

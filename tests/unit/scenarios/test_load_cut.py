@@ -27,9 +27,9 @@ async def sent_then_cut(offsets: list[float], sent: int) -> tuple[OpenLoop, Fake
     loop = OpenLoop(client, schedule, max_concurrency=None, clock=clock, sleep=clock.sleep, cut=schedule.cut)  # type: ignore[arg-type]
     run = asyncio.create_task(loop.run())
     while loop.dispatched < sent:
-        await asyncio.sleep(0)
+        await asyncio.sleep(0)  # sleep: a turn of the event loop, on a virtual clock: nothing real to wait for
     for _ in range(10):  # the sender is now waiting: for the next send, or for those in flight
-        await asyncio.sleep(0)
+        await asyncio.sleep(0)  # sleep: turns of the event loop, so that a sender not waiting would end
     assert not run.done()
     schedule.cut.set()
     await asyncio.wait_for(run, 1.0)  # at once, not at the next send or the answers' end
@@ -58,7 +58,7 @@ def test_without_a_cut_the_sender_waits_for_every_answer():
             OpenLoop(client, planned([0.0, 0.5]), max_concurrency=None, clock=clock, sleep=clock.sleep).run()
         )
         for _ in range(50):
-            await asyncio.sleep(0)
+            await asyncio.sleep(0)  # sleep: turns of the event loop, so that a sender not waiting would end
         assert not run.done()  # both sent, both answers awaited
         hold.set()
         await run

@@ -36,7 +36,8 @@ class ScriptedClock:
 
     async def sleep(self, seconds: float) -> None:
         self.sleeps += 1
-        await asyncio.sleep(0)  # the tasks launched so far run while the sender sleeps (in no virtual time)
+        # sleep: a turn of the event loop: the tasks launched so far run while the sender sleeps (in no virtual time)
+        await asyncio.sleep(0)
         self.now += max(round(seconds * NS), 100_000) + (self.oversleep_ns if seconds else 0)
 
 
@@ -142,9 +143,9 @@ def test_the_concurrency_cap_makes_the_queueing_explicit():
         )
         task = asyncio.create_task(sender.run())
         while sender.dispatched < 5:
-            await asyncio.sleep(0)
+            await asyncio.sleep(0)  # sleep: a turn of the event loop, on a virtual clock: nothing real to wait for
         for _ in range(5):
-            await asyncio.sleep(0)
+            await asyncio.sleep(0)  # sleep: turns of the event loop, so that a request let through would end
         assert len(client.records) == 0  # two are sent and held, three wait for a slot
         clock.now += 2 * NS  # two seconds pass before the server lets go
         hold.set()
@@ -180,7 +181,7 @@ def test_an_interrupt_records_every_request_in_flight_and_says_how_far_it_got():
         )
         task = asyncio.create_task(sender.run())
         while sender.dispatched < 4:
-            await asyncio.sleep(0)
+            await asyncio.sleep(0)  # sleep: a turn of the event loop, on a virtual clock: nothing real to wait for
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task

@@ -47,7 +47,7 @@ class Handler(BaseHTTPRequestHandler):
         Handler.seen_paths.append(self.path)
         mode = Handler.mode
         if mode == "slow":
-            time.sleep(1.5)
+            time.sleep(1.5)  # sleep: a slow engine, the behaviour under test
             mode = "ok"
         if mode == "key" and auth != f"Bearer {KEY}":
             return self._send(401, {"error": "Unauthorized"})
