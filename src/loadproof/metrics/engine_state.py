@@ -41,9 +41,9 @@ def engine_claims(samples: list[EngineSample], t0: int, end_ns: int) -> list[Cla
                     int(round(max(seen))),
                     unit,
                     f"{what} in a /metrics sample taken between the schedule's start and the last response's end",
-                    direction=direction,
+                    direction=direction,  # type: ignore[arg-type]
                 )
-            )  # type: ignore[arg-type]
+            )
     kv = [v["kv_cache_usage_perc"] for v in during if "kv_cache_usage_perc" in v]
     if kv:
         claims.append(

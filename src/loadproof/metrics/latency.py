@@ -83,19 +83,19 @@ def samples_ns(records: list[RequestRecord]) -> dict[str, list[float]]:
         "tpot_s": [t for t in (tpot_ns(r) for r in ok) if t is not None],
         "e2el_s": [r.last_token_ns - r.send_ns for r in ok],  # type: ignore[operator]
         "ttft_from_intended_s": [
-            r.first_token_ns - r.intended_send_ns
-            for r in ok  # type: ignore[operator]
+            r.first_token_ns - r.intended_send_ns  # type: ignore[operator]
+            for r in ok
             if r.intended_send_ns is not None
         ],
         "e2el_from_intended_s": [
-            r.last_token_ns - r.intended_send_ns
-            for r in ok  # type: ignore[operator]
+            r.last_token_ns - r.intended_send_ns  # type: ignore[operator]
+            for r in ok
             if r.intended_send_ns is not None
         ],
         "send_lag_s": [r.send_ns - r.intended_send_ns for r in planned if r.send_ns],  # type: ignore[operator]
         "client_lag_s": [
-            r.dispatch_ns - r.intended_send_ns
-            for r in planned  # type: ignore[operator]
+            r.dispatch_ns - r.intended_send_ns  # type: ignore[operator]
+            for r in planned
             if r.dispatch_ns is not None
         ],
         "queue_wait_s": [r.send_ns - r.dispatch_ns for r in records if r.dispatch_ns is not None and r.send_ns],

@@ -61,16 +61,18 @@ def model_claims(
             ("tpot_s", [t / NS_PER_S for t in map(tpot_ns, ok) if t is not None]),
         ):
             summary = summarize(values)
-            for stat in MODEL_STATS if summary is not None else ():
+            if summary is None:
+                continue
+            for stat in MODEL_STATS:
                 claims.append(
                     number(
                         f"{pre}.{name}.<stat>",
                         summary.stat(stat),
-                        "s",  # type: ignore[union-attr]
+                        "s",
                         f"{stat} of {'t_first_token - t_send' if name == 'ttft_s' else 'TPOT'} over this "
                         f"model's successful requests ({summary.method})",
                         4,
-                        direction="lower",  # type: ignore[union-attr]
+                        direction="lower",
                         parts={**parts, "stat": stat},
                     )
                 )
