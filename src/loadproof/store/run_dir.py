@@ -227,10 +227,10 @@ def _records(path: Path, rows: list[dict[str, Any]], chunk_rows: list[dict[str, 
     chunks: dict[str, _Chunks] = {}
     for number, row in enumerate(chunk_rows, 1):
         try:
-            extra = msgspec.convert(row, _Chunks)
+            chunk_row = msgspec.convert(row, _Chunks)
         except msgspec.ValidationError as exc:
             raise RunDirError(f"{path / CHUNKS}: row {number} is not a chunk row ({exc})") from None
-        chunks[extra.request_id] = extra
+        chunks[chunk_row.request_id] = chunk_row
     records = []
     for number, row in enumerate(rows, 1):
         extra = chunks.get(row["request_id"]) if isinstance(row.get("request_id"), str) else None
