@@ -89,7 +89,7 @@ def churn_claims(records: list[RequestRecord], profile: Any) -> list[Claim]:
         summary = summarize(
             [
                 (r.first_token_ns - r.send_ns) / NS_PER_S
-                for r, c in flags  # type: ignore[operator]
+                for r, c in flags
                 if c is cold and r.ok and r.first_token_ns is not None
             ]
         )

@@ -61,6 +61,18 @@ def succeeded(record: RequestRecord) -> bool:
     return record.ok and record.first_token_ns is not None and record.last_token_ns is not None
 
 
+def ttft_ns(record: RequestRecord) -> int:
+    """t_first_token - t_send of a request `succeeded` holds for (so its first token is there)."""
+    assert record.first_token_ns is not None, f"request {record.request_id} has no first token: it did not succeed"
+    return record.first_token_ns - record.send_ns
+
+
+def e2el_ns(record: RequestRecord) -> int:
+    """t_last_token - t_send of a request `succeeded` holds for (so its last token is there)."""
+    assert record.last_token_ns is not None, f"request {record.request_id} has no last token: it did not succeed"
+    return record.last_token_ns - record.send_ns
+
+
 def tpot_ns(record: RequestRecord) -> float | None:
     """(e2el - ttft) / (output_tokens - 1), for more than one token."""
     if (
@@ -78,25 +90,25 @@ def samples_ns(records: list[RequestRecord]) -> dict[str, list[float]]:
     ok = [r for r in records if succeeded(r)]
     planned = [r for r in records if r.intended_send_ns is not None]
     out: dict[str, list[float]] = {
-        "ttft_s": [r.first_token_ns - r.send_ns for r in ok],  # type: ignore[operator]
+        "ttft_s": [ttft_ns(r) for r in ok],
         "itl_s": [gap for r in ok for gap in r.itl_ns()],
         "tpot_s": [t for t in (tpot_ns(r) for r in ok) if t is not None],
-        "e2el_s": [r.last_token_ns - r.send_ns for r in ok],  # type: ignore[operator]
+        "e2el_s": [e2el_ns(r) for r in ok],
         "ttft_from_intended_s": [
-            r.first_token_ns - r.intended_send_ns  # type: ignore[operator]
+            r.first_token_ns - r.intended_send_ns
             for r in ok
-            if r.intended_send_ns is not None
+            if r.first_token_ns is not None and r.intended_send_ns is not None
         ],
         "e2el_from_intended_s": [
-            r.last_token_ns - r.intended_send_ns  # type: ignore[operator]
+            r.last_token_ns - r.intended_send_ns
             for r in ok
-            if r.intended_send_ns is not None
+            if r.last_token_ns is not None and r.intended_send_ns is not None
         ],
-        "send_lag_s": [r.send_ns - r.intended_send_ns for r in planned if r.send_ns],  # type: ignore[operator]
+        "send_lag_s": [r.send_ns - r.intended_send_ns for r in planned if r.send_ns and r.intended_send_ns is not None],
         "client_lag_s": [
-            r.dispatch_ns - r.intended_send_ns  # type: ignore[operator]
+            r.dispatch_ns - r.intended_send_ns
             for r in planned
-            if r.dispatch_ns is not None
+            if r.dispatch_ns is not None and r.intended_send_ns is not None
         ],
         "queue_wait_s": [r.send_ns - r.dispatch_ns for r in records if r.dispatch_ns is not None and r.send_ns],
     }

@@ -10,7 +10,7 @@ from typing import Any
 
 from loadproof.metrics.claims import Claim, count, number
 from loadproof.metrics.distribution import summarize
-from loadproof.metrics.latency import succeeded, tpot_ns
+from loadproof.metrics.latency import succeeded, tpot_ns, ttft_ns
 from loadproof.metrics.slo import meets, slo_values
 from loadproof.records import RequestRecord
 from loadproof.units import NS_PER_S
@@ -57,7 +57,7 @@ def model_claims(
             ),
         ]
         for name, values in (
-            ("ttft_s", [(r.first_token_ns - r.send_ns) / NS_PER_S for r in ok]),  # type: ignore[operator]
+            ("ttft_s", [ttft_ns(r) / NS_PER_S for r in ok]),
             ("tpot_s", [t / NS_PER_S for t in map(tpot_ns, ok) if t is not None]),
         ):
             summary = summarize(values)

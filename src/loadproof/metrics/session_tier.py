@@ -27,6 +27,7 @@ from __future__ import annotations
 from loadproof.metrics.claims import Claim, count, number
 from loadproof.metrics.distribution import summarize
 from loadproof.metrics.engine_agreement import bracket
+from loadproof.metrics.latency import ttft_ns
 from loadproof.metrics.offload import HITS
 from loadproof.metrics.prefix_cache import PrefixRequest, simulate
 from loadproof.plans.sessions import SessionsPlan
@@ -38,7 +39,7 @@ STATS = ("p50", "max")
 
 
 def ttft_s(r: RequestRecord) -> float:
-    return (r.first_token_ns - r.send_ns) / NS_PER_S  # type: ignore[operator]
+    return ttft_ns(r) / NS_PER_S
 
 
 def expected_tier_claims(
@@ -98,24 +99,24 @@ def expected_tier_claims(
 def transfer_claims(ok: list[RequestRecord], plan: SessionsPlan) -> list[Claim]:
     if not (plan.kv_bytes_per_token and plan.h2d_gbps):
         return []
-    cold = [r for r in ok if r.batch == 0 and r.prompt_tokens and r.first_token_ns is not None]
+    # (TTFT s, prompt tokens) of each cold turn; (TTFT s, prompt tokens, cached tokens) of each warm one
+    cold = [
+        (ttft_s(r), r.prompt_tokens) for r in ok if r.batch == 0 and r.prompt_tokens and r.first_token_ns is not None
+    ]
     warm = [
-        r
+        (ttft_s(r), r.prompt_tokens, r.cached_tokens)
         for r in ok
         if r.batch > 0 and r.prompt_tokens and r.cached_tokens is not None and r.first_token_ns is not None
     ]
     if not cold or not warm:
         return []
-    per_token = sum(map(ttft_s, cold)) / sum(r.prompt_tokens for r in cold)  # type: ignore[misc]
+    per_token = sum(ttft for ttft, _ in cold) / sum(prompt for _, prompt in cold)
     rate = plan.h2d_gbps * 1e9 / plan.kv_bytes_per_token  # tokens a second the link moves
-    floor = min(map(ttft_s, warm))
-    transfer = [r.cached_tokens / rate for r in warm]  # type: ignore[operator]
-    recompute = [r.cached_tokens * per_token for r in warm]  # type: ignore[operator]
-    bound = [
-        floor + t + (r.prompt_tokens - r.cached_tokens) * per_token  # type: ignore[operator]
-        for t, r in zip(transfer, warm)
-    ]
-    over = [ttft_s(r) / b for r, b in zip(warm, bound) if b > 0]
+    floor = min(ttft for ttft, _, _ in warm)
+    transfer = [cached / rate for _, _, cached in warm]
+    recompute = [cached * per_token for _, _, cached in warm]
+    bound = [floor + t + (prompt - cached) * per_token for t, (_, prompt, cached) in zip(transfer, warm)]
+    over = [ttft / b for (ttft, _, _), b in zip(warm, bound) if b > 0]
     claims = [
         number(
             "sessions.tier.cold_s_per_token",
@@ -151,24 +152,21 @@ def transfer_claims(ok: list[RequestRecord], plan: SessionsPlan) -> list[Claim]:
         ("ttft_over_bound", over, "TTFT / bound"),
     ):
         summary = summarize(values)
-        for stat in STATS if summary is not None else ():
+        if summary is None:
+            continue
+        for stat in STATS:
             claims.append(
                 number(
                     f"sessions.tier.{name}.<stat>",
                     summary.stat(stat),
-                    "ratio"
-                    if name  # type: ignore[union-attr]
-                    == "ttft_over_bound"
-                    else "s",
+                    "ratio" if name == "ttft_over_bound" else "s",
                     f"{stat} over the successful warm turns of {how} ({summary.method})",
                     4,
-                    direction="lower"
-                    if name == "ttft_over_bound"  # type: ignore[union-attr]
-                    else "neither",
+                    direction="lower" if name == "ttft_over_bound" else "neither",
                     parts={"stat": stat},
                 )
             )
-    within = sum(ttft_s(r) <= b for r, b in zip(warm, bound))
+    within = sum(ttft <= b for (ttft, _, _), b in zip(warm, bound))
     claims.append(
         number(
             "sessions.tier.within_bound_pct",

@@ -20,7 +20,7 @@ from loadproof.metrics.claims import Claim, count, fact, number
 from loadproof.metrics.constraints import constraint_claims
 from loadproof.metrics.distribution import summarize
 from loadproof.metrics.figures import Table
-from loadproof.metrics.latency import span_s, succeeded
+from loadproof.metrics.latency import span_s, succeeded, ttft_ns
 from loadproof.metrics.model_mix import model_claims
 from loadproof.metrics.prefix_cache import PrefixRequest, chained_keys, reported_hit_pct, simulate, working_set_tokens
 from loadproof.metrics.reasoning import TTFA_FORMULA, reasoning_claims
@@ -68,7 +68,7 @@ def claims_of_run(run: Any, plan: SessionsPlan) -> list[Claim]:
         ),
     ]
     for phase, rows in (("cold", [r for r in ok if r.batch == 0]), ("warm", [r for r in ok if r.batch > 0])):
-        summary = summarize([(r.first_token_ns - r.send_ns) / NS_PER_S for r in rows])  # type: ignore[operator]
+        summary = summarize([ttft_ns(r) / NS_PER_S for r in rows])
         if summary is None:
             continue
         for stat in TTFT_STATS:
@@ -85,8 +85,8 @@ def claims_of_run(run: Any, plan: SessionsPlan) -> list[Claim]:
                     parts={"phase": phase, "stat": stat},
                 )
             )
-    cold = summarize([(r.first_token_ns - r.send_ns) / NS_PER_S for r in ok if r.batch == 0])  # type: ignore[operator]
-    warm = summarize([(r.first_token_ns - r.send_ns) / NS_PER_S for r in ok if r.batch > 0])  # type: ignore[operator]
+    cold = summarize([ttft_ns(r) / NS_PER_S for r in ok if r.batch == 0])
+    warm = summarize([ttft_ns(r) / NS_PER_S for r in ok if r.batch > 0])
     if cold is not None and warm is not None and cold.stat("p50") > 0:
         claims.append(
             number(
@@ -100,7 +100,7 @@ def claims_of_run(run: Any, plan: SessionsPlan) -> list[Claim]:
         )
     for turn in range(plan.turns):
         rows = [r for r in ok if r.batch == turn]
-        ttft = summarize([(r.first_token_ns - r.send_ns) / NS_PER_S for r in rows])  # type: ignore[operator]
+        ttft = summarize([ttft_ns(r) / NS_PER_S for r in rows])
         if ttft is None:
             continue
         claims.append(
@@ -297,7 +297,9 @@ def expected_claims(
     requests = prefix_requests(sent, plan)
     ordered = sorted(sent, key=lambda r: (r.send_ns, r.request_id))
     turns = [i for i, r in enumerate(ordered) if r.family != PRIME]
-    caches = {"unbounded": None}
+    # each request's prompt tokens, in `ordered`'s order: prefix_requests sorts alike, and the cache's hits follow it
+    prompts = [request.prompt_tokens for request in requests]
+    caches: dict[str, int | None] = {"unbounded": None}
     if plan.kv_cache_tokens:
         caches["bounded"] = plan.kv_cache_tokens // block
     how = {
@@ -319,8 +321,8 @@ def expected_claims(
                 claims.append(
                     number(
                         "sessions.turn<t>.expected_hit_pct.<cache>",
-                        100 * sum(hits[i] for i in idx) / sum(ordered[i].prompt_tokens for i in idx),
-                        "%",  # type: ignore[misc]
+                        100 * sum(hits[i] for i in idx) / sum(prompts[i] for i in idx),
+                        "%",
                         f"sum of the expected hit tokens / sum of usage.prompt_tokens over the successful turns t x 100; "
                         f"each turn's expected hit: its leading blocks of block_tokens (the shared prefix, then its "
                         f"user's history) already cached when it was sent, at most (prompt_tokens - 1) // block_tokens "
@@ -333,7 +335,7 @@ def expected_claims(
         claims.append(
             number(
                 "sessions.expected_hit_pct.<cache>",
-                100 * sum(hits[i] for i in turns) / sum(ordered[i].prompt_tokens for i in turns),  # type: ignore[misc]
+                100 * sum(hits[i] for i in turns) / sum(prompts[i] for i in turns),
                 "%",
                 f"the same over every successful turn, through {how[cache]}{primer}",
                 2,

@@ -26,19 +26,20 @@ SLO_DEFINITIONS = {
 
 def slo_values(record: RequestRecord) -> dict[str, float] | None:
     """The request's value of every SLO in seconds; None for a request that did not succeed."""
-    if not succeeded(record):
+    first, last = record.first_token_ns, record.last_token_ns
+    if first is None or last is None or not succeeded(record):
         return None
     gaps = sorted(record.itl_ns())
     values = {
-        "ttft": record.first_token_ns - record.send_ns,  # type: ignore[operator]
+        "ttft": first - record.send_ns,
         "tpot": tpot_ns(record) or 0.0,
         "itl": gaps[-1] if gaps else 0.0,
         "itl_p99": percentile(gaps, 99.0) if gaps else 0.0,
-        "e2el": record.last_token_ns - record.send_ns,  # type: ignore[operator]
+        "e2el": last - record.send_ns,
     }
     if record.intended_send_ns is not None:
-        values["ttft_from_intended"] = record.first_token_ns - record.intended_send_ns  # type: ignore[operator]
-        values["e2el_from_intended"] = record.last_token_ns - record.intended_send_ns  # type: ignore[operator]
+        values["ttft_from_intended"] = first - record.intended_send_ns
+        values["e2el_from_intended"] = last - record.intended_send_ns
     return {k: v / NS_PER_S for k, v in values.items()}
 
 
