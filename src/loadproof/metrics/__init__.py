@@ -8,6 +8,7 @@ only: `verify` reaches this package.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from loadproof.catalog import column
@@ -17,13 +18,15 @@ from loadproof.metrics.engine_agreement import agreement_claims
 from loadproof.metrics.offload import offload_claims
 from loadproof.metrics.prediction import prediction_claims
 from loadproof.metrics.telemetry import telemetry_claims
-from loadproof.plans import load_plan, scenario_of
+from loadproof.plans import Plan, load_plan, scenario_of
 from loadproof.registry import Registry
 
 if TYPE_CHECKING:
     from loadproof.store.run_dir import Run
 
-claim_functions: Registry[object] = Registry.over("scenario", column("claims"))
+ClaimFunction = Callable[["Run", Plan], list[Claim]]  # a scenario's claims_of_run(run, plan)
+
+claim_functions: Registry[ClaimFunction] = Registry.over("scenario", column("claims"))
 
 
 def compute_claims(run: Run) -> list[Claim]:
@@ -40,7 +43,7 @@ def compute_claims(run: Run) -> list[Claim]:
     return claims + prediction_claims(run.manifest.prediction, claims)
 
 
-def scenario_claims(run: Run, plan: object | None = None) -> list[Claim]:
+def scenario_claims(run: Run, plan: Plan | None = None) -> list[Claim]:
     """The scenario's own claims, from the run and its plan (which `load_plan` checks and types)."""
     claims_of = claim_functions.get(scenario_of(run))
     return claims_of(run, load_plan(run) if plan is None else plan)

@@ -17,7 +17,6 @@ For each metric m (`decode_tokens_per_s`: (output_tokens - 1) / (t_last_token - 
 
 from __future__ import annotations
 
-import math
 import random
 import statistics
 from collections import defaultdict
@@ -273,7 +272,7 @@ def compared(
     return claims
 
 
-def claims_of_run(run, plan: AbPlan) -> list[Claim]:
+def claims_of_run(run: Run, plan: AbPlan) -> list[Claim]:
     return ab_claims(plan, run.records, run.samples) + slo_claims(run.records, plan.slo, span_s(run.records), "ab")
 
 

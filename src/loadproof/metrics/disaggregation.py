@@ -23,8 +23,10 @@ def hops(records: list[RequestRecord]) -> list[RequestRecord]:
 
 
 def decode_side_ns(record: RequestRecord) -> int:
-    """TTFT - the prefill hop: what the decode instance's side of the first token took."""
-    return record.ttft_ns - record.prefill_hop_ns  # type: ignore[operator]
+    """TTFT - the prefill hop: what the decode instance's side of the first token took (of a request `hops`
+    keeps, which has both)."""
+    assert record.first_token_ns is not None and record.prefill_hop_ns is not None, "not a request with a hop"
+    return record.first_token_ns - record.send_ns - record.prefill_hop_ns
 
 
 CLIENT_TTFT_MEAN = "mean over requests of t_first_token - t_send"
@@ -47,7 +49,7 @@ def disaggregation_claims(records: list[RequestRecord], prefix: str) -> list[Cla
     done = hops(records)
     if not done:
         return []
-    prefill = [r.prefill_hop_ns / NS_PER_S for r in done]  # type: ignore[operator]
+    prefill = [r.prefill_hop_ns / NS_PER_S for r in done if r.prefill_hop_ns is not None]  # each: `hops` has them
     decode = [decode_side_ns(r) / NS_PER_S for r in done]
     claims = [
         count(
@@ -76,10 +78,10 @@ def disaggregation_claims(records: list[RequestRecord], prefix: str) -> list[Cla
         ),
         number(f"{prefix}.pd.decode_side_s.max", max(decode), "s", "largest TTFT - prefill hop", 3, direction="lower"),
     ]
-    sized = [r for r in done if r.kv_bytes is not None]
+    sized = [(r.kv_bytes, decode_side_ns(r)) for r in done if r.kv_bytes is not None]  # (KV bytes, decode side ns)
     if sized:
-        total = sum(r.kv_bytes for r in sized)  # type: ignore[misc]
-        seconds = sum(decode_side_ns(r) for r in sized) / NS_PER_S
+        total = sum(kv_bytes for kv_bytes, _ in sized)
+        seconds = sum(ns for _, ns in sized) / NS_PER_S
         claims += [
             number(
                 f"{prefix}.pd.kv_bytes_per_request",

@@ -5,8 +5,29 @@ preemptions between the schedule's start and the last response's end.
 
 from __future__ import annotations
 
-from loadproof.metrics.claims import Claim, count, number
+from loadproof.metrics.claims import Claim, Direction, count, number
 from loadproof.rundir import EngineSample
+
+# the engine's gauges read at their most: (metric, claim, what, unit, direction)
+MAXIMA: tuple[tuple[str, str, str, str, Direction], ...] = (
+    ("num_requests_waiting", "load.engine_waiting_max", "most requests waiting", "requests", "lower"),
+    ("num_requests_running", "load.engine_running_max", "most requests running", "requests", "neither"),
+    # vLLM with LoRA: the adapters its lora_requests_info gauge lists for the running batch and the queue
+    (
+        "lora_running_adapters",
+        "load.lora.engine_running_adapters_max",
+        "most LoRA adapters the engine listed as running (vLLM's lora_requests_info, running_lora_adapters)",
+        "adapters",
+        "neither",
+    ),
+    (
+        "lora_waiting_adapters",
+        "load.lora.engine_waiting_adapters_max",
+        "most LoRA adapters the engine listed as waiting (lora_requests_info, waiting_lora_adapters)",
+        "adapters",
+        "lower",
+    ),
+)
 
 
 def engine_claims(samples: list[EngineSample], t0: int, end_ns: int) -> list[Claim]:
@@ -14,25 +35,7 @@ def engine_claims(samples: list[EngineSample], t0: int, end_ns: int) -> list[Cla
     ordered = sorted(samples, key=lambda s: s.t_ns)
     during = [s.values for s in ordered if t0 <= s.t_ns <= end_ns]
     claims: list[Claim] = []
-    for key, name, what, unit, direction in (
-        ("num_requests_waiting", "load.engine_waiting_max", "most requests waiting", "requests", "lower"),
-        ("num_requests_running", "load.engine_running_max", "most requests running", "requests", "neither"),
-        # vLLM with LoRA: the adapters its lora_requests_info gauge lists for the running batch and the queue
-        (
-            "lora_running_adapters",
-            "load.lora.engine_running_adapters_max",
-            "most LoRA adapters the engine listed as running (vLLM's lora_requests_info, running_lora_adapters)",
-            "adapters",
-            "neither",
-        ),
-        (
-            "lora_waiting_adapters",
-            "load.lora.engine_waiting_adapters_max",
-            "most LoRA adapters the engine listed as waiting (lora_requests_info, waiting_lora_adapters)",
-            "adapters",
-            "lower",
-        ),
-    ):
+    for key, name, what, unit, direction in MAXIMA:
         seen = [v[key] for v in during if key in v]
         if seen:
             claims.append(
@@ -41,7 +44,7 @@ def engine_claims(samples: list[EngineSample], t0: int, end_ns: int) -> list[Cla
                     int(round(max(seen))),
                     unit,
                     f"{what} in a /metrics sample taken between the schedule's start and the last response's end",
-                    direction=direction,  # type: ignore[arg-type]
+                    direction=direction,
                 )
             )
     kv = [v["kv_cache_usage_perc"] for v in during if "kv_cache_usage_perc" in v]

@@ -44,7 +44,7 @@ def interference_claims(
         criteria.append(
             Criterion("streams_started", "PASS", f"{len(streams)}/{len(streams)} sessions produced a first token")
         )
-        t0 = max(r.first_token_ns for r in started)  # type: ignore[type-var]
+        t0 = max(r.first_token_ns for r in started if r.first_token_ns is not None)  # `started` holds only those
 
         def rate(a: int, b: int) -> float:
             return sum(window_tokens(r, a, b) for r in started) * NS_PER_S / (b - a) if b > a else 0.0
@@ -59,6 +59,7 @@ def interference_claims(
             )
         )
         if newcomer is not None and newcomer.first_token_ns is not None:
+            ttft_s = (newcomer.first_token_ns - newcomer.send_ns) / NS_PER_S
             claims += [
                 number(
                     "interference.during_tokens_per_s",
@@ -76,8 +77,8 @@ def interference_claims(
                 ),
                 number(
                     "interference.newcomer_ttft_s",
-                    newcomer.ttft_ns / NS_PER_S,
-                    "s",  # type: ignore[operator]
+                    ttft_s,
+                    "s",
                     "newcomer t_first_token - t_send, while the M streams generate",
                     2,
                     direction="lower",
@@ -96,9 +97,7 @@ def interference_claims(
                     )
                 )
             claims += request_claims(newcomer, "interference.newcomer")
-            criteria.append(
-                Criterion("newcomer_first_token", "PASS", f"first token after {newcomer.ttft_ns / NS_PER_S:.2f} s")
-            )  # type: ignore[operator]
+            criteria.append(Criterion("newcomer_first_token", "PASS", f"first token after {ttft_s:.2f} s"))
         else:
             why = f"{newcomer.error_kind}: {newcomer.error_message}" if newcomer else "never sent"
             criteria.append(Criterion("newcomer_first_token", "FAIL", f"the newcomer produced no token ({why})"))
@@ -166,7 +165,7 @@ def longest_gap(streams: list[RequestRecord], a: int, b: int) -> int:
     return longest
 
 
-def claims_of_run(run, plan: InterferencePlan) -> list[Claim]:
+def claims_of_run(run: Run, plan: InterferencePlan) -> list[Claim]:
     return interference_claims(plan, run.records, run.samples)
 
 

@@ -9,6 +9,7 @@ from loadproof.metrics.throughput import decode_rate_per_s
 from loadproof.plans.prefill import PrefillPlan
 from loadproof.records import RequestRecord
 from loadproof.rundir import EngineSample
+from loadproof.store.run_dir import Run
 from loadproof.units import NS_PER_S
 
 
@@ -110,5 +111,5 @@ def prefill_claims(plan: PrefillPlan, records: list[RequestRecord], samples: lis
     return claims + acceptance_claims("prefill", criteria)
 
 
-def claims_of_run(run, plan: PrefillPlan) -> list[Claim]:
+def claims_of_run(run: Run, plan: PrefillPlan) -> list[Claim]:
     return prefill_claims(plan, run.records, run.samples)

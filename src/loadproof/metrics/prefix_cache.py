@@ -161,9 +161,8 @@ def simulate(requests: Sequence[PrefixRequest], num_blocks: int | None, block_to
     of `block_tokens` tokens (None: unbounded, nothing ever evicted). See the module's docstring."""
     if block_tokens < 1:
         raise ValueError("block_tokens must be at least 1")
-    unbounded = num_blocks is None
     total_blocks = sum(_blocks_of(r, block_tokens) for r in requests)
-    pool = _Pool(total_blocks + 1 if unbounded else max(0, num_blocks - 1))  # type: ignore[operator]
+    pool = _Pool(total_blocks + 1 if num_blocks is None else max(0, num_blocks - 1))
     outcome = Outcome(hits=[0] * len(requests))
     # events: (time, 0 = end before 1 = send at the same time, index)
     events = sorted(
@@ -188,16 +187,16 @@ def simulate(requests: Sequence[PrefixRequest], num_blocks: int | None, block_to
         full_prompt = min(len(r.keys), r.prompt_tokens // block_tokens)
         need = _blocks_of(r, block_tokens) - hit
         for j in range(hit, hit + need):
-            slot, evicted = pool.take()
+            taken, evicted = pool.take()
             outcome.evictions += evicted
-            if slot is None:
+            if taken is None:
                 outcome.short_blocks += hit + need - j
                 break
-            slots.append(slot)
+            slots.append(taken)
             if j < full_prompt:
-                pool.name(slot, r.keys[j])
+                pool.name(taken, r.keys[j])
             elif (j + 1) * block_tokens <= r.prompt_tokens + r.output_tokens:
-                pool.name(slot, ("output", i, j))  # a full block of its own output: hashed, never shared
+                pool.name(taken, ("output", i, j))  # a full block of its own output: hashed, never shared
         held[i] = slots
     return outcome
 
@@ -215,7 +214,7 @@ def working_set_tokens(requests: Sequence[PrefixRequest], block_tokens: int) -> 
 def reported_hit_pct(records: list[RequestRecord]) -> float | None:
     """The engine's per-request prefix-cache hits (usage.prompt_tokens_details.cached_tokens, which vLLM
     reports with --enable-prompt-tokens-details) over the prompt tokens of the requests reporting them, %."""
-    rows = [r for r in records if r.cached_tokens is not None and r.prompt_tokens]
+    rows = [(r.cached_tokens, r.prompt_tokens) for r in records if r.cached_tokens is not None and r.prompt_tokens]
     if not rows:
         return None
-    return 100 * sum(r.cached_tokens for r in rows) / sum(r.prompt_tokens for r in rows)  # type: ignore[misc]
+    return 100 * sum(cached for cached, _ in rows) / sum(prompt for _, prompt in rows)

@@ -62,6 +62,13 @@ def verdict(row: Row, strict: bool = False) -> tuple[str | None, bool] | None:
     return row.extracted, bool(row.correct)
 
 
+def correct(row: Row, strict: bool = False) -> bool:
+    """Whether an asked row's answer is right (a skipped one has no verdict)."""
+    seen = verdict(row, strict)
+    assert seen is not None, f"item {row.item_id} was skipped: it has no verdict"
+    return seen[1]
+
+
 def _skipped(name: str, reasons: list[str], parts: Mapping[str, object] | None = None) -> Claim:
     return fact(
         name,
@@ -79,7 +86,7 @@ def _count(
     asked = [r for r in rows if not r.skipped]
     if not asked:
         return [_skipped(f"{prefix}.skipped", [str(r.skipped) for r in rows], parts)]
-    good = sum(bool(verdict(r)[1]) for r in asked)  # type: ignore[index]
+    good = sum(correct(r) for r in asked)
     return [
         count(
             f"{prefix}.{correct_word}",
@@ -114,8 +121,8 @@ def quality_claims(all_rows: list[Row]) -> list[Claim]:
     gsm8k = by_suite.get("gsm8k", [])
     asked = [r for r in gsm8k if not r.skipped]
     if asked:
-        flexible = sum(verdict(r)[1] for r in asked)  # type: ignore[index]
-        strict = sum(verdict(r, strict=True)[1] for r in asked)  # type: ignore[index]
+        flexible = sum(correct(r) for r in asked)
+        strict = sum(correct(r, strict=True) for r in asked)
         claims += [
             count(
                 "quality.gsm8k.correct",
@@ -225,8 +232,8 @@ def under_load_claims(all_rows: list[Row]) -> list[Claim]:
         return claims
     n = len(both)
     moved = sum(changed(i, u) for i, u in both)
-    good_idle = sum(bool(verdict(i)[1]) for i, _ in both)  # type: ignore[index]
-    good_load = sum(bool(verdict(u)[1]) for _, u in both)  # type: ignore[index]
+    good_idle = sum(correct(i) for i, _ in both)
+    good_load = sum(correct(u) for _, u in both)
     return claims + [
         count(
             "quality.under_load.changed",
@@ -277,7 +284,7 @@ def under_load_claims(all_rows: list[Row]) -> list[Claim]:
     ]
 
 
-def claims_of_run(run, plan) -> list[Claim]:
+def claims_of_run(run: Run, plan: QualityPlan | None) -> list[Claim]:
     """From answers.jsonl alone; the plan names the data files and budgets, which no figure reads. Under
     load, the load's requests also get the load scenario's claims, from the load's stored plan."""
     claims = quality_claims(run.answers) + under_load_claims(run.answers)
@@ -301,7 +308,7 @@ CHANGE_KINDS = (
 )
 
 
-def answer_changes(base, cand) -> dict[str, list[dict[str, Any]]]:
+def answer_changes(base: Run, cand: Run) -> dict[str, list[dict[str, Any]]]:
     """Item-by-item change between two runs' answers, matched on (suite, item_id, mode).
 
     - same_answer: same extracted answer, both correct;
@@ -436,11 +443,11 @@ def under_load_panels(run: Run, claims: list[Claim]) -> list[Panel]:
                         str(u.answer_diff_at),
                         _cell(u.idle_answer_text),
                         _cell(u.answer_text),
-                        str(verdict(i)[1]).lower(),
-                        str(verdict(u)[1]).lower(),
+                        str(correct(i)).lower(),
+                        str(correct(u)).lower(),
                     ]
                     for i, u in moved
-                ],  # type: ignore[index]
+                ],
                 intro=[
                     f"Each answer is cut to 64 characters from a little before the first character that differs "
                     f"({len(moved)} of {int(items.value)} items)."

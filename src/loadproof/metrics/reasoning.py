@@ -248,7 +248,7 @@ def reasoning_panels(claims: list[Claim]) -> list[Panel]:
     )
 
     def values(key: str) -> list[float | None]:
-        return [float(c.value) if (c := cell(g, key)) else None for g in groups]  # type: ignore[arg-type]
+        return [float(c.value) if (c := cell(g, key)) else None for g in groups]
 
     bars = BarPlot(
         title="TTFT beside time to first answer token",

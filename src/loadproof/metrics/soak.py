@@ -9,6 +9,7 @@ from loadproof.metrics.claims import Claim, Criterion, acceptance_claims, count,
 from loadproof.plans.soak import SoakPlan
 from loadproof.records import RequestRecord
 from loadproof.rundir import EngineSample, TelemetrySample
+from loadproof.store.run_dir import Run
 from loadproof.units import NS_PER_S
 
 
@@ -63,9 +64,9 @@ def soak_claims(
     middle = records[0].send_ns + (records[-1].send_ns - records[0].send_ns) // 2
     host = _outside_by_half(telemetry or [], middle)
     for family in ("short", "long"):
-        ok = [r for r in records if r.ok and r.family == family and r.latency_ns is not None]
-        first = [r.latency_ns / NS_PER_S for r in ok if r.send_ns < middle]
-        second = [r.latency_ns / NS_PER_S for r in ok if r.send_ns >= middle]
+        sent = [(r.send_ns, r.latency_ns) for r in records if r.ok and r.family == family]  # (send, send -> last token)
+        first = [ns / NS_PER_S for t, ns in sent if ns is not None and t < middle]
+        second = [ns / NS_PER_S for t, ns in sent if ns is not None and t >= middle]
         if len(first) >= 2 and len(second) >= 2:
             a, b = statistics.median(first), statistics.median(second)
             drift = (b - a) / a
@@ -133,5 +134,5 @@ def soak_claims(
     return claims + acceptance_claims("soak", criteria)
 
 
-def claims_of_run(run, plan: SoakPlan) -> list[Claim]:
+def claims_of_run(run: Run, plan: SoakPlan) -> list[Claim]:
     return soak_claims(plan, run.records, run.samples, run.telemetry)

@@ -218,12 +218,12 @@ def spec_claims(
                 parts=parts,
             ),
         )
-    steps = window.generated - requests - window.accepted if window.generated is not None and requests else None
-    if steps is not None and steps > 0:
+    generated = window.generated  # None where the samples lack generation_tokens_total
+    if generated is not None and requests and (steps := generated - requests - window.accepted) > 0:
         claims.append(
             number(
                 f"{base}.tokens_per_step",
-                (window.generated - requests) / steps,
+                (generated - requests) / steps,
                 "tokens",
                 f"(generated - requests) / (generated - requests - accepted), generation_tokens_total's "
                 f"and the accepted counter's {WINDOW} ({what}): the tokens a decode step yields a "

@@ -141,7 +141,7 @@ def throughput_claims(records: Iterable[RequestRecord]) -> list[Claim]:
     return claims
 
 
-def claims_of_run(run, plan) -> list[Claim]:
+def claims_of_run(run: Run, plan: ThroughputPlan) -> list[Claim]:
     """The claims are pure functions of the records (a run splits by `repeat` for compare); the plan
     (families, concurrency, settings) only says what was asked."""
     drafts = spec_decode_claims(run.records, run.samples)
@@ -150,7 +150,7 @@ def claims_of_run(run, plan) -> list[Claim]:
         + drafts
         + unavailable_claims(run, drafts)
         + constraint_claims("throughput", run.records, run.manifest.options)
-        + slo_claims(run.records, getattr(plan, "slo", {}), span_s(run.records), "throughput")
+        + slo_claims(run.records, plan.slo, span_s(run.records), "throughput")
     )
 
 
