@@ -58,7 +58,7 @@ class RestartBudget:
     def backoff_s(self, attempt: int) -> float:
         """The delay before restart number `attempt` (1-based): doubling, capped, then jittered."""
         p = self.policy
-        base = min(p.backoff_max_s, p.backoff_initial_s * 2 ** (attempt - 1))
+        base: float = min(p.backoff_max_s, p.backoff_initial_s * 2 ** (attempt - 1))
         return base * (1 + p.jitter * self._rng.uniform(-1, 1))
 
     def decide(self, now_s: float, healthy_for_s: float) -> RestartDecision:

@@ -61,6 +61,7 @@ def probe(
 ) -> ProbeResult:
     """A real one-token completion (`embeddings`: one short input embedded, for a pooling model, which serves
     no completion), sent with the engine's API key when it has one (the key is never part of the result)."""
+    fields: dict[str, object]  # the body's fields besides the model
     if embeddings:
         path, answer_key, fields = "/v1/embeddings", "data", {"input": "Hello"}
     else:

@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -73,7 +74,9 @@ def dry_run(profile: Profile) -> tuple[list[RenderedStep], list[str]]:
     engine = engines.get(profile.engine)
     pd = profile.disaggregation
     if pd is not None:  # the two instances (ports 8001 and 8002 where the profile picks none) and the relay
-        steps, notes, urls = [], [], []
+        steps: list[RenderedStep] = []
+        notes: list[str] = []
+        urls: list[str] = []
         for i, role in enumerate(ROLES):
             member = role_profile(profile, role)
             port = member.serving.port or 8001 + i
@@ -213,7 +216,7 @@ def _serve(profile: Profile, folder: Path, options: ServeOptions, say: Say, resu
         engine.prepare(status)
     relay_state: dict[str, Any] = {}
     states: dict[str, str] = {}
-    roles = list(ROLES) if profile.disaggregation else ["engine"]
+    roles: list[str] = list(ROLES) if profile.disaggregation else ["engine"]
     ports = [m.serving.port or free_port(m.serving.host) for m in members]
     supervisors: list[Supervisor] = []
 
@@ -233,6 +236,7 @@ def _serve(profile: Profile, folder: Path, options: ServeOptions, say: Say, resu
                 relay.paused_reason = "; ".join(down) or None
             if kind == "ready":
                 sup = supervisors[roles.index(role)]
+                assert sup.engine is not None, "a supervisor reports ready only once it has launched its engine"
                 result(
                     f"serving {member.model.served_name}"
                     + ("" if role == "engine" else f" ({role} instance)")
@@ -245,7 +249,7 @@ def _serve(profile: Profile, folder: Path, options: ServeOptions, say: Say, resu
     for role, member, port in zip(roles, members, ports):
         supervisors.append(
             Supervisor(
-                launch=lambda member=member, port=port: embedded.launch(member, port),
+                launch=partial(embedded.launch, member, port),
                 served_name=member.model.served_name,
                 gpus_needed=member.parallel.gpus if engine.needs_gpus else 0,
                 ready_timeout_s=member.serving.ready_timeout_s,

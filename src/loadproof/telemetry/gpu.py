@@ -7,6 +7,7 @@ collected through an NVML event set where the driver allows it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 # NVML field ids (nvml.h): NVLink data throughput counters, KiB, per link (scopeId = link)
@@ -56,7 +57,7 @@ class GPUSampler:
                 return f"GPU {index} has no energy counter (nvmlDeviceGetTotalEnergyConsumption: {exc})"
         return None
 
-    def _call(self, fn, *args) -> Any:
+    def _call(self, fn: Callable[..., Any], *args: Any) -> Any:
         try:
             value = fn(*args)
         except self.nvml.NVMLError:
@@ -100,7 +101,7 @@ class GPUSampler:
             )
         return out
 
-    def _nvlink_total(self, handle, field_id: int) -> int | None:
+    def _nvlink_total(self, handle: Any, field_id: int) -> int | None:
         """The counter summed over every link NVML answers for; None if it answers for none."""
         try:
             values = self.nvml.nvmlDeviceGetFieldValues(handle, [(field_id, link) for link in range(MAX_NVLINKS)])
@@ -113,7 +114,7 @@ class GPUSampler:
         """Xid events that arrived since the last call (non-blocking)."""
         if self._events is None:
             return []
-        found = []
+        found: list[dict[str, Any]] = []
         while True:
             try:
                 data = self.nvml.nvmlEventSetWait(self._events, 0)
