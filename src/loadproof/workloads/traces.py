@@ -138,7 +138,8 @@ def _hashed(path: Path, fmt: str) -> Iterator[tuple[int, TraceRow | str]]:
                 continue
             row = TraceRow(line_no, float(t) / (1 if bailian else 1000), int(inp), int(out), list(ids), block)
             if bailian:
-                chat, parent = value["chat_id"], value["parent_chat_id"]
+                chat: int = value["chat_id"]  # whole numbers both: _count checked them above
+                parent: int = value["parent_chat_id"]
                 roots[chat] = roots.get(parent, chat) if parent >= 0 else chat
                 row.session, row.turn = str(roots[chat]), value.get("turn")
                 kind = value.get("type")
@@ -252,11 +253,14 @@ def read_trace(
     origin: float | None = None
     for line_no, row in rows:
         out.lines += 1
-        problem = row if isinstance(row, str) else None
-        if problem is None and fmt in HASHED and row.t_s < 0:  # type: ignore[union-attr]
-            problem = f"negative timestamp {row.t_s * (1000 if fmt == 'mooncake' else 1):g}"  # type: ignore[union-attr]
-        if problem is None and last is not None and row.t_s < last:  # type: ignore[union-attr]
-            problem = f"timestamp goes back ({row.t_s:g} s after {last:g} s): the trace must be sorted by time"  # type: ignore[union-attr]
+        if isinstance(row, str):
+            problem: str | None = row
+        elif fmt in HASHED and row.t_s < 0:
+            problem = f"negative timestamp {row.t_s * (1000 if fmt == 'mooncake' else 1):g}"
+        elif last is not None and row.t_s < last:
+            problem = f"timestamp goes back ({row.t_s:g} s after {last:g} s): the trace must be sorted by time"
+        else:
+            problem = None
         if problem is not None:
             where = f"{path_text}: line {line_no}"
             if not skip_bad_rows:

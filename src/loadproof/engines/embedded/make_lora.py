@@ -18,8 +18,8 @@ from pathlib import Path
 
 
 def main(model_dir: Path, out_dir: Path, rank: int, seed: int) -> None:
-    import torch  # the engine's Python only
-    from safetensors.torch import save_file  # the engine's Python only
+    import torch  # type: ignore[import-not-found]  # only the engine's Python has it
+    from safetensors.torch import save_file  # type: ignore[import-not-found]  # only the engine's Python has it
 
     config = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
     config = config.get("text_config", config)

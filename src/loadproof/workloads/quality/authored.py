@@ -100,7 +100,7 @@ def check(task: Task, answer: str) -> dict[str, Any]:
     raise ValueError(f"task {task.id}: unknown checker kind {kind!r}")
 
 
-def _row(extracted: str | None, expected: str, correct: bool) -> dict[str, Any]:
+def _row(extracted: str | None, expected: str | None, correct: bool) -> dict[str, Any]:
     if extracted is not None and len(extracted) > MAX_EXTRACTED_CHARS:
         extracted = extracted[:MAX_EXTRACTED_CHARS] + "…"
     return {"extracted": extracted, "expected": expected, "correct": bool(correct)}

@@ -95,7 +95,8 @@ def extract_flexible(text: str) -> str | None:
     matches = FLEXIBLE.findall(text)
     if not matches:
         return None
-    return next(group for group in matches[-1] if group)
+    last: tuple[str, str] = matches[-1]  # FLEXIBLE has two groups: findall gives a pair per match
+    return next(group for group in last if group)
 
 
 def normalize(answer: str) -> str:
