@@ -31,6 +31,7 @@ import math
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 ARRIVALS = ("poisson", "constant", "gamma")
 MAX_PLANNED_REQUESTS = 10_000_000  # a schedule larger than this is refused before anything is drawn
@@ -307,6 +308,8 @@ def parse_stages(value: object) -> tuple[Stage, ...]:
         if isinstance(item, Stage):
             stages.append(item)
             continue
+        rate: Any  # each as the user gave it: float() below takes a number or its text and refuses the rest
+        seconds: Any
         if isinstance(item, dict):
             rate, seconds = item.get("rate_rps"), item.get("duration_s")
         elif isinstance(item, (list, tuple)) and len(item) == 2:
@@ -316,7 +319,7 @@ def parse_stages(value: object) -> tuple[Stage, ...]:
             if not sep:
                 raise ValueError(f"each stage is RATE:SECONDS, e.g. 2:30,4:30 (got {str(item).strip()!r})")
         try:
-            stage = Stage(float(rate), float(seconds))  # type: ignore[arg-type]
+            stage = Stage(float(rate), float(seconds))
         except (TypeError, ValueError):
             raise ValueError(f"each stage is RATE:SECONDS with two numbers, e.g. 2:30 (got {item!r})") from None
         if not (stage.rate_rps > 0 and math.isfinite(stage.rate_rps)):

@@ -330,13 +330,14 @@ def select(spec: DatasetSpec, n: int, count: Callable[[list[Item]], list[int]]) 
         """Take usable items; False once `first` has all it needs."""
         nonlocal seen
         if filtering:
-            for item, tokens in zip(items, count(items)):
+            counted = count(items)  # one count per item
+            for item, tokens in zip(items, counted):
                 item.input_tokens = tokens
             kept = []
-            for item in items:
-                if spec.min_input_tokens is not None and item.input_tokens < spec.min_input_tokens:  # type: ignore[operator]
+            for item, tokens in zip(items, counted):
+                if spec.min_input_tokens is not None and tokens < spec.min_input_tokens:
                     sel.too_short += 1
-                elif spec.max_input_tokens is not None and item.input_tokens > spec.max_input_tokens:  # type: ignore[operator]
+                elif spec.max_input_tokens is not None and tokens > spec.max_input_tokens:
                     sel.too_long += 1
                 else:
                     kept.append(item)
