@@ -9,7 +9,7 @@ from __future__ import annotations
 import tomllib
 from importlib import resources
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
@@ -309,7 +309,7 @@ def load_profile(path: Path) -> Profile:
     return parse_profile(data, str(path))
 
 
-def parse_profile(data: dict, source: str) -> Profile:
+def parse_profile(data: dict[str, Any], source: str) -> Profile:
     try:
         return Profile.model_validate(data)
     except ValidationError as exc:

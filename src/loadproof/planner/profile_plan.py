@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from loadproof.config.profile import Profile
 from loadproof.engines import engines
@@ -49,7 +50,7 @@ def model_config_path(profile: Profile, override: Path | None = None) -> Path:
     return path
 
 
-def concurrent_batches(profile: Profile, config: dict) -> tuple[int, str]:
+def concurrent_batches(profile: Profile, config: dict[str, Any]) -> tuple[int, str]:
     """Batches the engine keeps in flight at once (vLLM's `max_concurrent_batches`), and why: the engine
     adapter's answer for this profile and model config.
 
@@ -59,7 +60,7 @@ def concurrent_batches(profile: Profile, config: dict) -> tuple[int, str]:
     return engines.get(profile.engine).concurrent_batches(profile, config)
 
 
-def position_limit(config: dict) -> int | None:
+def position_limit(config: dict[str, Any]) -> int | None:
     """The longest window the model's positions cover, derived as vLLM derives it (`max_position_embeddings`,
     times the RoPE scaling factor except for llama3/longrope; YaRN scales its original length)."""
     text = config.get("text_config") or config

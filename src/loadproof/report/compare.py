@@ -69,8 +69,12 @@ def budget_of(claim: Claim) -> str | None:
     return budget if claim.kind == "figure" and claim.direction == direction else None
 
 
-def is_numeric(claim: Claim) -> bool:
-    return claim.is_number and isinstance(claim.value, (int, float)) and not isinstance(claim.value, bool)
+def number_of(claim: Claim) -> float | None:
+    """The claim's value where it is a number (a figure or a count, not a fact or a bool); else None."""
+    value = claim.value
+    if claim.is_number and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value
+    return None
 
 
 def parse_percent(text: str) -> float:
@@ -150,12 +154,13 @@ def build_side(
         parts = split_repeats(run)
         per_repeat = [{c.name: c for c in scenario_claims(part)} for part in parts] if len(parts) > 1 else []
         for c in claims:
-            if not is_numeric(c):
+            value = number_of(c)
+            if value is None:
                 continue
             printed.setdefault(c.name, c.printed)
             meaning.setdefault(c.name, c)
-            split = [p[c.name].value for p in per_repeat if c.name in p and is_numeric(p[c.name])]
-            samples.setdefault(c.name, []).extend(split or [c.value])
+            split = [v for p in per_repeat if c.name in p and (v := number_of(p[c.name])) is not None]
+            samples.setdefault(c.name, []).extend(split or [value])
     return Side(
         label=label,
         runs=list(runs),

@@ -25,7 +25,7 @@ def _series(rows: list[TelemetrySample]) -> list[tuple[str, str, list[tuple[floa
     if outside:  # what else on the machine competed with the run
         out.append(("host CPU used outside loadproof", "%", outside))
     if any(r.gpus for r in rows):
-        temp = [
+        temp: list[tuple[float, float]] = [
             ((r.t_ns - t0) / 1e9, max(g.temp_c for g in r.gpus if g.temp_c is not None))
             for r in rows
             if r.gpus and all(g.temp_c is not None for g in r.gpus)
