@@ -4,6 +4,7 @@ answered (streamed or whole; `relay.exchange`), with every timeout and heartbeat
 from __future__ import annotations
 
 import asyncio
+from typing import cast
 
 from loadproof.protocol.openai import error_body
 from loadproof.protocol.sse import HEARTBEAT
@@ -31,7 +32,7 @@ class ClientConnection(Exchange, asyncio.Protocol):
     # -- the connection ---------------------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]  # a server's connection: an asyncio.Transport
+        self.transport = cast(asyncio.Transport, transport)  # a server's stream connection: an asyncio.Transport
         self.relay.connections.add(self)
         self.timer_at = self.loop.time() + self.relay.config.idle_timeout_s
 

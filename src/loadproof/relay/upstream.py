@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 from urllib.parse import urlsplit
 
 from loadproof.protocol.urls import path_of
@@ -56,7 +56,8 @@ class UpstreamConnection(asyncio.Protocol):
         self._remaining = 0
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
+        # create_connection gives a stream connection an asyncio.Transport (a BaseTransport is the signature's)
+        self.transport = cast(asyncio.Transport, transport)
 
     def send(self, head: bytes, body: bytes, handler: Handler) -> None:
         assert self.transport is not None

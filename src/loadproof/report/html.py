@@ -145,8 +145,8 @@ def markdown_to_html(text: str, images: dict[str, str]) -> str:
                 for r in body
             ]
             out.append("\n".join(html + ["</table></div>"]))
-        elif _IMAGE.match(line.strip()):
-            alt, src = _IMAGE.match(line.strip()).groups()  # type: ignore[union-attr]
+        elif image := _IMAGE.match(line.strip()):
+            alt, src = image.groups()
             svg = images.get(src)
             out.append(
                 f"<figure>\n{svg}<figcaption>{escape(alt)}</figcaption>\n</figure>"

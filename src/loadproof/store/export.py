@@ -132,7 +132,7 @@ def check_format(fmt: str) -> None:
     if fmt == "parquet":
         try:
             import pyarrow  # optional: loadproof[parquet]; the pure side must not need it
-            import pyarrow.parquet  # noqa: F401
+            import pyarrow.parquet  # noqa: F401 (imported to learn that it is there: the writer imports it again)
         except ImportError:
             raise UsageError(f"--format parquet needs pyarrow: {PARQUET_INSTALL}") from None
 
