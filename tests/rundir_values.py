@@ -48,9 +48,9 @@ def run_of(
     answers: Iterable[Any] = (),
 ) -> Run:
     return Run(
-        path=path,
+        path=path,  # type: ignore[arg-type]  # None for a run that is only in memory: what reads it needs no folder
         manifest=read_manifest(manifest),
-        records=list(records),  # type: ignore[arg-type]
+        records=list(records),
         samples=rows("metrics", samples),
         events=rows("events", events),
         telemetry=rows("telemetry", telemetry),

@@ -312,7 +312,7 @@ async def serve_app(app: web.Application) -> tuple[str, web.AppRunner]:
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
-    return f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}", runner  # type: ignore[union-attr]
+    return f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}", runner  # type: ignore[union-attr]  # started: it has a server
 
 
 @pytest.mark.asyncio

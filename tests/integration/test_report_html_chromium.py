@@ -29,7 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -322,8 +322,8 @@ def complaints(events: list[dict[str, Any]]) -> list[str]:
 
 
 def _write(
-    root: Path, name: str, manifest: dict[str, Any], records: list[RequestRecord], samples: list[EngineSample] = ()
-) -> Path:  # type: ignore[assignment]
+    root: Path, name: str, manifest: dict[str, Any], records: list[RequestRecord], samples: Sequence[EngineSample] = ()
+) -> Path:
     with RunWriter(root / name) as writer:
         writer.write_manifest(
             {

@@ -57,7 +57,9 @@ def test_counter_delta_brackets_the_interval():
 
 
 def test_interference_before_during_after():
-    every_half_second = lambda a, b: [int(x * S / 2) for x in range(int(a * 2), int(b * 2) + 1)]  # noqa: E731
+    def every_half_second(a: float, b: float) -> list[int]:
+        return [int(x * S / 2) for x in range(int(a * 2), int(b * 2) + 1)]
+
     plan = {
         "window_s": 2.0,
         "check_probes": True,

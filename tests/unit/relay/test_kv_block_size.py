@@ -64,7 +64,7 @@ def test_the_relay_takes_the_block_size_for_its_storage_folder_only():
     assert guessed.prefill is not None and guessed.prefill.block_size is None
     for bad in ({"kv_block_size": 16}, {"kv_block_size": 0, "kv_storage": Path("/dev/shm/kv")}):
         with pytest.raises(UsageError, match="--kv-block-size"):
-            relay_config("http://d", prefill_upstream="http://p", **bad, **RELAY)  # type: ignore[arg-type]
+            relay_config("http://d", prefill_upstream="http://p", **bad, **RELAY)  # type: ignore[arg-type]  # bad mixes an int and a Path
 
 
 def test_the_block_size_serve_knows(tmp_path: Path):

@@ -138,7 +138,7 @@ def rig(
         launch,
         served_name="m",
         gpus_needed=gpus_needed,
-        ready_timeout_s=ready_timeout_s,  # type: ignore[arg-type]
+        ready_timeout_s=ready_timeout_s,
         events_path=events_path,
         policy=policy,
         gpu_counter=lambda: gpus,

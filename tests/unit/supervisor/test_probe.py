@@ -119,7 +119,7 @@ def test_engine_work_reads_the_engines_own_metric_names(engine_url):
     assert engine_work(engine_url, engines.get("vllm").metric_names) is None  # vLLM's names are not there
     assert engine_work(engine_url, engines.get("sglang").metric_names) == (7.0, 3.0, 0.5)
     fake_process = SimpleNamespace(url=engine_url, api_key=None, engine=engines.get("sglang"))
-    assert engine_work_of(fake_process) == (7.0, 3.0, 0.5)  # type: ignore[arg-type]
+    assert engine_work_of(fake_process) == (7.0, 3.0, 0.5)  # type: ignore[arg-type]  # a stand-in engine process
 
 
 def test_a_stop_ends_a_probe_in_flight(engine_url):
@@ -127,7 +127,7 @@ def test_a_stop_ends_a_probe_in_flight(engine_url):
     cancel = threading.Event()
     threading.Timer(0.2, cancel.set).start()
     began = time.monotonic()
-    result = probe_engine(SimpleNamespace(url=engine_url, api_key=None), "m", 30.0, cancel)  # type: ignore[arg-type]
+    result = probe_engine(SimpleNamespace(url=engine_url, api_key=None), "m", 30.0, cancel)  # type: ignore[arg-type]  # url and key are all it reads
     assert result.outcome is ProbeOutcome.CANCELLED
     assert time.monotonic() - began < 0.8
 

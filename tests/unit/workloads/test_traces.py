@@ -44,7 +44,7 @@ def row(t, n, out=4, ids=None):
 def test_the_shipped_slice_reads_whole_with_its_licence_and_attribution():
     read = read_trace(str(SLICE), "mooncake")
     assert len(read.rows) == read.lines == 300 and read.rows[0].t_s == 0 and read.rows[-1].t_s == 102.0
-    assert all(len(r.hash_ids) == -(-r.input_tokens // 512) for r in read.rows)  # type: ignore[arg-type]
+    assert all(r.hash_ids is not None and len(r.hash_ids) == -(-r.input_tokens // 512) for r in read.rows)
     readme = (SLICE.parent / "README.md").read_text()
     assert "Apache" in readme and "kvcache-ai/Mooncake" in readme and "FAST'25" in readme
     assert "Apache License" in (SLICE.parent / "LICENSE-mooncake").read_text()
@@ -200,7 +200,10 @@ def test_requests_sharing_a_hash_id_share_exactly_that_block(which, request):
     builder = HaystackBuilder(tok, overhead_tokens=1, seed=7)
     B = 64
     blocks = BlockPrompts(SyntheticPrompts(builder, run_salt="", seed=7), B, salt="a1b2c3", seed=7)
-    ids = lambda text: tok.encode(text, add_special_tokens=False).ids  # noqa: E731
+
+    def ids(text: str) -> list[int]:
+        return tok.encode(text, add_special_tokens=False).ids
+
     a = ids(blocks.prompt(3 * B, [7, 8, 9]))
     b = ids(blocks.prompt(2 * B + 40, [7, 10, 11]))
     c = ids(blocks.prompt(3 * B, [12, 13, 14]))
@@ -210,9 +213,12 @@ def test_requests_sharing_a_hash_id_share_exactly_that_block(which, request):
     head = len(ids(blocks.head(10)))
     assert B <= common < B + head  # they part within the next block's head line
     assert a[0] != c[0] or a[:head] != c[:head]  # no shared first block
+
     # what a prefix cache can reuse: KV blocks of 16 tokens, each known by its tokens and every token before
     # it (the engine chains block hashes); A and B share exactly block 7's, C none
-    kv = lambda seq: {tuple(seq[: i + 16]) for i in range(0, len(seq) - 15, 16)}  # noqa: E731
+    def kv(seq: list[int]) -> set[tuple[int, ...]]:
+        return {tuple(seq[: i + 16]) for i in range(0, len(seq) - 15, 16)}
+
     assert kv(a) & kv(b) == kv(a[:B]) and len(kv(a[:B])) == B // 16
     assert not kv(a) & kv(c) and not kv(b) & kv(c)
     # a cut last block shares a prefix of the whole block
