@@ -440,7 +440,7 @@ def drain(
     )
 
 
-def claims_of_run(run, plan: CapacityPlan) -> list[Claim]:
+def claims_of_run(run: Run, plan: CapacityPlan) -> list[Claim]:
     return evaluate_capacity(plan, run.records, run.samples, run.events).claims
 
 

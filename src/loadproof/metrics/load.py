@@ -26,11 +26,16 @@ from loadproof.metrics.reasoning import reasoning_claims
 from loadproof.metrics.slo import slo_claims
 from loadproof.metrics.spec_decode import spec_claims, spec_gauge_claims, spec_window, unavailable_claims
 from loadproof.plans.load import LoadPlan
+from loadproof.plans.replay import ReplayPlan
 from loadproof.records import POOLING, RequestRecord
 from loadproof.rundir import EngineSample, Event
 from loadproof.units import NS_PER_S
 
 SCENARIO = "load"
+
+# the plans whose runs get the load figures: a replay's carries every field they read (planned_requests, endpoint,
+# slo, model_mix, ignore_eos and the client-lag bounds), with the same types
+LoadLike = LoadPlan | ReplayPlan
 
 
 def load_records(records: list[RequestRecord]) -> list[RequestRecord]:
@@ -75,7 +80,7 @@ def claims_of_run(run: Any, plan: LoadPlan) -> list[Claim]:
 
 
 def load_claims(
-    records: list[RequestRecord], plan: LoadPlan, events: list[Event], samples: list[EngineSample]
+    records: list[RequestRecord], plan: LoadLike, events: list[Event], samples: list[EngineSample]
 ) -> list[Claim]:
     failed = sum(not succeeded(r) for r in records)
     claims = [
@@ -189,7 +194,7 @@ def load_claims(
     return claims
 
 
-def length_claims(ok: list[RequestRecord], plan: LoadPlan) -> list[Claim]:
+def length_claims(ok: list[RequestRecord], plan: LoadLike) -> list[Claim]:
     inputs = [r for r in ok if r.planned_input_tokens is not None]
     claims = (
         [
@@ -273,7 +278,7 @@ def pooling_claims(ok: list[RequestRecord], duration_s: float, endpoint: str = "
     ]
 
 
-def client_limited_claims(records: list[RequestRecord], plan: LoadPlan) -> list[Claim]:
+def client_limited_claims(records: list[RequestRecord], plan: LoadLike) -> list[Claim]:
     lags = [
         (r.intended_send_ns, r.dispatch_ns - r.intended_send_ns)
         for r in records

@@ -64,7 +64,7 @@ def renamed(claim: Claim) -> Claim:
 
 def claims_of_run(run: Any, plan: ReplayPlan) -> list[Claim]:
     records = [r for r in run.records if r.scenario == SCENARIO]
-    claims = [renamed(c) for c in load_claims(records, plan, run.events, run.samples)]  # type: ignore[arg-type]
+    claims = [renamed(c) for c in load_claims(records, plan, run.events, run.samples)]
     claims.insert(
         0,
         fact(
