@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import msgspec
 
@@ -97,7 +97,8 @@ def read_manifest(raw: Mapping[str, Any], where: Path = Path("manifest.json")) -
     raw = dict(raw)
     read = reader("manifest", versions_of(raw, where).manifest, where)
     try:
-        return read(raw)  # type: ignore[no-any-return]
+        manifest: Manifest = read(raw)  # the manifest's readers each give a Manifest
+        return manifest
     except msgspec.ValidationError as exc:
         raise RunDirError(f"{where} does not fit the manifest schema: {exc}") from None
 
@@ -137,7 +138,7 @@ def typed(value: T | Mapping[str, Any], kind: type[T], read: Callable[[Row], T] 
     """`value` as `kind`: as it is when it already is one, else converted (a mapping a caller built)."""
     if isinstance(value, kind):
         return value
-    return (read or _as(kind))(dict(value))  # type: ignore[arg-type]
+    return (read or _as(kind))(dict(cast(Mapping[str, Any], value)))  # not a `kind`: the mapping the signature allows
 
 
 __all__ = ["CURRENT", "READERS", "event_json", "manifest_json", "read_manifest", "read_rows", "typed", "versions_of"]
