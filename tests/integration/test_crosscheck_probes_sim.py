@@ -15,7 +15,7 @@ from tests.integration.test_supervisor_sim import POLICY, supervise  # noqa: F40
 pytestmark = pytest.mark.timeout(120)
 
 
-def test_probes_between_turns_make_the_mean_ttfts_not_comparable(supervise, tmp_path: Path):  # noqa: F811
+def test_probes_between_turns_make_the_mean_ttfts_not_comparable(supervise, tmp_path: Path):  # noqa: F811 (the fixture)
     engine = supervise(policy=dataclasses.replace(POLICY, probe_interval_s=0.3))
     engine.wait_for(lambda kinds: "ready" in kinds, within_s=40)
     code, claims, _ = run_scenario(
