@@ -3,7 +3,7 @@ and vLLM's `cache_config_info` gauge describing its KV cache."""
 
 from __future__ import annotations
 
-from loadproof.engines.vllm import VLLM_METRICS
+from loadproof.protocol.vllm_metrics import VLLM_METRICS
 from loadproof.sim.config import SimConfig
 from loadproof.sim.scheduler import TTFT_BUCKETS_S, Scheduler
 
