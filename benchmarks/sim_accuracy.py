@@ -30,8 +30,8 @@ from importlib.resources import files
 from pathlib import Path
 
 from loadproof.metrics.capacity import evaluate_capacity
+from loadproof.predict.capacity import predict_capacity
 from loadproof.sim.config import load_sim_config
-from loadproof.sim.virtual import predict_capacity
 
 PREFILL_LENGTHS = (512, 2048, 4096, 8192)
 CAPACITY = ((4, 2048), (8, 1024))
@@ -210,10 +210,10 @@ def discover(roots: list[Path]) -> list[MeasuredRun]:
 
 def predict_held_out(target: MeasuredRun, others: list[MeasuredRun]) -> dict[str, float | None] | str:
     from loadproof.errors import UsageError
-    from loadproof.sim.calibrate import calibrate
-    from loadproof.sim.calibration import kv_read_floor
+    from loadproof.predict.calibrate import calibrate
+    from loadproof.predict.calibration import kv_read_floor
+    from loadproof.predict.points import points_from_runs
     from loadproof.sim.config import CostModel, SimConfig, default_capture_sizes
-    from loadproof.sim.points import points_from_runs
 
     ttft, decode, facts = points_from_runs([o.path for o in others])
     _, _, own = points_from_runs([target.path])  # the held-out run's settings (not its measurements)
@@ -269,7 +269,7 @@ def measured(target: MeasuredRun) -> dict[str, float | None]:
 
 def kv_from_metrics(target: MeasuredRun) -> int:
     """The deployment's KV size when the bundle does not state it (see `points.kv_from_metrics`)."""
-    from loadproof.sim.points import kv_from_metrics as infer
+    from loadproof.predict.capacity import kv_from_metrics as infer
     from loadproof.store.run_dir import load_run
 
     tokens = infer(load_run(target.path))

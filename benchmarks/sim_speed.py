@@ -18,8 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from loadproof.predict.capacity import predict_capacity
 from loadproof.sim.config import load_sim_config
-from loadproof.sim.virtual import predict_capacity
 
 CALIBRATE = [
     "loadproof",

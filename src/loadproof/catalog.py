@@ -14,11 +14,17 @@ Each entry names, as lazy `module:attr` strings, what the generic parts need of 
 - `demo`: `demo(setup)`, the scenario scaled down for `loadproof demo` (None: not in the demo);
 - `text_fields`: the kind of each string field of its plan, by path in the plan (`sessions.*.expected`:
   `planted`), which `publish` sanitizes by (publish.fields lists the kinds); a plan string it does not
-  declare is published as `<redacted>`, its numbers need no declaration.
+  declare is published as `<redacted>`, its numbers need no declaration;
+- `predict`: its `Predictor` (predict/, `predict.base`), how the simulator predicts its run: `plan
+  --simulate NAME` (and `sim predict-NAME` where it has a command);
+- `contract`: the claim names (metrics/, a tuple) a prediction contract of it compares, each with its range
+  (`plan --simulate NAME --prediction-out FILE`, `run NAME --prediction FILE`);
+- `calibrate`: `calibration_points(run)` (predict/), what `sim calibrate` fits to from one of its runs.
 
-`report`, `compare`, `export`, `verify` and `publish` read these and never a scenario's name; the
-registries are live views of this table (`column`), so the pure side (plans, metrics, verify) never
-imports a scenario module, and adding a scenario is one entry here. Standard library only.
+`report`, `compare`, `export`, `verify`, `publish`, the simulator's predictions and calibration, and the
+command line read these and never a scenario's name; the registries are live views of this table
+(`column`), so the pure side (plans, metrics, verify) never imports a scenario module, and adding a
+scenario is one entry here. Standard library only.
 """
 
 from __future__ import annotations
@@ -37,6 +43,9 @@ class Entry:
     splits_by_repeat: bool = False
     demo: str | None = None  # module:attr of demo(setup) -> Scenario
     text_fields: Mapping[str, str] = field(default_factory=dict)  # plan path -> field kind (publish.fields)
+    predict: str | None = None  # module:attr of its Predictor (predict.base)
+    contract: str | None = None  # module:attr of the claim names a prediction contract compares
+    calibrate: str | None = None  # module:attr of calibration_points(run) -> predict.points.RunPoints
 
 
 def _entry(
@@ -49,9 +58,17 @@ def _entry(
     splits_by_repeat: bool = False,
     demo: bool = False,
     text_fields: Mapping[str, str] | None = None,
+    predict: bool = False,
+    contract: bool = False,
+    calibrate: bool = False,
 ) -> Entry:
-    """The entry of a scenario laid out as usual: scenarios/NAME.py, plans/NAME.py, metrics/NAME.py."""
-    metrics, scenario = f"loadproof.metrics.{name}", f"loadproof.scenarios.{name}"
+    """The entry of a scenario laid out as usual: scenarios/NAME.py, plans/NAME.py, metrics/NAME.py (its
+    `CONTRACT`), and predict/NAME.py (its `PREDICTOR` and `calibration_points`)."""
+    metrics, scenario, predictor = (
+        f"loadproof.metrics.{name}",
+        f"loadproof.scenarios.{name}",
+        f"loadproof.predict.{name}",
+    )
     return Entry(
         f"{scenario}:{scenario_class}",
         f"loadproof.plans.{name}:{plan_class}",
@@ -61,6 +78,9 @@ def _entry(
         splits_by_repeat=splits_by_repeat,
         demo=f"{scenario}:demo" if demo else None,
         text_fields=dict(text_fields or {}),
+        predict=f"{predictor}:PREDICTOR" if predict else None,
+        contract=f"{metrics}:CONTRACT" if contract else None,
+        calibrate=f"{predictor}:calibration_points" if calibrate else None,
     )
 
 
@@ -93,6 +113,7 @@ SCENARIOS: dict[str, Entry] = {
         splits_by_repeat=True,
         demo=True,
         text_fields={"families.*": "name"},
+        calibrate=True,
     ),
     "load": Entry(
         "loadproof.scenarios.load.scenario:LoadScenario",
@@ -100,6 +121,8 @@ SCENARIOS: dict[str, Entry] = {
         "loadproof.metrics.load:claims_of_run",
         figures="loadproof.metrics.load:figures",
         demo="loadproof.scenarios.load.scenario:demo",
+        predict="loadproof.predict.load:PREDICTOR",
+        contract="loadproof.metrics.load:CONTRACT",
         text_fields={
             "arrival": "name",
             "endpoint": "name",
@@ -114,6 +137,7 @@ SCENARIOS: dict[str, Entry] = {
         "ReplayScenario",
         "ReplayPlan",
         figures=True,
+        predict=True,
         text_fields={
             "trace": "path",
             "format": "name",
@@ -148,6 +172,9 @@ SCENARIOS: dict[str, Entry] = {
         figures=True,
         demo=True,
         text_fields={**_PROBES, "sessions.*.key": "text", **_OVERHEAD},
+        predict=True,
+        contract=True,
+        calibrate=True,
     ),
     "prefill": _entry(
         "prefill",
@@ -155,6 +182,8 @@ SCENARIOS: dict[str, Entry] = {
         "PrefillPlan",
         demo=True,
         text_fields={"repeats.*.request_id": "name", "repeats.*.salt": "name", **_OVERHEAD},
+        predict=True,
+        calibrate=True,
     ),
     "interference": _entry(
         "interference",
@@ -225,7 +254,7 @@ class _Column(Mapping[str, str]):
         self.part = part
 
     def __getitem__(self, name: str) -> str:
-        target = getattr(SCENARIOS[name], self.part)
+        target: str | None = getattr(SCENARIOS[name], self.part)
         if target is None:
             raise KeyError(name)
         return target

@@ -15,8 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from loadproof.sim.config import dump_sim_config
 from tests.integration.sim_process import SimProcess
 from tests.unit.example_scenario import DOCS, NAME
+from tests.unit.example_scenario.predict import TESTS_PROFILE
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -83,3 +85,28 @@ def test_the_example_scenario_gets_report_html_compare_export_publish_and_verify
     assert done.returncode == 0 and "VERIFIED" in done.stdout, done.stdout[-3000:]
     published = json.loads(next(bundle.glob(f"runs/*{cand.name}*/manifest.json")).read_text())["plan"]
     assert published["rounds"][0] == ["ex-0-0", "ex-0-1", "ex-0-2"]  # declared names are kept
+
+
+def test_the_example_scenario_is_predicted_and_its_run_judged_by_the_contract(tmp_path: Path):
+    """Through its catalog entry alone: `plan SIM --simulate example --prediction-out` writes its contract, and
+    its run on the simulator (the same sim profile, in real time) is judged figure by figure and passes: each
+    figure within 25% (HTTP and a loaded machine add a few ms to a 70 ms TTFT)."""
+    profile = tmp_path / "sim.toml"
+    profile.write_text(dump_sim_config(TESTS_PROFILE))
+    contract = tmp_path / "example.json"
+    options = ["--requests", "2", "--rounds", "2", "--max-tokens", "8"]
+    made = ["plan", str(profile), "--simulate", NAME, *options, "--prediction-out", str(contract), "--tolerance", "25"]
+    done = loadproof(*made)
+    assert done.returncode == 0, done.stderr[-3000:]
+    with SimProcess(tmp_path / "sim.log", "--config", str(profile)) as sim:
+        runs_dir = tmp_path / "runs"
+        argv = ["run", NAME, "--url", sim.url, "--out", str(runs_dir), *options, "--prediction", str(contract)]
+        done = loadproof(*argv)
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        refused = loadproof(*argv[:-2], "--rounds", "3", "--prediction", str(contract))
+    assert refused.returncode == 2 and "predicted for rounds = 2, this run has 3" in refused.stderr
+    (run,) = runs_dir.glob(f"{NAME}-*")
+    claims = claims_of(run)
+    assert claims["prediction.verdict"]["value"] == "PASS"
+    for name in ("example.ttft_median_s", "example.decode_tokens_per_s"):
+        assert abs(claims[f"prediction.{name}.error_pct"]["value"]) <= 25, claims[f"prediction.{name}.error_pct"]

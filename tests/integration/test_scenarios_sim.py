@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 from loadproof.metrics.capacity import evaluate_capacity
+from loadproof.predict.capacity import predict_capacity
 from loadproof.sim.config import SimConfig
 from loadproof.sim.text import tokenizer_path
-from loadproof.sim.virtual import predict_capacity
 from tests.integration.sim_process import SimProcess
 
 pytestmark = pytest.mark.timeout(120)

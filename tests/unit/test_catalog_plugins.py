@@ -1,9 +1,14 @@
 """Scenarios plug in through the catalog: the registries are live views of its table, and the generic
-parts (report, compare, export, verify, publish) never name a scenario."""
+parts (report, compare, export, verify, publish, the simulator, its predictions and calibration, the
+command line) never name a scenario; claim names live in metrics/ alone. The example scenario
+(tests/unit/example_scenario) gets `plan --simulate` and a prediction contract from its entry alone."""
 
 from __future__ import annotations
 
 import ast
+import json
+import subprocess
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -17,7 +22,9 @@ from loadproof.plans import schemas
 from loadproof.registry import Registry
 from loadproof.scenarios import scenarios
 from loadproof.scenarios.demo import DemoSetup, demo_scenarios
+from loadproof.sim.config import dump_sim_config
 from loadproof.telemetry.server_metrics import MetricsSource
+from tests.unit.example_scenario.predict import TESTS_PROFILE
 
 
 def test_the_registries_list_every_catalog_entry_in_order():
@@ -64,13 +71,29 @@ def test_the_demo_runs_each_catalog_entry_with_a_demo_factory_scaled_down():
 # --- no generic part names a scenario ---------------------------------------------------------------
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "loadproof"
-GENERIC = ["report", "verify", "publish", "store/export.py"]
+GENERIC = ["report", "verify", "publish", "store/export.py", "sim", "predict", "cli"]
 # (file, top-level name whose value may hold the word): the words that are not a scenario there
-NOT_A_SCENARIO = {("report/compare.py", "BUDGETS")}  # a budget's kind: figures in tokens/s are "throughput"
+NOT_A_SCENARIO = {
+    ("report/compare.py", "BUDGETS"),  # a budget's kind: figures in tokens/s are "throughput"
+    ("predict/published.py", "RATES_TABLE"),  # a published-figures file's [throughput] table
+}
+# where the simulator and the command line could read a claim by its name; they take it from metrics/
+CLAIM_FREE = ["sim", "predict", "cli"]
+
+
+def _files(parts: list[str]) -> list[Path]:
+    return sorted(p for part in parts for p in ([SRC / part] if part.endswith(".py") else (SRC / part).rglob("*.py")))
+
+
+def _plugin_modules() -> set[Path]:
+    """Each scenario's own part of the predictor (predict/NAME.py): the modules its entry's `predict` and
+    `calibrate` name, which may name their own scenario (as scenarios/NAME.py does), never a claim."""
+    targets = [t for part in ("predict", "calibrate") for t in column(part).values()]
+    return {SRC.parent / (t.partition(":")[0].replace(".", "/") + ".py") for t in targets}
 
 
 def _generic_files() -> list[Path]:
-    return sorted(p for part in GENERIC for p in ([SRC / part] if part.endswith(".py") else (SRC / part).rglob("*.py")))
+    return [p for p in _files(GENERIC) if p not in _plugin_modules()]
 
 
 def _code_strings(path: Path) -> list[tuple[int, str, str | None]]:
@@ -117,7 +140,7 @@ def test_the_scan_finds_a_scenario_name_however_it_is_written(tmp_path):
     assert found == ["capacity", "throughput.", "quality.gsm8k"]
 
 
-def test_report_compare_export_verify_and_publish_never_name_a_scenario():
+def test_report_compare_export_verify_publish_the_simulator_and_the_cli_never_name_a_scenario():
     names = list(catalog.SCENARIOS)
     found = [
         f"{path.relative_to(SRC)}:{line}: {text!r}"
@@ -128,3 +151,59 @@ def test_report_compare_export_verify_and_publish_never_name_a_scenario():
     assert not found, (
         "a generic part branches on a scenario; declare it in the scenario's catalog entry:\n" + "\n".join(found)
     )
+
+
+def test_every_plugin_module_of_the_predictor_is_in_predict_and_the_scan_skips_only_those():
+    plugins = _plugin_modules()
+    assert plugins and all(p.parent == SRC / "predict" and p.is_file() for p in plugins)
+    assert SRC / "predict" / "whatif.py" in _generic_files() and SRC / "predict" / "capacity.py" not in _generic_files()
+
+
+def test_the_simulator_its_predictions_and_the_cli_read_claims_by_names_metrics_defines():
+    names = list(catalog.SCENARIOS)
+    found = [
+        f"{path.relative_to(SRC)}:{line}: {text!r}"
+        for path in _files(CLAIM_FREE)
+        for line, text, _ in _code_strings(path)
+        if names_a_scenario(text, names) and text not in names  # `capacity.` and on: a claim's name
+    ]
+    assert not found, "a claim named outside metrics/; define it in metrics/NAME.py and import it:\n" + "\n".join(found)
+
+
+# --- the example scenario, predicted and judged through its entry alone -------------------------------
+
+
+def example(*args: str) -> subprocess.CompletedProcess[str]:
+    """`loadproof` with the example scenario in its catalog."""
+    root = SRC.parents[1]
+    return subprocess.run(
+        [sys.executable, "-m", "tests.unit.example_scenario", *args],
+        capture_output=True,
+        text=True,
+        cwd=root,
+        timeout=120,
+    )
+
+
+def test_the_example_scenario_gets_plan_simulate_and_a_contract_from_its_entry(tmp_path):
+    sim = tmp_path / "sim.toml"
+    sim.write_text(dump_sim_config(TESTS_PROFILE))
+    out = tmp_path / "example.json"
+    args = ["plan", str(sim), "--simulate", "example", "--requests", "2", "--rounds", "3", "--max-tokens", "8"]
+    done = example(*args, "--prediction-out", str(out), "--tolerance", "20")
+    assert done.returncode == 0, done.stderr[-3000:]
+    # its own claims on the predicted run: a lone prompt of 20 bytes, 50 ms + 20 x 1 ms; 51 ms a token after
+    assert "example.ttft_median_s" in done.stdout and "0.0700" in done.stdout and "19.6" in done.stdout
+    assert "Ranges over the open assumptions" in done.stdout and "loadproof run example" in done.stdout
+    contract = json.loads(out.read_text())
+    assert contract["scenario"] == "example" and contract["tolerance_pct"] == 20
+    assert [f["claim"] for f in contract["figures"]] == ["example.ttft_median_s", "example.decode_tokens_per_s"]
+    assert contract["figures"][0]["point"] == pytest.approx(0.07)
+    assert contract["options"] == {"requests": 2, "rounds": 3, "max_tokens": 8, "prompt": "Say something short."}
+    # an option of another prediction is refused, and without the entry there is no such prediction
+    wrong = example("plan", str(sim), "--simulate", "example", "--rate", "2")
+    assert wrong.returncode == 2 and "--rate applies to --simulate load" in wrong.stderr
+    plain = subprocess.run(
+        [sys.executable, "-m", "loadproof", "plan", str(sim), "--simulate", "example"], capture_output=True, text=True
+    )
+    assert plain.returncode == 2 and "the simulator predicts capacity, load, prefill, replay" in plain.stderr

@@ -1,5 +1,6 @@
 """`loadproof plan PROFILE`: the KV cache a profile should hold in theory, beside what the engine
-reported; with --simulate, the simulator's prediction of a scenario on it (`sim.predict`), in process."""
+reported; with --simulate NAME, the simulator's prediction of a scenario on it, in process
+(`predict.whatif`: every scenario with a predictor in the catalog, its options generated from its model)."""
 
 from __future__ import annotations
 
@@ -13,22 +14,12 @@ import typer
 from loadproof.cli import ui
 from loadproof.cli.apps import app
 from loadproof.cli.run import parameter
-from loadproof.cli.sim import ContractRequest, predict_load, predict_replay, show_capacity, show_capacity_ranges
-from loadproof.config.profile import Profile, load_profile
-from loadproof.engines import read_startup_log
-from loadproof.errors import UsageError
-from loadproof.planner.profile_plan import ProfilePlan, model_config_path, plan_profile
-from loadproof.sim.config import is_sim_profile, load_sim_config
-from loadproof.sim.contract import DEFAULT_TOLERANCE_PCT
-from loadproof.sim.predict import (
-    SIMULATED,
-    capacity_options,
-    check_applies,
-    deployment_config,
-    load_cli_options,
-    predict_capacity_run,
-    replay_cli_options,
-)
+from loadproof.cli.sim import show
+from loadproof.config.profile import Profile
+from loadproof.planner.profile_plan import ProfilePlan
+from loadproof.predict.base import contracts, listing, predictors
+from loadproof.predict.contract import DEFAULT_TOLERANCE_PCT
+from loadproof.predict.whatif import WhatIf, plan_of, predict
 
 
 def plan(
@@ -49,30 +40,23 @@ def plan(
     ] = None,
     simulate: Annotated[
         str | None,
-        typer.Option(
-            help="predict a scenario on the simulator: capacity, prefill, "
-            "load (the options of `sim predict-load`) or replay (those of "
-            "`sim predict-replay`)"
-        ),
+        typer.Option(help=f"predict a scenario on the simulator: {listing(predictors.names(), ' or ')}"),
     ] = None,
     sim: Annotated[
         Path | None,
         typer.Option("--sim", help="calibrated sim profile giving the step costs (`loadproof sim calibrate`)"),
     ] = None,
-    sessions: Annotated[int, typer.Option(help="N for --simulate capacity")] = 4,
-    window_s: Annotated[float, typer.Option(help="W for --simulate capacity")] = 60.0,
     ranges: Annotated[
         bool,
         typer.Option(
-            help="--simulate capacity, or load at one rate: the range each figure "
-            "has over the profile's open assumptions, and what drives it"
+            help="with a contract's figures (--simulate "
+            f"{listing(contracts.names(), ' or ')}): the range each figure has over the profile's open "
+            "assumptions, and what drives it"
         ),
     ] = True,
     prediction_out: Annotated[
         Path | None,
-        typer.Option(
-            help="write the prediction as a contract that `run capacity|load --prediction FILE` is judged against"
-        ),
+        typer.Option(help="write the prediction as a contract that `run NAME --prediction FILE` is judged against"),
     ] = None,
     tolerance: Annotated[
         float, typer.Option(help="the contract's tolerance on each figure, percent")
@@ -81,47 +65,17 @@ def plan(
 ) -> None:
     """KV cache capacity of a profile, in theory, beside what the engine reported; with --simulate, the
     simulator's prediction of a scenario on it. PROFILE may also be a sim profile."""
-    if not profile_path.is_file():  # before any advice about what else to give
-        raise UsageError(f"profile not found: {profile_path}")
-    if simulate is not None and simulate not in SIMULATED:
-        raise UsageError(f"--simulate {simulate!r}: the simulator predicts {', '.join(SIMULATED)}")
     # given on the command line (typer carries its own click: its ParameterSource, compared by name)
-    check_applies(simulate, {k for k in values if getattr(ctx.get_parameter_source(k), "name", "") == "COMMANDLINE"})
-    if is_sim_profile(profile_path):
-        if simulate is None:
-            raise UsageError(f"{profile_path} is a sim profile: give --simulate capacity|prefill|load|replay")
-        config = load_sim_config(profile_path)
-    else:
-        if simulate is not None and sim is None:
-            raise UsageError("--simulate needs the step costs: give --sim SIM_PROFILE (from `loadproof sim calibrate`)")
-        profile = load_profile(profile_path)
-        log_text = read_startup_log(startup_log) if startup_log is not None else None
-        planned = plan_profile(profile, model_config_path(profile, model_config), log_text)
-        if simulate not in ("load", "replay"):  # an open-loop prediction prints its own figures only
-            show_plan(profile, planned, input_tokens, growth_tokens)
-        if simulate is None or sim is None:
-            return
-        config = deployment_config(profile, planned, load_sim_config(sim))
-    if prediction_out is not None and simulate not in ("capacity", "load"):
-        raise UsageError("--prediction-out: a contract is written for --simulate capacity or load")
-    if not 0 < tolerance < 1000:
-        raise UsageError(f"--tolerance {tolerance:g}: a percentage above 0")
-    contract_of = ContractRequest(prediction_out, tolerance, sim if sim is not None else profile_path)
-    if simulate == "load":
-        lengths = None if input_tokens is None else str(input_tokens)
-        predict_load(
-            config,
-            {**values, "input_tokens": lengths},
-            "plan --simulate load",
-            contract_of if (ranges or prediction_out) else None,
-        )
-    elif simulate == "replay":
-        predict_replay(config, values, "plan --simulate replay")
-    else:
-        options = capacity_options(sessions, input_tokens or 1024, window_s, f"plan --simulate {simulate}")
-        show_capacity(predict_capacity_run(config, simulate, options), config)
-        if simulate == "capacity" and (ranges or prediction_out):
-            show_capacity_ranges(config, options, contract_of)
+    given = {k: v for k, v in values.items() if getattr(ctx.get_parameter_source(k), "name", "") == "COMMANDLINE"}
+    what = None
+    if simulate is not None:
+        contract_on = sim if sim is not None else profile_path
+        what = WhatIf(simulate, f"plan --simulate {simulate}", ranges, prediction_out, tolerance, contract_on)
+    planned = plan_of(profile_path, what, given, sim=sim, startup_log=startup_log, model_config=model_config)
+    if planned.profile is not None and planned.plan is not None and planned.shows_plan:
+        show_plan(planned.profile, planned.plan, input_tokens, growth_tokens)
+    if what is not None and planned.config is not None:
+        predict(planned.config, what, {**given, "input_tokens": input_tokens}, show)
 
 
 def show_plan(profile: Profile, planned: ProfilePlan, input_tokens: int | None, growth_tokens: int) -> None:
@@ -175,14 +129,21 @@ def show_plan(profile: Profile, planned: ProfilePlan, input_tokens: int | None, 
 
 
 def _simulated_options() -> list[inspect.Parameter]:
-    """`--simulate load|replay`'s options, as `sim predict-load|predict-replay` take them (plan's own
-    `--input-tokens` stands for load's), none required: each prediction checks its own."""
+    """Each prediction's options (`--simulate NAME`), as its predictor takes them from the scenario's model
+    (`plan`'s own `--input-tokens` stands for theirs), none required: each prediction checks its own; an
+    option two predictions share is listed once."""
     own = set(inspect.signature(plan).parameters)
     seen: dict[str, inspect.Parameter] = {}
-    for panel, options in (("--simulate load", load_cli_options()), ("--simulate replay", replay_cli_options())):
-        for option in options:
-            if option.field not in own and option.field not in seen:
-                seen[option.field] = parameter(replace(option, required=False), panel)
+    flags: dict[str, str] = {}
+    for name in predictors.in_order():
+        for option in predictors.get(name).cli_options():
+            if option.field in own or option.field in seen:
+                continue
+            clash = [f for f in option.flags if flags.get(f, option.field) != option.field]
+            if clash:  # a programming error, caught by the unit tests
+                raise TypeError(f"--simulate {name}: {', '.join(clash)} is another prediction's option's flag")
+            flags.update({f: option.field for f in option.flags})
+            seen[option.field] = parameter(replace(option, required=False), f"--simulate {name}")
     return list(seen.values())
 
 

@@ -1,12 +1,11 @@
-"""`loadproof sim` (the simulator as a server), `loadproof sim calibrate`, and the predictions of
-`sim predict-load|predict-replay` (and `plan --simulate`): each parses its options, calls one function
-below the command line (`sim.run`, `sim.calibration`, `sim.predict`) and prints what it returns."""
+"""`loadproof sim` (the simulator as a server), `loadproof sim calibrate`, and `sim predict-NAME` for each
+scenario whose predictor has a command (the catalog's `predict`; `plan --simulate NAME` predicts every one):
+each parses its options, calls one function below the command line (`sim.run`, `predict.calibration`,
+`predict.whatif`) and prints what it returns."""
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -14,35 +13,17 @@ import typer
 
 from loadproof.cli import ui
 from loadproof.cli.apps import app
+from loadproof.cli.common import console
 from loadproof.cli.run import parameter
 from loadproof.errors import UsageError
-from loadproof.scenarios.capacity import CapacityOptions
-from loadproof.sim.calibrate import Calibration
-from loadproof.sim.calibration import (
-    CalibrationLimits,
-    FitShares,
-    calibrate_from_published,
-    calibrate_from_runs,
-    measure_grid,
-)
-from loadproof.sim.calibration import grid as grid_spec
-from loadproof.sim.config import FaultConfig, SimConfig, load_sim_config
-from loadproof.sim.contract import capacity_ranges, contract, load_ranges, write_contract
-from loadproof.sim.predict import (
-    CapacityForecast,
-    LoadForecast,
-    PredictedRun,
-    ReplayForecast,
-    load_cli_options,
-    predict_load_sweep,
-    predict_replay_trace,
-    rate_sweep,
-    replay_cli_options,
-    replay_options,
-)
-from loadproof.sim.ranges import RangedPrediction
+from loadproof.predict.base import Predictor, predictors
+from loadproof.predict.calibrate import Calibration
+from loadproof.predict.calibration import CalibrationLimits, FitShares, calibrate_from_published, calibrate_from_runs
+from loadproof.predict.grid import grid as grid_spec
+from loadproof.predict.grid import measure_grid
+from loadproof.predict.whatif import predict_named
+from loadproof.sim.config import FaultConfig, load_sim_config
 from loadproof.sim.run import serve
-from loadproof.workloads.arrivals import rate_text
 
 sim_app = typer.Typer(
     help="loadproof's engine simulator: failure cases on demand, what-if capacity.",
@@ -229,7 +210,7 @@ def calibrate_cmd(
         measured = list(runs or [])
         if grid:
             spec = grid_spec(url, tokenizer, concurrency, context, window_s, runs_out, grid_arg or [])
-            measured += measure_grid(spec, _say)
+            measured += measure_grid(spec, console)
         elif url or tokenizer:
             raise UsageError("--url and --tokenizer go with --grid")
         done = calibrate_from_runs(measured, ttft or [], decode or [], out, limits, shares, spec_from)
@@ -256,11 +237,11 @@ def _print_calibration(cal: Calibration, out: Path) -> None:
             ],
             ["step overhead", f"{c.step_overhead_s * 1e3:.3f} ms"],
             [
-                "prefill",
+                "prefill cost",
                 f"{c.prefill_s_per_token * 1e6:.3f} us/token + {c.prefill_s_per_token_ctx * 1e12:.4f} ps/token/ctx",
             ],
             [
-                "decode",
+                "decode cost",
                 f"{c.decode_s_per_seq * 1e3:.4f} ms/query token + {c.decode_s_per_ctx_token * 1e9:.4f} ns/ctx token"
                 f" + {c.decode_s_per_ctx_token_max * 1e9:.4f} ns x longest ctx"
                 + (
@@ -299,163 +280,20 @@ def _print_calibration(cal: Calibration, out: Path) -> None:
         _say(f"assumed: {line}")
 
 
-# --- predictions: the columns of a predicted open-loop run, by the claims `run load` computes ---
-PREDICTION_HEAD = ["ok", "output tok/s", "TTFT p50 (s)", "TTFT p99", "TPOT p50", "TPOT p99", "ITL p99", "E2EL p50"]
-LATENCY_COLUMNS = (
-    "load.ttft_s.p50",
-    "load.ttft_s.p99",
-    "load.tpot_s.p50",
-    "load.tpot_s.p99",
-    "load.itl_s.p99",
-    "load.e2el_s.p50",
-)
-SLO_HEAD = ["goodput (req/s)", "SLO attainment"]
+class ConsoleShow:
+    """Where a prediction goes (`predict.base.Show`): tables and result lines on stdout, progress on stderr."""
+
+    def table(self, title: str, header: list[str], rows: list[list[str]]) -> None:
+        ui.table(title, header, rows)
+
+    def line(self, text: str) -> None:
+        _say(text)
+
+    def progress(self, text: str) -> None:
+        ui.err.print(text, markup=False, highlight=False)
 
 
-def prediction_row(run: PredictedRun, slo: bool) -> list[str]:
-    """A predicted run's row under PREDICTION_HEAD (and SLO_HEAD with an SLO)."""
-    total = run.value("load.requests") or 0
-    tokens = run.value("load.output_tokens_per_s")
-    row = [f"{run.num_ok}/{total}", "n/a" if tokens is None else f"{tokens:,.1f}"]
-    row += ["n/a" if (v := run.value(name)) is None else f"{v:.3f}" for name in LATENCY_COLUMNS]
-    if slo:
-        goodput, met = run.value("load.goodput_rps"), run.value("load.slo_attainment_pct")
-        row += ["n/a" if goodput is None else f"{goodput:.3f}", "n/a" if met is None else f"{met:.1f}%"]
-    return row
-
-
-def show_capacity(forecast: CapacityForecast, config: SimConfig) -> None:
-    opts = forecast.options
-    by_name = {c.name: c for c in forecast.claims}
-    title = (
-        f"Predicted: {opts.sessions} session(s) x {opts.input_tokens:,} tokens sent together, window "
-        f"{opts.window_s:g} s (simulated {forecast.modeled_s:,.1f} s in {forecast.num_steps:,} steps, "
-        f"{forecast.wall_s:.2f} s wall)"
-    )
-    rows = [
-        [name.split(".", 1)[1], by_name[name].printed, by_name[name].unit]
-        for name in (
-            "capacity.cold_ttft_median_s",
-            "capacity.cold_ttft_max_s",
-            "capacity.window_aggregate_tokens_per_s",
-            "capacity.window_per_stream_min_tokens_per_s",
-            "capacity.window_per_stream_max_tokens_per_s",
-        )
-        if name in by_name
-    ]
-    if forecast.scenario == "capacity":
-        rows.append(["acceptance (predicted)", str(forecast.verdict), forecast.reason])
-    ui.table(title, ["figure", "value", "unit"], rows)
-    _say(f"model: {config.source}")
-
-
-def show_load(forecast: LoadForecast, config: SimConfig) -> None:
-    opts = forecast.sweep.options
-    slo = bool(opts.slo)
-    rows = [[rate_text(p.rate_rps), *prediction_row(p.run, slo)] for p in forecast.rates]
-    ui.table(
-        f"Predicted open-loop load: {opts.num_requests} requests per rate, {opts.arrival} arrivals, seed "
-        f"{opts.seed}, input {opts.input_tokens}, output {opts.output_tokens} ({forecast.wall_s:.2f} s wall)",
-        ["rate (req/s)", *PREDICTION_HEAD] + (SLO_HEAD if slo else []),
-        rows,
-    )
-    if slo:
-        share = f"{opts.attainment * 100:g}% of requests"
-        best = forecast.best_rate_rps
-        _say(
-            f"highest rate meeting the SLO ({share}): {rate_text(best)} requests/s"
-            if best is not None
-            else f"no rate given met the SLO ({share})"
-        )
-    _say(f"model: {config.source}")
-
-
-def show_replay(forecast: ReplayForecast, config: SimConfig) -> None:
-    opts = forecast.options
-    slo = bool(opts.slo)
-    ui.table(
-        f"Predicted replay: {forecast.num_requests} requests of {Path(opts.trace).name} ({opts.format}), time "
-        f"scale {opts.time_scale:g}, block {opts.block} tokens, {forecast.capped_inputs} inputs capped "
-        f"({forecast.wall_s:.2f} s wall)",
-        PREDICTION_HEAD + (SLO_HEAD if slo else []),
-        [prediction_row(forecast.run, slo)],
-    )
-    _say(
-        f"prefix-cache hit rate: expected from the trace {forecast.expected_hit_pct:.2f}%, the modeled engine "
-        f"{forecast.modeled_hit_pct:.2f}% ({config.block_size}-token KV blocks, "
-        f"{config.num_gpu_blocks * config.block_size:,} tokens of cache)"
-    )
-    _say(f"model: {config.source}")
-
-
-@dataclass(frozen=True)
-class ContractRequest:
-    """`plan --simulate ... [--prediction-out FILE --tolerance PCT]`: where a contract goes, and the sim
-    profile it rests on."""
-
-    out: Path | None
-    tolerance_pct: float
-    sim_profile: Path
-
-
-def predict_load(config: SimConfig, values: dict[str, Any], source: str, ranged: ContractRequest | None = None) -> None:
-    """Parse `values` into `run load`'s options, predict each rate, print; at one rate with `ranged`, the
-    ranges too, and the contract where one is asked for."""
-    sweep = rate_sweep(values, source)
-    for note in sweep.notes:
-        ui.err.print(note, markup=False, highlight=False)
-    show_load(predict_load_sweep(config, sweep), config)
-    if ranged is not None and (len(sweep.rates_rps) == 1 or ranged.out is not None):
-        result = load_ranges(config, sweep, _progress)
-        _show_ranges(result)
-        _write(ranged, "load", sweep.options.model_dump(mode="json"), result, config)
-
-
-def show_capacity_ranges(config: SimConfig, options: CapacityOptions, ranged: ContractRequest) -> None:
-    result = capacity_ranges(config, options, _progress)
-    _show_ranges(result)
-    _write(ranged, "capacity", options.model_dump(mode="json"), result, config)
-
-
-def _progress(line: str) -> None:
-    ui.err.print(line, markup=False, highlight=False)
-
-
-def _show_ranges(result: RangedPrediction) -> None:
-    ui.table(
-        f"Ranges over the open assumptions ({result.predictions} predictions)",
-        ["figure", "point", "low", "high", "width", "driven by"],
-        [
-            [f.claim, f"{f.point:,.4g}", f"{f.low:,.4g}", f"{f.high:,.4g}", f"{f.width_pct:.1f}%", f.driver or "-"]
-            for f in result.figures
-        ],
-    )
-    for a in result.assumptions:
-        values = ", ".join(str(v) for v in a.values)
-        _say(
-            f"assumption {a.name} = {a.point}: "
-            + (f"pinned by {a.pinned_by}" if a.pinned_by else f"open ({values})")
-            + f"; {a.what}"
-        )
-
-
-def _write(
-    ranged: ContractRequest, scenario: str, options: dict[str, Any], result: RangedPrediction, config: SimConfig
-) -> None:
-    if ranged.out is None:
-        return
-    write_contract(ranged.out, contract(scenario, options, result, config, ranged.sim_profile, ranged.tolerance_pct))
-    _say(
-        f"prediction contract: {ranged.out} (tolerance {ranged.tolerance_pct:g}%); judge a run against it with "
-        f"`loadproof run {scenario} ... --prediction {ranged.out}`"
-    )
-
-
-def predict_replay(config: SimConfig, values: dict[str, Any], source: str) -> None:
-    """Parse `values` into `run replay`'s options, predict, print."""
-    show_replay(predict_replay_trace(config, *replay_options(values, source)), config)
-
-
+show = ConsoleShow()
 PROFILE_PARAMETER = inspect.Parameter(
     "profile",
     inspect.Parameter.POSITIONAL_OR_KEYWORD,
@@ -463,35 +301,18 @@ PROFILE_PARAMETER = inspect.Parameter(
 )
 
 
-def _predict_command(
-    name: str, options: list[Any], run: Callable[[SimConfig, dict[str, Any], str], None], doc: str
-) -> None:
-    """`sim NAME SIM_PROFILE [options]`: the options generated from the scenario's model."""
+def _predict_command(simulate: str, predictor: Predictor[Any]) -> None:
+    """`sim predict-NAME SIM_PROFILE [options]`: the options generated from the scenario's model."""
 
     def command(profile: Path, **values: Any) -> None:
-        run(load_sim_config(profile), values, f"sim {name}")
+        predict_named(profile, simulate, values, show)
 
-    command.__signature__ = inspect.Signature([PROFILE_PARAMETER, *(parameter(o) for o in options)])  # type: ignore[attr-defined]
-    command.__name__ = name.replace("-", "_")
-    command.__doc__ = doc
-    sim_app.command(name)(command)
+    command.__signature__ = inspect.Signature([PROFILE_PARAMETER, *(parameter(o) for o in predictor.cli_options())])  # type: ignore[attr-defined]
+    command.__name__ = f"predict_{simulate}".replace("-", "_")
+    command.__doc__ = predictor.command
+    sim_app.command(f"predict-{simulate}")(command)
 
 
-_predict_command(
-    "predict-load",
-    load_cli_options(),
-    predict_load,
-    """Predict what `loadproof run load` measures
-    at each rate, on the virtual clock (seconds of wall time): the same schedule and lengths (same seed), the same
-    claims (metrics.load), and the highest rate meeting the SLO. --attainment is a fraction, as `run load`'s
-    (90 is still read as 90%, with a deprecation line).""",
-)
-_predict_command(
-    "predict-replay",
-    replay_cli_options(),
-    predict_replay,
-    """Predict what `loadproof run replay`
-    measures, on the virtual clock: the trace's send times and lengths shaped as `run replay` shapes them, its
-    shared blocks as shared KV blocks, the same claims, and the prefix-cache hit rate beside the one the trace
-    promises.""",
-)
+for _name in predictors.in_order():  # every scenario whose predictor has a command of its own (the catalog's)
+    if predictors.get(_name).command is not None:
+        _predict_command(_name, predictors.get(_name))

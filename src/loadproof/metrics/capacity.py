@@ -26,6 +26,12 @@ from loadproof.store.run_dir import Run
 from loadproof.units import NS_PER_S
 from loadproof.workloads.answer_window import states
 
+# what a prediction of the scenario shows (predict/capacity.py), and CONTRACT, the figures its prediction
+# contract compares (the catalog entry's `contract`); calibration reads a run's window rate
+WINDOW_AGGREGATE = "capacity.window_aggregate_tokens_per_s"
+PREDICTED: tuple[str, ...] = ("capacity.cold_ttft_median_s", "capacity.cold_ttft_max_s", WINDOW_AGGREGATE)
+PREDICTED += ("capacity.window_per_stream_min_tokens_per_s", "capacity.window_per_stream_max_tokens_per_s")
+CONTRACT = PREDICTED[:3]
 Session = tuple[CapacitySession, RequestRecord | None]  # a planned session and its record, if one was made
 
 

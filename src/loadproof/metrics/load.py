@@ -32,6 +32,18 @@ from loadproof.rundir import EngineSample, Event
 from loadproof.units import NS_PER_S
 
 SCENARIO = "load"
+# what a prediction of a load run shows (predict/load.py: `sim predict-load`, `plan --simulate load|replay`),
+# and CONTRACT, the figures its prediction contract compares (the catalog entry's `contract`)
+PREDICTED_LATENCIES = (
+    "load.ttft_s.p50",
+    "load.ttft_s.p99",
+    "load.tpot_s.p50",
+    "load.tpot_s.p99",
+    "load.itl_s.p99",
+    "load.e2el_s.p50",
+)
+PREDICTED_RATES = ("load.output_tokens_per_s", "load.goodput_rps", "load.slo_attainment_pct")
+CONTRACT = ("load.ttft_s.p50", "load.ttft_s.p99", "load.tpot_s.p50", "load.e2el_s.p50", "load.output_tokens_per_s")
 
 # the plans whose runs get the load figures: a replay's carries every field they read (planned_requests, endpoint,
 # slo, model_mix, ignore_eos and the client-lag bounds), with the same types

@@ -1,6 +1,6 @@
 """`loadproof sim calibrate`: fit the step cost model to measured figures.
 
-Inputs are points (`sim.points`) read from run directories (prefill runs give cold TTFT at a prompt length
+Inputs are points (`predict.points`) read from run directories (prefill runs give cold TTFT at a prompt length
 and the decode rate after it; throughput runs give per-request decode rates at a few concurrencies and the
 median TTFT of their one-at-a-time requests; capacity runs give the first session's cold TTFT, the batch's
 decode rate at its context in the window, and, from the spacing of the first tokens, the part of a request's
@@ -29,8 +29,8 @@ import statistics
 from dataclasses import dataclass, field
 
 from loadproof.errors import UsageError
+from loadproof.predict.points import DecodePoint, FrontendPoint, TtftPoint
 from loadproof.sim.config import CostModel, SimConfig
-from loadproof.sim.points import DecodePoint, FrontendPoint, TtftPoint
 
 
 @dataclass

@@ -1,17 +1,16 @@
 """`loadproof sim calibrate`'s work below the command line: which inputs the fit gets, the sim profile it
 starts from, and the calibrated profile written.
 
-The fit itself is `sim.calibrate` (measured runs and figures) and `sim.published` (a published-figures
-file). Here: the engine limits a user gave or the runs' profiles hold (`CalibrationLimits`), the base
-`SimConfig` from them, the optional grid of capacity runs measured first on a real engine, and the
-profile written as TOML.
+The fit itself is `predict.calibrate` (measured runs and figures) and `predict.published` (a
+published-figures file). Here: the engine limits a user gave or the runs' profiles hold
+(`CalibrationLimits`), the base `SimConfig` from them, what the inputs leave open (each assumption with its
+values), and the profile written as TOML. The optional grid of capacity runs measured first on a real engine
+is `predict.grid`.
 """
 
 from __future__ import annotations
 
 import hashlib
-import subprocess
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -19,18 +18,18 @@ from typing import Any
 
 from loadproof.engines import engines
 from loadproof.errors import UsageError
-from loadproof.sim.assumptions import Assumption, Variant, from_fits, pinned, scheduler_assumptions
-from loadproof.sim.calibrate import Calibration, calibrate
-from loadproof.sim.config import CalibrationInput, CostModel, SimConfig, default_capture_sizes, dump_sim_config
-from loadproof.sim.points import parse_decode, parse_ttft, points_from_runs
-from loadproof.sim.published import (
+from loadproof.predict.calibrate import Calibration, calibrate
+from loadproof.predict.points import parse_decode, parse_ttft, points_from_runs
+from loadproof.predict.published import (
     DEFAULT_FRONTEND_S_PER_TOKEN,
     KV_READ_EFFICIENCY,
     calibrate_published,
     gpu_bandwidth,
     read_published,
 )
-from loadproof.sim.spec import measured_drafts
+from loadproof.predict.throughput import measured_drafts
+from loadproof.sim.assumptions import Assumption, Variant, from_fits, pinned, scheduler_assumptions
+from loadproof.sim.config import CalibrationInput, CostModel, SimConfig, default_capture_sizes, dump_sim_config
 from loadproof.store.digest import measurement_digest
 from loadproof.store.run_dir import load_run
 
@@ -84,7 +83,7 @@ def calibrate_from_published(path: Path, out: Path, limits: CalibrationLimits, s
     shares.check()
     pub = read_published(path)
     share = shares.prefill_attention_share
-    given = dict(
+    given: dict[str, Any] = dict(
         block_size=limits.block_size or 16,
         acceptance=shares.acceptance,
         prefill_attention_share=0.5 if share is None else share,
@@ -157,7 +156,7 @@ def calibrate_from_runs(
     spec_from: Path | None = None,
 ) -> Calibrated:
     """A sim profile fitted to run directories and figures given by hand, written to `out`; with `spec_from`,
-    the draft schedule and acceptance by position a throughput run with drafts measured (sim.spec), applied to
+    the draft schedule and acceptance by position a throughput run with drafts measured (predict.throughput), applied to
     the fitted step cost (fit it to runs without drafts)."""
     shares.check()
     drafts = measured_drafts(spec_from) if spec_from is not None else None
@@ -191,7 +190,7 @@ def calibrate_from_runs(
             frontend_s_per_token=shares.frontend_s_per_token,
             prefill_attention_share=shares.prefill_attention_share,
         )
-        return calibrate(ttft_points, decode_points, base, **{**kw, **change}).config  # type: ignore[arg-type]
+        return calibrate(ttft_points, decode_points, base, **{**kw, **change}).config
 
     found = run_assumptions(cal, facts, shares, fitted, spec_from)
     floor, said, point_cost = kv_read_floor(cal, facts)
@@ -291,7 +290,7 @@ def kv_read_floor(cal: Calibration, facts: dict[str, Any]) -> tuple[Assumption |
     per_token = bytes_per_token * stages / bandwidth  # a step's seconds per resident token at e = 1
 
     def needs(p: Any) -> float:  # the least efficiency under which the point's step is not below its floor
-        return per_token * p.step_batch(stages) * p.context_tokens / p.s_per_token
+        return float(per_token * p.step_batch(stages) * p.context_tokens / p.s_per_token)
 
     needed = max(points, key=needs)
     least = needs(needed)
@@ -388,72 +387,3 @@ def base_config(facts: dict[str, Any], limits: CalibrationLimits) -> tuple[SimCo
 def write_profile(cal: Calibration, out: Path) -> Path:
     out.write_text(dump_sim_config(cal.config), encoding="utf-8")
     return out
-
-
-@dataclass(frozen=True)
-class Grid:
-    """`--grid`: a capacity run at each sessions x prompt tokens on a real engine, before the fit."""
-
-    url: str
-    tokenizer: str
-    sessions: tuple[int, ...]
-    lengths: tuple[int, ...]
-    window_s: float
-    out: Path
-    extra: tuple[str, ...] = ()  # one more argument for every `run capacity`
-
-
-def grid(
-    url: str | None, tokenizer: str | None, concurrency: str, context: str, window_s: float, out: Path, extra: list[str]
-) -> Grid:
-    """The grid from the command line's text (`--concurrency 1,4,8 --context 1024,4096`), checked."""
-    if not url or not tokenizer:
-        raise UsageError("--grid needs --url URL and --tokenizer PATH")
-    try:
-        sessions = tuple(sorted({int(x) for x in concurrency.split(",") if x.strip()}))
-        lengths = tuple(sorted({int(x) for x in context.split(",") if x.strip()}))
-    except ValueError:
-        raise UsageError("--concurrency and --context take comma-separated integers, e.g. 1,4,8") from None
-    if not sessions or not lengths or min(sessions) < 1 or min(lengths) < 16:
-        raise UsageError("--concurrency needs sessions >= 1 and --context prompts of 16 tokens or more")
-    return Grid(url, tokenizer, sessions, lengths, window_s, out, tuple(extra))
-
-
-def measure_grid(spec: Grid, say: Callable[[str], None]) -> list[Path]:
-    """Each (sessions, prompt tokens) of the grid as a `loadproof run capacity` of its own, one after another;
-    each gives a lone cold TTFT (its first session), the overhead a batch overlaps, and the decode rate of N
-    streams at L tokens, so the fit sees batch x context. A process each: a run's console, its interrupt
-    and its failure stay its own. Returns the run directories, in order."""
-    spec.out.mkdir(parents=True, exist_ok=True)
-    made: list[Path] = []
-    for length in spec.lengths:
-        for n in spec.sessions:
-            before = set(spec.out.glob("capacity-*"))
-            argv = [
-                sys.executable,
-                "-m",
-                "loadproof",
-                "run",
-                "capacity",
-                "--url",
-                spec.url,
-                "--tokenizer",
-                spec.tokenizer,
-                "--sessions",
-                str(n),
-                "--input-tokens",
-                str(length),
-                "--window-s",
-                f"{spec.window_s:g}",
-                "--skip-probe-check",
-                "--out",
-                str(spec.out),
-                *spec.extra,
-            ]
-            say(f"grid: {n} session(s) x {length:,} tokens")
-            subprocess.run(argv, stdout=subprocess.DEVNULL, check=False)
-            new = sorted(set(spec.out.glob("capacity-*")) - before)
-            if not new:
-                raise UsageError(f"grid: `loadproof run capacity -n {n} -l {length}` wrote no run (see its output)")
-            made.append(new[-1])
-    return made

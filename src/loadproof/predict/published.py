@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from loadproof.errors import UsageError
-from loadproof.sim.calibrate import Calibration, lone_ttft_s, nnls, pipeline_factor
+from loadproof.predict.calibrate import Calibration, lone_ttft_s, nnls, pipeline_factor
 from loadproof.sim.config import CostModel, SimConfig, default_capture_sizes, expected_tokens
 
 # Peak memory bandwidth per GPU (bytes/s), for the KV-read prior of decode attention.
@@ -32,6 +32,7 @@ GPU_BANDWIDTH = {
     "gb200": 8.0e12,
 }
 KV_READ_EFFICIENCY = 0.8  # share of peak bandwidth a decode-attention kernel reaches on long contexts
+RATES_TABLE = "throughput"  # the file's table of decode rates by concurrency (a table's name, not the scenario)
 DEFAULT_BUDGET = 8192  # vLLM's max_num_batched_tokens for the OpenAI server on GPUs of 70 GiB or more
 # The part of a lone request's TTFT that a batch overlaps (upload, tokenization), per prompt token, as
 # measured on two H200s: the MLA capacity runs in docs/runs (first TTFT minus the spacing of the next first
@@ -117,7 +118,7 @@ def read_published(path: Path) -> Published:
         if not isinstance(data.get(table), dict):
             raise _err(path, f"no [{table}] table")
     dep, single = data["deployment"], data["single_request"]
-    ignored = [f"[{k}]" for k in data if k not in ("deployment", "single_request", "throughput")]
+    ignored = [f"[{k}]" for k in data if k not in ("deployment", "single_request", RATES_TABLE)]
     tp = _int(path, dep, "deployment", "tensor_parallel", required=False) or 1
     pp = _int(path, dep, "deployment", "pipeline_parallel", required=False) or 1
     ttft: list[tuple[int, float, str]] = []
@@ -142,12 +143,12 @@ def read_published(path: Path) -> Published:
             )
         )
         rate = _num(path, single, "single_request", "relay_decode_tokens_per_s", required=False)
-        if rate:
+        if rate and length is not None:
             long_decode = (length, rate)
     if not ttft:
         raise _err(path, "[single_request] has no cold TTFT (cold_prefill_ttft_median_s or relay_ttft_s)")
     throughput: dict[str, dict[int, float]] = {}
-    for family, figures in (data.get("throughput") or {}).items():
+    for family, figures in (data.get(RATES_TABLE) or {}).items():
         if family == "definition":
             continue
         if not isinstance(figures, dict):

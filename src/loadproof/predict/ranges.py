@@ -52,7 +52,7 @@ def predict_ranges(
     total = sum(len(a.variants) - 1 for a in opened)
     done = 0
     for a in opened:
-        runs = [({}, point)]
+        runs: list[tuple[dict[str, Any], Figures]] = [({}, point)]
         for variant in a.variants:
             if variant.value == a.point:
                 continue

@@ -1,6 +1,8 @@
-"""Speculative decoding for the simulator, as a real engine measured it (`sim calibrate --spec-from RUN`):
-the draft length by batch size from the run's profile and the share of drafts accepted at each position
-from its throughput levels' draft counters (metrics.spec_decode).
+"""The throughput scenario as calibration input, its catalog entry's `calibrate`: what a throughput run gives
+`sim calibrate` (each level's decode rate by concurrency, and its one-at-a-time requests' median TTFT:
+`calibration_points`), and, with drafts, the speculative decoding it measured (`sim calibrate --spec-from
+RUN`: `measured_drafts`): the draft length by batch size from the run's profile and the share of drafts
+accepted at each position from its throughput levels' draft counters (metrics.spec_decode).
 
 Position k's share pools the levels whose batch drafted that far: accepted at k / drafts, summed over the
 levels whose concurrency the profile's schedule gives a draft length above k (so a K3 level does not dilute
@@ -11,34 +13,16 @@ tokens per step at draft length k are then 1 + d (p_0 + ... + p_(k-1)) (sim.conf
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import ValidationError
 
-from loadproof.config.profile import Profile, SpeculativeSpec
+from loadproof.config.profile import Profile
 from loadproof.errors import RunDirError, UsageError
 from loadproof.metrics.throughput import level_spec_windows, level_started
-from loadproof.store.run_dir import load_run
-
-UNBOUNDED = 1 << 20  # a batch-size bound past any engine's max_num_seqs: the last length holds beyond the schedule
-
-
-@dataclass(frozen=True)
-class MeasuredDrafts:
-    draft_by_batch: list[list[int]]  # [[largest batch size, draft length], ...], CostModel.spec_draft_by_batch
-    accepted_by_pos: list[float]  # CostModel.spec_accepted_by_pos
-    drafted_share: float  # CostModel.spec_drafted_share
-    source: str  # for the calibration's "used" lines
-
-
-def draft_by_batch(spec: SpeculativeSpec) -> list[list[int]]:
-    """A profile's `[speculative]` draft length by batch size as CostModel.spec_draft_by_batch: each range's
-    largest batch and length, the last range's length holding beyond it (draft_tokens throughout without
-    a schedule)."""
-    schedule = [[last, length] for _, last, length in spec.schedule] or [[UNBOUNDED, spec.draft_tokens]]
-    schedule[-1][0] = UNBOUNDED
-    return schedule
+from loadproof.predict.deployment import MeasuredDrafts, draft_by_batch
+from loadproof.predict.points import RunPoints, request_points
+from loadproof.store.run_dir import Run, load_run
 
 
 def measured_drafts(path: Path) -> MeasuredDrafts:
@@ -68,9 +52,9 @@ def measured_drafts(path: Path) -> MeasuredDrafts:
             break
         accepted.append(sum(w.accepted_by_pos[k] for w in covering if k < len(w.accepted_by_pos)) / drafts)
     started = level_started(run.records)
-    counted = [(w, started.get(level, 0)) for level, w in windows.items() if w.generated is not None]
-    steps = sum(w.generated - n - w.accepted for w, n in counted)
-    share = min(1.0, sum(w.drafts for w, _ in counted) / steps) if counted and steps > 0 else 1.0
+    counted = [(w, g, started.get(level, 0)) for level, w in windows.items() if (g := w.generated) is not None]
+    steps = sum(g - n - w.accepted for w, g, n in counted)
+    share = min(1.0, sum(w.drafts for w, _, _ in counted) / steps) if counted and steps > 0 else 1.0
     schedule = draft_by_batch(spec)
     shown = ", ".join(f"{100 * p:.1f}" for p in accepted)
     levels = ", ".join(f"{family} c{conc}" for family, conc in sorted(windows))
@@ -82,3 +66,7 @@ def measured_drafts(path: Path) -> MeasuredDrafts:
         f"position {shown}% (levels {levels}); {100 * share:.1f}% of decode steps drafted; draft "
         f"length by batch {schedule}",
     )
+
+
+def calibration_points(run: Run) -> RunPoints:
+    return request_points(run, each_ttft=False, by_length=False)

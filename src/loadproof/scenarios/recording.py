@@ -68,7 +68,9 @@ class Console(Protocol):
 class Recordable(Protocol):
     """What `record` needs of a scenario (`scenarios.base.Scenario` has it)."""
 
-    name: str
+    @property
+    def name(self) -> str: ...  # read only: a scenario's class names it
+
     options: Any
     target: Target
     status: Callable[[str], None]

@@ -15,6 +15,7 @@ import re
 from functools import cache
 from importlib.resources import files
 from pathlib import Path
+from typing import Any
 
 CHAT_TEMPLATE = "<|user|>\n{content}\n<|assistant|>\n"
 _FACT = re.compile(r"The secret code of (.+?) is (\d+)\.")
@@ -52,7 +53,7 @@ def count_tokens(text: str) -> int:
     return len(text.encode("utf-8"))
 
 
-def chat_prompt(messages: list[dict]) -> str:
+def chat_prompt(messages: list[dict[str, Any]]) -> str:
     parts = []
     for message in messages:
         content = message.get("content", "")
@@ -98,7 +99,7 @@ def answer(prompt: str, wrong: bool = False) -> tuple[str, int]:
     return filler, 32 + seed % 32
 
 
-def thinks(body: dict) -> bool:
+def thinks(body: dict[str, Any]) -> bool:
     """Whether a chat request asks a reasoning model to think, as a thinking chat template reads it:
     `chat_template_kwargs.enable_thinking` true, or a `reasoning_effort` without enable_thinking false."""
     kwargs = body.get("chat_template_kwargs")

@@ -2,7 +2,7 @@
 simulator, the promising ones measured for real, the Pareto front (docs/simulator.md, "Tuning").
 
 1. Each point (`tune.grid`) is predicted: its profile's limits on the sim profile's step costs
-   (`sim.predict.deployment_config`), then the rate search of `run load --search rate` run on the virtual
+   (`predict.deployment.deployment_config`), then the rate search of `run load --search rate` run on the virtual
    clock (the same `rate_search`, start, maximum, minimum and resolution, each trial the same schedule
    `run load` sends): the highest rate meeting the SLO, the TTFT p99 at that rate, and the memory the
    profile gives the KV cache on all its GPUs (the planner's budget: the GPU memory the point costs).
@@ -34,11 +34,12 @@ from loadproof.config.base import StrictModel
 from loadproof.config.profile import Profile
 from loadproof.errors import UsageError
 from loadproof.planner.profile_plan import model_config_path, plan_profile
+from loadproof.predict.deployment import deployment_config, simulator_deployment_config
+from loadproof.predict.load import RateSweep, predict_load_sweep
 from loadproof.scenarios.load.options import LoadOptions
 from loadproof.scenarios.load.rate_search import rate_search
 from loadproof.scenarios.options import from_cli
 from loadproof.sim.config import SimConfig, is_sim_profile
-from loadproof.sim.predict import RateSweep, deployment_config, predict_load_sweep, simulator_deployment_config
 from loadproof.tune.grid import Point, parse_axis, points
 from loadproof.tune.journal import Journal
 from loadproof.tune.measure import measure_point

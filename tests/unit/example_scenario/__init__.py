@@ -1,14 +1,18 @@
-"""A small example scenario, added as a contributor adds one: five parts and nothing else.
+"""A small example scenario, added as a contributor adds one: five parts and nothing else, and a sixth for
+the simulator to predict it.
 
 - `scenario.py`: its Options (the options of `loadproof run example`) and the Scenario that runs it;
 - `plan.py`: its plan schema;
-- `metrics.py`: its claims and its report panels;
+- `metrics.py`: its claims and its report panels, and `CONTRACT`, the claims a prediction contract compares;
 - `ENTRY` below: its catalog entry (in loadproof itself, one line in `catalog.py`);
-- `docs.md`: its section of the docs, naming every claim with its formula.
+- `docs.md`: its section of the docs, naming every claim with its formula;
+- `predict.py`: how the simulator predicts its run (`plan SIM --simulate example`).
 
 `report`, `report.html`, `compare`, `export`, `publish` and `verify` work on its runs without knowing
-it (tests/integration/test_example_scenario.py); `python -m tests.unit.example_scenario run example
-...` is `loadproof run example` with the entry in the catalog.
+it, and `plan --simulate` predicts it and writes its contract, which `run example --prediction FILE` is
+judged against (tests/integration/test_example_scenario.py, tests/unit/test_catalog_plugins.py);
+`python -m tests.unit.example_scenario run example ...` is `loadproof run example` with the entry in the
+catalog.
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ ENTRY = Entry(
     claims=f"{HERE}.metrics:claims_of_run",
     figures=f"{HERE}.metrics:figures",
     splits_by_repeat=True,
-    text_fields={"prompt": "text", "rounds.*.*": "name"},
-)  # what publish does with the plan's strings
+    text_fields={"prompt": "text", "rounds.*.*": "name"},  # what publish does with the plan's strings
+    predict=f"{HERE}.predict:PREDICTOR",
+    contract=f"{HERE}.metrics:CONTRACT",
+)
 DOCS = Path(__file__).with_name("docs.md")

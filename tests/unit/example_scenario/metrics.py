@@ -11,6 +11,8 @@ from loadproof.store.run_dir import Run
 from loadproof.units import NS_PER_S
 from tests.unit.example_scenario.plan import ExamplePlan
 
+CONTRACT = ("example.ttft_median_s", "example.decode_tokens_per_s")  # what a prediction contract compares
+
 
 def claims_of_run(run: Run, plan: ExamplePlan) -> list[Claim]:
     records = [r for r in run.records if r.scenario == "example"]

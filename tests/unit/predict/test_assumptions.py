@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
+from loadproof.predict.capacity import capacity_options, predict_capacity_run
+from loadproof.predict.ranges import predict_ranges
 from loadproof.sim.assumptions import Assumption, Variant, differences, scheduler_assumptions, with_overrides
 from loadproof.sim.config import CostModel, SimConfig
-from loadproof.sim.predict import capacity_options, predict_capacity_run
-from loadproof.sim.ranges import predict_ranges
 
 
 def test_an_assumptions_point_is_one_of_its_values_and_a_pinned_one_has_one_value():
@@ -47,7 +47,7 @@ def test_the_schedulers_assumptions_turn_concurrent_prefills_into_vllms_threshol
 
 
 def _window(config: SimConfig, sessions: int = 4) -> float:
-    forecast = predict_capacity_run(config, "capacity", capacity_options(sessions, 2048, 5.0))
+    forecast = predict_capacity_run(config, capacity_options(sessions, 2048, 5.0))
     return next(c.value for c in forecast.claims if c.name == "capacity.window_aggregate_tokens_per_s")
 
 
@@ -64,9 +64,9 @@ def test_one_batch_pipelining_is_slower_than_alternating_micro_batches():
 def test_concurrent_prefills_raise_the_median_cold_ttft():
     cost = CostModel(step_overhead_s=0.001, prefill_s_per_token=1e-4, decode_s_per_seq=1e-3)
     config = SimConfig(max_model_len=16_384, max_num_batched_tokens=1024, cost=cost)
-    one = predict_capacity_run(config, "capacity", capacity_options(4, 4096, 2.0)).claims
+    one = predict_capacity_run(config, capacity_options(4, 4096, 2.0)).claims
     four = predict_capacity_run(
-        with_overrides(config, {"long_prefill_token_threshold": 256}), "capacity", capacity_options(4, 4096, 2.0)
+        with_overrides(config, {"long_prefill_token_threshold": 256}), capacity_options(4, 4096, 2.0)
     ).claims
     median = "capacity.cold_ttft_median_s"
     assert next(c.value for c in four if c.name == median) > 1.3 * next(c.value for c in one if c.name == median)

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from loadproof.sim.calibrate import Calibration
-from loadproof.sim.calibration import CalibrationLimits, FitShares, calibrate_from_runs, kv_read_floor
+from loadproof.predict.calibrate import Calibration
+from loadproof.predict.calibration import CalibrationLimits, FitShares, calibrate_from_runs, kv_read_floor
+from loadproof.predict.capacity import capacity_options, predict_capacity_run
+from loadproof.predict.points import DecodePoint
 from loadproof.sim.config import CostModel, SimConfig
-from loadproof.sim.points import DecodePoint
-from loadproof.sim.predict import capacity_options, predict_capacity_run
 
 GRID = Path(__file__).resolve().parents[3] / "docs" / "runs" / "h200-2026-12-02-contract" / "grid" / "runs"
 GIB = 2**30
@@ -81,5 +81,5 @@ def test_the_h200_grid_of_2026_12_02_bounds_the_headlines_window_from_the_kv_rea
 
 
 def window(config: SimConfig) -> float:
-    forecast = predict_capacity_run(config, "capacity", capacity_options(24, 1_000_004, 60.0))
+    forecast = predict_capacity_run(config, capacity_options(24, 1_000_004, 60.0))
     return next(c.value for c in forecast.claims if c.name == "capacity.window_aggregate_tokens_per_s")

@@ -1,4 +1,4 @@
-"""Predictions in process (`sim.predict`): the figures are the load scenario's formulas applied to the
+"""Predictions in process (`predict.load`, `predict.capacity`, `predict.replay`): the figures are the load scenario's formulas applied to the
 predicted records, attainment is a fraction everywhere, and `plan --simulate` runs without a temporary
 profile or a re-invoked command line."""
 
@@ -17,23 +17,21 @@ from loadproof.config.profile import SchedulerSpec
 from loadproof.errors import ConfigError, UsageError
 from loadproof.metrics.latency import samples_ns, succeeded
 from loadproof.metrics.slo import meets, slo_values
+from loadproof.predict.capacity import capacity_options, predict_capacity_run
+from loadproof.predict.deployment import deployment_config
+from loadproof.predict.load import (
+    load_cli_options,
+    parse_rates,
+    predict_load,
+    predict_load_sweep,
+    rate_sweep,
+    read_attainment,
+)
+from loadproof.predict.replay import predict_replay_trace, replay_options
+from loadproof.predict.whatif import check_applies
 from loadproof.scenarios.load.options import LoadOptions
 from loadproof.scenarios.options import cli_options
 from loadproof.sim.config import CostModel, SimConfig, dump_sim_config
-from loadproof.sim.predict import (
-    capacity_options,
-    check_applies,
-    deployment_config,
-    load_cli_options,
-    parse_rates,
-    predict_capacity_run,
-    predict_load_sweep,
-    predict_replay_trace,
-    rate_sweep,
-    read_attainment,
-    replay_options,
-)
-from loadproof.sim.virtual import predict_load
 from loadproof.workloads.arrivals import ALL_AT_ONCE, ArrivalSpec, intended_offsets
 from loadproof.workloads.synthetic import draw_lengths, parse_lengths
 
@@ -148,14 +146,14 @@ def test_the_load_options_are_run_loads_validated_once():
 
 def test_capacity_is_judged_as_a_run_and_prefill_is_one_session():
     options = capacity_options(3, 512, 5.0)
-    capacity = predict_capacity_run(CFG, "capacity", options)
+    capacity = predict_capacity_run(CFG, options)
     assert capacity.verdict == "PASS" and capacity.options.sessions == 3
     names = {c.name for c in capacity.claims}
     assert {"capacity.cold_ttft_median_s", "capacity.window_aggregate_tokens_per_s"} <= names
-    prefill = predict_capacity_run(CFG, "prefill", options)
+    prefill = predict_capacity_run(CFG, options, one_session=True)
     assert prefill.options.sessions == 1
     with pytest.raises(UsageError, match="does not fit max_model_len"):
-        predict_capacity_run(CFG, "capacity", capacity_options(1, 4096, 5.0))
+        predict_capacity_run(CFG, capacity_options(1, 4096, 5.0))
     with pytest.raises(ConfigError, match="--sessions 0"):
         capacity_options(0, 512, 5.0)
 

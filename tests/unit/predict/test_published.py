@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from loadproof.errors import UsageError
-from loadproof.sim.published import calibrate_published, parse_draft_schedule, read_published
+from loadproof.predict.published import calibrate_published, parse_draft_schedule, read_published
 
 EXAMPLE = Path(__file__).parents[3] / "docs" / "examples" / "reference-published.toml"
 
@@ -130,8 +130,8 @@ def test_cli_grid_needs_an_engine(tmp_path: Path):
 
 
 def test_the_published_calibration_lists_what_it_cannot_pin_and_each_value_still_fits_the_figures(tmp_path: Path):
+    from loadproof.predict.calibration import CalibrationLimits, FitShares, calibrate_from_published
     from loadproof.sim.assumptions import with_overrides
-    from loadproof.sim.calibration import CalibrationLimits, FitShares, calibrate_from_published
     from loadproof.sim.config import load_sim_config
 
     done = calibrate_from_published(EXAMPLE, tmp_path / "ref.toml", CalibrationLimits(), FitShares())
@@ -153,7 +153,7 @@ def test_the_published_calibration_lists_what_it_cannot_pin_and_each_value_still
         rate = 1 / cost.step_s([], [1_000_004])  # a decode step is charged per emitted token (step / E)
         assert rate == pytest.approx(416.32, rel=0.01), variant.value
     # every front-end overhead re-fits the prefill so the lone 1M prompt still takes 61.14 s
-    from loadproof.sim.calibrate import lone_ttft_s
+    from loadproof.predict.calibrate import lone_ttft_s
 
     for variant in by_name["frontend_s_per_token"].variants:
         cost = with_overrides(config, variant.overrides).cost

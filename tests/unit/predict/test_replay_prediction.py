@@ -8,8 +8,9 @@ import sys
 from pathlib import Path
 
 from loadproof.metrics.replay import expected_hits
+from loadproof.predict.load import predict_load
+from loadproof.predict.replay import trace_block_hashes
 from loadproof.sim.config import CostModel, SimConfig, dump_sim_config
-from loadproof.sim.virtual import predict_load, trace_block_hashes
 
 # tests/integration/test_replay_engine.py's tiny trace: hash ids per request, 128-token blocks; expected hits
 # 0, 2, 3, 0, 2, 1, 3, 0, 3, 4 blocks -> 2,304 of 4,096 text tokens

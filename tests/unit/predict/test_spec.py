@@ -10,9 +10,10 @@ import pytest
 
 from loadproof.config.profile import packaged_profile
 from loadproof.errors import UsageError
+from loadproof.predict.deployment import UNBOUNDED
+from loadproof.predict.throughput import measured_drafts
 from loadproof.records import RequestRecord
 from loadproof.sim.config import CostModel
-from loadproof.sim.spec import UNBOUNDED, measured_drafts
 from tests.unit.report.synthetic import write_run
 
 S = 1_000_000_000

@@ -10,8 +10,8 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from loadproof.predict.virtual import VirtualRun
 from loadproof.sim.config import CostModel, SimConfig, default_capture_sizes, expected_tokens
-from loadproof.sim.virtual import VirtualRun
 
 ROOT = Path(__file__).parents[3]
 COST = CostModel(
@@ -79,7 +79,7 @@ def test_docs_hold_the_leave_one_out_table_the_benchmark_computes():
 
 def test_open_loop_prediction_matches_the_closed_form_when_alone_and_queues_when_overloaded():
     from loadproof.metrics.latency import samples_ns
-    from loadproof.sim.virtual import predict_load
+    from loadproof.predict.load import predict_load
 
     cost = CostModel(step_overhead_s=0.01, prefill_s_per_token=1e-4, decode_s_per_seq=1e-3, request_overhead_s=0.02)
     cfg = SimConfig(max_num_batched_tokens=512, num_gpu_blocks=4000, max_model_len=4096, cost=cost)

@@ -11,13 +11,13 @@ from tokenizers import Tokenizer
 from loadproof.engines.vllm import VLLM_METRICS
 from loadproof.errors import UsageError
 from loadproof.metrics.capacity import evaluate_capacity
+from loadproof.predict.calibrate import calibrate, nnls
+from loadproof.predict.capacity import predict_capacity
+from loadproof.predict.points import DecodePoint, TtftPoint, parse_decode, parse_ttft
 from loadproof.sim import text
-from loadproof.sim.calibrate import calibrate, nnls
 from loadproof.sim.config import CostModel, SimConfig, dump_sim_config, is_sim_profile, load_sim_config
 from loadproof.sim.metrics import render_metrics
-from loadproof.sim.points import DecodePoint, TtftPoint, parse_decode, parse_ttft
 from loadproof.sim.scheduler import Scheduler, SimRequest
-from loadproof.sim.virtual import predict_capacity
 from loadproof.telemetry.server_metrics import parse_metrics
 from loadproof.workloads.answer_window import states
 
@@ -175,7 +175,7 @@ def test_prediction_fails_when_one_more_session_than_max_num_seqs_waits():
 def test_a_throughput_runs_one_at_a_time_requests_are_one_median_ttft_point():
     # the one-H200 engine's throughput run: its first requests after start took 0.72 s (kernels compiled on
     # first use), the rest about 0.02 s; those few must not each pull the prefill fit
-    from loadproof.sim.points import points_from_runs
+    from loadproof.predict.points import points_from_runs
 
     run = (
         Path(__file__).parents[3]

@@ -5,9 +5,9 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from loadproof.predict.virtual import salted_hashes
 from loadproof.sim.config import CostModel, SimConfig
 from loadproof.sim.scheduler import Scheduler, SimRequest
-from loadproof.sim.virtual import salted_hashes
 
 
 def config(**kw) -> SimConfig:

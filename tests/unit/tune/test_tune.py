@@ -115,7 +115,7 @@ def test_a_draft_length_on_the_grid_changes_the_prediction_and_needs_an_acceptan
 
 
 def test_a_draft_schedule_becomes_the_simulators_draft_length_by_batch():
-    from loadproof.sim.predict import _drafting
+    from loadproof.predict.deployment import _drafting
 
     profile = packaged_profile("reference-tp4pp2")  # MTP drafts by the reference's schedule
     config = SimConfig(max_num_seqs=64, cost=CostModel(spec_acceptance=0.7))
