@@ -2,8 +2,8 @@
 metrics, `compare` and `verify` read it back.
 
 Each scenario has one schema here (a msgspec Struct subclassing `Plan`), found by scenario name in
-`schemas` (a view of `loadproof.catalog.SCENARIOS`). The scenario builds the typed plan and stores it with `attach_plan`, which writes
-`manifest["plan"]` and `manifest["plan_version"]`; `load_plan(run)` reads it back.
+`schemas` (a view of `loadproof.catalog.SCENARIOS`). The scenario builds the typed plan and stores it with
+`attach_plan`, which sets the manifest's `plan` and `plan_version`; `load_plan(run)` reads it back.
 
 Versions: each schema has a `version`. A manifest without `plan_version` is version 1 (the shape
 every scenario wrote before plans were typed). An older version is brought up to date by the schema's
@@ -49,10 +49,10 @@ class Plan(msgspec.Struct, kw_only=True):
 schemas: Registry[type[Plan]] = Registry.over("scenario", column("plan"))
 
 
-def attach_plan(manifest: dict[str, Any], plan: Plan) -> None:
+def attach_plan(manifest: Manifest, plan: Plan) -> None:
     """Put `plan` into the manifest, with its schema's version (the scenario then writes the manifest)."""
-    manifest["plan"] = msgspec.to_builtins(plan)
-    manifest["plan_version"] = type(plan).version
+    manifest.plan = msgspec.to_builtins(plan)
+    manifest.plan_version = type(plan).version
 
 
 def scenario_of(run: Run) -> str:

@@ -3,11 +3,15 @@
 
 Typed here is what the generic code reads (the scenario's name, the target's model and endpoint, the
 clock anchor, the engine's startup report, the telemetry description, the schedule a load run reached,
-where a trial sits in a search or sweep, the publication's provenance). The open-ended parts stay JSON
-objects, typed by whoever owns their shape: `options` (the scenario's resolved options), `plan` (typed
-by its scenario's schema through `plans.load_plan`), `profile`/`profiles` (the deployment profile),
-`workers` (how a scaled-out load run split its schedule), and `extra` (any top-level key this loadproof
-has no field for; written back at the top level).
+where a trial sits in a search or sweep, how a scaled-out load run split its schedule, the publication's
+provenance). The open-ended parts stay JSON objects, typed by whoever owns their shape: `options` (the
+scenario's resolved options), `plan` (typed by its scenario's schema through `plans.load_plan`),
+`profile`/`profiles` (the deployment profile), and `extra` (any top-level key this loadproof has no field
+for: an older or newer file's; written back at the top level).
+
+A run fills this type from its first line to its last, never a dict: `scenarios.recording` builds it
+(`common_manifest`), the scenario sets its fields (`plans.attach_plan`: the plan; the load sender: the
+`schedule`), `RunWriter.write_manifest` writes it, and `publish` adds the `publication`.
 
 Version 1: the shape every run wrote before manifests recorded a schema version; runs written since
 record theirs in `schema`.
@@ -18,6 +22,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 import msgspec
+from msgspec import UNSET, UnsetType
 
 from loadproof.rundir.json_value import JSONObject
 from loadproof.rundir.prediction import Prediction
@@ -112,6 +117,53 @@ class Schedule(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     elapsed_s: float
 
 
+class ParentClock(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """The parent's clock offset (wall - monotonic) a scaled-out run mapped its workers' times onto."""
+
+    offset_ns: int
+    bracket_ns: int
+    drift_ns: int  # how far the offset moved by the end of the run
+
+
+class WorkerInfo(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """One worker of a scaled-out load run: its share of the schedule; what it reported (unset: it ended
+    without a result); how its clock was mapped onto the parent's (unset: its clock was never read). An
+    unset field is absent from the file, None is written as null."""
+
+    worker: int
+    requests: int
+    recorded: int
+    max_concurrency: int | None
+    pid: int | UnsetType = UNSET
+    node: str | None | UnsetType = UNSET  # the Ray node id (None: a process on this host)
+    dispatched: int | UnsetType = UNSET
+    failed: int | UnsetType = UNSET
+    interrupted: bool | UnsetType = UNSET
+    error: str | None | UnsetType = UNSET
+    late_start_ms: float | UnsetType = UNSET
+    offset_ns: int | UnsetType = UNSET
+    bracket_ns: int | UnsetType = UNSET
+    shift_ns: int | UnsetType = UNSET
+    alignment_error_bound_ns: int | UnsetType = UNSET
+    drift_ns: int | UnsetType = UNSET  # unset: the worker's clock was not read again at its end
+
+
+class WorkersInfo(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """How a scaled-out load run (`--workers N`, `--ray-address`) split its schedule, and, once the workers'
+    records are merged (unset before), how their clocks were aligned and within what bound."""
+
+    count: int
+    how: str  # processes or ray
+    ray_address: str | None
+    split: str
+    max_concurrency: list[int | None]  # each worker's share of --max-concurrency
+    start_ns: int | None | UnsetType = UNSET  # the schedule's start on the parent's clock (None: never started)
+    clock: str | UnsetType = UNSET  # how a worker's time is mapped onto the parent's
+    alignment_error_bound_ns: int | None | UnsetType = UNSET  # the largest of the workers' (None: none read)
+    parent_clock: ParentClock | UnsetType = UNSET
+    per_worker: list[WorkerInfo] | UnsetType = UNSET
+
+
 class SeriesPoint(msgspec.Struct, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):
     """Where a trial sits in a rate search or sweep (its folder in the series, its order, its rate)."""
 
@@ -122,8 +174,9 @@ class SeriesPoint(msgspec.Struct, kw_only=True, omit_defaults=True, forbid_unkno
     point: str | None = None  # sweep: the point's kind
 
 
-class Publication(msgspec.Struct, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):
-    """Provenance `publish` adds to a bundle's manifest."""
+class Publication(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """Provenance `publish` adds to a bundle's manifest (and to the run's entry in bundle.json): every field
+    written, None as null, as publish always has."""
 
     published_by: str | None = None
     loadproof: str | None = None
@@ -162,14 +215,14 @@ class Manifest(msgspec.Struct, kw_only=True, omit_defaults=True):
     plan: JSONObject | None = None  # None: interrupted before the plan was written (or a version-1 throughput run)
     plan_version: int | None = None  # None: version 1 (before plans were versioned)
     schedule: Schedule | None = None
-    workers: JSONObject | None = None
+    workers: WorkersInfo | None = None  # a scaled-out load run's split and clock alignment
     search: SeriesPoint | None = None
     sweep: SeriesPoint | None = None
     end_wall_time: str | None = None
     num_records: int | None = None
-    publication: Publication | None = None
     schema: SchemaVersions | None = None  # None: a version-1 run directory (before versions were recorded)
     crosscheck: int | None = None  # the version of the crosscheck's claims (metrics.engine_agreement); None: 1
+    publication: Publication | None = None  # publish's provenance; last, where publish has always put it
     extra: JSONObject = {}  # top-level keys without a field here, kept and written back as they were
 
     @property
@@ -182,6 +235,7 @@ __all__ = [
     "EngineInfo",
     "Manifest",
     "MetricsSourceInfo",
+    "ParentClock",
     "Price",
     "Publication",
     "Schedule",
@@ -190,4 +244,6 @@ __all__ = [
     "StartupReport",
     "TargetInfo",
     "TelemetryInfo",
+    "WorkerInfo",
+    "WorkersInfo",
 ]

@@ -93,7 +93,3 @@ def mismatched_options(prediction: Prediction, options: dict[str, Any]) -> str |
 
 def encode(prediction: Prediction) -> bytes:
     return msgspec.json.format(msgspec.json.encode(prediction), indent=2) + b"\n"
-
-
-def as_manifest(prediction: Prediction) -> dict[str, Any]:
-    return msgspec.to_builtins(prediction)

@@ -31,7 +31,7 @@ from loadproof.plans import attach_plan
 from loadproof.plans.ab import ARMS, DEFAULT_RESAMPLES, AbArm, AbPlan
 from loadproof.protocol.openai import request_body
 from loadproof.records import RequestRecord
-from loadproof.rundir import EngineSample
+from loadproof.rundir import EngineSample, Manifest
 from loadproof.scenarios.base import Scenario, Setup
 from loadproof.scenarios.live import LiveStatus
 from loadproof.scenarios.load.slo import SLO_SYNTAX, Slo
@@ -155,8 +155,8 @@ class AbScenario(Scenario):
             profiles[arm] = profile.model_dump() if profile else None
         if targets["a"] == targets["b"] and setup.options.a == setup.options.b:
             console.say("note: the two arms are identical (an A/A run): the interval should include 0")
-        setup.manifest_extra.pop("profile", None)  # each arm's instead (the price, where given, stays)
-        setup.manifest_extra["profiles"] = profiles
+        # each arm's profile instead of one (the price, where given, stays)
+        setup.manifest_extra = msgspec.structs.replace(setup.manifest_extra, profile=None, profiles=profiles)
         return cls(targets, setup.options)
 
     def settings(self, arm: str) -> dict[str, Any]:
@@ -176,7 +176,7 @@ class AbScenario(Scenario):
             slo=dict(opts.slo or {}),
         )
 
-    async def run(self, writer: RunWriter, manifest: dict[str, Any], live: LiveStatus | None = None) -> int:
+    async def run(self, writer: RunWriter, manifest: Manifest, live: LiveStatus | None = None) -> int:
         opts = self.options
         live = live or LiveStatus(self.name)
         order = plan_order(opts.repeats, random.Random(opts.order_seed))

@@ -16,9 +16,12 @@ from loadproof.config.profile import Profile
 from loadproof.errors import UsageError
 from loadproof.protocol.openai import GENERATING
 from loadproof.records import RequestRecord
+from loadproof.rundir import Manifest
+from loadproof.scenarios.live import LiveStatus
 from loadproof.scenarios.recording import FAILURE, Console, conclude, run_once
 from loadproof.scenarios.target import Target, TargetOptions, resolve_target
 from loadproof.scenarios.token_counts import require_token_source
+from loadproof.store.run_dir import RunWriter
 
 __all__ = ["NoCommandOptions", "Scenario", "Setup", "Target", "TokenCounter", "TokenizerUse"]
 
@@ -50,8 +53,9 @@ class Scenario:
     - `check_endpoint(options, endpoint)`: what its options cannot do on that endpoint, one line before anything
       is sent;
     - `failure`: the line a FAIL verdict ends with;
-    - `async run(writer, manifest, live)`: one run, recorded into `writer`, keeping `live` (a
-      `scenarios.live.LiveStatus`) up to date for the console;
+    - `async run(writer, manifest, live)`: one run, recorded into `writer`, its fields set on `manifest` (the
+      typed `rundir.Manifest`: the plan with `plans.attach_plan`) and written with `writer.write_manifest`,
+      keeping `live` (a `scenarios.live.LiveStatus`) up to date for the console;
     - `prepare(setup)`: the scenario for a resolved command; `perform(setup, console)`: the command.
     """
 
@@ -67,6 +71,10 @@ class Scenario:
         self.target = target
         self.options = options
         self.status: Callable[[str], None] = lambda text: None  # the lifecycle prints these lines
+
+    async def run(self, writer: RunWriter, manifest: Manifest, live: LiveStatus | None = None) -> object:
+        """One run (each scenario has its own)."""
+        raise NotImplementedError
 
     @classmethod
     def check_endpoint(cls, options: Any, endpoint: str) -> None:
@@ -93,7 +101,10 @@ class Setup:
     command: Any  # its CommandOptions
     out: Path
     target_options: TargetOptions
-    manifest_extra: dict[str, Any] = field(default_factory=dict)
+    # the manifest's fields the command sets for its runs (the profile, the price, a prediction; a series point),
+    # `scenarios.recording` fills the rest; a `prepare` replaces it (msgspec.structs.replace), never changes it
+    # in place: a rate search's trials share it
+    manifest_extra: Manifest = field(default_factory=Manifest)
     resolved: Target | None = None
     tokenizer: TokenizerUse | None = None  # the scenario's: whether to ask the engine's /tokenize, and need it
 

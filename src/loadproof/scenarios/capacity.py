@@ -13,6 +13,7 @@ import asyncio
 import time
 from typing import Annotated, Any, Literal
 
+import msgspec
 from pydantic import Field
 
 from loadproof.client import StreamingClient
@@ -22,6 +23,8 @@ from loadproof.errors import UsageError
 from loadproof.plans import attach_plan
 from loadproof.plans.capacity import CapacityPlan, CapacitySession
 from loadproof.records import RequestRecord
+from loadproof.rundir import Manifest
+from loadproof.rundir.manifest import EngineInfo
 from loadproof.scenarios.base import Setup
 from loadproof.scenarios.demo import DemoSetup
 from loadproof.scenarios.live import LiveStatus
@@ -37,7 +40,7 @@ from loadproof.scenarios.long_context import (
     session_spec,
 )
 from loadproof.scenarios.options import SAMPLING_NEEDED, ExistingPath, cli, needs_samples
-from loadproof.scenarios.recording import Console
+from loadproof.scenarios.recording import Console, startup_of
 from loadproof.scenarios.search import SEARCH_MAXIMUM, capacity_search
 from loadproof.scenarios.target import Target
 from loadproof.store.run_dir import RunWriter
@@ -130,7 +133,9 @@ class CapacityScenario(MetricsScenario):
     def prepare(cls, setup: Setup, console: Console) -> CapacityScenario:
         log = setup.command.startup_log
         report = startup_report(log, setup.target.engine) if log is not None else None
-        setup.manifest_extra["engine"] = {"startup_report": report.as_dict() if report else None}
+        setup.manifest_extra = msgspec.structs.replace(
+            setup.manifest_extra, engine=EngineInfo(startup_report=startup_of(report))
+        )
         return cls(setup.target, setup.options, startup_kv_tokens=report.kv_cache_tokens if report else None)
 
     @classmethod
@@ -184,7 +189,7 @@ class CapacityScenario(MetricsScenario):
         )
         return plan, prompts, hs
 
-    async def run(self, writer: RunWriter, manifest: dict[str, Any], live: LiveStatus | None = None) -> None:
+    async def run(self, writer: RunWriter, manifest: Manifest, live: LiveStatus | None = None) -> None:
         opts = self.options
         live = live or LiveStatus(self.name)
         live.planned = opts.sessions

@@ -14,7 +14,6 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from loadproof.catalog import column
 from loadproof.config.profile import Profile
@@ -23,8 +22,10 @@ from loadproof.engines.base import StartupReport
 from loadproof.engines.process import EngineProcess, Status
 from loadproof.errors import AcceptanceFailed, NothingMeasured
 from loadproof.registry import Registry
+from loadproof.rundir import Manifest
+from loadproof.rundir.manifest import EngineInfo
 from loadproof.scenarios.base import Scenario, Target
-from loadproof.scenarios.recording import Console, run_once
+from loadproof.scenarios.recording import Console, run_once, startup_of
 
 Phase = Callable[[str], AbstractContextManager[Status]]  # a named step with a status line (the CLI's spinner)
 NOTHING_MEASURED = "NOTHING MEASURED"  # a demo run's verdict where every request failed
@@ -66,19 +67,19 @@ def demo_scenarios(setup: DemoSetup) -> list[Scenario]:
     return [demo_factories.get(name)(setup) for name in demo_factories.in_order()]
 
 
-def engine_manifest(profile: Profile, engine: EngineProcess, startup: StartupReport | None) -> dict[str, Any]:
+def engine_manifest(profile: Profile, engine: EngineProcess, startup: StartupReport | None) -> Manifest:
     """What every demo run's manifest says of the engine the demo started (the manifest's `profile` and
     `engine`: its launch arguments and environment, startup report and time to ready)."""
-    return {
-        "profile": profile.model_dump(),
-        "engine": {
-            "kind": profile.engine,
-            "launch": engine.command.argv[1:],
-            "env": engine.command.env,
-            "startup_report": startup.as_dict() if startup else None,
-            "ready_after_s": engine.ready_after_s,
-        },
-    }
+    return Manifest(
+        profile=profile.model_dump(),
+        engine=EngineInfo(
+            kind=profile.engine,
+            launch=engine.command.argv[1:],
+            env=engine.command.env,
+            startup_report=startup_of(startup),
+            ready_after_s=engine.ready_after_s,
+        ),
+    )
 
 
 def run_demo(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Annotated, Any
+from typing import Annotated
 
 from pydantic import Field
 
@@ -20,6 +20,7 @@ from loadproof.config.base import StrictModel
 from loadproof.errors import UsageError
 from loadproof.plans import attach_plan
 from loadproof.plans.interference import InterferencePlan, InterferenceSession, Newcomer
+from loadproof.rundir import Manifest
 from loadproof.scenarios.demo import DemoSetup
 from loadproof.scenarios.live import LiveStatus
 from loadproof.scenarios.long_context import (
@@ -69,7 +70,7 @@ class InterferenceScenario(MetricsScenario):
     tokenizer = EXACT_LENGTH
     options: InterferenceOptions
 
-    async def run(self, writer: RunWriter, manifest: dict[str, Any], live: LiveStatus | None = None) -> None:
+    async def run(self, writer: RunWriter, manifest: Manifest, live: LiveStatus | None = None) -> None:
         opts = self.options
         live = live or LiveStatus(self.name)
         live.planned = 2 * opts.sessions + 1

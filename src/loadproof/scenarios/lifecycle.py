@@ -22,7 +22,8 @@ from typing import Any
 
 from loadproof.config.profile import Profile, load_profile
 from loadproof.errors import UsageError
-from loadproof.rundir.prediction import Prediction, as_manifest, mismatched_options, read_prediction
+from loadproof.rundir import Manifest
+from loadproof.rundir.prediction import Prediction, mismatched_options, read_prediction
 from loadproof.scenarios.base import Scenario, Setup, TokenizerUse
 from loadproof.scenarios.options import from_cli
 from loadproof.scenarios.recording import (
@@ -109,11 +110,11 @@ def setup(checked: Checked) -> Setup:
         out=checked.target.out,
         target_options=checked.target,
         tokenizer=checked.tokenizer,
-        manifest_extra={
-            "profile": checked.profile.model_dump() if checked.profile else None,
-            "price": checked.target.price,
-            **({"prediction": as_manifest(checked.prediction)} if checked.prediction else {}),
-        },
+        manifest_extra=Manifest(
+            profile=checked.profile.model_dump() if checked.profile else None,
+            price=checked.target.price,
+            prediction=checked.prediction,
+        ),
     )
 
 

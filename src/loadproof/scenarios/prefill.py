@@ -8,14 +8,13 @@ give the decode rate at that context length.
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import Field
 
 from loadproof.client import StreamingClient
 from loadproof.config.base import StrictModel
 from loadproof.plans import attach_plan
 from loadproof.plans.prefill import PrefillPlan, PrefillRepeat
+from loadproof.rundir import Manifest
 from loadproof.scenarios.demo import DemoSetup
 from loadproof.scenarios.live import LiveStatus
 from loadproof.scenarios.long_context import (
@@ -52,7 +51,7 @@ class PrefillScenario(MetricsScenario):
     failure = "a repeat was not cold, not the planned length, or failed (criteria above)"
     options: PrefillOptions
 
-    async def run(self, writer: RunWriter, manifest: dict[str, Any], live: LiveStatus | None = None) -> None:
+    async def run(self, writer: RunWriter, manifest: Manifest, live: LiveStatus | None = None) -> None:
         opts = self.options
         live = live or LiveStatus(self.name)
         live.planned = opts.repeats

@@ -40,6 +40,7 @@ from loadproof.metrics.quality import LOAD_FAMILY
 from loadproof.plans import attach_plan
 from loadproof.plans.quality import QualityPlan, UnderLoadPlan
 from loadproof.records import RequestRecord
+from loadproof.rundir import Manifest
 from loadproof.scenarios.base import Setup, TokenizerUse
 from loadproof.scenarios.demo import DemoSetup
 from loadproof.scenarios.live import LiveStatus
@@ -77,7 +78,7 @@ class QualityScenario(MetricsScenario):
         """The suites' items as this run asks them (its target, its options)."""
         return QualityItems(self.target, self.options)
 
-    async def run(self, writer: RunWriter, manifest: dict[str, Any], live: LiveStatus | None = None) -> None:
+    async def run(self, writer: RunWriter, manifest: Manifest, live: LiveStatus | None = None) -> None:
         opts = self.options
         live = live or LiveStatus(self.name)
         constraint = opts.constraint(self.target.endpoint)  # --tools, --response-format: chat only, checked first
@@ -172,7 +173,7 @@ class QualityScenario(MetricsScenario):
         client: StreamingClient,
         jobs: list[Job],
         writer: RunWriter,
-        manifest: dict[str, Any],
+        manifest: Manifest,
         live: LiveStatus,
         texts: dict[str, str],
         idle_answers: dict[tuple[str, str, str], str],
@@ -215,7 +216,8 @@ class QualityScenario(MetricsScenario):
         finally:
             schedule.cut.set()
             await sender
-        sent = manifest["schedule"]["dispatched"]  # in schedule order: the first `sent` of those drawn
+        # send_schedule set the schedule as it ended; in schedule order: the first `sent` of those drawn
+        sent = manifest.schedule.dispatched if manifest.schedule is not None else 0
         span_s = round(requests[sent - 1].offset_ns / NS_PER_S, 9) if sent else 0.0
         self.status(
             f"load: cut where the last under-load item ended, {sent} of the {len(requests)} drawn requests "

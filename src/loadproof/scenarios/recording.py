@@ -1,7 +1,8 @@
 """One run of a scenario, recorded into its directory and reported, the same for every command:
 
-- `record`: the run directory, the manifest (options, target, versions, clock anchor) written before the
-  first request, telemetry sampled while it runs, the manifest's end time written even when interrupted;
+- `record`: the run directory, the manifest (a typed `rundir.Manifest`: options, target, versions, clock
+  anchor) written before the first request, telemetry sampled while it runs, the manifest's end time written
+  even when interrupted;
 - `report` and `run_once`: claims.json, report.md and report.html from the directory alone, shown;
 - `conclude`: a run that measured nothing (every request failed, or none was recorded) raises NothingMeasured
   (exit 4) with the most frequent error's own text; a FAIL verdict raises AcceptanceFailed (exit 1) with the
@@ -26,12 +27,16 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Protocol
 
+import msgspec
+
+from loadproof.engines.base import StartupReport as EngineStartup
 from loadproof.errors import AcceptanceFailed, NothingMeasured, UsageError
 from loadproof.metrics.claims import Claim, criteria_of
 from loadproof.metrics.claims import verdict_of as verdict_claim
 from loadproof.metrics.engine_agreement import VERSION as CROSSCHECK
 from loadproof.report.build import Report, build_report
-from loadproof.rundir.manifest import TelemetryInfo
+from loadproof.rundir import Manifest
+from loadproof.rundir.manifest import ClockAnchor, StartupReport, TargetInfo, TelemetryInfo
 from loadproof.scenarios.live import LiveStatus
 from loadproof.scenarios.target import Target
 from loadproof.store.run_dir import RunWriter
@@ -75,7 +80,7 @@ class Recordable(Protocol):
     target: Target
     status: Callable[[str], None]
 
-    async def run(self, writer: RunWriter, manifest: dict[str, Any], live: LiveStatus) -> None: ...
+    async def run(self, writer: RunWriter, manifest: Manifest, live: LiveStatus) -> object: ...
 
 
 @dataclass
@@ -85,16 +90,17 @@ class Outcome:
     verdict: str | None
 
 
-def record(scenario: Recordable, out: Path, console: Console, manifest_extra: dict[str, Any] | None = None) -> Path:
-    """Create the run directory, write the manifest, run, and close the manifest even when interrupted. A run
-    refused as a user's mistake before its first request (a data set left with no usable row by its filters)
-    removes its directory: `runs/` keeps no run that measured nothing for that reason."""
+def record(scenario: Recordable, out: Path, console: Console, manifest_extra: Manifest | None = None) -> Path:
+    """Create the run directory, write the manifest (`manifest_extra`'s fields, what the command sets, and
+    those every run sets), run, and close the manifest even when interrupted. A run refused as a user's
+    mistake before its first request (a data set left with no usable row by its filters) removes its
+    directory: `runs/` keeps no run that measured nothing for that reason."""
     writer = RunWriter.create(out, scenario.name)
     manifest = common_manifest(writer.run_id, scenario.name, scenario.options, scenario.target, manifest_extra)
     # --sample-interval-s 0 (where a scenario takes it): no sampler at all, so not even NVML is opened
     sampling = getattr(scenario.options, "sample_interval_s", None) != 0
     sampler = TelemetrySampler(writer.path / "telemetry.jsonl", say=_once(console.say)) if sampling else None
-    manifest["telemetry"] = sampler.describe() if sampler is not None else NOT_SAMPLED
+    manifest.telemetry = sampler.describe() if sampler is not None else NOT_SAMPLED
     writer.write_manifest(manifest)
     console.say(f"run directory: {writer.path}")
     scenario.status = console.say
@@ -110,8 +116,8 @@ def record(scenario: Recordable, out: Path, console: Console, manifest_extra: di
         refused = writer.num_records == 0
         raise
     finally:
-        manifest["end_wall_time"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        manifest["num_records"] = writer.num_records
+        manifest.end_wall_time = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        manifest.num_records = writer.num_records
         writer.write_manifest(manifest)
         writer.close()
         if refused:
@@ -127,9 +133,7 @@ def report(run_path: Path, console: Console) -> Outcome:
     return Outcome(run_path, built, verdict_of(built.claims))
 
 
-def run_once(
-    scenario: Recordable, out: Path, console: Console, manifest_extra: dict[str, Any] | None = None
-) -> Outcome:
+def run_once(scenario: Recordable, out: Path, console: Console, manifest_extra: Manifest | None = None) -> Outcome:
     """One run of `scenario`: recorded, reported, shown."""
     return report(record(scenario, out, console, manifest_extra), console)
 
@@ -159,22 +163,28 @@ def failed_criteria(claims: list[Claim]) -> list[Claim]:
 
 
 def common_manifest(
-    run_id: str, scenario: str, options: Any, target: Target, extra: dict[str, Any] | None = None
-) -> dict[str, Any]:
-    """The manifest fields every scenario writes before its first request."""
-    return {
-        "run_id": run_id,
-        "scenario": scenario,
-        "options": options.model_dump(),
-        "target": target.describe(),
-        "engine_version": target.served.version,
-        "versions": versions(),
-        "git": git_hash(),
-        "start_wall_time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "clock_anchor": clock_anchor(),
-        "crosscheck": CROSSCHECK,  # how this loadproof computes the crosscheck's claims: they recompute so
-        **(extra or {}),
-    }
+    run_id: str, scenario: str, options: Any, target: Target, extra: Manifest | None = None
+) -> Manifest:
+    """The manifest every scenario writes before its first request: `extra` (the fields its command set: the
+    profile, the price, a prediction, a series point) with the fields every run sets."""
+    return msgspec.structs.replace(
+        extra or Manifest(),
+        run_id=run_id,
+        scenario=scenario,
+        options=options.model_dump(),
+        target=msgspec.convert(target.describe(), TargetInfo),
+        engine_version=target.served.version,
+        versions=versions(),
+        git=git_hash(),
+        start_wall_time=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        clock_anchor=clock_anchor(),
+        crosscheck=CROSSCHECK,  # how this loadproof computes the crosscheck's claims: they recompute so
+    )
+
+
+def startup_of(report: EngineStartup | None) -> StartupReport | None:
+    """The manifest's `engine.startup_report` of the report an engine adapter parsed from its log."""
+    return msgspec.convert(report.as_dict(), StartupReport) if report is not None else None
 
 
 def versions() -> dict[str, str | None]:
@@ -202,9 +212,9 @@ def git_hash() -> str | None:
     return result.stdout.strip() + ("-dirty" if dirty else "")
 
 
-def clock_anchor() -> dict[str, int]:
+def clock_anchor() -> ClockAnchor:
     """One wall-clock reading paired with the monotonic clock, to place record times in real time."""
-    return {"wall_time_ns": time.time_ns(), "perf_counter_ns": time.perf_counter_ns()}
+    return ClockAnchor(wall_time_ns=time.time_ns(), perf_counter_ns=time.perf_counter_ns())
 
 
 _said: set[str] = set()  # lines said once a process (the telemetry note, in a demo of six runs)

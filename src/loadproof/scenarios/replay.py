@@ -26,6 +26,7 @@ from loadproof.plans import attach_plan
 from loadproof.plans.load import MixedModel
 from loadproof.plans.replay import ReplayPlan
 from loadproof.protocol.openai import request_body
+from loadproof.rundir import Manifest
 from loadproof.scenarios.base import Setup
 from loadproof.scenarios.live import LiveStatus
 from loadproof.scenarios.load.options import ModelMix
@@ -313,7 +314,7 @@ class ReplayScenario(MetricsScenario):
                     "does not add up across block boundaries; try another --block-tokens"
                 )
 
-    async def run(self, writer: RunWriter, manifest: dict[str, Any], live: LiveStatus | None = None) -> None:
+    async def run(self, writer: RunWriter, manifest: Manifest, live: LiveStatus | None = None) -> None:
         opts = self.options
         live = live or LiveStatus(self.name)
         if opts.idle_timeout_s > 0:

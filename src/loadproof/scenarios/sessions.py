@@ -40,6 +40,7 @@ from loadproof.plans.load import MixedModel
 from loadproof.plans.sessions import SessionsPlan
 from loadproof.protocol.openai import request_body
 from loadproof.records import RequestRecord
+from loadproof.rundir import Manifest
 from loadproof.scenarios.base import Setup
 from loadproof.scenarios.live import LiveStatus
 from loadproof.scenarios.load.scenario import check_mix, mixed_models
@@ -120,7 +121,7 @@ class SessionsScenario(MetricsScenario):
             source = f"the {self.target.engine} adapter's default block size" + (f"; {source}" if source else "")
         return block, kv, source
 
-    async def run(self, writer: RunWriter, manifest: dict[str, Any], live: LiveStatus | None = None) -> None:
+    async def run(self, writer: RunWriter, manifest: Manifest, live: LiveStatus | None = None) -> None:
         opts, target = self.options, self.target
         live = live or LiveStatus(self.name)
         opts.constraint(target.endpoint)  # one line before anything is sent: --tools, --response-format need chat

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from typing import Annotated, Any
+from typing import Annotated
 
 import msgspec
 from pydantic import Field
@@ -19,6 +19,7 @@ from loadproof.config.base import StrictModel
 from loadproof.plans import attach_plan
 from loadproof.plans.soak import SoakPlan
 from loadproof.protocol.openai import request_body
+from loadproof.rundir import Manifest
 from loadproof.scenarios.base import Setup, TokenizerUse
 from loadproof.scenarios.demo import DemoSetup
 from loadproof.scenarios.live import LiveStatus
@@ -102,7 +103,7 @@ class SoakScenario(MetricsScenario):
             options = options.model_copy(update={"long_every": 0})
         return cls(setup.target, options, relay_metrics_url=setup.command.relay_metrics)
 
-    async def run(self, writer: RunWriter, manifest: dict[str, Any], live: LiveStatus | None = None) -> None:
+    async def run(self, writer: RunWriter, manifest: Manifest, live: LiveStatus | None = None) -> None:
         opts = self.options
         live = live or LiveStatus(self.name)
         rng = random.Random(opts.seed)

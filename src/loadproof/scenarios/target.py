@@ -28,6 +28,7 @@ from loadproof.errors import EnvironmentFailure, UsageError
 from loadproof.protocol.openai import ENDPOINTS, PATHS, Endpoint
 from loadproof.protocol.urls import url_of
 from loadproof.records import POOLING
+from loadproof.rundir.manifest import Price
 from loadproof.scenarios.options import ExistingPath, HttpUrl, cli
 from loadproof.telemetry.server_metrics import MetricsSource
 
@@ -345,10 +346,11 @@ class TargetOptions(StrictModel):
         return self
 
     @property
-    def price(self) -> dict[str, float] | None:
-        """The manifest's `price` (rundir.Price), where one was given."""
-        given = {"per_gpu_hour": self.price_per_gpu_hour, "per_kwh": self.price_per_kwh}
-        return {k: v for k, v in given.items() if v is not None} or None
+    def price(self) -> Price | None:
+        """The manifest's `price`, where one was given."""
+        if self.price_per_gpu_hour is None and self.price_per_kwh is None:
+            return None
+        return Price(per_gpu_hour=self.price_per_gpu_hour, per_kwh=self.price_per_kwh)
 
     @property
     def thinking_mode(self) -> Thinking | None:

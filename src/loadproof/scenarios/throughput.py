@@ -20,6 +20,7 @@ from loadproof.plans import attach_plan
 from loadproof.plans.throughput import ThroughputPlan
 from loadproof.protocol.openai import request_body
 from loadproof.records import RequestRecord
+from loadproof.rundir import Manifest
 from loadproof.scenarios.base import Scenario, TokenCounter, TokenizerUse
 from loadproof.scenarios.constraints import ConstraintOptions, request_extra
 from loadproof.scenarios.demo import DemoSetup
@@ -94,7 +95,7 @@ class ThroughputScenario(Scenario):
     tokenizer = TokenizerUse(required=False, purpose="to re-count output")
     options: ThroughputOptions
 
-    async def run(self, writer: RunWriter, manifest: dict[str, Any], live: LiveStatus | None = None) -> int:
+    async def run(self, writer: RunWriter, manifest: Manifest, live: LiveStatus | None = None) -> int:
         """Send every wave; append each record as it ends. Returns the number of failed requests."""
         opts = self.options
         live = live or LiveStatus(self.name)

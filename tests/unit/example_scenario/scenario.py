@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import Field
 
 from loadproof.client import RequestSpec, StreamingClient
 from loadproof.config.base import StrictModel
 from loadproof.plans import attach_plan
 from loadproof.protocol.openai import request_body
+from loadproof.rundir import Manifest
 from loadproof.scenarios.base import Scenario
 from loadproof.scenarios.live import LiveStatus
 from loadproof.store.run_dir import RunWriter
@@ -29,7 +28,7 @@ class ExampleScenario(Scenario):
     summary = "R rounds of N requests, one at a time: TTFT and decode rate (an example scenario)."
     options: ExampleOptions
 
-    async def run(self, writer: RunWriter, manifest: dict[str, Any], live: LiveStatus | None = None) -> None:
+    async def run(self, writer: RunWriter, manifest: Manifest, live: LiveStatus | None = None) -> None:
         opts = self.options
         live = live or LiveStatus(self.name)
         rounds = [[f"ex-{r}-{i}" for i in range(opts.requests)] for r in range(opts.rounds)]

@@ -16,6 +16,7 @@ from loadproof.metrics.ab import ab_claims, paired_bootstrap_change, round_figur
 from loadproof.metrics.throughput import decode_rate_per_s
 from loadproof.plans.ab import AbPlan
 from loadproof.records import RequestRecord
+from loadproof.rundir import Manifest
 from loadproof.scenarios.ab import AbOptions, AbScenario, plan_order
 from loadproof.scenarios.base import Target
 from loadproof.store.run_dir import RunWriter, load_run
@@ -183,7 +184,7 @@ async def test_the_scenario_interleaves_two_servers_in_the_recorded_order(sse_se
     }
     options = AbOptions(num_prompts=2, repeats=3, max_tokens=4, order_seed=3, b={"temperature": 0.7})
     with RunWriter(tmp_path / "ab") as writer:
-        manifest = {"run_id": "ab", "scenario": "ab"}
+        manifest = Manifest(run_id="ab", scenario="ab")
         failed = await AbScenario(targets, options).run(writer, manifest)
         writer.write_manifest(manifest)
     assert failed == 0

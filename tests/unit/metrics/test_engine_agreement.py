@@ -9,7 +9,7 @@ from loadproof.records import RequestRecord
 from loadproof.rundir import EngineSample
 from loadproof.scenarios.recording import common_manifest
 from loadproof.store.run_dir import Run
-from loadproof.store.schema import read_manifest
+from loadproof.store.schema import manifest_json, read_manifest
 from tests import rundir_values as rv
 from tests.unit.metrics import test_load
 
@@ -123,8 +123,8 @@ def test_every_run_records_this_loadproofs_crosscheck_version():
         SimpleNamespace(model_dump=dict),
         SimpleNamespace(describe=dict, served=SimpleNamespace(version=None)),
     )
-    assert manifest["crosscheck"] == VERSION == 2
-    assert read_manifest(manifest).crosscheck == VERSION
+    assert manifest.crosscheck == VERSION == 2
+    assert read_manifest(manifest_json(manifest)).crosscheck == VERSION
 
 
 def probed_run(manifest: dict) -> Run:

@@ -13,8 +13,9 @@ from loadproof.metrics import claim_functions
 from loadproof.plans import Plan, attach_plan, load_plan, schemas, workload_difference
 from loadproof.plans.capacity import CapacityPlan, CapacitySession
 from loadproof.plans.throughput import ThroughputPlan
+from loadproof.rundir import Manifest
 from loadproof.store.run_dir import Run, load_run
-from loadproof.store.schema import read_manifest
+from loadproof.store.schema import manifest_json, read_manifest
 from tests import bundles
 
 PUBLISHED = bundles.runs()  # a run of every kind published (tests/bundles.py; test_repo_bundles checks it)
@@ -93,11 +94,12 @@ def test_a_version_1_throughput_run_had_no_plan_and_its_options_stand_in():
 
 
 def test_attach_plan_writes_the_version_and_reads_back_equal():
-    manifest = {"scenario": "capacity"}
+    manifest = Manifest(scenario="capacity")
     attach_plan(manifest, capacity_plan())
-    assert manifest["plan_version"] == CapacityPlan.version == 1
-    assert json.loads(json.dumps(manifest))["plan"]["sessions"][0]["expected"] == "1234567"
-    assert load_plan(run_of(json.loads(json.dumps(manifest)))) == capacity_plan()
+    assert manifest.plan_version == CapacityPlan.version == 1
+    written = json.loads(json.dumps(manifest_json(manifest)))
+    assert written["plan"]["sessions"][0]["expected"] == "1234567"
+    assert load_plan(run_of(written)) == capacity_plan()
 
 
 @pytest.mark.parametrize(

@@ -19,9 +19,9 @@ def test_the_engine_the_demo_started_reaches_the_manifest_whole(tmp_path):
     )
     startup = StartupReport(kv_cache_tokens=32768, line="GPU KV cache size: 32,768 tokens")
     with RunWriter.create(tmp_path, "prefill") as writer:
-        writer.write_manifest(
-            {"run_id": writer.run_id, "scenario": "prefill", **engine_manifest(profile, engine, startup)}
-        )  # type: ignore[arg-type]
+        manifest = engine_manifest(profile, engine, startup)  # type: ignore[arg-type]  # a stand-in engine
+        manifest.run_id, manifest.scenario = writer.run_id, "prefill"
+        writer.write_manifest(manifest)
     manifest = load_run(writer.path).manifest
     assert manifest.engine is not None and manifest.engine.startup_report is not None
     assert manifest.engine.launch == ["-m", "vllm", "--port", "8123"]

@@ -10,6 +10,7 @@ from loadproof.metrics.quality import quality_claims
 from loadproof.plans import load_plan
 from loadproof.protocol.sse import DONE_EVENT
 from loadproof.report.build import build_report
+from loadproof.rundir import Manifest
 from loadproof.scenarios.base import Target
 from loadproof.scenarios.live import LiveStatus
 from loadproof.scenarios.quality import QualityScenario
@@ -27,7 +28,7 @@ def answer_script(text: str, chat: bool = False) -> Script:
 
 async def run_quality(tmp_path, target: Target, options: QualityOptions):
     writer = RunWriter.create(tmp_path, "quality")
-    manifest = {"run_id": writer.run_id, "scenario": "quality"}
+    manifest = Manifest(run_id=writer.run_id, scenario="quality")
     live = LiveStatus("quality")
     with writer:
         await QualityScenario(target, options).run(writer, manifest, live)

@@ -8,6 +8,7 @@ from loadproof.metrics import compute_claims
 from loadproof.plans import load_plan
 from loadproof.plans.throughput import ThroughputPlan
 from loadproof.protocol.sse import DONE_EVENT
+from loadproof.rundir import Manifest
 from loadproof.scenarios.base import Target
 from loadproof.scenarios.throughput import ThroughputOptions, ThroughputScenario, plan
 from loadproof.store.run_dir import RunWriter, load_run
@@ -61,7 +62,7 @@ async def test_the_scenario_writes_its_typed_plan_and_the_metrics_read_it(sse_se
     )
     options = ThroughputOptions(families=["code"], concurrency=[1, 2], max_tokens=4, num_prompts=1)
     with RunWriter(tmp_path / "tp") as writer:
-        manifest = {"run_id": "tp", "scenario": "throughput", "options": options.model_dump()}
+        manifest = Manifest(run_id="tp", scenario="throughput", options=options.model_dump())
         await ThroughputScenario(Target(url=server.url, model="m", endpoint="completions"), options).run(
             writer, manifest
         )

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
 
 from loadproof.errors import UsageError
 from loadproof.plans import attach_plan
 from loadproof.plans.load import LoadPlan, MixedModel
 from loadproof.protocol.openai import ENDPOINTS
 from loadproof.records import POOLING
+from loadproof.rundir import Manifest
 from loadproof.scenarios.base import Setup
 from loadproof.scenarios.demo import DemoSetup
 from loadproof.scenarios.live import LiveStatus
@@ -79,7 +79,7 @@ class LoadScenario(MetricsScenario):
             plan.model_mix = [MixedModel(model=name, weight=weight) for name, weight in opts.model_mix.items()]
         return plan, requests
 
-    async def run(self, writer: RunWriter, manifest: dict[str, Any], live: LiveStatus | None = None) -> None:
+    async def run(self, writer: RunWriter, manifest: Manifest, live: LiveStatus | None = None) -> None:
         opts = self.options
         live = live or LiveStatus(self.name)
         constraint = opts.constraint(self.target.endpoint)  # --tools, --response-format: chat only, checked first
@@ -164,7 +164,7 @@ def mixed_models(mix: dict[str, float], seed: int, target: Target, n: int) -> li
 
 
 def run_load(
-    target: Target, options: LoadOptions, out: Path, console: Console, manifest_extra: dict[str, Any] | None = None
+    target: Target, options: LoadOptions, out: Path, console: Console, manifest_extra: Manifest | None = None
 ) -> Outcome:
     """One load run of `options` (a plain run: `LoadOptions.one_run` derives a sweep's point or a search's
     trial), recorded into a new directory under `out`, reported and shown. `outcome.run_path` is the

@@ -16,8 +16,12 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+import msgspec
+
 from loadproof.client import RequestSpec, StreamingClient
 from loadproof.records import RequestRecord
+from loadproof.rundir import Manifest
+from loadproof.rundir.manifest import Schedule
 from loadproof.scenarios.live import LiveStatus
 from loadproof.scenarios.load.schedule import Planned
 from loadproof.scenarios.long_context import MetricsScenario
@@ -147,7 +151,7 @@ class OpenLoop:
 async def send_schedule(
     scenario: MetricsScenario,
     writer: RunWriter,
-    manifest: dict[str, Any],
+    manifest: Manifest,
     live: LiveStatus,
     requests: list[Planned],
     span_s: float,
@@ -202,17 +206,17 @@ async def send_schedule(
                 completed = True
             finally:
                 end_ns = time.perf_counter_ns()
-                reached = {
-                    "planned": total,
-                    "dispatched": sender.dispatched,
-                    "recorded": recorded,
-                    "failed": failed,
-                    "interrupted": not completed,
-                    "last_intended_offset_s": round(sender.last_offset_ns / NS_PER_S, 6),
-                    "elapsed_s": round((end_ns - sender.t0) / NS_PER_S, 6) if sender.t0 else 0.0,
-                }
-                writer.event("schedule_end", t_ns=end_ns, worker=0, **reached)
-                manifest["schedule"] = reached
+                reached = Schedule(
+                    planned=total,
+                    dispatched=sender.dispatched,
+                    recorded=recorded,
+                    failed=failed,
+                    interrupted=not completed,
+                    last_intended_offset_s=round(sender.last_offset_ns / NS_PER_S, 6),
+                    elapsed_s=round((end_ns - sender.t0) / NS_PER_S, 6) if sender.t0 else 0.0,
+                )
+                writer.event("schedule_end", t_ns=end_ns, worker=0, **msgspec.structs.asdict(reached))
+                manifest.schedule = reached
                 if completed:
                     scenario.status(f"schedule: sent {sender.dispatched} of {total} requests, {failed} failed")
                 else:

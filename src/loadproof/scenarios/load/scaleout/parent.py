@@ -11,9 +11,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
+from msgspec import UNSET
+
 from loadproof.errors import EnvironmentFailure
 from loadproof.plans import attach_plan
 from loadproof.plans.load import LoadPlan
+from loadproof.rundir import Manifest
+from loadproof.rundir.manifest import ParentClock, Schedule, WorkerInfo, WorkersInfo
 from loadproof.scenarios.live import LiveStatus
 from loadproof.scenarios.load.options import LoadOptions
 from loadproof.scenarios.load.scaleout.clock import (
@@ -76,7 +80,7 @@ def split_concurrency(cap: int | None, workers: int) -> list[int | None]:
     return [cap // workers + (k < cap % workers) for k in range(workers)]
 
 
-async def run_scaled_out(scenario: LoadRun, writer: RunWriter, manifest: dict[str, Any], live: LiveStatus) -> None:
+async def run_scaled_out(scenario: LoadRun, writer: RunWriter, manifest: Manifest, live: LiveStatus) -> None:
     """A load run with --workers N or --ray-address: plan here, send in the workers, merge here."""
     opts = scenario.options
     backend: Processes | RayTasks = RayTasks(opts.ray_address) if opts.ray_address else Processes()
@@ -96,17 +100,13 @@ async def run_scaled_out(scenario: LoadRun, writer: RunWriter, manifest: dict[st
         ]
         del requests, shards
         where = (
-            f"{n} worker processes"
-            if backend.how == "processes"
-            else f"{n} Ray tasks on {min(n, len(backend.nodes))} node(s) of {opts.ray_address}"
-        )  # type: ignore[union-attr]
-        manifest["workers"] = {
-            "count": n,
-            "how": backend.how,
-            "ray_address": opts.ray_address,
-            "split": SPLIT,
-            "max_concurrency": caps,
-        }
+            f"{n} Ray tasks on {min(n, len(backend.nodes))} node(s) of {opts.ray_address}"
+            if isinstance(backend, RayTasks)
+            else f"{n} worker processes"
+        )
+        workers = manifest.workers = WorkersInfo(
+            count=n, how=backend.how, ray_address=opts.ray_address, split=SPLIT, max_concurrency=caps
+        )
         writer.write_manifest(manifest)
         scenario.status(
             f"schedule: {plan.planned_requests} requests over {plan.schedule_span_s:.1f} s "
@@ -143,6 +143,7 @@ async def run_scaled_out(scenario: LoadRun, writer: RunWriter, manifest: dict[st
                 _merge_into(
                     writer,
                     manifest,
+                    workers,
                     jobs,
                     spools,
                     results,
@@ -167,7 +168,8 @@ async def run_scaled_out(scenario: LoadRun, writer: RunWriter, manifest: dict[st
 
 def _merge_into(
     writer: RunWriter,
-    manifest: dict[str, Any],
+    manifest: Manifest,
+    workers: WorkersInfo,
     jobs: list[WorkerJob],
     spools: list[Path],
     results: list[WorkerResult | None],
@@ -187,23 +189,14 @@ def _merge_into(
         records = read_spool(spool / RECORDS) if clock is not None else []
         shift = shift_ns(clock, parent) if clock is not None else 0
         shards.append((records, shift))
-        row: dict[str, Any] = {
-            "worker": job.worker,
-            "requests": len(job.requests),
-            "recorded": len(records),
-            "max_concurrency": job.max_concurrency,
-        }
+        row = WorkerInfo(
+            worker=job.worker, requests=len(job.requests), recorded=len(records), max_concurrency=job.max_concurrency
+        )
         if result is not None:
             end = result.end_ns + shift
-            row.update(
-                pid=result.pid,
-                node=result.node,
-                dispatched=result.dispatched,
-                failed=result.failed,
-                interrupted=result.interrupted,
-                error=result.error,
-                late_start_ms=round(result.late_ns / 1e6, 3),
-            )
+            row.pid, row.node, row.error = result.pid, result.node, result.error
+            row.dispatched, row.failed, row.interrupted = result.dispatched, result.failed, result.interrupted
+            row.late_start_ms = round(result.late_ns / 1e6, 3)
             writer.event(
                 "schedule_end",
                 t_ns=end,
@@ -215,51 +208,43 @@ def _merge_into(
                 interrupted=result.interrupted,
             )
         if clock is not None:
-            row.update(
-                offset_ns=clock.offset_ns,
-                bracket_ns=clock.bracket_ns,
-                shift_ns=shift,
-                alignment_error_bound_ns=alignment_bound_ns(clock, parent),
-            )
+            row.offset_ns, row.bracket_ns, row.shift_ns = clock.offset_ns, clock.bracket_ns, shift
+            row.alignment_error_bound_ns = alignment_bound_ns(clock, parent)
             if result is not None and result.clock_end is not None:
-                row["drift_ns"] = result.clock_end.offset_ns - clock.offset_ns
+                row.drift_ns = result.clock_end.offset_ns - clock.offset_ns
         per_worker.append(row)
     merged = merge(shards)
     for record in merged:
         writer.append(record)
     parent_end = measure_offset()
-    bounds = [row["alignment_error_bound_ns"] for row in per_worker if "alignment_error_bound_ns" in row]
-    manifest["workers"].update(
-        {
-            "start_ns": t0,
-            "clock": "t_parent = t_worker + (offset_worker - offset_parent); offset = time_ns() - perf_counter_ns() "
-            f"at the midpoint of the tightest of {OFFSET_SAMPLES} bracketed readings, each within ceil(bracket "
-            "/ 2); the bound assumes one wall clock (one host, or hosts whose clocks agree)",
-            "alignment_error_bound_ns": max(bounds) if bounds else None,
-            "parent_clock": {
-                "offset_ns": parent.offset_ns,
-                "bracket_ns": parent.bracket_ns,
-                "drift_ns": parent_end.offset_ns - parent.offset_ns,
-            },
-            "per_worker": per_worker,
-        }
+    bounds = [row.alignment_error_bound_ns for row in per_worker if row.alignment_error_bound_ns is not UNSET]
+    bound = max(bounds) if bounds else None
+    workers.start_ns = t0
+    workers.clock = (
+        "t_parent = t_worker + (offset_worker - offset_parent); offset = time_ns() - perf_counter_ns() "
+        f"at the midpoint of the tightest of {OFFSET_SAMPLES} bracketed readings, each within ceil(bracket "
+        "/ 2); the bound assumes one wall clock (one host, or hosts whose clocks agree)"
     )
+    workers.alignment_error_bound_ns = bound
+    workers.parent_clock = ParentClock(
+        offset_ns=parent.offset_ns, bracket_ns=parent.bracket_ns, drift_ns=parent_end.offset_ns - parent.offset_ns
+    )
+    workers.per_worker = per_worker
     dispatched = sum(r.dispatched for r in results if r is not None)
     failed = sum(not r.ok for r in merged)
     interrupted = not completed or any(r is None or r.interrupted for r in results)
     last_offset = max((r.last_intended_offset_ns for r in results if r is not None), default=0)
-    end = max((r.end_ns + s for r, (_, s) in zip(results, shards) if r is not None), default=None)
+    ended = max((r.end_ns + s for r, (_, s) in zip(results, shards) if r is not None), default=None)
     total = sum(len(job.requests) for job in jobs)
-    manifest["schedule"] = {
-        "planned": total,
-        "dispatched": dispatched,
-        "recorded": len(merged),
-        "failed": failed,
-        "interrupted": interrupted,
-        "last_intended_offset_s": round(last_offset / NS_PER_S, 6),
-        "elapsed_s": round((end - t0) / NS_PER_S, 6) if end is not None and t0 else 0.0,
-    }
-    bound = manifest["workers"]["alignment_error_bound_ns"]
+    manifest.schedule = Schedule(
+        planned=total,
+        dispatched=dispatched,
+        recorded=len(merged),
+        failed=failed,
+        interrupted=interrupted,
+        last_intended_offset_s=round(last_offset / NS_PER_S, 6),
+        elapsed_s=round((ended - t0) / NS_PER_S, 6) if ended is not None and t0 else 0.0,
+    )
     if bound is not None:
         say(
             f"workers: {len(jobs)} {'Ray tasks' if how == 'ray' else 'processes'}, records merged on this "
