@@ -24,7 +24,7 @@ EXCEPTIONS = {
     # `serve PD_PROFILE --dry-run` prints the relay's command line for a person to run; nothing is started
     "supervisor/serving.py": "the relay's command line, printed by --dry-run",
 }
-COMMANDS = set(typer.main.get_command(app).commands)  # type: ignore[attr-defined]  # loadproof's commands
+COMMANDS = set(typer.main.get_command(app).commands)  # loadproof's commands (its click group's)
 
 
 def argv_of_loadproof(tree: ast.AST) -> list[int]:

@@ -151,5 +151,5 @@ def _simulated_options() -> list[inspect.Parameter]:
 _fixed = [
     p for p in inspect.signature(plan, eval_str=True).parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD
 ]
-plan.__signature__ = inspect.Signature(_fixed + _simulated_options())  # type: ignore[attr-defined]
+plan.__signature__ = inspect.Signature(_fixed + _simulated_options())  # type: ignore[attr-defined]  # typer reads the signature
 app.command()(plan)

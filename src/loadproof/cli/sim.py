@@ -307,7 +307,8 @@ def _predict_command(simulate: str, predictor: Predictor[Any]) -> None:
     def command(profile: Path, **values: Any) -> None:
         predict_named(profile, simulate, values, show)
 
-    command.__signature__ = inspect.Signature([PROFILE_PARAMETER, *(parameter(o) for o in predictor.cli_options())])  # type: ignore[attr-defined]
+    options = [PROFILE_PARAMETER, *(parameter(o) for o in predictor.cli_options())]
+    command.__signature__ = inspect.Signature(options)  # type: ignore[attr-defined]  # typer reads the signature
     command.__name__ = f"predict_{simulate}".replace("-", "_")
     command.__doc__ = predictor.command
     sim_app.command(f"predict-{simulate}")(command)

@@ -14,7 +14,7 @@ import statistics
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from loadproof.errors import UsageError
 from loadproof.predict.calibrate import Calibration, lone_ttft_s, nnls, pipeline_factor
@@ -65,6 +65,10 @@ def _err(path: Path, what: str) -> UsageError:
     return UsageError(f"{path}: {what}")
 
 
+@overload
+def _int(path: Path, table: dict[str, Any], name: str, key: str) -> int: ...
+@overload
+def _int(path: Path, table: dict[str, Any], name: str, key: str, *, required: bool) -> int | None: ...
 def _int(path: Path, table: dict[str, Any], name: str, key: str, *, required: bool = True) -> int | None:
     value = table.get(key)
     if value is None:
@@ -76,6 +80,10 @@ def _int(path: Path, table: dict[str, Any], name: str, key: str, *, required: bo
     return value
 
 
+@overload
+def _num(path: Path, table: dict[str, Any], name: str, key: str) -> float: ...
+@overload
+def _num(path: Path, table: dict[str, Any], name: str, key: str, *, required: bool) -> float | None: ...
 def _num(path: Path, table: dict[str, Any], name: str, key: str, *, required: bool = True) -> float | None:
     value = table.get(key)
     if value is None:
@@ -131,14 +139,14 @@ def read_published(path: Path) -> Published:
             length = tokens
         else:
             raise _err(path, f"[single_request] cold_prefill_input_tokens = {tokens!r}: want a token count or a list")
-        ttft.append((length, seconds, "[single_request] cold_prefill_ttft_median_s"))  # type: ignore[arg-type]
+        ttft.append((length, seconds, "[single_request] cold_prefill_ttft_median_s"))
     long_decode = None
     if "relay_input_tokens" in single or "relay_ttft_s" in single:
         length = _int(path, single, "single_request", "relay_input_tokens")
         ttft.append(
             (
                 length,
-                _num(path, single, "single_request", "relay_ttft_s"),  # type: ignore[arg-type]
+                _num(path, single, "single_request", "relay_ttft_s"),
                 "[single_request] relay_ttft_s",
             )
         )
@@ -169,9 +177,9 @@ def read_published(path: Path) -> Published:
         gpu_model=str(dep.get("gpu_model") or "unknown"),
         tensor_parallel=tp,
         pipeline_parallel=pp,
-        kv_cache_tokens=_int(path, dep, "deployment", "kv_cache_tokens"),  # type: ignore[arg-type]
-        max_model_len=_int(path, dep, "deployment", "max_model_len"),  # type: ignore[arg-type]
-        max_num_seqs=_int(path, dep, "deployment", "max_num_seqs"),  # type: ignore[arg-type]
+        kv_cache_tokens=_int(path, dep, "deployment", "kv_cache_tokens"),
+        max_model_len=_int(path, dep, "deployment", "max_model_len"),
+        max_num_seqs=_int(path, dep, "deployment", "max_num_seqs"),
         max_num_batched_tokens=budget
         if isinstance(budget, int) and not isinstance(budget, bool) and budget > 0
         else (

@@ -46,7 +46,8 @@ def predict_ranges(
     """`predict(config) -> {claim: value}` at the point, under each open assumption's values, and at each
     figure's corners (see the module doc)."""
     point = predict(config)
-    names = [k for k, v in point.items() if v is not None]
+    points = {k: v for k, v in point.items() if v is not None}
+    names = list(points)
     opened = [a for a in config.assumptions if a.open]
     alone: dict[str, list[tuple[dict[str, Any], Figures]]] = {}
     total = sum(len(a.variants) - 1 for a in opened)
@@ -84,7 +85,7 @@ def predict_ranges(
         widest = max(spreads, key=lambda a: spreads[a][1] - spreads[a][0], default=None)
         if widest is not None and spreads[widest][1] == spreads[widest][0]:
             widest = None
-        figures.append(FigureRange(name, float(point[name]), min(values), max(values), widest, spreads))  # type: ignore[arg-type]
+        figures.append(FigureRange(name, float(points[name]), min(values), max(values), widest, spreads))
     return RangedPrediction(tuple(figures), tuple(config.assumptions), 1 + done + len(corners))
 
 

@@ -122,7 +122,7 @@ def predict_replay_trace(config: SimConfig, options: ReplayOptions, engine: Repl
         text_tokens=[s.text_tokens for s in shaped],
         hash_ids=blocks if options.format in HASHED else [],
     )
-    run = PredictedRun(tuple(load_claims(pred.records, plan, [], [])), pred.num_steps, pred.modeled_s)  # type: ignore[arg-type]
+    run = PredictedRun(tuple(load_claims(pred.records, plan, [], [])), pred.num_steps, pred.modeled_s)
     hits = expected_hits(plan.text_tokens, blocks, options.block)
     modeled = 100 * pred.prefix_cache_hits / pred.prefix_cache_queries if pred.prefix_cache_queries else 0.0
     return ReplayForecast(

@@ -71,7 +71,8 @@ def test_docs_hold_the_leave_one_out_table_the_benchmark_computes():
     spec = importlib.util.spec_from_file_location("sim_accuracy", ROOT / "benchmarks" / "sim_accuracy.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules["sim_accuracy"] = module
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    assert spec is not None and spec.loader is not None
+    spec.loader.exec_module(module)
     doc = (ROOT / "docs" / "simulator.md").read_text()
     held = doc[doc.index(module.MARK_BEGIN) + len(module.MARK_BEGIN) : doc.index(module.MARK_END)].strip()
     assert held == module.loo_table([module.DOCS_RUNS]).strip()
