@@ -113,7 +113,7 @@ def test_the_rate_search_finds_where_the_simulated_engine_saturates(
     assert claims["load.search.max_rate_rps"]["value"] == low
     _, recomputed, again = recompute_search(folder)
     assert {c.name: c.value for c in again} == {name: c["value"] for name, c in claims.items()}
-    assert [t["passed"] for t in recomputed] == [t["passed"] for t in summary["trials"]]
+    assert [t.passed for t in recomputed] == [t["passed"] for t in summary["trials"]]
     assert "Rate search" in proc.stdout and (folder / "report.html").is_file()
     # `loadproof report FOLDER` recomputes it, and refuses a claims.json that says otherwise
     again = subprocess.run(

@@ -1,7 +1,8 @@
 """A load sweep's points and a rate search's result, as pure functions of their trial run directories.
 
 A sweep (`loadproof run load --sweep`) or a rate search (`--search rate`) is a folder of ordinary load
-run directories, one per point or trial, with `sweep.json` or `search.json` naming them in order (and
+run directories, one per point or trial, with `sweep.json` or `search.json` naming them in order (typed:
+`rundir.series.Sweep` and `RateSearch`, read through `store.series` by the reader of their version; and
 `sweep.jsonl` / `search.jsonl`, a line appended as each ended). Every figure of the summary comes from
 the trial's own claims, recomputed from its directory (`metrics.compute_claims`), so the summary is
 recomputed from the folder alone:
@@ -21,17 +22,18 @@ Standard library and msgspec only (through `metrics` and `store`): `verify` may 
 
 from __future__ import annotations
 
-import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from loadproof.metrics import compute_claims
 from loadproof.metrics.claims import Claim, count, fact, number
 from loadproof.plans import load_plan
+from loadproof.rundir.series import RateSearch, SearchTrial
 from loadproof.store.run_dir import Run, load_run
-
-SWEEP_JSON = "sweep.json"
-SEARCH_JSON = "search.json"
+from loadproof.store.series import SEARCH_JSON, read_rate_search
 
 # the columns of a point or trial: (key, the claim it reads, heading)
 POINT_FIGURES = (
@@ -65,7 +67,7 @@ def point_figures(claims: list[Claim]) -> dict[str, Any]:
     return out
 
 
-def trial_verdict(figures: dict[str, Any], attainment: float) -> tuple[bool, str]:
+def trial_verdict(figures: Mapping[str, Any], attainment: float) -> tuple[bool, str]:
     """(passed, why) of a search trial: its SLO attainment against the target, and the client's schedule."""
     met = figures.get("slo_attainment_pct")
     target = attainment * 100
@@ -78,10 +80,19 @@ def trial_verdict(figures: dict[str, Any], attainment: float) -> tuple[bool, str
     return False, f"SLO met {met:.2f}% < {target:g}%"
 
 
-def search_claims(trials: list[dict[str, Any]], attainment: float, slo: str, interrupted: bool = False) -> list[Claim]:
-    """The search's claims from its trials: each {rate_rps, passed}, in the order tried. `interrupted`: the
+def search_trial(rate: float, figures: Mapping[str, Any], attainment: float, **fields: Any) -> SearchTrial:
+    """A trial at `rate` with its run's figures (`point_figures`), judged against `attainment`
+    (`trial_verdict`); `fields`: the rest of its row (index, run_dir; a reason of its own)."""
+    passed, why = trial_verdict(figures, attainment)
+    row = {**figures, "rate_rps": rate, "passed": passed, "reason": why, **fields}
+    trial: SearchTrial = msgspec.convert(row, SearchTrial)
+    return trial
+
+
+def search_claims(trials: Sequence[SearchTrial], attainment: float, slo: str, interrupted: bool = False) -> list[Claim]:
+    """The search's claims from its trials (their rate and verdict), in the order tried. `interrupted`: the
     search was stopped before it finished, so its highest passing rate is a lower bound."""
-    passed = [t["rate_rps"] for t in trials if t["passed"]]
+    passed = [t.rate_rps for t in trials if t.passed]
     claims = [
         fact("load.search.slo", slo, "the per-request SLOs every trial was judged on (--slo)"),
         number(
@@ -105,7 +116,7 @@ def search_claims(trials: list[dict[str, Any]], attainment: float, slo: str, int
     if not passed:
         return claims
     best = max(passed)
-    failed = [t["rate_rps"] for t in trials if not t["passed"] and t["rate_rps"] > best]
+    failed = [t.rate_rps for t in trials if not t.passed and t.rate_rps > best]
     found = bool(failed) and not interrupted
     claims.insert(
         0,
@@ -145,7 +156,7 @@ LOWER_BOUND = (
 INTERRUPTED = "the search was interrupted (Ctrl-C) before it finished: its rates bound the result, they do not give it"
 
 
-def search_result(claims: list[Claim], trials: list[dict[str, Any]]) -> str:
+def search_result(claims: list[Claim], trials: Sequence[SearchTrial]) -> str:
     """The search's result in one line, from its claims: a lower bound and an interruption said first, never
     printed as a result."""
     by = {c.name: c for c in claims}
@@ -165,13 +176,13 @@ def search_result(claims: list[Claim], trials: list[dict[str, Any]]) -> str:
             f"{head}a lower bound, not a result: the rate meeting the SLO is at least {bound.printed} "
             f"requests/s{below} ({why})"
         )
-    lowest = min((t["rate_rps"] for t in trials), default=None)
+    lowest = min((t.rate_rps for t in trials), default=None)
     if lowest is None:
         return f"{head}no rate was tried"
     return f"{head}no rate met the SLO (lowest tried: {lowest:g} requests/s)"
 
 
-def lower_bound(claims: list[Claim], trials: list[dict[str, Any]]) -> str | None:
+def lower_bound(claims: list[Claim], trials: Sequence[SearchTrial]) -> str | None:
     """The result line of a search whose rate is a lower bound, not a result (`search_result`); None where its
     rate is a result, or no rate passed."""
     if not any(c.name == "load.search.rate_lower_bound_rps" for c in claims):
@@ -181,19 +192,17 @@ def lower_bound(claims: list[Claim], trials: list[dict[str, Any]]) -> str | None
 
 def judge_trials(
     trials: list[tuple[float | None, list[Claim]]], attainment: float, interrupted: bool = False
-) -> tuple[list[dict[str, Any]], list[Claim]]:
+) -> tuple[list[SearchTrial], list[Claim]]:
     """(each trial's row, the search's claims) from each trial's (plan rate_rps, recomputed claims), in the
     order tried, and whether the search was interrupted: what `loadproof report` recomputes from a search
     folder and `verify` from a bundle."""
     rows = []
     slo = ""
-    for rate, claims in trials:
+    for index, (rate, claims) in enumerate(trials):
         if rate is None:
             raise ValueError("a search trial has no constant rate in its plan (rate_rps)")
-        figures = point_figures(claims)
-        passed, why = trial_verdict(figures, attainment)
         slo = next((str(c.value) for c in claims if c.name == "load.slo"), slo)
-        rows.append({"rate_rps": rate, "passed": passed, "reason": why, **figures})
+        rows.append(search_trial(rate, point_figures(claims), attainment, index=index))
     return rows, search_claims(rows, attainment, slo, interrupted)
 
 
@@ -204,20 +213,19 @@ def trial_of(run: Run) -> tuple[float | None, list[Claim]]:
     return rate, compute_claims(run)
 
 
-def recompute_search(folder: Path) -> tuple[dict[str, Any], list[dict[str, Any]], list[Claim]]:
+def recompute_search(folder: Path) -> tuple[RateSearch, list[SearchTrial], list[Claim]]:
     """(search.json, the trials recomputed from their run directories, the search's claims): nothing but
-    the list of trial directories, the attainment target and whether it was interrupted (absent: it was
-    not, as in searches written before the field was read) is taken from search.json."""
-    summary = json.loads((folder / SEARCH_JSON).read_text(encoding="utf-8"))
-    attainment = float(summary["attainment"])
-    trials = [trial_of(load_run(folder / entry["run_dir"])) for entry in summary["trials"]]
-    rows, claims = judge_trials(trials, attainment, was_interrupted(summary))
-    for row, entry in zip(rows, summary["trials"]):
-        row["run_dir"] = entry["run_dir"]
+    the list of trial directories, the attainment target and whether it was interrupted (a search written
+    before the field was: not) is taken from search.json, read through its version's reader."""
+    summary = read_rate_search(folder / SEARCH_JSON)
+    trials = [trial_of(load_run(folder / entry.run_dir)) for entry in summary.trials]
+    rows, claims = judge_trials(trials, summary.attainment, summary.interrupted)
+    for row, entry in zip(rows, summary.trials):
+        row.run_dir = entry.run_dir
     return summary, rows, claims
 
 
-def was_interrupted(summary: dict[str, Any]) -> bool:
-    """Whether a search's summary (search.json, or a bundle's series entry) says it was interrupted; a
-    summary without the field (written before it was read) was not."""
-    return summary.get("interrupted") is True
+def was_interrupted(entry: Mapping[str, Any]) -> bool:
+    """Whether a bundle's series entry (bundle.json) says its search was interrupted; an entry without the
+    field (published before it was) was not. A search.json says it in `RateSearch.interrupted`."""
+    return entry.get("interrupted") is True

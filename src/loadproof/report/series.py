@@ -8,33 +8,35 @@ throughput point of `--sweep auto`, which ask none, the request rate they achiev
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from html import escape
 from pathlib import Path
 from typing import Any
 
 from loadproof.report.html import CSS, markdown_to_html
 from loadproof.report.plots import line_chart
+from loadproof.rundir.series import SweepPoint
 
 REPORT, REPORT_HTML = "report.md", "report.html"
 LATENCY_SVG, E2EL_SVG, GOODPUT_SVG = "latency.svg", "e2el.svg", "goodput.svg"
 
 
-def point_x(point: dict[str, Any]) -> float | None:
+def point_x(point: SweepPoint) -> float | None:
     """Where a sweep point sits on the rate axis."""
-    if point.get("rate_rps") is not None:
-        return float(point["rate_rps"])
-    value = point.get("request_throughput_rps")
-    return float(value) if isinstance(value, (int, float)) else None
+    if point.rate_rps is not None:
+        return point.rate_rps
+    value = point.request_throughput_rps
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def _curve(points: list[dict[str, Any]], key: str) -> list[tuple[float, float]]:
-    pts = [(point_x(p), p.get(key)) for p in points]
+def _curve(points: Sequence[SweepPoint], key: str) -> list[tuple[float, float]]:
+    pts = [(point_x(p), p.figure(key)) for p in points]
     return sorted(
         (x, float(y)) for x, y in pts if x is not None and isinstance(y, (int, float)) and not isinstance(y, bool)
     )
 
 
-def sweep_figures(points: list[dict[str, Any]]) -> dict[str, str]:
+def sweep_figures(points: Sequence[SweepPoint]) -> dict[str, str]:
     """{file name: svg} of the sweep's curves (a curve with fewer than two points is left out)."""
     out = {}
     latency = [
@@ -79,7 +81,7 @@ def write_series_report(
     header: list[str],
     rows: list[list[str]],
     figures: dict[str, str],
-    claims: list[Any] = (),
+    claims: Sequence[Any] = (),
 ) -> None:
     """report.md (with the figures as SVG files beside it) and report.html (one self-contained page)."""
     lines = [f"# {title}", ""] + [f"- {line}" for line in intro] + [""] + _table(header, rows)

@@ -4,7 +4,8 @@ Bracketing first (double from the start value while trials pass, up to the maxim
 between the largest pass and the smallest failure until they are `resolution` apart (`search`, which
 only decides what to try next). `capacity_search` runs it: every trial is a full capacity run through
 the run lifecycle, in its own run directory inside the search's folder; `search.jsonl` gets a line as
-each trial ends, and `search.json` the result, an interrupted search's too (`interrupted: true`).
+each trial ends, and `search.json` the result, an interrupted search's too (`interrupted: true`); both
+typed (`rundir.series.CapacityTrial`, `CapacitySearch`, read back by `store.series.read_capacity_search`).
 
 The largest pass is the result only where a trial above it failed and the search finished; where every
 value up to the maximum passed, or the search was interrupted (Ctrl-C, exit 130), it is a lower bound,
@@ -14,7 +15,6 @@ anything (every request failed) is NothingMeasured (exit 4), with the engine's o
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -25,20 +25,17 @@ from pydantic import ValidationError
 from loadproof.config.base import one_line
 from loadproof.errors import AcceptanceFailed, NothingMeasured
 from loadproof.metrics.claims import criterion_name
+from loadproof.rundir.series import CapacitySearch, CapacityTrial
 from loadproof.scenarios.base import Setup
 from loadproof.scenarios.recording import Console, failed_criteria, run_once
 from loadproof.store.run_dir import new_run_id
+from loadproof.store.series import SEARCH_JSON, encode_line, write_document
 
 # the largest value a search tries unless --search-max says otherwise
 SEARCH_MAXIMUM = {"sessions": 256, "input_tokens": 1_048_576}
 
 
-@dataclass(frozen=True)
-class Trial:
-    value: int
-    verdict: str
-    reason: str
-    run_dir: str
+Trial = CapacityTrial  # (value, verdict, reason, run_dir): a line of search.jsonl
 
 
 @dataclass
@@ -161,7 +158,7 @@ def capacity_search(scenario: Any, setup: Setup, console: Console) -> SearchResu
     def record(t: Trial) -> None:
         finished.append(t)
         with open(folder / "search.jsonl", "a", encoding="utf-8") as handle:
-            handle.write(json.dumps(t.__dict__) + "\n")
+            handle.write(encode_line(t) + "\n")
 
     start = base[key]
     try:
@@ -185,23 +182,18 @@ def _finish(folder: Path, key: str, base: dict[str, Any], result: SearchResult, 
     """search.json and the console's result, the result first (a lower bound says so before its value), then
     the trials' table."""
     console.result(result.summary)
-    (folder / "search.json").write_text(
-        json.dumps(
-            {
-                "parameter": key,
-                "fixed": {k: v for k, v in base.items() if k != key},
-                "maximum": result.maximum,
-                "largest_pass": result.largest_pass,
-                "smallest_fail": result.smallest_fail,
-                "lower_bound": result.lower_bound,
-                "interrupted": result.interrupted,
-                "result": result.summary,
-                "trials": [t.__dict__ for t in result.trials],
-            },
-            indent=2,
-        )
-        + "\n"
+    summary = CapacitySearch(
+        parameter=key,
+        fixed={k: v for k, v in base.items() if k != key},
+        maximum=result.maximum,
+        largest_pass=result.largest_pass,
+        smallest_fail=result.smallest_fail,
+        lower_bound=result.lower_bound,
+        interrupted=result.interrupted,
+        result=result.summary,
+        trials=list(result.trials),
     )
+    write_document(folder / SEARCH_JSON, summary)
     if result.trials:
         console.table(
             f"Capacity search over {key}",
@@ -216,4 +208,4 @@ def _with_options(setup: Setup, values: dict[str, Any]) -> Setup:
         options = type(setup.options).model_validate(values)
     except ValidationError as exc:
         raise one_line(exc, "capacity options") from None
-    return replace(setup, options=options)  # the manifest's fields: shared, each prepare replaces them
+    return replace(setup, options=options, manifest_extra=dict(setup.manifest_extra))

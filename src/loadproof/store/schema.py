@@ -16,6 +16,12 @@ Version 1 of each kind, and what its reader does:
 
 Version 2 of telemetry.jsonl adds each GPU's energy counter (`GPUSample.energy_mj`); a version-1 row
 reads as it is (no counter read).
+
+The files beside run directories record their own version (`schema` in the file; absent: 1) and are read
+the same way, by `read_document` (a whole file) or `read_rows` (a journal, every line of its first line's
+version): a series' summary (`load_search`, `capacity_search`, `sweep`: rundir/series.py) and a tune's
+journal and table (`tune_journal`, `tune_table`: rundir/tune.py), each version's reader filling what an
+older file lacks; `store.series` reads and writes the files.
 """
 
 from __future__ import annotations
@@ -29,6 +35,8 @@ import msgspec
 from loadproof.errors import RunDirError
 from loadproof.rundir import Answer, EngineSample, Event, Manifest, TelemetrySample
 from loadproof.rundir.manifest import SchemaVersions
+from loadproof.rundir.series import CapacitySearch, RateSearch, Sweep
+from loadproof.rundir.tune import JournalLine, TuneStarted, TuneTable
 
 T = TypeVar("T")
 Row = dict[str, Any]
@@ -51,6 +59,75 @@ def _as(kind: type[T]) -> Callable[[Row], T]:
     return lambda row: msgspec.convert(row, kind)
 
 
+# --- a series' summary and a tune's files: each records its version in `schema` (absent: 1) -----------------
+# (rundir/series.py and rundir/tune.py say what each version holds)
+
+
+def _rate_search_v1(raw: Row) -> RateSearch:
+    """A load search.json of before versions: not interrupted unless it says so; its best rate a lower bound
+    where no trial above it failed or it was interrupted; no result line where it wrote none."""
+    interrupted = raw.get("interrupted") is True
+    bound = raw.get("max_rate_rps") is not None and (raw.get("min_failing_rate_rps") is None or interrupted)
+    row = {"lower_bound": bound, "result": None, **raw, "interrupted": interrupted, "schema": RateSearch.version}
+    return msgspec.convert(row, RateSearch)
+
+
+def _capacity_search_v1(raw: Row) -> CapacitySearch:
+    """A capacity search.json of before versions, filled as `_rate_search_v1` fills a load search's."""
+    interrupted = raw.get("interrupted") is True
+    bound = raw.get("largest_pass") is not None and (raw.get("smallest_fail") is None or interrupted)
+    row = {"lower_bound": bound, "result": None, **raw, "interrupted": interrupted, "schema": CapacitySearch.version}
+    return msgspec.convert(row, CapacitySearch)
+
+
+# the options a version-1 tune held flat, which were `run load`'s (the rest: tune's own)
+_TUNE_V1_LOAD = (
+    "rate",
+    "duration_s",
+    "input_tokens",
+    "output_tokens",
+    "slo",
+    "attainment",
+    "search_max",
+    "search_resolution",
+    "seed",
+)
+
+
+def _tune_point_v1(raw: Row) -> Row:
+    """A version-1 predicted or measured point: a lower bound where its search found no failing rate."""
+    bound = raw.get("max_rate_rps") is not None and raw.get("min_failing_rate_rps") is None
+    return {"lower_bound": bound, **raw}
+
+
+def _journal_line(row: Row) -> JournalLine:
+    line: JournalLine = msgspec.convert(row, JournalLine)  # by its `kind`
+    return line
+
+
+def _tune_line_v1(raw: Row) -> JournalLine:
+    if raw.get("kind") != "tune":
+        return _journal_line(_tune_point_v1(raw))
+    spec = dict(raw.get("tune") or {})
+    options = dict(spec.pop("options", None) or {})
+    load = {k: options[k] for k in _TUNE_V1_LOAD if k in options}
+    spec.update(grid=options.get("grid", []), tokenizer=options.get("tokenizer"), load={**load, "search": "rate"})
+    return msgspec.convert({"kind": "tune", "tune": spec}, TuneStarted)
+
+
+def _tune_table_v1(raw: Any) -> TuneTable:
+    """A version-1 tune.json: a bare list of points."""
+    if not isinstance(raw, list):
+        raise msgspec.ValidationError("Expected `array`, got `object`")
+    points = [
+        {**p, **{k: _tune_point_v1(p[k]) for k in ("predicted", "measured") if isinstance(p.get(k), dict)}}
+        if isinstance(p, dict)
+        else p
+        for p in raw
+    ]
+    return msgspec.convert({"points": points}, TuneTable)
+
+
 # file kind -> {version: reader of one row (or of the manifest) in that version's shape}
 READERS: dict[str, dict[int, Callable[[Row], Any]]] = {
     "manifest": {1: _manifest_v1},
@@ -58,6 +135,11 @@ READERS: dict[str, dict[int, Callable[[Row], Any]]] = {
     "events": {1: _event_v1},
     "telemetry": {1: _as(TelemetrySample), 2: _as(TelemetrySample)},  # 2 adds GPUSample.energy_mj
     "answers": {1: _as(Answer)},
+    "load_search": {1: _rate_search_v1, 2: _as(RateSearch)},
+    "capacity_search": {1: _capacity_search_v1, 2: _as(CapacitySearch)},
+    "sweep": {1: _as(Sweep)},
+    "tune_journal": {1: _tune_line_v1, 2: _journal_line},
+    "tune_table": {1: _tune_table_v1, 2: _as(TuneTable)},
 }
 CURRENT = SchemaVersions(
     manifest=Manifest.version,
@@ -115,6 +197,19 @@ def read_rows(kind: str, rows: list[Row], version: int, where: Path) -> list[Any
     return out
 
 
+def read_document(kind: str, raw: Any, where: Path) -> Any:
+    """A whole file of its own version (`load_search`, `capacity_search`, `sweep`, `tune_table`), typed by that
+    version's reader: `schema` in the object, absent (or not an object): version 1."""
+    version = raw.get("schema", 1) if isinstance(raw, dict) else 1
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise RunDirError(f"{where}: schema {version!r} is not a version number")
+    read = reader(kind, version, where)
+    try:
+        return read(raw)
+    except msgspec.ValidationError as exc:
+        raise RunDirError(f"{where} does not fit the {kind} schema: {exc}") from None
+
+
 def manifest_json(manifest: Manifest) -> Row:
     """The manifest as written (the current version): its fields, then `extra`'s keys at the top level."""
     out: Row = msgspec.to_builtins(manifest)
@@ -141,4 +236,14 @@ def typed(value: T | Mapping[str, Any], kind: type[T], read: Callable[[Row], T] 
     return (read or _as(kind))(dict(cast(Mapping[str, Any], value)))  # not a `kind`: the mapping the signature allows
 
 
-__all__ = ["CURRENT", "READERS", "event_json", "manifest_json", "read_manifest", "read_rows", "typed", "versions_of"]
+__all__ = [
+    "CURRENT",
+    "READERS",
+    "event_json",
+    "manifest_json",
+    "read_document",
+    "read_manifest",
+    "read_rows",
+    "typed",
+    "versions_of",
+]

@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from loadproof.metrics.load_series import search_claims, search_result, trial_verdict
+from loadproof.rundir.series import SearchTrial
 from loadproof.scenarios.load.options import LoadOptions
 from loadproof.scenarios.options import from_cli
 from loadproof.workloads.arrivals import ALL_AT_ONCE
@@ -93,17 +94,17 @@ def test_a_trial_passes_on_attainment_and_a_kept_schedule(figures, passed, why):
 
 
 def test_the_search_claims_follow_from_the_trials():
-    trials = [{"rate_rps": r, "passed": p} for r, p in ((1, True), (2, True), (4, False), (3, True), (3.5, False))]
+    trials = [SearchTrial(rate_rps=r, passed=p) for r, p in ((1, True), (2, True), (4, False), (3, True), (3.5, False))]
     claims = {c.name: c for c in search_claims(trials, 0.95, "ttft <= 1 s")}
     assert claims["load.search.max_rate_rps"].value == 3 and claims["load.search.max_rate_rps"].direction == "higher"
     assert claims["load.search.min_failing_rate_rps"].value == 3.5
     assert claims["load.search.trials"].value == 5 and claims["load.search.attainment_target_pct"].value == 95
-    none = {c.name for c in search_claims([{"rate_rps": 1, "passed": False}], 0.99, "")}
+    none = {c.name for c in search_claims([SearchTrial(rate_rps=1, passed=False)], 0.99, "")}
     assert "load.search.max_rate_rps" not in none and "load.search.min_failing_rate_rps" not in none
 
 
 def test_a_rate_no_failure_bounds_or_an_interrupted_search_gives_is_a_lower_bound_never_a_result():
-    passing = [{"rate_rps": r, "passed": True} for r in (1, 2, 4)]
+    passing = [SearchTrial(rate_rps=r, passed=True) for r in (1, 2, 4)]
     for trials, interrupted in ((passing, False), (passing, True)):
         claims = search_claims(trials, 0.9, "ttft <= 1 s", interrupted)
         by = {c.name: c for c in claims}
@@ -116,7 +117,7 @@ def test_a_rate_no_failure_bounds_or_an_interrupted_search_gives_is_a_lower_boun
             "search interrupted after 3 finished trial(s): a lower bound" if interrupted else "a lower bound"
         )
         assert "at least 4.0000 requests/s" in said and "highest rate meeting the SLO" not in said
-    bisecting = passing + [{"rate_rps": 8, "passed": False}]
+    bisecting = passing + [SearchTrial(rate_rps=8, passed=False)]
     claims = search_claims(bisecting, 0.9, "", interrupted=True)  # stopped before the resolution was met
     by = {c.name: c.value for c in claims}
     assert by["load.search.rate_lower_bound_rps"] == 4 and by["load.search.min_failing_rate_rps"] == 8
@@ -269,7 +270,7 @@ def test_a_search_that_passes_up_to_its_maximum_says_its_rate_is_a_lower_bound(t
     assert [o.rate for o in calls] == [2, 4, 8]
     (folder,) = tmp_path.glob("load-search-*")
     summary = json.loads((folder / "search.json").read_text())
-    assert summary["lower_bound"] is True and summary["stopped"] == "maximum" and "interrupted" not in summary
+    assert summary["lower_bound"] is True and summary["stopped"] == "maximum" and summary["interrupted"] is False
     assert summary["result"].startswith("a lower bound, not a result: the rate meeting the SLO is at least 8.0000")
     assert not any("highest rate meeting the SLO" in line for line in console.lines)
 

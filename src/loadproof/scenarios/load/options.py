@@ -237,7 +237,7 @@ class LoadOptions(DatasetOptions, ConstraintOptions):  # --dataset FILE (scenari
         if self.burstiness != 1.0 and self.arrival != "gamma":
             raise ValueError("--burstiness applies to --arrival gamma")
         spec = self.arrival_spec()
-        expected = self.num_requests or 0
+        expected: float = self.num_requests or 0
         if not spec.all_at_once and math.isfinite(spec.end_s):
             expected = min(expected or math.inf, spec.expected_arrivals(spec.end_s))
         if expected > MAX_PLANNED_REQUESTS:
@@ -278,7 +278,7 @@ class LoadOptions(DatasetOptions, ConstraintOptions):  # --dataset FILE (scenari
                 )
             if self.all_at_once:
                 raise ValueError("--search rate starts at --rate R, a number of requests/s (not inf)")
-            if self.rate is not None and self.rate > self.search_maximum:
+            if isinstance(self.rate, (int, float)) and self.rate > self.search_maximum:
                 raise ValueError(
                     f"--rate {rate_text(self.rate)}, where the search starts, is above --search-max "
                     f"{self.search_maximum:g}"
@@ -312,12 +312,20 @@ class LoadOptions(DatasetOptions, ConstraintOptions):  # --dataset FILE (scenari
 
     def sweep_rates(self) -> list[float]:
         """The rates of `--sweep 1,2,4,8`; [] for `--sweep auto`."""
-        return [] if self.sweep in (None, "auto") else [float(r) for r in self.sweep.split(",")]  # type: ignore[union-attr]
+        return [] if self.sweep is None or self.sweep == "auto" else [float(r) for r in self.sweep.split(",")]
 
     @property
     def search_maximum(self) -> float:
         """The highest rate a rate search tries."""
         return self.search_max or SEARCH_MAX_RPS
+
+    @property
+    def search_minimum(self) -> float:
+        """The lowest rate a rate search tries: 1/64 of its start, and, where only a duration bounds a trial,
+        one that plans 2 requests in it (never above the start)."""
+        start = self.search_start
+        planned = 2 / self.duration_s if self.duration_s and not self.num_requests else 0.0
+        return min(max(start / 64, planned), start)
 
     @property
     def search_start(self) -> float:

@@ -3,10 +3,11 @@
 Both work as the capacity search does: every point or trial is a full `loadproof run load` run
 (`run_trial`, which `load.scenario` passes in as its `run_load`: the idle guard, the schedule, the
 engine's /metrics sampled throughout, the report) of options derived from the command's own
-(`LoadOptions.one_run`, a typed copy validated with the command's), in its own run directory inside the command's folder (`runs/load-sweep-...`,
-`runs/load-search-...`); a line is appended to `sweep.jsonl` / `search.jsonl` as each ends, and
-`sweep.json` / `search.json` are rewritten after each, so an interrupted command keeps every finished
-point and says how far it got. The folder's report.md and report.html show the table (and a sweep's
+(`LoadOptions.one_run`, a typed copy validated with the command's), in its own run directory inside the
+command's folder (`runs/load-sweep-...`, `runs/load-search-...`); a line is appended to `sweep.jsonl` /
+`search.jsonl` as each ends, and `sweep.json` / `search.json` (typed: `rundir.series.Sweep`, `RateSearch`;
+`store.series` reads and writes them) are rewritten after each, so an interrupted command keeps every
+finished point and says how far it got. The folder's report.md and report.html show the table (and a sweep's
 curves); a search also writes `claims.json` with `load.search.max_rate_rps`, which
 `metrics.load_series.recompute_search` recomputes from the trials' directories alone.
 
@@ -36,29 +37,26 @@ from loadproof.metrics import compute_claims
 from loadproof.metrics.claims import claims_payload
 from loadproof.metrics.load_series import (
     POINT_FIGURES,
-    SEARCH_JSON,
-    SWEEP_JSON,
     point_figures,
     recompute_search,
     search_claims,
     search_result,
-    trial_verdict,
-    was_interrupted,
+    search_trial,
 )
 from loadproof.metrics.slo import slo_text
 from loadproof.report.series import sweep_figures, write_series_report
-from loadproof.rundir import Manifest
-from loadproof.rundir.manifest import SeriesPoint
+from loadproof.rundir.series import Figure, PointFigures, RateSearch, SearchTrial, Sweep, SweepPoint
 from loadproof.scenarios.base import Setup
 from loadproof.scenarios.load.options import LoadOptions
 from loadproof.scenarios.load.rate_search import rate_search, round_rate
 from loadproof.scenarios.recording import Console, Outcome
 from loadproof.scenarios.target import Target
 from loadproof.store.run_dir import load_run, new_run_id, write_claims
+from loadproof.store.series import SEARCH_JSON, SWEEP_JSON, encode_line, read_sweep, write_document
 from loadproof.workloads.arrivals import ALL_AT_ONCE, RequestRate
 
 # one run of the series: (target, options, folder, console, manifest_extra) -> its outcome (`scenario.run_load`)
-RunTrial = Callable[[Target, LoadOptions, Path, Console, Manifest], Outcome]
+RunTrial = Callable[[Target, LoadOptions, Path, Console, dict[str, Any]], Outcome]
 
 # the console's and the report's columns (the summary files keep every figure)
 SHOWN = (
@@ -77,19 +75,13 @@ SHOWN = (
 HEADINGS = {key: heading for key, _, heading in POINT_FIGURES}
 
 
-def _write_json(path: Path, data: dict[str, Any]) -> None:
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-    tmp.replace(path)
-
-
-def _append(path: Path, line: dict[str, Any]) -> None:
+def _append(path: Path, line: msgspec.Struct) -> None:
     with open(path, "a", encoding="utf-8") as handle:
-        handle.write(json.dumps(line) + "\n")
+        handle.write(encode_line(line) + "\n")
 
 
-def _cells(point: dict[str, Any]) -> list[str]:
-    return [point.get(key + "_printed", "n/a") for key in SHOWN]
+def _cells(point: PointFigures) -> list[str]:
+    return [point.printed(key) for key in SHOWN]
 
 
 def _folder(setup: Setup, kind: str) -> Path:
@@ -98,16 +90,14 @@ def _folder(setup: Setup, kind: str) -> Path:
     return folder
 
 
-def _manifest_extra(setup: Setup, key: str, folder: Path, index: int, **more: Any) -> Manifest:
-    """The command's manifest fields, with the trial's place in the series (`key`: search or sweep)."""
-    point = SeriesPoint(folder=folder.name, index=index, **more)
-    return msgspec.structs.replace(setup.manifest_extra, **{key: point})
+def _manifest_extra(setup: Setup, key: str, folder: Path, index: int, **more: Any) -> dict[str, Any]:
+    return {**setup.manifest_extra, key: {"folder": folder.name, "index": index, **more}}
 
 
 # --- the sweep ------------------------------------------------------------------------------------
 
 
-def sweep_command(setup: Setup, console: Console, run_trial: RunTrial) -> list[dict[str, Any]]:
+def sweep_command(setup: Setup, console: Console, run_trial: RunTrial) -> list[SweepPoint]:
     """`--sweep`: one run per point; returns the points (each its kind, rate, run directory and figures)."""
     opts: LoadOptions = setup.options
     target = setup.target  # resolved once, before the first point
@@ -118,19 +108,12 @@ def sweep_command(setup: Setup, console: Console, run_trial: RunTrial) -> list[d
         [("synchronous", None), ("throughput", None)] if auto else [("rate", r) for r in opts.sweep_rates()]
     )
     total = len(planned) + (opts.sweep_points if auto else 0)
-    points: list[dict[str, Any]] = []
-    summary: dict[str, Any] = {
-        "kind": "load-sweep",
-        "sweep": opts.sweep,
-        "points_planned": total,
-        "options": opts.model_dump(mode="json"),
-        "points": points,
-        "completed": False,
-    }
+    points: list[SweepPoint] = []
+    summary = Sweep(sweep=str(opts.sweep), points_planned=total, options=opts.model_dump(mode="json"), points=points)
 
     nothing: list[str] = []  # each point's line where it measured nothing
 
-    def one(kind: str, rate: float | None) -> dict[str, Any]:
+    def one(kind: str, rate: float | None) -> SweepPoint:
         index = len(points)
         if kind == "synchronous":
             label = f"synchronous: {opts.num_requests} requests one after another"
@@ -147,16 +130,11 @@ def sweep_command(setup: Setup, console: Console, run_trial: RunTrial) -> list[d
         headline = outcome.report.failures.headline()
         if headline is not None:
             nothing.append(headline)
-        point = {
-            "index": index,
-            "kind": kind,
-            "rate_rps": rate,
-            "run_dir": outcome.run_path.name,
-            **point_figures(outcome.report.claims),
-        }
+        row = {"index": index, "kind": kind, "rate_rps": rate, "run_dir": outcome.run_path.name}
+        point = msgspec.convert({**point_figures(outcome.report.claims), **row}, SweepPoint)
         points.append(point)
         _append(folder / "sweep.jsonl", point)
-        _write_json(folder / SWEEP_JSON, summary)
+        write_document(folder / SWEEP_JSON, summary)
         return point
 
     try:
@@ -165,8 +143,8 @@ def sweep_command(setup: Setup, console: Console, run_trial: RunTrial) -> list[d
         if auto:
             if nothing:
                 raise NothingMeasured(f"sweep auto: no rate range to spread points over: {nothing[0]}")
-            low, high = points[0]["request_throughput_rps"], points[1]["request_throughput_rps"]
-            if not (isinstance(low, (int, float)) and isinstance(high, (int, float)) and low > 0 and high > 0):
+            low, high = _positive(points[0].request_throughput_rps), _positive(points[1].request_throughput_rps)
+            if low is None or high is None:
                 raise AcceptanceFailed(
                     "sweep auto: the synchronous or the throughput run completed no request, so "
                     "there is no rate range to spread points over (see their run directories)"
@@ -177,24 +155,24 @@ def sweep_command(setup: Setup, console: Console, run_trial: RunTrial) -> list[d
                     f"({low:.3f}): the points are spread between them all the same"
                 )
             rates = [round_rate(low + k * (high - low) / opts.sweep_points) for k in range(1, opts.sweep_points + 1)]
-            summary["auto_rates_rps"] = rates
+            summary.auto_rates_rps = rates
             console.say(
                 "sweep auto: rates " + ", ".join(f"{r:g}" for r in rates) + " requests/s, between the "
                 f"synchronous run's {low:.3f} and the throughput run's {high:.3f} requests/s"
             )
             for rate in rates:
                 one("rate", rate)
-        summary["completed"] = True
+        summary.completed = True
     except KeyboardInterrupt:
-        summary["interrupted"] = True
-        _write_json(folder / SWEEP_JSON, summary)
+        summary.interrupted = True
+        write_document(folder / SWEEP_JSON, summary)
         console.say(
             f"sweep interrupted: {len(points)} of {total} points finished (kept in {folder}); the point "
             "under way keeps what it finished in its own run directory"
         )
         _sweep_report(folder, summary, console)
         raise
-    _write_json(folder / SWEEP_JSON, summary)
+    write_document(folder / SWEEP_JSON, summary)
     _sweep_report(folder, summary, console)
     console.result(f"sweep: {len(points)} points; summary: {folder / SWEEP_JSON}; report: {folder / 'report.md'}")
     if points and len(nothing) == len(points):
@@ -202,20 +180,26 @@ def sweep_command(setup: Setup, console: Console, run_trial: RunTrial) -> list[d
     return points
 
 
-def _point_label(point: dict[str, Any]) -> str:
-    return point["kind"] if point["rate_rps"] is None else f"{point['rate_rps']:g}"
+def _positive(value: Figure) -> float | None:
+    """A figure that is a number > 0, else None."""
+    number = value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    return float(number) if number is not None and number > 0 else None
 
 
-def _sweep_report(folder: Path, summary: dict[str, Any], console: Console) -> None:
-    points = summary["points"]
+def _point_label(point: SweepPoint) -> str:
+    return point.kind if point.rate_rps is None else f"{point.rate_rps:g}"
+
+
+def _sweep_report(folder: Path, summary: Sweep, console: Console) -> None:
+    points = summary.points
     header = ["rate asked"] + [HEADINGS[k] for k in SHOWN] + ["run"]
-    rows = [[_point_label(p)] + _cells(p) + [p["run_dir"]] for p in points]
+    rows = [[_point_label(p)] + _cells(p) + [p.run_dir] for p in points]
     if rows:
         console.table("Load sweep (engine running/waiting max and preemptions from its own /metrics)", header, rows)
-    opts = summary["options"]
+    opts: dict[str, Any] = summary.options  # run load's options, as its runs' manifests store them
     intro = [
-        f"sweep {summary['sweep']}: {len(points)} of {summary['points_planned']} points"
-        + ("" if summary.get("completed") else " (interrupted)"),
+        f"sweep {summary.sweep}: {len(points)} of {summary.points_planned} points"
+        + ("" if summary.completed else " (interrupted)"),
         f"each point: arrival {opts['arrival']}, bound "
         + " and ".join(
             b
@@ -230,10 +214,10 @@ def _sweep_report(folder: Path, summary: dict[str, Any], console: Console) -> No
         "every point starts on an idle engine (the idle guard); engine columns are the engine's own /metrics "
         "sampled through the point",
     ]
-    if summary.get("auto_rates_rps"):
+    if summary.auto_rates_rps:
         intro.append(
             "auto rates: r_k = r_sync + k (r_max - r_sync) / K: "
-            + ", ".join(f"{r:g}" for r in summary["auto_rates_rps"])
+            + ", ".join(f"{r:g}" for r in summary.auto_rates_rps)
             + " requests/s"
         )
     write_series_report(folder, f"loadproof load sweep {folder.name}", intro, header, rows, sweep_figures(points))
@@ -242,17 +226,15 @@ def _sweep_report(folder: Path, summary: dict[str, Any], console: Console) -> No
 # --- the rate search ------------------------------------------------------------------------------
 
 
-def rate_search_command(setup: Setup, console: Console, run_trial: RunTrial) -> dict[str, Any]:
+def rate_search_command(setup: Setup, console: Console, run_trial: RunTrial) -> RateSearch:
     """`--search rate`: the highest rate whose SLO attainment meets `--attainment`; AcceptanceFailed when
-    no rate tried met it. Returns search.json's content."""
+    no rate tried met it. Returns search.json's content (written in the search's folder, `setup.out`'s
+    `load-search-*`, after every trial)."""
     opts: LoadOptions = setup.options
     target = setup.target
     folder = _folder(setup, "load-search")
-    maximum, start = opts.search_maximum, opts.search_start
+    maximum, start, minimum = opts.search_maximum, opts.search_start, opts.search_minimum
     resolution = opts.search_resolution
-    # the lowest rate worth a trial: 1/64 of the start, and, bounded by a duration, one that plans 2 requests
-    minimum = max(start / 64, 2 / opts.duration_s if opts.duration_s and not opts.num_requests else 0.0)
-    minimum = min(minimum, start)
     slo = slo_text(opts.slo or {})
     console.say(f"search directory: {folder}")
     console.say(
@@ -260,22 +242,20 @@ def rate_search_command(setup: Setup, console: Console, run_trial: RunTrial) -> 
         f"{slo}; from {start:g} requests/s, doubling while trials pass (up to {maximum:g}), halving while "
         f"they fail (down to {minimum:.3g}), then bisecting; {resolution.describe()}"
     )
-    trials: list[dict[str, Any]] = []
-    summary: dict[str, Any] = {
-        "kind": "load-rate-search",
-        "slo": dict(opts.slo or {}),
-        "slo_text": slo,
-        "attainment": opts.attainment,
-        "resolution": str(resolution),
-        "resolution_rps": None if resolution.relative else resolution.value,
-        "resolution_relative": resolution.value if resolution.relative else None,
-        "start_rps": start,
-        "maximum_rps": maximum,
-        "minimum_rps": minimum,
-        "options": opts.model_dump(mode="json"),
-        "trials": trials,
-        "completed": False,
-    }
+    trials: list[SearchTrial] = []
+    summary = RateSearch(
+        slo=dict(opts.slo or {}),
+        slo_text=slo,
+        attainment=opts.attainment,
+        resolution=str(resolution),
+        resolution_rps=None if resolution.relative else resolution.value,
+        resolution_relative=resolution.value if resolution.relative else None,
+        start_rps=start,
+        maximum_rps=maximum,
+        minimum_rps=minimum,
+        options=opts.model_dump(mode="json"),
+        trials=trials,
+    )
 
     nothing: list[str] = []  # each trial's line where it measured nothing
 
@@ -284,38 +264,31 @@ def rate_search_command(setup: Setup, console: Console, run_trial: RunTrial) -> 
         console.say(f"trial {index + 1}: {rate:g} requests/s")
         extra = _manifest_extra(setup, "search", folder, index, rate_rps=rate, attainment=opts.attainment)
         outcome = run_trial(target, opts.one_run(rate), folder, console, extra)
-        figures = point_figures(outcome.report.claims)
-        passed, why = trial_verdict(figures, opts.attainment)
+        trial = search_trial(
+            rate, point_figures(outcome.report.claims), opts.attainment, index=index, run_dir=outcome.run_path.name
+        )
         headline = outcome.report.failures.headline()
         if headline is not None:  # every request failed: the engine's own words say why, not a 0% attainment
             nothing.append(headline)
-            why = headline
-        console.say(f"  {'PASS' if passed else 'FAIL'}: {why}")
-        trial = {
-            "index": index,
-            "rate_rps": rate,
-            "passed": passed,
-            "reason": why,
-            "run_dir": outcome.run_path.name,
-            **figures,
-        }
+            trial.reason = headline
+        console.say(f"  {'PASS' if trial.passed else 'FAIL'}: {trial.reason}")
         trials.append(trial)
         _append(folder / "search.jsonl", trial)
-        _write_json(folder / SEARCH_JSON, summary)
-        return passed
+        write_document(folder / SEARCH_JSON, summary)
+        return trial.passed
 
     try:
         result = rate_search(start, passes, resolution, maximum=maximum, minimum=minimum)
     except KeyboardInterrupt:
-        summary["interrupted"] = True
+        summary.interrupted = True
         _finish_search(folder, summary, console)
         console.say(
             f"search interrupted after {len(trials)} finished trial(s) (kept in {folder}); the trial under "
             "way keeps what it finished in its own run directory"
         )
         raise
-    summary["completed"] = True
-    summary["stopped"] = result.stopped
+    summary.completed = True
+    summary.stopped = result.stopped
     said = _finish_search(folder, summary, console)
     if trials and len(nothing) == len(trials):
         raise NothingMeasured(f"load search: no trial measured anything; the last: {nothing[-1]}")
@@ -324,47 +297,46 @@ def rate_search_command(setup: Setup, console: Console, run_trial: RunTrial) -> 
     return summary
 
 
-def _finish_search(folder: Path, summary: dict[str, Any], console: Console) -> str:
+def _finish_search(folder: Path, summary: RateSearch, console: Console) -> str:
     """search.json, claims.json and the folder's report from the search's trials, and its result shown, that
     result first: an interrupted search, or one whose every rate passed, gives a lower bound, and says so
     before the rate. Returns the result's line."""
-    trials = summary["trials"]
-    claims = search_claims(trials, summary["attainment"], summary["slo_text"], was_interrupted(summary))
+    trials = summary.trials
+    claims = search_claims(trials, summary.attainment, summary.slo_text, summary.interrupted)
     by_name = {c.name: c for c in claims}
     best = by_name.get("load.search.max_rate_rps") or by_name.get("load.search.rate_lower_bound_rps")
     worst = by_name.get("load.search.min_failing_rate_rps")
-    summary["max_rate_rps"] = best.value if best else None  # the highest passing rate (tune reads it)
-    summary["min_failing_rate_rps"] = worst.value if worst else None
-    summary["lower_bound"] = "load.search.rate_lower_bound_rps" in by_name  # max_rate_rps bounds the result
+    summary.max_rate_rps = float(best.value) if best else None  # the highest passing rate (tune reads it)
+    summary.min_failing_rate_rps = float(worst.value) if worst else None
+    summary.lower_bound = "load.search.rate_lower_bound_rps" in by_name  # max_rate_rps bounds the result
     result = search_result(claims, trials)
-    summary["result"] = result
-    _write_json(folder / SEARCH_JSON, summary)
+    summary.result = result
+    write_document(folder / SEARCH_JSON, summary)
     write_claims(folder, claims_payload(folder.name, claims))
     console.result(
         result
         + (
-            f" (resolution {summary['resolution']}"
-            + (" of the rate)" if summary["resolution_relative"] else " requests/s)")
+            f" (resolution {summary.resolution}" + (" of the rate)" if summary.resolution_relative else " requests/s)")
             if "load.search.max_rate_rps" in by_name
             else ""
         )
     )
     header = ["rate"] + [HEADINGS[k] for k in SHOWN] + ["verdict", "run"]
-    rows = [[f"{t['rate_rps']:g}"] + _cells(t) + ["PASS" if t["passed"] else "FAIL", t["run_dir"]] for t in trials]
+    rows = [[f"{t.rate_rps:g}"] + _cells(t) + ["PASS" if t.passed else "FAIL", t.run_dir] for t in trials]
     if rows:
         console.table(
-            f"Rate search: SLO {summary['slo_text']}, attainment >= {summary['attainment'] * 100:g}% "
+            f"Rate search: SLO {summary.slo_text}, attainment >= {summary.attainment * 100:g}% "
             "(engine running/waiting max and preemptions from its own /metrics)",
             header,
             rows,
         )
     intro = [
         result,
-        f"SLO: {summary['slo_text']}; a trial passes when at least {summary['attainment'] * 100:g}% of its "
+        f"SLO: {summary.slo_text}; a trial passes when at least {summary.attainment * 100:g}% of its "
         "requests meet it (load.slo_attainment_pct) and the client kept its schedule",
-        f"from {summary['start_rps']:g} requests/s: doubling while trials pass (up to {summary['maximum_rps']:g}), "
-        f"halving while they fail, then bisection; resolution {summary['resolution']}"
-        + (" of the largest passing rate" if summary["resolution_relative"] else " requests/s"),
+        f"from {summary.start_rps:g} requests/s: doubling while trials pass (up to {summary.maximum_rps:g}), "
+        f"halving while they fail, then bisection; resolution {summary.resolution}"
+        + (" of the largest passing rate" if summary.resolution_relative else " requests/s"),
         "every trial starts on an idle engine (the idle guard); engine columns are the engine's own /metrics "
         "sampled through the trial",
     ]
@@ -390,7 +362,7 @@ def report_series(folder: Path, console: Console) -> None:
         before = {c["name"]: c["printed"] for c in stored["claims"]}
         after = {c.name: c.printed for c in claims}
         differ = sorted(n for n in before.keys() | after.keys() if before.get(n) != after.get(n))
-        summary["trials"] = trials
+        summary.trials = trials
         _finish_search(folder, summary, console)
         if differ and before:
             raise UsageError(
@@ -399,11 +371,13 @@ def report_series(folder: Path, console: Console) -> None:
             )
         console.result(f"recomputed from {len(trials)} trial run directories: every claim as stored")
         return
-    summary = json.loads((folder / SWEEP_JSON).read_text(encoding="utf-8"))
-    for point in summary["points"]:
-        point.update(point_figures(compute_claims(load_run(folder / point["run_dir"]))))
-    _write_json(folder / SWEEP_JSON, summary)
-    _sweep_report(folder, summary, console)
-    console.result(
-        f"recomputed {len(summary['points'])} points from their run directories; report: {folder / 'report.md'}"
-    )
+    sweep = read_sweep(folder / SWEEP_JSON)
+    sweep.points = [
+        msgspec.convert(
+            {**msgspec.to_builtins(p), **point_figures(compute_claims(load_run(folder / p.run_dir)))}, SweepPoint
+        )
+        for p in sweep.points
+    ]
+    write_document(folder / SWEEP_JSON, sweep)
+    _sweep_report(folder, sweep, console)
+    console.result(f"recomputed {len(sweep.points)} points from their run directories; report: {folder / 'report.md'}")
