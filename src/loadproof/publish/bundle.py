@@ -37,6 +37,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from loadproof import __version__
 from loadproof.errors import LoadproofError, RunDirError, UsageError
 from loadproof.metrics import compute_claims
@@ -47,6 +49,9 @@ from loadproof.publish.leaks import find_leak, known_secrets
 from loadproof.publish.sanitize import Sanitizer
 from loadproof.publish.shapes import PLACEHOLDERS
 from loadproof.report.build import REPORT, render_markdown
+from loadproof.rundir import Manifest
+from loadproof.rundir.manifest import Publication as Provenance
+from loadproof.rundir.manifest import TelemetryInfo
 from loadproof.rundir.series import RateSearch
 from loadproof.store.files import ZST, compressed
 from loadproof.store.run_dir import (
@@ -62,7 +67,7 @@ from loadproof.store.run_dir import (
     read_jsonl,
     write_claims,
 )
-from loadproof.store.schema import manifest_json
+from loadproof.store.schema import manifest_json, read_manifest
 from loadproof.store.series import SEARCH_JSON, SWEEP_JSON, read_rate_search, read_sweep
 from loadproof.verify import verify
 from loadproof.verify.checksums import write_sums
@@ -237,10 +242,9 @@ def _publish_run(
     publication: Publication,
 ) -> tuple[PublishedRun, dict[str, Any]]:
     raw = manifest_json(run.manifest)
-    declared = declarations(raw.get("scenario"))
-    manifest = sanitizer.declared(raw, declared[MANIFEST])
-    run_id = str(manifest.get("run_id") or sanitizer.text(source.name))
-    manifest["run_id"] = run_id
+    declared = declarations(run.manifest.scenario)
+    sanitized = read_manifest(sanitizer.declared(raw, declared[MANIFEST]), source / MANIFEST)
+    run_id = sanitized.run_id or sanitizer.text(source.name)
     folder = re.sub(r"[^A-Za-z0-9._-]", "_", run_id).strip("._") or "run"
     if any(p.folder == folder for p in publication.runs):
         raise UsageError(f"two runs would publish as {RUNS_DIR}/{folder} (the same run given twice?): {source}")
@@ -256,12 +260,11 @@ def _publish_run(
         if name == REQUESTS:
             rows = [_without_output(row, expected) for row in rows]
         _write_jsonl(target / name, [sanitizer.declared(row, declared[name]) for row in rows])
-    manifest["publication"] = {
-        **provenance(manifest, sanitizer.text(engine_image) if engine_image else None),
-        "num_torn_lines_dropped": torn,
-        "raw_data": RAW_DATA_NOTE,
-    }
-    (target / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    made_by = provenance(sanitized, sanitizer.text(engine_image) if engine_image else None, torn)
+    manifest = msgspec.structs.replace(sanitized, run_id=run_id, publication=made_by)
+    (target / MANIFEST).write_text(
+        json.dumps(manifest_json(manifest), indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
 
     published_run = load_run(target)
     try:
@@ -278,10 +281,10 @@ def _publish_run(
     entry = {
         "run_id": run_id,
         "path": f"{RUNS_DIR}/{folder}",
-        "scenario": manifest.get("scenario"),
+        "scenario": manifest.scenario,
         "num_records": len(published_run.records),
         "num_claims": len(claims),
-        "provenance": manifest["publication"],
+        "provenance": msgspec.to_builtins(made_by),
     }
     return PublishedRun(run_id, folder, source, len(claims), torn), entry
 
@@ -321,26 +324,28 @@ def _publish_series(staging: Path, series: Series, publication: Publication, san
     return entry
 
 
-def provenance(manifest: dict[str, Any], engine_image: str | None) -> dict[str, Any]:
-    """What produced the run, from the (sanitized) manifest: versions, engine, driver, GPU model."""
-    versions = manifest.get("versions") or {}
-    telemetry = manifest.get("telemetry") or {}
-    engine = manifest.get("engine") or {}
-    profile = manifest.get("profile") or {}
-    return {
-        "published_by": f"loadproof {__version__}",
-        "loadproof": versions.get("loadproof"),
-        "git": manifest.get("git"),
-        "python": versions.get("python"),
-        "engine": engine.get("kind") or profile.get("engine"),
-        "engine_version": manifest.get("engine_version"),
-        "engine_image": engine_image,
-        "torch": versions.get("torch"),
-        "driver": telemetry.get("driver"),
-        "gpu_models": sorted({n for n in telemetry.get("names") or [] if n is not None}),  # a refused name: None
-        "num_gpus": telemetry.get("gpus"),
-        "model": (manifest.get("target") or {}).get("model"),
-    }
+def provenance(manifest: Manifest, engine_image: str | None, torn: int) -> Provenance:
+    """What produced the run, from the (sanitized) manifest: versions, engine, driver, GPU model; and how many
+    torn lines publish dropped."""
+    telemetry = manifest.telemetry or TelemetryInfo()
+    profile_engine = (manifest.profile or {}).get("engine")
+    return Provenance(
+        published_by=f"loadproof {__version__}",
+        loadproof=manifest.versions.get("loadproof"),
+        git=manifest.git,
+        python=manifest.versions.get("python"),
+        engine=(manifest.engine.kind if manifest.engine else None)
+        or (profile_engine if isinstance(profile_engine, str) else None),
+        engine_version=manifest.engine_version,
+        engine_image=engine_image,
+        torch=manifest.versions.get("torch"),
+        driver=telemetry.driver,
+        gpu_models=sorted({n for n in telemetry.names or [] if n is not None}),  # a refused name: None
+        num_gpus=telemetry.gpus or None,  # no GPU seen: null, as in every bundle before (0 was never written)
+        model=manifest.target.model,
+        num_torn_lines_dropped=torn,
+        raw_data=RAW_DATA_NOTE,
+    )
 
 
 def claims_difference(before: list[Claim], after: list[Claim], sanitizer: Sanitizer) -> str | None:
@@ -372,7 +377,7 @@ def _same_value(a: Any, b: Any) -> bool:
         return False
     if isinstance(a, float) and math.isnan(a) and math.isnan(b):
         return True
-    return a == b
+    return bool(a == b)
 
 
 def _without_output(row: dict[str, Any], expected: list[str]) -> dict[str, Any]:

@@ -208,4 +208,4 @@ def _with_options(setup: Setup, values: dict[str, Any]) -> Setup:
         options = type(setup.options).model_validate(values)
     except ValidationError as exc:
         raise one_line(exc, "capacity options") from None
-    return replace(setup, options=options, manifest_extra=dict(setup.manifest_extra))
+    return replace(setup, options=options)  # the manifest's fields: shared, each prepare replaces them

@@ -45,6 +45,8 @@ from loadproof.metrics.load_series import (
 )
 from loadproof.metrics.slo import slo_text
 from loadproof.report.series import sweep_figures, write_series_report
+from loadproof.rundir import Manifest
+from loadproof.rundir.manifest import SeriesPoint
 from loadproof.rundir.series import Figure, PointFigures, RateSearch, SearchTrial, Sweep, SweepPoint
 from loadproof.scenarios.base import Setup
 from loadproof.scenarios.load.options import LoadOptions
@@ -56,7 +58,7 @@ from loadproof.store.series import SEARCH_JSON, SWEEP_JSON, encode_line, read_sw
 from loadproof.workloads.arrivals import ALL_AT_ONCE, RequestRate
 
 # one run of the series: (target, options, folder, console, manifest_extra) -> its outcome (`scenario.run_load`)
-RunTrial = Callable[[Target, LoadOptions, Path, Console, dict[str, Any]], Outcome]
+RunTrial = Callable[[Target, LoadOptions, Path, Console, Manifest], Outcome]
 
 # the console's and the report's columns (the summary files keep every figure)
 SHOWN = (
@@ -90,8 +92,10 @@ def _folder(setup: Setup, kind: str) -> Path:
     return folder
 
 
-def _manifest_extra(setup: Setup, key: str, folder: Path, index: int, **more: Any) -> dict[str, Any]:
-    return {**setup.manifest_extra, key: {"folder": folder.name, "index": index, **more}}
+def _manifest_extra(setup: Setup, key: str, folder: Path, index: int, **more: Any) -> Manifest:
+    """The command's manifest fields, with the trial's place in the series (`key`: search or sweep)."""
+    point = SeriesPoint(folder=folder.name, index=index, **more)
+    return msgspec.structs.replace(setup.manifest_extra, **{key: point})
 
 
 # --- the sweep ------------------------------------------------------------------------------------
