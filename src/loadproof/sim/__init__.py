@@ -1,12 +1,9 @@
-"""loadproof's simulator of a continuous-batching engine: a test instrument for failure paths and a
-what-if planner for deployments larger than any machine at hand. It never stands in for the real
-engine in the demo.
+"""loadproof's simulated continuous-batching engine: a test instrument for failure paths, and the engine the
+predictor (`loadproof.predict`: `plan --simulate`, `sim calibrate`) runs on a virtual clock. It never stands
+in for the real engine in the demo. Low in the layers: it imports protocol and config only.
 
-- `config`: the sim profile (KV budget, scheduler limits, step cost model, faults).
+- `config`: the sim profile (KV budget, scheduler limits, step cost model, faults); `assumptions`: what a
+  calibration could not pin, each with its plausible values.
 - `blocks`, `scheduler`: vLLM v1's paged KV with prefix caching and its scheduling policy.
-- `virtual`: scenarios on a virtual clock; `predict`: what a scenario's run would measure, from its own
-  options and judged by its own metrics (`loadproof plan --simulate`, `sim predict-load|predict-replay`).
-- `server`, `run`, `metrics`, `text`: the OpenAI-compatible HTTP server (`loadproof sim`).
-- `calibrate`: fitting the cost model to measured runs; `calibration`: the command's inputs, base profile,
-  grid and output (`loadproof sim calibrate`).
+- `server`, `stream`, `pooling`, `run`, `metrics`, `text`: the OpenAI-compatible HTTP server (`loadproof sim`).
 """
