@@ -141,7 +141,7 @@ def test_a_tune_measures_the_front_first_stops_each_engine_and_resumes_after_an_
     measured = [e["point"] for e in lines(journal, "measured")]
     assert measured[0] == first and folder_name(measured[1]) == second.name and len(measured) == 2
     assert len(list((folder / folder_name(first) / "runs").glob("load-search-*"))) == 1  # not measured again
-    results = {r["point"]: r for r in json.loads((folder / "tune.json").read_text())}
+    results = {r["point"]: r for r in json.loads((folder / "tune.json").read_text())["points"]}
     predicted = {name: r["predicted"]["max_rate_rps"] for name, r in results.items()}
     assert predicted["max_num_seqs=4"] > predicted["max_num_seqs=2"] > predicted["max_num_seqs=1"]  # more at once
     assert first == max(predicted, key=predicted.get)  # the highest predicted rate is on the front: measured first

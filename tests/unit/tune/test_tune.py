@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
-import json
 import shutil
 import tomllib
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from loadproof.config.profile import load_profile, packaged_profile, parse_profile
 from loadproof.errors import UsageError
+from loadproof.rundir.tune import JournalLine, Measured, Predicted, TuneSpec
+from loadproof.scenarios.load.options import LoadOptions
+from loadproof.scenarios.options import from_cli
 from loadproof.sim.config import CostModel, SimConfig
+from loadproof.store.series import encode_line
 from loadproof.tune.grid import parse_axis, points, profile_toml
 from loadproof.tune.journal import Journal
 from loadproof.tune.pareto import Scored, dominated_by, front
-from loadproof.tune.tuning import TuneOptions, predict_point
+from loadproof.tune.tuning import predict_point
 
 SHAPES = Path(__file__).resolve().parents[3] / "src" / "loadproof" / "data" / "models"
 
@@ -44,16 +48,28 @@ def test_a_points_profile_written_as_toml_reads_back_the_same(name):
     assert parse_profile(tomllib.loads(profile_toml(profile)), name) == profile
 
 
+def search_options(**values) -> LoadOptions:
+    """run load's options a tune's searches hold, as `loadproof tune` makes them (run load's defaults)."""
+    return from_cli(LoadOptions, {**values, "search": "rate"}, "tune")
+
+
+def spec(grid: list[str], **load) -> TuneSpec:
+    opts = search_options(slo="ttft=1s", duration_s=10, **load)
+    return TuneSpec(profile="p.toml", sim="s.toml", sha256={}, grid=grid, load=opts.model_dump(mode="json"))
+
+
 def test_the_journal_resumes_the_same_tune_and_refuses_another(tmp_path):
-    journal = Journal(tmp_path, {"grid": ["a=1,2"]})
-    journal.add({"kind": "predicted", "point": "a=1", "max_rate_rps": 2.0})
+    journal = Journal(tmp_path, spec(["a=1,2"]))
+    journal.add(Predicted(point="a=1", max_rate_rps=2.0, kv_gib=0.0))
     with open(tmp_path / "tune.jsonl", "a") as f:
         f.write('{"kind": "measured", "point": "a=1", "max')  # an interrupt cut the last line
-    again = Journal(tmp_path, {"grid": ["a=1,2"]})
-    assert again.resumed and again.find("predicted", "a=1")["max_rate_rps"] == 2.0
-    assert again.find("measured", "a=1") is None
+    again = Journal(tmp_path, spec(["a=1,2"]))
+    assert again.resumed and again.find(Predicted, "a=1").max_rate_rps == 2.0
+    assert again.find(Measured, "a=1") is None
     with pytest.raises(UsageError, match="holds another tune .*grid"):
-        Journal(tmp_path, {"grid": ["a=1,3"]})
+        Journal(tmp_path, spec(["a=1,3"]))
+    with pytest.raises(UsageError, match=r"holds another tune \(its load\.attainment differ\)"):
+        Journal(tmp_path, spec(["a=1,2"], attainment=0.9))
 
 
 def test_the_front_keeps_what_nothing_beats_on_every_axis():
@@ -77,14 +93,14 @@ def test_a_point_is_predicted_by_the_rate_search_run_load_would_do(tmp_path):
     sim = SimConfig(
         max_model_len=8192, cost=CostModel(step_overhead_s=0.01, decode_s_per_seq=0.001, prefill_s_per_token=1e-5)
     )
-    options = TuneOptions(slo="ttft=1s,tpot=50ms", duration_s=10, search_max=64).load_options()
-    small = predict_point(load_profile(profile_path), sim, options)
-    assert small["tried"][0] == [1.0, True] and small["max_rate_rps"] is not None
-    assert small["kv_gib"] == 4.0
+    options = search_options(slo="ttft=1s,tpot=50ms", duration_s=10, search_max=64)
+    small = predict_point(load_profile(profile_path), sim, options, "max_num_seqs=4")
+    assert small.tried[0] == (1.0, True) and small.max_rate_rps is not None and not small.lower_bound
+    assert small.kv_gib == 4.0 and small.point == "max_num_seqs=4"
     profile_path.write_text(profile_path.read_text().replace("max_num_seqs = 4", "max_num_seqs = 16"))
     large = predict_point(load_profile(profile_path), sim, options)
-    assert large["max_rate_rps"] > 1.5 * small["max_rate_rps"]  # four times the batch: more than 1.5x the rate
-    json.dumps(large)  # the journal's line
+    assert large.max_rate_rps > 1.5 * small.max_rate_rps  # four times the batch: more than 1.5x the rate
+    assert msgspec.json.decode(encode_line(large), type=JournalLine) == large  # the journal's line
 
 
 def test_a_draft_length_on_the_grid_changes_the_prediction_and_needs_an_acceptance(tmp_path):
@@ -105,9 +121,9 @@ def test_a_draft_length_on_the_grid_changes_the_prediction_and_needs_an_acceptan
         max_model_len=8192,
         cost=CostModel(step_overhead_s=0.01, decode_s_per_seq=0.0002, prefill_s_per_token=1e-5, spec_acceptance=0.8),
     )
-    options = TuneOptions(slo="ttft=1s,tpot=20ms", duration_s=10, search_max=64).load_options()
+    options = search_options(slo="ttft=1s,tpot=20ms", duration_s=10, search_max=64)
     one, three = points(load_profile(profile_path), [parse_axis("speculative.draft_tokens=1,3")])
-    fewer, more = (predict_point(p.profile, sim, options)["max_rate_rps"] for p in (one, three))
+    fewer, more = (predict_point(p.profile, sim, options).max_rate_rps for p in (one, three))
     assert more > 1.2 * fewer, (fewer, more)
     blind = sim.model_copy(update={"cost": sim.cost.model_copy(update={"spec_acceptance": 0.0})})
     with pytest.raises(UsageError, match="drafts .* no draft acceptance: calibrate it with --spec-from"):
