@@ -50,6 +50,7 @@ from loadproof.publish.sanitize import Sanitizer
 from loadproof.publish.shapes import PLACEHOLDERS
 from loadproof.report.build import REPORT, render_markdown
 from loadproof.rundir import Manifest
+from loadproof.rundir.bundle import FORMAT, Bundle, BundleRun, BundleSeries
 from loadproof.rundir.manifest import Publication as Provenance
 from loadproof.rundir.manifest import TelemetryInfo
 from loadproof.rundir.series import RateSearch
@@ -67,11 +68,11 @@ from loadproof.store.run_dir import (
     read_jsonl,
     write_claims,
 )
-from loadproof.store.schema import manifest_json, read_manifest
+from loadproof.store.schema import bundle_json, manifest_json, read_manifest
 from loadproof.store.series import SEARCH_JSON, SWEEP_JSON, read_rate_search, read_sweep
 from loadproof.verify import verify
 from loadproof.verify.checksums import write_sums
-from loadproof.verify.layout import BUNDLE_JSON, FORMAT, FORMAT_VERSION, RUNS_DIR, SERIES_DIR
+from loadproof.verify.layout import BUNDLE_JSON, RUNS_DIR, SERIES_DIR
 from loadproof.workloads.answer_window import ANSWER_WINDOW_CHARS  # what the probe claims read of an answer
 
 DATA_FILES = (REQUESTS, CHUNKS, METRICS, EVENTS, TELEMETRY, ANSWERS)  # answers: quality runs' scored items
@@ -105,7 +106,7 @@ class Series:
 class Publication:
     path: Path
     runs: list[PublishedRun] = field(default_factory=list)
-    series: list[dict[str, Any]] = field(default_factory=list)
+    series: list[BundleSeries] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # what a reader must know of a published figure (a bound)
 
 
@@ -179,18 +180,18 @@ def publish(
             entries.append(entry)
         for one in series:
             publication.series.append(_publish_series(staging, one, publication, sanitizer))
-        bundle_meta = {
-            "format": FORMAT,
-            "format_version": FORMAT_VERSION,
-            "loadproof_version": __version__,
-            "published_wall_time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "engine_image": sanitizer.text(engine_image) if engine_image else None,
-            "raw_data": RAW_DATA_NOTE,
-            "runs": entries,
-            **({"series": publication.series} if publication.series else {}),
-        }
+        described = Bundle(
+            format=FORMAT,
+            format_version=Bundle.version,
+            loadproof_version=__version__,
+            published_wall_time=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            engine_image=sanitizer.text(engine_image) if engine_image else None,
+            raw_data=RAW_DATA_NOTE,
+            runs=entries,
+            series=publication.series,
+        )
         (staging / BUNDLE_JSON).write_text(
-            json.dumps(bundle_meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+            json.dumps(bundle_json(described), indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
         )
         write_sums(staging)
         leak = find_leak(
@@ -240,7 +241,7 @@ def _publish_run(
     sanitizer: Sanitizer,
     engine_image: str | None,
     publication: Publication,
-) -> tuple[PublishedRun, dict[str, Any]]:
+) -> tuple[PublishedRun, BundleRun]:
     raw = manifest_json(run.manifest)
     declared = declarations(run.manifest.scenario)
     sanitized = read_manifest(sanitizer.declared(raw, declared[MANIFEST]), source / MANIFEST)
@@ -278,33 +279,29 @@ def _publish_run(
         raise UsageError(f"{source}: sanitizing changed a claim, no bundle written: {difference}")
     write_claims(target, claims_payload(run_id, claims))
     (target / REPORT).write_text(render_markdown(published_run, claims), encoding="utf-8")
-    entry = {
-        "run_id": run_id,
-        "path": f"{RUNS_DIR}/{folder}",
-        "scenario": manifest.scenario,
-        "num_records": len(published_run.records),
-        "num_claims": len(claims),
-        "provenance": msgspec.to_builtins(made_by),
-    }
+    entry = BundleRun(
+        run_id=run_id,
+        path=f"{RUNS_DIR}/{folder}",
+        scenario=manifest.scenario,
+        num_records=len(published_run.records),
+        num_claims=len(claims),
+        provenance=made_by,
+    )
     return PublishedRun(run_id, folder, source, len(claims), torn), entry
 
 
-def _publish_series(staging: Path, series: Series, publication: Publication, sanitizer: Sanitizer) -> dict[str, Any]:
+def _publish_series(staging: Path, series: Series, publication: Publication, sanitizer: Sanitizer) -> BundleSeries:
     """bundle.json's entry for a search or sweep; a search's claims recomputed from its published trials
     (they must equal those recomputed from the original folder) in series/<name>/claims.json."""
     folder_of = {p.source: p.folder for p in publication.runs}
     name = re.sub(r"[^A-Za-z0-9._-]", "_", sanitizer.text(series.source.name)).strip("._") or series.kind
-    if any(s["series_id"] == name for s in publication.series):
+    if any(s.series_id == name for s in publication.series):
         raise UsageError(f"two series would publish as {name} (the same folder given twice?): {series.source}")
-    entry: dict[str, Any] = {
-        "kind": series.kind,
-        "series_id": name,
-        "runs": [f"{RUNS_DIR}/{folder_of[t]}" for t in series.trials],
-    }
+    runs = [f"{RUNS_DIR}/{folder_of[t]}" for t in series.trials]
     if series.kind != "search":
-        return entry
-    entry["path"] = f"{SERIES_DIR}/{name}"
-    trials = [trial_of(load_run(staging / rel)) for rel in entry["runs"]]
+        return BundleSeries(kind="sweep", series_id=name, runs=runs)
+    entry = BundleSeries(kind="search", series_id=name, runs=runs, path=f"{SERIES_DIR}/{name}")
+    trials = [trial_of(load_run(staging / rel)) for rel in runs]
     try:
         rows, claims = judge_trials(trials, series.attainment or 0.0, series.interrupted)
         _, _, original = recompute_search(series.source)
@@ -313,11 +310,10 @@ def _publish_series(staging: Path, series: Series, publication: Publication, san
     difference = claims_difference(original, claims, sanitizer)
     if difference:
         raise UsageError(f"{series.source}: publishing changed a search claim, no bundle written: {difference}")
-    target = staging / entry["path"]
+    target = staging / SERIES_DIR / name
     target.mkdir(parents=True)
     write_claims(target, claims_payload(name, claims))
-    entry["attainment"] = series.attainment
-    entry["interrupted"] = series.interrupted
+    entry.attainment, entry.interrupted = series.attainment, series.interrupted
     bound = lower_bound(claims, rows)
     if bound is not None:
         publication.notes.append(f"series {name}: {bound}")

@@ -17,6 +17,10 @@ Version 1 of each kind, and what its reader does:
 Version 2 of telemetry.jsonl adds each GPU's energy counter (`GPUSample.energy_mj`); a version-1 row
 reads as it is (no counter read).
 
+A bundle's bundle.json records its version in `format_version` (absent: 1) and is read the same way, by
+`read_bundle` (`READERS["bundle"]`, rundir/bundle.py): version 1 is every bundle published so far, its
+runs and series read an entry at a time so that a misfit names the entry.
+
 The files beside run directories record their own version (`schema` in the file; absent: 1) and are read
 the same way, by `read_document` (a whole file) or `read_rows` (a journal, every line of its first line's
 version): a series' summary (`load_search`, `capacity_search`, `sweep`: rundir/series.py) and a tune's
@@ -34,6 +38,7 @@ import msgspec
 
 from loadproof.errors import RunDirError
 from loadproof.rundir import Answer, EngineSample, Event, Manifest, TelemetrySample
+from loadproof.rundir.bundle import Bundle, BundleRun, BundleSeries
 from loadproof.rundir.manifest import SchemaVersions
 from loadproof.rundir.series import CapacitySearch, RateSearch, Sweep
 from loadproof.rundir.tune import JournalLine, TuneStarted, TuneTable
@@ -57,6 +62,37 @@ def _event_v1(row: Row) -> Event:
 
 def _as(kind: type[T]) -> Callable[[Row], T]:
     return lambda row: msgspec.convert(row, kind)
+
+
+# what a version-1 bundle.json may leave out: verify never read these (absent format_version: version 1)
+_BUNDLE_V1_ABSENT: Row = {
+    "format_version": 1,
+    **dict.fromkeys(("loadproof_version", "published_wall_time", "engine_image", "raw_data")),
+}
+
+
+def _bundle_v1(raw: Row) -> Bundle:
+    """bundle.json version 1: its runs and series read one entry at a time, so a misfit names its entry (`run 2
+    ...`, counted from 1); the header fields verify never needed may be absent (None)."""
+    runs, series = raw.get("runs"), raw.get("series", [])
+    if not isinstance(runs, list) or not isinstance(series, list):
+        raise msgspec.ValidationError("`runs` (and `series`, where given) must be lists")
+    return msgspec.convert(
+        {
+            **_BUNDLE_V1_ABSENT,
+            **raw,
+            "runs": [_entry(BundleRun, entry, f"run {n}") for n, entry in enumerate(runs, 1)],
+            "series": [_entry(BundleSeries, entry, f"series {n}") for n, entry in enumerate(series, 1)],
+        },
+        Bundle,
+    )
+
+
+def _entry(kind: type[T], raw: object, name: str) -> T:
+    try:
+        return msgspec.convert(raw, kind)
+    except msgspec.ValidationError as exc:
+        raise msgspec.ValidationError(f"{name}: {exc}") from None
 
 
 # --- a series' summary and a tune's files: each records its version in `schema` (absent: 1) -----------------
@@ -135,6 +171,7 @@ READERS: dict[str, dict[int, Callable[[Row], Any]]] = {
     "events": {1: _event_v1},
     "telemetry": {1: _as(TelemetrySample), 2: _as(TelemetrySample)},  # 2 adds GPUSample.energy_mj
     "answers": {1: _as(Answer)},
+    "bundle": {1: _bundle_v1},  # a bundle's bundle.json, by its `format_version`
     "load_search": {1: _rate_search_v1, 2: _as(RateSearch)},
     "capacity_search": {1: _capacity_search_v1, 2: _as(CapacitySearch)},
     "sweep": {1: _as(Sweep)},
@@ -208,6 +245,28 @@ def read_document(kind: str, raw: Any, where: Path) -> Any:
         return read(raw)
     except msgspec.ValidationError as exc:
         raise RunDirError(f"{where} does not fit the {kind} schema: {exc}") from None
+
+
+def read_bundle(raw: object, where: Path = Path("bundle.json")) -> Bundle:
+    """A bundle's bundle.json, typed by the reader of its `format_version` (absent: 1); one RunDirError naming
+    the file (and the entry) when it is not a bundle description this loadproof reads."""
+    if not isinstance(raw, dict):
+        raise RunDirError(f"{where} is not a bundle description (not a JSON object)")
+    version = raw.get("format_version", 1)
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise RunDirError(f"{where}: format_version {version!r} is not a version number")
+    read = reader("bundle", version, where)
+    try:
+        bundle: Bundle = read(raw)  # the bundle's readers each give a Bundle
+        return bundle
+    except msgspec.ValidationError as exc:
+        raise RunDirError(f"{where} does not fit the bundle schema: {exc}") from None
+
+
+def bundle_json(bundle: Bundle) -> Row:
+    """bundle.json as written (the current version)."""
+    out: Row = msgspec.to_builtins(bundle)
+    return out
 
 
 def manifest_json(manifest: Manifest) -> Row:

@@ -25,10 +25,12 @@ from typing import Any
 
 from loadproof.errors import LoadproofError, UsageError
 from loadproof.metrics.claims import Claim
-from loadproof.metrics.load_series import judge_trials, trial_of, was_interrupted
+from loadproof.metrics.load_series import judge_trials, trial_of
+from loadproof.rundir.bundle import Bundle, BundleSeries
 from loadproof.store.digest import measurement_digest
 from loadproof.store.files import read_json_file
 from loadproof.store.run_dir import CLAIMS, ReadLimits, load_run
+from loadproof.store.schema import read_bundle
 from loadproof.verify.checksums import FileProblem, Scan, check_sums, covered, scan
 from loadproof.verify.display import shown
 from loadproof.verify.intervals import matches_printed, printed_interval
@@ -125,14 +127,15 @@ def verify(bundle: Path) -> VerifyResult:
         raise UsageError(f"{bundle} is not a loadproof bundle (no {BUNDLE_JSON}, no {SUMS})")
     found = scan(bundle)
     result = VerifyResult(bundle=bundle, files=check_sums(bundle, found))
-    for run_id, rel in _runs(bundle, found, result.files):
+    described = _described(bundle, result.files) if BUNDLE_JSON in found.files else None
+    for run_id, rel in _runs(described, found, result.files):
         result.runs.append(verify_run(bundle, run_id, rel))
     by_rel = {run.path: run for run in result.runs}
-    series = _listed_series(bundle, result.files) if BUNDLE_JSON in found.files else []
+    series = described.series if described is not None else []
     for entry in series:
         result.runs.append(verify_series(bundle, entry, by_rel))
     check_contract_inputs(result.runs)
-    listed = {entry.get("path") for entry in series}
+    listed = {entry.path for entry in series}
     for rel in sorted({"/".join(rel.split("/")[:2]) for rel in found.files if rel.startswith(f"{SERIES_DIR}/")}):
         if rel not in listed and not covered(rel, found.refused()):
             result.files.append(FileProblem("UNLISTED", rel, f"a series folder {BUNDLE_JSON} does not list"))
@@ -172,14 +175,12 @@ def run_folder_problem(rel: str) -> str | None:
     return None
 
 
-def _runs(bundle: Path, found: Scan, problems: list[FileProblem]) -> list[tuple[str, str]]:
+def _runs(described: Bundle | None, found: Scan, problems: list[FileProblem]) -> list[tuple[str, str]]:
     """(run_id, relative folder) of each run: from bundle.json, plus any run folder it does not list."""
-    listed: list[tuple[str, str]] = []
+    listed = _listed_runs(described, problems) if described is not None else []
     refused = found.refused()
-    if BUNDLE_JSON in found.files:
-        listed = _listed_runs(bundle, problems)
     seen = {rel for _, rel in listed}
-    described = bool(listed)
+    any_listed = bool(listed)
     folders = sorted(
         {"/".join(rel.split("/")[:2]) for rel in found.files if rel.startswith(f"{RUNS_DIR}/") and rel.count("/") >= 2}
     )
@@ -190,38 +191,40 @@ def _runs(bundle: Path, found: Scan, problems: list[FileProblem]) -> list[tuple[
         if why is not None:
             problems.append(FileProblem("BAD_PATH", rel, why))
             continue
-        if described:
+        if any_listed:
             problems.append(FileProblem("UNLISTED", rel, f"a run folder {BUNDLE_JSON} does not list"))
         listed.append((rel.split("/", 1)[1], rel))
     return listed
 
 
-def _listed_runs(bundle: Path, problems: list[FileProblem]) -> list[tuple[str, str]]:
+def _described(bundle: Path, problems: list[FileProblem]) -> Bundle | None:
+    """bundle.json, typed by the reader of its version (store.schema.read_bundle); None, and one problem,
+    when it cannot be read or does not fit (its run folders are then verified as found). A list of runs
+    or series over the entry cap is a problem, and left empty."""
     try:
-        meta = read_json_file(bundle / BUNDLE_JSON, MAX_DOCUMENT_BYTES)
+        described = read_bundle(read_json_file(bundle / BUNDLE_JSON, MAX_DOCUMENT_BYTES), Path(BUNDLE_JSON))
     except LoadproofError as exc:
         problems.append(FileProblem("UNREADABLE", BUNDLE_JSON, _relative(str(exc), bundle)))
-        return []
+        return None
     except OSError as exc:
         problems.append(FileProblem("UNREADABLE", BUNDLE_JSON, str(exc.strerror or exc)))
-        return []
-    entries = meta.get("runs") if isinstance(meta, dict) else None
-    if not isinstance(entries, list):
-        problems.append(FileProblem("UNREADABLE", BUNDLE_JSON, "not a bundle description (no list of runs)"))
-        return []
-    if len(entries) > MAX_ENTRIES:
-        problems.append(
-            FileProblem("TOO_LARGE", BUNDLE_JSON, f"lists {len(entries):,} runs, over the {MAX_ENTRIES:,}-entry cap")
-        )
-        return []
+        return None
+    for what, entries in (("runs", described.runs), ("series", described.series)):
+        if len(entries) > MAX_ENTRIES:
+            problems.append(
+                FileProblem(
+                    "TOO_LARGE", BUNDLE_JSON, f"lists {len(entries):,} {what}, over the {MAX_ENTRIES:,}-entry cap"
+                )
+            )
+            entries.clear()
+    return described
+
+
+def _listed_runs(described: Bundle, problems: list[FileProblem]) -> list[tuple[str, str]]:
     listed: list[tuple[str, str]] = []
     seen: set[str] = set()
-    for number, entry in enumerate(entries, 1):
-        run_id = entry.get("run_id") if isinstance(entry, dict) else None
-        rel = entry.get("path") if isinstance(entry, dict) else None
-        if not isinstance(run_id, str) or not isinstance(rel, str):
-            problems.append(FileProblem("UNREADABLE", BUNDLE_JSON, f"run {number} has no string run_id and path"))
-            continue
+    for number, entry in enumerate(described.runs, 1):
+        run_id, rel = entry.run_id, entry.path
         why = run_folder_problem(rel)
         if why is not None:
             problems.append(FileProblem("BAD_PATH", rel, f"{BUNDLE_JSON} run {number} names {why}"))
@@ -274,44 +277,16 @@ def verify_run(bundle: Path, run_id: str, rel: str) -> RunResult:
     return result
 
 
-def _listed_series(bundle: Path, problems: list[FileProblem]) -> list[dict[str, Any]]:
-    """bundle.json's `series` (absent: none); an entry that is not an object is a problem, skipped."""
-    try:
-        meta = read_json_file(bundle / BUNDLE_JSON, MAX_DOCUMENT_BYTES)
-    except (LoadproofError, OSError):
-        return []  # _listed_runs said so
-    entries = meta.get("series", []) if isinstance(meta, dict) else []
-    if not isinstance(entries, list) or len(entries) > MAX_ENTRIES:
-        problems.append(
-            FileProblem("UNREADABLE", BUNDLE_JSON, f"`series` is not a list of at most {MAX_ENTRIES:,} entries")
-        )
-        return []
-    out = []
-    for number, entry in enumerate(entries, 1):
-        if not isinstance(entry, dict):
-            problems.append(FileProblem("UNREADABLE", BUNDLE_JSON, f"series {number} is not an object"))
-        else:
-            out.append(entry)
-    return out
-
-
-def verify_series(bundle: Path, entry: dict[str, Any], runs: dict[str, RunResult]) -> RunResult:
+def verify_series(bundle: Path, entry: BundleSeries, runs: dict[str, RunResult]) -> RunResult:
     """A rate search's claims (load.search.*) recomputed from its trial runs' recomputed claims and plans and
     whether it was interrupted (its entry's `interrupted`; absent: it was not), against
     series/<name>/claims.json; a sweep: only that every run it lists is in the bundle."""
-    series_id, kind, listed = entry.get("series_id"), entry.get("kind"), entry.get("runs")
-    name = series_id if isinstance(series_id, str) and _RUN_FOLDER.fullmatch(series_id) else None
-    result = RunResult(
-        run_id=f"{kind if isinstance(kind, str) else 'series'}:{name or '?'}", path=f"{SERIES_DIR}/{name or '?'}"
-    )
-    problem = None
-    if name is None or name in (".", ".."):
-        problem = "has no series_id of letters, digits, '.', '_' and '-'"
-    elif kind not in ("search", "sweep"):
-        problem = f"kind {_brief(kind)} is neither 'search' nor 'sweep'"
-    elif not isinstance(listed, list) or not listed or not all(isinstance(r, str) for r in listed):
-        problem = "lists no trial runs"
-    if problem is not None:
+    series_id, kind, listed = entry.series_id, entry.kind, entry.runs
+    name = series_id if _RUN_FOLDER.fullmatch(series_id) else None
+    result = RunResult(run_id=f"{kind}:{name or '?'}", path=f"{SERIES_DIR}/{name or '?'}")
+    named = name is not None and name not in (".", "..")
+    if name is None or not named or not listed:
+        problem = "lists no trial runs" if named else "has no series_id of letters, digits, '.', '_' and '-'"
         result.problems.append(FileProblem("UNREADABLE", BUNDLE_JSON, f"series {_brief(series_id)} {problem}"))
         return result
     trials = []
@@ -327,20 +302,13 @@ def verify_series(bundle: Path, entry: dict[str, Any], runs: dict[str, RunResult
             trials.append((run.rate_rps, run.recomputed))
     if kind == "sweep" or result.problems:
         return result
-    rel, attainment = entry.get("path"), entry.get("attainment")
-    if rel != f"{SERIES_DIR}/{name}":
-        result.problems.append(FileProblem("BAD_PATH", BUNDLE_JSON, f"series {name}: path is not {SERIES_DIR}/{name}"))
+    rel, attainment = f"{SERIES_DIR}/{name}", entry.attainment
+    if entry.path != rel:
+        result.problems.append(FileProblem("BAD_PATH", BUNDLE_JSON, f"series {name}: path is not {rel}"))
         return result
-    if isinstance(attainment, bool) or not isinstance(attainment, (int, float)) or not 0 < attainment <= 1:
+    if attainment is None or not 0 < attainment <= 1:
         result.problems.append(
             FileProblem("UNREADABLE", BUNDLE_JSON, f"series {name}: attainment {_brief(attainment)} is not in (0, 1]")
-        )
-        return result
-    if not isinstance(entry.get("interrupted", False), bool):  # absent: a bundle from before it was published
-        result.problems.append(
-            FileProblem(
-                "UNREADABLE", BUNDLE_JSON, f"series {name}: interrupted {_brief(entry['interrupted'])} is not a boolean"
-            )
         )
         return result
     for folder in (SERIES_DIR, rel):  # each step a real folder, never a link
@@ -356,7 +324,7 @@ def verify_series(bundle: Path, entry: dict[str, Any], runs: dict[str, RunResult
             return result
     published = _published_claims(bundle / rel, rel, name, result.problems)
     try:
-        _, recomputed = judge_trials(trials, float(attainment), was_interrupted(entry))
+        _, recomputed = judge_trials(trials, attainment, entry.interrupted is True)  # absent: not interrupted
     except Exception as exc:
         result.problems.append(
             FileProblem("UNREADABLE", rel, f"the search's claims cannot be recomputed: {_describe(exc)}")
@@ -393,10 +361,10 @@ def compare_claims(run_id: str, published: list[dict[str, Any]], recomputed: lis
     """One check per claim name on either side, in the recomputed order, then published-only names."""
     by_name: dict[str, dict[str, Any]] = {}
     checks: list[ClaimCheck] = []
-    for claim in published:
-        if claim["name"] in by_name:
-            checks.append(ClaimCheck(run_id, claim["name"], False, _printed(claim), _ABSENT, "published twice"))
-        by_name[claim["name"]] = claim
+    for stated in published:
+        if stated["name"] in by_name:
+            checks.append(ClaimCheck(run_id, stated["name"], False, _printed(stated), _ABSENT, "published twice"))
+        by_name[stated["name"]] = stated
     recomputed_names = set()
     for claim in recomputed:
         recomputed_names.add(claim.name)

@@ -2,7 +2,7 @@
 and the caps verify applies to a bundle (docs/publish-and-verify.md, "What verify refuses").
 
     BUNDLE/
-      bundle.json              format, versions, the runs and where each lies
+      bundle.json              format, versions, the runs and where each lies (typed: rundir.bundle.Bundle)
       SHA256SUMS               sha256 of every other file, `sha256sum -c` format, sorted by path
       series/<name>/           claims.json of a rate search (load.search.*), recomputed from its trial runs
       runs/<run_id>/           manifest.json, requests.jsonl, chunks.jsonl, metrics.jsonl, events.jsonl,
@@ -13,8 +13,6 @@ BUNDLE_JSON = "bundle.json"
 SUMS = "SHA256SUMS"
 RUNS_DIR = "runs"
 SERIES_DIR = "series"  # a rate search's or sweep's own claims; bundle.json's `series` lists its trial runs
-FORMAT = "loadproof-bundle"
-FORMAT_VERSION = 1
 
 # Caps on what verify reads from a bundle (a stranger's files). The largest real bundle file under
 # docs/runs is 3.6 MiB (chunks of a 64-session capacity run) with lines up to 59 KiB; a chunk row of a
