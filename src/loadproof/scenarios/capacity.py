@@ -194,6 +194,8 @@ class CapacityScenario(MetricsScenario):
         live = live or LiveStatus(self.name)
         live.planned = opts.sessions
         plan, prompts, _ = self.plan()
+        max_tokens = plan.max_tokens
+        assert max_tokens is not None, "plan() always sets max_tokens (only a stored version-1 plan lacks it)"
         attach_plan(manifest, plan)
         writer.write_manifest(manifest)
         await self.wait_until_idle(writer, opts.idle_timeout_s)
@@ -226,7 +228,7 @@ class CapacityScenario(MetricsScenario):
                                 record.request_id,
                                 prompt.text,
                                 prompt.salt,
-                                plan.max_tokens,
+                                max_tokens,
                                 seed=opts.seed,
                                 use_cache_salt=opts.use_cache_salt,
                             ),
@@ -237,7 +239,7 @@ class CapacityScenario(MetricsScenario):
                     if stall.evidence:
                         writer.event("admission_stalled", t_ns=time.perf_counter_ns(), evidence=stall.evidence)
                     if started:
-                        window_start = max(r.first_token_ns for r in records)  # type: ignore[type-var]
+                        window_start = max(r.first_token_ns for r in records if r.first_token_ns is not None)
                         writer.event("window_start", t_ns=window_start)
                         window_end = window_start + int(opts.window_s * NS)
                         await scraper.sample()

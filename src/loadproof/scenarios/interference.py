@@ -143,7 +143,7 @@ class InterferenceScenario(MetricsScenario):
                             record,
                         )
                     if await streams.wait_first_tokens(records, opts.first_token_timeout_s):
-                        before_start = max(r.first_token_ns for r in records)  # type: ignore[type-var]
+                        before_start = max(r.first_token_ns for r in records if r.first_token_ns is not None)
                         writer.event("before_window", t_ns=before_start)
                         live.window("before window", before_start, before_start + int(opts.window_s * NS), records)
                         await _sleep_until(before_start + int(opts.window_s * NS))
@@ -166,9 +166,10 @@ class InterferenceScenario(MetricsScenario):
                             ),
                             new_rec,
                         )
-                        if await streams.wait_first_tokens([new_rec], opts.first_token_timeout_s):
-                            after_end = new_rec.first_token_ns + int(opts.window_s * NS)  # type: ignore[operator]
-                            live.window("after window", new_rec.first_token_ns, after_end, records)  # type: ignore[arg-type]
+                        started = await streams.wait_first_tokens([new_rec], opts.first_token_timeout_s)
+                        if started and new_rec.first_token_ns is not None:  # started: it has its first token
+                            after_end = new_rec.first_token_ns + int(opts.window_s * NS)
+                            live.window("after window", new_rec.first_token_ns, after_end, records)
                             await _sleep_until(after_end)
                     writer.event("cancel", t_ns=time.perf_counter_ns())
                     await streams.cancel()

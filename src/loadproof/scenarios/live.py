@@ -31,7 +31,7 @@ import time
 from bisect import bisect_left, bisect_right
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 from loadproof.records import RequestRecord
 from loadproof.rundir import EngineSample
@@ -56,6 +56,13 @@ TTFT_EVERY_S = 2.0  # and, over more than TTFT_CHEAP of them, recomputed at most
 TTFT_CHEAP = 2_000
 FINAL_AFTER_S = 1.0  # a closed window stops counting once this long past its end (late appends)
 MIN_WINDOW_S = 0.5  # rates of a window shorter than this so far are not shown (one chunk would look fast)
+
+
+class ClientHooks(TypedDict):
+    """What a StreamingClient calls as each request starts and ends (`LiveStatus.hooks`)."""
+
+    on_start: Callable[[RequestRecord], None]
+    on_record: Callable[[RequestRecord], None]
 
 
 class LiveStatus:
@@ -126,9 +133,9 @@ class LiveStatus:
 
         return on_record
 
-    def hooks(self, sink: Callable[[RequestRecord], None]) -> dict[str, Callable[[RequestRecord], None]]:
+    def hooks(self, sink: Callable[[RequestRecord], None]) -> ClientHooks:
         """The client's `on_start` and `on_record` (`sink`, then `ended`): `StreamingClient(..., **hooks)`."""
-        return {"on_start": self.started, "on_record": self.recording(sink)}
+        return ClientHooks(on_start=self.started, on_record=self.recording(sink))
 
     def phase(
         self,

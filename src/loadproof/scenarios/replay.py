@@ -78,9 +78,9 @@ def engine_cache(source: MetricsSource, api_key: str | None) -> CacheSize | None
 
 class ReplayOptions(StrictModel):
     trace: str = Field(description="the trace file (the shipped Mooncake slice: loadproof/data/traces/)")
-    format: Literal[TRACE_FORMATS] = Field(
+    format: Literal[TRACE_FORMATS] = Field(  # type: ignore[valid-type]  # the formats: one tuple, in workloads.traces
         default="mooncake",
-        description="mooncake (JSONL: timestamp ms, "  # type: ignore[valid-type]
+        description="mooncake (JSONL: timestamp ms, "
         "input_length, output_length, hash_ids), bailian (JSONL: chat_id, "
         "parent_chat_id, timestamp s, input_length, output_length, type, turn, "
         "hash_ids), azure (CSV: TIMESTAMP, ContextTokens, GeneratedTokens) or csv "

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
+from collections.abc import Callable
 from typing import Annotated
 
 import msgspec
@@ -19,7 +20,7 @@ from loadproof.config.base import StrictModel
 from loadproof.plans import attach_plan
 from loadproof.plans.soak import SoakPlan
 from loadproof.protocol.openai import request_body
-from loadproof.rundir import Manifest
+from loadproof.rundir import EngineSample, Manifest
 from loadproof.scenarios.base import Setup, TokenizerUse
 from loadproof.scenarios.demo import DemoSetup
 from loadproof.scenarios.live import LiveStatus
@@ -127,6 +128,10 @@ class SoakScenario(MetricsScenario):
         )
         writer.write_manifest(manifest)
         scrapers = []
+
+        def tagged(role: str) -> Callable[[EngineSample], None]:  # each row of metrics.jsonl says whose it read
+            return lambda sample: writer.metric_sample(msgspec.structs.replace(sample, source=role))
+
         # the relay's /metrics takes the key its API takes (the one this run sends through it); the engine's
         # source gets it only where it is served beside the API (a relay's /engine/metrics)
         relay = MetricsSource.beside(self.relay_metrics_url) if self.relay_metrics_url else None
@@ -134,12 +139,8 @@ class SoakScenario(MetricsScenario):
         for role, source, key in (("engine", self.engine_metrics, engine_key), ("relay", relay, self.target.api_key)):
             if source is not None:
                 scrapers.append(
-                    MetricsScraper(  # each row of metrics.jsonl says whose /metrics it read
-                        source,
-                        PROCESS_METRICS,
-                        interval_s=opts.sample_interval_s,
-                        api_key=key,
-                        sink=lambda s, role=role: writer.metric_sample(msgspec.structs.replace(s, source=role)),
+                    MetricsScraper(
+                        source, PROCESS_METRICS, interval_s=opts.sample_interval_s, api_key=key, sink=tagged(role)
                     )
                 )
         start = time.monotonic()
@@ -149,8 +150,7 @@ class SoakScenario(MetricsScenario):
             n = 0
             while time.monotonic() < end:
                 n += 1
-                long = builder is not None and opts.long_every and n % opts.long_every == 0
-                if long:
+                if builder is not None and opts.long_every and n % opts.long_every == 0:
                     prompt = builder.build(f"c{k}-{n}", opts.long_tokens)
                     text, max_tokens, family, pid = prompt.text, opts.long_max_tokens, "long", prompt.session_id
                 else:

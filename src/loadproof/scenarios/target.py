@@ -390,7 +390,7 @@ def resolve_target(
     target = Target(
         url=options.url,
         model=model or "",
-        endpoint=endpoint,  # type: ignore[arg-type]
+        endpoint=endpoint,  # type: ignore[arg-type]  # a str the options or the profile checked is one of ENDPOINTS
         api_key=options.api_key,
         extra_body=extra_body,
         tokenizer_path=options.tokenizer,

@@ -32,7 +32,7 @@ from loadproof.units import NS_PER_S
 try:
     import resource  # POSIX only: elsewhere the open-files limit stays as it is
 except ImportError:
-    resource = None  # type: ignore[assignment]
+    resource = None  # type: ignore[assignment]  # POSIX only: None where the module does not exist
 
 LEAD_NS = 20_000_000  # the schedule starts this long after the sender is ready, so offset 0 is not already late
 SPIN_NS = 2_000_000  # sleep until this close to an intended time, then yield to the loop until it comes
@@ -50,8 +50,8 @@ class OpenLoop:
         max_concurrency: int | None,
         scenario: str = "load",
         worker: int = 0,
-        clock=time.perf_counter_ns,
-        sleep=asyncio.sleep,
+        clock: Callable[[], int] = time.perf_counter_ns,
+        sleep: Callable[[float], Coroutine[Any, Any, None]] = asyncio.sleep,
         start_ns: int | None = None,
         family: str = "synthetic",
         cut: asyncio.Event | None = None,
@@ -71,7 +71,7 @@ class OpenLoop:
         self.last_offset_ns = 0
         self.pending: set[asyncio.Task[Any]] = set()
 
-    async def run(self, on_start=None) -> None:
+    async def run(self, on_start: Callable[[int], None] | None = None) -> None:
         clock, sleep, create = self.clock, self.sleep, asyncio.create_task
         sem = asyncio.Semaphore(self.max_concurrency) if self.max_concurrency else None
         pending = self.pending
