@@ -24,8 +24,18 @@ from tests.unit.metrics.test_docs_formulas import docs_text, undocumented
 BUNDLES = sorted(p.parent for p in sample.DOCS_RUNS.glob("**/SHA256SUMS"))
 
 
+MAX_DOCS_RUNS_BYTES = 15 * 10**6  # issue #37: a GPU machine's call carries 64 MiB of tree; the bundles keep to 15 MB
+
+
 def test_the_repository_publishes_bundles():
     assert BUNDLES, "docs/runs/ holds no bundle"
+
+
+def test_docs_runs_stays_under_its_size_budget():
+    """What the repository publishes keeps to its budget: a new bundle that would pass it is summarized (a
+    subset of runs, or its figures in the docs) rather than the tree growing with each publication."""
+    size = sum(p.stat().st_size for p in sample.DOCS_RUNS.rglob("*") if p.is_file())
+    assert size < MAX_DOCS_RUNS_BYTES, f"docs/runs holds {size:,} bytes, over {MAX_DOCS_RUNS_BYTES:,}"
 
 
 @functools.cache
