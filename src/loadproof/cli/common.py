@@ -53,9 +53,9 @@ def show(report: Report) -> None:
     headline = failures.headline()
     if headline is not None:
         ui.out.print(headline[0].upper() + headline[1:], style="bold red", markup=False, highlight=False)
-    tables = [t for t in tables_of(report.panels) if t.console]
-    for table in tables:
-        ui.table(table.console, table.header, table.rows)
+    tables = [(t.console, t) for t in tables_of(report.panels) if t.console]
+    for title, table in tables:
+        ui.table(title, table.header, table.rows)
     criteria = criteria_rows(claims)
     if criteria:
         ui.table(
@@ -63,7 +63,7 @@ def show(report: Report) -> None:
             ["criterion", "status", "evidence"],
             [list(row) for row in criteria],
         )
-    shown = {name for table in tables for name in table.claims}
+    shown = {name for _, table in tables for name in table.claims}
     figures = [c for c in claims if c.kind not in ACCEPTANCE and c.name not in shown]
     dist_header, dist_rows, figures = distribution_table(figures)
     if dist_rows:

@@ -41,7 +41,8 @@ def target_options(scenario: type[Scenario]) -> list[CliOption]:
 def command_options(scenario: type[Scenario]) -> list[tuple[CliOption, str | None]]:
     """Every option of `loadproof run NAME`, in the order `--help` lists them, with its help panel."""
     own = cli_options(scenario.Options) + cli_options(scenario.CommandOptions)
-    everything = [(o, None) for o in target_options(scenario)] + [(o, SCENARIO_PANEL) for o in own]
+    everything: list[tuple[CliOption, str | None]] = [(o, None) for o in target_options(scenario)]
+    everything += [(o, SCENARIO_PANEL) for o in own]
     names = [o.field for o, _ in everything]
     duplicated = sorted({n for n in names if names.count(n) > 1})
     if duplicated:  # a programming error, caught by the unit tests
@@ -69,7 +70,7 @@ def build_command(scenario: type[Scenario]) -> Any:
     def command(**values: Any) -> None:
         run_command(scenario, values, console)
 
-    command.__signature__ = inspect.Signature([parameter(o, panel) for o, panel in command_options(scenario)])  # type: ignore[attr-defined]
+    command.__signature__ = inspect.Signature([parameter(o, panel) for o, panel in command_options(scenario)])  # type: ignore[attr-defined]  # a function declares no __signature__; inspect.signature (so typer) reads the one set here
     command.__name__ = f"run_{scenario.name}"
     command.__doc__ = scenario.summary
     return command

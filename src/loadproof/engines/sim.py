@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from loadproof.config.profile import Profile
 from loadproof.engines.base import EngineDefaults, LaunchCommand, NodeCommand, StartupReport, flag_value
-from loadproof.engines.vllm import VLLM_METRICS
+from loadproof.protocol.vllm_metrics import VLLM_METRICS
 
 DEFAULTS = "sim"  # model.path for the simulator's built-in figures
 _KV = re.compile(r"KV ([\d,]+) tokens")

@@ -32,7 +32,7 @@ import functools
 import re
 import socket
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, TypeVar
 
 from loadproof.publish.fields import ARGV, CONFIG, HEADER, HOST, NAME, NUMBER, PATH, PLANTED, SECRET, TEXT, URL, Node
 from loadproof.publish.names import IDENTIFIER_RE, NUMBER_RE, children, field_kind, is_count
@@ -58,6 +58,7 @@ __all__ = ["PLACEHOLDERS", "Sanitizer", "field_kind", "is_count", "this_machine"
 
 COUNT = "count"  # a count-like name (publish.names): a number stays, anything else is a secret
 TEXT_KINDS = frozenset({TEXT, NAME, PLANTED})
+_V = TypeVar("_V")  # a value as it came in: `_redacted` gives it back, or the secret placeholder (a string)
 _PLAIN_KEY_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")  # an undeclared key kept as it is
 _ABSOLUTE_PATH_RE = re.compile(r"[/~]|[A-Za-z]:[\\/]|\\\\")
 _HOST_CHARS_RE = re.compile(r"[A-Za-z0-9._:%\-]+")
@@ -283,7 +284,7 @@ class Sanitizer:
             return self.field(obj, kind)
         return obj
 
-    def _redacted(self, obj: Any) -> Any:
+    def _redacted(self, obj: _V) -> _V | str:
         if obj is None or isinstance(obj, bool) or obj in ("", [], {}) or obj in PLACEHOLDERS:
             return obj
         self._secret(obj, "a value under a secret-named field")

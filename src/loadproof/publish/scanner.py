@@ -165,7 +165,7 @@ class _Scanner:
 
     def word_end(self, start: int) -> int:
         if not self.word[0] <= start <= self.word[1]:
-            self.word = (start, _WORD_END_RE.match(self.s, start).end())  # type: ignore[union-attr]
+            self.word = (start, _WORD_END_RE.match(self.s, start).end())  # type: ignore[union-attr]  # a `*+` pattern matches the empty string: never None
         return self.word[1]
 
     def after_curl(self, at: int) -> bool:
@@ -194,7 +194,7 @@ class _Scanner:
             if m is not None:
                 pos = self.candidate(m)
             else:  # not a name's start (the run began before `pos`) or no separator: on past the run
-                pos = _NAME_RUN_RE.match(s, hit.end()).end()  # type: ignore[union-attr]
+                pos = _NAME_RUN_RE.match(s, hit.end()).end()  # type: ignore[union-attr]  # a `*+` pattern matches the empty string: never None
 
     def candidate(self, m: re.Match[str]) -> int:
         """Handle one `NAME SEP`; the position to scan on from."""
@@ -255,7 +255,7 @@ class _Scanner:
             if style == "line":
                 end = _line_end(s, start)
             elif style == "scalar":
-                end = _SCALAR_END_RE.match(s, start).end()  # type: ignore[union-attr]
+                end = _SCALAR_END_RE.match(s, start).end()  # type: ignore[union-attr]  # a `*+` pattern matches the empty string: never None
             else:
                 end = self.word_end(start)
             inner_end = end
@@ -303,7 +303,7 @@ class _Scanner:
         else:
             inner_start, end = start, self.word_end(start)
             if style == "scalar":
-                end = _SCALAR_END_RE.match(s, start, min(end, start + self.HOST_MAX)).end()  # type: ignore[union-attr]
+                end = _SCALAR_END_RE.match(s, start, min(end, start + self.HOST_MAX)).end()  # type: ignore[union-attr]  # a `*+` pattern matches the empty string: never None
             inner_end = end
         if inner_end - inner_start > self.HOST_MAX or inner_end <= inner_start:
             return start

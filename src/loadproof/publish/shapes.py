@@ -144,7 +144,7 @@ WORD_EDGE = "A-Za-z0-9_"  # a learned host name is replaced where it is not insi
 
 
 def pem_blocks(s: str) -> list[tuple[int, int]]:
-    blocks = []
+    blocks: list[tuple[int, int]] = []
     pos = 0
     while True:
         begin = _PEM_BEGIN_RE.search(s, pos)
@@ -325,7 +325,8 @@ def _from_marks(
     """`pattern.sub(repl, s)` for a pattern that matches only from the start of a run of `run_chars` holding
     a `mark` (a dot and two letters for a dotted name, a colon and two digits for `name:port`): the mark is
     found first (a literal: fast), then the run's start, walking back at most to where the last try ended."""
-    parts, last, pos = [], 0, 0
+    parts: list[str] = []
+    last = pos = 0
     while True:
         hit = mark.search(s, pos)
         if hit is None:

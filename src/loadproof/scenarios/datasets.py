@@ -12,7 +12,7 @@ from pydantic import BeforeValidator, Field, model_validator
 from loadproof.config.base import StrictModel
 from loadproof.errors import UsageError
 from loadproof.scenarios.options import cli
-from loadproof.workloads.datasets import FORMATS, SAMPLES, check_readable, parse_columns
+from loadproof.workloads.datasets import DatasetFormat, DatasetSample, check_readable, parse_columns
 
 Columns = Annotated[dict[str, str], BeforeValidator(parse_columns)]
 _DEFAULTS = {
@@ -32,20 +32,20 @@ class DatasetOptions(StrictModel):
         description="send the prompts of this data set file or folder instead "
         "of synthetic ones (ShareGPT JSON, JSONL, Parquet, Arrow; local only)",
     )
-    dataset_format: Literal[FORMATS] = Field(
+    dataset_format: DatasetFormat = Field(
         default="auto",
         description="the data set's format; auto: by its extension (.json sharegpt, .jsonl, .parquet, .arrow)",
-    )  # type: ignore[valid-type]
+    )
     dataset_columns: Columns = Field(
         default={},
         description="FIELD=COLUMN,... maps prompt, messages, output_tokens "
         "or conversations to the data set's own names",
         json_schema_extra=cli(text=True),
     )
-    dataset_sample: Literal[SAMPLES] = Field(
+    dataset_sample: DatasetSample = Field(
         default="random",
         description="random: a seeded uniform sample of the usable rows, shuffled; first: the first rows in file order",
-    )  # type: ignore[valid-type]
+    )
     dataset_repeat: bool = Field(
         default=False, description="with fewer usable rows than requests, send them again in the same order"
     )

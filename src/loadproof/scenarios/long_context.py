@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,7 +32,7 @@ from loadproof.scenarios.options import cli
 from loadproof.scenarios.target import Target
 from loadproof.scenarios.token_counts import PROBE_TEXT, engine_overhead_tokens, tokens_for
 from loadproof.telemetry.server_metrics import MetricsScraper
-from loadproof.workloads.haystack import HaystackBuilder, HaystackPrompt
+from loadproof.workloads.haystack import HaystackBuilder, HaystackPrompt, Style
 
 
 @dataclass
@@ -46,7 +47,7 @@ def haystack_target(target: Target, seed: int, probe: str = PROBE_TEXT) -> Hayst
     a period, as the haystack's questions end; `PROBE_LINE` for prompts that end with a newline)."""
     tokens = tokens_for(target)
     overhead, source = engine_overhead_tokens(target, tokens, probe)
-    style = "chat" if target.endpoint == "chat" else "completion"
+    style: Style = "chat" if target.endpoint == "chat" else "completion"
     return HaystackTarget(target, HaystackBuilder(tokens, overhead_tokens=overhead, seed=seed, style=style), source)
 
 
@@ -207,7 +208,9 @@ class LiveSessions:
         self.records.append(record)
         self.tasks.append(asyncio.create_task(self.client.stream(spec, record)))
 
-    async def wait_first_tokens(self, records: list[RequestRecord], timeout_s: float, stalled=None) -> bool:
+    async def wait_first_tokens(
+        self, records: list[RequestRecord], timeout_s: float, stalled: Callable[[], bool] | None = None
+    ) -> bool:
         """True once every record has its first token; False if a stream ended first, time ran out,
         or `stalled()` says the engine will not admit the rest."""
         deadline = time.monotonic() + timeout_s
@@ -243,7 +246,7 @@ class AdmissionStall:
     limit and would wait until a session ends (with `ignore_eos`, never). A long chunked prefill keeps
     requests waiting legitimately, but then a running request has no first token yet."""
 
-    def __init__(self, latest, records: list[RequestRecord], stall_s: float) -> None:
+    def __init__(self, latest: Callable[[], dict[str, float]], records: list[RequestRecord], stall_s: float) -> None:
         self._latest = latest
         self._records = records
         self.stall_s = stall_s

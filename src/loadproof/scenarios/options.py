@@ -33,7 +33,7 @@ import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast
 
 from pydantic import AfterValidator, BaseModel, Field, ValidationError
 
@@ -157,7 +157,7 @@ def cli_options(model: type[BaseModel]) -> list[CliOption]:
     options = []
     for name, info in model.model_fields.items():
         extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
-        spec: dict[str, Any] = extra.get("cli", {})  # type: ignore[assignment]
+        spec = cast(dict[str, Any], extra.get("cli", {}))  # only cli() above writes "cli": always its dict
         if spec.get("hidden"):
             continue
         flag = spec.get("flag") or "--" + name.replace("_", "-")

@@ -47,7 +47,7 @@ def compared_with_idle(job: Job, text: str, ok: bool, idle_answers: dict[tuple[s
     return fields
 
 
-class CutSchedule(list):  # type: ignore[type-arg]
+class CutSchedule(list[Planned]):
     """The load's requests as the open-loop sender iterates them, and their cut: `cut`, set once the last
     under-load item has ended, which the sender obeys at once (`OpenLoop`'s `cut`): the request it was waiting
     to send is never sent, and the requests still in flight are cancelled. `len` stays the drawn count; `started`

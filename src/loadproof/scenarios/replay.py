@@ -16,7 +16,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import Field, model_validator
 
@@ -48,9 +48,9 @@ from loadproof.workloads.traces import (
     HASHED,
     MOONCAKE_BLOCK,
     REPLAY_BLOCK,
-    TRACE_FORMATS,
     BlockPrompts,
     TraceError,
+    TraceFormat,
     read_trace,
     shape,
 )
@@ -78,7 +78,7 @@ def engine_cache(source: MetricsSource, api_key: str | None) -> CacheSize | None
 
 class ReplayOptions(StrictModel):
     trace: str = Field(description="the trace file (the shipped Mooncake slice: loadproof/data/traces/)")
-    format: Literal[TRACE_FORMATS] = Field(  # type: ignore[valid-type]  # the formats: one tuple, in workloads.traces
+    format: TraceFormat = Field(
         default="mooncake",
         description="mooncake (JSONL: timestamp ms, "
         "input_length, output_length, hash_ids), bailian (JSONL: chat_id, "

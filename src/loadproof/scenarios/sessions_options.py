@@ -5,7 +5,7 @@ think-time syntax; the scenario itself is `scenarios.sessions`, the users' messa
 from __future__ import annotations
 
 import math
-from typing import Annotated, Literal
+from typing import Annotated
 
 from pydantic import BeforeValidator, Field, PlainSerializer, model_validator
 
@@ -17,7 +17,7 @@ from loadproof.scenarios.load.slo import SLO_SYNTAX, Slo
 from loadproof.scenarios.options import cli, idle_timeout_field, sample_interval_field
 from loadproof.workloads.agent import tool_names
 from loadproof.workloads.constraints import CHOICES, Constraint
-from loadproof.workloads.datasets import FORMATS, resolve
+from loadproof.workloads.datasets import DatasetFormat, resolve
 from loadproof.workloads.model_mix import MIX_SYNTAX
 
 THINK_SYNTAX = "seconds X, or uniform:LOW:HIGH"
@@ -87,7 +87,7 @@ class SessionsOptions(ConstraintOptions):  # --tools, --tool-choice, --response-
         "JSONL of `messages` gives each user a conversation (its user turns); a file of "
         "prompts (JSONL, Parquet, Arrow) gives each message a row (seeded samples)",
     )
-    dataset_format: Literal[FORMATS] = Field(  # type: ignore[valid-type]
+    dataset_format: DatasetFormat = Field(
         default="auto",
         description="the data set's format; auto: by its extension (.json sharegpt, .jsonl, .parquet, .arrow)",
     )

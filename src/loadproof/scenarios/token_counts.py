@@ -36,7 +36,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 from loadproof.errors import EnvironmentFailure, UsageError
 from loadproof.protocol.openai import request_body
 from loadproof.scenarios.target import Target, Unanswered, fetch_json
-from loadproof.workloads.tokens import LocalTokens, Tokens
+from loadproof.workloads.tokens import LocalTokens, Source, Tokens
 
 PROBE_TEXT = "Archive calibration line."  # for texts that end as the haystack question does: a period
 PROBE_LINE = PROBE_TEXT + "\n"  # for texts that end with a newline
@@ -77,7 +77,7 @@ class EngineTokens:
     SGLang, the simulator and `loadproof relay` take `add_special_tokens`). Counts are kept, since a
     builder asks the same short texts again; many texts go as concurrent requests."""
 
-    source = "engine"
+    source: Source = "engine"
 
     def __init__(self, target: Target) -> None:
         self.url = target.tokenize_url

@@ -40,14 +40,16 @@ from collections.abc import Callable, Generator
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 from loadproof.config.base import split_pairs
 from loadproof.workloads.dataset_readers import BATCH, FIELDS, READERS, BadRow, DatasetError
 from loadproof.workloads.rows import TOO_DEEP
 
-FORMATS = ("auto", "sharegpt", "jsonl", "parquet", "arrow")
-SAMPLES = ("random", "first")
+DatasetFormat = Literal["auto", "sharegpt", "jsonl", "parquet", "arrow"]
+DatasetSample = Literal["random", "first"]
+FORMATS: tuple[DatasetFormat, ...] = get_args(DatasetFormat)
+SAMPLES: tuple[DatasetSample, ...] = get_args(DatasetSample)
 _EXTENSIONS = {
     ".json": "sharegpt",
     ".jsonl": "jsonl",

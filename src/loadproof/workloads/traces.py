@@ -45,7 +45,7 @@ import random
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from loadproof.errors import UsageError
 from loadproof.workloads.rows import open_text, parse_json, utf8_problem
@@ -53,7 +53,8 @@ from loadproof.workloads.rows import open_text, parse_json, utf8_problem
 if TYPE_CHECKING:
     from loadproof.workloads.synthetic import SyntheticPrompts
 
-TRACE_FORMATS = ("mooncake", "bailian", "azure", "csv")
+TraceFormat = Literal["mooncake", "bailian", "azure", "csv"]
+TRACE_FORMATS: tuple[TraceFormat, ...] = get_args(TraceFormat)
 MOONCAKE_BLOCK = 512  # tokens per hash id in Mooncake's traces
 HASHED = {"mooncake": MOONCAKE_BLOCK, "bailian": 16}  # the formats whose rows carry hash ids: tokens per id
 # tokens per hash id as replayed by default: Mooncake's own; Bailian's doubled (a block's text opens with a head

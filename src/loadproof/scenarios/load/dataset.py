@@ -5,7 +5,6 @@ run's own."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from pathlib import Path
 
@@ -47,7 +46,7 @@ def dataset_requests(
 
     ceiling = opts.dataset_max_input_tokens
     if max_model_len is not None:
-        ceiling = min(ceiling or math.inf, max_model_len - 1)  # type: ignore[assignment]
+        ceiling = max_model_len - 1 if not ceiling else min(ceiling, max_model_len - 1)
     spec = DatasetSpec(
         path=opts.dataset,
         format=opts.dataset_format,
@@ -74,9 +73,10 @@ def dataset_requests(
             item.input_tokens = exact_count(item.messages or [{"role": "user", "content": item.text()}])
         say(f"chat prompts counted exactly ({how}): {len(unique)} prompts")
     drawn = draw_lengths(opts.output_tokens, n, opts.seed, "output")
-    replied = [i for i in {id(i): i for i in sel.items}.values() if i.reply is not None and i.output_tokens is None]
+    unique_items = {id(i): i for i in sel.items}.values()
+    replied = [(i, i.reply) for i in unique_items if i.reply is not None and i.output_tokens is None]
     if opts.dataset_output == "data" and replied:  # ShareGPT: the reply's token count is the output length
-        for item, tokens in zip(replied, cache.count_many([i.reply for i in replied])):  # type: ignore[misc]
+        for (item, _), tokens in zip(replied, cache.count_many([reply for _, reply in replied])):
             item.output_tokens = max(1, tokens)
     requests: list[Planned] = []
     outputs_from_data = clamped = 0

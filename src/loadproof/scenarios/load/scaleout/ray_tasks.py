@@ -151,7 +151,8 @@ class RayTasks:
                 raise EnvironmentFailure(
                     f"cannot reach the Ray cluster at {self.address}: {exc.strerror or exc}"
                 ) from None
-        extra = {"_node_ip_address": host} if host.startswith("127.") else {}  # a cluster of this machine's loopback
+        # a cluster of this machine's loopback; Any: ray.init takes `_node_ip_address` through its untyped **kwargs
+        extra: dict[str, Any] = {"_node_ip_address": host} if host.startswith("127.") else {}
         try:
             ray.init(
                 address=self.address,
@@ -165,7 +166,8 @@ class RayTasks:
                 f"cannot connect to the Ray cluster at {self.address}: "
                 f"{str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}"
             ) from None
-        alive = [n for n in ray.nodes() if n.get("Alive") and n.get("Resources", {}).get("CPU", 0) >= 1]
+        nodes: Callable[[], list[dict[str, Any]]] = ray.nodes  # Ray leaves it unannotated; it returns one dict a node
+        alive = [n for n in nodes() if n.get("Alive") and n.get("Resources", {}).get("CPU", 0) >= 1]
         self.nodes = [n["NodeID"] for n in alive]
         self.cpus = [int(n["Resources"]["CPU"]) for n in alive]
         if not self.nodes:
@@ -211,7 +213,9 @@ class RayTasks:
             await asyncio.to_thread(ray.get, [ready.options(**p).remote() for p in placement], timeout=READY_TIMEOUT_S)
         except Exception as exc:
             raise EnvironmentFailure(f"the Ray tasks did not start on the cluster's nodes: {exc}") from None
-        hub = ray.remote(num_cpus=0)(RayHub).remote()
+        # Any, as `_take` and `ray_worker` take it: Ray's stubs give an actor's methods `.remote` only where
+        # @ray.method decorates them, and RayHub is defined without importing Ray
+        hub: Any = ray.remote(num_cpus=0)(RayHub).remote()
         for spool in spools:
             (spool / RECORDS).mkdir(parents=True)
         tails = [Tail(spool) for spool in spools]
