@@ -74,7 +74,7 @@ def start_nginx() -> tuple[str, Path]:
     out = subprocess.run(
         ["bash", str(HERE / "serve_static_sse.sh"), str(port)], check=True, capture_output=True, text=True
     ).stdout
-    folder = Path(re.search(r"from (\S+)", out).group(1))  # type: ignore[union-attr]
+    folder = Path(re.search(r"from (\S+)", out).group(1))  # type: ignore[union-attr]  # the script ends by printing "serving ... from DIR" (check=True: it ran to its end)
     relay_overhead.wait_port(port)
     return f"http://127.0.0.1:{port}", folder
 

@@ -39,6 +39,7 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
+from types import SimpleNamespace
 
 import aiohttp
 
@@ -138,8 +139,10 @@ async def traced_burst(url: str, streams: int, base_len: int) -> dict[str, list[
     {prompt length: [request start ns, body written ns]}; tells the client's share of "request in"."""
     written: dict[int, int] = {}
 
-    async def on_chunk_sent(session: object, ctx: object, params: object) -> None:
-        written.setdefault(ctx.trace_request_ctx["length"], time.perf_counter_ns())  # type: ignore[attr-defined]
+    async def on_chunk_sent(
+        session: aiohttp.ClientSession, ctx: SimpleNamespace, params: aiohttp.TraceRequestChunkSentParams
+    ) -> None:
+        written.setdefault(ctx.trace_request_ctx["length"], time.perf_counter_ns())
 
     trace = aiohttp.TraceConfig()
     trace.on_request_chunk_sent.append(on_chunk_sent)

@@ -94,7 +94,7 @@ async def sse_server() -> AsyncIterator[Callable[[list[Script]], SSEServer]]:
         site = web.TCPSite(runner, "127.0.0.1", 0)
         await site.start()
         runners.append(runner)
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        port = runner.addresses[0][1]  # the one site's (host, port)
         state.url = f"http://127.0.0.1:{port}"
         return state
 
@@ -121,7 +121,7 @@ def _more_examples(test: object, scaled: set[int]) -> None:
         return
     scaled.add(id(test))
     more = settings(current, max_examples=current.max_examples * FUZZ_FACTOR)
-    test._hypothesis_internal_use_settings = more  # type: ignore[attr-defined]
+    test._hypothesis_internal_use_settings = more  # type: ignore[attr-defined]  # Hypothesis's own attribute on the test function, read above
 
 
 # -- two workers (pyproject.toml: -n 2) --------------------------------------------------------------------------

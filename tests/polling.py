@@ -46,7 +46,7 @@ async def poll_async(condition: Callable[[], T | Awaitable[T]], within_s: float,
         if inspect.isawaitable(value):
             value = await value
         if value or time.monotonic() >= deadline:
-            return value  # type: ignore[return-value]
+            return value
         await asyncio.sleep(every_s)
 
 

@@ -20,7 +20,7 @@ import pytest
 
 from loadproof.client import RequestSpec
 from loadproof.engines.process import free_port
-from loadproof.protocol.openai import request_body
+from loadproof.protocol.openai import Endpoint, request_body
 from loadproof.records import RequestRecord
 from tests.polling import eventually, ready_while_running, wait_until
 
@@ -109,10 +109,10 @@ def spec(
     prompt: str = "Tell me a story.",
     max_tokens: int = 16,
     ignore_eos: bool = False,
-    endpoint: str = "completions",
+    endpoint: Endpoint = "completions",
     deadline_s: float | None = 30,
 ) -> RequestSpec:
-    body = request_body(endpoint, "sim", prompt, max_tokens=max_tokens, ignore_eos=ignore_eos)  # type: ignore[arg-type]
+    body = request_body(endpoint, "sim", prompt, max_tokens=max_tokens, ignore_eos=ignore_eos)
     return RequestSpec(request_id=f"r{i}", endpoint=endpoint, body=body, deadline_s=deadline_s)
 
 

@@ -65,13 +65,15 @@ def test_warm_turns_carry_the_history_and_hit_the_prefix_cache(tmp_path: Path):
 
 
 def test_users_take_sharegpt_conversations_as_their_messages(tmp_path: Path):
-    convo = lambda i: {  # noqa: E731
-        "conversations": [
-            {"from": "human", "value": f"Conversation {i} opens with a question."},
-            {"from": "gpt", "value": "Yes."},
-            {"from": "human", "value": f"And a follow-up number {i}, longer."},
-        ]
-    }
+    def convo(i: int) -> dict[str, list[dict[str, str]]]:
+        return {
+            "conversations": [
+                {"from": "human", "value": f"Conversation {i} opens with a question."},
+                {"from": "gpt", "value": "Yes."},
+                {"from": "human", "value": f"And a follow-up number {i}, longer."},
+            ]
+        }
+
     sharegpt = tmp_path / "multi.json"
     sharegpt.write_text(json.dumps([convo(i) for i in range(5)]))
     with SimProcess(tmp_path / "sim.log", config={"time_scale": 10.0}) as sim:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -203,8 +204,12 @@ REQUIRED = {
 }
 
 
-def run_commands() -> dict[str, Any]:
-    return typer.main.get_command(app).commands["run"].commands  # type: ignore[attr-defined]
+def run_commands() -> Mapping[str, Any]:
+    root = typer.main.get_command(app)
+    assert isinstance(root, typer.core.TyperGroup)  # an app of sub-apps is a group; so is its `run`
+    run = root.commands["run"]
+    assert isinstance(run, typer.core.TyperGroup)
+    return run.commands
 
 
 def loadproof(*args: str) -> subprocess.CompletedProcess[str]:

@@ -24,7 +24,7 @@ async def sent_then_cut(offsets: list[float], sent: int) -> tuple[OpenLoop, Fake
     clock = LongGaps()
     client = FakeClient(clock, hold=asyncio.Event())  # every answer takes until it is cancelled
     schedule = CutSchedule(planned(offsets))
-    loop = OpenLoop(client, schedule, max_concurrency=None, clock=clock, sleep=clock.sleep, cut=schedule.cut)  # type: ignore[arg-type]
+    loop = OpenLoop(client, schedule, max_concurrency=None, clock=clock, sleep=clock.sleep, cut=schedule.cut)  # type: ignore[arg-type]  # FakeClient stands in for StreamingClient: the same stream(), no HTTP
     run = asyncio.create_task(loop.run())
     while loop.dispatched < sent:
         await asyncio.sleep(0)  # sleep: a turn of the event loop, on a virtual clock: nothing real to wait for

@@ -87,7 +87,7 @@ def plan(n: int) -> LoadPlan:
 
 def send(offsets: list[float], clock: ScriptedClock, **kwargs) -> tuple[OpenLoop, FakeClient]:
     client = FakeClient(clock, kwargs.pop("hold", None), kwargs.pop("cost_ns", 0))
-    sender = OpenLoop(client, planned(offsets), clock=clock, sleep=clock.sleep, **kwargs)  # type: ignore[arg-type]
+    sender = OpenLoop(client, planned(offsets), clock=clock, sleep=clock.sleep, **kwargs)  # type: ignore[arg-type]  # FakeClient stands in for StreamingClient: the same stream(), no HTTP
     asyncio.run(sender.run())
     return sender, client
 
@@ -135,10 +135,10 @@ def test_the_concurrency_cap_makes_the_queueing_explicit():
         hold = asyncio.Event()
         client = FakeClient(clock, hold)
         sender = OpenLoop(
-            client,
+            client,  # type: ignore[arg-type]  # FakeClient stands in for StreamingClient: the same stream(), no HTTP
             planned([0.1 * k for k in range(1, 6)]),
             max_concurrency=2,
-            clock=clock,  # type: ignore[arg-type]
+            clock=clock,
             sleep=clock.sleep,
         )
         task = asyncio.create_task(sender.run())
@@ -173,10 +173,10 @@ def test_an_interrupt_records_every_request_in_flight_and_says_how_far_it_got():
         clock = ScriptedClock()
         client = FakeClient(clock, asyncio.Event())  # nothing ever completes
         sender = OpenLoop(
-            client,
+            client,  # type: ignore[arg-type]  # FakeClient stands in for StreamingClient: the same stream(), no HTTP
             planned([0.5 * k for k in range(1, 11)]),
             max_concurrency=None,
-            clock=clock,  # type: ignore[arg-type]
+            clock=clock,
             sleep=clock.sleep,
         )
         task = asyncio.create_task(sender.run())

@@ -181,7 +181,7 @@ def series_setup(tmp_path, **values):
         options=opts,
         command=None,
         out=tmp_path,
-        target_options=None,  # type: ignore[arg-type]
+        target_options=None,  # type: ignore[arg-type]  # the series never reads them: the target is resolved already
         resolved=Target(url="http://127.0.0.1:9", model="m", endpoint="completions"),
     )
 

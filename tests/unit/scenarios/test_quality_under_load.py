@@ -43,7 +43,7 @@ def test_an_idle_answer_is_kept_and_the_under_load_one_compared_with_it():
 
 def test_the_schedule_is_cut_once_done_and_says_when_the_first_was_sent():
     async def go():
-        schedule = CutSchedule(list(range(10)))  # type: ignore[arg-type]
+        schedule = CutSchedule(list(range(10)))  # type: ignore[arg-type]  # ints stand in for requests: the schedule only hands its items on
         taken = []
         for item in schedule:
             taken.append(item)

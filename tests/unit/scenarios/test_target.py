@@ -156,7 +156,7 @@ async def serve(handler) -> tuple[str, web.AppRunner]:
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
-    return f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}", runner  # type: ignore[union-attr]
+    return f"http://127.0.0.1:{runner.addresses[0][1]}", runner  # the one site's (host, port)
 
 
 @pytest.mark.asyncio
