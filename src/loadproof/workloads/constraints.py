@@ -49,7 +49,7 @@ def schema_validator(schema: Any, where: str) -> Validator:
         raise UsageError(f"{where}: a JSON Schema is an object (got {type(schema).__name__})")
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     try:
-        cls.check_schema(schema)
+        cls.check_schema(schema)  # type: ignore[arg-type]  # a JSON Schema may also be true or false, which the stub's dict leaves out
     except SchemaError as exc:
         raise UsageError(f"{where}{_schema_path(exc)}: not valid JSON Schema: {exc.message}") from None
     return cls(schema)
