@@ -79,7 +79,18 @@ def test_a_thinking_load_run_draws_reasoning_and_answer_apart_and_verifies(tmp_p
     assert value["load.reasoning.ttfa_s.p50"] > value["load.ttft_s.p50"]
     assert value["load.reasoning.answer_tpot_s.p50"] > 0
     records = [json.loads(line) for line in (run / "requests.jsonl").read_text().splitlines()]
-    assert all(r["reasoning_tokens"] == REASONING and r["first_answer_ns"] > r["first_token_ns"] for r in records)
+    assert all(r["reasoning_tokens"] == REASONING for r in records)
+    # the answer starts after the reasoning, as far as the client's reads can tell: times are per read, and a
+    # record whose reasoning and first answer token came in one read has them equal (every chunk up to the
+    # answer then carries that one time)
+    times = {
+        json.loads(line)["request_id"]: json.loads(line)["t_ns"]
+        for line in (run / "chunks.jsonl").read_text().splitlines()
+    }
+    for r in records:
+        upto = times[r["request_id"]][: REASONING + 1]
+        assert r["first_answer_ns"] > r["first_token_ns"] or len(set(upto)) == 1, (r["request_id"], upto)
+    assert sum(r["first_answer_ns"] > r["first_token_ns"] for r in records) >= N // 2
     target = json.loads((run / "manifest.json").read_text())["target"]
     assert target["thinking"] == "on" and target["extra_body"] == {"chat_template_kwargs": {"enable_thinking": True}}
     report = (run / "report.md").read_text()

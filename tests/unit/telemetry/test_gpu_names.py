@@ -3,7 +3,6 @@ refused reading); the run still reads back, and publish's provenance lists the n
 
 from loadproof.publish.bundle import provenance
 from loadproof.store.run_dir import RunWriter, load_run
-from loadproof.store.schema import manifest_json
 from loadproof.telemetry import sampler
 
 
@@ -24,5 +23,5 @@ def test_a_refused_gpu_name_leaves_the_run_readable_and_publishable(tmp_path, mo
         writer.write_manifest({"run_id": "run", "scenario": "load", "telemetry": described})
     manifest = load_run(tmp_path / "run").manifest
     assert manifest.telemetry is not None and manifest.telemetry.names == [None, "NVIDIA H200"]
-    shown = provenance(manifest_json(manifest), None)
-    assert shown["gpu_models"] == ["NVIDIA H200"] and shown["num_gpus"] == 2
+    shown = provenance(manifest, None, torn=0)
+    assert shown.gpu_models == ["NVIDIA H200"] and shown.num_gpus == 2
