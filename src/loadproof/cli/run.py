@@ -2,8 +2,10 @@
 
 A command's options are the scenario's `Options` fields, its `CommandOptions` fields and the target's
 (`scenarios.lifecycle.TargetOptions`), each declared once on its model (`scenarios.options`): flag,
-aliases, default, help and validation. The command itself is the run lifecycle: every option is
-checked before anything is sent, then the target is resolved, the scenario run, reported and judged.
+aliases, default, help, the values it takes, its help panel and validation. `--help` lists them by panel,
+in `Panel`'s order, and ends with the scenario's examples. The command itself is the run lifecycle: every
+option is checked before anything is sent, then the target is resolved, the scenario run, reported and
+judged.
 """
 
 from __future__ import annotations
@@ -13,15 +15,16 @@ from dataclasses import replace
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 
 from loadproof.cli.apps import run_app
 from loadproof.cli.common import console
 from loadproof.scenarios import scenarios
 from loadproof.scenarios.base import Scenario
 from loadproof.scenarios.lifecycle import TargetOptions, run_command
-from loadproof.scenarios.options import CliOption, cli_options
+from loadproof.scenarios.options import CliOption, Panel, cli_options
 
-SCENARIO_PANEL = "Scenario options"  # --help: the target's options (and --help) first, then the scenario's
+PANELS = list(Panel)  # --help's groups, in this order
 
 
 def target_options(scenario: type[Scenario]) -> list[CliOption]:
@@ -38,26 +41,38 @@ def target_options(scenario: type[Scenario]) -> list[CliOption]:
     return options
 
 
-def command_options(scenario: type[Scenario]) -> list[tuple[CliOption, str | None]]:
-    """Every option of `loadproof run NAME`, in the order `--help` lists them, with its help panel."""
-    own = cli_options(scenario.Options) + cli_options(scenario.CommandOptions)
-    everything: list[tuple[CliOption, str | None]] = [(o, None) for o in target_options(scenario)]
-    everything += [(o, SCENARIO_PANEL) for o in own]
-    names = [o.field for o, _ in everything]
+def by_panel(options: list[CliOption]) -> list[CliOption]:
+    """`options` in the order `--help` lists them: by panel (`Panel`'s order; none last), each panel's in
+    the order its models declare them."""
+    return sorted(options, key=lambda o: PANELS.index(o.panel) if o.panel is not None else len(PANELS))
+
+
+def command_options(scenario: type[Scenario]) -> list[CliOption]:
+    """Every option of `loadproof run NAME`, in the order `--help` lists them."""
+    everything = target_options(scenario) + cli_options(scenario.Options) + cli_options(scenario.CommandOptions)
+    names = [o.field for o in everything]
     duplicated = sorted({n for n in names if names.count(n) > 1})
     if duplicated:  # a programming error, caught by the unit tests
         raise TypeError(f"scenario {scenario.name}: option names defined twice: {', '.join(duplicated)}")
-    return everything
+    return by_panel(everything)
 
 
 def parameter(option: CliOption, panel: str | None = None) -> inspect.Parameter:
-    """The typer parameter of one option (keyword-only, named by its field)."""
+    """The typer parameter of one option (keyword-only, named by its field), in its help panel (`panel`, where
+    a command groups options its own way, else the option's). Its help is plain text: rich markup in it
+    (`loadproof[ray]`) is escaped, so `--help` shows it as written."""
     help_text = option.help + {"list": " (comma-separated)", "pairs": " (KEY=VALUE, repeatable)"}.get(option.shape, "")
     decls = [f"{option.flag}/{option.off_flag}", *option.flags[1:]] if option.shape == "flag" else list(option.flags)
     kind: Any = {"flag": bool, "list": str, "pairs": list[str]}.get(option.shape, option.type)
     if not option.required and option.default is None and option.shape != "flag":
         kind = kind | None
-    info = typer.Option(*decls, help=help_text, rich_help_panel=panel, show_default=option.shape != "pairs")
+    info = typer.Option(
+        *decls,
+        help=escape(help_text),
+        rich_help_panel=panel or (option.panel.value if option.panel is not None else None),
+        metavar=option.metavar,
+        show_default=option.shape != "pairs",
+    )
     default = inspect.Parameter.empty if option.required else option.default
     return inspect.Parameter(
         option.field, inspect.Parameter.KEYWORD_ONLY, annotation=Annotated[kind, info], default=default
@@ -70,13 +85,24 @@ def build_command(scenario: type[Scenario]) -> Any:
     def command(**values: Any) -> None:
         run_command(scenario, values, console)
 
-    command.__signature__ = inspect.Signature([parameter(o, panel) for o, panel in command_options(scenario)])  # type: ignore[attr-defined]  # a function declares no __signature__; inspect.signature (so typer) reads the one set here
+    command.__signature__ = inspect.Signature([parameter(o) for o in command_options(scenario)])  # type: ignore[attr-defined]  # a function declares no __signature__; inspect.signature (so typer) reads the one set here
     command.__name__ = f"run_{scenario.name}"
-    command.__doc__ = scenario.summary
+    command.__doc__ = escape(scenario.summary)
     return command
 
 
-for _name in scenarios.in_order():
-    run_app.command(_name)(build_command(scenarios.get(_name)))
+def examples(scenario: type[Scenario]) -> str | None:
+    """The end of `--help`: each of the scenario's examples, what it does and then the command (indented)."""
+    if not scenario.examples:
+        return None
+    lines = ["Examples:"]
+    for example in scenario.examples:
+        lines += ["", escape(example.what) + ":", f"  loadproof run {scenario.name} {escape(example.args)}"]
+    return "\n".join(lines)
 
-__all__ = ["build_command", "command_options", "parameter", "target_options"]
+
+for _name in scenarios.in_order():
+    _scenario = scenarios.get(_name)
+    run_app.command(_name, epilog=examples(_scenario))(build_command(_scenario))
+
+__all__ = ["PANELS", "build_command", "by_panel", "command_options", "examples", "parameter", "target_options"]

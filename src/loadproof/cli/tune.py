@@ -24,17 +24,16 @@ from loadproof.tune.options import TARGET_FIELDS, TuneOptions, load_cli_options,
 from loadproof.tune.table import TABLE_HEAD, table_rows
 from loadproof.tune.tuning import tune as run_tune
 
-LOAD_PANEL = "run load's options (each point's rate search)"
-
 
 def _say(text: str) -> None:
     ui.err.print(text, markup=False, highlight=False)
 
 
-def generated() -> list[tuple[CliOption, str | None]]:
-    """The options declared elsewhere, with their help panel: run load's target's, run load's, tune's own."""
+def generated() -> list[CliOption]:
+    """The options declared elsewhere: tune's own (in `--help`'s "Options", beside PROFILE, --sim and --grid),
+    then run load's target's and run load's, each in the panel `run load --help` lists it in."""
     target = [o for o in target_options(LoadScenario) if o.field in TARGET_FIELDS]
-    return [(o, None) for o in cli_options(TuneOptions)] + [(o, LOAD_PANEL) for o in target + load_cli_options()]
+    return cli_options(TuneOptions) + target + load_cli_options()
 
 
 def tune(
@@ -72,5 +71,5 @@ _OWN = [
         ],
     ),
 ]
-tune.__signature__ = inspect.Signature(_OWN + [parameter(o, panel) for o, panel in generated()])  # type: ignore[attr-defined]  # typer reads the generated signature
+tune.__signature__ = inspect.Signature(_OWN + [parameter(o) for o in generated()])  # type: ignore[attr-defined]  # typer reads the generated signature
 app.command()(tune)

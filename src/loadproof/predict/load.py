@@ -45,7 +45,7 @@ LOAD_FIELDS = (
 RATES_SYNTAX = "requests/s, one or several: 1,2,4,8 (inf: every request at once)"
 # the attainment's default is run load's own (LoadOptions.attainment): a prediction judges a rate as its search would
 LOAD_CHANGES: dict[str, dict[str, Any]] = {
-    "rate": {"default": "1", "help": f"one predicted run per rate, {RATES_SYNTAX}"},
+    "rate": {"default": "1", "help": f"one predicted run per rate, {RATES_SYNTAX}", "metavar": "R,...|inf"},
     "num_requests": {"default": 1000, "help": "requests per rate"},
     "attainment": {
         "help": "the SLO attainment (good / all requests, a fraction, as "

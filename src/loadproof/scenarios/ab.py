@@ -18,7 +18,7 @@ import asyncio
 import random
 from contextlib import AsyncExitStack
 from functools import partial
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 from pydantic import Field, field_validator
@@ -32,10 +32,10 @@ from loadproof.plans.ab import ARMS, DEFAULT_RESAMPLES, AbArm, AbPlan
 from loadproof.protocol.openai import request_body
 from loadproof.records import RequestRecord
 from loadproof.rundir import EngineSample, Manifest
-from loadproof.scenarios.base import Scenario, Setup
+from loadproof.scenarios.base import Example, Scenario, Setup
 from loadproof.scenarios.live import LiveStatus
 from loadproof.scenarios.load.slo import SLO_SYNTAX, Slo
-from loadproof.scenarios.options import ExistingPath, HttpUrl, cli
+from loadproof.scenarios.options import ExistingPath, HttpUrl, Panel, cli, one_of
 from loadproof.scenarios.recording import Console
 from loadproof.scenarios.target import Target, resolve_target
 from loadproof.store.run_dir import RunWriter
@@ -58,46 +58,68 @@ SAMPLING_KEYS = (
 
 
 class AbOptions(StrictModel):
-    family: str = Field(default="english", description="task family of the fixed batch")
-    num_prompts: int = Field(default=4, ge=1, description="prompts in the batch")
-    concurrency: int = Field(default=1, ge=1, description="requests of the batch in flight at once")
-    max_tokens: int = Field(default=128, ge=2, description="output tokens asked per request")
+    family: Annotated[str, one_of(FAMILIES)] = Field(
+        default="english",
+        description="task family of the fixed batch: " + ", ".join(FAMILIES),
+        json_schema_extra=cli(panel=Panel.WORKLOAD),
+    )
+    num_prompts: int = Field(
+        default=4, ge=1, description="prompts in the batch", json_schema_extra=cli(panel=Panel.WORKLOAD)
+    )
+    concurrency: int = Field(
+        default=1,
+        ge=1,
+        description="requests of the batch in flight at once",
+        json_schema_extra=cli(panel=Panel.ARRIVALS),
+    )
+    max_tokens: int = Field(
+        default=128, ge=2, description="output tokens asked per request", json_schema_extra=cli(panel=Panel.WORKLOAD)
+    )
     repeats: int = Field(
-        default=5, ge=2, description="rounds; each sends the batch once per arm", json_schema_extra=cli(aliases=["-r"])
+        default=5,
+        ge=2,
+        description="rounds, >= 2; each sends the batch once per arm",
+        json_schema_extra=cli(aliases=["-r"], panel=Panel.ARRIVALS),
     )
     seed: int = Field(
         default=731,
-        description="sampling seed: round r sends seed + r with every request (the same "
+        description="sampling seed, an integer: round r sends seed + r with every request (the same "
         "to both arms), unless an arm sets its own",
+        json_schema_extra=cli(panel=Panel.WORKLOAD),
     )
-    order_seed: int = Field(default=20_240_607, description="seed of the random order of the arms")
+    order_seed: int = Field(
+        default=20_240_607,
+        description="seed of the random order of the arms",
+        json_schema_extra=cli(panel=Panel.ARRIVALS),
+    )
     bootstrap_seed: int = Field(
-        default=20_240_607, description="seed of the confidence interval's resampling (stored in the manifest)"
+        default=20_240_607,
+        description="seed of the confidence interval's resampling (stored in the manifest)",
+        json_schema_extra=cli(panel=Panel.CHECKS),
     )
     resamples: int = Field(default=DEFAULT_RESAMPLES, ge=100, json_schema_extra=cli(hidden=True))
     a: dict[str, float | int | bool] = Field(
-        default_factory=dict, description="arm a: a sampling setting", json_schema_extra=cli(aliases=["--a-setting"])
+        default_factory=dict,
+        description="arm a: a sampling setting, KEY one of " + ", ".join(SAMPLING_KEYS),
+        json_schema_extra=cli(aliases=["--a-setting"], panel=Panel.WORKLOAD),
     )
     b: dict[str, float | int | bool] = Field(
-        default_factory=dict, description="arm b: a sampling setting", json_schema_extra=cli(aliases=["--b-setting"])
+        default_factory=dict,
+        description="arm b: a sampling setting, KEY one of " + ", ".join(SAMPLING_KEYS),
+        json_schema_extra=cli(aliases=["--b-setting"], panel=Panel.WORKLOAD),
     )
-    deadline_s: float | None = Field(default=None, gt=0, description="per-request deadline in seconds")
+    deadline_s: float | None = Field(
+        default=None, gt=0, description="per-request deadline in seconds", json_schema_extra=cli(panel=Panel.WORKLOAD)
+    )
     slo: Slo | None = Field(
         default=None,
         description=f"per-request SLOs: which requests are good, for goodput and "
         f"the energy and cost per good token: {SLO_SYNTAX}",
-        json_schema_extra=cli(text=True),
+        json_schema_extra=cli(text=True, panel=Panel.SLO_SEARCH, metavar="NAME=VALUE,..."),
     )
     warmup: bool = Field(
         default=True, description="one unrecorded request per arm first", json_schema_extra=cli(hidden=True)
     )
-
-    @field_validator("family")
-    @classmethod
-    def _known_family(cls, value: str) -> str:
-        if value not in FAMILIES:
-            raise ValueError(f"family must be one of {', '.join(FAMILIES)} (got {value!r})")
-        return value
 
     @field_validator("a", "b")
     @classmethod
@@ -120,12 +142,32 @@ def plan_order(rounds: int, rng: random.Random) -> list[list[str]]:
 class AbCommand(StrictModel):
     """Each arm's own server, profile or model, where the two differ (default: --url, --profile, --model)."""
 
-    a_url: HttpUrl | None = Field(default=None, description="arm a's server (default: --url)")
-    b_url: HttpUrl | None = Field(default=None, description="arm b's server (default: --url)")
-    a_profile: ExistingPath | None = Field(default=None, description="arm a's profile TOML (default: --profile)")
-    b_profile: ExistingPath | None = Field(default=None, description="arm b's profile TOML (default: --profile)")
-    a_model: str | None = Field(default=None, description="arm a's model (default: --model)")
-    b_model: str | None = Field(default=None, description="arm b's model (default: --model)")
+    a_url: HttpUrl | None = Field(
+        default=None, description="arm a's server (default: --url)", json_schema_extra=cli(panel=Panel.TARGET)
+    )
+    b_url: HttpUrl | None = Field(
+        default=None, description="arm b's server (default: --url)", json_schema_extra=cli(panel=Panel.TARGET)
+    )
+    a_profile: ExistingPath | None = Field(
+        default=None,
+        description="arm a's profile TOML (default: --profile)",
+        json_schema_extra=cli(panel=Panel.TARGET, metavar="PROFILE"),
+    )
+    b_profile: ExistingPath | None = Field(
+        default=None,
+        description="arm b's profile TOML (default: --profile)",
+        json_schema_extra=cli(panel=Panel.TARGET, metavar="PROFILE"),
+    )
+    a_model: str | None = Field(
+        default=None,
+        description="arm a's model (default: --model)",
+        json_schema_extra=cli(panel=Panel.TARGET, metavar="NAME"),
+    )
+    b_model: str | None = Field(
+        default=None,
+        description="arm b's model (default: --model)",
+        json_schema_extra=cli(panel=Panel.TARGET, metavar="NAME"),
+    )
 
 
 class AbScenario(Scenario):
@@ -133,6 +175,16 @@ class AbScenario(Scenario):
     Options = AbOptions
     CommandOptions = AbCommand
     summary = "Two arms (settings or servers) in a randomized interleaved design: change and 95% interval per metric."
+    examples = (
+        Example(
+            "Temperature 0 against 0.7 on one server, 10 rounds",
+            "--url http://127.0.0.1:8000 --a temperature=0 --b temperature=0.7 -r 10",
+        ),
+        Example(
+            "Two servers, the same settings",
+            "--url http://host-a:8000 --a-url http://host-a:8000 --b-url http://host-b:8000",
+        ),
+    )
     options: AbOptions
 
     def __init__(self, targets: dict[str, Target], options: AbOptions) -> None:

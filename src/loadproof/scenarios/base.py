@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 from tokenizers import Tokenizer
 
@@ -23,7 +23,7 @@ from loadproof.scenarios.target import Target, TargetOptions, resolve_target
 from loadproof.scenarios.token_counts import require_token_source
 from loadproof.store.run_dir import RunWriter
 
-__all__ = ["NoCommandOptions", "Scenario", "Setup", "Target", "TokenCounter", "TokenizerUse"]
+__all__ = ["Example", "NoCommandOptions", "Scenario", "Setup", "Target", "TokenCounter", "TokenizerUse"]
 
 
 @dataclass(frozen=True)
@@ -38,6 +38,14 @@ class TokenizerUse:
     needed: bool = False
 
 
+class Example(NamedTuple):
+    """One example its command's `--help` ends with: what it does, and the options after `loadproof run NAME`
+    (a test parses each one with the command's own parser)."""
+
+    what: str
+    args: str
+
+
 class NoCommandOptions(StrictModel):
     """A scenario whose command has no options beyond its Options and the target's."""
 
@@ -46,7 +54,8 @@ class Scenario:
     """What every scenario declares, and how a run command builds it (`scenarios.lifecycle`).
 
     - `name`, `Options` (a StrictModel: every field is an option of `loadproof run NAME`, see
-      `scenarios.options`), `summary` (the command's help);
+      `scenarios.options`), `summary` (the command's help), `examples` (2 to 4 `Example`s its `--help` ends
+      with);
     - `CommandOptions`: options of the command that are not options of a run (a search, a log to read);
     - `tokenizer`: whether `--tokenizer` is required, optional or not offered;
     - `endpoints`: the endpoints it measures (generation, unless it says embeddings and rerank too);
@@ -63,6 +72,7 @@ class Scenario:
     Options: ClassVar[type[StrictModel]]
     CommandOptions: ClassVar[type[StrictModel]] = NoCommandOptions
     summary: ClassVar[str] = ""
+    examples: ClassVar[tuple[Example, ...]] = ()
     tokenizer: ClassVar[TokenizerUse | None] = None
     endpoints: ClassVar[tuple[str, ...]] = GENERATING
     failure: ClassVar[str] = FAILURE

@@ -25,7 +25,7 @@ from loadproof.plans.capacity import CapacityPlan, CapacitySession
 from loadproof.records import RequestRecord
 from loadproof.rundir import Manifest
 from loadproof.rundir.manifest import EngineInfo
-from loadproof.scenarios.base import Setup
+from loadproof.scenarios.base import Example, Setup
 from loadproof.scenarios.demo import DemoSetup
 from loadproof.scenarios.live import LiveStatus
 from loadproof.scenarios.long_context import (
@@ -39,7 +39,7 @@ from loadproof.scenarios.long_context import (
     new_record,
     session_spec,
 )
-from loadproof.scenarios.options import SAMPLING_NEEDED, ExistingPath, cli, needs_samples
+from loadproof.scenarios.options import SAMPLING_NEEDED, ExistingPath, Panel, cli, needs_samples
 from loadproof.scenarios.recording import Console, startup_of
 from loadproof.scenarios.search import SEARCH_MAXIMUM, capacity_search
 from loadproof.scenarios.target import Target
@@ -50,36 +50,68 @@ from loadproof.units import NS_PER_S as NS
 
 class CapacityOptions(StrictModel):
     sessions: int = Field(
-        default=4, ge=1, description="N, sessions started together", json_schema_extra=cli(aliases=["-n"])
+        default=4,
+        ge=1,
+        description="N, sessions started together",
+        json_schema_extra=cli(aliases=["-n"], panel=Panel.ARRIVALS),
     )
     input_tokens: int = Field(
-        default=2048, ge=64, description="L, input tokens per session, exactly", json_schema_extra=cli(aliases=["-l"])
+        default=2048,
+        ge=64,
+        description="L, input tokens per session, exactly",
+        json_schema_extra=cli(aliases=["-l"], panel=Panel.WORKLOAD),
     )
-    window_s: float = Field(default=10.0, gt=0, description="W, seconds of shared generation")
+    window_s: float = Field(
+        default=10.0, gt=0, description="W, seconds of shared generation", json_schema_extra=cli(panel=Panel.ARRIVALS)
+    )
     max_tokens: int | None = Field(
         default=None,
         ge=16,
         description="output tokens asked per session; "
         "default: what the context window leaves, so streams outlast the window",
+        json_schema_extra=cli(panel=Panel.WORKLOAD),
     )
-    stagger_s: float = Field(default=0.0, ge=0, description="pause between session starts")
-    num_probes: int = Field(default=1, ge=1, description="facts planted per session (the first is asked)")
+    stagger_s: float = Field(
+        default=0.0, ge=0, description="seconds between session starts", json_schema_extra=cli(panel=Panel.ARRIVALS)
+    )
+    num_probes: int = Field(
+        default=1,
+        ge=1,
+        description="N facts planted per session (the first is asked)",
+        json_schema_extra=cli(panel=Panel.WORKLOAD),
+    )
     check_probes: bool = Field(
         default=True,
         description="score retrieval: every session's answer states its planted fact",
         json_schema_extra=cli(
-            "--skip-probe-check", invert=True, help=("do not score retrieval (random weights); said in the verdict")
+            "--skip-probe-check",
+            invert=True,
+            help="do not score retrieval (random weights); said in the verdict",
+            panel=Panel.CHECKS,
         ),
     )
     plant_probes: bool = Field(
         default=True,
         description="plant the fact each session is asked about",
         json_schema_extra=cli(
-            "--negative-control", invert=True, help=("ask about facts never planted: retrieval must FAIL")
+            "--negative-control",
+            invert=True,
+            help="ask about facts never planted: retrieval must FAIL",
+            panel=Panel.CHECKS,
         ),
     )
-    max_gap_s: float = Field(default=5.0, gt=0, description="longest silence a stream may have inside the window")
-    drain_timeout_s: float = Field(default=30.0, gt=0, description="bound on the engine letting go after cancel")
+    max_gap_s: float = Field(
+        default=5.0,
+        gt=0,
+        description="longest silence, in seconds, a stream may have inside the window",
+        json_schema_extra=cli(panel=Panel.CHECKS),
+    )
+    drain_timeout_s: float = Field(
+        default=30.0,
+        gt=0,
+        description="seconds the engine may take to let go after cancel",
+        json_schema_extra=cli(panel=Panel.CHECKS),
+    )
     kv_idle_bound: float = Field(
         default=0.02, ge=0, le=1, description="KV usage after drain <= idle + this", json_schema_extra=cli(hidden=True)
     )
@@ -89,11 +121,12 @@ class CapacityOptions(StrictModel):
     admission_stall_s: float = Field(
         default=10.0,
         gt=0,
-        description="end the cold phase once sessions have waited this long while every running one was decoding",
+        description="end the cold phase once sessions have waited this many seconds while every running one was decoding",
+        json_schema_extra=cli(panel=Panel.CHECKS),
     )
     sample_interval_s: Annotated[
         float, needs_samples("the verdict reads the engine's running, waiting and KV gauges through the window")
-    ] = Field(default=0.5, ge=0, description=SAMPLING_NEEDED)
+    ] = Field(default=0.5, ge=0, description=SAMPLING_NEEDED, json_schema_extra=cli(panel=Panel.ENGINE))
     idle_timeout_s: float = idle_timeout_field()
     use_cache_salt: bool = cache_salt_field()
     seed: int = Field(default=731, json_schema_extra=cli(hidden=True))
@@ -103,16 +136,21 @@ class CapacityCommand(StrictModel):
     """What `loadproof run capacity` takes beyond a run's options: the engine's log, and a search."""
 
     startup_log: ExistingPath | None = Field(
-        default=None, description="engine startup log: KV tokens for the theoretical count"
+        default=None,
+        description="the engine's startup log: its KV tokens, for the theoretical count",
+        json_schema_extra=cli(panel=Panel.ENGINE, metavar="FILE"),
     )
     search: Literal["sessions", "input-tokens"] | None = Field(
-        default=None, description="find the largest passing 'sessions' or 'input-tokens'"
+        default=None,
+        description="find the largest passing N (sessions) or L (input-tokens)",
+        json_schema_extra=cli(panel=Panel.SLO_SEARCH),
     )
     search_max: int | None = Field(
         default=None,
         ge=1,
-        description="upper bound of the search (default: "
+        description="the search's upper bound, N or L (default: "
         f"{SEARCH_MAXIMUM['sessions']} sessions, {SEARCH_MAXIMUM['input_tokens']:,} tokens)",
+        json_schema_extra=cli(panel=Panel.SLO_SEARCH),
     )
 
 
@@ -121,6 +159,16 @@ class CapacityScenario(MetricsScenario):
     Options = CapacityOptions
     CommandOptions = CapacityCommand
     summary = "N sessions of L tokens generating together for W seconds, verified on the engine's own metrics."
+    examples = (
+        Example(
+            "8 sessions of 16,384 tokens generating together for 30 s",
+            "--url http://127.0.0.1:8000 -n 8 -l 16384 --window-s 30",
+        ),
+        Example(
+            "The largest number of 8,192-token sessions that passes, from the engine's startup log's KV size",
+            "--url http://127.0.0.1:8000 -l 8192 --search sessions --startup-log engine.log",
+        ),
+    )
     tokenizer = EXACT_LENGTH
     failure = "acceptance FAILED (criteria above)"
     options: CapacityOptions

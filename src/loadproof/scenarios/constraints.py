@@ -13,7 +13,7 @@ from pydantic import Field, PlainSerializer, PlainValidator, model_validator
 
 from loadproof.config.base import StrictModel
 from loadproof.errors import UsageError
-from loadproof.scenarios.options import cli
+from loadproof.scenarios.options import Panel, cli
 from loadproof.scenarios.target import Target
 from loadproof.workloads.constraints import (
     CHOICES,
@@ -45,7 +45,7 @@ Format = Annotated[ResponseFormat, PlainValidator(_as_value_error(parse_response
 class ConstraintOptions(StrictModel):
     tools: Tools | None = Field(
         default=None,
-        json_schema_extra=cli(text=True),
+        json_schema_extra=cli(text=True, panel=Panel.TOOLS, metavar="FILE"),
         description="declare these tools in every request: a JSON file of OpenAI tool "
         "definitions; each call's arguments are checked against its tool's parameters",
     )
@@ -53,10 +53,11 @@ class ConstraintOptions(StrictModel):
         default=None,
         description="with --tools: auto, required (every answer must call "
         "a tool) or the name of one tool of the file (every answer must call it)",
+        json_schema_extra=cli(panel=Panel.TOOLS, metavar="auto|required|NAME"),
     )
     response_format: Format | None = Field(
         default=None,
-        json_schema_extra=cli(text=True),
+        json_schema_extra=cli(text=True, panel=Panel.TOOLS, metavar="json|json_schema:FILE"),
         description=f"ask every answer as {RESPONSE_FORMAT_SYNTAX}; each answer is checked against it",
     )
 

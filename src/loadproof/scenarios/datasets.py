@@ -11,7 +11,7 @@ from pydantic import BeforeValidator, Field, model_validator
 
 from loadproof.config.base import StrictModel
 from loadproof.errors import UsageError
-from loadproof.scenarios.options import cli
+from loadproof.scenarios.options import Panel, cli
 from loadproof.workloads.datasets import DatasetFormat, DatasetSample, check_readable, parse_columns
 
 Columns = Annotated[dict[str, str], BeforeValidator(parse_columns)]
@@ -31,38 +31,53 @@ class DatasetOptions(StrictModel):
         default=None,
         description="send the prompts of this data set file or folder instead "
         "of synthetic ones (ShareGPT JSON, JSONL, Parquet, Arrow; local only)",
+        json_schema_extra=cli(panel=Panel.DATA_SET, metavar="PATH"),
     )
     dataset_format: DatasetFormat = Field(
         default="auto",
-        description="the data set's format; auto: by its extension (.json sharegpt, .jsonl, .parquet, .arrow)",
+        description="the data set's format: auto (by its extension: .json sharegpt, .jsonl, .parquet, .arrow), "
+        "sharegpt, jsonl, parquet or arrow",
+        json_schema_extra=cli(panel=Panel.DATA_SET),
     )
     dataset_columns: Columns = Field(
         default={},
         description="FIELD=COLUMN,... maps prompt, messages, output_tokens "
         "or conversations to the data set's own names",
-        json_schema_extra=cli(text=True),
+        json_schema_extra=cli(text=True, panel=Panel.DATA_SET, metavar="FIELD=COL,..."),
     )
     dataset_sample: DatasetSample = Field(
         default="random",
         description="random: a seeded uniform sample of the usable rows, shuffled; first: the first rows in file order",
+        json_schema_extra=cli(panel=Panel.DATA_SET),
     )
     dataset_repeat: bool = Field(
-        default=False, description="with fewer usable rows than requests, send them again in the same order"
+        default=False,
+        description="with fewer usable rows than requests, send them again in the same order",
+        json_schema_extra=cli(panel=Panel.DATA_SET),
     )
     dataset_min_input_tokens: int | None = Field(
-        default=None, ge=1, description="drop rows whose prompt is shorter (tokens as the engine counts them)"
+        default=None,
+        ge=1,
+        description="drop rows whose prompt is shorter than this many tokens (as the engine counts them)",
+        json_schema_extra=cli(panel=Panel.DATA_SET),
     )
     dataset_max_input_tokens: int | None = Field(
-        default=None, ge=1, description="drop rows whose prompt is longer (the served context drops them too)"
+        default=None,
+        ge=1,
+        description="drop rows whose prompt is longer than this many tokens (the served context drops them too)",
+        json_schema_extra=cli(panel=Panel.DATA_SET),
     )
     dataset_output: Literal["data", "option"] = Field(
         default="data",
         description="data: each row's own output "
         "length where it has one (ShareGPT: its reply's tokens), else "
         "--output-tokens; option: always --output-tokens",
+        json_schema_extra=cli(panel=Panel.DATA_SET),
     )
     skip_bad_rows: bool = Field(
-        default=False, description="skip rows that do not parse, counting them, instead of stopping at the first"
+        default=False,
+        description="skip rows that do not parse, counting them, instead of stopping at the first",
+        json_schema_extra=cli(panel=Panel.DATA_SET),
     )
 
     @model_validator(mode="after")

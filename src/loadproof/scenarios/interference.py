@@ -21,6 +21,7 @@ from loadproof.errors import UsageError
 from loadproof.plans import attach_plan
 from loadproof.plans.interference import InterferencePlan, InterferenceSession, Newcomer
 from loadproof.rundir import Manifest
+from loadproof.scenarios.base import Example
 from loadproof.scenarios.demo import DemoSetup
 from loadproof.scenarios.live import LiveStatus
 from loadproof.scenarios.long_context import (
@@ -33,7 +34,7 @@ from loadproof.scenarios.long_context import (
     new_record,
     session_spec,
 )
-from loadproof.scenarios.options import SAMPLING_NEEDED, cli, needs_samples
+from loadproof.scenarios.options import SAMPLING_NEEDED, Panel, cli, needs_samples
 from loadproof.store.run_dir import RunWriter
 from loadproof.telemetry.server_metrics import MetricsScraper
 from loadproof.units import NS_PER_S as NS
@@ -41,23 +42,40 @@ from loadproof.units import NS_PER_S as NS
 
 class InterferenceOptions(StrictModel):
     sessions: int = Field(
-        default=3, ge=1, description="M, streams already generating", json_schema_extra=cli(aliases=["-m"])
+        default=3,
+        ge=1,
+        description="M, streams already generating",
+        json_schema_extra=cli(aliases=["-m"], panel=Panel.ARRIVALS),
     )
-    session_tokens: int = Field(default=2048, ge=64, description="L_m, input tokens per session")
-    newcomer_tokens: int = Field(default=8192, ge=64, description="L_big, input tokens of the newcomer")
-    window_s: float = Field(default=5.0, gt=0, description="W, the before and after windows")
+    session_tokens: int = Field(
+        default=2048, ge=64, description="L_m, input tokens per session", json_schema_extra=cli(panel=Panel.WORKLOAD)
+    )
+    newcomer_tokens: int = Field(
+        default=8192,
+        ge=64,
+        description="L_big, input tokens of the newcomer",
+        json_schema_extra=cli(panel=Panel.WORKLOAD),
+    )
+    window_s: float = Field(
+        default=5.0,
+        gt=0,
+        description="W, seconds of the before and after windows",
+        json_schema_extra=cli(panel=Panel.ARRIVALS),
+    )
     followup_tokens: int = Field(
         default=32, ge=4, description="tokens asked per follow-up answer", json_schema_extra=cli(hidden=True)
     )
     check_probes: bool = Field(
         default=True,
         description="score retrieval: every follow-up states its session's fact",
-        json_schema_extra=cli("--skip-probe-check", invert=True, help="do not score retrieval (random weights)"),
+        json_schema_extra=cli(
+            "--skip-probe-check", invert=True, help="do not score retrieval (random weights)", panel=Panel.CHECKS
+        ),
     )
     first_token_timeout_s: float = Field(default=7200.0, gt=0, json_schema_extra=cli(hidden=True))
     sample_interval_s: Annotated[
         float, needs_samples("the verdict reads the engine's prefix-cache hits across each follow-up")
-    ] = Field(default=0.5, ge=0, description=SAMPLING_NEEDED)
+    ] = Field(default=0.5, ge=0, description=SAMPLING_NEEDED, json_schema_extra=cli(panel=Panel.ENGINE))
     idle_timeout_s: float = idle_timeout_field()
     use_cache_salt: bool = cache_salt_field()
     seed: int = Field(default=731, json_schema_extra=cli(hidden=True))
@@ -67,6 +85,16 @@ class InterferenceScenario(MetricsScenario):
     name = "interference"
     Options = InterferenceOptions
     summary = "M streams' rate before, during and after a new long prefill; then warm follow-ups on each session."
+    examples = (
+        Example(
+            "4 streams of 4,096 tokens, a 32,768-token newcomer",
+            "--url http://127.0.0.1:8000 -m 4 --session-tokens 4096 --newcomer-tokens 32768",
+        ),
+        Example(
+            "Longer windows before and after, retrieval not scored (a model with random weights)",
+            "--url http://127.0.0.1:8000 --window-s 10 --skip-probe-check",
+        ),
+    )
     tokenizer = EXACT_LENGTH
     options: InterferenceOptions
 

@@ -28,7 +28,7 @@ from loadproof.errors import EngineBusy, UsageError
 from loadproof.protocol.openai import request_body
 from loadproof.records import RequestRecord
 from loadproof.scenarios.base import Scenario, TokenizerUse
-from loadproof.scenarios.options import cli
+from loadproof.scenarios.options import Panel, cli
 from loadproof.scenarios.target import Target
 from loadproof.scenarios.token_counts import PROBE_TEXT, engine_overhead_tokens, tokens_for
 from loadproof.telemetry.server_metrics import MetricsScraper
@@ -108,8 +108,9 @@ def idle_timeout_field() -> Any:
     return Field(
         default=120.0,
         gt=0,
-        description="wait up to this long, before the run, for the engine to report "
+        description="seconds to wait, before the run, for the engine to report "
         "0 running and 0 waiting; else fail with 'engine busy'",
+        json_schema_extra=cli(panel=Panel.ENGINE),
     )
 
 
@@ -118,7 +119,9 @@ def cache_salt_field() -> Any:
     return Field(
         default=True,
         description="send vLLM's cache_salt with each session, so no run reuses another's prefix cache",
-        json_schema_extra=cli("--no-cache-salt", invert=True, help="do not send vLLM's cache_salt"),
+        json_schema_extra=cli(
+            "--no-cache-salt", invert=True, help="do not send vLLM's cache_salt", panel=Panel.WORKLOAD
+        ),
     )
 
 

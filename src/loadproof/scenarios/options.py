@@ -6,7 +6,12 @@ its `cli(hidden=True)` says it is not:
 - flag: `--` and the field name with '-' for '_'; `cli("--modes")` names it otherwise, and
   `cli(aliases=["-n"])` adds short or old names;
 - default: the field's default; help: the field's description (`cli(help=...)` where the flag's
-  sense is the opposite of the field's);
+  sense is the opposite of the field's), naming the values it takes and their unit;
+- panel: `cli(panel=Panel.WORKLOAD)`, the group `--help` lists it in (`Panel`: one set, one order, for
+  every command);
+- what `--help` shows for its value (the metavar): a choice's values (`poisson|constant|gamma`), else a name
+  from its type and the field's unit (`N`, `TOKENS`, `SECONDS`, `PATH`...); `cli(metavar="R|inf")` where
+  the field parses text of its own;
 - validation: the field's constraints; an error is one line naming the flag and the value given.
 
 How a field's type reaches the command line:
@@ -19,6 +24,9 @@ How a field's type reaches the command line:
 | anything else | one value, checked by the model |
 | any, with `cli(text=True)` | one value as typed; the field's validator parses it (`--rate inf`, `--slo ttft=2s`) |
 
+A field's choices, which `--help` shows and a test holds its help to naming, are its `Literal`'s values, or
+those of the `among` (a list) or `one_of` (one value) that checks it.
+
 `cli_options(Model)` lists what a model puts on the command line (the CLI generates its commands from
 it); `from_cli(Model, values, source)` turns the command line's values back into a validated model.
 Standard library and pydantic only: the CLI layer adds typer on top.
@@ -30,8 +38,9 @@ import json
 import types
 import typing
 import urllib.parse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, Literal, cast
 
@@ -42,6 +51,22 @@ from loadproof.errors import ConfigError
 Shape = Literal["value", "flag", "list", "pairs"]
 
 
+class Panel(StrEnum):
+    """The groups a command's `--help` lists its options in, in this order: one set for every `loadproof run`
+    command (and `tune`, which takes run load's), each option's declared on its field (`cli(panel=...)`)."""
+
+    TARGET = "Target"  # the server, the model, how to talk to it, how tokens are counted
+    ARRIVALS = "Arrivals"  # when requests are sent and how many: rates, users, concurrency, durations
+    WORKLOAD = "Workload"  # what each request asks: prompts and their lengths, outputs, seeds, deadlines
+    DATA_SET = "Data set"  # prompts from a file: a data set or a trace
+    TOOLS = "Tools and formats"  # tool calls and structured answers
+    SLO_SEARCH = "SLO and search"  # which requests are good, sweeps and searches over many runs
+    CHECKS = "Checks"  # the verdict's criteria and bounds, a prediction to judge against
+    SCALE_OUT = "Scale-out"  # the load generator spread over processes or hosts
+    ENGINE = "Engine metrics"  # where the engine's metrics come from, how often, what its cache holds
+    OUTPUT = "Output"  # where the run directory goes, the price its costs are figured at
+
+
 def cli(
     flag: str | None = None,
     *,
@@ -50,6 +75,8 @@ def cli(
     help: str | None = None,
     hidden: bool = False,
     text: bool = False,
+    panel: Panel | None = None,
+    metavar: str | None = None,
 ) -> dict[str, Any]:
     """How a field appears on the command line: `Field(..., json_schema_extra=cli(...))`."""
     spec: dict[str, Any] = {}
@@ -65,6 +92,10 @@ def cli(
         spec["hidden"] = True
     if text:
         spec["text"] = True
+    if panel is not None:
+        spec["panel"] = panel
+    if metavar is not None:
+        spec["metavar"] = metavar
     return {"cli": spec}
 
 
@@ -73,8 +104,9 @@ def idle_timeout_field() -> Any:
     return Field(
         default=120.0,
         ge=0,
-        description="wait up to this long, before the run, for the engine to report 0 "
+        description="seconds to wait, before the run, for the engine to report 0 "
         "running and 0 waiting (0: do not wait)",
+        json_schema_extra=cli(panel=Panel.ENGINE),
     )
 
 
@@ -82,13 +114,13 @@ SAMPLING_OFF = (
     "seconds between /metrics samples (0: sampling off: the engine's /metrics only before and after "
     "the run, no GPU or host telemetry)"
 )
-SAMPLING_NEEDED = "seconds between /metrics samples (0 refused: the verdict needs them)"
+SAMPLING_NEEDED = "seconds between /metrics samples, > 0 (0 refused: the verdict needs them)"
 
 
 def sample_interval_field() -> Any:
     """`--sample-interval-s` of the open-loop scenarios: /metrics every second; 0: sampling off (the engine's
     /metrics only before and after the run, and no GPU or host telemetry: docs/scenarios.md)."""
-    return Field(default=1.0, ge=0, description=SAMPLING_OFF)
+    return Field(default=1.0, ge=0, description=SAMPLING_OFF, json_schema_extra=cli(panel=Panel.ENGINE))
 
 
 def check_http_url(value: str) -> str:
@@ -104,6 +136,17 @@ def check_exists(value: Path) -> Path:
     return value
 
 
+@dataclass(frozen=True)
+class Choosing:
+    """The check of a field whose values are `choices` (`among`, `one_of`): the command line reads them here."""
+
+    choices: tuple[str, ...]
+    check: Callable[[Any], Any]
+
+    def __call__(self, value: Any) -> Any:
+        return self.check(value)
+
+
 def among(choices: Sequence[str], what: str) -> AfterValidator:
     """For `Annotated[list[str], among(...)]`: a non-empty list whose every item is one of `choices`."""
 
@@ -112,7 +155,19 @@ def among(choices: Sequence[str], what: str) -> AfterValidator:
             raise ValueError(f"{what} must be among {', '.join(choices)} (got {', '.join(value) or 'none'})")
         return value
 
-    return AfterValidator(check)
+    return AfterValidator(Choosing(tuple(choices), check))
+
+
+def one_of(choices: Sequence[str]) -> AfterValidator:
+    """For `Annotated[str, one_of(...)]`: one of `choices` (a set the code holds, not a `Literal`)."""
+    said = ", ".join(choices[:-1]) + f" or {choices[-1]}" if len(choices) > 1 else choices[0]
+
+    def check(value: str) -> str:
+        if value not in choices:
+            raise ValueError(f"must be {said}")
+        return value
+
+    return AfterValidator(Choosing(tuple(choices), check))
 
 
 def needs_samples(why: str) -> AfterValidator:
@@ -146,6 +201,9 @@ class CliOption:
     required: bool
     help: str
     invert: bool = False
+    panel: Panel | None = None  # the `--help` group it is listed in (None: the command's own "Options")
+    choices: tuple[str, ...] = ()  # the values it takes, where they are a fixed set
+    metavar: str = ""  # what `--help` shows for its value ("" for a flag)
 
     @property
     def flag(self) -> str:
@@ -163,6 +221,7 @@ def cli_options(model: type[BaseModel]) -> list[CliOption]:
         flag = spec.get("flag") or "--" + name.replace("_", "-")
         flags = (flag, *spec.get("aliases", ()))
         shape, kind = _shape(info.annotation)
+        choices = _choices(info.annotation, info.metadata)
         if spec.get("text"):  # the model parses the text itself: its errors stay one line naming the flag
             shape, kind = "value", str
         help_text = spec.get("help") or info.description or ""
@@ -179,8 +238,53 @@ def cli_options(model: type[BaseModel]) -> list[CliOption]:
             default = None
         elif spec.get("text") and default is not None:
             default = str(default)  # as it would be typed
-        options.append(CliOption(name, flags, off_flag, shape, kind, default, required, help_text, invert))
+        metavar = spec.get("metavar") or _metavar(name, shape, kind, choices)
+        panel = spec.get("panel")
+        options.append(
+            CliOption(name, flags, off_flag, shape, kind, default, required, help_text, invert, panel, choices, metavar)
+        )
     return options
+
+
+_UNITS = {"_s": "SECONDS", "_tokens": "TOKENS", "_mib": "MIB", "_gbps": "GB/S", "url": "URL"}
+_KINDS = {int: "N", float: "X", str: "TEXT", Path: "PATH"}
+LONGEST_CHOICES = 24  # longer alternatives show as the field's name; its help names them
+
+
+def _metavar(name: str, shape: Shape, kind: Any, choices: tuple[str, ...]) -> str:
+    """What `--help` shows for the value: the choices, the field's unit (by the suffix of its name: `_s`
+    seconds, `_tokens`...), or its type."""
+    if shape == "flag":
+        return ""
+    if shape == "pairs":
+        return "KEY=VALUE"
+    word = name.rpartition("_")[2].upper()
+    if choices:
+        shown = "|".join(choices)
+        one = shown if len(shown) <= LONGEST_CHOICES else word
+        return f"{word},..." if shape == "list" else one
+    unit = next((u for suffix, u in _UNITS.items() if name.endswith(suffix)), None)
+    one = unit or _KINDS.get(kind, "TEXT")
+    return f"{one},..." if shape == "list" else one
+
+
+def _choices(annotation: Any, metadata: list[Any]) -> tuple[str, ...]:
+    """The values a field takes, where they are a fixed set: its Literal's, or those of its `among` or
+    `one_of` check (on the field or inside its Annotated type)."""
+    checks = list(metadata)
+    args = typing.get_args(annotation)
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType) and type(None) in args:
+        rest = [a for a in args if a is not type(None)]
+        annotation = rest[0] if len(rest) == 1 else annotation
+    if typing.get_origin(annotation) is Annotated:
+        annotation, *more = typing.get_args(annotation)
+        checks += more
+    for check in checks:
+        if isinstance(check, AfterValidator) and isinstance(check.func, Choosing):
+            return check.func.choices
+    if typing.get_origin(annotation) is Literal:
+        return tuple(str(a) for a in typing.get_args(annotation))
+    return ()
 
 
 def from_cli(model: type[BaseModel], values: dict[str, Any], source: str) -> Any:

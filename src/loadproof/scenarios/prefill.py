@@ -15,6 +15,7 @@ from loadproof.config.base import StrictModel
 from loadproof.plans import attach_plan
 from loadproof.plans.prefill import PrefillPlan, PrefillRepeat
 from loadproof.rundir import Manifest
+from loadproof.scenarios.base import Example
 from loadproof.scenarios.demo import DemoSetup
 from loadproof.scenarios.live import LiveStatus
 from loadproof.scenarios.long_context import (
@@ -26,18 +27,30 @@ from loadproof.scenarios.long_context import (
     new_record,
     session_spec,
 )
-from loadproof.scenarios.options import cli
+from loadproof.scenarios.options import Panel, cli
 from loadproof.store.run_dir import RunWriter
 from loadproof.telemetry.server_metrics import MetricsScraper
 
 
 class PrefillOptions(StrictModel):
     input_tokens: int = Field(
-        default=4096, ge=64, description="L, input tokens, exactly", json_schema_extra=cli(aliases=["-l"])
+        default=4096,
+        ge=64,
+        description="L, input tokens, exactly",
+        json_schema_extra=cli(aliases=["-l"], panel=Panel.WORKLOAD),
     )
-    repeats: int = Field(default=3, ge=1, description="R, cold repeats", json_schema_extra=cli(aliases=["-r"]))
-    decode_tokens: int = Field(default=64, ge=2, description="tokens generated after the first")
-    deadline_s: float | None = Field(default=None, gt=0, description="per-repeat deadline in seconds")
+    repeats: int = Field(
+        default=3, ge=1, description="R, cold repeats", json_schema_extra=cli(aliases=["-r"], panel=Panel.ARRIVALS)
+    )
+    decode_tokens: int = Field(
+        default=64,
+        ge=2,
+        description="tokens generated after the first, >= 2",
+        json_schema_extra=cli(panel=Panel.WORKLOAD),
+    )
+    deadline_s: float | None = Field(
+        default=None, gt=0, description="per-repeat deadline in seconds", json_schema_extra=cli(panel=Panel.WORKLOAD)
+    )
     idle_timeout_s: float = idle_timeout_field()
     use_cache_salt: bool = cache_salt_field()
     seed: int = Field(default=731, json_schema_extra=cli(hidden=True))
@@ -47,6 +60,12 @@ class PrefillScenario(MetricsScenario):
     name = "prefill"
     Options = PrefillOptions
     summary = "Cold time to first token of one long input, R freshly salted repeats."
+    examples = (
+        Example(
+            "Cold time to first token of a 32,768-token prompt, 5 repeats", "--url http://127.0.0.1:8000 -l 32768 -r 5"
+        ),
+        Example("The default 4,096 tokens, without vLLM's cache_salt", "--url http://127.0.0.1:8000 --no-cache-salt"),
+    )
     tokenizer = EXACT_LENGTH
     failure = "a repeat was not cold, not the planned length, or failed (criteria above)"
     options: PrefillOptions

@@ -41,7 +41,7 @@ from loadproof.plans import attach_plan
 from loadproof.plans.quality import QualityPlan, UnderLoadPlan
 from loadproof.records import RequestRecord
 from loadproof.rundir import Manifest
-from loadproof.scenarios.base import Setup, TokenizerUse
+from loadproof.scenarios.base import Example, Setup, TokenizerUse
 from loadproof.scenarios.demo import DemoSetup
 from loadproof.scenarios.live import LiveStatus
 from loadproof.scenarios.load.schedule import Planned, describe
@@ -59,6 +59,16 @@ class QualityScenario(MetricsScenario):
     name = "quality"
     Options = QualityOptions
     summary = "GSM8K subset, authored tasks, long-context retrieval and image checks, scored item by item."
+    examples = (
+        Example(
+            "50 GSM8K problems and retrieval at 4,096 tokens",
+            "--url http://127.0.0.1:8000 --suites gsm8k,retrieval --gsm8k-items 50 --retrieval-lengths 4096",
+        ),
+        Example(
+            "Every item asked idle and again under 2 requests/s of load: the answers that changed",
+            "--url http://127.0.0.1:8000 --under-load-rate 2",
+        ),
+    )
     tokenizer = TokenizerUse(
         required=False,
         engine=True,

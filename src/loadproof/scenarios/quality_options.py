@@ -9,32 +9,41 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 
 from loadproof.scenarios.constraints import ConstraintOptions
 from loadproof.scenarios.load.options import LoadOptions, TokenLengths
-from loadproof.scenarios.options import among, cli
+from loadproof.scenarios.options import Panel, among, cli
 from loadproof.workloads.quality import MODES, SUITES, authored
 from loadproof.workloads.synthetic import Lengths
 
 
 class QualityOptions(ConstraintOptions):  # --tools, --response-format (scenarios/constraints.py)
     suites: Annotated[list[str], among(SUITES, "suites")] = Field(
-        default_factory=lambda: list(SUITES), description="suites"
+        default_factory=lambda: list(SUITES),
+        description="suites: " + ", ".join(SUITES),
+        json_schema_extra=cli(panel=Panel.WORKLOAD),
     )
     gsm8k_items: int = Field(
-        default=200, ge=0, le=200, description="first N problems of the packaged 200-problem GSM8K subset"
+        default=200,
+        ge=0,
+        le=200,
+        description="the first N problems, 0 to 200, of the packaged GSM8K subset",
+        json_schema_extra=cli(panel=Panel.WORKLOAD),
     )
     gsm8k_max_tokens: int = Field(default=256, ge=16, json_schema_extra=cli(hidden=True))
     authored_modes: Annotated[list[str], among(MODES, "authored modes")] = Field(
         default_factory=lambda: list(MODES),
-        description="authored-task modes: plain, low-thinking",
-        json_schema_extra=cli("--modes"),
+        description="authored-task modes: " + ", ".join(MODES),
+        json_schema_extra=cli("--modes", panel=Panel.WORKLOAD),
     )
     authored_items: int | None = Field(
-        default=None, ge=1, description=f"the first N authored tasks (default: all {len(authored.load_tasks())})"
+        default=None,
+        ge=1,
+        description=f"the first N authored tasks (default: all {len(authored.load_tasks())})",
+        json_schema_extra=cli(panel=Panel.WORKLOAD),
     )
     authored_max_tokens: int = Field(default=64, ge=8, json_schema_extra=cli(hidden=True))
     thinking_mode: bool = Field(
         default=False,
         description="the model has a thinking mode (enable_thinking; default: from the profile)",
-        json_schema_extra=cli("--thinking-model"),
+        json_schema_extra=cli("--thinking-model", panel=Panel.TARGET),
     )
     thinking_max_tokens: int = Field(
         default=2048,
@@ -45,12 +54,17 @@ class QualityOptions(ConstraintOptions):  # --tools, --response-format (scenario
     retrieval_lengths: list[int] = Field(
         default_factory=lambda: [1024, 4096, 16384],
         description="retrieval prompt lengths in tokens; those over max_model_len are skipped",
+        json_schema_extra=cli(panel=Panel.WORKLOAD, metavar="TOKENS,..."),
     )
     retrieval_depths: list[float] = Field(default_factory=lambda: [0.25, 0.75], json_schema_extra=cli(hidden=True))
     image_max_tokens: int = Field(default=16, ge=4, json_schema_extra=cli(hidden=True))
-    concurrency: int = Field(default=4, ge=1, description="requests in flight at once")
+    concurrency: int = Field(
+        default=4, ge=1, description="N requests in flight at once", json_schema_extra=cli(panel=Panel.ARRIVALS)
+    )
     seed: int = Field(default=731, json_schema_extra=cli(hidden=True))
-    deadline_s: float | None = Field(default=900.0, gt=0, description="per-request deadline in seconds")
+    deadline_s: float | None = Field(
+        default=900.0, gt=0, description="per-request deadline in seconds", json_schema_extra=cli(panel=Panel.WORKLOAD)
+    )
     # --- under load (docs/quality.md, "Under load"): the load scenario's options, composed ---
     under_load_rate: float | None = Field(
         default=None,
@@ -58,26 +72,30 @@ class QualityOptions(ConstraintOptions):  # --tools, --response-format (scenario
         description="also ask every item while an open-loop "
         "load of R requests/s runs on the same target, and count the answers that "
         "changed (0 or absent: off)",
+        json_schema_extra=cli(panel=Panel.ARRIVALS, metavar="RPS"),
     )
     under_load_input_tokens: TokenLengths = Field(
         default=Lengths("fixed", 1024),
         description="the load's prompt tokens (as run load's --input-tokens)",
-        json_schema_extra=cli(text=True),
+        json_schema_extra=cli(text=True, panel=Panel.WORKLOAD, metavar="N|DIST:A:B"),
     )
     under_load_output_tokens: TokenLengths = Field(
         default=Lengths("fixed", 128),
         description="the load's output tokens (as run load's --output-tokens)",
-        json_schema_extra=cli(text=True),
+        json_schema_extra=cli(text=True, panel=Panel.WORKLOAD, metavar="N|DIST:A:B"),
     )
     under_load_arrival: Literal["poisson", "constant"] = Field(
-        default="poisson", description="the gaps between the load's sends"
+        default="poisson",
+        description="the gaps between the load's sends: poisson or constant",
+        json_schema_extra=cli(panel=Panel.ARRIVALS),
     )
     idle_timeout_s: float = Field(
         default=120.0,
         gt=0,
-        description="with --under-load-rate: wait up to this long, "
+        description="with --under-load-rate: seconds to wait, "
         "before the idle asking, for the engine to report 0 running and 0 waiting; else "
         "fail with 'engine busy'",
+        json_schema_extra=cli(panel=Panel.ENGINE),
     )
     under_load_max_s: float = Field(
         default=1800.0,
@@ -85,6 +103,7 @@ class QualityOptions(ConstraintOptions):  # --tools, --response-format (scenario
         description="the load's schedule is drawn for this many "
         "seconds and cut where the last under-load item ends; if the items outlast it, "
         "the load stops first",
+        json_schema_extra=cli(panel=Panel.ARRIVALS),
     )
 
     @field_validator("retrieval_lengths")

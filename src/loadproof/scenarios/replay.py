@@ -27,7 +27,7 @@ from loadproof.plans.load import MixedModel
 from loadproof.plans.replay import ReplayPlan
 from loadproof.protocol.openai import request_body
 from loadproof.rundir import Manifest
-from loadproof.scenarios.base import Setup
+from loadproof.scenarios.base import Example, Setup
 from loadproof.scenarios.live import LiveStatus
 from loadproof.scenarios.load.options import ModelMix
 from loadproof.scenarios.load.scenario import check_mix, mixed_models
@@ -35,7 +35,7 @@ from loadproof.scenarios.load.schedule import Planned
 from loadproof.scenarios.load.sender import send_schedule
 from loadproof.scenarios.load.slo import SLO_SYNTAX, Slo
 from loadproof.scenarios.long_context import EXACT_LENGTH, MetricsScenario, haystack_target
-from loadproof.scenarios.options import cli, idle_timeout_field, sample_interval_field
+from loadproof.scenarios.options import Panel, cli, idle_timeout_field, sample_interval_field
 from loadproof.scenarios.recording import Console
 from loadproof.scenarios.token_counts import PROBE_LINE
 from loadproof.store.run_dir import RunWriter
@@ -77,7 +77,10 @@ def engine_cache(source: MetricsSource, api_key: str | None) -> CacheSize | None
 
 
 class ReplayOptions(StrictModel):
-    trace: str = Field(description="the trace file (the shipped Mooncake slice: loadproof/data/traces/)")
+    trace: str = Field(
+        description="the trace file, in --format (the shipped Mooncake slice: loadproof/data/traces/)",
+        json_schema_extra=cli(panel=Panel.DATA_SET, metavar="FILE"),
+    )
     format: TraceFormat = Field(
         default="mooncake",
         description="mooncake (JSONL: timestamp ms, "
@@ -85,13 +88,22 @@ class ReplayOptions(StrictModel):
         "parent_chat_id, timestamp s, input_length, output_length, type, turn, "
         "hash_ids), azure (CSV: TIMESTAMP, ContextTokens, GeneratedTokens) or csv "
         "(timestamp s, input, output)",
+        json_schema_extra=cli(panel=Panel.DATA_SET),
     )
     time_scale: float = Field(
-        default=1.0, gt=0, description="replay X times faster (2: half the gaps; 0.5: twice as slow)"
+        default=1.0,
+        gt=0,
+        description="replay X > 0 times faster (2: half the gaps; 0.5: twice as slow)",
+        json_schema_extra=cli(panel=Panel.ARRIVALS),
     )
-    max_requests: int | None = Field(default=None, ge=1, description="replay at most N requests")
+    max_requests: int | None = Field(
+        default=None, ge=1, description="replay at most N requests", json_schema_extra=cli(panel=Panel.ARRIVALS)
+    )
     start_offset_s: float = Field(
-        default=0.0, ge=0, description="start this many seconds (trace time) after the trace's first request"
+        default=0.0,
+        ge=0,
+        description="start this many seconds (trace time) after the trace's first request",
+        json_schema_extra=cli(panel=Panel.ARRIVALS),
     )
     block_tokens: int | None = Field(
         default=None,
@@ -100,35 +112,56 @@ class ReplayOptions(StrictModel):
         "(default: 512 for Mooncake, its own; 32 for Bailian, twice its 16, which a "
         "block's head line and pad need); B scales every input by B over the trace's "
         "block, keeping its sharing",
+        json_schema_extra=cli(panel=Panel.DATA_SET),
     )
     max_input_tokens: int | None = Field(
         default=None,
         ge=2,
         description="cap each prompt at this many tokens (as the engine counts them); the served context caps it too",
+        json_schema_extra=cli(panel=Panel.WORKLOAD),
     )
-    max_output_tokens: int | None = Field(default=None, ge=1, description="cap each output at this many tokens")
+    max_output_tokens: int | None = Field(
+        default=None,
+        ge=1,
+        description="cap each output at this many tokens",
+        json_schema_extra=cli(panel=Panel.WORKLOAD),
+    )
     max_concurrency: int | None = Field(
-        default=None, ge=1, description="cap on requests in flight; the wait for a slot shows as send lag"
+        default=None,
+        ge=1,
+        description="at most N requests in flight; the wait for a slot shows as send lag",
+        json_schema_extra=cli(panel=Panel.ARRIVALS),
     )
     ignore_eos: bool = Field(
-        default=True, description="generate exactly each output length (--no-ignore-eos: let the model stop)"
+        default=True,
+        description="generate exactly each output length (--no-ignore-eos: let the model stop)",
+        json_schema_extra=cli(panel=Panel.WORKLOAD),
     )
     slo: Slo | None = Field(
-        default=None, description=f"per-request SLOs for goodput: {SLO_SYNTAX}", json_schema_extra=cli(text=True)
+        default=None,
+        description=f"per-request SLOs for goodput: {SLO_SYNTAX}",
+        json_schema_extra=cli(text=True, panel=Panel.SLO_SEARCH, metavar="NAME=VALUE,..."),
     )
-    deadline_s: float = Field(default=600.0, gt=0, description="per-request deadline in seconds")
+    deadline_s: float = Field(
+        default=600.0, gt=0, description="per-request deadline in seconds", json_schema_extra=cli(panel=Panel.WORKLOAD)
+    )
     skip_bad_rows: bool = Field(
         default=False,
         description="skip rows that do not parse or break the time order, "
         "counting them, instead of stopping at the first",
+        json_schema_extra=cli(panel=Panel.DATA_SET),
     )
-    seed: int = Field(default=731, description="seed of the filler in each block (and of --model-mix's draws)")
+    seed: int = Field(
+        default=731,
+        description="seed (an integer) of the filler in each block (and of --model-mix's draws)",
+        json_schema_extra=cli(panel=Panel.WORKLOAD),
+    )
     model_mix: ModelMix | None = Field(
         default=None,
         description="which model or LoRA adapter each request asks "
         f"for, drawn per request with the seed: {MIX_SYNTAX} (a prefix is shared only "
         "within one model, as vLLM keys its cache by adapter)",
-        json_schema_extra=cli(text=True),
+        json_schema_extra=cli(text=True, panel=Panel.WORKLOAD, metavar="NAME=W,..."),
     )
     kv_blocks: int | None = Field(
         default=None,
@@ -136,9 +169,13 @@ class ReplayOptions(StrictModel):
         description="the engine's KV cache in blocks (vLLM's "
         "num_gpu_blocks), for the hit rate expected at its size; default: its /metrics "
         "cache_config_info",
+        json_schema_extra=cli(panel=Panel.ENGINE),
     )
     kv_block_tokens: int | None = Field(
-        default=None, ge=1, description="tokens per KV block of the engine (with --kv-blocks)"
+        default=None,
+        ge=1,
+        description="tokens per KV block of the engine (with --kv-blocks)",
+        json_schema_extra=cli(panel=Panel.ENGINE),
     )
     idle_timeout_s: float = idle_timeout_field()
     sample_interval_s: float = sample_interval_field()
@@ -167,6 +204,16 @@ class ReplayScenario(MetricsScenario):
     summary = (
         "Replay a timed request trace (Mooncake, Azure, CSV) open loop: latencies, SLO goodput, and the "
         "prefix-cache hit rate the trace promises against the engine's."
+    )
+    examples = (
+        Example(
+            "The shipped Mooncake slice, twice as fast",
+            "--url http://127.0.0.1:8000 --trace src/loadproof/data/traces/mooncake-conversation-300.jsonl --time-scale 2",
+        ),
+        Example(
+            "An Azure trace's first 500 requests, goodput against an SLO",
+            "--url http://127.0.0.1:8000 --trace azure.csv --format azure --max-requests 500 --slo ttft=2s,tpot=50ms",
+        ),
     )
     tokenizer = EXACT_LENGTH
     options: ReplayOptions

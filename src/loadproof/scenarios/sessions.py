@@ -41,7 +41,7 @@ from loadproof.plans.sessions import SessionsPlan
 from loadproof.protocol.openai import request_body
 from loadproof.records import RequestRecord
 from loadproof.rundir import Manifest
-from loadproof.scenarios.base import Setup
+from loadproof.scenarios.base import Example, Setup
 from loadproof.scenarios.live import LiveStatus
 from loadproof.scenarios.load.scenario import check_mix, mixed_models
 from loadproof.scenarios.long_context import EXACT_LENGTH, MetricsScenario, haystack_target
@@ -74,6 +74,16 @@ class SessionsScenario(MetricsScenario):
     summary = (
         "Multi-turn conversations: U users, T turns each, the whole history sent every turn; cold vs warm "
         "TTFT and the engine's prefix-cache reuse."
+    )
+    examples = (
+        Example(
+            "8 users, 6 turns each, behind a 1,024-token system prompt they share",
+            "--url http://127.0.0.1:8000 -u 8 -t 6 --system-tokens 1024",
+        ),
+        Example(
+            "Coding agents: shared tool definitions, primed once, and 3 tool calls per conversation",
+            "--url http://127.0.0.1:8000 --tool-definitions-tokens 4000 --tool-turns 3 --prime-shared",
+        ),
     )
     tokenizer = EXACT_LENGTH
     options: SessionsOptions

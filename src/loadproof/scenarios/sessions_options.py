@@ -14,7 +14,7 @@ from loadproof.scenarios.constraints import ConstraintOptions
 from loadproof.scenarios.datasets import Columns
 from loadproof.scenarios.load.options import ModelMix
 from loadproof.scenarios.load.slo import SLO_SYNTAX, Slo
-from loadproof.scenarios.options import cli, idle_timeout_field, sample_interval_field
+from loadproof.scenarios.options import Panel, cli, idle_timeout_field, sample_interval_field
 from loadproof.workloads.agent import tool_names
 from loadproof.workloads.constraints import CHOICES, Constraint
 from loadproof.workloads.datasets import DatasetFormat, resolve
@@ -50,51 +50,74 @@ class SessionsOptions(ConstraintOptions):  # --tools, --tool-choice, --response-
         default=4,
         ge=1,
         le=10_000,
-        description="concurrent users, each one conversation",
-        json_schema_extra=cli(aliases=["-u"]),
+        description="N concurrent users, each one conversation",
+        json_schema_extra=cli(aliases=["-u"], panel=Panel.ARRIVALS),
     )
     turns: int = Field(
-        default=4, ge=1, le=1000, description="turns per conversation", json_schema_extra=cli(aliases=["-t"])
+        default=4,
+        ge=1,
+        le=1000,
+        description="N turns per conversation",
+        json_schema_extra=cli(aliases=["-t"], panel=Panel.WORKLOAD),
     )
-    first_tokens: int = Field(default=512, ge=8, description="tokens of each user's first message")
-    turn_tokens: int = Field(default=64, ge=8, description="tokens of each later user message")
+    first_tokens: int = Field(
+        default=512,
+        ge=8,
+        description="tokens of each user's first message",
+        json_schema_extra=cli(panel=Panel.WORKLOAD),
+    )
+    turn_tokens: int = Field(
+        default=64, ge=8, description="tokens of each later user message", json_schema_extra=cli(panel=Panel.WORKLOAD)
+    )
     system_tokens: int = Field(
         default=0,
         ge=0,
         description="a system prompt of this many tokens every user shares (the agent pattern; 0: none)",
+        json_schema_extra=cli(panel=Panel.WORKLOAD),
     )
     tool_tokens: int = Field(
         default=0,
         ge=0,
         description="a tool output of this many tokens appended before each "
         "later user message (the agent pattern; 0: none)",
+        json_schema_extra=cli(panel=Panel.TOOLS),
     )
-    output_tokens: int = Field(default=32, ge=1, description="tokens of each reply (max_tokens)")
+    output_tokens: int = Field(
+        default=32, ge=1, description="tokens of each reply (max_tokens)", json_schema_extra=cli(panel=Panel.WORKLOAD)
+    )
     think_time_s: Think = Field(
         default="0",
         description=f"wait after a reply before the next turn: {THINK_SYNTAX}",
-        json_schema_extra=cli(text=True),
+        json_schema_extra=cli(text=True, panel=Panel.ARRIVALS, metavar="X|uniform:LO:HI"),
     )
     stagger_s: float = Field(
-        default=0.0, ge=0, description="spread the users' first turns evenly over this many seconds"
+        default=0.0,
+        ge=0,
+        description="spread the users' first turns evenly over this many seconds",
+        json_schema_extra=cli(panel=Panel.ARRIVALS),
     )
     ignore_eos: bool = Field(
-        default=True, description="generate exactly --output-tokens (--no-ignore-eos: let the model stop)"
+        default=True,
+        description="generate exactly --output-tokens (--no-ignore-eos: let the model stop)",
+        json_schema_extra=cli(panel=Panel.WORKLOAD),
     )
     dataset: str | None = Field(
         default=None,
         description="the users' messages from a data set: a ShareGPT file or "
         "JSONL of `messages` gives each user a conversation (its user turns); a file of "
         "prompts (JSONL, Parquet, Arrow) gives each message a row (seeded samples)",
+        json_schema_extra=cli(panel=Panel.DATA_SET, metavar="PATH"),
     )
     dataset_format: DatasetFormat = Field(
         default="auto",
-        description="the data set's format; auto: by its extension (.json sharegpt, .jsonl, .parquet, .arrow)",
+        description="the data set's format: auto (by its extension: .json sharegpt, .jsonl, .parquet, .arrow), "
+        "sharegpt, jsonl, parquet or arrow",
+        json_schema_extra=cli(panel=Panel.DATA_SET),
     )
     dataset_columns: Columns = Field(
         default={},
         description="FIELD=COLUMN,... maps prompt, messages or conversations to the data set's own names",
-        json_schema_extra=cli(text=True),
+        json_schema_extra=cli(text=True, panel=Panel.DATA_SET, metavar="FIELD=COL,..."),
     )
     tool_definitions_tokens: int = Field(
         default=0,
@@ -102,33 +125,49 @@ class SessionsOptions(ConstraintOptions):  # --tools, --tool-choice, --response-
         description="generated tool definitions of about this "
         "many tokens (--tool-count tools, descriptions of filler), shared by every "
         "user after the system prompt (the coding-agent shape; 0: none)",
+        json_schema_extra=cli(panel=Panel.TOOLS),
     )
-    tool_count: int = Field(default=8, ge=1, le=100, description="how many tools the generated definitions define")
+    tool_count: int = Field(
+        default=8,
+        ge=1,
+        le=100,
+        description="how many tools, 1 to 100, the generated definitions define",
+        json_schema_extra=cli(panel=Panel.TOOLS),
+    )
     tools_in_prompt: bool = Field(
         default=True,
         description="write the tool definitions into the system message "
         "(--no-tools-in-prompt: leave them to the engine's chat template, for templates "
         "that render `tools` themselves; the embedded Gemma's does not)",
+        json_schema_extra=cli(panel=Panel.TOOLS),
     )
     tool_turns: int = Field(
         default=0,
         ge=0,
         description="agent turns: turns 0 to N-1 each ask for a tool call, and "
         "the next turn appends the call and a tool result (no user message)",
+        json_schema_extra=cli(panel=Panel.TOOLS),
     )
     tool_choice: str | None = Field(
         default=None,
         description="the agent turns' tool_choice (default required), or "
         "without --tool-turns every turn's: auto, required, or a tool's name (of "
         "--tools FILE or the generated tools)",
+        json_schema_extra=cli(panel=Panel.TOOLS, metavar="auto|required|NAME"),
     )
-    tool_result_tokens: int = Field(default=256, ge=8, description="tokens of each tool result appended after a call")
+    tool_result_tokens: int = Field(
+        default=256,
+        ge=8,
+        description="tokens of each tool result appended after a call",
+        json_schema_extra=cli(panel=Panel.TOOLS),
+    )
     prime_shared: bool = Field(
         default=False,
         description="before the users start, send the shared prefix (the "
         "system prompt and tool definitions) once with a one-token reply, as a deployment "
         "whose agents share it has it cached; the users' first turns then prefill only their "
         "own message (its record is family prime, no turn's)",
+        json_schema_extra=cli(panel=Panel.WORKLOAD),
     )
     engine_block_tokens: int | None = Field(
         default=None,
@@ -136,6 +175,7 @@ class SessionsOptions(ConstraintOptions):  # --tools, --tool-choice, --response-
         description="the engine's KV block size in tokens, "
         "for the prefix-cache expectations (default: its /metrics "
         "cache_config_info)",
+        json_schema_extra=cli(panel=Panel.ENGINE),
     )
     engine_kv_tokens: int | None = Field(
         default=None,
@@ -143,6 +183,7 @@ class SessionsOptions(ConstraintOptions):  # --tools, --tool-choice, --response-
         description="the engine's KV cache in tokens, for the "
         "bounded expectation (default: its /metrics cache_config_info; its startup "
         "log's 'KV cache size')",
+        json_schema_extra=cli(panel=Panel.ENGINE),
     )
     cpu_tier_tokens: int | None = Field(
         default=None,
@@ -150,33 +191,42 @@ class SessionsOptions(ConstraintOptions):  # --tools, --tool-choice, --response-
         description="the engine's CPU tier for the KV cache in "
         "tokens (`loadproof plan PROFILE` shows it), for the tokens the tier should "
         "supply (docs/scenarios.md, sessions, A CPU tier)",
+        json_schema_extra=cli(panel=Panel.ENGINE),
     )
     kv_bytes_per_token: int | None = Field(
         default=None,
         ge=1,
         description="bytes one token's KV takes (`loadproof "
         "plan`), for each warm turn's transfer from the tier (with --h2d-gbps)",
+        json_schema_extra=cli(panel=Panel.ENGINE, metavar="BYTES"),
     )
     h2d_gbps: float | None = Field(
         default=None,
         gt=0,
         description="the host-to-device bandwidth you measured, in "
         "GB/s (1e9 bytes/s), for the transfer bound (with --kv-bytes-per-token)",
+        json_schema_extra=cli(panel=Panel.ENGINE),
     )
-    seed: int = Field(default=731, description="seed of the filler and the think times")
+    seed: int = Field(
+        default=731,
+        description="seed (an integer) of the filler and the think times",
+        json_schema_extra=cli(panel=Panel.WORKLOAD),
+    )
     model_mix: ModelMix | None = Field(
         default=None,
         description="which model or LoRA adapter each user's "
         f"conversation asks for, drawn per user with the seed: {MIX_SYNTAX} (the "
         "shared prefix is shared within one model: --prime-shared primes each)",
-        json_schema_extra=cli(text=True),
+        json_schema_extra=cli(text=True, panel=Panel.WORKLOAD, metavar="NAME=W,..."),
     )
-    deadline_s: float = Field(default=600.0, gt=0, description="per-request deadline in seconds")
+    deadline_s: float = Field(
+        default=600.0, gt=0, description="per-request deadline in seconds", json_schema_extra=cli(panel=Panel.WORKLOAD)
+    )
     slo: Slo | None = Field(
         default=None,
         description=f"per-request SLOs: which requests are good, for goodput and "
         f"the energy and cost per good token: {SLO_SYNTAX}",
-        json_schema_extra=cli(text=True),
+        json_schema_extra=cli(text=True, panel=Panel.SLO_SEARCH, metavar="NAME=VALUE,..."),
     )
     idle_timeout_s: float = idle_timeout_field()
     sample_interval_s: float = sample_interval_field()

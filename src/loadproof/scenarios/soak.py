@@ -21,11 +21,11 @@ from loadproof.plans import attach_plan
 from loadproof.plans.soak import SoakPlan
 from loadproof.protocol.openai import request_body
 from loadproof.rundir import EngineSample, Manifest
-from loadproof.scenarios.base import Setup, TokenizerUse
+from loadproof.scenarios.base import Example, Setup, TokenizerUse
 from loadproof.scenarios.demo import DemoSetup
 from loadproof.scenarios.live import LiveStatus
 from loadproof.scenarios.long_context import MetricsScenario, haystack_target
-from loadproof.scenarios.options import SAMPLING_NEEDED, HttpUrl, cli, needs_samples
+from loadproof.scenarios.options import SAMPLING_NEEDED, HttpUrl, Panel, cli, needs_samples
 from loadproof.scenarios.recording import Console
 from loadproof.scenarios.target import Target
 from loadproof.store.run_dir import RunWriter
@@ -37,19 +37,32 @@ PROCESS_METRICS = {"process_rss_bytes": "process_resident_memory_bytes"}
 
 
 class SoakOptions(StrictModel):
-    duration_s: float = Field(default=300.0, gt=0, description="no request starts after this many seconds")
+    duration_s: float = Field(
+        default=300.0,
+        gt=0,
+        description="no request starts after this many seconds",
+        json_schema_extra=cli(panel=Panel.ARRIVALS),
+    )
     clients: int = Field(
-        default=4, ge=1, description="K concurrent client loops", json_schema_extra=cli(aliases=["-k"])
+        default=4,
+        ge=1,
+        description="K concurrent client loops",
+        json_schema_extra=cli(aliases=["-k"], panel=Panel.ARRIVALS),
     )
     long_every: int = Field(
         default=5,
         ge=0,
         description="every Nth request of a client is long (needs --tokenizer or the engine's /tokenize; 0: none)",
+        json_schema_extra=cli(panel=Panel.WORKLOAD),
     )
-    long_tokens: int = Field(default=4096, ge=64, description="input tokens of a long request")
+    long_tokens: int = Field(
+        default=4096, ge=64, description="input tokens of a long request", json_schema_extra=cli(panel=Panel.WORKLOAD)
+    )
     short_max_tokens: int = Field(default=64, ge=1, json_schema_extra=cli(hidden=True))
     long_max_tokens: int = Field(default=32, ge=1, json_schema_extra=cli(hidden=True))
-    deadline_s: float = Field(default=600.0, gt=0, description="per-request deadline in seconds")
+    deadline_s: float = Field(
+        default=600.0, gt=0, description="per-request deadline in seconds", json_schema_extra=cli(panel=Panel.WORKLOAD)
+    )
     grace_s: float = Field(
         default=60.0,
         ge=0,
@@ -59,19 +72,31 @@ class SoakOptions(StrictModel):
     sample_interval_s: Annotated[
         float,
         needs_samples("the verdict reads the resident memory of the engine and the relay sampled through the run"),
-    ] = Field(default=2.0, ge=0, description=SAMPLING_NEEDED)
+    ] = Field(default=2.0, ge=0, description=SAMPLING_NEEDED, json_schema_extra=cli(panel=Panel.ENGINE))
     max_error_rate: float = Field(default=0.0, ge=0, le=1, json_schema_extra=cli(hidden=True))
     max_latency_drift: float = Field(
-        default=0.25, ge=0, description="allowed second-half vs first-half median latency growth"
+        default=0.25,
+        ge=0,
+        description="allowed growth of the median latency, second half over first, as a share (0.25: 25%)",
+        json_schema_extra=cli(panel=Panel.CHECKS, metavar="SHARE"),
     )
-    max_rss_growth_mib: float = Field(default=512.0, ge=0, description="allowed resident memory growth")
+    max_rss_growth_mib: float = Field(
+        default=512.0,
+        ge=0,
+        description="allowed resident memory growth in MiB",
+        json_schema_extra=cli(panel=Panel.CHECKS),
+    )
     seed: int = Field(default=731, json_schema_extra=cli(hidden=True))
 
 
 class SoakCommand(StrictModel):
     """Where `loadproof run soak` reads the relay's memory from (the engine's: the target's --engine-metrics)."""
 
-    relay_metrics: HttpUrl | None = Field(default=None, description="relay base URL for memory samples")
+    relay_metrics: HttpUrl | None = Field(
+        default=None,
+        description="the relay's base URL, for its memory samples",
+        json_schema_extra=cli(panel=Panel.ENGINE, metavar="URL"),
+    )
 
 
 class SoakScenario(MetricsScenario):
@@ -79,6 +104,16 @@ class SoakScenario(MetricsScenario):
     Options = SoakOptions
     CommandOptions = SoakCommand
     summary = "K clients for a duration, short and long requests mixed: errors, latency drift, memory over time."
+    examples = (
+        Example(
+            "8 clients for an hour, every 4th request 8,192 tokens long",
+            "--url http://127.0.0.1:8000 --duration-s 3600 -k 8 --long-every 4 --long-tokens 8192",
+        ),
+        Example(
+            "Through a relay: the engine's metrics and the relay's memory",
+            "--url http://127.0.0.1:8080 --engine-metrics http://127.0.0.1:8080/engine/metrics --relay-metrics http://127.0.0.1:8080",
+        ),
+    )
     tokenizer = TokenizerUse(
         required=False, engine=True, purpose="for long requests (default: the engine's own /tokenize, where it has one)"
     )

@@ -29,7 +29,7 @@ from loadproof.protocol.openai import ENDPOINTS, PATHS, Endpoint
 from loadproof.protocol.urls import url_of
 from loadproof.records import POOLING
 from loadproof.rundir.manifest import Price
-from loadproof.scenarios.options import ExistingPath, HttpUrl, cli
+from loadproof.scenarios.options import ExistingPath, HttpUrl, Panel, cli, one_of
 from loadproof.telemetry.server_metrics import MetricsSource
 
 TokenCounts = Literal["engine", "local"]
@@ -263,31 +263,56 @@ class TargetOptions(StrictModel):
     """The options every `loadproof run` command shares: where the server is, how to talk to it, where
     the run directory goes. `--tokenizer` is offered, and required, as the scenario's `tokenizer` says."""
 
-    url: HttpUrl = Field(description="base URL of the OpenAI-compatible server")
-    tokenizer: ExistingPath | None = Field(default=None, description="the model's tokenizer.json (or its folder)")
-    model: str | None = Field(default=None, description="model name; default: the first at /v1/models")
-    endpoint: str = Field(
+    url: HttpUrl = Field(
+        description="base URL of the OpenAI-compatible server", json_schema_extra=cli(panel=Panel.TARGET)
+    )
+    tokenizer: ExistingPath | None = Field(
+        default=None,
+        description="the model's tokenizer.json (or its folder)",
+        json_schema_extra=cli(panel=Panel.TARGET),
+    )
+    model: str | None = Field(
+        default=None,
+        description="model name; default: the first at /v1/models",
+        json_schema_extra=cli(panel=Panel.TARGET, metavar="NAME"),
+    )
+    endpoint: Annotated[str, one_of(ENDPOINTS)] = Field(
         default="chat",
         description="completions, chat, embeddings or rerank (embeddings and "
         "rerank: `run load` only, against a pooling model)",
+        json_schema_extra=cli(panel=Panel.TARGET),
     )
-    profile: Path | None = Field(default=None, description="profile TOML: endpoint, model name, thinking")
-    api_key_env: str | None = Field(default=None, description="name of the environment variable holding the API key")
-    disable_thinking: bool = Field(default=False, description="send enable_thinking=false (chat); as --thinking off")
+    profile: Path | None = Field(
+        default=None,
+        description="profile TOML: endpoint, model name, thinking",
+        json_schema_extra=cli(panel=Panel.TARGET, metavar="PROFILE"),
+    )
+    api_key_env: str | None = Field(
+        default=None,
+        description="name of the environment variable holding the API key",
+        json_schema_extra=cli(panel=Panel.TARGET, metavar="VAR"),
+    )
+    disable_thinking: bool = Field(
+        default=False,
+        description="send enable_thinking=false (chat); as --thinking off",
+        json_schema_extra=cli(panel=Panel.TARGET),
+    )
     thinking: Thinking | None = Field(
         default=None,
         description="a reasoning model's thinking (chat): off (enable_thinking=false), low "
         "(enable_thinking=true, reasoning_effort=low) or on (enable_thinking=true); default: the model's own, "
         "or the profile's serving.thinking",
+        json_schema_extra=cli(panel=Panel.TARGET),
     )
     reasoning_effort: str | None = Field(
         default=None,
         description="reasoning_effort sent with each chat "
-        "request (e.g. low, medium, high); with --thinking low, instead of low",
+        "request: a word (e.g. low, medium, high); with --thinking low, instead of low",
+        json_schema_extra=cli(panel=Panel.TARGET, metavar="EFFORT"),
     )
     engine_metrics: Annotated[MetricsSource | None, PlainValidator(_metrics_source)] = Field(
         default=None,
-        json_schema_extra=cli(text=True),
+        json_schema_extra=cli(text=True, panel=Panel.ENGINE, metavar="URL"),
         description="where the engine's metrics come from: its /metrics URL (a bare http://HOST:PORT "
         "gets /metrics; through `loadproof relay`: RELAY/engine/metrics), or prometheus+http://HOST:9090?LABEL=VALUE "
         "for a Prometheus server's query API (e.g. ?job=vllm); default: --url's /metrics",
@@ -297,32 +322,33 @@ class TargetOptions(StrictModel):
         description="where exact-length prompts count the tokens the engine adds (BOS, chat "
         "template): engine (its /tokenize) or local (the tokenizer folder's chat template rendered here, checked "
         "against the engine's usage.prompt_tokens before the run)",
+        json_schema_extra=cli(panel=Panel.TARGET),
     )
-    out: Path = Field(default=Path("runs"), description="where run directories go")
+    out: Path = Field(
+        default=Path("runs"),
+        description="the folder run directories go in",
+        json_schema_extra=cli(panel=Panel.OUTPUT, metavar="DIR"),
+    )
     price_per_gpu_hour: float | None = Field(
         default=None,
         gt=0,
-        description="what one GPU-hour costs (any currency): cost per million (good) tokens, "
+        description="what one GPU-hour costs, > 0 (any currency): cost per million (good) tokens, "
         "from the GPUs NVML sees and the run's window",
+        json_schema_extra=cli(panel=Panel.OUTPUT, metavar="PRICE"),
     )
     prediction: Path | None = Field(
         default=None,
-        description="a prediction contract (`loadproof plan ... --simulate ... --prediction-out FILE`): "
+        description="a prediction contract, JSON (`loadproof plan ... --simulate ... --prediction-out FILE`): "
         "the run is judged against it figure by figure (claims prediction.*), and fails when a figure misses its "
         "tolerance",
+        json_schema_extra=cli(panel=Panel.CHECKS, metavar="FILE"),
     )
     price_per_kwh: float | None = Field(
         default=None,
         gt=0,
-        description="what a kWh costs (any currency): cost per million (good) tokens from the GPUs' energy counters",
+        description="what a kWh costs, > 0 (any currency): cost per million (good) tokens from the GPUs' energy counters",
+        json_schema_extra=cli(panel=Panel.OUTPUT, metavar="PRICE"),
     )
-
-    @field_validator("endpoint")
-    @classmethod
-    def _endpoint(cls, value: str) -> str:
-        if value not in ENDPOINTS:
-            raise ValueError("must be completions, chat, embeddings or rerank")
-        return value
 
     @field_validator("reasoning_effort")
     @classmethod

@@ -21,12 +21,12 @@ from loadproof.plans.throughput import ThroughputPlan
 from loadproof.protocol.openai import request_body
 from loadproof.records import RequestRecord
 from loadproof.rundir import Manifest
-from loadproof.scenarios.base import Scenario, TokenCounter, TokenizerUse
+from loadproof.scenarios.base import Example, Scenario, TokenCounter, TokenizerUse
 from loadproof.scenarios.constraints import ConstraintOptions, request_extra
 from loadproof.scenarios.demo import DemoSetup
 from loadproof.scenarios.live import LiveStatus
 from loadproof.scenarios.load.slo import SLO_SYNTAX, Slo
-from loadproof.scenarios.options import among, cli
+from loadproof.scenarios.options import Panel, among, cli
 from loadproof.store.run_dir import RunWriter
 from loadproof.telemetry.server_metrics import MetricsScraper
 from loadproof.workloads.prompts import DEFAULT_FAMILIES, FAMILIES, Prompt, load_family
@@ -34,21 +34,44 @@ from loadproof.workloads.prompts import DEFAULT_FAMILIES, FAMILIES, Prompt, load
 
 class ThroughputOptions(ConstraintOptions):  # --tools, --response-format (scenarios/constraints.py)
     families: Annotated[list[str], among(FAMILIES, "families")] = Field(
-        default_factory=lambda: list(DEFAULT_FAMILIES), description="task families"
+        default_factory=lambda: list(DEFAULT_FAMILIES),
+        description="task families: " + ", ".join(FAMILIES),
+        json_schema_extra=cli(panel=Panel.WORKLOAD),
     )
-    concurrency: list[int] = Field(default_factory=lambda: [1, 4, 8], description="concurrency levels")
-    max_tokens: int = Field(default=1024, ge=2, description="output tokens asked per request")
+    concurrency: list[int] = Field(
+        default_factory=lambda: [1, 4, 8],
+        description="concurrency levels: requests in flight together, each >= 1",
+        json_schema_extra=cli(panel=Panel.ARRIVALS),
+    )
+    max_tokens: int = Field(
+        default=1024, ge=2, description="output tokens asked per request", json_schema_extra=cli(panel=Panel.WORKLOAD)
+    )
     temperature: float = Field(default=0.0, ge=0.0, json_schema_extra=cli(hidden=True))
-    repeats: int = Field(default=1, ge=1, description="repeats of every level")
-    num_prompts: int | None = Field(default=None, ge=1, description="prompts per family at concurrency 1")
-    seed: int = Field(default=731, description="sampling seed sent with every request")
-    ignore_eos: bool = Field(default=False, description="generate exactly max_tokens")
-    deadline_s: float | None = Field(default=None, gt=0, description="per-request deadline in seconds")
+    repeats: int = Field(
+        default=1, ge=1, description="N, repeats of every level", json_schema_extra=cli(panel=Panel.ARRIVALS)
+    )
+    num_prompts: int | None = Field(
+        default=None,
+        ge=1,
+        description="prompts per family at concurrency 1",
+        json_schema_extra=cli(panel=Panel.WORKLOAD),
+    )
+    seed: int = Field(
+        default=731,
+        description="sampling seed (an integer) sent with every request",
+        json_schema_extra=cli(panel=Panel.WORKLOAD),
+    )
+    ignore_eos: bool = Field(
+        default=False, description="generate exactly max_tokens", json_schema_extra=cli(panel=Panel.WORKLOAD)
+    )
+    deadline_s: float | None = Field(
+        default=None, gt=0, description="per-request deadline in seconds", json_schema_extra=cli(panel=Panel.WORKLOAD)
+    )
     slo: Slo | None = Field(
         default=None,
         description=f"per-request SLOs: which requests are good, for goodput and "
         f"the energy and cost per good token: {SLO_SYNTAX}",
-        json_schema_extra=cli(text=True),
+        json_schema_extra=cli(text=True, panel=Panel.SLO_SEARCH, metavar="NAME=VALUE,..."),
     )
     warmup: bool = Field(
         default=True,
@@ -92,6 +115,13 @@ class ThroughputScenario(Scenario):
     name = "throughput"
     Options = ThroughputOptions
     summary = "Single-request decode rate and batch aggregate throughput per task family."
+    examples = (
+        Example("Every family at concurrency 1, 4 and 8, 1,024 output tokens each", "--url http://127.0.0.1:8000"),
+        Example(
+            "English prompts alone, 128 output tokens, at concurrency 1 and 16, three repeats",
+            "--url http://127.0.0.1:8000 --families english --max-tokens 128 --concurrency 1,16 --repeats 3",
+        ),
+    )
     tokenizer = TokenizerUse(required=False, purpose="to re-count output")
     options: ThroughputOptions
 

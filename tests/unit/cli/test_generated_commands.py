@@ -233,7 +233,7 @@ def test_generated_commands_keep_every_flag(name):
 
 @pytest.mark.parametrize("name", sorted(BEFORE))
 def test_every_option_has_help_and_one_name(name):
-    options = [o for o, _ in command_options(scenarios.get(name))]
+    options = command_options(scenarios.get(name))
     assert all(o.help for o in options), [o.flag for o in options if not o.help]
     flags = [f for o in options for f in o.flags]
     assert len(flags) == len(set(flags))

@@ -19,7 +19,7 @@ from loadproof.scenarios.constraints import ConstraintOptions
 from loadproof.scenarios.datasets import DatasetOptions
 from loadproof.scenarios.load.rate_search import RESOLUTION_SYNTAX, Resolution, parse_resolution
 from loadproof.scenarios.load.slo import SLO_SYNTAX, Slo
-from loadproof.scenarios.options import SAMPLING_OFF, cli
+from loadproof.scenarios.options import SAMPLING_OFF, Panel, cli
 from loadproof.workloads.arrivals import (
     ALL_AT_ONCE,
     ARRIVALS,
@@ -89,115 +89,163 @@ def check_ray_address(value: str | None) -> str | None:
 
 class LoadOptions(DatasetOptions, ConstraintOptions):  # --dataset FILE (scenarios/datasets.py), --tools and
     # --response-format (scenarios/constraints.py) and their options
-    rate: Rate | None = Field(default=None, description=f"requests/s: {RATE_SYNTAX}", json_schema_extra=cli(text=True))
+    rate: Rate | None = Field(
+        default=None,
+        description=f"the request rate: {RATE_SYNTAX}",
+        json_schema_extra=cli(text=True, panel=Panel.ARRIVALS, metavar="R|inf"),
+    )
     arrival: Literal["poisson", "constant", "gamma"] = Field(
-        default="poisson", description="the gaps between sends: " + ", ".join(ARRIVALS)
+        default="poisson",
+        description="the gaps between sends: " + ", ".join(ARRIVALS[:-1]) + f" or {ARRIVALS[-1]} (with --burstiness)",
+        json_schema_extra=cli(panel=Panel.ARRIVALS),
     )
     burstiness: float = Field(
         default=1.0,
         gt=0,
-        description="gamma's shape B (coefficient of variation 1/sqrt(B); 1 is Poisson), with --arrival gamma",
+        description="gamma's shape B > 0 (coefficient of variation 1/sqrt(B); 1 is Poisson), with --arrival gamma",
+        json_schema_extra=cli(panel=Panel.ARRIVALS, metavar="B"),
     )
     max_concurrency: int | None = Field(
-        default=None, ge=1, description="cap on requests in flight; the wait for a slot shows as send lag"
+        default=None,
+        ge=1,
+        description="at most N requests in flight; the wait for a slot shows as send lag",
+        json_schema_extra=cli(panel=Panel.ARRIVALS),
     )
     ramp_up_s: float = Field(
-        default=0.0, ge=0, description="the rate rises linearly from 0 to the first rate over this many seconds first"
+        default=0.0,
+        ge=0,
+        description="seconds over which the rate first rises linearly from 0 to the first rate",
+        json_schema_extra=cli(panel=Panel.ARRIVALS),
     )
     stages: Stages | None = Field(
-        default=None, description="RATE:SECONDS,... instead of --rate, e.g. 2:30,4:30", json_schema_extra=cli(text=True)
+        default=None,
+        description="instead of --rate: RATE:SECONDS,..., each stage's requests/s for its seconds, e.g. 2:30,4:30",
+        json_schema_extra=cli(text=True, panel=Panel.ARRIVALS, metavar="R:S,..."),
     )
     num_requests: int | None = Field(
-        default=None, ge=1, description="stop the schedule after N requests", json_schema_extra=cli(aliases=["-n"])
+        default=None,
+        ge=1,
+        description="stop the schedule after N requests",
+        json_schema_extra=cli(aliases=["-n"], panel=Panel.ARRIVALS),
     )
-    duration_s: float | None = Field(default=None, gt=0, description="stop the schedule at D seconds")
-    seed: int = Field(default=731, description="seed of the send times, the lengths and the filler")
+    duration_s: float | None = Field(
+        default=None, gt=0, description="stop the schedule after D seconds", json_schema_extra=cli(panel=Panel.ARRIVALS)
+    )
+    seed: int = Field(
+        default=731,
+        description="seed (an integer) of the send times, the lengths and the filler",
+        json_schema_extra=cli(panel=Panel.WORKLOAD),
+    )
     input_tokens: TokenLengths = Field(
         default=Lengths("fixed", 1024),
         description=f"prompt tokens, exactly: {LENGTHS_SYNTAX}",
-        json_schema_extra=cli(text=True),
+        json_schema_extra=cli(text=True, panel=Panel.WORKLOAD, metavar="N|DIST:A:B"),
     )
     output_tokens: TokenLengths = Field(
         default=Lengths("fixed", 128),
         description=f"output tokens (max_tokens): {LENGTHS_SYNTAX}",
-        json_schema_extra=cli(text=True),
+        json_schema_extra=cli(text=True, panel=Panel.WORKLOAD, metavar="N|DIST:A:B"),
     )
     shared_prefix_tokens: int = Field(
         default=0,
         ge=0,
         description="tokens of prompt text every request of the run "
         "shares at its start (0: none, every prompt salted from its first line)",
+        json_schema_extra=cli(panel=Panel.WORKLOAD),
     )
     ignore_eos: bool = Field(
-        default=True, description="generate exactly max_tokens (--no-ignore-eos: let the model stop)"
+        default=True,
+        description="generate exactly max_tokens (--no-ignore-eos: let the model stop)",
+        json_schema_extra=cli(panel=Panel.WORKLOAD),
     )
     slo: Slo | None = Field(
-        default=None, description=f"per-request SLOs for goodput: {SLO_SYNTAX}", json_schema_extra=cli(text=True)
+        default=None,
+        description=f"per-request SLOs for goodput: {SLO_SYNTAX}",
+        json_schema_extra=cli(text=True, panel=Panel.SLO_SEARCH, metavar="NAME=VALUE,..."),
     )
     model_mix: ModelMix | None = Field(
         default=None,
         description="which model or LoRA adapter each request asks "
         f"for, drawn per request with the seed in proportion to the weights: "
         f"{MIX_SYNTAX}",
-        json_schema_extra=cli(text=True),
+        json_schema_extra=cli(text=True, panel=Panel.WORKLOAD, metavar="NAME=W,..."),
     )
     inputs_per_request: int = Field(
         default=1,
         ge=1,
         le=4096,
         description="embeddings (--endpoint embeddings): "
-        "texts each request embeds, one vector each (1: the input is one string)",
+        "texts each request embeds, 1 to 4096, one vector each (1: the input is one string)",
+        json_schema_extra=cli(panel=Panel.WORKLOAD),
     )
     deadline_s: float = Field(
-        default=600.0, gt=0, description="per-request deadline in seconds (a request past it fails as timed out)"
+        default=600.0,
+        gt=0,
+        description="per-request deadline in seconds (a request past it fails as timed out)",
+        json_schema_extra=cli(panel=Panel.WORKLOAD),
     )
-    sample_interval_s: float = Field(default=1.0, ge=0, description=SAMPLING_OFF)
+    sample_interval_s: float = Field(
+        default=1.0, ge=0, description=SAMPLING_OFF, json_schema_extra=cli(panel=Panel.ENGINE)
+    )
     idle_timeout_s: float = Field(
         default=120.0,
         ge=0,
-        description="wait up to this long, before the run (and "
+        description="seconds to wait, before the run (and "
         "before every point of a sweep or trial of a search), for the engine to report 0 "
         "running and 0 waiting; else fail with 'engine busy' (0: do not wait, measure "
         "beside whatever else the engine serves; not with --sweep or --search)",
+        json_schema_extra=cli(panel=Panel.ENGINE),
     )
     # --- sweeps and the rate search (load/series.py) ---
     sweep: Sweep | None = Field(
         default=None,
         description=f"one run per rate: {SWEEP_SYNTAX} (a synchronous run, a "
         "throughput run, then --sweep-points rates spread between the two)",
-        json_schema_extra=cli(text=True),
+        json_schema_extra=cli(text=True, panel=Panel.SLO_SEARCH, metavar="R,...|auto"),
     )
     sweep_points: int = Field(
         default=4,
         ge=1,
         le=64,
-        description="rates --sweep auto spreads between the synchronous and the throughput run's request rates",
+        description="how many rates, 1 to 64, --sweep auto spreads between the synchronous and the throughput run's request rates",
+        json_schema_extra=cli(panel=Panel.SLO_SEARCH),
     )
     search: Literal["rate"] | None = Field(
         default=None,
-        description="find the highest rate whose SLO attainment "
-        "meets --attainment (needs --slo; starts at --rate, default 1)",
+        description="rate: find the highest rate (requests/s) whose SLO "
+        "attainment meets --attainment (needs --slo; starts at --rate, default 1)",
+        json_schema_extra=cli(panel=Panel.SLO_SEARCH),
     )
     attainment: float = Field(
         default=0.99,
         gt=0,
         le=1,
-        description="the SLO attainment (good / all requests) a --search trial must reach to pass",
+        description="the SLO attainment, good / all requests, 0 < A <= 1, a --search trial must reach to pass",
+        json_schema_extra=cli(panel=Panel.SLO_SEARCH, metavar="SHARE"),
     )
     search_resolution: SearchResolution = Field(
         default=Resolution(0.1, True),
         description=f"when the search stops: {RESOLUTION_SYNTAX}",
-        json_schema_extra=cli(text=True),
+        json_schema_extra=cli(text=True, panel=Panel.SLO_SEARCH, metavar="RPS|P%"),
     )
     search_max: float | None = Field(
-        default=None, gt=0, description=f"the highest rate the search tries, requests/s (default {SEARCH_MAX_RPS:g})"
+        default=None,
+        gt=0,
+        description=f"the highest rate the search tries, requests/s (default {SEARCH_MAX_RPS:g})",
+        json_schema_extra=cli(panel=Panel.SLO_SEARCH, metavar="RPS"),
     )
     # --- scale-out of the load generator (load/scaleout/) ---
-    workers: int | None = Field(default=None, ge=1, description="load-generating processes on this host (default 1)")
+    workers: int | None = Field(
+        default=None,
+        ge=1,
+        description="N load-generating processes on this host (default 1)",
+        json_schema_extra=cli(panel=Panel.SCALE_OUT),
+    )
     ray_address: str | None = Field(
         default=None,
         description="spread the load over a Ray cluster's nodes as Ray "
         "tasks: auto, HOST:PORT or ray://HOST:PORT (the loadproof[ray] extra)",
+        json_schema_extra=cli(panel=Panel.SCALE_OUT, metavar="auto|HOST:PORT"),
     )
 
     @field_validator("ray_address")

@@ -20,7 +20,7 @@ from loadproof.plans.load import LoadPlan, MixedModel
 from loadproof.protocol.openai import ENDPOINTS
 from loadproof.records import POOLING
 from loadproof.rundir import Manifest
-from loadproof.scenarios.base import Setup
+from loadproof.scenarios.base import Example, Setup
 from loadproof.scenarios.demo import DemoSetup
 from loadproof.scenarios.live import LiveStatus
 from loadproof.scenarios.load.dataset import dataset_requests
@@ -43,6 +43,24 @@ class LoadScenario(MetricsScenario):
     Options = LoadOptions
     summary = (
         "Open-loop load at a request rate: latencies from the intended and the actual send, send lag, SLO goodput."
+    )
+    examples = (
+        Example(
+            "Poisson arrivals at 4 requests/s for 60 s, goodput against an SLO",
+            "--url http://127.0.0.1:8000 --rate 4 --duration-s 60 --slo ttft=2s,tpot=50ms",
+        ),
+        Example(
+            "The highest rate at which 99% of requests meet the SLO, each trial a real 30 s run",
+            "--url http://127.0.0.1:8000 --search rate --slo ttft=2s,tpot=50ms --duration-s 30",
+        ),
+        Example(
+            "One run per rate, prompts of 256 to 2,048 tokens: latency and goodput against rate",
+            "--url http://127.0.0.1:8000 --sweep 1,2,4,8 -n 200 --input-tokens uniform:256:2048",
+        ),
+        Example(
+            "Your own prompts (a ShareGPT file), 500 of them at 2 requests/s from 4 processes",
+            "--url http://127.0.0.1:8000 --dataset sharegpt.json --rate 2 -n 500 --workers 4",
+        ),
     )
     tokenizer = EXACT_LENGTH
     endpoints = ENDPOINTS  # embeddings and rerank too: requests/s, latency, input tokens/s
