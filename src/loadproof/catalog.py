@@ -53,7 +53,7 @@ def _entry(
     scenario_class: str,
     plan_class: str,
     *,
-    figures: bool = False,
+    figures: bool | str = False,
     answer_changes: bool = False,
     splits_by_repeat: bool = False,
     demo: bool = False,
@@ -63,7 +63,9 @@ def _entry(
     calibrate: bool = False,
 ) -> Entry:
     """The entry of a scenario laid out as usual: scenarios/NAME.py, plans/NAME.py, metrics/NAME.py (its
-    `CONTRACT`), and predict/NAME.py (its `PREDICTOR` and `calibration_points`)."""
+    `CONTRACT`), and predict/NAME.py (its `PREDICTOR` and `calibration_points`). `figures` names the metrics
+    module of its report panels where they are not in metrics/NAME.py (a module that reads it: metrics/NAME.py
+    cannot import it back)."""
     metrics, scenario, predictor = (
         f"loadproof.metrics.{name}",
         f"loadproof.scenarios.{name}",
@@ -73,7 +75,9 @@ def _entry(
         f"{scenario}:{scenario_class}",
         f"loadproof.plans.{name}:{plan_class}",
         f"{metrics}:claims_of_run",
-        figures=f"{metrics}:figures" if figures else None,
+        figures=(f"loadproof.metrics.{figures}:figures" if isinstance(figures, str) else f"{metrics}:figures")
+        if figures
+        else None,
         answer_changes=f"{metrics}:answer_changes" if answer_changes else None,
         splits_by_repeat=splits_by_repeat,
         demo=f"{scenario}:demo" if demo else None,
@@ -153,7 +157,7 @@ SCENARIOS: dict[str, Entry] = {
         "sessions",
         "SessionsScenario",
         "SessionsPlan",
-        figures=True,
+        figures="sessions_figures",
         text_fields={
             "think_time": "name",
             "endpoint": "name",
@@ -169,7 +173,7 @@ SCENARIOS: dict[str, Entry] = {
         "capacity",
         "CapacityScenario",
         "CapacityPlan",
-        figures=True,
+        figures="capacity_figures",
         demo=True,
         text_fields={**_PROBES, "sessions.*.key": "text", **_OVERHEAD},
         predict=True,
@@ -180,6 +184,7 @@ SCENARIOS: dict[str, Entry] = {
         "prefill",
         "PrefillScenario",
         "PrefillPlan",
+        figures=True,
         demo=True,
         text_fields={"repeats.*.request_id": "name", "repeats.*.salt": "name", **_OVERHEAD},
         predict=True,
@@ -199,12 +204,12 @@ SCENARIOS: dict[str, Entry] = {
             **_OVERHEAD,
         },
     ),
-    "soak": _entry("soak", "SoakScenario", "SoakPlan", demo=True),
+    "soak": _entry("soak", "SoakScenario", "SoakPlan", figures=True, demo=True),
     "quality": _entry(
         "quality",
         "QualityScenario",
         "QualityPlan",
-        figures=True,
+        figures="quality_figures",
         answer_changes=True,
         demo=True,
         text_fields={

@@ -24,8 +24,9 @@ from collections.abc import Callable, Sequence
 
 from loadproof.metrics.claims import Claim, Direction, count, fact, number
 from loadproof.metrics.distribution import quantile
-from loadproof.metrics.figures import LinePlot, Panel, Series
+from loadproof.metrics.figures import TTFT_CDF, LinePlot, Panel, Series, headline
 from loadproof.metrics.latency import span_s
+from loadproof.metrics.latency_figures import cdf_points
 from loadproof.metrics.slo import slo_claims
 from loadproof.metrics.spec_decode import SpecWindow, spec_window
 from loadproof.metrics.throughput import decode_rate_per_s
@@ -279,16 +280,70 @@ def claims_of_run(run: Run, plan: AbPlan) -> list[Claim]:
 # --- report panels (catalog entry `figures`) ---------------------------------------------------------
 
 
+HEADLINE = (
+    ("decode, arm a", "ab.decode_tokens_per_s.a"),
+    ("decode, arm b", "ab.decode_tokens_per_s.b"),
+    ("decode change, b vs a", "ab.decode_tokens_per_s.change"),
+    ("change significant", "ab.decode_tokens_per_s.significant"),
+    ("TTFT, arm a", "ab.ttft_s.a"),
+    ("TTFT, arm b", "ab.ttft_s.b"),
+    ("TTFT change, b vs a", "ab.ttft_s.change"),
+    ("rounds", "ab.rounds"),
+)
+
+
 def figures(run: Run, plan: AbPlan, claims: list[Claim]) -> list[Panel]:
-    """Per round, each arm's figure (the median over its requests in that round), one plot a metric (report.html)."""
+    """The headline; the two arms' distributions overlaid (decode rate and TTFT of every request, an empirical
+    CDF a arm); per round, each arm's figure (the median over its requests in that round), one plot a metric
+    (report.html)."""
+    return headline(claims, HEADLINE, "a change is (b - a) / a; significant: its 95% interval excludes 0") + (
+        overlaid(run.records) + per_round(run.records)
+    )
+
+
+def overlaid(records: list[RequestRecord]) -> list[Panel]:
+    """Decode rate and TTFT of each arm's requests, as overlaid empirical CDFs."""
+    out: list[Panel] = []
+    for name, key, label in (
+        ("decode_tokens_per_s", "decode-cdf-by-arm", "decode rate, tokens/s"),
+        ("ttft_s", TTFT_CDF, "time to first token, s"),
+    ):
+        metric = METRICS[name][0]
+        arms = [
+            (arm, sorted(v for v in (metric(r) for r in records if r.family == arm) if v is not None)) for arm in "ab"
+        ]
+        series = [Series(f"arm {arm} (n={len(v)})", cdf_points(v)) for arm, v in arms if len(v) >= 1]
+        if len(series) == 2:
+            out.append(
+                LinePlot(
+                    title=f"{name} of every request, by arm",
+                    key=key,
+                    series=series,
+                    x_label=label,
+                    y_label="fraction at or below",
+                    step=True,
+                    x_from_zero=True,
+                    half=True,
+                    caption="Empirical CDF of each arm's requests, every round together: the arms' whole "
+                    "distributions, one over the other (the claims compare the rounds' medians).",
+                )
+            )
+    return out
+
+
+def per_round(records: list[RequestRecord]) -> list[Panel]:
+    """Per round, each arm's median of each metric."""
     out: list[Panel] = []
     for name, (metric, unit, _) in METRICS.items():
-        rows = round_figures(run.records, metric)
+        rows = round_figures(records, metric)
         if rows:
             out.append(
                 LinePlot(
                     title=f"{name} per round, by arm",
+                    key=f"{name.replace('_', '-')}-per-round",
+                    half=True,
                     x_label="round",
+                    x_whole=True,
                     y_label=unit,
                     y_from_zero=True,
                     dots=True,

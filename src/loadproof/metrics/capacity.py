@@ -7,17 +7,15 @@ window starts when the last of the N streams has produced its first token and la
 inside the window are summed from per-chunk server usage (never by counting chunks).
 
 Each criterion is one function below, PASS, FAIL or SKIPPED with its evidence in words; the verdict
-is PASS only when no criterion failed.
+is PASS only when no criterion failed. Its report panels are `metrics.capacity_figures`'.
 """
 
 from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, field
-from itertools import accumulate
 
 from loadproof.metrics.claims import Claim, Criterion, acceptance_claims, count, number
-from loadproof.metrics.figures import LinePlot, Panel, Point, Series, Span, planned_records, thin
 from loadproof.plans.capacity import CapacityPlan, CapacitySession
 from loadproof.records import RequestRecord
 from loadproof.rundir import EngineSample as Sample
@@ -452,39 +450,3 @@ def claims_of_run(run: Run, plan: CapacityPlan) -> list[Claim]:
 
 def _pct(fraction: float | None) -> str:
     return "unknown" if fraction is None else f"{fraction * 100:.1f}%"
-
-
-# --- report panels (catalog entry `figures`) ---------------------------------------------------------
-
-
-def figures(run: Run, plan: CapacityPlan, claims: list[Claim]) -> list[Panel]:
-    """Cumulative tokens of every stream over time, the shared window shaded (report.html)."""
-    recs = [r for r in planned_records(run.records, [s.request_id for s in plan.sessions]) if r.chunk_ns]
-    if not recs or not any(sum(r.chunk_tokens) for r in recs):
-        return []
-    t0 = min(r.send_ns for r in recs)
-    spans = []
-    started = [r.first_token_ns for r in recs if r.first_token_ns is not None]
-    if plan.window_s and len(started) == len(plan.sessions):
-        start = (max(started) - t0) / NS_PER_S
-        spans.append(Span(start, start + plan.window_s, f"shared window, W = {plan.window_s:g} s", "#2ca02c"))
-    return [
-        LinePlot(
-            title=f"Tokens per stream over time ({len(recs)} streams)",
-            series=[Series(r.prompt_id or r.request_id, cumulative_tokens(r, t0)) for r in recs],
-            x_label="seconds since the first send",
-            y_label="cumulative output tokens",
-            spans=spans,
-            caption="One line per stream: tokens from the server's per-chunk usage. The shaded band is the "
-            "shared generation window: from the last stream's first token, W seconds.",
-        )
-    ]
-
-
-def cumulative_tokens(record: RequestRecord, t0_ns: int) -> list[Point]:
-    """(seconds since t0, output tokens so far) at the send and at every chunk, thinned."""
-    totals = list(accumulate(record.chunk_tokens))
-    return thin(
-        [((record.send_ns - t0_ns) / NS_PER_S, 0.0)]
-        + [((t - t0_ns) / NS_PER_S, float(n)) for t, n in zip(record.chunk_ns, totals)]
-    )

@@ -1,13 +1,19 @@
-"""A scenario's report panels as typed data: tables (report.md, the console) and plots (report.html).
+"""A scenario's report panels as typed data: tables (report.md, the console), plots and headline figures
+(report.html).
 
 A scenario's catalog entry may name `figures(run, plan, claims) -> list[Panel]` in its metrics module;
 `panels_of` calls it, and report/ renders every panel the same way (report.plots draws the plots), so
 nothing generic knows which scenario made a panel. Pure data, numbers and words: no SVG, no markup.
+
+Every plot carries a `key`, a stable name report.html gives its figure (`id="fig-KEY"`, `data-plot`), so a
+test or a reader can find a plot whatever its title says; `half` plots sit two to a row on a wide page. A
+`Headline` is the few figures report.html shows above the plots, each the printed value of one claim:
+presentation only, nothing in it is computed anew.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import msgspec
 
@@ -36,6 +42,8 @@ class Table(msgspec.Struct, frozen=True, kw_only=True, tag=True):
 class Series(msgspec.Struct, frozen=True):
     name: str
     points: list[Point]
+    line: bool = True  # False: points alone, no line through them (many: small and pale; a few: markers)
+    color: str = ""  # its colour ("": the palette's, by its place)
 
 
 class Span(msgspec.Struct, frozen=True):
@@ -54,6 +62,13 @@ class Mark(msgspec.Struct, frozen=True):
     label: str
 
 
+class Level(msgspec.Struct, frozen=True):
+    """A labelled horizontal line: a target or a bound the lines are read against."""
+
+    y: float
+    label: str
+
+
 class LinePlot(msgspec.Struct, frozen=True, kw_only=True, tag=True):
     """Lines (or steps) of (x, y) points; see `report.plots.line_chart` for the drawing options."""
 
@@ -64,10 +79,14 @@ class LinePlot(msgspec.Struct, frozen=True, kw_only=True, tag=True):
     caption: str
     spans: list[Span] = []
     marks: list[Mark] = []
+    levels: list[Level] = []
     step: bool = False
     y_from_zero: bool = True
     x_from_zero: bool = False
     dots: bool = False
+    x_whole: bool = False  # x counts things (turns, streams, rounds): ticks at whole numbers only
+    key: str = ""  # report.html's stable name of the figure ("": made from the title)
+    half: bool = False  # half the page's width: two such plots to a row
 
 
 class Bars(msgspec.Struct, frozen=True):
@@ -84,9 +103,44 @@ class BarPlot(msgspec.Struct, frozen=True, kw_only=True, tag=True):
     y_label: str
     x_label: str = ""
     caption: str
+    key: str = ""
+    half: bool = False
 
 
-Panel = Table | LinePlot | BarPlot
+class Histogram(msgspec.Struct, frozen=True, kw_only=True, tag=True):
+    """Counts of values in bins: `edges` has one more entry than `counts` (bin i is [edges[i], edges[i+1]))."""
+
+    title: str
+    edges: list[float]
+    counts: list[int]
+    x_label: str
+    y_label: str = "requests"
+    caption: str
+    marks: list[Mark] = []
+    key: str = ""
+    half: bool = False
+
+
+class KeyFigure(msgspec.Struct, frozen=True):
+    """One headline figure: a claim's printed value, its unit, and the claim it is (its name)."""
+
+    label: str
+    printed: str
+    unit: str = ""
+    claim: str = ""
+
+
+class Headline(msgspec.Struct, frozen=True, kw_only=True, tag=True):
+    """The run's few key figures, shown in report.html above its plots (the first one stands for the run in
+    a folder's index.html); `note`, a line beside them (what the figures are read against)."""
+
+    figures: list[KeyFigure]
+    note: str = ""
+
+
+Panel = Table | LinePlot | BarPlot | Histogram | Headline
+Plot = LinePlot | BarPlot | Histogram
+TTFT_CDF = "ttft-cdf"  # the key of a TTFT distribution: report.html adds its own only to a run without one
 FigureFunction = Callable[[Run, Plan, list[Claim]], list[Panel]]
 
 figure_functions: Registry[FigureFunction] = Registry.over("scenario", column("figures"))
@@ -102,6 +156,21 @@ def panels_of(run: Run, claims: list[Claim]) -> list[Panel]:
 
 def tables_of(panels: list[Panel]) -> list[Table]:
     return [p for p in panels if isinstance(p, Table)]
+
+
+def headline_of(panels: Sequence[Panel]) -> Headline | None:
+    """The first Headline among the panels (None: the scenario gives none)."""
+    return next((p for p in panels if isinstance(p, Headline)), None)
+
+
+def headline(claims: Sequence[Claim], shown: Sequence[tuple[str, str]], note: str = "") -> list[Panel]:
+    """A Headline of the claims named in `shown` ((label, claim name), in order), those the run has; [] when
+    it has none of them."""
+    by_name = {c.name: c for c in claims}
+    figures = [
+        KeyFigure(label, by_name[name].printed, by_name[name].unit, name) for label, name in shown if name in by_name
+    ]
+    return [Headline(figures=figures, note=note)] if figures else []
 
 
 def planned_records(records: list[RequestRecord], request_ids: list[str]) -> list[RequestRecord]:

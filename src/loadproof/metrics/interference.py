@@ -13,8 +13,9 @@ from collections import defaultdict
 from loadproof.metrics.capacity import window_tokens
 from loadproof.metrics.claims import Claim, Criterion, acceptance_claims, count, number
 from loadproof.metrics.disaggregation import disaggregation_claims, request_claims
-from loadproof.metrics.figures import LinePlot, Mark, Panel, Series, Span, planned_records
+from loadproof.metrics.figures import LinePlot, Mark, Panel, Series, Span, headline, planned_records
 from loadproof.metrics.prefill import counter_delta
+from loadproof.metrics.timeline import engine_panels
 from loadproof.plans.interference import InterferencePlan
 from loadproof.records import RequestRecord
 from loadproof.rundir import EngineSample
@@ -172,16 +173,27 @@ def claims_of_run(run: Run, plan: InterferencePlan) -> list[Claim]:
 # --- report panels (catalog entry `figures`) ---------------------------------------------------------
 
 
+HEADLINE = (
+    ("streams, before", "interference.before_tokens_per_s"),
+    ("during the newcomer's prefill", "interference.during_tokens_per_s"),
+    ("after", "interference.after_tokens_per_s"),
+    ("newcomer's TTFT", "interference.newcomer_ttft_s"),
+    ("follow-ups' prefix-cache hits", "interference.followup_prefix_cache_hits"),
+)
+
+
 def figures(run: Run, plan: InterferencePlan, claims: list[Claim]) -> list[Panel]:
-    """The M streams' aggregate token rate over time, the newcomer's prefill and the windows shaded (report.html)."""
+    """The headline; the M streams' aggregate token rate over time, the newcomer's prefill and the windows
+    shaded; the engine's running, waiting and KV cache use under the same shading (report.html)."""
+    top = headline(claims, HEADLINE)
     streams = [r for r in planned_records(run.records, [s.request_id for s in plan.sessions]) if r.chunk_ns]
     if not streams:
-        return []
+        return top
     t0 = min(r.send_ns for r in streams)
     events = sorted((t, n) for r in streams for t, n in zip(r.chunk_ns, r.chunk_tokens))
     span_s = (events[-1][0] - t0) / NS_PER_S
     if span_s <= 0 or not any(n for _, n in events):
-        return []
+        return top
     width = max(span_s / 60, 0.25)  # coarse enough that chunk arrival jitter does not look like rate
     bins: dict[int, int] = defaultdict(int)
     for t, n in events:
@@ -201,15 +213,22 @@ def figures(run: Run, plan: InterferencePlan, claims: list[Claim]) -> list[Panel
             spans.append(Span(sent, first, "during: newcomer prefill", "#d62728"))
             if plan.window_s:
                 spans.append(Span(first, first + plan.window_s, "after", "#1f77b4"))
-    return [
-        LinePlot(
-            title=f"Aggregate token rate of the {len(streams)} running streams",
-            series=[Series("M streams", points)],
-            x_label="seconds since the first send",
-            y_label="tokens/s, all M streams",
-            spans=spans,
-            marks=marks,
-            caption=f"Tokens of the M streams per {width:.2f} s bin (server per-chunk usage) / bin width. "
-            "Shaded: the before window, the newcomer's prefill (send to first token), the after window.",
-        )
-    ]
+    end = max(r.end_ns for r in run.records if r.send_ns)
+    engine = engine_panels(run.samples, t0, end, "the first send", spans)
+    return (
+        top
+        + [
+            LinePlot(
+                title=f"Aggregate token rate of the {len(streams)} running streams",
+                key="stream-rate",
+                series=[Series("M streams", points)],
+                x_label="seconds since the first send",
+                y_label="tokens/s, all M streams",
+                spans=spans,
+                marks=marks,
+                caption=f"Tokens of the M streams per {width:.2f} s bin (server per-chunk usage) / bin width. "
+                "Shaded: the before window, the newcomer's prefill (send to first token), the after window.",
+            )
+        ]
+        + engine
+    )

@@ -19,12 +19,14 @@ from loadproof.metrics.constraints import constraint_claims
 from loadproof.metrics.distribution import percentile
 from loadproof.metrics.engine_agreement import ENGINE_SOURCES
 from loadproof.metrics.engine_state import engine_claims
-from loadproof.metrics.figures import LinePlot, Panel, Series
+from loadproof.metrics.figures import LinePlot, Panel, Series, headline
 from loadproof.metrics.latency import EMBEDDINGS_LATENCIES, latency_claims, succeeded
+from loadproof.metrics.latency_figures import distribution_panels
 from loadproof.metrics.model_mix import model_claims
 from loadproof.metrics.reasoning import reasoning_claims
-from loadproof.metrics.slo import slo_claims
+from loadproof.metrics.slo import slo_claims, slo_text
 from loadproof.metrics.spec_decode import spec_claims, spec_gauge_claims, spec_window, unavailable_claims
+from loadproof.metrics.timeline import engine_panels, latency_panels, rate_panel
 from loadproof.plans.load import LoadPlan
 from loadproof.plans.replay import ReplayPlan
 from loadproof.records import POOLING, RequestRecord
@@ -318,18 +320,66 @@ def client_limited_claims(records: list[RequestRecord], plan: LoadLike) -> list[
 # --- report panels (catalog entry `figures`) ---------------------------------------------------------
 
 
+HEADLINE = (
+    ("requests/s sent", "load.achieved_rate_rps"),
+    ("requests/s completed", "load.request_throughput_rps"),
+    ("output tokens/s", "load.output_tokens_per_s"),
+    ("TTFT p50", "load.ttft_s.p50"),
+    ("TTFT p99", "load.ttft_s.p99"),
+    ("ITL p99", "load.itl_s.p99"),
+    ("E2E latency p50", "load.e2el_s.p50"),
+    ("SLO met", "load.slo_attainment_pct"),
+    ("goodput, requests/s", "load.goodput_rps"),
+    ("vectors/s", "load.embeddings.vectors_per_s"),
+    ("documents/s", "load.rerank.documents_per_s"),
+    ("failed requests", "load.failed_requests"),
+)
+
+
 def figures(run: Any, plan: LoadPlan, claims: list[Claim]) -> list[Panel]:
-    """Where the engine drafts: its acceptance over the run, one point per pair of consecutive /metrics
-    samples (metrics.spec_decode's window between them), against the seconds since the schedule's start."""
-    records = load_records(run.records)
-    start = schedule_start_ns(records, run.events)
+    """The headline figures; the schedule over time (requests asked, sent and completed per second), TTFT and
+    ITL over the run, the engine's running, waiting and KV cache use from its /metrics; the TTFT, ITL and E2E
+    distributions; where the engine drafts, its acceptance over the run (report.html)."""
+    return open_loop_panels(load_records(run.records), run.events, run.samples, claims, plan.slo)
+
+
+def open_loop_panels(
+    records: list[RequestRecord],
+    events: list[Event],
+    samples: list[EngineSample],
+    claims: list[Claim],
+    slo: dict[str, float],
+    prefix: str = SCENARIO,
+) -> list[Panel]:
+    """An open-loop run's panels (a load run's; a replay's, whose claims are named `prefix`.*): the headline,
+    the schedule over time, TTFT and ITL over the run, the engine's state, the distributions, the drafts."""
+    start = schedule_start_ns(records, events)
     if not records or start is None:
         return []
     end = max(r.end_ns for r in records)
+    shown = [(label, prefix + name[len(SCENARIO) :]) for label, name in HEADLINE]
+    return (
+        headline(claims, shown, slo_note(slo))
+        + rate_panel(records, start, end, prefix)
+        + latency_panels(records, start)
+        + engine_panels(samples, start, end)
+        + distribution_panels(records, prefix)
+        + acceptance_panel(samples, start, end)
+    )
+
+
+def slo_note(slo: dict[str, float]) -> str:
+    """The SLO the run was judged on, in words ("" without one)."""
+    return f"SLO: {slo_text(slo)}" if slo else ""
+
+
+def acceptance_panel(samples: list[EngineSample], start: int, end: int) -> list[Panel]:
+    """Where the engine drafts: its acceptance over the run, one point per pair of consecutive /metrics
+    samples (metrics.spec_decode's window between them), against the seconds since the schedule's start."""
     held = sorted(
         (
             s
-            for s in run.samples
+            for s in samples
             if s.source in ENGINE_SOURCES and s.t_ns >= start - 60 * NS_PER_S and s.t_ns <= end + 60 * NS_PER_S
         ),
         key=lambda s: s.t_ns,
@@ -344,6 +394,7 @@ def figures(run: Any, plan: LoadPlan, claims: list[Claim]) -> list[Panel]:
     return [
         LinePlot(
             title="Draft acceptance over the run",
+            key="draft-acceptance",
             x_label="seconds since the schedule's start",
             y_label="accepted / draft tokens, %",
             series=[Series("acceptance", points)],

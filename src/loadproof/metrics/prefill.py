@@ -5,6 +5,7 @@ from __future__ import annotations
 import statistics
 
 from loadproof.metrics.claims import Claim, Criterion, acceptance_claims, count, number
+from loadproof.metrics.figures import BarPlot, Bars, Panel, headline
 from loadproof.metrics.throughput import decode_rate_per_s
 from loadproof.plans.prefill import PrefillPlan
 from loadproof.records import RequestRecord
@@ -113,3 +114,41 @@ def prefill_claims(plan: PrefillPlan, records: list[RequestRecord], samples: lis
 
 def claims_of_run(run: Run, plan: PrefillPlan) -> list[Claim]:
     return prefill_claims(plan, run.records, run.samples)
+
+
+# --- report panels (catalog entry `figures`) ---------------------------------------------------------
+
+HEADLINE = (
+    ("cold TTFT, median", "prefill.cold_ttft_median_s"),
+    ("input tokens", "prefill.input_tokens"),
+    ("decode after the prefill", "prefill.decode_tokens_per_s"),
+    ("prefix-cache hits", "prefill.prefix_cache_hits"),
+)
+
+
+def figures(run: Run, plan: PrefillPlan, claims: list[Claim]) -> list[Panel]:
+    """The headline, and each cold repeat's TTFT as a bar, the median beside them (report.html)."""
+    by_name = {c.name: c for c in claims}
+    repeats = [(f"r{i}", by_name.get(f"prefill.r{i}.ttft_s")) for i in range(len(plan.repeats))]
+    shown = [(name, float(c.value)) for name, c in repeats if c is not None]
+    median = by_name.get("prefill.cold_ttft_median_s")
+    if median is not None:
+        shown.append(("median", float(median.value)))
+    bars: list[Panel] = (
+        [
+            BarPlot(
+                title=f"Cold TTFT of each repeat, {plan.input_tokens:,} input tokens",
+                key="ttft-per-repeat",
+                groups=[name for name, _ in shown],
+                series=[Bars("time to first token, s", [value for _, value in shown])],
+                y_label="seconds",
+                x_label="repeat",
+                half=True,
+                caption="Each repeat's t_first_token - t_send (prefill.r<i>.ttft_s), a prompt no earlier request "
+                "shares a prefix with, and their median (prefill.cold_ttft_median_s).",
+            )
+        ]
+        if shown
+        else []
+    )
+    return headline(claims, HEADLINE) + bars

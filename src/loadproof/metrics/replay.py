@@ -14,9 +14,9 @@ import dataclasses
 from typing import Any
 
 from loadproof.metrics.claims import Claim, count, fact, number
-from loadproof.metrics.figures import Table
+from loadproof.metrics.figures import BarPlot, Bars, LinePlot, Panel, Series, Table, thin
 from loadproof.metrics.latency import succeeded
-from loadproof.metrics.load import load_claims, schedule_start_ns
+from loadproof.metrics.load import load_claims, open_loop_panels, schedule_start_ns
 from loadproof.metrics.prefix_cache import (
     PrefixRequest,
     chained_keys,
@@ -285,9 +285,85 @@ def bounded_claims(records: list[RequestRecord], plan: ReplayPlan, claims: list[
     return out
 
 
-def figures(run: Any, plan: ReplayPlan, claims: list[Claim]) -> list[Table]:
+def figures(run: Any, plan: ReplayPlan, claims: list[Claim]) -> list[Panel]:
     """The prefix cache: the engine's hit rates beside the unbounded and bounded expectations, and which one
-    its figure is to be read against (report.md and the console)."""
+    its figure is to be read against (report.md and the console); for report.html, the open-loop panels a load
+    run has (`metrics.load.open_loop_panels`, named replay.*), the hit rates as bars, and the expected and
+    reported hit rates as the trace went on."""
+    records = [r for r in run.records if r.scenario == SCENARIO]
+    return (
+        prefix_table(claims)
+        + open_loop_panels(records, run.events, run.samples, claims, plan.slo, SCENARIO)
+        + prefix_panels(records, plan, claims)
+    )
+
+
+HIT_BARS = (
+    ("expected, unbounded", "replay.prefix_hit_rate.expected_pct"),
+    ("expected, the engine's size", "replay.prefix_hit_rate.bounded_pct"),
+    ("the engine's counters", "replay.prefix_hit_rate.engine_pct"),
+    ("the responses' cached tokens", "replay.prefix_hit_rate.reported_pct"),
+)
+
+
+def prefix_panels(records: list[RequestRecord], plan: ReplayPlan, claims: list[Claim]) -> list[Panel]:
+    """The run's hit rates beside the expectations (bars), and, request by request in the trace's order, the
+    expected hits and the responses' cached tokens so far over the prompt tokens so far."""
+    by_name = {c.name: c for c in claims}
+    shown = [(label, float(by_name[name].value)) for label, name in HIT_BARS if name in by_name]
+    out: list[Panel] = []
+    if len(shown) >= 2:
+        out.append(
+            BarPlot(
+                title="Prefix-cache hits: the engine against the expectations",
+                key="prefix-hits",
+                groups=[label for label, _ in shown],
+                series=[Bars("hit rate, % of prompt tokens", [value for _, value in shown])],
+                y_label="% of prompt tokens",
+                half=True,
+                caption="The expected hit rates (an unbounded cache; one of the engine's size, where known) and the "
+                "engine's (its counters' growth; the responses' cached tokens): replay.prefix_hit_rate.*.",
+            )
+        )
+    sent = sorted(
+        (r for r in records if r.batch is not None and 0 <= r.batch < len(plan.text_tokens)), key=lambda r: r.batch
+    )
+    if len(sent) < 2 or len(plan.hash_ids) != len(plan.text_tokens):
+        return out
+    hits = expected_hits(
+        plan.text_tokens, [by_model(plan, i, ids) for i, ids in enumerate(plan.hash_ids)], plan.block_tokens
+    )
+    expected, reported = [], []
+    hit_sum = prompt_sum = cached_sum = reported_prompts = 0
+    for n, r in enumerate(sent, 1):
+        i = r.batch or 0
+        hit_sum += hits[i]
+        prompt_sum += plan.text_tokens[i] + plan.overhead_tokens
+        expected.append((float(n), 100 * hit_sum / prompt_sum))
+        if succeeded(r) and r.cached_tokens is not None and r.prompt_tokens:
+            cached_sum += r.cached_tokens
+            reported_prompts += r.prompt_tokens
+            reported.append((float(n), 100 * cached_sum / reported_prompts))
+    out.append(
+        LinePlot(
+            title="Prefix-cache hits as the trace went on",
+            key="prefix-hits-over-trace",
+            series=[
+                Series("expected, unbounded", thin(expected)),
+                Series("the responses' cached tokens", thin(reported)),
+            ],
+            x_label="requests of the trace sent, in its order",
+            y_label="hits so far, % of prompt tokens so far",
+            half=True,
+            caption="After each request: the expected hits (leading blocks an earlier request carried whole) and the "
+            "engine's reported cached tokens, each summed so far over the prompt tokens so far.",
+        )
+    )
+    return out
+
+
+def prefix_table(claims: list[Claim]) -> list[Panel]:
+    """The prefix cache's table (report.md and the console)."""
     by_name = {c.name: c for c in claims}
     shown = [
         (name, label)

@@ -19,12 +19,12 @@ from typing import Any
 from loadproof.metrics.claims import Claim, count, fact, number
 from loadproof.metrics.constraints import constraint_claims
 from loadproof.metrics.distribution import summarize
-from loadproof.metrics.figures import Table
 from loadproof.metrics.latency import span_s, succeeded, ttft_ns
 from loadproof.metrics.model_mix import model_claims
 from loadproof.metrics.prefix_cache import PrefixRequest, chained_keys, reported_hit_pct, simulate, working_set_tokens
 from loadproof.metrics.reasoning import TTFA_FORMULA, reasoning_claims
 from loadproof.metrics.session_tier import expected_tier_claims, transfer_claims
+from loadproof.metrics.sessions_figures import PRIME as PRIME  # the family of --prime-shared's request
 from loadproof.metrics.slo import slo_claims
 from loadproof.plans.sessions import SessionsPlan
 from loadproof.records import RequestRecord
@@ -32,7 +32,6 @@ from loadproof.rundir import EngineSample
 from loadproof.units import NS_PER_S
 
 SCENARIO = "sessions"
-PRIME = "prime"  # the family of --prime-shared's request: the shared prefix sent once before the users start
 TTFT_STATS = ("mean", "p50", "p90", "p99", "max")
 
 
@@ -397,73 +396,5 @@ def engine_hit_claims(records: list[RequestRecord], samples: list[EngineSample])
             "send to the last at or after the last end",
             2,
             direction="higher",
-        )
-    ]
-
-
-# --- report panels (catalog entry `figures`) ---------------------------------------------------------
-
-TURN_COLUMNS = (
-    ("context_tokens_mean", "context"),
-    ("ttft_s.p50", "TTFT p50 s"),
-    ("ttfa_s.p50", "answer p50 s"),
-    ("engine_hit_pct", "engine hit %"),
-    ("expected_hit_pct.unbounded", "unbounded %"),
-    ("expected_hit_pct.bounded", "bounded %"),
-)
-
-
-def figures(run: Any, plan: SessionsPlan, claims: list[Claim]) -> list[Table]:
-    """Turn by turn: the context, TTFT, first answer, and the engine's hits beside the two expectations
-    (report.md and the console)."""
-    by_name = {c.name: c for c in claims}
-    columns = [
-        (key, label)
-        for key, label in TURN_COLUMNS
-        if any(f"sessions.turn{t}.{key}" in by_name for t in range(plan.turns))
-    ]
-    rows = [
-        [f"{t} call" if t < plan.tool_turns else str(t)]
-        + [
-            by_name[f"sessions.turn{t}.{key}"].printed if f"sessions.turn{t}.{key}" in by_name else "-"
-            for key, _ in columns
-        ]
-        for t in range(plan.turns)
-    ]
-    if not any(key.startswith("expected") for key, _ in columns):
-        return []
-    total = [
-        ("engine hits, every turn", "sessions.engine_hit_pct.all"),
-        ("the engine's counters", "sessions.prefix_hit_rate.engine_pct"),
-        ("expected, unbounded", "sessions.expected_hit_pct.unbounded"),
-        ("expected, the engine's size", "sessions.expected_hit_pct.bounded"),
-    ]
-    against = by_name.get("sessions.expected_hit_pct.read_against")
-    intro = [
-        "Expected hits: the turns replayed through a prefix cache that never evicts (unbounded) and one of the "
-        "engine's size (bounded); the engine's: each response's cached tokens.",
-        ", ".join(f"{label}: {by_name[name].printed}%" for label, name in total if name in by_name) + ".",
-    ]
-    if plan.kv_cache_tokens:
-        intro.append(
-            f"Engine KV cache {plan.kv_cache_tokens:,} tokens in blocks of {plan.block_tokens} "
-            f"({plan.kv_source}); working set {by_name['sessions.working_set_tokens'].printed} tokens: read "
-            "the engine's hits against "
-            + (
-                "the bounded expectation (it must evict)."
-                if against and against.value == "bounded"
-                else "either expectation (the working set fits)."
-            )
-        )
-    else:
-        intro.append("The engine's KV cache size is unknown (--engine-kv-tokens): only the unbounded expectation.")
-    return [
-        Table(
-            title="Prefix reuse by turn",
-            header=["turn", *[label for _, label in columns]],
-            rows=rows,
-            intro=intro,
-            console="Prefix reuse by turn",
-            claims=[f"sessions.turn{t}.{key}" for t in range(plan.turns) for key, _ in columns],
         )
     ]

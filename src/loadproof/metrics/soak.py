@@ -6,6 +6,7 @@ import statistics
 from collections import Counter
 
 from loadproof.metrics.claims import Claim, Criterion, acceptance_claims, count, number
+from loadproof.metrics.figures import LinePlot, Mark, Panel, Series, headline, thin
 from loadproof.plans.soak import SoakPlan
 from loadproof.records import RequestRecord
 from loadproof.rundir import EngineSample, TelemetrySample
@@ -136,3 +137,83 @@ def soak_claims(
 
 def claims_of_run(run: Run, plan: SoakPlan) -> list[Claim]:
     return soak_claims(plan, run.records, run.samples, run.telemetry)
+
+
+# --- report panels (catalog entry `figures`) ---------------------------------------------------------
+
+HEADLINE = (
+    ("requests", "soak.requests"),
+    ("errors", "soak.errors"),
+    ("short: latency drift", "soak.short.latency_drift"),
+    ("long: latency drift", "soak.long.latency_drift"),
+    ("engine memory growth", "soak.engine_rss_growth_mib"),
+    ("relay memory growth", "soak.relay_rss_growth_mib"),
+)
+
+
+def figures(run: Run, plan: SoakPlan, claims: list[Claim]) -> list[Panel]:
+    """The headline; each request's latency (send to last token) by its send time, one colour per family, the
+    halves the drift compares marked, and the failed requests apart; the engine's and the relay's resident
+    memory over the run (report.html)."""
+    top = headline(claims, HEADLINE)
+    records = sorted((r for r in run.records if r.scenario == "soak"), key=lambda r: r.send_ns)
+    if not records:
+        return top
+    t0 = records[0].send_ns
+    middle = (t0 + (records[-1].send_ns - t0) // 2 - t0) / NS_PER_S
+    series = [
+        Series(
+            family,
+            [
+                ((r.send_ns - t0) / NS_PER_S, r.latency_ns / NS_PER_S)
+                for r in records
+                if r.ok and r.family == family and r.latency_ns is not None
+            ],
+            line=False,
+        )
+        for family in dict.fromkeys(r.family for r in records)
+    ]
+    failed = [((r.send_ns - t0) / NS_PER_S, (r.end_ns - r.send_ns) / NS_PER_S) for r in records if not r.ok]
+    if failed:
+        series.append(Series("failed (send to end)", failed, line=False, color="#b3261e"))
+    panels: list[Panel] = [
+        LinePlot(
+            title="Latency of each request over the run",
+            key="latency-over-time",
+            series=[s for s in series if s.points],
+            x_label="send time, seconds since the first send",
+            y_label="send to last token, s",
+            marks=[Mark(middle, "second half")],
+            caption="Each request at its send time: send to its last token, by family; the drift criteria compare "
+            "each family's median in the first half with the second (soak.<family>.latency_drift).",
+        )
+    ]
+    rss = [
+        Series(
+            source,
+            thin(
+                [
+                    ((s.t_ns - t0) / NS_PER_S, s.values["process_rss_bytes"] / 1024**2)
+                    for s in sorted(run.samples, key=lambda s: s.t_ns)
+                    if s.source == source and "process_rss_bytes" in s.values
+                ]
+            ),
+        )
+        for source in ("engine", "relay")
+    ]
+    rss = [s for s in rss if len(s.points) >= 2]
+    if rss:
+        panels.append(
+            LinePlot(
+                title="Resident memory over the run",
+                key="memory-over-time",
+                series=rss,
+                x_label="seconds since the first send",
+                y_label="MiB",
+                dots=True,
+                y_from_zero=False,
+                caption="process_rss_bytes of the engine (and the relay, where it ran) in each /metrics sample; "
+                "the memory criteria bound last - first (soak.<source>_rss_growth_mib).",
+            )
+        )
+    return top + panels

@@ -12,11 +12,13 @@ from collections.abc import Iterable, Sequence
 
 from loadproof.metrics.claims import Claim, count, number
 from loadproof.metrics.constraints import constraint_claims
-from loadproof.metrics.figures import BarPlot, Bars, Panel, Table
+from loadproof.metrics.figures import BarPlot, Bars, Panel, Table, headline
 from loadproof.metrics.latency import span_s
+from loadproof.metrics.latency_figures import distribution_panels
 from loadproof.metrics.reasoning import reasoning_claims
 from loadproof.metrics.slo import slo_claims
 from loadproof.metrics.spec_decode import SpecWindow, spec_claims, spec_gauge_claims, spec_window, unavailable_claims
+from loadproof.metrics.timeline import engine_panels, latency_panels, token_rate_panel
 from loadproof.plans.throughput import ThroughputPlan
 from loadproof.records import RequestRecord
 from loadproof.rundir import EngineSample
@@ -214,10 +216,36 @@ TABLE_INTRO = [
 
 
 def figures(run: Run, plan: ThroughputPlan, claims: list[Claim]) -> list[Panel]:
-    """The family x concurrency table (report.md, the console), and grouped bars of the aggregate rate and
-    of one stream's decode rate (report.html)."""
+    """The family x concurrency table (report.md, the console); for report.html the headline (each family's
+    one-stream decode rate and its aggregate at the highest concurrency), grouped bars of the aggregate rate
+    and of one stream's decode rate, the output token rate, TTFT and ITL over the run, the engine's running,
+    waiting and KV cache use, and the TTFT, ITL and E2E distributions."""
     table = throughput_table(claims)
-    return ([table] if table.rows else []) + throughput_bars(run.records)
+    recs = [r for r in run.records if r.scenario == "throughput" and r.send_ns]
+    over_time: list[Panel] = []
+    if recs:
+        t0, end = min(r.send_ns for r in recs), max(r.end_ns for r in recs)
+        origin = "the first send"
+        over_time = (
+            token_rate_panel(recs, t0, origin)
+            + latency_panels(recs, t0, origin)
+            + engine_panels(run.samples, t0, end, origin)
+            + distribution_panels(recs, "throughput")
+        )
+    return (
+        throughput_headline(claims, plan) + ([table] if table.rows else []) + throughput_bars(run.records) + over_time
+    )
+
+
+def throughput_headline(claims: list[Claim], plan: ThroughputPlan) -> list[Panel]:
+    """Per family (the first three): one stream's decode rate at c1, all streams' at the highest level."""
+    levels = sorted(plan.concurrency)
+    shown = []
+    for fam in plan.families[:3]:
+        shown.append((f"{fam}: one stream, c1 decode", f"throughput.{fam}.c1.decode_tokens_per_s"))
+        if levels and levels[-1] > 1:
+            shown.append((f"{fam}: c{levels[-1]} aggregate", f"throughput.{fam}.c{levels[-1]}.aggregate_tokens_per_s"))
+    return headline(claims, shown)
 
 
 def throughput_table(claims: list[Claim]) -> Table:
@@ -283,6 +311,8 @@ def throughput_bars(records: list[RequestRecord]) -> list[Panel]:
             series=[Bars(f, [aggregate(f, n) for n in levels]) for f in families],
             y_label="tokens/s, all streams",
             x_label="concurrency",
+            key="aggregate-throughput",
+            half=True,
             caption="Median over batches of output tokens / (last completion - first send): all streams together, "
             "not any one user's rate (at c1, one request from send to end).",
         ),
@@ -292,6 +322,8 @@ def throughput_bars(records: list[RequestRecord]) -> list[Panel]:
             series=[Bars(f, [decode(f, n) for n in levels]) for f in families],
             y_label="tokens/s, one stream",
             x_label="concurrency",
+            key="stream-decode-rate",
+            half=True,
             caption="Median over requests of (output_tokens - 1) / (t_last_token - t_first_token).",
         ),
     ]

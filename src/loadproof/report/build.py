@@ -46,7 +46,7 @@ def build_report(path: Path) -> Report:
         (path / "telemetry.svg").write_text(svg, encoding="utf-8")
     markdown = render_markdown(run, claims, with_plot=bool(svg), panels=panels)
     (path / REPORT).write_text(markdown, encoding="utf-8")
-    (path / REPORT_HTML).write_text(render_html(run, markdown, panels), encoding="utf-8")
+    (path / REPORT_HTML).write_text(render_html(run, markdown, panels, claims), encoding="utf-8")
     return Report(run=run, claims=claims, markdown=markdown, panels=panels)
 
 

@@ -1,11 +1,14 @@
-"""`report.html`: the Markdown report as one self-contained page, plus figures drawn from the run data.
+"""`report.html`: a run's page, one self-contained file: what the run is, its verdict and headline figures,
+its acceptance, its figures drawn from the run data, the scenario's tables, the latency percentiles, every
+claim (folded), telemetry.
 
 Nothing is fetched when the page opens: no script, no web font, no external stylesheet or image; CSS
-and SVG are inline. Each figure derives only from the run directory: the scenario's plots are its
-report panels (its metrics module's `figures`, named in its catalog entry; `metrics.figures` types),
-drawn here the same way whichever scenario made them, then the TTFT distribution of any run; a figure
-whose data the run lacks is left out. Every text taken from the run (manifest fields, names, errors)
-is escaped.
+and SVG are inline (`report.page`). Each figure derives only from the run directory: the scenario's plots
+and headline are its report panels (its metrics module's `figures`, named in its catalog entry;
+`metrics.figures` types), drawn here the same way whichever scenario made them, then the TTFT distribution
+of any run that has none among them; a figure whose data the run lacks is left out. The text is the
+Markdown report's (report.md), section by section, so the two never say different things. Every text taken
+from the run (manifest fields, names, errors) is escaped.
 """
 
 from __future__ import annotations
@@ -15,61 +18,90 @@ from collections import defaultdict
 from collections.abc import Sequence
 from html import escape
 
-from loadproof.metrics.figures import BarPlot, LinePlot, Panel
-from loadproof.report.plots import bar_chart, line_chart, telemetry_svg
+from loadproof.metrics.claims import Claim
+from loadproof.metrics.figures import TTFT_CDF, BarPlot, Histogram, LinePlot, Panel, headline_of
+from loadproof.report.distributions import distribution_table
+from loadproof.report.page import CSS as CSS  # report/series.py's page style, until it is built on report.page
+from loadproof.report.page import Drawn, document, figure_html, figures_section, fold, slug, summary_html, toc
+from loadproof.report.plots import line_chart, telemetry_svg
+from loadproof.report.plots_bars import bar_chart, histogram_chart
+from loadproof.report.svg import CHART_WIDTH, HALF_WIDTH
 from loadproof.store.run_dir import Run
 
 NS = 1_000_000_000
-
-Figure = tuple[str, str]  # (svg, caption)
-
-CSS = """
-body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; max-width: 980px; margin: 2em auto;
-       padding: 0 1em; color: #222; line-height: 1.45; }
-h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 1.6em; border-bottom: 1px solid #ddd; }
-.table { overflow-x: auto; margin: 0.8em 0; }
-table { border-collapse: collapse; font-size: 0.9em; }
-th, td { border: 1px solid #ccc; padding: 3px 8px; vertical-align: top; text-align: left; }
-th { background: #f3f3f3; } td.num { text-align: right; white-space: nowrap; } td.text { min-width: 14em; }
-code { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 0.92em; }
-td code, .name { white-space: nowrap; }
-figure { margin: 1.2em 0; } figcaption { font-size: 0.88em; color: #555; max-width: 720px; }
-svg { max-width: 100%; height: auto; background: #fff; }
-@media (max-width: 720px) {  /* a narrow window: each row a block, figures named by their column */
-  .table table, .table tbody, .table tr { display: block; }
-  .table tr:first-child { display: none; }
-  .table tr { border: 1px solid #ccc; margin-bottom: 0.4em; padding: 3px 8px; }
-  .table td { display: inline-block; border: none; padding: 1px 0.7em 1px 0; text-align: left; min-width: 0; }
-  .table td:first-child, .table td.text { display: block; }
-  .table td:empty { display: none; }
-  .table td.num::before { content: attr(data-label) ": "; color: #666; }
-}
-"""
+FULL_WIDTH = 960  # a full-width figure's drawing; half-width ones are drawn HALF_WIDTH wide
+CLAIMS, TELEMETRY, ACCEPTANCE, NOTHING = "Claims", "Telemetry", "Acceptance", "Measured nothing"
 
 
-def render_html(run: Run, markdown: str, panels: Sequence[Panel] = ()) -> str:
-    """The page: the Markdown report's content, with a Figures section before its claims table (the
-    scenario's plots among `panels`, then the TTFT distribution)."""
+def render_html(run: Run, markdown: str, panels: Sequence[Panel] = (), claims: Sequence[Claim] = ()) -> str:
+    """The page: report.md's sections, rearranged for a reader: the header and anything measured-nothing
+    first; the verdict and the headline figures (a `Headline` among `panels`); acceptance; the figures (the
+    scenario's plots among `panels`, then a TTFT distribution where they have none); the scenario's tables;
+    the latency percentiles of `claims` in one table; every claim, folded; telemetry."""
     images = {"telemetry.svg": telemetry_svg(run.telemetry)}
-    head, sep, tail = markdown.partition("\n## Claims\n")
-    title = f"<h1>loadproof run {escape(run.run_id, quote=False)}</h1>"
-    body = [
-        markdown_to_html(head, images).replace(
-            title, f'<h1>loadproof run <span class="name">{escape(run.run_id, quote=False)}</span></h1>', 1
-        )
-    ]
-    figs = figures(run, panels)
-    if figs:
-        body.append("<h2>Figures</h2>")
-        body += [f"<figure>\n{svg}<figcaption>{escape(caption)}</figcaption>\n</figure>" for svg, caption in figs]
-    if sep:
-        body.append(markdown_to_html("## Claims\n" + tail, images))
-    return (
-        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-        f"<title>loadproof run {escape(run.run_id)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n"
-        + "\n".join(body)
-        + "\n</body>\n</html>\n"
+    top, sections = split_sections(markdown)
+    title = f"loadproof run {run.run_id}"
+    header = markdown_to_html(top, images).replace(
+        f"<h1>{escape(title, quote=False)}</h1>",
+        f'<h1>loadproof run <span class="name">{escape(run.run_id, quote=False)}</span></h1>',
+        1,
     )
+    by_title = dict(sections)
+    verdict = next((t.partition(": ")[2] for t, _ in sections if t.startswith(ACCEPTANCE + ":")), None)
+    if NOTHING in by_title:
+        verdict = verdict or "NOTHING MEASURED"
+    drawn = figures(run, panels)
+    links = [(_id(t), t.partition(":")[0]) for t, _ in sections if t not in (CLAIMS, TELEMETRY, NOTHING)]
+    dist_header, dist_rows, _ = distribution_table(list(claims))
+    links = (
+        links[:1] * any(t.startswith(ACCEPTANCE) for t, _ in sections)
+        + [("figures", "Figures")] * bool(drawn)
+        + [link for link in links if not link[1].startswith(ACCEPTANCE)]
+        + [("percentiles", "Latency percentiles")] * bool(dist_rows)
+        + [(_id(t), t) for t in (CLAIMS, TELEMETRY) if t in by_title]
+    )
+    body = ['<header class="top">', header, toc(links), "</header>"]
+    if NOTHING in by_title:
+        body.append(_section(NOTHING, by_title[NOTHING], images))
+    body.append(summary_html(headline_of(panels), verdict))
+    body += [_section(t, text, images) for t, text in sections if t.startswith(ACCEPTANCE)]
+    body.append(figures_section(drawn))
+    body += [
+        _section(t, text, images)
+        for t, text in sections
+        if t not in (CLAIMS, TELEMETRY, NOTHING) and not t.startswith(ACCEPTANCE)
+    ]
+    if dist_rows:
+        table = "| " + " | ".join(dist_header) + " |\n|" + "---|" * len(dist_header) + "\n"
+        table += "".join("| " + " | ".join(row) + " |\n" for row in dist_rows)
+        body.append(
+            '<section id="percentiles">\n<h2>Latency percentiles</h2>\n'
+            + markdown_to_html(
+                "Each row: one latency's claims (std, p95 and p99.9 among the claims below).\n\n" + table, {}
+            )
+            + "\n</section>"
+        )
+    if CLAIMS in by_title:
+        count = sum(1 for line in by_title[CLAIMS].splitlines() if line.startswith("| `"))
+        content = markdown_to_html(by_title[CLAIMS], images)
+        body.append(fold("claims", CLAIMS, f"{count} claims, each with its unit and formula: click to open", content))
+    if TELEMETRY in by_title:
+        body.append(_section(TELEMETRY, by_title[TELEMETRY], images))
+    return document(title, [part for part in body if part])
+
+
+def split_sections(markdown: str) -> tuple[str, list[tuple[str, str]]]:
+    """(the text before the first `## ` heading, [(heading, the section's text below it)])."""
+    parts = re.split(r"^## (.*)$", markdown, flags=re.M)
+    return parts[0], [(parts[i].strip(), parts[i + 1]) for i in range(1, len(parts) - 1, 2)]
+
+
+def _id(title: str) -> str:
+    return slug(title.partition(":")[0])
+
+
+def _section(title: str, text: str, images: dict[str, str]) -> str:
+    return f'<section id="{_id(title)}">\n<h2>{_inline(title)}</h2>\n{markdown_to_html(text, images)}\n</section>'
 
 
 # --- the Markdown subset report.md uses: headings, lists, tables, paragraphs, `code`, images ---------
@@ -99,9 +131,12 @@ def _cells(line: str) -> list[str]:
     return [c.strip().replace("\\|", "|") for c in _PIPE.split(row)]
 
 
-def _td(cell: str, label: str) -> str:
+def table_data(cell: str, label: str) -> str:
     """A cell: figures right-aligned and named by `label` (their column's header) where a narrow window
-    stacks the row; prose (evidence, formulas) in a column wide enough to read; other words as they are."""
+    stacks the row; prose (evidence, formulas) in a column wide enough to read; a verdict coloured; other
+    words as they are."""
+    if cell in ("PASS", "FAIL"):
+        return f'<td class="{cell.lower()}">{cell}</td>'
     if _NUMBER.match(cell):
         return f'<td class="num" data-label="{escape(label)}">{_inline(cell)}</td>'
     if len(cell) > 16 and " " in cell:
@@ -140,7 +175,7 @@ def markdown_to_html(text: str, images: dict[str, str]) -> str:
             labels = [c.strip("`") for c in _cells(rows[0])]
             html += [
                 "<tr>"
-                + "".join(_td(c, labels[k] if k < len(labels) else "") for k, c in enumerate(_cells(r)))
+                + "".join(table_data(c, labels[k] if k < len(labels) else "") for k, c in enumerate(_cells(r)))
                 + "</tr>"
                 for r in body
             ]
@@ -148,11 +183,7 @@ def markdown_to_html(text: str, images: dict[str, str]) -> str:
         elif image := _IMAGE.match(line.strip()):
             alt, src = image.groups()
             svg = images.get(src)
-            out.append(
-                f"<figure>\n{svg}<figcaption>{escape(alt)}</figcaption>\n</figure>"
-                if svg
-                else f"<p>[{escape(alt)}]</p>"
-            )
+            out.append(figure_html(Drawn(svg, alt, slug(src.rsplit(".", 1)[0]))) if svg else f"<p>[{escape(alt)}]</p>")
             i += 1
         else:
             para = []
@@ -171,13 +202,18 @@ def markdown_to_html(text: str, images: dict[str, str]) -> str:
 # --- figures: the scenario's plots (its report panels), then the TTFT distribution of any run ----------
 
 
-def figures(run: Run, panels: Sequence[Panel] = ()) -> list[Figure]:
+def figures(run: Run, panels: Sequence[Panel] = ()) -> list[Drawn]:
+    """The scenario's plots, drawn; then a TTFT distribution, unless a panel is one (`TTFT_CDF`)."""
     out = [figure for figure in (plot_figure(p) for p in panels) if figure is not None]
-    return out + ttft_figure(run)
+    has_ttft = any(isinstance(p, LinePlot) and p.key == TTFT_CDF for p in panels)
+    return out + ([] if has_ttft else ttft_figure(run))
 
 
-def plot_figure(panel: Panel) -> Figure | None:
-    """A plot panel drawn (None: a table, or a plot without data)."""
+def plot_figure(panel: Panel) -> Drawn | None:
+    """A plot panel drawn (None: a table or a headline, or a plot without data)."""
+    if not isinstance(panel, (LinePlot, BarPlot, Histogram)):
+        return None
+    width = HALF_WIDTH if panel.half else FULL_WIDTH
     if isinstance(panel, LinePlot):
         svg = line_chart(
             panel.title,
@@ -186,21 +222,39 @@ def plot_figure(panel: Panel) -> Figure | None:
             panel.y_label,
             spans=[(s.start, s.end, s.label, s.color) for s in panel.spans],
             marks=[(m.x, m.label) for m in panel.marks],
+            levels=[(level.y, level.label) for level in panel.levels],
+            clouds=[i for i, s in enumerate(panel.series) if not s.line],
+            colours=[s.color for s in panel.series],
             step=panel.step,
             y_from_zero=panel.y_from_zero,
             x_from_zero=panel.x_from_zero,
             dots=panel.dots,
+            x_whole=panel.x_whole,
+            width=width,
         )
     elif isinstance(panel, BarPlot):
         svg = bar_chart(
-            panel.title, panel.groups, [(b.name, b.values) for b in panel.series], panel.y_label, panel.x_label
+            panel.title,
+            panel.groups,
+            [(b.name, b.values) for b in panel.series],
+            panel.y_label,
+            panel.x_label,
+            width=width,
         )
     else:
-        return None
-    return (svg, panel.caption) if svg else None
+        svg = histogram_chart(
+            panel.title,
+            panel.edges,
+            panel.counts,
+            panel.x_label,
+            panel.y_label,
+            marks=[(m.x, m.label) for m in panel.marks],
+            width=width,
+        )
+    return Drawn(svg, panel.caption, panel.key or slug(panel.title), panel.half) if svg else None
 
 
-def ttft_figure(run: Run) -> list[Figure]:
+def ttft_figure(run: Run) -> list[Drawn]:
     """Empirical CDF of TTFT over requests with a first token, one line per family (arm, for ab runs)."""
     groups: dict[str, list[float]] = defaultdict(list)
     for r in run.records:
@@ -225,15 +279,10 @@ def ttft_figure(run: Run) -> list[Figure]:
         "fraction of requests at or below",
         step=True,
         x_from_zero=True,
+        width=CHART_WIDTH,
     )
-    return (
-        [
-            (
-                svg,
-                "Empirical CDF of t_first_token - t_send over every request that produced a first token "
-                "(streams cancelled after it included).",
-            )
-        ]
-        if svg
-        else []
+    caption = (
+        "Empirical CDF of t_first_token - t_send over every request that produced a first token "
+        "(streams cancelled after it included)."
     )
+    return [Drawn(svg, caption, TTFT_CDF)] if svg else []

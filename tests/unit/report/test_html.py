@@ -1,4 +1,5 @@
-"""report.html: one self-contained page, a figure per available plot, every text from the run escaped."""
+"""report.html: one self-contained page, a figure per available plot (each with its stable key), the claims
+folded, every text from the run escaped."""
 
 import re
 
@@ -44,6 +45,11 @@ def svg_titles(html):
     return re.findall(r"<svg[^>]*>\s*<title>([^<]*)</title>", html)
 
 
+def plot_keys(html):
+    """The stable key of every figure of a page, in order."""
+    return re.findall(r'<figure class="plot [a-z]+" id="fig-[^"]+" data-plot="([^"]+)">', html)
+
+
 def assert_self_contained(html):
     assert not re.search(r"""(src|href)\s*=\s*["']?\s*(https?:)?//""", html, re.I)
     assert "<script" not in html.lower()
@@ -66,14 +72,27 @@ def test_throughput_report_writes_a_self_contained_page(tmp_path):
     assert (
         "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in html or "&lt;script&gt;alert('x')&lt;/script&gt;" in html
     )
-    assert svg_titles(html) == [
-        "Aggregate throughput by concurrency and task family",
-        "One stream&#x27;s decode rate by concurrency and task family",
-        "TTFT distribution (10 requests)",
+    assert plot_keys(html) == [
+        "aggregate-throughput",
+        "stream-decode-rate",
+        "tokens-over-time",
+        "ttft-over-time",
+        "itl-over-time",
+        "ttft-cdf",
+        "ttft-histogram",
+        "itl-cdf",
+        "itl-histogram",
+        "e2el-cdf",
+        "e2el-histogram",
+        "telemetry",
     ]
-    assert html.count("<svg") == 4  # the three above and the telemetry panels
+    assert html.count("<svg") == len(plot_keys(html))
     assert "<h2>Claims</h2>" in html and "<code>throughput.english.c1.decode_tokens_per_s</code>" in html
-    assert html.index("<h2>Figures</h2>") < html.index("<h2>Claims</h2>")
+    # the verdict-free headline, then the figures, the scenario's table, the claims folded
+    order = ['id="summary"', "<h2>Figures</h2>", "<h2>Throughput</h2>"]
+    assert [html.index(part) for part in order] == sorted(html.index(part) for part in order)
+    assert '<details class="fold" id="claims">' in html and html.index("<h2>Claims</h2>") > html.index(order[-1])
+    assert 'title="throughput.english.c1.decode_tokens_per_s"' in html  # a headline card names its claim
 
 
 def test_planted_markup_in_a_family_name_is_escaped_inside_svg(tmp_path):
@@ -116,11 +135,19 @@ def capacity_run(tmp_path):
 
 def test_capacity_stream_timelines_with_the_window_shaded(tmp_path):
     figs = plots(capacity_run(tmp_path))
-    titles = [svg_titles(svg)[0] for svg, _ in figs]
-    assert titles == ["Tokens per stream over time (3 streams)", "TTFT distribution (3 requests)"]
-    timeline = figs[0][0]
+    assert [f.key for f in figs] == [
+        "tokens-per-stream",
+        "window-rate-per-stream",
+        "window-gap-per-stream",
+        "cold-ttft-per-stream",
+        "ttft-cdf",
+    ]
+    timeline = figs[0].svg
+    assert svg_titles(timeline) == ["Tokens per stream over time (3 streams)"]
     assert timeline.count("<polyline") == 3
     assert "shared window, W = 4 s" in timeline and 'fill-opacity="0.18"' in timeline
+    gaps = figs[2].svg  # every stream's longest silence against the criterion's bound
+    assert gaps.count("<circle") == 3 and ">bound: 5 s<" in gaps
 
 
 def test_interference_rate_with_the_newcomer_prefill_marked(tmp_path):
@@ -143,7 +170,7 @@ def test_interference_rate_with_the_newcomer_prefill_marked(tmp_path):
         "newcomer_tokens": 64,
     }
     figs = plots(load_run(write_run(tmp_path, "int", "interference", records, {"plan": plan})))
-    rate = next(svg for svg, _ in figs if "Aggregate token rate" in svg)
+    rate = next(f.svg for f in figs if f.key == "stream-rate")
     for label in ("before", "during: newcomer prefill", "after", "newcomer sent"):
         assert f">{label}<" in rate
 
@@ -171,8 +198,17 @@ def test_ab_rounds_by_arm(tmp_path):
         "bootstrap_seed": 2,
     }
     figs = plots(load_run(write_run(tmp_path, "ab", "ab", records, {"plan": plan})))
-    titles = [svg_titles(svg)[0] for svg, _ in figs]
+    assert [f.key for f in figs] == [
+        "decode-cdf-by-arm",
+        "ttft-cdf",
+        "decode-tokens-per-s-per-round",
+        "ttft-s-per-round",
+        "output-tokens-per-round",
+    ]
+    titles = [svg_titles(f.svg)[0] for f in figs]
     assert "decode_tokens_per_s per round, by arm" in titles and "ttft_s per round, by arm" in titles
+    overlaid = figs[0].svg  # both arms' distributions on one plot
+    assert ">arm a (n=3)<" in overlaid and ">arm b (n=3)<" in overlaid and overlaid.count("<polyline") == 2
 
 
 def test_no_figure_without_data(tmp_path):
@@ -189,7 +225,10 @@ def test_markdown_subset():
     assert "<li>a <code>x&lt;y</code></li>" in html
     assert "<tr><th>h1</th><th>h2</th></tr>" in html and "<td>&lt;i&gt;</td>" in html
     assert "<p>text &amp; more</p>" in html
-    assert "<figure>\n<svg></svg><figcaption>telemetry</figcaption>" in html
+    assert (
+        '<figure class="plot full" id="fig-telemetry" data-plot="telemetry">\n<svg></svg>'
+        "<figcaption>telemetry</figcaption>" in html
+    )
 
 
 def test_the_telemetry_figure_draws_the_cpu_used_outside_loadproof_where_samples_carry_it():

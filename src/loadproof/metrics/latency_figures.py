@@ -1,0 +1,111 @@
+"""Latency distributions as report panels (`metrics.figures`): for TTFT, ITL and E2E latency, the empirical
+CDF with its p50 and p99 marked, and a histogram.
+
+The values are `metrics.latency.samples_ns`'s, the very samples the `<prefix>.<latency>.<stat>` claims
+summarize, and the marked percentiles are computed the same way (`metrics.distribution.percentile`), so a
+mark sits where the claim says. Presentation only: no claim reads this module. Standard library only.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from loadproof.metrics.distribution import percentile
+from loadproof.metrics.figures import MAX_POINTS, TTFT_CDF, Histogram, LinePlot, Mark, Panel, Point, Series
+from loadproof.metrics.latency import samples_ns
+from loadproof.records import RequestRecord
+from loadproof.units import NS_PER_S
+
+# (samples_ns key, short name, what it is, the report key's stem)
+DISTRIBUTIONS = (
+    ("ttft_s", "TTFT", "t_first_token - t_send of each successful request", "ttft"),
+    ("itl_s", "ITL", "each gap between successive token-bearing chunks of a successful request", "itl"),
+    ("e2el_s", "E2E latency", "t_last_token - t_send of each successful request", "e2el"),
+)
+MAX_BINS = 40
+TAIL_PERCENTILE = 99.5  # a histogram's range ends here when the values beyond stretch it more than TAIL_STRETCH
+TAIL_STRETCH = 1.5
+
+
+def cdf_points(ordered: Sequence[float], limit: int = MAX_POINTS) -> list[Point]:
+    """The empirical CDF of sorted values as step corners (value, fraction at or below); more values than
+    `limit`: the value at each of `limit` evenly spaced fractions, and the largest."""
+    n = len(ordered)
+    if n <= limit:
+        return [(ordered[0], 0.0)] + [(v, (i + 1) / n) for i, v in enumerate(ordered)]
+    ranks = sorted({max(0, math.ceil(n * k / limit) - 1) for k in range(1, limit + 1)} | {n - 1})
+    return [(ordered[0], 0.0)] + [(ordered[i], (i + 1) / n) for i in ranks]
+
+
+def histogram_bins(ordered: Sequence[float]) -> tuple[list[float], list[int], int]:
+    """(edges, counts, values beyond the last edge): equal bins from the smallest value to the largest, or to
+    the 99.5th percentile where the tail beyond would stretch the range by more than half (those values are
+    counted apart, not drawn)."""
+    low, high = ordered[0], ordered[-1]
+    tail = percentile(ordered, TAIL_PERCENTILE)
+    if high - low > TAIL_STRETCH * (tail - low) and tail > low:
+        high = tail
+    count = max(1, min(MAX_BINS, round(math.sqrt(len(ordered)))))
+    if high <= low:
+        return [low, low + max(abs(low) * 0.01, 1e-9)], [len(ordered)], 0
+    width = (high - low) / count
+    counts = [0] * count
+    beyond = 0
+    for v in ordered:
+        if v > high:
+            beyond += 1
+        else:
+            counts[min(int((v - low) / width), count - 1)] += 1
+    return [low + i * width for i in range(count + 1)], counts, beyond
+
+
+def distribution_panels(records: Sequence[RequestRecord], claim_prefix: str = "load") -> list[Panel]:
+    """CDF and histogram of TTFT, ITL and E2E latency (each with at least two values), side by side."""
+    values = samples_ns(list(records))
+    out: list[Panel] = []
+    for key, name, what, stem in DISTRIBUTIONS:
+        if len(values[key]) < 2:
+            continue
+        seconds = sorted(v / NS_PER_S for v in values[key])
+        factor, unit = (1000.0, "ms") if seconds[-1] < 1.0 else (1.0, "s")
+        ordered = [v * factor for v in seconds]
+        p50, p99 = percentile(ordered, 50), percentile(ordered, 99)
+        marks = [Mark(p50, f"p50 {p50:.3g} {unit}"), Mark(p99, f"p99 {p99:.3g} {unit}")]
+        label = f"{name}, {unit}"
+        claims = f"{claim_prefix}.{key}.p50 and .p99"
+        out.append(
+            LinePlot(
+                title=f"{name} distribution ({len(ordered):,} {'gaps' if key == 'itl_s' else 'requests'})",
+                key=TTFT_CDF if key == "ttft_s" else f"{stem}-cdf",
+                series=[Series(name, cdf_points(ordered))],
+                x_label=label,
+                y_label="fraction at or below",
+                marks=marks,
+                step=True,
+                x_from_zero=True,
+                half=True,
+                caption=f"Empirical CDF of {what}; p50 and p99 marked ({claims}).",
+            )
+        )
+        edges, counts, beyond = histogram_bins(ordered)
+        out.append(
+            Histogram(
+                title=f"{name} histogram",
+                key=f"{stem}-histogram",
+                edges=edges,
+                counts=counts,
+                x_label=label,
+                y_label="gaps" if key == "itl_s" else "requests",
+                marks=marks,
+                half=True,
+                caption=f"{len(counts)} equal bins from the smallest value"
+                + (
+                    f" to the {TAIL_PERCENTILE:g}th percentile; {beyond:,} larger values (up to {ordered[-1]:.3g} "
+                    f"{unit}) are beyond the last bin."
+                    if beyond
+                    else " to the largest."
+                ),
+            )
+        )
+    return out
