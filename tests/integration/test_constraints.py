@@ -24,7 +24,7 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"
 @pytest.fixture
 def tools_engine(engine: Engine) -> Engine:
     """The session's engine: it is served with a tool-call parser (tests/integration/conftest.py), as
-    docs/examples/embedded-tools.toml serves it for users."""
+    the packaged profile embedded-tools serves it for users (`loadproof serve embedded-tools`)."""
     return engine
 
 

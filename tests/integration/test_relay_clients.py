@@ -520,7 +520,7 @@ Promise.all(Array.from({ length: Number(n) }, (_, i) => one(i)))
 async def test_a_streamed_tool_call_passes_the_relay_unchanged(engine, tmp_path):
     """The openai SDK streams a tool call through the relay in front of the real engine (a named tool choice,
     which vLLM enforces with structured outputs; it needs a tool-call parser, which the session's engine is
-    served with, as docs/examples/embedded-tools.toml serves it): the SDK joins the call's deltas, and its arguments are the JSON the
+    served with, as the packaged profile embedded-tools serves it): the SDK joins the call's deltas, and its arguments are the JSON the
     tool's parameters ask, as the engine answers the same request directly."""
     import jsonschema
     import openai

@@ -24,7 +24,13 @@ from loadproof.predict.whatif import WhatIf, plan_of, predict
 
 def plan(
     ctx: typer.Context,
-    profile_path: Annotated[Path, typer.Argument(metavar="PROFILE", help="profile TOML")],
+    profile_path: Annotated[
+        Path,
+        typer.Argument(
+            metavar="PROFILE",
+            help="profile TOML or sim profile, or a packaged profile's name (`loadproof profiles`)",
+        ),
+    ],
     startup_log: Annotated[
         Path | None,
         typer.Option(
@@ -44,7 +50,11 @@ def plan(
     ] = None,
     sim: Annotated[
         Path | None,
-        typer.Option("--sim", help="calibrated sim profile giving the step costs (`loadproof sim calibrate`)"),
+        typer.Option(
+            "--sim",
+            help="calibrated sim profile giving the step costs (`loadproof sim calibrate`), or a packaged "
+            "simulator profile's name",
+        ),
     ] = None,
     ranges: Annotated[
         bool,
@@ -64,18 +74,17 @@ def plan(
     **values: Any,
 ) -> None:
     """KV cache capacity of a profile, in theory, beside what the engine reported; with --simulate, the
-    simulator's prediction of a scenario on it. PROFILE may also be a sim profile."""
+    simulator's prediction of a scenario on it. PROFILE may also be a sim profile, or a packaged profile's name."""
     # given on the command line (typer carries its own click: its ParameterSource, compared by name)
     given = {k: v for k, v in values.items() if getattr(ctx.get_parameter_source(k), "name", "") == "COMMANDLINE"}
     what = None
     if simulate is not None:
-        contract_on = sim if sim is not None else profile_path
-        what = WhatIf(simulate, f"plan --simulate {simulate}", ranges, prediction_out, tolerance, contract_on)
+        what = WhatIf(simulate, f"plan --simulate {simulate}", ranges, prediction_out, tolerance)
     planned = plan_of(profile_path, what, given, sim=sim, startup_log=startup_log, model_config=model_config)
     if planned.profile is not None and planned.plan is not None and planned.shows_plan:
         show_plan(planned.profile, planned.plan, input_tokens, growth_tokens)
-    if what is not None and planned.config is not None:
-        predict(planned.config, what, {**given, "input_tokens": input_tokens}, show)
+    if planned.what is not None and planned.config is not None:
+        predict(planned.config, planned.what, {**given, "input_tokens": input_tokens}, show)
 
 
 def show_plan(profile: Profile, planned: ProfilePlan, input_tokens: int | None, growth_tokens: int) -> None:

@@ -10,7 +10,7 @@ import typer
 from loadproof.cli import ui
 from loadproof.cli.apps import app
 from loadproof.cli.common import OutOption, print_command, with_serving
-from loadproof.config.profile import load_profile, packaged_profile
+from loadproof.config.profile import resolve_profile
 from loadproof.errors import UsageError
 from loadproof.relay.serve import relay_config
 from loadproof.relay.serve import run as run_relay
@@ -28,7 +28,10 @@ def _result(text: str) -> None:
 
 @app.command()
 def serve(
-    profile_path: Annotated[Path | None, typer.Argument(metavar="PROFILE", help="profile TOML")] = None,
+    profile_path: Annotated[
+        Path | None,
+        typer.Argument(metavar="PROFILE", help="profile TOML, or a packaged profile's name (`loadproof profiles`)"),
+    ] = None,
     embedded_engine: Annotated[bool, typer.Option("--embedded", help="the embedded default engine")] = False,
     dry_run_only: Annotated[bool, typer.Option("--dry-run", help="print the engine command and exit")] = False,
     eager: Annotated[bool, typer.Option(help="skip graph compilation: faster start, slower decode")] = False,
@@ -52,7 +55,7 @@ def serve(
         relay_port=relay_port if with_relay else None,
         out=out,
     )
-    profile = load_profile(profile_path) if profile_path is not None else packaged_profile("embedded")
+    profile = resolve_profile(profile_path if profile_path is not None else "embedded")
     profile = with_serving(profile, eager, port)
     if dry_run_only:
         steps, notes = dry_run(profile)

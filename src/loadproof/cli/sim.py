@@ -22,7 +22,7 @@ from loadproof.predict.calibration import CalibrationLimits, FitShares, calibrat
 from loadproof.predict.grid import grid as grid_spec
 from loadproof.predict.grid import measure_grid
 from loadproof.predict.whatif import predict_named
-from loadproof.sim.config import FaultConfig, load_sim_config
+from loadproof.sim.config import FaultConfig, load_sim_config, sim_profile_path
 from loadproof.sim.run import serve
 
 sim_app = typer.Typer(
@@ -36,7 +36,12 @@ app.add_typer(sim_app, name="sim")
 @sim_app.callback(invoke_without_command=True)
 def sim(
     ctx: typer.Context,
-    config: Annotated[Path | None, typer.Option("--config", help="sim profile TOML/JSON (see `sim calibrate`)")] = None,
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            "--config", help="sim profile TOML/JSON (see `sim calibrate`), or a packaged simulator profile's name"
+        ),
+    ] = None,
     host: Annotated[str, typer.Option(help="address to listen on")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="port to listen on")] = 8100,
     time_scale: Annotated[float | None, typer.Option(help="modeled seconds per wall second")] = None,
@@ -69,7 +74,7 @@ def sim(
     """Serve the simulator (OpenAI-compatible, vLLM's /metrics, fault control at /sim/faults)."""
     if ctx.invoked_subcommand is not None:
         return
-    cfg = load_sim_config(config)
+    cfg = load_sim_config(sim_profile_path(config, "--config") if config is not None else None)
     updates: dict[str, object] = {}
     if time_scale is not None:
         if time_scale <= 0:
@@ -297,7 +302,13 @@ show = ConsoleShow()
 PROFILE_PARAMETER = inspect.Parameter(
     "profile",
     inspect.Parameter.POSITIONAL_OR_KEYWORD,
-    annotation=Annotated[Path, typer.Argument(metavar="SIM_PROFILE", help="a sim profile (`loadproof sim calibrate`)")],
+    annotation=Annotated[
+        Path,
+        typer.Argument(
+            metavar="SIM_PROFILE",
+            help="a sim profile (`loadproof sim calibrate`), or a packaged simulator profile's name",
+        ),
+    ],
 )
 
 

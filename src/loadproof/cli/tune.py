@@ -52,12 +52,25 @@ _OWN = [
     inspect.Parameter(
         "profile_path",
         inspect.Parameter.POSITIONAL_OR_KEYWORD,
-        annotation=Annotated[Path, typer.Argument(metavar="PROFILE", help="the deployment profile the grid varies")],
+        annotation=Annotated[
+            Path,
+            typer.Argument(
+                metavar="PROFILE",
+                help="the deployment profile the grid varies: a TOML file or a packaged profile's name "
+                "(`loadproof profiles`)",
+            ),
+        ],
     ),
     inspect.Parameter(
         "sim",
         inspect.Parameter.POSITIONAL_OR_KEYWORD,
-        annotation=Annotated[Path, typer.Option("--sim", help="calibrated sim profile (`loadproof sim calibrate`)")],
+        annotation=Annotated[
+            Path,
+            typer.Option(
+                "--sim",
+                help="calibrated sim profile (`loadproof sim calibrate`), or a packaged simulator profile's name",
+            ),
+        ],
     ),
     inspect.Parameter(
         "grid",

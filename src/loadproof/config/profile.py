@@ -2,6 +2,9 @@
 
 A profile names the engine, the model and how it is served. Issue-sized growth (parallelism, KV
 cache, speculative decoding) lands here as more sections; every packaged profile is validated by a test.
+
+Every command that takes a profile takes a file or a packaged profile's name (`src/loadproof/profiles/NAME.toml`;
+`loadproof profiles` lists them): `resolve_profile` is the one place that decides which, an existing file first.
 """
 
 from __future__ import annotations
@@ -316,11 +319,19 @@ def parse_profile(data: dict[str, Any], source: str) -> Profile:
         raise one_line(exc, source) from None
 
 
+PACKAGED = "packaged:"  # model.path of a model the package ships (`packaged_model`)
+
+
+def _profiles_folder() -> Any:
+    return resources.files("loadproof") / "profiles"
+
+
 def packaged_profiles() -> dict[str, str]:
     """Name -> TOML text of every profile shipped in the package."""
-    root = resources.files("loadproof") / "profiles"
     return {
-        p.name.removesuffix(".toml"): p.read_text(encoding="utf-8") for p in root.iterdir() if p.name.endswith(".toml")
+        p.name.removesuffix(".toml"): p.read_text(encoding="utf-8")
+        for p in _profiles_folder().iterdir()
+        if p.name.endswith(".toml")
     }
 
 
@@ -329,3 +340,46 @@ def packaged_profile(name: str) -> Profile:
     if name not in profiles:
         raise ConfigError(f"no packaged profile {name!r}; packaged: {', '.join(sorted(profiles))}")
     return parse_profile(tomllib.loads(profiles[name]), f"packaged profile {name}")
+
+
+def packaged_listing() -> list[tuple[str, str]]:
+    """(name, description) of every packaged profile, by name: what `loadproof profiles` prints."""
+    return [(name, packaged_profile(name).description) for name in sorted(packaged_profiles())]
+
+
+def resolve_profile_path(text: str | Path) -> Path:
+    """The file of a profile named on the command line: an existing file wins, else the packaged profile of
+    that name, else one ConfigError line that lists the packaged names."""
+    path = Path(text)
+    if path.is_file():
+        return path
+    names = sorted(packaged_profiles())
+    if str(text) in names:
+        return Path(str(_profiles_folder() / f"{text}.toml"))
+    raise ConfigError(
+        f"profile not found: {text} (not a file, and not a packaged profile: {', '.join(names)}; "
+        "see loadproof profiles)"
+    )
+
+
+def resolve_profile(text: str | Path) -> Profile:
+    """A profile named on the command line, read and validated: a file's path, or a packaged profile's name
+    (`resolve_profile_path`)."""
+    path = resolve_profile_path(text)
+    return load_profile(path) if Path(text).is_file() else packaged_profile(str(text))
+
+
+def packaged_model(name: str) -> Path:
+    """`model.path = "packaged:NAME"`: a model the package ships, either a model shape's folder
+    (`data/models/NAME`, its config.json only, for `load_format = "dummy"`) or a sim profile
+    (`data/sim/NAME.toml`, the model of a profile whose engine is the simulator)."""
+    data = resources.files("loadproof") / "data"
+    if name and "/" not in name and not name.startswith("."):
+        if (data / "models" / name / "config.json").is_file():
+            return Path(str(data / "models" / name))
+        if (data / "sim" / f"{name}.toml").is_file():
+            return Path(str(data / "sim" / f"{name}.toml"))
+    raise ConfigError(
+        f"no packaged model {name!r}: neither a model shape (loadproof/data/models) nor a sim profile "
+        "(loadproof/data/sim)"
+    )

@@ -11,19 +11,19 @@ itself; with ranges, each contract figure's range over the profile's open assump
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from loadproof.config.profile import Profile, load_profile
+from loadproof.config.profile import Profile, load_profile, resolve_profile_path
 from loadproof.engines import read_startup_log
 from loadproof.errors import UsageError
 from loadproof.planner.profile_plan import ProfilePlan, model_config_path, plan_profile
 from loadproof.predict.base import Predictor, Show, contracts, listing, predictors
 from loadproof.predict.contract import DEFAULT_TOLERANCE_PCT, contract, ranged_prediction, write_contract
-from loadproof.predict.deployment import deployment_config
+from loadproof.predict.deployment import deployment_config, simulator_deployment_config
 from loadproof.predict.ranges import RangedPrediction
-from loadproof.sim.config import SimConfig, is_sim_profile, load_sim_config
+from loadproof.sim.config import SimConfig, is_sim_profile, load_sim_config, sim_profile_of, sim_profile_path
 
 
 @dataclass(frozen=True)
@@ -41,12 +41,14 @@ class WhatIf:
 
 @dataclass(frozen=True)
 class Planned:
-    """`plan PROFILE`'s profile and KV plan (None for a sim profile), and the sim profile to predict on."""
+    """`plan PROFILE`'s profile and KV plan (None for a sim profile, or a profile whose engine is the simulator),
+    the sim profile to predict on, and the prediction's request with the sim profile file its contract rests on."""
 
     profile: Profile | None
     plan: ProfilePlan | None
     config: SimConfig | None  # None: nothing to predict
     shows_plan: bool = True  # the KV plan is shown before the prediction
+    what: WhatIf | None = None
 
 
 def check_applies(simulate: str | None, given: Iterable[str]) -> None:
@@ -71,39 +73,60 @@ def check(what: WhatIf, given: Iterable[str]) -> Predictor[Any]:
 
 
 def plan_of(
-    profile_path: Path,
+    profile_text: str | Path,
     what: WhatIf | None,
     given: Iterable[str],
     *,
-    sim: Path | None = None,
+    sim: str | Path | None = None,
     startup_log: Path | None = None,
     model_config: Path | None = None,
 ) -> Planned:
     """`plan PROFILE [--simulate NAME --sim SIM]`: every check first, then the KV plan of a deployment profile
     and the sim profile its prediction runs on (the deployment's limits on the sim profile's step costs), or
-    the sim profile itself given as PROFILE."""
-    if not profile_path.is_file():  # before any advice about what else to give
-        raise UsageError(f"profile not found: {profile_path}")
+    the sim profile itself given as PROFILE, or, for a profile whose engine is the simulator (`sim-small`), its
+    own sim profile (or --sim's) with its context and scheduler limits, as `tune` predicts it. PROFILE and
+    --sim are files or packaged profiles' names."""
+    profile_path = resolve_profile_path(profile_text)  # before any advice about what else to give
     if what is None:
         check_applies(None, given)
     predictor = check(what, given) if what is not None else None
+    sim_path = sim_profile_path(sim, "--sim") if sim is not None else None
     if is_sim_profile(profile_path):
         if predictor is None:
-            names = "|".join(sorted(predictors.names()))
-            raise UsageError(f"{profile_path} is a sim profile: give --simulate {names}")
-        return Planned(None, None, load_sim_config(profile_path), shows_plan=False)
-    if predictor is not None and sim is None:
-        raise UsageError("--simulate needs the step costs: give --sim SIM_PROFILE (from `loadproof sim calibrate`)")
+            raise UsageError(f"{profile_text} is a sim profile: give --simulate {_names()}")
+        rests_on = sim_path if sim_path is not None else profile_path
+        return Planned(None, None, load_sim_config(profile_path), False, _resting(what, rests_on))
     profile = load_profile(profile_path)
+    own = sim_profile_of(profile)
+    if own is not None:  # the simulator's own deployment: no KV cache to plan from a model
+        if predictor is None:
+            raise UsageError(f"{profile_text} serves the simulator: give --simulate {_names()}")
+        costs = sim_path if sim_path is not None else own
+        simulated = simulator_deployment_config(profile, load_sim_config(costs))
+        return Planned(profile, None, simulated, False, _resting(what, costs))
+    if predictor is not None and sim_path is None:
+        raise UsageError("--simulate needs the step costs: give --sim SIM_PROFILE (from `loadproof sim calibrate`)")
     log_text = read_startup_log(startup_log) if startup_log is not None else None
     planned = plan_profile(profile, model_config_path(profile, model_config), log_text)
-    config = deployment_config(profile, planned, load_sim_config(sim)) if predictor is not None and sim else None
-    return Planned(profile, planned, config, shows_plan=predictor is None or predictor.shows_plan)
+    config = deployment_config(profile, planned, load_sim_config(sim_path)) if predictor is not None else None
+    shows = predictor is None or predictor.shows_plan
+    return Planned(profile, planned, config, shows, _resting(what, sim_path))
 
 
-def predict_named(profile: Path, simulate: str, values: dict[str, Any], show: Show) -> None:
-    """`sim predict-NAME SIM_PROFILE [options]`: the prediction on the sim profile, without ranges."""
-    predict(load_sim_config(profile), WhatIf(simulate, f"sim predict-{simulate}", sim_profile=profile), values, show)
+def _names() -> str:
+    return "|".join(sorted(predictors.names()))
+
+
+def _resting(what: WhatIf | None, sim_profile: Path | None) -> WhatIf | None:
+    """`what` with the sim profile file its contract rests on."""
+    return None if what is None else replace(what, sim_profile=sim_profile)
+
+
+def predict_named(profile: str | Path, simulate: str, values: dict[str, Any], show: Show) -> None:
+    """`sim predict-NAME SIM_PROFILE [options]`: the prediction on the sim profile (a file, or a packaged
+    simulator profile's name), without ranges."""
+    path = sim_profile_path(profile, "SIM_PROFILE")
+    predict(load_sim_config(path), WhatIf(simulate, f"sim predict-{simulate}", sim_profile=path), values, show)
 
 
 def predict(config: SimConfig, what: WhatIf, values: dict[str, Any], show: Show) -> None:

@@ -8,6 +8,10 @@ itself when its window ended (capacity, interference: at or after its `cancel` e
 
 A run measured nothing when it recorded no request, or when every request it recorded failed: no figure it
 prints measures the engine, and the report and the console say so first (`Failures.headline`).
+
+Where the most frequent error is one a profile fixes, the cause names that fix after the engine's words
+(`HINTS`): vLLM refusing tool calls without a tool-call parser (HTTP 400 `... requires --tool-call-parser`,
+`"auto" tool choice requires --enable-auto-tool-choice ...`) is answered by the packaged `embedded-tools`.
 """
 
 from __future__ import annotations
@@ -21,6 +25,19 @@ from loadproof.store.run_dir import Run
 
 SHOWN_CHARS = 300  # an error's text, at most (the client keeps an engine's message to 300 already)
 _DIGITS = re.compile(r"\d+")
+# an engine's refusal that serving it otherwise fixes: what its text says, and the fix
+HINTS = (
+    (
+        re.compile(r"--tool-call-parser|--enable-auto-tool-choice"),
+        "hint: the engine was served without a tool-call parser (vLLM: --tool-call-parser, and "
+        "--enable-auto-tool-choice for tool_choice auto); the embedded model with one: loadproof serve embedded-tools",
+    ),
+)
+
+
+def hint_for(error: str) -> str | None:
+    """The fix for an error a profile fixes (`HINTS`), None for any other."""
+    return next((hint for pattern, hint in HINTS if pattern.search(error)), None)
 
 
 @dataclass(frozen=True)
@@ -40,12 +57,19 @@ class Failures:
         line = f"{self.recorded} request{'' if self.recorded == 1 else 's'} recorded, {self.failed} failed"
         return line + (f" ({self.planned} cancelled after the window, as planned)" if self.planned else "")
 
+    @property
+    def hint(self) -> str | None:
+        """The fix for the most frequent error, where a profile fixes it (`hint_for`)."""
+        return hint_for(self.most_frequent) if self.failed and self.most_frequent else None
+
     def cause(self) -> str:
-        """`most frequent (3x): HTTP 400: ...`, and where the rest are; empty without a failure."""
+        """`most frequent (3x): HTTP 400: ...`, the fix where one is known (`hint`), and where the rest are;
+        empty without a failure."""
         if not self.failed:
             return ""
         rest = self.failed - self.most_frequent_count
-        return f"most frequent ({self.most_frequent_count}x): {self.most_frequent}" + (
+        hint = f"; {self.hint}" if self.hint else ""
+        return f"most frequent ({self.most_frequent_count}x): {self.most_frequent}{hint}" + (
             f"; {rest} other failure{'' if rest == 1 else 's'} in requests.jsonl (error_kind, error_message)"
             if rest
             else ""

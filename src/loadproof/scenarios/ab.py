@@ -18,15 +18,17 @@ import asyncio
 import random
 from contextlib import AsyncExitStack
 from functools import partial
+from pathlib import Path
 from typing import Annotated, Any
 
 import msgspec
-from pydantic import Field, field_validator
+from pydantic import AfterValidator, Field, field_validator
 
 from loadproof.client import RequestSpec, StreamingClient
 from loadproof.config.base import StrictModel
-from loadproof.config.profile import load_profile
+from loadproof.config.profile import resolve_profile, resolve_profile_path
 from loadproof.engines import engines
+from loadproof.errors import ConfigError
 from loadproof.plans import attach_plan
 from loadproof.plans.ab import ARMS, DEFAULT_RESAMPLES, AbArm, AbPlan
 from loadproof.protocol.openai import request_body
@@ -35,7 +37,7 @@ from loadproof.rundir import EngineSample, Manifest
 from loadproof.scenarios.base import Example, Scenario, Setup
 from loadproof.scenarios.live import LiveStatus
 from loadproof.scenarios.load.slo import SLO_SYNTAX, Slo
-from loadproof.scenarios.options import ExistingPath, HttpUrl, Panel, cli, one_of
+from loadproof.scenarios.options import HttpUrl, Panel, cli, one_of
 from loadproof.scenarios.recording import Console
 from loadproof.scenarios.target import Target, resolve_target
 from loadproof.store.run_dir import RunWriter
@@ -139,6 +141,19 @@ def plan_order(rounds: int, rng: random.Random) -> list[list[str]]:
     return orders
 
 
+def _profile_ref(value: Path) -> Path:
+    """An arm's profile: a file, or a packaged profile's name (`loadproof profiles`), checked before anything is
+    sent; kept as given."""
+    try:
+        resolve_profile_path(value)
+    except ConfigError as exc:
+        raise ValueError(str(exc)) from None
+    return value
+
+
+ProfileRef = Annotated[Path, AfterValidator(_profile_ref)]
+
+
 class AbCommand(StrictModel):
     """Each arm's own server, profile or model, where the two differ (default: --url, --profile, --model)."""
 
@@ -148,14 +163,14 @@ class AbCommand(StrictModel):
     b_url: HttpUrl | None = Field(
         default=None, description="arm b's server (default: --url)", json_schema_extra=cli(panel=Panel.TARGET)
     )
-    a_profile: ExistingPath | None = Field(
+    a_profile: ProfileRef | None = Field(
         default=None,
-        description="arm a's profile TOML (default: --profile)",
+        description="arm a's profile TOML or packaged profile name (default: --profile)",
         json_schema_extra=cli(panel=Panel.TARGET, metavar="PROFILE"),
     )
-    b_profile: ExistingPath | None = Field(
+    b_profile: ProfileRef | None = Field(
         default=None,
-        description="arm b's profile TOML (default: --profile)",
+        description="arm b's profile TOML or packaged profile name (default: --profile)",
         json_schema_extra=cli(panel=Panel.TARGET, metavar="PROFILE"),
     )
     a_model: str | None = Field(
@@ -197,7 +212,7 @@ class AbScenario(Scenario):
         for arm in ARMS:
             command = setup.command
             arm_profile = getattr(command, f"{arm}_profile")
-            profile = load_profile(arm_profile) if arm_profile is not None else setup.profile
+            profile = resolve_profile(arm_profile) if arm_profile is not None else setup.profile
             targets[arm] = resolve_target(
                 setup.target_options,
                 profile,

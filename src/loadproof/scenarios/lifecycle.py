@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from loadproof.config.profile import Profile, load_profile
+from loadproof.config.profile import Profile, resolve_profile
 from loadproof.errors import UsageError
 from loadproof.rundir import Manifest
 from loadproof.rundir.prediction import Prediction, mismatched_options, read_prediction
@@ -76,7 +76,7 @@ def check(scenario: type[Scenario], values: dict[str, Any]) -> Checked:
     options = from_cli(scenario.Options, values, f"{scenario.name} options")
     command = from_cli(scenario.CommandOptions, values, f"{scenario.name} options")
     target = from_cli(TargetOptions, values, "target")
-    profile = load_profile(target.profile) if target.profile is not None else None
+    profile = resolve_profile(target.profile) if target.profile is not None else None
     endpoint = profile.serving.endpoint if profile is not None else target.endpoint
     if endpoint not in scenario.endpoints:
         raise UsageError(

@@ -284,7 +284,7 @@ class TargetOptions(StrictModel):
     )
     profile: Path | None = Field(
         default=None,
-        description="profile TOML: endpoint, model name, thinking",
+        description="profile TOML, or a packaged profile's name (`loadproof profiles`): endpoint, model name, thinking",
         json_schema_extra=cli(panel=Panel.TARGET, metavar="PROFILE"),
     )
     api_key_env: str | None = Field(

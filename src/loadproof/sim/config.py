@@ -15,7 +15,15 @@ from typing import Literal
 from pydantic import Field, ValidationError
 
 from loadproof.config.base import StrictModel, one_line
-from loadproof.errors import UsageError
+from loadproof.config.profile import (
+    PACKAGED,
+    Profile,
+    packaged_model,
+    packaged_profile,
+    packaged_profiles,
+    resolve_profile_path,
+)
+from loadproof.errors import ConfigError, UsageError
 from loadproof.sim.assumptions import Assumption
 
 
@@ -331,3 +339,35 @@ def is_sim_profile(path: Path) -> bool:
         and "model" not in data
         or (isinstance(data, dict) and isinstance(data.get("model"), str))
     )
+
+
+def sim_profile_of(profile: Profile) -> Path | None:
+    """The sim profile a deployment profile's engine runs, where its model.path is one (`engine = "sim"`;
+    `packaged:NAME` resolved to the package's); None for any other model."""
+    path = profile.model.path
+    file = packaged_model(path.removeprefix(PACKAGED)) if path.startswith(PACKAGED) else Path(path)
+    return file if is_sim_profile(file) else None
+
+
+def simulator_profiles() -> list[str]:
+    """The packaged profiles whose engine is the simulator: each stands for its sim profile by name."""
+    return [name for name in sorted(packaged_profiles()) if sim_profile_of(packaged_profile(name)) is not None]
+
+
+def sim_profile_path(text: str | Path, flag: str) -> Path:
+    """A sim profile named on the command line (`flag`: `--sim`, `--config`, SIM_PROFILE): an existing file (read
+    as a sim profile by its caller), or the name of a packaged profile whose engine is the simulator
+    (`sim-small`), standing for the sim profile it runs. A name of neither is one line."""
+    if Path(text).is_file():
+        return Path(text)
+    try:
+        resolve_profile_path(text)  # a packaged profile's name, or the one line that lists them
+    except ConfigError as exc:
+        raise ConfigError(f"{flag}: {exc}") from None
+    own = sim_profile_of(packaged_profile(str(text)))
+    if own is None:
+        raise UsageError(
+            f"{flag} {text}: not a sim profile (write one with `loadproof sim calibrate`); of the packaged profiles, "
+            f"those whose engine is the simulator stand for theirs: {', '.join(simulator_profiles())}"
+        )
+    return own

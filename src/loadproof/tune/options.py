@@ -5,7 +5,8 @@ defaults, help and validation as `run load`, the attainment 0.99 among them), an
 the simulator and for real, is run with that one typed value (`TUNE_LOAD_FIELDS` says which of run load's
 options tune offers: those that shape the traffic and the search, which the prediction models too). Its
 `--tokenizer` is run load's (the target's). What is tune's own is `TuneOptions`: the budget, the port each
-point's engine serves on, the folder; the profile, the sim profile and `--grid` are the command's arguments.
+point's engine serves on, the folder; the profile, the sim profile and `--grid` are the command's arguments (the
+profile and the sim profile files, or packaged profiles' names).
 """
 
 from __future__ import annotations
@@ -17,14 +18,14 @@ from typing import Any
 from pydantic import Field
 
 from loadproof.config.base import StrictModel
-from loadproof.config.profile import Profile, load_profile
+from loadproof.config.profile import Profile, load_profile, resolve_profile_path
 from loadproof.errors import UsageError
 from loadproof.protocol.urls import base_url
 from loadproof.scenarios.load.options import LoadOptions
 from loadproof.scenarios.load.scenario import LoadScenario
 from loadproof.scenarios.options import CliOption, cli, cli_options, from_cli
 from loadproof.scenarios.target import TargetOptions
-from loadproof.sim.config import SimConfig, is_sim_profile, load_sim_config
+from loadproof.sim.config import SimConfig, is_sim_profile, load_sim_config, sim_profile_path
 
 # run load's options a tune takes, in the order its --help lists them: the schedule, the lengths, the SLO and
 # the search; the others (a data set, tools, a model mix, workers) shape traffic the simulator does not
@@ -91,17 +92,20 @@ class TuneRequest:
     target: TargetOptions
 
 
-def tune_request(profile_path: Path, sim_path: Path, grid: list[str], values: dict[str, Any]) -> TuneRequest:
-    """The command line's values (keyed by field name), checked: the files first, then tune's options, run
-    load's and the target's. A mistake is one line (UsageError, ConfigError)."""
-    if not profile_path.is_file():
-        raise UsageError(f"profile not found: {profile_path}")
+def tune_request(
+    profile_text: str | Path, sim_text: str | Path, grid: list[str], values: dict[str, Any]
+) -> TuneRequest:
+    """The command line's values (keyed by field name), checked: the files first (each a file, or a packaged
+    profile's name: `sim-small` as the profile and as --sim), then tune's options, run load's and the target's.
+    A mistake is one line (UsageError, ConfigError)."""
+    profile_path = resolve_profile_path(profile_text)
     if is_sim_profile(profile_path):
         raise UsageError(
-            f"{profile_path} is a sim profile: tune varies a deployment profile (give the sim profile as --sim)"
+            f"{profile_text} is a sim profile: tune varies a deployment profile (give the sim profile as --sim)"
         )
-    if not sim_path.is_file() or not is_sim_profile(sim_path):
-        raise UsageError(f"--sim {sim_path}: not a sim profile (write one with `loadproof sim calibrate`)")
+    sim_path = sim_profile_path(sim_text, "--sim")
+    if not is_sim_profile(sim_path):
+        raise UsageError(f"--sim {sim_text}: not a sim profile (write one with `loadproof sim calibrate`)")
     if not grid:
         raise UsageError("give at least one --grid KEY=V1,V2,...")
     profile = load_profile(profile_path)

@@ -26,7 +26,6 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 from loadproof.config.profile import Profile
 from loadproof.planner.profile_plan import model_config_path, plan_profile
@@ -35,7 +34,7 @@ from loadproof.predict.load import RateSweep, predict_load_sweep
 from loadproof.rundir.tune import Measured, Predicted, TuneSpec
 from loadproof.scenarios.load.options import LoadOptions
 from loadproof.scenarios.load.rate_search import rate_search
-from loadproof.sim.config import SimConfig, is_sim_profile
+from loadproof.sim.config import SimConfig, sim_profile_of
 from loadproof.tune.grid import parse_axis, points
 from loadproof.tune.journal import Journal
 from loadproof.tune.measure import measure_point
@@ -49,7 +48,7 @@ GIB = 2**30
 def predict_point(profile: Profile, base: SimConfig, opts: LoadOptions, name: str = "") -> Predicted:
     """The rate search of `run load` on the modeled engine of `profile` (see the module doc): its `Predicted`
     line (`name`, the point's)."""
-    if is_sim_profile(Path(profile.model.path)):  # the engine is the simulator: no GPU memory to plan
+    if sim_profile_of(profile) is not None:  # the engine is the simulator: no GPU memory to plan
         config, kv_gib = simulator_deployment_config(profile, base), 0.0
     else:
         planned = plan_profile(profile, model_config_path(profile))

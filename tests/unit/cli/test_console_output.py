@@ -12,7 +12,7 @@ from loadproof.cli import common, ui
 from loadproof.metrics.claims import Claim
 from loadproof.records import RequestRecord
 from loadproof.report.build import Report
-from loadproof.report.failures import failures_of
+from loadproof.report.failures import failures_of, hint_for
 from tests import rundir_values as rv
 
 NAMES = ["capacity.window_per_stream_min_tokens_per_s", "crosscheck.generation_tokens.diff_pct"]
@@ -139,7 +139,8 @@ def test_a_run_whose_every_request_failed_says_so_in_its_first_line_with_the_eng
     failed = Claim("load.failed_requests", 3, "requests", "3", "records that failed", "count", "lower")
     common.show(Report(run=run, claims=[failed], markdown=""))
     first = out_buffer.getvalue().splitlines()[0]
-    assert first == f"The run measured nothing: 3 of 3 requests failed; most frequent (3x): {said}"
+    hint = hint_for(said)  # a tool-call parser's absence: the fix named after the engine's words
+    assert first == f"The run measured nothing: 3 of 3 requests failed; most frequent (3x): {said}; {hint}"
     assert f"3 requests recorded, 3 failed; most frequent (3x): {said}" in err_buffer.getvalue()
 
 

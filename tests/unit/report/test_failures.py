@@ -8,7 +8,7 @@ from pathlib import Path
 
 from loadproof.records import RequestRecord
 from loadproof.report.build import build_report
-from loadproof.report.failures import failures_of
+from loadproof.report.failures import failures_of, hint_for
 from loadproof.store.run_dir import RunWriter
 from tests import rundir_values as rv
 from tests.unit.publish.synthetic import throughput_manifest
@@ -55,7 +55,8 @@ def test_a_run_whose_every_request_failed_says_so_first_with_the_engines_words(t
     path = run_dir(tmp_path, [failed(i, PARSER) for i in range(3)])
     report = build_report(path)
     lines = (path / "report.md").read_text().splitlines()
-    said = f"The run measured nothing: 3 of 3 requests failed; most frequent (3x): {PARSER}"
+    hint = hint_for(PARSER)
+    said = f"The run measured nothing: 3 of 3 requests failed; most frequent (3x): {PARSER}; {hint}"
     assert lines[:5] == [f"# loadproof run {path.name}", "", "## Measured nothing", "", said], lines[:6]
     html = (path / "report.html").read_text()
     heading = html.index("<h2>Measured nothing</h2>")
@@ -100,3 +101,37 @@ def test_an_error_is_one_line_of_at_most_300_characters():
     assert failures.most_frequent is not None and "\n" not in failures.most_frequent
     assert failures.most_frequent.startswith("HTTP 400: first line second line x")
     assert len(failures.most_frequent) == 300 and failures.most_frequent.endswith("...")
+
+
+REQUIRED = 'HTTP 400: tool_choice="required" requires --tool-call-parser to be set'  # vLLM, tool_choice required
+
+
+def test_an_error_a_profile_fixes_names_the_fix_after_the_engines_words(tmp_path):
+    for said in (PARSER, REQUIRED):
+        hint = hint_for(said)
+        assert hint is not None and "loadproof serve embedded-tools" in hint and "\n" not in hint
+        failures = failures_of(rv.run_of(Path("x"), {"scenario": "load"}, [failed(0, said), failed(1, said)]))
+        assert failures.hint == hint
+        assert (
+            failures.headline()
+            == f"the run measured nothing: 2 of 2 requests failed; most frequent (2x): {said}; {hint}"
+        )
+    partly = [succeeded(0), failed(1, REQUIRED), failed(2, "HTTP 500: simulated internal error", 500)]
+    path = run_dir(tmp_path, partly)
+    build_report(path)
+    assert (
+        f"3 requests recorded, 2 failed; most frequent (1x): {REQUIRED}; {hint_for(REQUIRED)}; "
+        "1 other failure in requests.jsonl"
+    ) in (path / "report.md").read_text()
+
+
+def test_an_error_no_profile_fixes_has_no_hint():
+    for said in (
+        "HTTP 500: simulated internal error",
+        "timeout",
+        "HTTP 400: This model's maximum context length is 8192",
+    ):
+        assert hint_for(said) is None
+        failures = failures_of(rv.run_of(Path("x"), {"scenario": "load"}, [failed(0, said)]))
+        assert failures.hint is None and "hint" not in failures.line()
+    assert failures_of(rv.run_of(Path("x"), {"scenario": "load"}, [succeeded(0)])).hint is None

@@ -26,10 +26,9 @@ import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 
-from loadproof.config.profile import Profile
+from loadproof.config.profile import PACKAGED, Profile, packaged_model
 from loadproof.engines import engines
 from loadproof.engines.process import EngineProcess, Status, free_port, log_tail
 from loadproof.errors import ConfigError, EngineInstallError
@@ -170,20 +169,17 @@ def _prepare_model(p: EmbeddedPaths, status: Status | None) -> float:
 
 
 def model_path_for(profile: Profile) -> str:
-    """The folder to serve: the prepared one for `embedded:` models, the package's shape folder for
-    `packaged:` ones (config only, for `--load-format dummy`), else the profile's path as written."""
+    """The folder to serve: the prepared one for `embedded:` models, what the package ships for `packaged:`
+    ones (a shape folder, config only, for `--load-format dummy`; or a sim profile: `config.profile.packaged_model`),
+    else the profile's path as written."""
     path = profile.model.path
     if path.startswith("embedded:"):
         name = path.removeprefix("embedded:")
         if name != MODEL_NAME:
             raise EngineInstallError(f"unknown embedded model {name!r}; loadproof embeds {MODEL_NAME!r}")
         return str(paths().model_dir)
-    if path.startswith("packaged:"):
-        name = path.removeprefix("packaged:")
-        folder = resources.files("loadproof") / "data" / "models" / name
-        if not (folder / "config.json").is_file():
-            raise ConfigError(f"no packaged model shape {name!r} (see loadproof/data/models)")
-        return str(folder)
+    if path.startswith(PACKAGED):
+        return str(packaged_model(path.removeprefix(PACKAGED)))
     return path
 
 
