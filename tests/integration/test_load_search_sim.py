@@ -14,6 +14,7 @@ full at the highest passing rate and a queue above it.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -206,7 +207,10 @@ def test_a_sweep_keeps_one_run_per_point_and_draws_its_curves(tmp_path: Path):
     runs = sorted(p.name for p in folder.glob("load-*") if p.is_dir())
     assert runs == sorted(p["run_dir"] for p in points)
     html = (folder / "report.html").read_text()
-    assert html.count("<svg") == 3 and "Goodput vs rate" in html and "TTFT p99" in html
+    keys = re.findall(r'data-plot="([^"]+)"', html)  # the curves against the rate, SLO attainment last
+    assert keys == ["latency", "e2el", "goodput", "attainment"] and html.count("<svg") == 4
+    assert "Goodput vs rate" in html and "TTFT p99" in html
+    assert all(f'<a href="{p["run_dir"]}/report.html">' in html for p in points)  # each point's own report
 
 
 def test_a_load_run_waits_for_an_idle_engine_unless_told_not_to(tmp_path: Path):

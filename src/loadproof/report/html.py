@@ -21,7 +21,6 @@ from html import escape
 from loadproof.metrics.claims import Claim
 from loadproof.metrics.figures import TTFT_CDF, BarPlot, Histogram, LinePlot, Panel, headline_of
 from loadproof.report.distributions import distribution_table
-from loadproof.report.page import CSS as CSS  # report/series.py's page style, until it is built on report.page
 from loadproof.report.page import Drawn, document, figure_html, figures_section, fold, slug, summary_html, toc
 from loadproof.report.plots import line_chart, telemetry_svg
 from loadproof.report.plots_bars import bar_chart, histogram_chart

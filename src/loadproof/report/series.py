@@ -1,9 +1,10 @@
-"""report.md and report.html of a load sweep or a rate search folder: the table of its points or trials
-and, for a sweep, latency-vs-rate and goodput-vs-rate curves (inline SVG, as the run reports draw theirs).
+"""report.md and report.html of a load sweep or a rate search folder: the result and headline figures, the
+curves (`metrics.series_figures`: a search's attainment and TTFT against the rate, the target, the SLO and
+the rate found or its lower bound; a sweep's latency and goodput against the rate), the whole table of its
+points or trials, each run linked to its own report, and the search's claims, folded.
 
-Each point's x is its rate: the rate asked for a point at a constant rate; for the synchronous and the
-throughput point of `--sweep auto`, which ask none, the request rate they achieved
-(`load.request_throughput_rps`).
+report.md links each curve as an SVG file beside it (`<key>.svg`); report.html holds them inline, on a page
+built like a run's (`report.page`), so it opens offline.
 """
 
 from __future__ import annotations
@@ -13,61 +14,11 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from loadproof.report.html import CSS, markdown_to_html
-from loadproof.report.plots import line_chart
-from loadproof.rundir.series import SweepPoint
+from loadproof.metrics.figures import Panel, headline_of
+from loadproof.report.html import markdown_to_html, plot_figure, table_data
+from loadproof.report.page import Drawn, document, figures_section, fold, summary_html
 
 REPORT, REPORT_HTML = "report.md", "report.html"
-LATENCY_SVG, E2EL_SVG, GOODPUT_SVG = "latency.svg", "e2el.svg", "goodput.svg"
-
-
-def point_x(point: SweepPoint) -> float | None:
-    """Where a sweep point sits on the rate axis."""
-    if point.rate_rps is not None:
-        return point.rate_rps
-    value = point.request_throughput_rps
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
-def _curve(points: Sequence[SweepPoint], key: str) -> list[tuple[float, float]]:
-    pts = [(point_x(p), p.figure(key)) for p in points]
-    return sorted(
-        (x, float(y)) for x, y in pts if x is not None and isinstance(y, (int, float)) and not isinstance(y, bool)
-    )
-
-
-def sweep_figures(points: Sequence[SweepPoint]) -> dict[str, str]:
-    """{file name: svg} of the sweep's curves (a curve with fewer than two points is left out)."""
-    out = {}
-    latency = [
-        (name, _curve(points, key))
-        for name, key in (("TTFT p50", "ttft_p50_s"), ("TTFT p99", "ttft_p99_s"), ("ITL p99", "itl_p99_s"))
-    ]
-    latency = [(n, c) for n, c in latency if len(c) >= 2]
-    if latency:
-        out[LATENCY_SVG] = line_chart(
-            "Latency vs rate: TTFT p50, TTFT p99, ITL p99",
-            latency,
-            "requests/s",
-            "seconds",
-            dots=True,
-            x_from_zero=True,
-        )
-    e2el = _curve(points, "e2el_p50_s")
-    if len(e2el) >= 2:
-        out[E2EL_SVG] = line_chart(
-            "Latency vs rate: E2EL p50", [("E2EL p50", e2el)], "requests/s", "seconds", dots=True, x_from_zero=True
-        )
-    rates = [
-        (name, _curve(points, key))
-        for name, key in (("goodput (met every SLO)", "goodput_rps"), ("completed", "request_throughput_rps"))
-    ]
-    rates = [(n, c) for n, c in rates if len(c) >= 2]
-    if rates:
-        out[GOODPUT_SVG] = line_chart(
-            "Goodput vs rate", rates, "requests/s asked", "requests/s", dots=True, x_from_zero=True
-        )
-    return out
 
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
@@ -80,13 +31,16 @@ def write_series_report(
     intro: list[str],
     header: list[str],
     rows: list[list[str]],
-    figures: dict[str, str],
+    panels: Sequence[Panel] = (),
     claims: Sequence[Any] = (),
+    outcome: str | None = None,
 ) -> None:
-    """report.md (with the figures as SVG files beside it) and report.html (one self-contained page)."""
+    """report.md (with the curves as SVG files beside it) and report.html (one self-contained page). A row's
+    last cell is its run directory, inside `folder`, which report.html links. `outcome`: the word the page
+    shows above its figures (FOUND, LOWER BOUND, ...), None for none."""
+    drawn = [d for d in (plot_figure(p) for p in panels) if d is not None]
     lines = [f"# {title}", ""] + [f"- {line}" for line in intro] + [""] + _table(header, rows)
-    captions = {LATENCY_SVG: "latency vs rate", E2EL_SVG: "end-to-end latency vs rate", GOODPUT_SVG: "goodput vs rate"}
-    if figures:
+    if drawn:
         lines += [
             "",
             "## Curves",
@@ -95,19 +49,58 @@ def write_series_report(
             "point, the request rate it achieved.",
             "",
         ]
-        for name, svg in figures.items():
-            (folder / name).write_text(svg, encoding="utf-8")
-            lines += [f"![{captions.get(name, name)}]({name})", ""]
+        for d in drawn:
+            (folder / f"{d.key}.svg").write_text(d.svg, encoding="utf-8")
+            lines += [f"![{d.caption}]({d.key}.svg)", ""]
     if claims:
         lines += ["", "## Claims", ""] + _table(
             ["name", "value", "unit", "formula"], [[f"`{c.name}`", c.printed, c.unit, c.formula] for c in claims]
         )
     markdown = "\n".join(lines).rstrip() + "\n"
     (folder / REPORT).write_text(markdown, encoding="utf-8")
-    page = (
-        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-        f"<title>{escape(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n"
-        + markdown_to_html(markdown, figures)
-        + "\n</body>\n</html>\n"
+    (folder / REPORT_HTML).write_text(
+        series_html(title, intro, header, rows, drawn, panels, claims, outcome), encoding="utf-8"
     )
-    (folder / REPORT_HTML).write_text(page, encoding="utf-8")
+
+
+def series_html(
+    title: str,
+    intro: list[str],
+    header: list[str],
+    rows: list[list[str]],
+    drawn: Sequence[Drawn],
+    panels: Sequence[Panel],
+    claims: Sequence[Any],
+    outcome: str | None,
+) -> str:
+    """The page: title and intro, the outcome and headline, the curves, the table (every column, every row,
+    each run linked), the claims folded."""
+    body = [
+        f'<header class="top"><h1>{escape(title)}</h1>',
+        markdown_to_html("\n".join(f"- {line}" for line in intro), {}),
+        "</header>",
+        summary_html(headline_of(panels), outcome),
+        figures_section(list(drawn), "Curves"),
+        '<section id="trials">\n<h2>Every run of the series</h2>',
+        '<div class="table"><table class="wide">',
+        "<tr>" + "".join(f"<th>{escape(h)}</th>" for h in header) + "</tr>",
+    ]
+    body += [
+        "<tr>" + "".join(_cell(c, header[k], k == len(row) - 1) for k, c in enumerate(row)) + "</tr>" for row in rows
+    ]
+    body.append("</table></div>\n</section>")
+    if claims:
+        table = _table(
+            ["name", "value", "unit", "formula"], [[f"`{c.name}`", c.printed, c.unit, c.formula] for c in claims]
+        )
+        body.append(
+            fold("claims", "Claims", f"{len(claims)} claims of the series", markdown_to_html("\n".join(table), {}))
+        )
+    return document(title, body)
+
+
+def _cell(text: str, label: str, is_run: bool) -> str:
+    """A table cell: the run directory linked to its report, every other cell as a run page's tables show it."""
+    if is_run and text:
+        return f'<td><a href="{escape(text)}/{REPORT_HTML}"><code>{escape(text)}</code></a></td>'
+    return table_data(text, label)

@@ -33,7 +33,6 @@ from typing import Any
 import msgspec
 
 from loadproof.errors import AcceptanceFailed, NothingMeasured, UsageError
-from loadproof.metrics import compute_claims
 from loadproof.metrics.claims import claims_payload
 from loadproof.metrics.load_series import (
     POINT_FIGURES,
@@ -43,8 +42,10 @@ from loadproof.metrics.load_series import (
     search_result,
     search_trial,
 )
+from loadproof.metrics.series_figures import search_outcome, search_panels, sweep_panels
 from loadproof.metrics.slo import slo_text
-from loadproof.report.series import sweep_figures, write_series_report
+from loadproof.report.build import build_report
+from loadproof.report.series import write_series_report
 from loadproof.rundir import Manifest
 from loadproof.rundir.manifest import SeriesPoint
 from loadproof.rundir.series import Figure, PointFigures, RateSearch, SearchTrial, Sweep, SweepPoint
@@ -53,7 +54,7 @@ from loadproof.scenarios.load.options import LoadOptions
 from loadproof.scenarios.load.rate_search import rate_search, round_rate
 from loadproof.scenarios.recording import Console, Outcome
 from loadproof.scenarios.target import Target
-from loadproof.store.run_dir import load_run, new_run_id, write_claims
+from loadproof.store.run_dir import new_run_id, write_claims
 from loadproof.store.series import SEARCH_JSON, SWEEP_JSON, encode_line, read_sweep, write_document
 from loadproof.workloads.arrivals import ALL_AT_ONCE, RequestRate
 
@@ -224,7 +225,7 @@ def _sweep_report(folder: Path, summary: Sweep, console: Console) -> None:
             + ", ".join(f"{r:g}" for r in summary.auto_rates_rps)
             + " requests/s"
         )
-    write_series_report(folder, f"loadproof load sweep {folder.name}", intro, header, rows, sweep_figures(points))
+    write_series_report(folder, f"loadproof load sweep {folder.name}", intro, header, rows, sweep_panels(points))
 
 
 # --- the rate search ------------------------------------------------------------------------------
@@ -344,7 +345,16 @@ def _finish_search(folder: Path, summary: RateSearch, console: Console) -> str:
         "every trial starts on an idle engine (the idle guard); engine columns are the engine's own /metrics "
         "sampled through the trial",
     ]
-    write_series_report(folder, f"loadproof load rate search {folder.name}", intro, header, rows, {}, claims)
+    write_series_report(
+        folder,
+        f"loadproof load rate search {folder.name}",
+        intro,
+        header,
+        rows,
+        search_panels(trials, claims, summary.attainment, summary.slo),
+        claims,
+        search_outcome(claims),
+    )
     console.result(f"search: {folder / SEARCH_JSON}; claims: {folder / 'claims.json'}; report: {folder / 'report.md'}")
     return result
 
@@ -357,8 +367,9 @@ def is_series_folder(folder: Path) -> bool:
 
 
 def report_series(folder: Path, console: Console) -> None:
-    """Recompute a sweep's or a search's summary from its run directories alone and rewrite its report;
-    for a search, compare the recomputed claims with the stored claims.json (UsageError on a mismatch)."""
+    """Recompute a sweep's or a search's summary from its run directories alone and rewrite its report and
+    each run's (which its report.html links); for a search, compare the recomputed claims with the stored
+    claims.json (UsageError on a mismatch)."""
     if (folder / SEARCH_JSON).is_file():
         stored_path = folder / "claims.json"
         stored = json.loads(stored_path.read_text(encoding="utf-8")) if stored_path.is_file() else {"claims": []}
@@ -367,6 +378,8 @@ def report_series(folder: Path, console: Console) -> None:
         after = {c.name: c.printed for c in claims}
         differ = sorted(n for n in before.keys() | after.keys() if before.get(n) != after.get(n))
         summary.trials = trials
+        for trial in trials:
+            build_report(folder / trial.run_dir)
         _finish_search(folder, summary, console)
         if differ and before:
             raise UsageError(
@@ -378,7 +391,7 @@ def report_series(folder: Path, console: Console) -> None:
     sweep = read_sweep(folder / SWEEP_JSON)
     sweep.points = [
         msgspec.convert(
-            {**msgspec.to_builtins(p), **point_figures(compute_claims(load_run(folder / p.run_dir)))}, SweepPoint
+            {**msgspec.to_builtins(p), **point_figures(build_report(folder / p.run_dir).claims)}, SweepPoint
         )
         for p in sweep.points
     ]
