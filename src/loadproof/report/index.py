@@ -64,7 +64,7 @@ def run_row(report: Report, name: str) -> IndexRow:
     figure = ""
     if first is not None and first.figures:
         key = first.figures[0]
-        figure = f"{key.printed} {key.unit} ({key.label})".replace("  ", " ")
+        figure = f"{key.printed} {key.unit}".strip() + (f" ({key.label})" if key.label != key.unit else "")
     return IndexRow(
         name, run.manifest.scenario or "", said, figure, failures.line(), run.manifest.start_wall_time or ""
     )
