@@ -1,16 +1,19 @@
 """report.html opened in a real headless Chromium: what a person sees, checked and kept as screenshots.
 
-For one run of every scenario kind (the real runs under docs/runs, their reports regenerated from the
-stored records; soak and ab built synthetically, as no published run has them), the page is loaded
-from its file:// URL through Chromium's DevTools protocol (a small websocket client on aiohttp) at a
-desktop width and at a narrow one. The test fails on any console error or warning, uncaught
-exception, failed load or request leaving the file; on missing headings, tables or figures, or an
-acceptance heading that is not the claims' verdict; on a page, table or figure wider than its room
-(cut off, or hidden in a box to scroll sideways); on a claim name broken across lines; and on SVG text
-that leaves its figure or overlaps other text. A report with errors planted in it shows the net
-catches each. Full-page screenshots (and the page itself) are kept in test-artifacts/report-screenshots/
-at the repository root (git-ignored), for a person or CI to look at; chromium.txt there says which
-Chromium ran and how long installing it took.
+For one run of every scenario kind, a rate search's folder and a folder of runs' index.html
+(tests/report_pages.py: the real runs under docs/runs, their reports regenerated from the stored records;
+soak and ab built synthetically, as no published run has them), the page is loaded from its file:// URL
+through Chromium's DevTools protocol (a small websocket client on aiohttp) at a desktop width and at a
+narrow one, every folded section opened. The test fails on any console error or warning, uncaught
+exception, failed load or request leaving the file; on a plot the page should draw and does not (each
+case's figures by their stable key, `figure.plot[data-plot]`, each with its SVG drawn), on missing
+headings or tables, or an acceptance heading that is not the claims' verdict; on a link to a file that
+is not there; on a page, table or figure wider than its room (cut off, or hidden in a box to scroll
+sideways); on a claim name broken across lines; and on SVG text that leaves its figure or overlaps other
+text. A report with errors planted in it shows the net catches each. Full-page screenshots (and the page
+itself) are kept in test-artifacts/report-screenshots/ at the repository root (git-ignored), for a person
+or CI to look at; chromium.txt there says which Chromium ran and how long installing it took.
+scripts/report-screenshots.py photographs the same pages for the docs.
 
 Chromium is Debian's `chromium`; when it is missing the test installs it once with apt-get (root
 only) and skips, with one line saying why, only where that is impossible.
@@ -29,7 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,38 +40,49 @@ from typing import Any
 import aiohttp
 import pytest
 
-from loadproof.records import RequestRecord
-from loadproof.report.build import build_report
-from loadproof.rundir import EngineSample
-from loadproof.store.run_dir import RunWriter
 from tests.polling import ready_while_running
-from tests.unit.publish.synthetic import telemetry_rows
-from tests.unit.report.synthetic import stream
+from tests.report_pages import CASES, INDEX, SEARCH, build
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTEFACTS = ROOT / "test-artifacts" / "report-screenshots"
-DOCS_RUNS = ROOT / "docs" / "runs"
 WIDE, NARROW = 1280, 600
 LOAD_TIMEOUT_S = 20.0
-S = 1_000_000_000
 
 pytestmark = pytest.mark.timeout(300)  # a fresh machine installs chromium first (about 20 s here)
 
-# case -> the published run it regenerates (docs/runs/<host>/<name>/runs/<the one run>)
-REAL = {
-    "throughput": "h200-2026-11-30/llama-throughput",
-    "throughput-2gpu": "h200x2-2026-11-30/mla-pp2-throughput",
-    "capacity-pass": "h200-2026-11-30/llama-capacity-7x120k",
-    "capacity-fail": "h200-2026-11-30/llama-capacity-8x120k",
-    "capacity-64-streams": "h200-2026-11-30/gemma-capacity-64x16k",
-    "capacity-search-trial": "h200-2026-11-30/gemma-1gib-capacity-search-29x8k",
-    "capacity-engine-crash": "h200x2-2026-11-30/mla-pp2-capacity-24x190k-rope-crash",
-    "capacity-1m-tokens": "h200x2-2026-11-30/mla-pp2-capacity-3x1m",
-    "prefill": "h200-2026-11-30/llama-prefill-130k",
-    "interference": "h200-2026-11-30/llama-interference",
-    "quality": "h200-2026-11-30/gemma-quality",
+# the plots each page draws, by key, in order (the telemetry panels last, where the run sampled them)
+DISTRIBUTIONS = ["ttft-cdf", "ttft-histogram", "itl-cdf", "itl-histogram", "e2el-cdf", "e2el-histogram"]
+ENGINE = ["engine-queue", "engine-kv"]
+OVER_TIME = ["ttft-over-time", "itl-over-time"]
+THROUGHPUT = ["aggregate-throughput", "stream-decode-rate", "tokens-over-time", *OVER_TIME, *DISTRIBUTIONS]
+CAPACITY = ["tokens-per-stream", "window-rate-per-stream", "window-gap-per-stream", "cold-ttft-per-stream"]
+CAPACITY += [*ENGINE, "ttft-cdf"]
+PLOTS = {
+    "throughput": THROUGHPUT,
+    "throughput-2gpu": THROUGHPUT,
+    "load": ["rate-over-time", *OVER_TIME, *ENGINE, *DISTRIBUTIONS],
+    "replay": ["rate-over-time", *OVER_TIME, *ENGINE, *DISTRIBUTIONS, "prefix-hits", "prefix-hits-over-trace"],
+    "sessions": ["hits-by-turn", "ttft-by-turn", "context-by-turn", *ENGINE, *DISTRIBUTIONS],
+    "capacity-pass": CAPACITY,
+    "capacity-fail": ["tokens-per-stream", "cold-ttft-per-stream", *ENGINE, "ttft-cdf"],  # no shared window
+    "capacity-64-streams": CAPACITY,
+    "capacity-search-trial": CAPACITY,
+    "capacity-engine-crash": [],  # no stream produced a token
+    "capacity-1m-tokens": CAPACITY,
+    "prefill": ["ttft-per-repeat", "ttft-cdf"],
+    "interference": ["stream-rate", *ENGINE, "ttft-cdf"],
+    "quality": ["ttft-cdf"],
+    "soak": ["latency-over-time", "memory-over-time", "ttft-cdf"],
+    "ab": [
+        "decode-cdf-by-arm",
+        "ttft-cdf",
+        "decode-tokens-per-s-per-round",
+        "ttft-s-per-round",
+        "output-tokens-per-round",
+    ],
+    SEARCH: ["attainment-vs-rate", "ttft-vs-rate", "goodput-vs-rate"],
+    INDEX: [],
 }
-CASES = [*REAL, "soak", "ab"]
 CHROMIUM_FLAGS = [
     "--headless",
     "--no-sandbox",
@@ -87,6 +101,12 @@ CHROMIUM_FLAGS = [
 
 def headings(case: str) -> list[str]:
     """The h2 headings the case's page must have ("Acceptance" stands for "Acceptance: PASS" or FAIL)."""
+    if case == SEARCH:
+        return ["Curves", "Every run of the series", "Claims"]
+    if case == INDEX:
+        return []
+    if case in ("load", "replay", "sessions"):  # no acceptance criteria: figures measured
+        return ["Figures", "Latency percentiles", "Claims", "Telemetry"]
     if case.startswith("throughput"):
         return ["Throughput", "Figures", "Claims", "Telemetry"]
     if case == "quality":
@@ -218,8 +238,15 @@ INSPECT = r"""
   const box = (e) => e.getBoundingClientRect();
   const text = (e) => e.textContent.trim().replace(/\s+/g, " ").slice(0, 80);
   const all = (selector, root = document) => [...root.querySelectorAll(selector)];
+  for (const d of all("details")) d.open = true;  // every folded section laid out and checked too
   const out = {h1: all("h1").map(text), h2: all("h2").map(text), tables: all("table").length, svgs: [], faults: [],
-               pageWidth: document.documentElement.scrollWidth, viewWidth: window.innerWidth};
+               pageWidth: document.documentElement.scrollWidth, viewWidth: window.innerWidth,
+               links: all("a[href]").map((a) => a.getAttribute("href")).filter((h) => !h.startsWith("#")),
+               plots: all("figure.plot").map((f) => {
+                 const svg = f.querySelector("svg"), r = svg ? box(svg) : {width: 0, height: 0};
+                 return {key: f.dataset.plot, id: f.id, drawn: !!svg && r.width >= 100 && r.height >= 50,
+                         marks: svg ? svg.querySelectorAll("polyline, rect, circle").length : 0};
+               })};
   // a claim name (or any code in a table) split over two lines
   for (const c of all("table code"))
     if (c.getClientRects().length > 1) out.faults.push("name broken across lines: " + text(c));
@@ -318,109 +345,7 @@ def complaints(events: list[dict[str, Any]]) -> list[str]:
     return out
 
 
-# --- the runs ---------------------------------------------------------------------------------------
-
-
-def _write(
-    root: Path, name: str, manifest: dict[str, Any], records: list[RequestRecord], samples: Sequence[EngineSample] = ()
-) -> Path:
-    with RunWriter(root / name) as writer:
-        writer.write_manifest(
-            {
-                "run_id": name,
-                "target": {"model": "gemma-3-270m", "endpoint": "completions"},
-                "start_wall_time": "2026-11-30T10:00:00Z",
-                "end_wall_time": "2026-11-30T10:05:00Z",
-                **manifest,
-            }
-        )
-        for record in records:
-            writer.append(record)
-        for sample in samples:
-            writer.metric_sample(sample)
-    (root / name / "telemetry.jsonl").write_text("".join(json.dumps(r) + "\n" for r in telemetry_rows()))
-    return root / name
-
-
-def soak_run(root: Path) -> Path:
-    """Two families over 40 s, one request timed out, the engine's memory sampled: a FAIL on errors."""
-    records = [
-        stream(
-            f"soak-{i}",
-            send=i * 2.0,
-            first=i * 2.0 + 0.12 + 0.03 * (i % 5) + (0.4 if i % 3 == 0 else 0),
-            rate=40.0 if i < 10 else 36.0,
-            tokens=60 if i % 3 else 20,
-            family="long" if i % 3 == 0 else "short",
-            scenario="soak",
-            ok=i != 7,
-        )
-        for i in range(20)
-    ]
-    samples = [
-        EngineSample(t_ns=i * 10 * S, source="engine", values={"process_rss_bytes": (2048 + 3 * i) * 1024**2})
-        for i in range(5)
-    ]
-    plan = {
-        "clients": 2,
-        "duration_s": 40,
-        "long_every": 3,
-        "long_requests": True,
-        "max_error_rate": 0.0,
-        "max_latency_drift": 0.25,
-        "max_rss_growth_mib": 100.0,
-    }
-    return _write(root, "soak-synthetic", {"scenario": "soak", "plan": plan}, records, samples)
-
-
-def ab_run(root: Path) -> Path:
-    """Six rounds of two arms, arm b about 20% faster; both arms generate the same lengths."""
-    order = [["a", "b"], ["b", "a"], ["b", "a"], ["a", "b"], ["a", "b"], ["b", "a"]]
-    records = [
-        stream(
-            f"ab-{r}-{arm}-{k}",
-            send=r * 20.0 + pos * 10 + k,
-            first=r * 20.0 + pos * 10 + k + (0.2 if arm == "a" else 0.17) + 0.01 * ((r * 3 + k) % 4),
-            rate=(10.0 if arm == "a" else 12.0) + k * 0.3 + 0.4 * ((r * 7) % 3),
-            tokens=40,
-            scenario="ab",
-            family=arm,
-            repeat=r,
-            batch=pos,
-            prompt_id=f"english-{k:02d}",
-        )
-        for r, arms in enumerate(order)
-        for pos, arm in enumerate(arms)
-        for k in range(3)
-    ]
-    target = {"url": "http://127.0.0.1:8000", "model": "m", "endpoint": "completions"}
-    plan = {
-        "arms": {
-            "a": {"target": target, "settings": {"temperature": 0.0}},
-            "b": {"target": target, "settings": {"temperature": 0.7}},
-        },
-        "order": order,
-        "order_seed": 7,
-        "prompts": [f"english-{k:02d}" for k in range(3)],
-        "family": "english",
-        "bootstrap_seed": 20240607,
-        "resamples": 2000,
-    }
-    return _write(root, "ab-synthetic", {"scenario": "ab", "plan": plan}, records)
-
-
-def run_dir(case: str, root: Path) -> Path:
-    """A copy of the case's run directory with report.md and report.html regenerated by `loadproof report`."""
-    if case == "soak":
-        path = soak_run(root)
-    elif case == "ab":
-        path = ab_run(root)
-    else:
-        (published,) = (DOCS_RUNS / REAL[case] / "runs").iterdir()
-        path = root / case
-        shutil.copytree(published, path)
-    build_report(path)
-    return path
+# --- the tests --------------------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -430,9 +355,6 @@ def artefacts() -> Path:
         if old.suffix in (".png", ".html"):
             old.unlink()
     return ARTEFACTS
-
-
-# --- the tests --------------------------------------------------------------------------------------
 
 
 def look(chromium: str, report: Path, width: int, shot: Path) -> Page:
@@ -449,8 +371,8 @@ def test_report_html_in_chromium(case: str, chromium: str, artefacts: Path, tmp_
     if case == PLANTED:
         catches_planted_errors(chromium, tmp_path, artefacts)
         return
-    path = run_dir(case, tmp_path)
-    report = path / "report.html"
+    report = build(case, tmp_path)
+    path = report.parent
     shutil.copyfile(report, artefacts / f"{case}.html")
     has_telemetry = any(path.glob("telemetry.jsonl*"))  # a published run's is compressed (.zst)
     for width in (WIDE, NARROW):
@@ -459,9 +381,17 @@ def test_report_html_in_chromium(case: str, chromium: str, artefacts: Path, tmp_
         where = f"{case} at {width} px (screenshot {shot.relative_to(ROOT)})"
         assert page.problems == [], f"{where}: the browser complained"
         facts = page.facts
-        assert facts["h1"] and facts["h1"][0].startswith("loadproof run "), where
+        assert facts["h1"] and facts["h1"][0].startswith(
+            "loadproof run" if case not in (SEARCH, INDEX) else "loadproof "
+        ), where
+        drawn = [plot["key"] for plot in facts["plots"] if plot["drawn"] and plot["marks"]]
+        expected_plots = PLOTS[case] + (["telemetry"] if has_telemetry and case not in (SEARCH, INDEX) else [])
+        assert drawn == expected_plots, f"{where}: plots drawn {drawn}, expected {expected_plots}"
+        assert len({plot["id"] for plot in facts["plots"]}) == len(facts["plots"]), f"{where}: two figures, one id"
+        missing_links = [h for h in facts["links"] if not (path / h).is_file()]
+        assert missing_links == [], f"{where}: links to files that are not there"
         expected = headings(case)
-        missing = [h for h in expected if not any(h2 == h or h2.startswith(h + ":") for h2 in facts["h2"])]
+        missing = [h for h in expected if not any(h2 == h or h2.startswith((h + ":", h + " ")) for h2 in facts["h2"])]
         assert missing == [], f"{where}: headings {facts['h2']} lack {missing}"
         if "Acceptance" in expected:  # the verdict the claims hold, in the heading
             claims = json.loads((path / "claims.json").read_text())["claims"]
@@ -478,7 +408,7 @@ def test_report_html_in_chromium(case: str, chromium: str, artefacts: Path, tmp_
 
 def catches_planted_errors(chromium: str, tmp_path: Path, artefacts: Path) -> None:
     """An uncaught exception, a console error, a missing image and a request off the machine are each reported."""
-    path = run_dir("prefill", tmp_path)
+    path = build("prefill", tmp_path).parent
     html = (path / "report.html").read_text(encoding="utf-8")
     broken = path / "broken.html"
     broken.write_text(
