@@ -4,7 +4,7 @@ test (tests/integration/test_report_html_chromium.py) opens and what scripts/rep
 for the docs (docs/img/report-<scenario>.png).
 
 `build(case, root)` writes the case's folder under `root` and returns the page to open: a run's report.html,
-a rate search's, or a folder's index.html.
+a rate search's, a folder's index.html, or a comparison's page.
 """
 
 from __future__ import annotations
@@ -15,14 +15,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from loadproof.metrics import compute_claims
 from loadproof.metrics.slo import slo_text
 from loadproof.records import RequestRecord
 from loadproof.report.build import build_report
+from loadproof.report.compare import build_side, compare
+from loadproof.report.compare_html import render_compare_html
 from loadproof.report.index import build_index
 from loadproof.rundir import EngineSample
 from loadproof.rundir.series import RateSearch, SearchTrial
 from loadproof.scenarios.load.series import report_series
-from loadproof.store.run_dir import RunWriter
+from loadproof.store.run_dir import RunWriter, load_run
 from loadproof.store.series import SEARCH_JSON, write_document
 from tests.bundles import DOCS_RUNS
 from tests.unit.publish.synthetic import telemetry_rows
@@ -50,8 +53,10 @@ REAL = {
 SEARCH = "load-search"  # the rate search's folder page, its search.json rebuilt from the bundle's series entry
 SEARCH_BUNDLE = "h200-2026-12-01/mla-2l-load-search"
 INDEX = "index"  # a folder of runs: its index.html
+COMPARE = "compare"  # `loadproof compare BASE CAND --out FILE.html`: drafts off against drafts on
+COMPARE_BUNDLES = ("h200-2026-12-02/load-slo-nodraft", "h200-2026-12-02/load-slo-ngram")
 INDEX_CASES = ("throughput", "load", "capacity-pass", "prefill", "soak")
-CASES = [*REAL, "soak", "ab", SEARCH, INDEX]
+CASES = [*REAL, "soak", "ab", SEARCH, INDEX, COMPARE]
 
 # the page each scenario's docs screenshot shows (docs/img/report-<name>.png)
 DOC_IMAGES = {
@@ -67,6 +72,7 @@ DOC_IMAGES = {
     "quality": "quality",
     "ab": "ab",
     "index": INDEX,
+    "compare": COMPARE,
 }
 
 
@@ -239,8 +245,19 @@ def index_folder(root: Path) -> Path:
     return folder
 
 
+def compare_page(root: Path) -> Path:
+    """The comparison of two published load runs as `loadproof compare BASE CAND --out compare.html` writes it."""
+    base, cand = (published_run(bundle, root / Path(bundle).name) for bundle in COMPARE_BUNDLES)
+    sides = [build_side(path.name, [load_run(path)], compute_claims) for path in (base, cand)]
+    page = root / "compare.html"
+    page.write_text(render_compare_html(compare(sides[1], sides[:1], max_slowdown=0.1)), encoding="utf-8")
+    return page
+
+
 def build(case: str, root: Path) -> Path:
     """The page of `case`, written under `root`."""
+    if case == COMPARE:
+        return compare_page(root)
     if case == SEARCH:
         return search_folder(root) / "report.html"
     if case == INDEX:

@@ -1,6 +1,6 @@
 """report.html opened in a real headless Chromium: what a person sees, checked and kept as screenshots.
 
-For one run of every scenario kind, a rate search's folder and a folder of runs' index.html
+For one run of every scenario kind, a rate search's folder, a folder of runs' index.html and a comparison's page
 (tests/report_pages.py: the real runs under docs/runs, their reports regenerated from the stored records;
 soak and ab built synthetically, as no published run has them), the page is loaded from its file:// URL
 through Chromium's DevTools protocol (a small websocket client on aiohttp) at a desktop width and at a
@@ -41,7 +41,7 @@ import aiohttp
 import pytest
 
 from tests.polling import ready_while_running
-from tests.report_pages import CASES, INDEX, SEARCH, build
+from tests.report_pages import CASES, COMPARE, INDEX, SEARCH, build
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTEFACTS = ROOT / "test-artifacts" / "report-screenshots"
@@ -82,6 +82,7 @@ PLOTS = {
     ],
     SEARCH: ["attainment-vs-rate", "ttft-vs-rate", "goodput-vs-rate"],
     INDEX: [],
+    COMPARE: ["ttft-by-side", "itl-by-side", "tpot-by-side", "e2el-by-side"],
 }
 CHROMIUM_FLAGS = [
     "--headless",
@@ -105,6 +106,8 @@ def headings(case: str) -> list[str]:
         return ["Curves", "Every run of the series", "Claims"]
     if case == INDEX:
         return []
+    if case == COMPARE:
+        return ["Distributions, side by side", "Change against every baseline", "Decision"]
     if case in ("load", "replay", "sessions"):  # no acceptance criteria: figures measured
         return ["Figures", "Latency percentiles", "Claims", "Telemetry"]
     if case.startswith("throughput"):
@@ -382,10 +385,10 @@ def test_report_html_in_chromium(case: str, chromium: str, artefacts: Path, tmp_
         assert page.problems == [], f"{where}: the browser complained"
         facts = page.facts
         assert facts["h1"] and facts["h1"][0].startswith(
-            "loadproof run" if case not in (SEARCH, INDEX) else "loadproof "
+            "loadproof run" if case not in (SEARCH, INDEX, COMPARE) else "loadproof "
         ), where
         drawn = [plot["key"] for plot in facts["plots"] if plot["drawn"] and plot["marks"]]
-        expected_plots = PLOTS[case] + (["telemetry"] if has_telemetry and case not in (SEARCH, INDEX) else [])
+        expected_plots = PLOTS[case] + (["telemetry"] if has_telemetry and case not in (SEARCH, INDEX, COMPARE) else [])
         assert drawn == expected_plots, f"{where}: plots drawn {drawn}, expected {expected_plots}"
         assert len({plot["id"] for plot in facts["plots"]}) == len(facts["plots"]), f"{where}: two figures, one id"
         missing_links = [h for h in facts["links"] if not (path / h).is_file()]

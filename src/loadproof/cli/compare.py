@@ -27,6 +27,7 @@ from loadproof.report.compare import (
     render_markdown,
     table,
 )
+from loadproof.report.compare_html import render_compare_html
 from loadproof.store.run_dir import load_run
 
 RunsArgument = "run directory; several, comma-separated, are repeats of one side"
@@ -54,7 +55,13 @@ def compare_command(
         list[str] | None,
         typer.Option(metavar="SCENARIO", help="the candidate must hold SCENARIO.verdict == PASS (repeatable)"),
     ] = None,
-    out: Annotated[Path | None, typer.Option(help="also write the comparison as Markdown to this file")] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            help="also write the comparison to this file: FILE.html a page with the sides' distributions "
+            "overlaid, any other name Markdown"
+        ),
+    ] = None,
     seed: Annotated[int, typer.Option(help="seed of the bootstrap intervals (with repeats)")] = DEFAULT_SEED,
     anyway: Annotated[
         bool, typer.Option(help="compare runs whose scenario or workload differs (said on screen)")
@@ -79,7 +86,7 @@ def compare_command(
     markdown = render_markdown(result)
     if out is not None:
         try:
-            out.write_text(markdown, encoding="utf-8")
+            out.write_text(render_compare_html(result) if out.suffix == ".html" else markdown, encoding="utf-8")
         except OSError as exc:
             raise UsageError(f"cannot write {out}: {exc.strerror}") from None
         ui.out.print(f"comparison: {out}", markup=False, highlight=False)
