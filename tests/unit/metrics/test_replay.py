@@ -7,6 +7,7 @@ import copy
 
 import msgspec
 
+from loadproof.metrics.figures import tables_of
 from loadproof.metrics.replay import claims_of_run, expected_hits, figures
 from loadproof.plans.replay import ReplayPlan
 from loadproof.store.run_dir import Run
@@ -177,7 +178,7 @@ def docs_runs(tmp_path):
 def test_the_report_says_which_expectation_the_engines_rate_is_read_against():
     r = run(p=plan(kv_blocks=6, kv_block_tokens=16, kv_source="options"))
     p = msgspec.convert(r.manifest.plan, ReplayPlan)
-    (table,) = figures(r, p, claims_of_run(r, p))
+    (table,) = tables_of(figures(r, p, claims_of_run(r, p)))
     assert "read the engine's rate against the expectation at its size (bounded)" in " ".join(table.intro)
     assert [row[0] for row in table.rows][:4] == [
         "expected, unbounded cache (trace blocks)",
@@ -187,5 +188,5 @@ def test_the_report_says_which_expectation_the_engines_rate_is_read_against():
     ]
     r = run()
     p = msgspec.convert(r.manifest.plan, ReplayPlan)
-    (table,) = figures(r, p, claims_of_run(r, p))
+    (table,) = tables_of(figures(r, p, claims_of_run(r, p)))
     assert "unknown" in table.intro[0]
