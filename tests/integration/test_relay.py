@@ -491,25 +491,6 @@ async def test_http_framing_chunked_upload_expect_continue_pipelining_http10_and
     assert "/v2/anything" not in log and "key=x" not in log  # an unknown path is not logged as sent
 
 
-@pytest.mark.engine
-@pytest.mark.asyncio
-async def test_on_the_real_engine_a_client_leaving_frees_the_engine_request(engine, relay_factory):
-    relay = relay_factory(engine.url)
-    body = request_body("completions", engine.model, "Tell a very long story.", max_tokens=4000, ignore_eos=True)
-    async with aiohttp.ClientSession() as s:
-        resp = await s.post(relay.url + "/v1/completions", data=body, headers={"Authorization": f"Bearer {KEY}"})
-        while engine.metric("vllm:num_requests_running") != 1:
-            await resp.content.readany()
-        await resp.content.readany()
-        resp.close()
-    await eventually(
-        lambda: engine.metric("vllm:num_requests_running") == 0,
-        1.0,
-        "the engine stopping for a client that left through the relay",
-        every_s=0.05,
-    )
-
-
 @pytest.mark.asyncio
 async def test_tokenize_detokenize_version_and_the_engines_metrics_are_forwarded_behind_the_key(relay_factory):
     seen: list[tuple[str, str, bytes, str | None]] = []
