@@ -19,7 +19,9 @@ Each entry names, as lazy `module:attr` strings, what the generic parts need of 
   --simulate NAME` (and `sim predict-NAME` where it has a command);
 - `contract`: the claim names (metrics/, a tuple) a prediction contract of it compares, each with its range
   (`plan --simulate NAME --prediction-out FILE`, `run NAME --prediction FILE`);
-- `calibrate`: `calibration_points(run)` (predict/), what `sim calibrate` fits to from one of its runs.
+- `calibrate`: `calibration_points(run)` (predict/), what `sim calibrate` fits to from one of its runs;
+- `headline`: the few figures the console shows at a run's end (`metrics.headline`; without one, the first
+  figures of its own tables).
 
 `report`, `compare`, `export`, `verify`, `publish`, the simulator's predictions and calibration, and the
 command line read these and never a scenario's name; the registries are live views of this table
@@ -46,6 +48,7 @@ class Entry:
     predict: str | None = None  # module:attr of its Predictor (predict.base)
     contract: str | None = None  # module:attr of the claim names a prediction contract compares
     calibrate: str | None = None  # module:attr of calibration_points(run) -> predict.points.RunPoints
+    headline: str | None = None  # module:attr of its metrics.headline.Headline
 
 
 def _entry(
@@ -61,6 +64,7 @@ def _entry(
     predict: bool = False,
     contract: bool = False,
     calibrate: bool = False,
+    headline: bool = False,
 ) -> Entry:
     """The entry of a scenario laid out as usual: scenarios/NAME.py, plans/NAME.py, metrics/NAME.py (its
     `CONTRACT`), and predict/NAME.py (its `PREDICTOR` and `calibration_points`). `figures` names the metrics
@@ -85,6 +89,7 @@ def _entry(
         predict=f"{predictor}:PREDICTOR" if predict else None,
         contract=f"{metrics}:CONTRACT" if contract else None,
         calibrate=f"{predictor}:calibration_points" if calibrate else None,
+        headline=f"loadproof.metrics.headline:{name.upper()}" if headline else None,
     )
 
 
@@ -113,6 +118,7 @@ SCENARIOS: dict[str, Entry] = {
         "throughput",
         "ThroughputScenario",
         "ThroughputPlan",
+        headline=True,
         figures=True,
         splits_by_repeat=True,
         demo=True,
@@ -127,6 +133,7 @@ SCENARIOS: dict[str, Entry] = {
         demo="loadproof.scenarios.load.scenario:demo",
         predict="loadproof.predict.load:PREDICTOR",
         contract="loadproof.metrics.load:CONTRACT",
+        headline="loadproof.metrics.headline:LOAD",
         text_fields={
             "arrival": "name",
             "endpoint": "name",
@@ -140,6 +147,7 @@ SCENARIOS: dict[str, Entry] = {
         "replay",
         "ReplayScenario",
         "ReplayPlan",
+        headline=True,
         figures=True,
         predict=True,
         text_fields={
@@ -158,6 +166,7 @@ SCENARIOS: dict[str, Entry] = {
         "SessionsScenario",
         "SessionsPlan",
         figures="sessions_figures",
+        headline=True,
         text_fields={
             "think_time": "name",
             "endpoint": "name",
@@ -174,6 +183,7 @@ SCENARIOS: dict[str, Entry] = {
         "CapacityScenario",
         "CapacityPlan",
         figures="capacity_figures",
+        headline=True,
         demo=True,
         text_fields={**_PROBES, "sessions.*.key": "text", **_OVERHEAD},
         predict=True,
@@ -185,6 +195,7 @@ SCENARIOS: dict[str, Entry] = {
         "PrefillScenario",
         "PrefillPlan",
         figures=True,
+        headline=True,
         demo=True,
         text_fields={"repeats.*.request_id": "name", "repeats.*.salt": "name", **_OVERHEAD},
         predict=True,
@@ -194,6 +205,7 @@ SCENARIOS: dict[str, Entry] = {
         "interference",
         "InterferenceScenario",
         "InterferencePlan",
+        headline=True,
         figures=True,
         demo=True,
         text_fields={
@@ -204,12 +216,13 @@ SCENARIOS: dict[str, Entry] = {
             **_OVERHEAD,
         },
     ),
-    "soak": _entry("soak", "SoakScenario", "SoakPlan", figures=True, demo=True),
+    "soak": _entry("soak", "SoakScenario", "SoakPlan", figures=True, demo=True, headline=True),
     "quality": _entry(
         "quality",
         "QualityScenario",
         "QualityPlan",
         figures="quality_figures",
+        headline=True,
         answer_changes=True,
         demo=True,
         text_fields={
@@ -239,6 +252,7 @@ SCENARIOS: dict[str, Entry] = {
         "ab",
         "AbScenario",
         "AbPlan",
+        headline=True,
         figures=True,
         text_fields={
             "arms.*.target": "config",

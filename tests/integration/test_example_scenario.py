@@ -55,6 +55,9 @@ def test_the_example_scenario_gets_report_html_compare_export_publish_and_verify
     assert [name for name in claims if name.startswith("example.") and f"`{name}`" not in docs] == []
     done = loadproof("report", str(cand))
     assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.splitlines()[0].startswith("example PASS"), done.stdout  # its headline: the verdict first
+    assert "Example requests" not in done.stdout  # its tables: with -v
+    done = loadproof("-v", "report", str(cand))
     assert "Example requests" in done.stdout  # the scenario's table, on the console
     markdown = (cand / "report.md").read_text(encoding="utf-8")
     table = markdown.split("## Example requests\n", 1)[1].split("\n## ", 1)[0]

@@ -116,6 +116,11 @@ def test_the_rate_search_finds_where_the_simulated_engine_saturates(
     assert {c.name: c.value for c in again} == {name: c["value"] for name, c in claims.items()}
     assert [t.passed for t in recomputed] == [t["passed"] for t in summary["trials"]]
     assert "Rate search" in proc.stdout and (folder / "report.html").is_file()
+    # the console: one line a trial as it ends, the result and a table that fit a screen (issue #38: at most 40)
+    said = (proc.stdout + proc.stderr).splitlines()
+    assert len(said) <= min(40, 10 + 3 * len(trials)), "\n".join(said)  # 2 a trial, a table row, 10 more
+    assert sum(line.startswith(("  PASS: ", "  FAIL: ")) for line in said) == len(trials)
+    assert proc.stdout.splitlines()[0].startswith("highest rate meeting the SLO: "), proc.stdout
     # `loadproof report FOLDER` recomputes it, and refuses a claims.json that says otherwise
     again = subprocess.run(
         [sys.executable, "-m", "loadproof", "report", str(folder)], capture_output=True, text=True, timeout=120

@@ -88,7 +88,11 @@ def test_capacity_passes_with_every_criterion_evidenced(engine, tmp_path):
     )
     rows = [json.loads(line) for line in (run_dir / "requests.jsonl").read_text().splitlines()]
     assert [r["prompt_tokens"] for r in rows] == [1024] * 4
-    assert "longest silence" in result.stdout and "running 0, waiting 0" in result.stdout
+    first = result.stdout.splitlines()[0]
+    assert first == "capacity PASS: 10 of 10 acceptance criteria held", result.stdout  # the headline, its verdict first
+    assert "slowest stream" in result.stdout and len(result.stdout.splitlines()) <= 12, result.stdout
+    shown = loadproof("-v", "report", str(run_dir))  # every table with -v: the window's streams, the drain
+    assert "longest silence" in shown.stdout and "running 0, waiting 0" in shown.stdout, shown.stdout
     assert (run_dir / "metrics.jsonl").stat().st_size > 0
 
 

@@ -68,7 +68,8 @@ def test_a_run_that_partly_failed_names_the_most_frequent_error(tmp_path: Path):
     failed = sum(not r["ok"] for r in records)
     assert 0 < failed < len(records) == 6
     line = f"6 requests recorded, {failed} failed; most frequent ({failed}x): {SAID}"
-    assert line in result.stderr and "measured nothing" not in result.stdout + result.stderr
+    assert result.stdout.splitlines()[0] == f"load: {line}", result.stdout[:1000]  # the headline's first line
+    assert "measured nothing" not in result.stdout + result.stderr
     assert line in (run / "report.md").read_text()
 
 

@@ -10,11 +10,14 @@ from typing import Annotated, Any
 import typer
 
 from loadproof.cli import ui
+from loadproof.cli.apps import app
 from loadproof.config.profile import Profile
 from loadproof.metrics.claims import ACCEPTANCE
 from loadproof.metrics.figures import tables_of
 from loadproof.report.build import Report, build_report, criteria_rows
 from loadproof.report.distributions import distribution_table
+from loadproof.report.headline import decision as decision_of
+from loadproof.report.headline import headline_lines
 from loadproof.scenarios.lifecycle import verdict_of
 from loadproof.scenarios.live import LiveStatus
 
@@ -22,7 +25,12 @@ OutOption = Annotated[Path, typer.Option(help="where run directories go")]
 
 
 class CliConsole:
-    """The run lifecycle's console (`scenarios.lifecycle.Console`): rich, stderr for status, stdout for results."""
+    """The run lifecycle's console (`scenarios.lifecycle.Console`): rich, stderr for status, stdout for results.
+
+    By default a run ends with its headline (`report.headline`); `verbose` (`loadproof -v ...`) prints every
+    table after it, as report.md has them."""
+
+    verbose = False
 
     def say(self, text: str) -> None:
         ui.err.print(text, markup=False, highlight=False)
@@ -30,8 +38,13 @@ class CliConsole:
     def live(self, status: LiveStatus) -> AbstractContextManager[object]:
         return ui.LiveView(status)
 
+    def brief_live(self, status: LiveStatus) -> AbstractContextManager[object]:
+        """A run inside a series: its progress in place on a terminal; elsewhere a line now and then, no
+        phase lines (the series says one line per run)."""
+        return ui.LiveView(status, every_s=ui.BRIEF_EVERY_S, phase_lines=False)
+
     def show(self, report: Report) -> None:
-        show(report)
+        show(report, verbose=self.verbose)
 
     def table(self, title: str, header: list[str], rows: list[list[str]]) -> None:
         ui.table(title, header, rows)
@@ -43,16 +56,36 @@ class CliConsole:
 console = CliConsole()
 
 
-def show(report: Report) -> None:
-    """A run's tables: the scenario's own (its report panels with a console title), the acceptance criteria
-    with their evidence, every other figure; first of all, for a run that measured nothing, that it did."""
-    claims = report.claims
-    for warning in report.warnings:  # first: what the figures below do not measure
-        ui.out.print(f"warning: {warning}", style="yellow", markup=False, highlight=False)
+@app.callback()
+def verbosity(
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="print every table of a run, not only its headline")
+    ] = False,
+) -> None:
+    """Verified capacity, honest comparison and checkable publication for self-hosted LLMs."""
+    console.verbose = verbose
+
+
+def show(report: Report, verbose: bool = False) -> None:
+    """A run's headline (at most about ten lines: the decision first), then, when `verbose`, every table: the
+    scenario's own (its report panels with a console title), the acceptance criteria with their evidence,
+    every other figure."""
     failures = report.failures
-    headline = failures.headline()
-    if headline is not None:
-        ui.out.print(headline[0].upper() + headline[1:], style="bold red", markup=False, highlight=False)
+    decision = decision_of(report)
+    for text in headline_lines(report, verbose_hint=not verbose):
+        style = "yellow" if text.startswith("warning:") else None
+        if text == decision:
+            bad = failures.measured_nothing or " FAIL" in text
+            style = "bold red" if bad else "bold yellow" if failures.failed else "bold"
+        ui.out.print(text, style=style, markup=False, highlight=False)
+    if verbose:
+        show_tables(report)
+
+
+def show_tables(report: Report) -> None:
+    """Every table of a run, as report.md has them."""
+    claims = report.claims
+    failures = report.failures
     tables = [(t.console, t) for t in tables_of(report.panels) if t.console]
     for title, table in tables:
         ui.table(title, table.header, table.rows)
@@ -84,7 +117,7 @@ def show(report: Report) -> None:
 
 
 def show_report(run_path: Path) -> None:
-    show(build_report(run_path))
+    show(build_report(run_path), verbose=console.verbose)
 
 
 def with_serving(profile: Profile, eager: bool, port: int | None) -> Profile:

@@ -13,6 +13,7 @@ import typer
 
 from loadproof.cli import ui
 from loadproof.cli.apps import app
+from loadproof.cli.common import console
 from loadproof.errors import UsageError
 from loadproof.metrics import compute_claims
 from loadproof.report.compare import (
@@ -28,6 +29,7 @@ from loadproof.report.compare import (
     table,
 )
 from loadproof.report.compare_html import render_compare_html
+from loadproof.report.compare_headline import SHOWN_REASONS, client_line, decision_lines, key_table
 from loadproof.store.run_dir import load_run
 
 RunsArgument = "run directory; several, comma-separated, are repeats of one side"
@@ -66,34 +68,62 @@ def compare_command(
     anyway: Annotated[
         bool, typer.Option(help="compare runs whose scenario or workload differs (said on screen)")
     ] = False,
+    judge_client: Annotated[
+        bool,
+        typer.Option(help="let the client's own send lag, client lag and queue wait decide too (they never do else)"),
+    ] = False,
 ) -> None:
-    """Change of every shared claim against every baseline, side by side; ACCEPT or REJECT against budgets."""
+    """Change of every shared claim against every baseline, side by side; ACCEPT or REJECT against budgets.
+    Prints the decision first, the changes that decide it and the scenario's key figures; `-v` every claim."""
     budget = parse_percent(max_slowdown) if max_slowdown is not None else None
     bases = [load_side(text) for text in [base, *(baseline or [])]]
     candidate = load_side(cand)
-    result = compare(candidate, bases, max_slowdown=budget, required=require or [], seed=seed, anyway=anyway)
+    result = compare(
+        candidate,
+        bases,
+        max_slowdown=budget,
+        required=require or [],
+        seed=seed,
+        anyway=anyway,
+        judge_client=judge_client,
+    )
     add_answer_changes(result)
-    header, rows = table(result)
+    say = ui.out.print
+    lines = decision_lines(result, shown=None if console.verbose else SHOWN_REASONS)
+    say(lines[0], style="bold", markup=False, highlight=False)
+    for line in lines[1:]:
+        say(line, markup=False, highlight=False)
     for line in legend(result):
-        ui.out.print(line, markup=False, highlight=False)
+        say(line, markup=False, highlight=False)
     for difference in result.differences:
         ui.err.print(f"runs differ, compared anyway: {difference}", style="yellow", markup=False, highlight=False)
-    ui.table("Change = (candidate - baseline) / baseline", header, rows)
-    for label, changes in result.answers:
-        ui.table(f"Answers against {label}", ["category", "count"], [[k, str(len(v))] for k, v in changes.items()])
-    for note in result.notes:
-        ui.out.print(f"note: {note}", markup=False, highlight=False)
+    if console.verbose:
+        header, rows = table(result)
+        ui.table("Change = (candidate - baseline) / baseline", header, rows)
+        for label, changes in result.answers:
+            ui.table(f"Answers against {label}", ["category", "count"], [[k, str(len(v))] for k, v in changes.items()])
+        for note in result.notes:
+            say(f"note: {note}", markup=False, highlight=False)
+    else:
+        header, rows = key_table(result)
+        if rows:
+            ui.table("Key figures: change = (candidate - baseline) / baseline", header, rows)
+        for label, changes in result.answers:
+            counts = ", ".join(f"{k} {len(v)}" for k, v in changes.items())
+            say(f"answers against {label}: {counts}", markup=False, highlight=False)
+        client = client_line(result)
+        if client is not None:
+            say(client, markup=False, highlight=False)
     markdown = render_markdown(result)
     if out is not None:
         try:
             out.write_text(render_compare_html(result) if out.suffix == ".html" else markdown, encoding="utf-8")
         except OSError as exc:
             raise UsageError(f"cannot write {out}: {exc.strerror}") from None
-        ui.out.print(f"comparison: {out}", markup=False, highlight=False)
-    ui.out.print(f"{result.verdict}", markup=False, highlight=False)
+        say(f"comparison: {out}", markup=False, highlight=False)
+    elif not console.verbose:
+        say(f"every claim ({len(result.names)}): -v, or --out FILE for Markdown", markup=False, highlight=False)
     if result.verdict == NO_VERDICT:
         raise UsageError(f"no verdict: {'; '.join(result.reasons)}")
-    for reason in result.reasons:
-        ui.out.print(f"  {reason}", markup=False, highlight=False)
     if result.reasons:
         raise typer.Exit(code=1)

@@ -38,5 +38,4 @@ def report(run_dir: Annotated[Path, typer.Argument(metavar="RUN_DIR")]) -> None:
         ui.out.print(f"html: {run_dir / INDEX_HTML}", markup=False, highlight=False)
         return
     else:
-        show_report(run_dir)
-    ui.out.print(f"html: {run_dir / 'report.html'}", markup=False, highlight=False)
+        show_report(run_dir)  # its headline ends with report.html's path

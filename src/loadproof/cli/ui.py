@@ -67,6 +67,7 @@ def status(initial: str | None) -> Iterator[Callable[[str], None]]:
 
 REFRESH_S = 0.5  # the live view's timer: at most 2 redraws a second
 PLAIN_EVERY_S = 10.0  # without a terminal: the current phase's line at most this often
+BRIEF_EVERY_S = 30.0  # the same for a run inside a series (a search's trial), which ends in a line of its own
 
 
 class LiveView:
@@ -76,7 +77,8 @@ class LiveView:
     On a terminal: a live region redrawn every `refresh_s` (rich Live), and each phase's final line
     printed above it as the phase ends. Elsewhere (a pipe, a log file, CI): plain lines only, no escape
     codes: each phase's final line as it ends, and the current phase's line when `every_s` seconds have
-    passed since the last line. Use as a context manager; `tick` is one pass of the timer.
+    passed since the last line. Without `phase_lines` (a run inside a series, which ends in a line of its
+    own) the phases' final lines are left out. Use as a context manager; `tick` is one pass of the timer.
     """
 
     def __init__(
@@ -87,8 +89,10 @@ class LiveView:
         every_s: float = PLAIN_EVERY_S,
         refresh_s: float = REFRESH_S,
         clock: Callable[[], float] = time.monotonic,
+        phase_lines: bool = True,
     ) -> None:
         self.status = status
+        self.phase_lines = phase_lines
         self.console = console or err
         self.every_s = every_s
         self.refresh_s = refresh_s
@@ -129,7 +133,7 @@ class LiveView:
         snap = self.status.snapshot()
         phases = snap.phases
         while self._ended < len(phases) - 1:
-            if phases[self._ended].kind not in (PREPARING, END):
+            if self.phase_lines and phases[self._ended].kind not in (PREPARING, END):
                 self._print(line(snap, self._ended))
             self._ended += 1
         current = phases[-1].kind

@@ -53,6 +53,16 @@ LATENCIES = (
     ),
 )
 
+# the client's own timing, not the deployment's: shown beside its figures, never a reason to reject a change in
+# `compare` unless asked (`--judge-client`)
+CLIENT_SIDE = ("send_lag_s", "client_lag_s", "queue_wait_s")
+
+
+def client_side(name: str) -> bool:
+    """Whether a claim (`load.send_lag_s.p99`) is one of the client's own diagnostics."""
+    return any(part in CLIENT_SIDE for part in name.split("."))
+
+
 # an embeddings answer is one body: its first token is its last, and it has no gaps or time per token
 EMBEDDINGS_LATENCIES = ("e2el_s", "e2el_from_intended_s", "send_lag_s", "client_lag_s", "queue_wait_s")
 

@@ -17,8 +17,9 @@ Pure functions over loaded runs and their claims; `cli/compare.py` loads the run
   otherwise the table is descriptive: sequential single runs, no confidence interval.
 - Decision: REJECT when any acceptance verdict of the candidate is FAIL (named with its failed
   criteria), when a required acceptance is missing or failed, or when a throughput or latency figure
-  is worse than `max_slowdown` against ANY baseline. Otherwise ACCEPT, but only when the sides share
-  at least one figure a budget applies to; without one there is no verdict (NO VERDICT).
+  is worse than `max_slowdown` against ANY baseline (the client's own send lag, client lag and queue wait
+  only with `judge_client`: they measure the load generator, not the deployment). Otherwise ACCEPT, but
+  only when the sides share at least one figure a budget applies to; without one there is no verdict.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from loadproof.errors import UsageError
 from loadproof.metrics import scenario_claims
 from loadproof.metrics.ab import LEVEL, relative_change
 from loadproof.metrics.claims import Claim, criteria_of, criterion_name, verdict_of
+from loadproof.metrics.latency import client_side
 from loadproof.plans import Plan, load_plan, workload_difference, workload_text
 from loadproof.plans.ab import DEFAULT_RESAMPLES
 from loadproof.registry import Registry
@@ -196,6 +198,7 @@ class Comparison:
     notes: list[str] = field(default_factory=list)
     answers: list[tuple[str, dict[str, list[Any]]]] = field(default_factory=list)
     differences: list[str] = field(default_factory=list)  # how the runs differ, when compared anyway
+    judge_client: bool = False  # the client's own diagnostics decide too (`--judge-client`)
 
 
 def compare_sides(
@@ -224,9 +227,14 @@ def compare_sides(
 
 
 def decide(
-    cand: Side, baselines: list[BaselineComparison], max_slowdown: float | None, required: Sequence[str]
+    cand: Side,
+    baselines: list[BaselineComparison],
+    max_slowdown: float | None,
+    required: Sequence[str],
+    judge_client: bool = False,
 ) -> list[str]:
-    """The reasons to REJECT the candidate; none means ACCEPT."""
+    """The reasons to REJECT the candidate; none means ACCEPT. The client's own diagnostics (its send lag,
+    `metrics.latency.client_side`) are not the deployment's figures and decide nothing unless `judge_client`."""
     reasons = []
     verdicts = cand.verdicts()
     for run_id, verdict, failed in verdicts:
@@ -241,6 +249,8 @@ def decide(
         for bc in baselines:
             for ch in bc.changes.values():
                 if ch.change is None or ch.budget is None or ch.same:  # 0.0% (same) is never worse
+                    continue
+                if client_side(ch.name) and not judge_client:
                     continue
                 worse = -ch.change if ch.direction == HIGHER else ch.change
                 if worse > max_slowdown + 1e-12:
@@ -280,6 +290,7 @@ def compare(
     seed: int = DEFAULT_SEED,
     resamples: int = DEFAULT_RESAMPLES,
     anyway: bool = False,
+    judge_client: bool = False,
 ) -> Comparison:
     differences = unlike(cand, baselines)
     if differences and not anyway:
@@ -294,7 +305,7 @@ def compare(
                 f"{cand.label} ({cand.scenario} run): compare runs of the same scenario and workload"
             )
     names = [n for n in cand.samples if any(n in bc.changes for bc in comparisons)]
-    reasons = decide(cand, comparisons, max_slowdown, required)
+    reasons = decide(cand, comparisons, max_slowdown, required, judge_client)
     verdict = REJECT if reasons else ACCEPT
     if not reasons and not any(ch.budget for bc in comparisons for ch in bc.changes.values()):
         verdict, reasons = NO_VERDICT, [NOTHING_BUDGETED]
@@ -324,6 +335,7 @@ def compare(
         required=list(required),
         notes=notes,
         differences=differences,
+        judge_client=judge_client,
     )
 
 
@@ -432,6 +444,8 @@ def render_markdown(comparison: Comparison) -> str:
             f"max slowdown {comparison.max_slowdown * 100:g}% (throughput and latency, against every baseline)"
         )
     budgets += [f"require {s}.verdict == PASS" for s in comparison.required]
+    if comparison.max_slowdown is not None and not comparison.judge_client:
+        budgets.append("the client's own send lag, client lag and queue wait are shown, not judged")
     lines.append("Budgets: " + ("; ".join(budgets) if budgets else "none given (only failed acceptances reject)"))
     lines.append("")
     if comparison.verdict == NO_VERDICT:

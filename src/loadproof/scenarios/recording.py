@@ -70,6 +70,41 @@ class Console(Protocol):
         """A result line (stdout)."""
 
 
+def is_verbose(console: Console) -> bool:
+    """Whether the console prints everything (`loadproof -v`); a console without the setting (a log file's,
+    a test's) does."""
+    return bool(getattr(console, "verbose", True))
+
+
+class Nested:
+    """The console of one run inside a series (a rate search's trial, a sweep's point): the series says one
+    line per run, so the run's own status lines, the live view's phase lines and its headline are left out,
+    unless the console is verbose (`loadproof -v`). Its progress still shows: in place on a terminal, now and
+    then as a plain line elsewhere (the console's `brief_live`, where it has one)."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.verbose = is_verbose(console)
+
+    def say(self, text: str) -> None:
+        if self.verbose:
+            self.console.say(text)
+
+    def live(self, status: LiveStatus) -> AbstractContextManager[object]:
+        brief = getattr(self.console, "brief_live", None)
+        return self.console.live(status) if self.verbose or brief is None else brief(status)
+
+    def show(self, report: Report) -> None:
+        if self.verbose:
+            self.console.show(report)
+
+    def table(self, title: str, header: list[str], rows: list[list[str]]) -> None:
+        self.console.table(title, header, rows)
+
+    def result(self, text: str) -> None:
+        self.console.result(text)
+
+
 class Recordable(Protocol):
     """What `record` needs of a scenario (`scenarios.base.Scenario` has it)."""
 

@@ -27,7 +27,7 @@ from loadproof.errors import AcceptanceFailed, NothingMeasured
 from loadproof.metrics.claims import criterion_name
 from loadproof.rundir.series import CapacitySearch, CapacityTrial
 from loadproof.scenarios.base import Setup
-from loadproof.scenarios.recording import Console, failed_criteria, run_once
+from loadproof.scenarios.recording import Console, Nested, failed_criteria, is_verbose, run_once
 from loadproof.store.run_dir import new_run_id
 from loadproof.store.series import SEARCH_JSON, encode_line, write_document
 
@@ -145,7 +145,8 @@ def capacity_search(scenario: Any, setup: Setup, console: Console) -> SearchResu
     def trial(value: int) -> Trial:
         console.say(f"trial {key} = {value}")
         trial_setup = _with_options(setup, {**base, key: value})
-        outcome = run_once(scenario.prepare(trial_setup, console), folder, console, trial_setup.manifest_extra)
+        quiet = Nested(console)  # one line a trial; its own lines with -v
+        outcome = run_once(scenario.prepare(trial_setup, quiet), folder, quiet, trial_setup.manifest_extra)
         failed = failed_criteria(outcome.report.claims)
         reason = f"{criterion_name(failed[0])}: {failed[0].formula}" if failed else "every criterion passed"
         headline = outcome.report.failures.headline()
@@ -197,9 +198,10 @@ def _finish(folder: Path, key: str, base: dict[str, Any], result: SearchResult, 
     if result.trials:
         console.table(
             f"Capacity search over {key}",
-            [key, "verdict", "reason", "run"],
-            [[str(t.value), t.verdict, t.reason, t.run_dir] for t in result.trials],
+            [key, "verdict", "reason"] + (["run"] if is_verbose(console) else []),
+            [[str(t.value), t.verdict, t.reason] + ([t.run_dir] if is_verbose(console) else []) for t in result.trials],
         )
+    console.result(f"search: {folder / SEARCH_JSON}; each trial's report.html is in its run directory")
 
 
 def _with_options(setup: Setup, values: dict[str, Any]) -> Setup:

@@ -119,8 +119,8 @@ def test_the_console_says_it_too(monkeypatch):
     run = rv.run_of(Path("run"), {"scenario": "capacity"}, records, events=[{"kind": "cancel", "t_ns": 1_000}])
     verdict = Claim("capacity.verdict", "PASS", "", "PASS", "PASS only if every criterion passed", "verdict", "neither")
     common.show(Report(run=run, claims=[verdict], markdown=""))
-    assert "4 requests recorded, 0 failed (4 cancelled after the window, as planned)" in err_buffer.getvalue()
-    assert "failed;" not in err_buffer.getvalue()
+    assert "4 requests recorded, 0 failed (4 cancelled after the window, as planned)" in out_buffer.getvalue()
+    assert "failed;" not in out_buffer.getvalue()
 
 
 def test_a_run_whose_every_request_failed_says_so_in_its_first_line_with_the_engines_words(monkeypatch):
@@ -141,6 +141,7 @@ def test_a_run_whose_every_request_failed_says_so_in_its_first_line_with_the_eng
     first = out_buffer.getvalue().splitlines()[0]
     hint = hint_for(said)  # a tool-call parser's absence: the fix named after the engine's words
     assert first == f"The run measured nothing: 3 of 3 requests failed; most frequent (3x): {said}; {hint}"
+    common.show(Report(run=run, claims=[failed], markdown=""), verbose=True)  # -v: every table, and the count
     assert f"3 requests recorded, 3 failed; most frequent (3x): {said}" in err_buffer.getvalue()
 
 
@@ -152,4 +153,4 @@ def test_a_partial_failure_names_its_most_frequent_error(monkeypatch):
     records = [record(0, True, None, 900), record(1, False, "timeout", 900)]
     common.show(Report(run=rv.run_of(Path("run"), {"scenario": "soak"}, records), claims=[], markdown=""))
     assert "measured nothing" not in out_buffer.getvalue()
-    assert "2 requests recorded, 1 failed; most frequent (1x): timeout" in err_buffer.getvalue()
+    assert out_buffer.getvalue().splitlines()[0] == "soak: 2 requests recorded, 1 failed; most frequent (1x): timeout"

@@ -410,3 +410,38 @@ def test_repeats_on_one_side_only_stay_descriptive(tmp_path):
     text = render_markdown(result)
     assert "descriptive: a single run on one side, no confidence interval" in text and "95% CI" not in text
     assert result.baselines[0].changes[DECODE].change == pytest.approx(0.1, rel=1e-6)  # 11 vs the mean 10
+
+
+def test_the_clients_own_send_lag_never_decides_unless_asked():
+    """Its send lag measures the load generator, not the deployment: shown, never a reason to REJECT, unless
+    `--judge-client` asks (a compare on 2026-12-05 gave 12 of its 55 reasons from microsecond send lags)."""
+    lag = "load.send_lag_s.p99"
+    base = claim_side("base", [number(lag, 0.0001, "s", "f", 6, direction="lower"), tps(100.0)], "throughput")
+    cand = claim_side("cand", [number(lag, 0.0009, "s", "f", 6, direction="lower"), tps(100.0)], "throughput")
+    assert compare(cand, [base], max_slowdown=0.05).verdict == "ACCEPT"
+    judged = compare(cand, [base], max_slowdown=0.05, judge_client=True)
+    assert judged.verdict == "REJECT" and judged.reasons[0].startswith(f"{lag}: +800.0% vs base")
+    assert "shown, not judged" in render_markdown(compare(cand, [base], max_slowdown=0.05))
+
+
+def test_compare_on_the_console_leads_with_its_decision_in_at_most_40_lines(tmp_path):
+    """Two trials of a published rate search (tests/bundles.py's sample), compared as a user would: the
+    decision first, the changes that decide it, the headline's figures; every claim with -v."""
+    from tests import bundles
+
+    trials = sorted((bundles.DOCS_RUNS / "h200-2026-12-01/mla-2l-load-search/runs").glob("load-*"))
+    base, cand = (bundles.plain_copy(run, tmp_path / run.name) for run in trials[:2])
+
+    def run(*args):
+        argv = [sys.executable, "-m", "loadproof", *args, "compare", str(base), str(cand), "--anyway"]
+        done = subprocess.run(argv + ["--max-slowdown", "5%"], capture_output=True, text=True, timeout=120)
+        return done, (done.stdout + done.stderr).splitlines()
+
+    done, lines = run()
+    assert done.returncode in (0, 1), done.stderr
+    assert lines[0].startswith(("ACCEPT: ", "REJECT: ")) and len(lines) <= 40, "\n".join(lines)
+    assert "Key figures" in done.stdout and "load.ttft_s.p99" in done.stdout
+    assert not any("send_lag" in line for line in lines if line.startswith("  load."))  # never a reason
+    verbose, every = run("-v")
+    assert verbose.returncode == done.returncode and len(every) > len(lines)
+    assert "load.send_lag_s.p99" in verbose.stdout  # every claim with -v, the client's own too

@@ -33,7 +33,8 @@ from typing import Any
 import msgspec
 
 from loadproof.errors import AcceptanceFailed, NothingMeasured, UsageError
-from loadproof.metrics.claims import claims_payload
+from loadproof.metrics.claims import Claim, claims_payload
+from loadproof.metrics.headline import LOAD_BRIEF, render_lines
 from loadproof.metrics.load_series import (
     POINT_FIGURES,
     point_figures,
@@ -52,7 +53,7 @@ from loadproof.rundir.series import Figure, PointFigures, RateSearch, SearchTria
 from loadproof.scenarios.base import Setup
 from loadproof.scenarios.load.options import LoadOptions
 from loadproof.scenarios.load.rate_search import rate_search, round_rate
-from loadproof.scenarios.recording import Console, Outcome
+from loadproof.scenarios.recording import Console, Nested, Outcome, is_verbose
 from loadproof.scenarios.target import Target
 from loadproof.store.run_dir import new_run_id, write_claims
 from loadproof.store.series import SEARCH_JSON, SWEEP_JSON, encode_line, read_sweep, write_document
@@ -76,6 +77,15 @@ SHOWN = (
     "engine_preemptions",
 )
 HEADINGS = {key: heading for key, _, heading in POINT_FIGURES}
+# the console's table of a search or sweep without -v: what decides, in 80 columns; report.md has the rest
+BRIEF = {
+    "achieved_rate_rps": "sent/s",
+    "slo_attainment_pct": "SLO met %",
+    "ttft_p50_s": "TTFT p50",
+    "ttft_p99_s": "TTFT p99",
+    "itl_p99_s": "ITL p99",
+}
+BRIEF_TIMES = " (times in s)"
 
 
 def _append(path: Path, line: msgspec.Struct) -> None:
@@ -83,8 +93,8 @@ def _append(path: Path, line: msgspec.Struct) -> None:
         handle.write(encode_line(line) + "\n")
 
 
-def _cells(point: PointFigures) -> list[str]:
-    return [point.printed(key) for key in SHOWN]
+def _cells(point: PointFigures, keys: tuple[str, ...] = SHOWN) -> list[str]:
+    return [point.printed(key) for key in keys]
 
 
 def _folder(setup: Setup, kind: str) -> Path:
@@ -131,10 +141,12 @@ def sweep_command(setup: Setup, console: Console, run_trial: RunTrial) -> list[S
         console.say(f"sweep point {index + 1} of {total}: {label}")
         run_rate: RequestRate = ALL_AT_ONCE if rate is None else rate  # synchronous, throughput: all at once
         extra = _manifest_extra(setup, "sweep", folder, index, point=kind, rate_rps=rate)
-        outcome = run_trial(target, opts.one_run(run_rate, synchronous=kind == "synchronous"), folder, console, extra)
+        one_run = opts.one_run(run_rate, synchronous=kind == "synchronous")
+        outcome = run_trial(target, one_run, folder, Nested(console), extra)
         headline = outcome.report.failures.headline()
         if headline is not None:
             nothing.append(headline)
+        console.say(f"  {headline or outcome.report.failures.line()}{_brief(outcome.report.claims)}")
         row = {"index": index, "kind": kind, "rate_rps": rate, "run_dir": outcome.run_path.name}
         point = msgspec.convert({**point_figures(outcome.report.claims), **row}, SweepPoint)
         points.append(point)
@@ -179,7 +191,9 @@ def sweep_command(setup: Setup, console: Console, run_trial: RunTrial) -> list[S
         raise
     write_document(folder / SWEEP_JSON, summary)
     _sweep_report(folder, summary, console)
-    console.result(f"sweep: {len(points)} points; summary: {folder / SWEEP_JSON}; report: {folder / 'report.md'}")
+    console.result(
+        f"sweep: {len(points)} points; report: {folder / 'report.html'} (sweep.json and report.md beside it)"
+    )
     if points and len(nothing) == len(points):
         raise NothingMeasured(f"sweep: no point measured anything; the last: {nothing[-1]}")
     return points
@@ -200,7 +214,14 @@ def _sweep_report(folder: Path, summary: Sweep, console: Console) -> None:
     header = ["rate asked"] + [HEADINGS[k] for k in SHOWN] + ["run"]
     rows = [[_point_label(p)] + _cells(p) + [p.run_dir] for p in points]
     if rows:
-        console.table("Load sweep (engine running/waiting max and preemptions from its own /metrics)", header, rows)
+        if is_verbose(console):
+            console.table("Load sweep (engine running/waiting max and preemptions from its own /metrics)", header, rows)
+        else:
+            console.table(
+                "Load sweep" + BRIEF_TIMES,
+                ["point", *BRIEF.values()],
+                [[_point_label(p)] + _cells(p, tuple(BRIEF)) for p in points],
+            )
     opts: dict[str, Any] = summary.options  # run load's options, as its runs' manifests store them
     intro = [
         f"sweep {summary.sweep}: {len(points)} of {summary.points_planned} points"
@@ -226,6 +247,12 @@ def _sweep_report(folder: Path, summary: Sweep, console: Console) -> None:
             + " requests/s"
         )
     write_series_report(folder, f"loadproof load sweep {folder.name}", intro, header, rows, sweep_panels(points))
+
+
+def _brief(claims: list[Claim]) -> str:
+    """`; TTFT p50 ... · output ... tokens/s` of one trial or point, or nothing where it measured none."""
+    shown = render_lines((LOAD_BRIEF,), claims)
+    return f"; {shown[0][1]}" if shown else ""
 
 
 # --- the rate search ------------------------------------------------------------------------------
@@ -268,7 +295,7 @@ def rate_search_command(setup: Setup, console: Console, run_trial: RunTrial) -> 
         index = len(trials)
         console.say(f"trial {index + 1}: {rate:g} requests/s")
         extra = _manifest_extra(setup, "search", folder, index, rate_rps=rate, attainment=opts.attainment)
-        outcome = run_trial(target, opts.one_run(rate), folder, console, extra)
+        outcome = run_trial(target, opts.one_run(rate), folder, Nested(console), extra)
         trial = search_trial(
             rate, point_figures(outcome.report.claims), opts.attainment, index=index, run_dir=outcome.run_path.name
         )
@@ -276,7 +303,7 @@ def rate_search_command(setup: Setup, console: Console, run_trial: RunTrial) -> 
         if headline is not None:  # every request failed: the engine's own words say why, not a 0% attainment
             nothing.append(headline)
             trial.reason = headline
-        console.say(f"  {'PASS' if trial.passed else 'FAIL'}: {trial.reason}")
+        console.say(f"  {'PASS' if trial.passed else 'FAIL'}: {trial.reason}{_brief(outcome.report.claims)}")
         trials.append(trial)
         _append(folder / "search.jsonl", trial)
         write_document(folder / SEARCH_JSON, summary)
@@ -328,12 +355,14 @@ def _finish_search(folder: Path, summary: RateSearch, console: Console) -> str:
     )
     header = ["rate"] + [HEADINGS[k] for k in SHOWN] + ["verdict", "run"]
     rows = [[f"{t.rate_rps:g}"] + _cells(t) + ["PASS" if t.passed else "FAIL", t.run_dir] for t in trials]
-    if rows:
+    title = f"Rate search: SLO {summary.slo_text}, attainment >= {summary.attainment * 100:g}%"
+    if rows and is_verbose(console):
+        console.table(f"{title} (engine running/waiting max and preemptions from its own /metrics)", header, rows)
+    elif rows:
         console.table(
-            f"Rate search: SLO {summary.slo_text}, attainment >= {summary.attainment * 100:g}% "
-            "(engine running/waiting max and preemptions from its own /metrics)",
-            header,
-            rows,
+            title + BRIEF_TIMES,
+            ["rate", *BRIEF.values(), "verdict"],
+            [[f"{t.rate_rps:g}"] + _cells(t, tuple(BRIEF)) + ["PASS" if t.passed else "FAIL"] for t in trials],
         )
     intro = [
         result,
@@ -355,7 +384,7 @@ def _finish_search(folder: Path, summary: RateSearch, console: Console) -> str:
         claims,
         search_outcome(claims),
     )
-    console.result(f"search: {folder / SEARCH_JSON}; claims: {folder / 'claims.json'}; report: {folder / 'report.md'}")
+    console.result(f"report: {folder / 'report.html'} (search.json, claims.json and report.md beside it)")
     return result
 
 
@@ -397,4 +426,6 @@ def report_series(folder: Path, console: Console) -> None:
     ]
     write_document(folder / SWEEP_JSON, sweep)
     _sweep_report(folder, sweep, console)
-    console.result(f"recomputed {len(sweep.points)} points from their run directories; report: {folder / 'report.md'}")
+    console.result(
+        f"recomputed {len(sweep.points)} points from their run directories; report: {folder / 'report.html'}"
+    )
