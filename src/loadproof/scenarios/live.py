@@ -86,6 +86,8 @@ class LiveStatus:
         self.tokens_done = self.chunks_done = self.first_tokens_done = 0
         self.last_first_token_ns = 0
         self.ttfts: deque[int] = deque(maxlen=TTFT_KEPT)  # of the ended requests, ns
+        # each ended request's time per output token after its first, ns: its mean inter-token latency
+        self.tpots: deque[float] = deque(maxlen=TTFT_KEPT)
         self._reader = _Reader()
 
     # ----- the scenario's side: cheap -----
@@ -115,6 +117,9 @@ class LiveStatus:
         if first is not None:
             self.first_tokens_done += 1
             self.ttfts.append(first - record.send_ns)
+            last, tokens = record.last_token_ns, record.output_tokens
+            if last is not None and tokens is not None and tokens > 1:
+                self.tpots.append((last - first) / (tokens - 1))
             if first > self.last_first_token_ns:
                 self.last_first_token_ns = first
         if not record.ok:
@@ -194,6 +199,7 @@ class _Reader:
 
     def __init__(self) -> None:
         self.ttft_p50: float | None = None
+        self.tpot_p50: float | None = None
         self.ttft_at = -1 << 62
         self.ttft_of = 0
         self.ring: deque[tuple[int, int, int]] = deque()  # (t_ns, tokens, chunks)
@@ -210,6 +216,7 @@ class _Reader:
         cheap = done_firsts <= TTFT_CHEAP
         if done_firsts != self.ttft_of and (cheap or now - self.ttft_at >= TTFT_EVERY_S * NS):
             self.ttft_p50 = statistics.median(list(status.ttfts)) / NS
+            self.tpot_p50 = statistics.median(list(status.tpots)) / NS if status.tpots else None
             self.ttft_at, self.ttft_of = now, done_firsts
         phases = tuple(status.phases)
         engine = age = None
@@ -240,6 +247,7 @@ class _Reader:
             rate_unit=unit,
             ttft_p50_s=self.ttft_p50,
             ttft_count=self.ttft_of,
+            tpot_p50_s=self.tpot_p50,
             engine=engine,
             engine_baseline=status.engine_baseline,
             engine_age_s=age,

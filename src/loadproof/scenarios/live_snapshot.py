@@ -67,6 +67,7 @@ class Snapshot:
     engine_samples: Sequence[EngineSample] = ()
     prompt_counter_moved_ns: int = 0  # the first sample showing the engine's prompt-token counter at its value
     last_first_token_ns: int = 0
+    tpot_p50_s: float | None = None  # median over the ended requests of their time per output token (mean ITL)
 
     def engine_at(self, t_ns: int) -> dict[str, float] | None:
         """The engine's values in the last sample taken at or before `t_ns`."""

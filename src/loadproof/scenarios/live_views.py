@@ -101,11 +101,17 @@ def _requests(snap: Snapshot, index: int, closed: bool) -> list[str]:
     phase = snap.phases[index]
     done = f"{snap.done}/{snap.planned} done" if snap.planned else f"{snap.done} done"
     parts = [f"{done}, {snap.errors} errors" + (f", {snap.cancelled} cancelled" if snap.cancelled else "")]
+    until = snap.phases[index + 1].start_ns if closed else snap.t_ns
+    elapsed = (until - phase.start_ns) / NS
+    if snap.sent and elapsed > 0:  # the rate asked is in the heading (the phase's detail)
+        parts[0] += f"; sent {snap.sent:,} ({snap.sent / elapsed:,.3g}/s)"
+        parts[0] += "" if closed else f", {snap.sent - snap.done:,} in flight"
     if snap.rate is not None and not closed:
         parts.append(f"{snap.rate:,.0f} {snap.rate_unit} (last {RATE_SPAN_S:g} s)")
     if snap.ttft_p50_s is not None:
         last = f", last {TTFT_KEPT:,}" if snap.ttft_count > TTFT_KEPT else ""
-        parts.append(f"TTFT p50 {snap.ttft_p50_s:.2f} s ({snap.ttft_count:,} so far{last})")
+        itl = f", ITL p50 {snap.tpot_p50_s * 1000:,.3g} ms" if snap.tpot_p50_s is not None else ""
+        parts.append(f"TTFT p50 {snap.ttft_p50_s:.2f} s{itl} ({snap.ttft_count:,} so far{last})")
     if not closed and snap.waiting_first_s is not None and snap.waiting_first_s >= 1.0:
         parts.append(f"oldest in flight waiting {snap.waiting_first_s:.0f} s for its first token")
     if not closed and phase.end_ns is not None:

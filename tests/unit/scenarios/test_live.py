@@ -83,7 +83,9 @@ def test_counters_ttft_median_and_the_rate_of_the_last_seconds(clock):
     assert snap.waiting_first_s is None  # nothing in flight
     assert live.in_flight == {}  # ended records are let go at once: the view keeps no finished one alive
     text = line(snap)
-    assert text.startswith("throughput requests 0:02: 3/4 done, 1 errors, 1 cancelled; 13 tokens/s (last 5 s)")
+    assert text.startswith(
+        "throughput requests 0:02: 3/4 done, 1 errors, 1 cancelled; sent 3 (1.5/s), 0 in flight; 13 tokens/s (last 5 s)"
+    )
     assert "TTFT p50 1.00 s (2 so far)" in text
     assert "left at this pace" in text
 
@@ -343,3 +345,19 @@ def test_without_per_chunk_usage_the_rates_count_chunks(clock):
     clock.at(2.0)
     snap = live.snapshot()
     assert (snap.rate, snap.rate_unit) == (pytest.approx(10.0), "chunks/s")
+
+
+def test_the_view_shows_requests_in_flight_the_rate_sent_and_the_itl_median(clock):
+    """What the panel shows while a load runs (issue #38): in flight, the rate sent so far (the rate asked is
+    the phase's detail, in its heading), TTFT and ITL medians of the ended requests."""
+    live = LiveStatus("load", clock=clock)
+    live.phase("requests", detail="poisson at 2 requests/s")
+    a, b = sent(live, clock, "a", 0.0), sent(live, clock, "b", 1.0)
+    for i in range(5):
+        chunk(a, 0.2 + i * 0.05, clock)  # TTFT 0.2 s, then a token every 50 ms
+    a.last_token_ns = a.chunk_ns[-1]
+    end(live, a, clock, 0.5)
+    clock.at(2.0)
+    text = line(live.snapshot())
+    assert text.startswith("load requests 0:02 (poisson at 2 requests/s): 1 done, 0 errors; sent 2 (1/s), 1 in flight")
+    assert "TTFT p50 0.20 s, ITL p50 50 ms (1 so far)" in text
