@@ -28,8 +28,8 @@ from loadproof.report.compare import (
     render_markdown,
     table,
 )
-from loadproof.report.compare_html import render_compare_html
 from loadproof.report.compare_headline import SHOWN_REASONS, client_line, decision_lines, key_table
+from loadproof.report.compare_html import render_compare_html
 from loadproof.store.run_dir import load_run
 
 RunsArgument = "run directory; several, comma-separated, are repeats of one side"

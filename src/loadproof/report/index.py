@@ -39,6 +39,8 @@ class IndexRow:
 
 def is_runs_folder(folder: Path) -> bool:
     """Whether `folder` is no run directory itself but holds at least one run directory or series folder."""
+    if not folder.is_dir():  # a missing path is the run directory's reader's to name (one line, exit 2)
+        return False
     return not (folder / MANIFEST).is_file() and any(kind_of(child) for child in _children(folder))
 
 
