@@ -102,6 +102,8 @@ def _requests(snap: Snapshot, index: int, closed: bool) -> list[str]:
     done = f"{snap.done}/{snap.planned} done" if snap.planned else f"{snap.done} done"
     parts = [f"{done}, {snap.errors} errors" + (f", {snap.cancelled} cancelled" if snap.cancelled else "")]
     until = snap.phases[index + 1].start_ns if closed else snap.t_ns
+    if phase.end_ns is not None:  # a schedule's planned end: the rate sent over the sending, not the drain
+        until = min(until, phase.end_ns)
     elapsed = (until - phase.start_ns) / NS
     if snap.sent and elapsed > 0:  # the rate asked is in the heading (the phase's detail)
         parts[0] += f"; sent {snap.sent:,} ({snap.sent / elapsed:,.3g}/s)"

@@ -362,3 +362,12 @@ def test_the_view_shows_requests_in_flight_the_rate_sent_and_the_itl_median(cloc
     text = line(live.snapshot())
     assert text.startswith("load requests 0:02 (poisson at 2 requests/s): 1 done, 0 errors; sent 2 (1/s), 1 in flight")
     assert "TTFT p50 0.20 s, ITL p50 50 ms (1 so far)" in text
+
+
+def test_the_rate_sent_is_over_the_schedule_not_the_drain_after_it(clock):
+    live = LiveStatus("load", clock=clock)
+    live.phase("requests", detail="poisson at 2 requests/s", end_ns=clock.t(1.0))  # sends for 1 s
+    sent(live, clock, "a", 0.0)
+    sent(live, clock, "b", 0.5)
+    clock.at(3.0)  # both still streaming, 2 s after the last send
+    assert "sent 2 (2/s), 2 in flight" in line(live.snapshot())
