@@ -21,21 +21,28 @@ class Block:
 
 @dataclass
 class BlockPool:
+    """The pool, made lazily: a block never allocated has no object yet. The free queue is the never-used
+    ids `[_fresh, num_blocks)` in order, then the freed ones in the order they were freed (`_free`), which is
+    the order a queue of every id 0..N-1 at the start would give (a fresh block holds no hash, so nothing
+    takes one out of the middle); a pool of a million blocks costs nothing until it fills."""
+
     num_blocks: int
     block_size: int
     enable_prefix_caching: bool = True
-    blocks: list[Block] = field(init=False)
-    _free: OrderedDict[int, None] = field(init=False)  # insertion order = eviction order
+    blocks: list[Block] = field(init=False)  # blocks[i] for every id allocated at least once (ids < _fresh)
+    _fresh: int = field(init=False)  # the next never-used block id
+    _free: OrderedDict[int, None] = field(init=False)  # freed blocks; insertion order = eviction order
     _cached: dict[int, int] = field(init=False)  # block hash -> block id
 
     def __post_init__(self) -> None:
-        self.blocks = [Block(i) for i in range(self.num_blocks)]
-        self._free = OrderedDict((i, None) for i in range(self.num_blocks))
+        self.blocks = []
+        self._fresh = 0
+        self._free = OrderedDict()
         self._cached = {}
 
     @property
     def num_free(self) -> int:
-        return len(self._free)
+        return self.num_blocks - self._fresh + len(self._free)
 
     @property
     def usage(self) -> float:
@@ -63,10 +70,16 @@ class BlockPool:
             block.ref_count += 1
 
     def allocate(self, count: int) -> list[int] | None:
-        if count > len(self._free):
+        if count > self.num_free:
             return None
         out = []
         for _ in range(count):
+            if self._fresh < self.num_blocks:  # the head of the queue: blocks never used, in id order
+                block = Block(self._fresh, ref_count=1)
+                self.blocks.append(block)
+                self._fresh += 1
+                out.append(block.block_id)
+                continue
             block_id, _ = self._free.popitem(last=False)
             block = self.blocks[block_id]
             if block.block_hash is not None:  # evict: its cached content is overwritten
