@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from loadproof.sim.config import dump_sim_config
+from loadproof.sim.config import CostModel, dump_sim_config
 from tests.integration.sim_process import SimProcess
 from tests.unit.example_scenario import DOCS, NAME
 from tests.unit.example_scenario.predict import TESTS_PROFILE
@@ -93,9 +93,11 @@ def test_the_example_scenario_gets_report_html_compare_export_publish_and_verify
 def test_the_example_scenario_is_predicted_and_its_run_judged_by_the_contract(tmp_path: Path):
     """Through its catalog entry alone: `plan SIM --simulate example --prediction-out` writes its contract, and
     its run on the simulator (the same sim profile, in real time) is judged figure by figure and passes: each
-    figure within 25% (HTTP and a loaded machine add a few ms to a 70 ms TTFT)."""
+    figure within 25%. The tests' profile with steps four times as long: HTTP and a loaded machine added 27 ms
+    to its 70 ms TTFT in a fresh-clone suite (2026-12-05), beside 280 ms they are within the tolerance."""
     profile = tmp_path / "sim.toml"
-    profile.write_text(dump_sim_config(TESTS_PROFILE))
+    slow = CostModel(step_overhead_s=0.2, prefill_s_per_token=0.004, decode_s_per_seq=0.004)
+    profile.write_text(dump_sim_config(TESTS_PROFILE.model_copy(update={"cost": slow})))
     contract = tmp_path / "example.json"
     options = ["--requests", "2", "--rounds", "2", "--max-tokens", "8"]
     made = ["plan", str(profile), "--simulate", NAME, *options, "--prediction-out", str(contract), "--tolerance", "25"]

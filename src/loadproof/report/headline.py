@@ -35,17 +35,24 @@ def decision(report: Report) -> str:
     nothing = failures.headline()
     if nothing is not None:
         return nothing[0].upper() + nothing[1:]
-    verdict = verdict_of(report.claims)
-    criteria = criteria_of(report.claims)
-    if verdict is not None:
-        failed = [c for c in criteria if c.value == "FAIL"]
-        passed = len(criteria) - len(failed)
-        if not failed:
-            return f"{scenario} {verdict.printed}: {passed} of {len(criteria)} acceptance criteria held"
-        named = "; ".join(f"{criterion_name(c)} ({c.formula})" for c in failed[:SHOWN_FAILED_CRITERIA])
-        more = len(failed) - SHOWN_FAILED_CRITERIA
-        return f"{scenario} {verdict.printed}: {named}" + (f"; {more} more in the report" if more > 0 else "")
+    verdicts = [c for c in report.claims if c.kind == "verdict"]
+    if verdicts:  # the scenario's acceptance, and a prediction contract's where the run had one
+        return "; ".join(_verdict_text(v, report.claims, scenario) for v in verdicts)
     return f"{scenario}: {failures.line()}"
+
+
+def _verdict_text(verdict: Claim, claims: Sequence[Claim], scenario: str) -> str:
+    """`capacity PASS: 10 of 10 acceptance criteria held`, or FAIL with each failed criterion's evidence;
+    a prediction contract's verdict likewise (`prediction FAIL: ...`), its criteria its own."""
+    prefix = verdict.name.removesuffix(".verdict")
+    criteria = [c for c in criteria_of(list(claims)) if c.name.startswith(f"{prefix}.criteria.")]
+    failed = [c for c in criteria if c.value == "FAIL"]
+    if not failed:
+        what = "acceptance criteria" if prefix == scenario else "criteria"
+        return f"{prefix} {verdict.printed}: {len(criteria)} of {len(criteria)} {what} held"
+    named = "; ".join(f"{criterion_name(c)} ({c.formula})" for c in failed[:SHOWN_FAILED_CRITERIA])
+    more = len(failed) - SHOWN_FAILED_CRITERIA
+    return f"{prefix} {verdict.printed}: {named}" + (f"; {more} more in the report" if more > 0 else "")
 
 
 def figure_lines(scenario: str, claims: Sequence[Claim]) -> list[tuple[str, str]]:

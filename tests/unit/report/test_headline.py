@@ -133,3 +133,20 @@ def test_a_run_that_measured_nothing_says_so_first_and_one_that_partly_failed_na
     ok = RequestRecord(request_id="ok", endpoint="chat", ok=True)
     partly = Report(run=rv.run_of(Path("run"), {"scenario": "load"}, [ok, *failed]), claims=[], markdown="")
     assert headline_lines(partly)[0] == f"load: 4 requests recorded, 3 failed; most frequent (3x): {said}"
+
+
+def test_a_prediction_contract_that_failed_is_said_apart_from_the_scenarios_own_pass():
+    """A run judged by a contract has two verdicts: each says its own (a fresh-clone suite printed `example PASS:`
+    followed by the contract's failed figure, as if the scenario's acceptance had failed on it)."""
+    run = rv.run_of(Path("run"), {"scenario": "capacity"}, [RequestRecord(request_id="r", endpoint="chat", ok=True)])
+    claims = [
+        Claim("capacity.verdict", "PASS", "", "PASS", "every criterion", "verdict", "neither"),
+        Claim("capacity.criteria.running", "PASS", "", "PASS", "running 4", "criterion", "neither"),
+        Claim("prediction.verdict", "FAIL", "", "FAIL", "every figure in range", "verdict", "neither"),
+        Claim(
+            "prediction.criteria.ttft", "FAIL", "", "FAIL", "measured 0.0974, predicted 0.07", "criterion", "neither"
+        ),
+    ]
+    assert decision(Report(run=run, claims=claims, markdown="")) == (
+        "capacity PASS: 1 of 1 acceptance criteria held; prediction FAIL: ttft (measured 0.0974, predicted 0.07)"
+    )
