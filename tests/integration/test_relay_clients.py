@@ -27,6 +27,7 @@ import signal
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -165,9 +166,18 @@ def tools() -> dict[str, Path]:
     """Every client, installed once into loadproof's cache (the first time: minutes, from the registries)."""
     if shutil.which("node") is None or shutil.which("npm") is None:
         pytest.fail("Node.js and npm are needed for the openai Node SDK")
+    # the three installs at once (each under its own lock), before the engine's: on a fresh clone the other test
+    # worker is installing the engine for the session's then, and this one would wait on that lock first
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        installs = {
+            "guidellm": pool.submit(ensure_peer, "guidellm"),
+            "aiperf": pool.submit(ensure_peer, "aiperf"),
+            "node": pool.submit(ensure_node_openai),
+        }
+        tools = {name: future.result() for name, future in installs.items()}
     ensure_engine()  # `vllm bench serve` is the embedded engine's own
     ensure_model()  # its folder holds the tokenizer every tool needs
-    return {"guidellm": ensure_peer("guidellm"), "aiperf": ensure_peer("aiperf"), "node": ensure_node_openai()}
+    return tools
 
 
 @pytest.fixture

@@ -72,7 +72,9 @@ def ensure_peer(tool: str, progress: Progress | None = None) -> Path:
             shutil.rmtree(venv)
         log = peers_dir() / f"{tool}-install.log"
         constraints = peers_dir() / "constraints.txt"
-        constraints.write_text(CONSTRAINTS)
+        staged = constraints.with_name(f".constraints-{tool}.txt")  # two tools installing at once: each
+        staged.write_text(CONSTRAINTS)  # replaces the file whole, so neither pip reads it half written
+        os.replace(staged, constraints)
         _run([sys.executable, "-m", "venv", str(venv)], log)
         _run(
             [
