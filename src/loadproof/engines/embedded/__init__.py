@@ -118,9 +118,7 @@ def _install_engine(p: EmbeddedPaths, status: Status | None, allow_install: bool
     if p.venv.exists():
         shutil.rmtree(p.venv)
     _run([sys.executable, "-m", "venv", str(p.venv)], log, "creating the engine environment", status)
-    # --no-compile: pip byte-compiles every file it installs (torch's and vLLM's tens of thousands); the
-    # import check below and the engine's first start compile the modules they use, and only those
-    pip = [str(p.python), "-m", "pip", "install", "--disable-pip-version-check", "--no-input", "--no-compile"]
+    pip = [str(p.python), "-m", "pip", "install", "--disable-pip-version-check", "--no-input"]
     _run(
         pip + ENGINE_PACKAGES,
         log,
