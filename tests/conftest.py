@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import compileall
 import os
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -101,6 +102,17 @@ async def sse_server() -> AsyncIterator[Callable[[list[Script]], SSEServer]]:
     yield start
     for runner in runners:
         await runner.cleanup()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Byte-compile the source and the tests once, before any worker starts: where PYTHONDONTWRITEBYTECODE is
+    set (CI images often set it) no import caches its module, so each of the suite's hundreds of `python -m
+    loadproof` processes compiled every module it imports again (0.8 s to import the CLI without caches, 0.6 s
+    with them). compileall writes the caches whatever that variable says; git ignores them."""
+    if hasattr(config, "workerinput"):  # an xdist worker: the controller compiled already
+        return
+    for tree in ("src", "tests"):
+        compileall.compile_dir(Path(__file__).parents[1] / tree, quiet=1, workers=1)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
