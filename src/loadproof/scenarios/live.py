@@ -118,7 +118,7 @@ class LiveStatus:
             self.first_tokens_done += 1
             self.ttfts.append(first - record.send_ns)
             last, tokens = record.last_token_ns, record.output_tokens
-            if last is not None and tokens is not None and tokens > 1:
+            if last is not None and last > first and tokens is not None and tokens > 1:  # one chunk: no gap
                 self.tpots.append((last - first) / (tokens - 1))
             if first > self.last_first_token_ns:
                 self.last_first_token_ns = first

@@ -371,3 +371,16 @@ def test_the_rate_sent_is_over_the_schedule_not_the_drain_after_it(clock):
     sent(live, clock, "b", 0.5)
     clock.at(3.0)  # both still streaming, 2 s after the last send
     assert "sent 2 (2/s), 2 in flight" in line(live.snapshot())
+
+
+def test_an_answer_in_one_chunk_has_no_inter_token_latency_to_show(clock):
+    """A quality item's whole answer can come in one chunk: its tokens have no gap between them, so it adds
+    nothing to the ITL median (the demo's quality line read "ITL p50 0 ms")."""
+    live = LiveStatus("quality", clock=clock)
+    live.phase("requests")
+    a = sent(live, clock, "a", 0.0)
+    chunk(a, 0.3, clock, tokens=5)
+    a.last_token_ns = a.first_token_ns
+    end(live, a, clock, 0.3)
+    clock.at(1.0)
+    assert "ITL" not in line(live.snapshot())
