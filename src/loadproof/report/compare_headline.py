@@ -9,7 +9,7 @@ from loadproof.metrics.headline import matcher
 from loadproof.metrics.latency import client_side
 from loadproof.report.change import change_text, ci_text, figure_text
 from loadproof.report.compare import NO_VERDICT, Comparison
-from loadproof.report.headline import headline_of
+from loadproof.report.headline import console_headline
 
 SHOWN_REASONS = 5
 KEY_ROWS = 12
@@ -46,7 +46,7 @@ def key_names(comparison: Comparison) -> list[str]:
     the figures a budget applies to; never the client's own diagnostics."""
     meaning = comparison.candidate.meaning
     names = [n for n in comparison.names if not client_side(n) and meaning[n].direction != "neither"]
-    declared = headline_of(comparison.candidate.scenario)
+    declared = console_headline(comparison.candidate.scenario)
     if declared is None:
         budgeted = {n for bc in comparison.baselines for n, ch in bc.changes.items() if ch.budget}
         return [n for n in names if n in budgeted][:KEY_ROWS]

@@ -24,7 +24,9 @@ SHOWN_FAILED_CRITERIA = 3
 FALLBACK_FIGURES = 6  # a scenario without a declared headline: its first figures
 
 
-def headline_of(scenario: str) -> Headline | None:
+def console_headline(scenario: str) -> Headline | None:
+    """The figures a scenario's catalog entry names for the console (`metrics.headline`); report.html's badges
+    are its figure panels' own (`metrics.figures.headline_of`)."""
     return headlines.get(scenario) if scenario in headlines else None
 
 
@@ -56,7 +58,7 @@ def _verdict_text(verdict: Claim, claims: Sequence[Claim], scenario: str) -> str
 
 
 def figure_lines(scenario: str, claims: Sequence[Claim]) -> list[tuple[str, str]]:
-    declared = headline_of(scenario)
+    declared = console_headline(scenario)
     if declared is None:
         figures = [c for c in claims if c.kind not in ACCEPTANCE and c.is_number][:FALLBACK_FIGURES]
         return [("figures", " · ".join(f"{c.name} {value_text(c)}" for c in figures))] if figures else []
