@@ -32,9 +32,6 @@ from __future__ import annotations
 
 import msgspec
 
-# the endpoints whose answer is one JSON body of a pooling model, with no generated token (protocol.openai)
-POOLING: tuple[str, ...] = ("embeddings", "rerank")
-
 
 class ToolCall(msgspec.Struct, kw_only=True):
     """One tool call of an answer, its streamed pieces joined."""

@@ -20,7 +20,7 @@ import pytest
 
 from loadproof.client import RequestSpec
 from loadproof.engines.process import free_port
-from loadproof.protocol.openai import Endpoint, request_body
+from loadproof.protocol.routes import request_body
 from loadproof.records import RequestRecord
 from tests.polling import eventually, ready_while_running, wait_until
 
@@ -109,7 +109,7 @@ def spec(
     prompt: str = "Tell me a story.",
     max_tokens: int = 16,
     ignore_eos: bool = False,
-    endpoint: Endpoint = "completions",
+    endpoint: str = "completions",
     deadline_s: float | None = 30,
 ) -> RequestSpec:
     body = request_body(endpoint, "sim", prompt, max_tokens=max_tokens, ignore_eos=ignore_eos)

@@ -16,7 +16,7 @@ from tokenizers import Tokenizer
 from loadproof.client import RequestSpec, StreamingClient
 from loadproof.engines.vllm import REQUIRED_METRICS, VLLM_METRICS
 from loadproof.metrics.throughput import batch_aggregate_per_s, decode_rate_per_s
-from loadproof.protocol.openai import request_body
+from loadproof.protocol.routes import request_body
 from loadproof.records import RequestRecord
 from loadproof.workloads.prompts import load_family
 from tests.polling import eventually, poll

@@ -22,7 +22,7 @@ from aiohttp import web
 
 from loadproof.client import RequestSpec, StreamingClient
 from loadproof.engines.process import free_port
-from loadproof.protocol.openai import request_body
+from loadproof.protocol.routes import request_body
 from loadproof.protocol.sse import DONE_EVENT, SSEDecoder
 from tests.conftest import Script
 from tests.polling import eventually, largest_while, poll_async, wait_until

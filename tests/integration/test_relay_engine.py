@@ -14,7 +14,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from loadproof.protocol.openai import request_body
+from loadproof.protocol.routes import request_body
 from tests.integration.test_relay import KEY, RelayProcess, relay_factory  # noqa: F401 (relay_factory: a fixture)
 from tests.polling import eventually
 

@@ -17,7 +17,7 @@ import pytest
 from tokenizers import Tokenizer
 
 from loadproof.client import StreamingClient
-from loadproof.protocol.openai import request_body
+from loadproof.protocol.routes import request_body
 from loadproof.records import RequestRecord
 from loadproof.sim.text import tokenizer_path
 from loadproof.workloads.haystack import HaystackBuilder, retrieved

@@ -7,9 +7,10 @@ msgspec decode of the few fields we need. Every request ends in exactly one Requ
 `on_record` (finished, failed or cancelled), so an interrupted run still stores what it measured;
 `on_start` is handed each record as its request is sent (a live view watches it fill).
 
-An embeddings request (`endpoint` "embeddings") is not streamed: its answer is one JSON body, read whole.
-Its first and last token are the body's arrival (the time the vectors are there), its `prompt_tokens`
-the usage's and its `vectors` the vectors returned; it has no output tokens.
+What is sent and how its answer is read is the route's (`protocol.routes`, named by the spec's `endpoint`): the
+client posts the body, splits the stream into events and hands each to the route's `feed`, which fills one
+`Reading` whatever the API. A pooling route's answer (embeddings, rerank) is one JSON body, read whole: its
+first and last token are the body's arrival, and it has no output tokens.
 """
 
 from __future__ import annotations
@@ -23,21 +24,13 @@ from typing import Any
 import aiohttp
 import msgspec
 
-from loadproof.errors import Disconnected, HTTPStatusError, RequestError, RequestTimeout, StreamError
-from loadproof.protocol.openai import (
-    KV_BYTES_HEADER,
-    PATHS,
-    PREFILL_S_HEADER,
-    EmbeddingsAnswer,
-    ToolCallDelta,
-    chunk_decoder,
-    embeddings_decoder,
-    error_message,
-    rerank_decoder,
-)
-from loadproof.protocol.sse import DONE, SSEDecoder
+from loadproof.errors import Disconnected, HTTPStatusError, RequestError, RequestTimeout
+from loadproof.protocol.openai import KV_BYTES_HEADER, PREFILL_S_HEADER
+from loadproof.protocol.routes import Route, route_of
+from loadproof.protocol.routes.reading import Reading
+from loadproof.protocol.sse import SSEDecoder
 from loadproof.protocol.urls import url_of
-from loadproof.records import POOLING, RequestRecord, ToolCall
+from loadproof.records import RequestRecord
 from loadproof.units import NS_PER_S as NS
 
 Clock = Callable[[], int]
@@ -46,7 +39,7 @@ READ_BUFSIZE_BYTES = 4 * 1024 * 1024
 
 @dataclass(slots=True)
 class RequestSpec:
-    """What to send. `body` is the encoded JSON (see `protocol.openai.request_body`)."""
+    """What to send: `body` as its route (`endpoint`, a name of `protocol.routes`) encoded it."""
 
     request_id: str
     endpoint: str
@@ -70,8 +63,9 @@ class StreamingClient:
         on_start: Callable[[RequestRecord], None] | None = None,
         keep_text: bool = True,
     ) -> None:
-        self.urls = {endpoint: url_of(base_url, path) for endpoint, path in PATHS.items()}
-        self._headers = {"Content-Type": "application/json"}
+        self._base_url = base_url
+        self.urls: dict[str, str] = {}  # by route name, as each is first used
+        self._headers: dict[str, str] = {}
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
         self._max_connections = max_connections
@@ -138,67 +132,45 @@ class StreamingClient:
         if self._on_record is not None:
             self._on_record(record)
 
+    def _url(self, route: Route) -> str:
+        url = self.urls.get(route.name)
+        if url is None:
+            url = self.urls[route.name] = url_of(self._base_url, route.path)
+        return url
+
     async def _stream_into(self, record: RequestRecord, spec: RequestSpec) -> None:
         assert self._session is not None, "use StreamingClient as an async context manager"
-        clock = self._clock
-        url = self.urls[spec.endpoint]
-        record.send_ns = clock()
+        route = route_of(spec.endpoint)
+        url = self._url(route)
+        headers = {"Content-Type": route.content_type, **route.headers}
+        record.send_ns = self._clock()
         try:
-            async with self._session.post(url, data=spec.body) as resp:
+            async with self._session.post(url, data=spec.body, headers=headers) as resp:
                 record.http_status = resp.status
                 if resp.status != 200:
                     text = (await resp.read()).decode("utf-8", "replace")
                     raise HTTPStatusError(resp.status, _short_error(text))
                 _prefill_hop(record, resp.headers)
-                if spec.endpoint in POOLING:
-                    await self._read_whole(record, resp, spec.endpoint)
+                if route.streams:
+                    await self._read_stream(record, resp.content, route)
                 else:
-                    await self._read_stream(record, resp.content)
+                    body = await resp.read()
+                    record.end_ns = self._clock()
+                    route.answer(record, body)
         except aiohttp.ClientConnectionError as exc:
             raise Disconnected(f"connection lost: {exc.__class__.__name__}: {exc}") from None
         except aiohttp.ClientPayloadError as exc:
             raise Disconnected(f"stream broken: {exc}") from None
 
-    async def _read_whole(self, record: RequestRecord, resp: aiohttp.ClientResponse, endpoint: str) -> None:
-        """An embeddings or rerank answer: one JSON body; its arrival is the first and the last token."""
-        body = await resp.read()
-        now = record.end_ns = self._clock()
-        try:
-            answer = (embeddings_decoder if endpoint == "embeddings" else rerank_decoder).decode(body)
-        except msgspec.DecodeError as exc:
-            raise StreamError(f"undecodable answer: {exc}") from None
-        message = error_message(answer)
-        if message is not None:
-            raise StreamError(message)
-        items = answer.data if isinstance(answer, EmbeddingsAnswer) else answer.results
-        if not items:
-            raise StreamError("the answer holds no " + ("vector" if endpoint == "embeddings" else "score"))
-        record.first_token_ns = record.last_token_ns = now
-        record.num_chunks = 1
-        record.chunk_usage = False
-        record.vectors = len(items)
-        record.output_tokens = 0
-        if answer.usage is not None:
-            record.prompt_tokens = answer.usage.prompt_tokens
-
-    async def _read_stream(self, record: RequestRecord, content: aiohttp.StreamReader) -> None:
-        # The hot loop of a run (one pass per event): locals and bound methods, no per-event record writes.
+    async def _read_stream(self, record: RequestRecord, content: aiohttp.StreamReader, route: Route) -> None:
+        """The hot loop of a run (one pass per read): the route's reader takes each event, the record is
+        written live once per read (a live view reads it while the stream runs) and whole at the end."""
         clock = self._clock
         decoder = SSEDecoder()
-        decode = chunk_decoder.decode
-        keep_text = self._keep_text
-        texts: list[str] = []
-        reasoning_texts: list[str] = []
-        calls: dict[int, ToolCall] = {}
-        chunk_ns = record.chunk_ns = []
-        chunk_tokens = record.chunk_tokens = []
-        add_ns, add_tokens, add_text = chunk_ns.append, chunk_tokens.append, texts.append
-        prev_tokens = 0
-        reasoning_tokens = 0
-        num_chunks = 0
-        first_ns = last_ns = answer_ns = None
-        per_chunk_usage = True
-        done = False
+        reading = Reading(self._keep_text)
+        record.chunk_ns, record.chunk_tokens = reading.chunk_ns, reading.chunk_tokens  # filled live
+        feed = route.feed
+        done_payload = route.done_payload
         try:
             while True:
                 data = await content.readany()
@@ -206,103 +178,19 @@ class StreamingClient:
                     break
                 now = clock()
                 for payload in decoder.feed(data):
-                    if payload == DONE:
-                        done = True
+                    if payload == done_payload:
+                        reading.done = True
                         continue
-                    try:
-                        chunk = decode(payload)
-                    except msgspec.DecodeError as exc:
-                        raise StreamError(f"undecodable event: {exc}") from None
-                    num_chunks += 1
-                    usage = chunk.usage
-                    tokens = 0
-                    if usage is not None and usage.completion_tokens is not None:
-                        tokens = usage.completion_tokens - prev_tokens
-                        prev_tokens = usage.completion_tokens
-                        if usage.prompt_tokens is not None:
-                            record.prompt_tokens = usage.prompt_tokens
-                        details = usage.prompt_tokens_details
-                        if details is not None and details.cached_tokens is not None:
-                            record.cached_tokens = details.cached_tokens
-                        if usage.completion_tokens_details is not None:
-                            record.engine_reasoning_tokens = usage.completion_tokens_details.reasoning_tokens
-                    choices = chunk.choices
-                    if not choices:
-                        message = error_message(chunk)
-                        if message is not None:
-                            raise StreamError(message)
-                        continue
-                    if usage is None:
-                        per_chunk_usage = False
-                    choice = choices[0]
-                    delta = choice.delta
-                    reasoning = None
-                    called = False  # the chunk carries a piece of a tool call: answer, as content is
-                    if delta is None:
-                        piece = choice.text
-                    else:
-                        piece = delta.content
-                        reasoning = delta.reasoning_content or delta.reasoning
-                        if delta.tool_calls:
-                            _add_tool_calls(calls, delta.tool_calls)
-                            called = True
-                    if choice.finish_reason is not None:
-                        record.finish_reason = choice.finish_reason
-                    if piece or reasoning or called:
-                        if first_ns is None:
-                            first_ns = record.first_token_ns = now
-                        if piece or called:
-                            if answer_ns is None:
-                                answer_ns = now
-                            if piece and keep_text:
-                                add_text(piece)
-                        else:
-                            reasoning_tokens += tokens
-                        if reasoning and keep_text:
-                            reasoning_texts.append(reasoning)
-                        last_ns = now
-                        add_ns(now)
-                        add_tokens(tokens)
-                    elif tokens > 0:
-                        last_ns = now
-                        add_ns(now)
-                        add_tokens(tokens)
-                # live, once per read (a live view reads them while the stream runs; output_tokens is the
-                # usage so far, and gets its final value below)
-                record.last_token_ns, record.num_chunks, record.output_tokens = last_ns, num_chunks, prev_tokens
+                    feed(reading, payload, now)
+                reading.live(record)
         finally:
             record.end_ns = clock()
-            record.num_chunks = num_chunks
-            record.last_token_ns = last_ns
             record.num_heartbeats = decoder.num_heartbeats
-            record.chunk_usage = per_chunk_usage
-            record.output_text = "".join(texts)
-            record.output_tokens = prev_tokens if prev_tokens or record.prompt_tokens is not None else None
-            record.first_answer_ns = answer_ns
-            if reasoning_texts or reasoning_tokens:
-                record.reasoning_text = "".join(reasoning_texts)
-                record.reasoning_tokens = reasoning_tokens if per_chunk_usage else None
-            if calls:
-                record.tool_calls = [calls[i] for i in sorted(calls)]
-        if not done:
+            reading.into(record)
+        if not reading.done:
             tail = decoder.pending.decode("utf-8", "replace").strip()
-            raise Disconnected("stream ended before [DONE]" + (f" (last bytes: {tail[:200]!r})" if tail else ""))
-
-
-def _add_tool_calls(calls: dict[int, ToolCall], deltas: list[ToolCallDelta]) -> None:
-    """Joins the streamed pieces of an answer's tool calls, by index (the id and name come once, the
-    arguments in pieces)."""
-    for d in deltas:
-        call = calls.get(d.index)
-        if call is None:
-            call = calls[d.index] = ToolCall()
-        if d.id:
-            call.id = d.id
-        if d.function is not None:
-            if d.function.name:
-                call.name += d.function.name
-            if d.function.arguments:
-                call.arguments += d.function.arguments
+            end = "[DONE]" if done_payload is not None else "its end event"
+            raise Disconnected(f"stream ended before {end}" + (f" (last bytes: {tail[:200]!r})" if tail else ""))
 
 
 def _prefill_hop(record: RequestRecord, headers: Any) -> None:

@@ -18,6 +18,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 
 from loadproof.config.base import StrictModel, one_line
 from loadproof.errors import ConfigError
+from loadproof.protocol.routes import ROUTES, route_names, route_of
 
 
 class ModelSpec(StrictModel):
@@ -32,9 +33,10 @@ class ModelSpec(StrictModel):
 
 
 class ServingSpec(StrictModel):
-    endpoint: Literal["completions", "chat", "embeddings", "rerank"] = Field(
+    endpoint: str = Field(
         default="chat",
-        description="the API the scenarios use; base models want completions, pooling models embeddings or rerank",
+        description="the route the scenarios use (`protocol.routes`: completions, chat, responses, messages, "
+        "embeddings, rerank, transcriptions); base models want completions, pooling models embeddings or rerank",
     )
     host: str = "127.0.0.1"
     port: int | None = Field(default=None, ge=1, le=65535, description="None picks a free port")
@@ -54,7 +56,9 @@ class ServingSpec(StrictModel):
 
     @model_validator(mode="after")
     def _runner_endpoint(self) -> ServingSpec:
-        if (self.runner == "pooling") != (self.endpoint in ("embeddings", "rerank")):
+        if self.endpoint not in ROUTES:
+            raise ValueError(f"endpoint = {self.endpoint!r}: not a route ({', '.join(route_names())})")
+        if (self.runner == "pooling") != route_of(self.endpoint).pooling:
             raise ValueError(
                 f"runner = {self.runner!r} with endpoint = {self.endpoint!r}: a pooling model is "
                 "measured on the embeddings or rerank endpoint, and only a pooling model serves them"

@@ -27,7 +27,8 @@ from __future__ import annotations
 
 from loadproof.metrics.claims import Claim, count, fact, number
 from loadproof.metrics.disaggregation import ttft_crosscheck_formula
-from loadproof.records import POOLING, RequestRecord
+from loadproof.protocol.routes import route_of
+from loadproof.records import RequestRecord
 from loadproof.rundir import EngineSample
 from loadproof.units import NS_PER_S
 
@@ -103,7 +104,7 @@ def agreement_claims(records: list[RequestRecord], samples: list[EngineSample], 
             "sum of usage.prompt_tokens of requests that got a first token",
             0,
         )
-    if all(r.endpoint in POOLING for r in records):  # no generated token, no first token of its own
+    if all(route_of(r.endpoint).pooling for r in records):  # no generated token, no first token of its own
         return claims
     if "generation_tokens_total" in first and "generation_tokens_total" in last:
         client = sum(r.output_tokens or 0 for r in records)

@@ -29,7 +29,8 @@ from loadproof.metrics.spec_decode import spec_claims, spec_gauge_claims, spec_w
 from loadproof.metrics.timeline import engine_panels, latency_panels, rate_panel
 from loadproof.plans.load import LoadPlan
 from loadproof.plans.replay import ReplayPlan
-from loadproof.records import POOLING, RequestRecord
+from loadproof.protocol.routes import Route, route_of
+from loadproof.records import RequestRecord
 from loadproof.rundir import EngineSample, Event
 from loadproof.units import NS_PER_S
 
@@ -176,12 +177,13 @@ def load_claims(
                 direction="higher",
             )
         )
-    if plan.endpoint in POOLING:  # an embeddings or rerank run: no output tokens, no time per token
+    route = route_of(plan.endpoint or "completions")
+    if route.pooling:  # an embeddings or rerank run: no output tokens, no time per token
         return (
             claims
             + length_claims(ok, plan)
             + latency_claims(records, EMBEDDINGS_LATENCIES)
-            + pooling_claims(ok, duration_s, plan.endpoint)
+            + pooling_claims(ok, duration_s, route)
             + slo_claims(records, plan.slo, duration_s)
             + model_claims(records, plan.model_mix, plan.slo, duration_s)
             + client_limited_claims(records, plan)
@@ -224,7 +226,7 @@ def length_claims(ok: list[RequestRecord], plan: LoadLike) -> list[Claim]:
         else []
     )
     outputs = [r for r in ok if r.planned_output_tokens is not None]
-    if outputs and plan.ignore_eos and plan.endpoint not in POOLING:
+    if outputs and plan.ignore_eos and route_of(plan.endpoint or "completions").forces_length:
         claims.append(
             count(
                 "load.output_tokens_mismatched",
@@ -237,11 +239,12 @@ def length_claims(ok: list[RequestRecord], plan: LoadLike) -> list[Claim]:
     return claims
 
 
-def pooling_claims(ok: list[RequestRecord], duration_s: float, endpoint: str = "embeddings") -> list[Claim]:
-    """An embeddings run's rates: input tokens and vectors per second, and vectors per request; a rerank run's
-    the same with the documents scored."""
-    if not ok or duration_s <= 0:
+def pooling_claims(ok: list[RequestRecord], duration_s: float, route: Route) -> list[Claim]:
+    """A pooling run's rates: input tokens and the answer's items per second, and items per request (an
+    embeddings run's vectors, a rerank run's documents scored: the route's `items`)."""
+    if not ok or duration_s <= 0 or route.items is None:
         return []
+    what = route.items
     items = [r.vectors or 0 for r in ok]
     claims = [
         number(
@@ -253,39 +256,20 @@ def pooling_claims(ok: list[RequestRecord], duration_s: float, endpoint: str = "
             direction="higher",
         )
     ]
-    if endpoint == "rerank":
-        return claims + [
-            number(
-                "load.rerank.documents_per_s",
-                sum(items) / duration_s,
-                "documents/s",
-                "documents scored (results returned) by successful requests / duration",
-                2,
-                direction="higher",
-            ),
-            number(
-                "load.rerank.documents_per_request",
-                sum(items) / len(ok),
-                "documents",
-                "documents scored / successful requests (the documents each query was ranked against)",
-                2,
-                direction="neither",
-            ),
-        ]
     return claims + [
         number(
-            "load.embeddings.vectors_per_s",
+            f"load.{what.claim}.{what.unit}_per_s",
             sum(items) / duration_s,
-            "vectors/s",
-            "vectors returned by successful requests / duration",
+            f"{what.unit}/s",
+            what.per_s_formula,
             2,
             direction="higher",
         ),
         number(
-            "load.embeddings.vectors_per_request",
+            f"load.{what.claim}.{what.unit}_per_request",
             sum(items) / len(ok),
-            "vectors",
-            "vectors returned / successful requests (the batch each request embedded)",
+            what.unit,
+            what.per_request_formula,
             2,
             direction="neither",
         ),

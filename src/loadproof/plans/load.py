@@ -14,7 +14,7 @@ import msgspec
 
 from loadproof.plans import Plan
 from loadproof.plans.datasets import DatasetRef
-from loadproof.records import POOLING
+from loadproof.protocol.routes import route_of
 
 
 class LoadStage(msgspec.Struct, kw_only=True):
@@ -96,5 +96,9 @@ class LoadPlan(Plan, kw_only=True):
             "ignore_eos": self.ignore_eos,
             **({"dataset": self.dataset.key()} if self.dataset is not None else {}),
             **({"model_mix": {m.model: m.weight for m in self.model_mix}} if self.model_mix else {}),
-            **({"inputs_per_request": self.inputs_per_request} if self.endpoint in POOLING else {}),
+            **(
+                {"inputs_per_request": self.inputs_per_request}
+                if self.endpoint and route_of(self.endpoint).pooling
+                else {}
+            ),
         }

@@ -1,4 +1,7 @@
-"""OpenAI-compatible request bodies and the streamed-chunk fields loadproof reads.
+"""The OpenAI-compatible wire types loadproof reads: streamed chunks, pooling answers, in-band errors.
+
+Request bodies are written by the route adapters (`protocol.routes`); the chat-shaped chunk below is what the
+completions, chat and transcriptions routes read.
 
 Decoding goes through msgspec structs that name only the fields loadproof needs, so every other
 field of a chunk is skipped without building Python objects for it. Both `/v1/completions`
@@ -14,21 +17,10 @@ and documents) too: `RerankAnswer` reads each result's index and the usage.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 import msgspec
 
-Endpoint = Literal["completions", "chat", "embeddings", "rerank"]
-ENDPOINTS: tuple[str, ...] = ("completions", "chat", "embeddings", "rerank")
-GENERATING: tuple[str, ...] = ("completions", "chat")  # the endpoints that stream generated tokens; the others
-# are a pooling model's (records.POOLING): one JSON answer
-
-PATHS: dict[str, str] = {
-    "completions": "/v1/completions",
-    "chat": "/v1/chat/completions",
-    "embeddings": "/v1/embeddings",
-    "rerank": "/v1/rerank",
-}
 # what loadproof's relay measured of a disaggregated pair's prefill hop, on the answer (relay.prefill)
 PREFILL_S_HEADER = "x-loadproof-prefill-s"
 KV_BYTES_HEADER = "x-loadproof-kv-bytes"
@@ -122,61 +114,6 @@ def error_message(chunk: Answer) -> str | None:
     if chunk.object == "error":
         return chunk.message or "error"
     return None
-
-
-def request_body(
-    endpoint: Endpoint,
-    model: str,
-    prompt: str,
-    *,
-    max_tokens: int,
-    temperature: float = 0.0,
-    seed: int | None = None,
-    stream: bool = True,
-    ignore_eos: bool = False,
-    extra: dict[str, Any] | None = None,
-) -> bytes:
-    """The encoded JSON body for one request. Streams ask for usage on every chunk. An embeddings request
-    (`embeddings_body`, several inputs) takes none of the generation fields."""
-    if endpoint == "embeddings":
-        return embeddings_body(model, [prompt], extra)
-    if endpoint == "rerank":
-        return rerank_body(model, prompt, [prompt], extra)
-    body: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "temperature": temperature}
-    if endpoint == "chat":
-        body["messages"] = [{"role": "user", "content": prompt}]
-    else:
-        body["prompt"] = prompt
-    if seed is not None:
-        body["seed"] = seed
-    if ignore_eos:
-        body["ignore_eos"] = True
-    if stream:
-        body["stream"] = True
-        body["stream_options"] = {"include_usage": True, "continuous_usage_stats": True}
-    if extra:
-        body.update(extra)
-    return _encoder.encode(body)
-
-
-def rerank_body(model: str, query: str, documents: list[str], extra: dict[str, Any] | None = None) -> bytes:
-    """`/v1/rerank`: one query and the documents to score against it (every one scored: no top_n)."""
-    body: dict[str, Any] = {"model": model, "query": query, "documents": documents}
-    if extra:
-        body.update(extra)
-    return _encoder.encode(body)
-
-
-def embeddings_body(model: str, inputs: list[str], extra: dict[str, Any] | None = None) -> bytes:
-    """`/v1/embeddings`: one input as a string, several as a list (one vector each), as floats."""
-    body: dict[str, Any] = {
-        "model": model,
-        "input": inputs[0] if len(inputs) == 1 else inputs,
-        "encoding_format": "float",
-    }
-    if extra:
-        body.update(extra)
-    return _encoder.encode(body)
 
 
 def error_body(message: str, kind: str = "server_error", code: int = 500) -> bytes:

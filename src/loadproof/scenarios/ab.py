@@ -31,7 +31,7 @@ from loadproof.engines import engines
 from loadproof.errors import ConfigError
 from loadproof.plans import attach_plan
 from loadproof.plans.ab import ARMS, DEFAULT_RESAMPLES, AbArm, AbPlan
-from loadproof.protocol.openai import request_body
+from loadproof.protocol.routes import request_body
 from loadproof.records import RequestRecord
 from loadproof.rundir import EngineSample, Manifest
 from loadproof.scenarios.base import Example, Scenario, Setup

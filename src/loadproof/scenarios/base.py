@@ -14,7 +14,7 @@ from tokenizers import Tokenizer
 from loadproof.config.base import StrictModel
 from loadproof.config.profile import Profile
 from loadproof.errors import UsageError
-from loadproof.protocol.openai import GENERATING
+from loadproof.protocol.routes import TEXT
 from loadproof.records import RequestRecord
 from loadproof.rundir import Manifest
 from loadproof.scenarios.live import LiveStatus
@@ -58,7 +58,7 @@ class Scenario:
       with);
     - `CommandOptions`: options of the command that are not options of a run (a search, a log to read);
     - `tokenizer`: whether `--tokenizer` is required, optional or not offered;
-    - `endpoints`: the endpoints it measures (generation, unless it says embeddings and rerank too);
+    - `endpoints`: the routes it measures (`protocol.routes.TEXT` unless it says; None: every route);
     - `check_endpoint(options, endpoint)`: what its options cannot do on that endpoint, one line before anything
       is sent;
     - `failure`: the line a FAIL verdict ends with;
@@ -74,7 +74,7 @@ class Scenario:
     summary: ClassVar[str] = ""
     examples: ClassVar[tuple[Example, ...]] = ()
     tokenizer: ClassVar[TokenizerUse | None] = None
-    endpoints: ClassVar[tuple[str, ...]] = GENERATING
+    endpoints: ClassVar[tuple[str, ...] | None] = TEXT  # None: every route registered
     failure: ClassVar[str] = FAILURE
 
     def __init__(self, target: Target, options: Any) -> None:

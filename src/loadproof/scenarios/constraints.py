@@ -13,6 +13,7 @@ from pydantic import Field, PlainSerializer, PlainValidator, model_validator
 
 from loadproof.config.base import StrictModel
 from loadproof.errors import UsageError
+from loadproof.protocol.routes import route_of
 from loadproof.scenarios.options import Panel, cli
 from loadproof.scenarios.target import Target
 from loadproof.workloads.constraints import (
@@ -91,11 +92,18 @@ class ConstraintOptions(StrictModel):
 
     def constraint(self, endpoint: str) -> Constraint | None:
         """What every request asks and every answer is checked against (None: nothing). Tools and response
-        formats are fields of the chat API: on another endpoint, one line (exit 2) before anything is sent."""
+        formats are fields of the chat API (and tools of Responses and Messages too, a response format of
+        Responses): on a route that takes none, one line (exit 2) before anything is sent."""
         if not self.constrained:
             return None
-        if endpoint != "chat":
-            raise UsageError(f"{self._given()} needs the chat endpoint (--endpoint chat); the target's is {endpoint}")
+        asked = {"tools"} if self.tools is not None else set()
+        if self.response_format is not None:
+            asked.add("response_format")
+        if not asked <= route_of(endpoint).constraints:
+            raise UsageError(
+                f"{self._given()} cannot be asked on the {endpoint} endpoint (--endpoint chat takes both); the "
+                f"target's is {endpoint}"
+            )
         return Constraint(self.tools, self.tool_choice, self.response_format)
 
 

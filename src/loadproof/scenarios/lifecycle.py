@@ -22,6 +22,7 @@ from typing import Any
 
 from loadproof.config.profile import Profile, resolve_profile
 from loadproof.errors import UsageError
+from loadproof.protocol.routes import route_of
 from loadproof.rundir import Manifest
 from loadproof.rundir.prediction import Prediction, mismatched_options, read_prediction
 from loadproof.scenarios.base import Scenario, Setup, TokenizerUse
@@ -78,10 +79,16 @@ def check(scenario: type[Scenario], values: dict[str, Any]) -> Checked:
     target = from_cli(TargetOptions, values, "target")
     profile = resolve_profile(target.profile) if target.profile is not None else None
     endpoint = profile.serving.endpoint if profile is not None else target.endpoint
-    if endpoint not in scenario.endpoints:
+    route = route_of(endpoint)  # an unknown route: one line naming the known ones
+    if getattr(options, "ignore_eos", False) and not route.forces_length:
+        raise UsageError(
+            f"--endpoint {endpoint} cannot hold an answer to its max_tokens (the engine takes no ignore_eos on "
+            f"{route.path}): add --no-ignore-eos, and the answers end where the model stops"
+        )
+    if scenario.endpoints is not None and endpoint not in scenario.endpoints:
         raise UsageError(
             f"`run {scenario.name}` does not measure the {endpoint} endpoint (it measures "
-            f"{' or '.join(scenario.endpoints)}); `run load` measures embeddings and rerank"
+            f"{', '.join(scenario.endpoints)}); `run load` measures every route"
         )
     scenario.check_endpoint(options, endpoint)
     return Checked(options, command, target, profile, scenario.tokenizer, _contract(scenario, options, target))

@@ -25,7 +25,7 @@ from pydantic import Field
 from loadproof.client import RequestSpec, StreamingClient
 from loadproof.engines import engines
 from loadproof.errors import EngineBusy, UsageError
-from loadproof.protocol.openai import request_body
+from loadproof.protocol.routes import request_body
 from loadproof.records import RequestRecord
 from loadproof.scenarios.base import Scenario, TokenizerUse
 from loadproof.scenarios.options import Panel, cli
@@ -47,7 +47,7 @@ def haystack_target(target: Target, seed: int, probe: str = PROBE_TEXT) -> Hayst
     a period, as the haystack's questions end; `PROBE_LINE` for prompts that end with a newline)."""
     tokens = tokens_for(target)
     overhead, source = engine_overhead_tokens(target, tokens, probe)
-    style: Style = "chat" if target.endpoint == "chat" else "completion"
+    style: Style = "chat" if target.route.conversational else "completion"
     return HaystackTarget(target, HaystackBuilder(tokens, overhead_tokens=overhead, seed=seed, style=style), source)
 
 

@@ -13,7 +13,7 @@ from typing import Any
 from loadproof.client import RequestSpec, StreamingClient
 from loadproof.errors import UsageError
 from loadproof.plans.quality import AuthoredPlan, Gsm8kPlan, ImagePlan, RetrievalPlan
-from loadproof.protocol.openai import request_body
+from loadproof.protocol.routes import request_body
 from loadproof.scenarios.long_context import haystack_target
 from loadproof.scenarios.quality_options import QualityOptions
 from loadproof.scenarios.target import Target
@@ -68,13 +68,13 @@ class QualityItems:
 
     def budget(self, mode: str, max_tokens: int) -> int:
         """A model that thinks by default needs room to think before it answers, in plain mode."""
-        if self.options.thinking_mode and mode == "plain" and self.target.endpoint == "chat":
+        if self.options.thinking_mode and mode == "plain" and self.target.route.switches_thinking:
             return max(max_tokens, self.options.thinking_max_tokens)
         return max_tokens
 
     @property
     def chat(self) -> bool:
-        return self.target.endpoint == "chat"
+        return self.target.route.conversational
 
     def gsm8k_jobs(self, jobs: list[Job]) -> Gsm8kPlan:
         opts = self.options
@@ -244,12 +244,11 @@ class QualityItems:
         extra = {**job.extra, **(constraint.body() if constraint is not None else {})}
         if job.stop:
             extra["stop"] = job.stop
-        if job.messages is not None:
-            extra["messages"] = job.messages  # replaces the plain-text message request_body builds
         body = request_body(
             self.target.endpoint,
             self.target.model,
             job.prompt,
+            messages=job.messages,
             max_tokens=job.max_tokens,
             temperature=0.0,
             seed=self.options.seed,

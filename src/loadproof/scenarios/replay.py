@@ -25,7 +25,7 @@ from loadproof.config.base import StrictModel
 from loadproof.plans import attach_plan
 from loadproof.plans.load import MixedModel
 from loadproof.plans.replay import ReplayPlan
-from loadproof.protocol.openai import request_body
+from loadproof.protocol.routes import GENERATING, request_body
 from loadproof.rundir import Manifest
 from loadproof.scenarios.base import Example, Setup
 from loadproof.scenarios.live import LiveStatus
@@ -216,6 +216,7 @@ class ReplayScenario(MetricsScenario):
         ),
     )
     tokenizer = EXACT_LENGTH
+    endpoints = GENERATING  # the Responses and Messages APIs too
     options: ReplayOptions
 
     @classmethod

@@ -38,7 +38,7 @@ from loadproof.metrics.sessions import PRIME
 from loadproof.plans import attach_plan
 from loadproof.plans.load import MixedModel
 from loadproof.plans.sessions import SessionsPlan
-from loadproof.protocol.openai import request_body
+from loadproof.protocol.routes import GENERATING, request_body
 from loadproof.records import RequestRecord
 from loadproof.rundir import Manifest
 from loadproof.scenarios.base import Example, Setup
@@ -86,6 +86,7 @@ class SessionsScenario(MetricsScenario):
         ),
     )
     tokenizer = EXACT_LENGTH
+    endpoints = GENERATING  # the Responses and Messages APIs too
     options: SessionsOptions
 
     @classmethod
@@ -134,14 +135,15 @@ class SessionsScenario(MetricsScenario):
     async def run(self, writer: RunWriter, manifest: Manifest, live: LiveStatus | None = None) -> None:
         opts, target = self.options, self.target
         live = live or LiveStatus(self.name)
-        opts.constraint(target.endpoint)  # one line before anything is sent: --tools, --response-format need chat
+        opts.constraint(target.endpoint)  # one line before anything is sent: a route that cannot ask them
         if opts.idle_timeout_s > 0:
             await self.wait_until_idle(writer, opts.idle_timeout_s)
         hs = haystack_target(target, opts.seed, PROBE_LINE)
         builder = hs.builder
         salt = secrets.token_hex(4)
         prompts = SyntheticPrompts(builder, run_salt=salt, seed=opts.seed)
-        chat = target.endpoint == "chat"
+        chat = target.route.conversational  # the conversation goes as messages (else as one prompt's text)
+        forced = target.route.forces_length  # ignore_eos holds each reply to its max_tokens
         fill_rng = random.Random(f"{opts.seed}:sessions")
 
         def message(head: str, tokens: int) -> str:
@@ -294,7 +296,6 @@ class SessionsScenario(MetricsScenario):
                 free = not (calls and chat) and check is None  # a call or a checked answer ends where the model stops
                 extra = dict(target.extra_body)
                 if chat:
-                    extra["messages"] = list(convo.messages)
                     if definitions:  # every turn: the same definitions, so the same shared prefix
                         extra["tools"] = definitions
                         choice = opts.turn_choice(turn)
@@ -306,6 +307,7 @@ class SessionsScenario(MetricsScenario):
                     target.endpoint,
                     models[u] or target.model,
                     "" if chat else convo.text,
+                    messages=list(convo.messages) if chat else None,
                     max_tokens=opts.output_tokens,
                     temperature=0.0,
                     ignore_eos=opts.ignore_eos and free,
@@ -328,7 +330,7 @@ class SessionsScenario(MetricsScenario):
                     concurrency=opts.users,
                     batch=turn,
                     planned_input_tokens=exact,
-                    planned_output_tokens=opts.output_tokens if free else None,
+                    planned_output_tokens=opts.output_tokens if free and forced else None,
                     model=models[u],
                 )
                 await client.stream(spec, record)  # the sink checks the answer (--tools, --response-format)
@@ -346,7 +348,6 @@ class SessionsScenario(MetricsScenario):
             first = f"Ready {salt}.\n"
             extra = dict(target.extra_body)
             if chat:
-                extra["messages"] = Conversation.opened(system, first).messages
                 if definitions:
                     extra.update(tools=definitions, tool_choice="none")
             started = time.perf_counter()
@@ -356,6 +357,7 @@ class SessionsScenario(MetricsScenario):
                     target.endpoint,
                     model or target.model,
                     "" if chat else system + first,
+                    messages=Conversation.opened(system, first).messages if chat else None,
                     max_tokens=1,
                     temperature=0.0,
                     ignore_eos=True,

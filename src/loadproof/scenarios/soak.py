@@ -19,7 +19,7 @@ from loadproof.client.stream import RequestSpec
 from loadproof.config.base import StrictModel
 from loadproof.plans import attach_plan
 from loadproof.plans.soak import SoakPlan
-from loadproof.protocol.openai import request_body
+from loadproof.protocol.routes import request_body
 from loadproof.rundir import EngineSample, Manifest
 from loadproof.scenarios.base import Example, Setup, TokenizerUse
 from loadproof.scenarios.demo import DemoSetup

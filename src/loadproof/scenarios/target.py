@@ -24,10 +24,10 @@ from pydantic import Field, PlainValidator, field_validator, model_validator
 from loadproof.config.base import StrictModel
 from loadproof.config.profile import Profile
 from loadproof.engines import engines
-from loadproof.errors import EnvironmentFailure, UsageError
-from loadproof.protocol.openai import ENDPOINTS, PATHS, Endpoint
+from loadproof.errors import EnvironmentFailure, RequestError, UsageError
+from loadproof.protocol.routes import Route, request_of, route_names, route_of
 from loadproof.protocol.urls import url_of
-from loadproof.records import POOLING
+from loadproof.records import RequestRecord
 from loadproof.rundir.manifest import Price
 from loadproof.scenarios.options import ExistingPath, HttpUrl, Panel, cli, one_of
 from loadproof.telemetry.server_metrics import MetricsSource
@@ -62,7 +62,7 @@ class Target:
 
     url: str
     model: str
-    endpoint: Endpoint
+    endpoint: str  # the route's name (`protocol.routes`)
     api_key: str | None = field(default=None, repr=False)
     extra_body: dict[str, Any] = field(default_factory=dict)
     tokenizer_path: Path | None = None
@@ -82,9 +82,14 @@ class Target:
         return url_of(self.url, path)
 
     @property
+    def route(self) -> Route:
+        """The adapter of the route this target's requests go to."""
+        return route_of(self.endpoint)
+
+    @property
     def request_url(self) -> str:
-        """Where this target's generation requests go (`/v1/completions` or `/v1/chat/completions`)."""
-        return self.url_of(PATHS[self.endpoint])
+        """Where this target's requests go (the route's path: `/v1/chat/completions`, `/v1/messages`, ...)."""
+        return self.url_of(self.route.path)
 
     @property
     def tokenize_url(self) -> str:
@@ -155,7 +160,7 @@ class Target:
             models=tuple(names),
         )
         resolved = replace(self, model=model, served=served)
-        if self.endpoint in POOLING:
+        if self.route.pooling:
             resolved._probe_pooling()
         if tokenize and self.tokenizer_path is None:
             resolved = replace(resolved, served=replace(served, **resolved._probe_tokenize()))
@@ -172,13 +177,8 @@ class Target:
         """One short input embedded (or one document scored) before the run: a server or model that does not
         is one line."""
         url = self.request_url
-        rerank = self.endpoint == "rerank"
-        body = (
-            {"model": self.model, "query": EMBEDDINGS_PROBE, "documents": [EMBEDDINGS_PROBE]}
-            if rerank
-            else {"model": self.model, "input": EMBEDDINGS_PROBE}
-        )
-        what = "rerank" if rerank else "embed"
+        body = json.loads(self.route.encode(request_of(self.endpoint, self.model, EMBEDDINGS_PROBE, stream=False)))
+        what = self.route.verb
         try:
             answer = fetch_json(url, self.api_key, body, timeout_s=60)
         except Unanswered as exc:
@@ -188,11 +188,11 @@ class Target:
                 f"{self.url} does not {what} with model {self.model!r}: {url} answered {exc} (serve "
                 "a pooling model, e.g. vLLM's --runner pooling)"
             ) from None
-        items = answer.get("results" if rerank else "data") if isinstance(answer, dict) else None
-        if not isinstance(items, list) or not items:
-            raise UsageError(
-                f"{url} answered no {'score' if rerank else 'vector'} for one input: it does not serve {self.endpoint}"
-            )
+        record = RequestRecord(request_id="probe", endpoint=self.endpoint)
+        try:
+            self.route.answer(record, json.dumps(answer).encode())
+        except RequestError as exc:
+            raise UsageError(f"{url} answered {exc} for one input: it does not serve {self.endpoint}") from None
 
     def _probe_tokenize(self) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.model, "prompt": TOKENIZE_PROBE, "add_special_tokens": False}
@@ -276,10 +276,10 @@ class TargetOptions(StrictModel):
         description="model name; default: the first at /v1/models",
         json_schema_extra=cli(panel=Panel.TARGET, metavar="NAME"),
     )
-    endpoint: Annotated[str, one_of(ENDPOINTS)] = Field(
+    endpoint: Annotated[str, one_of(route_names())] = Field(
         default="chat",
-        description="completions, chat, embeddings or rerank (embeddings and "
-        "rerank: `run load` only, against a pooling model)",
+        description="the route requests go to: completions, chat, responses (the OpenAI Responses API), "
+        "messages (the Anthropic Messages API), embeddings, rerank or transcriptions (the last three: `run load` only)",
         json_schema_extra=cli(panel=Panel.TARGET),
     )
     profile: Path | None = Field(
@@ -416,7 +416,7 @@ def resolve_target(
     target = Target(
         url=options.url,
         model=model or "",
-        endpoint=endpoint,  # type: ignore[arg-type]  # a str the options or the profile checked is one of ENDPOINTS
+        endpoint=endpoint,
         api_key=options.api_key,
         extra_body=extra_body,
         tokenizer_path=options.tokenizer,
@@ -434,15 +434,15 @@ def reasoning_mode(
 ) -> tuple[Thinking | None, str | None]:
     """The thinking mode and reasoning effort a run sends: `--thinking` (`--disable-thinking` is `off`),
     else the profile's `serving.thinking = "disable"`; `low` sends the effort `low` unless
-    `--reasoning-effort` names another. None, None on the completions endpoint (no chat template), where
+    `--reasoning-effort` names another. None, None on a route that takes no thinking switch (completions: no chat template), where
     `--thinking` or `--reasoning-effort` is refused."""
     asked = options.thinking_mode
-    if endpoint != "chat":
+    if not route_of(endpoint).switches_thinking:
         if options.thinking is not None or options.reasoning_effort is not None:
             flag = "--thinking" if options.thinking is not None else "--reasoning-effort"
             raise UsageError(
-                f"{flag} needs the chat endpoint: the completions endpoint has no chat template to "
-                "switch thinking (--endpoint chat)"
+                f"{flag} needs the chat endpoint: the {endpoint} endpoint takes no switch of the chat "
+                "template's thinking (--endpoint chat)"
             )
         return None, None
     if asked is None and profile is not None and profile.serving.thinking == "disable":

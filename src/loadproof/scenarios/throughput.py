@@ -18,7 +18,7 @@ from loadproof.client import RequestSpec, StreamingClient
 from loadproof.engines import engines
 from loadproof.plans import attach_plan
 from loadproof.plans.throughput import ThroughputPlan
-from loadproof.protocol.openai import request_body
+from loadproof.protocol.routes import GENERATING, request_body
 from loadproof.records import RequestRecord
 from loadproof.rundir import Manifest
 from loadproof.scenarios.base import Example, Scenario, TokenCounter, TokenizerUse
@@ -123,6 +123,7 @@ class ThroughputScenario(Scenario):
         ),
     )
     tokenizer = TokenizerUse(required=False, purpose="to re-count output")
+    endpoints = GENERATING  # the Responses and Messages APIs too
     options: ThroughputOptions
 
     async def run(self, writer: RunWriter, manifest: Manifest, live: LiveStatus | None = None) -> int:

@@ -34,7 +34,7 @@ from jinja2.ext import Extension, loopcontrols
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from loadproof.errors import EnvironmentFailure, UsageError
-from loadproof.protocol.openai import request_body
+from loadproof.protocol.routes import request_body
 from loadproof.scenarios.target import Target, Unanswered, fetch_json
 from loadproof.workloads.tokens import LocalTokens, Source, Tokens
 
@@ -125,7 +125,7 @@ def tokenize_overhead_tokens(target: Target, tokens: Tokens, probe: str = PROBE_
     """The overhead measured on the engine's own /tokenize."""
     local = tokens.count(probe)
     body: dict[str, Any] = {"model": target.model}
-    if target.endpoint == "chat":
+    if target.route.conversational:  # rendered through the chat template, as the engine renders a conversation
         body["messages"] = [{"role": "user", "content": probe}]
         body.update({k: v for k, v in target.extra_body.items() if k == "chat_template_kwargs"})
     else:
@@ -188,7 +188,7 @@ def local_overhead_tokens(target: Target, tokens: Tokens, probe: str = PROBE_TEX
     checked on the engine: one request of the probe text, whose usage.prompt_tokens must be the count
     planned here. UsageError with both numbers when it is not."""
     text_tokens = tokens.count(probe)
-    if target.endpoint == "chat":
+    if target.route.conversational:
         template = ChatTemplate.load(_tokenizer_path(target))
         kwargs = target.extra_body.get("chat_template_kwargs") or {}
         rendered = template.render([{"role": "user", "content": probe}], **kwargs)
@@ -216,7 +216,7 @@ def engine_prompt_tokens(target: Target, text: str) -> int:
     url = target.request_url
     try:
         answer = fetch_json(url, target.api_key, body, timeout_s=CHECK_TIMEOUT_S)
-        return int(answer["usage"]["prompt_tokens"])
+        return int(answer["usage"][target.route.prompt_usage])
     except Unanswered as exc:
         if exc.status == 200:
             raise EnvironmentFailure(f"{url} answered the token-count check without usage.prompt_tokens") from None

@@ -113,8 +113,6 @@ def tune_request(
     given = {k: v for k, v in values.items() if k in TUNE_LOAD_FIELDS}
     load = from_cli(LoadOptions, {**given, "search": "rate"}, "tune")
     endpoint = profile.serving.endpoint
-    if endpoint not in LoadScenario.endpoints:
-        raise UsageError(f"the profile serves the {endpoint} endpoint, which `run load` does not measure")
     LoadScenario.check_endpoint(load, endpoint)
     url = base_url(profile.serving.host, options.port)
     target = from_cli(TargetOptions, {"url": url, **{k: values.get(k) for k in TARGET_FIELDS}}, "tune")

@@ -25,7 +25,7 @@ def loadproof(*args: str) -> subprocess.CompletedProcess[str]:
         (
             ["run", "throughput", "--url", "http://127.0.0.1:9", "--endpoint", "grpc"],
             2,
-            "--endpoint grpc: must be completions, chat, embeddings or rerank",
+            "--endpoint grpc: must be completions, chat, responses, messages, embeddings, rerank or transcriptions",
         ),
         (
             ["run", "throughput", "--url", "http://127.0.0.1:9", "--endpoint", "embeddings"],

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from loadproof.client import RequestSpec, StreamingClient
-from loadproof.protocol.openai import request_body
+from loadproof.protocol.routes import request_body
 from loadproof.protocol.sse import DONE_EVENT, encode_comment, encode_data
 from loadproof.records import RequestRecord
 from tests.conftest import Script

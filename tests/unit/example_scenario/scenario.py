@@ -7,7 +7,7 @@ from pydantic import Field
 from loadproof.client import RequestSpec, StreamingClient
 from loadproof.config.base import StrictModel
 from loadproof.plans import attach_plan
-from loadproof.protocol.openai import request_body
+from loadproof.protocol.routes import request_body
 from loadproof.rundir import Manifest
 from loadproof.scenarios.base import Scenario
 from loadproof.scenarios.live import LiveStatus

@@ -11,8 +11,7 @@ from pathlib import Path
 from loadproof.client import RequestSpec
 from loadproof.plans.datasets import DatasetRef
 from loadproof.plans.load import LoadLengths, LoadPlan
-from loadproof.protocol.openai import request_body
-from loadproof.records import POOLING
+from loadproof.protocol.routes import request_body
 from loadproof.scenarios.constraints import request_extra
 from loadproof.scenarios.load.options import LoadOptions
 from loadproof.scenarios.load.schedule import Planned, load_plan
@@ -38,7 +37,7 @@ def dataset_requests(
     target, builder = hs.target, hs.builder
     n = len(offsets)
     cache = token_cache(builder.tokenizer.key, builder.count_many)
-    chat = target.endpoint == "chat"
+    chat = target.route.conversational  # a row's messages go as they are, through the chat template
 
     def count(items: list[Item]) -> list[int]:
         texts = [_single_text(i, chat) for i in items]
@@ -84,27 +83,23 @@ def dataset_requests(
     for k, (offset, item, fallback) in enumerate(zip(offsets, sel.items, drawn)):
         out = item.output_tokens if opts.dataset_output == "data" and item.output_tokens else fallback
         inputs = item.input_tokens or 0
-        if target.endpoint in POOLING:  # one row embedded: no output
+        if target.route.pooling:  # one row embedded: no output
             out = 0
         else:
             outputs_from_data += out is item.output_tokens and opts.dataset_output == "data"
         if out and max_model_len is not None and out > max_model_len - inputs:
             out, clamped = max(1, max_model_len - inputs), clamped + 1
-        extra = dict(body_extra)
-        if chat and item.messages is not None:
-            extra["messages"] = item.messages
-            text = ""
-        else:
-            text = item.text()
+        messages = item.messages if chat and item.messages is not None else None
         model = models[k] if models else ""  # --model-mix: the drawn model, else the target's
         body = request_body(
             target.endpoint,
             model or target.model,
-            text,
+            "" if messages is not None else item.text(),
+            messages=messages,
             max_tokens=out,
             temperature=0.0,
             ignore_eos=opts.ignore_eos,
-            extra=extra,
+            extra=body_extra,
         )
         request = RequestSpec(
             request_id=f"load-{k:07d}", endpoint=target.endpoint, body=body, deadline_s=opts.deadline_s

@@ -17,8 +17,7 @@ from pathlib import Path
 from loadproof.errors import UsageError
 from loadproof.plans import attach_plan
 from loadproof.plans.load import LoadPlan, MixedModel
-from loadproof.protocol.openai import ENDPOINTS
-from loadproof.records import POOLING
+from loadproof.protocol.routes import route_of
 from loadproof.rundir import Manifest
 from loadproof.scenarios.base import Example, Setup
 from loadproof.scenarios.demo import DemoSetup
@@ -63,7 +62,7 @@ class LoadScenario(MetricsScenario):
         ),
     )
     tokenizer = EXACT_LENGTH
-    endpoints = ENDPOINTS  # embeddings and rerank too: requests/s, latency, input tokens/s
+    endpoints = None  # every route: embeddings and rerank too (requests/s, latency, input tokens/s)
     options: LoadOptions
 
     @classmethod
@@ -145,7 +144,8 @@ EMBEDDINGS_SLOS = ("e2el", "e2el_from_intended")
 
 def check_endpoint(options: LoadOptions, endpoint: str) -> None:
     """What only one kind of endpoint takes: one line (UsageError) before any run directory."""
-    if endpoint not in POOLING:
+    route = route_of(endpoint)
+    if not route.pooling:
         if options.inputs_per_request > 1:
             raise UsageError(f"--inputs-per-request is for --endpoint embeddings or rerank; the target's is {endpoint}")
         return
@@ -157,9 +157,9 @@ def check_endpoint(options: LoadOptions, endpoint: str) -> None:
         )
     if options.constrained:
         raise UsageError(f"--tools and --response-format shape generated answers: not with --endpoint {endpoint}")
-    if endpoint == "rerank" and options.dataset:
+    if options.dataset and not route.takes_dataset:
         raise UsageError(
-            "--dataset with --endpoint rerank: a row is no query with documents; rerank runs on "
+            f"--dataset with --endpoint {endpoint}: a row is no query with documents; {endpoint} runs on "
             "synthetic texts (--input-tokens, --inputs-per-request documents a query)"
         )
 

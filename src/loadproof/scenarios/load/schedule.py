@@ -14,7 +14,6 @@ from loadproof.client import RequestSpec
 from loadproof.errors import UsageError
 from loadproof.plans.datasets import DatasetRef
 from loadproof.plans.load import LoadLengths, LoadPlan, LoadStage
-from loadproof.records import POOLING
 from loadproof.scenarios.load.options import LoadOptions
 from loadproof.scenarios.long_context import HaystackTarget
 from loadproof.workloads.arrivals import intended_offsets
@@ -88,7 +87,7 @@ def load_plan(
         overhead_source=hs.overhead_source,
         haystack_additive=hs.builder.additive,
         dataset=dataset,
-        inputs_per_request=opts.inputs_per_request if hs.target.endpoint in POOLING else 1,
+        inputs_per_request=opts.inputs_per_request if hs.target.route.pooling else 1,
     )
 
 

@@ -10,8 +10,7 @@ import secrets
 from loadproof.client import RequestSpec
 from loadproof.errors import UsageError
 from loadproof.plans.load import LoadPlan
-from loadproof.protocol.openai import embeddings_body, request_body, rerank_body
-from loadproof.records import POOLING
+from loadproof.protocol.routes import request_body
 from loadproof.scenarios.constraints import request_extra
 from loadproof.scenarios.load.options import LoadOptions
 from loadproof.scenarios.load.schedule import Planned, lengths_of, load_plan
@@ -32,7 +31,8 @@ def synthetic_requests(
     target = hs.target
     n = len(offsets)
     # embeddings: the inputs a request embeds; rerank: its query and the documents scored against it
-    per = {"embeddings": opts.inputs_per_request, "rerank": opts.inputs_per_request + 1}.get(target.endpoint, 1)
+    route = target.route
+    per = opts.inputs_per_request + route.extra_inputs if route.pooling else 1
     prompts = SyntheticPrompts(
         hs.builder, run_salt=secrets.token_hex(8), seed=opts.seed, shared_prefix_tokens=opts.shared_prefix_tokens
     )
@@ -44,7 +44,7 @@ def synthetic_requests(
             "salt line and a pad)"
         )
     inputs = draw_lengths(opts.input_tokens, n * per, opts.seed, "input")
-    if target.endpoint in POOLING:
+    if route.pooling:
         return _pooling(opts, offsets, hs, max_model_len, prompts, inputs, per, models)
     outputs = draw_lengths(opts.output_tokens, n, opts.seed, "output")
     if (
@@ -100,7 +100,7 @@ def _pooling(
     per: int,
     models: list[str] | None,
 ) -> tuple[LoadPlan, list[Planned]]:
-    """Embeddings: `per` prompts a request; rerank: the first of them the query, the rest its documents; each
+    """A pooling route's requests: `per` prompts each (a rerank's first the query, the rest its documents), each
     of its drawn length (cut to the served context)."""
     target = hs.target
     cut = [min(i, max_model_len) for i in inputs] if max_model_len is not None else inputs
@@ -110,10 +110,7 @@ def _pooling(
     for k, offset in enumerate(offsets):
         model = models[k] if models else ""
         group = slice(k * per, (k + 1) * per)
-        if target.endpoint == "rerank":
-            body = rerank_body(model or target.model, texts[k * per], texts[k * per + 1 : (k + 1) * per], extra)
-        else:
-            body = embeddings_body(model or target.model, texts[group], extra)
+        body = request_body(target.endpoint, model or target.model, max_tokens=0, inputs=texts[group], extra=extra)
         spec = RequestSpec(request_id=f"load-{k:07d}", endpoint=target.endpoint, body=body, deadline_s=opts.deadline_s)
         requests.append(Planned(k, round(offset * NS_PER_S), spec, sum(built[group]), 0, model))
     plan = load_plan(

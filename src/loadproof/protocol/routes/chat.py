@@ -1,0 +1,204 @@
+"""`/v1/chat/completions`: messages in, a stream of `choices[].delta` chunks out.
+
+The content of a message is a string when it is one text part, else a list of parts: `text`, `image_url`
+(a data URL: never a URL the engine would fetch), `input_audio` (base64 WAV) and `video_url` (the frames as
+`data:video/jpeg;base64,F1,F2,...`, which vLLM decodes frame by frame). An assistant's tool uses are its
+`tool_calls`; a tool result is a `tool` message. Streams ask for usage on every chunk
+(`continuous_usage_stats`), so each chunk's tokens are known; reasoning comes under `reasoning` (vLLM since
+0.10) or `reasoning_content` (older vLLM, SGLang).
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any, ClassVar
+
+import msgspec
+
+from loadproof.errors import StreamError
+from loadproof.protocol.media import MediaError, audio_of, decode_base64, from_data_url, image_of
+from loadproof.protocol.openai import Chunk, chunk_decoder, error_message
+from loadproof.protocol.request import Audio, Image, Message, Part, Request, Text, ToolResult, ToolUse, Video
+from loadproof.protocol.routes.base import Route, decode_error, encoder, sampling_fields
+from loadproof.protocol.routes.reading import Reading
+
+STREAM_OPTIONS = {"include_usage": True, "continuous_usage_stats": True}
+
+
+def content_part(part: Text | Image | Audio | Video) -> dict[str, Any]:
+    if isinstance(part, Text):
+        return {"type": "text", "text": part.text}
+    if isinstance(part, Image):
+        return {"type": "image_url", "image_url": {"url": part.data_url()}}
+    if isinstance(part, Audio):
+        return {
+            "type": "input_audio",
+            "input_audio": {"data": base64.b64encode(part.data).decode(), "format": part.format},
+        }
+    frames = ",".join(base64.b64encode(f.data).decode() for f in part.frames)
+    return {"type": "video_url", "video_url": {"url": f"data:video/jpeg;base64,{frames}"}}
+
+
+def chat_messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        results = [p for p in m.parts if isinstance(p, ToolResult)]
+        for r in results:
+            out.append({"role": "tool", "tool_call_id": r.call_id, "content": r.text})
+        if results and len(results) == len(m.parts):
+            continue
+        uses = [p for p in m.parts if isinstance(p, ToolUse)]
+        parts = [p for p in m.parts if not isinstance(p, (ToolUse, ToolResult))]
+        body: dict[str, Any] = {"role": m.role}
+        if len(parts) == 1 and isinstance(parts[0], Text):
+            body["content"] = parts[0].text
+        elif parts:
+            body["content"] = [content_part(p) for p in parts]
+        else:
+            body["content"] = None if uses else ""
+        if uses:
+            body["tool_calls"] = [
+                {"id": u.id, "type": "function", "function": {"name": u.name, "arguments": u.arguments}} for u in uses
+            ]
+        out.append(body)
+    return out
+
+
+def generation_fields(request: Request) -> dict[str, Any]:
+    body = sampling_fields(request)
+    if request.stream:
+        body["stream"] = True
+        body["stream_options"] = STREAM_OPTIONS
+    return body
+
+
+class ChatRoute(Route):
+    name = "chat"
+    path = "/v1/chat/completions"
+    media: ClassVar[frozenset[str]] = frozenset({"image", "audio", "video"})
+    constraints: ClassVar[frozenset[str]] = frozenset({"tools", "response_format"})
+    switches_thinking = True
+
+    def encode(self, request: Request) -> bytes:
+        messages = request.messages or (Message.text("user", request.prompt or ""),)
+        body: dict[str, Any] = {"model": request.model, "messages": chat_messages(messages)}
+        body.update(generation_fields(request))
+        if request.tools:
+            body["tools"] = list(request.tools)
+        if request.tool_choice is not None:
+            body["tool_choice"] = request.tool_choice
+        if request.response_format is not None:
+            body["response_format"] = request.response_format
+        body.update(request.extra)
+        return encoder.encode(body)
+
+    def feed(self, reading: Reading, payload: bytes, now: int) -> None:
+        try:
+            chunk = chunk_decoder.decode(payload)
+        except msgspec.DecodeError as exc:
+            raise decode_error(exc) from None
+        feed_chunk(reading, chunk, now)
+
+
+def feed_chunk(reading: Reading, chunk: Chunk, now: int) -> None:
+    """One chunk in the chat completions' shape (completions, chat and transcriptions stream it)."""
+    reading.num_events += 1
+    usage = chunk.usage
+    tokens = 0
+    if usage is not None and usage.completion_tokens is not None:
+        details = usage.prompt_tokens_details
+        out = usage.completion_tokens_details
+        tokens = reading.usage(
+            usage.prompt_tokens,
+            usage.completion_tokens,
+            details.cached_tokens if details is not None else None,
+            out.reasoning_tokens if out is not None else None,
+        )
+    choices = chunk.choices
+    if not choices:
+        message = error_message(chunk)
+        if message is not None:
+            raise StreamError(message)
+        return
+    if usage is None:
+        reading.per_event_usage = False
+    choice = choices[0]
+    delta = choice.delta
+    reasoning = None
+    called = False  # the chunk carries a piece of a tool call: answer, as content is
+    if delta is None:
+        piece = choice.text
+    else:
+        piece = delta.content
+        reasoning = delta.reasoning_content or delta.reasoning
+        if delta.tool_calls:
+            for d in delta.tool_calls:
+                fn = d.function
+                reading.call(d.index, d.id, fn.name if fn else None, fn.arguments if fn else None)
+            called = True
+    if choice.finish_reason is not None:
+        reading.finish_reason = choice.finish_reason
+    reading.piece(now, piece, reasoning, called, tokens)
+
+
+def messages_of(messages: list[Message] | list[dict[str, Any]]) -> list[Message]:
+    """Typed messages from the chat API's shape (content as a string or parts; an assistant's `tool_calls`;
+    a `tool` message's `tool_call_id`). Typed messages pass through."""
+    out: list[Message] = []
+    for m in messages:
+        if isinstance(m, Message):
+            out.append(m)
+            continue
+        role = m.get("role", "user")
+        parts: list[Part] = []
+        content = m.get("content")
+        if role == "tool":
+            parts.append(ToolResult(str(m.get("tool_call_id", "")), _plain(content)))
+        elif isinstance(content, str):
+            parts.append(Text(content))
+        elif isinstance(content, list):
+            parts.extend(_part(p) for p in content)
+        for call in m.get("tool_calls") or ():
+            fn = call.get("function") or {}
+            parts.append(ToolUse(str(call.get("id", "")), str(fn.get("name", "")), str(fn.get("arguments", ""))))
+        out.append(Message(role, tuple(parts)))
+    return out
+
+
+def _plain(content: Any) -> str:
+    if isinstance(content, list):
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return "" if content is None else str(content)
+
+
+def _part(p: Any) -> Part:
+    """One chat content part: text, or media given inline (a data URL, base64 audio). MediaError for media
+    that is not what it says, and for a URL (never fetched)."""
+    if isinstance(p, (Text, Image, Audio, Video, ToolUse, ToolResult)):
+        return p
+    if not isinstance(p, dict):
+        return Text(str(p))
+    kind = p.get("type")
+    if kind == "image_url":
+        mime, data = from_data_url(_url(p.get("image_url")))
+        return image_of(data, mime)
+    if kind == "input_audio":
+        audio = p.get("input_audio") or {}
+        fmt = str(audio.get("format", "wav"))
+        return audio_of(decode_base64(str(audio.get("data", ""))), f"audio/{fmt}")
+    if kind == "video_url":
+        head, _, rest = _url(p.get("video_url")).partition(",")
+        if head != "data:video/jpeg;base64":
+            raise MediaError("a video is sent as its JPEG frames: data:video/jpeg;base64,F1,F2,...")
+        frames = rest.split(",")
+        return Video([image_of(decode_base64(f), "image/jpeg") for f in frames])
+    if kind not in (None, "text"):
+        raise MediaError(f"a content part of type {kind!r} (loadproof sends text, image_url, input_audio, video_url)")
+    return Text(str(p.get("text", "")))
+
+
+def _url(value: Any) -> str:
+    return str(value.get("url", "")) if isinstance(value, dict) else str(value or "")
+
+
+ROUTE = ChatRoute()
