@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import base64
 import binascii
+import math
 import struct
+from dataclasses import dataclass
 
 from loadproof.protocol.request import Audio, Image
 
@@ -126,3 +128,48 @@ def _jpeg_size(data: bytes) -> tuple[int, int]:
             return width, height
         pos += 2 + size
     raise MediaError("a truncated JPEG (no frame header)")
+
+
+@dataclass(frozen=True)
+class MediaTokens:
+    """The prompt tokens an architecture spends on one media item, as its processor counts them:
+
+    - `fixed:N`: N per image whatever its size (Gemma 3 and PaliGemma's SigLIP: 256; BLIP-2's query tokens: 32);
+    - `patches:P`: ceil(W/P) x ceil(H/P) per image, a patch grid of P pixels a side (Qwen2-VL's 28-pixel merged
+      patches, Pixtral's 16);
+    - `per_s:R` (audio): R per second of audio (Whisper's encoder: 50);
+    each plus `extra` tokens of markers around the item (`fixed:256+2`). A video counts each frame as an image.
+    """
+
+    kind: str  # "fixed", "patches", "per_s"
+    value: float
+    extra: int = 0
+
+    @classmethod
+    def parse(cls, text: str) -> MediaTokens:
+        kind, _, rest = text.partition(":")
+        number, _, extra = rest.partition("+")
+        try:
+            value, plus = float(number), int(extra or 0)
+        except ValueError:
+            value, plus = -1.0, -1
+        if kind not in ("fixed", "patches", "per_s") or value <= 0 or plus < 0:
+            raise MediaError(f"media tokens {text!r}: give fixed:N, patches:P or per_s:R (each with an optional +K)")
+        return cls(kind, value, plus)
+
+    def image(self, width: int, height: int) -> int:
+        if self.kind == "fixed":
+            return round(self.value) + self.extra
+        if self.kind == "patches":
+            p = self.value
+            return math.ceil(width / p) * math.ceil(height / p) + self.extra
+        raise MediaError(f"media tokens {self}: a per-second rule counts audio, not images")
+
+    def audio(self, seconds: float) -> int:
+        if self.kind != "per_s":
+            raise MediaError(f"media tokens {self}: give per_s:R for audio")
+        return math.ceil(seconds * self.value) + self.extra
+
+    def __str__(self) -> str:
+        value = f"{self.value:g}"
+        return f"{self.kind}:{value}" + (f"+{self.extra}" if self.extra else "")
