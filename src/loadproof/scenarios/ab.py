@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import random
 from contextlib import AsyncExitStack
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
@@ -28,10 +29,10 @@ from loadproof.client import RequestSpec, StreamingClient
 from loadproof.config.base import StrictModel
 from loadproof.config.profile import resolve_profile, resolve_profile_path
 from loadproof.engines import engines
-from loadproof.errors import ConfigError
+from loadproof.errors import ConfigError, UsageError
 from loadproof.plans import attach_plan
 from loadproof.plans.ab import ARMS, DEFAULT_RESAMPLES, AbArm, AbPlan
-from loadproof.protocol.routes import request_body
+from loadproof.protocol.routes import GENERATING, request_body
 from loadproof.records import RequestRecord
 from loadproof.rundir import EngineSample, Manifest
 from loadproof.scenarios.base import Example, Scenario, Setup
@@ -183,6 +184,16 @@ class AbCommand(StrictModel):
         description="arm b's model (default: --model)",
         json_schema_extra=cli(panel=Panel.TARGET, metavar="NAME"),
     )
+    a_endpoint: Annotated[str, one_of(GENERATING)] | None = Field(
+        default=None,
+        description="arm a's route (default: --endpoint): chat against responses or messages, the same prompts",
+        json_schema_extra=cli(panel=Panel.TARGET),
+    )
+    b_endpoint: Annotated[str, one_of(GENERATING)] | None = Field(
+        default=None,
+        description="arm b's route (default: --endpoint)",
+        json_schema_extra=cli(panel=Panel.TARGET),
+    )
 
 
 class AbScenario(Scenario):
@@ -200,6 +211,7 @@ class AbScenario(Scenario):
             "--url http://host-a:8000 --a-url http://host-a:8000 --b-url http://host-b:8000",
         ),
     )
+    endpoints = GENERATING
     options: AbOptions
 
     def __init__(self, targets: dict[str, Target], options: AbOptions) -> None:
@@ -219,6 +231,14 @@ class AbScenario(Scenario):
                 url=getattr(command, f"{arm}_url"),
                 model=getattr(command, f"{arm}_model"),
             )
+            endpoint = getattr(command, f"{arm}_endpoint")
+            if endpoint is not None:  # the arm's own API, over the same server and model
+                targets[arm] = replace(targets[arm], endpoint=endpoint)
+            if getattr(setup.options, arm).get("ignore_eos") and not targets[arm].route.forces_length:
+                raise UsageError(
+                    f"--{arm} ignore_eos: arm {arm}'s {targets[arm].endpoint} endpoint cannot hold an answer to "
+                    "its max_tokens (the engine takes no ignore_eos there)"
+                )
             profiles[arm] = profile.model_dump() if profile else None
         if targets["a"] == targets["b"] and setup.options.a == setup.options.b:
             console.say("note: the two arms are identical (an A/A run): the interval should include 0")
