@@ -162,6 +162,8 @@ class Target:
         resolved = replace(self, model=model, served=served)
         if self.route.pooling:
             resolved._probe_pooling()
+        elif self.route.probed:
+            resolved._probe_route()
         if tokenize and self.tokenizer_path is None:
             resolved = replace(resolved, served=replace(served, **resolved._probe_tokenize()))
         return resolved
@@ -193,6 +195,20 @@ class Target:
             self.route.answer(record, json.dumps(answer).encode())
         except RequestError as exc:
             raise UsageError(f"{url} answered {exc} for one input: it does not serve {self.endpoint}") from None
+
+    def _probe_route(self) -> None:
+        """One request of one output token before the run, on a route many servers do not serve (the Responses
+        and Messages APIs): a server that does not is one line, before any run directory."""
+        url = self.request_url
+        probe = request_of(self.endpoint, self.model, TOKENIZE_PROBE, max_tokens=1, stream=False)
+        try:
+            fetch_json(url, self.api_key, json.loads(self.route.encode(probe)), timeout_s=60)
+        except Unanswered as exc:
+            if exc.status is None:
+                raise EnvironmentFailure(f"cannot reach {url}: {exc}") from None
+            raise UsageError(
+                f"{self.url} does not serve the {self.endpoint} route: {self.route.path} answered {exc}"
+            ) from None
 
     def _probe_tokenize(self) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.model, "prompt": TOKENIZE_PROBE, "add_special_tokens": False}

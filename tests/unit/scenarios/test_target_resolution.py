@@ -171,3 +171,12 @@ def test_the_manifest_shape_keeps_its_keys(tmp_path: Path):
         "reasoning_effort",
     ]
     assert "sk-9" not in json.dumps(described)
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("endpoint", ["responses", "messages"])
+async def test_a_route_the_server_does_not_serve_is_one_line_before_the_run(server, endpoint):
+    fake, url = server
+    with pytest.raises(UsageError, match=rf"does not serve the {endpoint} route: /v1/{endpoint} answered HTTP 404"):
+        await asyncio.to_thread(resolved, url, "first", endpoint, False)
+    assert fake.seen[f"/llm/v1/{endpoint}"] == 1  # asked once, with one output token

@@ -1,4 +1,6 @@
-"""A route adapter: how one API's body is written from a typed `Request`, and how its answer is read.
+"""A route adapter: how one API's body is written from a typed `Request`, and how its answer is read; and its
+server side, which the simulator serves every route through: `parse` (a body back into its `Request`) and a
+`Writer` (one answer's events in the API's own format), `whole` (a non-streamed answer) and `error`.
 
 One adapter per route (`protocol/routes/<name>.py`), registered in `protocol.routes.ROUTES`. Nothing outside
 the adapters branches on a route's name (tests/unit/protocol/test_routes.py greps `src/` for it): code that
@@ -7,13 +9,14 @@ needs to know what a route does asks its adapter's properties. docs/routes.md sa
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import msgspec
 
 from loadproof.errors import StreamError
-from loadproof.protocol.request import Request
+from loadproof.protocol.request import Request, Sampling
 from loadproof.protocol.routes.reading import Reading
 from loadproof.records import RequestRecord
 
@@ -32,9 +35,54 @@ class PooledItems:
     per_request_formula: str
 
 
+class BadRequest(ValueError):
+    """A body a route cannot read: the message says what is wrong, as a server's 400 does."""
+
+
+@dataclass
+class Answer:
+    """What a server knows of one answer while it streams it, filled by the server before each call of its
+    `Writer`: the counts so far (`output_tokens`, of them `reasoning_tokens` streamed as reasoning), the cached
+    part of the prompt once known, and the finish reason ("stop", "length") once the last token is there."""
+
+    id: str
+    model: str
+    created: int
+    prompt_tokens: int
+    cached_tokens: int | None = None
+    output_tokens: int = 0
+    reasoning_tokens: int = 0
+    finish_reason: str | None = None
+    reasoning_field: str = "reasoning"  # a chat delta's field for reasoning (vLLM's; `reasoning_content` before 0.10)
+
+
+class Writer:
+    """One streamed answer's SSE events, in its API's format. The server calls `open` as it takes the request,
+    `piece` for each token (the `Answer` already counting it), `close` after the last, or `error` mid-stream."""
+
+    def __init__(self, request: Request, answer: Answer) -> None:
+        self.request = request
+        self.answer = answer
+
+    def open(self) -> bytes:
+        return b""
+
+    def piece(self, text: str, reasoning: bool) -> bytes:
+        raise NotImplementedError
+
+    def close(self) -> bytes:
+        raise NotImplementedError
+
+    def error(self, message: str) -> bytes:
+        raise NotImplementedError
+
+
+Embed = Callable[[str], list[float]]  # a pooling server's vector of one text
+
+
 class Route:
     """Subclass, set the class variables, write `encode`, and either `feed` (a streamed answer) or `answer`
-    (one JSON body)."""
+    (one JSON body); for a server (the simulator) `parse`, and `writer` and `whole` (generating) or `pooled`."""
 
     name: ClassVar[str]
     path: ClassVar[str]  # under the server's /v1 root: "/v1/chat/completions"
@@ -42,10 +90,13 @@ class Route:
     conversational: ClassVar[bool] = True  # carries messages (a chat template applies), else a raw prompt
     media: ClassVar[frozenset[str]] = frozenset()  # the media parts it carries: "image", "audio", "video"
     done_payload: ClassVar[bytes | None] = b"[DONE]"  # the payload that ends its stream (None: an event does)
+    # where an event ends its stream: the SSE `event:` names that do (the relay's clients stop reading there)
+    end_events: ClassVar[frozenset[str]] = frozenset()
     forces_length: ClassVar[bool] = True  # takes vLLM's `ignore_eos`: an answer runs to its max_tokens
     constraints: ClassVar[frozenset[str]] = frozenset()  # what it can ask of an answer: "tools", "response_format"
     extra_inputs: ClassVar[int] = 0  # a pooling request's texts beyond its items (a rerank's query)
     takes_dataset: ClassVar[bool] = True  # a data set's row can be one of its requests
+    probed: ClassVar[bool] = False  # asked once before a run (one short request): many servers do not serve it
     switches_thinking: ClassVar[bool] = False  # takes the engine's thinking switch (`chat_template_kwargs`)
     verb: ClassVar[str] = "generate"  # what a server that serves it does, for messages ("embed", "rerank")
     prompt_usage: ClassVar[str] = "prompt_tokens"  # the usage field of the prompt's tokens in an answer
@@ -73,6 +124,28 @@ class Route:
         """A one-body answer (a pooling route's): its usage and items into the record."""
         raise NotImplementedError
 
+    # -- the server's side ---------------------------------------------------------------------------------
+    def parse(self, body: bytes, content_type: str) -> Request:
+        """The inverse of `encode`: the typed request a body holds (media decoded by `protocol.media`).
+        BadRequest for a body it cannot read, MediaError for media that is not what it says."""
+        raise NotImplementedError
+
+    def writer(self, request: Request, answer: Answer) -> Writer:
+        """The events of a streamed answer to `request`."""
+        raise NotImplementedError
+
+    def whole(self, request: Request, answer: Answer, text: str, reasoning: str) -> dict[str, Any]:
+        """A non-streamed answer's body: its `text`, after its `reasoning`."""
+        raise NotImplementedError
+
+    def pooled(self, request: Request, answer: Answer, embed: Embed) -> dict[str, Any]:
+        """A pooling route's answer body: its inputs' vectors (`embed`) as the API returns them."""
+        raise NotImplementedError
+
+    def error(self, status: int, message: str, kind: str = "BadRequestError") -> dict[str, Any]:
+        """An error answer's body in the API's shape (OpenAI's, as vLLM answers, unless the API has its own)."""
+        return {"error": {"message": message, "type": kind, "code": status}}
+
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "path": self.path, "streams": self.streams}
 
@@ -90,3 +163,69 @@ def sampling_fields(request: Request, max_name: str = "max_tokens") -> dict[str,
     if s.ignore_eos:
         body["ignore_eos"] = True
     return body
+
+
+def json_object(body: bytes) -> dict[str, Any]:
+    """A JSON body that must be an object (BadRequest otherwise)."""
+    try:
+        data = msgspec.json.decode(body)
+    except msgspec.DecodeError:
+        raise BadRequest("the body is not valid JSON") from None
+    if not isinstance(data, dict):
+        raise BadRequest("the body must be a JSON object")
+    return data
+
+
+def pop_sampling(data: dict[str, Any], *max_names: str) -> Sampling:
+    """The sampling fields `sampling_fields` writes, taken out of a body (the output budget under any of
+    `max_names`, the first given wins); BadRequest for one of the wrong type."""
+    default = Sampling()
+    try:
+        budget = None
+        for name in max_names:
+            value = data.pop(name, None)
+            budget = budget or value
+        seed = data.pop("seed", None)
+        return Sampling(
+            max_tokens=int(budget or default.max_tokens),
+            temperature=float(data.pop("temperature", default.temperature)),
+            seed=None if seed is None else int(seed),
+            ignore_eos=_flag(data.pop("ignore_eos", False)),
+        )
+    except (TypeError, ValueError):
+        raise BadRequest(f"{'/'.join(max_names)}, temperature and seed must be numbers") from None
+
+
+def pop_stream(data: dict[str, Any]) -> bool:
+    return _flag(data.pop("stream", False))
+
+
+def _flag(value: Any) -> bool:
+    return value in (True, "true", "True", 1)
+
+
+def model_of(data: dict[str, Any]) -> str:
+    model = data.pop("model", "")
+    if not isinstance(model, str):
+        raise BadRequest("model must be a string")
+    return model
+
+
+def usage_of(answer: Answer, completion: int | None = None) -> dict[str, Any]:
+    """The chat API's usage of an answer: the whole (with `prompt_tokens_details` where the cached part is
+    known, as vLLM with --enable-prompt-tokens-details), or, given `completion`, a stream chunk's counts so far
+    (without the details, as vLLM sends them)."""
+    done = answer.output_tokens if completion is None else completion
+    out: dict[str, Any] = {
+        "prompt_tokens": answer.prompt_tokens,
+        "completion_tokens": done,
+        "total_tokens": answer.prompt_tokens + done,
+    }
+    if completion is None and answer.cached_tokens is not None:
+        out["prompt_tokens_details"] = {"cached_tokens": answer.cached_tokens}
+    return out
+
+
+def event(kind: str, data: dict[str, Any]) -> bytes:
+    """One SSE event with its `event:` line, as the Responses and Messages APIs send theirs."""
+    return b"event: " + kind.encode() + b"\ndata: " + encoder.encode(data) + b"\n\n"
