@@ -24,6 +24,11 @@ output tokens 0, and `vectors` the vectors (or the documents' scores) it returne
 Behind loadproof's relay in front of a disaggregated prefill/decode pair, `prefill_hop_ns` is the time the
 relay's request to the prefill instance took (queue, prefill, the KV connector's save) and `kv_bytes` what the
 connector wrote for the prompt, both from the answer's headers (None elsewhere).
+A request that carries media (a multimodal load run) keeps what they were, never their bytes: `images`,
+`video_frames` (a video's frames, every video of the request), `audio_s`, `media_pixels` (images and frames),
+`media_bytes` (the encoded files), `media_hashes` (each item's digest, comma-separated, in the order sent) and
+`media_tokens` (the prompt tokens `--media-tokens` says the media cost; None without the rule). All None (and
+"") for a request without media, and in runs made before these existed.
 A load run also stores each request's intended send time (`intended_send_ns`, the schedule's) beside the
 actual one (`send_ns`), so queueing inside the client is never hidden (docs/scenarios.md, "load").
 """
@@ -39,6 +44,28 @@ class ToolCall(msgspec.Struct, kw_only=True):
     name: str = ""
     arguments: str = ""  # JSON text, as the model wrote it
     id: str | None = None
+
+
+class MediaCounts(msgspec.Struct, kw_only=True, frozen=True):
+    """A request's media as its record keeps them (`RequestRecord.media_*`, `images`, ...)."""
+
+    images: int = 0
+    video_frames: int = 0
+    audio_s: float = 0.0
+    pixels: int = 0
+    bytes: int = 0
+    hashes: str = ""
+    tokens: int | None = None
+
+    def apply(self, record: RequestRecord) -> None:
+        """Set `record`'s media fields to these."""
+        record.images = self.images
+        record.video_frames = self.video_frames
+        record.audio_s = self.audio_s
+        record.media_pixels = self.pixels
+        record.media_bytes = self.bytes
+        record.media_hashes = self.hashes
+        record.media_tokens = self.tokens
 
 
 class RequestRecord(msgspec.Struct, kw_only=True):
@@ -79,6 +106,14 @@ class RequestRecord(msgspec.Struct, kw_only=True):
     # a disaggregated pair behind loadproof's relay (its answer's headers): the prefill hop, the KV bytes written
     prefill_hop_ns: int | None = None
     kv_bytes: int | None = None
+    # media sent (multimodal load): counts, sizes and digests, never the bytes; None without media
+    images: int | None = None
+    video_frames: int | None = None
+    audio_s: float | None = None
+    media_pixels: int | None = None
+    media_bytes: int | None = None
+    media_hashes: str = ""
+    media_tokens: int | None = None  # the prompt tokens --media-tokens implies for them
     output_text: str = ""  # the answer (reasoning apart, in reasoning_text)
     # reasoning models, tool calls, checked answers (None, empty: none streamed or not checked)
     first_answer_ns: int | None = None

@@ -22,6 +22,7 @@ from loadproof.metrics.engine_state import engine_claims
 from loadproof.metrics.figures import LinePlot, Panel, Series, headline
 from loadproof.metrics.latency import EMBEDDINGS_LATENCIES, latency_claims, succeeded
 from loadproof.metrics.latency_figures import distribution_panels
+from loadproof.metrics.media import media_claims
 from loadproof.metrics.model_mix import model_claims
 from loadproof.metrics.reasoning import reasoning_claims
 from loadproof.metrics.slo import slo_claims, slo_text
@@ -206,12 +207,14 @@ def load_claims(
     claims += model_claims(records, getattr(plan, "model_mix", []), plan.slo, duration_s)  # --model-mix
     claims += client_limited_claims(records, plan)
     claims += reasoning_claims("load", records)
+    claims += media_claims(records, getattr(plan, "media", None), duration_s, samples, t0, end_ns)  # multimodal
     claims += engine_claims(samples, t0, end_ns)
     return claims
 
 
 def length_claims(ok: list[RequestRecord], plan: LoadLike) -> list[Claim]:
-    inputs = [r for r in ok if r.planned_input_tokens is not None]
+    # a request with media: its prompt holds their tokens too (load.media.prompt_tokens_mismatched compares them)
+    inputs = [r for r in ok if r.planned_input_tokens is not None and not r.media_hashes]
     claims = (
         [
             count(

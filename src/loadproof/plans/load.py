@@ -39,6 +39,25 @@ class MixedModel(msgspec.Struct, kw_only=True):
     weight: float
 
 
+class MediaPlan(msgspec.Struct, kw_only=True):
+    """What a multimodal run's requests carried besides text (each request's counts are in its record):
+    `--images`, `--audio-s`, `--video-frames` and `--media-reuse` as given (empty for a data set's own media,
+    `source` "dataset"), and `--media-tokens`, the rules each record's `media_tokens` was figured by."""
+
+    source: str = "synthetic"  # or "dataset"
+    images: str = ""
+    audio_s: float | None = None
+    video_frames: str = ""
+    reuse: float = 0.0
+    tokens: str = ""
+    media_alone: bool = False  # the route sends the media without text (a transcription)
+
+    def key(self) -> dict[str, Any]:
+        return {
+            k: v for k, v in msgspec.structs.asdict(self).items() if v not in ("", None, 0.0, False) or k == "source"
+        }
+
+
 class LoadPlan(Plan, kw_only=True):
     arrival: str  # poisson | constant | gamma
     rate_rps: float | None = None  # None: stages, or all at once
@@ -72,6 +91,7 @@ class LoadPlan(Plan, kw_only=True):
     dataset: DatasetRef | None = None  # --dataset: the user's data set instead of synthetic prompts
     model_mix: list[MixedModel] = []  # --model-mix: each model's weight; each request's model is in its record
     inputs_per_request: int = 1  # embeddings: the inputs (vectors) each request asks for; rerank: its documents
+    media: MediaPlan | None = None  # --images, --audio-s, --video-frames or a data set's media
 
     @property
     def rate_text(self) -> str:
@@ -96,6 +116,7 @@ class LoadPlan(Plan, kw_only=True):
             "ignore_eos": self.ignore_eos,
             **({"dataset": self.dataset.key()} if self.dataset is not None else {}),
             **({"model_mix": {m.model: m.weight for m in self.model_mix}} if self.model_mix else {}),
+            **({"media": self.media.key()} if self.media is not None else {}),
             **(
                 {"inputs_per_request": self.inputs_per_request}
                 if self.endpoint and route_of(self.endpoint).pooling

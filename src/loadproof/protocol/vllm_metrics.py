@@ -31,6 +31,9 @@ VLLM_METRICS: dict[str, str] = {
     "prompt_tokens_cached_by_source_total": "vllm:prompt_tokens_cached_by_source_total{source}",
     # with LoRA: the adapters of the running batch and of the queue, as names listed in the labels of the latest
     # series of an info gauge whose value is the time it was set (telemetry.server_metrics, `metric[label]`)
+    # the multimodal preprocessor cache: items (images, audio, videos) looked up and found (metrics/media.py)
+    "mm_cache_queries_total": "vllm:mm_cache_queries_total",
+    "mm_cache_hits_total": "vllm:mm_cache_hits_total",
     "lora_running_adapters": "vllm:lora_requests_info[running_lora_adapters]",
     "lora_waiting_adapters": "vllm:lora_requests_info[waiting_lora_adapters]",
 }

@@ -137,13 +137,14 @@ REQUEST_FIELDS = {
     "tool_calls.*.id": NAME,
     "tool_calls.*.arguments": PLANTED,
     "output_invalid_reason": TEXT,
+    "media_hashes": NAME,  # each media item's digest: the only trace of a file in a bundle (never its bytes)
     **{
         name: NUMBER
         for name in """concurrency batch repeat ok http_status send_ns first_token_ns last_token_ns
         end_ns prompt_tokens output_tokens client_output_tokens cached_tokens num_chunks num_heartbeats chunk_usage
         intended_send_ns dispatch_ns planned_input_tokens planned_output_tokens worker chunk_ns
         chunk_tokens first_answer_ns reasoning_tokens engine_reasoning_tokens output_valid vectors prefill_hop_ns
-        kv_bytes""".split()
+        kv_bytes images video_frames audio_s media_pixels media_bytes media_tokens""".split()
     },
 }
 RUN_FILES: dict[str, dict[str, str]] = {

@@ -58,6 +58,7 @@ class Panel(StrEnum):
     TARGET = "Target"  # the server, the model, how to talk to it, how tokens are counted
     ARRIVALS = "Arrivals"  # when requests are sent and how many: rates, users, concurrency, durations
     WORKLOAD = "Workload"  # what each request asks: prompts and their lengths, outputs, seeds, deadlines
+    MEDIA = "Media"  # images, audio and video each request carries, and the prompt tokens they cost
     DATA_SET = "Data set"  # prompts from a file: a data set or a trace
     TOOLS = "Tools and formats"  # tool calls and structured answers
     SLO_SEARCH = "SLO and search"  # which requests are good, sweeps and searches over many runs

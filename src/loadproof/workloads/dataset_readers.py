@@ -17,9 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from loadproof.errors import UsageError
+from loadproof.workloads.dataset_media import MEDIA_FIELDS, MMMU_IMAGES
 from loadproof.workloads.rows import TOO_DEEP, open_text, parse_json, utf8_problem
 
-FIELDS = ("prompt", "messages", "output_tokens", "conversations")  # what a reader looks for (--dataset-columns)
+# what a reader looks for (--dataset-columns): and a row's media, VisionArena's and MMMU's (workloads.dataset_media)
+FIELDS = ("prompt", "messages", "output_tokens", "conversations", *MEDIA_FIELDS)
 BATCH = 1024  # rows of a Parquet or Arrow batch (and rows tokenized together)
 CHUNK = 1 << 20  # characters a streaming reader reads at a time
 MAX_OBJECT = 64 << 20  # a ShareGPT object longer than this is taken as malformed
@@ -218,8 +220,11 @@ def wanted_columns(columns: dict[str, str]) -> list[str]:
 
 def _present_columns(path: Path, columns: dict[str, str], names: list[str]) -> list[str]:
     """The columns of a table to read: those of `FIELDS` (as mapped) it has; DatasetError if none."""
-    wanted = [c for c in wanted_columns(columns) if c in set(names)]
-    if not wanted:
+    present = set(names)
+    wanted = [c for c in wanted_columns(columns) if c in present]
+    text = {columns.get(f, f) for f in (*FIELDS[:4], "conversation")}  # a prompt's; or MMMU's question and images
+    mmmu = columns.get("question", "question") in present and any(columns.get(f, f) in present for f in MMMU_IMAGES)
+    if not (text & present or mmmu):
         raise DatasetError(
             f"{path}: none of the columns {', '.join(wanted_columns(columns))} (its columns: "
             f"{', '.join(sorted(names))}); map them with --dataset-columns"

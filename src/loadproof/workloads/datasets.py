@@ -43,6 +43,16 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 from loadproof.config.base import split_pairs
+from loadproof.protocol.media import MediaError
+from loadproof.workloads.dataset_media import (
+    MMMU_IMAGES,
+    Media,
+    conversation_text,
+    kind_of,
+    messages_media,
+    mmmu_prompt,
+    row_images,
+)
 from loadproof.workloads.dataset_readers import BATCH, FIELDS, READERS, BadRow, DatasetError
 from loadproof.workloads.rows import TOO_DEEP
 
@@ -73,6 +83,10 @@ class Item:
     reply: str | None = None  # ShareGPT: the reply whose token count is the output length
     turns: list[str] | None = None  # ShareGPT: every human turn, in order (multi-turn sessions)
     input_tokens: int | None = None  # the prompt's tokens as the engine counts them (set when counted)
+    media: dict[int, list[Media]] | None = None  # the media of each message (by index; a prompt's: 0), in order
+
+    def media_kinds(self) -> set[str]:
+        return {kind_of(p) for parts in (self.media or {}).values() for p in parts}
 
     def text(self) -> str:
         """The prompt as one text: the prompt, or the messages as `role: content` lines."""
@@ -219,12 +233,28 @@ def file_digest(files: list[Path]) -> str:
 # --- rows -> items ----------------------------------------------------------------------------------------
 
 
-def to_item(row: int, value: dict[str, Any], fmt: str, columns: dict[str, str]) -> Item | str | None:
-    """An item, a problem (str: the row is malformed) or None (a well-formed row with no prompt)."""
+def to_item(
+    row: int, value: dict[str, Any], fmt: str, columns: dict[str, str], base: Path | None = None
+) -> Item | str | None:
+    """An item, a problem (str: the row is malformed, or a media file in it: the field named) or None (a
+    well-formed row with no prompt). `base`: the data set's folder, where a row's media files are named from."""
 
     def col(name: str) -> str:
         return columns.get(name, name)
 
+    try:
+        got = _to_item(row, value, fmt, col, base)
+    except MediaError as exc:
+        return str(exc)
+    if isinstance(got, Item) and fmt != "sharegpt":
+        images = row_images(value, col, base)  # `images`, MMMU's image_N: before the first message's text
+        if images:
+            got.media = got.media or {}
+            got.media[0] = images + got.media.get(0, [])
+    return got
+
+
+def _to_item(row: int, value: dict[str, Any], fmt: str, col: Any, base: Path | None) -> Item | str | None:
     if fmt == "sharegpt":
         turns = value.get(col("conversations"))
         if turns is None:
@@ -259,6 +289,13 @@ def to_item(row: int, value: dict[str, Any], fmt: str, columns: dict[str, str]) 
         return Item(row, prompt=prompt, output_tokens=output) if prompt.strip() else None
     if prompt is not None:
         return f"{col('prompt')} is not a string ({type(prompt).__name__})"
+    if messages is None and value.get(col("conversation")) is not None:  # VisionArena
+        text = conversation_text(value.get(col("conversation")))
+        return Item(row, prompt=text, output_tokens=output) if text and text.strip() else None
+    question = value.get(col("question"))
+    mmmu = any(value.get(col(name)) is not None for name in MMMU_IMAGES)
+    if messages is None and mmmu and isinstance(question, str) and question.strip():  # MMMU: with its images
+        return Item(row, prompt=mmmu_prompt(question, value.get(col("options"))), output_tokens=output)
     if messages is not None:
         if isinstance(messages, str):
             try:
@@ -267,10 +304,11 @@ def to_item(row: int, value: dict[str, Any], fmt: str, columns: dict[str, str]) 
                 return f"{col('messages')} is a string that is not JSON"
         if not isinstance(messages, list) or not all(isinstance(m, dict) and "content" in m for m in messages):
             return f"{col('messages')} is not a list of messages with role and content"
-        if not messages or not any(content_text(m.get("content")).strip() for m in messages):
+        media = messages_media(messages, col("messages"), base)
+        if not messages or not (media or any(content_text(m.get("content")).strip() for m in messages)):
             return None
         clean = [{"role": str(m.get("role", "user")), "content": content_text(m.get("content"))} for m in messages]
-        return Item(row, messages=clean, output_tokens=output)
+        return Item(row, messages=clean, output_tokens=output, media=media or None)
     return None
 
 
@@ -286,6 +324,19 @@ def check_readable(path_text: str, fmt: str, columns: dict[str, str], skip_bad_r
             raise DatasetError(_no_usable(path_text, sel))
 
 
+def media_kinds(spec: DatasetSpec) -> dict[str, tuple[str, int]]:
+    """Every row read with its media decoded and checked (a bad file is the DatasetError naming its file, row and
+    field, as `select` would raise mid-run): each media kind the rows carry, with the file and row it is first in."""
+    files, kind = resolve(spec.path, spec.format)
+    sel = Selection([], kind, [f.name for f in files], "")
+    found: dict[str, tuple[str, int]] = {}
+    with closing(_items(spec, files, sel)) as usable:
+        for item in usable:
+            for k in item.media_kinds():
+                found.setdefault(k, (str(files[0] if len(files) == 1 else spec.path), item.row))
+    return found
+
+
 def _items(spec: DatasetSpec, files: list[Path], sel: Selection) -> Generator[Item, None, None]:
     """The usable items of the files in order, counting in `sel` the rows read, those without a prompt and,
     with `skip_bad_rows`, those that do not parse (else the first of them is a DatasetError)."""
@@ -299,7 +350,7 @@ def _items(spec: DatasetSpec, files: list[Path], sel: Selection) -> Generator[It
             problem: str | None = value if isinstance(value, BadRow) else None
             if problem is None:
                 try:
-                    got = to_item(base + row, value, sel.format, spec.columns)
+                    got = to_item(base + row, value, sel.format, spec.columns, f.parent)
                 except RecursionError:  # a field nested just short of what json reads, too deep to walk here
                     got = TOO_DEEP
                 if isinstance(got, str):

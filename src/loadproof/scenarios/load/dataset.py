@@ -1,16 +1,19 @@
 """The data-set workload of a load run (`run load --dataset FILE`, docs/scenarios.md, "Data sets"): each
 request of the schedule sends a row of the user's data set (`workloads.datasets` reads, filters and
 samples it) instead of a synthetic prompt; the schedule, the seed, the SLOs and the sender are the load
-run's own."""
+run's own. A row's media (`workloads.dataset_media`) go as typed parts, in the message they came in, before
+its text; its record keeps their counts, sizes and digests."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from loadproof.client import RequestSpec
 from loadproof.plans.datasets import DatasetRef
-from loadproof.plans.load import LoadLengths, LoadPlan
+from loadproof.plans.load import LoadLengths, LoadPlan, MediaPlan
+from loadproof.protocol.request import Message, Part, Text
 from loadproof.protocol.routes import request_body
 from loadproof.scenarios.constraints import request_extra
 from loadproof.scenarios.load.options import LoadOptions
@@ -19,6 +22,7 @@ from loadproof.scenarios.long_context import HaystackTarget
 from loadproof.scenarios.token_counts import chat_prompt_counter
 from loadproof.units import NS_PER_S
 from loadproof.workloads.datasets import DatasetSpec, Item, select, token_cache
+from loadproof.workloads.media import counts_of, media_tokens_text
 from loadproof.workloads.synthetic import draw_lengths
 
 DATASET_LENGTHS = LoadLengths(kind="dataset", a=0, text="dataset")  # the plan's input lengths: the rows'
@@ -78,18 +82,27 @@ def dataset_requests(
         for (item, _), tokens in zip(replied, cache.count_many([reply for _, reply in replied])):
             item.output_tokens = max(1, tokens)
     requests: list[Planned] = []
-    outputs_from_data = clamped = 0
+    outputs_from_data = clamped = with_media = 0
     body_extra = request_extra(opts, target)
     for k, (offset, item, fallback) in enumerate(zip(offsets, sel.items, drawn)):
         out = item.output_tokens if opts.dataset_output == "data" and item.output_tokens else fallback
-        inputs = item.input_tokens or 0
+        inputs: int | None = item.input_tokens or 0
         if target.route.pooling:  # one row embedded: no output
             out = 0
         else:
             outputs_from_data += out is item.output_tokens and opts.dataset_output == "data"
-        if out and max_model_len is not None and out > max_model_len - inputs:
+        if out and max_model_len is not None and inputs is not None and out > max_model_len - inputs:
             out, clamped = max(1, max_model_len - inputs), clamped + 1
-        messages = item.messages if chat and item.messages is not None else None
+        messages: list[Message] | list[dict[str, Any]] | None = (
+            item.messages if chat and item.messages is not None else None
+        )
+        counts = None
+        if item.media:
+            messages = typed_messages(item, chat)
+            counts = counts_of([p for parts in item.media.values() for p in parts], opts.media_tokens or ())
+            with_media += 1
+            if not chat:
+                inputs = None  # media alone (a transcription): its text, if any, is context, not a prompt
         model = models[k] if models else ""  # --model-mix: the drawn model, else the target's
         body = request_body(
             target.endpoint,
@@ -104,7 +117,7 @@ def dataset_requests(
         request = RequestSpec(
             request_id=f"load-{k:07d}", endpoint=target.endpoint, body=body, deadline_s=opts.deadline_s
         )
-        requests.append(Planned(k, round(offset * NS_PER_S), request, inputs, out, model))
+        requests.append(Planned(k, round(offset * NS_PER_S), request, inputs, out, model, counts))
     ref = DatasetRef(
         path=str(opts.dataset),
         format=sel.format,
@@ -138,7 +151,28 @@ def dataset_requests(
         clamped=clamped,
         dataset=ref,
     )
+    if with_media:
+        plan.media = MediaPlan(
+            source="dataset", tokens=media_tokens_text(opts.media_tokens or ()), media_alone=not chat
+        )
     return plan, requests
+
+
+def typed_messages(item: Item, chat: bool) -> list[Message]:
+    """A row's conversation with its media, each message's before its text; for a route of media alone, one
+    message of every media item and the row's text."""
+    media = item.media or {}
+    if not chat:
+        text = item.text().strip()
+        alone: tuple[Part, ...] = tuple(p for parts in media.values() for p in parts)
+        return [Message("user", alone + ((Text(text),) if text else ()))]
+    rows = item.messages if item.messages is not None else [{"role": "user", "content": item.text()}]
+    out: list[Message] = []
+    for i, m in enumerate(rows):
+        content = str(m.get("content", ""))
+        parts: tuple[Part, ...] = (*media.get(i, ()), *((Text(content),) if content else ()))
+        out.append(Message(m.get("role", "user"), parts or (Text(""),)))
+    return out
 
 
 def _single_text(item: Item, chat: bool) -> str:

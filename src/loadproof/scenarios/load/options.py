@@ -19,6 +19,7 @@ from loadproof.scenarios.constraints import ConstraintOptions
 from loadproof.scenarios.datasets import DatasetOptions
 from loadproof.scenarios.load.rate_search import RESOLUTION_SYNTAX, Resolution, parse_resolution
 from loadproof.scenarios.load.slo import SLO_SYNTAX, Slo
+from loadproof.scenarios.media_options import MediaOptions
 from loadproof.scenarios.options import SAMPLING_OFF, Panel, cli
 from loadproof.workloads.arrivals import (
     ALL_AT_ONCE,
@@ -87,8 +88,8 @@ def check_ray_address(value: str | None) -> str | None:
     return value.strip()
 
 
-class LoadOptions(DatasetOptions, ConstraintOptions):  # --dataset FILE (scenarios/datasets.py), --tools and
-    # --response-format (scenarios/constraints.py) and their options
+class LoadOptions(DatasetOptions, ConstraintOptions, MediaOptions):  # --dataset FILE (scenarios/datasets.py),
+    # --tools and --response-format (scenarios/constraints.py), --images and the media (scenarios/media_options.py)
     rate: Rate | None = Field(
         default=None,
         description=f"the request rate: {RATE_SYNTAX}",
@@ -266,6 +267,12 @@ class LoadOptions(DatasetOptions, ConstraintOptions):  # --dataset FILE (scenari
     def _consistent(self) -> LoadOptions:
         if self.dataset is not None and self.inputs_per_request > 1:
             raise ValueError("--inputs-per-request groups synthetic texts: with --dataset each row is one request")
+        if self.dataset is not None and self.synthetic_media:
+            raise ValueError(
+                "--images, --audio-s and --video-frames make synthetic media: with --dataset each row carries its own"
+            )
+        if self.dataset is None and self.media_tokens and not self.synthetic_media:
+            raise ValueError("--media-tokens applies with --images, --audio-s, --video-frames or a data set's media")
         if self.dataset is not None and self.shared_prefix_tokens:
             raise ValueError("--shared-prefix-tokens shapes synthetic prompts: it does not apply with --dataset")
         if self.sweep is not None or self.search is not None:

@@ -23,6 +23,7 @@ from loadproof.scenarios.base import Example, Setup
 from loadproof.scenarios.demo import DemoSetup
 from loadproof.scenarios.live import LiveStatus
 from loadproof.scenarios.load.dataset import dataset_requests
+from loadproof.scenarios.load.dataset_media import check_dataset_media
 from loadproof.scenarios.load.options import LoadOptions
 from loadproof.scenarios.load.scaleout.parent import run_scaled_out
 from loadproof.scenarios.load.schedule import Planned, describe, schedule_offsets
@@ -30,6 +31,7 @@ from loadproof.scenarios.load.sender import send_schedule
 from loadproof.scenarios.load.series import rate_search_command, sweep_command
 from loadproof.scenarios.load.synthetic import synthetic_requests
 from loadproof.scenarios.long_context import EXACT_LENGTH, MetricsScenario, haystack_target
+from loadproof.scenarios.media_options import check_media_route
 from loadproof.scenarios.recording import Console, Outcome, run_once
 from loadproof.scenarios.target import Target
 from loadproof.scenarios.token_counts import PROBE_LINE
@@ -145,6 +147,9 @@ EMBEDDINGS_SLOS = ("e2el", "e2el_from_intended")
 def check_endpoint(options: LoadOptions, endpoint: str) -> None:
     """What only one kind of endpoint takes: one line (UsageError) before any run directory."""
     route = route_of(endpoint)
+    check_media_route(options, route, endpoint, options.dataset is not None)
+    if options.dataset is not None:  # every row's media read and checked: a bad file is one line, before the run
+        check_dataset_media(options, route, endpoint)
     if not route.pooling:
         if options.inputs_per_request > 1:
             raise UsageError(f"--inputs-per-request is for --endpoint embeddings or rerank; the target's is {endpoint}")

@@ -14,6 +14,7 @@ from loadproof.client import RequestSpec
 from loadproof.errors import UsageError
 from loadproof.plans.datasets import DatasetRef
 from loadproof.plans.load import LoadLengths, LoadPlan, LoadStage
+from loadproof.records import MediaCounts
 from loadproof.scenarios.load.options import LoadOptions
 from loadproof.scenarios.long_context import HaystackTarget
 from loadproof.workloads.arrivals import intended_offsets
@@ -27,9 +28,10 @@ class Planned:
     index: int
     offset_ns: int
     spec: RequestSpec
-    input_tokens: int
+    input_tokens: int | None  # its text's tokens (None: a request of media alone, a transcription's)
     output_tokens: int
     model: str = ""  # --model-mix: the model its body asks for ("": the target's, not recorded)
+    media: MediaCounts | None = None  # the media it carries, as its record keeps them
 
 
 def schedule_offsets(opts: LoadOptions) -> list[float]:

@@ -112,6 +112,8 @@ class OpenLoop:
                     worker=self.worker,
                     model=item.model,
                 )
+                if item.media is not None:
+                    item.media.apply(record)
                 task = create(self._one(item.spec, record, sem))
                 pending.add(task)
                 task.add_done_callback(done)

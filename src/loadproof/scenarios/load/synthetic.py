@@ -1,7 +1,9 @@
 """The synthetic workload of a load run: one prompt of exactly the drawn length per request of the schedule
 (`workloads.synthetic`: salted per run, the engine's overhead included), every body built before the
 first send. On the embeddings endpoint each request embeds `--inputs-per-request` such prompts (one vector
-each), its planned input the sum of their lengths, and asks for no output."""
+each), its planned input the sum of their lengths, and asks for no output. With --images, --audio-s or
+--video-frames each request carries its seeded media before its text (`workloads.media`); on a route that
+sends media alone (a transcription) the media are the whole request."""
 
 from __future__ import annotations
 
@@ -9,13 +11,15 @@ import secrets
 
 from loadproof.client import RequestSpec
 from loadproof.errors import UsageError
-from loadproof.plans.load import LoadPlan
+from loadproof.plans.load import LoadLengths, LoadPlan, MediaPlan
+from loadproof.protocol.request import Message, Part, Text
 from loadproof.protocol.routes import request_body
 from loadproof.scenarios.constraints import request_extra
 from loadproof.scenarios.load.options import LoadOptions
 from loadproof.scenarios.load.schedule import Planned, lengths_of, load_plan
 from loadproof.scenarios.long_context import HaystackTarget
 from loadproof.units import NS_PER_S
+from loadproof.workloads.media import counts_of, images_text, media_tokens_text, request_media
 from loadproof.workloads.synthetic import SyntheticPrompts, draw_lengths
 
 
@@ -33,9 +37,12 @@ def synthetic_requests(
     # embeddings: the inputs a request embeds; rerank: its query and the documents scored against it
     route = target.route
     per = opts.inputs_per_request + route.extra_inputs if route.pooling else 1
+    salt = secrets.token_hex(8)
     prompts = SyntheticPrompts(
-        hs.builder, run_salt=secrets.token_hex(8), seed=opts.seed, shared_prefix_tokens=opts.shared_prefix_tokens
+        hs.builder, run_salt=salt, seed=opts.seed, shared_prefix_tokens=opts.shared_prefix_tokens
     )
+    if opts.synthetic_media and not route.conversational:  # media alone: a transcription of each file
+        return _media_alone(opts, offsets, hs, max_model_len, salt, models)
     shortest = prompts.shortest()
     if opts.input_tokens.kind == "fixed" and opts.input_tokens.a < shortest:
         raise UsageError(
@@ -65,19 +72,24 @@ def synthetic_requests(
     clamped = sum((i, o) != d for i, o, d in zip(built, outputs, drawn))
     requests = []
     extra = request_extra(opts, target)
+    media = request_media(opts.media_spec(), n, opts.seed, salt) if opts.synthetic_media else None
+    rules = opts.media_tokens or ()
     for k, (offset, text, length, out) in enumerate(zip(offsets, texts, built, outputs)):
         model = models[k] if models else ""  # --model-mix: the drawn model, else the target's
+        parts: tuple[Part, ...] = (*media[k], Text(text)) if media is not None else ()
         body = request_body(
             target.endpoint,
             model or target.model,
             text,
+            messages=[Message("user", parts)] if parts else None,
             max_tokens=out,
             temperature=0.0,
             ignore_eos=opts.ignore_eos,
             extra=extra,
         )
         spec = RequestSpec(request_id=f"load-{k:07d}", endpoint=target.endpoint, body=body, deadline_s=opts.deadline_s)
-        requests.append(Planned(k, round(offset * NS_PER_S), spec, length, out, model))
+        counts = counts_of(media[k], rules) if media is not None else None
+        requests.append(Planned(k, round(offset * NS_PER_S), spec, length, out, model, counts))
     plan = load_plan(
         opts,
         offsets,
@@ -87,6 +99,61 @@ def synthetic_requests(
         shared_prefix_tokens=opts.shared_prefix_tokens,
         clamped=clamped,
     )
+    plan.media = media_plan(opts) if media is not None else None
+    return plan, requests
+
+
+def media_plan(opts: LoadOptions, alone: bool = False) -> MediaPlan:
+    return MediaPlan(
+        images=images_text(opts.images or ()),
+        audio_s=opts.audio_s,
+        video_frames=str(opts.video_frames or ""),
+        reuse=opts.media_reuse,
+        tokens=media_tokens_text(opts.media_tokens or ()),
+        media_alone=alone,
+    )
+
+
+def _media_alone(
+    opts: LoadOptions,
+    offsets: list[float],
+    hs: HaystackTarget,
+    max_model_len: int | None,
+    salt: str,
+    models: list[str] | None,
+) -> tuple[LoadPlan, list[Planned]]:
+    """A route of media alone (a transcription): each request its seeded file and no text; its output as drawn
+    (`--output-tokens`, the answer's budget)."""
+    target = hs.target
+    n = len(offsets)
+    outputs = draw_lengths(opts.output_tokens, n, opts.seed, "output")
+    media = request_media(opts.media_spec(), n, opts.seed, salt)
+    rules = opts.media_tokens or ()
+    extra = request_extra(opts, target)
+    requests = []
+    for k, (offset, out) in enumerate(zip(offsets, outputs)):
+        model = models[k] if models else ""
+        body = request_body(
+            target.endpoint,
+            model or target.model,
+            messages=[Message("user", tuple(media[k]))],
+            max_tokens=out,
+            temperature=0.0,
+            ignore_eos=opts.ignore_eos,
+            extra=extra,
+        )
+        spec = RequestSpec(request_id=f"load-{k:07d}", endpoint=target.endpoint, body=body, deadline_s=opts.deadline_s)
+        requests.append(Planned(k, round(offset * NS_PER_S), spec, None, out, model, counts_of(media[k], rules)))
+    plan = load_plan(
+        opts,
+        offsets,
+        hs,
+        max_model_len,
+        input_tokens=LoadLengths(kind="none", a=0, text="none: media alone"),
+        shared_prefix_tokens=0,
+        clamped=0,
+    )
+    plan.media = media_plan(opts, alone=True)
     return plan, requests
 
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from loadproof.records import RequestRecord
+from loadproof.records import MediaCounts, RequestRecord
 from loadproof.scenarios.load.scaleout.clock import ClockOffset, align
 from loadproof.scenarios.load.schedule import Planned
 from loadproof.store.run_dir import CHUNKS, REQUESTS, read_jsonl
@@ -38,9 +38,10 @@ class JobRequest(msgspec.Struct, array_like=True):
     endpoint: str
     body: bytes
     deadline_s: float | None
-    input_tokens: int
+    input_tokens: int | None
     output_tokens: int
     model: str = ""  # --model-mix: the model its body asks for (the record keeps it)
+    media: MediaCounts | None = None  # the media it carries (the record keeps their counts)
 
 
 class WorkerJob(msgspec.Struct, kw_only=True):
@@ -91,6 +92,7 @@ def job_of(
                 p.input_tokens,
                 p.output_tokens,
                 p.model,
+                p.media,
             )
             for p in requests
         ],

@@ -104,6 +104,7 @@ async def _drive(
             r.input_tokens,
             r.output_tokens,
             r.model,
+            r.media,
         )
         for r in job.requests
     ]
