@@ -23,7 +23,9 @@ _KV_MEMORY = re.compile(r"Available KV cache memory: ([\d.]+) GiB|Explicitly set
 REQUIRED_METRICS = tuple(
     k
     for k in VLLM_METRICS
-    if not k.startswith(("spec_decode", "ttft_", "request_success", "external_", "prompt_tokens_cached", "lora_"))
+    if not k.startswith(
+        ("spec_decode", "ttft_", "request_success", "external_", "prompt_tokens_cached", "lora_", "mm_cache")
+    )
 )
 
 
