@@ -1,0 +1,84 @@
+"""`run load --images` and `--endpoint transcriptions --audio-s` against the simulator (a real process) whose
+profile counts media tokens (`image_tokens`) and keeps a multimodal cache: the engine's prompt tokens agree
+with the text's and `--media-tokens`', the cache hits what `--media-reuse` repeats and nothing else, and a
+published bundle of the run verifies and holds no media (sizes, shapes and digests only; no base64)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import zstandard
+
+from tests.integration.bundles import publish_and_verify
+from tests.integration.sim_process import SimProcess
+from tests.integration.test_scenarios_sim import run_scenario
+
+pytestmark = pytest.mark.timeout(240)
+
+BASE64_RUN = re.compile(rb"[A-Za-z0-9+/]{200,}")  # no file's base64 survives in a bundle
+SIM = {"time_scale": 10.0, "image_tokens": "fixed:64", "audio_tokens": "per_s:50", "mm_cache_items": 256}
+
+
+def values(claims: dict) -> dict:
+    return {name: c["value"] for name, c in claims.items()}
+
+
+def bundle_bytes(bundle: Path) -> list[tuple[Path, bytes]]:
+    out = []
+    for path in sorted(p for p in bundle.rglob("*") if p.is_file()):
+        data = path.read_bytes()
+        if path.suffix == ".zst":
+            data = zstandard.ZstdDecompressor().decompress(data)
+        out.append((path, data))
+    return out
+
+
+def test_image_load_counts_media_tokens_claims_the_cache_and_publishes_no_media(tmp_path: Path):
+    common = ["--endpoint", "chat", "--rate", "8", "-n", "20", "--input-tokens", "128", "--output-tokens", "8"]
+    media = ["--images", "2:64x64,1:128x96", "--media-tokens", "fixed:64", "--seed", "3"]
+    with SimProcess(tmp_path / "sim.log", config=SIM) as sim:
+        code, fresh, _ = run_scenario(sim, tmp_path / "fresh", "load", *common, *media)
+        assert code == 0, fresh
+        code, reused, run = run_scenario(sim, tmp_path / "reused", "load", *common, *media, "--media-reuse", "0.5")
+        assert code == 0, reused
+    fresh, reused = values(fresh), values(reused)
+    for got in (fresh, reused):
+        assert got["load.media.requests"] == 20 and got["load.failed_requests"] == 0
+        assert got["load.media.prompt_tokens_per_request.expected"] == 128 + 3 * 64
+        assert got["load.media.prompt_tokens_per_request.engine"] == 128 + 3 * 64
+        assert got["load.media.prompt_tokens_mismatched"] == 0
+        assert got["load.media.pixels_per_request"] == 2 * 64 * 64 + 128 * 96
+        assert got["load.media.engine_mm_cache_queries"] == 60
+    assert fresh["load.media.reused_pct"] == 0 and fresh["load.media.engine_mm_cache_hits"] == 0
+    assert reused["load.media.reused_pct"] == 50.0 and reused["load.media.mm_cache_hit_pct"] == 50.0
+    publish_and_verify(run, tmp_path / "bundle")
+    files = bundle_bytes(tmp_path / "bundle")
+    assert any(b'"media_hashes"' in data for _, data in files)  # the digests go; the files never
+    leaked = [str(path) for path, data in files if BASE64_RUN.search(data)]
+    assert not leaked, leaked
+
+
+def test_transcription_load_claims_audio_seconds_per_second_and_the_real_time_factor(tmp_path: Path):
+    with SimProcess(tmp_path / "sim.log", config=SIM) as sim:
+        code, claims, _ = run_scenario(
+            sim,
+            tmp_path,
+            "load",
+            "--endpoint",
+            "transcriptions",
+            "--audio-s",
+            "1.5",
+            "--rate",
+            "8",
+            "-n",
+            "10",
+            "--output-tokens",
+            "8",
+        )
+    assert code == 0, claims
+    got = values(claims)
+    assert got["load.media.requests"] == 10 and got["load.failed_requests"] == 0
+    assert got["load.media.audio_s_per_s"] > 0 and got["load.media.real_time_factor"] > 0
+    assert got["load.media.bytes_per_request"] == 44 + 2 * 16_000 * 1.5  # a WAV header and 1.5 s of PCM16
