@@ -28,13 +28,14 @@ START_TIMEOUT_S = 30.0  # a cold Python start on a loaded 2-core machine
 
 
 class SimProcess:
-    """`loadproof sim` as a user starts it; ready once /health answers 200."""
+    """`loadproof sim` as a user starts it; ready once /health answers 200. `module`: the module run as
+    `loadproof` (a fixture's, which registers a plug-in first: `tests.unit.example_route`)."""
 
-    def __init__(self, log: Path, *args: str, config: dict[str, Any] | None = None) -> None:
+    def __init__(self, log: Path, *args: str, config: dict[str, Any] | None = None, module: str = "loadproof") -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = log
-        argv = [sys.executable, "-m", "loadproof", "sim", "--port", str(self.port), *args]
+        argv = [sys.executable, "-m", module, "sim", "--port", str(self.port), *args]
         if config is not None:
             path = log.with_suffix(".json")
             path.write_text(json.dumps(config), encoding="utf-8")

@@ -12,7 +12,7 @@ import tomllib
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, ValidationInfo, field_validator
 
 from loadproof.config.base import StrictModel, one_line
 from loadproof.config.profile import (
@@ -24,6 +24,7 @@ from loadproof.config.profile import (
     resolve_profile_path,
 )
 from loadproof.errors import ConfigError, UsageError
+from loadproof.protocol.media import MediaTokens
 from loadproof.sim.assumptions import Assumption
 
 
@@ -268,6 +269,22 @@ class SimConfig(StrictModel):
         description="the delta field reasoning streams under: vLLM's since 0.10, or "
         "reasoning_content (vLLM before 0.10, SGLang)",
     )
+    image_tokens: str = Field(
+        default="fixed:64",
+        description="the prompt tokens of an image (a video: of each frame), as protocol.media.MediaTokens reads "
+        "a rule: fixed:N or patches:P, each with an optional +K of markers; empty: not a multimodal model, images "
+        "and videos refused with a 400",
+    )
+    audio_tokens: str = Field(
+        default="per_s:50",
+        description="the prompt tokens of an audio item: per_s:R (+K); empty: audio refused with a 400",
+    )
+    mm_cache_items: int = Field(
+        default=256,
+        ge=0,
+        description="the multimodal processor cache, in media items (least recently used out): an item whose "
+        "content was seen before is a hit (vllm:mm_cache_hits); 0: no cache",
+    )
     faults: FaultConfig = Field(default_factory=FaultConfig)
     source: str = Field(default="defaults", description="where these figures came from (calibration inputs)")
     inputs: list[CalibrationInput] = Field(
@@ -277,6 +294,17 @@ class SimConfig(StrictModel):
     assumptions: list[Assumption] = Field(
         default_factory=list, description="what the inputs do not pin, each with its plausible values (sim.assumptions)"
     )
+
+    @field_validator("image_tokens", "audio_tokens")
+    @classmethod
+    def _media_rule(cls, text: str, info: ValidationInfo) -> str:
+        if not text:
+            return text
+        rule = MediaTokens.parse(text)  # MediaError (a ValueError) names the rule and the forms
+        audio = info.field_name == "audio_tokens"
+        if (rule.kind == "per_s") != audio:
+            raise ValueError(f"{text!r}: give {'per_s:R' if audio else 'fixed:N or patches:P'}")
+        return text
 
     @property
     def kv_cache_tokens(self) -> int:

@@ -1,10 +1,12 @@
 """The simulator's /metrics in vLLM's Prometheus names, labels `model_name` and `engine` as vLLM sets them,
-and vLLM's `cache_config_info` gauge describing its KV cache."""
+vLLM's `cache_config_info` gauge describing its KV cache, and its multimodal processor cache's counters
+(`vllm:mm_cache_queries`, `vllm:mm_cache_hits`: media items, as vLLM 0.32's `v1/metrics/loggers.py` names them)."""
 
 from __future__ import annotations
 
 from loadproof.protocol.vllm_metrics import VLLM_METRICS
 from loadproof.sim.config import SimConfig
+from loadproof.sim.prompt import MediaCache
 from loadproof.sim.scheduler import TTFT_BUCKETS_S, Scheduler
 
 _GAUGES = ("num_requests_running", "num_requests_waiting", "kv_cache_usage_perc")
@@ -41,7 +43,10 @@ def cache_config_labels(config: SimConfig) -> dict[str, str]:
     }
 
 
-def render_metrics(model: str, scheduler: Scheduler) -> str:
+MM_CACHE = ("vllm:mm_cache_queries", "vllm:mm_cache_hits")  # counters: served with their `_total`
+
+
+def render_metrics(model: str, scheduler: Scheduler, mm_cache: MediaCache | None = None) -> str:
     labels = f'engine="0",model_name="{model}"'
     values = scheduler.gauges()
     info = ",".join(f'{k}="{v}"' for k, v in cache_config_labels(scheduler.config).items())
@@ -66,6 +71,9 @@ def render_metrics(model: str, scheduler: Scheduler) -> str:
                 f'vllm:prompt_tokens_cached_by_source_total{{{labels},source="{source}"}} '
                 f"{values[f'prompt_tokens_cached_by_source_total_{source}']}"
             )
+    mm = mm_cache or MediaCache(0)
+    for name, value in zip(MM_CACHE, (mm.queries, mm.hits)):
+        lines += [f"# TYPE {name} counter", f"{name}_total{{{labels}}} {float(value)}"]
     c = scheduler.counters
     lines.append("# TYPE vllm:request_success counter")
     for reason, count in sorted(c.finished.items()):

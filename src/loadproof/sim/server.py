@@ -1,13 +1,13 @@
 """`loadproof sim`: the simulator as an OpenAI-compatible HTTP server on a scaled real-time clock.
 
 One asyncio task drives the scheduler: it schedules a step, sleeps the step's modeled duration divided
-by `time_scale`, completes the step and hands each sampled token to its request's stream. Endpoints:
-/v1/completions and /v1/chat/completions (streaming or not, the chunks shaped as vLLM 0.32's: `sim.stream`), or,
-as a pooling model (`runner = "pooling"`), /v1/embeddings and /v1/rerank,
-/tokenize, /v1/models, /version, /health, /metrics (vLLM's names; durations in the wall seconds its clients
-measure, whatever the time scale), and the control endpoint
-/sim/faults (GET, POST) with /sim/state for tests. A client that disconnects aborts its request, which
-frees its blocks before the next step.
+by `time_scale`, completes the step and hands each sampled token to its request's stream. Endpoints: one per
+route adapter (`protocol.routes.ROUTES`, each at its path), the body read by the adapter's `parse` and the
+answer written by its `Writer` (streamed) or `whole`; a generating model serves the routes that stream, a pooling
+model (`runner = "pooling"`) the pooling routes (each input a prefill), and the other kind's routes are 404 as
+vLLM's. Then /tokenize, /v1/models, /version, /health, /metrics (vLLM's names; durations in the wall seconds
+its clients measure, whatever the time scale), and the control endpoint /sim/faults (GET, POST) with /sim/state
+for tests. A client that disconnects aborts its request, which frees its blocks before the next step.
 """
 
 from __future__ import annotations
@@ -19,25 +19,28 @@ import json
 import os
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.requests import Request as HTTPRequest
 from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
-from starlette.routing import Route
+from starlette.routing import Route as HTTPRoute
 
 from loadproof import __version__
-from loadproof.protocol.sse import DONE_EVENT, encode_data
-from loadproof.sim import pooling, text
+from loadproof.protocol.request import Request, Sampling
+from loadproof.protocol.routes import ROUTES, Route
+from loadproof.protocol.routes.base import Answer, Writer
+from loadproof.protocol.routes.chat import messages_of
+from loadproof.sim import text
 from loadproof.sim.config import FaultConfig, SimConfig
 from loadproof.sim.metrics import render_metrics
+from loadproof.sim.prompt import MediaCache, MediaRules, Prompt, prompt_of
 from loadproof.sim.scheduler import Scheduler, SimRequest
-from loadproof.sim.stream import Chunks, Stream, num_tokens, usage
+from loadproof.sim.stream import Stream, num_tokens
 
-_ERROR_EVENT = encode_data(
-    b'{"error":{"message":"simulated engine error mid-stream","type":"InternalServerError","code":500}}'
-)
+ERROR_MID_STREAM = "simulated engine error mid-stream"
+Handler = Callable[[HTTPRequest], Awaitable[Response]]
 
 
 class RequireKey:
@@ -69,24 +72,24 @@ class SimServer:
         self.faults = config.faults
         self.streams: dict[str, Stream] = {}
         self.num_requests = 0
+        self.rules = MediaRules(config)
+        self.mm_cache = MediaCache(config.mm_cache_items)
         self._wake: asyncio.Event | None = None
         self._loop_task: asyncio.Task[None] | None = None
         self._t0 = time.perf_counter()
         self.on_refuse: Any = None  # set by the runner: closes the listening sockets
+        routes = [HTTPRoute(r.path, self._endpoint(r), methods=["POST"]) for r in map(ROUTES.get, ROUTES.in_order())]
         self.app = Starlette(
             routes=[
-                Route("/health", self.health),
-                Route("/version", self.version),
-                Route("/v1/models", self.models),
-                Route("/tokenize", self.tokenize, methods=["POST"]),
-                Route("/v1/completions", self.completions, methods=["POST"]),
-                Route("/v1/chat/completions", self.chat_completions, methods=["POST"]),
-                Route("/v1/embeddings", self.embeddings, methods=["POST"]),
-                Route("/v1/rerank", self.rerank, methods=["POST"]),
-                Route("/metrics", self.metrics),
-                Route("/sim/faults", self.get_faults, methods=["GET"]),
-                Route("/sim/faults", self.set_faults, methods=["POST"]),
-                Route("/sim/state", self.state),
+                HTTPRoute("/health", self.health),
+                HTTPRoute("/version", self.version),
+                HTTPRoute("/v1/models", self.models),
+                HTTPRoute("/tokenize", self.tokenize, methods=["POST"]),
+                *routes,
+                HTTPRoute("/metrics", self.metrics),
+                HTTPRoute("/sim/faults", self.get_faults, methods=["GET"]),
+                HTTPRoute("/sim/faults", self.set_faults, methods=["POST"]),
+                HTTPRoute("/sim/state", self.state),
             ],
             lifespan=self._lifespan,
         )
@@ -137,32 +140,31 @@ class SimServer:
                     last = True
                 stream.tokens.put_nowait((emitted.request.num_output - 1, last))
 
-    def _submit(self, prompt: str, body: dict[str, Any], chat: bool, pooling: bool = False) -> Stream:
-        prompt_bytes = prompt.encode("utf-8")
-        num_prompt = len(prompt_bytes)
-        max_tokens = int(body.get("max_tokens") or body.get("max_completion_tokens") or 16)
+    def _submit(self, prompt: Prompt, request: Request, thinks: bool, pooling: bool = False) -> Stream:
+        num_prompt = len(prompt.tokens)
+        max_tokens = request.sampling.max_tokens
         if num_prompt + max_tokens > self.config.max_model_len:
             max_tokens = self.config.max_model_len - num_prompt
-        salt = body.get("cache_salt")
-        if body.get("model") in self.config.lora_modules:  # vLLM keys a block by the adapter that computed it
-            salt = f"{salt or ''}|lora:{body['model']}"
-        request = SimRequest(
+        salt = request.extra.get("cache_salt")
+        if request.model in self.config.lora_modules:  # vLLM keys a block by the adapter that computed it
+            salt = f"{salt or ''}|lora:{request.model}"
+        sim_request = SimRequest(
             f"sim-{uuid.uuid4().hex[:16]}",
             num_prompt,
             max_tokens,
-            text.block_hashes(prompt_bytes, self.config.block_size, salt),
+            text.block_hashes(prompt.tokens, self.config.block_size, salt),
             arrival_s=self.now_s(),
             pooling=pooling,
         )
-        answer, natural_end = text.answer(prompt, wrong="wrong_answer" in self.faults.active)
-        ignore_eos = bool(body.get("ignore_eos"))
+        answer, natural_end = text.answer(prompt.text, wrong="wrong_answer" in self.faults.active)
+        ignore_eos = request.sampling.ignore_eos
         reasoning = 0
-        if chat and self.config.reasoning_share > 0 and text.thinks(body):  # a reasoning model asked to think
+        if thinks and self.config.reasoning_share > 0 and text.thinks(request.extra):  # a reasoning model asked to
             reasoning = text.reasoning_tokens(self.config.reasoning_share, natural_end, max_tokens, ignore_eos)
-            answer, natural_end = text.reasoning(prompt, reasoning) + answer, natural_end + reasoning
-        stream = Stream(request, answer, natural_end, ignore_eos, reasoning)
-        self.streams[request.request_id] = stream
-        self.scheduler.add(request)
+            answer, natural_end = text.reasoning(prompt.text, reasoning) + answer, natural_end + reasoning
+        stream = Stream(sim_request, answer, natural_end, ignore_eos, reasoning)
+        self.streams[sim_request.request_id] = stream
+        self.scheduler.add(sim_request)
         assert self._wake is not None
         self._wake.set()
         return stream
@@ -174,13 +176,13 @@ class SimServer:
             self._wake.set()
 
     # -- HTTP -----------------------------------------------------------------------------------------------
-    async def health(self, request: Request) -> Response:
+    async def health(self, request: HTTPRequest) -> Response:
         return Response(status_code=200)
 
-    async def version(self, request: Request) -> Response:
+    async def version(self, request: HTTPRequest) -> Response:
         return JSONResponse({"version": f"loadproof-sim {__version__}"})
 
-    async def models(self, request: Request) -> Response:
+    async def models(self, request: HTTPRequest) -> Response:
         base = {
             "id": self.config.model,
             "object": "model",
@@ -190,12 +192,19 @@ class SimServer:
         adapters = [dict(base, id=name, parent=self.config.model) for name in self.config.lora_modules]
         return JSONResponse({"object": "list", "data": [base, *adapters]})
 
-    async def tokenize(self, request: Request) -> Response:
+    async def tokenize(self, request: HTTPRequest) -> Response:
+        """vLLM's /tokenize: a prompt, or chat messages under the template (with their media's tokens)."""
         body = await _json_body(request)
         if isinstance(body, Response):
             return body
-        prompt = text.chat_prompt(body["messages"]) if "messages" in body else str(body.get("prompt", ""))
-        data = prompt.encode("utf-8")
+        try:
+            if "messages" in body:
+                typed = Request(route="", model="", messages=tuple(messages_of(body["messages"])))
+                data = prompt_of(typed, True, self.rules).tokens
+            else:
+                data = str(body.get("prompt", "")).encode("utf-8")
+        except (ValueError, AttributeError, TypeError) as exc:
+            return _error(400, f"{exc}")
         return JSONResponse(
             {
                 "count": len(data),
@@ -204,15 +213,15 @@ class SimServer:
             }
         )
 
-    async def metrics(self, request: Request) -> Response:
+    async def metrics(self, request: HTTPRequest) -> Response:
         return PlainTextResponse(
-            render_metrics(self.config.model, self.scheduler), media_type="text/plain; version=0.0.4"
+            render_metrics(self.config.model, self.scheduler, self.mm_cache), media_type="text/plain; version=0.0.4"
         )
 
-    async def get_faults(self, request: Request) -> Response:
+    async def get_faults(self, request: HTTPRequest) -> Response:
         return JSONResponse(self.faults.model_dump())
 
-    async def set_faults(self, request: Request) -> Response:
+    async def set_faults(self, request: HTTPRequest) -> Response:
         body = await _json_body(request)
         if isinstance(body, Response):
             return body
@@ -228,7 +237,7 @@ class SimServer:
             loop.call_later(0.05, self.on_refuse)
         return JSONResponse(faults.model_dump())
 
-    async def state(self, request: Request) -> Response:
+    async def state(self, request: HTTPRequest) -> Response:
         s = self.scheduler
         return JSONResponse(
             {
@@ -242,66 +251,44 @@ class SimServer:
             }
         )
 
-    async def completions(self, request: Request) -> Response:
-        body = await _json_body(request)
-        if isinstance(body, Response):
-            return body
-        prompt = body.get("prompt")
-        if isinstance(prompt, list):
-            prompt = prompt[0] if prompt and isinstance(prompt[0], str) else None
-        if not isinstance(prompt, str):
-            return _error(400, "prompt must be a string")
-        return await self._generate(request, body, prompt, chat=False)
+    # -- the routes -----------------------------------------------------------------------------------------
+    def _endpoint(self, route: Route) -> Handler:
+        async def serve(http: HTTPRequest) -> Response:
+            return await self.serve(route, http)
 
-    async def chat_completions(self, request: Request) -> Response:
-        body = await _json_body(request)
-        if isinstance(body, Response):
-            return body
-        messages = body.get("messages")
-        if not isinstance(messages, list) or not messages:
-            return _error(400, "messages must be a non-empty list")
-        return await self._generate(request, body, text.chat_prompt(messages), chat=True)
+        return serve
 
-    async def embeddings(self, request: Request) -> Response:
-        """A pooling model's /v1/embeddings: each input is a request of its own that prefills and ends (one
-        step, as a generation of one token), and gets a vector of `embedding_dim` from its text."""
-        if self.config.runner != "pooling":
-            return JSONResponse({"detail": "Not Found"}, status_code=404)  # vLLM 0.32 serves no such route
-        body = await _json_body(request)
-        if isinstance(body, Response):
-            return body
-        inputs = pooling.embedding_inputs(body)
-        if inputs is None:
-            return _error(400, "input must be a string or a non-empty list of strings")
-        tokens = await self._pool(request, body, inputs)
-        if isinstance(tokens, Response):
-            return tokens
-        return JSONResponse(pooling.embeddings(self.config.model, self.config.embedding_dim, inputs, tokens))
-
-    async def rerank(self, request: Request) -> Response:
-        """A pooling model's /v1/rerank: the query and each document embedded (as /v1/embeddings) and scored."""
-        if self.config.runner != "pooling":
+    async def serve(self, route: Route, http: HTTPRequest) -> Response:
+        """One request on `route`: read by its adapter, refused as vLLM refuses it, or served (a pooling model's
+        routes by a pooling simulator, the others by a generating one; the other kind's are 404, as vLLM's)."""
+        if route.pooling != (self.config.runner == "pooling"):
             return JSONResponse({"detail": "Not Found"}, status_code=404)
-        body = await _json_body(request)
-        if isinstance(body, Response):
-            return body
-        asked = pooling.rerank_inputs(body)
-        if asked is None:
-            return _error(400, "query must be a string and documents a string or a non-empty list of strings")
-        query, documents = asked
-        tokens = await self._pool(request, body, [query, *documents])
-        if isinstance(tokens, Response):
-            return tokens
-        return JSONResponse(pooling.rerank(self.config.model, self.config.embedding_dim, query, documents, tokens))
-
-    async def _pool(self, request: Request, body: dict[str, Any], inputs: list[str]) -> int | Response:
-        """Each input a request of its own that prefills and ends; their prompt tokens, or the refusal."""
-        refused = self._refusal(body, max(inputs, key=text.count_tokens))
+        try:
+            request = route.parse(await http.body(), http.headers.get("content-type", ""))
+            prompts = (
+                [prompt_of(Request(route="", model="", prompt=i), False, self.rules) for i in request.inputs]
+                if route.pooling
+                else [prompt_of(request, route.conversational, self.rules)]
+            )
+        except ValueError as exc:  # a BadRequest or a MediaError: what the body holds, or the model refuses
+            return _error(400, str(exc), route=route)
+        refused = self._refusal(route, request, max(prompts, key=lambda p: len(p.tokens)))
         if refused is not None:
             return refused
-        streams = [self._submit(i, {"max_tokens": 1, "ignore_eos": True}, chat=False, pooling=True) for i in inputs]
+        for prompt in prompts:
+            for digest in prompt.media:
+                self.mm_cache.query(digest)
+        if route.pooling:
+            return await self._pool(route, http, request, prompts)
+        return await self._generate(route, http, request, prompts[0])
+
+    async def _pool(self, route: Route, http: HTTPRequest, request: Request, prompts: list[Prompt]) -> Response:
+        """Each input a request of its own that prefills and ends (one step, as a generation of one token); the
+        route's answer of their vectors (`text.embedding`, `embedding_dim` long)."""
+        one = Request(route=request.route, model=request.model, sampling=Sampling(max_tokens=1, ignore_eos=True))
+        streams = [self._submit(p, one, thinks=False, pooling=True) for p in prompts]
         collect: asyncio.Future[Any] = asyncio.ensure_future(asyncio.gather(*map(num_tokens, streams)))
-        gone: asyncio.Future[Any] = asyncio.ensure_future(_disconnected(request))
+        gone: asyncio.Future[Any] = asyncio.ensure_future(_disconnected(http))
         try:
             await asyncio.wait({collect, gone}, return_when=asyncio.FIRST_COMPLETED)
         finally:
@@ -314,37 +301,40 @@ class SimServer:
             return Response(status_code=499)
         for stream in streams:
             self.streams.pop(stream.request.request_id, None)
-        return sum(s.request.prompt_tokens for s in streams)
+        tokens = sum(s.request.prompt_tokens for s in streams)
+        answer = Answer(uuid.uuid4().hex[:16], self.config.model, int(time.time()), tokens)
+        dim = self.config.embedding_dim
+        return JSONResponse(route.pooled(request, answer, lambda t: text.embedding(t, dim)))
 
-    def _refusal(self, body: dict[str, Any], prompt: str) -> Response | None:
+    def _refusal(self, route: Route, request: Request, prompt: Prompt) -> Response | None:
         """A request's fault, unknown model or prompt too long, as vLLM answers them; None: serve it."""
         self.num_requests += 1
-        fault = self._request_fault()
+        fault = self._request_fault(route)
         if fault is not None:
             return fault
-        if body.get("model") not in (None, self.config.model, *self.config.lora_modules):
-            return _error(404, f"The model `{body.get('model')}` does not exist.")
-        if text.count_tokens(prompt) >= self.config.max_model_len:
+        if request.model not in ("", self.config.model, *self.config.lora_modules):
+            return _error(404, f"The model `{request.model}` does not exist.", "NotFoundError", route)
+        if len(prompt.tokens) >= self.config.max_model_len:
             return _error(
                 400,
                 f"This model's maximum context length is {self.config.max_model_len} tokens; "
-                f"the prompt has {text.count_tokens(prompt)}",
+                f"the prompt has {len(prompt.tokens)}",
+                route=route,
             )
         return None
 
-    async def _generate(self, http: Request, body: dict[str, Any], prompt: str, chat: bool) -> Response:
-        if self.config.runner == "pooling":
-            return JSONResponse({"detail": "Not Found"}, status_code=404)  # as vLLM 0.32's pooling server
-        refused = self._refusal(body, prompt)
-        if refused is not None:
-            return refused
-        stream = self._submit(prompt, body, chat)
-        created = int(time.time())
-        if body.get("stream"):
-            chunks = Chunks.of(
-                stream, self.config.model, created, chat, self.config.reasoning_field, body.get("stream_options")
-            )
-            return StreamingResponse(self._sse(chunks), media_type="text/event-stream")
+    async def _generate(self, route: Route, http: HTTPRequest, request: Request, prompt: Prompt) -> Response:
+        stream = self._submit(prompt, request, thinks=route.conversational)
+        answer = Answer(
+            stream.request.request_id,
+            self.config.model,
+            int(time.time()),
+            stream.request.prompt_tokens,
+            reasoning_field=self.config.reasoning_field,
+        )
+        if request.stream:
+            writer = route.writer(request, answer)
+            return StreamingResponse(self._sse(stream, writer), media_type="text/event-stream")
         # a client that leaves before the whole answer aborts it, as with a stream (vLLM does both)
         collect = asyncio.ensure_future(num_tokens(stream))
         gone = asyncio.ensure_future(_disconnected(http))
@@ -362,61 +352,43 @@ class SimServer:
             return Response(status_code=499)
         n = collect.result()
         self.streams.pop(stream.request.request_id, None)
-        content = stream.text[:n] if n <= len(stream.text) else stream.text
-        choice: dict[str, Any] = {"index": 0, "finish_reason": stream.request.finish_reason}
-        if chat:
-            choice["message"] = {"role": "assistant", "content": content[stream.reasoning :]}
-            if stream.reasoning:
-                choice["message"][self.config.reasoning_field] = content[: stream.reasoning]
-        else:
-            choice["text"] = content
-        return JSONResponse(
-            {
-                "id": stream.request.request_id,
-                "object": "chat.completion" if chat else "text_completion",
-                "created": created,
-                "model": self.config.model,
-                "choices": [choice],
-                "usage": usage(stream.request),
-            }
-        )
+        stream.sync(answer, stream.request.num_output, last=True)
+        return JSONResponse(route.whole(request, answer, *stream.whole(n)))
 
-    def _request_fault(self) -> Response | None:
+    def _request_fault(self, route: Route) -> Response | None:
         f = self.faults
         if self.num_requests <= f.after_requests:
             return None
         if "crash" in f.active:
             os._exit(13)
         if "http_500" in f.active:
-            return _error(500, "simulated internal error", "InternalServerError")
+            return _error(500, "simulated internal error", "InternalServerError", route)
         if "http_503" in f.active:
-            return _error(503, "simulated overload", "ServiceUnavailable")
+            return _error(503, "simulated overload", "ServiceUnavailable", route)
         if "refuse" in f.active and self.on_refuse:
             self.on_refuse()
         return None
 
-    async def _sse(self, chunks: Chunks) -> AsyncIterator[bytes]:
-        """The stream's events as vLLM 0.32 sends them (`sim.stream`): the first only once the first token is
-        there (chat: its role chunk, then the token's), the finish reason on the last token's chunk."""
-        stream = chunks.stream
+    async def _sse(self, stream: Stream, writer: Writer) -> AsyncIterator[bytes]:
+        """The stream's events as the route's writer shapes them: what it sends at once (a Responses stream's
+        `response.created`), each token's events as the token comes (a chat stream's role chunk only with the
+        first), and its end once the last token is out."""
         finished = False
         try:
-            first, last = True, False
+            if opened := writer.open():
+                yield opened
+            last = False
             while not last:
                 index, last = await stream.tokens.get()
                 if index >= self.faults.after_tokens and "error_event" in self.faults.active:
-                    yield _ERROR_EVENT
+                    yield writer.error(ERROR_MID_STREAM)
                     return
                 if index >= self.faults.after_tokens and "drop" in self.faults.active:
                     raise DroppedConnection("simulated dropped connection")
-                if first and (role := chunks.role()) is not None:
-                    yield role
-                first = False
-                yield chunks.token(index, last)
+                stream.sync(writer.answer, index + 1, last)
+                yield writer.piece(stream.piece(index), index < stream.reasoning)
             finished = True
-            if (final := chunks.final_usage()) is not None:
-                yield final
-            yield DONE_EVENT
+            yield writer.close()
         finally:
             if not finished:
                 self._abort(stream)
@@ -424,16 +396,22 @@ class SimServer:
                 self.streams.pop(stream.request.request_id, None)
 
 
-async def _disconnected(http: Request) -> None:
+async def _disconnected(http: HTTPRequest) -> None:
     while (await http.receive())["type"] != "http.disconnect":
         pass
 
 
-def _error(status: int, message: str, kind: str = "BadRequestError") -> Response:
-    return JSONResponse({"error": {"message": message, "type": kind, "code": status}}, status_code=status)
+def _error(status: int, message: str, kind: str = "BadRequestError", route: Route | None = None) -> Response:
+    """An error answer, in the route's shape where there is one (an Anthropic error on /v1/messages)."""
+    body = (
+        route.error(status, message, kind)
+        if route is not None
+        else {"error": {"message": message, "type": kind, "code": status}}
+    )
+    return JSONResponse(body, status_code=status)
 
 
-async def _json_body(request: Request) -> dict[str, Any] | Response:
+async def _json_body(request: HTTPRequest) -> dict[str, Any] | Response:
     try:
         body = json.loads(await request.body())
     except (json.JSONDecodeError, UnicodeDecodeError):

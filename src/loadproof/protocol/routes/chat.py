@@ -6,6 +6,12 @@ The content of a message is a string when it is one text part, else a list of pa
 `tool_calls`; a tool result is a `tool` message. Streams ask for usage on every chunk
 (`continuous_usage_stats`), so each chunk's tokens are known; reasoning comes under `reasoning` (vLLM since
 0.10) or `reasoning_content` (older vLLM, SGLang).
+
+Served (`ChunkWriter`, the simulator's streams) as vLLM 0.32's `chat_completion/serving.py` sends them: nothing
+before the first token, then the role chunk (`delta: {"role": "assistant", "content": ""}`) right before its
+chunk; one chunk a token, `finish_reason` (with `stop_reason`) on the last token's chunk; with
+`stream_options.include_usage` a final chunk with no choices carries the usage, and with
+`continuous_usage_stats` as well every chunk carries the counts so far (the role chunk 0 completion tokens).
 """
 
 from __future__ import annotations
@@ -19,8 +25,22 @@ from loadproof.errors import StreamError
 from loadproof.protocol.media import MediaError, audio_of, decode_base64, from_data_url, image_of
 from loadproof.protocol.openai import Chunk, chunk_decoder, error_message
 from loadproof.protocol.request import Audio, Image, Message, Part, Request, Text, ToolResult, ToolUse, Video
-from loadproof.protocol.routes.base import Route, decode_error, encoder, sampling_fields
+from loadproof.protocol.routes.base import (
+    Answer,
+    BadRequest,
+    Route,
+    Writer,
+    decode_error,
+    encoder,
+    json_object,
+    model_of,
+    pop_sampling,
+    pop_stream,
+    sampling_fields,
+    usage_of,
+)
 from loadproof.protocol.routes.reading import Reading
+from loadproof.protocol.sse import DONE_EVENT, encode_data
 
 STREAM_OPTIONS = {"include_usage": True, "continuous_usage_stats": True}
 
@@ -98,6 +118,106 @@ class ChatRoute(Route):
         except msgspec.DecodeError as exc:
             raise decode_error(exc) from None
         feed_chunk(reading, chunk, now)
+
+    def parse(self, body: bytes, content_type: str) -> Request:
+        data = json_object(body)
+        messages = data.pop("messages", None)
+        if not isinstance(messages, list) or not messages:
+            raise BadRequest("messages must be a non-empty list")
+        if not all(isinstance(m, dict) for m in messages):
+            raise BadRequest("each message must be an object with a role and a content")
+        model = model_of(data)
+        sampling = pop_sampling(data, "max_tokens", "max_completion_tokens")
+        stream = pop_stream(data)
+        return Request(
+            route=self.name,
+            model=model,
+            messages=tuple(messages_of(messages)),
+            sampling=sampling,
+            stream=stream,
+            tools=tuple(data.pop("tools", None) or ()),
+            tool_choice=data.pop("tool_choice", None),
+            response_format=data.pop("response_format", None),
+            extra=data,  # stream_options among them, as sent: the writer reads what was asked
+        )
+
+    def writer(self, request: Request, answer: Answer) -> Writer:
+        return ChunkWriter(request, answer, *stream_usage(request))
+
+    def whole(self, request: Request, answer: Answer, text: str, reasoning: str) -> dict[str, Any]:
+        message: dict[str, Any] = {"role": "assistant", "content": text}
+        if reasoning:
+            message[answer.reasoning_field] = reasoning
+        choice = {"index": 0, "finish_reason": answer.finish_reason, "message": message}
+        return whole_answer(answer, "chat.completion", choice)
+
+
+def stream_usage(request: Request) -> tuple[bool, bool]:
+    """(include_usage, continuous_usage_stats) as a request's `stream_options` ask them: continuous usage only
+    with include_usage, as vLLM's `should_include_usage` reads them."""
+    options = request.extra.get("stream_options")
+    options = options if isinstance(options, dict) else {}
+    include = bool(options.get("include_usage"))
+    return include, include and bool(options.get("continuous_usage_stats"))
+
+
+def whole_answer(answer: Answer, kind: str, choice: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": answer.id,
+        "object": kind,
+        "created": answer.created,
+        "model": answer.model,
+        "choices": [choice],
+        "usage": usage_of(answer),
+    }
+
+
+class ChunkWriter(Writer):
+    """A stream of chunks in the chat completions' shape (chat, completions and transcriptions send it)."""
+
+    kind = "chat.completion.chunk"
+    role_chunk = True  # the chat role chunk goes out with the first token
+
+    def __init__(self, request: Request, answer: Answer, include_usage: bool, continuous_usage: bool) -> None:
+        super().__init__(request, answer)
+        self.include_usage = include_usage
+        self.continuous_usage = continuous_usage
+        self.started = False
+
+    def encode(self, choices: list[dict[str, Any]], usage: dict[str, Any] | None) -> bytes:
+        a = self.answer
+        chunk: dict[str, Any] = {"id": a.id, "object": self.kind, "created": a.created, "model": a.model}
+        chunk["choices"] = choices
+        if usage is not None:
+            chunk["usage"] = usage
+        return encode_data(encoder.encode(chunk))
+
+    def so_far(self, completion: int) -> dict[str, Any] | None:
+        return usage_of(self.answer, completion) if self.continuous_usage else None
+
+    def choice(self, text: str, reasoning: bool) -> dict[str, Any]:
+        field = self.answer.reasoning_field if reasoning else "content"
+        return {"index": 0, "delta": {field: text}, "logprobs": None}
+
+    def piece(self, text: str, reasoning: bool) -> bytes:
+        out = b""
+        if not self.started and self.role_chunk:
+            role = {"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": None, "finish_reason": None}
+            out = self.encode([role], self.so_far(0))
+        self.started = True
+        choice = self.choice(text, reasoning)
+        last = self.answer.finish_reason is not None
+        choice["finish_reason"] = self.answer.finish_reason
+        if last:
+            choice["stop_reason"] = None  # no stop string or stop token id ended it
+        return out + self.encode([choice], self.so_far(self.answer.output_tokens))
+
+    def close(self) -> bytes:
+        final = self.encode([], usage_of(self.answer)) if self.include_usage else b""
+        return final + DONE_EVENT
+
+    def error(self, message: str) -> bytes:
+        return encode_data(encoder.encode({"error": {"message": message, "type": "InternalServerError", "code": 500}}))
 
 
 def feed_chunk(reading: Reading, chunk: Chunk, now: int) -> None:

@@ -1,6 +1,8 @@
 """`/v1/completions`: one raw prompt (no chat template), a stream of `choices[].text` chunks.
 
 A request given as messages is sent as their text joined (media cannot be carried: the route takes none).
+Served as vLLM 0.32's `completion/serving.py` streams: the chat route's chunks (`chat.ChunkWriter`) without the
+role chunk, each token's text under `choices[].text`.
 """
 
 from __future__ import annotations
@@ -11,9 +13,28 @@ import msgspec
 
 from loadproof.protocol.openai import chunk_decoder
 from loadproof.protocol.request import Request
-from loadproof.protocol.routes.base import Route, decode_error, encoder
-from loadproof.protocol.routes.chat import feed_chunk, generation_fields
+from loadproof.protocol.routes.base import (
+    Answer,
+    BadRequest,
+    Route,
+    Writer,
+    decode_error,
+    encoder,
+    json_object,
+    model_of,
+    pop_sampling,
+    pop_stream,
+)
+from loadproof.protocol.routes.chat import ChunkWriter, feed_chunk, generation_fields, stream_usage, whole_answer
 from loadproof.protocol.routes.reading import Reading
+
+
+class TextChunks(ChunkWriter):
+    kind = "text_completion"
+    role_chunk = False
+
+    def choice(self, text: str, reasoning: bool) -> dict[str, Any]:
+        return {"index": 0, "text": text, "logprobs": None}
 
 
 class CompletionsRoute(Route):
@@ -33,6 +54,27 @@ class CompletionsRoute(Route):
         except msgspec.DecodeError as exc:
             raise decode_error(exc) from None
         feed_chunk(reading, chunk, now)
+
+    def parse(self, body: bytes, content_type: str) -> Request:
+        data = json_object(body)
+        prompt = data.pop("prompt", None)
+        if isinstance(prompt, list):  # a batch of prompts: its first, as one request
+            prompt = prompt[0] if prompt and isinstance(prompt[0], str) else None
+        if not isinstance(prompt, str):
+            raise BadRequest("prompt must be a string")
+        model = model_of(data)
+        sampling = pop_sampling(data, "max_tokens")
+        stream = pop_stream(data)
+        return Request(
+            route=self.name, model=model, prompt=prompt, inputs=(prompt,), sampling=sampling, stream=stream, extra=data
+        )
+
+    def writer(self, request: Request, answer: Answer) -> Writer:
+        return TextChunks(request, answer, *stream_usage(request))
+
+    def whole(self, request: Request, answer: Answer, text: str, reasoning: str) -> dict[str, Any]:
+        choice = {"index": 0, "finish_reason": answer.finish_reason, "text": reasoning + text}
+        return whole_answer(answer, "text_completion", choice)
 
 
 ROUTE = CompletionsRoute()

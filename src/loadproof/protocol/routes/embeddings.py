@@ -11,7 +11,16 @@ import msgspec
 from loadproof.errors import StreamError
 from loadproof.protocol.openai import embeddings_decoder, error_message
 from loadproof.protocol.request import Request
-from loadproof.protocol.routes.base import PooledItems, Route, encoder
+from loadproof.protocol.routes.base import (
+    Answer,
+    BadRequest,
+    Embed,
+    PooledItems,
+    Route,
+    encoder,
+    json_object,
+    model_of,
+)
 from loadproof.records import RequestRecord
 
 
@@ -38,6 +47,28 @@ class EmbeddingsRoute(Route):
         }
         body.update(request.extra)
         return encoder.encode(body)
+
+    def parse(self, body: bytes, content_type: str) -> Request:
+        data = json_object(body)
+        inputs = data.pop("input", None)
+        inputs = [inputs] if isinstance(inputs, str) else inputs
+        if not isinstance(inputs, list) or not inputs or not all(isinstance(i, str) for i in inputs):
+            raise BadRequest("input must be a string or a non-empty list of strings")
+        model = model_of(data)
+        if data.get("encoding_format") == "float":
+            del data["encoding_format"]  # encode's own
+        return Request(route=self.name, model=model, inputs=tuple(inputs), stream=False, extra=data)
+
+    def pooled(self, request: Request, answer: Answer, embed: Embed) -> dict[str, Any]:
+        """A vector for each input, in order (`embed`), as vLLM's /v1/embeddings answers."""
+        return {
+            "id": f"embd-{answer.id}",
+            "object": "list",
+            "created": answer.created,
+            "model": answer.model,
+            "data": [{"object": "embedding", "index": k, "embedding": embed(i)} for k, i in enumerate(request.inputs)],
+            "usage": {"prompt_tokens": answer.prompt_tokens, "total_tokens": answer.prompt_tokens},
+        }
 
     def answer(self, record: RequestRecord, body: bytes) -> None:
         try:

@@ -1,7 +1,12 @@
 """`/v1/audio/transcriptions`: one audio file in (a multipart form, as the OpenAI API takes it), a stream of
 `transcription.chunk` events out, shaped as chat chunks (`choices[].delta.content`, the usage on every chunk
 with `stream_continuous_usage_stats`). The request's first audio part is the file; its text, if any, is the
-`prompt` (a transcription's context, not an instruction)."""
+`prompt` (a transcription's context, not an instruction).
+
+Served as vLLM 0.32's `speech_to_text/base/serving.py` streams: one `transcription.chunk` a token
+(`choices: [{"delta": {"content": ...}}]`, the last with `finish_reason` and `stop_reason`), its counts so far as
+`usage` with `stream_include_usage` and `stream_continuous_usage_stats`, a final chunk of no choices with the
+usage (with `stream_include_usage`), then `[DONE]`."""
 
 from __future__ import annotations
 
@@ -10,11 +15,13 @@ from typing import Any, ClassVar
 import msgspec
 
 from loadproof.errors import UsageError
+from loadproof.protocol.media import audio_of
 from loadproof.protocol.openai import chunk_decoder
-from loadproof.protocol.request import Audio, Request
-from loadproof.protocol.routes.base import Route, decode_error
-from loadproof.protocol.routes.chat import feed_chunk
+from loadproof.protocol.request import Audio, Message, Part, Request, Text
+from loadproof.protocol.routes.base import Answer, BadRequest, Route, Writer, decode_error, pop_sampling, usage_of
+from loadproof.protocol.routes.chat import ChunkWriter, feed_chunk
 from loadproof.protocol.routes.reading import Reading
+from loadproof.protocol.sse import DONE_EVENT
 
 # the form's boundary: fixed, so the content type is the route's own; a file that holds it is refused
 BOUNDARY = "loadproof-form-4f1c9a7e2b6d8053"
@@ -72,6 +79,90 @@ class TranscriptionsRoute(Route):
         except msgspec.DecodeError as exc:
             raise decode_error(exc) from None
         feed_chunk(reading, chunk, now)
+
+    def parse(self, body: bytes, content_type: str) -> Request:
+        fields, files = form_of(body, content_type)
+        if "file" not in files:
+            raise BadRequest("a transcription request needs its audio as the form's `file`")
+        mime, data = files["file"]
+        audio = audio_of(data, mime or None)
+        model = fields.pop("model", "")
+        sampling = pop_sampling(fields, "max_completion_tokens", "max_tokens")
+        stream = fields.pop("stream", "false") == "true"
+        if fields.get("response_format") == "json":
+            del fields["response_format"]  # encode's own
+        prompt = fields.pop("prompt", "")
+        parts: tuple[Part, ...] = ((Text(prompt),) if prompt else ()) + (audio,)
+        return Request(
+            route=self.name,
+            model=model,
+            messages=(Message("user", parts),),
+            sampling=sampling,
+            stream=stream,
+            extra=dict(fields),  # the stream's usage options among them, as sent
+        )
+
+    def writer(self, request: Request, answer: Answer) -> Writer:
+        include = request.extra.get("stream_include_usage") == "true"
+        continuous = include and request.extra.get("stream_continuous_usage_stats") == "true"
+        return TranscriptionChunks(request, answer, include, continuous)
+
+    def whole(self, request: Request, answer: Answer, text: str, reasoning: str) -> dict[str, Any]:
+        usage = usage_of(answer)
+        usage.pop("prompt_tokens_details", None)
+        return {"text": reasoning + text, "usage": usage}
+
+
+class TranscriptionChunks(ChunkWriter):
+    kind = "transcription.chunk"
+    role_chunk = False
+
+    def piece(self, text: str, reasoning: bool) -> bytes:
+        choice: dict[str, Any] = {"delta": {"content": text}}
+        if self.answer.finish_reason is not None:
+            choice.update(finish_reason=self.answer.finish_reason, stop_reason=None)
+        return self.encode([choice], self.so_far(self.answer.output_tokens))
+
+    def close(self) -> bytes:
+        usage = usage_of(self.answer)
+        usage.pop("prompt_tokens_details", None)  # vLLM's transcription usage has none
+        return (self.encode([], usage) if self.include_usage else b"") + DONE_EVENT
+
+
+def form_of(body: bytes, content_type: str) -> tuple[dict[str, str], dict[str, tuple[str, bytes]]]:
+    """A multipart/form-data body's fields (name to text) and files (name to its Content-Type and bytes)."""
+    kind, _, params = content_type.partition(";")
+    boundary = ""
+    for param in params.split(";"):
+        key, _, value = param.strip().partition("=")
+        if key == "boundary":
+            boundary = value.strip('"')
+    if kind.strip() != "multipart/form-data" or not boundary:
+        raise BadRequest("a transcription request is a multipart/form-data form with a boundary")
+    fields: dict[str, str] = {}
+    files: dict[str, tuple[str, bytes]] = {}
+    mark = b"--" + boundary.encode()
+    for chunk in body.split(mark)[1:]:
+        if chunk.startswith(b"--"):
+            break
+        head, sep, content = chunk.removeprefix(b"\r\n").partition(b"\r\n\r\n")
+        if not sep:
+            raise BadRequest("a form part without its headers")
+        content = content.removesuffix(b"\r\n")
+        headers = {}
+        for line in head.decode("utf-8", "replace").split("\r\n"):
+            key, _, value = line.partition(":")
+            headers[key.strip().lower()] = value.strip()
+        disposition = dict(
+            (k.strip(), v.strip().strip('"'))
+            for k, _, v in (p.partition("=") for p in headers.get("content-disposition", "").split(";")[1:])
+        )
+        name = disposition.get("name", "")
+        if "filename" in disposition:
+            files[name] = (headers.get("content-type", ""), content)
+        else:
+            fields[name] = content.decode("utf-8", "replace")
+    return fields, files
 
 
 ROUTE = TranscriptionsRoute()
