@@ -140,25 +140,31 @@ def _more_examples(test: object, scaled: set[int]) -> None:
 INTEGRATION = Path(__file__).parent / "integration"
 
 
-def _uses_session_engine(module: Path) -> bool:
-    """Whether a test module asks for the session's embedded engine: a test or fixture of it takes `engine`."""
+def _uses_session_fixture(module: Path, fixture: str) -> bool:
+    """Whether a test module asks for a session engine: a test or fixture of it takes `fixture` (`engine`, the
+    embedded default; `vlm_engine`, the packaged embedded-vlm)."""
     tree = ast.parse(module.read_text(encoding="utf-8"))
     return any(
-        isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and "engine" in [a.arg for a in node.args.args]
+        isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and fixture in [a.arg for a in node.args.args]
         for node in ast.walk(tree)
     )
 
 
+_MODULES = sorted(INTEGRATION.glob("test_*.py"))
 SESSION_ENGINE_MODULES = frozenset(
-    f"tests/integration/{m.name}" for m in sorted(INTEGRATION.glob("test_*.py")) if _uses_session_engine(m)
+    f"tests/integration/{m.name}" for m in _MODULES if _uses_session_fixture(m, "engine")
+)
+VLM_ENGINE_MODULES = frozenset(
+    f"tests/integration/{m.name}" for m in _MODULES if _uses_session_fixture(m, "vlm_engine")
 )
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
     """Which tests one worker runs together: every module of the session's embedded engine on one worker, so one
-    engine serves them all (a worker's session fixtures are its own, so the other worker would start a second);
-    each other integration module whole, so an engine its module starts (a module-scoped fixture) starts once;
+    engine serves them all (a worker's session fixtures are its own, so the other worker would start a second), and
+    every module of the session's multimodal engine (`vlm_engine`) on one worker likewise; each other integration
+    module whole, so an engine its module starts (a module-scoped fixture) starts once;
     unit tests one by one, wherever a worker is free. (xdist's own `--dist loadgroup` reads groups from node ids,
     which pytest 9.2 no longer lets a plugin rename.)"""
     from xdist.scheduler import LoadScopeScheduling
@@ -168,6 +174,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
             module = nodeid.split("::", 1)[0]
             if not module.startswith("tests/integration/"):
                 return nodeid
-            return "session-engine" if module in SESSION_ENGINE_MODULES else module
+            if module in SESSION_ENGINE_MODULES:
+                return "session-engine"
+            return "vlm-engine" if module in VLM_ENGINE_MODULES else module
 
     return ByEngine(config, log)

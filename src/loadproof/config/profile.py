@@ -14,10 +14,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from loadproof.config.base import StrictModel, one_line
 from loadproof.errors import ConfigError
+from loadproof.protocol.media import MediaTokens
 from loadproof.protocol.routes import ROUTES, route_names, route_of
 
 
@@ -30,6 +31,26 @@ class ModelSpec(StrictModel):
     load_format: str | None = Field(default=None, description="e.g. dummy: random weights of the right shape")
     max_model_len: int = Field(ge=16, description="context window in tokens")
     tokenizer: str | None = Field(default=None, description="tokenizer folder or tokenizer.json, if not the model's")
+    image_tokens: str | None = Field(
+        default=None,
+        description="the prompt tokens the served model spends on an image, as protocol.media.MediaTokens reads "
+        "a rule (fixed:N or patches:P, each with an optional +K of markers), e.g. fixed:64+3: what `run load "
+        "--media-tokens` takes; None: not stated",
+    )
+    audio_tokens: str | None = Field(
+        default=None, description="the same for audio: per_s:R (+K), e.g. per_s:50; None: not stated"
+    )
+
+    @field_validator("image_tokens", "audio_tokens")
+    @classmethod
+    def _media_rule(cls, text: str | None, info: ValidationInfo) -> str | None:
+        if text is None:
+            return text
+        rule = MediaTokens.parse(text)  # MediaError (a ValueError) names the rule and the forms
+        audio = info.field_name == "audio_tokens"
+        if (rule.kind == "per_s") != audio:
+            raise ValueError(f"{text!r}: give {'per_s:R' if audio else 'fixed:N or patches:P'}")
+        return text
 
 
 class ServingSpec(StrictModel):

@@ -75,9 +75,9 @@ class Engine(Protocol):
         """The Python the engine runs on (the profile's, or the one loadproof installed it into)."""
         ...
 
-    def prepare(self, status: Callable[[str], None] | None = None) -> None:
-        """Install or prepare, on this machine, what a launch needs and loadproof provides (the embedded
-        engine's environment and model); nothing where the user installed the engine."""
+    def prepare(self, status: Callable[[str], None] | None = None, profile: Profile | None = None) -> None:
+        """Install or prepare, on this machine, what a launch of `profile` needs and loadproof provides (the
+        embedded engine's environment and the model it serves); nothing where the user installed the engine."""
         ...
 
     def concurrent_batches(self, profile: Profile, config: Mapping[str, Any]) -> tuple[int, str]:
@@ -109,7 +109,7 @@ class EngineDefaults:
     def interpreter(self, profile: Profile) -> str:
         return profile.serving.python
 
-    def prepare(self, status: Callable[[str], None] | None = None) -> None:
+    def prepare(self, status: Callable[[str], None] | None = None, profile: Profile | None = None) -> None:
         return None
 
     def concurrent_batches(self, profile: Profile, config: Mapping[str, Any]) -> tuple[int, str]:

@@ -271,9 +271,8 @@ class VLLMCPUEngine(VLLMEngine):
     def interpreter(self, profile: Profile) -> str:
         return str(embedded.paths().python)
 
-    def prepare(self, status: Callable[[str], None] | None = None) -> None:
-        embedded.ensure_engine(status)
-        embedded.ensure_model(status)
+    def prepare(self, status: Callable[[str], None] | None = None, profile: Profile | None = None) -> None:
+        embedded.prepare_for(profile, status)
 
     def launch_command(self, profile: Profile, python: str, model_path: str, port: int) -> LaunchCommand:
         command = super().launch_command(profile, python, model_path, port)

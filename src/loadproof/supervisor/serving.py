@@ -213,7 +213,7 @@ def _serve(profile: Profile, folder: Path, options: ServeOptions, say: Say, resu
             raise UsageError(f"refusing to launch what {profile.engine} cannot run as written: {rendered.notes[0]}")
         check_host_memory(member)
     with phase(None) as status:  # says something only where loadproof installs the engine itself
-        engine.prepare(status)
+        engine.prepare(status, profile)
     relay_state: dict[str, Any] = {}
     states: dict[str, str] = {}
     roles: list[str] = list(ROLES) if profile.disaggregation else ["engine"]

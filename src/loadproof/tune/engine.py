@@ -38,7 +38,7 @@ def served(profile: Profile, folder: Path, say: Callable[[str], None]) -> Iterat
     engine = engines.get(profile.engine)
     check_host_memory(profile)
     check_free(profile.serving.host, port, "pass --port")  # another engine there would answer in its place
-    engine.prepare(say)  # the embedded engine installs itself once
+    engine.prepare(say, profile)  # the embedded engine installs itself (and the profile's model) once
     folder.mkdir(parents=True, exist_ok=True)
     log = folder / "serve.log"
     settled = threading.Event()  # ready, or given up

