@@ -229,7 +229,8 @@ def length_claims(ok: list[RequestRecord], plan: LoadLike) -> list[Claim]:
         else []
     )
     outputs = [r for r in ok if r.planned_output_tokens is not None]
-    if outputs and plan.ignore_eos and route_of(plan.endpoint or "completions").forces_length:
+    route = route_of(plan.endpoint or "completions")
+    if outputs and plan.ignore_eos and route.generates and route.forces_length:
         claims.append(
             count(
                 "load.output_tokens_mismatched",

@@ -186,12 +186,13 @@ class AbCommand(StrictModel):
     )
     a_endpoint: Annotated[str, one_of(GENERATING)] | None = Field(
         default=None,
-        description="arm a's route (default: --endpoint): chat against responses or messages, the same prompts",
+        description="arm a's route, completions, chat, responses or messages (default: --endpoint): one "
+        "server's APIs on the same prompts",
         json_schema_extra=cli(panel=Panel.TARGET),
     )
     b_endpoint: Annotated[str, one_of(GENERATING)] | None = Field(
         default=None,
-        description="arm b's route (default: --endpoint)",
+        description="arm b's route, completions, chat, responses or messages (default: --endpoint)",
         json_schema_extra=cli(panel=Panel.TARGET),
     )
 

@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from loadproof.cli import app
 from loadproof.cli.run import command_options
+from loadproof.protocol.routes import route_names
 from loadproof.scenarios import scenarios
 from loadproof.scenarios.options import Panel
 from tests.unit.cli.test_generated_commands import run_commands
@@ -107,12 +108,13 @@ def test_the_choices_are_read_from_literals_and_checks_alike():
     assert load["--search"].choices == ("rate",) and load["--search"].metavar == "rate"
     assert load["--arrival"].choices == ("poisson", "constant", "gamma")
     assert load["--arrival"].metavar == "poisson|constant|gamma"
-    assert load["--endpoint"].choices == ("completions", "chat", "embeddings", "rerank")  # one_of
+    assert load["--endpoint"].choices == tuple(route_names())  # one_of, from the route registry
     assert load["--dataset-format"].metavar == "FORMAT"  # too long to show: the help names them
     throughput = {o.flag: o for o in command_options(scenarios.get("throughput"))}
     assert throughput["--families"].choices == ("english", "chinese", "code", "edit")  # among
     ab = {o.flag: o for o in command_options(scenarios.get("ab"))}
     assert ab["--family"].choices == throughput["--families"].choices
+    assert ab["--b-endpoint"].choices == ("completions", "chat", "responses", "messages")
 
 
 @pytest.mark.parametrize("name", NAMES)

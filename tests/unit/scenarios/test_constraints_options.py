@@ -70,8 +70,11 @@ def test_every_mistake_is_one_line(values, message):
 def test_tools_need_the_chat_endpoint():
     opts = from_cli(ThroughputOptions, {"tools": TOOLS, "response_format": "json"}, "throughput options")
     assert opts.constraint("chat") is not None and from_cli(ThroughputOptions, {}, "t").constraint("chat") is None
-    with pytest.raises(UsageError, match="^--tools and --response-format needs the chat endpoint"):
+    with pytest.raises(UsageError, match="^--tools and --response-format cannot be asked on the completions endpoint"):
         opts.constraint("completions")
+    assert opts.constraint("responses") is not None  # the Responses API takes both
+    with pytest.raises(UsageError, match="cannot be asked on the messages endpoint"):  # no response format there
+        opts.constraint("messages")
 
 
 def test_a_bad_tools_file_stops_the_command_with_exit_2(tmp_path):
