@@ -95,6 +95,14 @@ def _entry(
 
 # The kinds of the plans' string fields (publish.fields), shared by several plans.
 _OVERHEAD = {"overhead_source": "text"}
+# a plan's route traits (plans.load.route_traits): its name, and a pooling route's items with their formulas
+_ROUTE = {
+    "route.name": "name",
+    "route.items.claim": "name",
+    "route.items.unit": "name",
+    "route.items.per_s_formula": "text",
+    "route.items.per_request_formula": "text",
+}
 _DATASET = {
     "dataset.path": "path",
     "dataset.files.*": "path",
@@ -137,6 +145,7 @@ SCENARIOS: dict[str, Entry] = {
         text_fields={
             "arrival": "name",
             "endpoint": "name",
+            **_ROUTE,
             "model_mix.*.model": "name",
             **_LENGTHS,
             **_OVERHEAD,
@@ -155,6 +164,7 @@ SCENARIOS: dict[str, Entry] = {
             "format": "name",
             "sha256": "name",
             "endpoint": "name",
+            **_ROUTE,
             "kv_source": "name",
             "model_mix.*.model": "name",
             "models.*": "name",

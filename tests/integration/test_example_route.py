@@ -2,7 +2,8 @@
 (tests/unit/example_route: an invented "echo" API at /v1/echo, both sides of it) is served by the simulator
 through its adapter's server side, and `run load --endpoint echo`, `report`, `publish` and `verify` work on its
 run, none of them changed for it. Every command runs with the route registered (`python -m
-tests.unit.example_route ...`), the simulator too."""
+tests.unit.example_route ...`), the simulator too; and plain `loadproof verify`, which knows no echo route,
+verifies the bundle from its plan's record of the route."""
 
 from __future__ import annotations
 
@@ -51,3 +52,12 @@ def test_the_example_route_gets_load_report_publish_and_verify(tmp_path: Path):
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     done = loadproof("verify", str(bundle))
     assert done.returncode == 0 and "VERIFIED" in done.stdout, done.stdout[-3000:]
+    # a stranger holds no adapter for the route: the bundle's plan keeps what its claims need of it
+    plain = subprocess.run(
+        [sys.executable, "-m", "loadproof", "verify", str(bundle)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    assert plain.returncode == 0 and "VERIFIED" in plain.stdout, plain.stdout[-3000:] + plain.stderr[-3000:]

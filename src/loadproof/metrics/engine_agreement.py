@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from loadproof.metrics.claims import Claim, count, fact, number
 from loadproof.metrics.disaggregation import ttft_crosscheck_formula
-from loadproof.protocol.routes import route_of
+from loadproof.protocol.routes import ROUTES, route_of
 from loadproof.records import RequestRecord
 from loadproof.rundir import EngineSample
 from loadproof.units import NS_PER_S
@@ -104,7 +104,9 @@ def agreement_claims(records: list[RequestRecord], samples: list[EngineSample], 
             "sum of usage.prompt_tokens of requests that got a first token",
             0,
         )
-    if all(route_of(r.endpoint).pooling for r in records):  # no generated token, no first token of its own
+    # a pooling route's answers have no generated token, no first token of their own (a route no adapter here
+    # knows, a plug-in's, is taken as generating: its records' own tokens say what it did)
+    if all(r.endpoint in ROUTES and route_of(r.endpoint).pooling for r in records):
         return claims
     if "generation_tokens_total" in first and "generation_tokens_total" in last:
         client = sum(r.output_tokens or 0 for r in records)

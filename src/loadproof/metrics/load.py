@@ -30,7 +30,7 @@ from loadproof.metrics.spec_decode import spec_claims, spec_gauge_claims, spec_w
 from loadproof.metrics.timeline import engine_panels, latency_panels, rate_panel
 from loadproof.plans.load import LoadPlan
 from loadproof.plans.replay import ReplayPlan
-from loadproof.protocol.routes import Route, route_of
+from loadproof.protocol.routes.base import RouteTraits
 from loadproof.records import RequestRecord
 from loadproof.rundir import EngineSample, Event
 from loadproof.units import NS_PER_S
@@ -178,7 +178,7 @@ def load_claims(
                 direction="higher",
             )
         )
-    route = route_of(plan.endpoint or "completions")
+    route = plan.traits()
     if route.pooling:  # an embeddings or rerank run: no output tokens, no time per token
         return (
             claims
@@ -229,8 +229,8 @@ def length_claims(ok: list[RequestRecord], plan: LoadLike) -> list[Claim]:
         else []
     )
     outputs = [r for r in ok if r.planned_output_tokens is not None]
-    route = route_of(plan.endpoint or "completions")
-    if outputs and plan.ignore_eos and route.generates and route.forces_length:
+    route = plan.traits()
+    if outputs and plan.ignore_eos and route.streams and route.forces_length:
         claims.append(
             count(
                 "load.output_tokens_mismatched",
@@ -243,7 +243,7 @@ def length_claims(ok: list[RequestRecord], plan: LoadLike) -> list[Claim]:
     return claims
 
 
-def pooling_claims(ok: list[RequestRecord], duration_s: float, route: Route) -> list[Claim]:
+def pooling_claims(ok: list[RequestRecord], duration_s: float, route: RouteTraits) -> list[Claim]:
     """A pooling run's rates: input tokens and the answer's items per second, and items per request (an
     embeddings run's vectors, a rerank run's documents scored: the route's `items`)."""
     if not ok or duration_s <= 0 or route.items is None:

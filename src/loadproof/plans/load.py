@@ -14,7 +14,8 @@ import msgspec
 
 from loadproof.plans import Plan
 from loadproof.plans.datasets import DatasetRef
-from loadproof.protocol.routes import route_of
+from loadproof.protocol.routes import ROUTES, route_of
+from loadproof.protocol.routes.base import RouteTraits
 
 
 class LoadStage(msgspec.Struct, kw_only=True):
@@ -58,6 +59,15 @@ class MediaPlan(msgspec.Struct, kw_only=True):
         }
 
 
+def route_traits(endpoint: str | None, kept: RouteTraits | None) -> RouteTraits:
+    """A plan's route, as it kept it; a run from before routes were kept named a route every loadproof knows
+    (completions when it named none)."""
+    if kept is not None:
+        return kept
+    name = endpoint or "completions"
+    return route_of(name).traits() if name in ROUTES else RouteTraits(name=name)
+
+
 class LoadPlan(Plan, kw_only=True):
     arrival: str  # poisson | constant | gamma
     rate_rps: float | None = None  # None: stages, or all at once
@@ -84,6 +94,7 @@ class LoadPlan(Plan, kw_only=True):
     client_lag_growth_s: float = 0.025
     client_lag_floor_s: float = 0.05
     endpoint: str | None = None
+    route: RouteTraits | None = None  # what the claims need of the endpoint's route (None: a run before it was kept)
     max_model_len: int | None = None
     overhead_tokens: int | None = None
     overhead_source: str | None = None
@@ -92,6 +103,9 @@ class LoadPlan(Plan, kw_only=True):
     model_mix: list[MixedModel] = []  # --model-mix: each model's weight; each request's model is in its record
     inputs_per_request: int = 1  # embeddings: the inputs (vectors) each request asks for; rerank: its documents
     media: MediaPlan | None = None  # --images, --audio-s, --video-frames or a data set's media
+
+    def traits(self) -> RouteTraits:
+        return route_traits(self.endpoint, self.route)
 
     @property
     def rate_text(self) -> str:
@@ -117,9 +131,5 @@ class LoadPlan(Plan, kw_only=True):
             **({"dataset": self.dataset.key()} if self.dataset is not None else {}),
             **({"model_mix": {m.model: m.weight for m in self.model_mix}} if self.model_mix else {}),
             **({"media": self.media.key()} if self.media is not None else {}),
-            **(
-                {"inputs_per_request": self.inputs_per_request}
-                if self.endpoint and route_of(self.endpoint).pooling
-                else {}
-            ),
+            **({"inputs_per_request": self.inputs_per_request} if self.traits().pooling else {}),
         }

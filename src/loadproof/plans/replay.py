@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from loadproof.plans import Plan
-from loadproof.plans.load import MixedModel
+from loadproof.plans.load import MixedModel, route_traits
+from loadproof.protocol.routes.base import RouteTraits
 
 
 class ReplayPlan(Plan, kw_only=True):
@@ -39,6 +40,7 @@ class ReplayPlan(Plan, kw_only=True):
     client_lag_growth_s: float = 0.025
     client_lag_floor_s: float = 0.05
     endpoint: str | None = None
+    route: RouteTraits | None = None  # what the claims need of the endpoint's route (None: before it was kept)
     max_model_len: int | None = None
     overhead_tokens: int = 0
     overhead_source: str | None = None
@@ -52,6 +54,9 @@ class ReplayPlan(Plan, kw_only=True):
     kv_blocks: int | None = None  # blocks in its pool (vLLM's num_gpu_blocks, its null block included)
     kv_block_tokens: int | None = None  # tokens per KV block
     kv_source: str | None = None  # where they came from: "options" or "metrics" (its cache_config_info)
+
+    def traits(self) -> RouteTraits:
+        return route_traits(self.endpoint, self.route)
 
     def workload(self) -> dict[str, Any]:
         return {

@@ -310,6 +310,7 @@ class ReplayScenario(MetricsScenario):
             deadline_s=opts.deadline_s,
             slo=dict(opts.slo or {}),
             endpoint=self.target.endpoint,
+            route=self.target.route.traits(),
             max_model_len=max_model_len,
             overhead_tokens=builder.overhead_tokens,
             overhead_source=hs.overhead_source,

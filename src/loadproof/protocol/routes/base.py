@@ -24,8 +24,7 @@ encoder = msgspec.json.Encoder()
 JSON = "application/json"
 
 
-@dataclass(frozen=True)
-class PooledItems:
+class PooledItems(msgspec.Struct, frozen=True):
     """What a pooling route's answer holds, as its claims name it: `load.<claim>.<unit>_per_s` and
     `..._per_request`, with their formulas."""
 
@@ -33,6 +32,20 @@ class PooledItems:
     unit: str  # "vectors"
     per_s_formula: str
     per_request_formula: str
+
+
+class RouteTraits(msgspec.Struct, frozen=True, kw_only=True):
+    """What a run's claims need to know of its route, kept in its plan: a bundle is verified from the plan
+    alone, with no adapter registered for the route (a plug-in's, or a newer loadproof's)."""
+
+    name: str
+    streams: bool = True
+    forces_length: bool = True
+    items: PooledItems | None = None
+
+    @property
+    def pooling(self) -> bool:
+        return not self.streams
 
 
 class BadRequest(ValueError):
@@ -112,6 +125,9 @@ class Route:
     @property
     def generates(self) -> bool:
         return self.streams
+
+    def traits(self) -> RouteTraits:
+        return RouteTraits(name=self.name, streams=self.streams, forces_length=self.forces_length, items=self.items)
 
     def encode(self, request: Request) -> bytes:
         raise NotImplementedError

@@ -84,6 +84,7 @@ def load_plan(
         deadline_s=opts.deadline_s,
         slo=dict(opts.slo or {}),
         endpoint=hs.target.endpoint,
+        route=hs.target.route.traits(),
         max_model_len=max_model_len,
         overhead_tokens=hs.builder.overhead_tokens,
         overhead_source=hs.overhead_source,
