@@ -105,7 +105,11 @@ def input_items(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
                 items.append({"type": "function_call", "call_id": p.id, "name": p.name, "arguments": p.arguments})
             elif isinstance(p, ToolResult):
                 items.append({"type": "function_call_output", "call_id": p.call_id, "output": p.text})
-        if content:
+        if content and all(c["type"] in ("input_text", "output_text") for c in content):
+            # text alone goes as a string: vLLM takes an assistant's earlier turn only so (a list of output_text
+            # parts must be a whole output message, with its id and status)
+            items.append({"role": m.role, "content": "".join(c["text"] for c in content)})
+        elif content:
             items.append({"role": m.role, "content": content})
     return items
 
