@@ -190,3 +190,27 @@ def test_planner_predicts_the_engines_own_kv_report_within_two_percent(engine):
     # and without the log, from the profile's own budget (VLLM_CPU_KVCACHE_SPACE), the same figure
     alone = loadproof("plan", str(profile))
     assert f"{predicted:,}" in alone.stdout
+
+
+@pytest.mark.parametrize("endpoint", ["responses", "messages"])
+def test_a_conversation_goes_on_through_the_responses_and_messages_apis(engine, tmp_path, endpoint):
+    """Each turn sends the whole conversation again in the API's own shape: the engine takes every earlier
+    turn (it refused an assistant's Responses turn given as output_text parts), and its prefix cache sees the
+    conversation grow, as the client expects it to."""
+    result = loadproof(
+        "run", "sessions", "--url", engine.url, "--endpoint", endpoint, "--no-ignore-eos", "-u", "2", "-t", "2",
+        "--first-tokens", "120", "--output-tokens", "8", "--tokenizer", str(engine.tokenizer), "--out", str(tmp_path),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    (run_dir,) = tmp_path.iterdir()
+    rows = [json.loads(line) for line in (run_dir / "requests.jsonl").read_text().splitlines()]
+    turns = [r for r in rows if r["scenario"] == "sessions" and r["family"] != "prime"]
+    assert len(turns) == 4 and all(r["ok"] and r["endpoint"] == endpoint for r in turns)
+    warm = [r for r in turns if r["family"] == "warm"]
+    cold = {r["prompt_id"]: r for r in turns if r["family"] == "cold"}
+    # a warm turn's prompt holds the cold turn's prompt and answer: it is longer by at least the answer
+    assert all(
+        r["prompt_tokens"] > cold[r["prompt_id"]]["prompt_tokens"] + cold[r["prompt_id"]]["output_tokens"] for r in warm
+    )
+    claims = {c["name"]: c["value"] for c in json.loads((run_dir / "claims.json").read_text())["claims"]}
+    assert claims["crosscheck.prompt_tokens.diff_pct"] == 0.0 and claims["crosscheck.generation_tokens.diff_pct"] == 0.0
