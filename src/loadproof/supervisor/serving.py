@@ -37,7 +37,7 @@ from loadproof.relay.serve import UPSTREAM_KEY_ENV, RelayServer, configure_loggi
 from loadproof.store.run_dir import new_run_id
 from loadproof.supervisor.loop import FAILED, READY, Supervisor
 from loadproof.supervisor.policy import SupervisorPolicy
-from loadproof.supervisor.probe import probe_embedder, probe_engine
+from loadproof.supervisor.probe import prober_for
 from loadproof.telemetry.host import host_memory_bytes
 
 RELAY_DRAIN_S = 5.0  # after Ctrl-C, how long the relay lets streams in flight end before it cancels them
@@ -261,7 +261,7 @@ def _serve(profile: Profile, folder: Path, options: ServeOptions, say: Say, resu
                     backoff_initial_s=options.backoff_s,
                 ),
                 on_event=watcher(role, member, port),
-                prober=probe_embedder if member.serving.runner == "pooling" else probe_engine,
+                prober=prober_for(member.serving),
             )
         )
     say(f"supervisor events: {folder}")

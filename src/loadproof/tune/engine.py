@@ -21,7 +21,7 @@ from loadproof.engines import embedded, engines
 from loadproof.errors import EnvironmentFailure, UsageError
 from loadproof.protocol.ports import check_free
 from loadproof.supervisor.loop import READY, Supervisor
-from loadproof.supervisor.probe import probe_embedder, probe_engine
+from loadproof.supervisor.probe import prober_for
 from loadproof.supervisor.serving import check_host_memory
 
 READY_SLACK_S = 600.0  # beyond the profile's ready timeout: restarts and their backoff
@@ -57,7 +57,7 @@ def served(profile: Profile, folder: Path, say: Callable[[str], None]) -> Iterat
         ready_timeout_s=profile.serving.ready_timeout_s,
         events_path=folder / "events.jsonl",
         on_event=on_event,
-        prober=probe_embedder if profile.serving.runner == "pooling" else probe_engine,
+        prober=prober_for(profile.serving),
     )
     done = threading.Event()
     failure: list[BaseException] = []

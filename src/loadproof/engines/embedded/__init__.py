@@ -10,7 +10,8 @@ never fight ours. Everything comes from the package registry; nothing is fetched
 2. `ensure_model()`: the packaged GGUF converted once to a bf16 safetensors folder
    (`convert_gguf.py` says why each step is needed); `ensure_vlm()`, for a profile that serves
    `embedded:idefics3-tiny` only: a tiny vision-language model of seeded random weights with Gemma's
-   tokenizer (`make_vlm.py`), made once, offline.
+   tokenizer (`make_vlm.py`), made once, offline; `ensure_asr()`, for `embedded:whisper-tiny`: soundfile in
+   the engine's environment (vLLM's audio reader there) and a tiny Whisper of random weights (`make_whisper.py`).
 3. `start()`: the engine on a free port of 127.0.0.1 (or the profile's, checked free first), waited for until
    it serves.
 
@@ -42,9 +43,13 @@ BROKEN_ON_CPU = ["torchvision", "torchaudio", "torchcodec"]
 MODEL_NAME = "gemma3-270m"
 VLM_NAME = "idefics3-tiny"  # random weights: real timing and token accounting of image requests, noise answers
 VLM_SEED = 0
+ASR_NAME = "whisper-tiny"  # random weights, as the VLM's: real timing of transcriptions, noise transcripts
+ASR_SEED = 0
+AUDIO_PACKAGES = ["soundfile==0.14.0"]  # vLLM reads audio with it where torchcodec is absent (BROKEN_ON_CPU)
 _CONVERTER = Path(__file__).with_name("convert_gguf.py")
 _LORA_MAKER = Path(__file__).with_name("make_lora.py")
 _VLM_MAKER = Path(__file__).with_name("make_vlm.py")
+_ASR_MAKER = Path(__file__).with_name("make_whisper.py")
 
 
 def loadproof_home() -> Path:
@@ -74,6 +79,10 @@ class EmbeddedPaths:
     @property
     def vlm_dir(self) -> Path:
         return self.home / "models" / VLM_NAME
+
+    @property
+    def asr_dir(self) -> Path:
+        return self.home / "models" / ASR_NAME
 
     @property
     def logs(self) -> Path:
@@ -182,6 +191,11 @@ def vlm_prepared(p: EmbeddedPaths | None = None) -> bool:
     return (p.vlm_dir / ".loadproof-complete").is_file()
 
 
+def asr_prepared(p: EmbeddedPaths | None = None) -> bool:
+    p = p or paths()
+    return (p.asr_dir / ".loadproof-complete").is_file() and (p.venv / ".loadproof-audio").is_file()
+
+
 def ensure_vlm(status: Status | None = None) -> float:
     """Make the tiny vision-language model if needed (after the engine and Gemma, whose tokenizer it takes);
     return the seconds spent making it."""
@@ -193,31 +207,59 @@ def ensure_vlm(status: Status | None = None) -> float:
     with install_lock(p.home, "vlm-prepare"):
         if vlm_prepared(p):
             return 0.0
-        start = time.monotonic()
-        p.logs.mkdir(parents=True, exist_ok=True)
-        tmp = p.vlm_dir.with_name(p.vlm_dir.name + ".partial")
-        if tmp.exists():
-            shutil.rmtree(tmp)
-        _run(
-            [str(p.python), str(_VLM_MAKER), str(tmp), str(p.model_dir), str(VLM_SEED)],
-            p.logs / "model-prepare.log",
-            f"making {VLM_NAME}, a tiny vision-language model of random weights (one time, about 10 s)",
-            status,
-            {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"},
-        )
-        (tmp / ".loadproof-complete").write_text(f"made by loadproof make_vlm.py, seed {VLM_SEED}\n")
-        if p.vlm_dir.exists():
-            shutil.rmtree(p.vlm_dir)
-        tmp.rename(p.vlm_dir)
-        return time.monotonic() - start
+        what = f"making {VLM_NAME}, a tiny vision-language model of random weights (one time, about 10 s)"
+        return _make(p, p.vlm_dir, [str(_VLM_MAKER), "{out}", str(p.model_dir), str(VLM_SEED)], what, status)
+
+
+def ensure_asr(status: Status | None = None) -> float:
+    """Install what vLLM reads audio with into the engine's environment (`AUDIO_PACKAGES`: it has no torchcodec)
+    and make the tiny speech-to-text model, each if needed; return the seconds spent."""
+    ensure_engine(status)
+    p = paths()
+    if asr_prepared(p):
+        return 0.0
+    spent = 0.0
+    with install_lock(p.home, "engine-install"):
+        if not (p.venv / ".loadproof-audio").is_file():
+            start = time.monotonic()
+            p.logs.mkdir(parents=True, exist_ok=True)
+            pip = [str(p.python), "-m", "pip", "install", "--disable-pip-version-check", "--no-input"]
+            _run(pip + AUDIO_PACKAGES, p.logs / "engine-install.log", "installing soundfile (one time)", status)
+            (p.venv / ".loadproof-audio").write_text(" ".join(AUDIO_PACKAGES) + "\n")
+            spent += time.monotonic() - start
+    with install_lock(p.home, "asr-prepare"):
+        if not (p.asr_dir / ".loadproof-complete").is_file():
+            what = f"making {ASR_NAME}, a tiny speech-to-text model of random weights (one time, about 5 s)"
+            spent += _make(p, p.asr_dir, [str(_ASR_MAKER), "{out}", str(ASR_SEED)], what, status)
+    return spent
+
+
+def _make(p: EmbeddedPaths, folder: Path, args: list[str], what: str, status: Status | None) -> float:
+    """Run a maker with the engine's Python, offline, into `folder`.partial (`{out}` in `args`), then mark it
+    complete and rename it to `folder`."""
+    start = time.monotonic()
+    p.logs.mkdir(parents=True, exist_ok=True)
+    tmp = folder.with_name(folder.name + ".partial")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    argv = [str(p.python), *(str(tmp) if a == "{out}" else a for a in args)]
+    _run(argv, p.logs / "model-prepare.log", what, status, {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"})
+    (tmp / ".loadproof-complete").write_text(f"made by loadproof {Path(args[0]).name}\n")
+    if folder.exists():
+        shutil.rmtree(folder)
+    tmp.rename(folder)
+    return time.monotonic() - start
 
 
 def prepare_for(profile: Profile | None, status: Status | None = None) -> None:
     """The engine, Gemma, and the embedded model `profile` serves (Gemma unless it names another)."""
     ensure_engine(status)
     ensure_model(status)
-    if profile is not None and profile.model.path == f"embedded:{VLM_NAME}":
+    name = profile.model.path if profile is not None else ""
+    if name == f"embedded:{VLM_NAME}":
         ensure_vlm(status)
+    elif name == f"embedded:{ASR_NAME}":
+        ensure_asr(status)
 
 
 def model_path_for(profile: Profile) -> str:
@@ -227,7 +269,7 @@ def model_path_for(profile: Profile) -> str:
     path = profile.model.path
     if path.startswith("embedded:"):
         name = path.removeprefix("embedded:")
-        folders = {MODEL_NAME: paths().model_dir, VLM_NAME: paths().vlm_dir}
+        folders = {MODEL_NAME: paths().model_dir, VLM_NAME: paths().vlm_dir, ASR_NAME: paths().asr_dir}
         if name not in folders:
             raise EngineInstallError(
                 f"unknown embedded model {name!r}; loadproof embeds {', '.join(map(repr, folders))}"
