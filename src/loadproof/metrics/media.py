@@ -20,6 +20,14 @@ from loadproof.rundir import EngineSample
 from loadproof.units import NS_PER_S
 
 QUERIES, HITS = "mm_cache_queries_total", "mm_cache_hits_total"
+# what a predicted run shows of its media (`plan --simulate load --images ...`), in order, with their headings
+PREDICTED_MEDIA = (
+    ("images/s", "load.media.images_per_s"),
+    ("frames/s", "load.media.video_frames_per_s"),
+    ("audio s/s", "load.media.audio_s_per_s"),
+    ("prompt tokens/request", "load.media.prompt_tokens_per_request.engine"),
+    ("mm cache hits", "load.media.mm_cache_hit_pct"),
+)
 
 
 def with_media(records: list[RequestRecord]) -> list[RequestRecord]:
@@ -77,7 +85,7 @@ def media_claims(
                 direction="neither",
             )
         )
-    if ok:
+    if ok and any(r.media_bytes for r in ok):  # a prediction encodes no file: no bytes to claim
         claims.append(
             number(
                 "load.media.bytes_per_request",

@@ -18,13 +18,19 @@ from typing import Any
 
 from loadproof.errors import ConfigError, UsageError
 from loadproof.metrics.claims import Claim
+from loadproof.metrics.headline import value_text
 from loadproof.metrics.load import PREDICTED_LATENCIES, PREDICTED_RATES, SCENARIO, load_claims
 from loadproof.metrics.load_series import point_figures, trial_verdict
+from loadproof.metrics.media import PREDICTED_MEDIA
 from loadproof.plans.load import LoadLengths, LoadPlan
 from loadproof.predict.base import Predictor, Show
+from loadproof.predict.media import PredictedMedia, media_rules, predicted_media
 from loadproof.predict.virtual import OpenLoopPrediction, open_loop
+from loadproof.protocol.routes import route_of
 from loadproof.scenarios.load.options import LoadOptions
-from loadproof.scenarios.options import CliOption, cli_options, from_cli
+from loadproof.scenarios.load.synthetic import media_plan
+from loadproof.scenarios.media_options import check_media_route
+from loadproof.scenarios.options import CliOption, Panel, cli_options, from_cli
 from loadproof.sim.config import SimConfig
 from loadproof.workloads.arrivals import AllAtOnce, RequestRate, intended_offsets, parse_rate, rate_text
 from loadproof.workloads.synthetic import Lengths, draw_lengths
@@ -41,6 +47,11 @@ LOAD_FIELDS = (
     "seed",
     "slo",
     "attainment",
+    "images",
+    "audio_s",
+    "video_frames",
+    "media_reuse",
+    "media_tokens",
 )
 RATES_SYNTAX = "requests/s, one or several: 1,2,4,8 (inf: every request at once)"
 # the attainment's default is run load's own (LoadOptions.attainment): a prediction judges a rate as its search would
@@ -54,11 +65,28 @@ LOAD_CHANGES: dict[str, dict[str, Any]] = {
 }
 
 
+# the route a predicted run sends on: `run load`'s --endpoint, its media checked as there (a generating route,
+# or one of media alone); without it, chat where the requests carry media (run load's default), else completions
+ENDPOINT = CliOption(
+    field="endpoint",
+    flags=("--endpoint",),
+    off_flag=None,
+    shape="value",
+    type=str,
+    default=None,
+    required=False,
+    help="the route the predicted run sends on, as `run load --endpoint` (default: chat with media, else "
+    "completions; the media options' kinds must be ones it carries)",
+    panel=Panel.MEDIA,
+    metavar="ROUTE",
+)
+
+
 def load_cli_options() -> list[CliOption]:
     """The options of `sim predict-load` (and `plan --simulate load`): `run load`'s, as its model declares
-    them, with the prediction's defaults."""
+    them, with the prediction's defaults, and the route (`ENDPOINT`)."""
     picked = {o.field: o for o in cli_options(LoadOptions) if o.field in LOAD_FIELDS}
-    return [replace(picked[name], **LOAD_CHANGES.get(name, {})) for name in LOAD_FIELDS]
+    return [replace(picked[name], **LOAD_CHANGES.get(name, {})) for name in LOAD_FIELDS] + [ENDPOINT]
 
 
 def parse_rates(value: object) -> tuple[RequestRate, ...]:
@@ -94,6 +122,7 @@ class RateSweep:
     options: LoadOptions
     rates_rps: tuple[RequestRate, ...]
     notes: tuple[str, ...] = ()  # deprecations to show the user
+    endpoint: str | None = None  # the route sent on (None: completions, the text-only default)
 
 
 def rate_sweep(values: dict[str, Any], source: str = "sim predict-load") -> RateSweep:
@@ -108,7 +137,13 @@ def rate_sweep(values: dict[str, Any], source: str = "sim predict-load") -> Rate
     if "attainment" in given:  # else LoadOptions' own default
         given["attainment"], note = read_attainment(float(given["attainment"]))
     options = from_cli(LoadOptions, {**given, "rate": rates[0]}, source)
-    return RateSweep(options, rates, (note,) if note else ())
+    endpoint = values.get("endpoint") or ("chat" if options.synthetic_media else None)
+    if endpoint is not None:
+        route = route_of(endpoint)
+        if route.pooling:
+            raise UsageError(f"--endpoint {endpoint}: the prediction models a route that generates, not a pooling one")
+        check_media_route(options, route, endpoint, dataset=False)
+    return RateSweep(options, rates, (note,) if note else (), endpoint)
 
 
 @dataclass(frozen=True)
@@ -118,6 +153,9 @@ class PredictedRun:
     claims: tuple[Claim, ...]
     num_steps: int
     modeled_s: float
+    media: PredictedMedia | None = None  # what its requests carried besides text
+    prefix_cache_hits: int = 0  # the modeled engine's counters over the run, in tokens
+    prefix_cache_queries: int = 0
 
     def value(self, name: str) -> Any:
         """A claim's value by name (`load.ttft_s.p50`); None when the run has no such claim."""
@@ -154,8 +192,12 @@ class LoadForecast:
 
 
 def predict_load_sweep(config: SimConfig, sweep: RateSweep) -> LoadForecast:
-    """What `run load` measures at each rate of `sweep` on the modeled engine (see the module doc)."""
+    """What `run load` measures at each rate of `sweep` on the modeled engine (see the module doc; media by
+    `predict.media`)."""
     opts = sweep.options
+    route = route_of(sweep.endpoint) if sweep.endpoint is not None else None
+    rules = media_rules(opts.media_spec(), opts.media_tokens or (), config) if opts.synthetic_media else None
+    alone = route is not None and rules is not None and not route.conversational  # a transcription: no text
     started = time.perf_counter()
     out = []
     for rate in sweep.rates_rps:
@@ -164,11 +206,26 @@ def predict_load_sweep(config: SimConfig, sweep: RateSweep) -> LoadForecast:
             offsets = intended_offsets(schedule, opts.seed)
         except ValueError as exc:
             raise UsageError(f"load schedule: {exc}") from None
-        inputs = draw_lengths(opts.input_tokens, len(offsets), opts.seed, "input")
-        outputs = draw_lengths(opts.output_tokens, len(offsets), opts.seed, "output")
+        n = len(offsets)
+        texts = [0] * n if alone else draw_lengths(opts.input_tokens, n, opts.seed, "input")
+        outputs = draw_lengths(opts.output_tokens, n, opts.seed, "output")
+        media = None
+        if rules is not None:
+            media = predicted_media(opts.media_spec(), rules, n, opts.seed, not alone)
+        inputs = [t + (media.tokens if media is not None else 0) for t in texts]
         if max(i + o for i, o in zip(inputs, outputs)) > config.max_model_len:
-            raise UsageError(f"input + output tokens exceed the profile's max_model_len {config.max_model_len:,}")
-        pred = predict_load(config, offsets, inputs, outputs, max_concurrency=opts.max_concurrency)
+            what = "input (text and media)" if media is not None else "input"
+            raise UsageError(f"{what} + output tokens exceed the profile's max_model_len {config.max_model_len:,}")
+        hashes = media.block_hashes(inputs, config.block_size, f"{SCENARIO}-{rate}") if media is not None else None
+        pred = predict_load(config, offsets, inputs, outputs, max_concurrency=opts.max_concurrency, hashes=hashes)
+        samples = []
+        if media is not None:
+            media.mark(pred.records, None if alone else texts)
+            order = sorted(range(n), key=lambda i: offsets[i])
+            samples = media.cache_samples(order, config.mm_cache_items, pred.modeled_s)
+        if route is not None:
+            for record in pred.records:
+                record.endpoint = route.name
         every = isinstance(rate, AllAtOnce)
         plan = LoadPlan(
             arrival=schedule.arrival,
@@ -178,15 +235,23 @@ def predict_load_sweep(config: SimConfig, sweep: RateSweep) -> LoadForecast:
             num_requests=opts.num_requests,
             max_concurrency=opts.max_concurrency,
             seed=opts.seed,
-            planned_requests=len(offsets),
+            planned_requests=n,
             rescaled=schedule.rescaled,
             schedule_span_s=round(offsets[-1], 9),
-            input_tokens=_lengths(opts.input_tokens),
+            input_tokens=LoadLengths(kind="none", a=0, text="none: media alone")
+            if alone
+            else _lengths(opts.input_tokens),
             output_tokens=_lengths(opts.output_tokens),
             slo=dict(opts.slo or {}),
             max_model_len=config.max_model_len,
+            endpoint=sweep.endpoint,
+            route=route.traits() if route is not None else None,
+            media=media_plan(opts, alone) if media is not None else None,
         )
-        run = PredictedRun(tuple(load_claims(pred.records, plan, [], [])), pred.num_steps, pred.modeled_s)
+        claims = tuple(load_claims(pred.records, plan, [], samples))
+        run = PredictedRun(
+            claims, pred.num_steps, pred.modeled_s, media, pred.prefix_cache_hits, pred.prefix_cache_queries
+        )
         out.append(RatePrediction(rate, run, *_verdict(run, opts.attainment) if opts.slo else (False, "")))
     return LoadForecast(sweep, tuple(out), time.perf_counter() - started)
 
@@ -236,6 +301,27 @@ def prediction_row(run: PredictedRun, slo: bool) -> list[str]:
     return row
 
 
+def _media_text(forecast: LoadForecast) -> str:
+    media = forecast.rates[0].run.media
+    return "" if media is None else f" + {media.tokens} tokens of media"
+
+
+def _show_media(forecast: LoadForecast, media: PredictedMedia, route: str, show: Show) -> None:
+    """The predicted media figures at each rate (the claims `run load` makes of them, the modeled prefix cache's
+    hit rate beside), then what the prediction assumed of the media."""
+    shown = [(head, name) for head, name in PREDICTED_MEDIA if forecast.rates[0].run.value(name) is not None]
+    rows = []
+    for p in forecast.rates:
+        run = p.run
+        hit = 100 * run.prefix_cache_hits / run.prefix_cache_queries if run.prefix_cache_queries else 0.0
+        claims = {c.name: c for c in run.claims}
+        values = [value_text(claims[name]) if name in claims else "n/a" for _, name in shown]
+        rows.append([rate_text(p.rate_rps), *values, f"{hit:.1f}%"])
+    show.table("Predicted media", ["rate (req/s)", *(h for h, _ in shown), "prefix-cache hits"], rows)
+    for text in media.lines(route):
+        show.line(text)
+
+
 class LoadPredictor(Predictor[RateSweep]):
     """`sim predict-load` and `plan --simulate load` (see the module doc)."""
 
@@ -261,10 +347,14 @@ class LoadPredictor(Predictor[RateSweep]):
         slo = bool(opts.slo)
         show.table(
             f"Predicted open-loop load: {opts.num_requests} requests per rate, {opts.arrival} arrivals, seed "
-            f"{opts.seed}, input {opts.input_tokens}, output {opts.output_tokens} ({forecast.wall_s:.2f} s wall)",
+            f"{opts.seed}, input {opts.input_tokens}{_media_text(forecast)}, output {opts.output_tokens} "
+            f"({forecast.wall_s:.2f} s wall)",
             ["rate (req/s)", *PREDICTION_HEAD] + (SLO_HEAD if slo else []),
             [[rate_text(p.rate_rps), *prediction_row(p.run, slo)] for p in forecast.rates],
         )
+        first = forecast.rates[0].run.media
+        if first is not None:
+            _show_media(forecast, first, question.endpoint or "", show)
         if slo:
             share = f"{opts.attainment * 100:g}% of requests"
             best = forecast.best_rate_rps
