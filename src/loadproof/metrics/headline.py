@@ -73,7 +73,18 @@ def _latency_lines(scenario: str) -> tuple[Line, ...]:
     )
 
 
-LOAD: Headline = _latency_lines("load")
+# a run whose requests carried media (--images, --audio-s, --video-frames, a data set's): one line of their
+# figures, the engine's prompt tokens beside what the text and --media-tokens imply; absent without media
+MEDIA = line(
+    "media",
+    ("images/s", "load.media.images_per_s"),
+    ("audio s/s", "load.media.audio_s_per_s"),
+    ("prompt tokens engine", "load.media.prompt_tokens_per_request.engine"),
+    ("expected", "load.media.prompt_tokens_per_request.expected"),
+    ("mismatched", "load.media.prompt_tokens_mismatched"),
+    ("mm cache hits", "load.media.mm_cache_hit_pct"),
+)
+LOAD: Headline = (*_latency_lines("load"), MEDIA)
 # one line for each trial of a rate search or point of a sweep, after its verdict
 LOAD_BRIEF = line(
     "",

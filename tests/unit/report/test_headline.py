@@ -12,9 +12,11 @@ from loadproof.catalog import SCENARIOS
 from loadproof.metrics import compute_claims
 from loadproof.metrics.claims import Claim
 from loadproof.metrics.headline import CROSSCHECK, headlines, matcher, render_lines, value_text
+from loadproof.predict.load import predict_load_sweep, rate_sweep
 from loadproof.records import RequestRecord
 from loadproof.report.build import Report
 from loadproof.report.headline import decision, headline_lines
+from loadproof.sim.config import SimConfig
 from loadproof.store.run_dir import load_run
 from tests import bundles
 from tests import rundir_values as rv
@@ -69,6 +71,13 @@ def test_every_declared_figure_is_one_the_sample_runs_claim(reports):
         "soak.errors",
         "soak.*.latency_drift",
         "quality.retrieval.*.retrieved",  # --suite retrieval
+        # --images or --audio-s: no sample run carries media (test_a_load_run_with_media_shows_one_line_of_them)
+        "load.media.images_per_s",
+        "load.media.audio_s_per_s",
+        "load.media.prompt_tokens_per_request.engine",
+        "load.media.prompt_tokens_per_request.expected",
+        "load.media.prompt_tokens_mismatched",
+        "load.media.mm_cache_hit_pct",
     }
     claims_by_scenario: dict[str, set[str]] = defaultdict(set)
     for report in reports.values():
@@ -150,3 +159,21 @@ def test_a_prediction_contract_that_failed_is_said_apart_from_the_scenarios_own_
     assert decision(Report(run=run, claims=claims, markdown="")) == (
         "capacity PASS: 1 of 1 acceptance criteria held; prediction FAIL: ttft (measured 0.0974, predicted 0.07)"
     )
+
+
+def test_a_load_run_with_media_shows_one_line_of_them_and_one_without_none():
+    """The media line's figures are the claims metrics/media.py makes of a run's records and the engine's
+    multimodal cache counters; here a predicted run's (`plan --simulate load --images`), which makes them by the
+    same formulas."""
+    base = {"rate": "1", "num_requests": 10, "input_tokens": "64", "output_tokens": "4", "endpoint": "chat"}
+    config = SimConfig(num_gpu_blocks=4000)
+    media = {"images": "2:64x64", "media_tokens": "fixed:32", "media_reuse": 0.5}
+    with_media = predict_load_sweep(config, rate_sweep({**base, **media})).rates[0].run.claims
+    rendered = dict(render_lines(headlines.get("load"), with_media))
+    images = next(c for c in with_media if c.name == "load.media.images_per_s")
+    assert rendered["media"] == (
+        f"images/s {value_text(images)} · prompt tokens engine 128.0 tokens · expected 128.0 tokens · "
+        "mismatched 0 · mm cache hits 50.0%"
+    )
+    text = predict_load_sweep(config, rate_sweep(base)).rates[0].run.claims
+    assert "media" not in dict(render_lines(headlines.get("load"), text))
