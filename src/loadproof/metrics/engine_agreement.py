@@ -10,7 +10,12 @@ last response ends (every scenario takes them). Over that interval:
 - mean TTFT: the client's send -> first token, beside the growth of the engine's TTFT histogram sum over
   its count (the engine's clock starts when the request reaches it, after HTTP and tokenization).
 Differences are (client - engine) / engine. An embeddings run (every record a vector's) has only the prompt
-tokens to set beside the engine's: it generates nothing, and its first token is the whole answer.
+tokens to set beside the engine's: it generates nothing, and its first token is the whole answer. A run with a
+record on a route whose usage counts other prompt tokens than the engine's counter (its adapter's
+`prompt_usage_counted_by_engine` false: a transcription's usage counts the audio's encoder frames, vLLM's
+counter the decoder's prompt alone) has no prompt-token pair since version 3:
+`crosscheck.prompt_tokens.not_comparable` says why, and every other pair stays (a run of version 2 or before
+recomputes its pair as it was published).
 
 The engine's counters count every request that reached it, the run's and any other: a supervisor's liveness
 probe (`loadproof serve` sends one when the engine's counters stood still for a probe interval, as they do
@@ -32,7 +37,7 @@ from loadproof.records import RequestRecord
 from loadproof.rundir import EngineSample
 from loadproof.units import NS_PER_S
 
-VERSION = 2  # the crosscheck's version, recorded in each run's manifest as `crosscheck` (None there: 1)
+VERSION = 3  # the crosscheck's version, recorded in each run's manifest as `crosscheck` (None there: 1)
 
 # the samples of the engine the run measured: unlabelled, or labelled `engine` where a run samples several
 # (soak's relay, an A/B run's arms: each arm's own, which one bracket cannot pair)
@@ -95,15 +100,19 @@ def agreement_claims(records: list[RequestRecord], samples: list[EngineSample], 
             )
 
     if "prompt_tokens_total" in first and "prompt_tokens_total" in last:
-        client = sum(r.prompt_tokens or 0 for r in records if r.first_token_ns is not None)
-        pair(
-            "prompt_tokens",
-            client,
-            last["prompt_tokens_total"] - first["prompt_tokens_total"],
-            "tokens",
-            "sum of usage.prompt_tokens of requests that got a first token",
-            0,
-        )
+        apart = sorted({r.endpoint for r in records if not _prompt_usage_counted_by_engine(r.endpoint)})
+        if apart and version >= 3:  # not the same tokens: said in place of the pair
+            claims.append(prompt_tokens_not_comparable(apart))
+        else:
+            client = sum(r.prompt_tokens or 0 for r in records if r.first_token_ns is not None)
+            pair(
+                "prompt_tokens",
+                client,
+                last["prompt_tokens_total"] - first["prompt_tokens_total"],
+                "tokens",
+                "sum of usage.prompt_tokens of requests that got a first token",
+                0,
+            )
     # a pooling route's answers have no generated token, no first token of their own (a route no adapter here
     # knows, a plug-in's, is taken as generating: its records' own tokens say what it did)
     if all(r.endpoint in ROUTES and route_of(r.endpoint).pooling for r in records):
@@ -176,4 +185,24 @@ def not_comparable(other: int, engine: int, client: int) -> Claim:
         why,
         "stated in place of crosscheck.ttft_mean_s.engine and .diff_pct when the growth of the engine's TTFT "
         "histogram count differs from the run's requests with a first token (crosscheck version 2)",
+    )
+
+
+def _prompt_usage_counted_by_engine(endpoint: str) -> bool:
+    """Whether a record's usage.prompt_tokens counts what the engine's prompt-token counter counts (its route's
+    `prompt_usage_counted_by_engine`; a route no adapter here knows, a plug-in's, is taken to)."""
+    return endpoint not in ROUTES or route_of(endpoint).prompt_usage_counted_by_engine
+
+
+def prompt_tokens_not_comparable(routes: list[str]) -> Claim:
+    """Why the prompt tokens are not set side by side: the run's usage counts other tokens than the engine's
+    counter (a transcription's audio frames beside its decoder's tokens, the counter the decoder's alone)."""
+    return fact(
+        "crosscheck.prompt_tokens.not_comparable",
+        f"not comparable: usage.prompt_tokens on the {', '.join(routes)} route counts other tokens than the "
+        "engine's prompt-token counter (a transcription's usage counts the audio's encoder frames with the "
+        "decoder's prompt, the counter the decoder's prompt alone)",
+        "stated in place of crosscheck.prompt_tokens.client, .engine and .diff_pct when a record's route says its "
+        "usage.prompt_tokens is not what the engine counts (the route adapter's prompt_usage_counted_by_engine; "
+        "crosscheck version 3)",
     )

@@ -43,7 +43,8 @@ class MixedModel(msgspec.Struct, kw_only=True):
 class MediaPlan(msgspec.Struct, kw_only=True):
     """What a multimodal run's requests carried besides text (each request's counts are in its record):
     `--images`, `--audio-s`, `--video-frames` and `--media-reuse` as given (empty for a data set's own media,
-    `source` "dataset"), and `--media-tokens`, the rules each record's `media_tokens` was figured by."""
+    `source` "dataset"), and `--media-tokens`, the rules each record's `media_tokens` was figured by (given, or a
+    profile's `[model] image_tokens`/`audio_tokens`: `tokens_source`)."""
 
     source: str = "synthetic"  # or "dataset"
     images: str = ""
@@ -51,11 +52,17 @@ class MediaPlan(msgspec.Struct, kw_only=True):
     video_frames: str = ""
     reuse: float = 0.0
     tokens: str = ""
+    # where `tokens` came from: "--media-tokens", a profile's `[model]` ("profile embedded-vlm [model]
+    # image_tokens"), both comma-separated; "": no rule, or a run from before it was kept
+    tokens_source: str = ""
     media_alone: bool = False  # the route sends the media without text (a transcription)
 
     def key(self) -> dict[str, Any]:
+        """The workload's media (where the rules came from is no part of it)."""
         return {
-            k: v for k, v in msgspec.structs.asdict(self).items() if v not in ("", None, 0.0, False) or k == "source"
+            k: v
+            for k, v in msgspec.structs.asdict(self).items()
+            if (v not in ("", None, 0.0, False) or k == "source") and k != "tokens_source"
         }
 
 

@@ -1,8 +1,9 @@
 """A deployment on the sim profile's step costs: what `plan PROFILE --sim SIM --simulate NAME` and `tune` predict.
 
 `deployment_config`: a deployment profile's context, block size, KV cache (the engine's reported count where a
-startup log gave one, else the planner's), scheduler limits and drafts (`[speculative]`'s draft length by
-batch size, `draft_by_batch`) on the sim profile's costs; `simulator_deployment_config`: a deployment whose
+startup log gave one, else the planner's), scheduler limits, drafts (`[speculative]`'s draft length by
+batch size, `draft_by_batch`) and its model's media rules (`[model] image_tokens`, `audio_tokens`, where stated)
+on the sim profile's costs; `simulator_deployment_config`: a deployment whose
 engine is the simulator itself (`engine = "sim"`).
 """
 
@@ -53,10 +54,26 @@ def deployment_config(profile: Any, planned: Any, base: SimConfig) -> SimConfig:
                     "block_size": dep.block_size,
                     "num_gpu_blocks": max(1, kv_tokens // dep.block_size),
                     "long_prefill_token_threshold": sched.long_prefill_threshold(dep.max_model_len),
+                    **media_tokens_of(profile, base),
                 }
             ),
         ),
     )
+
+
+def media_tokens_of(profile: Any, base: SimConfig) -> dict[str, Any]:
+    """The deployment's model's own media rules (`[model] image_tokens`, `audio_tokens`), each in place of the
+    sim profile's, as `run load --profile` expects them; `media_tokens_from` names the profile for the output.
+    Empty where the profile states none (the sim profile's rules stand)."""
+    update: dict[str, Any] = {}
+    origin = dict(base.media_tokens_from)
+    model = getattr(profile, "model", None)  # a profile's [model] (a hand-made deployment may have none)
+    for field in ("image_tokens", "audio_tokens"):
+        stated = getattr(model, field, None)
+        if stated is not None:
+            update[field] = stated
+            origin[field] = f"profile {profile.name} [model] {field}"
+    return {**update, "media_tokens_from": origin} if update else {}
 
 
 def _drafting(profile: Any, config: SimConfig) -> SimConfig:

@@ -197,7 +197,7 @@ def predict_load_sweep(config: SimConfig, sweep: RateSweep) -> LoadForecast:
     opts = sweep.options
     route = route_of(sweep.endpoint) if sweep.endpoint is not None else None
     rules = media_rules(opts.media_spec(), opts.media_tokens or (), config) if opts.synthetic_media else None
-    alone = route is not None and rules is not None and not route.conversational  # a transcription: no text
+    alone = route is not None and rules is not None and not route.takes_text  # a transcription: no text
     started = time.perf_counter()
     out = []
     for rate in sweep.rates_rps:
@@ -248,6 +248,8 @@ def predict_load_sweep(config: SimConfig, sweep: RateSweep) -> LoadForecast:
             route=route.traits() if route is not None else None,
             media=media_plan(opts, alone) if media is not None else None,
         )
+        if media is not None and plan.media is not None:  # the rules charged, wherever they came from
+            plan.media.tokens, plan.media.tokens_source = media.rules_text()
         claims = tuple(load_claims(pred.records, plan, [], samples))
         run = PredictedRun(
             claims, pred.num_steps, pred.modeled_s, media, pred.prefix_cache_hits, pred.prefix_cache_queries

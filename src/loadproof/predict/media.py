@@ -2,8 +2,10 @@
 prediction"): what the simulator would be sent, charged as it charges it.
 
 - Each item's prompt tokens by a rule (`protocol.media.MediaTokens`): `--media-tokens`' where it gives one of the
-  item's kind, else the sim profile's `image_tokens` (an image, each frame of a video) or `audio_tokens`; an item
-  of a kind neither states is refused (a text-only sim profile refuses media, as the simulator does).
+  item's kind, else the deployment profile's `[model] image_tokens` or `audio_tokens` (`plan PROFILE`, put in the
+  config by `predict.deployment`), else the sim profile's `image_tokens` (an image, each frame of a video) or
+  `audio_tokens`; an item of a kind none states is refused (a text-only sim profile refuses media, as the
+  simulator does).
 - Those tokens are prefilled as prompt tokens (the simulator has no encoder cost of its own: `sim.prompt` adds
   them to the prompt it prefills), so a request's prompt is its text's tokens plus its media's.
 - `--media-reuse P`: the requests `workloads.media.reuse_sources` draws send an earlier request's media again.
@@ -38,12 +40,13 @@ class Rule:
     """The rule a prediction charges one kind of media by, and where it came from."""
 
     rule: MediaTokens
-    source: str  # GIVEN or PROFILE
-    profile: str = ""  # the sim profile's own rule of the kind ("": none, a text-only model)
+    source: str  # GIVEN, PROFILE, or the deployment profile that states it ("profile NAME [model] image_tokens")
+    profile: str = ""  # the profile's own rule of the kind ("": none, a text-only model)
+    stated_by: str = PROFILE  # whose rule `profile` is: the sim profile's, or the deployment profile's [model]
 
     def __str__(self) -> str:
-        told = self.source == PROFILE or not self.profile or self.profile == str(self.rule)
-        return f"{self.rule} ({self.source}" + ("" if told else f"; the sim profile states {self.profile}") + ")"
+        told = self.source != GIVEN or not self.profile or self.profile == str(self.rule)
+        return f"{self.rule} ({self.source}" + ("" if told else f"; {self.stated_by} states {self.profile}") + ")"
 
 
 def media_rules(spec: MediaSpec, given: tuple[MediaTokens, ...], config: SimConfig) -> tuple[Rule | None, Rule | None]:
@@ -61,11 +64,12 @@ def media_rules(spec: MediaSpec, given: tuple[MediaTokens, ...], config: SimConf
 def _rule(
     given: tuple[MediaTokens, ...], audio: bool, own: str, option: str, field: str, forms: str, config: SimConfig
 ) -> Rule:
+    by = config.media_tokens_from.get(field, PROFILE)  # a deployment profile's [model], else the sim profile
     stated = next((r for r in given if (r.kind == "per_s") == audio), None)
     if stated is not None:
-        return Rule(stated, GIVEN, own)
+        return Rule(stated, GIVEN, own, by)
     if own:
-        return Rule(MediaTokens.parse(own), PROFILE, own)
+        return Rule(MediaTokens.parse(own), by, own, by)
     raise UsageError(
         f"{option}: the sim profile's model {config.model} is text-only (no {field} in its sim profile): give "
         f"the model's rule with --media-tokens {forms}, or a sim profile with {field}"
@@ -159,6 +163,12 @@ class PredictedMedia:
             t_ns=int(end_s * NS_PER_S) + 1, values={QUERIES: float(cache.queries), HITS: float(cache.hits)}
         )
         return [zero, end]
+
+    def rules_text(self) -> tuple[str, str]:
+        """The rules charged and where they came from, as a run's plan keeps them (`MediaPlan.tokens`,
+        `tokens_source`)."""
+        rules = [r for r in (self.image, self.audio) if r is not None]
+        return ",".join(str(r.rule) for r in rules), ", ".join(dict.fromkeys(r.source for r in rules))
 
     def lines(self, route: str) -> list[str]:
         """What the prediction assumes of the media, for its output."""

@@ -14,7 +14,7 @@ from tokenizers import Tokenizer
 from loadproof.config.base import StrictModel
 from loadproof.config.profile import Profile
 from loadproof.errors import UsageError
-from loadproof.protocol.routes import TEXT
+from loadproof.protocol.routes import TEXT, Route
 from loadproof.records import RequestRecord
 from loadproof.rundir import Manifest
 from loadproof.scenarios.live import LiveStatus
@@ -57,7 +57,8 @@ class Scenario:
       `scenarios.options`), `summary` (the command's help), `examples` (2 to 4 `Example`s its `--help` ends
       with);
     - `CommandOptions`: options of the command that are not options of a run (a search, a log to read);
-    - `tokenizer`: whether `--tokenizer` is required, optional or not offered;
+    - `tokenizer`: whether `--tokenizer` is required, optional or not offered; `tokenizer_use(options,
+      route)` what a run of those options on that route needs of one (the scenario's `tokenizer` unless it says);
     - `endpoints`: the routes it measures (`protocol.routes.TEXT` unless it says; None: every route);
     - `check_endpoint(options, endpoint)`: what its options cannot do on that endpoint, one line before anything
       is sent;
@@ -89,6 +90,12 @@ class Scenario:
     @classmethod
     def check_endpoint(cls, options: Any, endpoint: str) -> None:
         """Options that do not go with the endpoint: UsageError (nothing to check by default)."""
+
+    @classmethod
+    def tokenizer_use(cls, options: Any, route: Route) -> TokenizerUse | None:
+        """What a run of `options` on `route` needs of a tokenizer (the target's resolution follows it): the
+        scenario's `tokenizer` unless a run sends no text to size (a load run of media alone)."""
+        return cls.tokenizer
 
     @classmethod
     def prepare(cls, setup: Setup, console: Console) -> Scenario:

@@ -91,7 +91,8 @@ def check(scenario: type[Scenario], values: dict[str, Any]) -> Checked:
             f"{', '.join(scenario.endpoints)}); `run load` measures every route"
         )
     scenario.check_endpoint(options, endpoint)
-    return Checked(options, command, target, profile, scenario.tokenizer, _contract(scenario, options, target))
+    use = scenario.tokenizer_use(options, route)
+    return Checked(options, command, target, profile, use, _contract(scenario, options, target))
 
 
 def _contract(scenario: type[Scenario], options: Any, target: TargetOptions) -> Prediction | None:

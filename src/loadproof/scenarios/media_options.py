@@ -2,15 +2,17 @@
 `--video-frames F:WxH`, `--media-reuse P` and `--media-tokens RULE`, in the Media panel of `--help`.
 `workloads.media` makes the files; `check_media_route` refuses, before any run directory, media the target's
 route does not carry (its adapter's `media`), and a route that carries media alone (a transcription) without
-any."""
+any; `with_profile_rules` takes a profile's `[model] image_tokens`/`audio_tokens` where `--media-tokens` gives no
+rule of a kind."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, TypeVar
 
 from pydantic import BeforeValidator, Field, PlainSerializer, model_validator
 
 from loadproof.config.base import StrictModel
+from loadproof.config.profile import Profile
 from loadproof.errors import UsageError
 from loadproof.protocol.media import MediaTokens
 from loadproof.protocol.routes import Route
@@ -28,6 +30,8 @@ from loadproof.workloads.media import (
     parse_media_tokens,
     parse_video,
 )
+
+GIVEN = "--media-tokens"
 
 Images = Annotated[tuple[ImageGroup, ...], BeforeValidator(parse_images), PlainSerializer(images_text)]
 Frames = Annotated[ImageGroup, BeforeValidator(parse_video), PlainSerializer(str)]
@@ -63,9 +67,12 @@ class MediaOptions(StrictModel):
     )
     media_tokens: TokenRules | None = Field(
         default=None,
-        description=f"the prompt tokens the model spends per item, for the expected prompt tokens: {MEDIA_TOKENS_SYNTAX}",
+        description="the prompt tokens the model spends per item, for the expected prompt tokens (default: the "
+        f"--profile's [model] image_tokens/audio_tokens): {MEDIA_TOKENS_SYNTAX}",
         json_schema_extra=cli(text=True, panel=Panel.MEDIA, metavar="RULE"),
     )
+    # where `media_tokens` came from, as the plan's media say (`with_profile_rules`); "": as given
+    media_tokens_from: str = Field(default="", json_schema_extra=cli(hidden=True))
 
     def media_spec(self) -> MediaSpec:
         return MediaSpec(
@@ -76,11 +83,19 @@ class MediaOptions(StrictModel):
     def synthetic_media(self) -> bool:
         return bool(self.images or self.audio_s or self.video_frames)
 
+    @property
+    def media_tokens_source(self) -> str:
+        """Where the rules came from, for the plan: `--media-tokens`, a profile's `[model]`, or both."""
+        return self.media_tokens_from or (GIVEN if self.media_tokens else "")
+
     @model_validator(mode="after")
     def _media(self) -> MediaOptions:
         if self.media_reuse and not self.synthetic_media:
             raise ValueError("--media-reuse applies with --images, --audio-s or --video-frames")
         return self
+
+
+MediaOptionsT = TypeVar("MediaOptionsT", bound=MediaOptions)
 
 
 def check_media_route(options: MediaOptions, route: Route, endpoint: str, dataset: bool) -> None:
@@ -89,7 +104,28 @@ def check_media_route(options: MediaOptions, route: Route, endpoint: str, datase
     for kind in sorted(options.media_spec().kinds - route.media):
         carried = ", ".join(sorted(route.media)) or "no media"
         raise UsageError(f"{flags[kind]}: the {endpoint} endpoint carries {carried}, not {kind}")
-    if route.media and not route.conversational and not options.synthetic_media and not dataset:
+    if not route.takes_text and not options.synthetic_media and not dataset:
         raise UsageError(
             f"--endpoint {endpoint} sends media alone: give --audio-s SECONDS (or a data set whose rows carry audio)"
         )
+
+
+def with_profile_rules(options: MediaOptionsT, profile: Profile | None, dataset: bool) -> MediaOptionsT:
+    """`options` whose `--media-tokens` holds, for each kind of media the run sends (any kind with a data set)
+    that it gives no rule of, the profile's `[model] image_tokens` or `audio_tokens`; `media_tokens_from` says
+    where each rule came from. `--media-tokens`' own rule of a kind wins; a run without media is unchanged."""
+    if profile is None or not (options.synthetic_media or dataset):
+        return options
+    kinds = options.media_spec().kinds if not dataset else frozenset({"image", "video", "audio"})
+    given = options.media_tokens or ()
+    rules, sources = list(given), [GIVEN] if given else []
+    for field, audio, wanted in (("image_tokens", False, {"image", "video"}), ("audio_tokens", True, {"audio"})):
+        stated = getattr(profile.model, field)
+        if stated is None or not kinds & wanted or any((r.kind == "per_s") == audio for r in given):
+            continue
+        rules.append(MediaTokens.parse(stated))
+        sources.append(f"profile {profile.name} [model] {field}")
+    if len(rules) == len(given):
+        return options
+    update = {"media_tokens": tuple(rules), "media_tokens_from": ", ".join(sources)}
+    return options.model_copy(update=update)

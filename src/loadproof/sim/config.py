@@ -279,6 +279,9 @@ class SimConfig(StrictModel):
         default="per_s:50",
         description="the prompt tokens of an audio item: per_s:R (+K); empty: audio refused with a 400",
     )
+    # a deployment's own rules in place of the ones above, by field (`predict.deployment`: a deployment profile's
+    # `[model] image_tokens`/`audio_tokens`): where each came from, for the prediction's output; never written
+    media_tokens_from: dict[str, str] = Field(default_factory=dict, exclude=True)
     mm_cache_items: int = Field(
         default=256,
         ge=0,

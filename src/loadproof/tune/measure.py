@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import IO
 
 from loadproof.errors import AcceptanceFailed, LoadproofError, NothingMeasured
+from loadproof.protocol.routes import route_of
 from loadproof.report.build import Report
 from loadproof.rundir.tune import Measured
 from loadproof.scenarios.base import NoCommandOptions
@@ -37,7 +38,8 @@ def measure_point(point: Point, folder: Path, request: TuneRequest, say: Callabl
     with served(point.profile.model_copy(update={"serving": serving}), folder, say) as ready_s:
         say(f"  engine ready after {ready_s:.0f} s; rate search (log: {folder / 'load.log'})")
         target = request.target.model_copy(update={"profile": profile_path, "out": runs})
-        checked = Checked(request.load, NoCommandOptions(), target, point.profile, LoadScenario.tokenizer)
+        use = LoadScenario.tokenizer_use(request.load, route_of(point.profile.serving.endpoint))
+        checked = Checked(request.load, NoCommandOptions(), target, point.profile, use)
         with _log(folder / "load.log") as console:
             try:
                 LoadScenario.perform(setup(checked), console)

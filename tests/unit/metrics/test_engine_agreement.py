@@ -92,6 +92,42 @@ def test_engine_requests_the_run_did_not_send_make_the_mean_ttfts_not_comparable
     assert got["crosscheck.prompt_tokens.diff_pct"].value is not None  # the token counters are still set beside
 
 
+def transcribed(records: list[RequestRecord]) -> list[RequestRecord]:
+    """`records` as transcriptions: vLLM's usage counts the audio's mel frames beside the decoder's 4 tokens."""
+    for r in records:
+        r.endpoint = "transcriptions"
+    return records
+
+
+def test_a_route_whose_usage_counts_other_prompt_tokens_leaves_the_prompt_pair_out_and_no_other():
+    """vLLM's transcription usage counts 100 mel frames a second and the decoder's 4 tokens, its counter the 4
+    alone: a +9,980% difference would compare apples to oranges. Every other pair stays as it was."""
+    records = [rec(0, 1.0, 1.5, 3.0, 204, 10), rec(1, 1.0, 2.5, 4.0, 204, 20)]
+    samples = [
+        sample(0.5, prompt_tokens_total=0, generation_tokens_total=0, ttft_seconds_sum=0.0, ttft_seconds_count=0),
+        sample(4.5, prompt_tokens_total=8, generation_tokens_total=30, ttft_seconds_sum=1.9, ttft_seconds_count=2),
+    ]
+    text = {c.name: c.value for c in agreement_claims(records, samples)}
+    assert text["crosscheck.prompt_tokens.diff_pct"] == (408 - 8) / 8 * 100  # on a text route: set beside
+    got = {c.name: c for c in agreement_claims(transcribed(records), samples)}
+    assert not [name for name in got if name.startswith("crosscheck.prompt_tokens.") and "not_comparable" not in name]
+    why = got["crosscheck.prompt_tokens.not_comparable"]
+    assert why.kind == "fact" and why.value.startswith("not comparable: usage.prompt_tokens on the transcriptions")
+    # every other pair unchanged
+    assert {n: c.value for n, c in got.items() if not n.startswith("crosscheck.prompt_tokens.")} == {
+        n: v for n, v in text.items() if not n.startswith("crosscheck.prompt_tokens.")
+    }
+    # one such record in a mixed run is enough: the engine's counter cannot be split by route
+    mixed = [rec(0, 1.0, 1.5, 3.0, 100, 10), *transcribed([rec(1, 1.0, 2.5, 4.0, 204, 20)])]
+    assert "crosscheck.prompt_tokens.not_comparable" in {c.name for c in agreement_claims(mixed, samples)}
+    # a route no adapter knows (a plug-in's) is taken to count as the engine does; a run of version 2 keeps its pair
+    for r in records:
+        r.endpoint = "echo-plugin"
+    assert "crosscheck.prompt_tokens.diff_pct" in {c.name for c in agreement_claims(records, samples)}
+    old = {c.name for c in agreement_claims(transcribed(records), samples, version=2)}
+    assert "crosscheck.prompt_tokens.diff_pct" in old and "crosscheck.prompt_tokens.not_comparable" not in old
+
+
 def test_fewer_engine_first_tokens_than_the_runs_are_not_comparable_either():
     restarted = [PROBED[0], sample(9.0, ttft_seconds_sum=0.9, ttft_seconds_count=1)]
     got = {c.name: c.value for c in agreement_claims(probed_records(), restarted)}
@@ -123,7 +159,7 @@ def test_every_run_records_this_loadproofs_crosscheck_version():
         SimpleNamespace(model_dump=dict),
         SimpleNamespace(describe=dict, served=SimpleNamespace(version=None)),
     )
-    assert manifest.crosscheck == VERSION == 2
+    assert manifest.crosscheck == VERSION == 3
     assert read_manifest(manifest_json(manifest)).crosscheck == VERSION
 
 
@@ -135,5 +171,9 @@ def probed_run(manifest: dict) -> Run:
 
 
 def docs_runs(_tmp_path: Path) -> list[Run]:
-    """For the docs-formulas test: the crosscheck's not-comparable fact."""
-    return [probed_run({"crosscheck": VERSION})]
+    """For the docs-formulas test: the crosscheck's not-comparable facts (TTFT means, a transcription's prompt
+    tokens)."""
+    fields = {"run_id": "heard", "scenario": "load", "plan": msgspec.to_builtins(test_load.plan()), "crosscheck": 3}
+    samples = [msgspec.to_builtins(s) for s in PROBED]
+    heard = rv.run_of(Path("heard"), fields, transcribed(probed_records()), samples=samples)
+    return [probed_run({"crosscheck": VERSION}), heard]

@@ -101,6 +101,9 @@ class Route:
     path: ClassVar[str]  # under the server's /v1 root: "/v1/chat/completions"
     streams: ClassVar[bool] = True  # its answer is an SSE stream of generated tokens
     conversational: ClassVar[bool] = True  # carries messages (a chat template applies), else a raw prompt
+    # its requests are sized by their text (a prompt of exact length needs the model's tokenizer); False: a
+    # request is its media alone (a transcription's file; its text at most the decoder's context)
+    takes_text: ClassVar[bool] = True
     media: ClassVar[frozenset[str]] = frozenset()  # the media parts it carries: "image", "audio", "video"
     done_payload: ClassVar[bytes | None] = b"[DONE]"  # the payload that ends its stream (None: an event does)
     # where an event ends its stream: the SSE `event:` names that do (the relay's clients stop reading there)
@@ -113,6 +116,10 @@ class Route:
     switches_thinking: ClassVar[bool] = False  # takes the engine's thinking switch (`chat_template_kwargs`)
     verb: ClassVar[str] = "generate"  # what a server that serves it does, for messages ("embed", "rerank")
     prompt_usage: ClassVar[str] = "prompt_tokens"  # the usage field of the prompt's tokens in an answer
+    # whether that usage counts the prompt as the engine's prompt-token counter does (vLLM's
+    # `vllm:prompt_tokens`); False: the usage counts more (a transcription's: the audio's encoder frames beside
+    # the decoder's tokens, the counter the decoder's alone), and the crosscheck of prompt tokens leaves it out
+    prompt_usage_counted_by_engine: ClassVar[bool] = True
     items: ClassVar[PooledItems | None] = None  # a pooling route's: what its answer returns
     content_type: ClassVar[str] = JSON
     headers: ClassVar[dict[str, str]] = {}  # beyond Content-Type and the API key

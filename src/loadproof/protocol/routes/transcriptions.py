@@ -31,7 +31,11 @@ class TranscriptionsRoute(Route):
     name = "transcriptions"
     path = "/v1/audio/transcriptions"
     conversational = False
+    takes_text = False  # the audio file is the request (`run load` sends no text: no tokenizer needed)
     media: ClassVar[frozenset[str]] = frozenset({"audio"})
+    # vLLM's usage.prompt_tokens counts the audio's log-mel frames (100 a second) and the decoder's 4 prompt
+    # tokens; its vllm:prompt_tokens counter counts the decoder's alone
+    prompt_usage_counted_by_engine = False
 
     def _audio(self, request: Request) -> Audio:
         for part in request.media():

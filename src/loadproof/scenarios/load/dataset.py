@@ -144,6 +144,7 @@ def dataset_requests(
     plan = load_plan(
         opts,
         offsets,
+        target,
         hs,
         max_model_len,
         input_tokens=DATASET_LENGTHS,
@@ -153,7 +154,10 @@ def dataset_requests(
     )
     if with_media:
         plan.media = MediaPlan(
-            source="dataset", tokens=media_tokens_text(opts.media_tokens or ()), media_alone=not chat
+            source="dataset",
+            tokens=media_tokens_text(opts.media_tokens or ()),
+            tokens_source=opts.media_tokens_source,
+            media_alone=not chat,
         )
     return plan, requests
 

@@ -23,5 +23,5 @@ def check_dataset_media(opts: LoadOptions, route: Route, endpoint: str) -> None:
         path, row = found[kind]
         carried = ", ".join(sorted(route.media)) or "no media"
         raise UsageError(f"{path}: row {row} carries {kind}; the {endpoint} endpoint carries {carried}")
-    if route.media and not route.conversational and not found:
+    if not route.takes_text and not found:
         raise UsageError(f"--dataset {opts.dataset}: no row carries media, and --endpoint {endpoint} sends media alone")

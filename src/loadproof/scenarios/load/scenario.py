@@ -12,14 +12,15 @@ each one `run_load`.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from loadproof.errors import UsageError
 from loadproof.plans import attach_plan
 from loadproof.plans.load import LoadPlan, MixedModel
-from loadproof.protocol.routes import route_of
+from loadproof.protocol.routes import Route, route_of
 from loadproof.rundir import Manifest
-from loadproof.scenarios.base import Example, Setup
+from loadproof.scenarios.base import Example, Setup, TokenizerUse
 from loadproof.scenarios.demo import DemoSetup
 from loadproof.scenarios.live import LiveStatus
 from loadproof.scenarios.load.dataset import dataset_requests
@@ -29,9 +30,9 @@ from loadproof.scenarios.load.scaleout.parent import run_scaled_out
 from loadproof.scenarios.load.schedule import Planned, describe, schedule_offsets
 from loadproof.scenarios.load.sender import send_schedule
 from loadproof.scenarios.load.series import rate_search_command, sweep_command
-from loadproof.scenarios.load.synthetic import synthetic_requests
+from loadproof.scenarios.load.synthetic import media_alone, media_alone_requests, synthetic_requests
 from loadproof.scenarios.long_context import EXACT_LENGTH, MetricsScenario, haystack_target
-from loadproof.scenarios.media_options import check_media_route
+from loadproof.scenarios.media_options import check_media_route, with_profile_rules
 from loadproof.scenarios.recording import Console, Outcome, run_once
 from loadproof.scenarios.target import Target
 from loadproof.scenarios.token_counts import PROBE_LINE
@@ -72,8 +73,17 @@ class LoadScenario(MetricsScenario):
         check_endpoint(options, endpoint)
 
     @classmethod
+    def tokenizer_use(cls, options: LoadOptions, route: Route) -> TokenizerUse | None:
+        """Synthetic media alone (a transcription of each file) sends no text: no tokenizer, no /tokenize."""
+        return None if media_alone(options, route) else cls.tokenizer
+
+    @classmethod
     def perform(cls, setup: Setup, console: Console) -> None:
-        """One run; or, with --sweep, one run per rate; or, with --search rate, the highest rate meeting the SLO."""
+        """One run; or, with --sweep, one run per rate; or, with --search rate, the highest rate meeting the SLO.
+        The media rules `--media-tokens` does not give are the profile's (`with_profile_rules`)."""
+        opts = with_profile_rules(setup.options, setup.profile, setup.options.dataset is not None)
+        if opts is not setup.options:
+            setup = replace(setup, options=opts)
         if setup.options.model_mix:  # a model the target does not list: one line before any run directory
             check_mix(setup.options.model_mix, setup.target)
         if setup.options.sweep is not None:
@@ -88,12 +98,15 @@ class LoadScenario(MetricsScenario):
         opts = self.options
         offsets = schedule_offsets(opts)
         max_model_len = self.target.max_model_len
-        hs = haystack_target(self.target, opts.seed, PROBE_LINE)  # its prompts end with a line's newline
         models = mixed_models(opts.model_mix, opts.seed, self.target, len(offsets)) if opts.model_mix else None
-        if opts.dataset is not None:  # the user's data set instead of synthetic prompts
-            plan, requests = dataset_requests(opts, offsets, hs, max_model_len, self.status, models)
+        if media_alone(opts, self.target.route):  # no text: nothing to tokenize, no prompt builder
+            plan, requests = media_alone_requests(opts, offsets, self.target, max_model_len, models)
         else:
-            plan, requests = synthetic_requests(opts, offsets, hs, max_model_len, models)
+            hs = haystack_target(self.target, opts.seed, PROBE_LINE)  # its prompts end with a line's newline
+            if opts.dataset is not None:  # the user's data set instead of synthetic prompts
+                plan, requests = dataset_requests(opts, offsets, hs, max_model_len, self.status, models)
+            else:
+                plan, requests = synthetic_requests(opts, offsets, hs, max_model_len, models)
         if opts.model_mix:
             plan.model_mix = [MixedModel(model=name, weight=weight) for name, weight in opts.model_mix.items()]
         return plan, requests

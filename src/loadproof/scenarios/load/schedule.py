@@ -17,6 +17,7 @@ from loadproof.plans.load import LoadLengths, LoadPlan, LoadStage
 from loadproof.records import MediaCounts
 from loadproof.scenarios.load.options import LoadOptions
 from loadproof.scenarios.long_context import HaystackTarget
+from loadproof.scenarios.target import Target
 from loadproof.workloads.arrivals import intended_offsets
 from loadproof.workloads.synthetic import Lengths
 
@@ -52,7 +53,8 @@ def lengths_of(spec: Lengths) -> LoadLengths:
 def load_plan(
     opts: LoadOptions,
     offsets: list[float],
-    hs: HaystackTarget,
+    target: Target,
+    hs: HaystackTarget | None,
     max_model_len: int | None,
     *,
     input_tokens: LoadLengths,
@@ -60,7 +62,8 @@ def load_plan(
     clamped: int,
     dataset: DatasetRef | None = None,
 ) -> LoadPlan:
-    """The plan of a run of `opts` whose schedule drew `offsets`, for the manifest."""
+    """The plan of a run of `opts` on `target` whose schedule drew `offsets`, for the manifest; `hs`: the
+    builder its prompts were sized with (None: a run of media alone sizes no text, and has no overhead)."""
     spec = opts.arrival_spec()
     return LoadPlan(
         arrival=opts.arrival,
@@ -83,14 +86,14 @@ def load_plan(
         ignore_eos=opts.ignore_eos,
         deadline_s=opts.deadline_s,
         slo=dict(opts.slo or {}),
-        endpoint=hs.target.endpoint,
-        route=hs.target.route.traits(),
+        endpoint=target.endpoint,
+        route=target.route.traits(),
         max_model_len=max_model_len,
-        overhead_tokens=hs.builder.overhead_tokens,
-        overhead_source=hs.overhead_source,
-        haystack_additive=hs.builder.additive,
+        overhead_tokens=hs.builder.overhead_tokens if hs is not None else None,
+        overhead_source=hs.overhead_source if hs is not None else None,
+        haystack_additive=hs.builder.additive if hs is not None else None,
         dataset=dataset,
-        inputs_per_request=opts.inputs_per_request if hs.target.route.pooling else 1,
+        inputs_per_request=opts.inputs_per_request if target.route.pooling else 1,
     )
 
 

@@ -13,11 +13,12 @@ from loadproof.client import RequestSpec
 from loadproof.errors import UsageError
 from loadproof.plans.load import LoadLengths, LoadPlan, MediaPlan
 from loadproof.protocol.request import Message, Part, Text
-from loadproof.protocol.routes import request_body
+from loadproof.protocol.routes import Route, request_body
 from loadproof.scenarios.constraints import request_extra
 from loadproof.scenarios.load.options import LoadOptions
 from loadproof.scenarios.load.schedule import Planned, lengths_of, load_plan
 from loadproof.scenarios.long_context import HaystackTarget
+from loadproof.scenarios.target import Target
 from loadproof.units import NS_PER_S
 from loadproof.workloads.media import counts_of, images_text, media_tokens_text, request_media
 from loadproof.workloads.synthetic import SyntheticPrompts, draw_lengths
@@ -41,8 +42,8 @@ def synthetic_requests(
     prompts = SyntheticPrompts(
         hs.builder, run_salt=salt, seed=opts.seed, shared_prefix_tokens=opts.shared_prefix_tokens
     )
-    if opts.synthetic_media and not route.conversational:  # media alone: a transcription of each file
-        return _media_alone(opts, offsets, hs, max_model_len, salt, models)
+    if media_alone(opts, route):  # a transcription of each file: no text
+        return media_alone_requests(opts, offsets, target, max_model_len, models)
     shortest = prompts.shortest()
     if opts.input_tokens.kind == "fixed" and opts.input_tokens.a < shortest:
         raise UsageError(
@@ -93,6 +94,7 @@ def synthetic_requests(
     plan = load_plan(
         opts,
         offsets,
+        target,
         hs,
         max_model_len,
         input_tokens=lengths_of(opts.input_tokens),
@@ -110,22 +112,28 @@ def media_plan(opts: LoadOptions, alone: bool = False) -> MediaPlan:
         video_frames=str(opts.video_frames or ""),
         reuse=opts.media_reuse,
         tokens=media_tokens_text(opts.media_tokens or ()),
+        tokens_source=opts.media_tokens_source,
         media_alone=alone,
     )
 
 
-def _media_alone(
+def media_alone(opts: LoadOptions, route: Route) -> bool:
+    """Whether a run of `opts` on `route` sends synthetic media alone (a transcription of each file): no text to
+    size, so no tokenizer and no engine /tokenize."""
+    return opts.dataset is None and opts.synthetic_media and not route.takes_text
+
+
+def media_alone_requests(
     opts: LoadOptions,
     offsets: list[float],
-    hs: HaystackTarget,
+    target: Target,
     max_model_len: int | None,
-    salt: str,
-    models: list[str] | None,
+    models: list[str] | None = None,
 ) -> tuple[LoadPlan, list[Planned]]:
     """A route of media alone (a transcription): each request its seeded file and no text; its output as drawn
-    (`--output-tokens`, the answer's budget)."""
-    target = hs.target
+    (`--output-tokens`, the answer's budget). Nothing is tokenized: the plan has no overhead."""
     n = len(offsets)
+    salt = secrets.token_hex(8)
     outputs = draw_lengths(opts.output_tokens, n, opts.seed, "output")
     media = request_media(opts.media_spec(), n, opts.seed, salt)
     rules = opts.media_tokens or ()
@@ -147,7 +155,8 @@ def _media_alone(
     plan = load_plan(
         opts,
         offsets,
-        hs,
+        target,
+        None,
         max_model_len,
         input_tokens=LoadLengths(kind="none", a=0, text="none: media alone"),
         shared_prefix_tokens=0,
@@ -183,6 +192,7 @@ def _pooling(
     plan = load_plan(
         opts,
         offsets,
+        target,
         hs,
         max_model_len,
         input_tokens=lengths_of(opts.input_tokens),
