@@ -15,6 +15,10 @@ relay's heartbeat is HEARTBEAT_S, so each silence holds two heartbeats; the rela
 embedded model's folder, the Hugging Face hub is offline and any other address goes to a dead proxy.
 The tools are installed once into loadproof's cache (loadproof.engines.embedded.peers); on a fresh
 machine that is about 2 minutes, then this test takes about a minute.
+
+The SDKs of the two APIs whose streams are named events, the openai SDK's Responses stream and the anthropic
+SDK's Messages stream, go through the relay in front of the real engine, which serves both:
+tests/integration/test_relay_engine.py (an upstream scripted here would only echo what the test expects).
 """
 
 from __future__ import annotations

@@ -9,6 +9,9 @@ tests/conftest.py) instead of after them.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import aiohttp
@@ -19,6 +22,7 @@ from tests.integration.test_relay import KEY, RelayProcess, relay_factory  # noq
 from tests.polling import eventually
 
 pytestmark = pytest.mark.timeout(900)
+KEY_ENV = "LOADPROOF_TEST_RELAY_KEY"
 
 
 @pytest.mark.engine
@@ -82,3 +86,117 @@ async def test_a_streamed_tool_call_passes_the_relay_unchanged(engine, tmp_path)
     arguments = json.loads(call.function.arguments)
     jsonschema.validate(arguments, tools[0]["function"]["parameters"])
     assert arguments == json.loads(direct.choices[0].message.tool_calls[0].function.arguments)
+
+
+@pytest.mark.engine
+@pytest.mark.asyncio
+async def test_the_openai_responses_and_anthropic_messages_sdks_stream_through_the_relay(engine, tmp_path):
+    """The official SDKs of the two APIs whose streams are named events ending in an event of their own (no
+    `data: [DONE]`): the openai SDK's Responses stream and the anthropic SDK's Messages stream (which reads each
+    event's `event:` line), through the relay in front of the real engine, a heartbeat due every 20 ms so that
+    blank lines fall among the events. The text joined from the deltas is the answer's final text, and the
+    usage each SDK reports is what the engine's own counters grew by."""
+    import anthropic
+    import openai
+
+    relay = RelayProcess(engine.url, tmp_path / "relay.log", "--heartbeat-s", "0.02")
+    counters = ("vllm:prompt_tokens_total", "vllm:generation_tokens_total", "vllm:time_to_first_token_seconds_count")
+
+    def agrees(before: tuple[float, ...], input_tokens: int, output_tokens: int) -> None:
+        """The engine's counters grew by the usage, besides what the supervisor's liveness probes (one token
+        each, sent after 10 s with nothing done) took meanwhile: its count of first tokens shows them."""
+        prompt, generated, firsts = (round(engine.metric(name) - b) for name, b in zip(counters, before))
+        probes = firsts - 1
+        assert probes >= 0 and 0 <= generated - output_tokens <= probes, (generated, output_tokens, probes)
+        assert prompt == input_tokens if probes == 0 else prompt > input_tokens, (prompt, input_tokens, probes)
+
+    ask = "Count from one to twenty, in words."
+    try:
+        before = tuple(engine.metric(name) for name in counters)
+        async with openai.AsyncOpenAI(base_url=relay.url + "/v1", api_key=KEY, max_retries=0) as client:
+            stream = await client.responses.create(
+                model=engine.model, input=ask, max_output_tokens=24, temperature=0.0, store=False, stream=True
+            )
+            deltas, kinds, completed = [], [], None
+            async for event in stream:
+                kinds.append(event.type)
+                if event.type == "response.output_text.delta":
+                    deltas.append(event.delta)
+                elif event.type == "response.completed":
+                    completed = event.response
+        assert completed is not None and completed.usage is not None, kinds
+        assert kinds[0] == "response.created" and kinds[-1] == "response.completed", kinds
+        assert len(deltas) > 1 and "".join(deltas) == completed.output_text
+        usage = completed.usage
+        assert usage.output_tokens > 1
+        agrees(before, usage.input_tokens, usage.output_tokens)
+
+        before = tuple(engine.metric(name) for name in counters)
+        async with anthropic.AsyncAnthropic(base_url=relay.url, api_key=KEY, max_retries=0) as claude:
+            async with claude.messages.stream(
+                model=engine.model,
+                max_tokens=24,
+                messages=[{"role": "user", "content": ask}],
+                extra_body={"temperature": 0.0},  # the SDK's 2.x releases dropped the argument; the API takes it
+            ) as messages:
+                pieces = [text async for text in messages.text_stream]
+                final = await messages.get_final_message()
+        assert len(pieces) > 1 and "".join(pieces) == "".join(b.text for b in final.content if b.type == "text")
+        assert final.stop_reason in ("max_tokens", "end_turn"), final.stop_reason
+        assert final.usage.output_tokens > 1
+        agrees(before, final.usage.input_tokens, final.usage.output_tokens)
+        assert engine.metric("vllm:num_requests_running") == 0
+    finally:
+        log = relay.stop()
+    rows = [json.loads(line) for line in log.splitlines() if line.startswith("{")]
+    assert [(r["path"], r["outcome"], r["stream"]) for r in rows] == [
+        ("/v1/responses", "ok", True),
+        ("/v1/messages", "ok", True),
+    ], rows
+
+
+@pytest.mark.engine
+@pytest.mark.parametrize("endpoint", ["responses", "messages"])
+def test_run_throughput_on_the_responses_and_messages_apis_through_the_relay_agrees_with_the_engine(
+    engine, tmp_path, endpoint
+):
+    """loadproof's own client on the two APIs, through the relay (its key, the engine's metrics under
+    /engine/metrics): every record has its first token and the usage's output tokens, and the crosscheck finds
+    the engine's counters grown by what the run's usage says."""
+    relay = RelayProcess(engine.url, tmp_path / "relay.log")
+    try:
+        argv = [
+            *("run", "throughput", "--url", relay.url, "--engine-metrics", relay.url + "/engine/metrics"),
+            *("--api-key-env", KEY_ENV, "--endpoint", endpoint, "--no-ignore-eos", "--families", "english"),
+            *("--concurrency", "1", "--num-prompts", "2", "--max-tokens", "12", "--tokenizer", str(engine.tokenizer)),
+            *("--out", str(tmp_path / "runs")),
+        ]
+        result = subprocess.run(
+            [sys.executable, "-m", "loadproof", *argv],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env={**os.environ, KEY_ENV: KEY},
+        )
+    finally:
+        log = relay.stop()
+    assert result.returncode == 0, result.stderr[-3000:]
+    (run,) = (tmp_path / "runs").iterdir()
+    rows = [json.loads(line) for line in (run / "requests.jsonl").read_text().splitlines()]
+    assert len(rows) == 2 and all(r["ok"] and r["endpoint"] == endpoint for r in rows), rows
+    assert all(r["first_token_ns"] > r["send_ns"] and r["prompt_tokens"] > 0 for r in rows), rows
+    # the usage's tokens, given once at the stream's end (no event of these APIs carries a running count)
+    assert all(0 < r["output_tokens"] <= 12 and not r["chunk_usage"] for r in rows), rows
+    claims = {c["name"]: c["value"] for c in json.loads((run / "claims.json").read_text())["claims"]}
+    # the engine's counters grew by the run's usage, besides the supervisor's liveness probes (one token each,
+    # sent after 10 s with nothing done), which its count of first tokens shows
+    probes = claims["crosscheck.ttft_count.engine"] - claims["crosscheck.ttft_count.client"]
+    assert claims["crosscheck.ttft_count.client"] == 2 and probes >= 0, claims
+    generated = claims["crosscheck.generation_tokens.client"]
+    assert generated == sum(r["output_tokens"] for r in rows) > 0
+    assert 0 <= claims["crosscheck.generation_tokens.engine"] - generated <= probes, claims
+    if probes == 0:
+        assert claims["crosscheck.prompt_tokens.client"] == claims["crosscheck.prompt_tokens.engine"] > 0, claims
+        assert claims["crosscheck.generation_tokens.diff_pct"] == 0.0
+    assert {json.loads(line)["outcome"] for line in log.splitlines() if line.startswith("{")} == {"ok"}
+    assert KEY not in "".join(p.read_text(errors="replace") for p in run.iterdir() if p.is_file())

@@ -1,7 +1,7 @@
 """The relay: an OpenAI-compatible streaming reverse proxy built for million-token prompts.
 
-It forwards `/v1/chat/completions`, `/v1/completions`, `/v1/embeddings`, `/v1/rerank`, `/v1/models`, the engine's
-`/tokenize`,
+It forwards the path of every registered route adapter (protocol.routes: completions, chat, the Responses and
+Messages APIs, embeddings, rerank, transcriptions, a plug-in's), `/v1/models`, the engine's `/tokenize`,
 `/detokenize` and `/version`, and serves the engine's own `/metrics` as `/engine/metrics` (never on its own
 `/metrics`, which holds only the relay's figures); `/health` and `/metrics` are its own.
 

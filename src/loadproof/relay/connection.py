@@ -66,7 +66,7 @@ class ClientConnection(Exchange, asyncio.Protocol):
             self._release()
         elif state == STREAM and self.stream.done_sent:
             # the client read the whole stream and left before the upstream's end of body reached us
-            # (clients stop at [DONE]): the request is complete, not abandoned
+            # (clients stop at [DONE], or at an API's last event): the request is complete, not abandoned
             self._log(200, "ok")
             self._release()
         elif state in (BODY, WAIT, STREAM, BUFFER):
@@ -270,7 +270,8 @@ class ClientConnection(Exchange, asyncio.Protocol):
     def _send_upstream(self, body: bytes) -> None:
         req = self.req
         assert req is not None
-        head = self.relay.upstream_head(req.method, req.path, len(body) if body or req.method == "POST" else None)
+        length = len(body) if body or req.method == "POST" else None
+        head = self.relay.upstream_head(req.method, req.path, length, self.relay.passed_fields(req))
         conn = self.relay.pool.take(self.loop.time())
         if conn is not None:
             self.upstream = conn

@@ -10,7 +10,7 @@ import asyncio
 from loadproof.protocol.openai import error_body
 from loadproof.protocol.sse import HEARTBEAT, encode_data
 from loadproof.relay.http import ChunkedDecoder, RequestHead, response_head
-from loadproof.relay.state import ROUTES, RelayState
+from loadproof.relay.state import RelayState
 from loadproof.relay.stream import StreamWatch
 from loadproof.relay.upstream import UpstreamConnection
 
@@ -66,6 +66,9 @@ class Exchange:
             req = self.req
             assert req is not None and self.transport is not None
             self.state = STREAM
+            ends = self.relay.end_events.get(req.path)
+            if ends:
+                self.stream = StreamWatch(ends)
             self.chunked_out = req.http11
             self.transport.write(
                 response_head(
@@ -231,5 +234,5 @@ class Exchange:
     def _log(self, status: int, outcome: str) -> None:
         req = self.req
         assert req is not None
-        path = req.path if req.path in ROUTES else "(other)"  # an arbitrary path could hold anything
+        path = req.path if req.path in self.relay.paths else "(other)"  # an arbitrary path could hold anything
         self.relay.access_log(req.method, path, status, outcome, self.head_sent, self.loop.time() - self.started)

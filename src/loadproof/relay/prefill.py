@@ -23,9 +23,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from loadproof.protocol.openai import KV_BYTES_HEADER, PREFILL_S_HEADER, error_body
+from loadproof.protocol.routes import TEXT, route_of
 from loadproof.relay.upstream import UpstreamConnection, UpstreamPool
 
-GENERATION_PATHS = ("/v1/completions", "/v1/chat/completions")
+# the hop's routes: text generation on the completions and chat APIs, as vLLM's own proxy takes (another route's
+# request goes straight to the decode instance, which then prefills it itself)
+GENERATION_PATHS = tuple(route_of(name).path for name in TEXT)
 KV_CONNECTORS = ("ExampleConnector", "NixlConnector")  # what the hop knows how to pass on
 # NixlConnector's request to the prefill instance: keep the blocks for a remote decode (vLLM's toy proxy)
 _NIXL_PREFILL = {

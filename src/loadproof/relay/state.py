@@ -12,6 +12,8 @@ from typing import NamedTuple, Protocol
 from prometheus_client import generate_latest
 
 from loadproof.protocol.openai import error_body
+from loadproof.protocol.routes import route_names, route_of
+from loadproof.protocol.routes.base import JSON
 from loadproof.relay.config import RelayConfig
 from loadproof.relay.http import RequestHead
 from loadproof.relay.metrics import RelayMetrics
@@ -20,11 +22,8 @@ from loadproof.relay.upstream import UpstreamPool
 
 log = logging.getLogger("loadproof.relay")
 
-ROUTES = {
-    "/v1/chat/completions": "POST",
-    "/v1/completions": "POST",
-    "/v1/embeddings": "POST",
-    "/v1/rerank": "POST",
+# what the relay serves besides the APIs of the route adapters (protocol.routes: each adapter's path, POST)
+OTHER_PATHS = {
     "/v1/models": "GET",
     "/tokenize": "POST",
     "/detokenize": "POST",
@@ -37,6 +36,13 @@ ROUTES = {
 # scraper that reads the engine through the relay cannot take the relay's counters for the engine's
 ENGINE_METRICS = "/engine/metrics"
 _UPSTREAM_PATHS = {ENGINE_METRICS: "/metrics"}
+_JSON = b"content-type: application/json\r\n"
+
+
+def served_paths() -> dict[str, str]:
+    """Every path the relay serves and its method: each registered route adapter's (its API's path, POST, a
+    plug-in's included), then OTHER_PATHS."""
+    return {**{route_of(name).path: "POST" for name in route_names()}, **OTHER_PATHS}
 
 
 class Answer(NamedTuple):
@@ -74,6 +80,18 @@ class RelayState:
         )
         self.metrics.prefill = self.prefill
         self._heads: dict[tuple[str, str], bytes] = {}
+        self.paths = served_paths()
+        routes = [route_of(name) for name in route_names()]
+        # what of a client's request goes on to the upstream besides its body: the headers its route adapter sends
+        # (the Messages API's version) and, for a body that is not JSON, its content type (a multipart form's
+        # boundary with it). A JSON body goes as JSON whatever the client said, as it always did (vLLM refuses
+        # another type, and clients that post bytes label them application/octet-stream)
+        self._passed = {
+            r.path: (*(("content-type",) if r.content_type != JSON else ()), *(h.lower() for h in r.headers))
+            for r in routes
+        }
+        # the `event:` names that end a route's stream, where an event does (relay.stream)
+        self.end_events = {r.path: frozenset(e.encode() for e in r.end_events) for r in routes if r.end_events}
         self.connections: set[Connection] = set()
         self.loop: asyncio.AbstractEventLoop | None = None
 
@@ -81,7 +99,8 @@ class RelayState:
         if not self._keys:
             return True
         header = headers.get("authorization", "")
-        token = header[7:].encode("latin-1") if header[:7].lower() == "bearer " else b""
+        # a bearer token, or the Messages API's own header (the anthropic SDK sends its key as `x-api-key`)
+        token = (header[7:] if header[:7].lower() == "bearer " else headers.get("x-api-key", "")).encode("latin-1")
         ok = False
         for key in self._keys:  # compare with every key, always: no early exit to time
             ok |= hmac.compare_digest(token, key)
@@ -90,7 +109,7 @@ class RelayState:
     def refusal(self, req: RequestHead) -> Answer | None:
         """The relay's own answer to a request it does not forward (an unknown path or method, /health,
         /metrics, no key, the engine restarting, a declared body over the limit); None: forward it."""
-        method = ROUTES.get(req.path)
+        method = self.paths.get(req.path)
         if method is None:
             return Answer(404, error_body("not found", "invalid_request_error", 404), "not_found")
         if req.method != method:
@@ -133,15 +152,29 @@ class RelayState:
             "rejected",
         )
 
-    def upstream_head(self, method: str, path: str, length: int | None) -> bytes:
+    def passed_fields(self, req: RequestHead) -> bytes:
+        """The client's header fields the upstream gets as they came: a form's content type and the route's own
+        headers (a field whose value holds a control character is not passed on)."""
+        fields = b""
+        for name in self._passed.get(req.path, ()):
+            value = req.headers.get(name)
+            if value and value.isprintable():
+                fields += f"{name}: {value}\r\n".encode("latin-1")
+        return fields
+
+    def upstream_head(self, method: str, path: str, length: int | None, fields: bytes = b"") -> bytes:
+        """The upstream request's head: `fields` (passed_fields) added, and a body's content type JSON unless
+        they hold a form's."""
         start = self._heads.get((method, path))
         if start is None:
             upstream_path = self.pool.target(_UPSTREAM_PATHS.get(path, path))
             start = f"{method} {upstream_path} HTTP/1.1\r\n".encode("latin-1") + self._upstream_fields
             self._heads[(method, path)] = start
         if length is None:
-            return start + b"\r\n"
-        return start + b"content-type: application/json\r\ncontent-length: %d\r\n\r\n" % length
+            return start + fields + b"\r\n"
+        if not fields.startswith(b"content-type:"):
+            fields = _JSON + fields
+        return start + fields + b"content-length: %d\r\n\r\n" % length
 
     def access_log(self, method: str, path: str, status: int, outcome: str, stream: bool, seconds: float) -> None:
         requests = self.metrics.requests
