@@ -53,6 +53,7 @@ class FakeServer:
         self.seen: Counter[str] = Counter()
         self.bodies: list[dict] = []
         self.tokenize = tokenize
+        self.responses = True
         self.models = models if models is not None else [{"id": "first", "max_model_len": 4096}, {"id": "second"}]
 
     async def handle(self, request: web.Request) -> web.Response:
@@ -61,6 +62,14 @@ class FakeServer:
             return web.json_response({"object": "list", "data": self.models})
         if request.path == "/llm/version":
             return web.json_response({"version": "0.32.0"})
+        if request.path in ("/llm/v1/responses", "/llm/v1/messages") and self.responses:
+            body = await request.json()
+            self.bodies.append(body)
+            text = body["input"][0]["content"] if "input" in body else body["messages"][0]["content"]
+            usage = {"input_tokens": len(f"<u>{text}<a>".encode()) + 1, "output_tokens": 1}  # 1 more than chat's
+            if "messages" in body:  # Anthropic's usage: the cached part apart from input_tokens
+                usage = {"input_tokens": usage["input_tokens"] - 2, "cache_read_input_tokens": 2, "output_tokens": 1}
+            return web.json_response({"usage": usage})
         if request.path == "/llm/tokenize" and self.tokenize:
             body = await request.json()
             self.bodies.append(body)
@@ -177,6 +186,19 @@ def test_the_manifest_shape_keeps_its_keys(tmp_path: Path):
 @pytest.mark.parametrize("endpoint", ["responses", "messages"])
 async def test_a_route_the_server_does_not_serve_is_one_line_before_the_run(server, endpoint):
     fake, url = server
+    fake.responses = False
     with pytest.raises(UsageError, match=rf"does not serve the {endpoint} route: /v1/{endpoint} answered HTTP 404"):
         await asyncio.to_thread(resolved, url, "first", endpoint, False)
     assert fake.seen[f"/llm/v1/{endpoint}"] == 1  # asked once, with one output token
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("endpoint", ["responses", "messages"])
+async def test_a_route_tokenize_cannot_render_is_measured_on_the_route_itself(server, endpoint):
+    """vLLM renders a Responses input one token longer than the same chat message: /tokenize (chat messages)
+    would plan every prompt one token short, so the overhead comes from one request's usage on the route."""
+    fake, url = server
+    target = await asyncio.to_thread(resolved, url, "first", endpoint)
+    overhead, how = await asyncio.to_thread(tokenize_overhead_tokens, target, tokens_for(target))
+    assert (overhead, how) == (len("<u><a>") + 1, f"the engine's usage on /v1/{endpoint}")
+    assert fake.bodies[-1]["max_output_tokens" if endpoint == "responses" else "max_tokens"] == 1

@@ -133,6 +133,11 @@ class Route:
     def generates(self) -> bool:
         return self.streams
 
+    def prompt_tokens_of(self, answer: Any) -> int:
+        """The prompt's tokens in a whole (non-streamed) answer's usage; KeyError, TypeError or ValueError where
+        it says none."""
+        return int(answer["usage"][self.prompt_usage])
+
     def traits(self) -> RouteTraits:
         return RouteTraits(name=self.name, streams=self.streams, forces_length=self.forces_length, items=self.items)
 

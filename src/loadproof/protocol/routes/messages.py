@@ -153,6 +153,13 @@ class MessagesRoute(Route):
     constraints: ClassVar[frozenset[str]] = frozenset({"tools"})
     headers: ClassVar[dict[str, str]] = {"anthropic-version": VERSION}
 
+    def prompt_tokens_of(self, answer: Any) -> int:
+        """The uncached input and the cached and written-to-cache parts together, as the stream reads them."""
+        prompt = msgspec.convert(answer["usage"], Usage).prompt
+        if prompt is None:
+            raise KeyError("input_tokens")
+        return prompt
+
     def encode(self, request: Request) -> bytes:
         messages = request.messages or (Message.text("user", request.prompt or ""),)
         system, convo = anthropic_messages(messages)
