@@ -92,7 +92,18 @@ def generation_fields(request: Request) -> dict[str, Any]:
     return body
 
 
-class ChatRoute(Route):
+class ChunkRoute(Route):
+    """A route whose answer streams chunks in the chat completions' shape (completions, chat, transcriptions)."""
+
+    def feed(self, reading: Reading, payload: bytes, now: int) -> None:
+        try:
+            chunk = chunk_decoder.decode(payload)
+        except msgspec.DecodeError as exc:
+            raise decode_error(exc) from None
+        feed_chunk(reading, chunk, now)
+
+
+class ChatRoute(ChunkRoute):
     name = "chat"
     path = "/v1/chat/completions"
     media: ClassVar[frozenset[str]] = frozenset({"image", "audio", "video"})
@@ -111,13 +122,6 @@ class ChatRoute(Route):
             body["response_format"] = request.response_format
         body.update(request.extra)
         return encoder.encode(body)
-
-    def feed(self, reading: Reading, payload: bytes, now: int) -> None:
-        try:
-            chunk = chunk_decoder.decode(payload)
-        except msgspec.DecodeError as exc:
-            raise decode_error(exc) from None
-        feed_chunk(reading, chunk, now)
 
     def parse(self, body: bytes, content_type: str) -> Request:
         data = json_object(body)

@@ -9,24 +9,24 @@ from __future__ import annotations
 
 from typing import Any
 
-import msgspec
-
-from loadproof.protocol.openai import chunk_decoder
 from loadproof.protocol.request import Request
 from loadproof.protocol.routes.base import (
     Answer,
     BadRequest,
-    Route,
     Writer,
-    decode_error,
     encoder,
     json_object,
     model_of,
     pop_sampling,
     pop_stream,
 )
-from loadproof.protocol.routes.chat import ChunkWriter, feed_chunk, generation_fields, stream_usage, whole_answer
-from loadproof.protocol.routes.reading import Reading
+from loadproof.protocol.routes.chat import (
+    ChunkRoute,
+    ChunkWriter,
+    generation_fields,
+    stream_usage,
+    whole_answer,
+)
 
 
 class TextChunks(ChunkWriter):
@@ -37,7 +37,7 @@ class TextChunks(ChunkWriter):
         return {"index": 0, "text": text, "logprobs": None}
 
 
-class CompletionsRoute(Route):
+class CompletionsRoute(ChunkRoute):
     name = "completions"
     path = "/v1/completions"
     conversational = False
@@ -47,13 +47,6 @@ class CompletionsRoute(Route):
         body.update(generation_fields(request))
         body.update(request.extra)
         return encoder.encode(body)
-
-    def feed(self, reading: Reading, payload: bytes, now: int) -> None:
-        try:
-            chunk = chunk_decoder.decode(payload)
-        except msgspec.DecodeError as exc:
-            raise decode_error(exc) from None
-        feed_chunk(reading, chunk, now)
 
     def parse(self, body: bytes, content_type: str) -> Request:
         data = json_object(body)

@@ -16,18 +16,16 @@ import msgspec
 
 from loadproof.errors import UsageError
 from loadproof.protocol.media import audio_of
-from loadproof.protocol.openai import chunk_decoder
 from loadproof.protocol.request import Audio, Message, Part, Request, Text
-from loadproof.protocol.routes.base import Answer, BadRequest, Route, Writer, decode_error, pop_sampling, usage_of
-from loadproof.protocol.routes.chat import ChunkWriter, feed_chunk
-from loadproof.protocol.routes.reading import Reading
+from loadproof.protocol.routes.base import Answer, BadRequest, Writer, pop_sampling, usage_of
+from loadproof.protocol.routes.chat import ChunkRoute, ChunkWriter
 from loadproof.protocol.sse import DONE_EVENT
 
 # the form's boundary: fixed, so the content type is the route's own; a file that holds it is refused
 BOUNDARY = "loadproof-form-4f1c9a7e2b6d8053"
 
 
-class TranscriptionsRoute(Route):
+class TranscriptionsRoute(ChunkRoute):
     name = "transcriptions"
     path = "/v1/audio/transcriptions"
     conversational = False
@@ -76,13 +74,6 @@ class TranscriptionsRoute(Route):
         out += f"Content-Type: {audio.mime}\r\n\r\n".encode() + audio.data + b"\r\n"
         out += b"--" + mark + b"--\r\n"
         return bytes(out)
-
-    def feed(self, reading: Reading, payload: bytes, now: int) -> None:
-        try:
-            chunk = chunk_decoder.decode(payload)
-        except msgspec.DecodeError as exc:
-            raise decode_error(exc) from None
-        feed_chunk(reading, chunk, now)
 
     def parse(self, body: bytes, content_type: str) -> Request:
         fields, files = form_of(body, content_type)
