@@ -39,7 +39,8 @@ from typing import Any
 from loadproof.catalog import SCENARIOS
 
 REDACTED = "<redacted>"  # a value of a kind publish does not know, or that does not fit its declared kind
-PLACEHOLDERS = ("<url>", "<email>", "<secret>", "<ip>", "<host>", "<path>", REDACTED)
+PLACEHOLDERS = ("<url>", "<email>", "<secret>", "<ip>", "<host>", "<path>", "<media>", REDACTED)
+MEDIA = "<media>"  # an image or audio file inline (a data URL, a long base64 run): private content, never published
 SECRET, HOST, URL, PATH, IP = "<secret>", "<host>", "<url>", "<path>", "<ip>"
 
 # Public hosts a reader needs to see (where an image or a model came from); never private endpoints.
@@ -118,6 +119,9 @@ _KEY_PATTERNS = [
 _KEY_RE = re.compile("|".join(_KEY_PATTERNS))
 _PEM_BEGIN_RE = re.compile(r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY[A-Z ]{0,12}-----")
 _PEM_END_RE = re.compile(r"-----END [A-Z0-9 ]{0,60}-----")
+# a data URL, or a base64 run longer than any key or hash (256 characters: 192 bytes): an engine's error that
+# echoes a request's image or audio back
+_MEDIA_RE = re.compile(r"data:[\w.+-]{1,40}/[\w.+-]{1,60};base64,[A-Za-z0-9+/=]*+|[A-Za-z0-9+/]{256,}+={0,2}")
 _URL_RE = re.compile(r"(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]{0,30}+://[^\s\"'<>\\]*+")
 _EMAIL_RE = re.compile(r"(?<![\w.%+-])[\w.%+-]++@(?!(?:sha\d+|md5):)[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?")
 _WIN_PATH_RE = re.compile(r"(?<![A-Za-z0-9])[A-Za-z]:[\\/][^\s\"'<>|]*+|\\\\[^\s\"'<>|\\]++\\[^\s\"'<>|]*+")
@@ -298,6 +302,8 @@ def _fqdn(m: re.Match[str]) -> str:
 
 def replace_shapes(s: str, on_key: Callable[[re.Match[str]], str]) -> str:
     """Every shape above in `s` replaced by its placeholder; `on_key` replaces a key shape (and remembers it)."""
+    if "base64," in s or len(s) >= 256:  # media first: a base64 run holds slashes and key-like stretches
+        s = _MEDIA_RE.sub(MEDIA, s)
     s = _KEY_RE.sub(on_key, s)
     # a Windows path before URLs: a URL stops at a backslash, and would take `C:` with it and
     # leave `:\\Users\\name\\...` no longer shaped like a path (found by Hypothesis)

@@ -174,3 +174,13 @@ def test_the_reported_slow_inputs_are_fast(s, text):
     start = time.perf_counter()
     s.text(text)
     assert time.perf_counter() - start < 0.5  # were 4.6 s and 79 s
+
+
+def test_media_an_engine_echoes_in_an_error_is_not_published(s):
+    """A data set's images are private content: an engine's error that quotes a request's data URL (or a long
+    base64 run of it) keeps its words and loses the file."""
+    data = "iVBORw0KGgoAAAANSUhEUgAA" + "QUJDRA/+" * 60
+    for text in (f"Invalid image: data:image/png;base64,{data} cannot be decoded", f"bad input {data}"):
+        out = s.text(text)
+        assert data[:40] not in out and "<media>" in out and ("Invalid image" in out or "bad input" in out)
+    assert s.text("sha256 " + "ab" * 32) == "sha256 " + "ab" * 32  # a hash is shorter than any media run
