@@ -146,3 +146,33 @@ def test_a_bad_trace_is_one_line_naming_the_file_span_and_field(tmp_path, doc, s
 def test_a_missing_file_is_one_line(tmp_path):
     with pytest.raises(TraceError, match="no such file"):
         read_otel_trace(str(tmp_path / "none.json"))
+
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "agent-traces"
+
+
+@pytest.mark.parametrize("name", ["agent-trace.genai.jsonl", "agent-trace.openinference.jsonl"])
+def test_an_openai_agents_sdk_run_reads_as_its_calls_fork_and_join(name):
+    """The SDK's own spans (tests/fixtures/README.md): the orchestrator's call, then the sub-agent's two calls
+    (it forks after the orchestrator's first call, and its second call follows its tool), then the
+    orchestrator's second call, which joins the sub-agent; both conventions give the same calls."""
+    trace = read_otel_trace(str(FIXTURES / name))
+    calls = trace.of_kind("llm")
+    assert [(c.input_tokens, c.output_tokens) for c in calls] == [(40, 62), (45, 43), (72, 48), (95, 48)]
+    first, sub1, sub2, last = (c.span_id for c in calls)
+
+    def before(span_id: str) -> set[str]:  # what must have ended: the spans waited for, with their subtrees
+        return {s for w in trace.waits_for(span_id) for s in trace.subtree(w)}
+
+    tools = {t.name.removeprefix("execute_tool "): t for t in trace.of_kind("tool")}
+    assert (
+        set(tools) == {"ask_stock_clerk", "lookup_inventory"}
+        and round(tools["lookup_inventory"].duration_s, 3) == 0.253
+    )
+    assert before(first) == set() and first in before(sub1)  # the sub-agent forks after the first call
+    assert {sub1, tools["lookup_inventory"].span_id} <= before(sub2)  # its second call follows its tool
+    assert {sub1, sub2, tools["ask_stock_clerk"].span_id} <= before(last)  # the orchestrator joins the sub-agent
+    assert last not in before(sub2) | before(sub1)
+    # the orchestrator's two calls open with the same system message, the sub-agent's two with its own
+    assert calls[0].messages[0] == calls[3].messages[0] and calls[1].messages[:2] == calls[2].messages[:2]
+    assert calls[0].messages[0] != calls[1].messages[0]
