@@ -181,11 +181,12 @@ def probe_listener(
 
 def prober_for(serving: ServingSpec) -> Callable[[EngineProcess, str, float, threading.Event], ProbeResult]:
     """The probe a profile's engine answers: one input embedded for a pooling model, silence transcribed where
-    the endpoint's route takes audio alone (no conversation, no text), else a one-token completion."""
+    the endpoint's route takes no text but audio (`takes_text` false: a transcription), else a one-token
+    completion."""
     route = route_of(serving.endpoint)
     if serving.runner == "pooling":
         return probe_embedder
-    if route.media == frozenset({"audio"}) and not route.conversational:
+    if not route.takes_text and "audio" in route.media:
         return partial(probe_listener, route)
     return probe_engine
 
