@@ -77,8 +77,10 @@ def _latency_lines(scenario: str) -> tuple[Line, ...]:
 # figures, the engine's prompt tokens beside what the text and --media-tokens imply; absent without media
 MEDIA = line(
     "media",
-    ("images/s", "load.media.images_per_s"),
-    ("audio s/s", "load.media.audio_s_per_s"),
+    ("images", "load.media.images_per_s"),
+    ("video frames", "load.media.video_frames_per_s"),
+    ("audio", "load.media.audio_s_per_s"),
+    ("real-time factor", "load.media.real_time_factor"),
     ("prompt tokens engine", "load.media.prompt_tokens_per_request.engine"),
     ("expected", "load.media.prompt_tokens_per_request.expected"),
     ("mismatched", "load.media.prompt_tokens_mismatched"),

@@ -15,7 +15,7 @@ from loadproof.config.base import StrictModel
 from loadproof.config.profile import Profile
 from loadproof.errors import UsageError
 from loadproof.protocol.media import MediaTokens
-from loadproof.protocol.routes import Route
+from loadproof.protocol.routes import Route, route_names, route_of
 from loadproof.scenarios.options import Panel, cli
 from loadproof.workloads.media import (
     IMAGES_SYNTAX,
@@ -95,6 +95,12 @@ class MediaOptions(StrictModel):
         return self
 
 
+def carriers(kind: str) -> str:
+    """Which routes carry a kind of media, for the line that refuses it on another (`--endpoint chat` ...)."""
+    names = [n for n in route_names() if kind in route_of(n).media]
+    return f"--endpoint {' or '.join(names)} does" if names else "no route does"
+
+
 MediaOptionsT = TypeVar("MediaOptionsT", bound=MediaOptions)
 
 
@@ -102,8 +108,7 @@ def check_media_route(options: MediaOptions, route: Route, endpoint: str, datase
     """Media the route does not carry, or a route of media alone without any: one line (UsageError)."""
     flags = {"image": "--images", "audio": "--audio-s", "video": "--video-frames"}
     for kind in sorted(options.media_spec().kinds - route.media):
-        carried = ", ".join(sorted(route.media)) or "no media"
-        raise UsageError(f"{flags[kind]}: the {endpoint} endpoint carries {carried}, not {kind}")
+        raise UsageError(f"{flags[kind]}: the {endpoint} endpoint carries no {kind}; {carriers(kind)}")
     if not route.takes_text and not options.synthetic_media and not dataset:
         raise UsageError(
             f"--endpoint {endpoint} sends media alone: give --audio-s SECONDS (or a data set whose rows carry audio)"

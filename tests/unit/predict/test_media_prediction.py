@@ -98,8 +98,8 @@ def test_media_alone_on_a_transcription_route_prefills_the_audio_tokens_only():
 @pytest.mark.parametrize(
     ("values", "config", "message"),
     [
-        ({"images": "1:64x64", "endpoint": "completions"}, CFG, "--images: the completions endpoint carries no media"),
-        ({"audio_s": 1.0, "endpoint": "messages"}, CFG, "--audio-s: the messages endpoint carries image, not audio"),
+        ({"images": "1:64x64", "endpoint": "completions"}, CFG, "--images: the completions endpoint carries no image"),
+        ({"audio_s": 1.0, "endpoint": "messages"}, CFG, "--audio-s: the messages endpoint carries no audio"),
         ({"images": "1:64x64", "endpoint": "embeddings"}, CFG, "--endpoint embeddings: the prediction models a route"),
         (
             {"images": "1:64x64"},
@@ -142,4 +142,7 @@ def test_plan_simulate_load_with_images_on_the_packaged_simulator_profile():
         timeout=120,
     )
     assert refused.returncode == 2 and refused.stdout == ""
-    assert refused.stderr == "error: --images: the completions endpoint carries no media, not image\n"
+    assert (
+        refused.stderr
+        == "error: --images: the completions endpoint carries no image; --endpoint chat or responses or messages does\n"
+    )

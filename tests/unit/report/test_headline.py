@@ -74,6 +74,8 @@ def test_every_declared_figure_is_one_the_sample_runs_claim(reports):
         # --images or --audio-s: no sample run carries media (test_a_load_run_with_media_shows_one_line_of_them)
         "load.media.images_per_s",
         "load.media.audio_s_per_s",
+        "load.media.video_frames_per_s",  # --video-frames
+        "load.media.real_time_factor",  # --endpoint transcriptions
         "load.media.prompt_tokens_per_request.engine",
         "load.media.prompt_tokens_per_request.expected",
         "load.media.prompt_tokens_mismatched",
@@ -172,7 +174,7 @@ def test_a_load_run_with_media_shows_one_line_of_them_and_one_without_none():
     rendered = dict(render_lines(headlines.get("load"), with_media))
     images = next(c for c in with_media if c.name == "load.media.images_per_s")
     assert rendered["media"] == (
-        f"images/s {value_text(images)} · prompt tokens engine 128.0 tokens · expected 128.0 tokens · "
+        f"images {value_text(images)} · prompt tokens engine 128.0 tokens · expected 128.0 tokens · "
         "mismatched 0 · mm cache hits 50.0%"
     )
     text = predict_load_sweep(config, rate_sweep(base)).rates[0].run.claims

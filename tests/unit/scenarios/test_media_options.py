@@ -81,14 +81,17 @@ def one_line_exit_2(result: subprocess.CompletedProcess[str], tmp_path: Path, *n
         (["--video-frames", "8"], ["--video-frames", "does not parse: takes F:WxH"]),
         (["--media-tokens", "tiles:4"], ["--media-tokens", "give fixed:N, patches:P or per_s:R"]),
         (["--media-reuse", "0.5"], ["--media-reuse applies with --images"]),
-        (["--images", "1:64x64", "--endpoint", "completions"], ["--images: the completions endpoint carries no media"]),
+        (
+            ["--images", "1:64x64", "--endpoint", "completions"],
+            ["--images: the completions endpoint carries no image; --endpoint chat or responses or messages does"],
+        ),
         (
             ["--audio-s", "2", "--endpoint", "messages", "--no-ignore-eos"],
-            ["--audio-s: the messages endpoint carries image, not audio"],
+            ["--audio-s: the messages endpoint carries no audio; --endpoint chat or transcriptions does"],
         ),
         (
             ["--images", "1:64x64", "--endpoint", "transcriptions"],
-            ["--images: the transcriptions endpoint carries audio"],
+            ["--images: the transcriptions endpoint carries no image"],
         ),
         (["--endpoint", "transcriptions"], ["--endpoint transcriptions sends media alone: give --audio-s"]),
     ],
@@ -142,7 +145,11 @@ def test_a_200_mb_base64_field_is_refused_by_its_length_before_it_is_decoded(tmp
 def test_data_set_media_the_endpoint_does_not_carry_are_one_line(tmp_path):
     data = write_rows(tmp_path / "data.jsonl", [{"prompt": "hi"}, image_row(url(png()))])
     result = loadproof(tmp_path, *BASE, "--endpoint", "completions", "--dataset", str(data))
-    one_line_exit_2(result, tmp_path, "data.jsonl: row 1 carries image; the completions endpoint carries no media")
+    one_line_exit_2(
+        result,
+        tmp_path,
+        "data.jsonl: row 1 carries image; the completions endpoint carries none (--endpoint chat or responses or messages does)",
+    )
 
 
 def test_synthetic_media_options_do_not_go_with_a_data_set(tmp_path):

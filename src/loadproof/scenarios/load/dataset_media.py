@@ -7,6 +7,7 @@ from __future__ import annotations
 from loadproof.errors import UsageError
 from loadproof.protocol.routes import Route
 from loadproof.scenarios.load.options import LoadOptions
+from loadproof.scenarios.media_options import carriers
 from loadproof.workloads.datasets import DatasetSpec, media_kinds
 
 
@@ -21,7 +22,6 @@ def check_dataset_media(opts: LoadOptions, route: Route, endpoint: str) -> None:
     found = media_kinds(spec)
     for kind in sorted(set(found) - route.media):
         path, row = found[kind]
-        carried = ", ".join(sorted(route.media)) or "no media"
-        raise UsageError(f"{path}: row {row} carries {kind}; the {endpoint} endpoint carries {carried}")
+        raise UsageError(f"{path}: row {row} carries {kind}; the {endpoint} endpoint carries none ({carriers(kind)})")
     if not route.takes_text and not found:
         raise UsageError(f"--dataset {opts.dataset}: no row carries media, and --endpoint {endpoint} sends media alone")
