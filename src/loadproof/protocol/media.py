@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import base64
 import binascii
+import io
 import math
 import struct
+import wave
 from dataclasses import dataclass
 
 from loadproof.protocol.request import Audio, Image
@@ -78,6 +80,17 @@ def audio_of(data: bytes, mime: str | None = None) -> Audio:
     if data_bytes == 0:
         raise MediaError("a WAV file of no samples")
     return Audio(data, "audio/wav", data_bytes / byte_rate)
+
+
+def pcm16_wav(samples: bytes, rate: int) -> bytes:
+    """A mono WAV file of 16-bit samples (little-endian, as `samples` holds them) at `rate` per second."""
+    out = io.BytesIO()
+    with wave.open(out, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(rate)
+        w.writeframes(samples)
+    return out.getvalue()
 
 
 def decode_base64(text: str) -> bytes:

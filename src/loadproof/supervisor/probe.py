@@ -11,18 +11,17 @@ from __future__ import annotations
 
 import enum
 import http.client
-import io
 import json
 import threading
 import urllib.error
 import urllib.request
-import wave
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, TypeVar
 
 from loadproof.config.profile import ServingSpec
+from loadproof.protocol.media import pcm16_wav
 from loadproof.protocol.request import Audio, Message, Request, Sampling
 from loadproof.protocol.routes import Route, route_of
 from loadproof.protocol.urls import url_of
@@ -64,13 +63,7 @@ OK = ProbeResult(ProbeOutcome.OK)
 
 def silence(seconds: float = 0.1, rate: int = 16_000) -> bytes:
     """A WAV of `seconds` of silence, 16-bit mono: what a transcription probe sends."""
-    buffer = io.BytesIO()
-    with wave.open(buffer, "wb") as out:
-        out.setnchannels(1)
-        out.setsampwidth(2)
-        out.setframerate(rate)
-        out.writeframes(b"\0\0" * round(seconds * rate))
-    return buffer.getvalue()
+    return pcm16_wav(b"\0\0" * round(seconds * rate), rate)
 
 
 def probe(

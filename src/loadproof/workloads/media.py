@@ -20,12 +20,11 @@ from __future__ import annotations
 import io
 import random
 import re
-import wave
 from dataclasses import dataclass
 
 from PIL import Image as PILImage
 
-from loadproof.protocol.media import MAX_SIDE, MIN_SIDE, MediaError, MediaTokens
+from loadproof.protocol.media import MAX_SIDE, MIN_SIDE, MediaError, MediaTokens, pcm16_wav
 from loadproof.protocol.request import Audio, Image, Video, digest
 from loadproof.records import MediaCounts
 
@@ -131,13 +130,7 @@ def synthetic_audio(seconds: float, rng: random.Random) -> Audio:
     samples = max(1, round(seconds * SAMPLE_RATE))
     raw = bytearray(rng.randbytes(2 * samples))
     raw[1::2] = raw[1::2].translate(_QUARTER)  # each sample's high byte: |sample| <= 8192
-    out = io.BytesIO()
-    with wave.open(out, "wb") as w:
-        w.setnchannels(1)
-        w.setsampwidth(2)
-        w.setframerate(SAMPLE_RATE)
-        w.writeframes(bytes(raw))
-    return Audio(out.getvalue(), "audio/wav", samples / SAMPLE_RATE)
+    return Audio(pcm16_wav(bytes(raw), SAMPLE_RATE), "audio/wav", samples / SAMPLE_RATE)
 
 
 def reuse_sources(n: int, share: float, seed: int) -> list[int | None]:
