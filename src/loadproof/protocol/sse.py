@@ -114,6 +114,12 @@ def encode_data(payload: bytes) -> bytes:
     return b"data: " + payload + b"\n\n"
 
 
+def encode_event(name: str, payload: bytes) -> bytes:
+    """One event with its `event:` line (the Responses and Messages APIs name each of theirs); `payload` is
+    one line of JSON."""
+    return b"event: " + name.encode() + b"\n" + encode_data(payload)
+
+
 def encode_comment(text: str = "") -> bytes:
     """A comment event: ignored by spec-following SSE clients (not by every client: see HEARTBEAT)."""
     body = text.replace("\r", " ").replace("\n", " ")

@@ -18,6 +18,7 @@ import msgspec
 from loadproof.errors import StreamError
 from loadproof.protocol.request import Request, Sampling
 from loadproof.protocol.routes.reading import Reading
+from loadproof.protocol.sse import encode_event
 from loadproof.records import RequestRecord
 
 encoder = msgspec.json.Encoder()
@@ -256,4 +257,4 @@ def usage_of(answer: Answer, completion: int | None = None) -> dict[str, Any]:
 
 def event(kind: str, data: dict[str, Any]) -> bytes:
     """One SSE event with its `event:` line, as the Responses and Messages APIs send theirs."""
-    return b"event: " + kind.encode() + b"\ndata: " + encoder.encode(data) + b"\n\n"
+    return encode_event(kind, encoder.encode(data))
