@@ -169,7 +169,7 @@ class StreamingClient:
         decoder = SSEDecoder()
         reading = Reading(self._keep_text)
         record.chunk_ns, record.chunk_tokens = reading.chunk_ns, reading.chunk_tokens  # filled live
-        feed = route.feed
+        feed_all = route.feed_all
         done_payload = route.done_payload
         try:
             while True:
@@ -177,11 +177,7 @@ class StreamingClient:
                 if not data:
                     break
                 now = clock()
-                for payload in decoder.feed(data):
-                    if payload == done_payload:
-                        reading.done = True
-                        continue
-                    feed(reading, payload, now)
+                feed_all(reading, decoder.feed(data), now)
                 reading.live(record)
         finally:
             record.end_ns = clock()

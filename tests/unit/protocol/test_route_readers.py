@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import msgspec
 import pytest
 
 from loadproof.errors import StreamError
@@ -142,3 +143,57 @@ def test_an_in_band_error_fails_the_request_in_its_own_words(route, event, messa
 def test_an_undecodable_event_fails_the_request(route):
     with pytest.raises(StreamError, match="undecodable event"):
         route_of(route).feed(Reading(), b"{not json", 1)
+
+
+def _chat_chunk(delta: dict, completion: int, finish: str | None = None, details: bool = False) -> bytes:
+    usage: dict = {"prompt_tokens": 9, "completion_tokens": completion, "total_tokens": 9 + completion}
+    if details:
+        usage["prompt_tokens_details"] = {"cached_tokens": 4}
+    choice = {"index": 0, "delta": delta, "finish_reason": finish}
+    return json.dumps({"choices": [choice], "usage": usage}).encode()
+
+
+CHAT = [
+    _chat_chunk({"role": "assistant", "content": ""}, 0),
+    _chat_chunk({"reasoning": "hm"}, 1),
+    _chat_chunk({"content": "a"}, 2),
+    _chat_chunk({"content": "b"}, 3),
+    _chat_chunk({"tool_calls": [{"index": 0, "id": "c", "function": {"name": "f", "arguments": "{}"}}]}, 4),
+    _chat_chunk({"content": "c"}, 5),
+    _chat_chunk({"content": "d"}, 6, finish="length"),
+    json.dumps(
+        {
+            "choices": [],
+            "usage": {"prompt_tokens": 9, "completion_tokens": 6, "prompt_tokens_details": {"cached_tokens": 4}},
+        }
+    ).encode(),
+    b"[DONE]",
+]
+
+
+@pytest.mark.parametrize("splits", [[9], [1, 8], [3, 3, 3], [1] * 9])
+def test_a_chat_stream_read_a_read_at_a_time_is_read_as_event_by_event(splits):
+    """The chat-shaped routes read a read's chunks in one pass (`feed_all`, the client's hot loop, with its own
+    path for plain answer chunks): every split of the stream into reads gives the record that reading each event
+    alone does."""
+    route = route_of("chat")
+    alone = Reading()
+    for i, payload in enumerate(CHAT):
+        if payload == b"[DONE]":
+            alone.done = True
+        else:
+            route.feed(alone, payload, 1_000 * (i + 1))
+    batched, at = Reading(), 0
+    for size in splits:
+        route.feed_all(batched, CHAT[at : at + size], 1_000 * (at + size))  # a read's events share its time
+        at += size
+    one, other = RequestRecord(request_id="r", endpoint="chat"), RequestRecord(request_id="r", endpoint="chat")
+    alone.into(one)
+    batched.into(other)
+    assert batched.done and alone.done
+    assert (other.output_text, other.reasoning_text, other.tool_calls) == ("abcd", "hm", one.tool_calls)
+    assert (other.output_tokens, other.prompt_tokens, other.cached_tokens, other.finish_reason) == (6, 9, 4, "length")
+    assert other.chunk_tokens == one.chunk_tokens == [1, 1, 1, 1, 1, 1]
+    assert (other.first_token_ns is not None, other.num_chunks) == (True, one.num_chunks)
+    if splits == [1] * 9:  # each event its own read: the same times too
+        assert msgspec.structs.asdict(other) == msgspec.structs.asdict(one)

@@ -149,6 +149,16 @@ class Route:
         """One SSE data payload of the answer, arrived at `now`."""
         raise NotImplementedError
 
+    def feed_all(self, reading: Reading, payloads: list[bytes], now: int) -> None:
+        """The events of one read of the answer, all arrived at `now` (the client's hot loop calls this once a
+        read; a route may read them in one pass of its own, as the chat-shaped routes do)."""
+        done, feed = self.done_payload, self.feed
+        for payload in payloads:
+            if payload == done:
+                reading.done = True
+            else:
+                feed(reading, payload, now)
+
     def answer(self, record: RequestRecord, body: bytes) -> None:
         """A one-body answer (a pooling route's): its usage and items into the record."""
         raise NotImplementedError

@@ -102,6 +102,48 @@ class ChunkRoute(Route):
             raise decode_error(exc) from None
         feed_chunk(reading, chunk, now)
 
+    def feed_all(self, reading: Reading, payloads: list[bytes], now: int) -> None:
+        """A read's chunks in one pass, the usual one (answer text and its usage, nothing else) on locals, as the
+        client read chat chunks before routes had adapters (tests/unit/protocol/test_route_readers.py holds the
+        two paths to the same Reading); any other chunk goes through `feed_chunk`."""
+        decode = chunk_decoder.decode
+        add_ns, add_tokens, texts = reading.chunk_ns.append, reading.chunk_tokens.append, reading.texts
+        keep_text = reading.keep_text
+        for payload in payloads:
+            if payload == b"[DONE]":
+                reading.done = True
+                continue
+            try:
+                chunk = decode(payload)
+            except msgspec.DecodeError as exc:
+                raise decode_error(exc) from None
+            usage, choices = chunk.usage, chunk.choices
+            if usage is not None and len(choices) == 1 and usage.completion_tokens is not None:
+                choice = choices[0]
+                delta = choice.delta
+                piece = choice.text if delta is None else delta.content
+                if (
+                    piece
+                    and choice.finish_reason is None
+                    and usage.prompt_tokens_details is None
+                    and usage.completion_tokens_details is None
+                    and (
+                        delta is None
+                        or (delta.reasoning is None and delta.reasoning_content is None and not delta.tool_calls)
+                    )
+                    and reading.answer_ns is not None
+                ):
+                    reading.num_events += 1
+                    completion = usage.completion_tokens
+                    add_tokens(completion - reading.prev_tokens)
+                    reading.prev_tokens = completion
+                    add_ns(now)
+                    reading.last_ns = now
+                    if keep_text:
+                        texts.append(piece)
+                    continue
+            feed_chunk(reading, chunk, now)
+
 
 class ChatRoute(ChunkRoute):
     name = "chat"
@@ -225,19 +267,26 @@ class ChunkWriter(Writer):
 
 
 def feed_chunk(reading: Reading, chunk: Chunk, now: int) -> None:
-    """One chunk in the chat completions' shape (completions, chat and transcriptions stream it)."""
+    """One chunk in the chat completions' shape (completions, chat and transcriptions stream it). The client's
+    hot loop: the usage and a chunk of answer text alone are taken here without a call (`Reading.usage` and
+    `Reading.piece` do the same for the rarer chunks), which keeps a stream's events as cheap to read as when
+    the client read chat chunks inline."""
     reading.num_events += 1
     usage = chunk.usage
     tokens = 0
-    if usage is not None and usage.completion_tokens is not None:
-        details = usage.prompt_tokens_details
-        out = usage.completion_tokens_details
-        tokens = reading.usage(
-            usage.prompt_tokens,
-            usage.completion_tokens,
-            details.cached_tokens if details is not None else None,
-            out.reasoning_tokens if out is not None else None,
-        )
+    if usage is not None:
+        completion = usage.completion_tokens
+        if completion is not None:
+            reading.has_usage = True
+            tokens = completion - reading.prev_tokens
+            reading.prev_tokens = completion
+            if usage.prompt_tokens is not None:
+                reading.prompt_tokens = usage.prompt_tokens
+            details, out = usage.prompt_tokens_details, usage.completion_tokens_details
+            if details is not None and details.cached_tokens is not None:
+                reading.cached_tokens = details.cached_tokens
+            if out is not None and out.reasoning_tokens is not None:
+                reading.engine_reasoning_tokens = out.reasoning_tokens
     choices = chunk.choices
     if not choices:
         message = error_message(chunk)
@@ -247,22 +296,29 @@ def feed_chunk(reading: Reading, chunk: Chunk, now: int) -> None:
     if usage is None:
         reading.per_event_usage = False
     choice = choices[0]
-    delta = choice.delta
-    reasoning = None
-    called = False  # the chunk carries a piece of a tool call: answer, as content is
-    if delta is None:
-        piece = choice.text
-    else:
-        piece = delta.content
-        reasoning = delta.reasoning_content or delta.reasoning
-        if delta.tool_calls:
-            for d in delta.tool_calls:
-                fn = d.function
-                reading.call(d.index, d.id, fn.name if fn else None, fn.arguments if fn else None)
-            called = True
     if choice.finish_reason is not None:
         reading.finish_reason = choice.finish_reason
-    reading.piece(now, piece, reasoning, called, tokens)
+    delta = choice.delta
+    if delta is None:
+        piece, reasoning, calls = choice.text, None, None
+    else:
+        piece, reasoning, calls = delta.content, delta.reasoning_content or delta.reasoning, delta.tool_calls
+    if piece and reasoning is None and not calls:  # answer text alone: most chunks of most streams
+        if reading.first_ns is None:
+            reading.first_ns = now
+        if reading.answer_ns is None:
+            reading.answer_ns = now
+        if reading.keep_text:
+            reading.texts.append(piece)
+        reading.last_ns = now
+        reading.chunk_ns.append(now)
+        reading.chunk_tokens.append(tokens)
+        return
+    if calls:
+        for d in calls:
+            fn = d.function
+            reading.call(d.index, d.id, fn.name if fn else None, fn.arguments if fn else None)
+    reading.piece(now, piece, reasoning, bool(calls), tokens)
 
 
 def messages_of(messages: list[Message] | list[dict[str, Any]]) -> list[Message]:
