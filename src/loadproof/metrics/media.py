@@ -98,17 +98,17 @@ def media_claims(
         )
     claims += _reuse(sent) + _tokens(ok) + _cache(samples, start_ns, end_ns)
     if media.media_alone and ok:
-        e2e_s = sum(r.end_ns - r.send_ns for r in ok) / NS_PER_S
-        if e2e_s > 0:
+        audio_s = sum(r.audio_s or 0 for r in ok)
+        if audio_s > 0:
             claims.append(
                 number(
                     "load.media.real_time_factor",
-                    sum(r.audio_s or 0 for r in ok) / e2e_s,
+                    sum(r.end_ns - r.send_ns for r in ok) / NS_PER_S / audio_s,
                     "x",
-                    "sum of audio_s / sum of (end_ns - send_ns) over the successful requests: audio seconds "
-                    "transcribed per second of a request's wait (above 1: faster than real time)",
-                    2,
-                    direction="higher",
+                    "sum of (end_ns - send_ns) / sum of audio_s over the successful requests: seconds a request "
+                    "waited per second of audio it carried (below 1: faster than real time)",
+                    3,
+                    direction="lower",
                 )
             )
     return claims

@@ -107,7 +107,7 @@ def transcription_records() -> list[RequestRecord]:
 def test_a_transcription_run_claims_audio_seconds_and_the_real_time_factor():
     got = claims_of(media_run(transcription_records(), MediaPlan(audio_s=2.0, media_alone=True)))
     assert got["load.media.audio_s_per_s"] == pytest.approx(6.0 / 2.5)
-    assert got["load.media.real_time_factor"] == pytest.approx(6.0 / 1.5)  # 2 s of audio in 0.5 s, three times
+    assert got["load.media.real_time_factor"] == pytest.approx(1.5 / 6.0)  # 2 s of audio in 0.5 s, three times
     assert "load.media.prompt_tokens_per_request.engine" not in got and "load.media.pixels_per_request" not in got
 
 
