@@ -186,10 +186,12 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
     stop_serve(handle)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def vlm_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
-    """The packaged `embedded-vlm` profile as `loadproof serve embedded-vlm` serves it (its model made on first use):
-    every module that takes this fixture runs on one worker (tests/conftest.py), so one engine serves them all."""
+    """The packaged `embedded-vlm` profile as `loadproof serve embedded-vlm` serves it (its model made on first use),
+    for the one module that takes it (on one worker: tests/conftest.py) and stopped after it: a session's worth of
+    it beside the session engine and the prefill/decode pair's two took more than 24 GiB, and the kernel killed
+    an engine mid-test."""
     from loadproof.engines.embedded import paths
 
     folder = tmp_path_factory.mktemp("vlm-engine")
@@ -198,9 +200,10 @@ def vlm_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
     stop_serve(handle)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def asr_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
-    """The packaged `embedded-asr` profile as `loadproof serve embedded-asr` serves it, as `vlm_engine` is served."""
+    """The packaged `embedded-asr` profile as `loadproof serve embedded-asr` serves it, for its module alone, as
+    `vlm_engine` is served."""
     from loadproof.engines.embedded import paths
 
     folder = tmp_path_factory.mktemp("asr-engine")
