@@ -212,7 +212,7 @@ def test_imports_inside_functions_are_optional_dependencies_with_a_reason() -> N
 # tokenizer, pydantic or a web framework (tests/unit/verify/test_isolation.py verifies bundles with those
 # unimportable). Besides the standard library it may import, at module level, only these, each for its reason;
 # an optional dependency imported inside a function (pyarrow for `export`) is the rule above's.
-PURE_SIDE = ("records", "units", "catalog", "rundir", "plans", "metrics", "store", "verify")
+PURE_SIDE = ("records", "units", "catalog", "routing", "rundir", "plans", "metrics", "store", "verify")
 PURE_SIDE_PACKAGES = {
     "msgspec": "the run directory's types and their JSON",
     "zstandard": "a bundle stores its records compressed (requests.jsonl.zst), which verify must read",
