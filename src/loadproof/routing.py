@@ -64,6 +64,9 @@ def check_policy(router: str, policy: str) -> None:
 # reaches the router (requests sent to each and not yet ended: the router's own in-flight counter).
 
 MODELLED_POLICIES: tuple[str, ...] = ROUTER_POLICIES["vllm-router"]
+# the policies whose requests vllm-router counts in flight per worker (router.rs increments a worker's load for
+# cache_aware alone); the others see every worker at load 0
+TRACKS_LOAD = frozenset({"cache_aware"})
 VIRTUAL_NODES_PER_REPLICA = 160  # consistent_hash.rs VIRTUAL_NODES_PER_WORKER
 
 
@@ -180,9 +183,10 @@ class Router:
     - `round_robin`: replica `n mod N` for the n-th request (round_robin.rs).
     - `random`: uniform, from `random.Random(seed)`.
     - `power_of_two`: two distinct replicas at random, the less loaded (the first on a tie; power_of_two.rs).
-      vllm-router's loads for it come from polling each worker's `/get_load`, which vLLM does not serve, plus its
-      in-flight counter, which it keeps for cache_aware alone: against vLLM workers both are 0 and the real
-      policy is random. The model compares the loads it is given (what the policy does with a load feed).
+      Its loads are what it polls from each worker's `/get_load` plus the router's in-flight counter, which
+      vllm-router keeps for cache_aware alone (`TRACKS_LOAD`). vLLM serves no `/get_load`, so against vLLM
+      workers every load is 0 and it is random; with `load_feed` (workers that answer `/get_load`, SGLang's)
+      it compares the loads given.
     - `consistent_hash`: a ring of 160 virtual nodes a replica; the key is the session header's value, else the
       body's hash (a request's blocks here). The real hash (mcrouter's furc + murmur) differs, so the model does
       not predict which replica a session lands on, only that each session (each distinct body) keeps one.
@@ -197,7 +201,8 @@ class Router:
       way the request's blocks join the chosen replica's tree. The real tree matches characters of the request
       text; blocks here, so a prompt shorter than one block never matches.
     - `kv_aware` (kv_aware.rs): the replica whose cache holds the longest prefix of the request's blocks (the
-      last on a tie, as Rust's `max_by_key`), else the least loaded; each replica's cache is what it was sent,
+      last on a tie, as Rust's `max_by_key`), else the least loaded, which is replica 0, as the router counts no
+      load for it (`TRACKS_LOAD`); each replica's cache is what it was sent,
       LRU-bounded by `cache_blocks`. vllm-router 0.1.17 scores a token cost with a softmax temperature and
       per-tier credits over the engines' real KV events; the model keeps the longest cached prefix only.
     """
@@ -212,6 +217,7 @@ class Router:
         balance_abs_threshold: int = 64,
         balance_rel_threshold: float = 1.5,
         cache_blocks: int | None = None,
+        load_feed: bool = False,
     ) -> None:
         if policy not in MODELLED_POLICIES:
             raise ValueError(f"no model of policy {policy!r} (modelled: {', '.join(MODELLED_POLICIES)})")
@@ -223,6 +229,7 @@ class Router:
             raise ValueError(f"cache_blocks must be at least 1, not {cache_blocks}")
         self.policy = policy
         self.replicas = replicas
+        self.sees_load = policy in TRACKS_LOAD or (load_feed and policy == "power_of_two")
         self.cache_threshold = cache_threshold
         self.balance_abs_threshold = balance_abs_threshold
         self.balance_rel_threshold = balance_rel_threshold
@@ -247,10 +254,11 @@ class Router:
         }[policy]
 
     def pick(self, blocks: Sequence[Hashable], session: str | None, loads: Sequence[int]) -> int:
-        """The replica this request goes to, given each replica's load now; updates the policy's state."""
+        """The replica this request goes to, given each replica's load now (its requests sent and not yet ended,
+        which only the policies that see a load read); updates the policy's state."""
         if len(loads) != self.replicas:
             raise ValueError(f"{len(loads)} loads for {self.replicas} replicas")
-        replica = self._pick(blocks, session or None, loads)
+        replica = self._pick(blocks, session or None, loads if self.sees_load else [0] * self.replicas)
         self.decisions[replica] += 1
         return replica
 

@@ -103,14 +103,15 @@ def test_prefix_tree_evicts_least_recent_leaves_first() -> None:
     assert tree.match(prompt("z", 2)) == (0, None)
 
 
-def test_kv_aware_picks_the_longest_cached_prefix_else_the_least_loaded() -> None:
+def test_kv_aware_picks_the_longest_cached_prefix_else_replica_0() -> None:
     router = Router("kv_aware", 3)
-    assert router.pick(prompt("a", 5), None, [2, 0, 1]) == 1  # no hit anywhere: least loaded
-    assert router.pick(prompt("a", 2) + prompt("b", 3), None, [2, 0, 1]) == 1
-    assert router.pick(prompt("c", 5), None, [0, 3, 3]) == 0
-    assert router.pick(prompt("a", 5), None, [0, 9, 0]) == 1  # the load does not count once a replica holds it
-    router.pick(prompt("a", 3), None, [9, 9, 0])  # held by replica 1: stays there, replica 2 gets nothing
-    assert router.decisions == [1, 4, 0]
+    # no hit anywhere: the least loaded by the router's count, which keeps none for kv_aware: replica 0
+    assert router.pick(prompt("a", 5), None, [2, 0, 1]) == 0
+    router._caches[2].add(prompt("c", 5))
+    assert router.pick(prompt("c", 3) + prompt("d", 2), None, [0, 0, 9]) == 2  # the longest prefix, whatever load
+    assert router.pick(prompt("a", 2) + prompt("b", 3), None, [9, 0, 0]) == 0
+    assert router.pick(prompt("e", 4), None, [9, 0, 0]) == 0
+    assert router.decisions == [3, 0, 1]
 
 
 def test_kv_aware_ties_go_to_the_last_and_the_cache_is_bounded() -> None:
@@ -137,13 +138,16 @@ def test_sticky_least_loaded_assigns_new_sessions_by_their_count() -> None:
     assert sorted(router._session_counts) == [1, 2, 2]
 
 
-def test_power_of_two_takes_the_less_loaded_of_two() -> None:
-    router = Router("power_of_two", 2, seed=3)
+def test_power_of_two_compares_loads_only_with_a_load_feed() -> None:
+    router = Router("power_of_two", 2, seed=3, load_feed=True)
     assert {router.pick((), None, [5, 1]) for _ in range(20)} == {1}
-    three = Router("power_of_two", 3, seed=3)
+    three = Router("power_of_two", 3, seed=3, load_feed=True)
     picks = [three.pick((), None, [0, 5, 9]) for _ in range(300)]
     assert picks.count(2) == 0  # the most loaded never wins a pair
     assert picks.count(0) > picks.count(1) > 0  # the least loaded wins every pair it is in (2 of 3)
+    # without one (vLLM serves no /get_load and the router counts no load for it): every load is 0, so random
+    blind = Router("power_of_two", 2, seed=3)
+    assert {blind.pick((), None, [5, 1]) for _ in range(20)} == {0, 1}
 
 
 def test_seeded_policies_repeat_and_differ_by_seed() -> None:
