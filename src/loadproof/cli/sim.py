@@ -23,7 +23,7 @@ from loadproof.predict.grid import grid as grid_spec
 from loadproof.predict.grid import measure_grid
 from loadproof.predict.whatif import predict_named
 from loadproof.sim.config import FaultConfig, load_sim_config, sim_profile_path
-from loadproof.sim.run import serve
+from loadproof.sim.run import fleet_ports, serve
 
 sim_app = typer.Typer(
     help="loadproof's engine simulator: failure cases on demand, what-if capacity.",
@@ -70,6 +70,22 @@ def sim(
     long_prefill_token_threshold: Annotated[
         int | None, typer.Option(help="as vLLM's, 0: no cap (default: the sim profile's)")
     ] = None,
+    replicas: Annotated[
+        int, typer.Option(help="serve a fleet: N simulated engines behind a modelled router on --port")
+    ] = 1,
+    router_policy: Annotated[
+        str | None,
+        typer.Option(
+            help="the fleet's router policy, modelled on vllm-router's: random, round_robin, cache_aware, "
+            "kv_aware, power_of_two, consistent_hash or sticky_least_loaded (default: round_robin)"
+        ),
+    ] = None,
+    replica_ports: Annotated[
+        str | None, typer.Option(help="each replica's port, comma-separated (default: the ports after --port)")
+    ] = None,
+    router_metrics_port: Annotated[
+        int | None, typer.Option(help="the router's Prometheus metrics port (default: after the replicas')")
+    ] = None,
 ) -> None:
     """Serve the simulator (OpenAI-compatible, vLLM's /metrics, fault control at /sim/faults)."""
     if ctx.invoked_subcommand is not None:
@@ -107,7 +123,8 @@ def sim(
                 f"unknown fault in {', '.join(fault)}; known: crash, hang, slow, error_event, http_500, "
                 "http_503, refuse, wrong_answer, drop"
             ) from None
-    serve(cfg.model_copy(update=updates), host, port, api_key=api_key)
+    fleet = fleet_ports(replicas, router_policy, port, replica_ports, router_metrics_port)
+    serve(cfg.model_copy(update=updates), host, port, api_key=api_key, fleet=fleet)
 
 
 @sim_app.command("calibrate")

@@ -91,7 +91,7 @@ class SimServer:
                 HTTPRoute("/sim/faults", self.set_faults, methods=["POST"]),
                 HTTPRoute("/sim/state", self.state),
             ],
-            lifespan=self._lifespan,
+            lifespan=self.lifespan,
         )
 
     # -- the engine loop --------------------------------------------------------------------------------
@@ -100,7 +100,7 @@ class SimServer:
         return (time.perf_counter() - self._t0) * self.config.time_scale
 
     @contextlib.asynccontextmanager
-    async def _lifespan(self, app: Starlette) -> AsyncIterator[None]:
+    async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
         self._wake = asyncio.Event()
         self._t0 = time.perf_counter()
         self._loop_task = asyncio.create_task(self._engine_loop())
@@ -145,14 +145,11 @@ class SimServer:
         max_tokens = request.sampling.max_tokens
         if num_prompt + max_tokens > self.config.max_model_len:
             max_tokens = self.config.max_model_len - num_prompt
-        salt = request.extra.get("cache_salt")
-        if request.model in self.config.lora_modules:  # vLLM keys a block by the adapter that computed it
-            salt = f"{salt or ''}|lora:{request.model}"
         sim_request = SimRequest(
             f"sim-{uuid.uuid4().hex[:16]}",
             num_prompt,
             max_tokens,
-            text.block_hashes(prompt.tokens, self.config.block_size, salt),
+            self._block_hashes(prompt, request),
             arrival_s=self.now_s(),
             pooling=pooling,
         )
@@ -168,6 +165,23 @@ class SimServer:
         assert self._wake is not None
         self._wake.set()
         return stream
+
+    def _block_hashes(self, prompt: Prompt, request: Request) -> list[int]:
+        salt = request.extra.get("cache_salt")
+        if request.model in self.config.lora_modules:  # vLLM keys a block by the adapter that computed it
+            salt = f"{salt or ''}|lora:{request.model}"
+        return text.block_hashes(prompt.tokens, self.config.block_size, salt)
+
+    def prompt_blocks(self, route: Route, body: bytes, content_type: str) -> list[int]:
+        """The chained hashes of the KV blocks a request's prompt would fill here (what a router's prefix
+        match walks); [] for a pooling route's inputs or a body it would refuse."""
+        if route.pooling:
+            return []
+        try:
+            request = route.parse(body, content_type)
+            return self._block_hashes(prompt_of(request, route.conversational, self.rules), request)
+        except ValueError:
+            return []
 
     def _abort(self, stream: Stream) -> None:
         self.streams.pop(stream.request.request_id, None)
