@@ -142,12 +142,21 @@ INTEGRATION = Path(__file__).parent / "integration"
 
 # each session engine's fixture, and the group of the modules that take it (one worker runs a group); a module
 # that takes two is the first one's
-SESSION_ENGINES = {"engine": "session-engine", "vlm_engine": "vlm-engine", "asr_engine": "asr-engine"}
+SESSION_ENGINES = {
+    "fleet": "two-engines",  # the fleet's two replicas: never beside the prefill/decode pair's two (PINNED)
+    "engine": "session-engine",
+    "vlm_engine": "vlm-engine",
+    "asr_engine": "asr-engine",
+}
+# modules that start engines of their own, pinned to a group so that they never run beside that group's engines:
+# the prefill/decode pair (two engines, about as much memory as the fleet) runs on the fleet's worker, before or after
+PINNED = {"test_pd_engine.py": "two-engines"}
 
 
 def _engine_group(module: Path) -> str | None:
     """The group of a test module that asks for a session engine (a test or fixture of it takes `engine`, the
-    embedded default, or `vlm_engine` / `asr_engine`, the packaged embedded-vlm / embedded-asr); None otherwise."""
+    embedded default, or `vlm_engine` / `asr_engine`, the packaged embedded-vlm / embedded-asr, or `fleet`, the
+    packaged embedded-fleet); None otherwise."""
     tree = ast.parse(module.read_text(encoding="utf-8"))
     taken = {
         a.arg
@@ -161,7 +170,7 @@ def _engine_group(module: Path) -> str | None:
 ENGINE_GROUPS = {
     f"tests/integration/{m.name}": group
     for m in sorted(INTEGRATION.glob("test_*.py"))
-    if (group := _engine_group(m)) is not None
+    if (group := _engine_group(m) or PINNED.get(m.name)) is not None
 }
 
 
@@ -170,7 +179,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
     """Which tests one worker runs together: every module of the session's embedded engine on one worker, so one
     engine serves them all (a worker's session fixtures are its own, so the other worker would start a second), and
     every module of the multimodal and speech engines (`vlm_engine`, `asr_engine`) on one worker likewise (each its
-    own group: `SESSION_ENGINES`); each other integration module whole, so an engine its module starts (a
+    own group: `SESSION_ENGINES`); the fleet's modules (`fleet`) and the prefill/decode pair's on one worker (`PINNED`),
+    so their engines are never up at once; each other integration module whole, so an engine its module starts (a
     module-scoped fixture) starts once;
     unit tests one by one, wherever a worker is free. (xdist's own `--dist loadgroup` reads groups from node ids,
     which pytest 9.2 no longer lets a plugin rename.)"""

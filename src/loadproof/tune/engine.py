@@ -33,7 +33,7 @@ def served(profile: Profile, folder: Path, say: Callable[[str], None]) -> Iterat
     """`profile`'s engine on its serving port, supervised, ready: yields the seconds it took to be ready;
     stopped on the way out. EnvironmentFailure when it never became ready (the logs named)."""
     port = profile.serving.port
-    if port is None or profile.disaggregation is not None or profile.parallel.nodes > 1:
+    if port is None or profile.disaggregation or profile.replicas or profile.parallel.nodes > 1:
         raise UsageError("tune measures a profile of one engine on this host, on a port it names")
     engine = engines.get(profile.engine)
     check_host_memory(profile)

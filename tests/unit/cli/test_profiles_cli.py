@@ -53,8 +53,8 @@ def test_a_name_of_nothing_is_one_line_listing_the_packaged_names():
         assert result.returncode == 2, (args, result.stderr)
         assert result.stderr.strip().splitlines() == [
             "error: profile not found: nope (not a file, and not a packaged profile: embedded, embedded-asr, "
-            "embedded-pd, embedded-tools, embedded-vlm, llama-8b-h200, reference-2node, reference-sglang, "
-            "reference-tp4pp2, sim-small; see loadproof profiles)"
+            "embedded-fleet, embedded-pd, embedded-tools, embedded-vlm, llama-8b-h200, reference-2node, "
+            "reference-sglang, reference-tp4pp2, sim-small; see loadproof profiles)"
         ], args
     sim = loadproof("sim", "--config", "nope")  # before anything listens
     assert sim.returncode == 2 and sim.stderr.startswith("error: --config: profile not found: nope (not a file")

@@ -101,7 +101,7 @@ def test_serve_gives_the_in_process_relay_the_profiles_block_size(tmp_path: Path
         return "stopped"
 
     monkeypatch.setattr(serving, "Supervisor", lambda **_: SimpleNamespace(state="stopped"))
-    monkeypatch.setattr(serving, "_serve_with_relay", relay)
+    monkeypatch.setattr(serving, "serve_with_relay", relay)
     profile = parse_profile(pair(str(tmp_path / "kv"), block_size=32), "t")
     serving.serve(
         profile, serving.ServeOptions(out=tmp_path / "runs"), print, print, lambda _: contextlib.nullcontext()

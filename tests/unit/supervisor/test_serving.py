@@ -8,7 +8,8 @@ from loadproof.config.profile import packaged_profile
 from loadproof.errors import UsageError
 from loadproof.relay.serve import relay_config
 from loadproof.supervisor.loop import FAILED
-from loadproof.supervisor.serving import ServeOptions, _supervise, dry_run
+from loadproof.supervisor.serving import ServeOptions, dry_run
+from loadproof.supervisor.session import supervise_all
 
 
 @pytest.mark.parametrize(
@@ -78,7 +79,7 @@ class FakeSupervisor:
 def test_one_engine_of_a_pair_giving_up_stops_the_other():
     prefill, decode = FakeSupervisor(), FakeSupervisor(fails=True)
     ended = []
-    state = _supervise([prefill, decode], lambda text: None, on_end=lambda: ended.append(True))
+    state = supervise_all([prefill, decode], lambda text: None, on_end=lambda: ended.append(True))
     assert state == FAILED
     assert prefill.ended_by_stop and not prefill.killed  # stopped because the other gave up, within its bound
     assert ended == [True]  # the relay is told once
