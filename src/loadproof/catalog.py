@@ -169,6 +169,14 @@ SCENARIOS: dict[str, Entry] = {
             "model_mix.*.model": "name",
             "models.*": "name",
             **_OVERHEAD,
+            # a trace of sessions (bailian, otel): each request's session id and the header that carried it
+            "sessions.*": "name",
+            "session_header": "name",
+            # a recorded agent (--format otel): its pace, tool role, each request's span id and its links' kinds
+            "agent.pace": "name",
+            "agent.tool_role": "name",
+            "agent.spans.*": "name",
+            "agent.links.*.*": "name",
         },
     ),
     "sessions": _entry(
@@ -185,6 +193,8 @@ SCENARIOS: dict[str, Entry] = {
             "tool_call_mode": "name",
             "kv_source": "name",
             "model_mix.*.model": "name",
+            "session_header": "name",
+            "session_ids.*": "name",
             **_DATASET,
         },
     ),

@@ -39,13 +39,15 @@ READ_BUFSIZE_BYTES = 4 * 1024 * 1024
 
 @dataclass(slots=True)
 class RequestSpec:
-    """What to send: `body` as its route (`endpoint`, a name of `protocol.routes`) encoded it."""
+    """What to send: `body` as its route (`endpoint`, a name of `protocol.routes`) encoded it, and `headers` of
+    its own beside the route's (a session's id, for a router's affinity)."""
 
     request_id: str
     endpoint: str
     body: bytes
     deadline_s: float | None = None
     labels: dict[str, Any] | None = None
+    headers: dict[str, str] | None = None
 
 
 class StreamingClient:
@@ -143,6 +145,8 @@ class StreamingClient:
         route = route_of(spec.endpoint)
         url = self._url(route)
         headers = {"Content-Type": route.content_type, **route.headers}
+        if spec.headers:  # the request's own never override the route's
+            headers = {**spec.headers, **headers}
         record.send_ns = self._clock()
         try:
             async with self._session.post(url, data=spec.body, headers=headers) as resp:

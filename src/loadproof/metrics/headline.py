@@ -96,6 +96,15 @@ LOAD_BRIEF = line(
     ("output", "load.output_tokens_per_s"),
 )
 REPLAY: Headline = (
+    line(
+        "agent",
+        ("requests", "replay.agent.requests_replayed"),
+        ("of", "replay.agent.requests_expected"),
+        ("order violations", "replay.agent.order_violations"),
+        ("forks", "replay.agent.forks"),
+        ("joins", "replay.agent.joins"),
+        ("send delay max", "replay.agent.send_delay_s.max"),
+    ),
     *_latency_lines("replay"),
     line(
         "prefix hits",

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from loadproof.metrics.agent_replay import agent_claims
 from loadproof.metrics.claims import Claim, count, fact, number
 from loadproof.metrics.figures import BarPlot, Bars, LinePlot, Panel, Series, Table, thin
 from loadproof.metrics.latency import succeeded
@@ -85,6 +86,18 @@ def claims_of_run(run: Any, plan: ReplayPlan) -> list[Claim]:
             direction="neither",
         )
     )
+    if len(plan.sessions) == len(plan.text_tokens):
+        claims.append(
+            count(
+                "replay.sessions",
+                len({plan.sessions[r.batch] for r in records if 0 <= r.batch < len(plan.sessions)}),
+                "sessions",
+                "distinct sessions of the requests recorded (bailian: the trace's; otel: the copies)",
+                direction="neither",
+            )
+        )
+    if plan.agent is not None:
+        claims += agent_claims(records, plan.agent, schedule_start_ns(records, run.events))
     claims += prefix_claims(records, plan, run.events, run.samples)
     claims += bounded_claims(records, plan, claims)
     return claims

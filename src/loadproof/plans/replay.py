@@ -3,8 +3,10 @@ the text tokens and the Mooncake hash ids its prompt was built from, so the expe
 rate, like every claim, is recomputed from the run directory alone (docs/scenarios.md, "replay"); and the
 engine's KV cache size (blocks, tokens per block, where they came from), for the expectation at its size.
 
-Each request's intended send time is in its record (`intended_send_ns`; `batch` is its index here).
-Standard library and msgspec only.
+Each request's intended send time is in its record (`intended_send_ns`; `batch` is its index here). A recorded
+agent (`--format otel`) keeps what it planned beyond this in `agent` (`plans.agent_replay`); a trace of sessions
+(Bailian, otel) keeps each request's session id in `sessions`, and `session_header` names the HTTP header that
+carried it. Standard library and msgspec only.
 """
 
 from __future__ import annotations
@@ -12,13 +14,14 @@ from __future__ import annotations
 from typing import Any
 
 from loadproof.plans import Plan
+from loadproof.plans.agent_replay import AgentReplay
 from loadproof.plans.load import MixedModel, route_traits
 from loadproof.protocol.routes.base import RouteTraits
 
 
 class ReplayPlan(Plan, kw_only=True):
     trace: str  # the file as given
-    format: str  # mooncake | azure | csv
+    format: str  # mooncake | bailian | azure | csv | otel
     sha256: str = ""
     trace_rows: int = 0  # data rows read
     bad_rows: int = 0  # skipped with --skip-bad-rows
@@ -54,6 +57,9 @@ class ReplayPlan(Plan, kw_only=True):
     kv_blocks: int | None = None  # blocks in its pool (vLLM's num_gpu_blocks, its null block included)
     kv_block_tokens: int | None = None  # tokens per KV block
     kv_source: str | None = None  # where they came from: "options" or "metrics" (its cache_config_info)
+    sessions: list[str] = []  # each request's session (Bailian: its chain's first chat_id; otel: its copy's)
+    session_header: str | None = None  # the HTTP header each request carried its session in (None: none)
+    agent: AgentReplay | None = None  # --format otel: the recorded agent's requests, order and waits
 
     def traits(self) -> RouteTraits:
         return route_traits(self.endpoint, self.route)
@@ -70,4 +76,15 @@ class ReplayPlan(Plan, kw_only=True):
             "max_output_tokens": self.max_output_tokens,
             "max_concurrency": self.max_concurrency,
             "ignore_eos": self.ignore_eos,
+            **({"session_header": self.session_header} if self.session_header else {}),
+            **(
+                {
+                    "pace": self.agent.pace,
+                    "copies": self.agent.copies,
+                    "copy_interval_s": self.agent.copy_interval_s,
+                    "input_scale": self.agent.input_scale,
+                }
+                if self.agent is not None
+                else {}
+            ),
         }

@@ -54,6 +54,8 @@ class SessionsPlan(Plan, kw_only=True):
     h2d_gbps: float | None = None  # the measured host-to-device bandwidth, 1e9 bytes/s
     slo: dict[str, float] = {}  # --slo: per-request SLOs in seconds, by name (the good tokens)
     model_mix: list[MixedModel] = []  # --model-mix: each model's weight; each user's model is in its records
+    session_header: str | None = None  # --session-header: the HTTP header each turn carried its user's session in
+    session_ids: list[str] = []  # each user's session id (`<salt>-u<k>`; records: prompt_id `u<k>`)
 
     def workload(self) -> dict[str, Any]:
         return {

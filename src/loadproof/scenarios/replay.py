@@ -1,11 +1,13 @@
 """`loadproof run replay`: a timed request trace replayed open loop; latencies, SLOs and prefix-cache reuse.
 
-The trace (`workloads.traces`: Mooncake JSONL, Azure CSV, plain CSV) gives each request's send time,
+The trace (`workloads.traces`: Mooncake and Bailian JSONL, Azure CSV, plain CSV) gives each request's send time,
 input and output length, and for Mooncake the hash ids of its 512-token blocks. Each prompt is built
 from its blocks (`BlockPrompts`: requests sharing a hash id share exactly that block's tokens), every
 body before the first send, and the load scenario's sender (`scenarios.load.sender.OpenLoop`) sends each at its
 time, never waiting for the server. The claims (`metrics.replay`) are the load scenario's, named
-`replay.*`, plus the expected prefix-cache hit rate against the engine's own.
+`replay.*`, plus the expected prefix-cache hit rate against the engine's own. A recorded agent's spans
+(`--format otel`) are planned and sent by `scenarios.agent_replay`, each call after the calls it waited for.
+The options are `scenarios.replay_options`.
 """
 
 from __future__ import annotations
@@ -14,196 +16,45 @@ import asyncio
 import secrets
 import time
 from collections import Counter
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from pydantic import Field, model_validator
-
 from loadproof.client import RequestSpec
-from loadproof.config.base import StrictModel
+from loadproof.errors import UsageError
 from loadproof.plans import attach_plan
 from loadproof.plans.load import MixedModel
 from loadproof.plans.replay import ReplayPlan
-from loadproof.protocol.routes import GENERATING, request_body
+from loadproof.protocol.routes import GENERATING, request_body, route_of
 from loadproof.rundir import Manifest
+from loadproof.scenarios.agent_replay import AgentPlanner, read_agent
 from loadproof.scenarios.base import Example, Setup
 from loadproof.scenarios.live import LiveStatus
-from loadproof.scenarios.load.options import ModelMix
+from loadproof.scenarios.load.chained import Chained
 from loadproof.scenarios.load.scenario import check_mix, mixed_models
 from loadproof.scenarios.load.schedule import Planned
 from loadproof.scenarios.load.sender import send_schedule
-from loadproof.scenarios.load.slo import SLO_SYNTAX, Slo
 from loadproof.scenarios.long_context import EXACT_LENGTH, MetricsScenario, haystack_target
-from loadproof.scenarios.options import Panel, cli, idle_timeout_field, sample_interval_field
 from loadproof.scenarios.recording import Console
+from loadproof.scenarios.replay_cache import CacheSize, engine_cache
+from loadproof.scenarios.replay_options import ReplayOptions
+from loadproof.scenarios.session_header import session_headers
 from loadproof.scenarios.token_counts import PROBE_LINE
 from loadproof.store.run_dir import RunWriter
-from loadproof.telemetry.cache_config import read_cache_config
-from loadproof.telemetry.server_metrics import MetricsSource
 from loadproof.units import NS_PER_S
-from loadproof.workloads.model_mix import MIX_SYNTAX
 from loadproof.workloads.synthetic import SyntheticPrompts
-from loadproof.workloads.traces import (
-    HASHED,
-    MOONCAKE_BLOCK,
-    REPLAY_BLOCK,
-    BlockPrompts,
-    TraceError,
-    TraceFormat,
-    read_trace,
-    shape,
-)
+from loadproof.workloads.traces import HASHED, BlockPrompts, TraceError, read_trace, shape
+
+__all__ = ["CacheSize", "ReplayOptions", "ReplayScenario", "engine_cache"]  # the options and the cache, here too
 
 REPLAY_PROBE = "0 " + PROBE_LINE  # begins as a replay prompt does (a block's head line) and ends as it does
-
-
-@dataclass(frozen=True)
-class CacheSize:
-    """The engine's KV cache: blocks in its pool, tokens a block, and where that was read."""
-
-    blocks: int
-    block_tokens: int
-    source: str
-
-
-def engine_cache(source: MetricsSource, api_key: str | None) -> CacheSize | None:
-    """The engine's pool from its /metrics cache_config_info (telemetry.cache_config: num_gpu_blocks and
-    block_size), or None where it does not say."""
-    found = read_cache_config(source, api_key)
-    if found is None or found.num_blocks is None:
-        return None
-    return CacheSize(found.num_blocks, found.block_tokens, "metrics")
-
-
-class ReplayOptions(StrictModel):
-    trace: str = Field(
-        description="the trace file, in --format (the shipped Mooncake slice: loadproof/data/traces/)",
-        json_schema_extra=cli(panel=Panel.DATA_SET, metavar="FILE"),
-    )
-    format: TraceFormat = Field(
-        default="mooncake",
-        description="mooncake (JSONL: timestamp ms, "
-        "input_length, output_length, hash_ids), bailian (JSONL: chat_id, "
-        "parent_chat_id, timestamp s, input_length, output_length, type, turn, "
-        "hash_ids), azure (CSV: TIMESTAMP, ContextTokens, GeneratedTokens) or csv "
-        "(timestamp s, input, output)",
-        json_schema_extra=cli(panel=Panel.DATA_SET),
-    )
-    time_scale: float = Field(
-        default=1.0,
-        gt=0,
-        description="replay X > 0 times faster (2: half the gaps; 0.5: twice as slow)",
-        json_schema_extra=cli(panel=Panel.ARRIVALS),
-    )
-    max_requests: int | None = Field(
-        default=None, ge=1, description="replay at most N requests", json_schema_extra=cli(panel=Panel.ARRIVALS)
-    )
-    start_offset_s: float = Field(
-        default=0.0,
-        ge=0,
-        description="start this many seconds (trace time) after the trace's first request",
-        json_schema_extra=cli(panel=Panel.ARRIVALS),
-    )
-    block_tokens: int | None = Field(
-        default=None,
-        ge=1,
-        description="tokens per trace hash id as replayed "
-        "(default: 512 for Mooncake, its own; 32 for Bailian, twice its 16, which a "
-        "block's head line and pad need); B scales every input by B over the trace's "
-        "block, keeping its sharing",
-        json_schema_extra=cli(panel=Panel.DATA_SET),
-    )
-    max_input_tokens: int | None = Field(
-        default=None,
-        ge=2,
-        description="cap each prompt at this many tokens (as the engine counts them); the served context caps it too",
-        json_schema_extra=cli(panel=Panel.WORKLOAD),
-    )
-    max_output_tokens: int | None = Field(
-        default=None,
-        ge=1,
-        description="cap each output at this many tokens",
-        json_schema_extra=cli(panel=Panel.WORKLOAD),
-    )
-    max_concurrency: int | None = Field(
-        default=None,
-        ge=1,
-        description="at most N requests in flight; the wait for a slot shows as send lag",
-        json_schema_extra=cli(panel=Panel.ARRIVALS),
-    )
-    ignore_eos: bool = Field(
-        default=True,
-        description="generate exactly each output length (--no-ignore-eos: let the model stop)",
-        json_schema_extra=cli(panel=Panel.WORKLOAD),
-    )
-    slo: Slo | None = Field(
-        default=None,
-        description=f"per-request SLOs for goodput: {SLO_SYNTAX}",
-        json_schema_extra=cli(text=True, panel=Panel.SLO_SEARCH, metavar="NAME=VALUE,..."),
-    )
-    deadline_s: float = Field(
-        default=600.0, gt=0, description="per-request deadline in seconds", json_schema_extra=cli(panel=Panel.WORKLOAD)
-    )
-    skip_bad_rows: bool = Field(
-        default=False,
-        description="skip rows that do not parse or break the time order, "
-        "counting them, instead of stopping at the first",
-        json_schema_extra=cli(panel=Panel.DATA_SET),
-    )
-    seed: int = Field(
-        default=731,
-        description="seed (an integer) of the filler in each block (and of --model-mix's draws)",
-        json_schema_extra=cli(panel=Panel.WORKLOAD),
-    )
-    model_mix: ModelMix | None = Field(
-        default=None,
-        description="which model or LoRA adapter each request asks "
-        f"for, drawn per request with the seed: {MIX_SYNTAX} (a prefix is shared only "
-        "within one model, as vLLM keys its cache by adapter)",
-        json_schema_extra=cli(text=True, panel=Panel.WORKLOAD, metavar="NAME=W,..."),
-    )
-    kv_blocks: int | None = Field(
-        default=None,
-        ge=2,
-        description="the engine's KV cache in blocks (vLLM's "
-        "num_gpu_blocks), for the hit rate expected at its size; default: its /metrics "
-        "cache_config_info",
-        json_schema_extra=cli(panel=Panel.ENGINE),
-    )
-    kv_block_tokens: int | None = Field(
-        default=None,
-        ge=1,
-        description="tokens per KV block of the engine (with --kv-blocks)",
-        json_schema_extra=cli(panel=Panel.ENGINE),
-    )
-    idle_timeout_s: float = idle_timeout_field()
-    sample_interval_s: float = sample_interval_field()
-
-    @property
-    def block(self) -> int:
-        """Tokens per hash id as replayed: --block-tokens, else the format's default (REPLAY_BLOCK)."""
-        return self.block_tokens or REPLAY_BLOCK.get(self.format, MOONCAKE_BLOCK)
-
-    @model_validator(mode="after")
-    def _consistent(self) -> ReplayOptions:
-        if not Path(self.trace).expanduser().is_file():
-            raise ValueError(f"--trace {self.trace}: no such file")
-        if self.format not in HASHED and self.block_tokens is not None:
-            raise ValueError(
-                "--block-tokens scales a trace's hash-id blocks: it applies to --format mooncake or bailian"
-            )
-        if (self.kv_blocks is None) != (self.kv_block_tokens is None):
-            raise ValueError("--kv-blocks and --kv-block-tokens go together (the engine's cache: blocks x tokens each)")
-        return self
 
 
 class ReplayScenario(MetricsScenario):
     name = "replay"
     Options = ReplayOptions
     summary = (
-        "Replay a timed request trace (Mooncake, Azure, CSV) open loop: latencies, SLO goodput, and the "
-        "prefix-cache hit rate the trace promises against the engine's."
+        "Replay a timed request trace (Mooncake, Bailian, Azure, CSV) open loop, or a recorded agent's spans "
+        "(OpenTelemetry) in their order: latencies, SLO goodput, and the prefix-cache hit rate the trace "
+        "promises against the engine's."
     )
     examples = (
         Example(
@@ -214,6 +65,11 @@ class ReplayScenario(MetricsScenario):
             "An Azure trace's first 500 requests, goodput against an SLO",
             "--url http://127.0.0.1:8000 --trace azure.csv --format azure --max-requests 500 --slo ttft=2s,tpot=50ms",
         ),
+        Example(
+            "A recorded agent run 8 times, a second apart, each copy's id in a header for the router",
+            "--url http://127.0.0.1:8000 --trace agent.jsonl --format otel --copies 8 --copy-interval-s 1 "
+            "--session-header x-session-id",
+        ),
     )
     tokenizer = EXACT_LENGTH
     endpoints = GENERATING  # the Responses and Messages APIs too
@@ -223,7 +79,14 @@ class ReplayScenario(MetricsScenario):
     def perform(cls, setup: Setup, console: Console) -> None:
         if setup.options.model_mix:  # a model the target does not list: one line before any run directory
             check_mix(setup.options.model_mix, setup.target)
+        if setup.options.format == "otel":  # a bad trace: one line before any run directory
+            read_agent(setup.options)
         super().perform(setup, console)
+
+    @classmethod
+    def check_endpoint(cls, options: Any, endpoint: str) -> None:
+        if options.format == "otel" and not route_of(endpoint).conversational:
+            raise UsageError(f"--format otel replays conversations: --endpoint {endpoint} takes no messages")
 
     def plan(self, cache: CacheSize | None = None) -> tuple[ReplayPlan, list[Planned]]:
         opts = self.options
@@ -279,7 +142,11 @@ class ReplayScenario(MetricsScenario):
                 extra=self.target.extra_body,
             )
             spec = RequestSpec(
-                request_id=f"replay-{k:07d}", endpoint=self.target.endpoint, body=body, deadline_s=opts.deadline_s
+                request_id=f"replay-{k:07d}",
+                endpoint=self.target.endpoint,
+                body=body,
+                deadline_s=opts.deadline_s,
+                headers=session_headers(opts.session_header, row.session or f"line-{row.line}"),
             )
             offset_s = (row.t_s - first) / opts.time_scale
             requests.append(
@@ -323,6 +190,8 @@ class ReplayScenario(MetricsScenario):
             kv_source=cache.source if cache else None,
             model_mix=[MixedModel(model=m, weight=w) for m, w in (opts.model_mix or {}).items()],
             models=models or [],
+            sessions=[r.session or f"line-{r.line}" for r in read.rows] if opts.format == "bailian" else [],
+            session_header=opts.session_header,
         )
         if read.bad_rows:
             self.status(f"trace: {read.bad_rows} malformed rows skipped (first: {read.first_bad})")
@@ -370,12 +239,29 @@ class ReplayScenario(MetricsScenario):
             await self.wait_until_idle(writer, opts.idle_timeout_s)
         started = time.perf_counter()
         cache = await self.cache_size()
-        plan, requests = self.plan(cache)
+        sender_of = None
+        if opts.format == "otel":
+            schedule = AgentPlanner(self.target, opts, cache).build()
+            plan, requests = schedule.plan, schedule.requests
+
+            def sender_of(client: Any) -> Chained:
+                return Chained(client, requests, schedule.deps, schedule.wait_ns, max_concurrency=opts.max_concurrency)
+
+        else:
+            plan, requests = self.plan(cache)
         attach_plan(manifest, plan)
         writer.write_manifest(manifest)
         describe = f"{plan.format} trace, x{plan.time_scale:g}" + (
             f", at most {plan.max_concurrency} in flight" if plan.max_concurrency else ""
         )
+        if plan.agent is not None:
+            a = plan.agent
+            describe += f", {a.copies} cop{'y' if a.copies == 1 else 'ies'} of {a.llm_spans} calls, pace {a.pace}"
+            self.status(
+                f"agent: {a.llm_spans} LLM calls, {a.tool_spans} tool calls, {a.agent_spans} agents; "
+                f"{a.tokens_per_char:.3f} tokens a character (prompts {a.fit_error_pct:.1f}% from the recorded "
+                f"input tokens on average{f', {a.raised_messages} messages raised to the shortest' if a.raised_messages else ''})"
+            )
         self.status(
             f"schedule: {plan.planned_requests} requests over {plan.schedule_span_s:.1f} s ({describe}; "
             f"{plan.trace_span_s:.1f} s of trace), built in {time.perf_counter() - started:.2f} s"
@@ -391,4 +277,5 @@ class ReplayScenario(MetricsScenario):
             opts.max_concurrency,
             opts.sample_interval_s,
             family="trace",
+            sender_of=sender_of,
         )

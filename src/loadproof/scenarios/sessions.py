@@ -46,6 +46,7 @@ from loadproof.scenarios.live import LiveStatus
 from loadproof.scenarios.load.scenario import check_mix, mixed_models
 from loadproof.scenarios.long_context import EXACT_LENGTH, MetricsScenario, haystack_target
 from loadproof.scenarios.recording import Console
+from loadproof.scenarios.session_header import session_headers
 from loadproof.scenarios.sessions_dataset import messages_from_dataset
 from loadproof.scenarios.sessions_options import SessionsOptions
 from loadproof.scenarios.token_counts import PROBE_LINE
@@ -236,6 +237,8 @@ class SessionsScenario(MetricsScenario):
             h2d_gbps=opts.h2d_gbps,
             slo=dict(opts.slo or {}),
             model_mix=[MixedModel(model=m, weight=w) for m, w in (opts.model_mix or {}).items()],
+            session_header=opts.session_header,
+            session_ids=[f"{salt}-u{u}" for u in range(opts.users)],
         )
         attach_plan(manifest, plan)
         writer.write_manifest(manifest)
@@ -314,7 +317,11 @@ class SessionsScenario(MetricsScenario):
                     extra=extra,
                 )
                 spec = RequestSpec(
-                    request_id=f"sessions-u{u}-t{turn}", endpoint=target.endpoint, body=body, deadline_s=opts.deadline_s
+                    request_id=f"sessions-u{u}-t{turn}",
+                    endpoint=target.endpoint,
+                    body=body,
+                    deadline_s=opts.deadline_s,
+                    headers=session_headers(opts.session_header, f"{salt}-u{u}"),
                 )
                 exact = (
                     builder.overhead_tokens + shared + opts.first_tokens

@@ -15,6 +15,7 @@ from loadproof.scenarios.datasets import Columns
 from loadproof.scenarios.load.options import ModelMix
 from loadproof.scenarios.load.slo import SLO_SYNTAX, Slo
 from loadproof.scenarios.options import Panel, cli, idle_timeout_field, sample_interval_field
+from loadproof.scenarios.session_header import HeaderName, session_header_field
 from loadproof.workloads.agent import tool_names
 from loadproof.workloads.constraints import CHOICES, Constraint
 from loadproof.workloads.datasets import DatasetFormat, resolve
@@ -222,6 +223,7 @@ class SessionsOptions(ConstraintOptions):  # --tools, --tool-choice, --response-
     deadline_s: float = Field(
         default=600.0, gt=0, description="per-request deadline in seconds", json_schema_extra=cli(panel=Panel.WORKLOAD)
     )
+    session_header: HeaderName | None = session_header_field("<salt>-u<k>, each user's conversation")
     slo: Slo | None = Field(
         default=None,
         description=f"per-request SLOs: which requests are good, for goodput and "

@@ -8,6 +8,7 @@ Formats (`--format`):
 | `bailian` | JSONL: `chat_id`, `parent_chat_id` (-1: a session's first), `timestamp` (s), `input_length`, `output_length`, `type`, `turn`, `hash_ids` (one per 16-token block) | Alibaba's Qwen-Bailian traces (to-B API calling, coder, thinking) |
 | `azure` | CSV with a header: `TIMESTAMP` (a date and time), `ContextTokens`, `GeneratedTokens` | Azure's LLM inference traces |
 | `csv` | CSV with a header: `timestamp` (seconds), `input`, `output` | anything else |
+| `otel` | an agent's OpenTelemetry spans (OTLP JSON): read by `workloads.otel_trace`, not here | agent frameworks |
 
 Timestamps must not decrease, and in the JSONL formats (`HASHED`: those whose rows carry hash ids) must not
 be negative: a row that breaks either, lacks a field, or does
@@ -53,8 +54,10 @@ from loadproof.workloads.rows import open_text, parse_json, utf8_problem
 if TYPE_CHECKING:
     from loadproof.workloads.synthetic import SyntheticPrompts
 
-TraceFormat = Literal["mooncake", "bailian", "azure", "csv"]
+TraceFormat = Literal["mooncake", "bailian", "azure", "csv", "otel"]
 TRACE_FORMATS: tuple[TraceFormat, ...] = get_args(TraceFormat)
+# the formats of timed rows read here; `otel` (a recorded agent's spans) is `workloads.otel_trace`'s
+ROW_FORMATS: tuple[TraceFormat, ...] = ("mooncake", "bailian", "azure", "csv")
 MOONCAKE_BLOCK = 512  # tokens per hash id in Mooncake's traces
 HASHED = {"mooncake": MOONCAKE_BLOCK, "bailian": 16}  # the formats whose rows carry hash ids: tokens per id
 # tokens per hash id as replayed by default: Mooncake's own; Bailian's doubled (a block's text opens with a head
@@ -241,8 +244,11 @@ def read_trace(
     path = Path(path_text).expanduser()
     if not path.is_file():
         raise TraceError(f"--trace {path_text}: no such file")
-    if fmt not in TRACE_FORMATS:
-        raise TraceError(f"--format {fmt}: takes {', '.join(TRACE_FORMATS)}")
+    if fmt not in ROW_FORMATS:
+        why = (
+            "a recorded agent's spans, which run replay takes" if fmt == "otel" else f"takes {', '.join(TRACE_FORMATS)}"
+        )
+        raise TraceError(f"--format {fmt}: not a trace of timed rows ({why})")
     if fmt in HASHED:
         rows: Iterator[tuple[int, TraceRow | str]] = _hashed(path, fmt)
     elif fmt == "azure":

@@ -1,6 +1,7 @@
 """The open-loop sender: each request of a schedule launched at its intended time, never waiting for a
 response (`OpenLoop`), and `send_schedule`, one process sending a whole schedule with the engine's
-/metrics sampled throughout (`run load`, `run replay`).
+/metrics sampled throughout (`run load`, `run replay`; with another `Sender`, the dependency-driven one of a
+recorded agent, `load.chained`).
 
 The sender sleeps on the monotonic clock until each intended time (to within `SPIN_NS`, then yields to
 the event loop until it comes) and launches the request as its own task. `--max-concurrency` caps the
@@ -14,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Coroutine
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 
@@ -37,6 +38,16 @@ except ImportError:
 LEAD_NS = 20_000_000  # the schedule starts this long after the sender is ready, so offset 0 is not already late
 SPIN_NS = 2_000_000  # sleep until this close to an intended time, then yield to the loop until it comes
 YIELD_EVERY = 32  # while behind, let the loop run after this many sends in a row
+
+
+class Sender(Protocol):
+    """What `send_schedule` needs of a sender: its run, its start, how many it sent and how far it got."""
+
+    t0: int | None
+    dispatched: int
+    last_offset_ns: int
+
+    async def run(self, on_start: Callable[[int], None] | None = None) -> None: ...
 
 
 class OpenLoop:
@@ -97,24 +108,8 @@ class OpenLoop:
                         await sleep(0)
                 if self._is_cut():
                     break
-                record = RequestRecord(
-                    request_id=item.spec.request_id,
-                    endpoint=item.spec.endpoint,
-                    scenario=self.scenario,
-                    family=self.family,
-                    prompt_id=f"r{item.index}",
-                    concurrency=cap,
-                    batch=item.index,
-                    intended_send_ns=target,
-                    dispatch_ns=clock(),
-                    planned_input_tokens=item.input_tokens,
-                    planned_output_tokens=item.output_tokens,
-                    worker=self.worker,
-                    model=item.model,
-                )
-                if item.media is not None:
-                    item.media.apply(record)
-                task = create(self._one(item.spec, record, sem))
+                record = schedule_record(item, self.scenario, self.family, cap, target, clock(), self.worker)
+                task = create(stream_capped(self.client, item.spec, record, sem))
                 pending.add(task)
                 task.add_done_callback(done)
                 self.dispatched += 1
@@ -142,12 +137,41 @@ class OpenLoop:
             for task in waits:
                 task.cancel()
 
-    async def _one(self, spec: RequestSpec, record: RequestRecord, sem: asyncio.Semaphore | None) -> None:
-        if sem is None:
-            await self.client.stream(spec, record)
-            return
-        async with sem:
-            await self.client.stream(spec, record)
+
+def schedule_record(
+    item: Planned, scenario: str, family: str, concurrency: int, intended_ns: int, dispatch_ns: int, worker: int = 0
+) -> RequestRecord:
+    """The record of a scheduled request as its sender releases it (intended and dispatch times, the plan's
+    lengths, its model and media), before it is sent."""
+    record = RequestRecord(
+        request_id=item.spec.request_id,
+        endpoint=item.spec.endpoint,
+        scenario=scenario,
+        family=family,
+        prompt_id=f"r{item.index}",
+        concurrency=concurrency,
+        batch=item.index,
+        intended_send_ns=intended_ns,
+        dispatch_ns=dispatch_ns,
+        planned_input_tokens=item.input_tokens,
+        planned_output_tokens=item.output_tokens,
+        worker=worker,
+        model=item.model,
+    )
+    if item.media is not None:
+        item.media.apply(record)
+    return record
+
+
+async def stream_capped(
+    client: StreamingClient, spec: RequestSpec, record: RequestRecord, sem: asyncio.Semaphore | None
+) -> None:
+    """One request streamed into its record, within --max-concurrency's semaphore where there is one."""
+    if sem is None:
+        await client.stream(spec, record)
+        return
+    async with sem:
+        await client.stream(spec, record)
 
 
 async def send_schedule(
@@ -163,11 +187,12 @@ async def send_schedule(
     family: str = "synthetic",
     check: Callable[[RequestRecord], None] | None = None,
     cut: asyncio.Event | None = None,
+    sender_of: Callable[[StreamingClient], Sender] | None = None,
 ) -> None:
-    """Send an open-loop schedule (run load, run replay): the engine's metrics sampled throughout, every
-    record appended as it ends (its answer first given its verdict by `check`, with --tools or
-    --response-format: the answer's text is then kept), and how far the schedule got written as `schedule_end`
-    and in the manifest, interrupted or not."""
+    """Send an open-loop schedule (run load, run replay; `sender_of`: another sender of the same requests on the
+    client): the engine's metrics sampled throughout, every record appended as it ends (its answer first given
+    its verdict by `check`, with --tools or --response-format: the answer's text is then kept), and how far the
+    schedule got written as `schedule_end` and in the manifest, interrupted or not."""
     raise_open_files_limit()
     total = live.planned = len(requests)
     recorded = failed = 0
@@ -201,7 +226,11 @@ async def send_schedule(
             on_start=live.started,
             keep_text=check is not None,
         ) as client:
-            sender = OpenLoop(client, requests, max_concurrency=cap, scenario=scenario.name, family=family, cut=cut)
+            sender: Sender = (
+                sender_of(client)
+                if sender_of is not None
+                else OpenLoop(client, requests, max_concurrency=cap, scenario=scenario.name, family=family, cut=cut)
+            )
             completed = False
             try:
                 await sender.run(started)
