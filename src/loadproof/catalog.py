@@ -192,6 +192,7 @@ SCENARIOS: dict[str, Entry] = {
             "tool_choice": "name",
             "tool_call_mode": "name",
             "kv_source": "name",
+            "checkpoint_source": "name",
             "model_mix.*.model": "name",
             "session_header": "name",
             "session_ids.*": "name",

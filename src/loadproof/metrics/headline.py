@@ -128,6 +128,7 @@ SESSIONS: Headline = (
     line(
         "prefix hits",
         ("expected", "sessions.expected_hit_pct.bounded"),
+        ("checkpointed", "sessions.checkpointed_hit_pct.bounded"),
         ("engine", "sessions.prefix_hit_rate.engine_pct"),
     ),
     line("SLO", ("attainment", "sessions.slo_attainment_pct")),

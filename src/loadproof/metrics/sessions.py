@@ -22,6 +22,7 @@ from loadproof.metrics.distribution import summarize
 from loadproof.metrics.latency import span_s, succeeded, ttft_ns
 from loadproof.metrics.model_mix import model_claims
 from loadproof.metrics.prefix_cache import PrefixRequest, chained_keys, reported_hit_pct, simulate, working_set_tokens
+from loadproof.metrics.prefix_checkpoints import checkpointed_hits
 from loadproof.metrics.reasoning import TTFA_FORMULA, reasoning_claims
 from loadproof.metrics.session_tier import expected_tier_claims, transfer_claims
 from loadproof.metrics.sessions_figures import PRIME as PRIME  # the family of --prime-shared's request
@@ -314,34 +315,34 @@ def expected_claims(
     claims = []
     for cache, blocks in caches.items():
         hits = simulate(requests, blocks, block).hits
-        for turn in range(plan.turns):
-            idx = [i for i in turns if ordered[i].batch == turn]
-            if idx:
-                claims.append(
-                    number(
-                        "sessions.turn<t>.expected_hit_pct.<cache>",
-                        100 * sum(hits[i] for i in idx) / sum(prompts[i] for i in idx),
-                        "%",
-                        f"sum of the expected hit tokens / sum of usage.prompt_tokens over the successful turns t x 100; "
-                        f"each turn's expected hit: its leading blocks of block_tokens (the shared prefix, then its "
-                        f"user's history) already cached when it was sent, at most (prompt_tokens - 1) // block_tokens "
-                        f"of them, the turns replayed in send order through {how[cache]}{primer}",
-                        2,
-                        direction="neither",
-                        parts={"t": turn, "cache": cache},
-                    )
-                )
-        claims.append(
-            number(
-                "sessions.expected_hit_pct.<cache>",
-                100 * sum(hits[i] for i in turns) / sum(prompts[i] for i in turns),
-                "%",
-                f"the same over every successful turn, through {how[cache]}{primer}",
-                2,
-                direction="neither",
-                parts={"cache": cache},
-            )
+        expected = (
+            f"each turn's expected hit: its leading blocks of block_tokens (the shared prefix, then its user's history) "
+            f"already cached when it was sent, at most (prompt_tokens - 1) // block_tokens of them, the turns replayed "
+            f"in send order through {how[cache]}{primer}"
         )
+        total = f"through {how[cache]}{primer}"
+        claims += hit_claims("expected_hit_pct", hits, prompts, ordered, turns, plan.turns, cache, expected, total)
+        window = plan.checkpoint_window_tokens
+        if window:  # a hybrid model whose sliding window the engine keeps at checkpoints (metrics.prefix_checkpoints)
+            kept = checkpointed_hits(requests, hits, block, window)
+            how_kept = (
+                f"the expected hit (sessions.turn<t>.expected_hit_pct.<cache>) cut where a hybrid model's sliding "
+                f"window of checkpoint_window_tokens ({window}) was not kept: scanning down from it, the first run of "
+                f"ceil((window - 1) / block_tokens) sliding-window blocks kept ends it, blocks kept only before an "
+                f"earlier turn's replay boundary ((prompt_tokens - 1) // block_tokens) and before the junction where an "
+                f"earlier turn's expected hit ran past its own cut hit (metrics.prefix_checkpoints)"
+            )
+            claims += hit_claims(
+                "checkpointed_hit_pct",
+                kept,
+                prompts,
+                ordered,
+                turns,
+                plan.turns,
+                cache,
+                how_kept,
+                f"cut so: {how_kept}",
+            )
     working = working_set_tokens(requests, block)
     claims.append(
         count(
@@ -365,6 +366,48 @@ def expected_claims(
             )
         )
     return claims + expected_tier_claims(requests, turns, plan, ok, list(samples))
+
+
+def hit_claims(
+    stem: str,
+    hits: list[int],
+    prompts: list[int],
+    ordered: list[RequestRecord],
+    turns: list[int],
+    num_turns: int,
+    cache: str,
+    how: str,
+    total: str,
+) -> list[Claim]:
+    """`sessions.turn<t>.<stem>.<cache>` and `sessions.<stem>.<cache>`: the hit tokens given (in `ordered`'s order)
+    over the successful turns' prompt tokens, turn by turn and over every turn."""
+    claims = []
+    for turn in range(num_turns):
+        idx = [i for i in turns if ordered[i].batch == turn]
+        if idx:
+            claims.append(
+                number(
+                    f"sessions.turn<t>.{stem}.<cache>",
+                    100 * sum(hits[i] for i in idx) / sum(prompts[i] for i in idx),
+                    "%",
+                    f"sum of the expected hit tokens / sum of usage.prompt_tokens over the successful turns t x 100; {how}",
+                    2,
+                    direction="neither",
+                    parts={"t": turn, "cache": cache},
+                )
+            )
+    claims.append(
+        number(
+            f"sessions.{stem}.<cache>",
+            100 * sum(hits[i] for i in turns) / sum(prompts[i] for i in turns),
+            "%",
+            f"the same over every successful turn, {total}",
+            2,
+            direction="neither",
+            parts={"cache": cache},
+        )
+    )
+    return claims
 
 
 def engine_hit_claims(records: list[RequestRecord], samples: list[EngineSample]) -> list[Claim]:

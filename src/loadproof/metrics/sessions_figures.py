@@ -26,6 +26,7 @@ HEADLINE = (
     ("engine hits, warm turns", "sessions.engine_hit_pct.warm"),
     ("expected hits, unbounded", "sessions.expected_hit_pct.unbounded"),
     ("expected hits, the engine's size", "sessions.expected_hit_pct.bounded"),
+    ("expected hits, sliding window at checkpoints", "sessions.checkpointed_hit_pct.bounded"),
     ("SLO met", "sessions.slo_attainment_pct"),
     ("failed requests", "sessions.failed_requests"),
 )
@@ -33,6 +34,8 @@ HITS = (
     ("the engine (cached tokens)", "engine_hit_pct"),
     ("expected, unbounded cache", "expected_hit_pct.unbounded"),
     ("expected, the engine's size", "expected_hit_pct.bounded"),
+    ("expected, sliding window at checkpoints, unbounded", "checkpointed_hit_pct.unbounded"),
+    ("expected, sliding window at checkpoints, the engine's size", "checkpointed_hit_pct.bounded"),
 )
 
 TURN_COLUMNS = (
@@ -42,6 +45,8 @@ TURN_COLUMNS = (
     ("engine_hit_pct", "engine hit %"),
     ("expected_hit_pct.unbounded", "unbounded %"),
     ("expected_hit_pct.bounded", "bounded %"),
+    ("checkpointed_hit_pct.unbounded", "checkpointed unbounded %"),
+    ("checkpointed_hit_pct.bounded", "checkpointed bounded %"),
 )
 
 
@@ -75,13 +80,15 @@ def turn_table(plan: SessionsPlan, claims: list[Claim]) -> list[Panel]:
         ]
         for t in range(plan.turns)
     ]
-    if not any(key.startswith("expected") for key, _ in columns):
+    if not any(key.startswith(("expected", "checkpointed")) for key, _ in columns):
         return []
     total = [
         ("engine hits, every turn", "sessions.engine_hit_pct.all"),
         ("the engine's counters", "sessions.prefix_hit_rate.engine_pct"),
         ("expected, unbounded", "sessions.expected_hit_pct.unbounded"),
         ("expected, the engine's size", "sessions.expected_hit_pct.bounded"),
+        ("checkpointed, unbounded", "sessions.checkpointed_hit_pct.unbounded"),
+        ("checkpointed, the engine's size", "sessions.checkpointed_hit_pct.bounded"),
     ]
     against = by_name.get("sessions.expected_hit_pct.read_against")
     intro = [
@@ -102,6 +109,12 @@ def turn_table(plan: SessionsPlan, claims: list[Claim]) -> list[Panel]:
         )
     else:
         intro.append("The engine's KV cache size is unknown (--engine-kv-tokens): only the unbounded expectation.")
+    if plan.checkpoint_window_tokens:
+        intro.append(
+            f"The engine keeps the model's {plan.checkpoint_window_tokens}-token sliding window only at checkpoints "
+            f"({plan.checkpoint_source}): a prefix is a hit only where an earlier turn kept that window, so read "
+            "its hits against the checkpointed expectations; the others are what an engine keeping every block would hit."
+        )
     return [
         Table(
             title="Prefix reuse by turn",

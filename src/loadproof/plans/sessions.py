@@ -8,7 +8,8 @@ and a tool result of `tool_result_tokens` tokens. `shared_prefix_tokens` is what
 shares (the system message's own tokens: its prompt and any tool definitions written in it);
 `prime_shared`: that prefix was sent once before the users started (one record of family `prime`, no
 turn's); `block_tokens` and `kv_cache_tokens` the engine's KV block and cache size, for the prefix-cache
-expectations (metrics.sessions). Standard library and msgspec only.
+expectations (metrics.sessions), and `checkpoint_window_tokens` a hybrid model's sliding window that the engine
+keeps at checkpoints only (metrics.prefix_checkpoints). Standard library and msgspec only.
 """
 
 from __future__ import annotations
@@ -49,6 +50,11 @@ class SessionsPlan(Plan, kw_only=True):
     block_tokens: int | None = None  # the engine's KV block size, tokens (None: no expectation computed)
     kv_cache_tokens: int | None = None  # the engine's KV cache, tokens (None: no bounded expectation)
     kv_source: str | None = None  # where block_tokens and kv_cache_tokens came from
+    # a hybrid model's sliding window, tokens, where the engine keeps that window's KV only at checkpoints (vLLM's
+    # hybrid KV cache manager, prefix_cache_retention_interval 0): the checkpointed expectation (metrics.sessions);
+    # None: every block kept, or a run from before it
+    checkpoint_window_tokens: int | None = None
+    checkpoint_source: str | None = None  # where checkpoint_window_tokens came from
     cpu_tier_tokens: int | None = None  # the engine's CPU tier for the KV cache, tokens (metrics.session_tier)
     kv_bytes_per_token: int | None = None  # bytes one token's KV takes, for the tier's transfer time
     h2d_gbps: float | None = None  # the measured host-to-device bandwidth, 1e9 bytes/s

@@ -49,6 +49,7 @@ from loadproof.scenarios.recording import Console
 from loadproof.scenarios.session_header import session_headers
 from loadproof.scenarios.sessions_dataset import messages_from_dataset
 from loadproof.scenarios.sessions_options import SessionsOptions
+from loadproof.scenarios.sliding_window import checkpoint_window
 from loadproof.scenarios.token_counts import PROBE_LINE
 from loadproof.store.run_dir import RunWriter
 from loadproof.telemetry.cache_config import read_cache_config
@@ -204,6 +205,7 @@ class SessionsScenario(MetricsScenario):
         models = mixed_models(opts.model_mix, opts.seed, target, opts.users) if opts.model_mix else [""] * opts.users
         # one short /metrics read before anything is sent, off the event loop (the live view keeps ticking)
         block, kv, kv_source = await asyncio.to_thread(self._cache_size)
+        window, window_source = await asyncio.to_thread(checkpoint_window, target, opts.engine_sliding_window)
         plan = SessionsPlan(
             users=opts.users,
             turns=opts.turns,
@@ -232,6 +234,8 @@ class SessionsScenario(MetricsScenario):
             block_tokens=block,
             kv_cache_tokens=kv,
             kv_source=kv_source,
+            checkpoint_window_tokens=window,
+            checkpoint_source=window_source,
             cpu_tier_tokens=opts.cpu_tier_tokens,
             kv_bytes_per_token=opts.kv_bytes_per_token,
             h2d_gbps=opts.h2d_gbps,
@@ -269,6 +273,7 @@ class SessionsScenario(MetricsScenario):
                 else ""
             )
             + (f" ({kv_source})" if block and kv_source else "")  # an unknown size or source is left out, never None
+            + (f"; its {window}-token sliding window kept at checkpoints ({window_source})" if window else "")
         )
         constrained = [opts.turn_constraint(t) for t in range(opts.turns)]
         if opts.tool_turns and not chat:

@@ -186,6 +186,15 @@ class SessionsOptions(ConstraintOptions):  # --tools, --tool-choice, --response-
         "log's 'KV cache size')",
         json_schema_extra=cli(panel=Panel.ENGINE),
     )
+    engine_sliding_window: int | None = Field(
+        default=None,
+        ge=0,
+        description="a hybrid model's sliding window in tokens that the engine keeps only at checkpoints, for the "
+        "checkpointed expectation; 0: the engine keeps every block (--disable-hybrid-kv-cache-manager) "
+        "(default: the model's config.json beside --tokenizer, where the engine's /metrics cache_config_info says "
+        "prefix_cache_retention_interval 0)",
+        json_schema_extra=cli(panel=Panel.ENGINE),
+    )
     cpu_tier_tokens: int | None = Field(
         default=None,
         ge=1,

@@ -1,7 +1,7 @@
 """The engine's KV cache as its /metrics describes it: vLLM's `cache_config_info` gauge, whose labels carry
 the block size (`block_size`), the blocks in the pool (`num_gpu_blocks`) and, in newer vLLM, the cache's
 size in tokens (`kv_cache_size_tokens`, its own count where a hybrid model's blocks serve several layer
-groups). One reader for every scenario that sizes a prefix-cache expectation by the engine (replay,
+groups) and how it keeps a hybrid model's sliding-window blocks (`prefix_cache_retention_interval`). One reader for every scenario that sizes a prefix-cache expectation by the engine (replay,
 sessions); a Prometheus server's query API is not asked (its series are summed by name, the labels lost).
 """
 
@@ -20,11 +20,14 @@ INFO_SUFFIXES = ("cache_config_info", "cache_config")  # the parser may name an 
 
 @dataclass(frozen=True)
 class CacheConfig:
-    """Tokens a block, blocks in the pool (None where not a whole number), the engine's own token count."""
+    """Tokens a block, blocks in the pool (None where not a whole number), the engine's own token count, and
+    `prefix_cache_retention_interval` (vLLM 0.32: 0 keeps a hybrid model's sliding-window blocks only at
+    checkpoints; None where the engine does not say or keeps them all)."""
 
     block_tokens: int
     num_blocks: int | None
     kv_tokens: int | None = None
+    retention_interval: int | None = None
 
     @property
     def tokens(self) -> int | None:
@@ -54,7 +57,7 @@ def cache_config(text: str) -> CacheConfig | None:
             if blocks is not None and blocks < 2:
                 blocks = None  # one block is vLLM's null block: no pool
             if block and (blocks is not None or tokens is not None):
-                return CacheConfig(block, blocks, tokens)
+                return CacheConfig(block, blocks, tokens, _whole(sample.labels, "prefix_cache_retention_interval"))
     return None
 
 
