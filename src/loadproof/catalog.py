@@ -147,6 +147,7 @@ SCENARIOS: dict[str, Entry] = {
             "endpoint": "name",
             **_ROUTE,
             "model_mix.*.model": "name",
+            "base_model": "name",
             **_LENGTHS,
             **_OVERHEAD,
             **_DATASET,

@@ -27,6 +27,15 @@ MAXIMA: tuple[tuple[str, str, str, str, Direction], ...] = (
         "adapters",
         "lower",
     ),
+    # vLLM 0.32: requests the scheduler passed over for a transient reason (in a LoRA mix: a slot), by its gauge
+    (
+        "num_requests_waiting_by_reason_deferred",
+        "load.engine_deferred_max",
+        "most requests the engine listed as waiting deferred (vLLM's num_requests_waiting_by_reason, reason deferred: "
+        "for a LoRA slot, a KV transfer or a grammar)",
+        "requests",
+        "lower",
+    ),
 )
 
 

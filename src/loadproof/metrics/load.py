@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from loadproof.metrics.adapter_churn import churn_claims
+from loadproof.metrics.adapter_wait import wait_claims
 from loadproof.metrics.claims import Claim, count, fact, number
 from loadproof.metrics.constraints import constraint_claims
 from loadproof.metrics.distribution import percentile
@@ -91,6 +92,7 @@ def claims_of_run(run: Any, plan: LoadPlan) -> list[Claim]:
         + spec
         + unavailable_claims(run, spec)
         + churn_claims(records, run.manifest.profile)  # --model-mix against a profile with [lora]
+        + wait_claims(records, [m.model for m in plan.model_mix], plan.base_model, run.samples)  # waiting for a slot
         + constraint_claims("load", records, run.manifest.options)
     )
 

@@ -108,6 +108,7 @@ class LoadPlan(Plan, kw_only=True):
     haystack_additive: bool | None = None
     dataset: DatasetRef | None = None  # --dataset: the user's data set instead of synthetic prompts
     model_mix: list[MixedModel] = []  # --model-mix: each model's weight; each request's model is in its record
+    base_model: str | None = None  # with --model-mix: the model /v1/models listed first, adapters' TTFT's reference
     inputs_per_request: int = 1  # embeddings: the inputs (vectors) each request asks for; rerank: its documents
     media: MediaPlan | None = None  # --images, --audio-s, --video-frames or a data set's media
 

@@ -35,5 +35,8 @@ VLLM_METRICS: dict[str, str] = {
     "mm_cache_queries_total": "vllm:mm_cache_queries_total",
     "mm_cache_hits_total": "vllm:mm_cache_hits_total",
     "lora_running_adapters": "vllm:lora_requests_info[running_lora_adapters]",
+    # vLLM 0.32: the queue by why it waits, one value per `reason` label: capacity (the batch, the KV cache), or
+    # deferred (a LoRA slot, a KV transfer, a grammar being compiled)
+    "num_requests_waiting_by_reason": "vllm:num_requests_waiting_by_reason{reason}",
     "lora_waiting_adapters": "vllm:lora_requests_info[waiting_lora_adapters]",
 }

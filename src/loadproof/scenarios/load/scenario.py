@@ -109,6 +109,7 @@ class LoadScenario(MetricsScenario):
                 plan, requests = synthetic_requests(opts, offsets, hs, max_model_len, models)
         if opts.model_mix:
             plan.model_mix = [MixedModel(model=name, weight=weight) for name, weight in opts.model_mix.items()]
+            plan.base_model = (self.target.served.models or (self.target.model,))[0]  # vLLM lists its adapters after it
         return plan, requests
 
     async def run(self, writer: RunWriter, manifest: Manifest, live: LiveStatus | None = None) -> None:
