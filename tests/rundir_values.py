@@ -9,6 +9,7 @@ from typing import Any
 
 from loadproof.records import RequestRecord
 from loadproof.rundir import Answer, EngineSample, Event, TelemetrySample
+from loadproof.rundir.fleet_keys import is_fleet_row
 from loadproof.store.run_dir import Run
 from loadproof.store.schema import read_manifest, read_rows
 
@@ -47,11 +48,13 @@ def run_of(
     telemetry: Iterable[Any] = (),
     answers: Iterable[Any] = (),
 ) -> Run:
+    metric_rows = rows("metrics", samples)
     return Run(
         path=path,  # type: ignore[arg-type]  # None for a run that is only in memory: what reads it needs no folder
         manifest=read_manifest(manifest),
         records=list(records),
-        samples=rows("metrics", samples),
+        samples=[s for s in metric_rows if not is_fleet_row(s.source)],  # as store.load_run splits metrics.jsonl
+        fleet_samples=[s for s in metric_rows if is_fleet_row(s.source)],
         events=rows("events", events),
         telemetry=rows("telemetry", telemetry),
         answers=rows("answers", answers),

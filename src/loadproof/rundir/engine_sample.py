@@ -3,7 +3,8 @@
 `values` maps loadproof's metric names (`num_requests_running`, `kv_cache_usage_perc`, counters such as
 `prompt_tokens_total`) to the engine's value, summed over its label sets; a name is absent when the
 engine did not expose it. `t_ns` is on the run's monotonic clock (for a Prometheus source, placed at
-the scrape that saw it). `source` says whose /metrics when a run samples several (soak: `engine`, `relay`).
+the scrape that saw it). `source` says whose /metrics when a run samples several (soak: `engine`, `relay`; a
+fleet: `replica-<i>`, `router`, and the fleet's own row `engine`, `rundir.fleet_keys`).
 
 Version 1: the shape every run has written (none recorded a version).
 """

@@ -43,6 +43,26 @@ class MetricsSourceInfo(msgspec.Struct, kw_only=True, omit_defaults=True, forbid
     url: str | None = None
 
 
+class ReplicaInfo(msgspec.Struct, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):
+    """One replica of a fleet: where its metrics were read, and its KV cache as its /metrics described it when the
+    run began (vLLM's `cache_config_info`; None where it did not say)."""
+
+    url: str | None = None
+    block_tokens: int | None = None
+    num_blocks: int | None = None  # its pool, the null block included
+    kv_tokens: int | None = None  # the engine's own count of the cache in tokens, where it gives one
+
+
+class FleetInfo(msgspec.Struct, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):
+    """A fleet measured (docs/fleet.md, "Measuring a fleet"): its replicas in order (metrics.jsonl's `replica-<i>`),
+    the router's metrics URL, whether the replicas were read from the router's /workers, the router's policy."""
+
+    replicas: list[ReplicaInfo] = []
+    router_metrics: str | None = None
+    discovered: bool = False
+    policy: str | None = None  # --router-policy; None: not given (the router's rows name it, where scraped)
+
+
 class TargetInfo(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """The server measured, as the manifest stores it under `target` (never its API key: only whether one was
     used); the live target a run sends to is `scenarios.target.Target`."""
@@ -58,6 +78,7 @@ class TargetInfo(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     token_counts: str | None = None
     thinking: str | None = None  # off, low or on (--thinking); None: the model's default, or a run before it
     reasoning_effort: str | None = None  # the reasoning_effort sent; None: none
+    fleet: FleetInfo | None = None  # replicas behind a router; None: one engine
 
 
 class ClockAnchor(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -233,11 +254,13 @@ class Manifest(msgspec.Struct, kw_only=True, omit_defaults=True):
 __all__ = [
     "ClockAnchor",
     "EngineInfo",
+    "FleetInfo",
     "Manifest",
     "MetricsSourceInfo",
     "ParentClock",
     "Price",
     "Publication",
+    "ReplicaInfo",
     "Schedule",
     "SchemaVersions",
     "SeriesPoint",

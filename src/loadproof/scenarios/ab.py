@@ -232,6 +232,8 @@ class AbScenario(Scenario):
                 url=getattr(command, f"{arm}_url"),
                 model=getattr(command, f"{arm}_model"),
             )
+            if targets[arm].fleet is not None:  # each arm's rows are tagged by the arm: one engine's each
+                raise UsageError(f"run ab measures one engine an arm: arm {arm}'s metrics name a fleet (docs/fleet.md)")
             endpoint = getattr(command, f"{arm}_endpoint")
             if endpoint is not None:  # the arm's own API, over the same server and model
                 targets[arm] = replace(targets[arm], endpoint=endpoint)

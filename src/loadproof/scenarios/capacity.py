@@ -250,12 +250,10 @@ class CapacityScenario(MetricsScenario):
         records = [
             new_record(self.target, s.request_id, self.name, p, opts.sessions) for s, p in zip(plan.sessions, prompts)
         ]
-        async with MetricsScraper(
-            self.target.metrics,
+        async with self.target.scraper(
             self.metric_names,
             interval_s=opts.sample_interval_s,
             sink=writer.metric_sample,
-            api_key=self.target.metrics_api_key,
         ) as scraper:
             live.watch_engine(scraper.samples)
             async with StreamingClient(

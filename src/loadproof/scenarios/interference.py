@@ -36,7 +36,6 @@ from loadproof.scenarios.long_context import (
 )
 from loadproof.scenarios.options import SAMPLING_NEEDED, Panel, cli, needs_samples
 from loadproof.store.run_dir import RunWriter
-from loadproof.telemetry.server_metrics import MetricsScraper
 from loadproof.units import NS_PER_S as NS
 
 
@@ -141,12 +140,10 @@ class InterferenceScenario(MetricsScenario):
         ]
         new_rec = new_record(self.target, "int-newcomer", self.name, newcomer, 1, batch=1)
         new_rec.family = "newcomer"
-        async with MetricsScraper(
-            self.target.metrics,
+        async with self.target.scraper(
             self.metric_names,
             interval_s=opts.sample_interval_s,
             sink=writer.metric_sample,
-            api_key=self.target.metrics_api_key,
         ) as scraper:
             live.watch_engine(scraper.samples)
             async with StreamingClient(

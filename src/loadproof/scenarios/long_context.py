@@ -31,7 +31,6 @@ from loadproof.scenarios.base import Scenario, TokenizerUse
 from loadproof.scenarios.options import Panel, cli
 from loadproof.scenarios.target import Target
 from loadproof.scenarios.token_counts import PROBE_TEXT, engine_overhead_tokens, tokens_for
-from loadproof.telemetry.server_metrics import MetricsScraper
 from loadproof.workloads.haystack import HaystackBuilder, HaystackPrompt, Style
 
 
@@ -138,9 +137,7 @@ class MetricsScenario(Scenario):
         be checked: the event says so and the run's own criteria will show what that costs."""
         start = time.monotonic()
         said_waiting = False
-        async with MetricsScraper(
-            self.target.metrics, self.metric_names, interval_s=None, api_key=self.target.metrics_api_key
-        ) as probe:
+        async with self.target.scraper(self.metric_names, interval_s=None) as probe:
             while True:
                 sample = probe.samples[-1] if probe.samples else None
                 values = sample.values if sample else {}

@@ -29,7 +29,6 @@ from loadproof.scenarios.long_context import (
 )
 from loadproof.scenarios.options import Panel, cli
 from loadproof.store.run_dir import RunWriter
-from loadproof.telemetry.server_metrics import MetricsScraper
 
 
 class PrefillOptions(StrictModel):
@@ -87,12 +86,10 @@ class PrefillScenario(MetricsScenario):
         )
         writer.write_manifest(manifest)
         await self.wait_until_idle(writer, opts.idle_timeout_s)
-        async with MetricsScraper(
-            self.target.metrics,
+        async with self.target.scraper(
             self.metric_names,
             interval_s=None,
             sink=writer.metric_sample,
-            api_key=self.target.metrics_api_key,
         ) as scraper:
             async with StreamingClient(
                 self.target.url, api_key=self.target.api_key, **live.hooks(writer.append)

@@ -413,12 +413,10 @@ class SessionsScenario(MetricsScenario):
             live.phase("prime", detail=f"the shared prefix, {shared} tokens, once")
         else:
             live.phase("requests", detail=turns)
-        async with MetricsScraper(
-            target.metrics,
+        async with target.scraper(
             self.metric_names,
             interval_s=opts.sample_interval_s or None,
             sink=writer.metric_sample,
-            api_key=target.metrics_api_key,
         ) as scraper:
             live.watch_engine(scraper.samples)
             async with StreamingClient(

@@ -17,6 +17,7 @@ from pydantic import Field
 from loadproof.client import StreamingClient
 from loadproof.client.stream import RequestSpec
 from loadproof.config.base import StrictModel
+from loadproof.errors import UsageError
 from loadproof.plans import attach_plan
 from loadproof.plans.soak import SoakPlan
 from loadproof.protocol.routes import request_body
@@ -133,6 +134,8 @@ class SoakScenario(MetricsScenario):
 
     @classmethod
     def prepare(cls, setup: Setup, console: Console) -> SoakScenario:
+        if setup.target.fleet is not None:
+            raise UsageError("run soak watches one engine's memory: give its /metrics alone as --engine-metrics")
         options = setup.options
         if options.long_every and setup.target.tokenizer_source is None:
             console.say("no --tokenizer, and the target does not count tokens (/tokenize): short requests only")

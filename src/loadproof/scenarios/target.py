@@ -15,6 +15,7 @@ import json
 import os
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -28,9 +29,12 @@ from loadproof.errors import EnvironmentFailure, RequestError, UsageError
 from loadproof.protocol.routes import Route, request_of, route_names, route_of
 from loadproof.protocol.urls import url_of
 from loadproof.records import RequestRecord
+from loadproof.rundir import EngineSample
 from loadproof.rundir.manifest import Price
 from loadproof.scenarios.options import ExistingPath, HttpUrl, Panel, cli, one_of
-from loadproof.telemetry.server_metrics import MetricsSource
+from loadproof.telemetry.fleet import Fleet, fleet_of, policy_option, router_option, sources_option
+from loadproof.telemetry.fleet_scraper import FleetScraper
+from loadproof.telemetry.server_metrics import MetricsScraper, MetricsSource
 
 TokenCounts = Literal["engine", "local"]
 Thinking = Literal["off", "low", "on"]
@@ -72,6 +76,7 @@ class Target:
     served: Served = Served()
     thinking: Thinking | None = None  # the reasoning mode asked (None: the model's default)
     reasoning_effort: str | None = None  # the reasoning effort sent, where one was
+    fleet: Fleet | None = None  # replicas behind a router (docs/fleet.md); `metrics` is then replica 0's
 
     def __post_init__(self) -> None:
         if self.metrics is None:
@@ -128,7 +133,17 @@ class Target:
             "token_counts": self.token_counts,
             "thinking": self.thinking,
             "reasoning_effort": self.reasoning_effort,
+            "fleet": self.fleet.describe() if self.fleet is not None else None,
         }
+
+    def scraper(
+        self, names: dict[str, str], *, interval_s: float | None, sink: Callable[[EngineSample], None] | None = None
+    ) -> MetricsScraper:
+        """The scraper of this target's engine metrics: its one source's, or a fleet's (every replica and the router,
+        the fleet's own row in `samples`: `telemetry.fleet_scraper`)."""
+        if self.fleet is not None:
+            return FleetScraper(self.fleet, names, interval_s=interval_s, sink=sink)
+        return MetricsScraper(self.metrics, names, interval_s=interval_s, sink=sink, api_key=self.metrics_api_key)
 
     def resolve(self, *, tokenize: bool = False) -> Target:
         """This target as its server describes it, asked once: the model checked against /v1/models (an
@@ -268,13 +283,6 @@ def _error_said(exc: urllib.error.HTTPError) -> str:
     return str(said).strip().splitlines()[0][:160] if said else ""
 
 
-def _metrics_source(value: Any) -> MetricsSource | None:
-    """`--engine-metrics`, parsed once (its ValueError says what is wrong)."""
-    if value is None or isinstance(value, MetricsSource):
-        return value
-    return MetricsSource.parse(str(value))
-
-
 class TargetOptions(StrictModel):
     """The options every `loadproof run` command shares: where the server is, how to talk to it, where
     the run directory goes. `--tokenizer` is offered, and required, as the scenario's `tokenizer` says."""
@@ -326,12 +334,25 @@ class TargetOptions(StrictModel):
         "request: a word (e.g. low, medium, high); with --thinking low, instead of low",
         json_schema_extra=cli(panel=Panel.TARGET, metavar="EFFORT"),
     )
-    engine_metrics: Annotated[MetricsSource | None, PlainValidator(_metrics_source)] = Field(
+    engine_metrics: Annotated[tuple[MetricsSource, ...] | None, PlainValidator(sources_option)] = Field(
         default=None,
-        json_schema_extra=cli(text=True, panel=Panel.ENGINE, metavar="URL"),
+        json_schema_extra=cli(text=True, panel=Panel.ENGINE, metavar="URL[,URL...]"),
         description="where the engine's metrics come from: its /metrics URL (a bare http://HOST:PORT "
         "gets /metrics; through `loadproof relay`: RELAY/engine/metrics), or prometheus+http://HOST:9090?LABEL=VALUE "
-        "for a Prometheus server's query API (e.g. ?job=vllm); default: --url's /metrics",
+        "for a Prometheus server's query API (e.g. ?job=vllm); a fleet: one URL a replica, comma-separated, in order "
+        "(docs/fleet.md); default: the /metrics beside the server's URL, or each worker's a vllm-router there lists",
+    )
+    router_metrics: Annotated[MetricsSource | None, PlainValidator(router_option)] = Field(
+        default=None,
+        json_schema_extra=cli(text=True, panel=Panel.ENGINE, metavar="URL"),
+        description="a fleet's router's own metrics: vllm-router's --prometheus-port exposition "
+        "(http://HOST:29000 by default; its API port's /metrics is one worker's)",
+    )
+    router_policy: Annotated[str | None, PlainValidator(policy_option)] = Field(
+        default=None,
+        json_schema_extra=cli(text=True, panel=Panel.ENGINE, metavar="POLICY"),
+        description="the policy the fleet's vllm-router runs (round_robin, cache_aware, consistent_hash, ...), "
+        "for the expected prefix hits per replica; default: the one its decisions counter names",
     )
     token_counts: TokenCounts = Field(
         default="engine",
@@ -429,6 +450,8 @@ def resolve_target(
         if thinking is not None or effort is not None
         else {}
     )
+    sources = options.engine_metrics or ()
+    fleet = fleet_of(sources, options.router_metrics, options.router_policy, options.url, options.api_key)
     target = Target(
         url=options.url,
         model=model or "",
@@ -437,10 +460,11 @@ def resolve_target(
         extra_body=extra_body,
         tokenizer_path=options.tokenizer,
         engine=engine,
-        metrics=options.engine_metrics,  # type: ignore[arg-type]  # None: beside the URL
+        metrics=fleet.replicas[0] if fleet is not None else (sources[0] if sources else None),  # type: ignore[arg-type]  # None: beside the URL
         token_counts=options.token_counts,
         thinking=thinking,
         reasoning_effort=effort,
+        fleet=fleet.with_caches() if fleet is not None else None,
     )
     return target.resolve(tokenize=tokenize)
 

@@ -28,7 +28,6 @@ from loadproof.scenarios.live import LiveStatus
 from loadproof.scenarios.load.slo import SLO_SYNTAX, Slo
 from loadproof.scenarios.options import Panel, among, cli
 from loadproof.store.run_dir import RunWriter
-from loadproof.telemetry.server_metrics import MetricsScraper
 from loadproof.workloads.prompts import DEFAULT_FAMILIES, FAMILIES, Prompt, load_family
 
 
@@ -176,12 +175,10 @@ class ThroughputScenario(Scenario):
             # /metrics before and after the measured waves (not the warm-up), so the engine's own token
             # counters and TTFT histogram can be set beside the client's (metrics/engine_agreement.py)
             metric_names = engines.get(self.target.engine).metric_names
-            async with MetricsScraper(
-                self.target.metrics,
+            async with self.target.scraper(
                 metric_names,
                 interval_s=None,
                 sink=writer.metric_sample,
-                api_key=self.target.metrics_api_key,
             ) as scraper:
                 live.phase("requests")
                 for wave_index, wave in enumerate(waves):

@@ -44,6 +44,7 @@ import msgspec
 from loadproof.errors import RunDirError
 from loadproof.records import RequestRecord
 from loadproof.rundir import Answer, EngineSample, Event, Manifest, TelemetrySample
+from loadproof.rundir.fleet_keys import is_fleet_row
 from loadproof.store.files import JSONRefused, content_path, iter_lines, parse_json, read_json_file
 from loadproof.store.schema import (
     CURRENT,
@@ -159,11 +160,14 @@ class Run:
     path: Path
     manifest: Manifest
     records: list[RequestRecord]
-    samples: list[EngineSample] = field(default_factory=list)
+    samples: list[EngineSample] = field(default_factory=list)  # metrics.jsonl but a fleet's replica and router rows
     events: list[Event] = field(default_factory=list)
     telemetry: list[TelemetrySample] = field(default_factory=list)
     answers: list[Answer] = field(default_factory=list)
     num_torn_lines: int = 0
+    # a fleet's replica and router rows of metrics.jsonl (`rundir.fleet_keys.is_fleet_row`), kept apart so that
+    # no single-engine claim reads them: the fleet's own row (`engine`) is in `samples`
+    fleet_samples: list[EngineSample] = field(default_factory=list)
 
     @property
     def run_id(self) -> str:
@@ -200,7 +204,7 @@ def load_run(path: Path, limits: ReadLimits = ReadLimits()) -> Run:
     rows, torn = read_jsonl(path / REQUESTS, limits)
     chunk_rows, torn_chunks = read_jsonl(path / CHUNKS, limits)
     records = _records(path, rows, chunk_rows)
-    samples, torn_samples = _read_typed(path / METRICS, "metrics", versions.metrics, limits)
+    metric_rows, torn_samples = _read_typed(path / METRICS, "metrics", versions.metrics, limits)
     events, torn_events = _read_typed(path / EVENTS, "events", versions.events, limits)
     telemetry, torn_telemetry = _read_typed(path / TELEMETRY, "telemetry", versions.telemetry, limits)
     answers, torn_answers = _read_typed(path / ANSWERS, "answers", versions.answers, limits)
@@ -208,11 +212,12 @@ def load_run(path: Path, limits: ReadLimits = ReadLimits()) -> Run:
         path=path,
         manifest=manifest,
         records=records,
-        samples=samples,
+        samples=[s for s in metric_rows if not is_fleet_row(s.source)],
         events=events,
         telemetry=telemetry,
         answers=answers,
         num_torn_lines=torn + torn_chunks + torn_samples + torn_events + torn_telemetry + torn_answers,
+        fleet_samples=[s for s in metric_rows if is_fleet_row(s.source)],
     )
 
 

@@ -324,28 +324,33 @@ class MetricsScraper:
     async def sample(self) -> EngineSample | None:
         """Take one sample now (also used at the boundaries a scenario cares about): the engine as it is
         now, or, from a Prometheus server, as its first scrape after now saw it, placed at that scrape."""
-        assert self._session is not None
-        t_ns, wall = self._clock(), time.time()
         try:
-            reading = await self._fresh_reading()
+            sample = await self.read_sample(self.source)
         except MetricsUnavailable as exc:
             self.errors += 1
             self.last_failure = exc
             return None
-        if reading.scraped_s is not None and reading.evaluated_s is not None:
-            age_s = max(0.0, reading.evaluated_s - reading.scraped_s)
-            t_ns, wall = self._clock() - round(age_s * NS), time.time() - age_s
-        sample = EngineSample(t_ns=t_ns, wall_time_s=wall, values=reading.values)
         self.samples.append(sample)
         if self._sink is not None:
             self._sink(sample)
         return sample
 
-    async def _fresh_reading(self) -> Reading:
+    async def read_sample(self, source: MetricsSource) -> EngineSample:
+        """One sample of `source` read now, placed in time (MetricsUnavailable when there is none): what `sample`
+        keeps, and what a fleet's scraper takes of each replica."""
+        assert self._session is not None
+        t_ns, wall = self._clock(), time.time()
+        reading = await self._fresh_reading(source)
+        if reading.scraped_s is not None and reading.evaluated_s is not None:
+            age_s = max(0.0, reading.evaluated_s - reading.scraped_s)
+            t_ns, wall = self._clock() - round(age_s * NS), time.time() - age_s
+        return EngineSample(t_ns=t_ns, wall_time_s=wall, values=reading.values)
+
+    async def _fresh_reading(self, source: MetricsSource) -> Reading:
         """A reading whose scrape (if it has one) came after this call began: Prometheus's clock at the
         first evaluation marks the start, so no clock of this machine is compared with the server's."""
         assert self._session is not None
-        reading = await self.source.read(self._session, self.names)
+        reading = await source.read(self._session, self.names)
         if reading.scraped_s is None or reading.evaluated_s is None:
             return reading  # a live exposition, or no scrape time to go by (then: as read)
         asked_s = reading.evaluated_s
@@ -359,7 +364,7 @@ class MetricsScraper:
                 )
             await asyncio.sleep(pause)
             pause = min(0.5, pause * 2)
-            reading = await self.source.read(self._session, self.names)
+            reading = await source.read(self._session, self.names)
         return reading
 
     @property

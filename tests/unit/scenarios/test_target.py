@@ -70,8 +70,8 @@ def test_the_target_options_check_the_metrics_source_and_the_token_counts_offlin
         "target",
     )
     # parsed once, here: the target takes the typed source as it is
-    assert options.engine_metrics == MetricsSource(
-        "prometheus", "http://p:9090", (("job", "vllm"),), spec="prometheus+http://p:9090?job=vllm"
+    assert options.engine_metrics == (
+        MetricsSource("prometheus", "http://p:9090", (("job", "vllm"),), spec="prometheus+http://p:9090?job=vllm"),
     )
     assert options.token_counts == "local"
 

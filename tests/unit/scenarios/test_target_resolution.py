@@ -178,6 +178,7 @@ def test_the_manifest_shape_keeps_its_keys(tmp_path: Path):
         "token_counts",
         "thinking",
         "reasoning_effort",
+        "fleet",
     ]
     assert "sk-9" not in json.dumps(described)
 

@@ -2,7 +2,6 @@ import contextlib
 
 import pytest
 
-import loadproof.scenarios.throughput as scenario_module
 from loadproof.config.base import one_line
 from loadproof.metrics import compute_claims
 from loadproof.plans import load_plan
@@ -56,7 +55,7 @@ async def test_the_scenario_writes_its_typed_plan_and_the_metrics_read_it(sse_se
         async def sample(self) -> None:
             asked.append(1)
 
-    monkeypatch.setattr(scenario_module, "MetricsScraper", lambda *a, **k: NoScraper())
+    monkeypatch.setattr(Target, "scraper", lambda *a, **k: NoScraper())
     server = await sse_server(
         [Script(pieces=[completion_chunk(f"t{i}", i + 1) for i in range(4)] + [DONE_EVENT], pause_s=0.002)]
     )

@@ -27,7 +27,6 @@ from loadproof.scenarios.live import LiveStatus
 from loadproof.scenarios.load.schedule import Planned
 from loadproof.scenarios.long_context import MetricsScenario
 from loadproof.store.run_dir import RunWriter
-from loadproof.telemetry.server_metrics import MetricsScraper
 from loadproof.units import NS_PER_S
 
 try:
@@ -210,12 +209,10 @@ async def send_schedule(
         live.phase("requests", end_ns=t0 + round(span_s * NS_PER_S), detail=describe)
 
     target = scenario.target
-    async with MetricsScraper(
-        target.metrics,
+    async with target.scraper(
         scenario.metric_names,
         interval_s=sample_interval_s or None,
         sink=writer.metric_sample,
-        api_key=target.metrics_api_key,
     ) as scraper:
         live.watch_engine(scraper.samples)
         async with StreamingClient(

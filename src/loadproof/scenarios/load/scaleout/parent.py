@@ -43,7 +43,6 @@ from loadproof.scenarios.load.scaleout.ray_tasks import RayTasks
 from loadproof.scenarios.load.schedule import Planned, describe
 from loadproof.scenarios.target import Target
 from loadproof.store.run_dir import RunWriter
-from loadproof.telemetry.server_metrics import MetricsScraper
 from loadproof.units import NS_PER_S
 
 SPOOL = "workers"  # the workers' spools inside the run directory while it runs; removed after the merge
@@ -127,12 +126,10 @@ async def run_scaled_out(scenario: LoadRun, writer: RunWriter, manifest: Manifes
 
         results: list[WorkerResult | None] = [None] * n
         completed = False
-        async with MetricsScraper(
-            scenario.target.metrics,
+        async with scenario.target.scraper(
             scenario.metric_names,
             interval_s=opts.sample_interval_s or None,
             sink=writer.metric_sample,
-            api_key=scenario.target.metrics_api_key,
         ) as scraper:
             live.watch_engine(scraper.samples)
             try:
