@@ -21,7 +21,10 @@ Each entry names, as lazy `module:attr` strings, what the generic parts need of 
   (`plan --simulate NAME --prediction-out FILE`, `run NAME --prediction FILE`);
 - `calibrate`: `calibration_points(run)` (predict/), what `sim calibrate` fits to from one of its runs;
 - `headline`: the few figures the console shows at a run's end (`metrics.headline`; without one, the first
-  figures of its own tables).
+  figures of its own tables);
+- `fleet_requests`: `fleet_requests(run, plan, block_tokens)` (metrics/), its requests as a fleet's router and
+  replicas' caches see them (`metrics.fleet_expectation.FleetRequest`), for the expected prefix hits per replica
+  under the router's policy (docs/fleet.md); without it, a fleet run of it has no expectation.
 
 `report`, `compare`, `export`, `verify`, `publish`, the simulator's predictions and calibration, and the
 command line read these and never a scenario's name; the registries are live views of this table
@@ -49,6 +52,7 @@ class Entry:
     contract: str | None = None  # module:attr of the claim names a prediction contract compares
     calibrate: str | None = None  # module:attr of calibration_points(run) -> predict.points.RunPoints
     headline: str | None = None  # module:attr of its metrics.headline.Headline
+    fleet_requests: str | None = None  # module:attr of fleet_requests(run, plan, block_tokens)
 
 
 def _entry(
@@ -65,11 +69,12 @@ def _entry(
     contract: bool = False,
     calibrate: bool = False,
     headline: bool = False,
+    fleet_requests: str | None = None,
 ) -> Entry:
     """The entry of a scenario laid out as usual: scenarios/NAME.py, plans/NAME.py, metrics/NAME.py (its
     `CONTRACT`), and predict/NAME.py (its `PREDICTOR` and `calibration_points`). `figures` names the metrics
     module of its report panels where they are not in metrics/NAME.py (a module that reads it: metrics/NAME.py
-    cannot import it back)."""
+    cannot import it back); `fleet_requests` names the metrics module of its `fleet_requests`."""
     metrics, scenario, predictor = (
         f"loadproof.metrics.{name}",
         f"loadproof.scenarios.{name}",
@@ -90,6 +95,7 @@ def _entry(
         contract=f"{metrics}:CONTRACT" if contract else None,
         calibrate=f"{predictor}:calibration_points" if calibrate else None,
         headline=f"loadproof.metrics.headline:{name.upper()}" if headline else None,
+        fleet_requests=f"loadproof.metrics.{fleet_requests}:fleet_requests" if fleet_requests else None,
     )
 
 
@@ -160,6 +166,7 @@ SCENARIOS: dict[str, Entry] = {
         headline=True,
         figures=True,
         predict=True,
+        fleet_requests="replay_fleet",
         text_fields={
             "trace": "path",
             "format": "name",

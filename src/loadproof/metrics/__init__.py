@@ -15,6 +15,7 @@ from loadproof.catalog import column
 from loadproof.metrics.claims import Claim, claims_payload
 from loadproof.metrics.energy import energy_claims
 from loadproof.metrics.engine_agreement import agreement_claims
+from loadproof.metrics.fleet import fleet_claims
 from loadproof.metrics.offload import offload_claims
 from loadproof.metrics.prediction import prediction_claims
 from loadproof.metrics.telemetry import telemetry_claims
@@ -30,13 +31,15 @@ claim_functions: Registry[ClaimFunction] = Registry.over("scenario", column("cla
 
 
 def compute_claims(run: Run) -> list[Claim]:
-    """The scenario's claims, then engine agreement, a KV connector's tier, telemetry, energy and cost
-    claims, and the judgement of its prediction contract if it has one, from the run's stored data."""
+    """The scenario's claims, then engine agreement, a KV connector's tier, a fleet's replicas (`metrics.fleet`),
+    telemetry, energy and cost claims, and the judgement of its prediction contract if it has one, from the run's
+    stored data."""
     plan = load_plan(run)
     claims = (
         scenario_claims(run, plan)
         + agreement_claims(run.records, run.samples, run.manifest.crosscheck or 1)
         + offload_claims(run.records, run.samples)
+        + fleet_claims(run)
         + telemetry_claims(run.telemetry)
         + energy_claims(run, plan)
     )

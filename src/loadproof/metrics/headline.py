@@ -179,6 +179,18 @@ CROSSCHECK: Headline = (
     ),
 )
 
+# a fleet's run (docs/fleet.md): its prefix hits beside the expectation under the router's policy, and the balance
+FLEET: Headline = (
+    line(
+        "fleet",
+        ("prefix hits", "fleet.prefix_hit_pct"),
+        ("expected", "fleet.prefix_hit_pct.expected"),
+        ("busiest/even", "fleet.balance.max_share_over_even"),
+        ("CV", "fleet.balance.cv"),
+        ("retries", "fleet.router.retries"),
+    ),
+)
+
 
 def matcher(pattern: str) -> Callable[[str], list[str] | None]:
     """A pattern's test: the parts its stars stood for, or None where the name does not match."""

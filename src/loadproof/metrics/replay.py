@@ -198,7 +198,12 @@ def cache_requests(records: list[RequestRecord], plan: ReplayPlan) -> list[Prefi
     (its first token: the engine looks a request up when it schedules it, first come first served, and a
     queued request's send would be too early) and its end, its output tokens (those it got; else asked)."""
     kv = plan.kv_block_tokens or plan.block_tokens
-    sent = sorted(
+    return [cache_request(r, plan, kv) for r in prefilled(records, plan)]
+
+
+def prefilled(records: list[RequestRecord], plan: ReplayPlan) -> list[RequestRecord]:
+    """The records of the plan's requests that got a first token, in send order."""
+    return sorted(
         (
             r
             for r in records
@@ -206,20 +211,21 @@ def cache_requests(records: list[RequestRecord], plan: ReplayPlan) -> list[Prefi
         ),
         key=lambda r: (r.send_ns, r.batch),
     )
-    out = []
-    for r in sent:
-        i = r.batch
-        text = plan.text_tokens[i]
-        ids: list[Any] = (
-            by_model(plan, i, plan.hash_ids[i])
-            if len(plan.hash_ids) == len(plan.text_tokens)
-            else [f"r{i}.{j}" for j in range(-(-text // plan.block_tokens))]
-        )
-        keys = chained_keys(mooncake_segments(text, ids, plan.block_tokens, plan.overhead_tokens), kv)
-        output = r.output_tokens if r.output_tokens is not None else (r.planned_output_tokens or 0)
-        start = r.first_token_ns if r.first_token_ns is not None else r.send_ns  # taken up first come first served
-        out.append(PrefixRequest(start, max(r.end_ns, start), keys, text + plan.overhead_tokens, output))
-    return out
+
+
+def cache_request(r: RequestRecord, plan: ReplayPlan, kv_block_tokens: int) -> PrefixRequest:
+    """One prefilled request as a cache of `kv_block_tokens` a block sees it (`cache_requests`)."""
+    i = r.batch or 0
+    text = plan.text_tokens[i]
+    ids: list[Any] = (
+        by_model(plan, i, plan.hash_ids[i])
+        if len(plan.hash_ids) == len(plan.text_tokens)
+        else [f"r{i}.{j}" for j in range(-(-text // plan.block_tokens))]
+    )
+    keys = chained_keys(mooncake_segments(text, ids, plan.block_tokens, plan.overhead_tokens), kv_block_tokens)
+    output = r.output_tokens if r.output_tokens is not None else (r.planned_output_tokens or 0)
+    start = r.first_token_ns if r.first_token_ns is not None else r.send_ns  # taken up first come first served
+    return PrefixRequest(start, max(r.end_ns, start), keys, text + plan.overhead_tokens, output)
 
 
 def bounded_claims(records: list[RequestRecord], plan: ReplayPlan, claims: list[Claim]) -> list[Claim]:

@@ -8,6 +8,7 @@ from pathlib import Path
 from loadproof.metrics import compute_claims
 from loadproof.metrics.claims import Claim, claims_payload, criteria_of, criterion_name, verdict_of
 from loadproof.metrics.figures import Panel, Table, panels_of, tables_of
+from loadproof.metrics.fleet_figures import fleet_panels
 from loadproof.metrics.reasoning import reasoning_panels, thinking_unheeded
 from loadproof.report.failures import Failures, failures_of
 from loadproof.report.html import render_html, table_cell
@@ -51,8 +52,9 @@ def build_report(path: Path) -> Report:
 
 
 def run_panels(run: Run, claims: list[Claim]) -> list[Panel]:
-    """The scenario's report panels, then reasoning and answer apart where the run streamed reasoning."""
-    return panels_of(run, claims) + reasoning_panels(claims)
+    """The scenario's report panels, then reasoning and answer apart where the run streamed reasoning, then a
+    fleet's replicas where it measured several."""
+    return panels_of(run, claims) + reasoning_panels(claims) + fleet_panels(run, claims)
 
 
 def run_warnings(run: Run) -> list[str]:

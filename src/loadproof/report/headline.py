@@ -6,7 +6,8 @@
    requests it recorded and how many failed, with the most frequent error (`load: 60 requests recorded, 0
    failed`).
 2. The scenario's headline figures (`metrics.headline`, its catalog entry), then how far the client's
-   counts and TTFT are from the engine's own counters (`crosscheck.*.diff_pct`).
+   counts and TTFT are from the engine's own counters (`crosscheck.*.diff_pct`), then a fleet's prefix hits and
+   balance (`fleet.*`).
 3. Where the report is, and that `-v` prints every table.
 
 Everything else stays in report.md, report.html and claims.json. Pure: returns the lines.
@@ -17,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from loadproof.metrics.claims import ACCEPTANCE, Claim, criteria_of, criterion_name, verdict_of
-from loadproof.metrics.headline import CROSSCHECK, Headline, headlines, render_lines, value_text
+from loadproof.metrics.headline import CROSSCHECK, FLEET, Headline, headlines, render_lines, value_text
 from loadproof.report.build import Report
 
 SHOWN_FAILED_CRITERIA = 3
@@ -71,7 +72,7 @@ def headline_lines(report: Report, verbose_hint: bool = True) -> list[str]:
     claims = report.claims
     lines = [f"warning: {w}" for w in report.warnings]  # first: what the figures below do not measure
     lines.append(decision(report))
-    rows = figure_lines(scenario, claims) + render_lines(CROSSCHECK, claims)
+    rows = figure_lines(scenario, claims) + render_lines(CROSSCHECK, claims) + render_lines(FLEET, claims)
     width = max((len(label) for label, _ in rows), default=0)
     lines += [f"  {label:<{width}}  {text}" for label, text in rows]
     failures = report.failures
