@@ -72,24 +72,32 @@ class VirtualRun:
         are awaited. With P = 1 this is one step after another. With `pipeline_batching` one_batch, see
         `_gathering`.
         """
-        stages = self.config.cost.pipeline_stages
         while not until():
             if self.now_s >= max_s:
                 return False
-            if len(self._in_flight) < stages and not self._gathering():
-                step = self.scheduler.schedule()
-                if step is not None:
-                    self._launch(step, stages)
-                    continue
-            if not self._in_flight:
+            if self.launch() == float("inf"):
                 return False  # idle, or the waiting head can never be admitted
-            step, end = self._in_flight.popleft()
-            self.now_s = max(self.now_s, end)
-            for emitted in self.scheduler.complete(step, self.now_s):
-                self.token_times[emitted.request.request_id].append(self.now_s)
-            while self.now_s >= self._next_sample_s:
-                self.sample()
+            self.finish_oldest()
         return True
+
+    def launch(self) -> float:
+        """Schedule steps now while the pipeline has room; when the oldest step in flight ends (inf: none is)."""
+        stages = self.config.cost.pipeline_stages
+        while len(self._in_flight) < stages and not self._gathering():
+            step = self.scheduler.schedule()
+            if step is None:
+                break
+            self._launch(step, stages)
+        return self._in_flight[0][1] if self._in_flight else float("inf")
+
+    def finish_oldest(self) -> None:
+        """Await the oldest step in flight: the clock moves to its end and its tokens are out."""
+        step, end = self._in_flight.popleft()
+        self.now_s = max(self.now_s, end)
+        for emitted in self.scheduler.complete(step, self.now_s):
+            self.token_times[emitted.request.request_id].append(self.now_s)
+        while self.now_s >= self._next_sample_s:
+            self.sample()
 
     def _gathering(self) -> bool:
         """`pipeline_batching = "one_batch"`: once no prompt is prefilling, the steps in flight are awaited
@@ -205,10 +213,28 @@ def open_loop(
         if target == float("inf"):
             break  # every request sent has finished (or can never run)
         run.now_s = max(run.now_s, target)
+    records = open_loop_records(scenario, offsets_s, input_tokens, output_tokens, sent, run.token_times, cap)
+    counters = run.scheduler.counters
+    return OpenLoopPrediction(
+        records, run.num_steps, run.now_s, counters.prefix_cache_hits, counters.prefix_cache_queries
+    )
+
+
+def open_loop_records(
+    scenario: str,
+    offsets_s: list[float],
+    input_tokens: list[int],
+    output_tokens: list[int],
+    sent: dict[int, float],
+    token_times: dict[str, list[float]],
+    concurrency: int,
+) -> list[RequestRecord]:
+    """The records of an open loop's requests (`SCENARIO-000000` on): each one's intended, dispatch and send
+    times and every token's time; one that never got all its tokens failed, `never_scheduled`."""
     records = []
-    for i in range(n):
+    for i in range(len(offsets_s)):
         request_id = f"{scenario}-{i:06d}"
-        times = run.token_times.get(request_id, [])
+        times = token_times.get(request_id, [])
         send_ns = int(sent.get(i, offsets_s[i]) * NS_PER_S)
         record = RequestRecord(
             request_id=request_id,
@@ -216,7 +242,7 @@ def open_loop(
             scenario=scenario,
             family=scenario,
             prompt_id=request_id,
-            concurrency=cap,
+            concurrency=concurrency,
             send_ns=send_ns,
             prompt_tokens=input_tokens[i],
             output_tokens=len(times),
@@ -237,10 +263,7 @@ def open_loop(
                 send_ns,
             )
         records.append(record)
-    counters = run.scheduler.counters
-    return OpenLoopPrediction(
-        records, run.num_steps, run.now_s, counters.prefix_cache_hits, counters.prefix_cache_queries
-    )
+    return records
 
 
 def _reached(run: VirtualRun, target: float, completions: Callable[[], int], seen: int | None) -> bool:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from loadproof.metrics.replay import expected_hits
 from loadproof.predict.load import predict_load
-from loadproof.predict.replay import trace_block_hashes
+from loadproof.predict.replay_requests import trace_block_hashes
 from loadproof.sim.config import CostModel, SimConfig, dump_sim_config
 
 # tests/integration/test_replay_engine.py's tiny trace: hash ids per request, 128-token blocks; expected hits

@@ -1,0 +1,122 @@
+"""A trace shaped as `run replay` sends it, for the simulator's predictions of it (`predict.replay` on one engine,
+`predict.replay_fleet` on a fleet): its plan, each request's send offset and lengths, its shared blocks as the
+engine's chained KV block hashes (`trace_block_hashes`), and its session.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import Field
+
+from loadproof.config.base import StrictModel
+from loadproof.metrics.replay import expected_hits
+from loadproof.plans.replay import ReplayPlan
+from loadproof.scenarios.replay_options import ReplayOptions
+from loadproof.sim.config import SimConfig
+from loadproof.workloads.traces import HASHED, read_trace, shape
+
+
+class ReplayEngine(StrictModel):
+    """What a replay on a real engine measures and the simulator must be told."""
+
+    overhead_tokens: int = Field(default=1, ge=0, description="tokens the engine adds to each prompt (template, BOS)")
+
+
+@dataclass(frozen=True)
+class ReplayRequests:
+    """A trace shaped as `run replay` sends it: its plan, and each request's send offset, lengths, chained KV
+    block hashes and session (the one `run replay --session-header` sends: Bailian's, else the row's own)."""
+
+    plan: ReplayPlan
+    offsets_s: list[float]
+    inputs: list[int]
+    outputs: list[int]
+    hashes: list[list[int]]
+    sessions: list[str | None]
+    expected_hit_pct: float  # from the trace's shared blocks (an unbounded cache)
+
+
+def replay_requests(config: SimConfig, options: ReplayOptions, engine: ReplayEngine) -> ReplayRequests:
+    """Read and shape the trace as `run replay` does (see the module doc)."""
+    overhead = engine.overhead_tokens
+    read = read_trace(
+        options.trace,
+        options.format,
+        start_offset_s=options.start_offset_s,
+        max_requests=options.max_requests,
+        skip_bad_rows=options.skip_bad_rows,
+    )
+    shaped = shape(
+        read.rows,
+        block_tokens=options.block,
+        overhead_tokens=overhead,
+        max_input_tokens=options.max_input_tokens,
+        max_output_tokens=options.max_output_tokens,
+        max_model_len=config.max_model_len,
+    )
+    first = read.rows[0].t_s
+    offsets = [(row.t_s - first) / options.time_scale for row in read.rows]
+    inputs = [s.text_tokens + overhead for s in shaped]
+    hashes = [trace_block_hashes(s.blocks, s.text_tokens, overhead, options.block, config.block_size) for s in shaped]
+    blocks = [list(s.blocks) for s in shaped] if options.format in HASHED else [[] for _ in shaped]
+    # the replay's claims are the load scenario's, computed on its plan (metrics.replay names them replay.*)
+    plan = ReplayPlan(
+        trace=options.trace,
+        format=options.format,
+        sha256=read.sha256,
+        trace_rows=read.lines,
+        bad_rows=read.bad_rows,
+        before_offset=read.before_offset,
+        time_scale=options.time_scale,
+        start_offset_s=options.start_offset_s,
+        max_requests=options.max_requests,
+        trace_span_s=round(read.rows[-1].t_s - first, 6),
+        block_tokens=options.block,
+        max_input_tokens=options.max_input_tokens,
+        max_output_tokens=options.max_output_tokens,
+        capped_inputs=sum(s.capped for s in shaped),
+        planned_requests=len(shaped),
+        schedule_span_s=round(offsets[-1], 9),
+        max_concurrency=options.max_concurrency,
+        slo=dict(options.slo or {}),
+        max_model_len=config.max_model_len,
+        overhead_tokens=overhead,
+        text_tokens=[s.text_tokens for s in shaped],
+        hash_ids=blocks if options.format in HASHED else [],
+    )
+    hits = expected_hits(plan.text_tokens, blocks, options.block)
+    # as `run replay --session-header` names them: the trace's session, else the row's own
+    sessions: list[str | None] = [row.session or f"line-{row.line}" for row in read.rows]
+    outputs = [s.output_tokens for s in shaped]
+    return ReplayRequests(plan, offsets, inputs, outputs, hashes, sessions, 100 * sum(hits) / sum(inputs))
+
+
+def trace_block_hashes(
+    blocks: list[Any], text_tokens: int, overhead_tokens: int, block_tokens: int, block_size: int
+) -> list[int]:
+    """The chained hashes of the engine's full KV blocks (`block_size`) of a replayed prompt: the engine's
+    overhead (the same for every prompt), then the trace's blocks of `block_tokens`, each named by its id, the
+    last cut to the text. Two prompts share a KV block exactly when they share every token up to its end, as
+    the prompts `run replay` builds do (a block is a function of its id; the head names the id)."""
+    total = overhead_tokens + text_tokens
+    out: list[int] = []
+    parent = b"replay"
+    for start in range(0, total - block_size + 1, block_size):
+        end = start + block_size
+        pieces = []
+        p = start
+        while p < end:  # the segments of this KV block: overhead, then (trace block, from, to)
+            if p < overhead_tokens:
+                q = min(end, overhead_tokens)
+                pieces.append(f"o{p}-{q}")
+            else:
+                k, at = divmod(p - overhead_tokens, block_tokens)
+                q = min(end, overhead_tokens + (k + 1) * block_tokens)
+                pieces.append(f"{blocks[k]!r}:{at}-{at + q - p}")
+            p = q
+        parent = hashlib.blake2b(parent + "|".join(pieces).encode(), digest_size=8).digest()
+        out.append(int.from_bytes(parent, "big"))
+    return out
