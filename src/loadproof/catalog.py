@@ -193,6 +193,7 @@ SCENARIOS: dict[str, Entry] = {
         "SessionsPlan",
         figures="sessions_figures",
         headline=True,
+        fleet_requests="sessions_fleet",
         text_fields={
             "think_time": "name",
             "endpoint": "name",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from loadproof.metrics import compute_claims
@@ -15,7 +16,8 @@ from loadproof.metrics.fleet_figures import fleet_panels
 from loadproof.metrics.fleet_rows import growth
 from loadproof.rundir import EngineSample
 from loadproof.store.run_dir import Run
-from tests.unit.metrics import fleet_runs
+from tests import rundir_values as rv
+from tests.unit.metrics import fleet_runs, test_sessions
 
 S = fleet_runs.S
 
@@ -32,6 +34,7 @@ def docs_runs(tmp_path: Path) -> list[Run]:
         fleet_runs.replay_run(),
         fleet_runs.replay_run(policy="consistent_hash"),
         fleet_runs.replay_run(policy=None, router_before=0),
+        sessions_run("round_robin"),
     ]
 
 
@@ -185,3 +188,33 @@ def test_the_report_panels_show_each_replica_and_the_recovery():
     around = tables["Fleet: prefix hits around the outage"]
     assert around.rows[0] == ["replica-0", "50.00", "25.00", "60.00"]
     assert {p.key for p in panels if isinstance(p, LinePlot)} == {"fleet-requests", "fleet-prefix-hits"}
+
+
+def sessions_run(policy: str, header: str | None = None) -> Run:
+    """test_sessions' turns (user 1's second failed) through two replicas of blocks of 16 tokens."""
+    plan = msgspec.structs.replace(
+        test_sessions.PLAN, block_tokens=16, session_header=header, session_ids=["s-u0", "s-u1"]
+    )
+    manifest = {
+        "scenario": "sessions",
+        "plan": msgspec.to_builtins(plan),
+        "target": {"url": "http://127.0.0.1:18910", "fleet": fleet_runs.fleet_info(policy)},
+    }
+    rows = [
+        fleet_runs.row(t, f"replica-{i}", {"prefix_cache_hits_total": 0.0, "prefix_cache_queries_total": 0.0})
+        for t in (-60, 0)
+        for i in (0, 1)
+    ]
+    return rv.run_of(None, manifest, test_sessions.RECORDS, samples=rows)
+
+
+def test_a_sessions_run_expected_per_replica_under_round_robin_and_a_session_header():
+    # sent in order: u0 t0 (100 tokens), u1 t0 (100), u0 t1 (130), u0 t2 (160): round robin puts u0's t0 and t1 on
+    # replica 0 (t1 hits u0's 100 // 16 = 6 whole blocks: 96), u1's t0 and u0's t2 on replica 1 (nothing to hit)
+    got = values(sessions_run("round_robin"))
+    assert got["fleet.replica-0.prefix_hit_pct.expected"] == pytest.approx(100 * 96 / 230)
+    assert got["fleet.replica-1.prefix_hit_pct.expected"] == 0.0
+    assert got["fleet.prefix_hit_pct.expected"] == pytest.approx(100 * 96 / 490)
+    # consistent_hash on x-session-id: each user on one replica: u0's t1 hits 96, its t2 130 // 16 = 8 blocks: 128
+    got = values(sessions_run("consistent_hash", header="x-session-id"))
+    assert got["fleet.prefix_hit_pct.expected"] == pytest.approx(100 * 224 / 490)
