@@ -16,10 +16,9 @@ from loadproof.routing import SESSION_HEADERS
 
 def fleet_requests(run: Any, plan: ReplayPlan, block_tokens: int) -> list[FleetRequest]:
     records = prefilled([r for r in run.records if r.scenario == SCENARIO], plan)
-    header = getattr(plan, "session_header", None)
-    sessions: list[str] = getattr(plan, "sessions", [])
-    read = header is not None and header.lower() in SESSION_HEADERS and len(sessions) == len(plan.text_tokens)
+    header = plan.session_header
+    read = header is not None and header.lower() in SESSION_HEADERS and len(plan.sessions) == len(plan.text_tokens)
     return [
-        FleetRequest(cache_request(r, plan, block_tokens), r.send_ns, sessions[r.batch or 0] if read else None)
+        FleetRequest(cache_request(r, plan, block_tokens), r.send_ns, plan.sessions[r.batch or 0] if read else None)
         for r in records
     ]

@@ -305,12 +305,18 @@ def _metrics(run: Run) -> _Table:
         Column("wall_time_s", FLOAT, WALL_S),
         Column("metric", STR, None, "loadproof's name for the engine metric"),
         Column("value", FLOAT, None, "the metric's value in that sample (counters are cumulative)"),
+        Column(
+            "source",
+            STR,
+            None,
+            "whose /metrics (null: the engine's; soak: engine or relay; a fleet: replica-<i>, router, engine)",
+        ),
     ]
 
     def rows() -> Iterator[list[Any]]:
-        for sample in run.samples:
+        for sample in [*run.samples, *run.fleet_samples]:  # a fleet's replica and router rows after the rest
             for name, value in sample.values.items():
-                yield [sample.t_ns, sample.wall_time_s, name, value]
+                yield [sample.t_ns, sample.wall_time_s, name, value, sample.source]
 
     return _Table(
         "metrics", "the engine's /metrics samples (metrics.jsonl), long: one row per sample and metric", columns, rows

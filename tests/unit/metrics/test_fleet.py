@@ -218,3 +218,10 @@ def test_a_sessions_run_expected_per_replica_under_round_robin_and_a_session_hea
     # consistent_hash on x-session-id: each user on one replica: u0's t1 hits 96, its t2 130 // 16 = 8 blocks: 128
     got = values(sessions_run("consistent_hash", header="x-session-id"))
     assert got["fleet.prefix_hit_pct.expected"] == pytest.approx(100 * 224 / 490)
+
+
+def test_a_replays_sessions_keep_each_on_one_replica_under_consistent_hash():
+    # sessions A A B B A A B B as the plan's; consistent_hash keeps each on one replica: every repeat hits 48 of 64
+    sessions = list(fleet_runs.SESSIONS)
+    read = values(fleet_runs.replay_run("consistent_hash", session_header="x-session-id", sessions=sessions))
+    assert read["fleet.prefix_hit_pct.expected"] == pytest.approx(100 * 6 * 48 / 512)

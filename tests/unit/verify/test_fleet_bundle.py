@@ -4,8 +4,10 @@ replica's tampered counter caught."""
 
 from __future__ import annotations
 
+import csv
 import json
 import shutil
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +16,7 @@ import pytest
 
 from loadproof.publish import publish
 from loadproof.rundir import EngineSample
+from loadproof.store.export import export_run
 from loadproof.store.files import read_content
 from loadproof.store.run_dir import RunWriter
 from loadproof.verify import verify
@@ -38,7 +41,7 @@ def write_run(root: Path, name: str, manifest: dict[str, Any], records: list[Any
 
 
 @pytest.fixture(scope="module")
-def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def sources(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     root = tmp_path_factory.mktemp("fleet")
     replay = {
         "scenario": "replay",
@@ -51,12 +54,17 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "plan": msgspec.to_builtins(fleet_runs.test_load.plan(planned_requests=20)),
         "target": {"url": "http://router.cluster.internal:8000", "fleet": fleet_runs.fleet_info()},
     }
-    runs = [
+    return [
         write_run(root / "src", "replay-20261205-fleet", replay, records, fleet_runs.replay_rows()),
         write_run(root / "src", "load-20261205-outage", outage, fleet_runs.outage_records(), fleet_runs.outage_rows()),
     ]
-    publish(runs, root / "bundle")
-    return root / "bundle"
+
+
+@pytest.fixture(scope="module")
+def bundle(sources: list[Path]) -> Path:
+    out = sources[0].parent.parent / "bundle"
+    publish(sources, out)
+    return out
 
 
 def test_a_fleet_bundle_verifies_every_fleet_claim(bundle: Path):
@@ -96,3 +104,12 @@ def test_a_replicas_tampered_counter_is_caught(bundle: Path, tmp_path: Path):
     result = verify(copy)
     assert not result.ok
     assert "fleet.replica-1.prefix_hit_pct" in {c.name for c in result.checks if not c.ok}
+
+
+def test_the_export_keeps_every_row_with_whose_it_is(sources: list[Path], tmp_path: Path):
+    export_run(sources[0], tmp_path / "export", "csv")
+    with open(tmp_path / "export" / "metrics.csv", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    # replay_rows: two ticks of replica-0 (3 values + up), replica-1 (the same) and the router (4 values + up)
+    assert Counter(r["source"] for r in rows) == {"replica-0": 8, "replica-1": 8, "router": 10}
+    assert {r["metric"] for r in rows if r["source"] == "router"} >= {"router_processed_requests_replica-0", "up"}
