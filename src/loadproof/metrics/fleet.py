@@ -14,7 +14,15 @@ from loadproof.metrics.claims import Claim, count, fact, number
 from loadproof.metrics.fleet_expectation import expected_claims
 from loadproof.metrics.fleet_rows import HITS, QUERIES, FleetRows, fleet_rows, growth, window
 from loadproof.metrics.fleet_timeline import timeline_claims
-from loadproof.rundir.fleet_keys import CB_PREFIX, PROCESSED, RETRIES, policies_in, replica_source, worker_key
+from loadproof.rundir.fleet_keys import (
+    CB_PREFIX,
+    PREFIX_OUTCOME,
+    PROCESSED,
+    RETRIES,
+    policies_in,
+    replica_source,
+    worker_key,
+)
 
 REPLICA = "fleet.<replica>"
 
@@ -159,6 +167,21 @@ def totals_claims(rows: FleetRows, replica: list[list[Claim]], start: int) -> li
                 direction="lower",
             )
         )
+    outcomes = sorted({k[len(PREFIX_OUTCOME) :] for s in router for k in s.values if k.startswith(PREFIX_OUTCOME)})
+    for outcome in outcomes:
+        decided = growth(router, PREFIX_OUTCOME + outcome, start, absent=0.0)
+        if decided is not None:
+            out.append(
+                count(
+                    "fleet.router.prefix_decisions.<outcome>",
+                    int(round(decided)),
+                    "requests",
+                    "growth of vllm_router_prefix_routing_decisions_total of that outcome (prefix_hit, prefix_miss; "
+                    "missing_tokens: the router could not render the prompt, so cache_aware saw no prefix)",
+                    direction="neither",
+                    parts={"outcome": outcome},
+                )
+            )
     policies = sorted({p for s in router for p in policies_in(s.values)})
     if policies:
         out.append(

@@ -26,6 +26,9 @@ CB_STATE = "router_cb_state"  # per worker: its circuit breaker, 0 closed
 CB_PREFIX = "router_cb_"  # + outcome (success, failure), per worker (counter)
 DECISIONS_PREFIX = "router_policy_decisions_"  # + policy, per worker (counter)
 RETRIES = "router_retries"  # the router's retries, every route (counter)
+PREFIX_OUTCOME = (
+    "router_prefix_"  # + outcome (prefix_hit, prefix_miss, missing_tokens): cache_aware's lookups (counter)
+)
 ACTIVE_WORKERS = "router_active_workers"
 
 

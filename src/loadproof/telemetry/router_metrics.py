@@ -36,6 +36,7 @@ from loadproof.rundir.fleet_keys import (
     CB_STATE,
     DECISIONS_PREFIX,
     HEALTH,
+    PREFIX_OUTCOME,
     PROCESSED,
     RETRIES,
     worker_key,
@@ -90,7 +91,7 @@ def parse_router(text: str, replicas: Sequence[str]) -> dict[str, float]:
             if name == "vllm_router_prefix_routing_decisions_total":
                 outcome = labels.get("outcome", "")
                 if _WORD.fullmatch(outcome):
-                    add(f"router_prefix_{outcome}", value)
+                    add(PREFIX_OUTCOME + outcome, value)
                 continue
             at = origin(labels.get("worker", ""))
             replica = index.get(at) if at is not None else None

@@ -118,6 +118,7 @@ def replay_rows(router_before: int = 0) -> list[dict[str, Any]]:
                     "router_processed_requests_replica-1": 4 * grown,
                     "router_policy_decisions_round_robin_replica-0": router_before + 4 * grown,
                     "router_policy_decisions_round_robin_replica-1": 4 * grown,
+                    **({"router_prefix_missing_tokens": 8.0} if grown else {}),  # shown from its first count on
                 },
             )
         )

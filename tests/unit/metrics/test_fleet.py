@@ -117,6 +117,8 @@ def test_round_robin_places_each_request_and_each_replicas_expectation_is_beside
     assert got["fleet.replica-1.prefix_hit_pct.measured_minus_expected_pp"] == pytest.approx(31.25 - 37.5)
     assert got["fleet.prefix_hit_pct.measured_minus_expected_pp"] == pytest.approx(100 * 176 / 512 - 37.5)
     assert got["fleet.expected.policy"].startswith("round_robin (--router-policy); each replica compared")
+    # the router rendered no prompt: 8 lookups without tokens, counted from 0 (the series shows from its first count)
+    assert got["fleet.router.prefix_decisions.missing_tokens"] == 8
 
 
 def test_round_robin_is_turned_as_far_as_the_router_had_gone_before_the_run():

@@ -110,6 +110,6 @@ def test_the_export_keeps_every_row_with_whose_it_is(sources: list[Path], tmp_pa
     export_run(sources[0], tmp_path / "export", "csv")
     with open(tmp_path / "export" / "metrics.csv", newline="") as handle:
         rows = list(csv.DictReader(handle))
-    # replay_rows: two ticks of replica-0 (3 values + up), replica-1 (the same) and the router (4 values + up)
-    assert Counter(r["source"] for r in rows) == {"replica-0": 8, "replica-1": 8, "router": 10}
+    # replay_rows: two ticks of replica-0 (3 values + up), replica-1 (the same) and the router (4 values + up, then 5)
+    assert Counter(r["source"] for r in rows) == {"replica-0": 8, "replica-1": 8, "router": 11}
     assert {r["metric"] for r in rows if r["source"] == "router"} >= {"router_processed_requests_replica-0", "up"}
