@@ -48,6 +48,7 @@ class SSEServer:
     scripts: list[Script]
     bodies: list[bytes]
     disconnects: list[str]
+    headers: list[dict[str, str]] = field(default_factory=list)  # each request's, as the server received them
 
 
 @pytest_asyncio.fixture
@@ -60,6 +61,7 @@ async def sse_server() -> AsyncIterator[Callable[[list[Script]], SSEServer]]:
 
         async def handle(request: web.Request) -> web.StreamResponse:
             state.bodies.append(await request.read())
+            state.headers.append(dict(request.headers))
             script = queue.pop(0) if len(queue) > 1 else queue[0]
             if script.status != 200:
                 return web.Response(status=script.status, body=b"".join(script.pieces), content_type="application/json")
