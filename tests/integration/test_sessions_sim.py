@@ -38,11 +38,16 @@ def test_warm_turns_carry_the_history_and_hit_the_prefix_cache(tmp_path: Path):
             "12",
             "--think-time-s",
             "uniform:0:0.2",
+            "--session-header",
+            "x-session-id",
         )
     assert code == 0, claims
     value = {name: c["value"] for name, c in claims.items()}
     assert value["sessions.requests"] == 9 and value["sessions.failed_requests"] == 0
     assert value["sessions.completed_sessions"] == 3
+    plan = json.loads((run / "manifest.json").read_text())["plan"]
+    salt = plan["session_ids"][0].rsplit("-", 1)[0]  # each user's session: `<salt>-u<k>`, sent in the header
+    assert plan["session_header"] == "x-session-id" and plan["session_ids"] == [f"{salt}-u{k}" for k in range(3)]
     records = [json.loads(line) for line in (run / "requests.jsonl").read_text().splitlines()]
     by_user: dict[str, list[dict]] = {}
     for r in sorted(records, key=lambda r: r["batch"]):
