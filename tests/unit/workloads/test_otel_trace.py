@@ -4,6 +4,7 @@ parallel sub-agents), message shapes without their text, and every bad file one 
 from __future__ import annotations
 
 import json
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -176,3 +177,38 @@ def test_an_openai_agents_sdk_run_reads_as_its_calls_fork_and_join(name):
     # the orchestrator's two calls open with the same system message, the sub-agent's two with its own
     assert calls[0].messages[0] == calls[3].messages[0] and calls[1].messages[:2] == calls[2].messages[:2]
     assert calls[0].messages[0] != calls[1].messages[0]
+
+
+SHIPPED = files("loadproof") / "data" / "traces"
+
+
+@pytest.mark.parametrize("convention", ["genai", "openinference"])
+def test_the_shipped_agent_run_reads_as_two_sub_agents_at_once_forked_and_joined(convention):
+    """The trace loadproof ships (loadproof/data/traces/README.md, recorded by scripts/record-agent-trace.py): the
+    orchestrator's first call, then two stock clerks at once (each forks after that call; its second call follows
+    its tool), then the orchestrator's last call, which joins both; both conventions give the same calls and
+    tokens."""
+    trace = read_otel_trace(str(SHIPPED / f"openai-agents-subagents.{convention}.jsonl"))
+    calls = trace.of_kind("llm")
+    assert [(c.input_tokens, c.output_tokens) for c in calls] == [
+        (561, 98), (380, 42), (380, 43), (407, 48), (407, 48), (667, 48),
+    ]  # fmt: skip
+    first, last = calls[0].span_id, calls[-1].span_id
+
+    def before(span_id: str) -> set[str]:  # what must have ended: the spans waited for, with their subtrees
+        return {s for w in trace.waits_for(span_id) for s in trace.subtree(w)}
+
+    asks = [t for t in trace.of_kind("tool") if t.name.endswith("ask_stock_clerk")]
+    lookups = [t for t in trace.of_kind("tool") if t.name.endswith("lookup_inventory")]
+    assert len(asks) == len(lookups) == 2 and all(0.25 <= t.duration_s < 0.27 for t in lookups)
+    clerks = [[c for c in calls if c.span_id in trace.subtree(a.span_id)] for a in asks]
+    assert before(first) == set() and all(len(c) == 2 for c in clerks)
+    for (one, two), (other, _), ask in zip(clerks, reversed(clerks), asks):
+        assert first in before(one.span_id) and other.span_id not in before(one.span_id)  # a fork; the clerks at once
+        (lookup,) = [t for t in lookups if t.span_id in trace.subtree(ask.span_id)]
+        assert {one.span_id, lookup.span_id} <= before(two.span_id)  # its second call follows its tool
+        assert {one.span_id, two.span_id, ask.span_id} <= before(last) and last not in before(two.span_id)  # the join
+    # the orchestrator's two calls open with its instructions and the question; each clerk's with its own
+    assert calls[0].messages[:2] == calls[-1].messages[:2] and calls[0].messages[0].chars == 2370
+    assert all(c[0].messages[:2] == c[1].messages[:2] and c[0].messages[0].chars == 1641 for c in clerks)
+    assert clerks[0][0].messages[0] == clerks[1][0].messages[0] != calls[0].messages[0]
