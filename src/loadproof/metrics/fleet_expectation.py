@@ -9,8 +9,8 @@ gave when the run began), as one engine's expectation is built. The policy is `-
 the router's decision counter names.
 
 Where the model can say which replica a request went to (round_robin, cache_aware, kv_aware), each replica's
-expectation stands beside its counters; round_robin's count is turned as far as the router's own had gone before
-the run (its requests sent, over the replicas, mod N). Where it cannot (random and power_of_two draw at random;
+expectation stands beside its counters; round_robin's turn starts where the router's first requests of the run
+went (`_router_position`). Where it cannot (random and power_of_two draw at random;
 consistent_hash hashes with another function than vllm-router's; sticky_least_loaded breaks ties by such a hash),
 the model groups the requests as the policy does but places the groups at random: only the fleet's totals are
 compared.
@@ -103,14 +103,30 @@ def expected_claims(run: Any, rows: FleetRows, measured: list[Claim]) -> list[Cl
 
 
 def _router_position(rows: FleetRows, before_ns: int) -> int:
-    """How far the router's round robin had turned before the run: its requests sent, over the replicas (its last
-    row before `before_ns`), mod N; 0 without a router row then."""
+    """Where the router's round robin stood when the run began: read from its per-replica counters, the replica
+    its first requests of the run went to (the first rows between which its counters rose: the replicas that got
+    one request more than the others are consecutive, from the one the turn began at); where that rise says
+    nothing (as many requests to each), its requests sent before the run, mod N; 0 without a router row then.
+    The counters alone do not say it: vllm-router turns its round robin on requests it does not count as
+    processed (a target's GET /v1/models is one)."""
     n = len(rows.replicas)
-    earlier = [s for s in rows.router_answered if s.t_ns <= before_ns]
-    if not earlier:
-        return 0
-    values = earlier[-1].values
-    return int(round(sum(values.get(worker_key(PROCESSED, i), 0.0) for i in range(n)))) % n
+    answered = rows.router_answered
+    earlier = [s for s in answered if s.t_ns <= before_ns]
+    count = [earlier[-1].values.get(worker_key(PROCESSED, i), 0.0) for i in range(n)] if earlier else [0.0] * n
+    later = [s for s in answered if s.t_ns > before_ns]
+    for row in later:
+        now = [row.values.get(worker_key(PROCESSED, i), 0.0) for i in range(n)]
+        rise = [max(0, int(round(b - a))) for a, b in zip(count, now)]
+        if sum(rise) == 0:
+            count = now
+            continue
+        low = min(rise)
+        more = [i for i in range(n) if rise[i] > low]
+        starts = [i for i in more if (i - 1) % n not in more]
+        if len(starts) == 1 and len(more) < n:
+            return starts[0]
+        break
+    return int(round(sum(count))) % n if earlier else 0
 
 
 def _claims(

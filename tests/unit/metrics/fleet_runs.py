@@ -82,10 +82,19 @@ def replay_plan(**changes: Any) -> ReplayPlan:
     return msgspec.structs.replace(base, **changes)
 
 
-def replay_rows(router_before: int = 0) -> list[dict[str, Any]]:
+def replay_rows(router_before: int = 0, first: int | None = None) -> list[dict[str, Any]]:
     """The replicas measured 96 hits of 256 queried (replica 0) and 80 of 256 (replica 1), 4 requests each; the
-    router had sent `router_before` requests (to replica 0) before the run."""
+    router had sent `router_before` requests (to replica 0) before the run; with `first`, a router row 1 s in
+    shows the run's first request on that replica alone."""
     rows = []
+    if first is not None:
+        rows.append(
+            row(
+                1,
+                "router",
+                {f"router_processed_requests_replica-{i}": router_before * (i == 0) + (i == first) for i in range(2)},
+            )
+        )
     for t, grown in ((-1, 0.0), (8, 1.0)):
         rows.append(
             row(
@@ -125,13 +134,15 @@ def replay_rows(router_before: int = 0) -> list[dict[str, Any]]:
     return rows
 
 
-def replay_run(policy: str | None = "round_robin", router_before: int = 0, **plan: Any) -> Run:
+def replay_run(
+    policy: str | None = "round_robin", router_before: int = 0, first: int | None = None, **plan: Any
+) -> Run:
     manifest = {
         "scenario": "replay",
         "plan": msgspec.to_builtins(replay_plan(**plan)),
         "target": {"url": "http://127.0.0.1:18910", "fleet": fleet_info(policy)},
     }
-    return rv.run_of(None, manifest, [record(i, "replay") for i in range(8)], samples=replay_rows(router_before))
+    return rv.run_of(None, manifest, [record(i, "replay") for i in range(8)], samples=replay_rows(router_before, first))
 
 
 # --- a replica lost ----------------------------------------------------------------------------------------------

@@ -137,6 +137,17 @@ def test_round_robin_is_turned_as_far_as_the_router_had_gone_before_the_run():
     assert turned["fleet.replica-1.prefix_hit_pct.expected"] == pytest.approx(100 * 144 / 256)
 
 
+def test_round_robin_starts_where_the_routers_first_request_of_the_run_went():
+    # vllm-router turns its round robin on requests it does not count (a GET /v1/models): its count before the run
+    # (0) says replica 0, its counters' first rise in the run says replica 1, and the first rise decides
+    ids = [fleet_runs.BLOCKS[s] for s in "AAAAABAB"]
+    got = values(fleet_runs.replay_run(first=1, hash_ids=ids))
+    assert got["fleet.replica-0.prefix_hit_pct.expected"] == pytest.approx(100 * 96 / 256)
+    assert got["fleet.replica-1.prefix_hit_pct.expected"] == pytest.approx(100 * 144 / 256)
+    got = values(fleet_runs.replay_run(router_before=1, first=0, hash_ids=ids))
+    assert got["fleet.replica-0.prefix_hit_pct.expected"] == pytest.approx(100 * 144 / 256)
+
+
 def test_cache_aware_keeps_a_prefix_where_it_is():
     got = values(fleet_runs.replay_run(policy="cache_aware"))
     # one request at a time: every load 0, a miss goes to the first replica, a match above 0.3 stays: all on
