@@ -4,7 +4,10 @@ A,B` (`predict.fleet` runs it on the virtual clock, `routing.Router` decides).
 For each policy: the fleet's prefix-cache hit rate (every replica engine's hits over its queries, as the
 engines' counters would say), TTFT p50 and p99 by the load scenario's own formulas with the range the sim
 profile's open assumptions leave them (`predict.ranges`), the requests each replica got and its own hit rate,
-and how far the busiest replica is above an even share; then each policy against the first.
+and how far the busiest replica is above an even share; then each policy against the first. A recorded agent
+(`--format otel`) is sent as its dependencies allow (`predict.replay_agent`, `fleet.Chain`). Where the model is a
+hybrid whose sliding window each replica keeps only at checkpoints (Gemma 3 on vLLM 0.32), the fleet's hit rate
+with that cut too (`fleet.checkpointed_hit_pct`; the TTFTs are the modelled engines', every block kept).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from pydantic import Field, model_validator
 from loadproof.config.base import StrictModel
 from loadproof.metrics.load import SCENARIO, load_claims
 from loadproof.predict.base import Show
-from loadproof.predict.fleet import FleetPrediction, fleet_open_loop
+from loadproof.predict.fleet import FleetPrediction, checkpointed_hit_pct, fleet_open_loop
 from loadproof.predict.load import PredictedRun
 from loadproof.predict.ranges import FigureRange, predict_ranges
 from loadproof.predict.replay_requests import ReplayEngine, ReplayRequests, replay_requests
@@ -72,7 +75,9 @@ class ReplayFleet(StrictModel):
 
     @model_validator(mode="after")
     def _a_fleet(self) -> ReplayFleet:
-        if self.replicas == 1 and "policies" in self.model_fields_set:
+        # `sim predict-replay` passes every option's default: only a policy list other than it asks for a fleet
+        default = type(self).model_fields["policies"].get_default(call_default_factory=True)
+        if self.replicas == 1 and "policies" in self.model_fields_set and self.policies != default:
             raise ValueError("--policy predicts a fleet: give --replicas 2 or more")
         return self
 
@@ -92,6 +97,7 @@ class PolicyForecast:
     fleet: FleetPrediction
     run: PredictedRun
     ranges: dict[str, FigureRange]  # TTFT p50, p99 and the fleet's hit rate, each over the open assumptions
+    checkpointed_pct: float | None = None  # the fleet's hit rate with a hybrid's sliding window kept at checkpoints
 
 
 @dataclass(frozen=True)
@@ -102,6 +108,10 @@ class FleetForecast:
     sessions: int  # distinct sessions the router is told of (0: no session header)
     expected_hit_pct: float  # one engine with an unbounded cache (metrics.replay.expected_hits)
     wall_s: float
+    block_tokens: int = 0  # the blocks the expectation counts in
+    sizing: str = ""  # a recorded agent's: how its messages were sized
+    window: int | None = None  # a hybrid model's sliding window kept at checkpoints (None: every block kept)
+    window_source: str = ""
 
 
 def routed_sessions(options: ReplayOptions, replay: ReplayRequests) -> list[str | None]:
@@ -120,6 +130,7 @@ def predict_replay_fleet(
     started = time.perf_counter()
     replay = replay_requests(config, options, engine)
     sessions = routed_sessions(options, replay)
+    window, window_source = engine.checkpoint_window()
     out = []
     for policy in fleet.policies:
         if show is not None:
@@ -139,6 +150,7 @@ def predict_replay_fleet(
                 sessions,
                 scenario=SCENARIO,
                 max_concurrency=options.max_concurrency,
+                chain=replay.chain,
             )
             run = PredictedRun(tuple(load_claims(pred.records, replay.plan, [], [])), pred.num_steps, pred.modeled_s)
             if cfg is config:
@@ -147,7 +159,8 @@ def predict_replay_fleet(
 
         ranged = predict_ranges(config, figures)
         pred, run = point[0]
-        out.append(PolicyForecast(policy, pred, run, {f.claim: f for f in ranged.figures}))
+        kept = checkpointed_hit_pct(pred, replay.hashes, replay.inputs, config.block_size, window) if window else None
+        out.append(PolicyForecast(policy, pred, run, {f.claim: f for f in ranged.figures}, kept))
     return FleetForecast(
         fleet.replicas,
         tuple(out),
@@ -155,6 +168,10 @@ def predict_replay_fleet(
         len({s for s in sessions if s is not None}),
         replay.expected_hit_pct,
         time.perf_counter() - started,
+        replay.plan.block_tokens,
+        replay.sizing,
+        window,
+        window_source,
     )
 
 
@@ -163,11 +180,17 @@ def forecast_fleet(
 ) -> None:
     """`plan --simulate replay --replicas N`: predict and show."""
     forecast = predict_replay_fleet(config, options, engine, fleet, show)
+    agent = (
+        f": {options.copies} copies {options.copy_interval_s:g} s apart, pace {options.pace}"
+        if options.format == "otel"
+        else ""
+    )
     show_fleet(
         forecast,
         f"Predicted replay on {fleet.replicas} replicas: {forecast.num_requests} requests of "
-        f"{Path(options.trace).name} ({options.format}), time scale {options.time_scale:g}, block "
-        f"{options.block} tokens, each replica {config.num_gpu_blocks * config.block_size:,} tokens of cache",
+        f"{Path(options.trace).name} ({options.format}{agent}), time scale {options.time_scale:g}, block "
+        f"{forecast.block_tokens} tokens, each replica {config.num_gpu_blocks * config.block_size:,} tokens of cache "
+        f"in blocks of {config.block_size}",
         show,
     )
 
@@ -182,6 +205,7 @@ def show_fleet(forecast: FleetForecast, title: str, show: Show) -> None:
                 p.policy,
                 f"{p.run.num_ok}/{forecast.num_requests}",
                 _ranged(p.ranges.get(HIT), "{:.2f}%"),
+                *([] if p.checkpointed_pct is None else [f"{p.checkpointed_pct:.2f}%"]),
                 _ranged(p.ranges.get(TTFT[0]), "{:.3f}"),
                 _ranged(p.ranges.get(TTFT[1]), "{:.3f}"),
                 " / ".join(str(d) for d in f.decisions),
@@ -195,6 +219,7 @@ def show_fleet(forecast: FleetForecast, title: str, show: Show) -> None:
             "policy",
             "ok",
             "fleet prefix hits",
+            *([] if forecast.window is None else ["checkpointed"]),
             "TTFT p50 (s)",
             "TTFT p99 (s)",
             "requests a replica",
@@ -215,6 +240,13 @@ def show_fleet(forecast: FleetForecast, title: str, show: Show) -> None:
         f"one engine with an unbounded cache would hit {forecast.expected_hit_pct:.2f}% (the trace's sharing); "
         f"{session_note}; [low-high]: the range the sim profile's open assumptions leave ({forecast.wall_s:.2f} s wall)"
     )
+    if forecast.window is not None:
+        show.line(
+            f"checkpointed: the hits left where each replica keeps a hybrid model's sliding window of "
+            f"{forecast.window} tokens only at checkpoints ({forecast.window_source}); the TTFTs keep every block"
+        )
+    if forecast.sizing:
+        show.line(f"messages sized as run replay sizes them: {forecast.sizing}")
 
 
 def _ranged(r: FigureRange | None, fmt: str) -> str:
@@ -228,6 +260,8 @@ def _ranged(r: FigureRange | None, fmt: str) -> str:
 
 def _difference(base: PolicyForecast, other: PolicyForecast) -> str:
     parts = [f"prefix hits {other.fleet.hit_pct - base.fleet.hit_pct:+.2f} points"]
+    if base.checkpointed_pct is not None and other.checkpointed_pct is not None:
+        parts.append(f"checkpointed {other.checkpointed_pct - base.checkpointed_pct:+.2f} points")
     for name, label in zip(TTFT, ("TTFT p50", "TTFT p99"), strict=True):
         a, b = base.run.value(name), other.run.value(name)
         if a is None or b is None:

@@ -1,12 +1,14 @@
 """A trace shaped as `run replay` sends it, for the simulator's predictions of it (`predict.replay` on one engine,
 `predict.replay_fleet` on a fleet): its plan, each request's send offset and lengths, its shared blocks as the
-engine's chained KV block hashes (`trace_block_hashes`), and its session.
+engine's chained KV block hashes (`trace_block_hashes`), and its session; a recorded agent's (`--format otel`,
+`predict.replay_agent`) with each request's dependencies and waits.
 """
 
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pydantic import Field
@@ -14,7 +16,11 @@ from pydantic import Field
 from loadproof.config.base import StrictModel
 from loadproof.metrics.replay import expected_hits
 from loadproof.plans.replay import ReplayPlan
+from loadproof.predict.fleet import Chain
+from loadproof.predict.replay_agent import agent_requests
+from loadproof.scenarios.options import Panel, cli
 from loadproof.scenarios.replay_options import ReplayOptions
+from loadproof.scenarios.sliding_window import hybrid_window, model_config
 from loadproof.sim.config import SimConfig
 from loadproof.workloads.traces import HASHED, read_trace, shape
 
@@ -23,6 +29,29 @@ class ReplayEngine(StrictModel):
     """What a replay on a real engine measures and the simulator must be told."""
 
     overhead_tokens: int = Field(default=1, ge=0, description="tokens the engine adds to each prompt (template, BOS)")
+    tokenizer: Path | None = Field(
+        default=None,
+        description="otel: the model's tokenizer folder (tokenizer.json and its chat template) the synthetic "
+        "messages are counted with, as the scenario counts them; default: the profile's model's, else the "
+        "simulator's own counts",
+        json_schema_extra=cli(panel=Panel.ENGINE, metavar="PATH"),
+    )
+    engine_sliding_window: int | None = Field(
+        default=None,
+        ge=0,
+        description="with --replicas: a hybrid model's sliding window in tokens that each replica keeps only at "
+        "checkpoints (vLLM 0.32's default), for the fleet's checkpointed hit rate beside the modelled one; 0: every "
+        "block kept (default: the model's config.json beside --tokenizer)",
+        json_schema_extra=cli(panel=Panel.ENGINE),
+    )
+
+    def checkpoint_window(self) -> tuple[int | None, str]:
+        """(the window each replica keeps at checkpoints, where that came from); None where every block is kept."""
+        if self.engine_sliding_window is not None:
+            return self.engine_sliding_window or None, "--engine-sliding-window"
+        config = model_config(self.tokenizer)
+        window = hybrid_window(config) if config is not None else None
+        return window, "the model's config.json (sliding_window), kept at checkpoints as vLLM 0.32 keeps it"
 
 
 @dataclass(frozen=True)
@@ -37,10 +66,26 @@ class ReplayRequests:
     hashes: list[list[int]]
     sessions: list[str | None]
     expected_hit_pct: float  # from the trace's shared blocks (an unbounded cache)
+    chain: Chain | None = None  # a recorded agent's: each request after its dependencies (offsets_s its floors)
+    sizing: str = ""  # a recorded agent's: how its messages were sized
 
 
 def replay_requests(config: SimConfig, options: ReplayOptions, engine: ReplayEngine) -> ReplayRequests:
     """Read and shape the trace as `run replay` does (see the module doc)."""
+    if options.format == "otel":
+        agent = agent_requests(config, options, engine.tokenizer)
+        sizing = f"{agent.tokens_per_char:.4f} tokens a character, {agent.counted_by}"
+        return ReplayRequests(
+            agent.plan,
+            agent.offsets_s,
+            agent.inputs,
+            agent.outputs,
+            agent.hashes,
+            agent.sessions,
+            agent.expected_hit_pct,
+            agent.chain,
+            sizing,
+        )
     overhead = engine.overhead_tokens
     read = read_trace(
         options.trace,

@@ -17,6 +17,7 @@ from typing import Any
 
 from loadproof.config.profile import Profile, load_profile, resolve_profile_path
 from loadproof.engines import read_startup_log
+from loadproof.engines.embedded import tokenizer_path_for
 from loadproof.errors import UsageError
 from loadproof.planner.profile_plan import ProfilePlan, model_config_path, plan_profile
 from loadproof.predict.base import Predictor, Show, contracts, listing, predictors
@@ -37,6 +38,7 @@ class WhatIf:
     prediction_out: Path | None = None
     tolerance_pct: float = DEFAULT_TOLERANCE_PCT
     sim_profile: Path | None = None  # the sim profile a contract rests on
+    tokenizer: Path | None = None  # the profile's model's tokenizer, for a prediction that counts prompts with one
 
 
 @dataclass(frozen=True)
@@ -110,7 +112,10 @@ def plan_of(
     planned = plan_profile(profile, model_config_path(profile, model_config), log_text)
     config = deployment_config(profile, planned, load_sim_config(sim_path)) if predictor is not None else None
     shows = predictor is None or predictor.shows_plan
-    return Planned(profile, planned, config, shows, _resting(what, sim_path))
+    resting = _resting(what, sim_path)
+    if resting is not None:
+        resting = replace(resting, tokenizer=tokenizer_path_for(profile))
+    return Planned(profile, planned, config, shows, resting)
 
 
 def _names() -> str:
@@ -133,6 +138,9 @@ def predict(config: SimConfig, what: WhatIf, values: dict[str, Any], show: Show)
     """Predict and show `what` on `config` (see the module doc); `values`: the scenario's options given, keyed
     by field, and `plan`'s own --input-tokens."""
     predictor = predictors.get(what.simulate)
+    takes_tokenizer = any(o.field == "tokenizer" for o in predictor.cli_options())
+    if what.tokenizer is not None and takes_tokenizer and values.get("tokenizer") is None:
+        values = {**values, "tokenizer": what.tokenizer}  # the profile's, where the command line gave none
     question = predictor.question(values, what.source)
     predictor.forecast(config, question, show)
     show.line(f"model: {config.source}")
