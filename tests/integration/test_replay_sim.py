@@ -268,3 +268,28 @@ def test_a_bailian_format_agent_trace_replays_with_its_sessions_hits(tmp_path: P
     expected, engine = value["replay.prefix_hit_rate.expected_pct"], value["replay.prefix_hit_rate.engine_pct"]
     assert expected > 40 and abs(expected - engine) < 3, (expected, engine)
     publish_and_verify(run, tmp_path / "bundle")
+
+
+WEKA = Path(__file__).resolve().parents[1] / "fixtures" / "agent-traces" / "kv-cache-tester-trace_0291.json"
+
+
+def test_a_published_agentic_coding_trace_replays_with_its_sub_agents_as_sessions(tmp_path: Path):
+    """kv-cache-tester's trace_0291 (a real Claude Code session with two sub-agents, tests/fixtures/README.md),
+    `--format weka` at half its size (32 tokens a 64-token block) and 200x its pace: every call sent with its
+    session (the main agent's, each sub-agent's) in the header, and the simulator's prefix cache hitting what the
+    trace's blocks promise (each call extends the conversation before it)."""
+    with SimProcess(tmp_path / "sim.log", config={"time_scale": 20.0}) as sim:
+        code, claims, run = run_scenario(
+            sim, tmp_path, "replay", "--trace", str(WEKA), "--format", "weka", "--block-tokens", "32",
+            "--time-scale", "200", "--max-output-tokens", "2", "--session-header", "x-session-id",
+        )  # fmt: skip
+    assert code == 0, claims
+    value = {name: c["value"] for name, c in claims.items()}
+    assert value["replay.requests"] == 32 and value["replay.failed_requests"] == 0
+    assert value["replay.input_tokens_mismatched"] == 0 and value["replay.sessions"] == 3
+    plan = json.loads((run / "manifest.json").read_text())["plan"]
+    # its first call's 17,869 tokens at half size (its part block raised to a block's head and pad at least)
+    assert 8935 <= plan["text_tokens"][0] < 8935 + 32 and plan["session_header"] == "x-session-id"
+    assert sorted(set(plan["sessions"])) == ["trace_0291", "trace_0291/agent_001", "trace_0291/agent_002"]
+    expected, engine = value["replay.prefix_hit_rate.expected_pct"], value["replay.prefix_hit_rate.engine_pct"]
+    assert expected > 80 and abs(expected - engine) < 3, (expected, engine)

@@ -92,7 +92,7 @@ def claims_of_run(run: Any, plan: ReplayPlan) -> list[Claim]:
                 "replay.sessions",
                 len({plan.sessions[r.batch] for r in records if 0 <= r.batch < len(plan.sessions)}),
                 "sessions",
-                "distinct sessions of the requests recorded (bailian: the trace's; otel: the copies)",
+                "distinct sessions of the requests recorded (bailian, weka: the trace's; otel: the copies)",
                 direction="neither",
             )
         )

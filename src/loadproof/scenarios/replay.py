@@ -35,7 +35,7 @@ from loadproof.scenarios.load.sender import send_schedule
 from loadproof.scenarios.long_context import EXACT_LENGTH, MetricsScenario, haystack_target
 from loadproof.scenarios.recording import Console
 from loadproof.scenarios.replay_cache import CacheSize, engine_cache
-from loadproof.scenarios.replay_options import ReplayOptions
+from loadproof.scenarios.replay_options import SESSIONS, ReplayOptions
 from loadproof.scenarios.session_header import session_headers
 from loadproof.scenarios.token_counts import PROBE_LINE
 from loadproof.store.run_dir import RunWriter
@@ -190,7 +190,7 @@ class ReplayScenario(MetricsScenario):
             kv_source=cache.source if cache else None,
             model_mix=[MixedModel(model=m, weight=w) for m, w in (opts.model_mix or {}).items()],
             models=models or [],
-            sessions=[r.session or f"line-{r.line}" for r in read.rows] if opts.format == "bailian" else [],
+            sessions=[r.session or f"line-{r.line}" for r in read.rows] if opts.format in SESSIONS else [],
             session_header=opts.session_header,
         )
         if read.bad_rows:

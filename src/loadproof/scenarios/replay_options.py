@@ -22,7 +22,7 @@ ToolRole = Literal["tool", "user"]
 # the options only a recorded agent takes, and those it does not
 AGENT_ONLY = ("pace", "copies", "copy_interval_s", "input_scale", "tool_role")
 NOT_AGENT = ("start_offset_s", "max_requests", "skip_bad_rows", "model_mix")
-SESSIONS = ("bailian", "otel")  # the formats whose requests belong to sessions
+SESSIONS = ("bailian", "weka", "otel")  # the formats whose requests belong to sessions
 
 
 class ReplayOptions(StrictModel):
@@ -35,7 +35,8 @@ class ReplayOptions(StrictModel):
         description="mooncake (JSONL: timestamp ms, "
         "input_length, output_length, hash_ids), bailian (JSONL: chat_id, "
         "parent_chat_id, timestamp s, input_length, output_length, type, turn, "
-        "hash_ids), azure (CSV: TIMESTAMP, ContextTokens, GeneratedTokens), csv "
+        "hash_ids), weka (JSON: coding agents' sessions, sub-agents), azure (CSV: "
+        "TIMESTAMP, ContextTokens, GeneratedTokens), csv "
         "(timestamp s, input, output) or otel (an agent's OpenTelemetry spans as OTLP JSON, GenAI or "
         "OpenInference conventions: each LLM call a request, in its recorded order)",
         json_schema_extra=cli(panel=Panel.DATA_SET),
@@ -164,7 +165,9 @@ class ReplayOptions(StrictModel):
         "that refuses the tool role, as a user message (user)",
         json_schema_extra=cli(panel=Panel.WORKLOAD),
     )
-    session_header: HeaderName | None = session_header_field("bailian: the request's session; otel: its copy's")
+    session_header: HeaderName | None = session_header_field(
+        "bailian: the request's session; weka: its trace's, or its sub-agent's; otel: its copy's"
+    )
     idle_timeout_s: float = idle_timeout_field()
     sample_interval_s: float = sample_interval_field()
 
@@ -179,7 +182,7 @@ class ReplayOptions(StrictModel):
             raise ValueError(f"--trace {self.trace}: no such file")
         if self.format not in HASHED and self.format != "otel" and self.block_tokens is not None:
             raise ValueError(
-                "--block-tokens scales a trace's hash-id blocks: it applies to --format mooncake, bailian or otel"
+                "--block-tokens scales a trace's hash-id blocks: it applies to --format mooncake, bailian, weka or otel"
             )
         fields = type(self).model_fields
         given = [f for f in (*AGENT_ONLY, *NOT_AGENT) if getattr(self, f) != fields[f].default]
@@ -192,7 +195,9 @@ class ReplayOptions(StrictModel):
             if wrong:
                 raise ValueError(f"{_flags(wrong)}: for a recorded agent only (--format otel)")
         if self.session_header and self.format not in SESSIONS:
-            raise ValueError(f"--session-header: a {self.format} trace has no sessions (bailian and otel traces do)")
+            raise ValueError(
+                f"--session-header: a {self.format} trace has no sessions (bailian, weka and otel traces do)"
+            )
         if (self.kv_blocks is None) != (self.kv_block_tokens is None):
             raise ValueError("--kv-blocks and --kv-block-tokens go together (the engine's cache: blocks x tokens each)")
         return self

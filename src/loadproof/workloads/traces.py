@@ -8,6 +8,7 @@ Formats (`--format`):
 | `bailian` | JSONL: `chat_id`, `parent_chat_id` (-1: a session's first), `timestamp` (s), `input_length`, `output_length`, `type`, `turn`, `hash_ids` (one per 16-token block) | Alibaba's Qwen-Bailian traces (to-B API calling, coder, thinking) |
 | `azure` | CSV with a header: `TIMESTAMP` (a date and time), `ContextTokens`, `GeneratedTokens` | Azure's LLM inference traces |
 | `csv` | CSV with a header: `timestamp` (seconds), `input`, `output` | anything else |
+| `weka` | JSON (one trace) or JSONL (one a line): `id`, `block_size`, `requests` of `t` (s), `in`, `out`, `hash_ids`, and sub-agents with their own `requests` (read by `workloads.weka_trace`) | agentic coding sessions as kv-cache-tester and InferenceX publish them |
 | `otel` | an agent's OpenTelemetry spans (OTLP JSON): read by `workloads.otel_trace`, not here | agent frameworks |
 
 Timestamps must not decrease, and in the JSONL formats (`HASHED`: those whose rows carry hash ids) must not
@@ -50,19 +51,21 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from loadproof.errors import UsageError
 from loadproof.workloads.rows import open_text, parse_json, utf8_problem
+from loadproof.workloads.weka_trace import weka_calls
 
 if TYPE_CHECKING:
     from loadproof.workloads.synthetic import SyntheticPrompts
 
-TraceFormat = Literal["mooncake", "bailian", "azure", "csv", "otel"]
+TraceFormat = Literal["mooncake", "bailian", "weka", "azure", "csv", "otel"]
 TRACE_FORMATS: tuple[TraceFormat, ...] = get_args(TraceFormat)
 # the formats of timed rows read here; `otel` (a recorded agent's spans) is `workloads.otel_trace`'s
-ROW_FORMATS: tuple[TraceFormat, ...] = ("mooncake", "bailian", "azure", "csv")
+ROW_FORMATS: tuple[TraceFormat, ...] = ("mooncake", "bailian", "weka", "azure", "csv")
 MOONCAKE_BLOCK = 512  # tokens per hash id in Mooncake's traces
-HASHED = {"mooncake": MOONCAKE_BLOCK, "bailian": 16}  # the formats whose rows carry hash ids: tokens per id
+# the formats whose rows carry hash ids: tokens per id (weka: the published traces'; each file states its own)
+HASHED = {"mooncake": MOONCAKE_BLOCK, "bailian": 16, "weka": 64}
 # tokens per hash id as replayed by default: Mooncake's own; Bailian's doubled (a block's text opens with a head
 # line naming its hash id and the run's salt, which with the shortest pad takes more than 16 tokens)
-REPLAY_BLOCK = {"mooncake": MOONCAKE_BLOCK, "bailian": 32}
+REPLAY_BLOCK = {"mooncake": MOONCAKE_BLOCK, "bailian": 32, "weka": 64}
 
 
 class TraceError(UsageError):
@@ -149,6 +152,17 @@ def _hashed(path: Path, fmt: str) -> Iterator[tuple[int, TraceRow | str]]:
                 kind = value.get("type")
                 row.kind = kind if isinstance(kind, str) else None
             yield line_no, row
+
+
+def _weka(path: Path) -> Iterator[tuple[int, TraceRow | str]]:
+    """kv-cache-tester's agentic coding traces (`workloads.weka_trace`), each call a row with its session."""
+    for line_no, call in weka_calls(path):
+        if isinstance(call, str):
+            yield line_no, call
+            continue
+        row = TraceRow(call.line, call.t_s, call.input_tokens, call.output_tokens, call.hash_ids, call.trace_block)
+        row.session, row.turn, row.kind = call.session, call.turn, call.kind
+        yield line_no, row
 
 
 def _csv(path: Path, columns: tuple[str, str, str], azure: bool) -> Iterator[tuple[int, TraceRow | str]]:
@@ -249,8 +263,10 @@ def read_trace(
             "a recorded agent's spans, which run replay takes" if fmt == "otel" else f"takes {', '.join(TRACE_FORMATS)}"
         )
         raise TraceError(f"--format {fmt}: not a trace of timed rows ({why})")
-    if fmt in HASHED:
-        rows: Iterator[tuple[int, TraceRow | str]] = _hashed(path, fmt)
+    if fmt == "weka":
+        rows: Iterator[tuple[int, TraceRow | str]] = _weka(path)
+    elif fmt in HASHED:
+        rows = _hashed(path, fmt)
     elif fmt == "azure":
         rows = _csv(path, ("TIMESTAMP", "ContextTokens", "GeneratedTokens"), azure=True)
     else:

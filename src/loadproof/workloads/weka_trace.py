@@ -11,13 +11,14 @@ A file holds one trace (a JSON object) or several (JSON Lines, one a line: Infer
                   {"t", "type" "subagent", "agent_id", "subagent_type", "requests": [the same, "t" from the
                    sub-agent's start]}, ...]}
 
-Each API call becomes a `TraceRow` (`workloads.traces`): its time (a sub-agent's calls at the sub-agent's `t` plus
+Each API call becomes a `WekaCall`, which `workloads.traces` reads into a `TraceRow`: its time (a sub-agent's calls at the sub-agent's `t` plus
 their own), its input and output tokens, its hash ids, its session (the trace's id; a sub-agent's calls
 `<id>/<agent_id>`), its turn in that session (1 is the first) and its kind (`main` or the sub-agent's type). The
 rows of every trace come in time order, each trace starting at 0 (the traces of a file replay together). A call's
 `hash_ids` name its whole blocks (`in // block_size` of them, as the published traces have it, or one more for a
-part block); a part block without an id gets one of its own, shared with nothing. Under `hash_id_scope` local a
-trace's ids are its own: each trace's are moved to a range of their own, so two traces share nothing.
+part block); a part block without an id gets one of its own, shared with nothing. Ids are renamed 0, 1, 2, ... as
+they first appear (the replay writes each block's id into its text: a short one keeps the block short); under
+`hash_id_scope` local a trace's ids are its own, so two traces share nothing, under global they are the file's.
 
 The replay is open loop on these times (`scenarios.replay`): a sub-agent's fork and the parent's wait for it are
 kept as the recorded times have them, not by waiting for the replayed calls. A malformed trace or call is one
@@ -28,18 +29,30 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from loadproof.workloads.rows import open_text, parse_json
-from loadproof.workloads.traces import TraceRow
-
-SCOPE_RANGE = 1 << 40  # a local-scope trace's ids move to [k x this, (k + 1) x this): trace k's own
-OWN_ID = 1 << 39  # ids from here up in a trace's range: the part blocks no hash id named
 
 
-def weka_rows(path: Path) -> Iterator[tuple[int, TraceRow | str]]:
-    """(line, TraceRow) for every call of every trace in the file, in time order (every trace from 0); (line,
+@dataclass(slots=True)
+class WekaCall:
+    """One API call: a trace row's fields (`workloads.traces.TraceRow`), its session, turn and kind filled."""
+
+    line: int  # 1-based line of the file (a one-trace JSON file: 1)
+    t_s: float  # seconds from its trace's start
+    input_tokens: int
+    output_tokens: int
+    hash_ids: list[int]
+    trace_block: int  # tokens per hash id: its trace's block_size
+    session: str
+    turn: int
+    kind: str
+
+
+def weka_calls(path: Path) -> Iterator[tuple[int, WekaCall | str]]:
+    """(line, WekaCall) for every call of every trace in the file, in time order (every trace from 0); (line,
     problem) for a trace or call that cannot be read."""
     with open_text(path) as fh:
         text = fh.read()
@@ -50,9 +63,10 @@ def weka_rows(path: Path) -> Iterator[tuple[int, TraceRow | str]]:
             if line.strip():
                 value, problem = parse_json(line)
                 docs.append((line_no, problem if problem is not None else value))
-    rows: list[TraceRow] = []
+    rows: list[WekaCall] = []
+    names = _Names()
     for k, (line_no, doc) in enumerate(docs):
-        calls, problem = ([], doc) if isinstance(doc, str) else _trace_calls(doc, k)
+        calls, problem = ([], doc) if isinstance(doc, str) else _trace_calls(doc, k, names)
         if problem is not None:
             yield line_no, problem
             continue
@@ -63,7 +77,22 @@ def weka_rows(path: Path) -> Iterator[tuple[int, TraceRow | str]]:
         yield row.line, row
 
 
-def _trace_calls(doc: Any, k: int) -> tuple[list[TraceRow], str | None]:
+class _Names:
+    """The file's block ids, renamed 0, 1, 2, ... as they first appear (a block's head line names its id, so the
+    ids stay short): one name per (scope, recorded id), where a local-scope trace is a scope of its own and every
+    global-scope trace shares one; a part block without a recorded id gets a name of its own."""
+
+    def __init__(self) -> None:
+        self.names: dict[tuple[object, int], int] = {}
+
+    def of(self, scope: object, recorded: int) -> int:
+        return self.names.setdefault((scope, recorded), len(self.names))
+
+    def fresh(self) -> int:
+        return self.of(object(), 0)
+
+
+def _trace_calls(doc: Any, k: int, names: _Names) -> tuple[list[WekaCall], str | None]:
     """The trace's calls as rows (line 0: the caller's to set), or a problem naming the field."""
     if not isinstance(doc, dict):
         return [], "not a JSON object (a trace: id, block_size, requests)"
@@ -77,7 +106,7 @@ def _trace_calls(doc: Any, k: int) -> tuple[list[TraceRow], str | None]:
         return [], "requests is not a list"
     if scope not in ("local", "global"):
         return [], f"hash_id_scope is neither local nor global ({scope!r})"
-    trace = _Trace(str(doc["id"]), block, k * SCOPE_RANGE if scope == "local" else 0)
+    trace = _Trace(str(doc["id"]), block, k if scope == "local" else "global", names)
     for i, entry in enumerate(requests):
         problem = trace.entry(entry, f"requests[{i}]")
         if problem is not None:
@@ -90,11 +119,10 @@ def _trace_calls(doc: Any, k: int) -> tuple[list[TraceRow], str | None]:
 class _Trace:
     """One trace's calls read into rows: its block, its ids' range, each session's turns so far."""
 
-    def __init__(self, trace_id: str, block: int, base: int) -> None:
-        self.id, self.block, self.base = trace_id, block, base
-        self.own = iter(range(base + OWN_ID, base + SCOPE_RANGE))
+    def __init__(self, trace_id: str, block: int, scope: object, names: _Names) -> None:
+        self.id, self.block, self.scope, self.names = trace_id, block, scope, names
         self.turns: dict[str, int] = {}
-        self.rows: list[TraceRow] = []
+        self.rows: list[WekaCall] = []
 
     def entry(self, entry: Any, where: str) -> str | None:
         """A top-level entry: a call of the main agent, or a sub-agent and its calls."""
@@ -129,18 +157,14 @@ class _Trace:
         for name, value, least in (("in", inp, 1), ("out", out, 0)):
             if isinstance(value, bool) or not isinstance(value, int) or value < least:
                 return f"{where}: {name} is not a whole number >= {least} ({value!r})"
-        if not isinstance(ids, list) or not all(
-            isinstance(h, int) and not isinstance(h, bool) and 0 <= h < OWN_ID for h in ids
-        ):
-            return f"{where}: hash_ids is not a list of whole numbers from 0 to {OWN_ID - 1}"
+        if not isinstance(ids, list) or not all(isinstance(h, int) and not isinstance(h, bool) and h >= 0 for h in ids):
+            return f"{where}: hash_ids is not a list of whole numbers >= 0"
         need = math.ceil(inp / self.block)
         if len(ids) not in (inp // self.block, need):
             return f"{where}: {len(ids)} hash_ids for in {inp} (blocks of {self.block}: {inp // self.block} whole, {need} in all)"
         self.turns[session] = self.turns.get(session, 0) + 1
-        named = [self.base + h for h in ids] + [next(self.own) for _ in range(need - len(ids))]
-        row = TraceRow(
-            0, start_s + t, inp, out, named, self.block, session=session, turn=self.turns[session], kind=kind
-        )
+        named = [self.names.of(self.scope, h) for h in ids] + [self.names.fresh() for _ in range(need - len(ids))]
+        row = WekaCall(0, start_s + t, inp, out, named, self.block, session, self.turns[session], kind)
         self.rows.append(row)
         return None
 

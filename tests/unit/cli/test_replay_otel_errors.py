@@ -58,7 +58,7 @@ def test_a_bad_trace_is_one_line_and_exit_2_before_any_run_directory(tmp_path, d
     [
         (
             ["--format", "mooncake", "--session-header", "x-session-id"],
-            "--session-header: a mooncake trace has no sessions (bailian and otel traces do)",
+            "--session-header: a mooncake trace has no sessions (bailian, weka and otel traces do)",
         ),
         (["--format", "otel", "--session-header", "bad header"], "is not an HTTP header name"),
         (["--format", "otel", "--session-header", "Authorization"], "a header the client sets itself"),

@@ -11,16 +11,16 @@ from typing import Any
 
 import pytest
 
-from loadproof.workloads.traces import TraceRow
-from loadproof.workloads.weka_trace import OWN_ID, SCOPE_RANGE, weka_rows
+from loadproof.workloads.traces import TraceError, read_trace
+from loadproof.workloads.weka_trace import WekaCall, weka_calls
 
 SAMPLE = Path(__file__).resolve().parents[2] / "fixtures" / "agent-traces" / "kv-cache-tester-trace_0291.json"
 
 
-def rows_of(path: Path) -> list[TraceRow]:
+def rows_of(path: Path) -> list[WekaCall]:
     out = []
-    for _, row in weka_rows(path):
-        assert isinstance(row, TraceRow), row
+    for _, row in weka_calls(path):
+        assert isinstance(row, WekaCall), row
         out.append(row)
     return out
 
@@ -31,7 +31,7 @@ def test_a_published_session_reads_as_its_calls_with_the_sub_agents_at_their_tim
     subs = [r for r in recorded["requests"] if r["type"] == "subagent"]
     assert len(rows) == 32 and [len(s["requests"]) for s in subs] == [5, 7]
     assert [r.t_s for r in rows] == sorted(r.t_s for r in rows)
-    by_session: dict[str, list[TraceRow]] = {}
+    by_session: dict[str, list[WekaCall]] = {}
     for row in rows:
         by_session.setdefault(row.session or "", []).append(row)
     main, first, second = (
@@ -47,10 +47,9 @@ def test_a_published_session_reads_as_its_calls_with_the_sub_agents_at_their_tim
     # the parent's first call after the sub-agents comes after both started (1209 s: they were launched together)
     after = next(r for r in main if r.t_s > 1148)
     assert after.t_s == 1209.0 and after.t_s > second[0].t_s
-    # lengths and hash ids as recorded: whole blocks named, a part block given an id of its own
+    # lengths as recorded; hash ids renamed as they first appear (its 279 whole blocks, then its part block)
     assert (main[0].input_tokens, main[0].output_tokens) == (17869, 426)
-    assert main[0].hash_ids is not None and main[0].hash_ids[:279] == list(range(1, 280))
-    assert len(main[0].hash_ids) == 280 and main[0].hash_ids[279] >= OWN_ID
+    assert main[0].hash_ids == list(range(280))
     # the conversation grows: each main call opens with the previous one's whole blocks, or all but its last
     for a, b in zip(main, main[1:]):
         assert a.hash_ids is not None and b.hash_ids is not None
@@ -60,8 +59,17 @@ def test_a_published_session_reads_as_its_calls_with_the_sub_agents_at_their_tim
     assert first[0].hash_ids is not None and second[0].hash_ids is not None
     assert first[0].hash_ids[:174] == second[0].hash_ids[:174] and first[0].hash_ids[174] != second[0].hash_ids[174]
     assert first[0].hash_ids[0] not in main[0].hash_ids
-    own = [r.hash_ids[-1] for r in rows if r.hash_ids and r.hash_ids[-1] >= OWN_ID]
-    assert len(own) == len(set(own)) == sum(r.input_tokens % 64 > 0 for r in rows)
+    # a part block's id is its call's alone; every recorded id keeps its name wherever it appears
+    seen = [i for r in rows for i in r.hash_ids or []]
+    parts = [r.hash_ids[-1] for r in rows if r.hash_ids and r.input_tokens % 64]
+    assert len(parts) == 29 and all(seen.count(i) == 1 for i in parts)  # 3 of the 32 calls are whole blocks
+    flat = [(r["t"], r["hash_ids"]) for r in recorded["requests"] if r["type"] != "subagent"]
+    flat += [(s["t"] + r["t"], r["hash_ids"]) for s in subs for r in s["requests"]]
+    named: dict[int, int] = {}
+    for (_, ids), row in zip(sorted(flat, key=lambda c: c[0]), rows):
+        assert row.hash_ids is not None and len(row.hash_ids) - len(ids) == (row.input_tokens % 64 > 0)
+        assert all(named.setdefault(h, name) == name for h, name in zip(ids, row.hash_ids))
+    assert len(set(named.values())) == len(named)  # and no two recorded ids got one name
 
 
 def trace(trace_id: str, scope: str = "local", **extra: Any) -> dict[str, Any]:
@@ -84,7 +92,7 @@ def test_the_traces_of_a_json_lines_file_replay_together_their_local_ids_apart(t
         (0.0, "x", 1), (0.0, "y", 3), (1.5, "x/a", 1), (1.5, "y/a", 3), (3.0, "x", 1), (3.0, "y", 3),
     ]  # fmt: skip
     x, y = rows[0].hash_ids, rows[1].hash_ids
-    assert x == [1, 2] and y == ([SCOPE_RANGE + 1, SCOPE_RANGE + 2] if scope == "local" else [1, 2])
+    assert x == [0, 1] and y == ([2, 3] if scope == "local" else [0, 1])
 
 
 @pytest.mark.parametrize(
@@ -109,7 +117,7 @@ def test_the_traces_of_a_json_lines_file_replay_together_their_local_ids_apart(t
 def test_a_malformed_trace_or_call_is_one_problem_naming_its_place(tmp_path, change, said):
     path = tmp_path / "trace.json"
     path.write_text(json.dumps(change(trace("x"))))
-    read = list(weka_rows(path))
+    read = list(weka_calls(path))
     assert len(read) == 1 and isinstance(read[0][1], str), read
     assert read[0][0] == 1 and said in read[0][1] and "\n" not in read[0][1]
 
@@ -117,7 +125,7 @@ def test_a_malformed_trace_or_call_is_one_problem_naming_its_place(tmp_path, cha
 def test_a_line_that_is_not_json_is_its_problem_and_the_other_traces_are_read(tmp_path):
     path = tmp_path / "traces.jsonl"
     path.write_text(json.dumps(trace("x")) + "\n{not json\n")
-    read = list(weka_rows(path))
+    read = list(weka_calls(path))
     assert [line for line, _ in read] == [2, 1, 1, 1] and str(read[0][1]).startswith("not JSON")
 
 
@@ -129,3 +137,13 @@ def _set(trace_: dict[str, Any], i: int, /, **fields: Any) -> dict[str, Any]:
 def _inner(trace_: dict[str, Any], /, **fields: Any) -> dict[str, Any]:
     trace_["requests"][1]["requests"][0] |= fields
     return trace_
+
+
+def test_run_replay_reads_it_as_format_weka(tmp_path):
+    """`read_trace(..., "weka")`: the rows above, and a malformed call one line naming file, line, call and field."""
+    read = read_trace(str(SAMPLE), "weka")
+    assert len(read.rows) == 32 and read.format == "weka" and read.rows[-1].t_s == 1363.0
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps(_set(trace("x"), 0, t=-1.0)))
+    with pytest.raises(TraceError, match=r"trace.json: line 1: requests\[0\]: t is negative \(-1.0\) \(--skip-bad"):
+        read_trace(str(path), "weka")
