@@ -126,7 +126,7 @@ def test_a_replica_lost_behind_vllm_router_and_started_again(tmp_path: Path):
             wait_until(lambda: requests_served(workers[1]) >= 3, 120, lambda: "replica 1 served nothing")
             stop(sims[1])
             killed.append(time.monotonic())
-            time.sleep(3)
+            time.sleep(3)  # sleep: the outage itself, 3 s of a replica gone, not a wait for something
             sims[1] = start_sim(ports[1], tmp_path / "sim-1b.log")
 
         chaos = threading.Thread(target=lose_and_restart)

@@ -20,7 +20,7 @@ from typing import Annotated
 from pydantic import Field, model_validator
 
 from loadproof.config.base import StrictModel
-from loadproof.metrics.load import SCENARIO, load_claims
+from loadproof.metrics.load import PREDICTED_LATENCIES, SCENARIO, load_claims
 from loadproof.predict.base import Show
 from loadproof.predict.fleet import FleetPrediction, checkpointed_hit_pct, fleet_open_loop
 from loadproof.predict.load import PredictedRun
@@ -31,7 +31,7 @@ from loadproof.scenarios.options import Panel, among, cli
 from loadproof.scenarios.replay_options import ReplayOptions
 from loadproof.sim.config import SimConfig
 
-TTFT = ("load.ttft_s.p50", "load.ttft_s.p99")
+TTFT = PREDICTED_LATENCIES[:2]  # TTFT p50 and p99, as metrics/load.py names them
 HIT = "fleet.prefix_hit_pct"
 
 

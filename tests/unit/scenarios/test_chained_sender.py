@@ -65,7 +65,7 @@ def test_a_concurrency_cap_shows_as_send_lag_not_as_a_later_allowed_time():
     async def go() -> None:
         task = asyncio.create_task(sender(client, clock, cap=1).run())
         for _ in range(50):
-            await asyncio.sleep(0)
+            await asyncio.sleep(0)  # sleep: yields the loop to the sender, no time passes (a scripted clock)
         hold.set()
         await task
 
@@ -83,7 +83,7 @@ def test_an_interrupt_keeps_what_finished_and_sends_nothing_more():
     async def go() -> None:
         task = asyncio.create_task(sender(client, clock).run())
         for _ in range(50):
-            await asyncio.sleep(0)
+            await asyncio.sleep(0)  # sleep: yields the loop to the sender, no time passes (a scripted clock)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
