@@ -164,10 +164,12 @@ class Supervisor:
             self.healthy_for_s = self.clock.monotonic() - ready_at
             if not engine.alive():
                 code = engine.returncode
-                engine.stop(grace_s=self.policy.stop_grace_s)  # the leader is gone; its children may not be
-                self.engine = None
                 cause = engine.exit_cause()
+                # said when seen, not after the stop: the leader's children may take the whole grace to go
                 self.event("exit", code=code, **({"cause": cause} if cause else {}))
+                # the leader is gone and its children have nothing to drain to: the short grace of a hung engine
+                engine.stop(grace_s=self.policy.hung_stop_grace_s)
+                self.engine = None
                 return f"engine exited with code {code}: " + (cause or f"no error line in its log ({engine.log_path})")
             if self.clock.monotonic() < next_probe:
                 continue
