@@ -22,7 +22,7 @@ from loadproof.scenarios.options import Panel, cli
 from loadproof.scenarios.replay_options import ReplayOptions
 from loadproof.scenarios.sliding_window import hybrid_window, model_config
 from loadproof.sim.config import SimConfig
-from loadproof.workloads.traces import HASHED, read_trace, shape
+from loadproof.workloads.traces import HASHED, shape
 
 
 class ReplayEngine(StrictModel):
@@ -87,13 +87,7 @@ def replay_requests(config: SimConfig, options: ReplayOptions, engine: ReplayEng
             sizing,
         )
     overhead = engine.overhead_tokens
-    read = read_trace(
-        options.trace,
-        options.format,
-        start_offset_s=options.start_offset_s,
-        max_requests=options.max_requests,
-        skip_bad_rows=options.skip_bad_rows,
-    )
+    read = options.read()
     shaped = shape(
         read.rows,
         block_tokens=options.block,
@@ -109,28 +103,11 @@ def replay_requests(config: SimConfig, options: ReplayOptions, engine: ReplayEng
     blocks = [list(s.blocks) for s in shaped] if options.format in HASHED else [[] for _ in shaped]
     # the replay's claims are the load scenario's, computed on its plan (metrics.replay names them replay.*)
     plan = ReplayPlan(
-        trace=options.trace,
-        format=options.format,
-        sha256=read.sha256,
-        trace_rows=read.lines,
-        bad_rows=read.bad_rows,
-        before_offset=read.before_offset,
-        time_scale=options.time_scale,
-        start_offset_s=options.start_offset_s,
-        max_requests=options.max_requests,
-        trace_span_s=round(read.rows[-1].t_s - first, 6),
-        block_tokens=options.block,
-        max_input_tokens=options.max_input_tokens,
-        max_output_tokens=options.max_output_tokens,
-        capped_inputs=sum(s.capped for s in shaped),
+        **options.plan_fields(read, shaped),
         planned_requests=len(shaped),
         schedule_span_s=round(offsets[-1], 9),
-        max_concurrency=options.max_concurrency,
-        slo=dict(options.slo or {}),
         max_model_len=config.max_model_len,
         overhead_tokens=overhead,
-        text_tokens=[s.text_tokens for s in shaped],
-        hash_ids=blocks if options.format in HASHED else [],
     )
     hits = expected_hits(plan.text_tokens, blocks, options.block)
     # as `run replay --session-header` names them: the trace's session, else the row's own

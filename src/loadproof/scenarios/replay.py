@@ -41,7 +41,7 @@ from loadproof.scenarios.token_counts import PROBE_LINE
 from loadproof.store.run_dir import RunWriter
 from loadproof.units import NS_PER_S
 from loadproof.workloads.synthetic import SyntheticPrompts
-from loadproof.workloads.traces import HASHED, BlockPrompts, TraceError, read_trace, shape
+from loadproof.workloads.traces import BlockPrompts, TraceError, shape
 
 __all__ = ["CacheSize", "ReplayOptions", "ReplayScenario", "engine_cache"]  # the options and the cache, here too
 
@@ -90,13 +90,7 @@ class ReplayScenario(MetricsScenario):
 
     def plan(self, cache: CacheSize | None = None) -> tuple[ReplayPlan, list[Planned]]:
         opts = self.options
-        read = read_trace(
-            opts.trace,
-            opts.format,
-            start_offset_s=opts.start_offset_s,
-            max_requests=opts.max_requests,
-            skip_bad_rows=opts.skip_bad_rows,
-        )
+        read = opts.read()
         max_model_len = self.target.max_model_len
         # every prompt begins with its first block's head line (a hash id: a digit) and ends with a newline;
         # the overhead is measured on a probe that does too (on Gemma's chat template a prompt that begins
@@ -156,26 +150,11 @@ class ReplayScenario(MetricsScenario):
             )
         self._check_counts(texts, shaped, builder)
         plan = ReplayPlan(
-            trace=opts.trace,
-            format=opts.format,
-            sha256=read.sha256,
-            trace_rows=read.lines,
-            bad_rows=read.bad_rows,
-            before_offset=read.before_offset,
-            time_scale=opts.time_scale,
-            start_offset_s=opts.start_offset_s,
-            max_requests=opts.max_requests,
-            trace_span_s=round(read.rows[-1].t_s - first, 6),
-            block_tokens=opts.block,
-            max_input_tokens=opts.max_input_tokens,
-            max_output_tokens=opts.max_output_tokens,
-            capped_inputs=sum(s.capped for s in shaped),
+            **opts.plan_fields(read, shaped),
             planned_requests=len(requests),
             schedule_span_s=round(requests[-1].offset_ns / NS_PER_S, 9),
-            max_concurrency=opts.max_concurrency,
             ignore_eos=opts.ignore_eos,
             deadline_s=opts.deadline_s,
-            slo=dict(opts.slo or {}),
             endpoint=self.target.endpoint,
             route=self.target.route.traits(),
             max_model_len=max_model_len,
@@ -183,8 +162,6 @@ class ReplayScenario(MetricsScenario):
             overhead_source=hs.overhead_source,
             haystack_additive=builder.additive,
             lines=[r.line for r in read.rows],
-            text_tokens=[s.text_tokens for s in shaped],
-            hash_ids=[list(s.blocks) for s in shaped] if opts.format in HASHED else [],
             kv_blocks=cache.blocks if cache else None,
             kv_block_tokens=cache.block_tokens if cache else None,
             kv_source=cache.source if cache else None,

@@ -5,7 +5,7 @@ format, how it is selected, scaled and capped, and, for a recorded agent (`--for
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -15,7 +15,7 @@ from loadproof.scenarios.load.slo import SLO_SYNTAX, Slo
 from loadproof.scenarios.options import Panel, cli, idle_timeout_field, sample_interval_field
 from loadproof.scenarios.session_header import HeaderName, session_header_field
 from loadproof.workloads.model_mix import MIX_SYNTAX
-from loadproof.workloads.traces import HASHED, MOONCAKE_BLOCK, REPLAY_BLOCK, TraceFormat
+from loadproof.workloads.traces import HASHED, MOONCAKE_BLOCK, REPLAY_BLOCK, Shaped, TraceFormat, TraceRead, read_trace
 
 Pace = Literal["deps", "recorded"]
 ToolRole = Literal["tool", "user"]
@@ -175,6 +175,40 @@ class ReplayOptions(StrictModel):
     def block(self) -> int:
         """Tokens per hash id as replayed: --block-tokens, else the format's default (REPLAY_BLOCK)."""
         return self.block_tokens or REPLAY_BLOCK.get(self.format, MOONCAKE_BLOCK)
+
+    def read(self) -> TraceRead:
+        """The trace's rows these options select."""
+        return read_trace(
+            self.trace,
+            self.format,
+            start_offset_s=self.start_offset_s,
+            max_requests=self.max_requests,
+            skip_bad_rows=self.skip_bad_rows,
+        )
+
+    def plan_fields(self, read: TraceRead, shaped: list[Shaped]) -> dict[str, Any]:
+        """What a replay plan says of its trace and of how these options selected, scaled and capped it: the
+        scenario's plan and its prediction's alike (`ReplayPlan(**fields, ...)`)."""
+        return {
+            "trace": self.trace,
+            "format": self.format,
+            "sha256": read.sha256,
+            "trace_rows": read.lines,
+            "bad_rows": read.bad_rows,
+            "before_offset": read.before_offset,
+            "time_scale": self.time_scale,
+            "start_offset_s": self.start_offset_s,
+            "max_requests": self.max_requests,
+            "trace_span_s": round(read.rows[-1].t_s - read.rows[0].t_s, 6),
+            "block_tokens": self.block,
+            "max_input_tokens": self.max_input_tokens,
+            "max_output_tokens": self.max_output_tokens,
+            "capped_inputs": sum(s.capped for s in shaped),
+            "max_concurrency": self.max_concurrency,
+            "slo": dict(self.slo or {}),
+            "text_tokens": [s.text_tokens for s in shaped],
+            "hash_ids": [list(s.blocks) for s in shaped] if self.format in HASHED else [],
+        }
 
     @model_validator(mode="after")
     def _consistent(self) -> ReplayOptions:
