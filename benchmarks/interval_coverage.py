@@ -7,7 +7,8 @@ Bernoulli draws (the share: Wilson and Clopper-Pearson), and a throughput-like p
 stationary AR(1) (its mean: circular block bootstrap, which must respect the correlation). For each figure,
 the share of `--runs` 95% intervals that contain the true value, with its binomial 95% interval
 (Clopper-Pearson, over the runs), and, for the order statistics, the exact coverage of the ranks used
-(the binomial probability they bracket the quantile: what the share should come out at).
+(the binomial probability they bracket the quantile) and of each share interval (the binomial mass of the
+counts whose interval holds the true share): what the share of runs should come out at.
 
 Pure computation, no engine, no simulator; seeded (one --seed, the same table). The simulator-based
 version (independent short runs of `loadproof sim` with a service-time law) is still to do (#41).
@@ -29,6 +30,7 @@ from statistics import NormalDist
 
 from loadproof.metrics.intervals import (
     Interval,
+    binomial_cdf,
     block_bootstrap_mean,
     clopper_pearson_interval,
     long_run_mean_interval,
@@ -92,7 +94,12 @@ def share_case(figure: str, n: int, p: float, kind: Callable[[int, int, float], 
     def draw(rng: random.Random, n: int) -> list[float]:
         return [1.0 if rng.random() < p else 0.0 for _ in range(n)]
 
-    return Case(figure, f"Bernoulli({p})", n, p, draw, lambda xs, _i: kind(int(sum(xs)), len(xs), CONFIDENCE))
+    def covers(k: int) -> bool:
+        interval = kind(k, n, CONFIDENCE)
+        return interval.low <= p <= interval.high
+
+    exact = sum(binomial_cdf(k, n, p) - binomial_cdf(k - 1, n, p) for k in range(n + 1) if covers(k))
+    return Case(figure, f"Bernoulli({p})", n, p, draw, lambda xs, _i: kind(int(sum(xs)), len(xs), CONFIDENCE), exact)
 
 
 def cases(resamples: int) -> list[Case]:
