@@ -145,14 +145,17 @@ INTEGRATION = Path(__file__).parent / "integration"
 # each session engine's fixture, and the group of the modules that take it (one worker runs a group); a module
 # that takes two is the first one's
 SESSION_ENGINES = {
-    "fleet": "two-engines",  # the fleet's two replicas: never beside the prefill/decode pair's two (PINNED)
+    "fleet": "extra-engines",  # the fleet's two replicas: never beside the prefill/decode pair's two (PINNED)
     "engine": "session-engine",
-    "vlm_engine": "vlm-engine",
-    "asr_engine": "asr-engine",
+    # the vision and speech engines' modules on the same worker as the fleet's and the pair's, one after another:
+    # beside the session engine (6 GB) only one of them is up at a time (the fleet's two replicas take 10 GB; with
+    # the vision engine on the other worker as well, the kernel killed the session engine's worker at 54faa1b)
+    "vlm_engine": "extra-engines",
+    "asr_engine": "extra-engines",
 }
 # modules that start engines of their own, pinned to a group so that they never run beside that group's engines:
 # the prefill/decode pair (two engines, about as much memory as the fleet) runs on the fleet's worker, before or after
-PINNED = {"test_pd_engine.py": "two-engines"}
+PINNED = {"test_pd_engine.py": "extra-engines"}
 
 
 def _engine_group(module: Path) -> str | None:

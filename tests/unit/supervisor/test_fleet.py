@@ -39,8 +39,8 @@ def test_the_dry_run_renders_each_replica_on_its_port_and_the_router_in_front_of
     assert router[0].endswith("vllm-router") and notes == []  # the suite's environment has it (the test extra)
 
 
-def test_the_dry_run_of_a_router_not_installed_renders_its_name_and_says_so(monkeypatch):
-    monkeypatch.setattr("loadproof.engines.router.shutil.which", lambda name: None)
+def test_the_dry_run_of_a_router_not_installed_renders_its_name_and_says_so(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))  # scripts/in-venv puts the venv's bin, where it is installed, on PATH
     monkeypatch.setattr("loadproof.engines.router.sys.executable", "/nowhere/bin/python")
     steps, notes = dry_run_fleet(packaged_profile("embedded-fleet"))
     assert steps[-1].argv[0] == "vllm-router" and notes == [
