@@ -142,20 +142,28 @@ def _more_examples(test: object, scaled: set[int]) -> None:
 INTEGRATION = Path(__file__).parent / "integration"
 
 
-# each session engine's fixture, and the group of the modules that take it (one worker runs a group); a module
-# that takes two is the first one's
-SESSION_ENGINES = {
-    "fleet": "extra-engines",  # the fleet's two replicas: never beside the prefill/decode pair's two (PINNED)
-    "engine": "session-engine",
-    # the vision and speech engines' modules on the same worker as the fleet's and the pair's, one after another:
-    # beside the session engine (6 GB) only one of them is up at a time (the fleet's two replicas take 10 GB; with
-    # the vision engine on the other worker as well, the kernel killed the session engine's worker at 54faa1b)
-    "vlm_engine": "extra-engines",
-    "asr_engine": "extra-engines",
+# Every module that runs a real engine goes to one worker, one module after another, beside the session engine
+# (about 9 GB with its API process); the other worker runs the unit tests and the simulator's modules. Two such
+# modules on two workers took the machine past 24 GiB: the kernel killed the session engine's worker with the
+# fleet's two replicas (10 GB) and the vision engine up (54faa1b), and again with the prefill/decode pair's two and
+# a long-context module's own engine up (e0cb75c). So at most the session engine and one other module's engines
+# (the fleet's, 10 GB) are up at once.
+ENGINES = "real-engines"
+# each engine fixture (a module that takes one runs where that engine is)
+SESSION_ENGINES = {"engine": ENGINES, "fleet": ENGINES, "vlm_engine": ENGINES, "asr_engine": ENGINES}
+# modules that start real engines of their own (module fixtures, `start_serve`, `small_embedded`)
+PINNED = {
+    name: ENGINES
+    for name in (
+        "test_pd_engine.py",
+        "test_embeddings_engine.py",
+        "test_lora_engine.py",
+        "test_reasoning_engine.py",
+        "test_replay_small_kv.py",
+        "test_spec_decode_engine.py",
+        "test_supervisor.py",
+    )
 }
-# modules that start engines of their own, pinned to a group so that they never run beside that group's engines:
-# the prefill/decode pair (two engines, about as much memory as the fleet) runs on the fleet's worker, before or after
-PINNED = {"test_pd_engine.py": "extra-engines"}
 
 
 def _engine_group(module: Path) -> str | None:
@@ -181,14 +189,12 @@ ENGINE_GROUPS = {
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
-    """Which tests one worker runs together: every module of the session's embedded engine on one worker, so one
-    engine serves them all (a worker's session fixtures are its own, so the other worker would start a second), and
-    every module of the multimodal and speech engines (`vlm_engine`, `asr_engine`) on one worker likewise (each its
-    own group: `SESSION_ENGINES`); the fleet's modules (`fleet`) and the prefill/decode pair's on one worker (`PINNED`),
-    so their engines are never up at once; each other integration module whole, so an engine its module starts (a
-    module-scoped fixture) starts once;
-    unit tests one by one, wherever a worker is free. (xdist's own `--dist loadgroup` reads groups from node ids,
-    which pytest 9.2 no longer lets a plugin rename.)"""
+    """Which tests one worker runs together: every module that runs a real engine on one worker (`ENGINES`), so
+    the session engine serves all that take it (a worker's session fixtures are its own, so the other worker would
+    start a second) and at most one other module's engines are up beside it; each other integration module whole,
+    so an engine or simulator its module starts (a module-scoped fixture) starts once; unit tests one by one,
+    wherever a worker is free. (xdist's own `--dist loadgroup` reads groups from node ids, which pytest 9.2 no
+    longer lets a plugin rename.)"""
     from xdist.scheduler import LoadScopeScheduling
 
     class ByEngine(LoadScopeScheduling):
