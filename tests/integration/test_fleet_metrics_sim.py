@@ -135,7 +135,8 @@ def test_a_replica_lost_behind_vllm_router_and_started_again(tmp_path: Path):
             At(f"http://127.0.0.1:{router_port}"),  # type: ignore[arg-type]  # run_scenario reads the URL alone
             tmp_path,
             "load",
-            *("--rate", "4", "--duration-s", "12", "--input-tokens", "200", "--output-tokens", "8"),
+            # 24 s: room for the replica to come back on a loaded machine (at 12 s it came back after the run)
+            *("--rate", "4", "--duration-s", "24", "--input-tokens", "200", "--output-tokens", "8"),
             *("--router-metrics", f"http://127.0.0.1:{prometheus}"),
         )
         chaos.join(timeout=60)

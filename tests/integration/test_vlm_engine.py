@@ -14,7 +14,9 @@ from typing import Any
 
 import pytest
 from PIL import Image
+from typer.testing import CliRunner
 
+from loadproof.cli import app
 from loadproof.config.profile import packaged_profile
 from loadproof.protocol.media import MediaTokens
 from tests.integration.conftest import Engine
@@ -69,3 +71,17 @@ def test_an_image_costs_the_profiles_rule_in_prompt_tokens_and_a_second_sending_
     assert vlm_engine.metric("vllm:mm_cache_hits_total") == hits + 1
     wide = [{"type": "image_url", "image_url": {"url": png_data_url(900, 120, 2)}}]  # splitting off: the same 67
     assert chat(vlm_engine, [*wide, {"type": "text", "text": QUESTION}])["usage"]["prompt_tokens"] == first
+
+
+def test_plan_simulate_load_on_a_vlm_profile_expects_its_tokens_an_image(vlm_engine: Engine) -> None:
+    # beside the engine: `plan` reads the prepared model's config, which the engine's first serve makes
+    args = ["plan", "embedded-vlm", "--simulate", "load", "--sim", "sim-small", "--rate", "1", "-n", "10"]
+    result = CliRunner().invoke(
+        app, [*args, "--input-tokens", "64", "--output-tokens", "8", "--images", "1:224x224", "--no-ranges"]
+    )
+    assert result.exit_code == 0, result.output
+    out = " ".join(result.stdout.split())
+    assert (
+        "media tokens per image (a video: per frame) by fixed:64+3 (profile embedded-vlm [model] image_tokens): "
+        "224x224: 67 tokens (1 a request)" in out
+    )

@@ -3,7 +3,8 @@
 `--engine-metrics URL,URL,...` lists one source per replica, in order (replica 0 first), each as one
 `--engine-metrics` takes it (`MetricsSource.parse`); `--router-metrics URL` is the router's Prometheus exposition
 (vllm-router's `--prometheus-port`; its API port's /metrics is one worker's, forwarded). Without
-`--engine-metrics`, a `--url` at vllm-router is asked its `GET /workers` once (`discover`), and each worker's
+`--engine-metrics` and given `--router-metrics` or `--router-policy`, a `--url` at vllm-router is asked its
+`GET /workers` once (`discover`), and each worker's
 /metrics beside its URL is a replica's source. What the run found is the manifest's `target.fleet`
 (`describe`), each replica's KV cache with it (`with_caches`, its `cache_config_info`).
 """
@@ -151,7 +152,7 @@ def fleet_of(
     (UsageError where `--router-metrics` or `--router-policy` was given for one)."""
     if len(sources) > 1 or (sources and router is not None):
         return Fleet(sources, router, policy=policy)
-    if not sources:
+    if not sources and (router is not None or policy is not None):  # told it is a fleet: ask the router
         workers = discover(url, api_key)
         if workers is not None:
             return Fleet(tuple(MetricsSource.beside(w) for w in workers), router, discovered=True, policy=policy)

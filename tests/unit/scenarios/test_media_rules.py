@@ -8,9 +8,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from typer.testing import CliRunner
-
-from loadproof.cli import app
 from loadproof.config.profile import resolve_profile
 from loadproof.predict.deployment import media_tokens_of
 from loadproof.predict.load import predict_load_sweep, rate_sweep
@@ -111,16 +108,3 @@ def test_a_deployment_profiles_rules_are_charged_by_the_prediction():
     media = given.rates[0].run.media
     assert media is not None and media.tokens == 10
     assert str(media.image) == "fixed:10 (--media-tokens; profile embedded-vlm [model] image_tokens states fixed:64+3)"
-
-
-def test_plan_simulate_load_on_a_vlm_profile_expects_its_tokens_an_image():
-    args = ["plan", "embedded-vlm", "--simulate", "load", "--sim", "sim-small", "--rate", "1", "-n", "10"]
-    result = CliRunner().invoke(
-        app, [*args, "--input-tokens", "64", "--output-tokens", "8", "--images", "1:224x224", "--no-ranges"]
-    )
-    assert result.exit_code == 0, result.output
-    out = " ".join(result.stdout.split())
-    assert (
-        "media tokens per image (a video: per frame) by fixed:64+3 (profile embedded-vlm [model] image_tokens): "
-        "224x224: 67 tokens (1 a request)" in out
-    )
