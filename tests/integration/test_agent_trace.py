@@ -7,7 +7,9 @@ and its last call joining both, the same calls and tokens by the GenAI and the O
 replay's records: one request per call and copy, each sent after the calls it waited for ended and the clerks at
 once, the tool time kept as think time, and the prefix cache: requests whose recorded messages open alike share
 their leading blocks in the plan (a copy shares only the instructions), and each request's cached prompt tokens,
-as the engine reported them, are exactly the blocks it shares with a request that ended before it was sent.
+as the engine reported them, at least the replay boundary of an ended request it continues (the embedded model
+is hybrid: vLLM keeps its sliding-window blocks only at checkpoints) and at most what it shares with one sent
+before it.
 """
 
 from __future__ import annotations
@@ -158,18 +160,27 @@ def test_an_openai_agents_run_is_recorded_and_replayed_as_its_spans(engine, tmp_
             assert same >= other_copy if shared > system else same == other_copy, (i, j, same, other_copy)
     first, last = shape["orchestrator"]
     assert common_blocks(hashes[index[last.span_id]], hashes[index[first.span_id]]) >= len(hashes[0]) - 1
-    # the engine's cached prompt tokens, request by request: at least the whole blocks it shares with a request
-    # that ended before it was sent, at most those it shares with one sent before it (and one block more: the
-    # template's tokens after a shared message may fill the block that message ends in)
+    # the engine's cached prompt tokens, request by request: at least the replay boundary of a request that ended
+    # before it was sent and whose boundary its prompt shares, at most the blocks it shares with one sent before it
+    # (and one block more: the template's tokens after a shared message may fill the block that message ends in).
+    # Not every shared block: the embedded model (Gemma 3) is hybrid, and vLLM keeps its sliding-window blocks only
+    # before each request's checkpoints (metrics/prefix_checkpoints.py), of which the replay boundary,
+    # (prompt tokens - 1) // block blocks, is the one that holds whatever else ran at the same time
     prompts = {k: r["prompt_tokens"] for k, r in by_index.items()}
 
     def cached(k: int, j: int) -> int:
         """Tokens of k's prompt in whole blocks it shares with j (a prompt's last token is never a hit)."""
         return min(common_blocks(hashes[k], hashes[j]), (prompts[k] - 1) // block, prompts[j] // block) * block
 
+    def resumed(k: int, j: int) -> int:
+        """Tokens of k's prompt up to j's replay boundary, if k shares every block before it (else 0)."""
+        boundary = (prompts[j] - 1) // block
+        shares = common_blocks(hashes[k], hashes[j]) >= boundary and (prompts[k] - 1) // block >= boundary
+        return boundary * block if shares else 0
+
     must = 0
     for k, record in by_index.items():
-        low = max((cached(k, j) for j in by_index if by_index[j]["end_ns"] <= record["send_ns"]), default=0)
+        low = max((resumed(k, j) for j in by_index if by_index[j]["end_ns"] <= record["send_ns"]), default=0)
         high = max((cached(k, j) for j in by_index if by_index[j]["send_ns"] < record["send_ns"]), default=0)
         assert low <= record["cached_tokens"] <= high + block, (k, low, record["cached_tokens"], high)
         must += low
@@ -181,7 +192,10 @@ def test_an_openai_agents_run_is_recorded_and_replayed_as_its_spans(engine, tmp_
     value = {name: claims[f"replay.prefix_hit_rate.{name}_pct"]["value"] for name in ("engine", "expected")}
     assert value["expected"] == pytest.approx(100 * expected / total, abs=0.5) and expected > 0.5 * total
     assert value["engine"] == pytest.approx(100 * hits / total, abs=1)
-    assert 100 * must / total <= value["engine"] <= value["expected"] + 0.5 and must > 0.3 * total, value
+    assert 100 * must / total <= value["engine"] <= value["expected"] + 0.5 and must > 0.3 * total, (
+        value,
+        100 * must / total,
+    )
     # every prompt near its span's input tokens (a message's text as long as the recorded one)
     assert all(abs(prompts[k] - calls[k % n].input_tokens) <= 0.1 * calls[k % n].input_tokens for k in prompts)
     wait_until(
