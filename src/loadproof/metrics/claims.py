@@ -9,7 +9,8 @@ Meaning is set where the claim is computed, never guessed from its name afterwar
 - `direction`: which way is better, `higher`, `lower` or `neither` (settings, plan echoes, engine
   agreement, and every fact, verdict and criterion).
 
-Both go to claims.json beside name, value, unit, printed and formula; `compare`, `report` and `verify`
+Both go to claims.json beside name, value, unit, printed and formula, and a measured figure's `interval`
+(low, high, confidence, method; metrics/intervals.py) where it has one; `compare`, `report` and `verify`
 read them. `pattern` is the claim's name with its variable parts as placeholders
 (`throughput.<family>.c<N>.decode_tokens_per_s`), exactly as docs/ documents it; it stays in memory
 (the docs-formula test reads it), not in claims.json.
@@ -24,6 +25,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from loadproof.metrics.intervals import Interval
 
 Kind = Literal["figure", "count", "fact", "verdict", "criterion"]
 Direction = Literal["higher", "lower", "neither"]
@@ -45,6 +48,7 @@ class Claim:
     kind: Kind
     direction: Direction
     pattern: str = field(default="", compare=False, repr=False)  # the documented name; `name` when fixed
+    interval: Interval | None = None  # a measured figure's confidence interval (metrics/intervals.py), if any
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -61,7 +65,15 @@ class Claim:
         return self.kind in ("figure", "count")
 
     def as_dict(self) -> dict[str, Any]:
-        return {key: getattr(self, key) for key in SERIALIZED}
+        out = {key: getattr(self, key) for key in SERIALIZED}
+        if self.interval is not None:
+            out["interval"] = interval_dict(self.interval)
+        return out
+
+
+def interval_dict(interval: Interval) -> dict[str, Any]:
+    """A claim's interval as claims.json keeps it: low, high, confidence and method."""
+    return {"low": interval.low, "high": interval.high, "confidence": interval.confidence, "method": interval.method}
 
 
 def fill(pattern: str, parts: Mapping[str, object] | None) -> str:
@@ -82,10 +94,12 @@ def number(
     *,
     direction: Direction,
     parts: Mapping[str, object] | None = None,
+    interval: Interval | None = None,
 ) -> Claim:
-    """A figure printed with `decimals` places (an int as itself); `verify` compares at that precision."""
+    """A figure printed with `decimals` places (an int as itself); `verify` compares at that precision, its
+    `interval` (if any) too."""
     printed = f"{value:.{decimals}f}" if isinstance(value, float) else str(value)
-    return Claim(fill(name, parts), value, unit, printed, formula, "figure", direction, name)
+    return Claim(fill(name, parts), value, unit, printed, formula, "figure", direction, name, interval)
 
 
 def count(

@@ -44,7 +44,7 @@ from statistics import NormalDist
 
 import msgspec
 
-from loadproof.metrics.distribution import quantile
+from loadproof.metrics.distribution import Ranked, quantile
 
 DEFAULT_CONFIDENCE = 0.95
 DEFAULT_RESAMPLES = 2000
@@ -181,11 +181,17 @@ def order_statistic_ranks(n: int, q: float, confidence: float = DEFAULT_CONFIDEN
 def percentile_interval(values: Sequence[float], q: float, confidence: float = DEFAULT_CONFIDENCE) -> Interval | None:
     """The distribution-free interval of the q-quantile (q = p / 100) of independent values; None when
     there are too few of them (`min_count`)."""
-    ranks = order_statistic_ranks(len(values), q, confidence)
+    return ranked_percentile_interval(sorted(values), q, confidence)
+
+
+def ranked_percentile_interval(ordered: Ranked, q: float, confidence: float = DEFAULT_CONFIDENCE) -> Interval | None:
+    """`percentile_interval` of values already in ascending order (a sorted list, or a `Histogram`, whose
+    ranks stand for their buckets' middles)."""
+    ranks = order_statistic_ranks(len(ordered), q, confidence)
     if ranks is None:
         return None
-    ordered = sorted(values)
-    return Interval(ordered[ranks.low - 1], ordered[ranks.high - 1], confidence, "order statistics")
+    low, high = float(ordered[ranks.low - 1]), float(ordered[ranks.high - 1])
+    return Interval(low, high, confidence, f"order statistics {ranks.low} and {ranks.high} of {len(ordered)}")
 
 
 def min_count(q: float, confidence: float = DEFAULT_CONFIDENCE) -> int:
@@ -365,3 +371,46 @@ def block_bootstrap_mean(
     tail = alpha / 2.0
     method = f"circular block bootstrap, block {b}, {resamples} resamples, seed {seed}"
     return Interval(quantile(means, tail), quantile(means, 1.0 - tail), confidence, method)
+
+
+# --- batch means: a mean of a correlated series, Student's t over its batches ---------------------------
+
+BATCHES = 20  # batch means' batches: enough degrees of freedom, batches long enough to be near independent
+MIN_BATCH = 2
+
+
+def student_t_quantile(p: float, df: float) -> float:
+    """The p-quantile of Student's t with `df` degrees of freedom, from the incomplete beta:
+    P(|T| > t) = I_x(df / 2, 1 / 2) with x = df / (df + t^2)."""
+    if not 0.0 < p < 1.0 or df <= 0:
+        raise ValueError(f"p must be between 0 and 1 and df positive, got p={p}, df={df}")
+    if p == 0.5:
+        return 0.0
+    tail = 2.0 * min(p, 1.0 - p)
+    x = beta_quantile(tail, df / 2.0, 0.5)
+    t = math.sqrt(df * (1.0 / x - 1.0)) if x > 0.0 else math.inf
+    return t if p > 0.5 else -t
+
+
+def batch_means_interval(
+    series: Sequence[float], confidence: float = DEFAULT_CONFIDENCE, batches: int = BATCHES
+) -> Interval | None:
+    """The mean of a series in time order with the non-overlapping batch means interval: the series cut into
+    k equal consecutive batches (the first n mod k values left out of the batching, not of the mean), the
+    batches' means near independent when a batch is much longer than the series' correlation, so the mean
+    +/- t(k - 1) s_k / sqrt(k), s_k the batch means' standard deviation (Schmeiser 1982; k = 20 by default,
+    fewer for a short series, each batch at least `MIN_BATCH` values). None for fewer than 3 batches'
+    values; a constant series gives a zero-width interval."""
+    alpha = _check_confidence(confidence)
+    n = len(series)
+    k = min(batches, n // MIN_BATCH)
+    if k < 3:
+        return None
+    size = n // k
+    skip = n - k * size
+    means = [math.fsum(series[skip + i * size : skip + (i + 1) * size]) / size for i in range(k)]
+    grand = math.fsum(series) / n
+    middle = math.fsum(means) / k
+    var = math.fsum((m - middle) ** 2 for m in means) / (k - 1)
+    half = student_t_quantile(1.0 - alpha / 2.0, k - 1) * math.sqrt(var / k)
+    return Interval(grand - half, grand + half, confidence, f"batch means, {k} batches of {size}, Student t")

@@ -5,7 +5,8 @@ has one, so a cross-measurement agrees: latencies of successful requests only; I
 between successive token-bearing chunks, pooled over requests, not weighted by the tokens a chunk
 carries; TPOT (e2el - ttft) / (output_tokens - 1) for requests of more than one token; E2EL send to the
 last token-bearing chunk; percentiles linear (numpy's default) and std the population's
-(`metrics.distribution`). The load, replay, sessions, throughput and A/B figures all read them here.
+(`metrics.distribution`), each percentile and the mean with its 95% interval (`metrics.uncertainty`). The
+load, replay, sessions, throughput and A/B figures all read them here.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from loadproof.metrics.claims import Claim, number
-from loadproof.metrics.distribution import PERCENTILES, STATS, summarize
+from loadproof.metrics.distribution import PERCENTILES, STATS, Ranked, summarize
+from loadproof.metrics.intervals import Interval
+from loadproof.metrics.uncertainty import mean_interval, percentile_interval, ranked
 from loadproof.records import RequestRecord
 from loadproof.units import NS_PER_S
 
@@ -135,6 +138,7 @@ def latency_claims(records: list[RequestRecord], only: tuple[str, ...] | None = 
         summary = summarize(values[latency.name])
         if summary is None:
             continue
+        ordered = ranked(values[latency.name])
         for stat in latency.stats:
             what = {"mean": "mean", "std": "population standard deviation", "max": "max"}.get(
                 stat, f"{PERCENTILES.get(stat, 0):g}th percentile"
@@ -148,9 +152,18 @@ def latency_claims(records: list[RequestRecord], only: tuple[str, ...] | None = 
                     latency.decimals,
                     direction="lower" if stat != "std" else "neither",
                     parts={"stat": stat},
+                    interval=_interval(values[latency.name], ordered, stat),
                 )
             )
     return claims
+
+
+def _interval(values: list[float], ordered: Ranked, stat: str) -> Interval | None:
+    """A latency statistic's interval in s (metrics/uncertainty.py): a percentile's or the mean's; none for
+    the std and the max."""
+    if stat in PERCENTILES:
+        return percentile_interval(ordered, PERCENTILES[stat], 1 / NS_PER_S)
+    return mean_interval(values, 1 / NS_PER_S) if stat == "mean" else None
 
 
 def span_s(records: list[RequestRecord]) -> float:

@@ -29,6 +29,7 @@ from loadproof.metrics.reasoning import reasoning_claims
 from loadproof.metrics.slo import slo_claims, slo_text
 from loadproof.metrics.spec_decode import spec_claims, spec_gauge_claims, spec_window, unavailable_claims
 from loadproof.metrics.timeline import engine_panels, latency_panels, rate_panel
+from loadproof.metrics.uncertainty import rate_interval
 from loadproof.plans.load import LoadPlan
 from loadproof.plans.replay import ReplayPlan
 from loadproof.protocol.routes.base import RouteTraits
@@ -178,6 +179,7 @@ def load_claims(
                 "successful requests / duration",
                 3,
                 direction="higher",
+                interval=rate_interval([r.end_ns for r in ok], [1.0] * len(ok), t0, duration_s, len(ok) / duration_s),
             )
         )
     route = plan.traits()
@@ -201,6 +203,13 @@ def load_claims(
                 "sum of usage.completion_tokens of successful requests / duration; all streams together",
                 1,
                 direction="higher",
+                interval=rate_interval(
+                    [r.end_ns for r in ok],
+                    [float(r.output_tokens or 0) for r in ok],
+                    t0,
+                    duration_s,
+                    sum(r.output_tokens or 0 for r in ok) / duration_s,
+                ),
             )
         )
     claims += length_claims(ok, plan)

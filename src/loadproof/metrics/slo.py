@@ -9,6 +9,7 @@ from __future__ import annotations
 from loadproof.metrics.claims import Claim, count, fact, number
 from loadproof.metrics.distribution import percentile
 from loadproof.metrics.latency import succeeded, tpot_ns
+from loadproof.metrics.uncertainty import share_interval
 from loadproof.records import RequestRecord
 from loadproof.units import NS_PER_S
 
@@ -80,6 +81,7 @@ def slo_claims(
             "good requests / every request sent x 100 (failed, timed-out and cancelled ones count as not good)",
             2,
             direction="higher",
+            interval=share_interval(good, len(records)),
         ),
     ]
     if duration_s > 0:
@@ -105,6 +107,7 @@ def slo_claims(
                 2,
                 direction="higher",
                 parts={"slo": key},
+                interval=share_interval(met, len(records)),
             )
         )
     return claims

@@ -32,6 +32,7 @@ from loadproof.store.files import read_json_file
 from loadproof.store.run_dir import CLAIMS, ReadLimits, load_run
 from loadproof.store.schema import read_bundle
 from loadproof.verify.checksums import FileProblem, Scan, check_sums, covered, scan
+from loadproof.verify.confidence import compare_interval
 from loadproof.verify.display import shown
 from loadproof.verify.intervals import matches_printed, printed_interval
 from loadproof.verify.layout import (
@@ -404,7 +405,7 @@ def compare_claim(pub: dict[str, Any], claim: Claim) -> str | None:
         interval = printed_interval(printed)
         where = f"[{interval[0]}, {interval[1]}]" if interval else printed
         return f"recomputed value outside {where}"
-    return None
+    return compare_interval(pub, claim)
 
 
 def _printed(claim: dict[str, Any]) -> str:
