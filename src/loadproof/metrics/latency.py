@@ -14,9 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from loadproof.metrics.claims import Claim, number
-from loadproof.metrics.distribution import PERCENTILES, STATS, Ranked, summarize
-from loadproof.metrics.intervals import Interval
-from loadproof.metrics.uncertainty import mean_interval, percentile_interval, ranked
+from loadproof.metrics.distribution import PERCENTILES, STATS, summarize
+from loadproof.metrics.uncertainty import ranked, stat_interval
 from loadproof.records import RequestRecord
 from loadproof.units import NS_PER_S
 
@@ -152,18 +151,10 @@ def latency_claims(records: list[RequestRecord], only: tuple[str, ...] | None = 
                     latency.decimals,
                     direction="lower" if stat != "std" else "neither",
                     parts={"stat": stat},
-                    interval=_interval(values[latency.name], ordered, stat),
+                    interval=stat_interval(values[latency.name], stat, 1 / NS_PER_S, ordered),
                 )
             )
     return claims
-
-
-def _interval(values: list[float], ordered: Ranked, stat: str) -> Interval | None:
-    """A latency statistic's interval in s (metrics/uncertainty.py): a percentile's or the mean's; none for
-    the std and the max."""
-    if stat in PERCENTILES:
-        return percentile_interval(ordered, PERCENTILES[stat], 1 / NS_PER_S)
-    return mean_interval(values, 1 / NS_PER_S) if stat == "mean" else None
 
 
 def span_s(records: list[RequestRecord]) -> float:

@@ -7,16 +7,23 @@ figures every scenario shares. The arithmetic is metrics/intervals.py's.
   the time correlation of a loaded engine's latencies within a batch.
 - A rate over a run (requests or tokens a second): batch means of its per-second series, scaled to the
   figure (the series' mean is the count over whole seconds, the figure the count over the exact duration).
-- A share (SLO attainment, an SLO met, success): Wilson's score interval, in percent.
+- A share of independent trials (SLO attainment, an SLO met, success, an accuracy over items): Wilson's score
+  interval, in percent (or as a fraction, `scale=1`).
+- A ratio of two sums over requests (a hit share of prompt tokens, seconds per audio second): batch means of
+  its linearized per-request values (`ratio_interval`), the delta method's variance with the time correlation
+  kept; tokens of one request are not independent trials, so no binomial interval.
+- A ratio of two medians (a drift, warm over cold): each median's order statistics at 97.5%, so both hold
+  together at least at 95% whatever their dependence (Bonferroni), the ratio's bounds the extreme ratios.
 
 Every interval is at `CONFIDENCE` (95%) and deterministic, so `verify` recomputes it exactly.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
-from loadproof.metrics.distribution import EXACT_LIMIT, Histogram, Ranked
+from loadproof.metrics.distribution import EXACT_LIMIT, PERCENTILES, Histogram, Ranked
 from loadproof.metrics.intervals import (
     DEFAULT_CONFIDENCE,
     Interval,
@@ -51,9 +58,60 @@ def mean_interval(series: Sequence[float], factor: float = 1.0) -> Interval | No
     return scaled(batch_means_interval(series, CONFIDENCE), factor)
 
 
-def share_interval(successes: int, n: int) -> Interval | None:
-    """A share's interval in percent; none of no trials."""
-    return scaled(wilson_interval(successes, n, CONFIDENCE), 100.0) if n > 0 else None
+def stat_interval(
+    values: Sequence[float], stat: str, factor: float = 1.0, ordered: Ranked | None = None
+) -> Interval | None:
+    """The interval of a statistic of `values` as `distribution.summarize` names it: a percentile's (p50 is the
+    median) by order statistics (`ordered`: the values already `ranked`), the mean's by batch means over the
+    values in the order given; none for the std, the min or the max."""
+    if stat in PERCENTILES:
+        return percentile_interval(ranked(values) if ordered is None else ordered, PERCENTILES[stat], factor)
+    return mean_interval(values, factor) if stat == "mean" else None
+
+
+def share_interval(successes: int, n: int, scale: float = 100.0) -> Interval | None:
+    """A share's interval, in percent (`scale` 1: as a fraction); none of no trials."""
+    return scaled(wilson_interval(successes, n, CONFIDENCE), scale) if n > 0 else None
+
+
+def ratio_interval(
+    numerators: Sequence[float], denominators: Sequence[float], factor: float = 1.0, ceiling: float | None = None
+) -> Interval | None:
+    """The interval of R = sum(numerators) / sum(denominators) x `factor`, one pair an item, in time order:
+    batch means of the linearized values (y_i - R x_i) / mean(x), whose mean is 0 and whose mean's variance
+    is R's (the delta method), so R plus their interval; bounds at least 0 and at most `ceiling` where given
+    (a share of 100). None without a positive denominator or with too few items for three batches."""
+    total = math.fsum(denominators)
+    if not numerators or total <= 0:
+        return None
+    ratio = math.fsum(numerators) / total
+    mean_den = total / len(denominators)
+    linear = [(y - ratio * x) / mean_den for y, x in zip(numerators, denominators, strict=True)]
+    interval = batch_means_interval(linear, CONFIDENCE)
+    if interval is None:
+        return None
+    low, high = max(0.0, (ratio + interval.low) * factor), (ratio + interval.high) * factor
+    high = high if ceiling is None else min(ceiling, high)
+    return Interval(low, high, interval.confidence, f"{interval.method}, of the linearized ratio")
+
+
+def median_ratio_interval(
+    numerator: Sequence[float], denominator: Sequence[float], shift: float = 0.0
+) -> Interval | None:
+    """The interval of median(numerator) / median(denominator) + `shift`: each median's order-statistic interval
+    at 1 - (1 - CONFIDENCE) / 2, so both hold together at least at CONFIDENCE (Bonferroni), the ratio's bounds
+    the extreme ratios of theirs. None when either has too few values or the denominator's could be 0."""
+    level = 1.0 - (1.0 - CONFIDENCE) / 2.0
+    top = ranked_percentile_interval(ranked(numerator), 0.5, level)
+    bottom = ranked_percentile_interval(ranked(denominator), 0.5, level)
+    if top is None or bottom is None or bottom.low <= 0 or top.low < 0:
+        return None
+    return Interval(
+        top.low / bottom.high + shift,
+        top.high / bottom.low + shift,
+        CONFIDENCE,
+        f"ratio of two medians' intervals at {level:.1%} each (Bonferroni): {top.method}; {bottom.method}",
+    )
 
 
 def per_second(ends_ns: Sequence[int], weights: Sequence[float], start_ns: int, duration_s: float) -> list[float]:
@@ -91,10 +149,13 @@ def rate_interval(
 __all__ = [
     "CONFIDENCE",
     "mean_interval",
+    "median_ratio_interval",
     "per_second",
     "percentile_interval",
     "ranked",
     "rate_interval",
+    "ratio_interval",
     "scaled",
     "share_interval",
+    "stat_interval",
 ]
