@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from loadproof.metrics.claims import Claim, count, fact, number
+from loadproof.metrics.uncertainty import mean_interval, share_interval
 from loadproof.records import RequestRecord
 
 
@@ -59,6 +60,7 @@ def constraint_claims(scenario: str, records: Iterable[RequestRecord], options: 
                 1,
                 direction="higher",
                 parts=parts,
+                interval=share_interval(len(checked) - len(invalid), len(checked)),
             )
         )
     if invalid:
@@ -82,6 +84,7 @@ def constraint_claims(scenario: str, records: Iterable[RequestRecord], options: 
                 2,
                 direction="neither",
                 parts=parts,
+                interval=mean_interval([float(len(r.tool_calls)) for r in checked]),
             )
         )
     return claims

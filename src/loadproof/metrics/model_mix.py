@@ -11,7 +11,8 @@ from typing import Any
 from loadproof.metrics.claims import Claim, count, number
 from loadproof.metrics.distribution import summarize
 from loadproof.metrics.latency import succeeded, tpot_ns, ttft_ns
-from loadproof.metrics.slo import meets, slo_values
+from loadproof.metrics.slo import meets, run_start_ns, slo_values
+from loadproof.metrics.uncertainty import rate_interval, share_interval, stat_interval
 from loadproof.records import RequestRecord
 from loadproof.units import NS_PER_S
 
@@ -74,18 +75,27 @@ def model_claims(
                         4,
                         direction="lower",
                         parts={**parts, "stat": stat},
+                        interval=stat_interval(values, stat),
                     )
                 )
         if duration_s > 0:
+            tokens = [float(r.output_tokens or 0) for r in ok]
             claims.append(
                 number(
                     f"{pre}.output_tokens_per_s",
-                    sum(r.output_tokens or 0 for r in ok) / duration_s,
+                    sum(tokens) / duration_s,
                     "tokens/s",
                     "sum of usage.completion_tokens of this model's successful requests / the run's duration",
                     1,
                     direction="higher",
                     parts=parts,
+                    interval=rate_interval(
+                        [r.end_ns for r in ok],
+                        tokens,
+                        run_start_ns(records, duration_s),
+                        duration_s,
+                        sum(tokens) / duration_s,
+                    ),
                 )
             )
         if slo and rows:
@@ -107,6 +117,7 @@ def model_claims(
                     2,
                     direction="higher",
                     parts=parts,
+                    interval=share_interval(good, len(rows)),
                 ),
             ]
     return claims

@@ -9,7 +9,7 @@ from __future__ import annotations
 from loadproof.metrics.claims import Claim, count, fact, number
 from loadproof.metrics.distribution import percentile
 from loadproof.metrics.latency import succeeded, tpot_ns
-from loadproof.metrics.uncertainty import share_interval
+from loadproof.metrics.uncertainty import rate_interval, share_interval
 from loadproof.records import RequestRecord
 from loadproof.units import NS_PER_S
 
@@ -56,6 +56,12 @@ def slo_text(slo: dict[str, float]) -> str:
     return ", ".join(f"{k} <= {v * 1000:g} ms" if v < 1 else f"{k} <= {v:g} s" for k, v in slo.items())
 
 
+def run_start_ns(records: list[RequestRecord], duration_s: float) -> int:
+    """The start of a run's duration, back from its records' last end: the per-second series of a rate over
+    `duration_s` (metrics/uncertainty.py) begins there."""
+    return max((r.end_ns for r in records), default=0) - round(duration_s * NS_PER_S)
+
+
 def slo_claims(
     records: list[RequestRecord], slo: dict[str, float], duration_s: float, scenario: str = "load"
 ) -> list[Claim]:
@@ -85,6 +91,7 @@ def slo_claims(
         ),
     ]
     if duration_s > 0:
+        ends = [r.end_ns for r, v in zip(records, values, strict=True) if meets(v, slo)]
         claims.insert(
             2,
             number(
@@ -94,6 +101,9 @@ def slo_claims(
                 "good requests / duration",
                 3,
                 direction="higher",
+                interval=rate_interval(
+                    ends, [1.0] * good, run_start_ns(records, duration_s), duration_s, good / duration_s
+                ),
             ),
         )
     for key in slo:

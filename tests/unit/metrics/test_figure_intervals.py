@@ -7,9 +7,14 @@ import statistics
 
 import pytest
 
+from loadproof.metrics.constraints import constraint_claims
 from loadproof.metrics.distribution import summarize
 from loadproof.metrics.intervals import min_count, wilson_interval
+from loadproof.metrics.model_mix import model_claims
+from loadproof.metrics.slo import slo_claims
 from loadproof.metrics.uncertainty import median_ratio_interval, ratio_interval, share_interval, stat_interval
+from loadproof.plans.load import MixedModel
+from loadproof.records import RequestRecord, ToolCall
 
 
 def test_a_statistic_interval_is_order_statistics_for_a_percentile_batch_means_for_the_mean_none_else():
@@ -66,3 +71,66 @@ def test_a_ratio_of_medians_holds_the_ratio_and_needs_both_medians():
     assert interval.confidence == 0.95 and "Bonferroni" in interval.method
     assert median_ratio_interval(second, first[:5]) is None
     assert median_ratio_interval(second, [0.0] * 60) is None
+
+
+# --- the figures that carry them -------------------------------------------------------------------------
+
+S = 1_000_000_000
+
+
+def request(i: int, send_s: float, ttft_s: float, e2e_s: float, **fields) -> RequestRecord:
+    """A successful load request of 10 output tokens; times in seconds."""
+    send = round(send_s * S)
+    base = dict(
+        request_id=f"r{i}",
+        endpoint="completions",
+        scenario="load",
+        batch=i,
+        ok=True,
+        send_ns=send,
+        intended_send_ns=send,
+        first_token_ns=send + round(ttft_s * S),
+        last_token_ns=send + round(e2e_s * S),
+        end_ns=send + round(e2e_s * S),
+        prompt_tokens=100,
+        output_tokens=10,
+    )
+    return RequestRecord(**{**base, **fields})
+
+
+def steady(n: int = 240, seed: int = 1, **fields) -> list[RequestRecord]:
+    """n requests, 4 a second, TTFTs from 0.1 to 0.6 s."""
+    rng = random.Random(seed)
+    return [request(i, i / 4, rng.uniform(0.1, 0.6), 1.0 + rng.uniform(0, 0.5), **fields) for i in range(n)]
+
+
+def holds(claim) -> bool:
+    return claim.interval is not None and claim.interval.low <= claim.value <= claim.interval.high
+
+
+def test_goodput_carries_a_rate_interval_and_a_model_mix_its_own():
+    records = steady()
+    for r in records[::2]:
+        r.model = "base"
+    for r in records[1::2]:
+        r.model = "lora-a"
+    duration = (max(r.end_ns for r in records) - records[0].send_ns) / S
+    claims = {c.name: c for c in slo_claims(records, {"ttft": 0.4}, duration)}
+    assert holds(claims["load.goodput_rps"]) and "per-second series" in claims["load.goodput_rps"].interval.method
+    mix = [MixedModel(model="base", weight=1.0), MixedModel(model="lora-a", weight=1.0)]
+    mixed = {c.name: c for c in model_claims(records, mix, {"ttft": 0.4}, duration)}
+    for name in ("ttft_s.p50", "ttft_s.p99", "tpot_s.p50", "output_tokens_per_s", "slo_attainment_pct"):
+        assert holds(mixed[f"load.model.base.{name}"]) is (name != "ttft_s.p99"), name  # p99 of 120: too few
+    assert mixed["load.model.base.share_pct"].interval is None  # the mix as drawn: the plan's
+
+
+def test_valid_output_is_a_wilson_share_and_tool_calls_a_batch_means_mean():
+    records = steady(60, output_valid=True)
+    for r in records[::7]:
+        r.output_valid = False
+    for r in records[::3]:
+        r.tool_calls = [ToolCall(name="f", id="1", arguments="{}")]
+    claims = {c.name: c for c in constraint_claims("load", records, {"tools": "tools.json"})}
+    valid = claims["load.output_valid_pct"]
+    assert holds(valid) and valid.interval.method == "Wilson score"
+    assert holds(claims["load.tool_calls_per_request"])
