@@ -23,13 +23,11 @@ from loadproof.report.compare import (
     add_answer_changes,
     build_side,
     compare,
-    legend,
     parse_percent,
-    render_markdown,
-    table,
 )
-from loadproof.report.compare_headline import SHOWN_REASONS, client_line, decision_lines, key_table
+from loadproof.report.compare_headline import SHOWN_REASONS, client_line, decision_lines, key_lines, tally_lines
 from loadproof.report.compare_html import render_compare_html
+from loadproof.report.compare_markdown import legend, render_markdown, table
 from loadproof.store.run_dir import load_run
 
 RunsArgument = "run directory; several, comma-separated, are repeats of one side"
@@ -89,7 +87,7 @@ def compare_command(
     )
     add_answer_changes(result)
     say = ui.out.print
-    lines = decision_lines(result, shown=None if console.verbose else SHOWN_REASONS)
+    lines = decision_lines(result, shown=None if console.verbose else SHOWN_REASONS) + tally_lines(result)
     say(lines[0], style="bold", markup=False, highlight=False)
     for line in lines[1:]:
         say(line, markup=False, highlight=False)
@@ -105,9 +103,8 @@ def compare_command(
         for note in result.notes:
             say(f"note: {note}", markup=False, highlight=False)
     else:
-        header, rows = key_table(result)
-        if rows:
-            ui.table("Key figures: change = (candidate - baseline) / baseline", header, rows)
+        for line in key_lines(result):
+            say(line, markup=False, highlight=False)
         for label, changes in result.answers:
             counts = ", ".join(f"{k} {len(v)}" for k, v in changes.items())
             say(f"answers against {label}: {counts}", markup=False, highlight=False)

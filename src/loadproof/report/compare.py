@@ -13,13 +13,17 @@ Pure functions over loaded runs and their claims; `cli/compare.py` loads the run
 - A side (BASE, CAND, each --baseline) is one run or several runs of one scenario (repeats). A
   throughput run whose records carry several `repeat` values counts as that many repeats. With at
   least 2 repeats on both sides, a value is the mean over repeats and the change gets a percentile
-  bootstrap 95% interval (each side resampled with replacement, `random.Random(seed)` per row);
-  otherwise the table is descriptive: sequential single runs, no confidence interval.
+  bootstrap 95% interval across runs (each side resampled with replacement, `random.Random(seed)` per
+  row). With one run a side, a figure whose claim carries its own interval in both runs gets the
+  difference's interval within runs (`metrics.difference.mover_difference`, as a share of the baseline);
+  a claim without one, or one run against repeats, is descriptive, as it is measured, no interval.
+- A change whose interval holds 0 is `not distinguishable`: never better or worse, and no budget rejects it.
 - Decision: REJECT when any acceptance verdict of the candidate is FAIL (named with its failed
   criteria), when a required acceptance is missing or failed, or when a throughput or latency figure
-  is worse than `max_slowdown` against ANY baseline (the client's own send lag, client lag and queue wait
-  only with `judge_client`: they measure the load generator, not the deployment). Otherwise ACCEPT, but
-  only when the sides share at least one figure a budget applies to; without one there is no verdict.
+  is worse than `max_slowdown` against ANY baseline and distinguishable (the client's own send lag,
+  client lag and queue wait only with `judge_client`: they measure the load generator, not the
+  deployment). Otherwise ACCEPT, but only when the sides share at least one figure a budget applies to;
+  without one there is no verdict.
 """
 
 from __future__ import annotations
@@ -33,20 +37,25 @@ from typing import Any
 from loadproof.catalog import column, entry
 from loadproof.errors import UsageError
 from loadproof.metrics import scenario_claims
-from loadproof.metrics.ab import LEVEL, relative_change
+from loadproof.metrics.ab import relative_change
 from loadproof.metrics.claims import Claim, criteria_of, criterion_name, verdict_of
+from loadproof.metrics.difference import mover_difference
+from loadproof.metrics.intervals import Interval
 from loadproof.metrics.latency import client_side
-from loadproof.plans import Plan, load_plan, workload_difference, workload_text
+from loadproof.plans import Plan, load_plan, workload_difference
 from loadproof.plans.ab import DEFAULT_RESAMPLES
 from loadproof.registry import Registry
 from loadproof.report.change import (
+    ACROSS_RUNS,
     HIGHER,
     LOWER,
+    NEITHER,
+    WITHIN_RUNS,
     Change,
     bootstrap_change_ci,
-    change_text,
     ci_text,
     figure_text,
+    percent,
 )
 from loadproof.store.run_dir import Run
 
@@ -54,6 +63,17 @@ ACCEPT, REJECT, NO_VERDICT = "ACCEPT", "REJECT", "NO VERDICT"
 NOTHING_BUDGETED = "no shared figure a budget applies to (a figure in tokens/s or s with a direction)"
 DESCRIPTIVE = "descriptive: sequential single runs, no confidence interval"
 DESCRIPTIVE_ONE_SIDE = "descriptive: a single run on one side, no confidence interval"
+ACROSS = "{level:.0%} percentile bootstrap interval across runs, {resamples} resamples, seed {seed}"
+WITHIN = (
+    "{level:.0%} interval within runs: each run's own interval of the figure (claims.json), combined for "
+    "independent runs (MOVER), as a share of the baseline; {none} of {total} figures have none, descriptive"
+)
+DRIFT_NOTE = (
+    "Intervals within runs cover each run's sampling noise (its requests), not drift of the machine or the "
+    "engine between the runs, which is often larger (the H200's decode step moves about 20% from run to run): "
+    "`not distinguishable` holds; a difference may still be drift. Repeats of each side (BASE=run1,run2,...) "
+    "give the interval across runs instead."
+)
 DEFAULT_SEED = 20_240_607
 
 # What a budget (--max-slowdown) applies to: a figure in one of these units whose direction is the
@@ -101,6 +121,7 @@ class Side:
     printed: dict[str, str]  # numeric claim -> its printed form in the first run (for decimals)
     plans: list[Plan]  # one per run
     meaning: dict[str, Claim] = field(default_factory=dict)  # numeric claim -> its first instance (direction, unit)
+    intervals: dict[str, Interval] = field(default_factory=dict)  # numeric claim -> its first run's own interval
 
     @property
     def scenario(self) -> str:
@@ -150,6 +171,7 @@ def build_side(
     samples: dict[str, list[float]] = {}
     printed: dict[str, str] = {}
     meaning: dict[str, Claim] = {}
+    intervals: dict[str, Interval] = {}
     for run in runs:
         claims = claims_of(run)
         all_claims.append(claims)
@@ -159,6 +181,8 @@ def build_side(
             value = number_of(c)
             if value is None:
                 continue
+            if c.name not in meaning and c.interval is not None:
+                intervals[c.name] = c.interval
             printed.setdefault(c.name, c.printed)
             meaning.setdefault(c.name, c)
             split = [v for p in per_repeat if c.name in p and (v := number_of(p[c.name])) is not None]
@@ -171,6 +195,7 @@ def build_side(
         printed=printed,
         plans=[plan_of(run) for run in runs],
         meaning=meaning,
+        intervals=intervals,
     )
 
 
@@ -182,6 +207,11 @@ class BaselineComparison:
     @property
     def descriptive(self) -> bool:
         return all(c.ci is None for c in self.changes.values())
+
+    @property
+    def basis(self) -> str | None:
+        """ACROSS_RUNS or WITHIN_RUNS: where the intervals against this baseline come from; None: none."""
+        return next((c.basis for c in self.changes.values() if c.basis is not None), None)
 
 
 @dataclass
@@ -205,25 +235,37 @@ def compare_sides(
     base: Side, cand: Side, seed: int = DEFAULT_SEED, resamples: int = DEFAULT_RESAMPLES
 ) -> BaselineComparison:
     changes = {}
-    for name, values in cand.samples.items():
+    for name in cand.samples:
         if not base.samples.get(name):
             continue
-        b, c = base.value(name), cand.value(name)
-        assert b is not None and c is not None
-        claim = cand.meaning[name]
-        ci = bootstrap_change_ci(base.samples[name], values, random.Random(seed), resamples)
-        changes[name] = Change(
-            name,
-            claim.direction,
-            budget_of(claim),
-            b,
-            c,
-            relative_change(b, c),
-            ci,
-            base.repeats(name),
-            cand.repeats(name),
-        )
+        changes[name] = change_of(name, base, cand, seed, resamples)
     return BaselineComparison(baseline=base, changes=changes)
+
+
+def change_of(name: str, base: Side, cand: Side, seed: int, resamples: int) -> Change:
+    """One claim's change: its interval across runs where both sides have repeats, within runs where each
+    side is one run whose claim carries its own interval; else none, and why."""
+    b, c = base.value(name), cand.value(name)
+    assert b is not None and c is not None
+    claim = cand.meaning[name]
+    n_base, n_cand = base.repeats(name), cand.repeats(name)
+    change = Change(name, claim.direction, budget_of(claim), b, c, relative_change(b, c), None, n_base, n_cand)
+    if n_base >= 2 and n_cand >= 2:
+        ci = bootstrap_change_ci(base.samples[name], cand.samples[name], random.Random(seed), resamples)
+        missing = None if ci is not None else "baseline 0"
+        return replace(change, ci=ci, basis=ACROSS_RUNS if ci else None, missing=missing)
+    if n_base != 1 or n_cand != 1:
+        return replace(change, missing="one value on a side")
+    lacking = [who for who, side in (("baseline", base), ("candidate", cand)) if name not in side.intervals]
+    if lacking:
+        return replace(change, missing="no interval in " + ("either run" if len(lacking) == 2 else f"the {lacking[0]}"))
+    diff = mover_difference(b, base.intervals[name], c, cand.intervals[name])
+    if diff is None:
+        return replace(change, missing="intervals at different confidences")
+    if b == 0:
+        return replace(change, missing="baseline 0", diff_ci=(diff.low, diff.high))
+    low, high = sorted((diff.low / b, diff.high / b))  # as (cand - base) / base is, sign and all
+    return replace(change, ci=(low, high), basis=WITHIN_RUNS, diff_ci=(diff.low, diff.high))
 
 
 def decide(
@@ -247,19 +289,30 @@ def decide(
             reasons.append(f"--require {scenario}: the candidate has no {name} claim")
     if max_slowdown is not None:
         for bc in baselines:
-            for ch in bc.changes.values():
-                if ch.change is None or ch.budget is None or ch.same:  # 0.0% (same) is never worse
+            for ch in over_budget(bc, max_slowdown, judge_client):
+                if ch.distinguishable is False:  # not told from noise: never a regression (a note says so)
                     continue
-                if client_side(ch.name) and not judge_client:
-                    continue
-                worse = -ch.change if ch.direction == HIGHER else ch.change
-                if worse > max_slowdown + 1e-12:
-                    like = cand.printed.get(ch.name)
-                    reasons.append(
-                        f"{ch.name}: {ch.change:+.1%} vs {bc.baseline.label} ({ch.budget} worse than "
-                        f"the {max_slowdown * 100:g}% budget; {figure_text(ch.base, like)} -> {figure_text(ch.cand, like)})"
-                    )
+                like = cand.printed.get(ch.name)
+                interval = f" {ci_text(ch)}" if ch.ci is not None else ""
+                reasons.append(
+                    f"{ch.name}: {ch.change:+.1%}{interval} vs {bc.baseline.label} ({ch.budget} worse than "
+                    f"the {max_slowdown * 100:g}% budget; {figure_text(ch.base, like)} -> {figure_text(ch.cand, like)})"
+                )
     return reasons
+
+
+def over_budget(bc: BaselineComparison, max_slowdown: float, judge_client: bool = False) -> list[Change]:
+    """The changes against this baseline worse than the budget at their value, distinguishable or not: a
+    throughput or latency figure (`budget_of`), never one that reads 0.0% (same), the client's own diagnostics
+    only with `judge_client`."""
+    out = []
+    for ch in bc.changes.values():
+        if ch.change is None or ch.budget is None or ch.same or (client_side(ch.name) and not judge_client):
+            continue
+        worse = -ch.change if ch.direction == HIGHER else ch.change
+        if worse > max_slowdown + 1e-12:
+            out.append(ch)
+    return out
 
 
 def unlike(cand: Side, baselines: Sequence[Side]) -> list[str]:
@@ -317,7 +370,16 @@ def compare(
                     f"baseline run {run_id} failed its acceptance ({failed_verdict.name}: "
                     f"{', '.join(criterion_name(c) for c in failed)}); its figures are shown as measured"
                 )
-    if any(not bc.descriptive for bc in comparisons):
+    for i, bc in enumerate(comparisons, start=1):
+        for ch in over_budget(bc, max_slowdown, judge_client) if max_slowdown is not None else []:
+            if ch.distinguishable is False:
+                notes.append(
+                    f"{ch.name}: {percent(ch.change or 0.0)} {ci_text(ch)} vs B{i}, over the budget at its value "
+                    "but not distinguishable: not a reason to reject"
+                )
+    if any(bc.basis == WITHIN_RUNS for bc in comparisons):
+        notes.append(DRIFT_NOTE)
+    if any(bc.basis == ACROSS_RUNS for bc in comparisons):
         notes.append(
             "Repeats of one side ran one after another, not interleaved with the other side: the interval "
             "covers repeat-to-repeat noise, not drift of the machine between the sides "
@@ -353,114 +415,26 @@ def add_answer_changes(comparison: Comparison) -> None:
         comparison.notes.append("answer-by-answer lists compare the first run of each side")
 
 
-def item_label(item: Any, with_answers: bool = True) -> str:
-    """An answer-change entry as `suite/item_id [mode]: base -> candidate` (a bare id as itself)."""
-    if not isinstance(item, dict):
-        return str(item)
-    label = "/".join(str(item[k]) for k in ("suite", "item_id") if item.get(k) is not None)
-    label += f" [{item['mode']}]" if item.get("mode") else ""
-    if with_answers and ("base" in item or "candidate" in item):
-        label += f": {item.get('base', '-')} -> {item.get('candidate', '-')}"
-    return label.replace("|", "\\|").replace("\n", " ")
+@dataclass(frozen=True)
+class Tally:
+    """How the figures judged against one baseline came out (those with a direction, not the client's own):
+    told apart by their interval (better, worse, or a difference under 0.05%), not distinguishable, or with no
+    interval (compared as measured)."""
+
+    differ: list[str]
+    better: list[str]
+    worse: list[str]
+    not_distinguishable: list[str]
+    without: list[str]
 
 
-def table(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
-    """The change table: candidate, then for each baseline its value, the change and (with repeats) the CI."""
-    with_ci = [not bc.descriptive for bc in comparison.baselines]
-    header = ["claim", "better", "candidate"]
-    for i, ci in enumerate(with_ci, start=1):
-        header += [f"B{i}", f"change vs B{i}"] + ([f"95% CI vs B{i}"] if ci else [])
-    rows = []
-    cand = comparison.candidate
-    for name in comparison.names:
-        value = cand.value(name)
-        row = [
-            name,
-            cand.meaning[name].direction,
-            figure_text(value, cand.printed.get(name)) if value is not None else "n/a",
-        ]
-        for bc, ci in zip(comparison.baselines, with_ci):
-            ch = bc.changes.get(name)
-            if ch is None:
-                row += ["n/a", "n/a"] + (["n/a"] if ci else [])
-            else:
-                row += [figure_text(ch.base, bc.baseline.printed.get(name)), change_text(ch)] + (
-                    [ci_text(ch)] if ci else []
-                )
-        rows.append(row)
-    return header, rows
-
-
-def legend(comparison: Comparison) -> list[str]:
-    cand = comparison.candidate
-    lines = [f"- candidate: {cand.label} ({cand.scenario}; run {cand.run_ids}; {_repeats(cand)})"]
-    workload = workload_text(cand.plans[0])
-    if workload:
-        lines.append(f"- workload: {workload}")
-    for i, bc in enumerate(comparison.baselines, start=1):
-        side = bc.baseline
-        single = _repeats(side) == "1 repeat" and _repeats(cand) == "1 repeat"
-        how = (
-            (DESCRIPTIVE if single else DESCRIPTIVE_ONE_SIDE)
-            if bc.descriptive
-            else (
-                f"{LEVEL:.0%} percentile bootstrap interval, {comparison.resamples} resamples, seed {comparison.seed}"
-            )
-        )
-        lines.append(f"- B{i}: {side.label} ({side.scenario}; run {side.run_ids}; {_repeats(side)}): {how}")
-    return lines
-
-
-def _repeats(side: Side) -> str:
-    n = max((len(v) for v in side.samples.values()), default=1)
-    return "1 repeat" if n == 1 else f"{n} repeats, values are means over repeats"
-
-
-def render_markdown(comparison: Comparison) -> str:
-    lines = [f"# loadproof compare: {comparison.verdict}", ""]
-    lines += legend(comparison)
-    lines += [f"- runs differ, compared anyway: {d}" for d in comparison.differences]
-    lines += [
-        "",
-        "Change = (candidate - baseline) / baseline, against every baseline. `better` says which way is "
-        "good for the claim, as the claim states it (neither: not judged).",
-        "",
-    ]
-    if all(bc.descriptive for bc in comparison.baselines):
-        single = all(
-            len(v) == 1
-            for side in [comparison.candidate] + [bc.baseline for bc in comparison.baselines]
-            for v in side.samples.values()
-        )
-        lines += [f"_{DESCRIPTIVE if single else DESCRIPTIVE_ONE_SIDE}_", ""]
-    header, rows = table(comparison)
-    lines.append("| " + " | ".join(header) + " |")
-    lines.append("|" + "---|" * len(header))
-    lines += ["| " + " | ".join([f"`{row[0]}`"] + row[1:]) + " |" for row in rows]
-    lines += ["", f"## Decision: {comparison.verdict}", ""]
-    budgets = []
-    if comparison.max_slowdown is not None:
-        budgets.append(
-            f"max slowdown {comparison.max_slowdown * 100:g}% (throughput and latency, against every baseline)"
-        )
-    budgets += [f"require {s}.verdict == PASS" for s in comparison.required]
-    if comparison.max_slowdown is not None and not comparison.judge_client:
-        budgets.append("the client's own send lag, client lag and queue wait are shown, not judged")
-    lines.append("Budgets: " + ("; ".join(budgets) if budgets else "none given (only failed acceptances reject)"))
-    lines.append("")
-    if comparison.verdict == NO_VERDICT:
-        lines += [f"- no verdict: {r}" for r in comparison.reasons]
-    else:
-        lines += [f"- REJECT: {r}" for r in comparison.reasons] or ["- every budget held and no acceptance failed"]
-    if comparison.answers:
-        lines += ["", "## Answers, one by one", ""]
-        for label, changes in comparison.answers:
-            lines += [f"Against {label}:", "", "| category | count | items |", "|---|---|---|"]
-            for category, items in changes.items():
-                shown = ", ".join(item_label(i, category != "same_answer") for i in items[:50])
-                shown += f" (+{len(items) - 50} more)" if len(items) > 50 else ""
-                lines.append(f"| {category} | {len(items)} | {shown} |")
-            lines.append("")
-    if comparison.notes:
-        lines += ["", "## Notes", ""] + [f"- {n}" for n in comparison.notes]
-    return "\n".join(lines) + "\n"
+def tally(bc: BaselineComparison) -> Tally:
+    judged = [ch for ch in bc.changes.values() if ch.direction != NEITHER and not client_side(ch.name)]
+    differ = [ch for ch in judged if ch.distinguishable]
+    return Tally(
+        differ=[ch.name for ch in differ],
+        better=[ch.name for ch in differ if ch.judgement == "better"],
+        worse=[ch.name for ch in differ if ch.judgement == "worse"],
+        not_distinguishable=[ch.name for ch in judged if ch.distinguishable is False],
+        without=[ch.name for ch in judged if ch.distinguishable is None],
+    )

@@ -1,5 +1,6 @@
-"""What `compare` prints by default: its decision first, the changes that decide it, the scenario's headline
-figures side by side, and the client's own diagnostics apart (they never decide unless asked). The whole
+"""What `compare` prints by default: its decision first, the changes that decide it, how many figures differ
+and how many are not distinguishable against each baseline, the scenario's headline figures side by side, and
+the client's own diagnostics apart (they never decide unless asked). The whole
 table is in the Markdown (`--out`) and on the console with `-v`. Pure: returns lines and rows.
 """
 
@@ -7,8 +8,9 @@ from __future__ import annotations
 
 from loadproof.metrics.headline import matcher
 from loadproof.metrics.latency import client_side
-from loadproof.report.change import change_text, ci_text, figure_text
+from loadproof.report.change import change_text, figure_text, sentence
 from loadproof.report.compare import NO_VERDICT, Comparison
+from loadproof.report.compare_markdown import tally_text
 from loadproof.report.headline import console_headline
 
 SHOWN_REASONS = 5
@@ -32,6 +34,16 @@ def decision_lines(comparison: Comparison, shown: int | None = SHOWN_REASONS) ->
     if shown is not None and len(reasons) > shown:
         lines.append(f"  ... {len(reasons) - shown} more (-v, or --out FILE)")
     return lines
+
+
+def tally_lines(comparison: Comparison) -> list[str]:
+    """One line a baseline: `vs B1, 95% intervals within runs: 3 figures differ (2 better, 1 worse), 25 not
+    distinguishable, 12 without an interval (as measured)`."""
+    out = []
+    for i, bc in enumerate(comparison.baselines, start=1):
+        basis = f", 95% intervals {bc.basis}" if bc.basis else ""
+        out.append(f"vs B{i}{basis}: {tally_text(bc)}")
+    return out
 
 
 def _short(comparison: Comparison, reason: str) -> str:
@@ -58,27 +70,29 @@ def key_names(comparison: Comparison) -> list[str]:
     return out[:KEY_ROWS]
 
 
-def key_table(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
-    """claim, candidate, and per baseline its value, the change and (with repeats) its interval, for
-    `key_names`."""
+def key_lines(comparison: Comparison) -> list[str]:
+    """Per baseline, a title and one line a figure of `key_names`: its value in the baseline and the candidate,
+    and the change in words (`sentence`): by how much and its interval, `not distinguishable`, or without an
+    interval as measured."""
+    names = key_names(comparison)
     cand = comparison.candidate
-    with_ci = [not bc.descriptive for bc in comparison.baselines]
-    header = ["claim", "candidate"]
-    for i, ci in enumerate(with_ci, start=1):
-        header += [f"B{i}", f"change vs B{i}"] + ([f"95% CI vs B{i}"] if ci else [])
-    rows = []
-    for name in key_names(comparison):
-        value = cand.value(name)
-        row = [name, figure_text(value, cand.printed.get(name)) if value is not None else "n/a"]
-        for bc, ci in zip(comparison.baselines, with_ci):
-            ch = bc.changes.get(name)
-            if ch is None:
-                row += ["n/a", "n/a"] + (["n/a"] if ci else [])
-            else:
-                base = figure_text(ch.base, bc.baseline.printed.get(name))
-                row += [base, change_text(ch)] + ([ci_text(ch)] if ci else [])
-        rows.append(row)
-    return header, rows
+    lines: list[str] = []
+    for i, bc in enumerate(comparison.baselines, start=1):
+        shown = [(name, bc.changes[name]) for name in names if name in bc.changes]
+        if not shown:
+            continue
+        how = f", 95% CI {bc.basis}" if bc.basis else ", no interval (descriptive)"
+        lines.append(f"Key figures against B{i} (change = (candidate - B{i}) / B{i}{how}):")
+        values = [
+            f"{figure_text(ch.base, bc.baseline.printed.get(name))} -> {figure_text(ch.cand, cand.printed.get(name))}"
+            for name, ch in shown
+        ]
+        width = max(len(name) for name, _ in shown)
+        value_width = max(len(v) for v in values)
+        for (name, ch), value in zip(shown, values):
+            said = sentence(ch, why=bc.basis is not None)
+            lines.append(f"  {name:<{width}}  {value:<{value_width}}  {said}")
+    return lines
 
 
 def client_line(comparison: Comparison) -> str | None:

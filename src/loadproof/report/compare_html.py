@@ -9,7 +9,8 @@ from __future__ import annotations
 from html import escape
 
 from loadproof.metrics.latency_figures import overlaid_panels
-from loadproof.report.compare import ACCEPT, REJECT, Comparison, render_markdown
+from loadproof.report.compare import ACCEPT, REJECT, Comparison
+from loadproof.report.compare_markdown import render_markdown
 from loadproof.report.html import markdown_to_html, plot_figure
 from loadproof.report.page import document, figures_section
 

@@ -24,9 +24,8 @@ from loadproof.report.compare import (
     build_side,
     compare,
     parse_percent,
-    render_markdown,
-    table,
 )
+from loadproof.report.compare_markdown import render_markdown, table
 from loadproof.store.run_dir import load_run
 from tests import rundir_values as rv
 from tests.unit.report.synthetic import stream, throughput_plan, throughput_run, write_run
@@ -108,9 +107,10 @@ def test_repeats_in_one_run_give_means_and_an_interval(tmp_path):
     result = compare(cand, [base])
     ch = result.baselines[0].changes[DECODE]
     assert ch.change == pytest.approx((12.05 - 10.025) / 10.025, rel=1e-6)  # means over repeats
-    assert ch.ci is not None and ch.ci[0] > 0 and ch.significant
+    assert ch.ci is not None and ch.ci[0] > 0 and ch.distinguishable and ch.basis == "across runs"
     text = render_markdown(result)
-    assert DESCRIPTIVE not in text and "95% CI vs B1" in text and "significant" in text
+    assert DESCRIPTIVE not in text and "95% CI vs B1" in text and "bootstrap interval across runs" in text
+    assert f"`{DECODE}`: the candidate is 20.2% higher than B1" in text
 
 
 def test_comma_separated_runs_are_repeats_of_one_side(tmp_path):
@@ -441,6 +441,9 @@ def test_compare_on_the_console_leads_with_its_decision_in_at_most_40_lines(tmp_
     assert done.returncode in (0, 1), done.stderr
     assert lines[0].startswith(("ACCEPT: ", "REJECT: ")) and len(lines) <= 40, "\n".join(lines)
     assert "Key figures" in done.stdout and "load.ttft_s.p99" in done.stdout
+    # one run a side: each figure's own interval, how many differ and how many do not, after the decision
+    assert "95% CI within runs" in done.stdout and "vs B1, 95% intervals within runs: " in done.stdout
+    assert "not distinguishable" in done.stdout.split("Key figures")[0]
     assert not any("send_lag" in line for line in lines if line.startswith("  load."))  # never a reason
     verbose, every = run("-v")
     assert verbose.returncode == done.returncode and len(every) > len(lines)
