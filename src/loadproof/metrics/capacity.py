@@ -16,6 +16,8 @@ import statistics
 from dataclasses import dataclass, field
 
 from loadproof.metrics.claims import Claim, Criterion, acceptance_claims, count, number
+from loadproof.metrics.intervals import Interval
+from loadproof.metrics.uncertainty import rate_interval, stat_interval
 from loadproof.plans.capacity import CapacityPlan, CapacitySession
 from loadproof.records import RequestRecord
 from loadproof.rundir import EngineSample as Sample
@@ -59,6 +61,19 @@ class Window:
 def window_tokens(record: RequestRecord, start_ns: int, end_ns: int) -> int:
     """Tokens the server reported in chunks that arrived inside [start_ns, end_ns]."""
     return sum(tok for t, tok in zip(record.chunk_ns, record.chunk_tokens) if start_ns <= t <= end_ns)
+
+
+def window_rate_interval(records: list[RequestRecord], window: Window, seconds: float) -> Interval | None:
+    """The interval of the streams' tokens inside the window / `seconds`: batch means of its per-second series
+    (metrics/uncertainty.py), from each chunk's arrival and its tokens."""
+    chunks = [
+        (t, float(tok))
+        for r in records
+        for t, tok in zip(r.chunk_ns, r.chunk_tokens)
+        if window.start_ns <= t <= window.end_ns
+    ]
+    value = sum(tok for _, tok in chunks) / seconds if seconds > 0 else 0.0
+    return rate_interval([t for t, _ in chunks], [tok for _, tok in chunks], window.start_ns, seconds, value)
 
 
 def max_gap_ns(record: RequestRecord, start_ns: int, end_ns: int) -> int:
@@ -155,6 +170,7 @@ def capacity_figures(
                 "median over sessions of t_first_token - t_send (cold: prefix-cache hits checked)",
                 2,
                 direction="lower",
+                interval=stat_interval(ttfts, "p50"),
             ),
             number(
                 "capacity.cold_ttft_max_s",
@@ -187,6 +203,7 @@ def capacity_figures(
                 "tokens/s",
                 "tokens of all streams inside the window / W (usage per chunk); not any one user's rate",
                 direction="higher",
+                interval=window_rate_interval([r for _, r in sessions if r is not None], window, plan.window_s),
             ),
             number(
                 "capacity.window_per_stream_min_tokens_per_s",

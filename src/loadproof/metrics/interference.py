@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from loadproof.metrics.capacity import window_tokens
+from loadproof.metrics.capacity import Window, window_rate_interval, window_tokens
 from loadproof.metrics.claims import Claim, Criterion, acceptance_claims, count, number
 from loadproof.metrics.disaggregation import disaggregation_claims, request_claims
 from loadproof.metrics.figures import LinePlot, Mark, Panel, Series, Span, headline, planned_records
+from loadproof.metrics.intervals import Interval
 from loadproof.metrics.prefill import counter_delta
 from loadproof.metrics.timeline import engine_panels
 from loadproof.plans.interference import InterferencePlan
@@ -50,6 +51,9 @@ def interference_claims(
         def rate(a: int, b: int) -> float:
             return sum(window_tokens(r, a, b) for r in started) * NS_PER_S / (b - a) if b > a else 0.0
 
+        def spread(a: int, b: int) -> Interval | None:
+            return window_rate_interval(started, Window(a, b), (b - a) / NS_PER_S)
+
         claims.append(
             number(
                 "interference.before_tokens_per_s",
@@ -57,6 +61,7 @@ def interference_claims(
                 "tokens/s",
                 "tokens of the M streams in [t0, t0 + W] / W; aggregate, not one user's rate",
                 direction="higher",
+                interval=spread(t0, t0 + window_ns),
             )
         )
         if newcomer is not None and newcomer.first_token_ns is not None:
@@ -68,6 +73,7 @@ def interference_claims(
                     "tokens/s",
                     "tokens of the M streams from the newcomer's send to its first token / that span",
                     direction="higher",
+                    interval=spread(newcomer.send_ns, newcomer.first_token_ns),
                 ),
                 number(
                     "interference.after_tokens_per_s",
@@ -75,6 +81,7 @@ def interference_claims(
                     "tokens/s",
                     "tokens of the M streams in [newcomer first token, + W] / W",
                     direction="higher",
+                    interval=spread(newcomer.first_token_ns, newcomer.first_token_ns + window_ns),
                 ),
                 number(
                     "interference.newcomer_ttft_s",

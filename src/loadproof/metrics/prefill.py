@@ -7,6 +7,7 @@ import statistics
 from loadproof.metrics.claims import Claim, Criterion, acceptance_claims, count, number
 from loadproof.metrics.figures import BarPlot, Bars, Panel, headline
 from loadproof.metrics.throughput import decode_rate_per_s
+from loadproof.metrics.uncertainty import stat_interval
 from loadproof.plans.prefill import PrefillPlan
 from loadproof.records import RequestRecord
 from loadproof.rundir import EngineSample
@@ -65,6 +66,7 @@ def prefill_claims(plan: PrefillPlan, records: list[RequestRecord], samples: lis
                 "median over R cold repeats of t_first_token - t_send",
                 2,
                 direction="lower",
+                interval=stat_interval(ttfts, "p50"),
             )
         )
     rates = [r for r in (decode_rate_per_s(rec) for rec in recs if rec) if r is not None]
@@ -76,6 +78,7 @@ def prefill_claims(plan: PrefillPlan, records: list[RequestRecord], samples: lis
                 "tokens/s",
                 "median over repeats of (output_tokens - 1) / (t_last_token - t_first_token), at L tokens of context",
                 direction="higher",
+                interval=stat_interval(rates, "p50"),
             )
         )
     claims.append(

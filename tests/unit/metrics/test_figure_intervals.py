@@ -6,14 +6,20 @@ import random
 import statistics
 
 import pytest
+from msgspec import convert
 
+from loadproof.metrics.capacity import Window, window_rate_interval, window_tokens
 from loadproof.metrics.constraints import constraint_claims
 from loadproof.metrics.distribution import summarize
+from loadproof.metrics.interference import interference_claims
 from loadproof.metrics.intervals import min_count, wilson_interval
 from loadproof.metrics.model_mix import model_claims
+from loadproof.metrics.prefill import prefill_claims
 from loadproof.metrics.slo import slo_claims
 from loadproof.metrics.uncertainty import median_ratio_interval, ratio_interval, share_interval, stat_interval
+from loadproof.plans.interference import InterferencePlan
 from loadproof.plans.load import MixedModel
+from loadproof.plans.prefill import PrefillPlan
 from loadproof.records import RequestRecord, ToolCall
 
 
@@ -134,3 +140,65 @@ def test_valid_output_is_a_wilson_share_and_tool_calls_a_batch_means_mean():
     valid = claims["load.output_valid_pct"]
     assert holds(valid) and valid.interval.method == "Wilson score"
     assert holds(claims["load.tool_calls_per_request"])
+
+
+def streaming(rid: str, first_s: float, last_s: float, every_s: float, seed: int, **fields) -> RequestRecord:
+    """A stream whose chunks, every `every_s`, carry 1 to 3 tokens."""
+    rng = random.Random(seed)
+    chunks = [round((first_s + k * every_s) * S) for k in range(int((last_s - first_s) / every_s) + 1)]
+    base = dict(
+        request_id=rid,
+        endpoint="completions",
+        ok=True,
+        send_ns=0,
+        first_token_ns=chunks[0],
+        last_token_ns=chunks[-1],
+        end_ns=chunks[-1],
+        prompt_tokens=1000,
+        output_tokens=len(chunks) * 2,
+        chunk_ns=chunks,
+        chunk_tokens=[rng.randint(1, 3) for _ in chunks],
+    )
+    return RequestRecord(**{**base, **fields})
+
+
+def test_a_window_rate_is_batch_means_of_its_per_second_tokens():
+    streams = [streaming(f"s{i}", 1.0 + i / 10, 60.0, 0.25, i) for i in range(3)]
+    window = Window(5 * S, 35 * S)
+    value = sum(window_tokens(r, window.start_ns, window.end_ns) for r in streams) / 30.0
+    interval = window_rate_interval(streams, window, 30.0)
+    assert interval is not None and interval.low <= value <= interval.high and interval.low < interval.high
+    assert window_rate_interval(streams, Window(5 * S, 9 * S), 4.0) is None  # 4 seconds: too few for 3 batches
+
+
+def test_prefill_medians_carry_order_statistics_from_six_repeats():
+    def repeat(i: int, ttft: float) -> RequestRecord:
+        return streaming(f"r{i}", 10 * i + ttft, 10 * i + ttft + 2.0, 0.2, i, send_ns=10 * i * S, output_tokens=11)
+
+    ttfts = [2.0, 2.4, 2.1, 2.6, 2.2, 2.3, 2.5]
+    plan = convert({"input_tokens": 4096, "repeats": [{"request_id": f"r{i}"} for i in range(7)]}, PrefillPlan)
+    claims = {c.name: c for c in prefill_claims(plan, [repeat(i, t) for i, t in enumerate(ttfts)], [])}
+    assert holds(claims["prefill.cold_ttft_median_s"]) and holds(claims["prefill.decode_tokens_per_s"])
+    assert claims["prefill.r0.ttft_s"].interval is None  # one repeat, one value
+    few = {c.name: c for c in prefill_claims(plan, [repeat(i, t) for i, t in enumerate(ttfts[:5])], [])}
+    assert few["prefill.cold_ttft_median_s"].interval is None  # a median of 5 has no 95% interval
+
+
+def test_interference_rates_carry_intervals_where_their_span_has_enough_seconds():
+    plan = {
+        "window_s": 20.0,
+        "check_probes": False,
+        "session_tokens": 1000,
+        "newcomer_tokens": 9000,
+        "sessions": [
+            {"request_id": f"m{i}", "followup_request_id": f"m{i}f", "session_id": f"m{i}", "expected": "1"}
+            for i in range(2)
+        ],
+        "newcomer": {"request_id": "new"},
+    }
+    streams = [streaming(f"m{i}", 1.0, 70.0, 0.25, i) for i in range(2)]
+    newcomer = streaming("new", 23.0, 25.0, 0.25, 9, send_ns=22 * S, family="newcomer")
+    claims = {c.name: c for c in interference_claims(convert(plan, InterferencePlan), [*streams, newcomer], [])}
+    assert holds(claims["interference.before_tokens_per_s"]) and holds(claims["interference.after_tokens_per_s"])
+    assert claims["interference.during_tokens_per_s"].interval is None  # a 1 s prefill: too short a series
+    assert claims["interference.newcomer_ttft_s"].interval is None  # one request
