@@ -7,6 +7,7 @@ from collections import Counter
 
 from loadproof.metrics.claims import Claim, Criterion, acceptance_claims, count, number
 from loadproof.metrics.figures import LinePlot, Mark, Panel, Series, headline, thin
+from loadproof.metrics.uncertainty import median_ratio_interval, share_interval, stat_interval
 from loadproof.plans.soak import SoakPlan
 from loadproof.records import RequestRecord
 from loadproof.rundir import EngineSample, TelemetrySample
@@ -43,7 +44,15 @@ def soak_claims(
     claims = [
         count("soak.requests", len(records), "requests", "records of the run", direction="neither"),
         count("soak.errors", len(failed), "requests", "records with ok == false", direction="lower"),
-        number("soak.error_rate", rate, "", "errors / requests", 4, direction="lower"),
+        number(
+            "soak.error_rate",
+            rate,
+            "",
+            "errors / requests",
+            4,
+            direction="lower",
+            interval=share_interval(len(failed), len(records), scale=1.0),
+        ),
         number(
             "soak.duration_s",
             (max(r.end_ns for r in records) - records[0].send_ns) / NS_PER_S,
@@ -79,6 +88,7 @@ def soak_claims(
                     "median send -> last token, first half",
                     3,
                     direction="lower",
+                    interval=stat_interval(first, "p50"),
                 ),
                 number(
                     f"soak.{family}.latency_median_second_half_s",
@@ -87,8 +97,17 @@ def soak_claims(
                     "median send -> last token, second half",
                     3,
                     direction="lower",
+                    interval=stat_interval(second, "p50"),
                 ),
-                number(f"soak.{family}.latency_drift", drift, "", "(second - first) / first", 3, direction="lower"),
+                number(
+                    f"soak.{family}.latency_drift",
+                    drift,
+                    "",
+                    "(second - first) / first",
+                    3,
+                    direction="lower",
+                    interval=median_ratio_interval(second, first, shift=-1.0),
+                ),
             ]
             criteria.append(
                 Criterion(

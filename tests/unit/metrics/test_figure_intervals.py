@@ -5,6 +5,7 @@ too few for one at 95%."""
 import random
 import statistics
 
+import msgspec
 import pytest
 from msgspec import convert
 
@@ -16,10 +17,12 @@ from loadproof.metrics.intervals import min_count, wilson_interval
 from loadproof.metrics.model_mix import model_claims
 from loadproof.metrics.prefill import prefill_claims
 from loadproof.metrics.slo import slo_claims
+from loadproof.metrics.soak import soak_claims
 from loadproof.metrics.uncertainty import median_ratio_interval, ratio_interval, share_interval, stat_interval
 from loadproof.plans.interference import InterferencePlan
 from loadproof.plans.load import MixedModel
 from loadproof.plans.prefill import PrefillPlan
+from loadproof.plans.soak import SoakPlan
 from loadproof.records import RequestRecord, ToolCall
 
 
@@ -202,3 +205,26 @@ def test_interference_rates_carry_intervals_where_their_span_has_enough_seconds(
     assert holds(claims["interference.before_tokens_per_s"]) and holds(claims["interference.after_tokens_per_s"])
     assert claims["interference.during_tokens_per_s"].interval is None  # a 1 s prefill: too short a series
     assert claims["interference.newcomer_ttft_s"].interval is None  # one request
+
+
+def test_soak_drift_carries_the_medians_bonferroni_interval_and_errors_a_wilson_fraction():
+    plan = SoakPlan(
+        duration_s=60.0,
+        clients=1,
+        long_every=0,
+        long_requests=False,
+        max_error_rate=0.1,
+        max_latency_drift=0.25,
+        max_rss_growth_mib=100.0,
+    )
+    records = [
+        request(i, i / 2, 0.1, 0.5 + (i % 7) / 20 + (0.2 if i >= 60 else 0.0), scenario="soak", family="short")
+        for i in range(120)
+    ]
+    records[5] = msgspec.structs.replace(records[5], ok=False, error_kind="timeout")
+    claims = {c.name: c for c in soak_claims(plan, records, [])}
+    for name in ("error_rate", "short.latency_median_first_half_s", "short.latency_median_second_half_s"):
+        assert holds(claims[f"soak.{name}"]), name
+    drift = claims["soak.short.latency_drift"]
+    assert holds(drift) and drift.interval.low > 0  # 0.2 s slower over the second half: a drift the interval shows
+    assert claims["soak.duration_s"].interval is None and claims["soak.errors"].interval is None
