@@ -39,6 +39,8 @@ from collections import OrderedDict
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 
+from loadproof.metrics.intervals import Interval
+from loadproof.metrics.uncertainty import ratio_interval
 from loadproof.records import RequestRecord
 
 
@@ -218,3 +220,15 @@ def reported_hit_pct(records: list[RequestRecord]) -> float | None:
     if not rows:
         return None
     return 100 * sum(cached for cached, _ in rows) / sum(prompt for _, prompt in rows)
+
+
+def reported_hit_interval(records: list[RequestRecord]) -> Interval | None:
+    """`reported_hit_pct`'s interval: a share of tokens, not of independent trials (a request's cached tokens
+    come in whole blocks, all or none of a shared prefix), so batch means of its linearized per-request values
+    over the requests in send order (metrics/uncertainty.py, `ratio_interval`), in percent."""
+    rows = sorted(
+        (r for r in records if r.cached_tokens is not None and r.prompt_tokens), key=lambda r: (r.send_ns, r.end_ns)
+    )
+    return ratio_interval(
+        [float(r.cached_tokens or 0) for r in rows], [float(r.prompt_tokens or 0) for r in rows], 100.0, 100.0
+    )

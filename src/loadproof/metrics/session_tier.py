@@ -30,6 +30,7 @@ from loadproof.metrics.engine_agreement import bracket
 from loadproof.metrics.latency import ttft_ns
 from loadproof.metrics.offload import HITS
 from loadproof.metrics.prefix_cache import PrefixRequest, simulate
+from loadproof.metrics.uncertainty import ratio_interval, share_interval, stat_interval
 from loadproof.plans.sessions import SessionsPlan
 from loadproof.records import RequestRecord
 from loadproof.rundir import EngineSample
@@ -126,6 +127,7 @@ def transfer_claims(ok: list[RequestRecord], plan: SessionsPlan) -> list[Claim]:
             "of their prompt_tokens: r, the seconds a prompt token took to prefill in this run",
             8,
             direction="neither",
+            interval=ratio_interval([ttft for ttft, _ in cold], [float(prompt) for _, prompt in cold]),
         ),
         number(
             "sessions.tier.floor_s",
@@ -164,6 +166,8 @@ def transfer_claims(ok: list[RequestRecord], plan: SessionsPlan) -> list[Claim]:
                     4,
                     direction="lower" if name == "ttft_over_bound" else "neither",
                     parts={"stat": stat},
+                    # the transfer, recompute and bound are the model's, of the turns' cached tokens: no interval
+                    interval=stat_interval(values, stat) if name == "ttft_over_bound" else None,
                 )
             )
     within = sum(ttft <= b for (ttft, _, _), b in zip(warm, bound))
@@ -175,6 +179,7 @@ def transfer_claims(ok: list[RequestRecord], plan: SessionsPlan) -> list[Claim]:
             "successful warm turns whose TTFT <= its bound / successful warm turns reporting cached tokens x 100",
             2,
             direction="higher",
+            interval=share_interval(within, len(warm)),
         )
     )
     return claims

@@ -21,12 +21,20 @@ from loadproof.metrics.constraints import constraint_claims
 from loadproof.metrics.distribution import summarize
 from loadproof.metrics.latency import span_s, succeeded, ttft_ns
 from loadproof.metrics.model_mix import model_claims
-from loadproof.metrics.prefix_cache import PrefixRequest, chained_keys, reported_hit_pct, simulate, working_set_tokens
+from loadproof.metrics.prefix_cache import (
+    PrefixRequest,
+    chained_keys,
+    reported_hit_interval,
+    reported_hit_pct,
+    simulate,
+    working_set_tokens,
+)
 from loadproof.metrics.prefix_checkpoints import checkpointed_hits
 from loadproof.metrics.reasoning import TTFA_FORMULA, reasoning_claims
 from loadproof.metrics.session_tier import expected_tier_claims, transfer_claims
 from loadproof.metrics.sessions_figures import PRIME as PRIME  # the family of --prime-shared's request
 from loadproof.metrics.slo import slo_claims
+from loadproof.metrics.uncertainty import median_ratio_interval, stat_interval
 from loadproof.plans.sessions import SessionsPlan
 from loadproof.records import RequestRecord
 from loadproof.rundir import EngineSample
@@ -67,8 +75,9 @@ def claims_of_run(run: Any, plan: SessionsPlan) -> list[Claim]:
             "sessions.completed_sessions", complete, "sessions", "users whose every turn succeeded", direction="higher"
         ),
     ]
-    for phase, rows in (("cold", [r for r in ok if r.batch == 0]), ("warm", [r for r in ok if r.batch > 0])):
-        summary = summarize([ttft_ns(r) / NS_PER_S for r in rows])
+    ttfts = {p: [ttft_ns(r) / NS_PER_S for r in ok if (r.batch > 0) == (p == "warm")] for p in ("cold", "warm")}
+    for phase, values in ttfts.items():
+        summary = summarize(values)
         if summary is None:
             continue
         for stat in TTFT_STATS:
@@ -83,10 +92,10 @@ def claims_of_run(run: Any, plan: SessionsPlan) -> list[Claim]:
                     4,
                     direction="lower",
                     parts={"phase": phase, "stat": stat},
+                    interval=stat_interval(values, stat),
                 )
             )
-    cold = summarize([ttft_ns(r) / NS_PER_S for r in ok if r.batch == 0])
-    warm = summarize([ttft_ns(r) / NS_PER_S for r in ok if r.batch > 0])
+    cold, warm = summarize(ttfts["cold"]), summarize(ttfts["warm"])
     if cold is not None and warm is not None and cold.stat("p50") > 0:
         claims.append(
             number(
@@ -96,11 +105,13 @@ def claims_of_run(run: Any, plan: SessionsPlan) -> list[Claim]:
                 "p50 TTFT of warm turns / p50 TTFT of cold turns (below 1: the history's reuse pays)",
                 3,
                 direction="lower",
+                interval=median_ratio_interval(ttfts["warm"], ttfts["cold"]),
             )
         )
     for turn in range(plan.turns):
         rows = [r for r in ok if r.batch == turn]
-        ttft = summarize([ttft_ns(r) / NS_PER_S for r in rows])
+        values = [ttft_ns(r) / NS_PER_S for r in rows]
+        ttft = summarize(values)
         if ttft is None:
             continue
         claims.append(
@@ -112,6 +123,7 @@ def claims_of_run(run: Any, plan: SessionsPlan) -> list[Claim]:
                 4,
                 direction="lower",
                 parts={"t": turn},
+                interval=stat_interval(values, "p50"),
             )
         )
         context = [r.prompt_tokens for r in rows if r.prompt_tokens is not None]
@@ -127,7 +139,8 @@ def claims_of_run(run: Any, plan: SessionsPlan) -> list[Claim]:
                     parts={"t": turn},
                 )
             )
-        ttfa = summarize([r.ttfa_ns / NS_PER_S for r in rows if r.ttfa_ns is not None])
+        ttfas = [r.ttfa_ns / NS_PER_S for r in rows if r.ttfa_ns is not None]
+        ttfa = summarize(ttfas)
         if ttfa is not None:
             claims.append(
                 number(
@@ -138,6 +151,7 @@ def claims_of_run(run: Any, plan: SessionsPlan) -> list[Claim]:
                     4,
                     direction="lower",
                     parts={"t": turn},
+                    interval=stat_interval(ttfas, "p50"),
                 )
             )
         hit = reported_hit_pct(rows)
@@ -153,6 +167,7 @@ def claims_of_run(run: Any, plan: SessionsPlan) -> list[Claim]:
                     2,
                     direction="higher",
                     parts={"t": turn},
+                    interval=reported_hit_interval(rows),
                 )
             )
     spans = [
@@ -173,6 +188,7 @@ def claims_of_run(run: Any, plan: SessionsPlan) -> list[Claim]:
                     3,
                     direction="lower",
                     parts={"stat": stat},
+                    interval=stat_interval(spans, stat),
                 )
             )
     asked = sum(r.prompt_tokens or 0 for r in ok)
@@ -213,6 +229,7 @@ def claims_of_run(run: Any, plan: SessionsPlan) -> list[Claim]:
                     2,
                     direction="neither" if phase == "cold" else "higher",
                     parts={"phase": phase},
+                    interval=reported_hit_interval(rows),
                 )
             )
     claims += engine_hit_claims(records, run.samples)

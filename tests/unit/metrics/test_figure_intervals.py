@@ -16,14 +16,18 @@ from loadproof.metrics.interference import interference_claims
 from loadproof.metrics.intervals import min_count, wilson_interval
 from loadproof.metrics.model_mix import model_claims
 from loadproof.metrics.prefill import prefill_claims
+from loadproof.metrics.session_tier import transfer_claims
+from loadproof.metrics.sessions import claims_of_run as sessions_claims
 from loadproof.metrics.slo import slo_claims
 from loadproof.metrics.soak import soak_claims
 from loadproof.metrics.uncertainty import median_ratio_interval, ratio_interval, share_interval, stat_interval
 from loadproof.plans.interference import InterferencePlan
 from loadproof.plans.load import MixedModel
 from loadproof.plans.prefill import PrefillPlan
+from loadproof.plans.sessions import SessionsPlan
 from loadproof.plans.soak import SoakPlan
 from loadproof.records import RequestRecord, ToolCall
+from tests import rundir_values as rv
 
 
 def test_a_statistic_interval_is_order_statistics_for_a_percentile_batch_means_for_the_mean_none_else():
@@ -228,3 +232,77 @@ def test_soak_drift_carries_the_medians_bonferroni_interval_and_errors_a_wilson_
     drift = claims["soak.short.latency_drift"]
     assert holds(drift) and drift.interval.low > 0  # 0.2 s slower over the second half: a drift the interval shows
     assert claims["soak.duration_s"].interval is None and claims["soak.errors"].interval is None
+
+
+def test_sessions_latencies_and_reported_hits_carry_intervals_and_the_expectations_none():
+    plan = SessionsPlan(users=40, turns=3, first_tokens=100, turn_tokens=20, output_tokens=4, think_time="0.5")
+    rng = random.Random(3)
+    records = []
+    for user in range(40):
+        for t in range(3):
+            prompt = 100 + 24 * t
+            records.append(
+                request(
+                    100 * user + t,
+                    user * 0.3 + 2 * t,
+                    rng.uniform(0.8, 1.2) if t == 0 else rng.uniform(0.15, 0.4),
+                    1.5,
+                    scenario="sessions",
+                    prompt_id=f"u{user}",
+                    batch=t,
+                    prompt_tokens=prompt,
+                    cached_tokens=0 if t == 0 else rng.choice((0, 96, 112)),
+                )
+            )
+    run = rv.run_of(None, {"scenario": "sessions", "plan": msgspec.to_builtins(plan)}, records)
+    claims = {c.name: c for c in sessions_claims(run, plan)}
+    for name in (
+        "ttft_s.cold.p50",
+        "ttft_s.warm.mean",
+        "ttft_s.warm.p90",
+        "warm_over_cold_ttft_p50",
+        "turn1.ttft_s.p50",
+        "turn2.engine_hit_pct",
+        "engine_hit_pct.warm",
+        "engine_hit_pct.all",
+        "session_s.p50",
+        "session_s.mean",
+    ):
+        assert holds(claims[f"sessions.{name}"]), name
+    assert claims["sessions.warm_over_cold_ttft_p50"].interval.high < 1  # warm turns are faster: the ratio says so
+    hits = claims["sessions.engine_hit_pct.all"].interval
+    assert hits.high <= 100 and "linearized ratio" in hits.method
+    for name in ("ttft_s.warm.max", "prefix_hit_rate.reusable_pct", "turn0.context_tokens_mean"):
+        assert claims[f"sessions.{name}"].interval is None, name
+
+
+def test_a_tier_bound_share_is_wilson_and_the_cold_prefill_rate_a_ratio_of_sums():
+    plan = SessionsPlan(
+        users=30,
+        turns=2,
+        first_tokens=100,
+        turn_tokens=20,
+        output_tokens=4,
+        think_time="0.5",
+        kv_bytes_per_token=1000,
+        h2d_gbps=10.0,
+    )
+    rng = random.Random(4)
+    ok = [
+        request(
+            10 * u + t,
+            u + 2 * t,
+            rng.uniform(0.5, 1.0) if t == 0 else rng.uniform(0.1, 0.3),
+            1.0,
+            batch=t,
+            prompt_tokens=400 + rng.randint(0, 200),
+            cached_tokens=0 if t == 0 else 256,
+        )
+        for u in range(30)
+        for t in range(2)
+    ]
+    claims = {c.name: c for c in transfer_claims(ok, plan)}
+    for name in ("cold_s_per_token", "within_bound_pct", "ttft_over_bound.p50"):
+        assert holds(claims[f"sessions.tier.{name}"]), name
+    for name in ("floor_s", "transfer_s.p50", "bound_s.p50", "ttft_over_bound.max"):
+        assert claims[f"sessions.tier.{name}"].interval is None, name
