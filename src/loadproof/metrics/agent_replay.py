@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from loadproof.metrics.claims import Claim, Criterion, acceptance_claims, count, fact, number
 from loadproof.metrics.distribution import percentile
+from loadproof.metrics.uncertainty import stat_interval
 from loadproof.plans.agent_replay import AgentReplay
 from loadproof.records import RequestRecord
 
@@ -109,6 +110,7 @@ def agent_claims(records: list[RequestRecord], agent: AgentReplay, start_ns: int
                 4,
                 direction="lower",
                 parts={"stat": stat},
+                interval=stat_interval(delays, stat),
             )
             for stat, p in (("p50", 50.0), ("max", 100.0))
         ]

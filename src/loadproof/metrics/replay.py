@@ -22,6 +22,7 @@ from loadproof.metrics.prefix_cache import (
     PrefixRequest,
     chained_keys,
     mooncake_segments,
+    reported_hit_interval,
     reported_hit_pct,
     simulate,
     working_set_tokens,
@@ -128,7 +129,8 @@ def prefix_claims(
                 direction="neither",
             )
         )
-    reported = reported_hit_pct([r for r in records if succeeded(r)])
+    answered = [r for r in records if succeeded(r)]
+    reported = reported_hit_pct(answered)
     if reported is not None:
         claims.append(
             number(
@@ -140,6 +142,7 @@ def prefix_claims(
                 "x 100: the engine's hits request by request (vLLM with --enable-prompt-tokens-details)",
                 2,
                 direction="higher",
+                interval=reported_hit_interval(answered),
             )
         )
     t0 = schedule_start_ns(records, events)

@@ -16,6 +16,8 @@ from loadproof.metrics.interference import interference_claims
 from loadproof.metrics.intervals import min_count, wilson_interval
 from loadproof.metrics.model_mix import model_claims
 from loadproof.metrics.prefill import prefill_claims
+from loadproof.metrics.replay import claims_of_run as replay_claims
+from loadproof.metrics.replay import prefix_claims
 from loadproof.metrics.session_tier import transfer_claims
 from loadproof.metrics.sessions import claims_of_run as sessions_claims
 from loadproof.metrics.slo import slo_claims
@@ -24,10 +26,14 @@ from loadproof.metrics.uncertainty import median_ratio_interval, ratio_interval,
 from loadproof.plans.interference import InterferencePlan
 from loadproof.plans.load import MixedModel
 from loadproof.plans.prefill import PrefillPlan
+from loadproof.plans.replay import ReplayPlan
 from loadproof.plans.sessions import SessionsPlan
 from loadproof.plans.soak import SoakPlan
 from loadproof.records import RequestRecord, ToolCall
 from tests import rundir_values as rv
+from tests.unit.metrics.test_agent_replay import kept
+from tests.unit.metrics.test_agent_replay import plan as agent_plan
+from tests.unit.metrics.test_agent_replay import run as agent_run
 
 
 def test_a_statistic_interval_is_order_statistics_for_a_percentile_batch_means_for_the_mean_none_else():
@@ -306,3 +312,33 @@ def test_a_tier_bound_share_is_wilson_and_the_cold_prefill_rate_a_ratio_of_sums(
         assert holds(claims[f"sessions.tier.{name}"]), name
     for name in ("floor_s", "transfer_s.p50", "bound_s.p50", "ttft_over_bound.max"):
         assert claims[f"sessions.tier.{name}"].interval is None, name
+
+
+def test_a_replays_reported_hits_carry_a_ratio_interval_and_its_expectation_none():
+    n = 80
+    rng = random.Random(8)
+    plan = ReplayPlan(
+        trace="t.jsonl",
+        format="mooncake",
+        sha256="ab" * 32,
+        trace_rows=n,
+        planned_requests=n,
+        schedule_span_s=40.0,
+        block_tokens=16,
+        overhead_tokens=0,
+        text_tokens=[64] * n,
+        hash_ids=[[1, 2, rng.randint(3, 9), 100 + i] for i in range(n)],
+    )
+    records = [
+        request(i, i / 2, 0.2, 0.5, scenario="replay", batch=i, prompt_tokens=64, cached_tokens=rng.choice((0, 32, 48)))
+        for i in range(n)
+    ]
+    claims = {c.name: c for c in prefix_claims(records, plan, [], [])}
+    assert holds(claims["replay.prefix_hit_rate.reported_pct"])
+    assert claims["replay.prefix_hit_rate.expected_pct"].interval is None
+
+
+def test_an_agent_replays_median_send_delay_carries_order_statistics():
+    claims = {c.name: c for c in replay_claims(agent_run(kept()), agent_plan())}
+    assert holds(claims["replay.agent.send_delay_s.p50"])  # six requests: the fewest a median's interval takes
+    assert claims["replay.agent.send_delay_s.max"].interval is None
