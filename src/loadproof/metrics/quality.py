@@ -27,6 +27,7 @@ from loadproof.metrics.claims import Claim, count, fact, number
 from loadproof.metrics.constraints import constraint_claims
 from loadproof.metrics.figures import Panel, Table
 from loadproof.metrics.load import load_claims
+from loadproof.metrics.uncertainty import share_interval
 from loadproof.plans.quality import QualityPlan
 from loadproof.rundir import Answer
 from loadproof.store.run_dir import Run
@@ -147,6 +148,7 @@ def quality_claims(all_rows: list[Row]) -> list[Claim]:
                 "quality.gsm8k.correct / quality.gsm8k.items (flexible extraction)",
                 3,
                 direction="higher",
+                interval=share_interval(flexible, len(asked), scale=1.0),  # Wilson over items
             ),
             number(
                 "quality.gsm8k.accuracy_strict",
@@ -155,6 +157,7 @@ def quality_claims(all_rows: list[Row]) -> list[Claim]:
                 "quality.gsm8k.correct_strict / quality.gsm8k.items",
                 3,
                 direction="higher",
+                interval=share_interval(strict, len(asked), scale=1.0),  # Wilson over items
             ),
         ]
     elif gsm8k:
@@ -250,6 +253,7 @@ def under_load_claims(all_rows: list[Row]) -> list[Claim]:
             "quality.under_load.changed / quality.under_load.items",
             3,
             direction="lower",
+            interval=share_interval(moved, n, scale=1.0),  # Wilson over items
         ),
         count(
             "quality.under_load.correct_idle",
@@ -272,6 +276,7 @@ def under_load_claims(all_rows: list[Row]) -> list[Claim]:
             "quality.under_load.correct_idle / quality.under_load.items",
             3,
             direction="higher",
+            interval=share_interval(good_idle, n, scale=1.0),  # Wilson over items
         ),
         number(
             "quality.under_load.accuracy",
@@ -280,6 +285,7 @@ def under_load_claims(all_rows: list[Row]) -> list[Claim]:
             "quality.under_load.correct / quality.under_load.items",
             3,
             direction="higher",
+            interval=share_interval(good_load, n, scale=1.0),  # Wilson over items
         ),
     ]
 

@@ -16,6 +16,7 @@ from loadproof.metrics.interference import interference_claims
 from loadproof.metrics.intervals import min_count, wilson_interval
 from loadproof.metrics.model_mix import model_claims
 from loadproof.metrics.prefill import prefill_claims
+from loadproof.metrics.quality import quality_claims, under_load_claims
 from loadproof.metrics.replay import claims_of_run as replay_claims
 from loadproof.metrics.replay import prefix_claims
 from loadproof.metrics.session_tier import transfer_claims
@@ -34,6 +35,7 @@ from tests import rundir_values as rv
 from tests.unit.metrics.test_agent_replay import kept
 from tests.unit.metrics.test_agent_replay import plan as agent_plan
 from tests.unit.metrics.test_agent_replay import run as agent_run
+from tests.unit.metrics.test_quality_under_load import ROWS as UNDER_LOAD_ROWS
 
 
 def test_a_statistic_interval_is_order_statistics_for_a_percentile_batch_means_for_the_mean_none_else():
@@ -342,3 +344,27 @@ def test_an_agent_replays_median_send_delay_carries_order_statistics():
     claims = {c.name: c for c in replay_claims(agent_run(kept()), agent_plan())}
     assert holds(claims["replay.agent.send_delay_s.p50"])  # six requests: the fewest a median's interval takes
     assert claims["replay.agent.send_delay_s.max"].interval is None
+
+
+def test_quality_accuracies_and_the_changed_share_are_wilson_over_items():
+    gsm8k = [
+        {
+            "suite": "gsm8k",
+            "item_id": f"g{i}",
+            "mode": "plain",
+            "extracted_strict": "18" if i % 3 else None,
+            "extracted_flexible": "18" if i % 4 else "7",
+            "expected": "18",
+            "correct_strict": None,
+            "correct_flexible": None,
+        }
+        for i in range(40)
+    ]
+    claims = {c.name: c for c in quality_claims(rv.answers(gsm8k))}
+    for name in ("accuracy", "accuracy_strict"):
+        accuracy = claims[f"quality.gsm8k.{name}"]
+        assert holds(accuracy) and accuracy.interval.method == "Wilson score" and accuracy.interval.high <= 1.0
+    assert claims["quality.gsm8k.items"].interval is None
+    loaded = {c.name: c for c in under_load_claims(rv.answers(UNDER_LOAD_ROWS))}
+    for name in ("changed_share", "accuracy_idle", "accuracy"):
+        assert holds(loaded[f"quality.under_load.{name}"]), name
