@@ -14,6 +14,7 @@ from statistics import fmean
 
 from loadproof.metrics.claims import Claim, count, number
 from loadproof.metrics.latency import succeeded
+from loadproof.metrics.uncertainty import rate_interval, ratio_interval
 from loadproof.plans.load import MediaPlan
 from loadproof.records import RequestRecord
 from loadproof.rundir import EngineSample
@@ -61,7 +62,8 @@ def media_claims(
             ("video_frames", "video_frames_per_s", "frames/s", "video_frames"),
             ("audio_s", "audio_s_per_s", "audio s/s", "audio_s"),
         ):
-            total = sum(getattr(r, field) or 0 for r in ok)
+            weights = [float(getattr(r, field) or 0) for r in ok]
+            total = sum(weights)
             if any(getattr(r, field) for r in sent):
                 claims.append(
                     number(
@@ -71,6 +73,9 @@ def media_claims(
                         f"sum of {what} over the successful requests / duration",
                         2,
                         direction="higher",
+                        interval=rate_interval(
+                            [r.end_ns for r in ok], weights, start_ns, duration_s, total / duration_s
+                        ),
                     )
                 )
     if ok and any(r.media_pixels for r in ok):
@@ -109,6 +114,9 @@ def media_claims(
                     "waited per second of audio it carried (below 1: faster than real time)",
                     3,
                     direction="lower",
+                    interval=ratio_interval(
+                        [(r.end_ns - r.send_ns) / NS_PER_S for r in ok], [r.audio_s or 0.0 for r in ok]
+                    ),
                 )
             )
     return claims

@@ -27,6 +27,7 @@ from collections.abc import Iterable, Mapping
 from loadproof.metrics.claims import Claim, count, number
 from loadproof.metrics.distribution import PERCENTILES, summarize
 from loadproof.metrics.figures import BarPlot, Bars, Panel, Table
+from loadproof.metrics.uncertainty import mean_interval, ranked, stat_interval
 from loadproof.records import RequestRecord
 from loadproof.units import NS_PER_S
 
@@ -161,6 +162,7 @@ def reasoning_claims(
                 f"mean {over} of the {REASONING_COUNT}",
                 direction="neither",
                 parts=parts,
+                interval=mean_interval([float(rc) for rc, _ in known]),
             ),
             count(
                 f"{name}.answer_tokens",
@@ -177,6 +179,7 @@ def reasoning_claims(
                 f"mean {over} of the {ANSWER_COUNT}",
                 direction="neither",
                 parts=parts,
+                interval=mean_interval([float(ac) for _, ac in known]),
             ),
         ]
     claims += _percentiles(
@@ -191,6 +194,7 @@ def _percentiles(
     summary = summarize(values_ns)
     if summary is None:
         return []
+    ordered = ranked(values_ns)
     return [
         number(
             f"{name}.<stat>",
@@ -200,6 +204,7 @@ def _percentiles(
             decimals,
             direction="lower",
             parts={**parts, "stat": stat},
+            interval=stat_interval(values_ns, stat, 1 / NS_PER_S, ordered),
         )
         for stat in STATS
     ]

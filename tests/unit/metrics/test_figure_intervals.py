@@ -14,9 +14,11 @@ from loadproof.metrics.constraints import constraint_claims
 from loadproof.metrics.distribution import summarize
 from loadproof.metrics.interference import interference_claims
 from loadproof.metrics.intervals import min_count, wilson_interval
+from loadproof.metrics.media import media_claims
 from loadproof.metrics.model_mix import model_claims
 from loadproof.metrics.prefill import prefill_claims
 from loadproof.metrics.quality import quality_claims, under_load_claims
+from loadproof.metrics.reasoning import reasoning_claims
 from loadproof.metrics.replay import claims_of_run as replay_claims
 from loadproof.metrics.replay import prefix_claims
 from loadproof.metrics.session_tier import transfer_claims
@@ -25,7 +27,7 @@ from loadproof.metrics.slo import slo_claims
 from loadproof.metrics.soak import soak_claims
 from loadproof.metrics.uncertainty import median_ratio_interval, ratio_interval, share_interval, stat_interval
 from loadproof.plans.interference import InterferencePlan
-from loadproof.plans.load import MixedModel
+from loadproof.plans.load import MediaPlan, MixedModel
 from loadproof.plans.prefill import PrefillPlan
 from loadproof.plans.replay import ReplayPlan
 from loadproof.plans.sessions import SessionsPlan
@@ -368,3 +370,40 @@ def test_quality_accuracies_and_the_changed_share_are_wilson_over_items():
     loaded = {c.name: c for c in under_load_claims(rv.answers(UNDER_LOAD_ROWS))}
     for name in ("changed_share", "accuracy_idle", "accuracy"):
         assert holds(loaded[f"quality.under_load.{name}"]), name
+
+
+def test_media_rates_and_the_real_time_factor_carry_intervals_and_the_plans_echoes_none():
+    rng = random.Random(12)
+    records = [
+        request(
+            i,
+            i / 4,
+            0.2,
+            rng.uniform(0.5, 1.5),
+            images=2,
+            audio_s=2.0,
+            media_pixels=2 * 64 * 64,
+            media_hashes=f"h{i % 9},h{i}",
+        )
+        for i in range(200)
+    ]
+    end = max(r.end_ns for r in records)
+    media = MediaPlan(images="2:64x64", audio_s=2.0, media_alone=True)
+    claims = {c.name: c for c in media_claims(records, media, end / S, [], 0, end)}
+    assert holds(claims["load.media.images_per_s"]) and holds(claims["load.media.audio_s_per_s"])
+    assert holds(claims["load.media.real_time_factor"])
+    for name in ("pixels_per_request", "reused_pct"):
+        assert claims[f"load.media.{name}"].interval is None, name
+
+
+def test_reasoning_percentiles_and_token_means_carry_intervals():
+    rng = random.Random(13)
+    records = []
+    for i in range(80):
+        r = request(i, i / 4, rng.uniform(0.1, 0.3), 3.0, output_tokens=200, reasoning_tokens=rng.randint(50, 150))
+        r.first_answer_ns = r.first_token_ns + round(rng.uniform(0.5, 1.5) * S)
+        records.append(r)
+    claims = {c.name: c for c in reasoning_claims("load", records)}
+    for name in ("ttft_s.p50", "ttfa_s.p90", "answer_tpot_s.p50", "reasoning_tokens_mean", "answer_tokens_mean"):
+        assert holds(claims[f"load.reasoning.{name}"]), name
+    assert claims["load.reasoning.ttfa_s.p99"].interval is None  # 80 values: too few for a p99
