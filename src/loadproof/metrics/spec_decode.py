@@ -36,6 +36,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from loadproof.metrics.claims import Claim, count, fact, number
+from loadproof.metrics.intervals import Interval
+from loadproof.metrics.uncertainty import ratio_interval
 from loadproof.rundir import EngineSample
 
 DRAFTS = "spec_decode_num_drafts_total"
@@ -56,6 +58,9 @@ class SpecWindow:
     accepted: float
     accepted_by_pos: tuple[float, ...]  # position 0, 1, ... (empty where the engine gives none)
     generated: float | None = None  # generation_tokens_total's growth (None where the samples lack it)
+    # each pair of consecutive samples' growth that drafted, in time order: (drafts, draft tokens, accepted,
+    # accepted at each position), the items of the acceptance figures' intervals
+    steps: tuple[tuple[float, ...], ...] = ()
 
 
 def spec_window(samples: Sequence[EngineSample], start_ns: int, end_ns: int) -> SpecWindow | None:
@@ -77,7 +82,24 @@ def spec_window(samples: Sequence[EngineSample], start_ns: int, end_ns: int) -> 
         else ()
     )
     generated = b[GENERATED] - a[GENERATED] if GENERATED in a and GENERATED in b else None
-    return SpecWindow(drafts, b[DRAFT_TOKENS] - a[DRAFT_TOKENS], b[ACCEPTED] - a[ACCEPTED], by_pos, generated)
+    keys = (*TOTALS, *(f"{PER_POS}{p}" for p in range(len(by_pos))))
+    between = held[len(before) - 1 : len(held) - len(after) + 1]
+    steps = tuple(
+        grown
+        for x, y in zip(between, between[1:])
+        if (grown := tuple(y.values.get(k, 0.0) - x.values.get(k, 0.0) for k in keys))[0] > 0
+    )
+    return SpecWindow(drafts, b[DRAFT_TOKENS] - a[DRAFT_TOKENS], b[ACCEPTED] - a[ACCEPTED], by_pos, generated, steps)
+
+
+def step_interval(
+    window: SpecWindow, top: int, bottom: int, factor: float = 1.0, ceiling: float | None = None
+) -> Interval | None:
+    """A ratio of two of the window's counters (indices into `SpecWindow.steps`)' interval: batch means of its
+    linearized growth between consecutive /metrics samples, in time order (metrics/uncertainty.py): the
+    acceptance varies from one stretch of the run to the next, and a draft's tokens are no independent trials
+    (the k-th is tried only if the ones before it were accepted), so no binomial interval."""
+    return ratio_interval([s[top] for s in window.steps], [s[bottom] for s in window.steps], factor, ceiling)
 
 
 ENGINE_LENGTH, ENGINE_RATE = "spec_accept_length", "spec_accept_rate"  # SGLang's gauges
@@ -190,6 +212,7 @@ def spec_claims(
             3,
             direction="higher",
             parts=parts,
+            interval=ratio_interval([s[0] + s[2] for s in window.steps], [s[0] for s in window.steps]),
         ),
     ]
     claims.insert(
@@ -216,6 +239,7 @@ def spec_claims(
                 2,
                 direction="higher",
                 parts=parts,
+                interval=step_interval(window, 2, 1, 100.0, 100.0),
             ),
         )
     generated = window.generated  # None where the samples lack generation_tokens_total
@@ -245,6 +269,7 @@ def spec_claims(
                 2,
                 direction="higher",
                 parts={**parts, "k": k},
+                interval=step_interval(window, 3 + k, 0, 100.0, 100.0),
             )
         )
     return claims

@@ -25,6 +25,7 @@ from loadproof.metrics.session_tier import transfer_claims
 from loadproof.metrics.sessions import claims_of_run as sessions_claims
 from loadproof.metrics.slo import slo_claims
 from loadproof.metrics.soak import soak_claims
+from loadproof.metrics.spec_decode import spec_claims, spec_window
 from loadproof.metrics.uncertainty import median_ratio_interval, ratio_interval, share_interval, stat_interval
 from loadproof.plans.interference import InterferencePlan
 from loadproof.plans.load import MediaPlan, MixedModel
@@ -33,6 +34,7 @@ from loadproof.plans.replay import ReplayPlan
 from loadproof.plans.sessions import SessionsPlan
 from loadproof.plans.soak import SoakPlan
 from loadproof.records import RequestRecord, ToolCall
+from loadproof.rundir import EngineSample
 from tests import rundir_values as rv
 from tests.unit.metrics.test_agent_replay import kept
 from tests.unit.metrics.test_agent_replay import plan as agent_plan
@@ -407,3 +409,26 @@ def test_reasoning_percentiles_and_token_means_carry_intervals():
     for name in ("ttft_s.p50", "ttfa_s.p90", "answer_tpot_s.p50", "reasoning_tokens_mean", "answer_tokens_mean"):
         assert holds(claims[f"load.reasoning.{name}"]), name
     assert claims["load.reasoning.ttfa_s.p99"].interval is None  # 80 values: too few for a p99
+
+
+def test_draft_acceptance_carries_a_ratio_interval_over_the_counters_growth_between_samples():
+    rng = random.Random(14)
+    totals = {"spec_decode_num_drafts_total": 0.0, "spec_decode_num_draft_tokens_total": 0.0}
+    totals |= {"spec_decode_num_accepted_tokens_total": 0.0, "spec_decode_num_accepted_tokens_per_pos_total_0": 0.0}
+    samples = []
+    for t in range(40):
+        samples.append(EngineSample(t_ns=t * S, values=dict(totals)))
+        drafts = 0 if t in (10, 11) else rng.randint(80, 120)  # two idle seconds: no item
+        first = sum(rng.random() < 0.7 for _ in range(drafts))
+        totals["spec_decode_num_drafts_total"] += drafts
+        totals["spec_decode_num_draft_tokens_total"] += 3 * drafts
+        totals["spec_decode_num_accepted_tokens_total"] += first + sum(rng.random() < 0.5 for _ in range(first))
+        totals["spec_decode_num_accepted_tokens_per_pos_total_0"] += first
+    window = spec_window(samples, 0, 39 * S)
+    assert window is not None and len(window.steps) == 37
+    claims = {c.name: c for c in spec_claims("load", {}, window, "the run")}
+    for name in ("acceptance_pct", "mean_accepted_length", "pos0.acceptance_pct"):
+        assert holds(claims[f"load.spec_decode.{name}"]), name
+    assert claims["load.spec_decode.mean_draft_length"].interval is None  # the drafts' length: a setting
+    one = spec_window(samples[:2], 0, S)  # one stretch between two samples: no spread to measure
+    assert {c.name: c for c in spec_claims("load", {}, one, "x")}["load.spec_decode.acceptance_pct"].interval is None
