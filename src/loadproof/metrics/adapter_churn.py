@@ -19,6 +19,7 @@ from typing import Any
 
 from loadproof.metrics.claims import Claim, count, number
 from loadproof.metrics.distribution import summarize
+from loadproof.metrics.uncertainty import median_difference_interval, stat_interval
 from loadproof.records import RequestRecord
 from loadproof.units import NS_PER_S
 
@@ -84,15 +85,14 @@ def churn_claims(records: list[RequestRecord], profile: Any) -> list[Claim]:
             direction="lower",
         ),
     ]
-    ttft = {}
+    ttft, values = {}, {}
     for phase, cold in (("cold", True), ("warm", False)):
-        summary = summarize(
-            [
-                (r.first_token_ns - r.send_ns) / NS_PER_S
-                for r, c in flags
-                if c is cold and r.ok and r.first_token_ns is not None
-            ]
-        )
+        values[phase] = [
+            (r.first_token_ns - r.send_ns) / NS_PER_S
+            for r, c in flags
+            if c is cold and r.ok and r.first_token_ns is not None
+        ]
+        summary = summarize(values[phase])
         if summary is not None:
             ttft[phase] = summary.stat("p50")
             claims.append(
@@ -105,6 +105,7 @@ def churn_claims(records: list[RequestRecord], profile: Any) -> list[Claim]:
                     f"({summary.method})",
                     4,
                     direction="lower",
+                    interval=stat_interval(values[phase], "p50"),
                 )
             )
     if len(ttft) == 2:
@@ -116,6 +117,7 @@ def churn_claims(records: list[RequestRecord], profile: Any) -> list[Claim]:
                 "load.lora.cold_ttft_s.p50 - load.lora.warm_ttft_s.p50: what loading an adapter adds to a first token",
                 4,
                 direction="lower",
+                interval=median_difference_interval(values["cold"], values["warm"]),
             )
         )
     return claims

@@ -31,6 +31,7 @@ from statistics import median
 from loadproof.metrics.claims import Claim, number
 from loadproof.metrics.distribution import summarize
 from loadproof.metrics.latency import succeeded, ttft_ns
+from loadproof.metrics.uncertainty import stat_interval
 from loadproof.records import RequestRecord
 from loadproof.rundir import EngineSample
 from loadproof.units import NS_PER_S
@@ -128,7 +129,8 @@ def wait_claims(
         )
         if model == base_model or not base:
             continue
-        summary = summarize([over_base_s(r, base, sends) for r in mine if succeeded(r)])
+        over = [over_base_s(r, base, sends) for r in mine if succeeded(r)]
+        summary = summarize(over)
         if summary is None:
             continue
         for stat in STATS:
@@ -143,6 +145,7 @@ def wait_claims(
                     4,
                     direction="lower",
                     parts={**parts, "stat": stat},
+                    interval=stat_interval(over, stat),
                 )
             )
     listed = [s for s in samples if LISTED in s.values]

@@ -95,23 +95,37 @@ def ratio_interval(
     return Interval(low, high, interval.confidence, f"{interval.method}, of the linearized ratio")
 
 
+def _two_medians(first: Sequence[float], second: Sequence[float]) -> tuple[Interval, Interval, str] | None:
+    """Each median's order-statistic interval at 1 - (1 - CONFIDENCE) / 2, so both hold together at least at
+    CONFIDENCE whatever their dependence (Bonferroni), and the method's words; None if either has too few."""
+    level = 1.0 - (1.0 - CONFIDENCE) / 2.0
+    one = ranked_percentile_interval(ranked(first), 0.5, level)
+    two = ranked_percentile_interval(ranked(second), 0.5, level)
+    if one is None or two is None:
+        return None
+    return one, two, f"two medians' intervals at {level:.1%} each (Bonferroni): {one.method}; {two.method}"
+
+
 def median_ratio_interval(
     numerator: Sequence[float], denominator: Sequence[float], shift: float = 0.0
 ) -> Interval | None:
-    """The interval of median(numerator) / median(denominator) + `shift`: each median's order-statistic interval
-    at 1 - (1 - CONFIDENCE) / 2, so both hold together at least at CONFIDENCE (Bonferroni), the ratio's bounds
-    the extreme ratios of theirs. None when either has too few values or the denominator's could be 0."""
-    level = 1.0 - (1.0 - CONFIDENCE) / 2.0
-    top = ranked_percentile_interval(ranked(numerator), 0.5, level)
-    bottom = ranked_percentile_interval(ranked(denominator), 0.5, level)
-    if top is None or bottom is None or bottom.low <= 0 or top.low < 0:
+    """The interval of median(numerator) / median(denominator) + `shift`, the extreme ratios of the two medians'
+    intervals (`_two_medians`); None when either has too few values or the denominator's could be 0."""
+    both = _two_medians(numerator, denominator)
+    if both is None or both[1].low <= 0 or both[0].low < 0:
         return None
-    return Interval(
-        top.low / bottom.high + shift,
-        top.high / bottom.low + shift,
-        CONFIDENCE,
-        f"ratio of two medians' intervals at {level:.1%} each (Bonferroni): {top.method}; {bottom.method}",
-    )
+    top, bottom, how = both
+    return Interval(top.low / bottom.high + shift, top.high / bottom.low + shift, CONFIDENCE, f"ratio of {how}")
+
+
+def median_difference_interval(first: Sequence[float], second: Sequence[float]) -> Interval | None:
+    """The interval of median(first) - median(second), the extreme differences of the two medians' intervals
+    (`_two_medians`); None when either has too few values."""
+    both = _two_medians(first, second)
+    if both is None:
+        return None
+    one, two, how = both
+    return Interval(one.low - two.high, one.high - two.low, CONFIDENCE, f"difference of {how}")
 
 
 def per_second(ends_ns: Sequence[int], weights: Sequence[float], start_ns: int, duration_s: float) -> list[float]:
@@ -149,6 +163,7 @@ def rate_interval(
 __all__ = [
     "CONFIDENCE",
     "mean_interval",
+    "median_difference_interval",
     "median_ratio_interval",
     "per_second",
     "percentile_interval",

@@ -9,6 +9,8 @@ import msgspec
 import pytest
 from msgspec import convert
 
+from loadproof.metrics.adapter_churn import churn_claims, cold_flags
+from loadproof.metrics.adapter_wait import wait_claims
 from loadproof.metrics.capacity import Window, window_rate_interval, window_tokens
 from loadproof.metrics.constraints import constraint_claims
 from loadproof.metrics.distribution import summarize
@@ -432,3 +434,30 @@ def test_draft_acceptance_carries_a_ratio_interval_over_the_counters_growth_betw
     assert claims["load.spec_decode.mean_draft_length"].interval is None  # the drafts' length: a setting
     one = spec_window(samples[:2], 0, S)  # one stretch between two samples: no spread to measure
     assert {c.name: c for c in spec_claims("load", {}, one, "x")}["load.spec_decode.acceptance_pct"].interval is None
+
+
+def test_an_adapters_cold_cost_carries_the_medians_difference_and_its_wait_over_the_base_order_statistics():
+    rng = random.Random(15)
+    models = [rng.choice("abcd") for _ in range(120)] + ["base"] * 40
+    rng.shuffle(models)
+    plain = [request(i, i / 4, 0.1, 1.0, model=m) for i, m in enumerate(models)]
+    cold = {r.request_id: c for r, c in cold_flags(plain, set("abcd"), 2)}
+    records = [
+        msgspec.structs.replace(
+            r, first_token_ns=r.send_ns + round((0.9 if cold.get(r.request_id) else 0.1) * S * rng.uniform(0.9, 1.1))
+        )
+        for r in plain
+    ]
+    profile = {"name": "p", "engine": "vllm", "lora": {"adapters": {m: f"/{m}" for m in "abcd"}, "max_loras": 2}}
+    churn = {c.name: c for c in churn_claims(records, profile)}
+    for name in ("cold_ttft_s.p50", "warm_ttft_s.p50", "cold_cost_s"):
+        assert holds(churn[f"load.lora.{name}"]), name
+    assert (
+        churn["load.lora.cold_cost_s"].interval.low > 0
+        and "difference" in churn["load.lora.cold_cost_s"].interval.method
+    )
+    wait = {c.name: c for c in wait_claims(records, ["base", *"abcd"], "base", [])}
+    assert holds(wait["load.model.a.ttft_over_base_s.p50"])
+    assert (
+        wait["load.model.a.ttft_over_base_s.max"].interval is None and wait["load.model.a.unstarted_s"].interval is None
+    )
