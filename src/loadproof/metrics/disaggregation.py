@@ -12,6 +12,7 @@ and the connector moved `kv_bytes` for it (what it wrote for the prompt, where t
 from __future__ import annotations
 
 from loadproof.metrics.claims import Claim, count, number
+from loadproof.metrics.uncertainty import mean_interval, ratio_interval
 from loadproof.records import RequestRecord
 from loadproof.units import NS_PER_S
 
@@ -66,6 +67,7 @@ def disaggregation_claims(records: list[RequestRecord], prefix: str) -> list[Cla
             "mean over those requests of the relay's prefill hop (sent to the prefill instance -> its answer)",
             3,
             direction="lower",
+            interval=mean_interval(prefill),
         ),
         number(f"{prefix}.pd.prefill_hop_s.max", max(prefill), "s", "largest prefill hop", 3, direction="lower"),
         number(
@@ -75,6 +77,7 @@ def disaggregation_claims(records: list[RequestRecord], prefix: str) -> list[Cla
             "mean of TTFT - prefill hop (the decode instance's queue, KV load and first step)",
             3,
             direction="lower",
+            interval=mean_interval(decode),
         ),
         number(f"{prefix}.pd.decode_side_s.max", max(decode), "s", "largest TTFT - prefill hop", 3, direction="lower"),
     ]
@@ -99,6 +102,7 @@ def disaggregation_claims(records: list[RequestRecord], prefix: str) -> list[Cla
                 "cache in at, a lower bound on the connector's read rate",
                 2,
                 direction="higher",
+                interval=ratio_interval([b / 1e9 for b, _ in sized], [ns / NS_PER_S for _, ns in sized]),
             ),
         ]
     return claims

@@ -13,6 +13,7 @@ from loadproof.metrics.adapter_churn import churn_claims, cold_flags
 from loadproof.metrics.adapter_wait import wait_claims
 from loadproof.metrics.capacity import Window, window_rate_interval, window_tokens
 from loadproof.metrics.constraints import constraint_claims
+from loadproof.metrics.disaggregation import disaggregation_claims
 from loadproof.metrics.distribution import summarize
 from loadproof.metrics.interference import interference_claims
 from loadproof.metrics.intervals import min_count, wilson_interval
@@ -460,4 +461,18 @@ def test_an_adapters_cold_cost_carries_the_medians_difference_and_its_wait_over_
     assert holds(wait["load.model.a.ttft_over_base_s.p50"])
     assert (
         wait["load.model.a.ttft_over_base_s.max"].interval is None and wait["load.model.a.unstarted_s"].interval is None
+    )
+
+
+def test_a_disaggregated_pairs_means_and_kv_rate_carry_intervals():
+    rng = random.Random(16)
+    records = [
+        request(i, i / 4, 0.3, 1.0, prefill_hop_ns=round(rng.uniform(0.1, 0.2) * S), kv_bytes=rng.randint(1, 9) * 10**6)
+        for i in range(60)
+    ]
+    claims = {c.name: c for c in disaggregation_claims(records, "load")}
+    for name in ("prefill_hop_s.mean", "decode_side_s.mean", "kv_gb_per_s"):
+        assert holds(claims[f"load.pd.{name}"]), name
+    assert (
+        claims["load.pd.prefill_hop_s.max"].interval is None and claims["load.pd.kv_bytes_per_request"].interval is None
     )
