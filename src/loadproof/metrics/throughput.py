@@ -19,6 +19,7 @@ from loadproof.metrics.reasoning import reasoning_claims
 from loadproof.metrics.slo import slo_claims
 from loadproof.metrics.spec_decode import SpecWindow, spec_claims, spec_gauge_claims, spec_window, unavailable_claims
 from loadproof.metrics.timeline import engine_panels, latency_panels, token_rate_panel
+from loadproof.metrics.uncertainty import mean_interval, stat_interval
 from loadproof.plans.throughput import ThroughputPlan
 from loadproof.records import RequestRecord
 from loadproof.rundir import EngineSample
@@ -76,7 +77,15 @@ def throughput_claims(records: Iterable[RequestRecord]) -> list[Claim]:
                 else (f"{level}.decode_tokens_per_s", parts, DECODE_FORMULA + f", each stream among {conc}")
             )
             claims.append(
-                number(name, statistics.median(rates), "tokens/s", formula, direction="higher", parts=name_parts)
+                number(
+                    name,
+                    statistics.median(rates),
+                    "tokens/s",
+                    formula,
+                    direction="higher",
+                    parts=name_parts,
+                    interval=stat_interval(rates, "p50"),
+                )
             )
         if ttfts:
             claims.append(
@@ -88,6 +97,7 @@ def throughput_claims(records: Iterable[RequestRecord]) -> list[Claim]:
                     3,
                     direction="lower",
                     parts=parts,
+                    interval=stat_interval(ttfts, "p50"),
                 )
             )
         if conc > 1:
@@ -105,6 +115,7 @@ def throughput_claims(records: Iterable[RequestRecord]) -> list[Claim]:
                         AGGREGATE_FORMULA,
                         direction="higher",
                         parts=parts,
+                        interval=stat_interval(valid, "p50"),  # over batches, each one whole load
                     )
                 )
             claims.append(
@@ -137,6 +148,7 @@ def throughput_claims(records: Iterable[RequestRecord]) -> list[Claim]:
                     "mean of usage.completion_tokens over successful requests",
                     direction="neither",
                     parts=parts,
+                    interval=mean_interval([float(t) for t in out_tokens]),
                 )
             )
         claims += reasoning_claims(level, group, parts)

@@ -29,6 +29,7 @@ from loadproof.metrics.sessions import claims_of_run as sessions_claims
 from loadproof.metrics.slo import slo_claims
 from loadproof.metrics.soak import soak_claims
 from loadproof.metrics.spec_decode import spec_claims, spec_window
+from loadproof.metrics.throughput import throughput_claims
 from loadproof.metrics.uncertainty import median_ratio_interval, ratio_interval, share_interval, stat_interval
 from loadproof.plans.interference import InterferencePlan
 from loadproof.plans.load import MediaPlan, MixedModel
@@ -476,3 +477,31 @@ def test_a_disaggregated_pairs_means_and_kv_rate_carry_intervals():
     assert (
         claims["load.pd.prefill_hop_s.max"].interval is None and claims["load.pd.kv_bytes_per_request"].interval is None
     )
+
+
+def test_throughput_medians_carry_order_statistics_over_requests_and_batches():
+    rng = random.Random(17)
+    records = []
+    for level, batches in ((1, 12), (4, 8)):
+        for b in range(batches):
+            for _ in range(level):
+                start = 100.0 * level + 5 * b
+                first = start + rng.uniform(0.1, 0.3)
+                records.append(
+                    request(
+                        len(records),
+                        start,
+                        first - start,
+                        first - start + rng.uniform(2.0, 2.5),
+                        scenario="throughput",
+                        family="english",
+                        concurrency=level,
+                        batch=b,
+                        output_tokens=101,
+                    )
+                )
+    claims = {c.name: c for c in throughput_claims(records)}
+    for name in ("c1.decode_tokens_per_s", "c1.ttft_median_s", "c4.decode_tokens_per_s", "c4.aggregate_tokens_per_s"):
+        assert holds(claims[f"throughput.english.{name}"]), name
+    assert holds(claims["throughput.english.c4.mean_output_tokens"])  # every answer 101 tokens: a zero width
+    assert claims["throughput.english.c4.failed_batches"].interval is None
