@@ -188,7 +188,7 @@ def load_claims(
             claims
             + length_claims(ok, plan)
             + latency_claims(records, EMBEDDINGS_LATENCIES)
-            + pooling_claims(ok, duration_s, route)
+            + pooling_claims(ok, duration_s, route, t0)
             + slo_claims(records, plan.slo, duration_s)
             + model_claims(records, plan.model_mix, plan.slo, duration_s)
             + client_limited_claims(records, plan)
@@ -254,13 +254,15 @@ def length_claims(ok: list[RequestRecord], plan: LoadLike) -> list[Claim]:
     return claims
 
 
-def pooling_claims(ok: list[RequestRecord], duration_s: float, route: RouteTraits) -> list[Claim]:
-    """A pooling run's rates: input tokens and the answer's items per second, and items per request (an
-    embeddings run's vectors, a rerank run's documents scored: the route's `items`)."""
+def pooling_claims(ok: list[RequestRecord], duration_s: float, route: RouteTraits, t0: int) -> list[Claim]:
+    """A pooling run's rates (each with its interval from `t0`, the schedule's start): input tokens and the
+    answer's items per second, and items per request (an embeddings run's vectors, a rerank run's documents
+    scored: the route's `items`; the plan's, so no interval)."""
     if not ok or duration_s <= 0 or route.items is None:
         return []
     what = route.items
     items = [r.vectors or 0 for r in ok]
+    ends, inputs = [r.end_ns for r in ok], [float(r.prompt_tokens or 0) for r in ok]
     claims = [
         number(
             "load.input_tokens_per_s",
@@ -269,6 +271,7 @@ def pooling_claims(ok: list[RequestRecord], duration_s: float, route: RouteTrait
             "sum of usage.prompt_tokens of successful requests / duration",
             1,
             direction="higher",
+            interval=rate_interval(ends, inputs, t0, duration_s, sum(inputs) / duration_s),
         )
     ]
     return claims + [
@@ -279,6 +282,7 @@ def pooling_claims(ok: list[RequestRecord], duration_s: float, route: RouteTrait
             what.per_s_formula,
             2,
             direction="higher",
+            interval=rate_interval(ends, [float(i) for i in items], t0, duration_s, sum(items) / duration_s),
         ),
         number(
             f"load.{what.claim}.{what.unit}_per_request",

@@ -17,6 +17,7 @@ from loadproof.metrics.disaggregation import disaggregation_claims
 from loadproof.metrics.distribution import summarize
 from loadproof.metrics.interference import interference_claims
 from loadproof.metrics.intervals import min_count, wilson_interval
+from loadproof.metrics.load import load_claims
 from loadproof.metrics.media import media_claims
 from loadproof.metrics.model_mix import model_claims
 from loadproof.metrics.prefill import prefill_claims
@@ -43,6 +44,7 @@ from tests import rundir_values as rv
 from tests.unit.metrics.test_agent_replay import kept
 from tests.unit.metrics.test_agent_replay import plan as agent_plan
 from tests.unit.metrics.test_agent_replay import run as agent_run
+from tests.unit.metrics.test_load import plan as load_plan
 from tests.unit.metrics.test_quality_under_load import ROWS as UNDER_LOAD_ROWS
 
 
@@ -505,3 +507,11 @@ def test_throughput_medians_carry_order_statistics_over_requests_and_batches():
         assert holds(claims[f"throughput.english.{name}"]), name
     assert holds(claims["throughput.english.c4.mean_output_tokens"])  # every answer 101 tokens: a zero width
     assert claims["throughput.english.c4.failed_batches"].interval is None
+
+
+def test_an_embeddings_runs_rates_carry_intervals_and_its_items_per_request_none():
+    records = steady(160, endpoint="embeddings", vectors=3, output_tokens=None, prompt_tokens=150)
+    plan = load_plan(endpoint="embeddings", inputs_per_request=3, planned_requests=160, slo={})
+    claims = {c.name: c for c in load_claims(records, plan, [], [])}
+    assert holds(claims["load.input_tokens_per_s"]) and holds(claims["load.embeddings.vectors_per_s"])
+    assert claims["load.embeddings.vectors_per_request"].interval is None  # the plan's inputs a request
