@@ -19,6 +19,7 @@ import msgspec
 
 from loadproof.catalog import column
 from loadproof.metrics.claims import Claim
+from loadproof.metrics.interval_text import interval_notes
 from loadproof.plans import Plan, load_plan, scenario_of
 from loadproof.records import RequestRecord
 from loadproof.registry import Registry
@@ -56,10 +57,15 @@ class Span(msgspec.Struct, frozen=True):
 
 
 class Mark(msgspec.Struct, frozen=True):
-    """A labelled vertical line."""
+    """A labelled vertical line. Where it marks a figure that has an interval (a percentile on a CDF), the
+    interval [low, high] is drawn across it as a whisker, at the height `at` (in the y axis's units; None:
+    just under the labels)."""
 
     x: float
     label: str
+    low: float | None = None
+    high: float | None = None
+    at: float | None = None
 
 
 class Level(msgspec.Struct, frozen=True):
@@ -122,12 +128,14 @@ class Histogram(msgspec.Struct, frozen=True, kw_only=True, tag=True):
 
 
 class KeyFigure(msgspec.Struct, frozen=True):
-    """One headline figure: a claim's printed value, its unit, and the claim it is (its name)."""
+    """One headline figure: a claim's printed value, its unit, the claim it is (its name), and its 95% interval
+    as `metrics.interval_text` writes it (`[0.1520, 0.2120]`, or that n was too small for one; "": none)."""
 
     label: str
     printed: str
     unit: str = ""
     claim: str = ""
+    interval: str = ""
 
 
 class Headline(msgspec.Struct, frozen=True, kw_only=True, tag=True):
@@ -167,8 +175,11 @@ def headline(claims: Sequence[Claim], shown: Sequence[tuple[str, str]], note: st
     """A Headline of the claims named in `shown` ((label, claim name), in order), those the run has; [] when
     it has none of them."""
     by_name = {c.name: c for c in claims}
+    notes = interval_notes(claims)
     figures = [
-        KeyFigure(label, by_name[name].printed, by_name[name].unit, name) for label, name in shown if name in by_name
+        KeyFigure(label, by_name[name].printed, by_name[name].unit, name, notes.get(name, ""))
+        for label, name in shown
+        if name in by_name
     ]
     return [Headline(figures=figures, note=note)] if figures else []
 

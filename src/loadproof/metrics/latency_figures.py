@@ -3,7 +3,10 @@ CDF with its p50 and p99 marked, and a histogram.
 
 The values are `metrics.latency.samples_ns`'s, the very samples the `<prefix>.<latency>.<stat>` claims
 summarize, and the marked percentiles are computed the same way (`metrics.distribution.percentile`), so a
-mark sits where the claim says. Presentation only: no claim reads this module. Standard library only.
+mark sits where the claim says; each mark's 95% interval is the claim's too (`metrics.uncertainty.stat_interval`
+over the same values), drawn as a whisker across it (on the CDF at the percentile's height), and a percentile
+of too few values for one says so in its label. Presentation only: no claim reads this module. Standard library
+only.
 """
 
 from __future__ import annotations
@@ -11,9 +14,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+import msgspec
+
 from loadproof.metrics.distribution import percentile
 from loadproof.metrics.figures import MAX_POINTS, TTFT_CDF, Histogram, LinePlot, Mark, Panel, Point, Series
+from loadproof.metrics.interval_text import TOO_FEW
 from loadproof.metrics.latency import samples_ns
+from loadproof.metrics.uncertainty import ranked, stat_interval
 from loadproof.records import RequestRecord
 from loadproof.units import NS_PER_S
 
@@ -70,8 +77,7 @@ def distribution_panels(records: Sequence[RequestRecord], claim_prefix: str = "l
         seconds = sorted(v / NS_PER_S for v in values[key])
         factor, unit = (1000.0, "ms") if seconds[-1] < 1.0 else (1.0, "s")
         ordered = [v * factor for v in seconds]
-        p50, p99 = percentile(ordered, 50), percentile(ordered, 99)
-        marks = [Mark(p50, f"p50 {p50:.3g} {unit}"), Mark(p99, f"p99 {p99:.3g} {unit}")]
+        marks = percentile_marks(values[key], ordered, factor, unit)
         label = f"{name}, {unit}"
         claims = f"{claim_prefix}.{key}.p50 and .p99"
         out.append(
@@ -85,7 +91,8 @@ def distribution_panels(records: Sequence[RequestRecord], claim_prefix: str = "l
                 step=True,
                 x_from_zero=True,
                 half=True,
-                caption=f"Empirical CDF of {what}; p50 and p99 marked ({claims}).",
+                caption=f"Empirical CDF of {what}; p50 and p99 marked ({claims}), each with its 95% interval "
+                "as a whisker where there are values enough for one.",
             )
         )
         edges, counts, beyond = histogram_bins(ordered)
@@ -97,7 +104,7 @@ def distribution_panels(records: Sequence[RequestRecord], claim_prefix: str = "l
                 counts=counts,
                 x_label=label,
                 y_label="gaps" if key == "itl_s" else "requests",
-                marks=marks,
+                marks=[msgspec.structs.replace(m, at=None) for m in marks],
                 half=True,
                 caption=f"{len(counts)} equal bins from the smallest value"
                 + (
@@ -109,6 +116,23 @@ def distribution_panels(records: Sequence[RequestRecord], claim_prefix: str = "l
             )
         )
     return out
+
+
+def percentile_marks(values_ns: Sequence[float], ordered: Sequence[float], factor: float, unit: str) -> list[Mark]:
+    """The p50 and p99 of the sorted values (in the plot's unit, `factor` per second), each with its 95%
+    interval from the values in ns as the claim has it, at the percentile's height on a CDF; a percentile
+    without one says why in its label."""
+    ranks = ranked(values_ns)
+    marks = []
+    for stat, p in (("p50", 50.0), ("p99", 99.0)):
+        x = percentile(ordered, p)
+        interval = stat_interval(values_ns, stat, factor / NS_PER_S, ranks)
+        label = f"{stat} {x:.3g} {unit}"
+        if interval is None:
+            marks.append(Mark(x, f"{label} ({TOO_FEW})"))
+        else:
+            marks.append(Mark(x, label, interval.low, interval.high, p / 100))
+    return marks
 
 
 # (samples_ns key, the plot's title, its key): what `loadproof compare` overlays, side against side

@@ -9,6 +9,7 @@ from loadproof.metrics import compute_claims
 from loadproof.metrics.claims import Claim, claims_payload, criteria_of, criterion_name, verdict_of
 from loadproof.metrics.figures import Panel, Table, panels_of, tables_of
 from loadproof.metrics.fleet_figures import fleet_panels
+from loadproof.metrics.interval_text import interval_notes, with_interval
 from loadproof.metrics.reasoning import reasoning_panels, thinking_unheeded
 from loadproof.report.failures import Failures, failures_of
 from loadproof.report.html import render_html, table_cell
@@ -16,6 +17,10 @@ from loadproof.report.plots import telemetry_svg
 from loadproof.store.run_dir import Run, load_run, write_claims
 
 REPORT = "report.md"
+INTERVALS_NOTE = (
+    "A measured figure's 95% confidence interval stands beside it in brackets, `value [low, high]`, its bounds at "
+    "the figure's printed precision (claims.json keeps each one's method; `loadproof verify` recomputes it)."
+)
 REPORT_HTML = "report.html"  # the same content, self-contained, with figures
 
 
@@ -105,9 +110,13 @@ def render_markdown(run: Run, claims: list[Claim], with_plot: bool = False, pane
         lines += [f"| {name} | {status} | {table_cell(evidence)} |" for name, status, evidence in criteria]
     for table in tables_of(run_panels(run, claims) if panels is None else panels):
         lines += ["", f"## {table.title}", ""] + table.intro + ([""] if table.intro else []) + table_lines(table)
-    lines += ["", "## Claims", "", "| name | value | unit | formula |", "|---|---|---|---|"]
+    notes = interval_notes(claims)
+    lines += ["", "## Claims", ""]
+    if notes:
+        lines += [INTERVALS_NOTE, ""]
+    lines += ["| name | value | unit | formula |", "|---|---|---|---|"]
     lines += [
-        f"| `{c.name}` | {table_cell(c.printed)} | {c.unit} | {table_cell(c.formula)} |"
+        f"| `{c.name}` | {table_cell(with_interval(c, notes))} | {c.unit} | {table_cell(c.formula)} |"
         for c in claims
         if c.kind != "criterion"
     ]

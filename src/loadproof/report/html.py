@@ -19,12 +19,13 @@ from collections.abc import Sequence
 from html import escape
 
 from loadproof.metrics.claims import Claim
-from loadproof.metrics.figures import TTFT_CDF, BarPlot, Histogram, LinePlot, Panel, headline_of
+from loadproof.metrics.figures import TTFT_CDF, BarPlot, Histogram, LinePlot, Mark, Panel, headline_of
+from loadproof.metrics.interval_text import TOO_FEW, interval_notes
 from loadproof.report.distributions import distribution_table
 from loadproof.report.page import Drawn, document, figure_html, figures_section, fold, slug, summary_html, toc
 from loadproof.report.plots import line_chart, telemetry_svg
 from loadproof.report.plots_bars import bar_chart, histogram_chart
-from loadproof.report.svg import CHART_WIDTH, HALF_WIDTH
+from loadproof.report.svg import CHART_WIDTH, HALF_WIDTH, Whisker
 from loadproof.store.run_dir import Run
 
 NS = 1_000_000_000
@@ -51,7 +52,7 @@ def render_html(run: Run, markdown: str, panels: Sequence[Panel] = (), claims: S
         verdict = verdict or "NOTHING MEASURED"
     drawn = figures(run, panels)
     links = [(_id(t), t.partition(":")[0]) for t, _ in sections if t not in (CLAIMS, TELEMETRY, NOTHING)]
-    dist_header, dist_rows, _ = distribution_table(list(claims))
+    dist_header, dist_rows, _ = distribution_table(list(claims), interval_notes(claims))
     links = (
         links[:1] * any(t.startswith(ACCEPTANCE) for t, _ in sections)
         + [("figures", "Figures")] * bool(drawn)
@@ -76,7 +77,9 @@ def render_html(run: Run, markdown: str, panels: Sequence[Panel] = (), claims: S
         body.append(
             '<section id="percentiles">\n<h2>Latency percentiles</h2>\n'
             + markdown_to_html(
-                "Each row: one latency's claims (std, p95 and p99.9 among the claims below).\n\n" + table, {}
+                "Each row: one latency's claims, each figure with its 95% interval in brackets where it has "
+                "one (std, p95 and p99.9 among the claims below).\n\n" + table,
+                {},
             )
             + "\n</section>"
         )
@@ -107,6 +110,8 @@ def _section(title: str, text: str, images: dict[str, str]) -> str:
 
 _IMAGE = re.compile(r"^!\[([^\]]*)\]\(([^)]+)\)$")
 _NUMBER = re.compile(r"^[-+]?(\d[\d,]*(\.\d*)?|\.\d+)([eE][-+]?\d+)?\s?%?$")
+# a figure and its interval (metrics/interval_text.py): `0.1780 [0.1520, 0.2120]`, `0.27 (n too small ...)`
+_WITH_INTERVAL = re.compile(r"^(\S+) (\[[-+\d.,e ]+\](?: at \d+%)?|\(" + re.escape(TOO_FEW) + r"\))$")
 
 
 def _inline(text: str) -> str:
@@ -138,6 +143,13 @@ def table_data(cell: str, label: str) -> str:
         return f'<td class="{cell.lower()}">{cell}</td>'
     if _NUMBER.match(cell):
         return f'<td class="num" data-label="{escape(label)}">{_inline(cell)}</td>'
+    interval = _WITH_INTERVAL.match(cell)
+    if interval and _NUMBER.match(interval.group(1)):
+        figure, bounds = interval.groups()
+        return (
+            f'<td class="num" data-label="{escape(label)}">{_inline(figure)} '
+            f'<span class="interval">{escape(bounds, quote=False)}</span></td>'
+        )
     if len(cell) > 16 and " " in cell:
         return f'<td class="text">{_inline(cell)}</td>'
     return f"<td>{_inline(cell)}</td>"
@@ -221,6 +233,7 @@ def plot_figure(panel: Panel) -> Drawn | None:
             panel.y_label,
             spans=[(s.start, s.end, s.label, s.color) for s in panel.spans],
             marks=[(m.x, m.label) for m in panel.marks],
+            intervals=intervals(panel.marks),
             levels=[(level.y, level.label) for level in panel.levels],
             clouds=[i for i, s in enumerate(panel.series) if not s.line],
             colours=[s.color for s in panel.series],
@@ -248,9 +261,15 @@ def plot_figure(panel: Panel) -> Drawn | None:
             panel.x_label,
             panel.y_label,
             marks=[(m.x, m.label) for m in panel.marks],
+            intervals=intervals(panel.marks),
             width=width,
         )
     return Drawn(svg, panel.caption, panel.key or slug(panel.title), panel.half) if svg else None
+
+
+def intervals(marks: Sequence[Mark]) -> list[Whisker]:
+    """The whiskers of the marks that carry an interval: (low, high, the height to draw it at)."""
+    return [(m.low, m.high, m.at) for m in marks if m.low is not None and m.high is not None]
 
 
 def ttft_figure(run: Run) -> list[Drawn]:

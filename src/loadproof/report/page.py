@@ -36,6 +36,7 @@ nav.toc a { color: #1f5fa8; text-decoration: none; margin-right: 1em; white-spac
 .card .value { font-size: 1.3em; font-weight: 650; white-space: nowrap; }
 .card .unit { font-size: 0.7em; font-weight: 400; color: var(--muted); margin-left: 0.2em; }
 .card .label { font-size: 0.8em; color: var(--muted); }
+.card .interval, td .interval { font-size: 0.8em; color: var(--muted); white-space: nowrap; }
 .note { color: var(--muted); font-size: 0.9em; margin: 0.2em 0 0.8em; }
 .table { overflow-x: auto; margin: 0.8em 0; }
 table { border-collapse: collapse; font-size: 0.88em; }
@@ -144,8 +145,9 @@ def summary_html(headline: Headline | None, verdict: str | None = None, verdict_
     for figure in headline.figures if headline else []:
         claim = f' title="{escape(figure.claim)}"' if figure.claim else ""
         unit = f'<span class="unit">{escape(figure.unit)}</span>' if figure.unit else ""
+        interval = f'<div class="interval">{escape(figure.interval)}</div>' if figure.interval else ""
         parts.append(
-            f'<div class="card"{claim}><div class="value">{escape(figure.printed)}{unit}</div>'
+            f'<div class="card"{claim}><div class="value">{escape(figure.printed)}{unit}</div>{interval}'
             f'<div class="label">{escape(figure.label)}</div></div>'
         )
     if not parts:

@@ -15,11 +15,14 @@ from loadproof.report.svg import (
     CHART_WIDTH,
     MARK_COLOUR,
     Frame,
+    Whisker,
+    band_bottom,
     band_frame,
     band_labels,
     color,
     mark_lines,
     open_svg,
+    whiskers,
 )
 from loadproof.rundir import TelemetrySample
 
@@ -97,6 +100,7 @@ def line_chart(
     *,
     spans: Sequence[tuple[float, float, str, str]] = (),
     marks: Sequence[tuple[float, str]] = (),
+    intervals: Sequence[Whisker] = (),
     levels: Sequence[tuple[float, str]] = (),
     clouds: Sequence[int] = (),
     colours: Sequence[str] = (),
@@ -109,7 +113,8 @@ def line_chart(
     height: int = CHART_HEIGHT,
 ) -> str:
     """Lines (or steps) of (x, y) points; `spans` shade (x0, x1, label, colour), `marks` draw labelled vertical
-    lines, `levels` labelled horizontal ones (y, label); the series whose index is in `clouds` are drawn as
+    lines, `intervals` whiskers across them (low, high, the height: `svg.whiskers`), `levels` labelled
+    horizontal ones (y, label); the series whose index is in `clouds` are drawn as
     points alone (many: small and pale, one per request say; a few: markers), the others as lines; `colours`
     gives a series its own colour by index ("" or none: the palette's, by its place in the legend).
 
@@ -121,7 +126,7 @@ def line_chart(
     if not drawn:
         return ""
     xs = [x for _, _, pts in drawn for x, _ in pts] + [s[0] for s in spans] + [s[1] for s in spans]
-    xs += [m[0] for m in marks]
+    xs += [m[0] for m in marks] + [x for low, high, _ in intervals for x in (low, high)]
     ys = [y for _, _, pts in drawn for _, y in pts] + [y for y, _ in levels]
     fills = [colours[i] if i < len(colours) and colours[i] else color(n) for n, (i, _, _) in enumerate(drawn)]
     parts, top = open_svg(title, [name for _, name, _ in drawn], width=width, height=height, colours=fills)
@@ -146,10 +151,11 @@ def line_chart(
     parts += mark_lines(frame, [x for x, _ in marks])
     labels = [(label, "#333") for _, _, label, _ in spans] + [(label, MARK_COLOUR) for _, label in marks]
     parts += band_labels(frame, placed, labels)
-    band_bottom = frame.top + 4 + 13 * (1 + max((row for _, row, _ in placed), default=-1))
+    under_band = band_bottom(frame, placed)
+    parts += whiskers(frame, intervals, under_band)
     for y, label in levels:
         at = frame.y(y)
-        text_y = at - 4 if at - 15 > band_bottom else at + 13
+        text_y = at - 4 if at - 15 > under_band else at + 13
         parts.append(
             f'<line x1="{frame.left}" y1="{at:.1f}" x2="{frame.right}" y2="{at:.1f}" stroke="#444" '
             'stroke-dasharray="6 3"/>'

@@ -11,11 +11,14 @@ from loadproof.report.svg import (
     CHART_WIDTH,
     MARK_COLOUR,
     Frame,
+    Whisker,
+    band_bottom,
     band_frame,
     band_labels,
     color,
     mark_lines,
     open_svg,
+    whiskers,
 )
 
 
@@ -68,15 +71,17 @@ def histogram_chart(
     y_label: str,
     *,
     marks: Sequence[tuple[float, str]] = (),
+    intervals: Sequence[Whisker] = (),
     width: int = CHART_WIDTH,
     height: int = CHART_HEIGHT,
 ) -> str:
     """Counts in bins: bin i spans [edges[i], edges[i+1]) on a value axis; `marks` draw labelled vertical lines
-    (a percentile, say), their labels in a band above the bars."""
+    (a percentile, say), their labels in a band above the bars; `intervals` whiskers across them (a
+    percentile's interval: low, high, the height in counts or None for just under the labels)."""
     if not counts or len(edges) != len(counts) + 1 or not any(counts):
         return ""
     parts, top = open_svg(title, [], width=width, height=height)
-    xs = [*edges, *(x for x, _ in marks)]
+    xs = [*edges, *(x for x, _ in marks), *(x for low, high, _ in intervals for x in (low, high))]
     frame = Frame((min(xs), max(xs)), (0.0, max(counts) * 1.08), top, width=width, height=height)
     frame, placed = band_frame(frame, [(frame.x(x) + 3, frame.x(x) - 3, label) for x, label in marks], width, height)
     parts += frame.axes(x_label, y_label)
@@ -88,5 +93,6 @@ def histogram_chart(
             )
     parts += mark_lines(frame, [x for x, _ in marks])
     parts += band_labels(frame, placed, [(label, MARK_COLOUR) for _, label in marks])
+    parts += whiskers(frame, intervals, band_bottom(frame, placed))
     parts.append("</svg>")
     return "\n".join(parts) + "\n"

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from loadproof.metrics.figures import Panel, headline_of
+from loadproof.metrics.interval_text import interval_notes, with_interval
 from loadproof.report.html import markdown_to_html, plot_figure, table_data
 from loadproof.report.page import Drawn, document, figures_section, fold, summary_html
 
@@ -53,9 +54,7 @@ def write_series_report(
             (folder / f"{d.key}.svg").write_text(d.svg, encoding="utf-8")
             lines += [f"![{d.caption}]({d.key}.svg)", ""]
     if claims:
-        lines += ["", "## Claims", ""] + _table(
-            ["name", "value", "unit", "formula"], [[f"`{c.name}`", c.printed, c.unit, c.formula] for c in claims]
-        )
+        lines += ["", "## Claims", ""] + _claims_table(claims)
     markdown = "\n".join(lines).rstrip() + "\n"
     (folder / REPORT).write_text(markdown, encoding="utf-8")
     (folder / REPORT_HTML).write_text(
@@ -90,13 +89,20 @@ def series_html(
     ]
     body.append("</table></div>\n</section>")
     if claims:
-        table = _table(
-            ["name", "value", "unit", "formula"], [[f"`{c.name}`", c.printed, c.unit, c.formula] for c in claims]
-        )
+        table = _claims_table(claims)
         body.append(
             fold("claims", "Claims", f"{len(claims)} claims of the series", markdown_to_html("\n".join(table), {}))
         )
     return document(title, body)
+
+
+def _claims_table(claims: Sequence[Any]) -> list[str]:
+    """The series' claims, each figure with its 95% interval where it has one (`metrics.interval_text`)."""
+    notes = interval_notes(claims)
+    return _table(
+        ["name", "value", "unit", "formula"],
+        [[f"`{c.name}`", with_interval(c, notes), c.unit, c.formula] for c in claims],
+    )
 
 
 def _cell(text: str, label: str, is_run: bool) -> str:

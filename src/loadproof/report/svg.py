@@ -166,6 +166,30 @@ def band_labels(frame: Frame, placed: Sequence[tuple[float, int, str]], labels: 
     ]
 
 
+Whisker = tuple[float, float, float | None]  # an interval's (low, high) on the x axis, at a height (None: the top)
+
+
+def band_bottom(frame: Frame, placed: Sequence[tuple[float, int, str]]) -> float:
+    """The y just under the band of labels `band_frame` placed (the frame's top where there is none)."""
+    return frame.top + 4 + LABEL_ROW * (1 + max((row for _, row, _ in placed), default=-1))
+
+
+def whiskers(frame: Frame, bars: Sequence[Whisker], top: float) -> list[str]:
+    """Each interval (low, high, at) as a horizontal error bar with end caps, at the height `at` in data units
+    (None: `top` + 6 px), named by its bounds in a tooltip."""
+    out = []
+    for low, high, at in bars:
+        x0, x1 = frame.x(low), frame.x(high)
+        y = frame.y(at) if at is not None else top + 6
+        out.append(
+            f'<g class="whisker" stroke="{MARK_COLOUR}" stroke-width="2"><title>95% interval [{low:.4g}, {high:.4g}]'
+            f'</title><line x1="{x0:.1f}" y1="{y:.1f}" x2="{x1:.1f}" y2="{y:.1f}"/>'
+            f'<line x1="{x0:.1f}" y1="{y - 4:.1f}" x2="{x0:.1f}" y2="{y + 4:.1f}"/>'
+            f'<line x1="{x1:.1f}" y1="{y - 4:.1f}" x2="{x1:.1f}" y2="{y + 4:.1f}"/></g>'
+        )
+    return out
+
+
 def mark_lines(frame: Frame, xs: Sequence[float]) -> list[str]:
     """Dashed vertical lines at each x."""
     return [
