@@ -1,5 +1,5 @@
-"""`loadproof export`: a run directory's requests, chunks, metric samples, events and telemetry as
-CSV or Parquet tables, for pandas, DuckDB and the like."""
+"""`loadproof export`: a run directory's requests, chunks, metric samples, events, telemetry and claims (each
+with its interval) as CSV or Parquet tables, for pandas, DuckDB and the like."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import typer
 
 from loadproof.cli import ui
 from loadproof.cli.apps import app
-from loadproof.store.export import EXPORT_MANIFEST, check_format, export_run
+from loadproof.report.claims_table import export_with_claims
+from loadproof.store.export import EXPORT_MANIFEST, check_format
 
 
 @app.command()
@@ -21,9 +22,10 @@ def export(
         Path | None, typer.Option(help="folder for the tables, new or empty (default: RUN_DIR/export)")
     ] = None,
 ) -> None:
-    """Write one table per kind of data, and export.json listing their columns and units."""
+    """Write one table per kind of data and one of the run's claims (each with its 95% interval), and
+    export.json listing their columns and units."""
     check_format(fmt)  # before anything is read or created
-    result = export_run(run_dir, out if out is not None else run_dir / "export", fmt)
+    result = export_with_claims(run_dir, out if out is not None else run_dir / "export", fmt)
     for table in result.tables:
         ui.out.print(f"{table.file}: {table.rows:,} rows", markup=False, highlight=False)
     if result.num_torn_lines:

@@ -14,7 +14,9 @@ complete) listing every table, its file, its row count and its columns with type
   Xid events, if any, as JSON);
 - `telemetry_gpu`: one row per telemetry sample and GPU, with the GPU's index in `gpu`; a run
   without GPU telemetry has none;
-- `answers`: one row per scored quality item, only when the run has answers.jsonl rows.
+- `answers`: one row per scored quality item, only when the run has answers.jsonl rows;
+- `claims` (the command adds it, `report.claims_table`, through `export_run`'s `more`): one row per claim, with
+  its 95% interval's low, high, confidence and method.
 
 Times stay as the run stored them: `t_ns` and every `*_ns` time point are integer nanoseconds on the
 run's monotonic clock (perf_counter_ns; comparable within one run only, placed in real time by the
@@ -30,10 +32,8 @@ pyarrow's ParquetWriter (the optional extra `loadproof[parquet]`), so only the r
 
 from __future__ import annotations
 
-import csv
 import itertools
 import json
-import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,14 +45,23 @@ from loadproof.errors import UsageError
 from loadproof.records import RequestRecord
 from loadproof.rundir import Answer
 from loadproof.rundir.telemetry_sample import GPUSample, HostSample
+from loadproof.store.export_table import (
+    BATCH_ROWS,
+    BOOL,
+    FLOAT,
+    INT,
+    JSON,
+    STR,
+    Column,
+    Table,
+    write_csv,
+    write_parquet,
+)
 from loadproof.store.run_dir import Run, load_run
 
 FORMATS = ("csv", "parquet")
 EXPORT_MANIFEST = "export.json"
 PARQUET_INSTALL = "pip install 'loadproof[parquet]'"
-BATCH_ROWS = 65_536
-
-INT, FLOAT, BOOL, STR, JSON = "int64", "float64", "bool", "string", "json"
 T_NS = "ns, run clock"  # a time point on the run's monotonic clock (perf_counter_ns)
 DURATION_NS = "ns"
 WALL_S = "s, Unix time"
@@ -66,25 +75,6 @@ TYPES_NOTE = (
     "int64, float64, bool, string; json is a string column holding JSON text. In CSV a null is an "
     "empty cell and a bool is true or false."
 )
-
-
-@dataclass(frozen=True)
-class Column:
-    name: str
-    type: str
-    unit: str | None = None
-    description: str = ""
-    derived: str | None = None  # how a derived column is computed from the others
-
-    def describe(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"name": self.name, "type": self.type}
-        if self.unit is not None:
-            out["unit"] = self.unit
-        if self.description:
-            out["description"] = self.description
-        if self.derived is not None:
-            out["derived"] = self.derived
-        return out
 
 
 @dataclass
@@ -115,16 +105,6 @@ class Export:
     num_torn_lines: int = 0
 
 
-@dataclass
-class _Table:
-    name: str
-    description: str
-    columns: list[Column]
-    rows: Callable[[], Iterator[list[Any]]]  # values already of their column's type (json as text)
-    # the same rows as columns, about BATCH_ROWS at a time, where that is much cheaper (chunks)
-    column_batches: Callable[[], Iterator[list[list[Any]]]] | None = None
-
-
 def check_format(fmt: str) -> None:
     """UsageError unless `fmt` is a format this machine can write (Parquet needs pyarrow)."""
     if fmt not in FORMATS:
@@ -137,18 +117,20 @@ def check_format(fmt: str) -> None:
             raise UsageError(f"--format parquet needs pyarrow: {PARQUET_INSTALL}") from None
 
 
-def export_run(run_dir: Path, out: Path, fmt: str = "csv") -> Export:
-    """Write the tables of the run at `run_dir` into `out` (created; if it exists it must be empty)."""
+def export_run(run_dir: Path, out: Path, fmt: str = "csv", more: Callable[[Run], list[Table]] | None = None) -> Export:
+    """Write the tables of the run at `run_dir` into `out` (created; if it exists it must be empty); `more`
+    gives tables a higher layer derives from the run (its claims: report/claims_table.py), written after the
+    run's own."""
     check_format(fmt)
     run = load_run(run_dir)
     created = _prepare_out(out)
     result = Export(path=out, format=fmt, num_torn_lines=run.num_torn_lines)
     written: list[Path] = []
     try:
-        for table in tables(run):
+        for table in tables(run) + (more(run) if more is not None else []):
             path = out / f"{table.name}.{fmt}"
             written.append(path)
-            count = (_write_csv if fmt == "csv" else _write_parquet)(path, table)
+            count = (write_csv if fmt == "csv" else write_parquet)(path, table)
             result.tables.append(TableFile(table.name, path.name, table.description, table.columns, count))
         written.append(out / EXPORT_MANIFEST)
         with open(out / EXPORT_MANIFEST, "x", encoding="utf-8") as handle:
@@ -194,7 +176,7 @@ def _manifest(run: Run, result: Export) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------- tables
 
 
-def tables(run: Run) -> list[_Table]:
+def tables(run: Run) -> list[Table]:
     """The tables of a run, in the order they are written."""
     out = [_requests(run), _chunks(run), _metrics(run), _events(run), *_telemetry(run)]
     if run.answers:
@@ -202,7 +184,7 @@ def tables(run: Run) -> list[_Table]:
     return out
 
 
-def _requests(run: Run) -> _Table:
+def _requests(run: Run) -> Table:
     info = msgspec.inspect.type_info(RequestRecord)
     assert isinstance(info, msgspec.inspect.StructType)
     names = [f.name for f in info.fields if f.name not in ("chunk_ns", "chunk_tokens", "tool_calls")]
@@ -236,7 +218,7 @@ def _requests(run: Run) -> _Table:
             calls = msgspec.json.encode(record.tool_calls).decode() if record.tool_calls else None
             yield [*(getattr(record, name) for name in names), record.ttft_ns, record.latency_ns, calls]
 
-    return _Table("requests", "one row per request (requests.jsonl); times are ns on the run clock", columns, rows)
+    return Table("requests", "one row per request (requests.jsonl); times are ns on the run clock", columns, rows)
 
 
 def _struct_type(struct: str, name: str, t: Any) -> str:
@@ -262,7 +244,7 @@ def _request_unit(name: str) -> str | None:
     return None
 
 
-def _chunks(run: Run) -> _Table:
+def _chunks(run: Run) -> Table:
     columns = [
         Column("request_id", STR),
         Column("chunk_index", INT, None, "0-based position in the request"),
@@ -294,12 +276,10 @@ def _chunks(run: Run) -> _Table:
         if ids:
             yield [ids, indexes, times, tokens]
 
-    return _Table(
-        "chunks", "one row per token-bearing chunk (chunks.jsonl), long format", columns, rows, column_batches
-    )
+    return Table("chunks", "one row per token-bearing chunk (chunks.jsonl), long format", columns, rows, column_batches)
 
 
-def _metrics(run: Run) -> _Table:
+def _metrics(run: Run) -> Table:
     columns = [
         Column("t_ns", INT, T_NS, "when the scrape started"),
         Column("wall_time_s", FLOAT, WALL_S),
@@ -318,12 +298,12 @@ def _metrics(run: Run) -> _Table:
             for name, value in sample.values.items():
                 yield [sample.t_ns, sample.wall_time_s, name, value, sample.source]
 
-    return _Table(
+    return Table(
         "metrics", "the engine's /metrics samples (metrics.jsonl), long: one row per sample and metric", columns, rows
     )
 
 
-def _events(run: Run) -> _Table:
+def _events(run: Run) -> Table:
     columns = [
         Column("t_ns", INT, T_NS, "null for events stored without one"),
         Column("wall_time_s", FLOAT, WALL_S),
@@ -336,7 +316,7 @@ def _events(run: Run) -> _Table:
             rest = {**({} if event.evidence is None else {"evidence": event.evidence}), **event.fields}
             yield [event.t_ns, event.wall_time_s, event.kind, _json(rest)]
 
-    return _Table("events", "scenario and supervisor events (events.jsonl)", columns, rows)
+    return Table("events", "scenario and supervisor events (events.jsonl)", columns, rows)
 
 
 _UNIT_SUFFIXES = (
@@ -377,7 +357,7 @@ def _fields(kind: type[msgspec.Struct], skip: tuple[str, ...] = ()) -> list[Colu
     ]
 
 
-def _telemetry(run: Run) -> list[_Table]:
+def _telemetry(run: Run) -> list[Table]:
     head = [Column("t_ns", INT, T_NS), Column("wall_time_s", FLOAT, WALL_S)]
     host_fields = _fields(HostSample)
     host_columns = [
@@ -411,8 +391,8 @@ def _telemetry(run: Run) -> list[_Table]:
                 yield [row.t_ns, row.wall_time_s, gpu.index, *(getattr(gpu, c.name) for c in gpu_fields)]
 
     return [
-        _Table("telemetry_host", "one row per telemetry sample (telemetry.jsonl): the host", host_columns, host_rows),
-        _Table(
+        Table("telemetry_host", "one row per telemetry sample (telemetry.jsonl): the host", host_columns, host_rows),
+        Table(
             "telemetry_gpu",
             "one row per telemetry sample and GPU (telemetry.jsonl); none without GPU telemetry",
             gpu_columns,
@@ -421,71 +401,16 @@ def _telemetry(run: Run) -> list[_Table]:
     ]
 
 
-def _answers(run: Run) -> _Table:
+def _answers(run: Run) -> Table:
     columns = _fields(Answer)
 
     def rows() -> Iterator[list[Any]]:
         for answer in run.answers:
             yield [getattr(answer, c.name) for c in columns]
 
-    return _Table("answers", "one row per scored quality item (answers.jsonl)", columns, rows)
+    return Table("answers", "one row per scored quality item (answers.jsonl)", columns, rows)
 
 
 def _json(value: Any) -> str:
     """A json column's cell: the value as compact JSON text."""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
-# ---------------------------------------------------------------------------------------------- writers
-
-
-def _write_csv(path: Path, table: _Table) -> int:
-    """Header, then one line per row; a null is an empty cell, a bool `true`/`false`, a float its repr."""
-    bools = [i for i, c in enumerate(table.columns) if c.type == BOOL]
-    count = 0
-    with open(path, "x", encoding="utf-8", newline="") as handle:
-        writer = csv.writer(handle, lineterminator="\n")
-        writer.writerow([c.name for c in table.columns])
-        for row in table.rows():
-            for i in bools:
-                if row[i] is not None:
-                    row[i] = "true" if row[i] else "false"
-            writer.writerow(row)
-            count += 1
-    return count
-
-
-def _write_parquet(path: Path, table: _Table) -> int:
-    """Batches of BATCH_ROWS rows through one ParquetWriter; each column's unit and description are
-    kept in its field metadata."""
-    import pyarrow as pa  # optional (the loadproof[parquet] extra): only a Parquet export needs it
-    import pyarrow.parquet as pq  # the same extra
-
-    arrow_types = {INT: pa.int64(), FLOAT: pa.float64(), BOOL: pa.bool_(), STR: pa.string(), JSON: pa.string()}
-    schema = pa.schema(
-        [
-            pa.field(c.name, arrow_types[c.type], metadata={k: str(v) for k, v in c.describe().items() if k != "name"})
-            for c in table.columns
-        ]
-    )
-    count = 0
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)  # like open(path, "x")
-    with os.fdopen(fd, "wb") as handle, pq.ParquetWriter(handle, schema) as writer:
-        for columns in _column_batches(table):
-            writer.write_batch(
-                pa.RecordBatch.from_arrays(
-                    [pa.array(col, type=f.type) for col, f in zip(columns, schema)], schema=schema
-                )
-            )
-            count += len(columns[0])
-    return count
-
-
-def _column_batches(table: _Table) -> Iterator[list[Any]]:
-    """The table's rows as columns (non-empty ones), at most about BATCH_ROWS rows at a time."""
-    if table.column_batches is not None:
-        yield from (batch for batch in table.column_batches() if batch[0])
-        return
-    rows = table.rows()
-    while batch := list(itertools.islice(rows, BATCH_ROWS)):
-        yield list(zip(*batch))

@@ -311,6 +311,7 @@ def test_the_command_writes_next_to_the_run_by_default(tmp_path):
     assert sorted(p.name for p in (run / "export").iterdir()) == [
         "answers.parquet",
         "chunks.parquet",
+        "claims.parquet",  # the command adds the run's claims (tests/unit/report/test_claims_table.py)
         "events.parquet",
         "export.json",
         "metrics.parquet",
