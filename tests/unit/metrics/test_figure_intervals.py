@@ -36,8 +36,6 @@ from loadproof.plans.interference import InterferencePlan
 from loadproof.plans.load import MediaPlan, MixedModel
 from loadproof.plans.prefill import PrefillPlan
 from loadproof.plans.replay import ReplayPlan
-from loadproof.plans.sessions import SessionsPlan
-from loadproof.plans.soak import SoakPlan
 from loadproof.records import RequestRecord, ToolCall
 from loadproof.rundir import EngineSample
 from tests import rundir_values as rv
@@ -46,6 +44,8 @@ from tests.unit.metrics.test_agent_replay import plan as agent_plan
 from tests.unit.metrics.test_agent_replay import run as agent_run
 from tests.unit.metrics.test_load import plan as load_plan
 from tests.unit.metrics.test_quality_under_load import ROWS as UNDER_LOAD_ROWS
+from tests.unit.metrics.test_sessions import PLAN as SESSIONS_PLAN
+from tests.unit.metrics.test_soak import PLAN as SOAK_PLAN
 
 
 def test_a_statistic_interval_is_order_statistics_for_a_percentile_batch_means_for_the_mean_none_else():
@@ -230,15 +230,7 @@ def test_interference_rates_carry_intervals_where_their_span_has_enough_seconds(
 
 
 def test_soak_drift_carries_the_medians_bonferroni_interval_and_errors_a_wilson_fraction():
-    plan = SoakPlan(
-        duration_s=60.0,
-        clients=1,
-        long_every=0,
-        long_requests=False,
-        max_error_rate=0.1,
-        max_latency_drift=0.25,
-        max_rss_growth_mib=100.0,
-    )
+    plan = msgspec.structs.replace(SOAK_PLAN, duration_s=60.0, max_error_rate=0.1)
     records = [
         request(i, i / 2, 0.1, 0.5 + (i % 7) / 20 + (0.2 if i >= 60 else 0.0), scenario="soak", family="short")
         for i in range(120)
@@ -253,7 +245,7 @@ def test_soak_drift_carries_the_medians_bonferroni_interval_and_errors_a_wilson_
 
 
 def test_sessions_latencies_and_reported_hits_carry_intervals_and_the_expectations_none():
-    plan = SessionsPlan(users=40, turns=3, first_tokens=100, turn_tokens=20, output_tokens=4, think_time="0.5")
+    plan = msgspec.structs.replace(SESSIONS_PLAN, users=40)
     rng = random.Random(3)
     records = []
     for user in range(40):
@@ -295,16 +287,7 @@ def test_sessions_latencies_and_reported_hits_carry_intervals_and_the_expectatio
 
 
 def test_a_tier_bound_share_is_wilson_and_the_cold_prefill_rate_a_ratio_of_sums():
-    plan = SessionsPlan(
-        users=30,
-        turns=2,
-        first_tokens=100,
-        turn_tokens=20,
-        output_tokens=4,
-        think_time="0.5",
-        kv_bytes_per_token=1000,
-        h2d_gbps=10.0,
-    )
+    plan = msgspec.structs.replace(SESSIONS_PLAN, users=30, turns=2, kv_bytes_per_token=1000, h2d_gbps=10.0)
     rng = random.Random(4)
     ok = [
         request(
