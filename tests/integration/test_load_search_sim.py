@@ -8,7 +8,8 @@ arrivals never queue for long; above it the queue grows by (rate - mu) per secon
 at t waits about (rate - mu) t / mu, and a run of D seconds keeps 99% of its requests within a TTFT SLO
 tau only while rate <= mu (1 + tau / (0.99 D)). The search must land between those two bounds (give or
 take its resolution and 5% for wall-clock overheads), and the engine's own /metrics must show the batch
-full at the highest passing rate and a queue above it.
+full at the highest passing rate and a queue above it. That test decides on the point value (`--search-decision
+point`), whose bounds these are; the search on intervals (the default, #41) is tested after it.
 """
 
 from __future__ import annotations
@@ -91,6 +92,8 @@ def test_the_rate_search_finds_where_the_simulated_engine_saturates(
             f"ttft={slo_s}s",
             "--search-resolution",
             "10%",
+            "--search-decision",
+            "point",
         )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "resolution 10%" in proc.stdout + proc.stderr
@@ -262,3 +265,67 @@ def test_a_load_run_waits_for_an_idle_engine_unless_told_not_to(tmp_path: Path):
     assert events[0]["kind"] == "engine_idle" and events[0]["checked"] is False
     claims = {c["name"]: c["value"] for c in json.loads((run / "claims.json").read_text())["claims"]}
     assert claims["load.engine_running_max"] >= 1  # the other stream ran throughout, on the engine's own metrics
+
+
+@pytest.mark.timeout(240)
+def test_the_search_on_intervals_runs_straddling_rates_again_and_says_how_sure_it_is(tmp_path: Path):
+    """One slot, 4 output tokens of 0.05 s: 0.2 s a request, mu = 5 requests/s. 12 requests a trial at 4
+    requests/s never queue, all meet TTFT <= 0.5 s, and 12 of 12 straddles 90% ([75.8%, 100%]), 24 of 24
+    too ([86.2%, 100%]), 36 of 36 passes ([90.4%, 100%]): the first rate is run three times, pooled, and
+    passes. At 8 requests/s the queue grows 0.075 s a request and the last five miss: its upper bound is
+    below 90% and it fails at once. The result lies between, and `verify` recomputes every decision."""
+    config = {"max_num_seqs": 1, "cost": {"step_overhead_s": 0.05, **FLAT_STEP}}
+    with SimProcess(tmp_path / "sim.log", config=config) as sim:
+        proc = load(
+            sim,
+            tmp_path,
+            "--search",
+            "rate",
+            "--rate",
+            "4",
+            "--search-max",
+            "16",
+            "--arrival",
+            "constant",
+            "-n",
+            "12",
+            "--output-tokens",
+            "4",
+            "--slo",
+            "ttft=0.5s",
+            "--attainment",
+            "0.9",
+            "--search-resolution",
+            "50%",
+        )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    said = proc.stdout + proc.stderr
+    assert "a pass takes at least 35 requests at a rate" in said
+    (folder,) = tmp_path.glob("load-search-*")
+    summary = json.loads((folder / "search.json").read_text())
+    trials = summary["trials"]
+    assert summary["decision"] == "interval" and summary["segments"] == 3
+    first = [(t["rate_rps"], t["segment"], t["decision"], t["level_requests"]) for t in trials[:3]]
+    assert first == [(4, 0, "undecided", 12), (4, 1, "undecided", 24), (4, 2, "pass", 36)], trials
+    for i, t in enumerate(trials):  # every decision follows from the pooled interval, every straddle ran again
+        low, high = t["level_attainment_low_pct"], t["level_attainment_high_pct"]
+        assert t["decision"] == ("pass" if low >= 90 else "fail" if high < 90 else "undecided"), t
+        last = i + 1 == len(trials) or trials[i + 1]["level"] != t["level"]
+        assert last == (t["decision"] != "undecided" or t["segment"] == 2), trials
+    assert sum(line.startswith("  STRADDLES, more: ") for line in said.splitlines()) >= 2
+    low, high = summary["max_rate_rps"], summary["min_failing_rate_rps"]
+    assert low is not None and high is not None and 4 <= low < high <= 8, trials
+    claims = {c["name"]: c for c in json.loads((folder / "claims.json").read_text())["claims"]}
+    extra = sum(t["requests"] for t in trials if t["segment"] > 0)
+    assert claims["load.search.extra_requests"]["value"] == extra >= 24
+    assert claims["load.search.level.4.decision"]["value"] == "pass"
+    assert claims["load.search.level.8.decision"]["value"] in ("fail", "undecided")
+    interval = claims["load.search.attainment_pct"]["interval"]
+    assert interval["low"] >= 90 and interval["method"] == "Wilson score"
+    assert summary["result"].startswith(f"highest rate meeting the SLO: {low:.4f} requests/s (attainment ")
+    _, _, again = recompute_search(folder)
+    assert {c.name: c.value for c in again} == {name: c["value"] for name, c in claims.items()}
+    verified = publish_and_verify(folder, tmp_path / "bundle")
+    assert "load.search.extra_requests" in verified.stdout and "load.search.level.4.decision" in verified.stdout
+    meta = json.loads((tmp_path / "bundle" / "bundle.json").read_text())
+    assert meta["series"][0]["decision"] == "interval"

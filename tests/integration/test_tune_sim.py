@@ -63,6 +63,8 @@ def tune_argv(tmp_path: Path, port: int) -> list[str]:
         "64",
         "--search-resolution",
         "25%",
+        "--search-decision",  # the prediction judges the value; 2 s trials could not pass 99% on an interval
+        "point",
         "--duration-s",
         "2",
         "--input-tokens",

@@ -100,6 +100,7 @@ class Series:
     trials: list[Path]
     attainment: float | None = None  # a search's target
     interrupted: bool = False  # a search stopped before it finished: its rate a lower bound
+    decision: str | None = None  # a search's rule: interval; None: the point value (before #41)
 
 
 @dataclass
@@ -140,7 +141,8 @@ def expand_series(paths: Sequence[Path], allow_interrupted: bool = False) -> tup
         if not trials:
             raise UsageError(f"{path}: the {kind} has no finished trial; nothing to publish")
         runs.extend(trials)
-        series.append(Series(kind, path, trials, attainment, interrupted))
+        decision = summary.decision if isinstance(summary, RateSearch) and summary.decision == "interval" else None
+        series.append(Series(kind, path, trials, attainment, interrupted, decision))
     return runs, series
 
 
@@ -303,7 +305,7 @@ def _publish_series(staging: Path, series: Series, publication: Publication, san
     entry = BundleSeries(kind="search", series_id=name, runs=runs, path=f"{SERIES_DIR}/{name}")
     trials = [trial_of(load_run(staging / rel)) for rel in runs]
     try:
-        rows, claims = judge_trials(trials, series.attainment or 0.0, series.interrupted)
+        rows, claims = judge_trials(trials, series.attainment or 0.0, series.interrupted, series.decision)
         _, _, original = recompute_search(series.source)
     except (ValueError, LoadproofError) as exc:
         raise UsageError(f"{series.source}: the search's claims cannot be recomputed: {exc}") from None
@@ -313,7 +315,7 @@ def _publish_series(staging: Path, series: Series, publication: Publication, san
     target = staging / SERIES_DIR / name
     target.mkdir(parents=True)
     write_claims(target, claims_payload(name, claims))
-    entry.attainment, entry.interrupted = series.attainment, series.interrupted
+    entry.attainment, entry.interrupted, entry.decision = series.attainment, series.interrupted, series.decision
     bound = lower_bound(claims, rows)
     if bound is not None:
         publication.notes.append(f"series {name}: {bound}")

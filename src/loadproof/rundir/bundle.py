@@ -35,8 +35,9 @@ class BundleRun(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
 class BundleSeries(msgspec.Struct, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):
     """A rate search or sweep published as its trial runs (`runs`, in the order tried); a search also has
-    its recomputed claims in `path` (`series/<series_id>`), its target `attainment`, and `interrupted`
-    (None: a sweep, or a search published before it was recorded, which was not interrupted)."""
+    its recomputed claims in `path` (`series/<series_id>`), its target `attainment`, `interrupted` (None: a
+    sweep, or a search published before it was recorded, which was not interrupted) and `decision`, the rule
+    its levels were decided on (`interval`; None: a sweep, or a search decided on the point value, #41)."""
 
     kind: Literal["search", "sweep"]
     series_id: str
@@ -44,6 +45,7 @@ class BundleSeries(msgspec.Struct, kw_only=True, omit_defaults=True, forbid_unkn
     path: str | None = None
     attainment: float | None = None
     interrupted: bool | None = None
+    decision: str | None = None
 
 
 class Bundle(msgspec.Struct, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):

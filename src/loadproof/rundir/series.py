@@ -11,7 +11,9 @@ fields, as every file has written them.
 Versions:
 - load search.json 1: no `schema`; `interrupted` only when it was, `lower_bound` and `result` absent in
   searches written before a bound was told from a result (the reader fills them: not interrupted, a bound
-  where no trial above the best failed or the search was interrupted, no result line); 2: every field.
+  where no trial above the best failed or the search was interrupted, no result line); 2: every field; 3
+  adds `decision` (the rule: `interval` or `point`; a version 1 or 2 search was decided on the point value),
+  `segments` (the budget of segments a level) and each trial's level, segment and pooled decision (#41).
 - capacity search.json 1: no `schema`, no `lower_bound`, `interrupted` or `result` (filled the same way); 2.
 - sweep.json 1: `interrupted` and `auto_rates_rps` only when they apply (read as absent: not interrupted,
   no automatic rates); written with `schema` 1 since.
@@ -37,6 +39,8 @@ class PointFigures(msgspec.Struct, kw_only=True):
 
     requests: Figure = None
     requests_printed: str = "n/a"
+    good_requests: Figure = None
+    good_requests_printed: str = "n/a"
     failed: Figure = None
     failed_printed: str = "n/a"
     achieved_rate_rps: Figure = None
@@ -80,25 +84,40 @@ class PointFigures(msgspec.Struct, kw_only=True):
 
 
 class SearchTrial(PointFigures, kw_only=True):
-    """One trial of a rate search: its rate, its verdict and why, its run directory (in the search's folder)."""
+    """One trial of a rate search: its rate, its verdict and why, its run directory (in the search's folder).
+
+    A search decided on intervals (`RateSearch.decision` "interval") runs a level (a rate) as one or more
+    segments, each a trial; a trial's `decision` and `level_*` figures are the level's once this segment is
+    pooled with the level's earlier ones (`metrics.search_decision`), and `passed` is that decision's. None in
+    a search decided on the point value."""
 
     rate_rps: float
     passed: bool
     index: int = 0
     reason: str = ""
     run_dir: str = ""
+    level: int | None = None  # the level (the rate tried) it belongs to, 0-based
+    segment: int = 0  # its place in the level, 0-based: a segment > 0 was run because the level straddled
+    decision: str | None = None  # pass, fail or undecided
+    level_good: int | None = None
+    level_requests: int | None = None
+    level_attainment_pct: float | None = None
+    level_attainment_low_pct: float | None = None  # the pooled attainment's 95% Wilson interval
+    level_attainment_high_pct: float | None = None
 
 
 class RateSearch(msgspec.Struct, kw_only=True):
     """search.json of `run load --search rate` (scenarios/load/series.py writes it after every trial)."""
 
-    version: ClassVar[int] = 2
+    version: ClassVar[int] = 3
 
-    schema: int = 2
+    schema: int = 3
     kind: str = RATE_SEARCH_KIND
     slo: dict[str, float] = {}  # seconds by SLO name
     slo_text: str = ""
     attainment: float  # the fraction of requests that must meet the SLO for a trial to pass
+    decision: str = "point"  # the rule: interval, or point (what a search written before #41 was decided on)
+    segments: int = 1  # the most segments a level runs (the first and those its straddling interval asked)
     resolution: str = ""  # as typed: requests/s or a share (10%)
     resolution_rps: float | None = None
     resolution_relative: float | None = None

@@ -104,7 +104,14 @@ def _rate_search_v1(raw: Row) -> RateSearch:
     where no trial above it failed or it was interrupted; no result line where it wrote none."""
     interrupted = raw.get("interrupted") is True
     bound = raw.get("max_rate_rps") is not None and (raw.get("min_failing_rate_rps") is None or interrupted)
-    row = {"lower_bound": bound, "result": None, **raw, "interrupted": interrupted, "schema": RateSearch.version}
+    row = {"lower_bound": bound, "result": None, **raw, "interrupted": interrupted}
+    return _rate_search_v2(row)
+
+
+def _rate_search_v2(raw: Row) -> RateSearch:
+    """A load search.json of before searches decided on intervals (#41): decided on the point value, one
+    segment a level (its trials carry no level)."""
+    row = {**raw, "decision": "point", "segments": 1, "schema": RateSearch.version}
     return msgspec.convert(row, RateSearch)
 
 
@@ -172,7 +179,7 @@ READERS: dict[str, dict[int, Callable[[Row], Any]]] = {
     "telemetry": {1: _as(TelemetrySample), 2: _as(TelemetrySample)},  # 2 adds GPUSample.energy_mj
     "answers": {1: _as(Answer)},
     "bundle": {1: _bundle_v1},  # a bundle's bundle.json, by its `format_version`
-    "load_search": {1: _rate_search_v1, 2: _as(RateSearch)},
+    "load_search": {1: _rate_search_v1, 2: _rate_search_v2, 3: _as(RateSearch)},
     "capacity_search": {1: _capacity_search_v1, 2: _as(CapacitySearch)},
     "sweep": {1: _as(Sweep)},
     "tune_journal": {1: _tune_line_v1, 2: _journal_line},

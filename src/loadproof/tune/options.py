@@ -45,6 +45,8 @@ TUNE_LOAD_FIELDS = (
     "attainment",
     "search_resolution",
     "search_max",
+    "search_decision",
+    "search_segments",
 )
 TARGET_FIELDS = ("tokenizer",)  # run load's target options a tune takes (it serves each point itself)
 

@@ -279,8 +279,9 @@ def verify_run(bundle: Path, run_id: str, rel: str) -> RunResult:
 
 
 def verify_series(bundle: Path, entry: BundleSeries, runs: dict[str, RunResult]) -> RunResult:
-    """A rate search's claims (load.search.*) recomputed from its trial runs' recomputed claims and plans and
-    whether it was interrupted (its entry's `interrupted`; absent: it was not), against
+    """A rate search's claims (load.search.*) recomputed from its trial runs' recomputed claims and plans,
+    whether it was interrupted (its entry's `interrupted`; absent: it was not) and the rule it decided on
+    (`decision`: interval; absent: the point value), against
     series/<name>/claims.json; a sweep: only that every run it lists is in the bundle."""
     series_id, kind, listed = entry.series_id, entry.kind, entry.runs
     name = series_id if _RUN_FOLDER.fullmatch(series_id) else None
@@ -325,7 +326,8 @@ def verify_series(bundle: Path, entry: BundleSeries, runs: dict[str, RunResult])
             return result
     published = _published_claims(bundle / rel, rel, name, result.problems)
     try:
-        _, recomputed = judge_trials(trials, attainment, entry.interrupted is True)  # absent: not interrupted
+        # absent: not interrupted, decided on the point value
+        _, recomputed = judge_trials(trials, attainment, entry.interrupted is True, entry.decision)
     except Exception as exc:
         result.problems.append(
             FileProblem("UNREADABLE", rel, f"the search's claims cannot be recomputed: {_describe(exc)}")

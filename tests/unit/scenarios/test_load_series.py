@@ -140,10 +140,11 @@ class FakeConsole:
         self.lines.append(title)
 
 
-def fake_runs(tmp_path, interrupt_at: int, attainment_of=lambda rate: 100.0, failures=None):
+def fake_runs(tmp_path, interrupt_at: int, attainment_of=lambda rate: 100.0, failures=None, requests=400):
     """A stand-in for `run_load`: each call records the options it was given, makes an empty run directory and
     returns claims; the call numbered `interrupt_at` raises KeyboardInterrupt, as Ctrl-C during that run would.
-    `failures`: what its requests' failures were (none failed unless given)."""
+    `failures`: what its requests' failures were (none failed unless given). `requests` a run: 400, enough for
+    100% to pass 99% on its interval (381)."""
     from types import SimpleNamespace
 
     from loadproof.metrics.claims import count, fact, number
@@ -158,14 +159,16 @@ def fake_runs(tmp_path, interrupt_at: int, attainment_of=lambda rate: 100.0, fai
         path = out / f"load-{len(calls)}"
         path.mkdir()
         rps = 5.0 * len(calls)
+        share = attainment_of(options.rate)
         claims = [
-            count("load.requests", 10, "requests", "x", direction="neither"),
+            count("load.requests", requests, "requests", "x", direction="neither"),
+            count("load.good_requests", round(share * requests / 100), "requests", "x", direction="higher"),
             number("load.request_throughput_rps", rps, "requests/s", "x", 3, direction="higher"),
-            number("load.slo_attainment_pct", attainment_of(options.rate), "%", "x", 2, direction="higher"),
+            number("load.slo_attainment_pct", share, "%", "x", 2, direction="higher"),
             fact("load.client_limited", False, "x"),
         ]
         return SimpleNamespace(
-            run_path=path, report=SimpleNamespace(claims=claims, failures=failures or Failures(10, 0, 0))
+            run_path=path, report=SimpleNamespace(claims=claims, failures=failures or Failures(requests, 0, 0))
         )
 
     return run_trial, calls
@@ -300,3 +303,44 @@ def test_a_search_where_no_rate_passes_fails_with_exit_1(tmp_path):
             series_setup(tmp_path, search="rate", slo="ttft=1s", duration_s=10, rate=1), FakeConsole(), run_trial
         )
     assert [o.rate for o in calls] == [1, 0.5, 0.25]  # halving down to 2 requests in 10 s
+
+
+def test_a_straddling_rate_gets_more_segments_up_to_its_budget_then_is_undecided_not_a_pass(tmp_path):
+    import json
+
+    from loadproof.scenarios.load.series import rate_search_command
+
+    # 100% of 400 passes 99% on its interval; 99% of 400 (and of 800, pooled) straddles it
+    run_trial, calls = fake_runs(tmp_path, interrupt_at=0, attainment_of=lambda rate: 100.0 if rate <= 2 else 99.0)
+    console = FakeConsole()
+    setup = series_setup(
+        tmp_path, search="rate", slo="ttft=1s", duration_s=5, rate=2, search_resolution="1", search_segments=2
+    )
+    summary = rate_search_command(setup, console, run_trial)
+    assert [o.rate for o in calls] == [2, 4, 4, 3, 3]  # each straddling rate run twice (the budget), no more
+    assert [(t.level, t.segment, t.decision) for t in summary.trials] == [
+        (0, 0, "pass"),
+        (1, 0, "undecided"),
+        (1, 1, "undecided"),
+        (2, 0, "undecided"),
+        (2, 1, "undecided"),
+    ]
+    assert summary.decision == "interval" and summary.segments == 2 and summary.max_rate_rps == 2
+    (folder,) = tmp_path.glob("load-search-*")
+    claims = {c["name"]: c for c in json.loads((folder / "claims.json").read_text())["claims"]}
+    assert claims["load.search.max_rate_rps"]["value"] == 2 and claims["load.search.min_failing_rate_rps"]["value"] == 3
+    assert claims["load.search.extra_requests"]["value"] == 800 and claims["load.search.undecided_levels"]["value"] == 2
+    assert claims["load.search.level.4.decision"]["value"] == "undecided"
+    assert claims["load.search.attainment_pct"]["interval"]["low"] >= 99
+    assert sum(line.startswith("  STRADDLES, more: ") for line in console.lines) == 2
+    assert sum(line.startswith("  UNDECIDED: ") for line in console.lines) == 2
+    assert "3.0000 requests/s is UNDECIDED" in summary.result
+    assert any("a pass takes at least 381 requests at a rate" in line for line in console.lines)
+    # the point value, as before: 99% >= 99% passes at once
+    point_calls = fake_runs(tmp_path / "point", interrupt_at=0, attainment_of=lambda rate: 99.0)
+    (tmp_path / "point").mkdir()
+    point = series_setup(
+        tmp_path / "point", search="rate", slo="ttft=1s", duration_s=5, rate=2, search_max=4, search_decision="point"
+    )
+    assert rate_search_command(point, FakeConsole(), point_calls[0]).lower_bound is True
+    assert [o.rate for o in point_calls[1]] == [2, 4]

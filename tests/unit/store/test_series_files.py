@@ -121,7 +121,8 @@ def test_a_version_1_rate_search_gets_what_it_lacks_filled(tmp_path: Path, chang
     path = tmp_path / "search.json"
     path.write_text(json.dumps({**RATE_SEARCH_V1, **changes}))
     search = read_rate_search(path)
-    assert (search.lower_bound, search.interrupted, search.result, search.schema) == (bound, interrupted, None, 2)
+    assert (search.lower_bound, search.interrupted, search.result, search.schema) == (bound, interrupted, None, 3)
+    assert (search.decision, search.segments) == ("point", 1)  # decided on the point value, as before #41
     assert all(isinstance(t, SearchTrial) for t in search.trials) and search.trials[1].run_dir == "load-b"
     assert search.trials[0].ttft_p99_s is None and search.trials[0].printed("ttft_p99_s") == "n/a"
     # a file that says it is version 1 reads the same
@@ -129,12 +130,22 @@ def test_a_version_1_rate_search_gets_what_it_lacks_filled(tmp_path: Path, chang
     assert read_rate_search(path) == search
 
 
+def test_a_version_2_rate_search_was_decided_on_the_point_value(tmp_path: Path):
+    path = tmp_path / "search.json"
+    path.write_text(json.dumps({**RATE_SEARCH_V1, "schema": 2, "lower_bound": True, "result": "a bound"}))
+    search = read_rate_search(path)
+    assert (search.schema, search.decision, search.segments) == (3, "point", 1)
+    assert all(t.level is None and t.decision is None for t in search.trials)
+
+
 def test_the_current_versions_read_back_what_was_written(tmp_path: Path):
     trial = SearchTrial(rate_rps=2.0, passed=False, index=1, reason="SLO met 50.00% < 99%", run_dir="load-b")
-    search = RateSearch(attainment=0.99, trials=[trial], interrupted=True, lower_bound=True, result="a bound")
+    search = RateSearch(
+        attainment=0.99, trials=[trial], interrupted=True, lower_bound=True, result="a bound", decision="interval"
+    )
     write_document(tmp_path / "search.json", search)
     assert read_rate_search(tmp_path / "search.json") == search
-    assert json.loads((tmp_path / "search.json").read_text())["schema"] == 2
+    assert json.loads((tmp_path / "search.json").read_text())["schema"] == 3
     point = SweepPoint(kind="rate", rate_rps=4.0, run_dir="load-c", ttft_p99_s=0.25, ttft_p99_s_printed="0.250")
     sweep = Sweep(sweep="4", points_planned=1, points=[point], completed=True)
     write_document(tmp_path / "sweep.json", sweep)
@@ -158,8 +169,8 @@ def test_the_current_versions_read_back_what_was_written(tmp_path: Path):
 
 def test_a_version_newer_than_this_loadproof_or_a_misfit_is_one_error(tmp_path: Path):
     path = tmp_path / "search.json"
-    path.write_text(json.dumps({**RATE_SEARCH_V1, "schema": 3}))
-    with pytest.raises(RunDirError, match="schema version 3, newer than this loadproof reads"):
+    path.write_text(json.dumps({**RATE_SEARCH_V1, "schema": 4}))
+    with pytest.raises(RunDirError, match="schema version 4, newer than this loadproof reads"):
         read_rate_search(path)
     path.write_text(json.dumps({**RATE_SEARCH_V1, "trials": [{"rate_rps": "fast"}]}))
     with pytest.raises(RunDirError, match="does not fit the load_search schema"):

@@ -235,6 +235,20 @@ class LoadOptions(DatasetOptions, ConstraintOptions, MediaOptions):  # --dataset
         description=f"the highest rate the search tries, requests/s (default {SEARCH_MAX_RPS:g})",
         json_schema_extra=cli(panel=Panel.SLO_SEARCH, metavar="RPS"),
     )
+    search_decision: Literal["interval", "point"] = Field(
+        default="interval",
+        description="interval: a rate passes when its SLO attainment's 95% lower bound meets --attainment, fails "
+        "when the upper bound misses it, and gets more requests while it straddles; point: on the value alone",
+        json_schema_extra=cli(panel=Panel.SLO_SEARCH),
+    )
+    search_segments: int = Field(
+        default=3,
+        ge=1,
+        le=16,
+        description="the budget of a straddling rate: at most N runs (segments) at it, their requests pooled; "
+        "still straddling after N: UNDECIDED, not a pass",
+        json_schema_extra=cli(panel=Panel.SLO_SEARCH, metavar="N"),
+    )
     # --- scale-out of the load generator (load/scaleout/) ---
     workers: int | None = Field(
         default=None,
@@ -333,6 +347,11 @@ class LoadOptions(DatasetOptions, ConstraintOptions, MediaOptions):  # --dataset
                 )
             if self.all_at_once:
                 raise ValueError("--search rate starts at --rate R, a number of requests/s (not inf)")
+            if self.search_decision == "interval" and self.attainment >= 1:
+                raise ValueError(
+                    "--attainment 1 can never be met on an interval (its lower bound stays below 100% whatever "
+                    "the count): give --attainment below 1, or --search-decision point"
+                )
             if isinstance(self.rate, (int, float)) and self.rate > self.search_maximum:
                 raise ValueError(
                     f"--rate {rate_text(self.rate)}, where the search starts, is above --search-max "

@@ -19,8 +19,12 @@ curves); a search also writes `claims.json` with `load.search.max_rate_rps`, whi
   r_k = r_sync + k (r_max - r_sync) / K, k = 1..K, where r_sync and r_max are the two runs' measured
   `load.request_throughput_rps`: the last point asks the throughput run's rate.
 - `--search rate`: `load.rate_search.rate_search` (bracketing by doubling from `--rate`, default 1, or
-  halving when that fails; then bisection to `--search-resolution`); a trial passes when its SLO
-  attainment reaches `--attainment` and the client kept its schedule (`metrics.load_series.trial_verdict`).
+  halving when that fails; then bisection to `--search-resolution`). With `--search-decision interval` (the
+  default) a rate is a level of up to `--search-segments` runs at it, run one after another while the
+  pooled attainment's 95% interval straddles `--attainment` (`metrics.search_decision`); a level passes
+  when its lower bound meets the target, and one still straddling after its last segment is UNDECIDED, not
+  passing. With `point`, a trial passes when its SLO attainment reaches `--attainment` and the client kept
+  its schedule (`metrics.load_series.trial_verdict`).
 """
 
 from __future__ import annotations
@@ -37,12 +41,15 @@ from loadproof.metrics.claims import Claim, claims_payload
 from loadproof.metrics.headline import LOAD_BRIEF, render_lines
 from loadproof.metrics.load_series import (
     POINT_FIGURES,
+    finals,
+    level_trials,
     point_figures,
     recompute_search,
     search_claims,
     search_result,
     search_trial,
 )
+from loadproof.metrics.search_decision import INTERVAL, describe, verdict_label
 from loadproof.metrics.series_figures import search_outcome, search_panels, sweep_panels
 from loadproof.metrics.slo import slo_text
 from loadproof.report.build import build_report
@@ -274,11 +281,17 @@ def rate_search_command(setup: Setup, console: Console, run_trial: RunTrial) -> 
         f"{slo}; from {start:g} requests/s, doubling while trials pass (up to {maximum:g}), halving while "
         f"they fail (down to {minimum:.3g}), then bisecting; {resolution.describe()}"
     )
+    on_interval = opts.search_decision == INTERVAL
+    budget = opts.search_segments if on_interval else 1
+    if on_interval:
+        console.say(describe(opts.attainment, budget))
     trials: list[SearchTrial] = []
     summary = RateSearch(
         slo=dict(opts.slo or {}),
         slo_text=slo,
         attainment=opts.attainment,
+        decision=opts.search_decision,
+        segments=budget,
         resolution=str(resolution),
         resolution_rps=None if resolution.relative else resolution.value,
         resolution_relative=resolution.value if resolution.relative else None,
@@ -291,23 +304,39 @@ def rate_search_command(setup: Setup, console: Console, run_trial: RunTrial) -> 
 
     nothing: list[str] = []  # each trial's line where it measured nothing
 
+    levels_run: list[float] = []
+
     def passes(rate: float) -> bool:
-        index = len(trials)
-        console.say(f"trial {index + 1}: {rate:g} requests/s")
-        extra = _manifest_extra(setup, "search", folder, index, rate_rps=rate, attainment=opts.attainment)
-        outcome = run_trial(target, opts.one_run(rate), folder, Nested(console), extra)
-        trial = search_trial(
-            rate, point_figures(outcome.report.claims), opts.attainment, index=index, run_dir=outcome.run_path.name
-        )
-        headline = outcome.report.failures.headline()
-        if headline is not None:  # every request failed: the engine's own words say why, not a 0% attainment
-            nothing.append(headline)
-            trial.reason = headline
-        console.say(f"  {'PASS' if trial.passed else 'FAIL'}: {trial.reason}{_brief(outcome.report.claims)}")
-        trials.append(trial)
-        _append(folder / "search.jsonl", trial)
-        write_document(folder / SEARCH_JSON, summary)
-        return trial.passed
+        """The level at `rate`: one trial, and on intervals more while its interval straddles the target."""
+        first, level = len(trials), len(levels_run)
+        levels_run.append(rate)
+        segments: list[dict[str, Any]] = []
+        while True:
+            index = len(trials)
+            more = f" (segment {len(segments) + 1} of at most {budget}: its interval straddled)" if segments else ""
+            console.say(f"trial {index + 1}: {rate:g} requests/s{more}")
+            extra = _manifest_extra(setup, "search", folder, index, rate_rps=rate, attainment=opts.attainment)
+            outcome = run_trial(target, opts.one_run(rate), folder, Nested(console), extra)
+            figures = point_figures(outcome.report.claims)
+            if on_interval:
+                segments.append(figures)
+                trial = level_trials(rate, segments, opts.attainment, level, first)[-1]
+                trial.run_dir = outcome.run_path.name
+            else:
+                trial = search_trial(rate, figures, opts.attainment, index=index, run_dir=outcome.run_path.name)
+            headline = outcome.report.failures.headline()
+            if headline is not None:  # every request failed: the engine's own words say why, not a 0% attainment
+                nothing.append(headline)
+                trial.reason = headline
+            go_on = trial.decision == "undecided" and len(segments) < budget
+            console.say(
+                f"  {verdict_label(trial.decision, trial.passed, go_on)}: {trial.reason}{_brief(outcome.report.claims)}"
+            )
+            trials.append(trial)
+            _append(folder / "search.jsonl", trial)
+            write_document(folder / SEARCH_JSON, summary)
+            if not go_on:
+                return trial.passed
 
     try:
         result = rate_search(start, passes, resolution, maximum=maximum, minimum=minimum)
@@ -329,12 +358,23 @@ def rate_search_command(setup: Setup, console: Console, run_trial: RunTrial) -> 
     return summary
 
 
+def _level_cell(trial: SearchTrial) -> str:
+    """A trial's level attainment so far, with its interval: `97.50 [92.10, 99.30]`."""
+    low, high = trial.level_attainment_low_pct, trial.level_attainment_high_pct
+    if trial.level_attainment_pct is None or low is None or high is None:
+        return "n/a"
+    return f"{trial.level_attainment_pct:.2f} [{low:.2f}, {high:.2f}]"
+
+
 def _finish_search(folder: Path, summary: RateSearch, console: Console) -> str:
     """search.json, claims.json and the folder's report from the search's trials, and its result shown, that
     result first: an interrupted search, or one whose every rate passed, gives a lower bound, and says so
     before the rate. Returns the result's line."""
     trials = summary.trials
-    claims = search_claims(trials, summary.attainment, summary.slo_text, summary.interrupted)
+    on_interval = summary.decision == INTERVAL
+    claims = search_claims(
+        trials, summary.attainment, summary.slo_text, summary.interrupted, INTERVAL if on_interval else "point"
+    )
     by_name = {c.name: c for c in claims}
     best = by_name.get("load.search.max_rate_rps") or by_name.get("load.search.rate_lower_bound_rps")
     worst = by_name.get("load.search.min_failing_rate_rps")
@@ -353,21 +393,34 @@ def _finish_search(folder: Path, summary: RateSearch, console: Console) -> str:
             else ""
         )
     )
-    header = ["rate"] + [HEADINGS[k] for k in SHOWN] + ["verdict", "run"]
-    rows = [[f"{t.rate_rps:g}"] + _cells(t) + ["PASS" if t.passed else "FAIL", t.run_dir] for t in trials]
+    last = {id(t) for t in finals(trials)}
+    level = ["rate met % [95%]"] if on_interval else []
+
+    def verdict(t: SearchTrial) -> list[str]:
+        return ([_level_cell(t)] if on_interval else []) + [verdict_label(t.decision, t.passed, id(t) not in last)]
+
+    header = ["rate"] + [HEADINGS[k] for k in SHOWN] + level + ["verdict", "run"]
+    rows = [[f"{t.rate_rps:g}"] + _cells(t) + verdict(t) + [t.run_dir] for t in trials]
     title = f"Rate search: SLO {summary.slo_text}, attainment >= {summary.attainment * 100:g}%"
+    if on_interval:
+        title += " on its 95% interval"
     if rows and is_verbose(console):
         console.table(f"{title} (engine running/waiting max and preemptions from its own /metrics)", header, rows)
     elif rows:
         console.table(
             title + BRIEF_TIMES,
-            ["rate", *BRIEF.values(), "verdict"],
-            [[f"{t.rate_rps:g}"] + _cells(t, tuple(BRIEF)) + ["PASS" if t.passed else "FAIL"] for t in trials],
+            ["rate", *BRIEF.values(), *level, "verdict"],
+            [[f"{t.rate_rps:g}"] + _cells(t, tuple(BRIEF)) + verdict(t) for t in trials],
         )
+    rule = (
+        describe(summary.attainment, summary.segments)
+        if on_interval
+        else f"a trial passes when at least {summary.attainment * 100:g}% of its requests meet it "
+        "(load.slo_attainment_pct) and the client kept its schedule"
+    )
     intro = [
         result,
-        f"SLO: {summary.slo_text}; a trial passes when at least {summary.attainment * 100:g}% of its "
-        "requests meet it (load.slo_attainment_pct) and the client kept its schedule",
+        f"SLO: {summary.slo_text}; {rule}",
         f"from {summary.start_rps:g} requests/s: doubling while trials pass (up to {summary.maximum_rps:g}), "
         f"halving while they fail, then bisection; resolution {summary.resolution}"
         + (" of the largest passing rate" if summary.resolution_relative else " requests/s"),
