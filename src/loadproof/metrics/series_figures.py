@@ -21,13 +21,15 @@ from loadproof.metrics.figures import Level, LinePlot, Mark, Panel, Point, Serie
 from loadproof.rundir.series import SearchTrial, SweepPoint
 
 RATE = "requests/s"
-PASSED, FAILED, LINE = "#1d7a3a", "#b3261e", "#9aa4ae"
+PASSED, FAILED, LINE, UNDECIDED = "#1d7a3a", "#b3261e", "#9aa4ae", "#b26a00"
 SEARCH_HEADLINE = (
     ("highest rate meeting the SLO", "load.search.max_rate_rps"),
     ("at least (a lower bound)", "load.search.rate_lower_bound_rps"),
-    ("lowest failing rate above it", "load.search.min_failing_rate_rps"),
+    ("SLO attainment there", "load.search.attainment_pct"),
+    ("lowest rate above it not passing", "load.search.min_failing_rate_rps"),
     ("attainment target", "load.search.attainment_target_pct"),
     ("trials", "load.search.trials"),
+    ("extra requests at straddling rates", "load.search.extra_requests"),
 )
 
 
@@ -66,10 +68,16 @@ def search_panels(
     if failing is not None:
         marks.append(Mark(float(failing.value), f"fails: {float(failing.value):g}"))
     passed = [t for t in trials if t.passed]
-    failed = [t for t in trials if not t.passed]
+    failed = [t for t in trials if not t.passed and t.decision in (None, "fail")]
+    straddled = [t for t in trials if t.decision == "undecided"]  # on intervals: ran again, or left undecided
     attained = [
         Series(name, curve(group, "slo_attainment_pct"), line=False, color=colour)
-        for name, group, colour in (("trial passed", passed, PASSED), ("trial failed", failed, FAILED))
+        for name, group, colour in (
+            ("trial passed", passed, PASSED),
+            ("trial failed", failed, FAILED),
+            ("interval straddled the target", straddled, UNDECIDED),
+        )
+        if group
     ]
     panels: list[Panel] = []
     every = curve(trials, "slo_attainment_pct")
@@ -85,8 +93,13 @@ def search_panels(
                 marks=marks,
                 x_from_zero=True,
                 caption="Each trial (a run at a constant rate) at its rate: the share of its requests that met every "
-                "SLO (load.slo_attainment_pct). A trial passes at or above the target when the client kept its "
-                "schedule.",
+                "SLO (load.slo_attainment_pct). "
+                + (
+                    "A rate passes when its requests, pooled over its trials, give an attainment whose 95% interval "
+                    "lies at or above the target; one whose interval straddled it ran again, up to the budget."
+                    if any(t.decision is not None for t in trials)
+                    else "A trial passes at or above the target when the client kept its schedule."
+                ),
             )
         )
     latency = [

@@ -123,3 +123,11 @@ def test_an_undecided_level_is_never_a_pass_and_the_point_rule_keeps_the_old_cla
     assert [r.passed for r in rows] == [True, False] and all(r.decision is None for r in rows)
     assert "load.search.decision" not in names and "load.search.extra_requests" not in names
     assert search_result(claims, rows) == "highest rate meeting the SLO: 1.0000 requests/s; 2.0000 requests/s fails"
+
+
+def test_every_claim_of_a_search_on_intervals_has_its_formula_in_the_docs():
+    from tests.unit.metrics.test_docs_formulas import docs_text, undocumented
+
+    _, claims = judge_trials(SEARCH, 0.9, interrupted=True, rule="interval")
+    _, found = judge_trials(SEARCH, 0.9, rule="interval")
+    assert undocumented(claims + found, docs_text()) == []
