@@ -1,58 +1,41 @@
-"""Interleaved arms side by side: for each claim named, every run's value by arm (in run order), each arm's mean,
-and the difference of the means with a 95% Welch interval (docs/gpu-validation.md).
+"""Interleaved arms side by side, for run directories made one by one (by hand, or by validate.sh before
+`loadproof run ab --scenario` made such a series and its table itself): for each figure, every run's value by arm
+(in run order), each arm's mean with its Student t 95% interval, and B - A with Welch's 95% interval
+("not distinguishable" when it contains 0). The table is the library's (`loadproof.report.between_runs`), the
+one `run ab --scenario` writes into its folder's report.md; claims are recomputed from each run's records.
 
-usage: python scripts/gpu/abba_table.py ARM=RUN_DIR [ARM=RUN_DIR ...] --claims NAME,NAME,...
+usage: python scripts/gpu/abba_table.py ARM=RUN_DIR [ARM=RUN_DIR ...] [--claims NAME,NAME,...] [--every]
+(two arms, labelled as given, in the order they ran; default figures: the scenario's key figures)
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import math
-import statistics
 from pathlib import Path
 
-# two-sided 95% Student t quantiles by degrees of freedom (Welch's, rounded down)
-_T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228}
-
-
-def claims_of(run: Path) -> dict[str, float]:
-    data = json.loads((run / "claims.json").read_text(encoding="utf-8"))
-    return {c["name"]: c["value"] for c in data["claims"] if isinstance(c["value"], (int, float))}
-
-
-def welch(a: list[float], b: list[float]) -> tuple[float, float]:
-    """mean(b) - mean(a) and the half-width of its 95% interval."""
-    va, vb = statistics.variance(a) / len(a), statistics.variance(b) / len(b)
-    se = math.sqrt(va + vb)
-    df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1)) if se else 1
-    return statistics.fmean(b) - statistics.fmean(a), _T95.get(max(1, int(df)), 1.96) * se
+from loadproof.metrics import compute_claims
+from loadproof.report.between_runs import arms_table, figure_names, markdown_table, sides_of
+from loadproof.store.run_dir import load_run
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("runs", nargs="+", help="ARM=RUN_DIR, in the order they ran")
-    parser.add_argument("--claims", required=True)
+    parser.add_argument("--claims", help="the figures, comma-separated (default: the scenario's key figures)")
+    parser.add_argument("--every", action="store_true", help="every figure with a better direction")
     args = parser.parse_args()
-    arms: dict[str, list[dict[str, float]]] = {}
+    runs = []
     for item in args.runs:
         arm, _, path = item.partition("=")
-        arms.setdefault(arm, []).append(claims_of(Path(path)))
-    (a, runs_a), (b, runs_b) = list(arms.items())[:2]
-    print(f"| claim | {a} (each) | {b} (each) | {a} mean | {b} mean | {b} - {a}, 95% interval |")
-    print("|---|---|---|---|---|---|")
-    for name in args.claims.split(","):
-        va = [r[name] for r in runs_a if name in r]
-        vb = [r[name] for r in runs_b if name in r]
-        if len(va) < 2 or len(vb) < 2:
-            each_b = ", ".join(f"{v:.4g}" for v in vb)
-            print(f"| `{name}` | {', '.join(f'{v:.4g}' for v in va) or '-'} | {each_b or '-'} | | | |")
-            continue
-        diff, half = welch(va, vb)
-        print(
-            f"| `{name}` | {', '.join(f'{v:.4g}' for v in va)} | {', '.join(f'{v:.4g}' for v in vb)} | "
-            f"{statistics.fmean(va):.4g} | {statistics.fmean(vb):.4g} | {diff:+.4g} +- {half:.3g} |"
-        )
+        runs.append((arm, load_run(Path(path))))
+    sides = sides_of(runs, compute_claims)
+    if len(sides) != 2:
+        parser.error(f"two arms, each ARM=RUN_DIR (got {len(sides)}: {', '.join(s.label for s in sides)})")
+    names = args.claims.split(",") if args.claims else figure_names(sides, every=args.every)
+    missing = [n for n in names if not (sides[0].samples.get(n) and sides[1].samples.get(n))]
+    if missing:
+        parser.error(f"not a figure of both arms: {', '.join(missing)}")
+    print("\n".join(markdown_table(*arms_table(sides[0], sides[1], names))))
 
 
 if __name__ == "__main__":

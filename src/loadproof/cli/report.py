@@ -13,15 +13,19 @@ from loadproof.cli.common import console, show_report
 from loadproof.errors import RunDirError
 from loadproof.report.index import INDEX_HTML, build_index, is_runs_folder, kind_of
 from loadproof.scenarios.load.series import is_series_folder, report_series
+from loadproof.scenarios.repeats import is_repeats_folder, report_repeats
 
 
 @app.command()
 def report(run_dir: Annotated[Path, typer.Argument(metavar="RUN_DIR")]) -> None:
     """Recompute the claims of a run directory and write claims.json, report.md and report.html (a load
-    sweep or rate search folder: its summary, from its run directories; a folder of runs: each one's report
-    and index.html linking them)."""
+    sweep or rate search folder: its summary, from its run directories; a --repeats or `run ab --scenario`
+    folder: its table, from its run directories; a folder of runs: each one's report and index.html linking
+    them)."""
     if is_series_folder(run_dir):
         report_series(run_dir, console)
+    elif is_repeats_folder(run_dir):
+        report_repeats(run_dir, console)
     elif is_runs_folder(run_dir):
         for child in sorted(run_dir.iterdir()):
             if kind_of(child) == "series":

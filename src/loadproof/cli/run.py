@@ -11,18 +11,21 @@ judged.
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
 
-from loadproof.cli.apps import run_app
+from loadproof.cli.apps import run_app, unit_commands
 from loadproof.cli.common import console
 from loadproof.scenarios import scenarios
 from loadproof.scenarios.base import Scenario
-from loadproof.scenarios.lifecycle import TargetOptions, run_command
+from loadproof.scenarios.lifecycle import TargetOptions, run_arms_command, run_command
 from loadproof.scenarios.options import CliOption, Panel, cli_options
+from loadproof.scenarios.repeats import ArmOptions, is_unit, repeat_options
 
 PANELS = list(Panel)  # --help's groups, in this order
 
@@ -48,8 +51,24 @@ def by_panel(options: list[CliOption]) -> list[CliOption]:
 
 
 def command_options(scenario: type[Scenario]) -> list[CliOption]:
-    """Every option of `loadproof run NAME`, in the order `--help` lists them."""
+    """Every option of `loadproof run NAME`, in the order `--help` lists them (`--repeats N` where the scenario
+    has none of its own: `scenarios.repeats`)."""
+    repeat = repeat_options(scenario)
     everything = target_options(scenario) + cli_options(scenario.Options) + cli_options(scenario.CommandOptions)
+    return unique(scenario, everything + (cli_options(repeat) if repeat is not None else []))
+
+
+def unit_options(host: type[Scenario], unit: type[Scenario]) -> list[CliOption]:
+    """Every option of `loadproof run HOST --scenario UNIT`: the unit's own (less any the arms' options name: a
+    `--repeats` of its own keeps its default), the arms' (HOST's command options, `scenarios.repeats.ArmOptions`)
+    and the target's, in the order `--help` lists them."""
+    arms = cli_options(host.CommandOptions) + cli_options(ArmOptions)
+    taken = {flag for option in arms for flag in option.flags}
+    own = target_options(unit) + cli_options(unit.Options) + cli_options(unit.CommandOptions)
+    return unique(unit, [o for o in own if not taken & set(o.flags)] + arms)
+
+
+def unique(scenario: type[Scenario], everything: list[CliOption]) -> list[CliOption]:
     names = [o.field for o in everything]
     duplicated = sorted({n for n in names if names.count(n) > 1})
     if duplicated:  # a programming error, caught by the unit tests
@@ -91,6 +110,32 @@ def build_command(scenario: type[Scenario]) -> Any:
     return command
 
 
+def unit_command(host: type[Scenario], unit: type[Scenario]) -> object:
+    """`loadproof run HOST --scenario UNIT`: the unit's options and the arms', as one command."""
+
+    def command(**values: Any) -> None:
+        run_arms_command(unit, values, console)
+
+    command.__signature__ = inspect.Signature([parameter(o) for o in unit_options(host, unit)])  # type: ignore[attr-defined]  # as in build_command
+    command.__name__ = f"run_{host.name}_{unit.name}"
+    command.__doc__ = escape(
+        f"Two arms, each a target and sampling settings, each run `loadproof run {unit.name}` --repeats times, in "
+        f"A B B A order: per key figure each arm's mean and 95% interval, B - A and its interval. {unit.summary}"
+    )
+    one = typer.Typer(add_completion=False)
+    one.command(host.name)(command)
+    return typer.main.get_command(one)
+
+
+def units_of(host: type[Scenario]) -> dict[str, Callable[[], object]]:
+    """The units a command that takes `--scenario` runs (none for any other): every other scenario whose options
+    do not name the arms'."""
+    if "scenario" not in host.CommandOptions.model_fields:
+        return {}
+    names = [n for n in scenarios.in_order() if n != host.name and is_unit(scenarios.get(n))]
+    return {n: partial(unit_command, host, scenarios.get(n)) for n in names}
+
+
 def examples(scenario: type[Scenario]) -> str | None:
     """The end of `--help`: each of the scenario's examples, what it does and then the command (indented)."""
     if not scenario.examples:
@@ -104,5 +149,18 @@ def examples(scenario: type[Scenario]) -> str | None:
 for _name in scenarios.in_order():
     _scenario = scenarios.get(_name)
     run_app.command(_name, epilog=examples(_scenario))(build_command(_scenario))
+    if units_of(_scenario):
+        unit_commands[_name] = units_of(_scenario)
 
-__all__ = ["PANELS", "build_command", "by_panel", "command_options", "examples", "parameter", "target_options"]
+__all__ = [
+    "PANELS",
+    "build_command",
+    "by_panel",
+    "command_options",
+    "examples",
+    "parameter",
+    "target_options",
+    "unit_command",
+    "unit_options",
+    "units_of",
+]

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import msgspec
-from pydantic import AfterValidator, Field, field_validator
+from pydantic import AfterValidator, Field
 
 from loadproof.client import RequestSpec, StreamingClient
 from loadproof.config.base import StrictModel
@@ -35,6 +35,7 @@ from loadproof.plans.ab import ARMS, DEFAULT_RESAMPLES, AbArm, AbPlan
 from loadproof.protocol.routes import GENERATING, request_body
 from loadproof.records import RequestRecord
 from loadproof.rundir import EngineSample, Manifest
+from loadproof.scenarios import scenarios
 from loadproof.scenarios.base import Example, Scenario, Setup
 from loadproof.scenarios.live import LiveStatus
 from loadproof.scenarios.load.slo import SLO_SYNTAX, Slo
@@ -58,6 +59,26 @@ SAMPLING_KEYS = (
     "repetition_penalty",
     "ignore_eos",
 )
+
+
+def _sampling_keys(value: dict[str, Any]) -> dict[str, Any]:
+    unknown = sorted(set(value) - set(SAMPLING_KEYS))
+    if unknown:
+        raise ValueError(f"unknown setting {', '.join(unknown)}; settings: {', '.join(SAMPLING_KEYS)}")
+    return value
+
+
+# an arm's sampling settings, sent in every request body of the arm (`run ab`, and `run ab --scenario`'s runs)
+Settings = Annotated[dict[str, float | int | bool], AfterValidator(_sampling_keys)]
+
+
+def settings_field(arm: str) -> Any:
+    """`--a KEY=VALUE` / `--b KEY=VALUE` (repeatable; alias `--a-setting`)."""
+    return Field(
+        default_factory=dict,
+        description=f"arm {arm}: a sampling setting, KEY one of " + ", ".join(SAMPLING_KEYS),
+        json_schema_extra=cli(aliases=[f"--{arm}-setting"], panel=Panel.WORKLOAD),
+    )
 
 
 class AbOptions(StrictModel):
@@ -101,16 +122,8 @@ class AbOptions(StrictModel):
         json_schema_extra=cli(panel=Panel.CHECKS),
     )
     resamples: int = Field(default=DEFAULT_RESAMPLES, ge=100, json_schema_extra=cli(hidden=True))
-    a: dict[str, float | int | bool] = Field(
-        default_factory=dict,
-        description="arm a: a sampling setting, KEY one of " + ", ".join(SAMPLING_KEYS),
-        json_schema_extra=cli(aliases=["--a-setting"], panel=Panel.WORKLOAD),
-    )
-    b: dict[str, float | int | bool] = Field(
-        default_factory=dict,
-        description="arm b: a sampling setting, KEY one of " + ", ".join(SAMPLING_KEYS),
-        json_schema_extra=cli(aliases=["--b-setting"], panel=Panel.WORKLOAD),
-    )
+    a: Settings = settings_field("a")
+    b: Settings = settings_field("b")
     deadline_s: float | None = Field(
         default=None, gt=0, description="per-request deadline in seconds", json_schema_extra=cli(panel=Panel.WORKLOAD)
     )
@@ -123,14 +136,6 @@ class AbOptions(StrictModel):
     warmup: bool = Field(
         default=True, description="one unrecorded request per arm first", json_schema_extra=cli(hidden=True)
     )
-
-    @field_validator("a", "b")
-    @classmethod
-    def _sampling_keys(cls, value: dict[str, Any]) -> dict[str, Any]:
-        unknown = sorted(set(value) - set(SAMPLING_KEYS))
-        if unknown:
-            raise ValueError(f"unknown setting {', '.join(unknown)}; settings: {', '.join(SAMPLING_KEYS)}")
-        return value
 
 
 def plan_order(rounds: int, rng: random.Random) -> list[list[str]]:
@@ -153,6 +158,14 @@ def _profile_ref(value: Path) -> Path:
 
 
 ProfileRef = Annotated[Path, AfterValidator(_profile_ref)]
+
+
+def _unit(value: str) -> str:
+    """`--scenario`: a registered scenario other than this one (`scenarios.repeats` runs it as an arm's unit)."""
+    units = [name for name in scenarios.in_order() if name != AbScenario.name]
+    if value not in units:
+        raise ValueError("must be one of " + ", ".join(units))
+    return value
 
 
 class AbCommand(StrictModel):
@@ -194,6 +207,12 @@ class AbCommand(StrictModel):
         default=None,
         description="arm b's route, completions, chat, responses or messages (default: --endpoint)",
         json_schema_extra=cli(panel=Panel.TARGET),
+    )
+    scenario: Annotated[str, AfterValidator(_unit)] | None = Field(
+        default=None,
+        description="each arm's unit a full run of `loadproof run SCENARIO` (its options beside: `run ab --scenario "
+        "SCENARIO --help` lists them), --repeats runs a side in A B B A order; default: a small batch each round",
+        json_schema_extra=cli(panel=Panel.SLO_SEARCH, metavar="SCENARIO"),
     )
 
 

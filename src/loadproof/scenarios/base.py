@@ -63,6 +63,7 @@ class Scenario:
     - `check_endpoint(options, endpoint)`: what its options cannot do on that endpoint, one line before anything
       is sent;
     - `failure`: the line a FAIL verdict ends with;
+    - `series_options`: the options that make its command a series of runs of its own (not repeatable as one);
     - `async run(writer, manifest, live)`: one run, recorded into `writer`, its fields set on `manifest` (the
       typed `rundir.Manifest`: the plan with `plans.attach_plan`) and written with `writer.write_manifest`,
       keeping `live` (a `scenarios.live.LiveStatus`) up to date for the console;
@@ -77,6 +78,9 @@ class Scenario:
     tokenizer: ClassVar[TokenizerUse | None] = None
     endpoints: ClassVar[tuple[str, ...] | None] = TEXT  # None: every route registered
     failure: ClassVar[str] = FAILURE
+    # options whose value makes the command a series of runs of its own (a sweep, a search), where the scenario has
+    # them: such a command is no unit of `--repeats` or `run ab --scenario` (`scenarios.repeats`)
+    series_options: ClassVar[tuple[str, ...]] = ("sweep", "search")
 
     def __init__(self, target: Target, options: Any) -> None:
         self.target = target

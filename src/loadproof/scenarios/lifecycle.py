@@ -6,7 +6,8 @@ capacity search:
    before all of them pass, and a mistake is one line (ConfigError/UsageError, exit 2);
 2. prepare the scenario (`Scenario.prepare`), which resolves the target (`Setup.target`,
    `scenarios.target`: the model the server lists, the first network access), and perform the command
-   (`Scenario.perform`: by default one run; a capacity search runs many);
+   (`Scenario.perform`: by default one run; a capacity search runs many; `--repeats N` and `run ab --scenario`
+   run it as a unit, `scenarios.repeats`);
 3. record a run into its directory, report it and conclude (`scenarios.recording`): the manifest, the
    records, telemetry; claims.json, report.md and report.html from the directory alone; a FAIL verdict
    raises AcceptanceFailed (exit 1) with the scenario's `failure` line.
@@ -25,6 +26,7 @@ from loadproof.errors import UsageError
 from loadproof.protocol.routes import route_of
 from loadproof.rundir import Manifest
 from loadproof.rundir.prediction import Prediction, mismatched_options, read_prediction
+from loadproof.scenarios.ab import AbCommand
 from loadproof.scenarios.base import Scenario, Setup, TokenizerUse
 from loadproof.scenarios.options import from_cli
 from loadproof.scenarios.recording import (
@@ -37,6 +39,7 @@ from loadproof.scenarios.recording import (
     run_once,
     verdict_of,
 )
+from loadproof.scenarios.repeats import ArmOptions, arm_runs, repeat_options, repeat_runs
 from loadproof.scenarios.target import TargetOptions, resolve_target
 
 __all__ = [
@@ -51,6 +54,7 @@ __all__ = [
     "record",
     "report",
     "resolve_target",
+    "run_arms_command",
     "run_command",
     "run_once",
     "setup",
@@ -127,5 +131,21 @@ def setup(checked: Checked) -> Setup:
 
 
 def run_command(scenario: type[Scenario], values: dict[str, Any], console: Console) -> None:
-    """`loadproof run NAME ...`: check, resolve, perform (run, report, conclude)."""
-    scenario.perform(setup(check(scenario, values)), console)
+    """`loadproof run NAME ...`: check, resolve, perform (run, report, conclude); with `--repeats N` (N > 1),
+    N such runs and their spread (`scenarios.repeats`)."""
+    checked = check(scenario, values)
+    repeat = repeat_options(scenario)
+    runs = from_cli(repeat, values, f"{scenario.name} options").runs if repeat is not None else 1
+    if runs > 1:
+        repeat_runs(scenario, setup(checked), runs, console)
+    else:
+        scenario.perform(setup(checked), console)
+
+
+def run_arms_command(unit: type[Scenario], values: dict[str, Any], console: Console) -> None:
+    """`loadproof run ab --scenario NAME ...`: the unit's options, the arms' and the target's checked, then
+    both arms' runs interleaved (`scenarios.repeats.arm_runs`)."""
+    checked = check(unit, values)
+    command = from_cli(AbCommand, values, "ab options")
+    arms = from_cli(ArmOptions, values, "ab options")
+    arm_runs(unit, setup(checked), command, arms, console)
