@@ -56,6 +56,8 @@
 #                  0.5/0.3/0.2 mix of base, a and b, the mix over all four adapters (it churns), the mix, the base
 #   pd-runs        one warm-up request each; then interference (4 x 16,000 tokens, a 64,000-token newcomer, 5 s
 #                  windows) ABBA-interleaved, colocated (A) and pair (B), 3 of each; the KV folder emptied before each
+#                  (so not `run ab --scenario interference`, which runs nothing between runs); then the arms' table
+#                  (scripts/gpu/abba_table.py: run ab --scenario's own) in pd-abba.md
 set -uo pipefail
 phase=$1
 OUT=${OUT:-/tmp/out}
@@ -377,7 +379,7 @@ pd-runs)
   done
   common=(--tokenizer $TOK -m 4 --session-tokens 16000 --newcomer-tokens 64000 --window-s 5 --skip-probe-check
           --out $RUNS/pd)
-  i=0
+  i=0; ran=()
   for arm in colocated pd pd colocated colocated pd; do
     i=$((i+1)); rm -rf /tmp/lp-kv/*/*  # the serve session's subfolder stays, emptied
     say "interference $i: $arm"
@@ -388,7 +390,10 @@ pd-runs)
         --profile scripts/gpu/llama-dummy-pd.toml "${common[@]}" 2>&1 | tail -3
       du -sb /tmp/lp-kv/ | tee -a $RUNS/pd-storage.txt
     fi
+    ran+=("$arm=$(ls -td $RUNS/pd/interference-* | head -n 1)")
   done
+  # the arms' table (run ab --scenario's own; here the runs are made one by one, the KV folder emptied before each)
+  env PYTHONPATH=$PWD/src /tmp/lpvenv/bin/python scripts/gpu/abba_table.py "${ran[@]}" | tee $RUNS/pd-abba.md
   cp /tmp/serve-colocated.log /tmp/serve-pd.log $RUNS/ 2>/dev/null
   ;;
 lora)

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -199,3 +201,17 @@ def test_the_folder_reports_again_from_its_runs_alone(setup, tmp_path):
     (folder / "repeats.json").write_text('{"schema": 9, "kind": "ab", "scenario": "stand", "runs_planned": 2}')
     with pytest.raises(RunDirError, match="schema 9, newer"):
         report_repeats(folder, FakeConsole())
+
+
+def test_the_gpu_script_prints_the_same_table_for_runs_made_one_by_one(tmp_path):
+    runs = [("x", [50.0]), ("y", [60.0]), ("y", [62.0]), ("x", [52.0])]
+    args = [f"{arm}={throughput_run(tmp_path, f'r{i}', rates)}" for i, (arm, rates) in enumerate(runs)]
+    script = Path(__file__).resolve().parents[3] / "scripts" / "gpu" / "abba_table.py"
+    done = subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    sides = sides_of([(arm, load_run(Path(a.partition("=")[2]))) for a, (arm, _) in zip(args, runs)], compute_claims)
+    header, rows = arms_table(sides[0], sides[1], figure_names(sides))
+    assert done.stdout.splitlines()[0] == "| " + " | ".join(header) + " |"
+    assert f"| `{DECODE}` | 50.0, 52.0 | 60.0, 62.0 |" in done.stdout and rows[0][-1] in done.stdout
+    one_arm = subprocess.run([sys.executable, str(script), args[0]], capture_output=True, text=True, timeout=60)
+    assert one_arm.returncode == 2 and "two arms" in one_arm.stderr
