@@ -86,7 +86,16 @@ MEDIA = line(
     ("mismatched", "load.media.prompt_tokens_mismatched"),
     ("mm cache hits", "load.media.mm_cache_hit_pct"),
 )
-LOAD: Headline = (*_latency_lines("load"), MEDIA)
+# a run with --until-precision: each figure's published precision, the requests and the time it took (the
+# verdict, first, says whether each was reached)
+PRECISION = line(
+    "precision",
+    ("", "load.precision.*.reached_pct"),
+    ("requests", "load.precision.requests"),
+    ("decided at", "load.precision.decided_s"),
+    ("stopped by", "load.precision.stopped_by"),
+)
+LOAD: Headline = (*_latency_lines("load"), PRECISION, MEDIA)
 # one line for each trial of a rate search or point of a sweep, after its verdict
 LOAD_BRIEF = line(
     "",

@@ -3,8 +3,9 @@ monotonic clock, where the moment matters to a claim).
 
 Kinds a claim reads: `cancel` (a scenario cancelled its streams), `window_start`, `sessions_start`,
 `admission_stalled` (with `evidence`), `schedule_start`/`schedule_end` (load, per worker), `engine_idle`,
-`before_window`. Every other field of an event is kept in `fields`, as JSON (`planned`, `worker`,
-`waited_s`, ...): a row may carry anything, and a kind no claim reads is still exported.
+`before_window`, `precision_stop` (load with --until-precision; `records`: how many its decision read). Every
+other field of an event is kept in `fields`, as JSON (`planned`, `worker`, `waited_s`, ...): a row may carry
+anything, and a kind no claim reads is still exported.
 
 Version 1: a flat JSON object (`wall_time_s`, `kind`, then the fields), the shape every run has written.
 """

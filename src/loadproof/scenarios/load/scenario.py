@@ -26,6 +26,7 @@ from loadproof.scenarios.live import LiveStatus
 from loadproof.scenarios.load.dataset import dataset_requests
 from loadproof.scenarios.load.dataset_media import check_dataset_media
 from loadproof.scenarios.load.options import LoadOptions
+from loadproof.scenarios.load.precision import PrecisionWatch
 from loadproof.scenarios.load.scaleout.parent import run_scaled_out
 from loadproof.scenarios.load.schedule import Planned, describe, schedule_offsets
 from loadproof.scenarios.load.sender import send_schedule
@@ -65,6 +66,7 @@ class LoadScenario(MetricsScenario):
         ),
     )
     tokenizer = EXACT_LENGTH
+    failure = "a precision --until-precision asked was not reached (see the criteria above)"
     endpoints = None  # every route: embeddings and rerank too (requests/s, latency, input tokens/s)
     options: LoadOptions
 
@@ -146,6 +148,9 @@ class LoadScenario(MetricsScenario):
             opts.sample_interval_s,
             family=self.family,
             check=constraint.check if constraint is not None else None,
+            watch=PrecisionWatch(opts.until_precision, opts.slo or {}, writer, self.status)
+            if opts.until_precision
+            else None,
         )
 
     @property

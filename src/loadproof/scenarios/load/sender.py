@@ -24,6 +24,7 @@ from loadproof.records import RequestRecord
 from loadproof.rundir import Manifest
 from loadproof.rundir.manifest import Schedule
 from loadproof.scenarios.live import LiveStatus
+from loadproof.scenarios.load.precision import PrecisionWatch, watched
 from loadproof.scenarios.load.schedule import Planned
 from loadproof.scenarios.long_context import MetricsScenario
 from loadproof.store.run_dir import RunWriter
@@ -65,8 +66,11 @@ class OpenLoop:
         start_ns: int | None = None,
         family: str = "synthetic",
         cut: asyncio.Event | None = None,
+        stop: asyncio.Event | None = None,
     ) -> None:
         self.cut = cut  # once set, nothing more is sent and the requests in flight are cancelled (quality's load)
+        self.stop = stop  # once set, nothing more is sent and the requests in flight finish (--until-precision)
+        self.sending = False  # between the first send and the schedule's end (or the stop)
         self.family = family  # what the prompts are, in each record: synthetic, dataset or trace
         self.start_ns = start_ns  # scale-out: the agreed start on this clock (default: LEAD_NS from now)
         self.client = client
@@ -91,6 +95,7 @@ class OpenLoop:
         if on_start is not None:
             on_start(t0)
         behind = 0
+        self.sending = True
         try:
             for item in self.requests:
                 target = t0 + item.offset_ns
@@ -105,7 +110,7 @@ class OpenLoop:
                     behind += 1
                     if behind % YIELD_EVERY == 0:
                         await sleep(0)
-                if self._is_cut():
+                if self._is_cut() or (self.stop is not None and self.stop.is_set()):
                     break
                 record = schedule_record(item, self.scenario, self.family, cap, target, clock(), self.worker)
                 task = create(stream_capped(self.client, item.spec, record, sem))
@@ -113,9 +118,11 @@ class OpenLoop:
                 task.add_done_callback(done)
                 self.dispatched += 1
                 self.last_offset_ns = item.offset_ns
+            self.sending = False
             while pending and not self._is_cut():
                 await self._until_cut(asyncio.wait(set(pending)))
         finally:
+            self.sending = False
             for task in pending:
                 task.cancel()  # an interrupt: every stream still open is recorded as cancelled
             if pending:
@@ -187,11 +194,13 @@ async def send_schedule(
     check: Callable[[RequestRecord], None] | None = None,
     cut: asyncio.Event | None = None,
     sender_of: Callable[[StreamingClient], Sender] | None = None,
+    watch: PrecisionWatch | None = None,
 ) -> None:
     """Send an open-loop schedule (run load, run replay; `sender_of`: another sender of the same requests on the
     client): the engine's metrics sampled throughout, every record appended as it ends (its answer first given
     its verdict by `check`, with --tools or --response-format: the answer's text is then kept), and how far the
-    schedule got written as `schedule_end` and in the manifest, interrupted or not."""
+    schedule got written as `schedule_end` and in the manifest, interrupted or not. With `watch`
+    (--until-precision) every record is read by it too, and the open loop stops sending once it says so."""
     raise_open_files_limit()
     total = live.planned = len(requests)
     recorded = failed = 0
@@ -203,6 +212,8 @@ async def send_schedule(
         writer.append(record)
         recorded += 1
         failed += not record.ok
+        if watch is not None:
+            watch.add(record)  # after requests.jsonl got it: the watch's records are the file's first ones
 
     def started(t0: int) -> None:
         writer.event("schedule_start", t_ns=t0, worker=0, planned=total)
@@ -223,14 +234,20 @@ async def send_schedule(
             on_start=live.started,
             keep_text=check is not None,
         ) as client:
+            stop = watch.stop if watch is not None else None
             sender: Sender = (
                 sender_of(client)
                 if sender_of is not None
-                else OpenLoop(client, requests, max_concurrency=cap, scenario=scenario.name, family=family, cut=cut)
+                else OpenLoop(
+                    client, requests, max_concurrency=cap, scenario=scenario.name, family=family, cut=cut, stop=stop
+                )
             )
+            if watch is not None and isinstance(sender, OpenLoop):
+                loop = sender
+                watch.sending = lambda: loop.sending
             completed = False
             try:
-                await sender.run(started)
+                await watched(watch, sender.run(started))
                 completed = True
             finally:
                 end_ns = time.perf_counter_ns()
