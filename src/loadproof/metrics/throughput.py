@@ -12,12 +12,13 @@ from collections.abc import Iterable, Sequence
 
 from loadproof.metrics.claims import Claim, count, number
 from loadproof.metrics.constraints import constraint_claims
-from loadproof.metrics.figures import BarPlot, Bars, Panel, Table, headline
+from loadproof.metrics.figures import BarPlot, Bars, Panel, Span, Table, headline
 from loadproof.metrics.latency import span_s
 from loadproof.metrics.latency_figures import distribution_panels
 from loadproof.metrics.reasoning import reasoning_claims
 from loadproof.metrics.slo import slo_claims
 from loadproof.metrics.spec_decode import SpecWindow, spec_claims, spec_gauge_claims, spec_window, unavailable_claims
+from loadproof.metrics.steady_state import steady_claims, steady_spans
 from loadproof.metrics.timeline import engine_panels, latency_panels, token_rate_panel
 from loadproof.metrics.uncertainty import mean_interval, stat_interval
 from loadproof.plans.throughput import ThroughputPlan
@@ -165,7 +166,32 @@ def claims_of_run(run: Run, plan: ThroughputPlan) -> list[Claim]:
         + unavailable_claims(run, drafts)
         + constraint_claims("throughput", run.records, run.manifest.options)
         + slo_claims(run.records, plan.slo, span_s(run.records), "throughput")
+        + (level_steady_claims(run.records) if plan.steady_window else [])
     )
+
+
+LEVEL = "throughput.<family>.c<N>"
+
+
+def level_steady_claims(records: Sequence[RequestRecord]) -> list[Claim]:
+    """`throughput.<family>.c<N>.steady.*` (metrics.steady_state) of each level, its window from its first send
+    to its last end: MSER-5 on its successful requests' output tokens per second, the output token rate over
+    the steady window."""
+    claims: list[Claim] = []
+    for (family, conc), (start, end) in level_spans(records).items():
+        ok = [r for r in records if r.scenario == "throughput" and (r.family, r.concurrency) == (family, conc)]
+        ok = [r for r in ok if r.ok and r.send_ns]
+        claims += steady_claims(
+            LEVEL,
+            [r.end_ns for r in ok],
+            [float(r.output_tokens or 0) for r in ok],
+            start,
+            (end - start) / NS_PER_S,
+            "the level's first send",
+            requests=False,
+            parts={"family": family, "N": conc},
+        )
+    return claims
 
 
 def spec_decode_claims(records: Iterable[RequestRecord], samples: Sequence[EngineSample]) -> list[Claim]:
@@ -239,7 +265,7 @@ def figures(run: Run, plan: ThroughputPlan, claims: list[Claim]) -> list[Panel]:
         t0, end = min(r.send_ns for r in recs), max(r.end_ns for r in recs)
         origin = "the first send"
         over_time = (
-            token_rate_panel(recs, t0, origin)
+            token_rate_panel(recs, t0, origin, spans=level_steady_spans(recs, claims, t0))
             + latency_panels(recs, t0, origin)
             + engine_panels(run.samples, t0, end, origin)
             + distribution_panels(recs, "throughput")
@@ -247,6 +273,15 @@ def figures(run: Run, plan: ThroughputPlan, claims: list[Claim]) -> list[Panel]:
     return (
         throughput_headline(claims, plan) + ([table] if table.rows else []) + throughput_bars(run.records) + over_time
     )
+
+
+def level_steady_spans(records: Sequence[RequestRecord], claims: list[Claim], t0: int) -> list[Span]:
+    """Each level's steady window (its `steady.start_s` and `end_s`, from the level's first send), from `t0`."""
+    spans: list[Span] = []
+    for (family, conc), (start, _) in level_spans(records).items():
+        prefix, label = f"throughput.{family}.c{conc}", f"steady, {family} c{conc}"
+        spans += steady_spans(claims, prefix, (start - t0) / NS_PER_S, label)
+    return spans
 
 
 def throughput_headline(claims: list[Claim], plan: ThroughputPlan) -> list[Panel]:

@@ -66,9 +66,12 @@ def per_second(times_ns: Sequence[int], t0: int, end: int, width: float, whole: 
     return points
 
 
-def rate_panel(records: Sequence[RequestRecord], t0: int, end: int, claim_prefix: str = "load") -> list[Panel]:
+def rate_panel(
+    records: Sequence[RequestRecord], t0: int, end: int, claim_prefix: str = "load", spans: Sequence[Span] = ()
+) -> list[Panel]:
     """Requests per second asked (the schedule's intended sends), sent and completed, per time bin: an open-loop
-    run's schedule against what the client and the engine did with it. None without intended send times."""
+    run's schedule against what the client and the engine did with it, `spans` shaded (the steady window,
+    metrics.steady_state). None without intended send times."""
     intended = [r.intended_send_ns for r in records if r.intended_send_ns is not None]
     if not intended or end <= t0:
         return []
@@ -90,10 +93,17 @@ def rate_panel(records: Sequence[RequestRecord], t0: int, end: int, claim_prefix
             x_label="seconds since the schedule's start",
             y_label="requests/s",
             dots=len(series[0].points) <= 40,
+            spans=list(spans),
             caption=f"Requests in each {_width_text(width)} bin / its width: asked (the schedule's intended send "
             "times), sent (the client's sends) and completed (successful responses' ends). The run's figures: "
             f"{claim_prefix}.offered_rate_rps, {claim_prefix}.achieved_rate_rps, "
-            f"{claim_prefix}.request_throughput_rps.",
+            f"{claim_prefix}.request_throughput_rps"
+            + (
+                f"; shaded, the steady window MSER-5 found, warm-up and drain left out ({claim_prefix}.steady.method "
+                f"says on which series), over which {claim_prefix}.steady.* are measured."
+                if spans
+                else "."
+            ),
         )
     ]
 
@@ -170,9 +180,14 @@ def _gaps(record: RequestRecord) -> list[tuple[int, int]]:
 
 
 def token_rate_panel(
-    records: Sequence[RequestRecord], t0: int, origin: str = "the first send", half: bool = False
+    records: Sequence[RequestRecord],
+    t0: int,
+    origin: str = "the first send",
+    half: bool = False,
+    spans: Sequence[Span] = (),
 ) -> list[Panel]:
-    """Output tokens per second of all streams together, per time bin (the server's per-chunk usage)."""
+    """Output tokens per second of all streams together, per time bin (the server's per-chunk usage); `spans`
+    shaded (steady windows, metrics.steady_state)."""
     events = [(t, n) for r in records for t, n in zip(r.chunk_ns, r.chunk_tokens) if t >= t0]
     if not events or not any(n for _, n in events):
         return []
@@ -192,8 +207,10 @@ def token_rate_panel(
             x_label=f"seconds since {origin}",
             y_label="tokens/s",
             half=half,
+            spans=list(spans),
             caption=f"Tokens of every stream's chunks (the server's per-chunk usage) in each {_width_text(width)} "
-            "bin / its width.",
+            "bin / its width"
+            + ("; shaded, each steady window MSER-5 found (warm-up and drain left out)." if spans else "."),
         )
     ]
 

@@ -24,6 +24,9 @@ class ThroughputPlan(Plan, kw_only=True):
     ignore_eos: bool | None = None
     seed: int | None = None
     slo: dict[str, float] = {}  # --slo: per-request SLOs in seconds, by name (the good tokens)
+    # each level's steady window's claims (metrics.steady_state), which every run sets since; False: a run made
+    # before them, whose published claims have none
+    steady_window: bool = False
 
     @classmethod
     def upgrade(cls, raw: Any, version: int, manifest: Manifest) -> Any:

@@ -144,6 +144,7 @@ class ThroughputScenario(Scenario):
                 ignore_eos=opts.ignore_eos,
                 seed=opts.seed,
                 slo=dict(opts.slo or {}),
+                steady_window=True,  # metrics.steady_state: each level's steady window
             ),
         )
         writer.write_manifest(manifest)

@@ -76,7 +76,9 @@ async def test_the_scenario_writes_its_typed_plan_and_the_metrics_read_it(sse_se
         temperature=0.0,
         ignore_eos=False,
         seed=731,
+        steady_window=True,
     )
     names = {c.name for c in compute_claims(run)}
     assert {"throughput.code.c1.decode_tokens_per_s", "throughput.code.c2.aggregate_tokens_per_s"} <= names
+    assert "throughput.code.c1.steady.unavailable" in names  # a level of one request: too short for MSER-5
     assert len(asked) == 1  # one sample between the two levels, none after the last (the scraper's exit takes it)
