@@ -129,10 +129,12 @@ def sentence(
     distinguishable: +1.2% [-3.4%, +5.9%]`; `units` adds the difference in the claim's unit and its interval
     where known, printed as `like`. Without an interval: the change as the table prints it, and (`why`) why
     there is none."""
-    if ch.ci is None or ch.change is None or ch.same:
+    if ch.ci is None or ch.change is None:
         text = change_text(ch)
         return f"{text}; {ch.missing}" if why and ch.missing and not ch.same else text
     interval = ci_text(ch)
+    if ch.same:  # under 0.05%: the interval says whether even that is told apart
+        return f"{'' if ch.distinguishable else NOT_DISTINGUISHABLE + ': '}{ZERO} {interval}"
     if units and ch.diff_ci is not None:
         low, high = (figure_text(v, like) for v in ch.diff_ci)
         diff = ch.cand - ch.base

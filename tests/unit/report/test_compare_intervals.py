@@ -125,3 +125,12 @@ def test_repeated_runs_keep_the_interval_across_runs():
     assert tally_lines(result)[0].startswith("vs B1, 95% intervals across runs:")
     assert "bootstrap interval across runs" in render_markdown(result)
     assert not any("Intervals within runs" in n for n in result.notes)
+
+
+def test_an_unchanged_figure_with_intervals_reads_not_distinguishable_with_its_interval():
+    base = side("a", figure(TPS, 50.0, 45.0, 55.0))
+    cand = side("b", figure(TPS, 50.0, 45.0, 55.0))
+    result = compare(cand, [base])
+    assert tally(result.baselines[0]).not_distinguishable == [TPS]
+    half = math.hypot(5.0, 5.0) / 50.0  # 14.1%
+    assert any(line.endswith(f"not distinguishable: 0.0% [-{half:.1%}, +{half:.1%}]") for line in key_lines(result))
