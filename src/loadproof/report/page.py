@@ -37,6 +37,7 @@ nav.toc a { color: #1f5fa8; text-decoration: none; margin-right: 1em; white-spac
 .card .unit { font-size: 0.7em; font-weight: 400; color: var(--muted); margin-left: 0.2em; }
 .card .label { font-size: 0.8em; color: var(--muted); }
 .card .interval, td .interval { font-size: 0.8em; color: var(--muted); white-space: nowrap; }
+td .interval { display: block; }
 .note { color: var(--muted); font-size: 0.9em; margin: 0.2em 0 0.8em; }
 .table { overflow-x: auto; margin: 0.8em 0; }
 table { border-collapse: collapse; font-size: 0.88em; }
