@@ -32,7 +32,7 @@ from loadproof.store.files import read_json_file
 from loadproof.store.run_dir import CLAIMS, ReadLimits, load_run
 from loadproof.store.schema import read_bundle
 from loadproof.verify.checksums import FileProblem, Scan, check_sums, covered, scan
-from loadproof.verify.confidence import compare_interval
+from loadproof.verify.confidence import checked_interval, compare_interval
 from loadproof.verify.display import shown
 from loadproof.verify.intervals import matches_printed, printed_interval
 from loadproof.verify.layout import (
@@ -59,10 +59,11 @@ class ClaimCheck:
     published: str  # the published printed figure, or (none)
     recomputed: str  # the recomputed exact value, or (none)
     reason: str = ""
+    interval: str | None = None  # None: no interval published; else the recomputed one, as shown ("": none)
 
     def line(self) -> str:
         if self.ok:
-            return f"ok  {shown(self.name)}  {shown(self.published)}"
+            return f"ok  {shown(self.name)}  {shown(self.published)}" + (f" {self.interval}" if self.interval else "")
         return (
             f"MISMATCH  {shown(self.name)}  published {shown(self.published)} recomputed {shown(self.recomputed)}"
             + (f"  ({shown(self.reason)})" if self.reason else "")
@@ -113,11 +114,14 @@ class VerifyResult:
         return out
 
     def summary(self) -> str:
+        """The verdict and its counts; how many published intervals were recomputed, where any were."""
         checks = self.checks
         verdict = "VERIFIED" if self.ok else "FAILED"
+        intervals = sum(c.interval is not None for c in checks)
         return (
             f"{verdict}: {len(checks) - self.num_mismatches}/{len(checks)} claims ok in {len(self.runs)} run(s), "
             f"{self.num_mismatches} mismatched, {len(self.problems)} file problem(s)"
+            + (f"; {intervals} published interval(s) recomputed" if intervals else "")
         )
 
 
@@ -376,7 +380,10 @@ def compare_claims(run_id: str, published: list[dict[str, Any]], recomputed: lis
             checks.append(ClaimCheck(run_id, claim.name, False, _ABSENT, _exact(claim.value), "not published"))
             continue
         reason = compare_claim(pub, claim)
-        checks.append(ClaimCheck(run_id, claim.name, reason is None, _printed(pub), _exact(claim.value), reason or ""))
+        interval = checked_interval(pub, claim)
+        checks.append(
+            ClaimCheck(run_id, claim.name, reason is None, _printed(pub), _exact(claim.value), reason or "", interval)
+        )
     for name, pub in by_name.items():
         if name not in recomputed_names:
             checks.append(ClaimCheck(run_id, name, False, _printed(pub), _ABSENT, "the data does not produce it"))
