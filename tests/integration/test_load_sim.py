@@ -76,6 +76,8 @@ def test_a_load_run_produces_every_claim_and_its_bundle_verifies(tmp_path: Path)
     assert all(r["send_ns"] >= r["dispatch_ns"] >= r["intended_send_ns"] for r in records)
     plan = json.loads((run / "manifest.json").read_text())["plan"]
     assert plan["planned_requests"] == 40 and plan["seed"] == 5
+    assert plan["steady_window"] is True  # a 5 s run: too short for MSER-5's 10 batches of 5 s, and it says so
+    assert "10 batches" in value["load.steady.unavailable"] and "load.steady.start_s" not in value
     publish_and_verify(run, tmp_path / "bundle")
 
 

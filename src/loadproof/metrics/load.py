@@ -28,6 +28,7 @@ from loadproof.metrics.model_mix import model_claims
 from loadproof.metrics.reasoning import reasoning_claims
 from loadproof.metrics.slo import slo_claims, slo_text
 from loadproof.metrics.spec_decode import spec_claims, spec_gauge_claims, spec_window, unavailable_claims
+from loadproof.metrics.steady_state import open_loop_claims, steady_spans
 from loadproof.metrics.timeline import engine_panels, latency_panels, rate_panel
 from loadproof.metrics.uncertainty import rate_interval
 from loadproof.plans.load import LoadPlan
@@ -95,6 +96,7 @@ def claims_of_run(run: Any, plan: LoadPlan) -> list[Claim]:
         + churn_claims(records, run.manifest.profile)  # --model-mix against a profile with [lora]
         + wait_claims(records, [m.model for m in plan.model_mix], plan.base_model, run.samples)  # waiting for a slot
         + constraint_claims("load", records, run.manifest.options)
+        + (open_loop_claims(records, start, plan.traits().pooling, SCENARIO) if plan.steady_window else [])
     )
 
 
@@ -327,6 +329,7 @@ HEADLINE = (
     ("requests/s sent", "load.achieved_rate_rps"),
     ("requests/s completed", "load.request_throughput_rps"),
     ("output tokens/s", "load.output_tokens_per_s"),
+    ("output tokens/s, steady window", "load.steady.output_tokens_per_s"),
     ("TTFT p50", "load.ttft_s.p50"),
     ("TTFT p99", "load.ttft_s.p99"),
     ("ITL p99", "load.itl_s.p99"),
@@ -363,7 +366,7 @@ def open_loop_panels(
     shown = [(label, prefix + name[len(SCENARIO) :]) for label, name in HEADLINE]
     return (
         headline(claims, shown, slo_note(slo))
-        + rate_panel(records, start, end, prefix)
+        + rate_panel(records, start, end, prefix, steady_spans(claims, prefix))
         + latency_panels(records, start)
         + engine_panels(samples, start, end)
         + distribution_panels(records, prefix)
