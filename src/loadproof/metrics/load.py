@@ -25,6 +25,7 @@ from loadproof.metrics.latency import EMBEDDINGS_LATENCIES, latency_claims, succ
 from loadproof.metrics.latency_figures import distribution_panels
 from loadproof.metrics.media import media_claims
 from loadproof.metrics.model_mix import model_claims
+from loadproof.metrics.precision import precision_claims
 from loadproof.metrics.reasoning import reasoning_claims
 from loadproof.metrics.slo import slo_claims, slo_text
 from loadproof.metrics.spec_decode import spec_claims, spec_gauge_claims, spec_window, unavailable_claims
@@ -97,6 +98,7 @@ def claims_of_run(run: Any, plan: LoadPlan) -> list[Claim]:
         + wait_claims(records, [m.model for m in plan.model_mix], plan.base_model, run.samples)  # waiting for a slot
         + constraint_claims("load", records, run.manifest.options)
         + (open_loop_claims(records, start, plan.traits().pooling, SCENARIO) if plan.steady_window else [])
+        + precision_claims(records, plan.until_precision, plan.slo, run.events, start)  # --until-precision
     )
 
 

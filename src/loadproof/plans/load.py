@@ -111,6 +111,8 @@ class LoadPlan(Plan, kw_only=True):
     base_model: str | None = None  # with --model-mix: the model /v1/models listed first, adapters' TTFT's reference
     inputs_per_request: int = 1  # embeddings: the inputs (vectors) each request asks for; rerank: its documents
     media: MediaPlan | None = None  # --images, --audio-s, --video-frames or a data set's media
+    # --until-precision: the 95% interval's relative half-width asked of each figure, in percent, by name
+    until_precision: dict[str, float] = {}
     # the steady window's claims (metrics.steady_state: MSER-5 leaves out the warm-up and the drain), which every
     # run sets since; False: a run made before them, whose published claims have none
     steady_window: bool = False

@@ -17,6 +17,7 @@ from pydantic import BeforeValidator, Field, PlainSerializer, PlainValidator, fi
 
 from loadproof.scenarios.constraints import ConstraintOptions
 from loadproof.scenarios.datasets import DatasetOptions
+from loadproof.scenarios.load.precision import PRECISION_SYNTAX, Precision, check_precision
 from loadproof.scenarios.load.rate_search import RESOLUTION_SYNTAX, Resolution, parse_resolution
 from loadproof.scenarios.load.slo import SLO_SYNTAX, Slo
 from loadproof.scenarios.media_options import MediaOptions
@@ -131,6 +132,12 @@ class LoadOptions(DatasetOptions, ConstraintOptions, MediaOptions):  # --dataset
     )
     duration_s: float | None = Field(
         default=None, gt=0, description="stop the schedule after D seconds", json_schema_extra=cli(panel=Panel.ARRIVALS)
+    )
+    until_precision: Precision | None = Field(
+        default=None,
+        description=f"stop sending once every figure named is that precise ({PRECISION_SYNTAX}); "
+        "--duration-s or -n stays the ceiling",
+        json_schema_extra=cli(text=True, panel=Panel.ARRIVALS, metavar="FIGURE=P%,..."),
     )
     seed: int = Field(
         default=731,
@@ -289,6 +296,7 @@ class LoadOptions(DatasetOptions, ConstraintOptions, MediaOptions):  # --dataset
             raise ValueError("--media-tokens applies with --images, --audio-s, --video-frames or a data set's media")
         if self.dataset is not None and self.shared_prefix_tokens:
             raise ValueError("--shared-prefix-tokens shapes synthetic prompts: it does not apply with --dataset")
+        self._check_precision()
         if self.sweep is not None or self.search is not None:
             self._check_series()
             return self
@@ -329,6 +337,10 @@ class LoadOptions(DatasetOptions, ConstraintOptions, MediaOptions):  # --dataset
                 f"one slot per worker (--workers {self.workers})"
             )
         return self
+
+    def _check_precision(self) -> None:
+        if self.until_precision:  # a schedule sent over time by this process; attainment with an SLO
+            check_precision(self.until_precision, self.slo, self.all_at_once or self.sweep == "auto", self.scaled_out)
 
     def _check_series(self) -> None:
         """A sweep or a rate search: many runs, each with a rate of its own. What holds here holds for every

@@ -94,6 +94,7 @@ def load_plan(
         haystack_additive=hs.builder.additive if hs is not None else None,
         dataset=dataset,
         inputs_per_request=opts.inputs_per_request if target.route.pooling else 1,
+        until_precision=dict(opts.until_precision or {}),
         steady_window=True,  # metrics.steady_state: the steady window's claims
     )
 
