@@ -53,7 +53,10 @@ def figure_names(sides: Sequence[Side], every: bool = False) -> list[str]:
 
 
 def _text(value: float, side: Side, name: str, sign: bool = False) -> str:
+    """As the claim prints; a value that rounds to zero there is `0.000`, never `-0.000` or `+0.000`."""
     text = figure_text(value, side.printed.get(name))
+    if float(text) == 0:
+        return text.lstrip("-")
     return f"+{text}" if sign and value > 0 else text
 
 
