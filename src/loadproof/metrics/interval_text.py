@@ -6,7 +6,7 @@ at, verify/confidence.py), the level added only where it is not 95% (`[0.1520, 0
 
 A percentile or a mean (`<...>.<stat>`) without an interval where another statistic of the same values has one
 (`load.ttft_s.p99` beside `load.ttft_s.p50`) had too few values for it, and says so where the interval would
-be: `0.2736 (n too small for a 95% interval)`; a p99 needs 367 values at 95% (metrics/intervals.py,
+be: `0.2736 (n too small for a 95% interval)`; a p99 needs 368 values at 95% (metrics/intervals.py,
 `min_count`). A statistic of a figure that carries no interval at all, and every other figure, is written as
 printed. Pure: text from claims.
 """

@@ -5,7 +5,7 @@ export): written with RunWriter and RequestRecord as a load run writes them, wit
 gaps from fixed arithmetic patterns; an SLO on TTFT that some requests miss. So its claims carry intervals
 where the count allows one: TTFT's p50, p90 and mean, ITL's every percentile up to p99 (`REQUESTS * (TOKENS -
 1)` gaps), the request and token rates, the SLO shares; and TTFT's p99 has none (`REQUESTS` values, fewer than
-the 367 a 95% interval of a p99 needs: metrics/intervals.py, `min_count`).
+the 368 a 95% interval of a p99 needs: metrics/intervals.py, `min_count`).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 whisker; the console's headline stays within ten lines, its decision first.
 
 The run is the synthetic load run of tests/unit/publish/synthetic_load.py: TTFT's p50 has an interval (worked
-out here from its TTFTs and the order-statistic ranks), its p99 has none (60 values, a p99 needs 367).
+out here from its TTFTs and the order-statistic ranks), its p99 has none (60 values, a p99 needs 368).
 """
 
 from __future__ import annotations
