@@ -75,6 +75,14 @@ class Level(msgspec.Struct, frozen=True):
     label: str
 
 
+class ErrorBar(msgspec.Struct, frozen=True):
+    """A figure's interval on the y axis, [low, high] at x: a whisker (a level's pooled attainment at its rate)."""
+
+    x: float
+    low: float
+    high: float
+
+
 class LinePlot(msgspec.Struct, frozen=True, kw_only=True, tag=True):
     """Lines (or steps) of (x, y) points; see `report.plots.line_chart` for the drawing options."""
 
@@ -86,6 +94,7 @@ class LinePlot(msgspec.Struct, frozen=True, kw_only=True, tag=True):
     spans: list[Span] = []
     marks: list[Mark] = []
     levels: list[Level] = []
+    error_bars: list[ErrorBar] = []
     step: bool = False
     y_from_zero: bool = True
     x_from_zero: bool = False

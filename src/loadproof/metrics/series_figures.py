@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from loadproof.metrics.claims import Claim
-from loadproof.metrics.figures import Level, LinePlot, Mark, Panel, Point, Series, headline
+from loadproof.metrics.figures import ErrorBar, Level, LinePlot, Mark, Panel, Point, Series, headline
 from loadproof.rundir.series import SearchTrial, SweepPoint
 
 RATE = "requests/s"
@@ -49,6 +49,21 @@ def curve(points: Sequence[SweepPoint | SearchTrial], key: str, scale: float = 1
         for x, y in pts
         if x is not None and isinstance(y, (int, float)) and not isinstance(y, bool)
     )
+
+
+def level_intervals(trials: Sequence[SearchTrial]) -> list[ErrorBar]:
+    """A search decided on intervals: each level's pooled attainment interval at its rate, as its last segment
+    has it (the one its decision rests on)."""
+    last: dict[float, SearchTrial] = {}
+    for trial in trials:
+        x = point_x(trial)
+        if x is not None and (x not in last or trial.segment >= last[x].segment):
+            last[x] = trial
+    return [
+        ErrorBar(x, t.level_attainment_low_pct, t.level_attainment_high_pct)
+        for x, t in sorted(last.items())
+        if t.level_attainment_low_pct is not None and t.level_attainment_high_pct is not None
+    ]
 
 
 def search_panels(
@@ -90,13 +105,15 @@ def search_panels(
                 x_label=f"rate asked, {RATE}",
                 y_label="requests meeting the SLO, %",
                 levels=[Level(attainment * 100, f"target {attainment * 100:g}%")],
+                error_bars=level_intervals(trials),
                 marks=marks,
                 x_from_zero=True,
                 caption="Each trial (a run at a constant rate) at its rate: the share of its requests that met every "
                 "SLO (load.slo_attainment_pct). "
                 + (
                     "A rate passes when its requests, pooled over its trials, give an attainment whose 95% interval "
-                    "lies at or above the target; one whose interval straddled it ran again, up to the budget."
+                    "(the whisker at its rate) lies at or above the target; one whose interval straddled it ran "
+                    "again, up to the budget."
                     if any(t.decision is not None for t in trials)
                     else "A trial passes at or above the target when the client kept its schedule."
                 ),

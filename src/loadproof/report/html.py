@@ -235,6 +235,7 @@ def plot_figure(panel: Panel) -> Drawn | None:
             marks=[(m.x, m.label) for m in panel.marks],
             intervals=intervals(panel.marks),
             levels=[(level.y, level.label) for level in panel.levels],
+            y_intervals=[(bar.x, bar.low, bar.high) for bar in panel.error_bars],
             clouds=[i for i, s in enumerate(panel.series) if not s.line],
             colours=[s.color for s in panel.series],
             step=panel.step,

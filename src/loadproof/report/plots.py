@@ -20,6 +20,7 @@ from loadproof.report.svg import (
     band_frame,
     band_labels,
     color,
+    error_bars,
     mark_lines,
     open_svg,
     whiskers,
@@ -102,6 +103,7 @@ def line_chart(
     marks: Sequence[tuple[float, str]] = (),
     intervals: Sequence[Whisker] = (),
     levels: Sequence[tuple[float, str]] = (),
+    y_intervals: Sequence[tuple[float, float, float]] = (),
     clouds: Sequence[int] = (),
     colours: Sequence[str] = (),
     step: bool = False,
@@ -114,7 +116,7 @@ def line_chart(
 ) -> str:
     """Lines (or steps) of (x, y) points; `spans` shade (x0, x1, label, colour), `marks` draw labelled vertical
     lines, `intervals` whiskers across them (low, high, the height: `svg.whiskers`), `levels` labelled
-    horizontal ones (y, label); the series whose index is in `clouds` are drawn as
+    horizontal ones (y, label), `y_intervals` vertical error bars (x, low, high); the series whose index is in `clouds` are drawn as
     points alone (many: small and pale, one per request say; a few: markers), the others as lines; `colours`
     gives a series its own colour by index ("" or none: the palette's, by its place in the legend).
 
@@ -128,6 +130,8 @@ def line_chart(
     xs = [x for _, _, pts in drawn for x, _ in pts] + [s[0] for s in spans] + [s[1] for s in spans]
     xs += [m[0] for m in marks] + [x for low, high, _ in intervals for x in (low, high)]
     ys = [y for _, _, pts in drawn for _, y in pts] + [y for y, _ in levels]
+    ys += [y for _, low, high in y_intervals for y in (low, high)]
+    xs += [x for x, _, _ in y_intervals]
     fills = [colours[i] if i < len(colours) and colours[i] else color(n) for n, (i, _, _) in enumerate(drawn)]
     parts, top = open_svg(title, [name for _, name, _ in drawn], width=width, height=height, colours=fills)
     y_low = min(0.0, min(ys)) if y_from_zero else min(ys)
@@ -152,7 +156,7 @@ def line_chart(
     labels = [(label, "#333") for _, _, label, _ in spans] + [(label, MARK_COLOUR) for _, label in marks]
     parts += band_labels(frame, placed, labels)
     under_band = band_bottom(frame, placed)
-    parts += whiskers(frame, intervals, under_band)
+    parts += whiskers(frame, intervals, under_band) + error_bars(frame, y_intervals)
     for y, label in levels:
         at = frame.y(y)
         text_y = at - 4 if at - 15 > under_band else at + 13

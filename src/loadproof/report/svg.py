@@ -190,6 +190,20 @@ def whiskers(frame: Frame, bars: Sequence[Whisker], top: float) -> list[str]:
     return out
 
 
+def error_bars(frame: Frame, bars: Sequence[tuple[float, float, float]]) -> list[str]:
+    """Each interval (x, low, high) on the y axis as a vertical error bar with end caps, its bounds in a tooltip."""
+    out = []
+    for x, low, high in bars:
+        at, y0, y1 = frame.x(x), frame.y(low), frame.y(high)
+        out.append(
+            f'<g class="whisker" stroke="#333" stroke-width="1.5"><title>95% interval [{low:.4g}, {high:.4g}]</title>'
+            f'<line x1="{at:.1f}" y1="{y0:.1f}" x2="{at:.1f}" y2="{y1:.1f}"/>'
+            f'<line x1="{at - 4:.1f}" y1="{y0:.1f}" x2="{at + 4:.1f}" y2="{y0:.1f}"/>'
+            f'<line x1="{at - 4:.1f}" y1="{y1:.1f}" x2="{at + 4:.1f}" y2="{y1:.1f}"/></g>'
+        )
+    return out
+
+
 def mark_lines(frame: Frame, xs: Sequence[float]) -> list[str]:
     """Dashed vertical lines at each x."""
     return [
