@@ -38,7 +38,7 @@ import msgspec
 from loadproof.metrics import compute_claims
 from loadproof.metrics.claims import Claim, count, fact, number
 from loadproof.metrics.intervals import Interval
-from loadproof.metrics.search_decision import INTERVAL, POINT, Rule, level_states, levels, rule_of
+from loadproof.metrics.search_decision import INTERVAL, POINT, Rule, level_states, levels, min_requests_to_pass, rule_of
 from loadproof.metrics.uncertainty import CONFIDENCE
 from loadproof.plans import load_plan
 from loadproof.rundir.series import RateSearch, SearchTrial
@@ -296,7 +296,22 @@ def search_result(claims: list[Claim], trials: Sequence[SearchTrial]) -> str:
     left = (
         f"; {undecided.printed} undecided (the interval straddled the target)" if undecided and undecided.value else ""
     )
-    return f"{head}no rate met the SLO (lowest tried: {lowest:g} requests/s){left}"
+    return f"{head}no rate met the SLO (lowest tried: {lowest:g} requests/s){left}{_too_few(by, trials)}"
+
+
+def _too_few(by: Mapping[str, Claim], trials: Sequence[SearchTrial]) -> str:
+    """Where undecided levels had fewer requests than any pass takes: how many, and what to raise."""
+    target = by.get("load.search.attainment_target_pct")
+    fewest = min_requests_to_pass(round(float(target.value), 6) / 100) if target is not None else None
+    if fewest is None:
+        return ""
+    short = [t for t in finals(trials) if t.decision == "undecided" and (t.level_requests or 0) < fewest]
+    if not short:
+        return ""
+    return (
+        f"; {len(short)} of them had fewer requests than the {fewest} a pass takes, even all good: raise -n or "
+        "--duration-s, or --search-segments"
+    )
 
 
 def _how_sure(by: Mapping[str, Claim], trials: Sequence[SearchTrial], failing: bool = True) -> str:

@@ -116,7 +116,15 @@ def test_an_undecided_level_is_never_a_pass_and_the_point_rule_keeps_the_old_cla
     rows, claims = judge_trials([trial(1, 29, 30), trial(1, 29, 30)], 0.9, rule="interval")
     by = {c.name: c for c in claims}
     assert not any(r.passed for r in rows) and "load.search.max_rate_rps" not in by
-    assert "no rate met the SLO" in search_result(claims, rows) and "1 undecided" in search_result(claims, rows)
+    said = search_result(claims, rows)
+    assert "no rate met the SLO" in said and "1 undecided" in said
+    assert "fewer requests than" not in said  # 60 requests: enough to pass, had they all been good
+    rows, claims = judge_trials([trial(0.5, 10, 10), trial(0.5, 10, 10)], 0.9, rule="interval")
+    said = search_result(claims, rows)  # 20 of 20 good straddles: 35 is the fewest that can pass 90%
+    assert said.endswith(
+        "; 1 of them had fewer requests than the 35 a pass takes, even all good: raise -n or "
+        "--duration-s, or --search-segments"
+    )
     # the same attainment on the point value: 96.7% >= 90%, each trial its own level, no interval claims
     rows, claims = judge_trials([trial(1, 29, 30), trial(2, 20, 30)], 0.9)
     names = {c.name for c in claims}
