@@ -1,14 +1,17 @@
 """Which interval a measured figure carries (docs/scenarios.md, "Intervals"): the choice, made once, for the
 figures every scenario shares. The arithmetic is metrics/intervals.py's.
 
-- A percentile of a latency (TTFT p99, ITL p50, E2E p90): the distribution-free order-statistic interval
-  (`ranked_percentile_interval`); none when there are too few values for one at the confidence asked.
+- A percentile of a latency (TTFT p99, ITL p50, E2E p90): the distribution-free order-statistic interval on
+  the values' effective count (`dependence.correlated_percentile_interval`: a loaded engine's latencies come
+  in bursts, and the values in the order given are worth fewer independent ones); none when there are too
+  few for one at the confidence asked.
 - A mean of a latency, in the order the requests ended: batch means (`batch_means_interval`), which keeps
   the time correlation of a loaded engine's latencies within a batch.
 - A rate over a run (requests or tokens a second): batch means of its per-second series, scaled to the
   figure (the series' mean is the count over whole seconds, the figure the count over the exact duration).
-- A share of independent trials (SLO attainment, an SLO met, success, an accuracy over items): Wilson's score
-  interval, in percent (or as a fraction, `scale=1`).
+- A share of independent trials (an accuracy over items, success): Wilson's score interval, in percent (or as
+  a fraction, `scale=1`); of outcomes in time order (SLO attainment, an SLO met, `outcomes`), on their
+  effective count (`dependence.correlated_share_interval`).
 - A ratio of two sums over requests (a hit share of prompt tokens, seconds per audio second): batch means of
   its linearized per-request values (`ratio_interval`), the delta method's variance with the time correlation
   kept; tokens of one request are not independent trials, so no binomial interval.
@@ -23,6 +26,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from loadproof.metrics.dependence import correlated_percentile_interval, correlated_share_interval
 from loadproof.metrics.distribution import EXACT_LIMIT, PERCENTILES, Histogram, Ranked
 from loadproof.metrics.intervals import (
     DEFAULT_CONFIDENCE,
@@ -62,15 +66,25 @@ def stat_interval(
     values: Sequence[float], stat: str, factor: float = 1.0, ordered: Ranked | None = None
 ) -> Interval | None:
     """The interval of a statistic of `values` as `distribution.summarize` names it: a percentile's (p50 is the
-    median) by order statistics (`ordered`: the values already `ranked`), the mean's by batch means over the
-    values in the order given; none for the std, the min or the max."""
+    median) by order statistics on the values' effective count in the order given (`ordered`: the values
+    already `ranked`), the mean's by batch means over the values in the order given; none for the std, the
+    min or the max."""
     if stat in PERCENTILES:
-        return percentile_interval(ranked(values) if ordered is None else ordered, PERCENTILES[stat], factor)
+        ranks = ranked(values) if ordered is None else ordered
+        q = PERCENTILES[stat] / 100.0
+        return scaled(correlated_percentile_interval(values, ranks, q, CONFIDENCE), factor) if values else None
     return mean_interval(values, factor) if stat == "mean" else None
 
 
-def share_interval(successes: int, n: int, scale: float = 100.0) -> Interval | None:
-    """A share's interval, in percent (`scale` 1: as a fraction); none of no trials."""
+def share_interval(
+    successes: int, n: int, scale: float = 100.0, outcomes: Sequence[bool] | None = None
+) -> Interval | None:
+    """A share's interval, in percent (`scale` 1: as a fraction); none of no trials. With `outcomes` (the n
+    trials in time order, `successes` of them true), on their effective count."""
+    if outcomes is not None:
+        if len(outcomes) != n or sum(outcomes) != successes:
+            raise ValueError(f"{len(outcomes)} outcomes, {sum(outcomes)} true, for a share of {successes} of {n}")
+        return scaled(correlated_share_interval(outcomes, CONFIDENCE), scale)
     return scaled(wilson_interval(successes, n, CONFIDENCE), scale) if n > 0 else None
 
 

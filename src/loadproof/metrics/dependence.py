@@ -1,0 +1,129 @@
+"""Correlated values: how many independent ones they are worth, and the percentile and share intervals that
+follow (#41; measured in docs/benchmarks.md, section 12).
+
+A loaded engine's latencies are not independent: requests that arrive in a burst share a long queue and a
+large batch, so a run's TTFTs come in runs of high and low values. The order-statistic interval of a
+percentile and Wilson's interval of a share assume independent values; on the simulator under load they
+contained the truth in 5-88% of runs where they claim 95% (benchmarks.md). Both are kept, applied to the
+values' **effective count** in place of their count.
+
+**The effective count.** Of n values in time order, the quantity a percentile or a share counts is an
+indicator: 1 when a value is at or below the estimated percentile (met the SLO), else 0. With independent
+values the variance of its mean is s^2 / n, s^2 = p (1 - p) its own variance. Batch means (Schmeiser 1982,
+as `intervals.batch_means_interval`) estimate the variance of the mean with the correlation kept: the
+series cut into k = `BATCHES` consecutive batches, v = the sample variance of their means / k. The design
+effect is D = v / (s^2 / n') (n' the values in the batches) and the effective count
+
+    m = n / (D (t / z)^2),
+
+t the Student t quantile with k - 1 degrees of freedom and z the normal one at the confidence asked: the t
+accounts for v's own error (with k batches it is an estimate on k - 1 degrees of freedom), as batch means'
+interval does, so an interval on m values has about the asked coverage when m is estimated. m is not capped
+at n: where the batches agree more than independent values' would (by chance, or a series whose schedule
+fixed its total), the interval is narrower than the one for n independent values, as batch means' own
+would be (capped at n, independent values' intervals covered 97-99%); it is at most `MAX_GAIN` n. With fewer than
+`MIN_VALUES` values (too few to see their correlation), or a constant indicator or batch means that agree
+exactly (nothing to estimate), m = n: the values are taken as independent.
+
+**A percentile** on m: the equal-tailed exact binomial ranks l and u for m values (`order_statistic_ranks`),
+mapped to the n values in proportion, floor(l n / m) and ceil(u n / m) (so m = n is the plain interval);
+none when m is below what the percentile needs (`min_count`: 368 for a p99).
+**A share** on m: Wilson's score interval of the observed share with m trials.
+
+Pure and deterministic (standard library and msgspec only): `verify` recomputes both.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from statistics import NormalDist
+
+from loadproof.metrics.distribution import Ranked, quantile
+from loadproof.metrics.intervals import (
+    DEFAULT_CONFIDENCE,
+    Interval,
+    order_statistic_ranks,
+    student_t_quantile,
+)
+
+BATCHES = 10  # the indicator's batches: few and long, so a loaded engine's bursts stay within one
+MIN_VALUES = 100  # fewer values than this (fewer than 10 a batch): taken as independent
+MAX_GAIN = 10.0  # the effective count is at most this many times the count (batch means that agree by chance)
+
+
+def effective_count(series: Sequence[float], confidence: float = DEFAULT_CONFIDENCE, batches: int = BATCHES) -> float:
+    """How many independent values the `series` (in time order) is worth for the variance of its mean, with
+    the t quantile's allowance for that variance's own error folded in."""
+    n = len(series)
+    if n < MIN_VALUES or batches < 3:
+        return float(n)
+    size = n // batches
+    skip = n - batches * size
+    kept = series[skip:]
+    grand = math.fsum(kept) / len(kept)
+    spread = math.fsum((x - grand) ** 2 for x in kept) / len(kept)  # the values' own variance
+    if spread <= 0.0:
+        return float(n)
+    means = [math.fsum(kept[i * size : (i + 1) * size]) / size for i in range(batches)]
+    middle = math.fsum(means) / batches
+    var_of_mean = math.fsum((m - middle) ** 2 for m in means) / (batches - 1) / batches
+    design = var_of_mean / (spread / len(kept))
+    if design <= 0.0:
+        return float(n)
+    z = NormalDist().inv_cdf(0.5 + confidence / 2.0)
+    t = student_t_quantile(0.5 + confidence / 2.0, batches - 1)
+    return min(MAX_GAIN * n, n / (design * (t / z) ** 2))
+
+
+def _below(values: Sequence[float], threshold: float) -> list[float]:
+    return [1.0 if v <= threshold else 0.0 for v in values]
+
+
+def correlated_percentile_interval(
+    values: Sequence[float], ordered: Ranked, q: float, confidence: float = DEFAULT_CONFIDENCE
+) -> Interval | None:
+    """The q-quantile's interval (q = p / 100) of `values` in time order (`ordered`: the same values ranked)
+    on their effective count; None when that count is too small for the quantile at this confidence."""
+    n = len(ordered)
+    if n == 0 or len(values) != n:
+        raise ValueError(f"the values ({len(values)}) and their ranking ({n}) must be the same, and some")
+    m = effective_count(_below(values, quantile(ordered, q)), confidence)
+    count = max(1, math.floor(m))
+    ranks = order_statistic_ranks(count, q, confidence)
+    if ranks is None:
+        return None
+    low = max(1, math.floor(ranks.low * n / count))
+    high = min(n, math.ceil(ranks.high * n / count))
+    method = f"order statistics {low} and {high} of {n}"
+    if count != n:
+        method += f", effective count {count} ({BATCHES} batches)"
+    return Interval(float(ordered[low - 1]), float(ordered[high - 1]), confidence, method)
+
+
+def correlated_share_interval(outcomes: Sequence[bool], confidence: float = DEFAULT_CONFIDENCE) -> Interval | None:
+    """Wilson's score interval of the share of true `outcomes` (in time order) on their effective count; None
+    of no outcomes."""
+    n = len(outcomes)
+    if n == 0:
+        return None
+    successes = sum(outcomes)
+    m = effective_count([1.0 if o else 0.0 for o in outcomes], confidence)
+    z = NormalDist().inv_cdf(0.5 + confidence / 2.0)
+    share = successes / n
+    z2m = z * z / m
+    centre = (share + z2m / 2.0) / (1.0 + z2m)
+    half = z / (1.0 + z2m) * math.sqrt(share * (1.0 - share) / m + z2m / (4.0 * m))
+    low = 0.0 if successes == 0 else max(0.0, centre - half)
+    high = 1.0 if successes == n else min(1.0, centre + half)
+    method = "Wilson score" if m == n else f"Wilson score, effective count {m:.0f} of {n} ({BATCHES} batches)"
+    return Interval(low, high, confidence, method)
+
+
+__all__ = [
+    "BATCHES",
+    "MIN_VALUES",
+    "correlated_percentile_interval",
+    "correlated_share_interval",
+    "effective_count",
+]
