@@ -105,10 +105,11 @@ def estimates(records: Sequence[RequestRecord], asked: Mapping[str, float], slo:
     for figure in asked:
         minimum = minimum_of(figure)
         if figure == ATTAINMENT:
-            good = sum(meets(slo_values(r), dict(slo)) for r in records) if slo else 0
-            n = len(records)
+            outcomes = [meets(slo_values(r), dict(slo)) for r in records] if slo else []
+            good, n = sum(outcomes), len(records)
             share = 100 * good / n if n else None
-            out.append(Estimate(figure, share, share_interval(good, n) if slo else None, n, ok, minimum))
+            interval = share_interval(good, n, outcomes=outcomes) if slo and n else None  # as slo_claims' own
+            out.append(Estimate(figure, share, interval, n, ok, minimum))
             continue
         latency, stat = figure.rsplit("_", 1)
         series = values[LATENCIES[latency]]
