@@ -6,6 +6,7 @@ report."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -150,11 +151,15 @@ def test_a_replica_lost_behind_vllm_router_and_started_again(tmp_path: Path):
     assert value["fleet.replicas"] == 2
     manifest = (run / "manifest.json").read_text()
     assert '"discovered": true' in manifest
-    base = "fleet.replica-1.outage1"
+    # the replicas are numbered in the order the router's /workers lists them, not the order it was given them
+    listed = [r["url"] for r in json.loads(manifest)["target"]["fleet"]["replicas"]]
+    lost = next(i for i, url in enumerate(listed) if str(ports[1]) in url)
+    kept = 1 - lost
+    base = f"fleet.replica-{lost}.outage1"
     assert value[f"{base}.restarted"] is True
     assert 0 <= value[f"{base}.silent_from_s"] < value[f"{base}.back_s"]
     assert f"{base}.router_sent" in value and f"{base}.finished_requests" in value
-    assert "fleet.replica-0.prefix_hit_pct.after_outage" in value
+    assert f"fleet.replica-{kept}.prefix_hit_pct.after_outage" in value
     report = (run / "report.md").read_text()
-    assert "## Fleet: a replica lost" in report and "replica-1: its /metrics stopped answering" in report
+    assert "## Fleet: a replica lost" in report and f"replica-{lost}: its /metrics stopped answering" in report
     assert code in (0, 1), claims  # a run that measured something (a failed request is the router's to explain)
