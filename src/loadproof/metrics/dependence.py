@@ -41,13 +41,13 @@ from statistics import NormalDist
 
 from loadproof.metrics.distribution import Ranked, quantile
 from loadproof.metrics.intervals import (
+    BATCHES,
     DEFAULT_CONFIDENCE,
     Interval,
     order_statistic_ranks,
     student_t_quantile,
 )
 
-BATCHES = 10  # the indicator's batches: few and long, so a loaded engine's bursts stay within one
 MIN_VALUES = 100  # fewer values than this (fewer than 10 a batch): taken as independent
 MAX_GAIN = 10.0  # the effective count is at most this many times the count (batch means that agree by chance)
 

@@ -375,7 +375,9 @@ def block_bootstrap_mean(
 
 # --- batch means: a mean of a correlated series, Student's t over its batches ---------------------------
 
-BATCHES = 20  # batch means' batches: enough degrees of freedom, batches long enough to be near independent
+# batch means' batches: few and long, so a loaded engine's bursts stay within one (docs/benchmarks.md, section 12:
+# 10 held a correlated series' mean closer to 95% than 20), with 9 degrees of freedom for Student's t
+BATCHES = 10
 MIN_BATCH = 2
 
 
@@ -398,7 +400,7 @@ def batch_means_interval(
     """The mean of a series in time order with the non-overlapping batch means interval: the series cut into
     k equal consecutive batches (the first n mod k values left out of the batching, not of the mean), the
     batches' means near independent when a batch is much longer than the series' correlation, so the mean
-    +/- t(k - 1) s_k / sqrt(k), s_k the batch means' standard deviation (Schmeiser 1982; k = 20 by default,
+    +/- t(k - 1) s_k / sqrt(k), s_k the batch means' standard deviation (Schmeiser 1982; k = 10 by default,
     fewer for a short series, each batch at least `MIN_BATCH` values). None for fewer than 3 batches'
     values; a constant series gives a zero-width interval."""
     alpha = _check_confidence(confidence)

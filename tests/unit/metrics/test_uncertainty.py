@@ -22,7 +22,7 @@ def test_batch_means_holds_the_mean_and_needs_three_batches():
     series = [rng.expovariate(1.0) for _ in range(400)]
     interval = batch_means_interval(series)
     assert interval is not None and interval.low < sum(series) / 400 < interval.high
-    assert "20 batches of 20" in interval.method
+    assert "10 batches of 40" in interval.method
     assert batch_means_interval([1.0] * 5) is None
     constant = batch_means_interval([2.0] * 40)
     assert constant is not None and constant.low == constant.high == 2.0
