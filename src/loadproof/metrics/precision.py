@@ -10,7 +10,8 @@ stopping rule, and the claims that say what was asked, what was reached and what
 - Its precision is the interval's relative half-width, (high - low) / 2 / |value| x 100.
 - The rule: a figure is precise enough when that half-width is at most the percent asked and it rests on
   enough: a percentile on at least `min_count(q)` values (the fewest for which its two-sided 95% interval
-  exists: a p99 needs 368), and every figure on at least `MIN_REQUESTS` successful requests and, for a
+  exists: a p99 needs 368), and every figure on at least `MIN_REQUESTS` (100) values and successful requests
+  (fewer, and a percentile's interval takes its values as independent: metrics/dependence.py) and, for a
   percentile, on at least `min_count(q)` of them (an ITL pools a request's gaps: a handful of requests can give
   hundreds of near-equal gaps). A run stops (the `precision_stop` event, with the records it read) once every
   figure named is.
@@ -27,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from loadproof.metrics.claims import Claim, Criterion, acceptance_claims, count, fact, number
+from loadproof.metrics.dependence import MIN_VALUES
 from loadproof.metrics.distribution import PERCENTILES, summarize
 from loadproof.metrics.intervals import Interval, min_count
 from loadproof.metrics.latency import samples_ns, succeeded
@@ -40,7 +42,9 @@ LATENCIES = {"ttft": "ttft_s", "itl": "itl_s", "tpot": "tpot_s", "e2el": "e2el_s
 STATS = ("p50", "p90", "p95", "p99", "mean")
 ATTAINMENT = "attainment"
 FIGURES = tuple(f"{latency}_{stat}" for latency in LATENCIES for stat in STATS) + (ATTAINMENT,)
-MIN_REQUESTS = 30  # no figure stops a run on fewer successful requests
+# no figure stops a run on fewer successful requests (nor values): below it a percentile's interval takes its values
+# as independent (metrics/dependence.py), too narrow for a loaded engine's correlated latencies
+MIN_REQUESTS = MIN_VALUES
 STOP_EVENT = "precision_stop"
 PREFIX = "load.precision"
 

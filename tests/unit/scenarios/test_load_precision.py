@@ -104,7 +104,7 @@ def test_the_watch_stops_once_the_records_meet_the_rule_and_says_how_many_it_rea
     rs = records(400)
     for r in rs[:20]:
         w.add(r)
-    assert asyncio.run(w.check()) is False and not w.stop.is_set() and writer.events == []  # under 30 requests
+    assert asyncio.run(w.check()) is False and not w.stop.is_set() and writer.events == []  # under MIN_REQUESTS
     for r in rs[20:]:
         w.add(r)
     assert asyncio.run(w.check()) is True and w.stop.is_set()
