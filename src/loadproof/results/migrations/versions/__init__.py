@@ -1,0 +1,1 @@
+"""One Alembic revision a change of the results store's schema, oldest first (Alembic skips this file)."""
