@@ -147,6 +147,7 @@ SCENARIOS: dict[str, Entry] = {
         demo="loadproof.scenarios.load.scenario:demo",
         predict="loadproof.predict.load:PREDICTOR",
         contract="loadproof.metrics.load:CONTRACT",
+        calibrate="loadproof.predict.load_points:calibration_points",  # its own runs and imported ones (docs/import.md)
         headline="loadproof.metrics.headline:LOAD",
         text_fields={
             "arrival": "name",

@@ -16,6 +16,7 @@ from loadproof.metrics.claims import Claim, claims_payload
 from loadproof.metrics.energy import energy_claims
 from loadproof.metrics.engine_agreement import agreement_claims
 from loadproof.metrics.fleet import fleet_claims
+from loadproof.metrics.imported import stated_claims
 from loadproof.metrics.offload import offload_claims
 from loadproof.metrics.prediction import prediction_claims
 from loadproof.metrics.telemetry import telemetry_claims
@@ -47,7 +48,11 @@ def compute_claims(run: Run) -> list[Claim]:
 
 
 def scenario_claims(run: Run, plan: Plan | None = None) -> list[Claim]:
-    """The scenario's own claims, from the run and its plan (which `load_plan` checks and types)."""
+    """The scenario's own claims, from the run and its plan (which `load_plan` checks and types); an imported run
+    without per-request data: the figures its file states (`metrics.imported`)."""
+    source = run.manifest.source
+    if source is not None and not source.per_request:
+        return stated_claims(source)
     claims_of = claim_functions.get(scenario_of(run))
     return claims_of(run, load_plan(run) if plan is None else plan)
 

@@ -128,6 +128,18 @@ MANIFEST_FIELDS = {
     "prediction.assumptions.*.values.*": NAME,
     "prediction.assumptions.*.pinned_by": TEXT,
     "prediction.source": TEXT,
+    # an imported run (`loadproof import`): the tool, its version, the file, and the figures the file states
+    "source.tool": NAME,
+    "source.version": NAME,
+    "source.file": NAME,
+    "source.sha256": NAME,
+    "source.per_request": NUMBER,
+    "source.part": NAME,
+    "source.imported_by": NAME,
+    "source.stated.*.figure": NAME,
+    "source.stated.*.stat": NAME,
+    "source.stated.*.where": NAME,
+    "source.stated.*.value": NUMBER,
 }
 REQUEST_FIELDS = {
     "request_id": NAME,

@@ -26,6 +26,7 @@ from msgspec import UNSET, UnsetType
 
 from loadproof.rundir.json_value import JSONObject
 from loadproof.rundir.prediction import Prediction
+from loadproof.rundir.source import Source
 
 
 class SchemaVersions(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -243,6 +244,7 @@ class Manifest(msgspec.Struct, kw_only=True, omit_defaults=True):
     num_records: int | None = None
     schema: SchemaVersions | None = None  # None: a version-1 run directory (before versions were recorded)
     crosscheck: int | None = None  # the version of the crosscheck's claims (metrics.engine_agreement); None: 1
+    source: Source | None = None  # `loadproof import`: the other tool's file the run was read from; None: measured here
     publication: Publication | None = None  # publish's provenance; last, where publish has always put it
     extra: JSONObject = {}  # top-level keys without a field here, kept and written back as they were
 

