@@ -13,7 +13,21 @@ import sys
 import typer
 from rich.text import Text
 
-from loadproof.cli import compare, demo, export, plan, profiles, publish, report, run, serve, sim, tune, ui  # noqa: F401  (each module registers its commands, in this order)
+from loadproof.cli import (  # noqa: F401  (each module registers its commands, in this order)
+    compare,
+    demo,
+    export,
+    ingest,
+    plan,
+    profiles,
+    publish,
+    report,
+    run,
+    serve,
+    sim,
+    tune,
+    ui,
+)
 from loadproof.cli.apps import app, run_app  # noqa: F401  (re-exported: `from loadproof.cli import app`)
 from loadproof.errors import EngineStartError, Interrupted, LoadproofError
 
