@@ -4,7 +4,7 @@ The Python API other parts use (the CI gate, `results.gate`):
 
     store = open_store(url)            # url None: --store's default ($LOADPROOF_STORE, else the SQLite file)
     stored = store.add(run_path)       # one run directory; idempotent: the run as stored, new or not
-    added = store.add_path(path)       # a run, a bundle or a folder: one AddOutcome a run (new or already stored)
+    added, skipped = store.add_paths([path, ...])  # runs, bundles, folders: one AddOutcome a run (new or not)
     runs = store.query(where={"profile": "embedded"}, since=None, scenario="load", claim="load.ttft_s.p99")
     # newest first; each a StoredRun with its claims: {name: StoredClaim(value, unit, low, high, confidence, ...)}
     store.close()                      # or `with open_store(url) as store:`
@@ -69,12 +69,16 @@ class Store:
         return self.add_run(read_run(path)).run
 
     def add_path(self, path: Path) -> tuple[list[AddOutcome], list[tuple[Path, str]]]:
-        """A run directory, a bundle, or every run and bundle under a folder: every run is read and checked
-        first (one that cannot be used stops it all, nothing added), then each added in its own transaction.
-        Returns each run's outcome, and the runs a folder held that were skipped with why."""
-        found = find_runs(path)
-        entries = [read_run(run) for run in found.runs]
-        return [self.add_run(entry) for entry in entries], found.skipped
+        """A run directory, a bundle, or every run and bundle under a folder (`add_paths` of one path)."""
+        return self.add_paths([path])
+
+    def add_paths(self, paths: Sequence[Path]) -> tuple[list[AddOutcome], list[tuple[Path, str]]]:
+        """Runs, bundles and folders: every run is read and checked first (one that cannot be used stops it all,
+        nothing added), then each added in its own transaction. Returns each run's outcome, and the runs a folder
+        held that were skipped with why."""
+        found = [find_runs(path) for path in paths]
+        entries = [read_run(run) for each in found for run in each.runs]
+        return [self.add_run(entry) for entry in entries], [skip for each in found for skip in each.skipped]
 
     def add_run(self, entry: StoredRun) -> AddOutcome:
         """A run read by `results.entry.read_run`, stored in one transaction unless it already is."""

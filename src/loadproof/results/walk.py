@@ -55,3 +55,14 @@ def _walk(folder: Path, found: Found, depth: int) -> None:
                 found.skipped.append((child, f"no {CLAIMS}"))
             continue
         _walk(child, found, depth + 1)
+
+
+def all_run_dirs(folder: Path) -> list[Path]:
+    """Every run directory at or under `folder`, with claims or not (none where it does not exist)."""
+    if folder.is_symlink() or not folder.is_dir():
+        return []
+    if (folder / MANIFEST).is_file():
+        return [folder]
+    found = Found()
+    _walk(folder, found, 0)
+    return found.runs + [path for path, _ in found.skipped]
