@@ -16,6 +16,9 @@ embedded model's folder, the Hugging Face hub is offline and any other address g
 The tools are installed once into loadproof's cache (loadproof.engines.embedded.peers); on a fresh
 machine that is about 2 minutes, then this test takes about a minute.
 
+Each file GuideLLM, AIPerf and `vllm bench serve` wrote here is then read by `loadproof import` (docs/import.md), so
+the suite imports files written in that very run.
+
 The SDKs of the two APIs whose streams are named events, the openai SDK's Responses stream and the anthropic
 SDK's Messages stream, go through the relay in front of the real engine, which serves both:
 tests/integration/test_relay_engine.py (an upstream scripted here would only echo what the test expects).
@@ -41,6 +44,7 @@ from aiohttp import web
 
 from loadproof.engines.embedded import ensure_engine, ensure_model, paths
 from loadproof.engines.embedded.peers import OFFLINE, VLLM_CLI, ensure_node_openai, ensure_peer
+from loadproof.ingest.importing import import_results
 from tests.integration.test_relay import KEY, RelayProcess, metric, serve_app
 from tests.polling import eventually, poll_async
 
@@ -398,6 +402,7 @@ async def test_real_clients_stream_through_heartbeats_before_and_between_tokens(
         errors = [e for e in result.get("errors", []) if e]
         assert (result["completed"], result.get("failed", 0)) == (REQUESTS, 0), errors[:1]
         assert all(n == TOKENS for n in result["output_lens"])
+        assert imported_requests(work / "result.json", tmp_path / "imported") == REQUESTS  # loadproof import reads it
         await check("vllm bench serve", REQUESTS)
         timings["vllm bench serve"] = time.monotonic() - t0
 
@@ -429,6 +434,7 @@ async def test_real_clients_stream_through_heartbeats_before_and_between_tokens(
     errored = bench["requests"].get("errored") or []
     assert (len(bench["requests"]["successful"]), len(errored)) == (REQUESTS, 0), errored[:1]
     assert all(r["output_tokens"] == TOKENS for r in bench["requests"]["successful"])
+    assert imported_requests(work / "result.json", tmp_path / "imported") == REQUESTS  # loadproof import reads it
     await check("GuideLLM", REQUESTS)
     timings["GuideLLM"] = time.monotonic() - t0
 
@@ -477,6 +483,7 @@ async def test_real_clients_stream_through_heartbeats_before_and_between_tokens(
     data = json.loads((work / "profile_export_aiperf.json").read_text())
     assert data["request_count"]["avg"] == REQUESTS and not data.get("error_summary"), data.get("error_summary")
     assert data["output_sequence_length"]["avg"] == TOKENS
+    assert imported_requests(work, tmp_path / "imported") == REQUESTS  # loadproof import reads it, records and all
     await check("AIPerf", REQUESTS)
     timings["AIPerf"] = time.monotonic() - t0
 
@@ -498,6 +505,12 @@ async def test_real_clients_stream_through_heartbeats_before_and_between_tokens(
             "every other client passed; vllm bench serve (the engine's own vLLM build) dies of SIGILL on "
             "this CPU, which lacks an instruction it needs (AVX-512), so it was not run"
         )
+
+
+def imported_requests(path: Path, out: Path) -> int:
+    """The successful requests of the run `loadproof import` makes of what a tool wrote in this very test."""
+    (done,) = import_results(path, out)
+    return sum(r.ok for r in done.report.run.records)
 
 
 NODE_CLIENT = r"""
