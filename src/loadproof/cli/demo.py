@@ -11,6 +11,7 @@ from loadproof.cli import ui
 from loadproof.cli.apps import app
 from loadproof.cli.common import OutOption, console, with_serving
 from loadproof.config.profile import packaged_profile
+from loadproof.results.auto import storing
 from loadproof.scenarios.demo import run_demo
 
 
@@ -30,15 +31,16 @@ def demo(
     windows), soak (2 clients for 20 s, every third request long), quality (5 GSM8K problems, the
     authored tasks in plain mode, retrieval at 1,024 and 2,048 tokens).
     """
-    outcome = run_demo(
-        with_serving(packaged_profile("embedded"), eager, None),
-        out,
-        console,
-        ui.status,
-        ui.err.rule,
-        max_tokens=max_tokens,
-        prompts=prompts,
-    )
+    with storing(out, console.say):  # LOADPROOF_STORE_AUTO=1: its runs added to the results store
+        outcome = run_demo(
+            with_serving(packaged_profile("embedded"), eager, None),
+            out,
+            console,
+            ui.status,
+            ui.err.rule,
+            max_tokens=max_tokens,
+            prompts=prompts,
+        )
     ui.table("Demo summary", ["scenario", "verdict"], [[k, v or "measured"] for k, v in outcome.verdicts.items()])
     ui.out.print(
         "wall time: "
