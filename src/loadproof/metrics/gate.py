@@ -229,7 +229,8 @@ def decide(
         if claim not in base and claim not in run:
             if defaults:
                 continue
-            raise GateInputError(f"budget {budget.figure}: neither run has {claim} (a {scenario} run)")
+            has = "it" if claim == budget.figure else claim
+            raise GateInputError(f"budget {budget.figure}: neither run has {has} (a {scenario} run)")
         checks.append(check(budget, claim, base.get(claim), run.get(claim)))
     if not checks:
         raise GateInputError(

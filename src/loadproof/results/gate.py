@@ -107,8 +107,13 @@ def figure_text(fig: Figure | None) -> str:
     """`0.1234 s [0.1201, 0.1270]`, `n/a`, or the value with `no interval`."""
     if fig is None:
         return "n/a"
-    unit = f" {fig.unit}" if fig.unit and fig.unit != "%" else fig.unit
-    interval = f" [{number(fig.interval.low)}, {number(fig.interval.high)}]" if fig.interval else " (no interval)"
+    if fig.unit == "%":
+        bounds = [f"{number(v)}%" for v in (fig.interval.low, fig.interval.high)] if fig.interval else []
+        unit = "%"
+    else:
+        bounds = [number(v) for v in (fig.interval.low, fig.interval.high)] if fig.interval else []
+        unit = f" {fig.unit}" if fig.unit else ""
+    interval = f" [{bounds[0]}, {bounds[1]}]" if bounds else " (no interval)"
     return f"{number(fig.value)}{unit}{interval}"
 
 
@@ -170,6 +175,7 @@ def context_lines(result: GateResult) -> list[str]:
         f"(--missing {result.decision.missing}); {DRIFT}",
     ]
     lines += [f"workloads differ, gated anyway: {d}" for d in result.differences]
+    lines += [f"note: {n}" for n in result.baseline.notes]
     return lines
 
 
@@ -227,6 +233,7 @@ def result_json(result: GateResult) -> dict[str, Any]:
         "figures": figures,
         "failures": [why_failed(c) for c in result.decision.failures],
         "workload_differences": result.differences,
+        "notes": list(result.baseline.notes),
     }
 
 
