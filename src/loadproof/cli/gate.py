@@ -1,5 +1,6 @@
 """`loadproof gate RUN --baseline QUERY|RUN_DIR [--budget ...]`: exit 0 when every budgeted figure held, 1 when one
-moved past its budget by its interval (or could not be judged, with --missing fail), 2 on bad input."""
+moved past its budget by its interval (or could not be judged, with --missing fail), 2 on bad input (a QUERY that
+matches no stored run too, unless --no-baseline pass)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import typer
 from loadproof.cli import ui
 from loadproof.cli.apps import app
 from loadproof.metrics.gate import DEFAULT_BUDGETS, MISSING_POLICIES
-from loadproof.results.gate import gate, lines_of, write_json
+from loadproof.results.gate import NO_BASELINE_POLICIES, gate, lines_of, write_json
 
 
 @app.command("gate")
@@ -42,6 +43,14 @@ def gate_command(
             help="a figure that cannot be judged (absent, or no interval): fail the gate, or report it and pass",
         ),
     ] = "fail",
+    no_baseline: Annotated[
+        str,
+        typer.Option(
+            metavar="|".join(NO_BASELINE_POLICIES),
+            help="a QUERY that matches no stored run: bad input (exit 2), or pass, said as such (a new store's "
+            "first run)",
+        ),
+    ] = "fail",
     anyway: Annotated[bool, typer.Option(help="gate runs whose workloads differ (said on screen)")] = False,
     json_out: Annotated[
         Path | None, typer.Option("--json", metavar="FILE", help="also write the result as JSON for CI")
@@ -49,7 +58,7 @@ def gate_command(
 ) -> None:
     """Hold a run against its baseline: fail only on a change whose whole 95% interval is past its budget;
     print the verdict, then each figure's evidence (docs/ci-gate.md)."""
-    result = gate(run_dir, baseline, budget, store, missing, anyway)
+    result = gate(run_dir, baseline, budget, store, missing, anyway, no_baseline)
     lines = lines_of(result)
     ui.out.print(lines[0], style="bold", markup=False, highlight=False, soft_wrap=True)
     for line in lines[1:]:

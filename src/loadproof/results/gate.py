@@ -6,7 +6,9 @@ The two sides are read by results/gate_sides.py (a run directory's claims recomp
 JSON result a CI job keeps.
 
 Bad input is one UsageError line (exit 2): a baseline that matches nothing, a run of another scenario or
-workload (`anyway` compares a workload that differs), an unknown budget figure, a malformed budget.
+workload (`anyway` compares a workload that differs), an unknown budget figure, a malformed budget. A store
+query that matches nothing may pass instead (`no_baseline="pass"`: a new store's first run, which has nothing
+to be held against), said as such.
 """
 
 from __future__ import annotations
@@ -33,12 +35,13 @@ from loadproof.metrics.gate import (
 )
 from loadproof.plans import workload_difference
 from loadproof.report.change import percent
-from loadproof.results.gate_sides import GateSide, baseline_side, side_of_run_dir
+from loadproof.results.gate_sides import GateSide, NoBaseline, baseline_side, side_of_run_dir
 
 RULE = (
     "a figure fails only when its change's whole 95% interval (MOVER of the two runs' own intervals) lies past its "
     "budget in the bad direction"
 )
+NO_BASELINE_POLICIES = ("fail", "pass")
 DRIFT = "the intervals cover each run's own sampling, not drift of the machine between the runs (docs/ci-gate.md)"
 
 
@@ -57,6 +60,16 @@ class GateResult:
         return 0 if self.decision.passed else 1
 
 
+@dataclass(frozen=True)
+class Unheld:
+    """A run with no baseline to be held against, passed as asked (`--no-baseline pass`)."""
+
+    run: GateSide
+    query: str
+    reason: str  # the query's own one line: what it matched nothing in
+    exit_code: int = 0
+
+
 def budgets_of(text: str | None) -> tuple[list[Budget], bool]:
     """The budgets asked, or DEFAULT_BUDGETS (and True) when none; a malformed one is a UsageError."""
     try:
@@ -72,11 +85,20 @@ def gate(
     store_url: str | None = None,
     missing: str = "fail",
     anyway: bool = False,
-) -> GateResult:
-    """The run at `run_dir` against `baseline` (a run directory, or a query of the store at `store_url`)."""
+    no_baseline: str = "fail",
+) -> GateResult | Unheld:
+    """The run at `run_dir` against `baseline` (a run directory, or a query of the store at `store_url`); with
+    `no_baseline="pass"` a query that matches no stored run passes, said as such."""
     budgets, defaults = budgets_of(budget)  # a malformed budget before anything is read
+    if no_baseline not in NO_BASELINE_POLICIES:
+        raise UsageError(f"--no-baseline is one of {', '.join(NO_BASELINE_POLICIES)} (got {no_baseline!r})")
     run = side_of_run_dir(run_dir)
-    base = baseline_side(baseline, run.scenario, run.run_id, store_url)
+    try:
+        base = baseline_side(baseline, run.scenario, run.run_id, store_url)
+    except NoBaseline as exc:
+        if no_baseline == "fail":
+            raise
+        return Unheld(run, baseline, str(exc))
     if base.run_id == run.run_id:
         raise UsageError(f"--baseline {baseline}: that is the run itself ({run.run_id}); give an earlier run")
     if base.scenario != run.scenario:
@@ -179,8 +201,18 @@ def context_lines(result: GateResult) -> list[str]:
     return lines
 
 
-def lines_of(result: GateResult) -> list[str]:
+def unheld_line(result: Unheld) -> str:
+    return f"gate: PASS: no baseline to hold {result.run.run_id} against (--no-baseline pass): {result.reason}"
+
+
+def lines_of(result: GateResult | Unheld) -> list[str]:
     """Everything `gate` prints: the verdict, the evidence, then what was compared and by which rule."""
+    if isinstance(result, Unheld):
+        return [
+            unheld_line(result),
+            f"run: {result.run.run_id} ({result.run.where})",
+            "note: nothing was gated; once this run is in the store, it is a baseline for the next",
+        ]
     return [verdict_line(result), *evidence_lines(result), *context_lines(result)]
 
 
@@ -194,8 +226,20 @@ def _figure_json(fig: Figure | None) -> dict[str, Any] | None:
     return out
 
 
-def result_json(result: GateResult) -> dict[str, Any]:
+def result_json(result: GateResult | Unheld) -> dict[str, Any]:
     """The JSON result file (`--json FILE`) a CI job keeps: the verdict, each figure's evidence, the sides."""
+    if isinstance(result, Unheld):
+        run = {"run_id": result.run.run_id, "scenario": result.run.scenario, "where": result.run.where}
+        return {
+            "gate": "PASS",
+            "exit_code": 0,
+            "summary": unheld_line(result),
+            "no_baseline": result.reason,
+            "run": run,
+            "baseline": None,
+            "figures": [],
+            "failures": [],
+        }
     figures = []
     for ch in result.decision.checks:
         figures.append(
@@ -237,11 +281,22 @@ def result_json(result: GateResult) -> dict[str, Any]:
     }
 
 
-def write_json(result: GateResult, path: Path) -> None:
+def write_json(result: GateResult | Unheld, path: Path) -> None:
     try:
         path.write_text(json.dumps(result_json(result), indent=2) + "\n", encoding="utf-8")
     except OSError as exc:
         raise UsageError(f"--json: cannot write {path}: {exc.strerror}") from None
 
 
-__all__ = ["FAIL", "GateResult", "GateSide", "budgets_of", "gate", "lines_of", "result_json", "write_json"]
+__all__ = [
+    "FAIL",
+    "NO_BASELINE_POLICIES",
+    "GateResult",
+    "GateSide",
+    "Unheld",
+    "budgets_of",
+    "gate",
+    "lines_of",
+    "result_json",
+    "write_json",
+]

@@ -25,6 +25,10 @@ from loadproof.store.run_dir import MANIFEST, load_run
 LAST = "last"
 
 
+class NoBaseline(UsageError):
+    """The store holds no run the query selects (a first run, or a query that matches nothing)."""
+
+
 @dataclass(frozen=True)
 class GateSide:
     """One side of the gate: a run's id, scenario, figures (claim name -> Figure), its plan where known, and
@@ -67,7 +71,7 @@ def baseline_side(baseline: str, scenario: str, run_id: str, store_url: str | No
         shown = store.shown
     if not found:
         conditions = ", ".join(f"{k}={v}" for k, v in where.items())
-        raise UsageError(f"--baseline {baseline}: no stored run other than {run_id} matches {conditions} in {shown}")
+        raise NoBaseline(f"--baseline {baseline}: no stored run other than {run_id} matches {conditions} in {shown}")
     return side_of_stored(found[0], shown)
 
 

@@ -124,6 +124,22 @@ def test_a_figure_without_an_interval_fails_closed_unless_asked(load_run, tmp_pa
     assert code == 0 and out.startswith("gate: PASS: 1 figure within budget") and "not judged: ttft_p99" in out, out
 
 
+def test_a_new_stores_first_run_passes_only_when_asked(load_run, tmp_path, monkeypatch, capsys):
+    db = tmp_path / "results.db"
+    args = ["gate", str(load_run), "--baseline", "last", "--store", str(db)]
+    code, out, err = cli(monkeypatch, capsys, *args)
+    assert code == 2 and "no stored run other than" in err and out == ""
+    out_json = tmp_path / "gate.json"
+    code, out, _ = cli(monkeypatch, capsys, *args, "--no-baseline", "pass", "--json", str(out_json))
+    assert code == 0
+    assert out.startswith(f"gate: PASS: no baseline to hold {load_run.name} against (--no-baseline pass): --baseline")
+    result = json.loads(out_json.read_text())
+    assert result["gate"] == "PASS" and result["baseline"] is None and "no stored run" in result["no_baseline"]
+    # a run directory that is not there is never a first run
+    code, _, err = cli(monkeypatch, capsys, "gate", str(load_run), "--baseline", "./gone", "--no-baseline", "pass")
+    assert code == 2 and "no run directory there" in err
+
+
 def test_queries_of_the_store():
     assert query_of("last", "load") == {"scenario": "load"}
     assert query_of("load-1234", "load") == {"run_id": "load-1234"}
@@ -138,6 +154,7 @@ def test_queries_of_the_store():
         (["--budget", "ttft_p50=fast"], "not a percentage"),
         (["--budget", "load.model.x.ttft_s.p50=+1%"], "budget load.model.x.ttft_s.p50: neither run has it"),
         (["--missing", "maybe"], "--missing is one of fail, pass"),
+        (["--no-baseline", "maybe"], "--no-baseline is one of fail, pass"),
         (["--baseline", "nowhere/run"], "--baseline nowhere/run: no run directory there"),
         (["--baseline", "colour=red"], "--baseline colour=red: colour is not a stored field"),
         (["--baseline", "profile=nothing-like-it"], "no stored run other than load-"),
