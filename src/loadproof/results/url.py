@@ -47,7 +47,11 @@ class StoreURL:
     def engine(self) -> sa.Engine:
         """The SQLAlchemy engine (nothing connected yet); a missing driver is one line."""
         if self.is_sqlite:
-            Path(str(self.url.database)).parent.mkdir(parents=True, exist_ok=True)
+            folder = Path(str(self.url.database)).parent
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise UsageError(f"cannot make the results store's folder {folder}: {exc.strerror or exc}") from None
             return sa.create_engine(self.url)
         try:
             return sa.create_engine(self.url, connect_args={"connect_timeout": CONNECT_TIMEOUT_S})

@@ -277,6 +277,14 @@ def test_a_store_of_a_newer_schema_is_refused_untouched(runs, tmp_path):
     assert Path(url).read_bytes() == before
 
 
+def test_a_store_whose_folder_cannot_be_made_is_one_line(tmp_path):
+    (tmp_path / "file").write_text("")
+    with pytest.raises(UsageError, match="cannot make the results store's folder .*file/sub"):
+        open_store(str(tmp_path / "file" / "sub" / "r.db"))
+    with pytest.raises(UsageError, match="cannot reach the results store .*: unable to open database file"):
+        open_store(str(tmp_path))  # a folder, not a file
+
+
 def test_not_a_database_is_one_line(tmp_path):
     junk = tmp_path / "junk.db"
     junk.write_bytes(b"this is not SQLite" * 100)
