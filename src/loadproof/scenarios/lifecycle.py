@@ -28,6 +28,7 @@ from loadproof.rundir import Manifest
 from loadproof.rundir.prediction import Prediction, mismatched_options, read_prediction
 from loadproof.scenarios.ab import AbCommand
 from loadproof.scenarios.base import Scenario, Setup, TokenizerUse
+from loadproof.scenarios.live_endpoint import LiveMetricsOptions, exported
 from loadproof.scenarios.options import from_cli
 from loadproof.scenarios.recording import (
     Console,
@@ -45,6 +46,7 @@ from loadproof.scenarios.target import TargetOptions, resolve_target
 __all__ = [
     "Checked",
     "Console",
+    "LiveMetricsOptions",
     "Outcome",
     "Setup",
     "TargetOptions",
@@ -132,14 +134,17 @@ def setup(checked: Checked) -> Setup:
 
 def run_command(scenario: type[Scenario], values: dict[str, Any], console: Console) -> None:
     """`loadproof run NAME ...`: check, resolve, perform (run, report, conclude); with `--repeats N` (N > 1),
-    N such runs and their spread (`scenarios.repeats`)."""
+    N such runs and their spread (`scenarios.repeats`). With `--metrics-port`, the live endpoint serves every run
+    of the command (`scenarios.live_endpoint`)."""
     checked = check(scenario, values)
     repeat = repeat_options(scenario)
     runs = from_cli(repeat, values, f"{scenario.name} options").runs if repeat is not None else 1
-    if runs > 1:
-        repeat_runs(scenario, setup(checked), runs, console)
-    else:
-        scenario.perform(setup(checked), console)
+    live = from_cli(LiveMetricsOptions, values, "live metrics")
+    with exported(live, console) as console:
+        if runs > 1:
+            repeat_runs(scenario, setup(checked), runs, console)
+        else:
+            scenario.perform(setup(checked), console)
 
 
 def run_arms_command(unit: type[Scenario], values: dict[str, Any], console: Console) -> None:
@@ -148,4 +153,6 @@ def run_arms_command(unit: type[Scenario], values: dict[str, Any], console: Cons
     checked = check(unit, values)
     command = from_cli(AbCommand, values, "ab options")
     arms = from_cli(ArmOptions, values, "ab options")
-    arm_runs(unit, setup(checked), command, arms, console)
+    live = from_cli(LiveMetricsOptions, values, "live metrics")
+    with exported(live, console) as console:
+        arm_runs(unit, setup(checked), command, arms, console)

@@ -31,7 +31,7 @@ import time
 from bisect import bisect_left, bisect_right
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import Any, TypedDict
+from typing import Any, Protocol, TypedDict
 
 from loadproof.records import RequestRecord
 from loadproof.rundir import EngineSample
@@ -65,11 +65,21 @@ class ClientHooks(TypedDict):
     on_record: Callable[[RequestRecord], None]
 
 
+class Watcher(Protocol):
+    """What else follows a run's requests as they start and end (`LiveStatus.watch`): the live Prometheus
+    endpoint (`scenarios.live_metrics`). Called on the scenario's side, so each call must be as cheap."""
+
+    def started(self, record: RequestRecord) -> None: ...
+
+    def ended(self, record: RequestRecord) -> None: ...
+
+
 class LiveStatus:
     """The live state of one run. The scenario writes (the methods below); the console reads (`snapshot`)."""
 
-    def __init__(self, scenario: str, clock: Clock = time.perf_counter_ns) -> None:
+    def __init__(self, scenario: str, clock: Clock = time.perf_counter_ns, run_id: str = "") -> None:
         self.scenario = scenario
+        self.run_id = run_id  # the run directory's name, where the run has one
         self.clock = clock
         self.phases: list[Phase] = [Phase("preparing", PREPARING, clock())]
         self.detail = ""  # a note on the current phase (throughput's family and concurrency)
@@ -86,6 +96,7 @@ class LiveStatus:
         self.tokens_done = self.chunks_done = self.first_tokens_done = 0
         self.last_first_token_ns = 0
         self.ttfts: deque[int] = deque(maxlen=TTFT_KEPT)  # of the ended requests, ns
+        self.watchers: list[Watcher] = []
         # each ended request's time per output token after its first, ns: its mean inter-token latency
         self.tpots: deque[float] = deque(maxlen=TTFT_KEPT)
         self._reader = _Reader()
@@ -96,6 +107,8 @@ class LiveStatus:
         """A request is about to be sent (the client's `on_start`)."""
         self.sent += 1
         self.in_flight[id(record)] = record
+        for watcher in self.watchers:
+            watcher.started(record)
 
     def starting(self, scenario: str) -> Callable[[RequestRecord], None]:
         """An `on_start` that leaves out the requests not labelled `scenario` (warm-ups)."""
@@ -127,6 +140,12 @@ class LiveStatus:
                 self.cancelled += 1
             else:
                 self.errors += 1
+        for watcher in self.watchers:
+            watcher.ended(record)
+
+    def watch(self, watcher: Watcher) -> None:
+        """`watcher` is told of every request from now on, as it starts and as it ends."""
+        self.watchers.append(watcher)
 
     def recording(self, sink: Callable[[RequestRecord], None]) -> Callable[[RequestRecord], None]:
         """The client's `on_record`: `sink` (which stores the record), then `ended`."""

@@ -139,7 +139,7 @@ def record(scenario: Recordable, out: Path, console: Console, manifest_extra: Ma
     writer.write_manifest(manifest)
     console.say(f"run directory: {writer.path}")
     scenario.status = console.say
-    live = LiveStatus(scenario.name)
+    live = LiveStatus(scenario.name, run_id=writer.run_id)
     refused = False
     try:
         with sampler if sampler is not None else contextlib.nullcontext(), console.live(live):
