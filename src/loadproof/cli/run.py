@@ -21,9 +21,10 @@ from rich.markup import escape
 
 from loadproof.cli.apps import run_app, unit_commands
 from loadproof.cli.common import console
+from loadproof.results.auto import storing
 from loadproof.scenarios import scenarios
 from loadproof.scenarios.base import Scenario
-from loadproof.scenarios.lifecycle import TargetOptions, run_arms_command, run_command
+from loadproof.scenarios.lifecycle import LiveMetricsOptions, TargetOptions, run_arms_command, run_command
 from loadproof.scenarios.options import CliOption, Panel, cli_options
 from loadproof.scenarios.repeats import ArmOptions, is_unit, repeat_options
 
@@ -32,7 +33,7 @@ PANELS = list(Panel)  # --help's groups, in this order
 
 def target_options(scenario: type[Scenario]) -> list[CliOption]:
     """The target's options as `scenario` takes them: `--tokenizer` required, optional (with what it is
-    for) or not offered."""
+    for) or not offered; and the live endpoint's (`--metrics-port`), which every run command has."""
     use = scenario.tokenizer
     options = []
     for option in cli_options(TargetOptions):
@@ -41,7 +42,7 @@ def target_options(scenario: type[Scenario]) -> list[CliOption]:
                 continue
             option = replace(option, required=use.required, help=f"{option.help}: {use.purpose}")
         options.append(option)
-    return options
+    return options + cli_options(LiveMetricsOptions)
 
 
 def by_panel(options: list[CliOption]) -> list[CliOption]:
@@ -102,7 +103,8 @@ def build_command(scenario: type[Scenario]) -> Any:
     """The typer command of `scenario`: a function whose signature is its options."""
 
     def command(**values: Any) -> None:
-        run_command(scenario, values, console)
+        with storing(values["out"], console.say):  # LOADPROOF_STORE_AUTO=1: the runs made, added to the store
+            run_command(scenario, values, console)
 
     command.__signature__ = inspect.Signature([parameter(o) for o in command_options(scenario)])  # type: ignore[attr-defined]  # a function declares no __signature__; inspect.signature (so typer) reads the one set here
     command.__name__ = f"run_{scenario.name}"
@@ -114,7 +116,8 @@ def unit_command(host: type[Scenario], unit: type[Scenario]) -> object:
     """`loadproof run HOST --scenario UNIT`: the unit's options and the arms', as one command."""
 
     def command(**values: Any) -> None:
-        run_arms_command(unit, values, console)
+        with storing(values["out"], console.say):  # as in build_command
+            run_arms_command(unit, values, console)
 
     command.__signature__ = inspect.Signature([parameter(o) for o in unit_options(host, unit)])  # type: ignore[attr-defined]  # as in build_command
     command.__name__ = f"run_{host.name}_{unit.name}"
