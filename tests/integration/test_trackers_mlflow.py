@@ -65,7 +65,7 @@ class MlflowServer:
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
-                env={**os.environ, **QUIET},
+                env={**os.environ, **QUIET, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"},  # no job workers
             )
 
     def healthy(self) -> bool:

@@ -26,6 +26,8 @@ nothing is logged again. A run whose logging failed is deleted, so the next `tra
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import posixpath
 import re
@@ -222,7 +224,8 @@ def _track(tracked: TrackedRun, uri: str, experiment: str) -> Tracked:
         for i in range(0, len(metrics), METRICS_PER_BATCH):
             client.log_batch(run_id, metrics=metrics[i : i + METRICS_PER_BATCH])
         client.log_artifacts(run_id, str(tracked.artifact), "bundle" if tracked.bundled else "run")
-        client.set_terminated(run_id, "FINISHED", end_time=stamp if end_ns is not None else None)
+        with contextlib.redirect_stdout(io.StringIO()):  # its "View run ... at" lines: the command says it in one
+            client.set_terminated(run_id, "FINISHED", end_time=stamp if end_ns is not None else None)
     except BaseException:
         client.delete_run(run_id)
         raise
