@@ -3,7 +3,7 @@ backend, artifacts proxied by the server), read back with MLflow's own client; a
 files read back by `run replay --format otel`'s reader and the llm-d report against the run's own claims.
 
 The server is started once per session, in its own process group, while the simulator run is made and the OTLP
-test runs (it takes 10 to 15 s to come up here: its tables, then its app), waited on by polling its /health, and
+test runs (5 to 15 s to come up here, without its job workers: its tables, then its app), polled on /health, and
 stopped at the end. Neither it nor the
 client sends usage telemetry (MLFLOW_DISABLE_TELEMETRY, DO_NOT_TRACK): nothing leaves 127.0.0.1.
 """
