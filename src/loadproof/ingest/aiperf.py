@@ -187,7 +187,7 @@ def _workload(config: dict[str, Any]) -> Workload:
     prompts = ((config.get("datasets") or [{}])[0] or {}).get("prompts") or {}
     rate = phase.get("request_rate") or phase.get("rate")
     concurrency = phase.get("concurrency")
-    endpoint = (config.get("endpoint") or {}).get("type")
+    api = (config.get("endpoint") or {}).get("type")  # AIPerf's word for the API it called
     isl, osl = (prompts.get("isl") or {}), (prompts.get("osl") or {})
     return Workload(
         arrival="poisson" if isinstance(rate, (int, float)) else "concurrent",
@@ -196,7 +196,7 @@ def _workload(config: dict[str, Any]) -> Workload:
         num_requests=int(phase["requests"]) if isinstance(phase.get("requests"), int) else None,
         input_tokens=_length(isl),
         output_tokens=_length(osl),
-        endpoint="chat" if endpoint == "chat" else "completions",
+        endpoint="chat" if api == "chat" else "completions",
     )
 
 
