@@ -98,7 +98,7 @@ def _stack(tracked: TrackedRun) -> list[br.Component] | None:
     manifest = tracked.run.manifest
     if tracked.engine_kind is None and tracked.engine_version is None:
         return None
-    profile = tracked.manifest.get("profile") if isinstance(tracked.manifest.get("profile"), dict) else None
+    profile = tracked.published.get("profile") if isinstance(tracked.published.get("profile"), dict) else None
     parallel = (profile or {}).get("parallel") or {}
     telemetry = manifest.telemetry
     names = [n for n in (telemetry.names or []) if n] if telemetry is not None else []
@@ -129,7 +129,7 @@ def _load(tracked: TrackedRun) -> br.Load | None:
     input_len = sequence_length([r.prompt_tokens for r in ok if r.prompt_tokens is not None])
     if input_len is None:
         return None
-    options = tracked.manifest.get("options") if isinstance(tracked.manifest.get("options"), dict) else {}
+    options = tracked.published.get("options") if isinstance(tracked.published.get("options"), dict) else {}
     version = (tracked.run.manifest.versions or {}).get("loadproof") or "unknown"
     workers = tracked.run.manifest.workers
     return br.Load(

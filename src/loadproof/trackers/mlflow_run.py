@@ -91,8 +91,8 @@ def _text(value: Any) -> str:
 def record(tracked: TrackedRun) -> Record:
     """The params, metrics and tags of `tracked` (see the module's docstring)."""
     out = Record()
-    manifest = tracked.manifest
-    target, versions = _table(manifest, "target"), _table(manifest, "versions")
+    published = tracked.published
+    target, versions = _table(published, "target"), _table(published, "versions")
     plain = {
         "scenario": tracked.scenario,
         "profile": tracked.profile,
@@ -100,13 +100,13 @@ def record(tracked: TrackedRun) -> Record:
         "engine": tracked.engine_kind,
         "engine_version": tracked.engine_version,
         "route": target.get("endpoint"),
-        "plan_version": manifest.get("plan_version"),
+        "plan_version": published.get("plan_version"),
         "loadproof_version": versions.get("loadproof"),
-        "git": manifest.get("git"),
+        "git": published.get("git"),
     }
     _put(out.params, plain.items(), MAX_PARAM)
-    _put(out.params, ((f"option.{k}", v) for k, v in _table(manifest, "options").items()), MAX_PARAM)
-    plan = _table(manifest, "plan")
+    _put(out.params, ((f"option.{k}", v) for k, v in _table(published, "options").items()), MAX_PARAM)
+    plan = _table(published, "plan")
     scalar = ((f"plan.{k}", v) for k, v in plan.items() if not isinstance(v, (dict, list)) or len(_text(v)) <= 500)
     _put(out.params, scalar, MAX_PARAM)
 
@@ -138,8 +138,8 @@ def record(tracked: TrackedRun) -> Record:
     return out
 
 
-def _table(manifest: dict[str, Any], name: str) -> dict[str, Any]:
-    value = manifest.get(name)
+def _table(fields: dict[str, Any], name: str) -> dict[str, Any]:
+    value = fields.get(name)
     return value if isinstance(value, dict) else {}
 
 

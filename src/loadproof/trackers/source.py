@@ -3,7 +3,7 @@ holds exactly one run, read once and typed for every tracker (MLflow, OpenTeleme
 
 - `claims`: the run's claims.json, as `report` wrote it (or `publish`, in a bundle); a run without one (interrupted
   before its report) has its claims recomputed from the records as `report` would (`metrics.compute_claims`).
-- `manifest`: the manifest sanitized as `publish` sanitizes it (publish.fields' declared kinds), so no URL, host,
+- `published`: the manifest sanitized as `publish` sanitizes it (publish.fields' declared kinds), so no URL, host,
   path or secret the run recorded leaves in a parameter, a tag or an attribute. Numbers are never touched.
 - `artifact`: what a tracker that keeps files uploads, the folder given: the bundle (whole, so `loadproof verify`
   checks it where it lands) or the run directory.
@@ -69,7 +69,7 @@ class TrackedRun:
     artifact: Path  # the folder given: a bundle, or the run directory
     run: Run
     claims: list[ClaimEntry]
-    manifest: dict[str, Any]  # sanitized (publish's declared kinds)
+    published: dict[str, Any]  # the manifest's fields as publish sanitizes them (its declared kinds)
 
     @property
     def run_id(self) -> str:
@@ -81,7 +81,7 @@ class TrackedRun:
 
     @property
     def model(self) -> str | None:
-        target = self.manifest.get("target") or {}
+        target = self.published.get("target") or {}
         model = target.get("model") if isinstance(target, dict) else None
         return model if isinstance(model, str) and model else None
 
@@ -96,7 +96,7 @@ class TrackedRun:
 
     @property
     def profile(self) -> str | None:
-        profile = self.manifest.get("profile")
+        profile = self.published.get("profile")
         name = profile.get("name") if isinstance(profile, dict) else None
         return name if isinstance(name, str) and name else None
 

@@ -22,8 +22,8 @@ def test_a_run_directory_gives_its_claims_its_verdict_and_a_sanitized_manifest(t
     assert [c.name for c in tracked.claims] == [c["name"] for c in claims_of(path)]
     assert tracked.run_id == path.name and tracked.scenario == "throughput" and tracked.model == "tiny-model"
     assert tracked.engine_version == "0.9.1" and tracked.source == "loadproof" and tracked.verdict is None
-    assert PRIVATE_HOST not in json.dumps(tracked.manifest)  # the target URL and the --url option
-    assert tracked.manifest["options"]["repeats"] == 3
+    assert PRIVATE_HOST not in json.dumps(tracked.published)  # the target URL and the --url option
+    assert tracked.published["options"]["repeats"] == 3
     assert tracked.start_ns() == ANCHOR_WALL_NS + 1_000_000_000  # the first send, 1 s after the anchor
 
 
