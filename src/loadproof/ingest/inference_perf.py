@@ -166,7 +166,7 @@ def _config(path: Path) -> dict[str, Any]:
     """config.yaml as inference-perf dumped it; {} where the folder has none (the workload is then the stage's rate)."""
     if not path.is_file():
         return {}
-    import yaml  # type: ignore[import-untyped]  # PyYAML, which tokenizers' huggingface_hub brings: inference-perf writes its configuration as YAML
+    import yaml  # type: ignore[import-untyped]  # PyYAML: inference-perf writes its configuration as YAML
 
     try:
         data = yaml.safe_load(read_bytes(path).decode("utf-8", errors="replace"))
