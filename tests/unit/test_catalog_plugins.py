@@ -24,6 +24,7 @@ from loadproof.scenarios import scenarios
 from loadproof.scenarios.demo import DemoSetup, demo_scenarios
 from loadproof.sim.config import dump_sim_config
 from loadproof.telemetry.server_metrics import MetricsSource
+from tests.python_source import parse
 from tests.unit.example_scenario.predict import TESTS_PROFILE
 
 
@@ -99,7 +100,7 @@ def _generic_files() -> list[Path]:
 def _code_strings(path: Path) -> list[tuple[int, str, str | None]]:
     """(line, text, the top-level name it is assigned to) of every string in the code: docstrings and
     comments left out, the literal parts of f-strings in."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = parse(path.read_text(encoding="utf-8"), str(path))
     docstrings = {
         id(node.body[0].value)
         for node in ast.walk(tree)

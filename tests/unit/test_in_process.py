@@ -15,6 +15,7 @@ from pathlib import Path
 import typer
 
 from loadproof.cli import app
+from tests.python_source import parse
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "loadproof"
 # file (relative to src/loadproof) -> why its argv of `loadproof` is not a command run for its result
@@ -51,7 +52,7 @@ def test_the_scan_finds_every_spelling():
         'C = shutil.which("loadproof")\nD = [sys.executable, "-m", "pip"]\nE = ["python", "loadproof"]\n'
         'F = ("loadproof", "aiohttp")\n'
     )
-    assert argv_of_loadproof(ast.parse(code)) == [2, 3, 4]
+    assert argv_of_loadproof(parse(code)) == [2, 3, 4]
 
 
 def test_no_library_code_starts_loadproof_through_argv():
@@ -59,7 +60,7 @@ def test_no_library_code_starts_loadproof_through_argv():
         f"{path.relative_to(SRC)}:{line}"
         for path in sorted(SRC.rglob("*.py"))
         if path.relative_to(SRC).as_posix() not in EXCEPTIONS
-        for line in argv_of_loadproof(ast.parse(path.read_text(encoding="utf-8")))
+        for line in argv_of_loadproof(parse(path.read_text(encoding="utf-8"), str(path)))
     ]
     assert found == [], "call the command's function in process instead of `loadproof` through argv:\n" + "\n".join(
         found
@@ -68,4 +69,4 @@ def test_no_library_code_starts_loadproof_through_argv():
 
 def test_each_exception_still_holds_an_argv_of_loadproof():
     for name in EXCEPTIONS:
-        assert argv_of_loadproof(ast.parse((SRC / name).read_text(encoding="utf-8"))), f"{name}: drop the exception"
+        assert argv_of_loadproof(parse((SRC / name).read_text(encoding="utf-8"), name)), f"{name}: drop the exception"

@@ -19,6 +19,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.python_source import parse
+
 ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "src"
 ARCHITECTURE = ROOT / "docs" / "architecture.md"
@@ -81,7 +83,7 @@ def imports_of(module: str) -> Iterator[Import]:
                 type_only or (isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test)),
             )
 
-    yield from walk(ast.parse(path.read_text(encoding="utf-8")), False, False)
+    yield from walk(parse(path.read_text(encoding="utf-8"), str(path)), False, False)
 
 
 ALL_IMPORTS = [imp for module in MODULES for imp in imports_of(module)]

@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.python_source import parse
+
 TESTS = Path(__file__).resolve().parents[1]
 HOME = TESTS / "polling.py"  # the one place that computes deadlines and sleeps between polls
 CLOCKS = {"monotonic", "monotonic_ns", "time", "time_ns", "perf_counter", "perf_counter_ns"}
@@ -91,7 +93,7 @@ def _explained(node: ast.AST, lines: list[str], comments: dict[int, str]) -> boo
 
 def problems(source: str, name: str = "<source>") -> list[str]:
     """What in `source` breaks the rules above, one line each (`name:line: what`)."""
-    tree = ast.parse(source)
+    tree = parse(source, name)
     lines = source.splitlines()
     comments = _comments(source)
     clocks = _imported(tree, {"time"}, CLOCKS)

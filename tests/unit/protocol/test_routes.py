@@ -13,6 +13,7 @@ import pytest
 from loadproof.errors import UsageError
 from loadproof.protocol.request import Message, Text
 from loadproof.protocol.routes import ROUTES, request_of, route_names, route_of
+from tests.python_source import parse
 
 SRC = Path(__file__).resolve().parents[3] / "src" / "loadproof"
 ROUTES_DIR = SRC / "protocol" / "routes"
@@ -36,7 +37,7 @@ def _about_a_route(node: ast.expr) -> bool:
 def branches(code: str) -> list[int]:
     """The lines that compare something about a route with a route's name (or look one up by it)."""
     found = []
-    for node in ast.walk(ast.parse(code)):
+    for node in ast.walk(parse(code)):
         named: list[ast.expr] = []
         other: list[ast.expr] = []
         if isinstance(node, ast.Compare):

@@ -303,10 +303,11 @@ def test_verify_imports_only_claim_definitions_and_store():
     from pathlib import Path
 
     import loadproof.verify
+    from tests.python_source import parse
 
     allowed = ("loadproof.errors", "loadproof.metrics", "loadproof.rundir", "loadproof.store", "loadproof.verify")
     for module in Path(loadproof.verify.__file__).parent.glob("*.py"):
-        for node in ast.walk(ast.parse(module.read_text())):
+        for node in ast.walk(parse(module.read_text(), str(module))):
             if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("loadproof"):
                 assert node.module.startswith(allowed), f"{module.name} imports {node.module}"
             if isinstance(node, ast.Import):
