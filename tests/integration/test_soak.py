@@ -11,7 +11,9 @@ pytestmark = [pytest.mark.engine, pytest.mark.timeout(300)]
 
 
 def test_short_soak_stops_by_itself_with_memory_and_drift(engine, tmp_path):
-    # every 2nd request of a client is long: two requests per client fit in 12 s even on a loaded machine
+    # every 2nd request of a client is long: the test needs one client to get past its first request (short,
+    # then long) in 12 s, and each client to send one (a busy machine once let one of two clients finish only
+    # its first request in time: 3 requests, where this test asked for 4)
     started = time.monotonic()
     result = subprocess.run(
         [
@@ -47,10 +49,11 @@ def test_short_soak_stops_by_itself_with_memory_and_drift(engine, tmp_path):
     assert time.monotonic() - started < 120  # the duration plus what was in flight, not forever
     (run_dir,) = tmp_path.iterdir()
     claims = {c["name"]: c for c in json.loads((run_dir / "claims.json").read_text())["claims"]}
-    assert claims["soak.errors"]["value"] == 0 and claims["soak.requests"]["value"] >= 4
     assert claims["soak.criteria.engine_memory"]["value"] == "PASS"
     rows = [json.loads(line) for line in (run_dir / "requests.jsonl").read_text().splitlines()]
-    assert {r["family"] for r in rows} == {"short", "long"}
+    assert claims["soak.errors"]["value"] == 0 and claims["soak.requests"]["value"] == len(rows)
+    assert {r["batch"] for r in rows} == {0, 1}  # both clients ran
+    assert {r["family"] for r in rows} == {"short", "long"}  # a client went on past its first request
     assert all(r["prompt_tokens"] == 1024 for r in rows if r["family"] == "long")
     first_send = min(r["send_ns"] for r in rows)
     assert all((r["send_ns"] - first_send) / 1e9 < 12.5 for r in rows)  # nothing started after the duration
