@@ -53,8 +53,13 @@ def test_a_rerun_passes_and_a_run_on_a_slowed_engine_fails_with_its_evidence(tmp
     passed = gate(str(runs["rerun"]), "--baseline", str(runs["baseline"]), "--budget", BUDGET)
     assert passed.returncode == 0, passed.stdout + passed.stderr
     first, *evidence = passed.stdout.splitlines()
-    assert first == f"gate: PASS: 3 figures within budget against {runs['baseline'].name}"
+    # the three budgets, and the success share, held whatever the budgets name (docs/ci-gate.md)
+    assert first == f"gate: PASS: 4 figures within budget against {runs['baseline'].name}"
     assert sum(" budget +25%: PASS (" in line for line in evidence) == 3
+    assert (
+        sum(line.startswith("  success (load.success_pct): ") and " budget -1pp: PASS (" in line for line in evidence)
+        == 1
+    )
 
     result = tmp_path / "gate.json"
     failed = gate(str(runs["slowed"]), "--baseline", str(runs["baseline"]), "--budget", BUDGET, "--json", str(result))

@@ -11,7 +11,7 @@ import typer
 
 from loadproof.cli import ui
 from loadproof.cli.apps import app
-from loadproof.metrics.gate import DEFAULT_BUDGETS, MISSING_POLICIES
+from loadproof.metrics.gate import DEFAULT_BUDGETS, MISSING_POLICIES, SUCCESS_BUDGET
 from loadproof.results.gate import NO_BASELINE_POLICIES, gate, lines_of, write_json
 
 
@@ -30,7 +30,9 @@ def gate_command(
         str | None,
         typer.Option(
             metavar="FIGURE=+PCT%,...",
-            help=f"how far each figure may move in its bad direction (default: {DEFAULT_BUDGETS})",
+            help=f"how far each figure may move in its bad direction, in % of the baseline or in percentage points "
+            f"(success=-1pp) (default: {DEFAULT_BUDGETS}; {SUCCESS_BUDGET} is added to budgets that do not name "
+            "success)",
         ),
     ] = None,
     store: Annotated[

@@ -26,8 +26,18 @@ budgeted figure at a time, each figure's change with its 95% interval, judged ag
   `missing="pass"` reports it and lets the others decide, but a gate that judged no figure at all still fails.
   A budget on a claim neither run has is bad input (`GateInputError`), except a default one, which is left out.
 - `DEFAULT_BUDGETS`, when none are given: the medians of TTFT and ITL may rise 10%, output throughput may fall
-  10%. No tail by default: a p99's interval needs 368 values (`intervals.min_count`), more than a short CI run
-  has; a budget on `ttft_p99` asks for it.
+  10%, the success share may fall 1 percentage point. No tail by default: a p99's interval needs 368 values
+  (`intervals.min_count`), more than a short CI run has; a budget on `ttft_p99` asks for it.
+- **The success share** (`success`, `<scenario>.success_pct`): the share of the run's requests that succeeded,
+  100 x (`<scenario>.requests` - `<scenario>.failed_requests`) / `<scenario>.requests`, with the Wilson interval
+  of those counts (`uncertainty.share_interval`), derived here from the two counts every load-like run (and an
+  imported run that states them) publishes, so a baseline stored before this figure existed has it too. Its
+  budget is in percentage points (`success=-1pp`: `pp`, an absolute change; a share's relative change means
+  little near 100%), and it is always checked (`with_success`: `SUCCESS_BUDGET` is added to budgets that do not
+  name it, and left out where neither run has the counts): a run's latencies are of its successful requests
+  only, so without it a run whose requests mostly failed could pass on the few that did not.
+- **A run that measured nothing** (it sent no request, or none succeeded: `nothing_measured`) fails the gate
+  whatever its baseline says, with that reason first.
 
 Standard library and msgspec only.
 """
@@ -42,6 +52,7 @@ from dataclasses import dataclass
 from loadproof.metrics.difference import mover_difference
 from loadproof.metrics.intervals import Interval
 from loadproof.metrics.precision import LATENCIES, STATS
+from loadproof.metrics.uncertainty import share_interval
 
 UP, DOWN = 1, -1  # the bad direction of a figure: a latency's up, a rate's down
 PASS, FAIL, UNDECIDED, MISSING = "PASS", "FAIL", "UNDECIDED", "MISSING"
@@ -55,10 +66,14 @@ FIGURES: dict[str, tuple[str, int]] = {
     "goodput_rps": ("goodput_rps", DOWN),
     "attainment": ("slo_attainment_pct", DOWN),
     "steady_output_tokens_per_s": ("steady.output_tokens_per_s", DOWN),
+    "success": ("success_pct", DOWN),  # derived from the counts: `success_figure`
 }
-DEFAULT_BUDGETS = "ttft_p50=+10%,itl_p50=+10%,output_tokens_per_s=-10%"
+SUCCESS, SUCCESS_PCT, REQUESTS, FAILED = "success", "success_pct", "requests", "failed_requests"
+SUCCESS_BUDGET = "success=-1pp"
+DEFAULT_BUDGETS = "ttft_p50=+10%,itl_p50=+10%,output_tokens_per_s=-10%," + SUCCESS_BUDGET
+POINTS = "pp"  # a budget in percentage points: an absolute change of a figure in %
 
-_VALUE = re.compile(r"^([+-]?)(\d+(?:\.\d*)?|\.\d+)%?$")
+_VALUE = re.compile(r"^([+-]?)(\d+(?:\.\d*)?|\.\d+)(%|pp)?$")
 _CLAIM = re.compile(r"^[A-Za-z0-9_<>.:/-]+$")
 
 
@@ -68,11 +83,14 @@ class GateInputError(ValueError):
 
 @dataclass(frozen=True)
 class Budget:
-    """How far `figure` may move in its bad direction (`bad`, UP or DOWN): `limit`, a share of the baseline."""
+    """How far `figure` may move in its bad direction (`bad`, UP or DOWN): `limit`, a share of the baseline, or with
+    `points` an absolute change in percentage points of a figure in %."""
 
     figure: str  # as given: a short name of FIGURES or a whole claim name
     bad: int
-    limit: float  # >= 0, a fraction: 0.10 is 10%
+    limit: float  # >= 0, a fraction: 0.10 is 10%; with `points`, in percentage points: 1.0 is 1 pp
+    points: bool = False
+    given: bool = True  # False: added by the gate (SUCCESS_BUDGET), left out where neither run has its figure
 
     def claim(self, scenario: str) -> str:
         """The claim this budget holds in a run of `scenario`."""
@@ -81,8 +99,13 @@ class Budget:
 
     @property
     def text(self) -> str:
-        """`+10%`, `-5%`: the budget as it is written."""
-        return f"{'+' if self.bad == UP else '-'}{self.limit * 100:g}%"
+        """`+10%`, `-5%`, `-1pp`: the budget as it is written."""
+        sign = "+" if self.bad == UP else "-"
+        return f"{sign}{self.limit:g}{POINTS}" if self.points else f"{sign}{self.limit * 100:g}%"
+
+    @property
+    def is_success(self) -> bool:
+        return self.figure == SUCCESS or self.figure.endswith(f".{SUCCESS_PCT}")
 
 
 @dataclass(frozen=True)
@@ -114,6 +137,7 @@ class Decision:
 
     checks: list[Check]
     missing: str  # the policy: fail or pass
+    nothing: str | None = None  # why the run measured nothing (`nothing_measured`): a failure whatever the checks
 
     @property
     def failures(self) -> list[Check]:
@@ -125,15 +149,15 @@ class Decision:
 
     @property
     def passed(self) -> bool:
-        return not self.failures and bool(self.judged)
+        return self.nothing is None and not self.failures and bool(self.judged)
 
     @property
     def verdict(self) -> str:
         return PASS if self.passed else FAIL
 
 
-def parse_budgets(text: str) -> list[Budget]:
-    """`ttft_p99=+10%,itl_p50=+5%,output_tokens_per_s=-5%` as budgets; GateInputError naming what is wrong."""
+def parse_budgets(text: str, given: bool = True) -> list[Budget]:
+    """`ttft_p99=+10%,itl_p50=+5%,success=-1pp` as budgets; GateInputError naming what is wrong."""
     budgets: list[Budget] = []
     for item in (part.strip() for part in text.split(",")):
         if not item:
@@ -143,8 +167,9 @@ def parse_budgets(text: str) -> list[Budget]:
             raise GateInputError(f"a budget is FIGURE=+PCT% or FIGURE=-PCT%, e.g. ttft_p99=+10% (got {item!r})")
         match = _VALUE.match(value)
         if match is None or not math.isfinite(float(match.group(2))):
-            raise GateInputError(f"budget {name}: {value!r} is not a percentage such as +10% or -5%")
-        sign, limit = match.group(1), float(match.group(2)) / 100
+            raise GateInputError(f"budget {name}: {value!r} is not a percentage such as +10% or -5%, or -1pp")
+        points = match.group(3) == POINTS
+        sign, limit = match.group(1), float(match.group(2)) / (1 if points else 100)
         known = FIGURES.get(name)
         if known is not None:
             bad = known[1]
@@ -168,10 +193,54 @@ def parse_budgets(text: str) -> list[Budget]:
             )
         if any(b.figure == name for b in budgets):
             raise GateInputError(f"budget {name} given twice")
-        budgets.append(Budget(name, bad, limit))
+        budgets.append(Budget(name, bad, limit, points, given))
     if not budgets:
         raise GateInputError(f"no budget in {text!r}: give FIGURE=+PCT%, e.g. ttft_p99=+10%")
     return budgets
+
+
+def with_success(budgets: Sequence[Budget]) -> list[Budget]:
+    """`budgets` and, unless one of them holds the success share, SUCCESS_BUDGET (left out where neither run has
+    the counts): failed requests are always counted."""
+    if any(b.is_success for b in budgets):
+        return list(budgets)
+    return [*budgets, *parse_budgets(SUCCESS_BUDGET, given=False)]
+
+
+def success_figure(figures: Mapping[str, Figure], scenario: str) -> Figure | None:
+    """The run's success share in % with its Wilson interval, from `<scenario>.requests` and
+    `<scenario>.failed_requests`; None without both, or of no request."""
+    requests, failed = figures.get(f"{scenario}.{REQUESTS}"), figures.get(f"{scenario}.{FAILED}")
+    if requests is None or failed is None:
+        return None
+    n, bad = round(requests.value), round(failed.value)
+    if n < 1 or not 0 <= bad <= n:
+        return None
+    return Figure(100.0 * (n - bad) / n, "%", share_interval(n - bad, n))
+
+
+def with_derived(figures: Mapping[str, Figure], scenario: str) -> dict[str, Figure]:
+    """`figures` and the success share (`<scenario>.success_pct`) where the counts give it."""
+    out = dict(figures)
+    success = success_figure(figures, scenario)
+    if success is not None:
+        out.setdefault(f"{scenario}.{SUCCESS_PCT}", success)
+    return out
+
+
+def nothing_measured(run: Mapping[str, Figure], scenario: str) -> str | None:
+    """Why a run measured nothing (it sent no request, or none succeeded), or None: it did, or it has no count of
+    its requests to tell."""
+    requests = run.get(f"{scenario}.{REQUESTS}")
+    if requests is None:
+        return None
+    n = round(requests.value)
+    if n < 1:
+        return "the run measured nothing: it sent no request"
+    failed = run.get(f"{scenario}.{FAILED}")
+    if failed is not None and round(failed.value) >= n:
+        return f"the run measured nothing: none of its {n} requests succeeded"
+    return None
 
 
 def check(budget: Budget, claim: str, base: Figure | None, run: Figure | None) -> Check:
@@ -180,7 +249,10 @@ def check(budget: Budget, claim: str, base: Figure | None, run: Figure | None) -
     if lacking:
         return Check(budget, claim, base, run, None, None, MISSING, f"not in {' and '.join(lacking)}")
     assert base is not None and run is not None
-    change = None if base.value == 0 else (run.value - base.value) / base.value
+    if budget.points:  # an absolute change, in percentage points
+        change: float | None = run.value - base.value
+    else:
+        change = None if base.value == 0 else (run.value - base.value) / base.value
     lacking = [who for who, fig in (("the baseline", base), ("the run", run)) if fig.interval is None]
     if lacking:
         why = "no interval in " + ("either run" if len(lacking) == 2 else lacking[0])
@@ -191,7 +263,10 @@ def check(budget: Budget, claim: str, base: Figure | None, run: Figure | None) -
         return Check(budget, claim, base, run, change, None, MISSING, "intervals at different confidences")
     if change is None:
         return Check(budget, claim, base, run, change, None, MISSING, "a baseline of 0 (no relative change)")
-    low, high = sorted((diff.low / base.value, diff.high / base.value))  # as (run - base) / base is, sign and all
+    if budget.points:
+        low, high = diff.low, diff.high
+    else:
+        low, high = sorted((diff.low / base.value, diff.high / base.value))  # as (run - base) / base, sign and all
     worse_low, worse_high = sorted((budget.bad * low, budget.bad * high))  # in the bad direction
     worse = budget.bad * change
     tol = 1e-12
@@ -217,27 +292,36 @@ def decide(
     defaults: bool = False,
     missing: str = "fail",
 ) -> Decision:
-    """Every budget checked on the claims of a baseline and a run of `scenario` (claim name -> Figure).
+    """Every budget checked on the claims of a baseline and a run of `scenario` (claim name -> Figure), the success
+    share derived from the counts (`with_derived`); a run that measured nothing fails whatever the checks say.
 
-    A budget on a claim neither run has is a GateInputError, unless `defaults` (DEFAULT_BUDGETS, given by no one):
-    then it is left out, and none left is the error."""
+    A budget on a claim neither run has is a GateInputError, unless `defaults` (DEFAULT_BUDGETS, given by no one)
+    or the budget was not given (`with_success`): then it is left out, and none left is the error. A budget in
+    percentage points on a figure not in % is a GateInputError."""
     if missing not in MISSING_POLICIES:
         raise GateInputError(f"--missing is one of {', '.join(MISSING_POLICIES)} (got {missing!r})")
+    base, run = with_derived(base, scenario), with_derived(run, scenario)
     checks = []
     for budget in budgets:
         claim = budget.claim(scenario)
         if claim not in base and claim not in run:
-            if defaults:
+            if defaults or not budget.given:
                 continue
             has = "it" if claim == budget.figure else claim
             raise GateInputError(f"budget {budget.figure}: neither run has {has} (a {scenario} run)")
+        units = {fig.unit for fig in (base.get(claim), run.get(claim)) if fig is not None}
+        if budget.points and units != {"%"}:
+            raise GateInputError(
+                f"budget {budget.figure}={budget.text}: percentage points are for a figure in %; {claim} is in "
+                f"{', '.join(sorted(u or 'no unit' for u in units))}: give its budget in % of the baseline"
+            )
         checks.append(check(budget, claim, base.get(claim), run.get(claim)))
     if not checks:
         raise GateInputError(
             f"no default budget applies to a {scenario} run ({DEFAULT_BUDGETS}): give --budget with its claims' "
             f"names, e.g. --budget {scenario}.<claim>=+10%"
         )
-    return Decision(checks, missing)
+    return Decision(checks, missing, nothing_measured(run, scenario))
 
 
 __all__ = [
@@ -248,6 +332,9 @@ __all__ = [
     "MISSING",
     "MISSING_POLICIES",
     "PASS",
+    "POINTS",
+    "SUCCESS",
+    "SUCCESS_BUDGET",
     "UNDECIDED",
     "UP",
     "Budget",
@@ -257,5 +344,9 @@ __all__ = [
     "GateInputError",
     "check",
     "decide",
+    "nothing_measured",
     "parse_budgets",
+    "success_figure",
+    "with_derived",
+    "with_success",
 ]

@@ -23,6 +23,7 @@ from loadproof.metrics.gate import (
     DEFAULT_BUDGETS,
     FAIL,
     MISSING,
+    POINTS,
     UNDECIDED,
     UP,
     Budget,
@@ -32,6 +33,7 @@ from loadproof.metrics.gate import (
     GateInputError,
     decide,
     parse_budgets,
+    with_success,
 )
 from loadproof.plans import workload_difference
 from loadproof.report.change import percent
@@ -71,9 +73,10 @@ class Unheld:
 
 
 def budgets_of(text: str | None) -> tuple[list[Budget], bool]:
-    """The budgets asked, or DEFAULT_BUDGETS (and True) when none; a malformed one is a UsageError."""
+    """The budgets asked, or DEFAULT_BUDGETS (and True) when none, with the success share's unless they name it
+    (`metrics.gate.with_success`); a malformed one is a UsageError."""
     try:
-        return parse_budgets(DEFAULT_BUDGETS if text is None else text), text is None
+        return with_success(parse_budgets(DEFAULT_BUDGETS if text is None else text)), text is None
     except GateInputError as exc:
         raise UsageError(f"--budget: {exc}") from None
 
@@ -139,12 +142,20 @@ def figure_text(fig: Figure | None) -> str:
     return f"{number(fig.value)}{unit}{interval}"
 
 
+def points(change: float) -> str:
+    """`-12.3 pp`, `+0.4 pp`; one that rounds to zero is `0.0 pp`."""
+    text = f"{change:+.1f}"
+    return f"{'0.0' if text[1:] == '0.0' else text} {POINTS}"
+
+
 def change_text(ch: Check) -> str:
-    """`+38.0% [+30.1%, +47.2%]`, or the change without an interval, or n/a."""
+    """`+38.0% [+30.1%, +47.2%]` (a share of the baseline), `-12.3 pp [-15.9 pp, -8.8 pp]` (a budget in
+    percentage points), or the change without an interval, or n/a."""
     if ch.change is None:
         return "n/a"
-    interval = f" [{percent(ch.interval[0])}, {percent(ch.interval[1])}]" if ch.interval is not None else ""
-    return percent(ch.change) + interval
+    say = points if ch.budget.points else percent
+    interval = f" [{say(ch.interval[0])}, {say(ch.interval[1])}]" if ch.interval is not None else ""
+    return say(ch.change) + interval
 
 
 def why_failed(ch: Check) -> str:
@@ -158,6 +169,9 @@ def verdict_line(result: GateResult) -> str:
     """The first line: `gate: PASS: ...` or `gate: FAIL: <each failure>`."""
     decision = result.decision
     against = f"against {result.baseline.run_id}"
+    if decision.nothing is not None:
+        others = [why_failed(c) for c in decision.failures]
+        return f"gate: FAIL: {'; '.join([decision.nothing, *others])} ({against})"
     if decision.passed:
         held = len(decision.judged)
         text = f"gate: PASS: {held} figure{'' if held == 1 else 's'} within budget {against}"
@@ -188,7 +202,7 @@ def evidence_lines(result: GateResult) -> list[str]:
 
 
 def context_lines(result: GateResult) -> list[str]:
-    budgets = ", ".join(f"{b.figure}={b.text}" for b in result.budgets)
+    budgets = ", ".join(f"{b.figure}={b.text}" + ("" if b.given else " (always)") for b in result.budgets)
     lines = [
         f"run: {result.run.run_id} ({result.run.where})",
         f"baseline: {result.baseline.run_id} ({result.baseline.where}; --baseline {result.query})",
@@ -241,13 +255,16 @@ def result_json(result: GateResult | Unheld) -> dict[str, Any]:
             "failures": [],
         }
     figures = []
+    failures = result.decision.failures
     for ch in result.decision.checks:
         figures.append(
             {
                 "figure": ch.budget.figure,
                 "claim": ch.claim,
                 "budget": ch.budget.text,
-                "budget_fraction": ch.budget.limit,
+                "budget_fraction": None if ch.budget.points else ch.budget.limit,
+                "budget_points": ch.budget.limit if ch.budget.points else None,
+                "change_unit": POINTS if ch.budget.points else "fraction",
                 "bad_direction": "up" if ch.budget.bad == UP else "down",
                 "baseline": _figure_json(ch.base),
                 "run": _figure_json(ch.run),
@@ -255,7 +272,7 @@ def result_json(result: GateResult | Unheld) -> dict[str, Any]:
                 "change_interval": list(ch.interval) if ch.interval is not None else None,
                 "decision": ch.decision,
                 "reason": ch.reason,
-                "fails_gate": ch in result.decision.failures,
+                "fails_gate": ch in failures,
             }
         )
     side = {"run_id": "", "scenario": "", "where": ""}
@@ -275,7 +292,8 @@ def result_json(result: GateResult | Unheld) -> dict[str, Any]:
             "query": result.query,
         },
         "figures": figures,
-        "failures": [why_failed(c) for c in result.decision.failures],
+        "measured_nothing": result.decision.nothing,
+        "failures": [*([result.decision.nothing] if result.decision.nothing else []), *map(why_failed, failures)],
         "workload_differences": result.differences,
         "notes": list(result.baseline.notes),
     }

@@ -17,6 +17,8 @@ from loadproof.metrics.gate import (
     FIGURES,
     MISSING,
     PASS,
+    SUCCESS,
+    SUCCESS_BUDGET,
     UNDECIDED,
     UP,
     Budget,
@@ -24,10 +26,15 @@ from loadproof.metrics.gate import (
     GateInputError,
     check,
     decide,
+    nothing_measured,
     parse_budgets,
+    success_figure,
+    with_derived,
+    with_success,
 )
 from loadproof.metrics.intervals import Interval
 from loadproof.metrics.precision import FIGURES as PRECISION_FIGURES
+from loadproof.metrics.uncertainty import share_interval
 
 
 def fig(value: float, low: float | None = None, high: float | None = None, confidence: float = 0.95) -> Figure:
@@ -52,7 +59,7 @@ def test_budgets_parse_with_their_bad_direction():
 def test_every_precision_figure_is_a_budget_figure_and_the_defaults_parse():
     assert set(PRECISION_FIGURES) - {"attainment"} <= set(FIGURES)
     assert FIGURES["attainment"] == ("slo_attainment_pct", DOWN)
-    assert [b.figure for b in parse_budgets(DEFAULT_BUDGETS)] == ["ttft_p50", "itl_p50", "output_tokens_per_s"]
+    assert [b.figure for b in parse_budgets(DEFAULT_BUDGETS)] == ["ttft_p50", "itl_p50", "output_tokens_per_s", SUCCESS]
 
 
 @pytest.mark.parametrize(
@@ -175,3 +182,81 @@ def test_one_failure_fails_the_gate_an_undecided_figure_does_not():
     run["load.itl_s.p50"] = fig(2.0, 1.98, 2.02)
     failed = decide(base, run, "load", parse_budgets("ttft_p50=+10%,itl_p50=+10%"))
     assert not failed.passed and [c.budget.figure for c in failed.failures] == ["itl_p50"]
+
+
+def counts(requests: int, failed: int, scenario: str = "load") -> dict[str, Figure]:
+    """A run's two counts as the gate reads them (claims without intervals, as every count is)."""
+    return {
+        f"{scenario}.requests": Figure(float(requests), "requests"),
+        f"{scenario}.failed_requests": Figure(float(failed), "requests"),
+    }
+
+
+def test_budgets_in_percentage_points_parse_and_the_success_share_is_always_held():
+    budgets = parse_budgets("success=-1pp,attainment=2.5pp,load.x_pct=-0.5pp,ttft_p50=+10%")
+    assert [(b.figure, b.bad, b.limit, b.points) for b in budgets] == [
+        (SUCCESS, DOWN, pytest.approx(1.0), True),
+        ("attainment", DOWN, pytest.approx(2.5), True),
+        ("load.x_pct", DOWN, pytest.approx(0.5), True),
+        ("ttft_p50", UP, pytest.approx(0.10), False),
+    ]
+    assert [b.text for b in budgets] == ["-1pp", "-2.5pp", "-0.5pp", "+10%"]
+    assert budgets[0].claim("replay") == "replay.success_pct"
+    with pytest.raises(GateInputError, match="gets worse as it falls"):
+        parse_budgets("success=+1pp")
+    # budgets that do not name the success share get its default one, not given (left out where no counts)
+    added = with_success(parse_budgets("ttft_p99=+10%"))
+    assert [(b.figure, b.text, b.given) for b in added] == [("ttft_p99", "+10%", True), (SUCCESS, "-1pp", False)]
+    assert SUCCESS_BUDGET in DEFAULT_BUDGETS
+    for named in ("success=-5pp", "load.success_pct=-2pp"):
+        assert [b.text for b in with_success(parse_budgets(named))] == [named.split("=")[1]]
+
+
+def test_the_success_share_is_derived_from_the_counts_with_its_wilson_interval():
+    share = success_figure(counts(300, 100), "load")
+    assert share is not None and share.unit == "%" and share.value == pytest.approx(200 / 3)
+    assert share.interval == share_interval(200, 300)
+    assert share.interval is not None and share.interval.method == "Wilson score"
+    assert success_figure(counts(300, 0), "replay") is None  # another scenario's counts
+    assert success_figure({"load.requests": Figure(3.0)}, "load") is None  # no count of failures
+    assert success_figure(counts(0, 0), "load") is None  # no request: no share
+    assert "load.success_pct" in with_derived(counts(10, 1), "load")
+
+
+def test_failures_past_the_budget_fail_the_gate_by_their_whole_interval():
+    budgets = with_success(parse_budgets("ttft_p50=+10%"))  # the success share not named: held anyway
+    base = {"load.ttft_s.p50": fig(1.0, 0.9, 1.1), **counts(300, 0)}
+    run = {"load.ttft_s.p50": fig(1.0, 0.9, 1.1), **counts(300, 100)}
+    failed = decide(base, run, "load", budgets)
+    (success,) = [c for c in failed.checks if c.budget.figure == SUCCESS]
+    assert success.claim == "load.success_pct" and success.decision == FAIL and not failed.passed
+    assert success.change == pytest.approx(-100 / 3)  # in percentage points, not a share of the baseline
+    assert success.interval is not None and success.interval[1] < -1.0  # the whole interval past -1 pp
+    assert failed.nothing is None
+    # the same counts again: not distinguishable
+    same = decide(run, dict(run), "load", budgets)
+    assert same.passed and [c.decision for c in same.checks] == [PASS, PASS]
+    # one failure of 300 against a clean baseline: within the noise of 300 requests, never a failure
+    one = decide(base, {**run, **counts(300, 1)}, "load", budgets)
+    assert one.passed and one.checks[1].reason == "not distinguishable (its interval holds 0)"
+
+
+def test_a_run_that_measured_nothing_fails_whatever_its_baseline():
+    budgets = with_success(parse_budgets("ttft_p50=+10%"))
+    base = {"load.ttft_s.p50": fig(1.0, 0.9, 1.1), **counts(300, 300)}  # a baseline that measured nothing too
+    decision = decide(base, counts(300, 300), "load", budgets, missing="pass")
+    assert decision.nothing == "the run measured nothing: none of its 300 requests succeeded"
+    assert not decision.passed and decision.verdict == FAIL
+    assert [c.decision for c in decision.checks] == [MISSING, PASS]  # 0% against 0%: no change, still a failure
+    assert nothing_measured(counts(0, 0), "load") == "the run measured nothing: it sent no request"
+    assert nothing_measured(counts(300, 299), "load") is None
+    assert nothing_measured({}, "capacity") is None  # no count to tell
+
+
+def test_percentage_points_are_for_a_figure_in_percent():
+    base = {"load.ttft_s.p50": fig(1.0, 0.9, 1.1)}
+    with pytest.raises(GateInputError, match=r"percentage points are for a figure in %; load.ttft_s.p50 is in s"):
+        decide(base, base, "load", parse_budgets("load.ttft_s.p50=+1pp"))
+    # a baseline of 0% is no obstacle to a change in points
+    zero = decide(counts(300, 300), counts(300, 0), "load", parse_budgets("success=-1pp"))
+    assert zero.checks[0].decision == PASS and zero.checks[0].reason == "better"

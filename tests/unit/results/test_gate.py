@@ -61,14 +61,15 @@ def test_a_rerun_of_the_same_records_passes_with_every_change_zero(load_run, tmp
     code, out, err = cli(monkeypatch, capsys, "gate", str(rerun), "--baseline", str(load_run), "--json", str(out_json))
     assert code == 0, out + err
     lines = out.splitlines()
-    assert lines[0].startswith(f"gate: PASS: 3 figures within budget against {load_run.name}")
-    for figure in ("ttft_p50", "itl_p50", "output_tokens_per_s"):  # the default budgets, one evidence line each
+    assert lines[0].startswith(f"gate: PASS: 4 figures within budget against {load_run.name}")
+    for figure in ("ttft_p50", "itl_p50", "output_tokens_per_s", "success"):  # the defaults, a line each
         (line,) = [x for x in lines if x.startswith(f"  {figure} (")]
-        assert "change 0.0% [" in line and line.endswith("PASS (not distinguishable (its interval holds 0))")
-    assert "budgets: ttft_p50=+10%, itl_p50=+10%, output_tokens_per_s=-10% (the defaults)" in out
+        assert ("change 0.0 pp [" if figure == "success" else "change 0.0% [") in line
+        assert line.endswith("PASS (not distinguishable (its interval holds 0))")
+    assert "budgets: ttft_p50=+10%, itl_p50=+10%, output_tokens_per_s=-10%, success=-1pp (the defaults)" in out
     result = json.loads(out_json.read_text())
     assert result["gate"] == "PASS" and result["exit_code"] == 0 and result["failures"] == []
-    assert [f["decision"] for f in result["figures"]] == ["PASS"] * 3
+    assert [f["decision"] for f in result["figures"]] == ["PASS"] * 4
     assert all(f["baseline"]["interval"]["confidence"] == 0.95 for f in result["figures"])
 
 
@@ -121,7 +122,7 @@ def test_a_figure_without_an_interval_fails_closed_unless_asked(load_run, tmp_pa
         *("gate", str(rerun), "--baseline", str(load_run), "--budget", "ttft_p99=+10%,ttft_p50=+10%"),
         *("--missing", "pass"),
     )
-    assert code == 0 and out.startswith("gate: PASS: 1 figure within budget") and "not judged: ttft_p99" in out, out
+    assert code == 0 and out.startswith("gate: PASS: 2 figures within budget") and "not judged: ttft_p99" in out, out
 
 
 def test_a_new_stores_first_run_passes_only_when_asked(load_run, tmp_path, monkeypatch, capsys):
