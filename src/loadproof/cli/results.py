@@ -9,7 +9,7 @@ import typer
 
 from loadproof.cli import ui
 from loadproof.cli.apps import app
-from loadproof.results.history import HEADER, history, parse_since, rows
+from loadproof.results.history import HEADER, history, notes, parse_since, rows
 from loadproof.results.model import parse_where
 from loadproof.results.store import open_store
 from loadproof.results.trend import write_page
@@ -79,5 +79,7 @@ def history_command(
     with open_store(store) as opened:
         found = history(opened, claim, conditions, after)
     ui.table(f"{claim}: {len(found.points)} run(s), {found.conditions}", HEADER, rows(found))
+    for note in notes(found):
+        ui.out.print(note, markup=False, highlight=False, soft_wrap=True)
     if html is not None:
         ui.out.print(f"page: {write_page(found, html)}", markup=False, highlight=False)

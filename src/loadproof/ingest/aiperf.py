@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from loadproof.ingest.parsed import Length, ParsedRun, Request, Workload
+from loadproof.ingest.parsed import Length, ParsedRun, Request, Workload, local_time, local_zone
 from loadproof.ingest.reading import Refused, parse_json_lines, read_bytes, shape_error
 from loadproof.metrics.imported import (
     DURATION,
@@ -87,9 +87,19 @@ def read(data: Any, path: Path, sha256: str) -> list[ParsedRun]:
             url=((config.get("endpoint") or {}).get("urls") or [None])[0],
             requests=requests,
             stated=_stated(data),
-            started=str(data.get("start_time")) if data.get("start_time") else None,
+            **_dates(data),
         )
     ]
+
+
+def _dates(data: dict[str, Any]) -> dict[str, Any]:
+    """When the run ran: AIPerf writes `start_time` and `end_time` as ISO 8601 local times without a zone
+    (`datetime.fromtimestamp`), read in this machine's zone (docs/import.md)."""
+    started, ended = local_time(data.get("start_time")), local_time(data.get("end_time"))
+    if started is None:
+        return {}
+    zone = local_zone(started)
+    return {"started": started, "ended": ended, "dated": f"start_time and end_time (local time, read as {zone})"}
 
 
 def _requests(path: Path) -> list[Request]:

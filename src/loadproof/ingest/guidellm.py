@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from loadproof.ingest.parsed import Length, ParsedRun, Request, Workload
+from loadproof.ingest.parsed import Length, ParsedRun, Request, Workload, unix_time
 from loadproof.ingest.reading import Refused, get, shape_error
 from loadproof.metrics.imported import DURATION, E2EL, FAILED, OUTPUT_RATE, REQUEST_RATE, REQUESTS, TPOT, TTFT
 from loadproof.rundir.source import StatedFigure
@@ -67,9 +67,18 @@ def read(data: Any, name: str, sha256: str) -> list[ParsedRun]:
                 requests=_requests(bench, name),
                 stated=_stated(bench),
                 part=f"benchmark {i + 1}" if len(benchmarks) > 1 else "",
+                **_dates(bench, i),
             )
         )
     return runs
+
+
+def _dates(bench: dict[str, Any], i: int) -> dict[str, Any]:
+    """When the benchmark ran: its `start_time` and `end_time`, Unix times (seconds, UTC: `time.time()`)."""
+    started, ended = unix_time(bench.get("start_time")), unix_time(bench.get("end_time"))
+    if started is None:
+        return {}
+    return {"started": started, "ended": ended, "dated": f"benchmarks[{i}].start_time and end_time (Unix time)"}
 
 
 def _requests(bench: dict[str, Any], name: str) -> list[Request]:

@@ -4,13 +4,23 @@ its version, the workload it states, its requests where it has per-request data,
 Times are seconds on the tool's own clock (each tool's monotonic or wall clock; only differences are used), so
 a reader copies what the file says and nothing is converted twice. A `ParsedRun` is one run: a file of several
 stages (inference-perf) gives one per stage.
+
+When the run happened is the other thing a reader reads of the file (docs/import.md, "When an imported run ran"):
+`started` and `ended` in UTC, from the field `dated` names, where the file states one: a Unix time (`unix_time`),
+or a local time without a zone, as vLLM and AIPerf write theirs (`local_time`: read in this machine's zone, the
+one the tool most likely ran in, and said so). Where the file states none, both are None and the run is dated by
+its import (`rundir.source.DATED_BY_IMPORT`).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 from loadproof.rundir.source import StatedFigure
+
+EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)  # a date before this is no benchmark's: a field that is not a date
 
 
 @dataclass(frozen=True)
@@ -90,4 +100,38 @@ class ParsedRun:
     requests: list[Request] | None = None  # None: the file has no per-request data
     stated: list[StatedFigure] = field(default_factory=list)
     part: str = ""  # "stage 1" of a multi-stage file
-    started: str | None = None  # the run's start as the file states it (ISO 8601), where it does
+    started: datetime | None = None  # the run's start (UTC) as the file states it, where it does
+    ended: datetime | None = None  # its end (UTC), likewise
+    dated: str = ""  # the file's field(s) they were read from, and how; "" where the file states no date
+
+
+def unix_time(value: object) -> datetime | None:
+    """A Unix time in seconds (GuideLLM's `start_time`) in UTC; None for anything that is not a plausible one."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    try:
+        moment = datetime.fromtimestamp(float(value), UTC)
+    except (OverflowError, OSError, ValueError):
+        return None
+    return moment if moment >= EARLIEST else None
+
+
+def local_time(text: object, layout: str | None = None) -> datetime | None:
+    """A local time without a zone (`layout` for strptime, else ISO 8601) in UTC, read in this machine's zone;
+    one that states its zone keeps it. None for anything that is not a plausible time."""
+    if not isinstance(text, str):
+        return None
+    try:
+        moment = datetime.strptime(text, layout) if layout else datetime.fromisoformat(text)
+        moment = moment.astimezone(UTC)  # a naive time is read in this machine's local zone
+    except (ValueError, OverflowError, OSError):
+        return None
+    return moment if moment >= EARLIEST else None
+
+
+def local_zone(moment: datetime) -> str:
+    """This machine's zone at `moment` as its offset from UTC: `UTC+00:00`, `UTC-05:00`."""
+    offset = moment.astimezone().utcoffset()
+    minutes = round(offset.total_seconds() / 60) if offset is not None else 0
+    sign = "+" if minutes >= 0 else "-"
+    return f"UTC{sign}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"

@@ -5,7 +5,10 @@ Every imported run is a load run (`metrics.load.SCENARIO`), so `report`, `compar
 (`Manifest.source`: the tool, its version, the file and its sha256, whether it holds per-request data, the
 figures the file states), its plan is the workload the file states (`plans.load.LoadPlan`: the arrival, the rate
 or the streams, the lengths, what the tool drew), and its profile is `--profile`'s, where one was given: the
-deployment, which the file does not name, for `sim calibrate`.
+deployment, which the file does not name, for `sim calibrate`. Its start and end wall times are the tool's where
+the file states them (`ParsedRun.started`, `ended`; `Source.dated` names the field), so `history` and the store
+date it by when it ran; where the file states none, the start is left out and the end is the import's, and
+`Source.dated` says so (`DATED_BY_IMPORT`).
 
 With per-request data each request is a `RequestRecord` on a clock of the run's own (the tool's times, shifted so
 the first send is 1 s), its chunk times those the file gives, so the load claims, their intervals included, are
@@ -15,8 +18,8 @@ the stated figures (`metrics.imported`).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 
@@ -29,11 +32,12 @@ from loadproof.protocol.routes import ROUTES, route_of
 from loadproof.records import RequestRecord
 from loadproof.rundir import Manifest
 from loadproof.rundir.manifest import TargetInfo
-from loadproof.rundir.source import Source
+from loadproof.rundir.source import DATED_BY_IMPORT, Source
 from loadproof.store.run_dir import RunWriter, new_run_id
 from loadproof.units import NS_PER_S
 
 ORIGIN_NS = NS_PER_S  # the first send, on the run's clock: a send time of 0 reads as never sent
+WALL_TIME = "%Y-%m-%dT%H:%M:%SZ"  # the manifest's start and end wall times (UTC)
 
 
 def write_run(parsed: ParsedRun, out_root: Path, profile: Profile | None = None) -> Path:
@@ -132,8 +136,8 @@ def manifest_of(parsed: ParsedRun, run_id: str, records: list[RequestRecord], pr
             url=parsed.url, model=parsed.model, endpoint=parsed.workload.endpoint, token_counts=parsed.tool
         ),
         versions={"loadproof": _version(), parsed.tool: parsed.version},
-        start_wall_time=parsed.started,
-        end_wall_time=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        start_wall_time=parsed.started.astimezone(UTC).strftime(WALL_TIME) if parsed.started else None,
+        end_wall_time=(parsed.ended if parsed.started and parsed.ended else datetime.now(UTC)).strftime(WALL_TIME),
         profile=profile.model_dump(mode="json") if profile is not None else None,
         num_records=len(records),
         source=Source(
@@ -145,6 +149,7 @@ def manifest_of(parsed: ParsedRun, run_id: str, records: list[RequestRecord], pr
             part=parsed.part,
             imported_by=_version() or "",
             stated=list(parsed.stated),
+            dated=parsed.dated if parsed.started is not None and parsed.dated else DATED_BY_IMPORT,
         ),
     )
     attach_plan(manifest, plan_of(parsed.workload, records, max_model_len))

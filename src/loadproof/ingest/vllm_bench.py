@@ -12,10 +12,12 @@ stated figures only.
 
 from __future__ import annotations
 
+import math
 import re
+from datetime import timedelta
 from typing import Any
 
-from loadproof.ingest.parsed import ParsedRun, Request, Workload
+from loadproof.ingest.parsed import ParsedRun, Request, Workload, local_time, local_zone
 from loadproof.ingest.reading import Refused, number, shape_error
 from loadproof.metrics.imported import (
     DURATION,
@@ -102,7 +104,7 @@ def read(data: Any, name: str, sha256: str) -> list[ParsedRun]:
             model=str(data["model_id"]),
             requests=requests,
             stated=stated,
-            started=_date(str(data["date"])),
+            **_dates(data),
         )
     ]
 
@@ -135,7 +137,22 @@ def _requests(data: dict[str, Any], name: str) -> list[Request]:
     return out
 
 
-def _date(text: str) -> str | None:
-    """vLLM's `date`, YYYYMMDD-HHMMSS local time, as ISO 8601 (no zone: the file states none)."""
-    match = re.fullmatch(r"(\d{4})(\d{2})(\d{2})-(\d{2})(\d{2})(\d{2})", text)
-    return None if match is None else "{}-{}-{}T{}:{}:{}".format(*match.groups())
+def _dates(data: dict[str, Any]) -> dict[str, Any]:
+    """When the run ran: vLLM writes `date` (YYYYMMDD-HHMMSS, its machine's local time, no zone) as it saves the
+    result, after the benchmark, so it is the run's end, and its start is `date` less `duration` (to the second);
+    read in this machine's zone (docs/import.md). Nothing where `date` is not such a time."""
+    ended = local_time(data.get("date"), "%Y%m%d-%H%M%S")
+    duration = data.get("duration")
+    if ended is None or isinstance(duration, bool) or not isinstance(duration, (int, float)):
+        return {}
+    try:
+        started = ended - timedelta(seconds=float(duration))
+    except (OverflowError, ValueError):  # an infinite or absurd duration
+        return {}
+    if not 0 <= duration < math.inf:
+        return {}
+    return {
+        "started": started,
+        "ended": ended,
+        "dated": f"date (local time as the result was saved, read as {local_zone(ended)}) less duration",
+    }

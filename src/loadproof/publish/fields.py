@@ -136,6 +136,7 @@ MANIFEST_FIELDS = {
     "source.per_request": NUMBER,
     "source.part": NAME,
     "source.imported_by": NAME,
+    "source.dated": TEXT,  # the file's field its dates come from, and how they were read; `import`: none
     "source.stated.*.figure": NAME,
     "source.stated.*.stat": NAME,
     "source.stated.*.where": NAME,

@@ -28,6 +28,7 @@ from loadproof.metrics.claims import DIRECTIONS, KINDS
 from loadproof.results.model import StoredClaim, StoredRun
 from loadproof.results.privacy import address, name
 from loadproof.rundir import Manifest
+from loadproof.rundir.source import DATED_BY_IMPORT
 from loadproof.store.digest import measurement_digest
 from loadproof.store.files import read_json_file
 from loadproof.store.run_dir import CLAIMS, MANIFEST, load_run
@@ -98,7 +99,9 @@ def _profile(manifest: Manifest) -> tuple[str | None, str | None]:
 
 
 def environment(manifest: Manifest) -> dict[str, Any]:
-    """The versions, the git commit, the engine's kind, the GPUs and driver, and a published run's provenance."""
+    """The versions, the git commit, the engine's kind, the GPUs and driver, a published run's provenance, and an
+    imported run's origin (`imported`: the tool, its version, and where its dates come from: `dated`, the file's
+    field, or `import` where the file states none and the run is dated by its import)."""
     out: dict[str, Any] = {}
     versions = {str(k): v for k, v in list(manifest.versions.items())[:MAX_ENVIRONMENT_ITEMS]}
     if versions:
@@ -114,6 +117,13 @@ def environment(manifest: Manifest) -> dict[str, Any]:
             out["gpu_names"] = [_text(n, 100) for n in telemetry.names[:MAX_ENVIRONMENT_ITEMS]]
         if telemetry.driver:
             out["driver"] = _text(telemetry.driver, 100)
+    source = manifest.source
+    if source is not None:
+        out["imported"] = {
+            "tool": _text(source.tool, 100),
+            "version": _text(source.version, 100),
+            "dated": DATED_BY_IMPORT if source.dated_by_import else _text(source.dated, 200),
+        }
     publication = manifest.publication
     if publication is not None:
         kept = {k: v for k, v in msgspec.to_builtins(publication).items() if k not in ("raw_data", "published_by")}

@@ -1,7 +1,9 @@
 """`loadproof history CLAIM`: one claim over the stored runs, oldest first, with its interval where it has one.
 
 `history(store, claim, where, since)` finds the runs; `rows` is the table the console prints (time, run, value
-[low, high], profile, engine version); `results.trend` draws the page. A claim no stored run has, or a query that
+[low, high], profile, engine version); `results.trend` draws the page. A run's time is its start, an imported
+run's the start its tool's file states; an imported run whose file states none is dated by its import, its time
+marked `*` and said under the table (`IMPORT_NOTE`). A claim no stored run has, or a query that
 matches none of those that do, is one line (exit 2), with the nearest names or what the claim's runs hold.
 """
 
@@ -21,6 +23,10 @@ from loadproof.verify.display import shown
 HEADER = ["time (UTC)", "run", "value [low, high]", "profile", "engine version"]
 TIME = "%Y-%m-%d %H:%M"
 CONSOLE_TIME = "%Y-%m-%dT%H:%M"  # no space: a table cell that does not wrap
+IMPORT_MARK = "*"
+IMPORT_NOTE = (
+    "* an imported run whose file states no date (inference-perf's), dated by when it was imported (docs/import.md)"
+)
 _AGO = re.compile(r"(\d{1,5})([dhw])")
 _UNITS = {"h": timedelta(hours=1), "d": timedelta(days=1), "w": timedelta(weeks=1)}
 
@@ -102,7 +108,7 @@ def rows(found: History) -> list[list[str]]:
     """The console's table, oldest first."""
     return [
         [
-            p.run.started_at.astimezone(UTC).strftime(CONSOLE_TIME),
+            p.run.started_at.astimezone(UTC).strftime(CONSOLE_TIME) + (IMPORT_MARK if p.run.dated_by_import else ""),
             p.run.run_id,
             p.value_text,
             p.run.profile or "",
@@ -110,3 +116,8 @@ def rows(found: History) -> list[list[str]]:
         ]
         for p in found.points
     ]
+
+
+def notes(found: History) -> list[str]:
+    """What the table's marks mean, for those it has."""
+    return [IMPORT_NOTE] if any(p.run.dated_by_import for p in found.points) else []

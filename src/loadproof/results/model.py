@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from loadproof.errors import UsageError
+from loadproof.rundir.source import DATED_BY_IMPORT
 
 # the fields `--where` and `Store.query(where=...)` take, each a column of the runs table
 WHERE_KEYS = ("scenario", "profile", "model", "engine", "engine_version", "endpoint", "target", "run_id", "source")
@@ -46,8 +47,9 @@ class StoredClaim:
 @dataclass(frozen=True)
 class StoredRun:
     """A run in the store. `started_at` is the run's start (UTC; its end, or the time it was added, where the
-    manifest has no start); `target` is the server's address with every private part replaced (`results.entry`);
-    `path` the run directory as it was added; `source` `run` (a run directory) or `bundle` (a published one)."""
+    manifest has no start: an imported run whose file states no date, `dated_by_import`); `target` is the server's
+    address with every private part replaced (`results.entry`); `path` the run directory as it was added;
+    `source` `run` (a run directory) or `bundle` (a published one)."""
 
     run_id: str
     digest: str
@@ -68,6 +70,12 @@ class StoredRun:
     claims: dict[str, StoredClaim] = field(default_factory=dict)
     store_id: int | None = None  # the store's own key, once stored
     added_at: datetime | None = None  # when it was stored
+
+    @property
+    def dated_by_import(self) -> bool:
+        """An imported run whose file states no date: `started_at` is when it was imported (`results.entry`)."""
+        imported = self.environment.get("imported")
+        return isinstance(imported, dict) and imported.get("dated") == DATED_BY_IMPORT
 
     def field_value(self, key: str) -> str | None:
         """The value of one of `WHERE_KEYS` as text."""

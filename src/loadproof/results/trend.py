@@ -92,13 +92,18 @@ def _time_ticks(frame: Frame, points: Sequence[Point]) -> list[str]:
     return out
 
 
+def imported(point: Point) -> str:
+    """` (imported then)` for a run dated by its import: its file states no date (docs/import.md)."""
+    return " (imported then: its file states no date)" if point.run.dated_by_import else ""
+
+
 def table_html(found: History, page: Path) -> str:
     head = "".join(f"<th>{escape(h)}</th>" for h in ["time (UTC)", "run", "value [low, high]", "profile", "model"])
     head += "<th>engine version</th><th>interval method</th>"
     body = []
     for p in reversed(found.points):  # newest first, as a reader scans for the latest
         cells = [
-            f"<td>{escape(p.run.started_at.astimezone(UTC).strftime(TIME))}</td>",
+            f"<td>{escape(p.run.started_at.astimezone(UTC).strftime(TIME) + imported(p))}</td>",
             f'<td><a href="{escape(link(p, page))}"><code>{escape(p.run.run_id)}</code></a></td>',
             f'<td class="num">{escape(p.value_text)}</td>',
             f"<td>{escape(p.run.profile or '')}</td>",

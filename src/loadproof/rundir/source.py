@@ -4,8 +4,9 @@ manifest keeps it under `source`. A run loadproof measured itself has none.
 `Source` names the tool, the version its file's shape is (the tool's own word where the file states one), the
 file and its sha256, and whether the run holds the file's per-request data (its records then carry every
 claim, recomputed as for any run) or only what the file states (`stated`: each figure as the file gives it,
-in loadproof's units, with where the file holds it; no interval is invented for them). Standard library and
-msgspec only: `verify` reaches here.
+in loadproof's units, with where the file holds it; no interval is invented for them), and where the run's dates
+come from (`dated`: the manifest's start and end are the tool's, read from the field it names, or, where the file
+states no date, the run is dated by its import). Standard library and msgspec only: `verify` reaches here.
 """
 
 from __future__ import annotations
@@ -33,6 +34,17 @@ class Source(msgspec.Struct, kw_only=True, omit_defaults=True, forbid_unknown_fi
     part: str = ""  # a part of the file made into this run (inference-perf: "stage 1"), "" for all of it
     imported_by: str = ""  # the loadproof version that imported it
     stated: list[StatedFigure] = []
+    # where the manifest's start and end wall times come from: the file's field(s) and how they were read
+    # (`date (local time ...) less duration`), or DATED_BY_IMPORT: the file states no date, the run is dated by
+    # its import; "" in a manifest imported before this was kept (dated by its import too)
+    dated: str = ""
+
+    @property
+    def dated_by_import(self) -> bool:
+        return self.dated in ("", DATED_BY_IMPORT)
 
 
-__all__ = ["Source", "StatedFigure"]
+DATED_BY_IMPORT = "import"
+
+
+__all__ = ["DATED_BY_IMPORT", "Source", "StatedFigure"]
