@@ -126,7 +126,9 @@ def test_history_orders_imported_runs_by_when_their_tools_ran_them(tmp_path, mon
         assert kept.dated_by_import == (tool == "inference-perf")
         if tool in ran:  # the tool's own date, to the second
             assert kept.started_at.replace(tzinfo=None) == ran[tool].replace(microsecond=0)
-    monkeypatch.setattr(sys, "argv", ["loadproof", "history", "load.ttft_s.p50", "--store", str(db)])
+    page = tmp_path / "history.html"
+    argv = ["loadproof", "history", "load.ttft_s.p50", "--store", str(db), "--html", str(page)]
+    monkeypatch.setattr(sys, "argv", argv)
     monkeypatch.setenv("COLUMNS", "250")
     with pytest.raises(SystemExit) as exited:
         main()
@@ -137,3 +139,4 @@ def test_history_orders_imported_runs_by_when_their_tools_ran_them(tmp_path, mon
     assert sorted(runs, key=lambda tool: out.index(runs[tool].name)) == order  # oldest first
     assert "*" in lines["inference-perf"][0] and all("*" not in lines[tool][0] for tool in ran)
     assert "* an imported run whose file states no date (inference-perf's), dated by when it was imported" in out
+    assert page.read_text().count("(imported then: its file states no date)") == 1  # the page's table says it too
