@@ -117,11 +117,23 @@ def pytest_configure(config: pytest.Config) -> None:
         compileall.compile_dir(Path(__file__).parents[1] / tree, quiet=1, workers=1)
 
 
+# A test's timeout counts its fixtures' set-up. The first test on a worker that takes an engine fixture (below:
+# the session engine, the VLM, the speech engine, the fleet) also waits for that engine to come up, which on a
+# fresh machine includes installing the engine and preparing its model: the session engine took 279 s in a fresh
+# clone, and its first test, whose own timeout is 300 s, timed out. Such a test's timeout is its own plus this;
+# the fixture bounds the start itself (integration/conftest.py START_TIMEOUT_S).
+ENGINE_START_ALLOWANCE_S = 900
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     scaled: set[int] = set()
     for item in items:
         if item.get_closest_marker("asyncio") is not None and item.get_closest_marker("timeout") is None:
             item.add_marker(pytest.mark.timeout(60))
+        if set(SESSION_ENGINES) & set(getattr(item, "fixturenames", ())):
+            marker = item.get_closest_marker("timeout")
+            own = float(marker.args[0]) if marker is not None and marker.args else float(config.getini("timeout"))
+            item.add_marker(pytest.mark.timeout(own + ENGINE_START_ALLOWANCE_S), append=False)
         if PROFILE == "fuzz":
             _more_examples(getattr(item, "obj", None), scaled)
 
