@@ -5,19 +5,22 @@ one does not know) is refused in one line, before anything is read or written.""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
 
 from loadproof.errors import UsageError
+
+if TYPE_CHECKING:
+    from alembic.config import Config
 
 MIGRATIONS = Path(__file__).with_name("migrations")
 
 
 def _config() -> Config:
+    # alembic when a store is opened, not when loadproof starts: importing it added 0.1 s to every command
+    from alembic.config import Config
+
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
     return config
@@ -25,17 +28,23 @@ def _config() -> Config:
 
 def head() -> str:
     """This loadproof's newest schema revision."""
+    from alembic.script import ScriptDirectory  # alembic when a store is opened (see _config)
+
     revision = ScriptDirectory.from_config(_config()).get_current_head()
     assert revision is not None
     return revision
 
 
 def known() -> set[str]:
+    from alembic.script import ScriptDirectory  # alembic when a store is opened (see _config)
+
     return {script.revision for script in ScriptDirectory.from_config(_config()).walk_revisions()}
 
 
 def current(connection: sa.Connection) -> set[str]:
     """The revisions the store records (none: a new, empty store)."""
+    from alembic.runtime.migration import MigrationContext  # alembic when a store is opened (see _config)
+
     return set(MigrationContext.configure(connection).get_current_heads())
 
 
@@ -49,6 +58,8 @@ def migrate(connection: sa.Connection, shown: str) -> None:
         )
     if current(connection) == {head()}:
         return
+    from alembic import command  # alembic when a store is opened (see _config)
+
     config = _config()
     config.attributes["connection"] = connection
     command.upgrade(config, "head")
