@@ -2,8 +2,9 @@
 
 Part 1, the simulator (`--part sim`): the intervals the product publishes, computed by its own claim functions
 (metrics/load.py `load_claims`, which calls latency_claims, slo_claims and rate_interval; the steady window's
-rates by metrics/steady_state.py `open_loop_claims`) on the records of many independent short runs of the
-simulator's engine model on its virtual clock (predict/load.py `predict_load`: the scheduler and step cost
+rates by `open_loop_steady`, the window ending at the last send; the plan records its arrivals, as every run's
+since, so a rescaled run's intervals are conditioned on each batch's arrivals, metrics/conditioning.py) on the
+records of many independent short runs of the simulator's engine model on its virtual clock (predict/load.py `predict_load`: the scheduler and step cost
 of `loadproof sim`, no HTTP, no sleeping), open-loop Poisson traffic at a rate, with random prompt and output
 lengths. The records are taken in the order they ended, as a run directory keeps them. Two arrival designs:
 `rescaled` (what `run load --rate R -n N` sends: N Poisson gaps rescaled so the last send is at N/R, vLLM's
@@ -23,7 +24,7 @@ also the figure's mean error against the truth (bias) and its spread over the ru
 --seed, the same table.
 
 usage: scripts/in-venv python benchmarks/interval_coverage.py [--part sim|laws|all] [--runs 500] [--seed 41]
-           [--rates 8,10] [--requests 2000] [--truth-runs 4] [--truth-requests 50000] [--workers 2] [--json F]
+           [--rates 8,10] [--designs rescaled,poisson] [--figures steady,ttft] [--requests 2000] [--truth-runs 4] [--truth-requests 50000] [--workers 2] [--json F]
 """
 
 from __future__ import annotations
@@ -53,8 +54,7 @@ from loadproof.metrics.intervals import (
     percentile_interval,
     wilson_interval,
 )
-from loadproof.metrics.load import load_claims
-from loadproof.metrics.steady_state import open_loop_claims
+from loadproof.metrics.load import load_claims, open_loop_steady
 from loadproof.plans.load import LoadLengths, LoadPlan
 from loadproof.predict.load import predict_load
 from loadproof.sim.config import CostModel, SimConfig
@@ -117,8 +117,9 @@ def sim_run(task: tuple[float, int, int, bool]) -> Outcome:
         output_tokens=out_plan,
         slo=dict(SLO),
         steady_window=True,
+        arrivals_known=True,
     )
-    claims: list[Claim] = load_claims(records, plan, [], []) + open_loop_claims(records, 0, False, "load")
+    claims: list[Claim] = load_claims(records, plan, [], []) + open_loop_steady(records, 0, plan)
     wanted = {claim for _, claim in FIGURES}
     out: Outcome = {}
     for c in claims:
@@ -217,12 +218,13 @@ LAW_RATES = {
 def sim_part(args: argparse.Namespace) -> tuple[list[Row], list[dict[str, object]]]:
     rows: list[Row] = []
     truths: list[dict[str, object]] = []
+    figures = [(f, c) for f, c in FIGURES if not args.figures or any(w in c for w in args.figures)]
     with Pool(args.workers) as pool:
         for rate in args.rates:
             seeds = [10**6 + args.seed * 100 + k for k in range(args.truth_runs)]
             longs = pool.map(sim_run, [(rate, args.truth_requests, seed, False) for seed in seeds])
             truth = {}
-            for _, claim in FIGURES:
+            for _, claim in figures:
                 vals = [o[claim][0] for o in longs if claim in o]
                 mean = sum(vals) / len(vals)
                 se = math.sqrt(sum((v - mean) ** 2 for v in vals) / (len(vals) - 1) / len(vals)) if len(vals) > 1 else 0
@@ -232,9 +234,11 @@ def sim_part(args: argparse.Namespace) -> tuple[list[Row], list[dict[str, object
                 runs = ", ".join(f"{v:.6g}" for v in vals)
                 print(f"truth at {rate:g}/s: {claim} = {truth[claim]:.6g}; long runs {runs}", file=sys.stderr)
             for design, rescale in (("rescaled", True), ("poisson", False)):
+                if design not in args.designs:
+                    continue
                 tasks = [(rate, args.requests, args.seed * 100_000 + k, rescale) for k in range(args.runs)]
                 outcomes = pool.map(sim_run, tasks, chunksize=4)
-                for figure, claim in FIGURES:
+                for figure, claim in figures:
                     row = summarize(figure, claim, design, rate, truth[claim], outcomes)
                     rows.append(row)
                     print("| " + " | ".join(row.cells()) + " |", flush=True)
@@ -391,6 +395,10 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=500)
     ap.add_argument("--seed", type=int, default=41)
     ap.add_argument("--rates", type=lambda s: [float(x) for x in s.split(",")], default=[8.0, 10.0])
+    ap.add_argument("--designs", type=lambda s: s.split(","), default=["rescaled", "poisson"])
+    ap.add_argument(
+        "--figures", type=lambda s: s.split(","), default=[], help="only the claims whose names hold one of these"
+    )
     ap.add_argument("--requests", type=int, default=2000)
     ap.add_argument("--truth-runs", type=int, default=4)
     ap.add_argument("--truth-requests", type=int, default=50_000)

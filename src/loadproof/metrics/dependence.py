@@ -25,6 +25,11 @@ would be (capped at n, independent values' intervals covered 97-99%); it is at m
 `MIN_VALUES` values (too few to see their correlation), or a constant indicator or batch means that agree
 exactly (nothing to estimate), m = n: the values are taken as independent.
 
+**Given a covariate** (`covariate`: one value a value, whose total the design fixed; a rescaled schedule's
+arrivals, metrics/conditioning.py), v is the residual variance of the batch means regressed on the
+covariate's, on k - 2 degrees of freedom (`intervals.batch_spread`), and t has k - 2: the part of the spread
+that the fixed total cancels in the run's figure is left out; the method says so.
+
 **A percentile** on m: the equal-tailed exact binomial ranks l and u for m values (`order_statistic_ranks`),
 mapped to the n values in proportion, floor(l n / m) and ceil(u n / m) (so m = n is the plain interval);
 none when m is below what the percentile needs (`min_count`: 368 for a p99).
@@ -44,19 +49,27 @@ from loadproof.metrics.intervals import (
     BATCHES,
     DEFAULT_CONFIDENCE,
     Interval,
+    batch_spread,
     order_statistic_ranks,
     student_t_quantile,
 )
 
 MIN_VALUES = 100  # fewer values than this (fewer than 10 a batch): taken as independent
+CONDITIONED = ", conditioned on each batch's arrivals"  # the method's words where a covariate was given
 MAX_GAIN = 10.0  # the effective count is at most this many times the count (batch means that agree by chance)
 
 
-def effective_count(series: Sequence[float], confidence: float = DEFAULT_CONFIDENCE, batches: int = BATCHES) -> float:
+def effective_count(
+    series: Sequence[float],
+    confidence: float = DEFAULT_CONFIDENCE,
+    batches: int = BATCHES,
+    covariate: Sequence[float] | None = None,
+) -> float:
     """How many independent values the `series` (in time order) is worth for the variance of its mean, with
-    the t quantile's allowance for that variance's own error folded in."""
+    the t quantile's allowance for that variance's own error folded in; with a `covariate` whose total the
+    design fixed (a rescaled schedule's arrivals), for the variance given it (`intervals.batch_spread`)."""
     n = len(series)
-    if n < MIN_VALUES or batches < 3:
+    if n < MIN_VALUES or batches < (3 if covariate is None else 4):
         return float(n)
     size = n // batches
     skip = n - batches * size
@@ -65,14 +78,12 @@ def effective_count(series: Sequence[float], confidence: float = DEFAULT_CONFIDE
     spread = math.fsum((x - grand) ** 2 for x in kept) / len(kept)  # the values' own variance
     if spread <= 0.0:
         return float(n)
-    means = [math.fsum(kept[i * size : (i + 1) * size]) / size for i in range(batches)]
-    middle = math.fsum(means) / batches
-    var_of_mean = math.fsum((m - middle) ** 2 for m in means) / (batches - 1) / batches
-    design = var_of_mean / (spread / len(kept))
+    var, df = batch_spread(series, batches, covariate)
+    design = var / batches / (spread / len(kept))
     if design <= 0.0:
         return float(n)
     z = NormalDist().inv_cdf(0.5 + confidence / 2.0)
-    t = student_t_quantile(0.5 + confidence / 2.0, batches - 1)
+    t = student_t_quantile(0.5 + confidence / 2.0, df)
     return min(MAX_GAIN * n, n / (design * (t / z) ** 2))
 
 
@@ -81,14 +92,19 @@ def _below(values: Sequence[float], threshold: float) -> list[float]:
 
 
 def correlated_percentile_interval(
-    values: Sequence[float], ordered: Ranked, q: float, confidence: float = DEFAULT_CONFIDENCE
+    values: Sequence[float],
+    ordered: Ranked,
+    q: float,
+    confidence: float = DEFAULT_CONFIDENCE,
+    covariate: Sequence[float] | None = None,
 ) -> Interval | None:
     """The q-quantile's interval (q = p / 100) of `values` in time order (`ordered`: the same values ranked)
-    on their effective count; None when that count is too small for the quantile at this confidence."""
+    on their effective count (given the `covariate`, one value a value, where the design fixed its total);
+    None when that count is too small for the quantile at this confidence."""
     n = len(ordered)
     if n == 0 or len(values) != n:
         raise ValueError(f"the values ({len(values)}) and their ranking ({n}) must be the same, and some")
-    m = effective_count(_below(values, quantile(ordered, q)), confidence)
+    m = effective_count(_below(values, quantile(ordered, q)), confidence, BATCHES, covariate)
     count = max(1, math.floor(m))
     ranks = order_statistic_ranks(count, q, confidence)
     if ranks is None:
@@ -96,19 +112,23 @@ def correlated_percentile_interval(
     low = max(1, math.floor(ranks.low * n / count))
     high = min(n, math.ceil(ranks.high * n / count))
     method = f"order statistics {low} and {high} of {n}"
-    if count != n:
+    if covariate is not None:
+        method += f", effective count {count} ({BATCHES} batches{CONDITIONED})"
+    elif count != n:
         method += f", effective count {count} ({BATCHES} batches)"
     return Interval(float(ordered[low - 1]), float(ordered[high - 1]), confidence, method)
 
 
-def correlated_share_interval(outcomes: Sequence[bool], confidence: float = DEFAULT_CONFIDENCE) -> Interval | None:
-    """Wilson's score interval of the share of true `outcomes` (in time order) on their effective count; None
-    of no outcomes."""
+def correlated_share_interval(
+    outcomes: Sequence[bool], confidence: float = DEFAULT_CONFIDENCE, covariate: Sequence[float] | None = None
+) -> Interval | None:
+    """Wilson's score interval of the share of true `outcomes` (in time order) on their effective count (given
+    the `covariate`, as `correlated_percentile_interval`); None of no outcomes."""
     n = len(outcomes)
     if n == 0:
         return None
     successes = sum(outcomes)
-    m = effective_count([1.0 if o else 0.0 for o in outcomes], confidence)
+    m = effective_count([1.0 if o else 0.0 for o in outcomes], confidence, BATCHES, covariate)
     z = NormalDist().inv_cdf(0.5 + confidence / 2.0)
     share = successes / n
     z2m = z * z / m
@@ -116,7 +136,10 @@ def correlated_share_interval(outcomes: Sequence[bool], confidence: float = DEFA
     half = z / (1.0 + z2m) * math.sqrt(share * (1.0 - share) / m + z2m / (4.0 * m))
     low = 0.0 if successes == 0 else max(0.0, centre - half)
     high = 1.0 if successes == n else min(1.0, centre + half)
-    method = "Wilson score" if m == n else f"Wilson score, effective count {m:.0f} of {n} ({BATCHES} batches)"
+    if covariate is not None:
+        method = f"Wilson score, effective count {m:.0f} of {n} ({BATCHES} batches{CONDITIONED})"
+    else:
+        method = "Wilson score" if m == n else f"Wilson score, effective count {m:.0f} of {n} ({BATCHES} batches)"
     return Interval(low, high, confidence, method)
 
 

@@ -394,25 +394,56 @@ def student_t_quantile(p: float, df: float) -> float:
     return t if p > 0.5 else -t
 
 
+def batch_spread(series: Sequence[float], k: int, covariate: Sequence[float] | None = None) -> tuple[float, int]:
+    """The variance of one batch's mean of `series` cut into k equal consecutive batches (the first n mod k values
+    in none) and its degrees of freedom: the k batch means' sample variance on k - 1; with a `covariate` (one
+    value a series value: what drove it, a request's arrival gap, a second's sends), the residual variance of
+    the batch means regressed by least squares on the covariate's batch means, on k - 2, the part of their
+    spread the covariate does not explain. That is the variance of the series' mean where the design fixes the
+    covariate's total (a rescaled schedule fixes its count and span): a control variate whose mean is known,
+    and the same as the batch means' where the covariate does not vary."""
+    n = len(series)
+    if k < 3 or n < k or (covariate is not None and (len(covariate) != n or k < 4)):
+        raise ValueError(f"{n} values ({None if covariate is None else len(covariate)} covariates) in {k} batches")
+    size = n // k
+    skip = n - k * size
+
+    def means(values: Sequence[float]) -> list[float]:
+        return [math.fsum(values[skip + i * size : skip + (i + 1) * size]) / size for i in range(k)]
+
+    ys = means(series)
+    middle = math.fsum(ys) / k
+    if covariate is None:
+        return math.fsum((y - middle) ** 2 for y in ys) / (k - 1), k - 1
+    xs = means(covariate)
+    centre = math.fsum(xs) / k
+    sxx = math.fsum((x - centre) ** 2 for x in xs)
+    slope = math.fsum((x - centre) * (y - middle) for x, y in zip(xs, ys, strict=True)) / sxx if sxx > 0 else 0.0
+    residuals = [y - middle - slope * (x - centre) for x, y in zip(xs, ys, strict=True)]
+    return math.fsum(r * r for r in residuals) / (k - 2), k - 2
+
+
 def batch_means_interval(
-    series: Sequence[float], confidence: float = DEFAULT_CONFIDENCE, batches: int = BATCHES
+    series: Sequence[float],
+    confidence: float = DEFAULT_CONFIDENCE,
+    batches: int = BATCHES,
+    covariate: Sequence[float] | None = None,
 ) -> Interval | None:
     """The mean of a series in time order with the non-overlapping batch means interval: the series cut into
     k equal consecutive batches (the first n mod k values left out of the batching, not of the mean), the
     batches' means near independent when a batch is much longer than the series' correlation, so the mean
     +/- t(k - 1) s_k / sqrt(k), s_k the batch means' standard deviation (Schmeiser 1982; k = 10 by default,
-    fewer for a short series, each batch at least `MIN_BATCH` values). None for fewer than 3 batches'
-    values; a constant series gives a zero-width interval."""
+    fewer for a short series, each batch at least `MIN_BATCH` values). With a `covariate` whose total the
+    design fixed, conditioned on it: s_k the residual's, t on k - 2 (`batch_spread`). None for fewer than 3
+    batches' values (4 with a covariate); a constant series gives a zero-width interval."""
     alpha = _check_confidence(confidence)
     n = len(series)
     k = min(batches, n // MIN_BATCH)
-    if k < 3:
+    if k < (3 if covariate is None else 4):
         return None
     size = n // k
-    skip = n - k * size
-    means = [math.fsum(series[skip + i * size : skip + (i + 1) * size]) / size for i in range(k)]
+    var, df = batch_spread(series, k, covariate)
     grand = math.fsum(series) / n
-    middle = math.fsum(means) / k
-    var = math.fsum((m - middle) ** 2 for m in means) / (k - 1)
-    half = student_t_quantile(1.0 - alpha / 2.0, k - 1) * math.sqrt(var / k)
-    return Interval(grand - half, grand + half, confidence, f"batch means, {k} batches of {size}, Student t")
+    half = student_t_quantile(1.0 - alpha / 2.0, df) * math.sqrt(var / k)
+    how = "" if covariate is None else ", conditioned on each batch's arrivals"
+    return Interval(grand - half, grand + half, confidence, f"batch means, {k} batches of {size}{how}, Student t")

@@ -127,10 +127,27 @@ def samples_ns(records: list[RequestRecord]) -> dict[str, list[float]]:
     return out
 
 
-def latency_claims(records: list[RequestRecord], only: tuple[str, ...] | None = None) -> list[Claim]:
-    """Each latency's statistics (`only`: those latencies by name, e.g. an embeddings run's)."""
+def gaps_by_latency(records: list[RequestRecord], gaps: list[float]) -> dict[str, list[float]]:
+    """Each value's covariate beside `samples_ns`'s TTFT, ITL, TPOT and E2E values: its request's arrival gap
+    (`gaps`, one a record, metrics/conditioning.py)."""
+    ok = [(r, g) for r, g in zip(records, gaps, strict=True) if succeeded(r)]
+    return {
+        "ttft_s": [g for _, g in ok],
+        "itl_s": [g for r, g in ok for _ in r.itl_ns()],
+        "tpot_s": [g for r, g in ok if tpot_ns(r) is not None],
+        "e2el_s": [g for _, g in ok],
+    }
+
+
+def latency_claims(
+    records: list[RequestRecord], only: tuple[str, ...] | None = None, gaps: list[float] | None = None
+) -> list[Claim]:
+    """Each latency's statistics (`only`: those latencies by name, e.g. an embeddings run's); with `gaps` (each
+    record's arrival gap, where a rescaled schedule fixed the count), TTFT's, ITL's, TPOT's and E2E's intervals
+    conditioned on each batch's arrivals."""
     claims: list[Claim] = []
     values = samples_ns(records)
+    covariates = {} if gaps is None else gaps_by_latency(records, gaps)
     for latency in LATENCIES:
         if only is not None and latency.name not in only:
             continue
@@ -151,7 +168,9 @@ def latency_claims(records: list[RequestRecord], only: tuple[str, ...] | None = 
                     latency.decimals,
                     direction="lower" if stat != "std" else "neither",
                     parts={"stat": stat},
-                    interval=stat_interval(values[latency.name], stat, 1 / NS_PER_S, ordered),
+                    interval=stat_interval(
+                        values[latency.name], stat, 1 / NS_PER_S, ordered, covariates.get(latency.name)
+                    ),
                 )
             )
     return claims

@@ -16,6 +16,7 @@ from typing import Any
 from loadproof.metrics.adapter_churn import churn_claims
 from loadproof.metrics.adapter_wait import wait_claims
 from loadproof.metrics.claims import Claim, count, fact, number
+from loadproof.metrics.conditioning import arrival_gaps, fixed_count, sends_ns
 from loadproof.metrics.constraints import constraint_claims
 from loadproof.metrics.distribution import percentile
 from loadproof.metrics.engine_agreement import ENGINE_SOURCES
@@ -97,9 +98,17 @@ def claims_of_run(run: Any, plan: LoadPlan) -> list[Claim]:
         + churn_claims(records, run.manifest.profile)  # --model-mix against a profile with [lora]
         + wait_claims(records, [m.model for m in plan.model_mix], plan.base_model, run.samples)  # waiting for a slot
         + constraint_claims("load", records, run.manifest.options)
-        + (open_loop_claims(records, start, plan.traits().pooling, SCENARIO) if plan.steady_window else [])
+        + (open_loop_steady(records, start, plan) if plan.steady_window else [])
         + precision_claims(records, plan.until_precision, plan.slo, run.events, start)  # --until-precision
     )
+
+
+def open_loop_steady(records: list[RequestRecord], start: int | None, plan: LoadPlan) -> list[Claim]:
+    """The steady window's claims: a run that records its sends (`arrivals_known`) ends the window at its last
+    send, and conditions its intervals where a rescaled schedule fixed the count (metrics/conditioning.py)."""
+    last = plan.arrivals_known
+    fixed = fixed_count(plan, records)
+    return open_loop_claims(records, start, plan.traits().pooling, SCENARIO, last_send=last, conditioned=fixed)
 
 
 def load_claims(
@@ -140,6 +149,9 @@ def load_claims(
     end_ns = max(r.end_ns for r in records)
     duration_s = (end_ns - t0) / NS_PER_S
     ok = [r for r in records if succeeded(r)]
+    # a rescaled schedule sent whole fixed the count: intervals conditioned on each batch's arrivals
+    gaps = arrival_gaps(records, t0) if fixed_count(plan, records) else None
+    sends = None if gaps is None else sends_ns(records)
     claims.append(
         number(
             "load.duration_s",
@@ -183,7 +195,9 @@ def load_claims(
                 "successful requests / duration",
                 3,
                 direction="higher",
-                interval=rate_interval([r.end_ns for r in ok], [1.0] * len(ok), t0, duration_s, len(ok) / duration_s),
+                interval=rate_interval(
+                    [r.end_ns for r in ok], [1.0] * len(ok), t0, duration_s, len(ok) / duration_s, sends
+                ),
             )
         )
     route = plan.traits()
@@ -191,9 +205,9 @@ def load_claims(
         return (
             claims
             + length_claims(ok, plan)
-            + latency_claims(records, EMBEDDINGS_LATENCIES)
-            + pooling_claims(ok, duration_s, route, t0)
-            + slo_claims(records, plan.slo, duration_s)
+            + latency_claims(records, EMBEDDINGS_LATENCIES, gaps)
+            + pooling_claims(ok, duration_s, route, t0, sends)
+            + slo_claims(records, plan.slo, duration_s, gaps=gaps)
             + model_claims(records, plan.model_mix, plan.slo, duration_s)
             + client_limited_claims(records, plan)
             + engine_claims(samples, t0, end_ns)
@@ -213,12 +227,13 @@ def load_claims(
                     t0,
                     duration_s,
                     sum(r.output_tokens or 0 for r in ok) / duration_s,
+                    sends,
                 ),
             )
         )
     claims += length_claims(ok, plan)
-    claims += latency_claims(records)
-    claims += slo_claims(records, plan.slo, duration_s)
+    claims += latency_claims(records, gaps=gaps)
+    claims += slo_claims(records, plan.slo, duration_s, gaps=gaps)
     claims += model_claims(records, getattr(plan, "model_mix", []), plan.slo, duration_s)  # --model-mix
     claims += client_limited_claims(records, plan)
     claims += reasoning_claims("load", records)
@@ -258,10 +273,13 @@ def length_claims(ok: list[RequestRecord], plan: LoadLike) -> list[Claim]:
     return claims
 
 
-def pooling_claims(ok: list[RequestRecord], duration_s: float, route: RouteTraits, t0: int) -> list[Claim]:
-    """A pooling run's rates (each with its interval from `t0`, the schedule's start): input tokens and the
-    answer's items per second, and items per request (an embeddings run's vectors, a rerank run's documents
-    scored: the route's `items`; the plan's, so no interval)."""
+def pooling_claims(
+    ok: list[RequestRecord], duration_s: float, route: RouteTraits, t0: int, sends: list[int] | None = None
+) -> list[Claim]:
+    """A pooling run's rates (each with its interval from `t0`, the schedule's start; given every request's
+    `sends`, conditioned on each batch's arrivals): input tokens and the answer's items per second, and items
+    per request (an embeddings run's vectors, a rerank run's documents scored: the route's `items`; the plan's,
+    so no interval)."""
     if not ok or duration_s <= 0 or route.items is None:
         return []
     what = route.items
@@ -275,7 +293,7 @@ def pooling_claims(ok: list[RequestRecord], duration_s: float, route: RouteTrait
             "sum of usage.prompt_tokens of successful requests / duration",
             1,
             direction="higher",
-            interval=rate_interval(ends, inputs, t0, duration_s, sum(inputs) / duration_s),
+            interval=rate_interval(ends, inputs, t0, duration_s, sum(inputs) / duration_s, sends),
         )
     ]
     return claims + [
@@ -286,7 +304,7 @@ def pooling_claims(ok: list[RequestRecord], duration_s: float, route: RouteTrait
             what.per_s_formula,
             2,
             direction="higher",
-            interval=rate_interval(ends, [float(i) for i in items], t0, duration_s, sum(items) / duration_s),
+            interval=rate_interval(ends, [float(i) for i in items], t0, duration_s, sum(items) / duration_s, sends),
         ),
         number(
             f"load.{what.claim}.{what.unit}_per_request",

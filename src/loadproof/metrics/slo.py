@@ -63,10 +63,16 @@ def run_start_ns(records: list[RequestRecord], duration_s: float) -> int:
 
 
 def slo_claims(
-    records: list[RequestRecord], slo: dict[str, float], duration_s: float, scenario: str = "load"
+    records: list[RequestRecord],
+    slo: dict[str, float],
+    duration_s: float,
+    scenario: str = "load",
+    gaps: list[float] | None = None,
 ) -> list[Claim]:
     """`<scenario>.slo`, good requests, attainment, goodput and each SLO's share (runs with `--slo`: load and
-    replay, and throughput, sessions and ab, whose good tokens the energy and cost claims count)."""
+    replay, and throughput, sessions and ab, whose good tokens the energy and cost claims count); with `gaps`
+    (each record's arrival gap, where a rescaled schedule fixed the count, metrics/conditioning.py), the shares'
+    and goodput's intervals conditioned on each batch's arrivals."""
     if not slo or not records:
         return []
     values = [slo_values(r) for r in records]
@@ -88,7 +94,7 @@ def slo_claims(
             "good requests / every request sent x 100 (failed, timed-out and cancelled ones count as not good)",
             2,
             direction="higher",
-            interval=share_interval(good, len(records), outcomes=outcomes),
+            interval=share_interval(good, len(records), outcomes=outcomes, covariate=gaps),
         ),
     ]
     if duration_s > 0:
@@ -103,7 +109,12 @@ def slo_claims(
                 3,
                 direction="higher",
                 interval=rate_interval(
-                    ends, [1.0] * good, run_start_ns(records, duration_s), duration_s, good / duration_s
+                    ends,
+                    [1.0] * good,
+                    run_start_ns(records, duration_s),
+                    duration_s,
+                    good / duration_s,
+                    None if gaps is None else [r.send_ns for r in records],
                 ),
             ),
         )
@@ -119,7 +130,7 @@ def slo_claims(
                 2,
                 direction="higher",
                 parts={"slo": key},
-                interval=share_interval(met, len(records), outcomes=each),
+                interval=share_interval(met, len(records), outcomes=each, covariate=gaps),
             )
         )
     return claims

@@ -92,10 +92,17 @@ def mser_truncation(series: Sequence[float], batch: int = BATCH_S) -> int:
     return best_d
 
 
-def steady_window(series: Sequence[float]) -> SteadyWindow | None:
+def steady_window(series: Sequence[float], drain: int | None = None) -> SteadyWindow | None:
     """The steady window of a per-second series: MSER-5's warm-up from the start, then its drain from the
-    end of what is left (module doc); None for fewer than `MIN_BATCHES` batches."""
+    end of what is left (module doc); with `drain` (the second the drain is known to begin: an open loop's last
+    send), the window ends there and MSER-5 finds the warm-up on the seconds before it. None for fewer than
+    `MIN_BATCHES` batches (before the drain)."""
     n = len(series)
+    if drain is not None:
+        end = max(0, min(n, drain))
+        if end // BATCH_S < MIN_BATCHES:
+            return None
+        return SteadyWindow(BATCH_S * mser_truncation(series[:end]), end, n)
     if n // BATCH_S < MIN_BATCHES:
         return None
     start = BATCH_S * mser_truncation(series)
@@ -123,22 +130,28 @@ def steady_claims(
     *,
     requests: bool = True,
     parts: Mapping[str, object] | None = None,
+    last_send_ns: int | None = None,
+    sends_ns: Sequence[int] | None = None,
 ) -> list[Claim]:
     """`<prefix>.steady.*` of the successful requests that ended at `ends_ns` with `tokens` output tokens
     each (None: a route without output tokens, whose window is found on the requests), over `duration_s`
-    seconds from `origin_ns` (`origin` says what that is, in words); the request rate too where `requests`."""
+    seconds from `origin_ns` (`origin` says what that is, in words); the request rate too where `requests`.
+    With `last_send_ns` (an open loop's last send), the drain is known: the window ends at the last whole
+    second before it; with `sends_ns` (every send of a rescaled schedule, whose count the design fixed), the
+    rates' intervals are conditioned on each batch's sends."""
     if duration_s <= 0 or not ends_ns:
         return []
     counted = [1.0] * len(ends_ns)
     found_on = tokens if tokens is not None and any(tokens) else counted
     what = "output tokens" if found_on is tokens else "successful requests"
     series = per_second(ends_ns, found_on, origin_ns, duration_s)
-    window = steady_window(series)
+    drain = None if last_send_ns is None else (last_send_ns - origin_ns) // NS_PER_S
+    window = steady_window(series, drain)
     if window is None:
         return [
             fact(
                 f"{prefix}.steady.unavailable",
-                too_short(len(series)),
+                too_short(len(series) if drain is None else min(len(series), max(0, drain))),
                 f"why there is no steady window: {METHOD} on the per-second series of {what} ended, from {origin}",
                 parts,
             )
@@ -153,14 +166,21 @@ def steady_claims(
     ]
     window_origin = origin_ns + window.start * NS_PER_S
     kept = [ends_ns[i] for i in inside]
+    window_end_ns = window_origin + round(length * NS_PER_S)
+    sent = None if sends_ns is None else [t for t in sends_ns if window_origin <= t < window_end_ns]
     series_text = f"the per-second series of {what} ended, from {origin}"
+    warmup = (
+        f"{METHOD} (White 1997) on {series_text}: batches of {BATCH_S} s, the warm-up's truncation minimizing "
+        "the squared standard error of the remaining batch means' mean, at most half the batches"
+    )
     claims = [
         fact(
             f"{prefix}.steady.method",
             f"{METHOD} on {what}/s: {window.warmup_s} s of warm-up and {window.drain_s} s of drain left out",
-            f"{METHOD} (White 1997) on {series_text}: batches of {BATCH_S} s, the warm-up's truncation minimizing "
-            "the squared standard error of the remaining batch means' mean, at most half the batches; the drain "
-            "the same on the rest, reversed",
+            f"{warmup}; the drain the same on the rest, reversed"
+            if drain is None
+            else f"{warmup}, of the seconds before the last send; the drain from the last whole second before the "
+            "last send on (an open loop's drain begins when its schedule ends)",
             parts,
         ),
         number(
@@ -177,7 +197,9 @@ def steady_claims(
             end_s,
             "s",
             f"the steady window's end, seconds from {origin}: the series' end less 5 x {METHOD}'s drain batches "
-            "(no drain: the last response's end)",
+            "(no drain: the last response's end)"
+            if drain is None
+            else f"the steady window's end, seconds from {origin}: the last whole second before the last send",
             3,
             direction="neither",
             parts=parts,
@@ -196,7 +218,7 @@ def steady_claims(
                 1,
                 direction="higher",
                 parts=parts,
-                interval=rate_interval(kept, weights, window_origin, length, value),
+                interval=rate_interval(kept, weights, window_origin, length, value, sent),
             )
         )
     if requests:
@@ -210,22 +232,42 @@ def steady_claims(
                 3,
                 direction="higher",
                 parts=parts,
-                interval=rate_interval(kept, [1.0] * len(kept), window_origin, length, value),
+                interval=rate_interval(kept, [1.0] * len(kept), window_origin, length, value, sent),
             )
         )
     return claims
 
 
-def open_loop_claims(records: Sequence[RequestRecord], start_ns: int | None, pooling: bool, prefix: str) -> list[Claim]:
+def open_loop_claims(
+    records: Sequence[RequestRecord],
+    start_ns: int | None,
+    pooling: bool,
+    prefix: str,
+    *,
+    last_send: bool = False,
+    conditioned: bool = False,
+) -> list[Claim]:
     """An open-loop run's `<prefix>.steady.*`: its successful requests from the schedule's start to the last
     response's end (every request's, as the run's duration), the window found on their output tokens (on the
-    requests, for a pooling route)."""
+    requests, for a pooling route). `last_send`: the window ends at the last send (a run that records it,
+    `LoadPlan.arrivals_known`); `conditioned`: a rescaled schedule fixed the count, the rates' intervals are
+    conditioned on each batch's sends (metrics/conditioning.py)."""
     if not records or start_ns is None:
         return []
     ok = [r for r in records if succeeded(r)]
     duration_s = (max(r.end_ns for r in records) - start_ns) / NS_PER_S
     tokens = None if pooling else [float(r.output_tokens or 0) for r in ok]
-    return steady_claims(prefix, [r.end_ns for r in ok], tokens, start_ns, duration_s, "the schedule's start")
+    sends = [r.send_ns for r in records if r.send_ns]
+    return steady_claims(
+        prefix,
+        [r.end_ns for r in ok],
+        tokens,
+        start_ns,
+        duration_s,
+        "the schedule's start",
+        last_send_ns=max(sends) if last_send and sends else None,
+        sends_ns=sends if conditioned else None,
+    )
 
 
 def steady_spans(claims: Sequence[Claim], prefix: str, offset_s: float = 0.0, label: str = "") -> list[Span]:

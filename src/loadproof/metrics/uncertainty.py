@@ -57,34 +57,48 @@ def percentile_interval(ordered: Ranked, p: float, factor: float = 1.0) -> Inter
     return scaled(ranked_percentile_interval(ordered, p / 100.0, CONFIDENCE), factor)
 
 
-def mean_interval(series: Sequence[float], factor: float = 1.0) -> Interval | None:
-    """The mean's interval of values in time order, bounds times `factor`."""
-    return scaled(batch_means_interval(series, CONFIDENCE), factor)
+def mean_interval(
+    series: Sequence[float], factor: float = 1.0, covariate: Sequence[float] | None = None
+) -> Interval | None:
+    """The mean's interval of values in time order, bounds times `factor` (given the `covariate`: conditioned on
+    each batch's arrivals)."""
+    return scaled(batch_means_interval(series, CONFIDENCE, covariate=covariate), factor)
 
 
 def stat_interval(
-    values: Sequence[float], stat: str, factor: float = 1.0, ordered: Ranked | None = None
+    values: Sequence[float],
+    stat: str,
+    factor: float = 1.0,
+    ordered: Ranked | None = None,
+    covariate: Sequence[float] | None = None,
 ) -> Interval | None:
     """The interval of a statistic of `values` as `distribution.summarize` names it: a percentile's (p50 is the
     median) by order statistics on the values' effective count in the order given (`ordered`: the values
     already `ranked`), the mean's by batch means over the values in the order given; none for the std, the
-    min or the max."""
+    min or the max. With a `covariate` (one value a value: its request's arrival gap, `conditioning`), both
+    conditioned on each batch's arrivals."""
     if stat in PERCENTILES:
         ranks = ranked(values) if ordered is None else ordered
         q = PERCENTILES[stat] / 100.0
-        return scaled(correlated_percentile_interval(values, ranks, q, CONFIDENCE), factor) if values else None
-    return mean_interval(values, factor) if stat == "mean" else None
+        interval = correlated_percentile_interval(values, ranks, q, CONFIDENCE, covariate) if values else None
+        return scaled(interval, factor)
+    return mean_interval(values, factor, covariate) if stat == "mean" else None
 
 
 def share_interval(
-    successes: int, n: int, scale: float = 100.0, outcomes: Sequence[bool] | None = None
+    successes: int,
+    n: int,
+    scale: float = 100.0,
+    outcomes: Sequence[bool] | None = None,
+    covariate: Sequence[float] | None = None,
 ) -> Interval | None:
     """A share's interval, in percent (`scale` 1: as a fraction); none of no trials. With `outcomes` (the n
-    trials in time order, `successes` of them true), on their effective count."""
+    trials in time order, `successes` of them true), on their effective count (given the `covariate`, one value
+    an outcome, conditioned on each batch's arrivals)."""
     if outcomes is not None:
         if len(outcomes) != n or sum(outcomes) != successes:
             raise ValueError(f"{len(outcomes)} outcomes, {sum(outcomes)} true, for a share of {successes} of {n}")
-        return scaled(correlated_share_interval(outcomes, CONFIDENCE), scale)
+        return scaled(correlated_share_interval(outcomes, CONFIDENCE, covariate), scale)
     return scaled(wilson_interval(successes, n, CONFIDENCE), scale) if n > 0 else None
 
 
@@ -153,17 +167,24 @@ def per_second(ends_ns: Sequence[int], weights: Sequence[float], start_ns: int, 
 
 
 def rate_interval(
-    ends_ns: Sequence[int], weights: Sequence[float], start_ns: int, duration_s: float, value: float
+    ends_ns: Sequence[int],
+    weights: Sequence[float],
+    start_ns: int,
+    duration_s: float,
+    value: float,
+    sends_ns: Sequence[int] | None = None,
 ) -> Interval | None:
     """A rate's interval (`value` = the weights' sum / duration_s): batch means of its per-second series,
-    scaled so the series' mean is the figure."""
+    scaled so the series' mean is the figure; with `sends_ns` (a rescaled schedule's sends, whose count the
+    design fixed), conditioned on the per-second series of sends over the same seconds."""
     if duration_s <= 0 or value <= 0:
         return None
     series = per_second(ends_ns, weights, start_ns, duration_s)
     mean = sum(series) / len(series)
     if mean <= 0:
         return None
-    interval = batch_means_interval(series, CONFIDENCE)
+    sends = None if sends_ns is None else per_second(sends_ns, [1.0] * len(sends_ns), start_ns, duration_s)
+    interval = batch_means_interval(series, CONFIDENCE, covariate=sends)
     if interval is None:
         return None
     return Interval(

@@ -116,6 +116,10 @@ class LoadPlan(Plan, kw_only=True):
     # the steady window's claims (metrics.steady_state: MSER-5 leaves out the warm-up and the drain), which every
     # run sets since; False: a run made before them, whose published claims have none
     steady_window: bool = False
+    # the claims read the run's sends (metrics.conditioning): the steady window ends at the last send, and a rescaled
+    # schedule's intervals are conditioned on each batch's arrivals; every run sets it since; False: a run made
+    # before, whose published claims have the window MSER-5 cut at both ends and the unconditioned intervals
+    arrivals_known: bool = False
 
     def traits(self) -> RouteTraits:
         return route_traits(self.endpoint, self.route)

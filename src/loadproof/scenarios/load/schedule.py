@@ -96,6 +96,7 @@ def load_plan(
         inputs_per_request=opts.inputs_per_request if target.route.pooling else 1,
         until_precision=dict(opts.until_precision or {}),
         steady_window=True,  # metrics.steady_state: the steady window's claims
+        arrivals_known=True,  # metrics.conditioning: the window ends at the last send; rescaled intervals conditioned
     )
 
 
