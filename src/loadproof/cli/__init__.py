@@ -9,30 +9,21 @@ from __future__ import annotations
 
 import signal
 import sys
+from typing import Any
 
 import typer
 from rich.text import Text
 
-from loadproof.cli import (  # noqa: F401  (each module registers its commands, in this order)
-    compare,
-    demo,
-    export,
-    gate,
-    ingest,
-    plan,
-    profiles,
-    publish,
-    report,
-    results,
-    run,
-    serve,
-    sim,
-    track,
-    tune,
-    ui,
-)
-from loadproof.cli.apps import app, run_app  # noqa: F401  (re-exported: `from loadproof.cli import app`)
+from loadproof.cli import apps, commands, ui
 from loadproof.errors import EngineStartError, Interrupted, LoadproofError
+
+
+def __getattr__(name: str) -> Any:
+    """`app` and `run_app` with every command registered, for a program or test that imports them."""
+    if name in ("app", "run_app"):
+        commands.load()
+        return getattr(apps, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def main() -> None:
@@ -40,8 +31,9 @@ def main() -> None:
     # is set explicitly too: a shell starts background jobs with it ignored, and Python keeps that.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     signal.signal(signal.SIGINT, signal.default_int_handler)
+    commands.load(commands.needed(sys.argv[1:]))
     try:
-        code = app(standalone_mode=False)
+        code = apps.app(standalone_mode=False)
     except Interrupted as exc:  # serve, relay, sim: no run directory; the message says what was stopped
         ui.err.print(str(exc), markup=False, highlight=False)
         sys.exit(exc.exit_code)

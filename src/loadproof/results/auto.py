@@ -10,6 +10,7 @@ never changes the command's outcome: a store that cannot be reached, or a run it
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -17,7 +18,6 @@ from pathlib import Path
 
 from loadproof.errors import LoadproofError
 from loadproof.results.entry import read_run
-from loadproof.results.store import open_store
 from loadproof.results.walk import all_run_dirs
 
 AUTO = "LOADPROOF_STORE_AUTO"
@@ -45,8 +45,10 @@ def add_new(paths: list[Path], say: Callable[[str], None]) -> None:
     """Each run with claims added (each in its own transaction); every problem one line, none raised."""
     if not paths:
         return
+    # the store (and SQLAlchemy, 0.1 s) imported when there is a run to add, not by every run command's start
+    store_module = importlib.import_module("loadproof.results.store")
     try:
-        store = open_store(None)
+        store = store_module.open_store(None)
     except LoadproofError as exc:
         say(f"results store: not added ({exc})")
         return
