@@ -14,8 +14,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
-from loadproof.cli import main
+from loadproof.cli import main, ui
 from loadproof.ingest.importing import import_results
 from loadproof.results.store import open_store
 from loadproof.rundir.source import DATED_BY_IMPORT
@@ -129,7 +130,8 @@ def test_history_orders_imported_runs_by_when_their_tools_ran_them(tmp_path, mon
     page = tmp_path / "history.html"
     argv = ["loadproof", "history", "load.ttft_s.p50", "--store", str(db), "--html", str(page)]
     monkeypatch.setattr(sys, "argv", argv)
-    monkeypatch.setenv("COLUMNS", "250")
+    # a console as wide as the table (the width a worker's console has depends on what ran before in it)
+    monkeypatch.setattr(ui, "out", Console(file=sys.stdout, width=250, soft_wrap=True, emoji=False))
     with pytest.raises(SystemExit) as exited:
         main()
     out = capsys.readouterr().out
