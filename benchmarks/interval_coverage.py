@@ -163,6 +163,7 @@ class Row:
 def method_kind(method: str) -> str:
     """A method's words without its counts (`order statistics 469 and 532 of 1000, effective count 88 ...`)."""
     effective = ", effective count" if "effective count" in method else ""
+    effective += ", conditioned on arrivals" if "conditioned on each batch's arrivals" in method else ""
     for kind in ("order statistics", "Wilson score", "per-second series", "batch means"):
         if kind in method:
             return ("batch means of the per-second series" if kind == "per-second series" else kind) + effective
