@@ -39,6 +39,7 @@ SAMPLE: dict[str, str] = {
     "h200-2026-12-02-offload/sessions-offload-r1": "sessions 1, against a CPU KV tier",
     "h200-2026-12-02-pd/2-pd": "interference 1, prefill and decode disaggregated",
     "embedded-2026-12-05-fleet/replica-loss": "replay 1 of an agent trace through a fleet: replica and router rows",
+    "embedded-2026-12-06-demo": "one `loadproof demo`: soak and quality with schema versions, claims with intervals",
 }
 
 

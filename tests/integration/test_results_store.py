@@ -6,7 +6,9 @@ PostgreSQL is Debian's `postgresql` (installed once with apt-get when missing, a
 chromium), its cluster made with initdb in a temporary folder and started with pg_ctl on 127.0.0.1 on a free port,
 as the `postgres` user (the server refuses to run as root), with a password (scram-sha-256), and stopped at the end.
 The runs are published sample runs (tests/bundles.py) with their claims recomputed, so they carry intervals
-(tests/unit/results/stored_runs.py); the demo's own runs are added by hand in the docs (docs/results.md).
+(tests/unit/results/stored_runs.py), and the seven runs of one `loadproof demo` on the embedded engine, as it
+published them (docs/runs/embedded-2026-12-06-demo): each store keeps every claim of each, `history` lists the
+demo's load run with its interval after the earlier runs, and the trend page shows it.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import fcntl
 import glob
+import json
 import os
 import shutil
 import socket
@@ -28,9 +31,11 @@ from typing import Any
 import aiohttp
 import pytest
 import sqlalchemy as sa
+from rich.console import Console
 
-from loadproof.cli import main
+from loadproof.cli import main, ui
 from loadproof.results.store import open_store
+from tests.bundles import DOCS_RUNS
 from tests.integration.test_report_html_chromium import INSPECT, DevTools, chromium, complaints
 from tests.unit.results.stored_runs import CLAIM, history_runs
 
@@ -239,3 +244,44 @@ def test_the_trend_page_in_chromium(store, chromium, postgres, runs, tmp_path, m
         assert trend["whiskers"] == intervals > 0 and trend["rows"] == len(runs), where
         missing = [h for h in facts["links"] if not (page.parent / h).exists()]
         assert missing == [] and len(facts["links"]) == 2 * len(runs), where  # a point and a table row each
+
+
+# --- the demo's runs -----------------------------------------------------------------------------------------
+
+DEMO = DOCS_RUNS / "embedded-2026-12-06-demo"  # one `loadproof demo`'s seven runs, published (docs/results.md)
+
+
+def test_the_demos_runs_in_both_stores_with_their_history_and_trend_page(
+    chromium, postgres, runs, tmp_path, monkeypatch, capsys
+):
+    # a console as wide as history's table, each run one line (a worker's console width depends on what ran before)
+    monkeypatch.setattr(ui, "out", Console(file=sys.stdout, width=250, soft_wrap=True, emoji=False))
+    demo = sorted((DEMO / "runs").iterdir())
+    published = {run.name: json.loads((run / "claims.json").read_text())["claims"] for run in demo}
+    (load,) = [run.name for run in demo if run.name.startswith("load-")]
+    ttft = next(c for c in published[load] if c["name"] == CLAIM)
+    for store in (str(tmp_path / "results.db"), postgres):
+        code, out, err = cli(monkeypatch, capsys, "store", "add", str(DEMO), "--store", store)
+        claims = sum(len(c) for c in published.values())
+        assert code == 0 and f"{len(demo)} run(s) added ({claims:,} claims), 0 already stored" in out, out + err
+        code, out, err = cli(monkeypatch, capsys, "store", "add", str(runs[0].parent), "--store", store)
+        assert code == 0, err  # earlier runs, of other profiles, beside them
+        with open_store(store) as opened:
+            stored = {run.run_id: run for run in opened.query(where={"profile": "embedded"})}
+        assert sorted(stored) == [run.name for run in demo]  # the demo's, each with every claim it published
+        assert {name: set(run.claims) for name, run in stored.items()} == {
+            name: {c["name"] for c in claims} for name, claims in published.items()
+        }
+        kept = stored[load].claims[CLAIM]
+        assert (kept.value, kept.low, kept.high) == (ttft["value"], ttft["interval"]["low"], ttft["interval"]["high"])
+        page = tmp_path / ("sqlite" if store.endswith(".db") else "postgresql") / "trend.html"
+        code, out, err = cli(monkeypatch, capsys, "history", CLAIM, "--store", store, "--html", str(page))
+        assert code == 0, err
+        listed = [line for line in out.splitlines() if any(run.name in line for run in [*runs, *map(Path, [load])])]
+        assert len(listed) == len(runs) + 1 and load in listed[-1], out  # the demo's run the newest, last
+        assert ttft["printed"] in listed[-1] and "[" in listed[-1], listed[-1]  # its value with its interval
+        code, out, err = cli(monkeypatch, capsys, "history", CLAIM, "--where", "profile=embedded", "--store", store)
+        assert code == 0 and load in out and not any(run.name in out for run in runs), out + err
+        problems, facts, trend = asyncio.run(_open(chromium, page.as_uri(), 1280))
+        assert problems == [] and facts["faults"] == [], store
+        assert sorted(trend["points"]) == sorted([load, *(run.name for run in runs)]), trend
