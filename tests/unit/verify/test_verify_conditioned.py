@@ -10,16 +10,14 @@ import json
 import shutil
 from pathlib import Path
 
-import msgspec
 import pytest
 
-from loadproof.plans.load import LoadPlan
 from loadproof.publish import publish
-from loadproof.store.run_dir import RunWriter
 from loadproof.verify import verify
 from tests.unit.metrics.test_conditioning import CONDITIONED, bursty_records
-from tests.unit.metrics.test_load import T0, plan
+from tests.unit.metrics.test_load import plan
 from tests.unit.publish.synthetic import reseal
+from tests.unit.verify.load_bundle import write_load_run
 
 NAME = "load-20261206-130000-5eed"
 RUN = f"runs/{NAME}"
@@ -36,20 +34,7 @@ def write_run(root: Path) -> Path:
         steady_window=True,
         arrivals_known=True,
     )
-    with RunWriter(root / NAME) as writer:
-        writer.write_manifest(
-            {
-                "run_id": NAME,
-                "scenario": "load",
-                "target": {"model": "tiny", "endpoint": "completions"},
-                "plan": msgspec.to_builtins(p),
-                "plan_version": LoadPlan.version,
-            }
-        )
-        writer.event("schedule_start", t_ns=T0, worker=0, planned=len(RECORDS))
-        for r in RECORDS:
-            writer.append(r)
-    return root / NAME
+    return write_load_run(root, NAME, p, RECORDS)
 
 
 @pytest.fixture(scope="module")

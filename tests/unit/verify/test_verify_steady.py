@@ -11,16 +11,14 @@ import json
 import shutil
 from pathlib import Path
 
-import msgspec
 import pytest
 
-from loadproof.plans.load import LoadPlan
 from loadproof.publish import publish
-from loadproof.store.run_dir import RunWriter
 from loadproof.verify import verify
-from tests.unit.metrics.test_load import T0, plan
+from tests.unit.metrics.test_load import plan
 from tests.unit.metrics.test_steady_state import STEADY_RECORDS
 from tests.unit.publish.synthetic import reseal
+from tests.unit.verify.load_bundle import write_load_run
 
 NAME = "load-20261206-120000-5eed"
 RUN = f"runs/{NAME}"
@@ -28,20 +26,7 @@ RUN = f"runs/{NAME}"
 
 def write_run(root: Path) -> Path:
     p = plan(planned_requests=len(STEADY_RECORDS), rate_rps=2.0, schedule_span_s=119.5, steady_window=True)
-    with RunWriter(root / NAME) as writer:
-        writer.write_manifest(
-            {
-                "run_id": NAME,
-                "scenario": "load",
-                "target": {"model": "tiny", "endpoint": "completions"},
-                "plan": msgspec.to_builtins(p),
-                "plan_version": LoadPlan.version,
-            }
-        )
-        writer.event("schedule_start", t_ns=T0, worker=0, planned=len(STEADY_RECORDS))
-        for r in STEADY_RECORDS:
-            writer.append(r)
-    return root / NAME
+    return write_load_run(root, NAME, p, STEADY_RECORDS)
 
 
 @pytest.fixture(scope="module")
