@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from loadproof.results.store import open_store
 from loadproof.sim.text import tokenizer_path
 from loadproof.tune.tuning import folder_name
 from tests.integration.sim_process import free_port
@@ -113,7 +114,9 @@ def second_point_ready(folder: Path, first: str) -> Path | None:
 def test_a_tune_measures_the_front_first_stops_each_engine_and_resumes_after_an_interrupt(tmp_path: Path):
     port = free_port()
     argv = tune_argv(tmp_path, port)
-    env = {**os.environ, "LOADPROOF_HOME": str(tmp_path / "home")}
+    store = tmp_path / "results.db"  # the setting that adds every run as it ends: the tune's runs too
+    env = {**os.environ, "LOADPROOF_HOME": str(tmp_path / "home"), "LOADPROOF_STORE_AUTO": "1"}
+    env["LOADPROOF_STORE"] = str(store)
     folder = tmp_path / "tune"
     journal = folder / "tune.jsonl"
     proc = subprocess.Popen(
@@ -156,3 +159,7 @@ def test_a_tune_measures_the_front_first_stops_each_engine_and_resumes_after_an_
         real = results[name]["measured"]["max_rate_rps"]
         assert real is not None and 0.5 * predicted[name] <= real <= 1.5 * predicted[name], (name, predicted, real)
     assert (folder / "pareto.svg").is_file() and first in (folder / "tune.md").read_text()
+    trials = {p.parent.name for p in folder.glob("*/runs/load-search-*/load-*/claims.json")}
+    with open_store(str(store)) as opened:
+        stored = {r.run_id for r in opened.query()}
+    assert trials and trials <= stored, (trials, stored)  # the interrupted run's finished trials and the resumed

@@ -22,6 +22,7 @@ from loadproof.predict.calibration import CalibrationLimits, FitShares, calibrat
 from loadproof.predict.grid import grid as grid_spec
 from loadproof.predict.grid import measure_grid
 from loadproof.predict.whatif import predict_named
+from loadproof.results.auto import storing
 from loadproof.sim.config import FaultConfig, load_sim_config, sim_profile_path
 from loadproof.sim.run import fleet_ports, serve
 
@@ -232,7 +233,8 @@ def calibrate_cmd(
         measured = list(runs or [])
         if grid:
             spec = grid_spec(url, tokenizer, concurrency, context, window_s, runs_out, grid_arg or [])
-            measured += measure_grid(spec, console)
+            with storing(runs_out, _say):  # LOADPROOF_STORE_AUTO=1: the grid's runs, added to the store
+                measured += measure_grid(spec, console)
         elif url or tokenizer:
             raise UsageError("--url and --tokenizer go with --grid")
         done = calibrate_from_runs(measured, ttft or [], decode or [], out, limits, shares, spec_from)

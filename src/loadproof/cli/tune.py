@@ -18,6 +18,7 @@ import typer
 from loadproof.cli import ui
 from loadproof.cli.apps import app
 from loadproof.cli.run import parameter, target_options
+from loadproof.results.auto import storing
 from loadproof.scenarios.load.scenario import LoadScenario
 from loadproof.scenarios.options import CliOption, cli_options
 from loadproof.tune.options import TARGET_FIELDS, TuneOptions, load_cli_options, tune_request
@@ -43,7 +44,9 @@ def tune(
     **values: Any,
 ) -> None:
     """Predict every grid point on the simulator, measure the promising ones for real, print the Pareto table."""
-    done = run_tune(tune_request(profile_path, sim, grid, values), _say)
+    request = tune_request(profile_path, sim, grid, values)
+    with storing(request.options.out, _say):  # LOADPROOF_STORE_AUTO=1: the runs it measured, added to the store
+        done = run_tune(request, _say)
     ui.table("Tune: highest rate meeting the SLO, predicted and measured", TABLE_HEAD, table_rows(done))
     _say(f"tune.md, tune.json and pareto.svg in {done.folder}")
 

@@ -1,8 +1,8 @@
 """`LOADPROOF_STORE_AUTO=1`: every run a command makes is added to the results store ($LOADPROOF_STORE, else the
 default SQLite file) when the command ends, passed, failed or interrupted: `loadproof run ...` (a search's trials,
-`--repeats` and A/B runs included) and `loadproof demo`.
+`--repeats` and A/B runs included), `loadproof demo`, `loadproof tune` and `loadproof sim calibrate --grid`.
 
-The CLI wraps each such command in `storing(out, say)` (one line in cli/run.py and cli/demo.py), which notes the
+The CLI wraps each such command in `storing(out, say)` (one line in cli/run.py, demo.py, tune.py, sim.py), which notes the
 run directories under `out` before the command and adds those that are new, with their claims, after it. Adding
 never changes the command's outcome: a store that cannot be reached, or a run it cannot use, is one line on stderr.
 (The run lifecycle in `scenarios` is the same layer as `results`, so it cannot call the store itself.)
