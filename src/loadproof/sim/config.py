@@ -256,6 +256,14 @@ class SimConfig(StrictModel):
         "loading its weights (wall seconds: load_s / time_scale)",
     )
     seed: int = 0
+    step_jitter: float = Field(
+        default=0.0,
+        ge=0,
+        le=1,
+        description="each step's duration times a lognormal factor of mean 1 and this log-scale sd, drawn from "
+        "`seed` (a real engine's step times vary with the host's scheduling and the GPU's clocks; the cost model's "
+        "alone are a lattice of a few values); 0: every step the cost model's time",
+    )
     reasoning_share: float = Field(
         default=0.0,
         ge=0,

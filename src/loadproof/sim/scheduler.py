@@ -19,6 +19,8 @@ The policy is vLLM v1's `Scheduler.schedule()` (read from vLLM 0.32's source):
 from __future__ import annotations
 
 import bisect
+import math
+import random
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -130,6 +132,8 @@ class Scheduler:
         self.requests: dict[str, SimRequest] = {}
         self.counters = Counters(seconds_per_modeled_s=seconds_per_modeled_s)
         self.pipelined = config.cost.pipeline_stages > 1
+        # `step_jitter`: each step's own draw, from the seed, in the order the steps run
+        self.jitter = random.Random(f"step-jitter-{config.seed}") if config.step_jitter > 0 else None
 
     # -- requests in and out ------------------------------------------------------------------------
     def add(self, request: SimRequest) -> None:
@@ -250,11 +254,13 @@ class Scheduler:
         return Step(scheduled, prefill, decode, [r.num_preemptions for r, _ in scheduled], loaded_tokens)
 
     def step_duration_s(self, step: Step) -> float:
-        """The forward pass, and before it the loading of any prefix the CPU tier gave back."""
-        return (
-            self.config.cost.step_s(step.prefill_chunks, step.decode_contexts)
-            + step.loaded_tokens * self.config.cpu_tier_s_per_token
-        )
+        """The forward pass (times its `step_jitter` draw), and before it the loading of any prefix the CPU tier
+        gave back."""
+        forward = self.config.cost.step_s(step.prefill_chunks, step.decode_contexts)
+        if self.jitter is not None:
+            sigma = self.config.step_jitter
+            forward *= math.exp(sigma * self.jitter.gauss(0.0, 1.0) - sigma * sigma / 2)
+        return forward + step.loaded_tokens * self.config.cpu_tier_s_per_token
 
     def complete(self, step: Step, now_s: float) -> list[Emitted]:
         """The step's forward pass is done at `now_s`: advance progress, sample tokens, finish requests."""

@@ -200,3 +200,31 @@ def test_invariants_hold_under_any_sequence(ops, blocks, budget, seqs, reserve, 
     for rid in added:
         s.abort(rid)
     assert s.pool.num_free == blocks and not s.running and not s.waiting
+
+
+def step_times(jitter: float, seed: int, steps: int = 400) -> list[float]:
+    """The durations of `steps` decode steps of the same batch (one long request decoding)."""
+    s = Scheduler(config(step_jitter=jitter, seed=seed, num_gpu_blocks=1000))
+    s.add(request("a", 16, max_tokens=steps + 1))
+    out, now = [], 0.0
+    for _ in range(steps):
+        step = s.schedule()
+        out.append(s.step_duration_s(step))
+        now += out[-1]
+        s.complete(step, now)
+    return out
+
+
+def test_step_jitter_spreads_each_steps_time_around_the_cost_models_from_the_seed():
+    plain = step_times(0.0, 1)
+    decode = plain[-1]
+    assert all(t == decode for t in plain[1:])  # the cost model alone: one value for the same batch
+    jittered = step_times(0.05, 1)
+    assert jittered == step_times(0.05, 1)  # the seed's draws
+    assert jittered != step_times(0.05, 2)
+    ratios = [t / decode for t in jittered[1:]]
+    mean = sum(ratios) / len(ratios)
+    sd = (sum((r - mean) ** 2 for r in ratios) / (len(ratios) - 1)) ** 0.5
+    assert abs(mean - 1.0) < 0.015  # mean 1: 3 standard errors of 399 draws of sd 0.05
+    assert 0.04 < sd < 0.06
+    assert len(set(ratios)) == len(ratios)  # no lattice
