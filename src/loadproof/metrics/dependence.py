@@ -105,6 +105,18 @@ def correlated_percentile_interval(
     if n == 0 or len(values) != n:
         raise ValueError(f"the values ({len(values)}) and their ranking ({n}) must be the same, and some")
     m = effective_count(_below(values, quantile(ordered, q)), confidence, BATCHES, covariate)
+    if covariate is not None:
+        return on_effective_count(ordered, q, m, confidence, f" ({BATCHES} batches{CONDITIONED})")
+    return on_effective_count(ordered, q, m, confidence, f" ({BATCHES} batches)", quiet=True)
+
+
+def on_effective_count(
+    ordered: Ranked, q: float, m: float, confidence: float, how: str, quiet: bool = False
+) -> Interval | None:
+    """The q-quantile's order-statistic interval of the `ordered` values for an effective count `m`: the ranks
+    for floor(m) values mapped to the n in proportion; the method names the count and `how` it was made (not
+    where it is n and `quiet`). None when the count is too small for the quantile at this confidence."""
+    n = len(ordered)
     count = max(1, math.floor(m))
     ranks = order_statistic_ranks(count, q, confidence)
     if ranks is None:
@@ -112,10 +124,8 @@ def correlated_percentile_interval(
     low = max(1, math.floor(ranks.low * n / count))
     high = min(n, math.ceil(ranks.high * n / count))
     method = f"order statistics {low} and {high} of {n}"
-    if covariate is not None:
-        method += f", effective count {count} ({BATCHES} batches{CONDITIONED})"
-    elif count != n:
-        method += f", effective count {count} ({BATCHES} batches)"
+    if not (quiet and count == n):
+        method += f", effective count {count}{how}"
     return Interval(float(ordered[low - 1]), float(ordered[high - 1]), confidence, method)
 
 
@@ -145,8 +155,10 @@ def correlated_share_interval(
 
 __all__ = [
     "BATCHES",
+    "MAX_GAIN",
     "MIN_VALUES",
     "correlated_percentile_interval",
     "correlated_share_interval",
     "effective_count",
+    "on_effective_count",
 ]

@@ -14,8 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from loadproof.metrics.claims import Claim, number
-from loadproof.metrics.distribution import PERCENTILES, STATS, summarize
-from loadproof.metrics.uncertainty import ranked, stat_interval
+from loadproof.metrics.conditioning import RunCount
+from loadproof.metrics.distribution import PERCENTILES, STATS, Ranked, summarize
+from loadproof.metrics.intervals import Interval
+from loadproof.metrics.time_batches import mean_in_time, percentile_in_time
+from loadproof.metrics.uncertainty import CONFIDENCE, ranked, scaled, stat_interval
 from loadproof.records import RequestRecord
 from loadproof.units import NS_PER_S
 
@@ -139,12 +142,36 @@ def gaps_by_latency(records: list[RequestRecord], gaps: list[float]) -> dict[str
     }
 
 
+def itl_ends_ns(record: RequestRecord) -> list[int]:
+    """When each of the record's ITL gaps (`RequestRecord.itl_ns`, in the same order) ended: its later chunk."""
+    if record.first_token_ns is None:
+        return []
+    return [t for t in record.chunk_ns if t >= record.first_token_ns][1:]
+
+
+def itl_in_time(
+    records: list[RequestRecord], values: list[float], stat: str, ordered: Ranked, run: RunCount
+) -> Interval | None:
+    """ITL's `stat` interval in seconds, each gap batched by the second it ended (`time_batches`); none for the
+    std, the min and the max."""
+    times = [t for r in records if succeeded(r) for t in itl_ends_ns(r)]
+    if stat in PERCENTILES:
+        got = percentile_in_time(values, times, ordered, PERCENTILES[stat] / 100.0, run, CONFIDENCE)
+    else:
+        got = mean_in_time(values, times, run, CONFIDENCE) if stat == "mean" else None
+    return scaled(got, 1 / NS_PER_S)
+
+
 def latency_claims(
-    records: list[RequestRecord], only: tuple[str, ...] | None = None, gaps: list[float] | None = None
+    records: list[RequestRecord],
+    only: tuple[str, ...] | None = None,
+    gaps: list[float] | None = None,
+    run: RunCount | None = None,
 ) -> list[Claim]:
     """Each latency's statistics (`only`: those latencies by name, e.g. an embeddings run's); with `gaps` (each
     record's arrival gap, where a rescaled schedule fixed the count), TTFT's, ITL's, TPOT's and E2E's intervals
-    conditioned on each batch's arrivals."""
+    conditioned on each batch's arrivals; with the `run`'s count too (`LoadPlan.ends_known`), ITL's batched by
+    the second each gap ended and conditioned on each second's ends instead (`itl_in_time`)."""
     claims: list[Claim] = []
     values = samples_ns(records)
     covariates = {} if gaps is None else gaps_by_latency(records, gaps)
@@ -168,8 +195,12 @@ def latency_claims(
                     latency.decimals,
                     direction="lower" if stat != "std" else "neither",
                     parts={"stat": stat},
-                    interval=stat_interval(
-                        values[latency.name], stat, 1 / NS_PER_S, ordered, covariates.get(latency.name)
+                    interval=(
+                        itl_in_time(records, values[latency.name], stat, ordered, run)
+                        if run is not None and latency.name == "itl_s"
+                        else stat_interval(
+                            values[latency.name], stat, 1 / NS_PER_S, ordered, covariates.get(latency.name)
+                        )
                     ),
                 )
             )

@@ -16,7 +16,7 @@ from typing import Any
 from loadproof.metrics.adapter_churn import churn_claims
 from loadproof.metrics.adapter_wait import wait_claims
 from loadproof.metrics.claims import Claim, count, fact, number
-from loadproof.metrics.conditioning import arrival_gaps, fixed_count, sends_ns
+from loadproof.metrics.conditioning import RunCount, arrival_gaps, fixed_count, run_count, sends_ns
 from loadproof.metrics.constraints import constraint_claims
 from loadproof.metrics.distribution import percentile
 from loadproof.metrics.engine_agreement import ENGINE_SOURCES
@@ -152,6 +152,7 @@ def load_claims(
     # a rescaled schedule sent whole fixed the count: intervals conditioned on each batch's arrivals
     gaps = arrival_gaps(records, t0) if fixed_count(plan, records) else None
     sends = None if gaps is None else sends_ns(records)
+    run = run_count(plan, records, t0)  # a whole run's rates and ITL: conditioned on its ends (ends_known)
     claims.append(
         number(
             "load.duration_s",
@@ -196,7 +197,7 @@ def load_claims(
                 3,
                 direction="higher",
                 interval=rate_interval(
-                    [r.end_ns for r in ok], [1.0] * len(ok), t0, duration_s, len(ok) / duration_s, sends
+                    [r.end_ns for r in ok], [1.0] * len(ok), t0, duration_s, len(ok) / duration_s, sends, run
                 ),
             )
         )
@@ -205,9 +206,9 @@ def load_claims(
         return (
             claims
             + length_claims(ok, plan)
-            + latency_claims(records, EMBEDDINGS_LATENCIES, gaps)
-            + pooling_claims(ok, duration_s, route, t0, sends)
-            + slo_claims(records, plan.slo, duration_s, gaps=gaps)
+            + latency_claims(records, EMBEDDINGS_LATENCIES, gaps, run)
+            + pooling_claims(ok, duration_s, route, t0, sends, run)
+            + slo_claims(records, plan.slo, duration_s, gaps=gaps, run=run)
             + model_claims(records, plan.model_mix, plan.slo, duration_s)
             + client_limited_claims(records, plan)
             + engine_claims(samples, t0, end_ns)
@@ -228,12 +229,13 @@ def load_claims(
                     duration_s,
                     sum(r.output_tokens or 0 for r in ok) / duration_s,
                     sends,
+                    run,
                 ),
             )
         )
     claims += length_claims(ok, plan)
-    claims += latency_claims(records, gaps=gaps)
-    claims += slo_claims(records, plan.slo, duration_s, gaps=gaps)
+    claims += latency_claims(records, gaps=gaps, run=run)
+    claims += slo_claims(records, plan.slo, duration_s, gaps=gaps, run=run)
     claims += model_claims(records, getattr(plan, "model_mix", []), plan.slo, duration_s)  # --model-mix
     claims += client_limited_claims(records, plan)
     claims += reasoning_claims("load", records)
@@ -274,10 +276,15 @@ def length_claims(ok: list[RequestRecord], plan: LoadLike) -> list[Claim]:
 
 
 def pooling_claims(
-    ok: list[RequestRecord], duration_s: float, route: RouteTraits, t0: int, sends: list[int] | None = None
+    ok: list[RequestRecord],
+    duration_s: float,
+    route: RouteTraits,
+    t0: int,
+    sends: list[int] | None = None,
+    run: RunCount | None = None,
 ) -> list[Claim]:
     """A pooling run's rates (each with its interval from `t0`, the schedule's start; given every request's
-    `sends`, conditioned on each batch's arrivals): input tokens and the answer's items per second, and items
+    `sends`, conditioned on each batch's arrivals; given the `run`'s count, on its ends): input tokens and the answer's items per second, and items
     per request (an embeddings run's vectors, a rerank run's documents scored: the route's `items`; the plan's,
     so no interval)."""
     if not ok or duration_s <= 0 or route.items is None:
@@ -293,7 +300,7 @@ def pooling_claims(
             "sum of usage.prompt_tokens of successful requests / duration",
             1,
             direction="higher",
-            interval=rate_interval(ends, inputs, t0, duration_s, sum(inputs) / duration_s, sends),
+            interval=rate_interval(ends, inputs, t0, duration_s, sum(inputs) / duration_s, sends, run),
         )
     ]
     return claims + [
@@ -304,7 +311,9 @@ def pooling_claims(
             what.per_s_formula,
             2,
             direction="higher",
-            interval=rate_interval(ends, [float(i) for i in items], t0, duration_s, sum(items) / duration_s, sends),
+            interval=rate_interval(
+                ends, [float(i) for i in items], t0, duration_s, sum(items) / duration_s, sends, run
+            ),
         ),
         number(
             f"load.{what.claim}.{what.unit}_per_request",

@@ -7,6 +7,7 @@ never good and never dropped from the count of all.
 from __future__ import annotations
 
 from loadproof.metrics.claims import Claim, count, fact, number
+from loadproof.metrics.conditioning import RunCount
 from loadproof.metrics.distribution import percentile
 from loadproof.metrics.latency import succeeded, tpot_ns
 from loadproof.metrics.uncertainty import rate_interval, share_interval
@@ -68,11 +69,13 @@ def slo_claims(
     duration_s: float,
     scenario: str = "load",
     gaps: list[float] | None = None,
+    run: RunCount | None = None,
 ) -> list[Claim]:
     """`<scenario>.slo`, good requests, attainment, goodput and each SLO's share (runs with `--slo`: load and
     replay, and throughput, sessions and ab, whose good tokens the energy and cost claims count); with `gaps`
     (each record's arrival gap, where a rescaled schedule fixed the count, metrics/conditioning.py), the shares'
-    and goodput's intervals conditioned on each batch's arrivals."""
+    and goodput's intervals conditioned on each batch's arrivals (goodput's, given the `run`'s count, on its
+    ends)."""
     if not slo or not records:
         return []
     values = [slo_values(r) for r in records]
@@ -115,6 +118,7 @@ def slo_claims(
                     duration_s,
                     good / duration_s,
                     None if gaps is None else [r.send_ns for r in records],
+                    run,
                 ),
             ),
         )

@@ -8,7 +8,9 @@ figures every scenario shares. The arithmetic is metrics/intervals.py's.
 - A mean of a latency, in the order the requests ended: batch means (`batch_means_interval`), which keeps
   the time correlation of a loaded engine's latencies within a batch.
 - A rate over a run (requests or tokens a second): batch means of its per-second series, scaled to the
-  figure (the series' mean is the count over whole seconds, the figure the count over the exact duration).
+  figure (the series' mean is the count over whole seconds, the figure the count over the exact duration);
+  a whole run's rate where a rescaled schedule fixed the count, conditioned on each second's ends, with the
+  drain's spread added (`conditioning.RunCount`).
 - A share of independent trials (an accuracy over items, success): Wilson's score interval, in percent (or as
   a fraction, `scale=1`); of outcomes in time order (SLO attainment, an SLO met, `outcomes`), on their
   effective count (`dependence.correlated_share_interval`).
@@ -25,14 +27,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from statistics import NormalDist
 
+from loadproof.metrics.conditioning import DrainLaw, RunCount
 from loadproof.metrics.dependence import correlated_percentile_interval, correlated_share_interval
 from loadproof.metrics.distribution import EXACT_LIMIT, PERCENTILES, Histogram, Ranked
 from loadproof.metrics.intervals import (
+    BATCHES,
     DEFAULT_CONFIDENCE,
+    MIN_BATCH,
     Interval,
     batch_means_interval,
+    batch_spread,
     ranked_percentile_interval,
+    student_t_quantile,
     wilson_interval,
 )
 from loadproof.units import NS_PER_S
@@ -173,16 +181,21 @@ def rate_interval(
     duration_s: float,
     value: float,
     sends_ns: Sequence[int] | None = None,
+    run: RunCount | None = None,
 ) -> Interval | None:
     """A rate's interval (`value` = the weights' sum / duration_s): batch means of its per-second series,
     scaled so the series' mean is the figure; with `sends_ns` (a rescaled schedule's sends, whose count the
-    design fixed), conditioned on the per-second series of sends over the same seconds."""
+    design fixed), conditioned on the per-second series of sends over the same seconds; a whole run's rate with
+    `run` (its ends and drain, `conditioning.RunCount`), by `_whole_run` instead."""
     if duration_s <= 0 or value <= 0:
         return None
     series = per_second(ends_ns, weights, start_ns, duration_s)
     mean = sum(series) / len(series)
     if mean <= 0:
         return None
+    if run is not None:
+        ends = per_second(run.ends_ns, [1.0] * len(run.ends_ns), start_ns, duration_s)
+        return _whole_run(series, ends, value / mean, duration_s, run.drain)
     sends = None if sends_ns is None else per_second(sends_ns, [1.0] * len(sends_ns), start_ns, duration_s)
     interval = batch_means_interval(series, CONFIDENCE, covariate=sends)
     if interval is None:
@@ -193,6 +206,37 @@ def rate_interval(
         interval.confidence,
         f"{interval.method}, of the per-second series",
     )
+
+
+def _whole_run(
+    series: list[float], ends: list[float], factor: float, duration_s: float, drain: DrainLaw
+) -> Interval | None:
+    """A whole run's rate whose count the design fixed (`conditioning.RunCount`): the per-second `series`' batch
+    means regressed on the batch means of each second's `ends` (`intervals.batch_spread`, k - 2 degrees of
+    freedom), their relative variance a; the drain's, drain_var / duration^2, b (the figure is a sum over the
+    schedule's span plus the drain); the figure +/- t s with s^2 = (a + b) figure^2 and t on Satterthwaite's
+    degrees of freedom (a + b)^2 / (a^2 / (k - 2)), the normal quantile where a is 0 (a count of requests, which
+    the ends explain whole). `factor` = figure / the series' mean. None for fewer than 4 batches. (The drain's law
+    is skewed, but its own points in place of +/- t s held the expectation less often: the law's upper tail, drawn
+    from the run's last tenth, is short.)"""
+    k = min(BATCHES, len(series) // MIN_BATCH)
+    if k < 4:
+        return None
+    mean = math.fsum(series) / len(series)
+    var, df = batch_spread(series, k, ends)
+    a, b = var / k / (mean * mean), drain.var_s2 / (duration_s * duration_s)
+    value = mean * factor
+    if a <= 1e-12 * (a + b) or a + b <= 0:
+        quantile, how = NormalDist().inv_cdf(1.0 - (1.0 - CONFIDENCE) / 2.0), "normal"
+    else:
+        dof = df * (a + b) ** 2 / (a * a)
+        quantile, how = student_t_quantile(1.0 - (1.0 - CONFIDENCE) / 2.0, dof), f"Student t on {dof:.1f} df"
+    half = quantile * math.sqrt(a + b) * value
+    method = (
+        f"batch means, {k} batches of {len(series) // k}, of the per-second series, conditioned on each second's "
+        f"ends, with the drain's spread, {how}"
+    )
+    return Interval(max(0.0, value - half), value + half, CONFIDENCE, method)
 
 
 __all__ = [

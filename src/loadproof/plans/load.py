@@ -120,6 +120,10 @@ class LoadPlan(Plan, kw_only=True):
     # schedule's intervals are conditioned on each batch's arrivals; every run sets it since; False: a run made
     # before, whose published claims have the window MSER-5 cut at both ends and the unconditioned intervals
     arrivals_known: bool = False
+    # a whole run's rates under a fixed count are conditioned on each second's ends and carry the drain's spread
+    # (metrics.conditioning.RunCount); every run sets it since; False: a run made before, whose published rates
+    # were conditioned on the sends
+    ends_known: bool = False
 
     def traits(self) -> RouteTraits:
         return route_traits(self.endpoint, self.route)

@@ -1,8 +1,9 @@
 """verify recomputes the intervals of a rescaled run conditioned on each batch's arrivals
 (metrics/conditioning.py) and its steady window ended at the last send: a published bundle verifies, an interval
 rewritten as the unconditioned one is a mismatch, and so is a plan rewritten as made before (`arrivals_known`
-false: the recomputed intervals are then the unconditioned ones, not those published). Each tamperer rewrites
-SHA256SUMS, so only the recomputation can catch it."""
+false: the recomputed intervals are then the unconditioned ones, not those published; `ends_known` false: the
+whole run's rates conditioned on the sends, not on the ends with the drain). Each tamperer rewrites SHA256SUMS,
+so only the recomputation can catch it."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from loadproof.publish import publish
 from loadproof.verify import verify
 from tests.unit.metrics.test_conditioning import CONDITIONED, bursty_records
 from tests.unit.metrics.test_load import plan
+from tests.unit.metrics.test_whole_run_rates import ENDS, WHOLE_RUN
 from tests.unit.publish.synthetic import reseal
 from tests.unit.verify.load_bundle import write_load_run
 
@@ -33,6 +35,7 @@ def write_run(root: Path) -> Path:
         rescaled=True,
         steady_window=True,
         arrivals_known=True,
+        ends_known=True,
     )
     return write_load_run(root, NAME, p, RECORDS)
 
@@ -87,3 +90,29 @@ def test_a_plan_rewritten_as_made_before_is_a_mismatch(bundle):
     reseal(bundle)
     bad = {c.name for c in verify(bundle).checks if not c.ok}
     assert {"load.ttft_s.p50", "load.e2el_s.mean", "load.steady.end_s"} <= bad
+
+
+def test_the_whole_runs_rates_are_recomputed_with_the_drain(published):
+    result = verify(published)
+    checks = {c.name: c for c in result.checks}
+    by_name = {c["name"]: c for c in claims_of(published)}
+    for name in WHOLE_RUN:
+        assert ENDS in by_name[name]["interval"]["method"], name
+        assert checks[name].ok
+
+
+def test_a_drain_widened_by_hand_or_a_plan_without_it_is_a_mismatch(bundle):
+    path = bundle / RUN / "claims.json"
+    payload = json.loads(path.read_text())
+    for claim in payload["claims"]:
+        if claim["name"] == "load.request_throughput_rps":
+            claim["interval"]["high"] *= 1.01
+    path.write_text(json.dumps(payload))
+    manifest_path = bundle / RUN / "manifest.json"
+    reseal(bundle)
+    assert {c.name for c in verify(bundle).checks if not c.ok} == {"load.request_throughput_rps"}
+    manifest = json.loads(manifest_path.read_text())
+    del manifest["plan"]["ends_known"]
+    manifest_path.write_text(json.dumps(manifest))
+    reseal(bundle)
+    assert set(WHOLE_RUN) <= {c.name for c in verify(bundle).checks if not c.ok}

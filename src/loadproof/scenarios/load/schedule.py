@@ -97,6 +97,7 @@ def load_plan(
         until_precision=dict(opts.until_precision or {}),
         steady_window=True,  # metrics.steady_state: the steady window's claims
         arrivals_known=True,  # metrics.conditioning: the window ends at the last send; rescaled intervals conditioned
+        ends_known=True,  # metrics.conditioning.RunCount: a whole run's rates conditioned on its ends, with the drain
     )
 
 

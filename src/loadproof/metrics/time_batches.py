@@ -1,0 +1,104 @@
+"""ITL's intervals where a rescaled schedule fixed the count, batched by the second each gap ended
+(docs/scenarios.md, "Intervals"; measured in docs/benchmarks.md, section 12).
+
+A request's ITL gaps are spread over its whole decode, and each is as long as the engine's step then, which the
+requests decoding beside it set. Batched by request (the order requests ended), with each gap's covariate its
+request's arrival gap, the batches' residual kept load carried across their edges that cancels over the run, and
+the intervals held the truth in 98% of runs where they claim 95%. Here each gap is placed in the second it ended
+(the token's arrival, from the schedule's start), and the statistic's linearized per-second series is regressed
+on each second's ends, whose count the design fixed (`conditioning.RunCount`, as a whole run's rates are):
+
+- the mean R = sum of gaps / their count n: z_t = (gaps' sum in second t - R x their count in t) / (n / T), T the
+  seconds; the mean of z is 0 and its variance is R's (the delta method); R +/- t(k - 2) s_k / sqrt(k), s_k^2
+  the residual variance of z's k batch means regressed on the ends' (`intervals.batch_spread`);
+- a percentile: the same for the indicator of a gap at or below the estimate, whose share's variance against
+  independent gaps' p (1 - p) / n is the design effect D; the effective count m = n / (D (t(k - 2) / z)^2) and
+  the order-statistic ranks for m values, as `dependence.correlated_percentile_interval` makes them.
+
+k = 10 batches of whole seconds (fewer for a short run, each at least 2 seconds; none below 4: the request
+batches' intervals then). Pure and deterministic (standard library only): `verify` recomputes the same.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from statistics import NormalDist
+
+from loadproof.metrics.conditioning import RunCount
+from loadproof.metrics.dependence import MAX_GAIN, on_effective_count
+from loadproof.metrics.distribution import Ranked, quantile
+from loadproof.metrics.intervals import BATCHES, MIN_BATCH, Interval, batch_spread, student_t_quantile
+from loadproof.units import NS_PER_S
+
+IN_TIME = "10 batches of seconds, conditioned on each second's ends"  # the method's words
+
+
+def _bins(times_ns: Sequence[int], run: RunCount) -> tuple[list[int], int]:
+    """Each time's whole second from the run's start (the last, partial second as `uncertainty.per_second`
+    counts it) and the number of seconds."""
+    seconds = max(1, round(run.duration_s))
+    return [min(seconds - 1, max(0, int((t - run.start_ns) // NS_PER_S))) for t in times_ns], seconds
+
+
+def _spread(values: Sequence[float], times_ns: Sequence[int], centre: float, run: RunCount) -> tuple[float, int, int]:
+    """The variance of the values' mean about `centre` from their linearized per-second series batched and
+    regressed on each second's ends, its degrees of freedom and the batches (0, 0, 0 below 4 batches)."""
+    bins, seconds = _bins(times_ns, run)
+    k = min(BATCHES, seconds // MIN_BATCH)
+    if k < 4 or not values:
+        return 0.0, 0, 0
+    sums, counts = [0.0] * seconds, [0.0] * seconds
+    for b, v in zip(bins, values, strict=True):
+        sums[b] += v
+        counts[b] += 1.0
+    per_second = len(values) / seconds
+    z = [(y - centre * c) / per_second for y, c in zip(sums, counts, strict=True)]
+    ends, _ = _bins(run.ends_ns, run)
+    ended = [0.0] * seconds
+    for b in ends:
+        ended[b] += 1.0
+    var, df = batch_spread(z, k, ended)
+    return var / k, df, k
+
+
+def mean_in_time(values: Sequence[float], times_ns: Sequence[int], run: RunCount, confidence: float) -> Interval | None:
+    """The mean's interval (see the module doc); None for fewer than 4 batches of seconds."""
+    if not values:
+        return None
+    mean = math.fsum(values) / len(values)
+    var, df, k = _spread(values, times_ns, mean, run)
+    if k == 0:
+        return None
+    half = student_t_quantile(0.5 + confidence / 2.0, df) * math.sqrt(var)
+    seconds = max(1, round(run.duration_s)) // k
+    how = (
+        f"batch means, {k} batches of {seconds} s, of the per-second linearized mean, conditioned on each second's ends"
+    )
+    return Interval(mean - half, mean + half, confidence, f"{how}, Student t")
+
+
+def percentile_in_time(
+    values: Sequence[float], times_ns: Sequence[int], ordered: Ranked, q: float, run: RunCount, confidence: float
+) -> Interval | None:
+    """The q-quantile's interval (see the module doc); None for fewer than 4 batches of seconds or an effective
+    count too small for the quantile at this confidence."""
+    n = len(values)
+    if n == 0:
+        return None
+    estimate = quantile(ordered, q)
+    below = [1.0 if v <= estimate else 0.0 for v in values]
+    share = math.fsum(below) / n
+    var, df, k = _spread(below, times_ns, share, run)
+    if k == 0:
+        return None
+    own = share * (1.0 - share) / n
+    m = float(n)
+    if own > 0.0 and var > 0.0:
+        z = NormalDist().inv_cdf(0.5 + confidence / 2.0)
+        t = student_t_quantile(0.5 + confidence / 2.0, df)
+        m = min(MAX_GAIN * n, n / (var / own * (t / z) ** 2))
+    return on_effective_count(ordered, q, m, confidence, f" ({IN_TIME})")
+
+
+__all__ = ["IN_TIME", "mean_in_time", "percentile_in_time"]
