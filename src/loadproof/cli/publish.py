@@ -60,6 +60,8 @@ def verify(bundle: Annotated[Path, typer.Argument(metavar="BUNDLE")]) -> None:
             f"FAILED: verify stopped on {shown(type(exc).__name__)}: {shown(str(exc))}", markup=False, highlight=False
         )
         raise typer.Exit(1) from None
+    # the verdict first, then a line a claim, and the verdict again where a long listing ends
+    ui.out.print(result.summary(), markup=False, highlight=False)
     for line in result.lines():
         ui.out.print(line, markup=False, highlight=False)
     ui.out.print(result.summary(), markup=False, highlight=False)

@@ -21,7 +21,8 @@ def test_publish_then_verify_then_tamper(tmp_path):
     ok = loadproof("verify", str(tmp_path / "bundle"))
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert "ok  throughput.english.c1.decode_tokens_per_s  7.3" in ok.stdout.splitlines()
-    assert ok.stdout.splitlines()[-1].startswith("VERIFIED")
+    assert ok.stdout.splitlines()[0].startswith("VERIFIED")  # the verdict first
+    assert ok.stdout.splitlines()[-1] == ok.stdout.splitlines()[0]  # and again where the listing ends
 
     rows = read_jsonl(tmp_path / "bundle" / TP / "requests.jsonl")
     rows[0]["last_token_ns"] -= int(3.7 * S)  # decode median 7.3 -> 8.0
@@ -33,6 +34,7 @@ def test_publish_then_verify_then_tamper(tmp_path):
         line.startswith("MISMATCH  throughput.english.c1.decode_tokens_per_s  published 7.3 recomputed 8.0")
         for line in changed.stdout.splitlines()
     )
+    assert changed.stdout.splitlines()[0].startswith("FAILED")
     assert changed.stdout.splitlines()[-1].startswith("FAILED")
 
     reseal(tmp_path / "bundle")
