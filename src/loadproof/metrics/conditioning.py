@@ -22,7 +22,8 @@ series is regressed on each second's ends, which leaves what the requests carrie
 outcome); the run's length is the schedule's span, fixed, plus its drain (the last end less the last send), which
 the batches cannot see, so the drain's variance (`drain_law`) is added. Regressed on the sends instead, the
 residual kept the requests carried across the batches' edges, which cancel over the run, and the interval was too
-wide (a requests/s interval held the truth in 99% of runs).
+wide (a requests/s interval held the truth in 99% of runs). ITL, whose gaps are spread over each request's
+decode, is batched by the second each gap ended and conditioned on the same ends (`metrics/time_batches.py`).
 
 `fixed_count` says where that holds: a rescaled schedule sent whole (every planned request sent; a run that
 `--until-precision` or an interruption ended early sent fewer, so its count was not fixed), in a run that
