@@ -17,7 +17,7 @@ from loadproof.metrics.claims import Claim, number
 from loadproof.metrics.conditioning import RunCount
 from loadproof.metrics.distribution import PERCENTILES, STATS, Ranked, summarize
 from loadproof.metrics.intervals import Interval
-from loadproof.metrics.time_batches import mean_in_time, percentile_in_time
+from loadproof.metrics.time_batches import fits, mean_in_time, percentile_in_time
 from loadproof.metrics.uncertainty import CONFIDENCE, ranked, scaled, stat_interval
 from loadproof.records import RequestRecord
 from loadproof.units import NS_PER_S
@@ -171,7 +171,8 @@ def latency_claims(
     """Each latency's statistics (`only`: those latencies by name, e.g. an embeddings run's); with `gaps` (each
     record's arrival gap, where a rescaled schedule fixed the count), TTFT's, ITL's, TPOT's and E2E's intervals
     conditioned on each batch's arrivals; with the `run`'s count too (`LoadPlan.ends_known`), ITL's batched by
-    the second each gap ended and conditioned on each second's ends instead (`itl_in_time`)."""
+    the second each gap ended and conditioned on each second's ends instead (`itl_in_time`), where the run is long
+    enough for 4 batches of seconds (`time_batches.fits`)."""
     claims: list[Claim] = []
     values = samples_ns(records)
     covariates = {} if gaps is None else gaps_by_latency(records, gaps)
@@ -197,7 +198,7 @@ def latency_claims(
                     parts={"stat": stat},
                     interval=(
                         itl_in_time(records, values[latency.name], stat, ordered, run)
-                        if run is not None and latency.name == "itl_s"
+                        if run is not None and latency.name == "itl_s" and fits(run)
                         else stat_interval(
                             values[latency.name], stat, 1 / NS_PER_S, ordered, covariates.get(latency.name)
                         )

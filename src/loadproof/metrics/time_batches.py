@@ -34,6 +34,12 @@ from loadproof.units import NS_PER_S
 IN_TIME = "10 batches of seconds, conditioned on each second's ends"  # the method's words
 
 
+def fits(run: RunCount) -> bool:
+    """Whether the run is long enough for 4 batches of seconds (at least 8 s); a shorter one's ITL intervals are the
+    request batches' (`dependence`, conditioned on each batch's arrivals)."""
+    return min(BATCHES, max(1, round(run.duration_s)) // MIN_BATCH) >= 4
+
+
 def _bins(times_ns: Sequence[int], run: RunCount) -> tuple[list[int], int]:
     """Each time's whole second from the run's start (the last, partial second as `uncertainty.per_second`
     counts it) and the number of seconds."""
@@ -101,4 +107,4 @@ def percentile_in_time(
     return on_effective_count(ordered, q, m, confidence, f" ({IN_TIME})")
 
 
-__all__ = ["IN_TIME", "mean_in_time", "percentile_in_time"]
+__all__ = ["IN_TIME", "fits", "mean_in_time", "percentile_in_time"]

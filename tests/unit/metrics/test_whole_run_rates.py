@@ -17,7 +17,7 @@ from loadproof.metrics.intervals import batch_spread, student_t_quantile
 from loadproof.metrics.latency import itl_ends_ns
 from loadproof.metrics.time_batches import mean_in_time
 from loadproof.metrics.uncertainty import per_second, rate_interval
-from tests.unit.metrics.test_conditioning import bursty_records, claims_of, rec
+from tests.unit.metrics.test_conditioning import CONDITIONED, bursty_records, claims_of, rec
 from tests.unit.metrics.test_interval_coverage import band
 from tests.unit.metrics.test_load import T0, S
 
@@ -176,3 +176,10 @@ def test_only_a_run_that_records_its_ends_batches_itl_in_time():
         assert now[name].value == before[name].value
         assert a.low <= now[name].value <= a.high
     assert now["load.itl_s.max"].interval is None
+
+
+def test_a_run_too_short_for_four_batches_of_seconds_keeps_itls_request_batches():
+    records = bursty_records(24)  # 6 s of sends: under 8 s, too short for 4 batches of 2 s
+    now = claims_of(records, rescaled=True, arrivals_known=True, ends_known=True)
+    interval = now["load.itl_s.mean"].interval
+    assert interval is not None and CONDITIONED in interval.method and IN_TIME not in interval.method
