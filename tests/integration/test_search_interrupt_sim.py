@@ -44,15 +44,17 @@ def finished_trials(out: Path) -> int:
 
 def test_an_interrupted_rate_search_gives_a_lower_bound_and_publish_refuses_it_unless_asked(tmp_path: Path):
     # an engine that keeps up with every rate tried: every trial passes, so the search doubles towards its
-    # maximum (1, 2, 4, ... 64 requests/s) and is interrupted on its way there
+    # maximum (4, 8, 16, 32, 64 requests/s) and is interrupted on its way there; 8 s a trial, so that each tenth
+    # of a trial's schedule holds 3 sends or more: load.client_limited compares the tenths' median lags, and a
+    # trial of 2 sends (1 requests/s for 2 s) failed as client-limited on one late send of a busy machine
     config = {"max_num_seqs": 64, "cost": {"step_overhead_s": 0.002, **FLAT_STEP}}
     out = tmp_path / "runs"
     with SimProcess(tmp_path / "sim.log", config=config) as sim:
         argv = [sys.executable, "-m", "loadproof", "run", "load", "--url", sim.url, "--endpoint", "completions"]
         argv += ["--tokenizer", str(tokenizer_path()), "--out", str(out), "--input-tokens", "64"]
-        argv += ["--search", "rate", "--rate", "1", "--search-max", "64", "--arrival", "constant"]
-        argv += ["--duration-s", "2", "--output-tokens", "4", "--slo", "ttft=5s"]
-        argv += ["--search-decision", "point"]  # 2 to 8 requests a trial: on intervals none would pass 99%
+        argv += ["--search", "rate", "--rate", "4", "--search-max", "64", "--arrival", "constant"]
+        argv += ["--duration-s", "8", "--output-tokens", "4", "--slo", "ttft=5s"]
+        argv += ["--search-decision", "point"]  # 32 to 128 requests a trial: on intervals none would pass 99%
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             wait_until(lambda: finished_trials(out) >= FINISHED, 150, f"{FINISHED} finished trials")
