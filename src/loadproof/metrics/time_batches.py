@@ -31,7 +31,7 @@ from loadproof.metrics.distribution import Ranked, quantile
 from loadproof.metrics.intervals import BATCHES, MIN_BATCH, Interval, batch_spread, student_t_quantile
 from loadproof.units import NS_PER_S
 
-IN_TIME = "10 batches of seconds, conditioned on each second's ends"  # the method's words
+IN_TIME = "batches of seconds, conditioned on each second's ends"  # the method's words, after their count
 
 
 def fits(run: RunCount) -> bool:
@@ -104,7 +104,7 @@ def percentile_in_time(
         z = NormalDist().inv_cdf(0.5 + confidence / 2.0)
         t = student_t_quantile(0.5 + confidence / 2.0, df)
         m = min(MAX_GAIN * n, n / (var / own * (t / z) ** 2))
-    return on_effective_count(ordered, q, m, confidence, f" ({IN_TIME})")
+    return on_effective_count(ordered, q, m, confidence, f" ({k} {IN_TIME})")
 
 
 __all__ = ["IN_TIME", "fits", "mean_in_time", "percentile_in_time"]
