@@ -29,7 +29,7 @@ from loadproof.metrics.conditioning import RunCount
 from loadproof.metrics.dependence import MAX_GAIN, on_effective_count
 from loadproof.metrics.distribution import Ranked, quantile
 from loadproof.metrics.intervals import BATCHES, MIN_BATCH, Interval, batch_spread, student_t_quantile
-from loadproof.units import NS_PER_S
+from loadproof.metrics.uncertainty import per_second
 
 IN_TIME = "batches of seconds, conditioned on each second's ends"  # the method's words, after their count
 
@@ -40,30 +40,18 @@ def fits(run: RunCount) -> bool:
     return min(BATCHES, max(1, round(run.duration_s)) // MIN_BATCH) >= 4
 
 
-def _bins(times_ns: Sequence[int], run: RunCount) -> tuple[list[int], int]:
-    """Each time's whole second from the run's start (the last, partial second as `uncertainty.per_second`
-    counts it) and the number of seconds."""
-    seconds = max(1, round(run.duration_s))
-    return [min(seconds - 1, max(0, int((t - run.start_ns) // NS_PER_S))) for t in times_ns], seconds
-
-
 def _spread(values: Sequence[float], times_ns: Sequence[int], centre: float, run: RunCount) -> tuple[float, int, int]:
-    """The variance of the values' mean about `centre` from their linearized per-second series batched and
-    regressed on each second's ends, its degrees of freedom and the batches (0, 0, 0 below 4 batches)."""
-    bins, seconds = _bins(times_ns, run)
-    k = min(BATCHES, seconds // MIN_BATCH)
-    if k < 4 or not values:
+    """The variance of the values' mean about `centre` from their linearized per-second series (`per_second`, as a
+    rate's) batched and regressed on each second's ends, its degrees of freedom and the batches (0, 0, 0 below 4
+    batches)."""
+    if not values or not fits(run):
         return 0.0, 0, 0
-    sums, counts = [0.0] * seconds, [0.0] * seconds
-    for b, v in zip(bins, values, strict=True):
-        sums[b] += v
-        counts[b] += 1.0
-    per_second = len(values) / seconds
-    z = [(y - centre * c) / per_second for y, c in zip(sums, counts, strict=True)]
-    ends, _ = _bins(run.ends_ns, run)
-    ended = [0.0] * seconds
-    for b in ends:
-        ended[b] += 1.0
+    sums = per_second(times_ns, values, run.start_ns, run.duration_s)
+    counts = per_second(times_ns, [1.0] * len(values), run.start_ns, run.duration_s)
+    ended = per_second(run.ends_ns, [1.0] * len(run.ends_ns), run.start_ns, run.duration_s)
+    k = min(BATCHES, len(sums) // MIN_BATCH)
+    scale = len(values) / len(sums)  # values a second
+    z = [(y - centre * c) / scale for y, c in zip(sums, counts, strict=True)]
     var, df = batch_spread(z, k, ended)
     return var / k, df, k
 
